@@ -1,0 +1,11 @@
+/** Entry point: bundled by esbuild into dist/plexus.cjs and the single executable dist/plexus. */
+import { main } from "../src/cli/main";
+
+main({ env: process.env, argv: process.argv.slice(2), stdin: process.stdin }).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  () => {
+    process.exitCode = 1;
+  },
+);

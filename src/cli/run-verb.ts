@@ -1,0 +1,60 @@
+/** Everything after VERSION: parse env and config, build the dependencies, dispatch the verb. */
+import { parseEnv } from "../cni/env";
+import { asCniError } from "../cni/errors";
+import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
+import { isSupportedVersion } from "../cni/version";
+import { parsePlexusConf } from "../config/plugin-conf";
+import { ResultCache } from "../exec/cache";
+import { RawExec } from "../exec/raw-exec";
+import { createLogger } from "../log/logger";
+import { baseEnvOf, type Deps } from "../orchestrate/deps";
+import { RecordStore } from "../orchestrate/record";
+import type { MainIo } from "./main";
+import { readStdin } from "./stdio";
+
+export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void): Promise<unknown> {
+  const req = parseEnv(io.env);
+  const raw = decodeJson(await readStdin(io.stdin, MAX_STDIN_BYTES), { what: "stdin config" });
+  if (isPlainObject(raw) && isSupportedVersion(raw.cniVersion)) setErrorVersion(raw.cniVersion);
+  const conf = parsePlexusConf(raw, { requireNetworks: req.command !== "DEL" && req.command !== "GC" });
+
+  const log = createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });
+  if (conf.unknownKeys.length) log.debug({ keys: conf.unknownKeys }, "ignoring unknown config keys");
+  const deps: Deps = {
+    exec: new RawExec(log),
+    cache: new ResultCache(conf.cniDir),
+    records: new RecordStore(conf.cniDir),
+    log,
+    baseEnv: baseEnvOf(io.env),
+  };
+  try {
+    switch (req.command) {
+      case "ADD": {
+        const { cmdAdd } = await import("../orchestrate/add");
+        return (await cmdAdd(req, conf, deps)).result;
+      }
+      case "DEL": {
+        const { cmdDel } = await import("../orchestrate/del");
+        return void (await cmdDel(req, conf, deps));
+      }
+      case "CHECK": {
+        const { cmdCheck } = await import("../orchestrate/check");
+        return void (await cmdCheck(req, conf, deps));
+      }
+      case "STATUS": {
+        const { cmdStatus } = await import("../orchestrate/status");
+        return void (await cmdStatus(req, conf, deps));
+      }
+      case "GC": {
+        const { cmdGc } = await import("../orchestrate/gc");
+        return void (await cmdGc(req, conf, deps));
+      }
+      default:
+        return undefined;
+    }
+  } catch (err) {
+    const e = asCniError(err);
+    log.error({ code: e.code, err: e.message }, `${req.command} failed`);
+    throw e;
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Network configurations as libcni reads them: a single plugin config (`.conf`) or a list
+ * (`.conflist`). Both are normalised to a {@link ConfList} (what containerd does too, K3).
+ */
+import { z } from "zod";
+import { CniError, Code } from "./errors";
+import { assertNoCaseCollisions, isPlainObject } from "./json";
+import { parseWithSchema } from "./schema-error";
+import { validateNetworkName, validatePluginType } from "./validate";
+import { requireSupportedVersion } from "./version";
+
+/** One plugin's config; every key besides the ones named is the plugin's own and passed through. */
+export interface PluginConf {
+  type: string;
+  name?: string;
+  cniVersion?: string;
+  capabilities?: Record<string, boolean>;
+  [key: string]: unknown;
+}
+
+export interface ConfList {
+  cniVersion: string;
+  name: string;
+  disableCheck?: boolean;
+  disableGC?: boolean;
+  plugins: PluginConf[];
+}
+
+const capabilities = z.record(z.string(), z.boolean()).optional();
+const pluginSchema = z.looseObject({
+  type: z.string({ error: "a plugin needs a string \"type\"" }),
+  capabilities,
+});
+const listSchema = z.looseObject({
+  cniVersion: z.string().optional(),
+  name: z.string().optional(),
+  disableCheck: z.union([z.boolean(), z.literal("true"), z.literal("false")]).optional(),
+  disableGC: z.union([z.boolean(), z.literal("true"), z.literal("false")]).optional(),
+  plugins: z.array(z.unknown()).min(1, { error: "a conflist needs at least one plugin in \"plugins\"" }),
+});
+
+function asBool(v: boolean | "true" | "false" | undefined): boolean | undefined {
+  return v === undefined ? undefined : v === true || v === "true";
+}
+
+export interface ParseConfOptions {
+  /** Names the source in every message: `delegate 1`, `NAD default/net-a`, `/etc/cni/net.d/10-x.conf`. */
+  what: string;
+  /** Used when the config has no `name` (N3.4.2: a NAD's name is injected). */
+  defaultName?: string;
+  /** Used when the config has no `cniVersion`. */
+  defaultVersion?: string;
+}
+
+/**
+ * Parses a single config or a conflist into a ConfList (B29–B31): `type` validated before any
+ * lookup (C4.2), versions checked, keys that differ only in case refused (B17).
+ */
+export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList {
+  const { what } = opts;
+  if (!isPlainObject(value)) {
+    const kind = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
+    throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a CNI config object (a .conf or a .conflist), got ${kind}`);
+  }
+  assertNoCaseCollisions(value, what);
+  const isList = "plugins" in value;
+  const rawName = value.name ?? opts.defaultName;
+  const name = validateNetworkName(rawName, what);
+  const cniVersion = requireSupportedVersion(value.cniVersion ?? opts.defaultVersion, what);
+  if (!isList) {
+    const plugin = parsePlugin(value, `${what} (network ${name})`);
+    return { cniVersion, name, plugins: [{ ...plugin, name, cniVersion }] };
+  }
+  const list = parseWithSchema(listSchema, value, what);
+  const plugins = list.plugins.map((p, i) => parsePlugin(p, `${what} (network ${name}) plugin ${i}`));
+  const out: ConfList = { cniVersion, name, plugins };
+  const disableCheck = asBool(list.disableCheck);
+  const disableGC = asBool(list.disableGC);
+  if (disableCheck !== undefined) out.disableCheck = disableCheck;
+  if (disableGC !== undefined) out.disableGC = disableGC;
+  return out;
+}
+
+function parsePlugin(value: unknown, what: string): PluginConf {
+  if (!isPlainObject(value)) throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);
+  assertNoCaseCollisions(value, what);
+  if (!("type" in value)) throw new CniError(Code.InvalidNetworkConfig, `${what}: plugin has no "type"`);
+  validatePluginType(value.type, what);
+  return parseWithSchema(pluginSchema, value, what) as PluginConf;
+}

@@ -1,0 +1,79 @@
+/**
+ * Safe JSON decoding for everything that arrives from outside (stdin, delegate output, NADs, records).
+ * Bounded in size and depth, and refusing prototype keys, so hostile input is an error with a code,
+ * never a crash or a polluted object (B11, B12, B17).
+ */
+import { CniError, Code } from "./errors";
+
+export const MAX_STDIN_BYTES = 1024 * 1024;
+export const MAX_JSON_DEPTH = 64;
+const FORBIDDEN_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+export interface DecodeOptions {
+  /** Names the input in messages: "stdin config", `NAD default/net-a`, … */
+  what: string;
+  maxBytes?: number;
+  /** Code for malformed JSON; default 6 (decode error). */
+  code?: number;
+}
+
+export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unknown {
+  const maxBytes = opts.maxBytes ?? MAX_STDIN_BYTES;
+  const code = opts.code ?? Code.Decoding;
+  const size = typeof input === "string" ? Buffer.byteLength(input) : input.byteLength;
+  if (size > maxBytes) {
+    throw new CniError(code, `${opts.what} is ${size} bytes, more than the ${maxBytes}-byte limit`);
+  }
+  const text = typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
+  if (text.trim() === "") throw new CniError(code, `${opts.what} is empty; expected a JSON object`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new CniError(code, `${opts.what} is not valid JSON: ${(err as Error).message}`);
+  }
+  checkShape(value, opts.what);
+  return value;
+}
+
+/** Iterative walk (no recursion, so 10⁵-deep input cannot overflow the stack). */
+function checkShape(root: unknown, what: string): void {
+  const stack: Array<{ v: unknown; depth: number; path: string }> = [{ v: root, depth: 0, path: "" }];
+  while (stack.length) {
+    const { v, depth, path } = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      throw new CniError(Code.Decoding, `${what} is nested more than ${MAX_JSON_DEPTH} levels deep (at ${path || "top level"})`);
+    }
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push({ v: x, depth: depth + 1, path: `${path}[${i}]` }));
+      continue;
+    }
+    for (const [k, x] of Object.entries(v)) {
+      if (FORBIDDEN_KEYS.has(k)) {
+        throw new CniError(Code.InvalidNetworkConfig, `${what} has the key ${JSON.stringify(k)}${path ? ` at ${path}` : ""}, which is refused`);
+      }
+      stack.push({ v: x, depth: depth + 1, path: path ? `${path}.${k}` : k });
+    }
+  }
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/**
+ * Go's JSON decoder matches keys case-insensitively, so `"Type"` beside `"type"` means different
+ * things to Plexus and to a Go delegate. Refused in config objects (B17).
+ */
+export function assertNoCaseCollisions(obj: Record<string, unknown>, what: string): void {
+  const seen = new Map<string, string>();
+  for (const k of Object.keys(obj)) {
+    const lower = k.toLowerCase();
+    const prev = seen.get(lower);
+    if (prev !== undefined) {
+      throw new CniError(Code.InvalidNetworkConfig, `${what} has both ${JSON.stringify(prev)} and ${JSON.stringify(k)}; keys differing only in case are ambiguous to Go plugins`);
+    }
+    seen.set(lower, k);
+  }
+}

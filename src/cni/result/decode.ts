@@ -1,0 +1,65 @@
+/**
+ * Decoding what a delegate printed on success into a typed result (B55, B56, B58, B59).
+ */
+import { z } from "zod";
+import { CniError, Code } from "../errors";
+import { decodeJson, isPlainObject } from "../json";
+import { parseWithSchema } from "../schema-error";
+import { isSupportedVersion } from "../version";
+import { familyOf, type AnyResult } from "./types";
+
+/** Delegate output larger than this is not a CNI result (B61 caps the capture itself). */
+export const MAX_RESULT_BYTES = 4 * 1024 * 1024;
+
+const route = z.looseObject({ dst: z.string(), gw: z.string().optional() });
+const dns = z
+  .looseObject({
+    nameservers: z.array(z.string()).optional(),
+    domain: z.string().optional(),
+    search: z.array(z.string()).optional(),
+    options: z.array(z.string()).optional(),
+  })
+  .optional();
+const iface = z.looseObject({ name: z.string(), mac: z.string().optional(), sandbox: z.string().optional(), mtu: z.number().optional() });
+const ip = z.looseObject({ address: z.string(), gateway: z.string().optional(), interface: z.number().int().optional() });
+
+const schemas = {
+  "100": z.looseObject({ cniVersion: z.string(), interfaces: z.array(iface).optional(), ips: z.array(ip).optional(), routes: z.array(route).optional(), dns }),
+  "040": z.looseObject({
+    cniVersion: z.string(),
+    interfaces: z.array(iface).optional(),
+    ips: z.array(ip.extend({ version: z.enum(["4", "6"]) })).optional(),
+    routes: z.array(route).optional(),
+    dns,
+  }),
+  "020": z.looseObject({
+    cniVersion: z.string(),
+    ip4: z.looseObject({ ip: z.string(), gateway: z.string().optional(), routes: z.array(route).optional() }).optional(),
+    ip6: z.looseObject({ ip: z.string(), gateway: z.string().optional(), routes: z.array(route).optional() }).optional(),
+    dns,
+  }),
+} as const;
+
+/** A CNI error object: `code` and `msg`, and none of a result's keys. */
+export function looksLikeCniError(v: unknown): v is { code: number; msg?: string; details?: string } {
+  return isPlainObject(v) && typeof v.code === "number" && !("ips" in v) && !("interfaces" in v) && !("ip4" in v) && !("ip6" in v);
+}
+
+/**
+ * Parses a delegate's stdout. A result with an empty `cniVersion` is read as the config's version,
+ * as libcni does since cni#895. Exit 0 with an error object is an error (B56).
+ */
+export function decodeResult(stdout: Uint8Array | string, confVersion: string, what: string): AnyResult {
+  const value = decodeJson(stdout, { what: `${what}: result`, maxBytes: MAX_RESULT_BYTES, code: Code.InvalidResult });
+  if (!isPlainObject(value)) {
+    throw new CniError(Code.InvalidResult, `${what}: result is not a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value})`);
+  }
+  if (looksLikeCniError(value)) {
+    throw new CniError(value.code, `${what}: ${value.msg ?? "plugin reported an error"} (exited 0 but printed an error)`, value.details);
+  }
+  const version = value.cniVersion === undefined || value.cniVersion === "" ? confVersion : value.cniVersion;
+  if (!isSupportedVersion(version)) {
+    throw new CniError(Code.InvalidResult, `${what}: result has unsupported cniVersion ${JSON.stringify(value.cniVersion)}`);
+  }
+  return parseWithSchema(schemas[familyOf(version)], { ...value, cniVersion: version }, `${what}: result`, Code.InvalidResult) as AnyResult;
+}

@@ -1,0 +1,88 @@
+/**
+ * The libcni-style result cache (C3.3): one file per delegate attachment
+ * (delegate network, container ID, interface) holding the config it was added with and its
+ * last ADD result, so CHECK and DEL can pass `prevResult` and GC can find stale attachments.
+ * Same record shape as libcni's `cniCacheV1`, under `<cniDir>/results/`.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { AnyResult } from "../cni/result/types";
+import { isPlainObject } from "../cni/json";
+import { removeFile, writeFileAtomic, ioError } from "./atomic-file";
+
+export interface AttachmentKey {
+  networkName: string;
+  containerId: string;
+  ifName: string;
+}
+
+export interface CachedAttachment extends AttachmentKey {
+  kind: "cniCacheV1";
+  /** The delegate's conflist as it was run (JSON text). */
+  config: string;
+  netns?: string;
+  cniArgs?: string;
+  capabilityArgs?: Record<string, unknown>;
+  result?: AnyResult;
+}
+
+export class ResultCache {
+  readonly dir: string;
+  constructor(cniDir: string) {
+    this.dir = join(cniDir, "results");
+  }
+
+  path(k: AttachmentKey): string {
+    return join(this.dir, `${k.networkName}-${k.containerId}-${k.ifName}`);
+  }
+
+  async set(entry: Omit<CachedAttachment, "kind">): Promise<void> {
+    await writeFileAtomic(this.path(entry), JSON.stringify({ kind: "cniCacheV1", ...entry }));
+  }
+
+  /** Missing or unreadable entries are `undefined`: a DEL then runs without `prevResult`, as libcni's does. */
+  async get(k: AttachmentKey): Promise<CachedAttachment | undefined> {
+    let text: string;
+    try {
+      text = await readFile(this.path(k), "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw ioError(`cannot read cached result ${this.path(k)}`, err);
+    }
+    return parseEntry(text);
+  }
+
+  async delete(k: AttachmentKey): Promise<void> {
+    await removeFile(this.path(k));
+  }
+
+  /** Every readable entry, optionally only those of one network (GC). */
+  async list(networkName?: string): Promise<CachedAttachment[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw ioError(`cannot list ${this.dir}`, err);
+    }
+    const out: CachedAttachment[] = [];
+    for (const name of names) {
+      if (name.startsWith(".")) continue;
+      const entry = parseEntry(await readFile(join(this.dir, name), "utf8").catch(() => ""));
+      if (entry && (networkName === undefined || entry.networkName === networkName)) out.push(entry);
+    }
+    return out;
+  }
+}
+
+function parseEntry(text: string): CachedAttachment | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    if (isPlainObject(v) && v.kind === "cniCacheV1" && typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string") {
+      return v as unknown as CachedAttachment;
+    }
+  } catch {
+    // A torn or foreign file is treated as absent.
+  }
+  return undefined;
+}

@@ -1,0 +1,186 @@
+/**
+ * Running one network (a conflist) the way libcni's `AddNetworkList`/`DelNetworkList`/… do
+ * (C3.1, C3.2, C3.3, N7.1): `name` and `cniVersion` injected into every plugin, `prevResult`
+ * chained on ADD, DEL in reverse with the cached result, `runtimeConfig` derived from capabilities.
+ */
+import type { ConfList, PluginConf } from "../cni/conf";
+import { AggregateCniError, CniError, Code } from "../cni/errors";
+import { convertResult } from "../cni/result/convert";
+import { decodeResult } from "../cni/result/decode";
+import type { AnyResult } from "../cni/result/types";
+import { versionAtLeast } from "../cni/version";
+import type { Logger } from "../log/logger";
+import type { ResultCache } from "./cache";
+import type { Env, PluginExec } from "./plugin-exec";
+
+export interface RuntimeConf {
+  containerId: string;
+  netns: string;
+  ifName: string;
+  /** CNI_ARGS as the runtime gave it (C4.1: delegates get the same env). */
+  args: string;
+  /** CNI_PATH directories, binDir first. */
+  path: readonly string[];
+  /** Capability values the runtime supplied (`runtimeConfig` of Plexus's own config). */
+  capabilityArgs: Readonly<Record<string, unknown>>;
+  /** The environment delegates inherit, without CNI_* (those are set per call). */
+  baseEnv: Readonly<Env>;
+  /** Per-delegate deadline (B52). */
+  deadlineMs: number;
+}
+
+export interface ExecDeps {
+  exec: PluginExec;
+  cache: ResultCache;
+  log: Logger;
+}
+
+type Verb = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
+
+function describe(plugin: PluginConf, list: ConfList, verb: Verb): string {
+  return `plugin type=${JSON.stringify(plugin.type)} network=${JSON.stringify(list.name)} (${verb})`;
+}
+
+/** C3.2: runtimeConfig = declared capabilities ∩ supplied values; `capabilities` itself removed. */
+export function buildPluginConf(list: ConfList, plugin: PluginConf, capabilityArgs: Readonly<Record<string, unknown>>, prevResult?: AnyResult): Record<string, unknown> {
+  const { capabilities, ...rest } = plugin;
+  const conf: Record<string, unknown> = { ...rest, name: list.name, cniVersion: list.cniVersion };
+  const runtimeConfig: Record<string, unknown> = {};
+  for (const [cap, declared] of Object.entries(capabilities ?? {})) {
+    if (declared && Object.hasOwn(capabilityArgs, cap)) runtimeConfig[cap] = capabilityArgs[cap];
+  }
+  if (Object.keys(runtimeConfig).length > 0) conf.runtimeConfig = runtimeConfig;
+  else delete conf.runtimeConfig;
+  if (prevResult) conf.prevResult = convertResult(prevResult, list.cniVersion);
+  else delete conf.prevResult;
+  return conf;
+}
+
+function envFor(verb: Verb, rt: RuntimeConf): Env {
+  const env: Env = { ...rt.baseEnv, CNI_COMMAND: verb, CNI_PATH: rt.path.join(":") };
+  if (verb === "ADD" || verb === "DEL" || verb === "CHECK") {
+    env.CNI_CONTAINERID = rt.containerId;
+    env.CNI_NETNS = rt.netns;
+    env.CNI_IFNAME = rt.ifName;
+    env.CNI_ARGS = rt.args;
+  }
+  return env;
+}
+
+async function runPlugin(verb: Verb, list: ConfList, plugin: PluginConf, conf: Record<string, unknown>, rt: RuntimeConf, deps: ExecDeps): Promise<Uint8Array> {
+  const what = describe(plugin, list, verb);
+  const path = await deps.exec.findInPath(plugin.type, rt.path).catch((err: unknown) => {
+    throw err instanceof CniError ? err.withContext(`network ${JSON.stringify(list.name)}`) : err;
+  });
+  deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
+  return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs: rt.deadlineMs, what });
+}
+
+/** ADD: plugins in order, each given the previous result; the final result is cached (C3.3). */
+export async function addNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<AnyResult> {
+  let prev: AnyResult | undefined;
+  for (const plugin of list.plugins) {
+    const conf = buildPluginConf(list, plugin, rt.capabilityArgs, prev);
+    const out = await runPlugin("ADD", list, plugin, conf, rt, deps);
+    const result = decodeResult(out, list.cniVersion, describe(plugin, list, "ADD"));
+    prev = convertResult(result, list.cniVersion);
+  }
+  if (!prev) throw new CniError(Code.InvalidNetworkConfig, `network ${JSON.stringify(list.name)} has no plugins`);
+  await deps.cache.set({
+    networkName: list.name,
+    containerId: rt.containerId,
+    ifName: rt.ifName,
+    config: JSON.stringify(list),
+    netns: rt.netns,
+    cniArgs: rt.args,
+    capabilityArgs: { ...rt.capabilityArgs },
+    result: prev,
+  });
+  return prev;
+}
+
+async function cachedResult(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<AnyResult | undefined> {
+  const entry = await deps.cache.get({ networkName: list.name, containerId: rt.containerId, ifName: rt.ifName });
+  return entry?.result;
+}
+
+/**
+ * DEL: plugins in reverse with the cached result as `prevResult` (≥ 0.4.0, as libcni). Unlike
+ * libcni, a failing plugin does not stop the others: an IPAM reservation behind a failed
+ * meta-plugin is still released. The cache entry is removed only when every plugin succeeded,
+ * so a retried DEL still has it (B62).
+ */
+export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+  const prev = versionAtLeast(list.cniVersion, "0.4.0") ? await cachedResult(list, rt, deps) : undefined;
+  const errors: CniError[] = [];
+  for (const plugin of [...list.plugins].reverse()) {
+    const conf = buildPluginConf(list, plugin, rt.capabilityArgs, prev);
+    try {
+      await runPlugin("DEL", list, plugin, conf, rt, deps);
+    } catch (err) {
+      errors.push(err instanceof CniError ? err : new CniError(Code.Internal, String(err)));
+    }
+  }
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) throw new AggregateCniError(errors, `network ${JSON.stringify(list.name)}: ${errors.length} plugins failed DEL`);
+  await deps.cache.delete({ networkName: list.name, containerId: rt.containerId, ifName: rt.ifName });
+}
+
+/** CHECK (C2.6): ≥ 0.4.0 only, skipped when `disableCheck`; needs the cached result. */
+export async function checkNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+  if (!versionAtLeast(list.cniVersion, "0.4.0")) {
+    throw new CniError(Code.IncompatibleVersion, `network ${JSON.stringify(list.name)}: cniVersion ${list.cniVersion} does not support CHECK (needs 0.4.0 or later)`);
+  }
+  if (list.disableCheck) return;
+  const prev = await cachedResult(list, rt, deps);
+  if (!prev) {
+    throw new CniError(Code.UnknownContainer, `network ${JSON.stringify(list.name)}: no cached result for container ${rt.containerId} interface ${rt.ifName}; was it added?`);
+  }
+  for (const plugin of list.plugins) {
+    await runPlugin("CHECK", list, plugin, buildPluginConf(list, plugin, rt.capabilityArgs, prev), rt, deps);
+  }
+}
+
+/** STATUS (C2.8): forwarded to every plugin of a ≥ 1.1.0 list; older plugins know no STATUS. */
+export async function statusNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+  if (!versionAtLeast(list.cniVersion, "1.1.0")) return;
+  for (const plugin of list.plugins) {
+    await runPlugin("STATUS", list, plugin, buildPluginConf(list, plugin, {}), rt, deps);
+  }
+}
+
+export interface GcAttachment {
+  containerID: string;
+  ifname: string;
+}
+
+/**
+ * GC (C2.9), as libcni's `GCNetworkList`: DEL every cached attachment of this network that is not
+ * valid, then (≥ 1.1.0) forward GC with `cni.dev/valid-attachments`. Keeps going, reports all.
+ */
+export async function gcNetworkList(list: ConfList, valid: readonly GcAttachment[], rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+  if (list.disableGC) return;
+  const keep = new Set(valid.map((a) => `${a.containerID}\n${a.ifname}`));
+  const errors: CniError[] = [];
+  for (const entry of await deps.cache.list(list.name)) {
+    if (keep.has(`${entry.containerId}\n${entry.ifName}`)) continue;
+    deps.log.info({ network: list.name, containerId: entry.containerId, ifName: entry.ifName }, "GC: releasing stale attachment");
+    try {
+      await delNetworkList(list, { ...rt, containerId: entry.containerId, ifName: entry.ifName, netns: "", args: entry.cniArgs ?? "", capabilityArgs: entry.capabilityArgs ?? {} }, deps);
+    } catch (err) {
+      errors.push(err instanceof CniError ? err : new CniError(Code.Internal, String(err)));
+    }
+  }
+  if (versionAtLeast(list.cniVersion, "1.1.0")) {
+    for (const plugin of list.plugins) {
+      const conf = { ...buildPluginConf(list, plugin, {}), "cni.dev/valid-attachments": valid };
+      try {
+        await runPlugin("GC", list, plugin, conf, rt, deps);
+      } catch (err) {
+        errors.push(err instanceof CniError ? err : new CniError(Code.Internal, String(err)));
+      }
+    }
+  }
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) throw new AggregateCniError(errors, `network ${JSON.stringify(list.name)}: GC had ${errors.length} failures`);
+}

@@ -1,0 +1,23 @@
+/**
+ * The seam between Plexus and delegate binaries, shaped like libcni's `invoke.Exec`
+ * (`pkg/invoke/exec.go`): tests fake it, production uses {@link RawExec}.
+ */
+export type Env = Record<string, string>;
+
+export interface ExecRequest {
+  /** Absolute path of the plugin binary (from {@link PluginExec.findInPath}). */
+  path: string;
+  stdin: Uint8Array;
+  env: Env;
+  /** The whole process group is killed when this many milliseconds have passed (B52). */
+  deadlineMs: number;
+  /** Names the delegate in messages and logs: `plugin type="bridge" network="net-a" (ADD)`. */
+  what: string;
+}
+
+export interface PluginExec {
+  /** Resolves with stdout when the plugin exits 0; otherwise throws a CniError (C4.1, B51–B63). */
+  execPlugin(r: ExecRequest): Promise<Uint8Array>;
+  /** Finds `type` in `dirs`, first hit wins; throws code 7 naming the type and the dirs (B9). */
+  findInPath(type: string, dirs: readonly string[]): Promise<string>;
+}

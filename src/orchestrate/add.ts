@@ -1,0 +1,79 @@
+/**
+ * ADD as a list of named steps (N6.2, N7.2, N7.3, M7): check the netns, plan, record, attach
+ * serially, verify, answer with the default network's result in the runtime's version.
+ */
+import { assertNetnsUsable, type CniRequest } from "../cni/env";
+import { asCniError, CniError, Code } from "../cni/errors";
+import { convertResult, toResult } from "../cni/result/convert";
+import type { AnyResult } from "../cni/result/types";
+import type { PlexusConf } from "../config/plugin-conf";
+import { addNetworkList } from "../exec/conflist";
+import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import { planFromDelegates } from "./plan";
+import { podOf, type Attachment, type ContainerRecord } from "./record";
+import { teardown } from "./teardown";
+
+export interface AddOutcome {
+  /** The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4). */
+  result: AnyResult;
+  /** Every attachment's result, in attachment order (for network-status). */
+  results: Array<{ attachment: Attachment; result: AnyResult }>;
+}
+
+export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan: Attachment[] = planFromDelegates(conf, req.ifName)): Promise<AddOutcome> {
+  await assertNetnsUsable(req.netns);
+  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  await writeRecord(req, conf, plan, deps);
+
+  const done: Attachment[] = [];
+  const results: AddOutcome["results"] = [];
+  try {
+    for (const att of plan) {
+      done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
+      const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
+        throw asCniError(err).withContext(`ADD of ${describeAttachment(att)} failed`);
+      });
+      results.push({ attachment: att, result });
+      deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
+    }
+    const first = results[0];
+    if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
+    assertDefaultHasIp(first.result, first.attachment);
+    return { result: convertResult(first.result, conf.cniVersion), results };
+  } catch (err) {
+    const cause = asCniError(err);
+    const rollback = await teardown(done, ctx, req, conf, deps);
+    if (rollback.length === 0) await deps.records.delete(req.containerId, req.ifName).catch(() => {});
+    else deps.log.error({ errors: rollback.map((e) => e.message) }, "rollback after failed ADD left attachments; the record is kept for DEL");
+    throw rollback.length === 0 ? cause : new CniError(cause.code, `${cause.message}; rollback also failed: ${rollback.map((e) => e.message).join("; ")}`, cause.details);
+  }
+}
+
+/** M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first. */
+async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[], deps: Deps): Promise<void> {
+  const record: ContainerRecord = {
+    kind: "plexusRecordV1",
+    containerId: req.containerId,
+    ifName: req.ifName,
+    netns: req.netns,
+    cniVersion: conf.cniVersion,
+    cniArgs: req.rawArgs,
+    attachments: plan,
+  };
+  const pod = podOf(req.args);
+  if (pod) record.pod = pod;
+  await deps.records.write(record).catch((err: unknown) => {
+    throw asCniError(err).withContext(`cannot record container ${req.containerId} before attaching (cniDir ${conf.cniDir})`);
+  });
+}
+
+/** B60, K5: a default network without an IP would fail later in the runtime, far from its cause. */
+function assertDefaultHasIp(result: AnyResult, att: Attachment): void {
+  const ips = toResult(result).ips ?? [];
+  if (ips.length === 0) {
+    throw new CniError(
+      Code.VerificationFailed,
+      `${describeAttachment(att)} returned no IP address; the runtime needs one on ${att.ifName} (check the delegate's "ipam" section)`,
+    );
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * GC (C2.9): every container record whose (container ID, interface) the runtime no longer
+ * lists is torn down; then GC is forwarded to every delegate network with the delegate-level
+ * attachments that are still valid. Keeps going on errors and reports them all at the end.
+ */
+import type { CniRequest } from "../cni/env";
+import { AggregateCniError, asCniError, CniError, Code } from "../cni/errors";
+import type { ConfList } from "../cni/conf";
+import type { PlexusConf } from "../config/plugin-conf";
+import { gcNetworkList, type GcAttachment } from "../exec/conflist";
+import { runtimeConfFor, type Deps } from "./deps";
+import type { ContainerRecord } from "./record";
+import { teardown } from "./teardown";
+
+export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
+  if (!conf.validAttachments) {
+    throw new CniError(Code.InvalidNetworkConfig, `GC needs "cni.dev/valid-attachments" in the config (a list of {containerID, ifname}); without it every attachment would be released`);
+  }
+  const valid = new Set(conf.validAttachments.map((a) => `${a.containerID}\n${a.ifname}`));
+  const errors: CniError[] = [];
+  const kept: ContainerRecord[] = [];
+
+  for (const read of await deps.records.list()) {
+    if (read.state !== "found") {
+      if (read.state === "corrupt") deps.log.warn({ path: read.path, reason: read.reason }, "GC: skipping unreadable container record");
+      continue;
+    }
+    const rec = read.record;
+    if (valid.has(`${rec.containerId}\n${rec.ifName}`)) {
+      kept.push(rec);
+      continue;
+    }
+    deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
+    const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
+    const errs = await teardown(rec.attachments, ctx, req, conf, deps);
+    if (errs.length === 0) await deps.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => errs.push(asCniError(e)));
+    errors.push(...errs.map((e) => e.withContext(`GC of container ${rec.containerId}`)));
+  }
+
+  // Delegate networks: configured ones and the ones live records use, each forwarded GC once.
+  const networks = new Map<string, ConfList>();
+  for (const d of conf.delegates) networks.set(d.name, d);
+  for (const rec of kept) for (const att of rec.attachments) if (!networks.has(att.conf.name)) networks.set(att.conf.name, att.conf);
+  for (const [name, list] of networks) {
+    const stillValid: GcAttachment[] = kept.flatMap((rec) =>
+      rec.attachments.filter((a) => a.conf.name === name).map((a) => ({ containerID: rec.containerId, ifname: a.ifName })),
+    );
+    const att = { network: name, ifName: "", isDefault: false, conf: list };
+    try {
+      await gcNetworkList(list, stillValid, runtimeConfFor(att, { containerId: "", netns: "", cniArgs: "" }, req, conf, deps), deps);
+    } catch (err) {
+      errors.push(asCniError(err).withContext(`GC of network ${JSON.stringify(name)}`));
+    }
+  }
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) throw new AggregateCniError(errors, `GC: ${errors.length} failures`);
+}

@@ -1,0 +1,110 @@
+/**
+ * The per-container record (M7): written atomically before any delegate runs, holding what DEL
+ * needs (every attachment's resolved conflist and interface name), so DEL works without the API
+ * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
+ */
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { CniArgs } from "../cni/args";
+import type { ConfList } from "../cni/conf";
+import { isPlainObject } from "../cni/json";
+import { ioError, removeFile, writeFileAtomic } from "../exec/atomic-file";
+
+/** One network attached to the pod: the default network or a selected one (N4.2). */
+export interface Attachment {
+  /** The network's name for status and messages: NAD reference or delegate network name. */
+  network: string;
+  /** CNI_IFNAME for the delegate. */
+  ifName: string;
+  isDefault: boolean;
+  conf: ConfList;
+  /** Extra capability values for this attachment only (ips, mac, … from the annotation). */
+  capabilityArgs?: Record<string, unknown>;
+}
+
+export interface ContainerRecord {
+  kind: "plexusRecordV1";
+  containerId: string;
+  /** Plexus's own CNI_IFNAME: the runtime's attachment is (containerId, ifName). */
+  ifName: string;
+  netns: string;
+  cniVersion: string;
+  cniArgs: string;
+  pod?: { namespace: string; name: string; uid?: string };
+  attachments: Attachment[];
+}
+
+export type RecordRead =
+  | { state: "found"; record: ContainerRecord }
+  | { state: "missing" }
+  | { state: "corrupt"; path: string; reason: string };
+
+export class RecordStore {
+  readonly dir: string;
+  constructor(cniDir: string) {
+    this.dir = join(cniDir, "records");
+  }
+
+  path(containerId: string, ifName: string): string {
+    return join(this.dir, `${containerId}-${ifName}.json`);
+  }
+
+  async write(rec: ContainerRecord): Promise<void> {
+    await writeFileAtomic(this.path(rec.containerId, rec.ifName), JSON.stringify(rec));
+  }
+
+  async read(containerId: string, ifName: string): Promise<RecordRead> {
+    const path = this.path(containerId, ifName);
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
+      throw ioError(`cannot read container record ${path}`, err);
+    }
+    return parseRecord(text, path);
+  }
+
+  async delete(containerId: string, ifName: string): Promise<void> {
+    await removeFile(this.path(containerId, ifName));
+  }
+
+  /** Every record on the node (GC); corrupt ones are returned as such. */
+  async list(): Promise<RecordRead[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw ioError(`cannot list ${this.dir}`, err);
+    }
+    const out: RecordRead[] = [];
+    for (const name of names.filter((n) => n.endsWith(".json") && !n.startsWith("."))) {
+      const path = join(this.dir, name);
+      out.push(parseRecord(await readFile(path, "utf8").catch(() => ""), path));
+    }
+    return out;
+  }
+}
+
+function parseRecord(text: string, path: string): RecordRead {
+  if (text.length === 0) return { state: "corrupt", path, reason: "the file is empty" };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return { state: "corrupt", path, reason: `not valid JSON (${(err as Error).message})` };
+  }
+  if (!isPlainObject(v) || v.kind !== "plexusRecordV1" || !Array.isArray(v.attachments) || typeof v.containerId !== "string" || typeof v.ifName !== "string") {
+    return { state: "corrupt", path, reason: "not a Plexus container record" };
+  }
+  return { state: "found", record: v as unknown as ContainerRecord };
+}
+
+export function podOf(args: CniArgs): ContainerRecord["pod"] {
+  const namespace = args.get("K8S_POD_NAMESPACE");
+  const name = args.get("K8S_POD_NAME");
+  if (!namespace || !name) return undefined;
+  const uid = args.get("K8S_POD_UID");
+  return uid ? { namespace, name, uid } : { namespace, name };
+}

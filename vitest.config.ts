@@ -1,0 +1,28 @@
+import { defineConfig } from "vitest/config";
+
+// Three tiers (STYLE "Tests in three tiers"): unit (pure, fakes), integration (the bundled binary
+// with fixture delegates; a fake API server over real HTTP), e2e (root, real netns and plugins).
+export default defineConfig({
+  test: {
+    reporters: ["default"],
+    projects: [
+      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: { name: "integration", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000 },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+          // Real namespaces, bridges and host-local stores: one file at a time keeps names and
+          // address ranges from colliding and failures readable.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});

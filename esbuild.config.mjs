@@ -1,27 +1,33 @@
-// Bundles Plexus into one CommonJS file, dist/plexus.cjs, with no runtime node_modules.
-// Verbs import their code with import(), which esbuild keeps lazy inside the bundle: a VERSION
-// call initialises only the CLI boundary, not zod, pino, execa or the Kubernetes client.
+// Bundles Plexus into two CommonJS files with no runtime node_modules:
+//   dist/plexus.cjs       the CLI boundary: env, VERSION, errors on stdout (small, starts fast)
+//   dist/plexus-core.cjs  everything else, loaded by src/cli/load-core.ts with a warm code cache
+// scripts/build-sea.mjs then embeds both into dist/plexus, the single executable.
 import { build } from "esbuild";
 import { readFileSync } from "node:fs";
 
 const pkg = JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8"));
 
-export const options = {
-  entryPoints: ["bin/plexus.ts"],
-  outfile: "dist/plexus.cjs",
+const common = {
   bundle: true,
   platform: "node",
   format: "cjs",
   target: "node24",
   minify: true,
-  legalComments: "external",
-  define: { PLEXUS_VERSION: JSON.stringify(pkg.version) },
+  legalComments: "none",
+  define: { PLEXUS_VERSION: JSON.stringify(pkg.version), PLEXUS_BUNDLED: "true" },
   logLevel: "warning",
   metafile: true,
 };
 
+export const bundles = [
+  { ...common, entryPoints: ["bin/plexus.ts"], outfile: "dist/plexus.cjs" },
+  { ...common, entryPoints: ["src/cli/core.ts"], outfile: "dist/plexus-core.cjs" },
+];
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await build(options);
-  const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-  process.stderr.write(`esbuild: dist/plexus.cjs ${(bytes / 1024).toFixed(0)} KiB\n`);
+  for (const options of bundles) {
+    const result = await build(options);
+    const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
+    process.stderr.write(`esbuild: ${options.outfile} ${(bytes / 1024).toFixed(0)} KiB\n`);
+  }
 }

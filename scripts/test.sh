@@ -9,4 +9,13 @@ echo "test: node $(node --version), typecheck and build" >&2
 tsc --noEmit -p tsconfig.json
 node esbuild.config.mjs
 node scripts/build-sea.mjs
-exec vitest run "$@"
+mkdir -p .vitest-results
+rc=0
+vitest run --reporter=default --reporter=json --outputFile.json=.vitest-results/results.json "$@" || rc=$?
+# One plain closing line with the counts, whatever the reporter printed above.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(".vitest-results/results.json", "utf8"));
+  const skipped = r.numPendingTests + r.numTodoTests;
+  console.log(`Tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${skipped} skipped`);
+' || true
+exit "$rc"

@@ -3,35 +3,37 @@
  * document out on stdout where the CNI spec asks for output (ADD, VERSION, any error), nothing
  * where it asks for none (DEL, CHECK, STATUS, GC success); exit 0 or 1. Only this file writes to stdout.
  *
- * Heavy modules are imported per verb: VERSION loads neither zod, pino nor execa.
+ * VERSION is answered here; everything else lives in the core bundle (load-core.ts), so VERSION
+ * loads neither zod, pino nor execa.
  */
-import type { CniRequest } from "../cni/env";
+import { parseCommand, type CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import { CURRENT_VERSION, versionInfo } from "../cni/version";
-import { readStdin, writeStdout } from "./stdio";
+import { loadCore } from "./load-core";
+import { writeStdout } from "./stdio";
 
 export interface MainIo {
   env: Readonly<Record<string, string | undefined>>;
   argv: readonly string[];
-  stdin: NodeJS.ReadableStream;
+  /** Defaults to fd 0, read synchronously without creating `process.stdin` (start-up cost). */
+  stdin?: NodeJS.ReadableStream;
 }
 
 /** Returns the process exit code. */
 export async function main(io: MainIo): Promise<number> {
   if (io.env.CNI_COMMAND === undefined && io.argv.length > 0) {
-    const { runCommands } = await import("./commands");
+    const { runCommands } = await loadCore();
     return runCommands(io.argv);
   }
   let errorVersion: string = CURRENT_VERSION;
   try {
-    const { parseCommand } = await import("../cni/env");
     const command = parseCommand(io.env.CNI_COMMAND);
     if (command === "VERSION") {
       // B10: stdin is not even read, so garbage there cannot matter.
       writeStdout(JSON.stringify(versionInfo()));
       return 0;
     }
-    const { runVerb } = await import("./run-verb");
+    const { runVerb } = await loadCore();
     const out = await runVerb(io, (v) => {
       errorVersion = v;
     });
@@ -45,4 +47,4 @@ export async function main(io: MainIo): Promise<number> {
 }
 
 export type { CniRequest };
-export { CniError, Code, readStdin };
+export { CniError, Code };

@@ -44,6 +44,11 @@ const schema = z.looseObject({
   runtimeConfig: z.record(z.string(), z.unknown()).optional(),
   retryDeleteOnError: z.boolean().optional(),
   delegateTimeoutSeconds: z.number().positive().max(3600).optional(),
+  readinessTimeoutSeconds: z.number().nonnegative().max(3600).optional(),
+  fileClusterDir: z.string().min(1).optional(),
+  apiRequestTimeoutSeconds: z.number().positive().max(300).optional(),
+  apiTotalTimeoutSeconds: z.number().positive().max(600).optional(),
+  maxNetworks: z.number().int().positive().max(1024).optional(),
   prevResult: z.unknown().optional(),
   "cni.dev/valid-attachments": z.array(z.looseObject({ containerID: z.string(), ifname: z.string() })).optional(),
 });
@@ -68,11 +73,22 @@ export interface PlexusConf {
   logFile?: string;
   logLevel?: string;
   logToStderr: boolean;
+  logOptions?: { maxAge?: number; maxSize?: number; maxBackups?: number; compress?: boolean };
   capabilities: Record<string, boolean>;
   /** Capability values from the runtime (C3.2), passed on to delegates that declare them. */
   runtimeConfig: Record<string, unknown>;
   retryDeleteOnError: boolean;
   delegateTimeoutMs: number;
+  /** N6.1.2: how long ADD waits for the readiness indicator file. */
+  readinessTimeoutMs: number;
+  /** Directory of manifests standing in for the API server (embedded default, runtimes without a cluster). */
+  fileClusterDir?: string;
+  /** Per API request (Multus hard-codes 250 ms, which fails on slow clusters). */
+  apiRequestTimeoutMs: number;
+  /** All API calls of one CNI call together, retries and backoff included. */
+  apiTotalTimeoutMs: number;
+  /** B25: most networks one pod may request. */
+  maxNetworks: number;
   /** GC (C2.9): the attachments the runtime still knows; undefined outside GC. */
   validAttachments?: Array<{ containerID: string; ifname: string }>;
   /** Keys Plexus does not know, logged at debug (M1). */
@@ -130,11 +146,16 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     runtimeConfig: c.runtimeConfig ?? {},
     retryDeleteOnError: c.retryDeleteOnError ?? false,
     delegateTimeoutMs: (c.delegateTimeoutSeconds ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS) * 1000,
+    readinessTimeoutMs: (c.readinessTimeoutSeconds ?? 45) * 1000,
+    apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? 5) * 1000,
+    apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? 20) * 1000,
+    maxNetworks: c.maxNetworks ?? 32,
     unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
   };
+  if (c.logOptions) conf.logOptions = c.logOptions;
   const valid = c["cni.dev/valid-attachments"];
   if (valid) conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
-  for (const k of ["kubeconfig", "binDir", "clusterNetwork", "readinessindicatorfile", "logFile", "logLevel"] as const) {
+  for (const k of ["kubeconfig", "fileClusterDir", "binDir", "clusterNetwork", "readinessindicatorfile", "logFile", "logLevel"] as const) {
     if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
   }
   return conf;

@@ -3,14 +3,16 @@
  * temp file in the same directory, fsync, rename, fsync of the directory. A reader sees the old
  * file or the new one, never a torn one; a failed write leaves no temp file behind.
  */
-import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 
+let seq = 0;
+
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
   const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);
+  // pid + sequence is unique among live writers; "wx" refuses a leftover of a dead one with the same pid.
+  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${++seq}-${Date.now().toString(36)}`);
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const fh = await open(tmp, "wx", mode);

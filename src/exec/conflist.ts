@@ -67,11 +67,20 @@ function envFor(verb: Verb, rt: RuntimeConf): Env {
   return env;
 }
 
-async function runPlugin(verb: Verb, list: ConfList, plugin: PluginConf, conf: Record<string, unknown>, rt: RuntimeConf, deps: ExecDeps): Promise<Uint8Array> {
+async function runPlugin(
+  verb: Verb,
+  list: ConfList,
+  plugin: PluginConf,
+  conf: Record<string, unknown>,
+  rt: RuntimeConf,
+  deps: ExecDeps,
+  onStart?: () => void,
+): Promise<Uint8Array> {
   const what = describe(plugin, list, verb);
   const path = await deps.exec.findInPath(plugin.type, rt.path).catch((err: unknown) => {
     throw err instanceof CniError ? err.withContext(`network ${JSON.stringify(list.name)}`) : err;
   });
+  onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
   return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs: rt.deadlineMs, what });
 }
@@ -79,11 +88,16 @@ async function runPlugin(verb: Verb, list: ConfList, plugin: PluginConf, conf: R
 /** ADD: plugins in order, each given the previous result; the final result is cached (C3.3). */
 export async function addNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<AnyResult> {
   let prev: AnyResult | undefined;
-  for (const plugin of list.plugins) {
-    const conf = buildPluginConf(list, plugin, rt.capabilityArgs, prev);
-    const out = await runPlugin("ADD", list, plugin, conf, rt, deps);
-    const result = decodeResult(out, list.cniVersion, describe(plugin, list, "ADD"));
-    prev = convertResult(result, list.cniVersion);
+  let started = 0;
+  try {
+    for (const plugin of list.plugins) {
+      const conf = buildPluginConf(list, plugin, rt.capabilityArgs, prev);
+      const out = await runPlugin("ADD", list, plugin, conf, rt, deps, () => started++);
+      const result = decodeResult(out, list.cniVersion, describe(plugin, list, "ADD"));
+      prev = convertResult(result, list.cniVersion);
+    }
+  } catch (err) {
+    throw markPluginsStarted(err, started);
   }
   if (!prev) throw new CniError(Code.InvalidNetworkConfig, `network ${JSON.stringify(list.name)} has no plugins`);
   await deps.cache.set({
@@ -97,6 +111,22 @@ export async function addNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
     result: prev,
   });
   return prev;
+}
+
+const STARTED = Symbol("pluginsStarted");
+
+function markPluginsStarted(err: unknown, started: number): unknown {
+  if (err !== null && typeof err === "object") (err as Record<symbol, number>)[STARTED] = started;
+  return err;
+}
+
+/**
+ * How many plugins of a failed ADD were actually executed (C4.1): only those get a DEL. A plugin
+ * whose binary was never found has no state to remove, and DELing it would fail for the same
+ * reason, keeping the record (and the runtime's sandbox) stuck. Undefined when unknown.
+ */
+export function pluginsStartedOf(err: unknown): number | undefined {
+  return err !== null && typeof err === "object" ? (err as Record<symbol, number | undefined>)[STARTED] : undefined;
 }
 
 async function cachedResult(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<AnyResult | undefined> {

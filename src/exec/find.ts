@@ -8,7 +8,7 @@ import { validatePluginType } from "../cni/validate";
 export async function findInPath(type: string, dirs: readonly string[]): Promise<string> {
   validatePluginType(type, `plugin ${JSON.stringify(type)}`);
   if (dirs.length === 0) {
-    throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} not found: CNI_PATH is empty and no binDir is configured`);
+    throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} is missing: CNI_PATH is empty and no binDir is configured`);
   }
   const skipped: string[] = [];
   for (const dir of dirs) {
@@ -32,5 +32,7 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
     return candidate;
   }
   const extra = skipped.length ? `; skipped: ${skipped.join(", ")}` : "";
-  throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} not found in CNI_PATH [${dirs.join(":")}]${extra}`);
+  // Not "not found": containerd (go-cni) treats a DEL error saying "not found" as success (K5, B62),
+  // and a missing binary leaves the delegate's state in place.
+  throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} is missing: no executable of that name in CNI_PATH [${dirs.join(":")}]${extra}`);
 }

@@ -67,12 +67,23 @@ export class RawExec implements PluginExec {
       extendEnv: false,
       encoding: "buffer",
       stripFinalNewline: false,
-      maxBuffer: { stdout: MAX_STDOUT_BYTES, stderr: MAX_STDERR_BYTES },
+      // stdout is the result: over the cap the delegate is stopped (B61). stderr is only for the
+      // log: it is read here and truncated, so a chatty delegate never fails a good ADD.
+      buffer: { stdout: true, stderr: false },
+      maxBuffer: { stdout: MAX_STDOUT_BYTES },
       detached: true,
       reject: false,
       cancelSignal: cancel.signal,
       killSignal: "SIGKILL",
       forceKillAfterDelay: false,
+    });
+    const stderrChunks: Buffer[] = [];
+    let stderrBytes = 0;
+    sub.stderr?.on("data", (chunk: Uint8Array) => {
+      if (stderrBytes >= MAX_STDERR_BYTES) return;
+      const take = Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(chunk.byteLength, MAX_STDERR_BYTES - stderrBytes));
+      stderrChunks.push(take);
+      stderrBytes += take.byteLength;
     });
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -88,7 +99,7 @@ export class RawExec implements PluginExec {
     clearTimeout(timer);
 
     const stdout = res.stdout as Uint8Array | undefined;
-    const stderr = res.stderr as Uint8Array | undefined;
+    const stderr = Buffer.concat(stderrChunks);
     const stderrText = tail(stderr);
     if (stderrText) this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
 
@@ -103,7 +114,7 @@ export class RawExec implements PluginExec {
     if (res.isMaxBuffer) {
       throw new CniError(
         Code.InvalidResult,
-        `${r.what}: wrote more output than allowed (stdout ≤ ${MAX_STDOUT_BYTES} bytes, stderr ≤ ${MAX_STDERR_BYTES} bytes); it was stopped`,
+        `${r.what}: wrote more than ${MAX_STDOUT_BYTES} bytes to stdout, which cannot be a CNI result; it was stopped`,
       );
     }
     if (res.signal) {

@@ -3,6 +3,7 @@
  * CNI result channel. No transports: their worker files break a single-file bundle.
  */
 import pino from "pino";
+import { rotateIfNeeded, type LogRotation } from "./rotate";
 
 export type Logger = pino.Logger;
 
@@ -11,6 +12,8 @@ export interface LogOptions {
   logLevel?: string | undefined;
   /** Default true (M1). */
   logToStderr?: boolean | undefined;
+  /** Rotation of logFile (M1 `logOptions`). */
+  logOptions?: LogRotation | undefined;
 }
 
 /** Multus's level names (M1) mapped onto pino's; pino's own names are accepted as they are. */
@@ -32,6 +35,7 @@ export function createLogger(opts: LogOptions, bindings: Record<string, unknown>
   const level = toPinoLevel(opts.logLevel) ?? "fatal";
   if (level === "silent") return pino({ level: "silent" });
   const streams: pino.StreamEntry[] = [];
+  if (opts.logFile && opts.logOptions) rotateIfNeeded(opts.logFile, opts.logOptions);
   if (opts.logFile) streams.push({ level, stream: pino.destination({ dest: opts.logFile, sync: true, mkdir: true }) });
   if (opts.logToStderr ?? true) streams.push({ level, stream: pino.destination({ dest: 2, sync: true }) });
   const base = { pid: process.pid, ...bindings };

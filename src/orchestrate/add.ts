@@ -7,7 +7,7 @@ import { asCniError, CniError, Code } from "../cni/errors";
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
-import { addNetworkList } from "../exec/conflist";
+import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { planFromDelegates } from "./plan";
 import { podOf, type Attachment, type ContainerRecord } from "./record";
@@ -31,6 +31,11 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan
     for (const att of plan) {
       done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
       const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
+        // …but only its plugins that were actually executed.
+        const started = pluginsStartedOf(err);
+        done.pop();
+        if (started === undefined) done.push(att);
+        else if (started > 0) done.push({ ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } });
         throw asCniError(err).withContext(`ADD of ${describeAttachment(att)} failed`);
       });
       results.push({ attachment: att, result });

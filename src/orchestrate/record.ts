@@ -9,6 +9,7 @@ import type { CniArgs } from "../cni/args";
 import type { ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
 import { ioError, removeFile, writeFileAtomic } from "../exec/atomic-file";
+import type { NetworkSelection } from "../npwg/types";
 
 /** One network attached to the pod: the default network or a selected one (N4.2). */
 export interface Attachment {
@@ -20,6 +21,8 @@ export interface Attachment {
   conf: ConfList;
   /** Extra capability values for this attachment only (ips, mac, … from the annotation). */
   capabilityArgs?: Record<string, unknown>;
+  /** The annotation element that asked for it (N4.1): verified after ADD, gateway for the status. */
+  selection?: NetworkSelection;
 }
 
 export interface ContainerRecord {

@@ -1,0 +1,16 @@
+// npm run bench: prints figures, asserts nothing (targets are compared in the printed table).
+// Needs dist/ built (npm run build) and root for the netns sections.
+import { existsSync } from "node:fs";
+import { benchVersion } from "./bench/version.mjs";
+import { benchDelegates } from "./bench/delegates.mjs";
+
+const runs = Number(process.env.BENCH_RUNS ?? 20);
+if (!existsSync("dist/plexus")) {
+  console.error("bench: dist/plexus is missing; run `npm run build` first");
+  process.exit(1);
+}
+const only = process.argv.slice(2);
+const want = (name) => only.length === 0 || only.includes(name);
+console.log(`Plexus benchmarks: node ${process.versions.node}, ${runs} interleaved runs per figure, medians\n`);
+if (want("version")) await benchVersion(runs);
+if (want("delegates")) await benchDelegates(runs);

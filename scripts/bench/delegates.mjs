@@ -1,0 +1,87 @@
+// (b) ADD+DEL through Plexus with N bridge delegates, against the same delegates invoked directly
+// in sequence (the floor any meta-plugin pays). Real netns, real /usr/lib/cni plugins; root only.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { timed, median, max, fmt, table } from "./lib.mjs";
+
+const CNI_PATH = "/usr/lib/cni";
+
+function delegateConf(k, dataDir) {
+  return {
+    cniVersion: "1.0.0",
+    name: `plxbench${k}`,
+    type: "bridge",
+    bridge: `plxb${k}`,
+    isGateway: true,
+    ipam: { type: "host-local", subnet: `10.231.${k}.0/24`, dataDir },
+  };
+}
+
+async function run(cmd, env, stdin) {
+  const r = await timed(cmd, [], { env, stdin });
+  if (r.code !== 0) throw new Error(`${env.CNI_COMMAND} via ${cmd} failed: ${r.stdout} ${r.stderr}`);
+  return r;
+}
+
+export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
+  if (process.getuid?.() !== 0) {
+    console.log("== delegates: skipped (needs root for network namespaces)\n");
+    return;
+  }
+  const tmp = mkdtempSync(join(tmpdir(), "plx-bench-"));
+  const netnsName = `plx-bench-${process.pid}`;
+  const netns = `/var/run/netns/${netnsName}`;
+  execFileSync("ip", ["netns", "add", netnsName]);
+  const rows = [];
+  const perK = {};
+  try {
+    for (const K of counts) {
+      const dataDir = join(tmp, `ipam-${K}`);
+      const delegates = Array.from({ length: K }, (_, k) => delegateConf(k, dataDir));
+      const conf = JSON.stringify({ cniVersion: "1.0.0", name: "plexus-bench", type: "plexus", cniDir: join(tmp, `cni-${K}`), delegates });
+      const base = { ...process.env, CNI_CONTAINERID: `bench${K}`, CNI_NETNS: netns, CNI_PATH, CNI_ARGS: "IgnoreUnknown=1" };
+      const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], rss: [] };
+      for (let i = 0; i < runs + 1; i++) {
+        const a = await run("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
+        const d = await run("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
+        let dAdd = 0;
+        let dDel = 0;
+        for (let k = 0; k < K; k++) {
+          const env = { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` };
+          dAdd += (await run(`${CNI_PATH}/bridge`, env, JSON.stringify(delegates[k]))).ms;
+        }
+        for (let k = K - 1; k >= 0; k--) {
+          const env = { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` };
+          dDel += (await run(`${CNI_PATH}/bridge`, env, JSON.stringify(delegates[k]))).ms;
+        }
+        if (i === 0) continue;
+        m.pAdd.push(a.ms);
+        m.pDel.push(d.ms);
+        m.dAdd.push(dAdd);
+        m.dDel.push(dDel);
+        m.rss.push(a.rssKiB ?? 0, d.rssKiB ?? 0);
+      }
+      const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
+      const ownAdd = median(m.pAdd) - median(m.dAdd);
+      perK[K] = { own, ownAdd };
+      rows.push([K, fmt(median(m.pAdd)), fmt(median(m.pDel)), fmt(median(m.dAdd)), fmt(median(m.dDel)), fmt(ownAdd), fmt(median(m.pDel) - median(m.dDel)), fmt(own), (max(m.rss) / 1024).toFixed(1)]);
+    }
+  } finally {
+    execFileSync("ip", ["netns", "del", netnsName]);
+    for (const K of counts) for (let k = 0; k < K; k++) { try { execFileSync("ip", ["link", "del", `plxb${k}`], { stdio: "ignore" }); } catch {} }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  console.log("== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms)");
+  table(["N", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD", "own DEL", "own ADD+DEL", "peak RSS MiB"], rows);
+  const ks = Object.keys(perK).map(Number);
+  if (ks.length >= 2) {
+    const lo = Math.min(...ks.filter((k) => k >= 2));
+    const hi = Math.max(...ks);
+    const slope = (perK[hi].ownAdd - perK[lo].ownAdd) / (hi - lo);
+    console.log(`own ADD overhead per extra delegate (N=${lo}→${hi}): ${fmt(slope)} ms (target ≤ 3 ms)`);
+  }
+  console.log("");
+  return perK;
+}

@@ -1,0 +1,29 @@
+// (a) VERSION through dist/plexus against `node -e 0` on the same Node: the floor no Node binary beats.
+import { NODE, timed, median, max, fmt, table } from "./lib.mjs";
+
+export async function benchVersion(runs) {
+  const env = { ...process.env, CNI_COMMAND: "VERSION" };
+  const cases = [
+    ["node -e 0 (floor)", NODE, ["-e", "0"]],
+    ["dist/plexus VERSION", "dist/plexus", []],
+    ["node dist/plexus.cjs VERSION", NODE, ["dist/plexus.cjs"]],
+  ];
+  const res = cases.map(() => ({ ms: [], rss: [] }));
+  for (let i = 0; i < runs + 2; i++) {
+    for (const [j, [, cmd, args]] of cases.entries()) {
+      const r = await timed(cmd, args, { env });
+      if (r.code !== 0) throw new Error(`${cmd} failed: ${r.stdout}${r.stderr}`);
+      if (i < 2) continue; // warm the page cache
+      res[j].ms.push(r.ms);
+      if (r.rssKiB) res[j].rss.push(r.rssKiB);
+    }
+  }
+  const floor = median(res[0].ms);
+  console.log("== VERSION start-up (target: dist/plexus ≤ 1.3× the floor)");
+  table(
+    ["case", "median ms", "× floor", "peak RSS MiB"],
+    cases.map(([name], j) => [name, fmt(median(res[j].ms)), (median(res[j].ms) / floor).toFixed(2), (max(res[j].rss) / 1024).toFixed(1)]),
+  );
+  console.log("");
+  return { floor, version: median(res[1].ms) };
+}

@@ -1,0 +1,109 @@
+/**
+ * A Kubernetes "cluster" made of a directory of manifests (YAML or JSON, multi-document, `List`s
+ * allowed): the embedded default behind the README demo, and what people running Plexus by hand
+ * or under a runtime without an API server use. Same {@link KubeApi} as the API server path, so
+ * the whole NPWG code path runs unchanged. Chosen by the config key `fileClusterDir`.
+ *
+ * Writes go under `<dir>/status/` (never read back as manifests): the pod's network-status as a
+ * pod-shaped JSON document, `<namespace>.<name>.json`, and events as JSON lines in `events.jsonl`.
+ */
+import { appendFile, mkdir, readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { loadAll } from "js-yaml";
+import { CniError, Code } from "../cni/errors";
+import { isPlainObject } from "../cni/json";
+import { writeFileAtomic } from "../exec/atomic-file";
+import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
+import type { KubeApi, PodEvent } from "./kube-api";
+
+export const STATUS_DIR = "status";
+const MANIFEST = /\.(ya?ml|json)$/;
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+
+interface Objects {
+  pods: Map<string, Pod>;
+  nads: Map<string, Nad>;
+}
+
+export class FileCluster implements KubeApi {
+  requestCount = 0;
+  private objects?: Objects;
+
+  constructor(readonly dir: string) {}
+
+  async getPod(namespace: string, name: string): Promise<Pod> {
+    this.requestCount++;
+    const pod = (await this.load()).pods.get(`${namespace}/${name}`);
+    if (!pod) throw new CniError(Code.UnknownContainer, `pod ${namespace}/${name} is not among the manifests in ${this.dir}`);
+    return pod;
+  }
+
+  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
+    this.requestCount++;
+    return (await this.load()).nads.get(`${namespace}/${name}`);
+  }
+
+  async setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
+    this.requestCount++;
+    const doc = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { namespace: pod.namespace, name: pod.name, ...(pod.uid ? { uid: pod.uid } : {}), annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson } },
+    };
+    await writeFileAtomic(this.statusPath(pod.namespace, pod.name), `${JSON.stringify(doc, null, 2)}\n`, 0o644);
+  }
+
+  async recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void> {
+    this.requestCount++;
+    const dir = join(this.dir, STATUS_DIR);
+    await mkdir(dir, { recursive: true });
+    const line = { time: new Date().toISOString(), involvedObject: { kind: "Pod", ...pod }, ...event };
+    await appendFile(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
+  }
+
+  statusPath(namespace: string, name: string): string {
+    return join(this.dir, STATUS_DIR, `${namespace}.${name}.json`);
+  }
+
+  private async load(): Promise<Objects> {
+    if (this.objects) return this.objects;
+    const objects: Objects = { pods: new Map(), nads: new Map() };
+    let names: string[];
+    try {
+      names = (await readdir(this.dir)).filter((n) => MANIFEST.test(n)).sort();
+    } catch (err) {
+      throw new CniError(Code.InvalidNetworkConfig, `fileClusterDir ${this.dir} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+    for (const name of names) {
+      const path = join(this.dir, name);
+      const text = await readFile(path, "utf8");
+      if (text.length > MAX_MANIFEST_BYTES) throw new CniError(Code.InvalidNetworkConfig, `${path} is larger than ${MAX_MANIFEST_BYTES} bytes`);
+      let docs: unknown[];
+      try {
+        docs = loadAll(text);
+      } catch (err) {
+        throw new CniError(Code.InvalidNetworkConfig, `${path} is not valid YAML/JSON: ${(err as Error).message.split("\n")[0]}`);
+      }
+      for (const doc of docs.flatMap((d) => (isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d]))) {
+        index(objects, doc, path);
+      }
+    }
+    this.objects = objects;
+    return objects;
+  }
+}
+
+function index(objects: Objects, doc: unknown, path: string): void {
+  if (!isPlainObject(doc) || !isPlainObject(doc.metadata) || typeof doc.metadata.name !== "string") return;
+  const namespace = typeof doc.metadata.namespace === "string" && doc.metadata.namespace ? doc.metadata.namespace : "default";
+  const key = `${namespace}/${doc.metadata.name}`;
+  const metadata = { ...doc.metadata, namespace } as Pod["metadata"];
+  if (doc.kind === "Pod" && (doc.apiVersion === "v1" || doc.apiVersion === undefined)) {
+    objects.pods.set(key, { ...(doc as object), metadata } as Pod);
+  } else if (doc.kind === "NetworkAttachmentDefinition") {
+    if (doc.apiVersion !== undefined && doc.apiVersion !== "k8s.cni.cncf.io/v1") {
+      throw new CniError(Code.InvalidNetworkConfig, `${path}: NetworkAttachmentDefinition ${key} has apiVersion ${String(doc.apiVersion)}; expected k8s.cni.cncf.io/v1`);
+    }
+    objects.nads.set(key, { ...(doc as object), metadata } as Nad);
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * The seam between orchestration and the Kubernetes API (STYLE "a seam you can fake").
+ * Implementations: the API server through @kubernetes/client-node (client-node.ts, loaded lazily),
+ * and a directory of manifests (file-cluster.ts) for the embedded default and runtimes without a cluster.
+ */
+import type { Nad, Pod } from "../npwg/types";
+
+export interface PodEvent {
+  type: "Normal" | "Warning";
+  /** `AddedInterface`, `NoNetworkFound`, … (M9). */
+  reason: string;
+  message: string;
+}
+
+export interface KubeApi {
+  /** Throws CniError: code 3 when the pod does not exist (B38), 104 for API failures (B34–B41). */
+  getPod(namespace: string, name: string): Promise<Pod>;
+  /** `undefined` when the NAD does not exist (404, B28); throws for other failures. */
+  getNad(namespace: string, name: string): Promise<Nad | undefined>;
+  /**
+   * Writes the network-status annotation on the pod's status subresource with a merge patch,
+   * retrying on conflict (B42). `uid`, when given, must still match (M8).
+   */
+  setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void>;
+  /** Best effort: failures are logged, never fail the ADD (M9). */
+  recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void>;
+  /** Requests made so far (benchmarks: API requests per ADD). */
+  readonly requestCount?: number;
+}

@@ -1,0 +1,62 @@
+/**
+ * NPWG nouns shared by the pure resolution code (src/npwg) and the Kubernetes access layer (src/k8s).
+ * Names follow the spec: NetworkSelection (one element of the networks annotation), Nad, NetworkStatus.
+ */
+
+/** Minimal pod shape Plexus reads (trimmed, as the daemon will cache it). */
+export interface Pod {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+  };
+  spec?: { nodeName?: string };
+}
+
+/** NetworkAttachmentDefinition, k8s.cni.cncf.io/v1 (N3.1, N3.2). */
+export interface Nad {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; namespace: string; annotations?: Record<string, string>; resourceVersion?: string };
+  spec?: { config?: string };
+}
+
+/** One requested attachment from `k8s.v1.cni.cncf.io/networks` (N4.1, M4). */
+export interface NetworkSelection {
+  /** NAD name (DNS-1123 label, N3.3). */
+  name: string;
+  /** Resolved: the annotation's namespace, else the pod's (N4.1.2.1.2). */
+  namespace: string;
+  /** `interface` (or the older `interfaceRequest`, or `@ifname` in comma form) (N4.1.2.1.5). */
+  interfaceRequest?: string;
+  ips?: string[];
+  mac?: string;
+  infinibandGuid?: string;
+  /** `cni-args`: merged into `args.cni` of every plugin of this attachment (M4). */
+  cniArgs?: Record<string, unknown>;
+  portMappings?: unknown[];
+  bandwidth?: Record<string, unknown>;
+  /** Gateways: this attachment carries the pod's default route (M4). */
+  defaultRoute?: string[];
+  deviceID?: string;
+}
+
+/** One entry of `k8s.v1.cni.cncf.io/network-status` (N5, M6). */
+export interface NetworkStatus {
+  name: string;
+  interface?: string;
+  ips?: string[];
+  mac?: string;
+  mtu?: number;
+  default: boolean;
+  dns?: { nameservers?: string[]; domain?: string; search?: string[] };
+  gateway?: string[];
+  "device-info"?: Record<string, unknown>;
+}
+
+export const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
+export const NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status";
+export const DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network";
+export const RESOURCE_NAME_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName";

@@ -1,0 +1,79 @@
+/**
+ * The I/O behind NPWG resolution: NADs through the KubeApi, CNI config files from `confDir`
+ * (read once per call), and plain paths for `clusterNetwork` given as a file or directory (M2).
+ * src/npwg stays pure by receiving this as an interface.
+ */
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { CniError, Code } from "../cni/errors";
+import type { KubeApi } from "../k8s/kube-api";
+import type { Nad } from "../npwg/types";
+
+export interface ConfFile {
+  path: string;
+  content: string;
+}
+
+const CONFIG_FILE = /\.(conf|conflist|json)$/;
+/** Conf files are small; anything larger is not a CNI config. */
+const MAX_CONF_FILE_BYTES = 1024 * 1024;
+
+export class FsNetworkSource {
+  private confDirCache?: Promise<ConfFile[]>;
+
+  constructor(
+    private readonly confDir: string,
+    private readonly kube: KubeApi | undefined,
+  ) {}
+
+  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
+    if (!this.kube) {
+      throw new CniError(Code.InvalidNetworkConfig, `network ${namespace}/${name} is a NetworkAttachmentDefinition, but no Kubernetes access is configured (set "kubeconfig" or "fileClusterDir")`);
+    }
+    return this.kube.getNad(namespace, name);
+  }
+
+  confDirFiles(): Promise<ConfFile[]> {
+    this.confDirCache ??= readConfigFiles(this.confDir);
+    return this.confDirCache;
+  }
+
+  async readPath(path: string): Promise<string | undefined> {
+    try {
+      const st = await stat(path);
+      if (!st.isFile() || st.size > MAX_CONF_FILE_BYTES) return undefined;
+      return await readFile(path, "utf8");
+    } catch {
+      return undefined;
+    }
+  }
+
+  async listDir(path: string): Promise<ConfFile[] | undefined> {
+    try {
+      if (!(await stat(path)).isDirectory()) return undefined;
+    } catch {
+      return undefined;
+    }
+    return readConfigFiles(path);
+  }
+}
+
+async function readConfigFiles(dir: string): Promise<ConfFile[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const files: ConfFile[] = [];
+  for (const name of names.filter((n) => CONFIG_FILE.test(n) && !n.startsWith(".")).sort()) {
+    const path = join(dir, name);
+    try {
+      const st = await stat(path);
+      if (st.isFile() && st.size <= MAX_CONF_FILE_BYTES) files.push({ path, content: await readFile(path, "utf8") });
+    } catch {
+      // Vanished or unreadable: skipped like any broken file.
+    }
+  }
+  return files;
+}

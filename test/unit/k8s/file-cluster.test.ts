@@ -1,0 +1,60 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileCluster } from "../../../src/k8s/file-cluster";
+import { NETWORK_STATUS_ANNOTATION } from "../../../src/npwg/types";
+
+describe("FileCluster: manifests standing in for the API server", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "plx-fc-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("reads pods and NADs from multi-document YAML, JSON and Lists", async () => {
+    writeFileSync(
+      join(dir, "a.yaml"),
+      [
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: demo\n  uid: u-1\n  annotations:\n    k8s.v1.cni.cncf.io/networks: net-a\n",
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: net-a\n  namespace: demo\nspec:\n  config: '{\"cniVersion\":\"1.0.0\",\"type\":\"bridge\"}'\n",
+      ].join("---\n"),
+    );
+    writeFileSync(
+      join(dir, "b.json"),
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Pod", metadata: { name: "db" } }] }),
+    );
+    writeFileSync(join(dir, "notes.txt"), "not a manifest");
+    const fc = new FileCluster(dir);
+    const pod = await fc.getPod("demo", "web");
+    expect(pod.metadata.uid).toBe("u-1");
+    expect(pod.metadata.annotations?.["k8s.v1.cni.cncf.io/networks"]).toBe("net-a");
+    expect((await fc.getPod("default", "db")).metadata.namespace).toBe("default");
+    expect((await fc.getNad("demo", "net-a"))?.spec?.config).toContain("bridge");
+    expect(await fc.getNad("demo", "missing")).toBeUndefined();
+    expect(fc.requestCount).toBe(4);
+  });
+
+  it("B38 a pod that is not among the manifests is code 3 naming it", async () => {
+    const fc = new FileCluster(dir);
+    await expect(fc.getPod("demo", "ghost")).rejects.toMatchObject({ code: 3, message: expect.stringContaining("demo/ghost") });
+  });
+
+  it("a broken manifest is code 7 naming the file", async () => {
+    writeFileSync(join(dir, "bad.yaml"), "kind: Pod\nmetadata: [unclosed\n");
+    await expect(new FileCluster(dir).getNad("a", "b")).rejects.toMatchObject({ code: 7, message: expect.stringContaining("bad.yaml") });
+  });
+
+  it("N5 writes the network-status to a pod-shaped document under status/, and events as JSON lines (M9)", async () => {
+    const fc = new FileCluster(dir);
+    const status = JSON.stringify([{ name: "cbr0", interface: "eth0", ips: ["10.1.0.2"], default: true }]);
+    await fc.setNetworkStatus({ namespace: "demo", name: "web", uid: "u-1" }, status);
+    const doc = JSON.parse(readFileSync(fc.statusPath("demo", "web"), "utf8"));
+    expect(doc.metadata).toMatchObject({ namespace: "demo", name: "web", uid: "u-1" });
+    expect(doc.metadata.annotations[NETWORK_STATUS_ANNOTATION]).toBe(status);
+    await fc.recordEvent({ namespace: "demo", name: "web" }, { type: "Normal", reason: "AddedInterface", message: "Add eth0 [10.1.0.2/24] from cbr0" });
+    const events = readFileSync(join(dir, "status", "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ reason: "AddedInterface", type: "Normal", involvedObject: { kind: "Pod", name: "web" } });
+  });
+});

@@ -13,8 +13,9 @@ if (major < 24) {
 const run = (args) => execFileSync(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });
 
 run(["scripts/make-code-cache.cjs", "dist/plexus-core.cjs", "dist/plexus-core.cache"]);
-const seaConfig = "dist/sea-config.json";
-const blob = "dist/plexus.blob";
+// Per-process names: two builds at once (a developer and a test watcher) must not collide.
+const seaConfig = `dist/.sea-config.${process.pid}.json`;
+const blob = `dist/.plexus.${process.pid}.blob`;
 writeFileSync(
   seaConfig,
   JSON.stringify({
@@ -28,7 +29,7 @@ writeFileSync(
 );
 run(["--experimental-sea-config", seaConfig]);
 const out = "dist/plexus";
-const tmp = `${out}.tmp`;
+const tmp = `dist/.plexus.${process.pid}.tmp`;
 rmSync(tmp, { force: true });
 copyFileSync(process.execPath, tmp);
 chmodSync(tmp, 0o755);

@@ -17,7 +17,9 @@ const [src = "dist/plexus-core.cjs", out = "dist/plexus-core.cache"] = process.a
   script.runInThisContext()(mod.exports, require, mod, path.resolve(src), path.dirname(path.resolve(src)));
   await mod.exports.warmUp();
   const data = script.createCachedData();
-  fs.writeFileSync(out, data);
+  const tmp = `${out}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, data);
+  fs.renameSync(tmp, out);
   process.stderr.write(`code cache: ${out} ${(data.length / 1024).toFixed(0)} KiB\n`);
 })().catch((err) => {
   process.stderr.write(`make-code-cache: ${err.stack ?? err}\n`);

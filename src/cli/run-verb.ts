@@ -18,7 +18,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
   if (isPlainObject(raw) && isSupportedVersion(raw.cniVersion)) setErrorVersion(raw.cniVersion);
   const conf = parsePlexusConf(raw, { requireNetworks: req.command !== "DEL" && req.command !== "GC" });
 
-  const log = createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });
+  const log = await createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });
   if (conf.unknownKeys.length) log.debug({ keys: conf.unknownKeys }, "ignoring unknown config keys");
   const deps: Deps = {
     exec: new RawExec(log),

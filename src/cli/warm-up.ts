@@ -42,7 +42,7 @@ export async function warmUp(): Promise<void> {
   for (const v of ALL_VERSIONS) toResult(convertResult(result, v));
   for (const d of conf.delegates) for (const p of d.plugins) buildPluginConf(d, p, conf.runtimeConfig, result);
   parseConfList({ cniVersion: "1.0.0", name: "c", type: "bridge" }, { what: "warm-up" });
-  const log = createLogger({ logLevel: "panic", logToStderr: false });
+  const log = await createLogger({ logLevel: "debug", logToStderr: false, logFile: "/dev/null" });
   log.info("warm");
   new CniError(7, "warm").toJSON("1.0.0");
   try {

@@ -2,7 +2,7 @@
  * Network configurations as libcni reads them: a single plugin config (`.conf`) or a list
  * (`.conflist`). Both are normalised to a {@link ConfList} (what containerd does too, K3).
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { CniError, Code } from "./errors";
 import { assertNoCaseCollisions, isPlainObject } from "./json";
 import { parseWithSchema } from "./schema-error";
@@ -26,17 +26,17 @@ export interface ConfList {
   plugins: PluginConf[];
 }
 
-const capabilities = z.record(z.string(), z.boolean()).optional();
+const capabilities = z.optional(z.record(z.string(), z.boolean()));
 const pluginSchema = z.looseObject({
   type: z.string({ error: "a plugin needs a string \"type\"" }),
   capabilities,
 });
 const listSchema = z.looseObject({
-  cniVersion: z.string().optional(),
-  name: z.string().optional(),
-  disableCheck: z.union([z.boolean(), z.literal("true"), z.literal("false")]).optional(),
-  disableGC: z.union([z.boolean(), z.literal("true"), z.literal("false")]).optional(),
-  plugins: z.array(z.unknown()).min(1, { error: "a conflist needs at least one plugin in \"plugins\"" }),
+  cniVersion: z.optional(z.string()),
+  name: z.optional(z.string()),
+  disableCheck: z.optional(z.union([z.boolean(), z.literal("true"), z.literal("false")])),
+  disableGC: z.optional(z.union([z.boolean(), z.literal("true"), z.literal("false")])),
+  plugins: z.array(z.unknown()).check(z.minLength(1, { error: "a conflist needs at least one plugin in \"plugins\"" })),
 });
 
 function asBool(v: boolean | "true" | "false" | undefined): boolean | undefined {

@@ -1,5 +1,6 @@
 /** CNI_* environment parsing and validation (C2.1, B1–B10). */
-import { statfs } from "node:fs/promises";
+import { readFile, readlink, realpath, statfs } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { parseCniArgs, type CniArgs } from "./args";
 import { CniError, Code } from "./errors";
 import { validateContainerId, validateInterfaceName } from "./validate";
@@ -88,5 +89,45 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
       Code.InvalidEnv,
       `CNI_NETNS ${JSON.stringify(netns)} is not a network namespace (file system type 0x${type.toString(16)}); expected a bind-mounted netns or /proc/<pid>/ns/net`,
     );
+  }
+  // An nsfs file of another kind (/proc/<pid>/ns/uts, a bind-mounted mount namespace) passes the
+  // file-system check but makes the delegates fail half-way, after the bridge plugin made its bridge.
+  const kind = await namespaceKind(netns);
+  if (kind !== undefined && kind !== "net") {
+    throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} is a ${kind} namespace, not a network namespace; expected a bind-mounted netns or /proc/<pid>/ns/net`);
+  }
+}
+
+const NS_LINK = /^([a-z_]+):\[\d+\]$/;
+
+/**
+ * The kind ("net", "uts", …) of the namespace an nsfs path refers to, or undefined when it cannot
+ * be told: /proc/<pid>/ns/* are links reading `kind:[inode]`; a bind mount such as
+ * /var/run/netns/<name> has `kind:[inode]` as its root in /proc/self/mountinfo.
+ */
+async function namespaceKind(path: string): Promise<string | undefined> {
+  let p = path;
+  for (let hops = 0; hops < 8; hops++) {
+    let target: string;
+    try {
+      target = await readlink(p);
+    } catch {
+      break;
+    }
+    const m = NS_LINK.exec(target);
+    if (m) return m[1];
+    p = resolve(dirname(p), target);
+  }
+  try {
+    const mountPoint = await realpath(p);
+    let kind: string | undefined;
+    for (const line of (await readFile("/proc/self/mountinfo", "utf8")).split("\n")) {
+      const f = line.split(" ");
+      // The last mount on a mount point is the visible one.
+      if (f[4] !== undefined && f[4].replaceAll("\\040", " ") === mountPoint) kind = NS_LINK.exec(f[3] ?? "")?.[1];
+    }
+    return kind;
+  } catch {
+    return undefined;
   }
 }

@@ -1,5 +1,5 @@
 /** Maps zod issues to a CNI error that names the key path and the value found (SPEC N4.1.x, C2.3). */
-import type { z } from "zod";
+import type * as z from "zod/mini";
 import { CniError, Code } from "./errors";
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -22,7 +22,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /** Parses `value` with `schema`; on failure throws code 7 (or `code`) naming the first issues. */
-export function parseWithSchema<S extends z.ZodType>(schema: S, value: unknown, what: string, code: number = Code.InvalidNetworkConfig): z.output<S> {
+export function parseWithSchema<S extends z.ZodMiniType>(schema: S, value: unknown, what: string, code: number = Code.InvalidNetworkConfig): z.output<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issues = r.error.issues.slice(0, 3).map((issue) => {

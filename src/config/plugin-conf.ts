@@ -2,14 +2,14 @@
  * Plexus's own network config (what the runtime passes on stdin): the Multus thin keys with
  * Multus's meaning and defaults (M1), validated with zod, no side effects.
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { assertNoCaseCollisions, isPlainObject } from "../cni/json";
 import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
-import { toPinoLevel } from "../log/logger";
+import { toPinoLevel } from "../log/levels";
 
 export const DEFAULT_CNI_DIR = "/var/lib/cni/plexus";
 export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
@@ -19,38 +19,38 @@ export const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 const stringOrList = z.union([z.string(), z.array(z.string())]);
 
 const schema = z.looseObject({
-  cniVersion: z.string().optional(),
-  name: z.string().optional(),
-  type: z.string().optional(),
-  kubeconfig: z.string().optional(),
-  confDir: z.string().min(1).optional(),
-  cniDir: z.string().min(1).optional(),
-  binDir: z.string().optional(),
-  delegates: z.array(z.unknown()).optional(),
-  clusterNetwork: z.string().optional(),
-  defaultNetworks: z.array(z.string()).optional(),
-  systemNamespaces: z.array(z.string()).optional(),
-  multusNamespace: z.string().optional(),
-  namespaceIsolation: z.boolean().optional(),
-  globalNamespaces: stringOrList.optional(),
-  readinessindicatorfile: z.string().optional(),
-  logFile: z.string().optional(),
-  logLevel: z.string().optional(),
-  logToStderr: z.boolean().optional(),
-  logOptions: z
-    .looseObject({ maxAge: z.number().optional(), maxSize: z.number().optional(), maxBackups: z.number().optional(), compress: z.boolean().optional() })
-    .optional(),
-  capabilities: z.record(z.string(), z.boolean()).optional(),
-  runtimeConfig: z.record(z.string(), z.unknown()).optional(),
-  retryDeleteOnError: z.boolean().optional(),
-  delegateTimeoutSeconds: z.number().positive().max(3600).optional(),
-  readinessTimeoutSeconds: z.number().nonnegative().max(3600).optional(),
-  fileClusterDir: z.string().min(1).optional(),
-  apiRequestTimeoutSeconds: z.number().positive().max(300).optional(),
-  apiTotalTimeoutSeconds: z.number().positive().max(600).optional(),
-  maxNetworks: z.number().int().positive().max(1024).optional(),
-  prevResult: z.unknown().optional(),
-  "cni.dev/valid-attachments": z.array(z.looseObject({ containerID: z.string(), ifname: z.string() })).optional(),
+  cniVersion: z.optional(z.string()),
+  name: z.optional(z.string()),
+  type: z.optional(z.string()),
+  kubeconfig: z.optional(z.string()),
+  confDir: z.optional(z.string().check(z.minLength(1))),
+  cniDir: z.optional(z.string().check(z.minLength(1))),
+  binDir: z.optional(z.string()),
+  delegates: z.optional(z.array(z.unknown())),
+  clusterNetwork: z.optional(z.string()),
+  defaultNetworks: z.optional(z.array(z.string())),
+  systemNamespaces: z.optional(z.array(z.string())),
+  multusNamespace: z.optional(z.string()),
+  namespaceIsolation: z.optional(z.boolean()),
+  globalNamespaces: z.optional(stringOrList),
+  readinessindicatorfile: z.optional(z.string()),
+  logFile: z.optional(z.string()),
+  logLevel: z.optional(z.string()),
+  logToStderr: z.optional(z.boolean()),
+  logOptions: z.optional(
+    z.looseObject({ maxAge: z.optional(z.number()), maxSize: z.optional(z.number()), maxBackups: z.optional(z.number()), compress: z.optional(z.boolean()) }),
+  ),
+  capabilities: z.optional(z.record(z.string(), z.boolean())),
+  runtimeConfig: z.optional(z.record(z.string(), z.unknown())),
+  retryDeleteOnError: z.optional(z.boolean()),
+  delegateTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
+  readinessTimeoutSeconds: z.optional(z.number().check(z.nonnegative(), z.maximum(3600))),
+  fileClusterDir: z.optional(z.string().check(z.minLength(1))),
+  apiRequestTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
+  apiTotalTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(600))),
+  maxNetworks: z.optional(z.int().check(z.positive(), z.maximum(1024))),
+  prevResult: z.optional(z.unknown()),
+  "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
 
 export interface PlexusConf {

@@ -1,11 +1,27 @@
 /**
- * pino, written synchronously to a file and/or stderr and never to stdout (C2.2): stdout is the
- * CNI result channel. No transports: their worker files break a single-file bundle.
+ * Logging (C2.2: never to stdout, which is the CNI result channel). pino does the writing, but it
+ * is loaded only when a message can be written: at Multus's default level `panic` Plexus has
+ * nothing to say (it never logs at fatal), and every pod would otherwise pay pino's start-up.
  */
-import pino from "pino";
-import { rotateIfNeeded, type LogRotation } from "./rotate";
+import { toPinoLevel } from "./levels";
+import type { LogRotation } from "./rotate";
 
-export type Logger = pino.Logger;
+type LogFn = {
+  (obj: object, msg?: string): void;
+  (msg: string): void;
+};
+
+/** The part of pino's Logger that Plexus uses; pino's Logger satisfies it. */
+export interface Logger {
+  level: string;
+  trace: LogFn;
+  debug: LogFn;
+  info: LogFn;
+  warn: LogFn;
+  error: LogFn;
+  fatal: LogFn;
+  child(bindings: Record<string, unknown>): Logger;
+}
 
 export interface LogOptions {
   logFile?: string | undefined;
@@ -16,35 +32,20 @@ export interface LogOptions {
   logOptions?: LogRotation | undefined;
 }
 
-/** Multus's level names (M1) mapped onto pino's; pino's own names are accepted as they are. */
-const MULTUS_LEVELS: Record<string, pino.LevelWithSilent> = {
-  panic: "fatal",
-  error: "error",
-  verbose: "info",
-  debug: "debug",
-};
-const PINO_LEVELS = new Set(["trace", "debug", "info", "warn", "error", "fatal", "silent"]);
+export { toPinoLevel };
 
-export function toPinoLevel(level: string | undefined): pino.LevelWithSilent | undefined {
-  if (level === undefined || level === "") return "fatal";
-  const l = level.toLowerCase();
-  return MULTUS_LEVELS[l] ?? (PINO_LEVELS.has(l) ? (l as pino.LevelWithSilent) : undefined);
-}
+const noop: LogFn = () => {};
 
-export function createLogger(opts: LogOptions, bindings: Record<string, unknown> = {}): Logger {
-  const level = toPinoLevel(opts.logLevel) ?? "fatal";
-  if (level === "silent") return pino({ level: "silent" });
-  const streams: pino.StreamEntry[] = [];
-  if (opts.logFile && opts.logOptions) rotateIfNeeded(opts.logFile, opts.logOptions);
-  if (opts.logFile) streams.push({ level, stream: pino.destination({ dest: opts.logFile, sync: true, mkdir: true }) });
-  if (opts.logToStderr ?? true) streams.push({ level, stream: pino.destination({ dest: 2, sync: true }) });
-  const base = { pid: process.pid, ...bindings };
-  if (streams.length === 0) return pino({ level: "silent" });
-  const dest = streams.length === 1 ? streams[0]!.stream : pino.multistream(streams);
-  return pino({ level, base, timestamp: pino.stdTimeFunctions.isoTime }, dest);
-}
-
-/** For paths that must not log at all (VERSION) and for tests. */
+/** A logger that writes nothing: for `silent`, for the default level, and for tests. */
 export function silentLogger(): Logger {
-  return pino({ level: "silent" });
+  const log: Logger = { level: "silent", trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop, child: () => log };
+  return log;
+}
+
+export async function createLogger(opts: LogOptions, bindings: Record<string, unknown> = {}): Promise<Logger> {
+  const level = toPinoLevel(opts.logLevel) ?? "fatal";
+  const anywhere = Boolean(opts.logFile) || (opts.logToStderr ?? true);
+  if (level === "silent" || level === "fatal" || !anywhere) return silentLogger();
+  const { createPinoLogger } = await import("./pino-logger");
+  return createPinoLogger(opts, level, bindings);
 }

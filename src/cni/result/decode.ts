@@ -1,7 +1,7 @@
 /**
  * Decoding what a delegate printed on success into a typed result (B55, B56, B58, B59).
  */
-import { z } from "zod";
+import * as z from "zod/mini";
 import { CniError, Code } from "../errors";
 import { decodeJson, isPlainObject } from "../json";
 import { parseWithSchema } from "../schema-error";
@@ -11,31 +11,33 @@ import { familyOf, type AnyResult } from "./types";
 /** Delegate output larger than this is not a CNI result (B61 caps the capture itself). */
 export const MAX_RESULT_BYTES = 4 * 1024 * 1024;
 
-const route = z.looseObject({ dst: z.string(), gw: z.string().optional() });
-const dns = z
-  .looseObject({
-    nameservers: z.array(z.string()).optional(),
-    domain: z.string().optional(),
-    search: z.array(z.string()).optional(),
-    options: z.array(z.string()).optional(),
-  })
-  .optional();
-const iface = z.looseObject({ name: z.string(), mac: z.string().optional(), sandbox: z.string().optional(), mtu: z.number().optional() });
-const ip = z.looseObject({ address: z.string(), gateway: z.string().optional(), interface: z.number().int().optional() });
+const opt = <T extends z.core.SomeType>(t: T) => z.optional(t);
+const route = z.looseObject({ dst: z.string(), gw: opt(z.string()) });
+const dns = opt(
+  z.looseObject({
+    nameservers: opt(z.array(z.string())),
+    domain: opt(z.string()),
+    search: opt(z.array(z.string())),
+    options: opt(z.array(z.string())),
+  }),
+);
+const iface = z.looseObject({ name: z.string(), mac: opt(z.string()), sandbox: opt(z.string()), mtu: opt(z.number()) });
+const ipShape = { address: z.string(), gateway: opt(z.string()), interface: opt(z.int()) };
+const ip = z.looseObject(ipShape);
 
 const schemas = {
-  "100": z.looseObject({ cniVersion: z.string(), interfaces: z.array(iface).optional(), ips: z.array(ip).optional(), routes: z.array(route).optional(), dns }),
+  "100": z.looseObject({ cniVersion: z.string(), interfaces: opt(z.array(iface)), ips: opt(z.array(ip)), routes: opt(z.array(route)), dns }),
   "040": z.looseObject({
     cniVersion: z.string(),
-    interfaces: z.array(iface).optional(),
-    ips: z.array(ip.extend({ version: z.enum(["4", "6"]) })).optional(),
-    routes: z.array(route).optional(),
+    interfaces: opt(z.array(iface)),
+    ips: opt(z.array(z.looseObject({ ...ipShape, version: z.enum(["4", "6"]) }))),
+    routes: opt(z.array(route)),
     dns,
   }),
   "020": z.looseObject({
     cniVersion: z.string(),
-    ip4: z.looseObject({ ip: z.string(), gateway: z.string().optional(), routes: z.array(route).optional() }).optional(),
-    ip6: z.looseObject({ ip: z.string(), gateway: z.string().optional(), routes: z.array(route).optional() }).optional(),
+    ip4: opt(z.looseObject({ ip: z.string(), gateway: opt(z.string()), routes: opt(z.array(route)) })),
+    ip6: opt(z.looseObject({ ip: z.string(), gateway: opt(z.string()), routes: opt(z.array(route)) })),
     dns,
   }),
 } as const;

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's main-job command, `sudo npm run demo`: install what is missing (bootstrap.sh),
+# build the single executable dist/plexus, then run one container through Plexus with the real
+# reference plugins in a network namespace (scripts/demo.mjs), and show that nothing is left.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+# The pinned Node 24 (devDependency "node") first, whatever Node the machine has.
+export PATH="$PWD/node_modules/.bin:$PATH"
+echo "demo: building dist/plexus with node $(node --version)" >&2
+npm run -s build >&2
+exec node scripts/demo.mjs "$@"

@@ -23,6 +23,7 @@ export interface AddOutcome {
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan: Attachment[] = planFromDelegates(conf, req.ifName)): Promise<AddOutcome> {
   await assertNetnsUsable(req.netns);
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  await clearPreviousAttempt(req, conf, deps);
   await writeRecord(req, conf, plan, deps);
 
   const done: Attachment[] = [];
@@ -52,6 +53,27 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan
     else deps.log.error({ errors: rollback.map((e) => e.message) }, "rollback after failed ADD left attachments; the record is kept for DEL");
     throw rollback.length === 0 ? cause : new CniError(cause.code, `${cause.message}; rollback also failed: ${rollback.map((e) => e.message).join("; ")}`, cause.details);
   }
+}
+
+/**
+ * B48: a record for this (container, interface) means an earlier ADD was cut short (SIGKILLed
+ * at the runtime's deadline, B64) or the runtime repeats ADD without DEL. Its attachments are torn
+ * down first, from that record, so none of them leaks and the new ADD starts clean; if that
+ * fails the ADD fails before touching anything else, and the record stays for DEL.
+ */
+async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
+  const prev = await deps.records.read(req.containerId, req.ifName);
+  if (prev.state !== "found") return;
+  deps.log.warn({ containerId: req.containerId, ifName: req.ifName }, "ADD found the record of an earlier ADD; tearing its attachments down first");
+  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs };
+  const errors = await teardown(prev.record.attachments, ctx, req, conf, deps);
+  if (errors.length > 0) {
+    throw new CniError(
+      errors[0]!.code,
+      `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`,
+    );
+  }
+  await deps.records.delete(req.containerId, req.ifName);
 }
 
 /** M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first. */

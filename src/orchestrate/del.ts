@@ -20,9 +20,9 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
   const errors = await teardown(attachments, ctx, req, conf, deps);
   if (errors.length > 0) {
     // The record stays, so the runtime's retry tears down what is left (B62).
-    throw errors.length === 1
-      ? errors[0]!
-      : new AggregateCniError(errors, `DEL of container ${req.containerId}: ${errors.length} of ${attachments.length} networks failed`);
+    const err =
+      errors.length === 1 ? errors[0]! : new AggregateCniError(errors, `DEL of container ${req.containerId}: ${errors.length} of ${attachments.length} networks failed`);
+    throw withoutNotFound(err);
   }
   await deps.records.delete(req.containerId, req.ifName);
 }
@@ -48,4 +48,14 @@ function attachmentsToDelete(read: RecordRead, req: CniRequest, conf: PlexusConf
     deps.log.info({ containerId: req.containerId }, "no container record; running DEL on the configured delegates");
   }
   return fallback;
+}
+
+/**
+ * K5, B62: containerd (go-cni) takes a DEL error whose text contains "not found" as success and
+ * forgets the sandbox, so a delegate's own wording ("Link not found" from macvlan whose master is
+ * gone) would turn a failed teardown into a leak. The state is not gone, so the words are changed.
+ */
+function withoutNotFound(err: CniError): CniError {
+  const clean = (s: string) => s.replace(/not found/gi, "missing");
+  return new CniError(err.code, clean(err.message), err.details === undefined ? undefined : clean(err.details), { cause: err });
 }

@@ -4,7 +4,7 @@
  * (K5, B60) and result version conversion (B58).
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cniError, isAlive, singleJson, waitFor } from "../support/plexus-bin";
@@ -121,6 +121,47 @@ describe("B44 B45 unusable cniDir", () => {
     } finally {
       execFileSync("umount", [ro]);
     }
+  });
+});
+
+describe("B46 B33 record storage", () => {
+  it("B46 ENOSPC while writing the record → 5 before any delegate runs, and no temp file is left", async () => {
+    const { sb } = ctx;
+    const small = join(sb.root, "small");
+    mkdirSync(small);
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small]);
+    try {
+      mkdirSync(join(small, "records"));
+      writeFileSync(join(small, "filler"), Buffer.alloc(60 * 1024)); // fills the tmpfs (4 KiB pages)
+      const big = sb.delegate("net-a", { extra: { padding: "p".repeat(32 * 1024) } });
+      const err = cniError(await sb.run("ADD", sb.config([big], { cniDir: small })));
+      expect(err.code).toBe(5);
+      expect(err.msg).toMatch(/ENOSPC/);
+      expect(sb.invocations()).toEqual([]);
+      expect(readdirSync(join(small, "records"))).toEqual([]);
+    } finally {
+      execFileSync("umount", [small]);
+    }
+  });
+
+  it("B33 M7 DEL runs the delegates recorded at ADD, verbatim, even when the config changed since", async () => {
+    const { sb } = ctx;
+    const conf = twoNetworks();
+    await addOk(conf);
+    // The config now names other networks (a NAD edited or deleted between ADD and DEL).
+    const changed = sb.config([sb.delegate("net-z")]);
+    const r = await sb.run("DEL", changed);
+    expect(r.code, r.stdout).toBe(0);
+    expect(sb.calls().slice(2)).toEqual(["DEL net-b", "DEL net-a"]);
+    const added = sb.invocations().filter((c) => c.command === "ADD");
+    const deleted = sb.invocations().filter((c) => c.command === "DEL");
+    // The bytes each delegate got on DEL carry the config it was added with.
+    for (const d of deleted) {
+      const a = added.find((x) => x.network === d.network)!;
+      const { prevResult: _p, ...delConf } = d.stdin as Record<string, unknown>;
+      expect(delConf).toEqual(a.stdin);
+    }
+    expect(sb.recordFiles()).toEqual([]);
   });
 });
 

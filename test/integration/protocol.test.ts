@@ -115,7 +115,7 @@ describe("K2 K3 input shaped as containerd sends it", () => {
     expect(sb.recordFiles()).toEqual([]);
   });
 
-  it("K3 a compact, key-sorted config with Go-named capability values works, passed on verbatim", async () => {
+  it("K3 K4 a compact, key-sorted config with Go-named capability values works; only declared capabilities reach the delegate, verbatim", async () => {
     const { sb } = ctx;
     const ports = [{ ContainerPort: 80, HostIP: "", HostPort: 8080, Protocol: "tcp" }];
     const annotations = { "k8s.v1.cni.cncf.io/networks": "", "io.kubernetes.cri.sandbox-id": "ctr1" };
@@ -132,6 +132,31 @@ describe("K2 K3 input shaped as containerd sends it", () => {
     expect(del.code, del.stdout).toBe(0);
     const [a] = sb.invocations();
     expect((a?.stdin as Record<string, unknown>).runtimeConfig).toEqual({ portMappings: ports });
+  });
+});
+
+describe("B18 large runtimeConfig", () => {
+  it("B18 10^4 portMappings and a large pod-annotations capability are handled within the stdin cap; a config over 1 MiB is refused with 6", async () => {
+    const { sb } = ctx;
+    const ports = Array.from({ length: 10_000 }, (_, i) => ({ HostPort: 20000 + (i % 40000), ContainerPort: 80, Protocol: "tcp", HostIP: "" }));
+    const annotations: Record<string, string> = {};
+    for (let i = 0; i < 200; i++) annotations[`example.com/a${i}`] = "x".repeat(1000);
+    const conf = sb.config([sb.delegate("net-a", { extra: { capabilities: { portMappings: true } } })], {
+      capabilities: { portMappings: true, "io.kubernetes.cri.pod-annotations": true },
+      runtimeConfig: { portMappings: ports, "io.kubernetes.cri.pod-annotations": annotations },
+    });
+    const add = await sb.run("ADD", conf);
+    expect(add.code, add.stdout).toBe(0);
+    const [a] = sb.invocations();
+    const rc = (a?.stdin as { runtimeConfig: Record<string, unknown> }).runtimeConfig;
+    expect(Object.keys(rc)).toEqual(["portMappings"]); // the annotations capability was not declared by the delegate
+    expect(rc.portMappings).toHaveLength(10_000);
+    expect((await sb.run("DEL", conf)).code).toBe(0);
+
+    for (let i = 200; i < 1300; i++) annotations[`example.com/a${i}`] = "x".repeat(1000);
+    const big = await sb.run("ADD", conf);
+    expect(cniError(big).code).toBe(6);
+    expect(sb.invocations()).toHaveLength(2); // ADD and DEL above; the oversized ADD ran nothing
   });
 });
 

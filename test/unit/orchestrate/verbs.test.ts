@@ -133,7 +133,7 @@ describe("DEL", () => {
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "macvlan DEL broke" } });
     exec.on({ command: "DEL", ifName: "eth0" }, { error: { code: 5, msg: "bridge DEL broke" } });
     const err = await cmdDel(req("DEL"), conf(), deps).catch((e: unknown) => e as CniError);
-    expect(err.message).toMatch(/macvlan DEL broke.*bridge DEL broke/);
+    expect((err as CniError).message).toMatch(/macvlan DEL broke.*bridge DEL broke/);
     expect(exec.summary().filter((s) => s.startsWith("DEL"))).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
     expect(records()).toEqual(["ctr1-eth0.json"]);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0"]);

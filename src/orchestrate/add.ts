@@ -43,7 +43,14 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }
     const first = results[0];
-    if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
+    if (!first) {
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        conf.clusterNetwork
+          ? `no network to attach: "clusterNetwork" (${conf.clusterNetwork}) is resolved only with Kubernetes support, which this build does not have yet; list the default network in "delegates"`
+          : "no network to attach: the config names no default network",
+      );
+    }
     assertDefaultHasIp(first.result, first.attachment);
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {

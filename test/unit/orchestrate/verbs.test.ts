@@ -109,6 +109,13 @@ describe("ADD", () => {
     expect(records()).toEqual([]);
   });
 
+  it("B16 a config naming only clusterNetwork fails ADD with 7 saying why, runs nothing and leaves no record", async () => {
+    const c = parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "cbr0" });
+    await expect(cmdAdd(req("ADD"), c, deps)).rejects.toMatchObject({ code: 7, message: expect.stringContaining("clusterNetwork") });
+    expect(exec.calls).toEqual([]);
+    expect(records()).toEqual([]);
+  });
+
   it("B44 an unwritable cniDir fails with 5 before any delegate runs", async () => {
     writeFileSync(join(deps.cniDir, "records"), "not a dir");
     await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 5 });

@@ -1,5 +1,5 @@
 /** CNI_* environment parsing and validation (C2.1, B1–B10). */
-import { readFile, readlink, realpath, statfs } from "node:fs/promises";
+import { readFileSync, readlinkSync, realpathSync, statfsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parseCniArgs, type CniArgs } from "./args";
 import { CniError, Code } from "./errors";
@@ -79,7 +79,7 @@ const PROC_SUPER_MAGIC = 0x9fa0;
 export async function assertNetnsUsable(netns: string): Promise<void> {
   let type: number;
   try {
-    type = Number((await statfs(netns)).type);
+    type = Number(statfsSync(netns).type);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? String(err);
     throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network namespace path such as /var/run/netns/<name>`);
@@ -110,7 +110,7 @@ async function namespaceKind(path: string): Promise<string | undefined> {
   for (let hops = 0; hops < 8; hops++) {
     let target: string;
     try {
-      target = await readlink(p);
+      target = readlinkSync(p);
     } catch {
       break;
     }
@@ -119,9 +119,9 @@ async function namespaceKind(path: string): Promise<string | undefined> {
     p = resolve(dirname(p), target);
   }
   try {
-    const mountPoint = await realpath(p);
+    const mountPoint = realpathSync(p);
     let kind: string | undefined;
-    for (const line of (await readFile("/proc/self/mountinfo", "utf8")).split("\n")) {
+    for (const line of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
       const f = line.split(" ");
       // The last mount on a mount point is the visible one.
       if (f[4] !== undefined && f[4].replaceAll("\\040", " ") === mountPoint) kind = NS_LINK.exec(f[3] ?? "")?.[1];

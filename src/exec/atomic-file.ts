@@ -2,8 +2,11 @@
  * Atomic small-file writes for the result cache and the container record (C3.3, M7, B46, B48):
  * temp file in the same directory, fsync, rename, fsync of the directory. A reader sees the old
  * file or the new one, never a torn one; a failed write leaves no temp file behind.
+ *
+ * Synchronous system calls on purpose: a CNI process does one thing at a time, and each
+ * `fs/promises` call is a thread-pool round trip that every pod would wait for.
  */
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 
@@ -14,28 +17,33 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   // pid + sequence is unique among live writers; "wx" refuses a leftover of a dead one with the same pid.
   const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${++seq}-${Date.now().toString(36)}`);
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const fh = await open(tmp, "wx", mode);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const fd = openSync(tmp, "wx", mode);
     try {
-      await fh.writeFile(data);
-      await fh.sync();
+      const buf = typeof data === "string" ? Buffer.from(data) : data;
+      for (let off = 0; off < buf.byteLength; ) off += writeSync(fd, buf, off);
+      fsyncSync(fd);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
-    await rename(tmp, path);
-    await syncDir(dir);
+    renameSync(tmp, path);
+    syncDir(dir);
   } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
+    try {
+      rmSync(tmp, { force: true });
+    } catch {
+      // Nothing more to do: the error below says what failed.
+    }
     throw ioError(`cannot write ${path}`, err);
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, "r");
+function syncDir(dir: string): void {
+  const fd = openSync(dir, "r");
   try {
-    await fh.sync();
+    fsyncSync(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 
@@ -47,7 +55,7 @@ export function ioError(what: string, err: unknown): CniError {
 /** Removes a file; a missing file is fine (DEL is idempotent, C2.5). */
 export async function removeFile(path: string): Promise<void> {
   try {
-    await rm(path, { force: true });
+    rmSync(path, { force: true });
   } catch (err) {
     throw ioError(`cannot remove ${path}`, err);
   }

@@ -4,7 +4,7 @@
  * last ADD result, so CHECK and DEL can pass `prevResult` and GC can find stale attachments.
  * Same record shape as libcni's `cniCacheV1`, under `<cniDir>/results/`.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AnyResult } from "../cni/result/types";
 import { isPlainObject } from "../cni/json";
@@ -44,7 +44,7 @@ export class ResultCache {
   async get(k: AttachmentKey): Promise<CachedAttachment | undefined> {
     let text: string;
     try {
-      text = await readFile(this.path(k), "utf8");
+      text = readFileSync(this.path(k), "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw ioError(`cannot read cached result ${this.path(k)}`, err);
@@ -60,7 +60,7 @@ export class ResultCache {
   async list(networkName?: string): Promise<CachedAttachment[]> {
     let names: string[];
     try {
-      names = await readdir(this.dir);
+      names = readdirSync(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw ioError(`cannot list ${this.dir}`, err);
@@ -68,7 +68,7 @@ export class ResultCache {
     const out: CachedAttachment[] = [];
     for (const name of names) {
       if (name.startsWith(".")) continue;
-      const entry = parseEntry(await readFile(join(this.dir, name), "utf8").catch(() => ""));
+      const entry = parseEntry(readOrEmpty(join(this.dir, name)));
       if (entry && (networkName === undefined || entry.networkName === networkName)) out.push(entry);
     }
     return out;
@@ -85,4 +85,12 @@ function parseEntry(text: string): CachedAttachment | undefined {
     // A torn or foreign file is treated as absent.
   }
   return undefined;
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
 }

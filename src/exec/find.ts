@@ -1,6 +1,5 @@
 /** Plugin lookup in CNI_PATH, after libcni `pkg/invoke/find.go` (C4.1, C4.2, B9, B51). */
-import { constants, type Stats } from "node:fs";
-import { access, stat } from "node:fs/promises";
+import { accessSync, constants, statSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { validatePluginType } from "../cni/validate";
@@ -15,7 +14,7 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
     const candidate = join(dir, type);
     let st: Stats;
     try {
-      st = await stat(candidate);
+      st = statSync(candidate);
     } catch {
       continue;
     }
@@ -24,7 +23,7 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
       continue;
     }
     try {
-      await access(candidate, constants.X_OK);
+      accessSync(candidate, constants.X_OK);
     } catch {
       skipped.push(`${candidate} is not executable`);
       continue;

@@ -76,6 +76,9 @@ export class RawExec implements PluginExec {
       cancelSignal: cancel.signal,
       killSignal: "SIGKILL",
       forceKillAfterDelay: false,
+      // The deadline above kills the delegate's group; execa's exit hooks (signal-exit on every
+      // signal) would cost each pod start-up time for nothing more.
+      cleanup: false,
     });
     const stderrChunks: Buffer[] = [];
     let stderrBytes = 0;

@@ -3,7 +3,7 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { ConfList } from "../cni/conf";
@@ -60,7 +60,7 @@ export class RecordStore {
     const path = this.path(containerId, ifName);
     let text: string;
     try {
-      text = await readFile(path, "utf8");
+      text = readFileSync(path, "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
       throw ioError(`cannot read container record ${path}`, err);
@@ -76,7 +76,7 @@ export class RecordStore {
   async list(): Promise<RecordRead[]> {
     let names: string[];
     try {
-      names = await readdir(this.dir);
+      names = readdirSync(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw ioError(`cannot list ${this.dir}`, err);
@@ -84,7 +84,7 @@ export class RecordStore {
     const out: RecordRead[] = [];
     for (const name of names.filter((n) => n.endsWith(".json") && !n.startsWith("."))) {
       const path = join(this.dir, name);
-      out.push(parseRecord(await readFile(path, "utf8").catch(() => ""), path));
+      out.push(parseRecord(readOrEmpty(path), path));
     }
     return out;
   }
@@ -110,4 +110,12 @@ export function podOf(args: CniArgs): ContainerRecord["pod"] {
   if (!namespace || !name) return undefined;
   const uid = args.get("K8S_POD_UID");
   return uid ? { namespace, name, uid } : { namespace, name };
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
 }

@@ -6,8 +6,8 @@
  * VERSION is answered here; everything else lives in the core bundle (load-core.ts), so VERSION
  * loads neither zod, pino nor execa.
  */
-import { parseCommand, type CniRequest } from "../cni/env";
-import { asCniError, CniError, Code } from "../cni/errors";
+import { parseCommand } from "../cni/env";
+import { asCniError } from "../cni/errors";
 import { CURRENT_VERSION, versionInfo } from "../cni/version";
 import { loadCore } from "./load-core";
 import { writeStdout } from "./stdio";
@@ -45,6 +45,3 @@ export async function main(io: MainIo): Promise<number> {
     return 1;
   }
 }
-
-export type { CniRequest };
-export { CniError, Code };

@@ -6,7 +6,7 @@
  * Synchronous system calls on purpose: a CNI process does one thing at a time, and each
  * `fs/promises` call is a thread-pool round trip that every pod would wait for.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 
@@ -58,5 +58,24 @@ export async function removeFile(path: string): Promise<void> {
     rmSync(path, { force: true });
   } catch (err) {
     throw ioError(`cannot remove ${path}`, err);
+  }
+}
+
+/** The state files in `dir` (temp files, which start with '.', left out); a missing dir has none. */
+export function listStateFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((n) => !n.startsWith("."));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw ioError(`cannot list ${dir}`, err);
+  }
+}
+
+/** A state file's text, or "" when it vanished or cannot be read (the parsers report that as unusable). */
+export function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
   }
 }

@@ -4,11 +4,11 @@
  * last ADD result, so CHECK and DEL can pass `prevResult` and GC can find stale attachments.
  * Same record shape as libcni's `cniCacheV1`, under `<cniDir>/results/`.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AnyResult } from "../cni/result/types";
 import { isPlainObject } from "../cni/json";
-import { removeFile, writeFileAtomic, ioError } from "./atomic-file";
+import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "./atomic-file";
 
 export interface AttachmentKey {
   networkName: string;
@@ -58,16 +58,8 @@ export class ResultCache {
 
   /** Every readable entry, optionally only those of one network (GC). */
   async list(networkName?: string): Promise<CachedAttachment[]> {
-    let names: string[];
-    try {
-      names = readdirSync(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw ioError(`cannot list ${this.dir}`, err);
-    }
     const out: CachedAttachment[] = [];
-    for (const name of names) {
-      if (name.startsWith(".")) continue;
+    for (const name of listStateFiles(this.dir)) {
       const entry = parseEntry(readOrEmpty(join(this.dir, name)));
       if (entry && (networkName === undefined || entry.networkName === networkName)) out.push(entry);
     }
@@ -85,12 +77,4 @@ function parseEntry(text: string): CachedAttachment | undefined {
     // A torn or foreign file is treated as absent.
   }
   return undefined;
-}
-
-function readOrEmpty(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
-  }
 }

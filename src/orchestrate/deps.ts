@@ -1,6 +1,5 @@
 /** What every verb is given (Multus `CmdAdd(args, exec, kubeClient)` style): no globals. */
 import type { CniRequest } from "../cni/env";
-import type { ConfList } from "../cni/conf";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { ResultCache } from "../exec/cache";
 import type { ExecDeps, RuntimeConf } from "../exec/conflist";
@@ -51,4 +50,3 @@ export function describeAttachment(att: Pick<Attachment, "network" | "ifName" | 
   return `${att.isDefault ? "default network" : "network"} ${JSON.stringify(att.network)} (${att.ifName})`;
 }
 
-export type { ConfList };

@@ -3,12 +3,12 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
-import { ioError, removeFile, writeFileAtomic } from "../exec/atomic-file";
+import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "../exec/atomic-file";
 import type { NetworkSelection } from "../npwg/types";
 
 /** One network attached to the pod: the default network or a selected one (N4.2). */
@@ -74,15 +74,8 @@ export class RecordStore {
 
   /** Every record on the node (GC); corrupt ones are returned as such. */
   async list(): Promise<RecordRead[]> {
-    let names: string[];
-    try {
-      names = readdirSync(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw ioError(`cannot list ${this.dir}`, err);
-    }
     const out: RecordRead[] = [];
-    for (const name of names.filter((n) => n.endsWith(".json") && !n.startsWith("."))) {
+    for (const name of listStateFiles(this.dir).filter((n) => n.endsWith(".json"))) {
       const path = join(this.dir, name);
       out.push(parseRecord(readOrEmpty(path), path));
     }
@@ -110,12 +103,4 @@ export function podOf(args: CniArgs): ContainerRecord["pod"] {
   if (!namespace || !name) return undefined;
   const uid = args.get("K8S_POD_UID");
   return uid ? { namespace, name, uid } : { namespace, name };
-}
-
-function readOrEmpty(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
-  }
 }

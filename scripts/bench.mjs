@@ -12,5 +12,9 @@ if (!existsSync("dist/plexus")) {
 const only = process.argv.slice(2);
 const want = (name) => only.length === 0 || only.includes(name);
 console.log(`Plexus benchmarks: node ${process.versions.node}, ${runs} interleaved runs per figure, medians\n`);
-if (want("version")) await benchVersion(runs);
-if (want("delegates")) await benchDelegates(runs);
+const version = want("version") ? await benchVersion(runs) : undefined;
+const delegates = want("delegates") ? await benchDelegates(runs) : undefined;
+if (version && delegates?.[2]) {
+  const ratio = delegates[2].ownAdd / version.floor;
+  console.log(`own ADD overhead at N=2: ${delegates[2].ownAdd.toFixed(1)} ms = ${ratio.toFixed(2)}× the bare-Node floor (target ≤ 1.5×)`);
+}

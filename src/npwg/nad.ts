@@ -5,7 +5,7 @@
  * sorts first, so a `.conf` can shadow a `.conflist`; Plexus follows the spec.
  */
 import { parseConfList, type ConfList } from "../cni/conf";
-import { asCniError, CniError, Code } from "../cni/errors";
+import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
 import type { Nad } from "./types";
 
@@ -38,8 +38,21 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: { d
     throw new CniError(Code.InvalidNetworkConfig, `${what}: spec.config must be a string holding JSON, got ${Array.isArray(config) ? "a list" : typeof config}`);
   }
   // N3.2: no spec.config: the network is known by the NAD's name, from the config directory.
-  const byName = (ext: RegExp) => files.filter((f) => ext.test(f.path)).sort((a, b) => a.path.localeCompare(b.path));
-  for (const group of [byName(/\.conflist$/), byName(/\.(conf|json)$/)]) {
+  const file = pickConfFileByName(files, nad.metadata.name, warnings);
+  if (file) return { conf: parse(file.value, `${what} (from ${file.path})`, nad, opts, warnings), source: file.path, warnings };
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `${what} has no spec.config and no .conflist, .conf or .json file in the CNI config directory has "name": ${JSON.stringify(nad.metadata.name)}`,
+  );
+}
+
+/**
+ * N3.4.1: the `.conflist` whose JSON `name` matches, else the `.conf`/`.json`; each group in file
+ * name order. Unparsable files are skipped with a warning.
+ */
+export function pickConfFileByName(files: readonly ConfFile[], name: string, warnings: string[]): { path: string; value: Record<string, unknown> } | undefined {
+  const byExt = (ext: RegExp) => files.filter((f) => ext.test(f.path)).sort((a, b) => a.path.localeCompare(b.path));
+  for (const group of [byExt(/\.conflist$/), byExt(/\.(conf|json)$/)]) {
     for (const file of group) {
       let value: unknown;
       try {
@@ -48,18 +61,10 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: { d
         warnings.push(`${file.path} is not valid JSON; skipped`);
         continue;
       }
-      if (!isPlainObject(value) || value.name !== nad.metadata.name) continue;
-      try {
-        return { conf: parse(value, `${what} (from ${file.path})`, nad, opts, warnings), source: file.path, warnings };
-      } catch (err) {
-        throw asCniError(err);
-      }
+      if (isPlainObject(value) && value.name === name) return { path: file.path, value };
     }
   }
-  throw new CniError(
-    Code.InvalidNetworkConfig,
-    `${what} has no spec.config and no .conflist, .conf or .json file in the CNI config directory has "name": ${JSON.stringify(nad.metadata.name)}`,
-  );
+  return undefined;
 }
 
 function parse(value: unknown, what: string, nad: Nad, opts: { defaultVersion?: string }, warnings: string[]): ConfList {

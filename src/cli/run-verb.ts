@@ -6,6 +6,7 @@ import { isSupportedVersion } from "../cni/version";
 import { parsePlexusConf } from "../config/plugin-conf";
 import { ResultCache } from "../exec/cache";
 import { RawExec } from "../exec/raw-exec";
+import { kubeFactory } from "../k8s/index";
 import { createLogger } from "../log/logger";
 import { baseEnvOf, type Deps } from "../orchestrate/deps";
 import { RecordStore } from "../orchestrate/record";
@@ -26,6 +27,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     records: new RecordStore(conf.cniDir),
     log,
     baseEnv: baseEnvOf(io.env),
+    kube: kubeFactory(conf),
   };
   try {
     switch (req.command) {

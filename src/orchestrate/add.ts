@@ -9,7 +9,9 @@ import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
 import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
-import { planFromDelegates } from "./plan";
+import { planForPod } from "./pod-plan";
+import { publishNetworkStatus, verifySelection } from "./publish";
+import { waitForReadiness } from "./readiness";
 import { podOf, type Attachment, type ContainerRecord } from "./record";
 import { teardown } from "./teardown";
 
@@ -20,8 +22,10 @@ export interface AddOutcome {
   results: Array<{ attachment: Attachment; result: AnyResult }>;
 }
 
-export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan: Attachment[] = planFromDelegates(conf, req.ifName)): Promise<AddOutcome> {
+export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   await assertNetnsUsable(req.netns);
+  await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log);
+  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   await clearPreviousAttempt(req, conf, deps);
   await writeRecord(req, conf, plan, deps);
@@ -40,18 +44,17 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps, plan
         throw asCniError(err).withContext(`ADD of ${describeAttachment(att)} failed`);
       });
       results.push({ attachment: att, result });
+      verifySelection({ attachment: att, result });
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }
     const first = results[0];
-    if (!first) {
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        conf.clusterNetwork
-          ? `no network to attach: "clusterNetwork" (${conf.clusterNetwork}) is resolved only with Kubernetes support, which this build does not have yet; list the default network in "delegates"`
-          : "no network to attach: the config names no default network",
-      );
-    }
+    if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
     assertDefaultHasIp(first.result, first.attachment);
+    if (pod && kube) {
+      await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {
+        throw asCniError(err).withContext(`pod ${pod.metadata.namespace}/${pod.metadata.name}: writing the network-status annotation failed`);
+      });
+    }
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
     const cause = asCniError(err);

@@ -3,21 +3,22 @@
  * past failures; idempotent; works with CNI_NETNS="" (the delegates release IPAM without a netns).
  */
 import type { CniRequest } from "../cni/env";
-import { AggregateCniError, CniError, Code } from "../cni/errors";
+import { AggregateCniError, asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { Deps, RuntimeFor } from "./deps";
-import { planFromDelegates } from "./plan";
+import { planDefaultsOnly, planForPod } from "./pod-plan";
 import type { Attachment, RecordRead } from "./record";
 import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const read = await deps.records.read(req.containerId, req.ifName);
-  const attachments = attachmentsToDelete(read, req, conf, deps);
+  const { attachments, unresolved } = await attachmentsToDelete(read, req, conf, deps);
   const ctx: RuntimeFor =
     read.state === "found"
       ? { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs || read.record.cniArgs }
       : { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   const errors = await teardown(attachments, ctx, req, conf, deps);
+  if (unresolved) errors.push(unresolved);
   if (errors.length > 0) {
     // The record stays, so the runtime's retry tears down what is left (B62).
     const err =
@@ -28,26 +29,39 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
 }
 
 /**
- * With a record, its attachments. Without one (DEL without ADD, B65), the config's delegates:
- * DEL of a network that was never added succeeds, and a half-done ADD that died before its
- * record was written (B64) still gets its delegates run. A corrupt record (B47) falls back the
- * same way, and is an error when there is nothing to fall back to: never silent success.
+ * With a record (M7), its attachments, and no API call. Without one (DEL without ADD, B65, or an
+ * ADD that died before writing it, B64), the networks are worked out as ADD would: from the API
+ * for a pod of a cluster (a pod the API no longer has gets its default networks, B38), else the
+ * configured delegates. A corrupt record (B47) falls back the same way, and is an error when there
+ * is nothing to fall back to. When the pod's own networks cannot be determined (the API is down),
+ * the default networks are still torn down and the DEL fails, to be retried: never silent success.
  */
-function attachmentsToDelete(read: RecordRead, req: CniRequest, conf: PlexusConf, deps: Deps): Attachment[] {
-  if (read.state === "found") return read.record.attachments;
-  const fallback = planFromDelegates(conf, req.ifName);
+async function attachmentsToDelete(read: RecordRead, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<{ attachments: Attachment[]; unresolved?: CniError }> {
+  if (read.state === "found") return { attachments: read.record.attachments };
+  const kube = deps.kube ?? (async () => undefined);
+  let attachments: Attachment[];
+  let unresolved: CniError | undefined;
+  try {
+    attachments = (await planForPod(req, conf, { kube, log: deps.log })).attachments;
+  } catch (err) {
+    const e = asCniError(err);
+    const podGone = e.code === Code.UnknownContainer;
+    attachments = await planDefaultsOnly(req, conf, podGone ? await kube().catch(() => undefined) : undefined, deps.log);
+    if (podGone) deps.log.info({ err: e.message }, "DEL without a record for a pod the API no longer has: tearing down the default network(s)");
+    else unresolved = e.withContext(`DEL of container ${req.containerId}: the pod's networks could not be determined, so only its default network(s) were torn down`);
+  }
   if (read.state === "corrupt") {
-    if (fallback.length === 0) {
+    if (attachments.length === 0) {
       throw new CniError(
         Code.IoFailure,
         `DEL of container ${req.containerId}: record ${read.path} is unreadable (${read.reason}) and the config lists no delegates to fall back to; remove the file after cleaning up by hand`,
       );
     }
-    deps.log.warn({ path: read.path, reason: read.reason }, "container record is corrupt; tearing down the configured delegates instead");
+    deps.log.warn({ path: read.path, reason: read.reason }, "container record is corrupt; tearing down the networks worked out from the config instead");
   } else {
-    deps.log.info({ containerId: req.containerId }, "no container record; running DEL on the configured delegates");
+    deps.log.info({ containerId: req.containerId }, "no container record; tearing down the networks worked out from the config");
   }
-  return fallback;
+  return unresolved ? { attachments, unresolved } : { attachments };
 }
 
 /**

@@ -4,6 +4,7 @@ import type { PlexusConf } from "../config/plugin-conf";
 import type { ResultCache } from "../exec/cache";
 import type { ExecDeps, RuntimeConf } from "../exec/conflist";
 import type { Env, PluginExec } from "../exec/plugin-exec";
+import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
 import type { Attachment, RecordStore } from "./record";
 
@@ -14,6 +15,11 @@ export interface Deps extends ExecDeps {
   log: Logger;
   /** Environment delegates inherit, without CNI_* variables. */
   baseEnv: Env;
+  /**
+   * Kubernetes access, built on first use (only a pod of a cluster needs it): the API server or a
+   * directory of manifests. Undefined, or resolving to undefined: no Kubernetes (B7).
+   */
+  kube?: () => Promise<KubeApi | undefined>;
 }
 
 export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): Env {

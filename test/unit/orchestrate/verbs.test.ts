@@ -45,7 +45,7 @@ beforeEach(() => {
 });
 afterEach(() => deps.dispose());
 
-const records = () => readdirSync(join(deps.cniDir, "records")).filter((n) => !n.startsWith("."));
+const records = () => (existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")).filter((n) => !n.startsWith(".")) : []);
 const results = () => (existsSync(join(deps.cniDir, "results")) ? readdirSync(join(deps.cniDir, "results")).filter((n) => !n.startsWith(".")) : []);
 
 describe("ADD", () => {
@@ -109,8 +109,8 @@ describe("ADD", () => {
     expect(records()).toEqual([]);
   });
 
-  it("B16 a config naming only clusterNetwork fails ADD with 7 saying why, runs nothing and leaves no record", async () => {
-    const c = parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "cbr0" });
+  it("M2 a clusterNetwork that resolves to nothing fails ADD with 7 naming it, runs nothing and leaves no record", async () => {
+    const c = parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "cbr0", confDir: deps.cniDir });
     await expect(cmdAdd(req("ADD"), c, deps)).rejects.toMatchObject({ code: 7, message: expect.stringContaining("clusterNetwork") });
     expect(exec.calls).toEqual([]);
     expect(records()).toEqual([]);
@@ -212,6 +212,14 @@ describe("CHECK, STATUS, GC", () => {
     expect(exec.calls[2]!.stdin["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "eth0" }]);
     expect(exec.calls[3]!.stdin["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "net1" }]);
     expect(records()).toEqual(["keep-eth0.json"]);
+  });
+
+  it("C2.8 N6.1 STATUS is 50 while the readiness indicator file is missing, without asking any delegate", async () => {
+    const c = conf({ readinessindicatorfile: join(deps.cniDir, "not-yet") }, "1.1.0");
+    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({ code: 50, message: expect.stringContaining("not-yet") });
+    expect(exec.calls).toEqual([]);
+    writeFileSync(join(deps.cniDir, "not-yet"), "");
+    await cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps);
   });
 
   it("C2.9 GC without cni.dev/valid-attachments refuses (7) rather than release everything", async () => {

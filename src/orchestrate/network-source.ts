@@ -5,32 +5,23 @@
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { CniError, Code } from "../cni/errors";
 import type { KubeApi } from "../k8s/kube-api";
-import type { Nad } from "../npwg/types";
-
-export interface ConfFile {
-  path: string;
-  content: string;
-}
+import type { NetworkSource } from "../npwg/default-network";
+import type { ConfFile } from "../npwg/nad";
 
 const CONFIG_FILE = /\.(conf|conflist|json)$/;
 /** Conf files are small; anything larger is not a CNI config. */
 const MAX_CONF_FILE_BYTES = 1024 * 1024;
 
-export class FsNetworkSource {
+export class FsNetworkSource implements NetworkSource {
   private confDirCache?: Promise<ConfFile[]>;
+  readonly getNad: NetworkSource["getNad"];
 
   constructor(
     private readonly confDir: string,
-    private readonly kube: KubeApi | undefined,
-  ) {}
-
-  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
-    if (!this.kube) {
-      throw new CniError(Code.InvalidNetworkConfig, `network ${namespace}/${name} is a NetworkAttachmentDefinition, but no Kubernetes access is configured (set "kubeconfig" or "fileClusterDir")`);
-    }
-    return this.kube.getNad(namespace, name);
+    kube: KubeApi | undefined,
+  ) {
+    if (kube) this.getNad = (namespace, name) => kube.getNad(namespace, name);
   }
 
   confDirFiles(): Promise<ConfFile[]> {

@@ -1,0 +1,126 @@
+/**
+ * Which networks a pod gets, in order (N6, N6.2, N4.1, N4.2, N7.4, M2–M5, M8): the cluster default
+ * network on CNI_IFNAME, the configured default networks, then every network the pod's annotation
+ * selects, each resolved to the delegate config it runs and given its interface name.
+ *
+ * Without a pod context (no K8S_POD_* in CNI_ARGS: cnitool, podman — B7) or without Kubernetes
+ * access, only the default network(s) are attached, as Multus does.
+ */
+import { podFromArgs, type PodRef } from "../cni/args";
+import type { CniRequest } from "../cni/env";
+import { asCniError, CniError, Code } from "../cni/errors";
+import type { PlexusConf } from "../config/plugin-conf";
+import type { KubeApi } from "../k8s/kube-api";
+import type { Logger } from "../log/logger";
+import { parseNetworksAnnotation } from "../npwg/annotation";
+import { applySelection } from "../npwg/delegate-args";
+import { resolveDefaultNetworks, type ResolvedNetwork } from "../npwg/default-network";
+import { assignInterfaceNames } from "../npwg/ifnames";
+import { checkNamespaceAccess } from "../npwg/isolation";
+import { resolveNadConfig } from "../npwg/nad";
+import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
+import { FsNetworkSource } from "./network-source";
+import { planFromDelegates } from "./plan";
+import type { Attachment } from "./record";
+
+export interface PodPlan {
+  /** The pod read from the API (undefined outside a cluster). */
+  pod?: Pod;
+  ref?: PodRef;
+  attachments: Attachment[];
+}
+
+export interface PlanContext {
+  /** Built on first use: only a pod of a cluster needs the API. */
+  kube: () => Promise<KubeApi | undefined>;
+  log: Logger;
+}
+
+function podName(ref: PodRef): string {
+  return `${ref.namespace}/${ref.name}`;
+}
+
+export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanContext): Promise<PodPlan & { kube?: KubeApi }> {
+  const ref = podFromArgs(req.args);
+  const kube = ref ? await ctx.kube() : undefined;
+  const source = new FsNetworkSource(conf.confDir, kube);
+  if (!ref || !kube) {
+    ctx.log.info({ reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" }, "attaching the default network(s) only");
+    return { ...(ref ? { ref } : {}), attachments: await defaultsOnly(req, conf, source, kube !== undefined, ctx.log) };
+  }
+  const pod = await kube.getPod(ref.namespace, ref.name);
+  // M8, B8, B39: a recreated pod (same name, new UID) must not get the old sandbox's networks.
+  if (ref.uid && pod.metadata.uid && ref.uid !== pod.metadata.uid) {
+    throw new CniError(
+      Code.UnknownContainer,
+      `pod ${podName(ref)}: UID mismatch: the runtime's K8S_POD_UID is ${ref.uid} but the API has ${pod.metadata.uid} (the pod was deleted and recreated)`,
+    );
+  }
+  const defaults = await resolveDefaultNetworks(pod, conf, source);
+  for (const w of defaults.warnings) ctx.log.warn({ pod: podName(ref) }, w);
+
+  const selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
+    maxSelections: conf.maxNetworks,
+    reservedIfName: req.ifName,
+  });
+  for (const sel of selections) checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf });
+  const selected = await resolveSelections(selections, ref, { kube, source, log: ctx.log });
+
+  // Interface names: the default networks from the config first, then the annotation's (Multus's numbering).
+  const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({ name: d.network, namespace: conf.multusNamespace }));
+  const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName);
+  const attachments: Attachment[] = [
+    { network: defaults.clusterNetwork.network, ifName: req.ifName, isDefault: true, conf: defaults.clusterNetwork.conf },
+    ...defaults.defaultNetworks.map((d, i) => ({ network: d.network, ifName: ifNames[i]!, isDefault: false, conf: d.conf })),
+    ...selected.map(({ sel, network, conf: c }, i) => {
+      const applied = applySelection(c, sel);
+      const att: Attachment = { network, ifName: ifNames[defaultSelections.length + i]!, isDefault: false, conf: applied.conf, selection: sel };
+      if (Object.keys(applied.capabilityArgs).length > 0) att.capabilityArgs = applied.capabilityArgs;
+      return att;
+    }),
+  ];
+  return { pod, ref, attachments, kube };
+}
+
+/** NADs of the selections, read in parallel (independent reads; delegates still run serially, N7.3). */
+async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger }) {
+  const files = selections.length > 0 ? await ctx.source.confDirFiles() : [];
+  const kube = ctx.kube;
+  const nads = await Promise.all(selections.map((sel) => kube.getNad(sel.namespace, sel.name)));
+  return selections.map((sel, i) => {
+    const reference = `${sel.namespace}/${sel.name}`;
+    const nad = nads[i];
+    if (!nad) {
+      // M9, B28: the event is best effort; the ADD fails before any delegate runs.
+      void kube
+        .recordEvent(ref, { type: "Warning", reason: "NoNetworkFound", message: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})` })
+        .catch(() => {});
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `pod ${podName(ref)}: network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+      );
+    }
+    try {
+      const resolved = resolveNadConfig(nad, files, {});
+      for (const w of resolved.warnings) ctx.log.warn({ pod: podName(ref), network: reference }, w);
+      return { sel, network: reference, conf: resolved.conf };
+    } catch (err) {
+      throw asCniError(err).withContext(`pod ${podName(ref)}: network ${reference}`);
+    }
+  });
+}
+
+/** The default network(s) from the config alone: no pod, or a pod the API no longer has (B38 on DEL). */
+export async function planDefaultsOnly(req: CniRequest, conf: PlexusConf, kube: KubeApi | undefined, log: Logger): Promise<Attachment[]> {
+  return defaultsOnly(req, conf, new FsNetworkSource(conf.confDir, kube), kube !== undefined, log);
+}
+
+/** B7: the default network(s) from the config alone (defaultNetworks are NADs: only with API access). */
+async function defaultsOnly(req: CniRequest, conf: PlexusConf, source: FsNetworkSource, hasKube: boolean, log: Logger): Promise<Attachment[]> {
+  if (!conf.clusterNetwork && conf.defaultNetworks.length === 0) return planFromDelegates(conf, req.ifName);
+  if (!hasKube && conf.defaultNetworks.length) log.warn({ defaultNetworks: conf.defaultNetworks }, "no Kubernetes access: defaultNetworks are not attached");
+  const d = await resolveDefaultNetworks(undefined, hasKube ? conf : { ...conf, defaultNetworks: [] }, source);
+  for (const w of d.warnings) log.warn(w);
+  const networks: ResolvedNetwork[] = [d.clusterNetwork, ...d.defaultNetworks];
+  return networks.map((n, i) => ({ network: n.network, ifName: i === 0 ? req.ifName : `net${i}`, isDefault: i === 0, conf: n.conf }));
+}

@@ -1,0 +1,54 @@
+/**
+ * After every attachment is up: verify what the annotation asked for (N4.1.2.1.3, N4.1.2.1.4),
+ * then write the pod's network-status (N5, M6) and the AddedInterface event (M9). The event names
+ * every attachment in one message: one write instead of one per network keeps an ADD at
+ * 3 + K API requests (pod, K NADs, status, event) where Multus makes one event per interface.
+ */
+import type { CniError } from "../cni/errors";
+import { asCniError } from "../cni/errors";
+import { toResult } from "../cni/result/convert";
+import type { AnyResult } from "../cni/result/types";
+import type { KubeApi } from "../k8s/kube-api";
+import type { Logger } from "../log/logger";
+import { buildNetworkStatus, buildNetworkStatusAnnotation, checkAnnotationBudget } from "../npwg/status";
+import { verifyAttachment } from "../npwg/verify";
+import type { NetworkStatus, Pod } from "../npwg/types";
+import type { Attachment } from "./record";
+
+export interface Attached {
+  attachment: Attachment;
+  result: AnyResult;
+}
+
+/** N4.1.2.1.3/4: throws VerificationFailed (103) naming the network, interface, wanted and got. */
+export function verifySelection(a: Attached): void {
+  if (a.attachment.selection) verifyAttachment(toResult(a.result), a.attachment.selection, a.attachment.ifName);
+}
+
+export function networkStatuses(attached: readonly Attached[]): NetworkStatus[] {
+  return attached.map(({ attachment, result }) =>
+    buildNetworkStatus({
+      name: attachment.network,
+      isDefault: attachment.isDefault,
+      ifName: attachment.ifName,
+      result,
+      ...(attachment.selection?.defaultRoute ? { gateway: attachment.selection.defaultRoute } : {}),
+    }),
+  );
+}
+
+export async function publishNetworkStatus(pod: Pod, uid: string | undefined, attached: readonly Attached[], kube: KubeApi, log: Logger): Promise<void> {
+  const value = buildNetworkStatusAnnotation(networkStatuses(attached));
+  checkAnnotationBudget(pod.metadata.annotations ?? {}, value);
+  const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, ...(uid ? { uid } : {}) };
+  await kube.setNetworkStatus(ref, value);
+  // M9: best effort, after the status is written.
+  const message = attached
+    .map(({ attachment, result }) => `Add ${attachment.ifName} [${(toResult(result).ips ?? []).map((ip) => ip.address).join(",")}] from ${attachment.network}`)
+    .join("; ");
+  await kube.recordEvent(ref, { type: "Normal", reason: "AddedInterface", message }).catch((err: unknown) => {
+    log.warn({ err: asCniError(err).message }, "could not record the AddedInterface event");
+  });
+}
+
+export type { CniError };

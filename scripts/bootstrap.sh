@@ -12,6 +12,7 @@ fi
 need_apt=()
 [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || need_apt+=(containernetworking-plugins)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${need_apt[*]}" >&2

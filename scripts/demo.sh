@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main-job command, `sudo npm run demo`: install what is missing (bootstrap.sh),
-# build the single executable dist/plexus, then run one container through Plexus with the real
-# reference plugins in a network namespace (scripts/demo.mjs), and show that nothing is left.
+# build the single executable dist/plexus, then run two pods of a file-backed cluster through
+# Plexus with the real reference plugins (scripts/demo-cluster.mjs), and show that nothing is left.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -9,4 +9,4 @@ bash scripts/bootstrap.sh
 export PATH="$PWD/node_modules/.bin:$PATH"
 echo "demo: building dist/plexus with node $(node --version)" >&2
 npm run -s build >&2
-exec node scripts/demo.mjs "$@"
+exec node scripts/demo-cluster.mjs "$@"

@@ -10,9 +10,8 @@
  * nothing is left. Everything it creates is removed at the end, also when a step fails.
  */
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { DELEGATE_VERSION, DemoHost, callPlexus, compactJson, ipReservations, leftovers, preflight, records, run, say, showNamespace } from "./demo.mjs";
+import { join } from "node:path";
+import { DELEGATE_VERSION, callPlexus, compactJson, ipReservations, leftovers, records, run, runIfMain, say, showNamespace, withDemoHost } from "./demo.mjs";
 
 function manifests(host, macvlanMaster) {
   const hostLocal = (subnet) => ({ type: "host-local", dataDir: host.dataDir, subnet });
@@ -41,18 +40,8 @@ function yaml(objects) {
   return objects.map((o) => `---\n${JSON.stringify(o, null, 2)}\n`).join("");
 }
 
-export async function demoCluster() {
-  preflight();
-  const host = new DemoHost();
-  const onSignal = () => {
-    host.cleanup();
-    process.exit(130);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  let ok = false;
-  try {
-    say.title("Plexus demo: two pods, NetworkAttachmentDefinitions, network-status (no API server)");
+export function demoCluster() {
+  return withDemoHost("Plexus demo: two pods, NetworkAttachmentDefinitions, network-status (no API server)", async (host) => {
     const clusterDir = join(host.root, "cluster");
     const confDir = join(host.root, "net.d");
     mkdirSync(clusterDir, { recursive: true });
@@ -115,26 +104,8 @@ export async function demoCluster() {
     else for (const l of left) say.bad(l);
     const events = existsSync(join(clusterDir, "status", "events.jsonl")) ? readFileSync(join(clusterDir, "status", "events.jsonl"), "utf8").trim().split("\n").length : 0;
     say.line(`(pod events written: ${events}, in ${join(clusterDir, "status", "events.jsonl")})`);
-    ok = left.length === 0;
-  } catch (err) {
-    say.bad(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    say.section("Cleanup (the demo's namespaces, bridges, veth and temp dir)");
-    say.line(host.cleanup().join(", "));
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-  }
-  say.title(ok ? "Demo OK" : "Demo FAILED");
-  return ok;
+    return left.length === 0;
+  });
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  demoCluster().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (err) => {
-      console.error(`demo: ${err instanceof Error ? err.message : String(err)}`);
-      process.exit(1);
-    },
-  );
-}
-
+runIfMain(import.meta.url, demoCluster);

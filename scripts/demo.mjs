@@ -228,7 +228,12 @@ export function preflight() {
   for (const p of ["bridge", "host-local", "macvlan"]) if (!existsSync(join(CNI_PATH, p))) throw new Error(`${CNI_PATH}/${p} is missing: install containernetworking-plugins`);
 }
 
-export async function demo() {
+/**
+ * Runs a demo body with a fresh {@link DemoHost}: preflight, cleanup of everything the host made
+ * (also on failure and on SIGINT/SIGTERM), and the closing verdict. `body` returns true when
+ * nothing was left behind.
+ */
+export async function withDemoHost(title, body) {
   preflight();
   const host = new DemoHost();
   const onSignal = () => {
@@ -240,8 +245,34 @@ export async function demo() {
   process.once("SIGTERM", onSignal);
   let ok = false;
   try {
-    say.title("Plexus demo: one container, three networks, the reference CNI plugins");
+    say.title(title);
+    ok = await body(host);
+  } catch (err) {
+    say.bad(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    say.section("Cleanup (the demo's own namespaces, bridges, veth and temp dir)");
+    say.line(host.cleanup().join(", "));
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+  say.title(ok ? "Demo OK" : "Demo FAILED");
+  return ok;
+}
 
+/** Runs `fn` when the file at `metaUrl` is the script node was started with; exit 0 when it returns true. */
+export function runIfMain(metaUrl, fn) {
+  if (!process.argv[1] || metaUrl !== pathToFileURL(resolve(process.argv[1])).href) return;
+  fn().then(
+    (ok) => process.exit(ok ? 0 : 1),
+    (err) => {
+      console.error(`demo: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
+
+export function demo() {
+  return withDemoHost("Plexus demo: one container, three networks, the reference CNI plugins", async (host) => {
     say.section("1. Setup");
     const netns = host.addNamespace("pod");
     const master = host.addVethPair();
@@ -276,25 +307,8 @@ export async function demo() {
     const left = leftovers(host, netns);
     if (left.length === 0) say.ok("nothing: no interface in the namespace, no host veth, no IP reservation, no record, no cached result");
     else for (const l of left) say.bad(l);
-    ok = left.length === 0;
-  } catch (err) {
-    say.bad(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    say.section("Cleanup (the demo's own namespace, bridges, veth and temp dir)");
-    say.line(host.cleanup().join(", "));
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-  }
-  say.title(ok ? "Demo OK" : "Demo FAILED");
-  return ok;
+    return left.length === 0;
+  });
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  demo().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (err) => {
-      console.error(`demo: ${err instanceof Error ? err.message : String(err)}`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, demo);

@@ -14,6 +14,12 @@ import { parsePlexusConf } from "../config/plugin-conf";
 import { RawExec } from "../exec/raw-exec";
 import { buildPluginConf } from "../exec/conflist";
 import { createLogger } from "../log/logger";
+import { parseNetworksAnnotation } from "../npwg/annotation";
+import { applySelection } from "../npwg/delegate-args";
+import { assignInterfaceNames } from "../npwg/ifnames";
+import { resolveNadConfig } from "../npwg/nad";
+import { buildNetworkStatus, buildNetworkStatusAnnotation } from "../npwg/status";
+import { verifyAttachment } from "../npwg/verify";
 
 export async function warmUp(): Promise<void> {
   const conf = parsePlexusConf(
@@ -42,6 +48,15 @@ export async function warmUp(): Promise<void> {
   for (const v of ALL_VERSIONS) toResult(convertResult(result, v));
   for (const d of conf.delegates) for (const p of d.plugins) buildPluginConf(d, p, conf.runtimeConfig, result);
   parseConfList({ cniVersion: "1.0.0", name: "c", type: "bridge" }, { what: "warm-up" });
+  const sels = [
+    ...parseNetworksAnnotation("net-a,other/net-b@eth5", "default"),
+    ...parseNetworksAnnotation('[{"name":"net-c","ips":["10.0.0.2/24"],"mac":"aa:bb:cc:dd:ee:ff"}]', "default"),
+  ];
+  assignInterfaceNames(sels, "eth0");
+  const nad = resolveNadConfig({ metadata: { name: "net-c", namespace: "default" }, spec: { config: JSON.stringify({ cniVersion: "1.0.0", type: "bridge", capabilities: { ips: true, mac: true } }) } }, []);
+  applySelection(nad.conf, sels[2]!);
+  verifyAttachment(toResult(result), sels[2]!, "eth0");
+  buildNetworkStatusAnnotation([buildNetworkStatus({ name: "cbr0", isDefault: true, ifName: "eth0", result }), buildNetworkStatus({ name: "default/net-a", isDefault: false, ifName: "net1" })]);
   const log = await createLogger({ logLevel: "debug", logToStderr: false, logFile: "/dev/null" });
   log.info("warm");
   new CniError(7, "warm").toJSON("1.0.0");

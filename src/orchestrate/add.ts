@@ -10,7 +10,6 @@ import type { PlexusConf } from "../config/plugin-conf";
 import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { planForPod } from "./pod-plan";
-import { publishNetworkStatus, verifySelection } from "./publish";
 import { waitForReadiness } from "./readiness";
 import { podOf, type Attachment, type ContainerRecord } from "./record";
 import { teardown } from "./teardown";
@@ -44,13 +43,14 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
         throw asCniError(err).withContext(`ADD of ${describeAttachment(att)} failed`);
       });
       results.push({ attachment: att, result });
-      verifySelection({ attachment: att, result });
+      if (att.selection) (await import("./publish")).verifySelection({ attachment: att, result });
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }
     const first = results[0];
     if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
     assertDefaultHasIp(first.result, first.attachment);
     if (pod && kube) {
+      const { publishNetworkStatus } = await import("./publish");
       await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {
         throw asCniError(err).withContext(`pod ${pod.metadata.namespace}/${pod.metadata.name}: writing the network-status annotation failed`);
       });

@@ -12,7 +12,6 @@ import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
-import { parseNetworksAnnotation } from "../npwg/annotation";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveDefaultNetworks, type ResolvedNetwork } from "../npwg/default-network";
 import { assignInterfaceNames } from "../npwg/ifnames";
@@ -59,6 +58,8 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
   const defaults = await resolveDefaultNetworks(pod, conf, source);
   for (const w of defaults.warnings) ctx.log.warn({ pod: podName(ref) }, w);
 
+  // Loaded here, not at start-up: only a pod of a cluster parses annotations (ip-address and all).
+  const { parseNetworksAnnotation } = await import("../npwg/annotation");
   const selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
     maxSelections: conf.maxNetworks,
     reservedIfName: req.ifName,

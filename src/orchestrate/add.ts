@@ -49,6 +49,9 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     const first = results[0];
     if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
     assertDefaultHasIp(first.result, first.attachment);
+    // M4: an attachment with `default-route` carries the pod's default route.
+    const defaultRoutes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
+    if (defaultRoutes.length) await (await import("../exec/netns-routes")).setDefaultRoutes(req.netns, defaultRoutes);
     if (pod && kube) {
       const { publishNetworkStatus } = await import("./publish");
       await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {

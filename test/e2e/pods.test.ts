@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError } from "../support/plexus-bin";
-import { describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope, type Netns } from "../support/netns";
+import { describeE2e, links, NOTHING_LEFT, routes, useE2eScope, type E2eScope, type Netns } from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -168,6 +168,32 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const env = podEnv(ns, "app", "re", "ctr-re", "uid-old");
     expect(cniError(await scope.run("ADD", c.conf, env)).msg).toContain("UID mismatch");
     expectSilentOk(await scope.run("DEL", c.conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+  it("M4 M6 default-route: the selected network carries the pod's default route, and the status names its gateway", async () => {
+    const { scope } = t;
+    const c = cluster(scope, 13, [
+      pod("app", "gw", { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.14.1"] }]) }),
+      nad("app", "egress", bridgeNet({ name: "egress", bridge: scope.bridgeName(), isGateway: true, ipam: hostLocal(scope, "10.216.14.0/24") })),
+    ]);
+    const ns = scope.addNetns();
+    const env = podEnv(ns, "app", "gw");
+    expectOk(await scope.run("ADD", c.conf, env));
+    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([{ dst: "default", gateway: "10.216.14.1", dev: "net1" }]);
+    expect(c.status("app", "gw")[1]).toMatchObject({ name: "app/egress", gateway: ["10.216.14.1"] });
+    expectSilentOk(await scope.run("DEL", c.conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("M4 a default-route gateway outside the network fails the ADD and tears everything down", async () => {
+    const { scope } = t;
+    const c = cluster(scope, 15, [
+      pod("app", "badgw", { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["192.0.2.1"] }]) }),
+      nad("app", "egress", bridgeNet({ name: "egress", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.16.0/24") })),
+    ]);
+    const ns = scope.addNetns();
+    expect(cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "badgw")))).toMatchObject({ code: 103, msg: expect.stringContaining("192.0.2.1") });
+    expect(names(ns)).toEqual([]);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 });

@@ -1,0 +1,39 @@
+/**
+ * Routes inside a pod's network namespace, for `default-route` (M4): the attachment that asks for
+ * it carries the pod's default route, so the default routes of the family its gateway belongs to
+ * are replaced. Done with the node's `nsenter` and `ip` (util-linux and iproute2, on every
+ * Kubernetes node), through execa, without a shell.
+ */
+import { execa } from "execa";
+import { CniError, Code } from "../cni/errors";
+
+export interface DefaultRoute {
+  gateway: string;
+  ifName: string;
+}
+
+async function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
+  const r = await execa("nsenter", [`--net=${netns}`, "ip", ...args], { reject: false, timeout: 10_000, stdin: "ignore", cleanup: false });
+  return { ok: r.exitCode === 0, stderr: String(r.stderr ?? "").trim() };
+}
+
+export async function setDefaultRoutes(netns: string, routes: readonly DefaultRoute[]): Promise<void> {
+  for (const family of ["-4", "-6"] as const) {
+    const wanted = routes.filter((r) => r.gateway.includes(":") === (family === "-6"));
+    if (wanted.length === 0) continue;
+    // Remove the family's default routes (those of the default network included), then add ours.
+    for (let i = 0; i < 16; i++) {
+      if (!(await ipInNetns(netns, [family, "route", "del", "default"])).ok) break;
+    }
+    for (const [i, r] of wanted.entries()) {
+      const args = [family, "route", i === 0 ? "replace" : "append", "default", "via", r.gateway, "dev", r.ifName];
+      const res = await ipInNetns(netns, args);
+      if (!res.ok) {
+        throw new CniError(
+          Code.VerificationFailed,
+          `default-route: cannot route the pod's default traffic via ${r.gateway} on ${r.ifName}: ${res.stderr || "ip route failed"} (is the gateway in that network's subnet?)`,
+        );
+      }
+    }
+  }
+}

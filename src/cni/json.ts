@@ -32,18 +32,20 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
   } catch (err) {
     throw new CniError(code, `${opts.what} is not valid JSON: ${(err as Error).message}`);
   }
-  checkShape(value, opts.what);
+  // Too deep is malformed input (the caller's code); a prototype key in a config is 7 (B17), but in
+  // a delegate's output (code 100) it is that delegate's fault, not the network config's.
+  checkShape(value, opts.what, code, opts.code ?? Code.InvalidNetworkConfig);
   return value;
 }
 
 /** Iterative walk (no recursion, so 10⁵-deep input cannot overflow the stack). */
-function checkShape(root: unknown, what: string): void {
+function checkShape(root: unknown, what: string, depthCode: number, keyCode: number): void {
   const stack: Array<{ v: unknown; depth: number; path: string }> = [{ v: root, depth: 0, path: "" }];
   while (stack.length) {
     const { v, depth, path } = stack.pop()!;
     if (v === null || typeof v !== "object") continue;
     if (depth >= MAX_JSON_DEPTH) {
-      throw new CniError(Code.Decoding, `${what} is nested more than ${MAX_JSON_DEPTH} levels deep (at ${path || "top level"})`);
+      throw new CniError(depthCode, `${what} is nested more than ${MAX_JSON_DEPTH} levels deep (at ${path || "top level"})`);
     }
     if (Array.isArray(v)) {
       v.forEach((x, i) => stack.push({ v: x, depth: depth + 1, path: `${path}[${i}]` }));
@@ -51,7 +53,7 @@ function checkShape(root: unknown, what: string): void {
     }
     for (const [k, x] of Object.entries(v)) {
       if (FORBIDDEN_KEYS.has(k)) {
-        throw new CniError(Code.InvalidNetworkConfig, `${what} has the key ${JSON.stringify(k)}${path ? ` at ${path}` : ""}, which is refused`);
+        throw new CniError(keyCode, `${what} has the key ${JSON.stringify(k)}${path ? ` at ${path}` : ""}, which is refused`);
       }
       stack.push({ v: x, depth: depth + 1, path: path ? `${path}.${k}` : k });
     }

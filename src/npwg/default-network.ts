@@ -4,16 +4,17 @@
  * `defaultNetworks` (not for pods in `systemNamespaces`). I/O comes in through {@link NetworkSource}.
  */
 import { parseConfList, type ConfList } from "../cni/conf";
-import { asCniError, CniError, Code } from "../cni/errors";
-import { isPlainObject } from "../cni/json";
+import { CniError, Code } from "../cni/errors";
+import { decodeJson, isPlainObject } from "../cni/json";
+import { firstConfigFile, MAX_CONF_FILE_BYTES, pickByName, type ConfFile } from "./conf-dir";
 import { dns1123LabelProblem, validateDns1123Label } from "./dns1123";
 import { checkNamespaceAccess } from "./isolation";
-import { pickConfFileByName, resolveNadConfig, type ConfFile } from "./nad";
-import { DEFAULT_NETWORK_ANNOTATION, type Pod } from "./types";
+import { missingNadError, resolveNadConfig } from "./nad";
+import { DEFAULT_NETWORK_ANNOTATION, type Nad, type Pod } from "./types";
 
 export interface NetworkSource {
-  /** Undefined when there is no Kubernetes access (B7): NAD names are then not looked up. */
-  getNad?: (namespace: string, name: string) => Promise<import("./types").Nad | undefined>;
+  /** Undefined when there is no Kubernetes access (B7): names are then never looked up as NADs. */
+  getNad?: (namespace: string, name: string) => Promise<Nad | undefined>;
   /** The CNI config directory's config files. */
   confDirFiles(): Promise<ConfFile[]>;
   /** A file's text, or undefined when it is not a readable file. */
@@ -26,8 +27,11 @@ export interface ResolvedNetwork {
   /** Name in network-status and messages: `namespace/name` for a NAD, else the config's name. */
   network: string;
   conf: ConfList;
+  /** The NAD it came from, if any (its annotations: resourceName, M10). */
+  nad?: Nad;
 }
 
+/** The part of PlexusConf this needs (PlexusConf satisfies it). */
 export interface DefaultNetworksConf {
   cniVersion: string;
   clusterNetwork?: string | undefined;
@@ -45,108 +49,143 @@ export interface DefaultNetworks {
   warnings: string[];
 }
 
+interface Ctx {
+  conf: DefaultNetworksConf;
+  source: NetworkSource;
+  warnings: string[];
+}
+
 export async function resolveDefaultNetworks(pod: Pod | undefined, conf: DefaultNetworksConf, source: NetworkSource): Promise<DefaultNetworks> {
-  const warnings: string[] = [];
-  const podNs = pod?.metadata.namespace;
+  const ctx: Ctx = { conf, source, warnings: [] };
   const override = pod?.metadata.annotations?.[DEFAULT_NETWORK_ANNOTATION]?.trim();
   let cluster: ResolvedNetwork;
-  let extra: ResolvedNetwork[] = [];
-  if (override) {
-    cluster = await resolveOverride(override, podNs!, conf, source, warnings);
+  const extra: ResolvedNetwork[] = [];
+  if (pod && override) {
+    cluster = await resolveOverride(override, pod, ctx);
   } else if (conf.clusterNetwork) {
-    if (conf.delegates.length) warnings.push(`both "clusterNetwork" and "delegates" are set; "clusterNetwork" (${conf.clusterNetwork}) is the default network`);
-    cluster = await resolveClusterNetwork(conf.clusterNetwork, conf, source, warnings);
+    if (conf.delegates.length) ctx.warnings.push(`both "clusterNetwork" and "delegates" are set; "clusterNetwork" (${conf.clusterNetwork}) is the default network and "delegates" are ignored, as in Multus`);
+    cluster = await resolveNetworkName(conf.clusterNetwork, "clusterNetwork", ctx);
   } else if (conf.delegates[0]) {
-    // Multus's inline mode: the first delegate is the cluster network, the others are added to every pod.
+    // Multus's inline mode: the first delegate is the cluster network, the others go to every pod.
     cluster = { network: conf.delegates[0].name, conf: conf.delegates[0] };
-    extra = conf.delegates.slice(1).map((d) => ({ network: d.name, conf: d }));
+    extra.push(...conf.delegates.slice(1).map((d) => ({ network: d.name, conf: d })));
   } else {
     throw new CniError(Code.InvalidNetworkConfig, 'no default network: set "clusterNetwork" or list it first in "delegates"');
   }
-  // M3: Multus compares the pod's *name* with systemNamespaces by mistake; this compares the namespace.
-  const isSystemPod = podNs !== undefined && conf.systemNamespaces.includes(podNs);
-  if (conf.defaultNetworks.length && !isSystemPod) {
-    for (const name of conf.defaultNetworks) extra.push(await resolveNadRef(conf.multusNamespace, name, "defaultNetworks entry", source, warnings));
+  if (pod && override && !conf.clusterNetwork && conf.delegates.length > 1) {
+    // Inline mode with an override: only delegates[0] is replaced (Multus: conf.Delegates[0] = override).
+    extra.push(...conf.delegates.slice(1).map((d) => ({ network: d.name, conf: d })));
   }
-  return { clusterNetwork: cluster, defaultNetworks: extra, warnings };
+  // M3: Multus's thin plugin compares the pod's *name* with systemNamespaces; this compares the namespace.
+  const isSystemPod = pod !== undefined && conf.systemNamespaces.includes(pod.metadata.namespace);
+  if (!isSystemPod) {
+    for (const name of conf.defaultNetworks) extra.push(await resolveNetworkName(name, "defaultNetworks entry", ctx));
+  }
+  return { clusterNetwork: cluster, defaultNetworks: extra, warnings: ctx.warnings };
 }
 
-/** M5: `name` means multusNamespace; `namespace/name` allowed; namespace isolation applies (B24). */
-async function resolveOverride(value: string, podNs: string, conf: DefaultNetworksConf, source: NetworkSource, warnings: string[]): Promise<ResolvedNetwork> {
-  const parts = value.split("/");
-  if (parts.length > 2) throw new CniError(Code.InvalidNetworkConfig, `pod annotation ${DEFAULT_NETWORK_ANNOTATION} ${JSON.stringify(value)}: expected name or namespace/name`);
-  const [namespace, name] = parts.length === 2 ? [parts[0]!, parts[1]!] : [conf.multusNamespace, parts[0]!];
-  validateDns1123Label(namespace, `${DEFAULT_NETWORK_ANNOTATION} namespace`);
-  validateDns1123Label(name, `${DEFAULT_NETWORK_ANNOTATION} name`);
-  checkNamespaceAccess({ podNamespace: podNs, ref: { namespace, name }, conf, what: `default-network override (${DEFAULT_NETWORK_ANNOTATION})` });
-  return resolveNadRef(namespace, name, `${DEFAULT_NETWORK_ANNOTATION}`, source, warnings);
-}
+const OVERRIDE_REQUEST_KEYS = ["interface", "interfaceRequest", "ips", "mac", "infiniband-guid", "cni-args", "portMappings", "bandwidth", "default-route", "deviceID"];
 
-async function resolveNadRef(namespace: string, name: string, what: string, source: NetworkSource, warnings: string[]): Promise<ResolvedNetwork> {
-  validateDns1123Label(name, `${what} ${namespace}/`);
-  if (!source.getNad) throw new CniError(Code.InvalidNetworkConfig, `${what} ${namespace}/${name} is a NetworkAttachmentDefinition, but no Kubernetes access is configured`);
-  const nad = await source.getNad(namespace, name);
-  if (!nad) throw new CniError(Code.InvalidNetworkConfig, `${what}: no NetworkAttachmentDefinition ${name} exists in namespace ${namespace}`);
-  const r = resolveNadConfig(nad, await source.confDirFiles());
-  warnings.push(...r.warnings);
-  return { network: `${namespace}/${name}`, conf: r.conf };
+function overrideError(value: string, msg: string): CniError {
+  const shown = value.length > 120 ? `${value.slice(0, 120)}…` : value;
+  return new CniError(Code.InvalidNetworkConfig, `pod annotation ${DEFAULT_NETWORK_ANNOTATION} ${JSON.stringify(shown)}: ${msg}`);
 }
 
 /**
- * M2, first hit wins: a NAD of that name in multusNamespace; a config in confDir whose `name`
- * matches; a directory (its alphabetically first config file); a file path.
+ * M5: the override names exactly one NAD, in the forms Multus parses it with (its networks-annotation
+ * parser, with multusNamespace as the default namespace): `name`, `namespace/name`, or a JSON list of
+ * one `{"name", "namespace"}` object. What only an extra attachment can honour (`@ifname`,
+ * `interface`, `ips`, `mac`, …) is refused rather than dropped: the default network always runs on
+ * CNI_IFNAME with its NAD's config (Multus ignores those keys there, or renames the pod's eth0).
  */
-async function resolveClusterNetwork(value: string, conf: DefaultNetworksConf, source: NetworkSource, warnings: string[]): Promise<ResolvedNetwork> {
-  const what = `clusterNetwork ${JSON.stringify(value)}`;
+export function parseDefaultNetworkAnnotation(value: string, multusNamespace: string): { namespace: string; name: string } {
+  const text = value.trim();
+  let namespace: string;
+  let name: string;
+  if (text.startsWith("[") || text.startsWith("{")) {
+    const list = decodeJson(text, { what: `pod annotation ${DEFAULT_NETWORK_ANNOTATION}`, code: Code.InvalidNetworkConfig });
+    if (!Array.isArray(list)) throw overrideError(text, "the JSON form must be a list holding one object");
+    if (list.length !== 1) throw overrideError(text, `names ${list.length} networks; exactly one default network is allowed`);
+    const el: unknown = list[0];
+    if (!isPlainObject(el)) throw overrideError(text, "the list element must be an object");
+    if (typeof el.name !== "string") throw overrideError(text, 'key "name" is required and must be a string');
+    if (el.namespace !== undefined && typeof el.namespace !== "string") throw overrideError(text, 'key "namespace" must be a string');
+    const unsupported = OVERRIDE_REQUEST_KEYS.filter((k) => el[k] !== undefined);
+    if (unsupported.length) {
+      throw overrideError(text, `key ${unsupported.map((k) => `"${k}"`).join(", ")} cannot apply to the default network (it runs on CNI_IFNAME with its NAD's config); request it through k8s.v1.cni.cncf.io/networks instead`);
+    }
+    name = el.name;
+    namespace = el.namespace || multusNamespace;
+  } else {
+    const items = text.split(",");
+    if (items.length !== 1) throw overrideError(text, `names ${items.length} networks; exactly one default network is allowed`);
+    if (text.includes("@")) throw overrideError(text, "an @interface cannot apply to the default network, which always runs on CNI_IFNAME");
+    const parts = text.split("/");
+    if (parts.length > 2) throw overrideError(text, "expected name or namespace/name");
+    [namespace, name] = parts.length === 2 ? [parts[0]!.trim(), parts[1]!.trim()] : [multusNamespace, parts[0]!.trim()];
+  }
+  validateDns1123Label(namespace, `pod annotation ${DEFAULT_NETWORK_ANNOTATION}: namespace`);
+  validateDns1123Label(name, `pod annotation ${DEFAULT_NETWORK_ANNOTATION}: name`);
+  return { namespace, name };
+}
+
+/** M5, B24: isolation is checked before the NAD is read. */
+async function resolveOverride(value: string, pod: Pod, ctx: Ctx): Promise<ResolvedNetwork> {
+  const ref = parseDefaultNetworkAnnotation(value, ctx.conf.multusNamespace);
+  const podNamespace = pod.metadata.namespace;
+  checkNamespaceAccess({ podNamespace, ref, conf: ctx.conf, what: `default-network override (${DEFAULT_NETWORK_ANNOTATION})`, allowMultusNamespace: true });
+  const from = `annotation ${DEFAULT_NETWORK_ANNOTATION}`;
+  if (!ctx.source.getNad) throw new CniError(Code.InvalidNetworkConfig, `network ${ref.namespace}/${ref.name} (${from}) is a NetworkAttachmentDefinition, but no Kubernetes access is configured`);
+  const nad = await ctx.source.getNad(ref.namespace, ref.name);
+  if (!nad) throw missingNadError({ pod: `${podNamespace}/${pod.metadata.name}`, ref, from });
+  return fromNad(nad, ctx);
+}
+
+async function fromNad(nad: Nad, ctx: Ctx): Promise<ResolvedNetwork> {
+  const r = resolveNadConfig(nad, await ctx.source.confDirFiles());
+  ctx.warnings.push(...r.warnings);
+  return { network: `${nad.metadata.namespace}/${nad.metadata.name}`, conf: r.conf, nad };
+}
+
+/**
+ * M2, for `clusterNetwork` and (as Multus's `getNetDelegate` does) each `defaultNetworks` entry,
+ * first hit wins: a NAD of that name in multusNamespace; a config in confDir whose `name` matches
+ * (`.conflist` first, N3.4.1); an absolute path to a directory (its first usable config file); an
+ * absolute path to a file. An API error while reading the NAD fails here instead of silently falling
+ * through to a file (Multus falls through on any error).
+ */
+async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise<ResolvedNetwork> {
+  const { conf, source } = ctx;
+  const what = `${key} ${JSON.stringify(value)}`;
   if (source.getNad && dns1123LabelProblem(value) === undefined) {
     const nad = await source.getNad(conf.multusNamespace, value);
-    if (nad) {
-      const r = resolveNadConfig(nad, await source.confDirFiles());
-      warnings.push(...r.warnings);
-      return { network: `${conf.multusNamespace}/${value}`, conf: r.conf };
-    }
+    if (nad) return fromNad(nad, ctx);
   }
-  const byName = pickConfFileByName(await source.confDirFiles(), value, warnings);
-  if (byName) return fromFile(byName.value, byName.path, conf);
+  const byName = pickByName(await source.confDirFiles(), value);
+  ctx.warnings.push(...byName.warnings);
+  if (byName.picked) return fromFile(byName.picked.value, byName.picked.path, key, conf);
   if (value.startsWith("/")) {
     const files = await source.listDir(value);
     if (files) {
-      const first = files
-        .filter((f) => /\.(conf|conflist|json)$/.test(f.path))
-        .sort((a, b) => a.path.localeCompare(b.path))
-        .find((f) => {
-          try {
-            return isPlainObject(JSON.parse(f.content));
-          } catch {
-            warnings.push(`${f.path} is not valid JSON; skipped`);
-            return false;
-          }
-        });
-      if (first) return fromFile(JSON.parse(first.content), first.path, conf);
-      throw new CniError(Code.InvalidNetworkConfig, `${what} is a directory with no usable .conf, .conflist or .json file`);
+      const first = firstConfigFile(files);
+      ctx.warnings.push(...first.warnings);
+      if (first.picked) return fromFile(first.picked.value, first.picked.path, key, conf);
+      throw new CniError(Code.InvalidNetworkConfig, `${what} is a directory with no usable .conf, .conflist or .json file`, first.warnings.join("\n") || undefined);
     }
     const text = await source.readPath(value);
     if (text !== undefined) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (err) {
-        throw new CniError(Code.InvalidNetworkConfig, `${what}: ${value} is not valid JSON: ${(err as Error).message}`);
-      }
-      return fromFile(parsed, value, conf);
+      return fromFile(decodeJson(text, { what: `${key} file ${value}`, maxBytes: MAX_CONF_FILE_BYTES, code: Code.InvalidNetworkConfig }), value, key, conf);
     }
   }
-  throw new CniError(
-    Code.InvalidNetworkConfig,
-    `${what} names no NetworkAttachmentDefinition in ${conf.multusNamespace}, no config in the CNI config directory, and no file or directory`,
-  );
+  const tried = [
+    ...(source.getNad ? [`no NetworkAttachmentDefinition ${value} in namespace ${conf.multusNamespace}`] : ["no NAD lookup (no Kubernetes access)"]),
+    `no config in the CNI config directory has "name": ${JSON.stringify(value)}`,
+    value.startsWith("/") ? "no such file or directory" : "not an absolute path",
+  ];
+  throw new CniError(Code.InvalidNetworkConfig, `${what} names no network: ${tried.join("; ")}`);
 }
 
-function fromFile(value: unknown, path: string, conf: DefaultNetworksConf): ResolvedNetwork {
-  try {
-    const list = parseConfList(value, { what: `clusterNetwork file ${path}`, defaultVersion: conf.cniVersion });
-    return { network: list.name, conf: list };
-  } catch (err) {
-    throw asCniError(err);
-  }
+function fromFile(value: unknown, path: string, key: string, conf: DefaultNetworksConf): ResolvedNetwork {
+  const list = parseConfList(value, { what: `${key} config ${path}`, defaultVersion: conf.cniVersion });
+  return { network: list.name, conf: list };
 }

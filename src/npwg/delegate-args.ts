@@ -1,10 +1,20 @@
 /**
  * What a selection asks of its delegates (M4, N4.1.2.1.3, N4.1.2.1.4, CNI CONVENTIONS):
- * `ips` and `mac` go to every plugin as `args.cni.ips` / `args.cni.mac`, `cni-args` is merged into
- * `args.cni` of every plugin; and `ips`, `mac`, `infiniband-guid`, `portMappings`, `bandwidth`,
- * `deviceID` become capability values, which reach a plugin as `runtimeConfig` only if it declares
- * the capability (C3.2). A requested capability no plugin of the attachment declares fails the
- * ADD naming it: Multus drops it silently and the pod runs without what it asked for.
+ * - `ips` and `mac` go to every plugin as `args.cni.ips` / `args.cni.mac` (N4.1.2.1.3/4: MUST);
+ * - `cni-args` is merged into `args.cni` of every plugin (M4), the selection's keys winning over
+ *   the config's, as in Multus; `ips`/`mac` win over a `cni-args` key of the same name, since they
+ *   are what the attachment is verified against after ADD;
+ * - `ips`, `mac`, `infiniband-guid`, `portMappings`, `bandwidth`, `deviceID` are also capability
+ *   values (`ips`, `mac`, `infinibandGUID`, `portMappings`, `bandwidth`, `deviceID`), which reach a
+ *   plugin as `runtimeConfig` only if it declares the capability (C3.2).
+ *
+ * M4: if no plugin of the attachment declares a requested capability, the ADD fails naming it. That
+ * holds for `ips` and `mac` too, although they also travel in `args.cni`: M4 lists them with the
+ * others, and a plugin that reads neither would otherwise leave the request to the post-ADD check.
+ * Multus drops undeclared capabilities silently, so the pod runs without what it asked for.
+ *
+ * An empty `portMappings` list or `bandwidth` object asks for nothing (Multus passes neither) and is
+ * not a request. The input config is never mutated: the result is a deep copy.
  */
 import type { ConfList, PluginConf } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
@@ -17,32 +27,43 @@ export interface AppliedSelection {
   capabilityArgs: Record<string, unknown>;
 }
 
-export function applySelection(conf: ConfList, sel: NetworkSelection): AppliedSelection {
-  const capabilityArgs: Record<string, unknown> = {};
-  if (sel.ips) capabilityArgs.ips = sel.ips;
-  if (sel.mac) capabilityArgs.mac = sel.mac;
-  if (sel.infinibandGuid) capabilityArgs.infinibandGUID = sel.infinibandGuid;
-  if (sel.portMappings) capabilityArgs.portMappings = sel.portMappings;
-  if (sel.bandwidth) capabilityArgs.bandwidth = sel.bandwidth;
-  if (sel.deviceID) capabilityArgs.deviceID = sel.deviceID;
+/** The CNI capability names of what a selection requests (M4). */
+export function requestedCapabilities(sel: NetworkSelection): Record<string, unknown> {
+  const caps: Record<string, unknown> = {};
+  if (sel.ips?.length) caps.ips = sel.ips;
+  if (sel.mac) caps.mac = sel.mac;
+  if (sel.infinibandGuid) caps.infinibandGUID = sel.infinibandGuid;
+  if (sel.portMappings?.length) caps.portMappings = sel.portMappings;
+  if (sel.bandwidth && Object.keys(sel.bandwidth).length) caps.bandwidth = sel.bandwidth;
+  if (sel.deviceID) caps.deviceID = sel.deviceID;
+  return caps;
+}
 
-  const declared = new Set(conf.plugins.flatMap((p) => Object.entries(p.capabilities ?? {}).filter(([, on]) => on).map(([c]) => c)));
+function declaredCapabilities(conf: ConfList): Set<string> {
+  return new Set(conf.plugins.flatMap((p) => Object.entries(p.capabilities ?? {}).filter(([, on]) => on === true).map(([c]) => c)));
+}
+
+export function applySelection(conf: ConfList, sel: NetworkSelection): AppliedSelection {
+  const capabilityArgs = requestedCapabilities(sel);
+  const declared = declaredCapabilities(conf);
   const missing = Object.keys(capabilityArgs).filter((c) => !declared.has(c));
   if (missing.length) {
+    const plural = missing.length > 1;
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `network ${sel.namespace}/${sel.name}: the pod requests ${missing.map((c) => `"${c}"`).join(", ")}, but no plugin of the network declares ${missing.length > 1 ? "those capabilities" : "that capability"} (add "capabilities": {${missing.map((c) => `"${c}": true`).join(", ")}} to the plugin that should handle it)`,
+      `network ${sel.namespace}/${sel.name} (config ${JSON.stringify(conf.name)}): the pod requests ${missing.map((c) => `"${c}"`).join(", ")}, but no plugin of the network declares ${plural ? "those capabilities" : "that capability"}; add "capabilities": {${missing.map((c) => `"${c}": true`).join(", ")}} to the plugin that should handle ${plural ? "them" : "it"}`,
     );
   }
 
   const cniArgs: Record<string, unknown> = { ...(sel.cniArgs ?? {}) };
-  if (sel.ips) cniArgs.ips = sel.ips;
+  if (sel.ips?.length) cniArgs.ips = sel.ips;
   if (sel.mac) cniArgs.mac = sel.mac;
-  if (Object.keys(cniArgs).length === 0) return { conf, capabilityArgs };
+  const copy = structuredClone(conf);
+  if (Object.keys(cniArgs).length === 0) return { conf: copy, capabilityArgs: structuredClone(capabilityArgs) };
   const withArgs = (p: PluginConf): PluginConf => {
     const args = isPlainObject(p.args) ? p.args : {};
     const cni = isPlainObject(args.cni) ? args.cni : {};
-    return { ...p, args: { ...args, cni: { ...cni, ...cniArgs } } };
+    return { ...p, args: { ...args, cni: { ...cni, ...structuredClone(cniArgs) } } };
   };
-  return { conf: { ...conf, plugins: conf.plugins.map(withArgs) }, capabilityArgs };
+  return { conf: { ...copy, plugins: copy.plugins.map(withArgs) }, capabilityArgs: structuredClone(capabilityArgs) };
 }

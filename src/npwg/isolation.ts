@@ -1,8 +1,16 @@
 /**
- * N7.4, M5, B24: with `namespaceIsolation`, a pod may use only NADs of its own namespace, of the
- * `globalNamespaces`, and of `multusNamespace` (where the cluster-wide default networks live, as
- * in Multus). Applied to every reference, the default-network override included (Multus forgets
- * that one).
+ * N7.4, M5, B24: with `namespaceIsolation`, a pod may use only NADs of its own namespace and of the
+ * `globalNamespaces`. As in Multus, `globalNamespaces` unset (or empty) means `["default"]`
+ * (Multus's `NonIsolatedNamespaces` default), and `multusNamespace` is NOT implicitly allowed for
+ * the networks annotation: Multus refuses `kube-system/x` there unless listed, and Plexus must not
+ * be more permissive.
+ *
+ * Applied to every reference a POD makes: each networks-annotation item and the
+ * `v1.multus-cni.io/default-network` override (Multus forgets the override). For the override, a
+ * NAD in `multusNamespace` is allowed as well (`allowMultusNamespace`): that is where the override's
+ * bare name points (M5) and where Multus says default networks live, so the common form keeps
+ * working; a cross-namespace `ns/name` elsewhere is refused. References from Plexus's own config
+ * (`clusterNetwork`, `defaultNetworks`) are the administrator's and are not checked.
  */
 import { CniError, Code } from "../cni/errors";
 
@@ -12,12 +20,32 @@ export interface IsolationConf {
   multusNamespace: string;
 }
 
-export function checkNamespaceAccess(o: { podNamespace: string; ref: { namespace: string; name: string }; conf: IsolationConf; what?: string }): void {
+/** Multus's default for an unset `globalNamespaces`. */
+export const DEFAULT_GLOBAL_NAMESPACES: readonly string[] = ["default"];
+
+export function effectiveGlobalNamespaces(conf: Pick<IsolationConf, "globalNamespaces">): readonly string[] {
+  return conf.globalNamespaces.length ? conf.globalNamespaces : DEFAULT_GLOBAL_NAMESPACES;
+}
+
+export interface NamespaceAccess {
+  podNamespace: string;
+  ref: { namespace: string; name: string };
+  conf: IsolationConf;
+  /** Names the reference in the message: "network", "default-network override (…)". */
+  what?: string;
+  /** The default-network override only: a NAD in multusNamespace is allowed too. */
+  allowMultusNamespace?: boolean;
+}
+
+export function checkNamespaceAccess(o: NamespaceAccess): void {
   const { podNamespace, ref, conf } = o;
   if (!conf.namespaceIsolation) return;
-  if (ref.namespace === podNamespace || ref.namespace === conf.multusNamespace || conf.globalNamespaces.includes(ref.namespace)) return;
+  const globals = effectiveGlobalNamespaces(conf);
+  if (ref.namespace === podNamespace || globals.includes(ref.namespace)) return;
+  if (o.allowMultusNamespace && ref.namespace === conf.multusNamespace) return;
+  const allowed = [`the pod's namespace`, ...(o.allowMultusNamespace ? [`multusNamespace ${conf.multusNamespace}`] : []), `globalNamespaces (${globals.join(", ")})`];
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `${o.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only the pod's namespace, ${conf.multusNamespace}${conf.globalNamespaces.length ? ` and the globalNamespaces (${conf.globalNamespaces.join(", ")})` : ""}`,
+    `${o.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
   );
 }

@@ -2,80 +2,85 @@
  * NetworkAttachmentDefinition → the delegate config it runs (N3.2, N3.4.1–N3.4.3), in the spec's
  * order: `spec.config`; else a `.conflist` in the CNI config directory whose `name` is the NAD's;
  * else a `.conf`/`.json` with that name; else the attachment fails. Multus takes whichever file
- * sorts first, so a `.conf` can shadow a `.conflist`; Plexus follows the spec.
+ * sorts first, so a `.conf` can shadow a `.conflist`; Plexus follows the spec (see conf-dir.ts).
  */
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
+import { pickByName, type ConfFile } from "./conf-dir";
 import type { Nad } from "./types";
 
-export interface ConfFile {
-  path: string;
-  content: string;
-}
+export type { ConfFile } from "./conf-dir";
 
 export interface ResolvedNad {
   conf: ConfList;
-  /** "spec.config" or the file it came from. */
-  source: string;
+  /** "spec.config" or the path of the file it came from. */
+  source: "spec.config" | (string & {});
   /** N3.4.3 and skipped files: for the log. */
   warnings: string[];
 }
 
+export interface ResolveNadOptions {
+  /** `cniVersion` for a config that has none (Plexus's own). */
+  defaultVersion?: string;
+}
+
+/** B29: a `spec.config` larger than this is refused (the same cap as stdin). */
 export const MAX_NAD_CONFIG_BYTES = 1024 * 1024;
 
-export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: { defaultVersion?: string } = {}): ResolvedNad {
-  const ref = `${nad.metadata.namespace}/${nad.metadata.name}`;
-  const what = `NetworkAttachmentDefinition ${ref}`;
+function nadRef(nad: Nad): string {
+  return `${nad.metadata.namespace}/${nad.metadata.name}`;
+}
+
+export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: ResolveNadOptions = {}): ResolvedNad {
+  const what = `NetworkAttachmentDefinition ${nadRef(nad)}`;
   const warnings: string[] = [];
-  const config = nad.spec?.config;
-  if (typeof config === "string" && config.trim() !== "") {
-    const value = decodeJson(config, { what: `${what} spec.config`, maxBytes: MAX_NAD_CONFIG_BYTES, code: Code.InvalidNetworkConfig });
-    const conf = parse(value, `${what} spec.config`, nad, opts, warnings);
-    return { conf, source: "spec.config", warnings };
-  }
-  if (config !== undefined && typeof config !== "string") {
+  const config: unknown = nad.spec?.config;
+  if (config !== undefined && config !== null && typeof config !== "string") {
     throw new CniError(Code.InvalidNetworkConfig, `${what}: spec.config must be a string holding JSON, got ${Array.isArray(config) ? "a list" : typeof config}`);
   }
-  // N3.2: no spec.config: the network is known by the NAD's name, from the config directory.
-  const file = pickConfFileByName(files, nad.metadata.name, warnings);
-  if (file) return { conf: parse(file.value, `${what} (from ${file.path})`, nad, opts, warnings), source: file.path, warnings };
+  // N3.2: an empty spec.config is an absent one (as in Multus); whitespace is not JSON (B29).
+  if (typeof config === "string" && config !== "") {
+    const value = decodeJson(config, { what: `${what} spec.config`, maxBytes: MAX_NAD_CONFIG_BYTES, code: Code.InvalidNetworkConfig });
+    return { conf: parse(value, `${what} spec.config`, nad, opts, warnings), source: "spec.config", warnings };
+  }
+  // N3.2, N3.4.1: no spec.config: the network is known by the NAD's name, from the config directory.
+  const found = pickByName(files, nad.metadata.name);
+  warnings.push(...found.warnings);
+  if (found.picked) {
+    const { path, value } = found.picked;
+    return { conf: parse(value, `${what} (config from ${path})`, nad, opts, warnings), source: path, warnings };
+  }
+  // B32.
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `${what} has no spec.config and no .conflist, .conf or .json file in the CNI config directory has "name": ${JSON.stringify(nad.metadata.name)}`,
+    `${what}: spec.config absent and no .conflist, .conf or .json file in the CNI config directory has "name": ${JSON.stringify(nad.metadata.name)}`,
+    found.warnings.length ? found.warnings.join("\n") : undefined,
   );
 }
 
-/**
- * N3.4.1: the `.conflist` whose JSON `name` matches, else the `.conf`/`.json`; each group in file
- * name order. Unparsable files are skipped with a warning.
- */
-export function pickConfFileByName(files: readonly ConfFile[], name: string, warnings: string[]): { path: string; value: Record<string, unknown> } | undefined {
-  const byExt = (ext: RegExp) => files.filter((f) => ext.test(f.path)).sort((a, b) => a.path.localeCompare(b.path));
-  for (const group of [byExt(/\.conflist$/), byExt(/\.(conf|json)$/)]) {
-    for (const file of group) {
-      let value: unknown;
-      try {
-        value = JSON.parse(file.content);
-      } catch {
-        warnings.push(`${file.path} is not valid JSON; skipped`);
-        continue;
-      }
-      if (isPlainObject(value) && value.name === name) return { path: file.path, value };
-    }
+function parse(value: unknown, what: string, nad: Nad, opts: ResolveNadOptions, warnings: string[]): ConfList {
+  if (!isPlainObject(value)) {
+    const kind = value === null ? "JSON null" : Array.isArray(value) ? "a list" : typeof value;
+    throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a CNI config object (a single config or a conflist), got ${kind}`);
   }
-  return undefined;
+  // N3.4.3: a name other than the NAD's is kept (delegates key their state by it) but worth a warning.
+  if (typeof value.name === "string" && value.name !== nad.metadata.name) {
+    warnings.push(`${what}: the config's name ${JSON.stringify(value.name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(value.name)}`);
+  }
+  // N3.4.2: a config without a name gets the NAD's. B30, B31: parseConfList names `what`.
+  return parseConfList(value, { what, defaultName: nad.metadata.name, ...(opts.defaultVersion ? { defaultVersion: opts.defaultVersion } : {}) });
 }
 
-function parse(value: unknown, what: string, nad: Nad, opts: { defaultVersion?: string }, warnings: string[]): ConfList {
-  if (!isPlainObject(value)) {
-    const kind = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
-    throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a CNI config object (a .conf or a .conflist), got ${kind}`);
-  }
-  // N3.4.3: a name other than the NAD's is kept (delegates' state is keyed by it) but worth a warning.
-  if (typeof value.name === "string" && value.name !== nad.metadata.name) {
-    warnings.push(`${what}: the config's name ${JSON.stringify(value.name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}`);
-  }
-  // N3.4.2: a config without a name gets the NAD's.
-  return parseConfList(value, { what, defaultName: nad.metadata.name, ...(opts.defaultVersion ? { defaultVersion: opts.defaultVersion } : {}) });
+/**
+ * B28, M9: the error for a reference whose NAD does not exist. It names the reference, the
+ * namespace searched and where the reference came from; it avoids the words "not found", which
+ * runtimes match on DEL to mean "already gone" (B62).
+ */
+export function missingNadError(o: { pod?: string; ref: { namespace: string; name: string }; from: string }): CniError {
+  const { namespace, name } = o.ref;
+  return new CniError(
+    Code.InvalidNetworkConfig,
+    `${o.pod ? `pod ${o.pod}: ` : ""}network ${namespace}/${name} (${o.from}): no NetworkAttachmentDefinition named ${JSON.stringify(name)} exists in namespace ${namespace}`,
+  );
 }

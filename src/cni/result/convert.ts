@@ -54,7 +54,8 @@ const fromCanonical: Record<VersionFamily, (r: Result, version: string) => AnyRe
     const { ips, ...rest } = r;
     const out: Result040 = { ...rest, cniVersion: version };
     if (ips) {
-      out.ips = ips.map((ip) => ({ version: ipFamily(ip.address) === 4 ? "4" : "6", ...ip }));
+      // The version comes from the address, as in libcni, never from a stray `version` key of a 1.x IP.
+      out.ips = ips.map(({ version: _stray, ...ip }: IpConfig & { version?: unknown }) => ({ version: ipFamily(ip.address) === 4 ? "4" : "6", ...ip }));
     }
     return out;
   },
@@ -72,12 +73,10 @@ const fromCanonical: Record<VersionFamily, (r: Result, version: string) => AnyRe
         `cannot convert the result to CNI ${version}: it has no IP address, and 0.1.0/0.2.0 results need one`,
       );
     }
+    // A route of a family without an IP has nowhere to go in 0.2.0; libcni drops it, so do we.
     for (const route of routes ?? []) {
       const target = ipFamily(route.dst) === 4 ? out.ip4 : out.ip6;
-      if (!target) {
-        throw new CniError(Code.IncompatibleVersion, `cannot convert the result to CNI ${version}: route ${route.dst} has no IP of its family`);
-      }
-      (target.routes ??= []).push(route);
+      if (target) (target.routes ??= []).push(route);
     }
     return out;
   },

@@ -30,7 +30,8 @@ const schemas = {
   "040": z.looseObject({
     cniVersion: z.string(),
     interfaces: opt(z.array(iface)),
-    ips: opt(z.array(z.looseObject({ ...ipShape, version: z.enum(["4", "6"]) }))),
+    // libcni's 040 decoder does not require `version` (convert.ts derives it from the address).
+    ips: opt(z.array(z.looseObject({ ...ipShape, version: opt(z.enum(["4", "6"])) }))),
     routes: opt(z.array(route)),
     dns,
   }),

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { checkNamespaceAccess } from "../../../src/npwg/isolation";
 import { verifyAttachment } from "../../../src/npwg/verify";
 
 const result = {
@@ -27,22 +26,5 @@ describe("N4.1.2.1.3 N4.1.2.1.4 verification after ADD", () => {
   it("N4.1.2.1.4 the requested MAC must be the interface's (case and separator insensitive)", () => {
     expect(() => verifyAttachment(result, { ...sel, mac: "02-00-00-00-00-01".toUpperCase() }, "net1")).not.toThrow();
     expect(() => verifyAttachment(result, { ...sel, mac: "02:00:00:00:00:02" }, "net1")).toThrow(expect.objectContaining({ code: 103, message: expect.stringContaining("02:00:00:00:00:02") }));
-  });
-});
-
-describe("N7.4 B24 namespace isolation", () => {
-  const conf = { namespaceIsolation: true, globalNamespaces: ["shared"], multusNamespace: "kube-system" };
-  it("N7.4 the pod's namespace, the global namespaces and multusNamespace are allowed", () => {
-    for (const namespace of ["team-a", "shared", "kube-system"]) expect(() => checkNamespaceAccess({ podNamespace: "team-a", ref: { namespace, name: "n" }, conf })).not.toThrow();
-  });
-
-  it("B24 N7.4 another namespace is refused with 7 naming the reference and the rule", () => {
-    expect(() => checkNamespaceAccess({ podNamespace: "team-a", ref: { namespace: "team-b", name: "n" }, conf, what: "default-network override" })).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringMatching(/default-network override team-b\/n is refused.*namespaceIsolation/) }),
-    );
-  });
-
-  it("N7.4 without isolation every namespace is allowed", () => {
-    expect(() => checkNamespaceAccess({ podNamespace: "a", ref: { namespace: "b", name: "n" }, conf: { ...conf, namespaceIsolation: false } })).not.toThrow();
   });
 });

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { AggregateCniError, asCniError, CniError, Code, isCniError } from "../../../src/cni/errors";
+
+describe("C2.3 error codes", () => {
+  it("C2.3 the well-known codes are the spec's numbers", () => {
+    expect(Code).toMatchObject({
+      IncompatibleVersion: 1,
+      UnsupportedField: 2,
+      UnknownContainer: 3,
+      InvalidEnv: 4,
+      IoFailure: 5,
+      Decoding: 6,
+      InvalidNetworkConfig: 7,
+      TryAgainLater: 11,
+      PluginNotAvailable: 50,
+      PluginLimited: 51,
+    });
+  });
+
+  it("C2.3 every Plexus-specific code is 100 or above and codes are distinct", () => {
+    const reserved = new Set([1, 2, 3, 4, 5, 6, 7, 11, 50, 51]);
+    const values = Object.values(Code);
+    expect(new Set(values).size).toBe(values.length);
+    for (const c of values) if (!reserved.has(c)) expect(c).toBeGreaterThanOrEqual(100);
+  });
+
+  it("C2.2 toJSON is the CNI error object; empty details are left out", () => {
+    expect(new CniError(7, "bad", "why").toJSON("1.0.0")).toEqual({ cniVersion: "1.0.0", code: 7, msg: "bad", details: "why" });
+    expect(JSON.stringify(new CniError(4, "bad").toJSON("0.4.0"))).toBe('{"cniVersion":"0.4.0","code":4,"msg":"bad"}');
+  });
+
+  it("C2.3 withContext keeps code and details and prefixes the message", () => {
+    const e = new CniError(11, "busy", "d").withContext('plugin type="bridge" name="a" failed (add)');
+    expect(e).toMatchObject({ code: 11, details: "d", message: 'plugin type="bridge" name="a" failed (add): busy' });
+  });
+
+  it("C2.3 anything not a CniError becomes 999 keeping its message; a branded error from another bundle is recognised", () => {
+    expect(asCniError(new TypeError("boom"))).toMatchObject({ code: Code.Internal, message: "boom" });
+    expect(asCniError("str")).toMatchObject({ code: Code.Internal, message: "str" });
+    const foreign = Object.assign(new Error("x"), { code: 5, [Symbol.for("plexus.CniError")]: true });
+    expect(isCniError(foreign)).toBe(true);
+    expect(asCniError(foreign)).toBe(foreign);
+    expect(isCniError({ code: 5, message: "x" })).toBe(false);
+  });
+
+  it("C2.9 an aggregate keeps the first failure's code and every message in order", () => {
+    const e = new AggregateCniError([new CniError(5, "a", "da"), new CniError(7, "b"), new CniError(11, "c", "dc")], "DEL had 3 failures");
+    expect(e).toMatchObject({ code: 5, message: "DEL had 3 failures: a; b; c", details: "da\ndc" });
+    expect(new AggregateCniError([], "none").code).toBe(Code.Internal);
+  });
+});

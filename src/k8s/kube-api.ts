@@ -1,7 +1,8 @@
 /**
  * The seam between orchestration and the Kubernetes API (STYLE "a seam you can fake").
- * Implementations: the API server through @kubernetes/client-node (client-node.ts, loaded lazily),
- * and a directory of manifests (file-cluster.ts) for the embedded default and runtimes without a cluster.
+ * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
+ * without a cluster; the API server through @kubernetes/client-node comes next (loaded lazily,
+ * never on the paths that do not need it).
  */
 import type { Nad, Pod } from "../npwg/types";
 

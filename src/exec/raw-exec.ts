@@ -6,7 +6,7 @@
 import { execa } from "execa";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
-import { looksLikeCniError } from "../cni/result/decode";
+import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
 import { findInPath } from "./find";
 import type { ExecRequest, PluginExec } from "./plugin-exec";
@@ -143,7 +143,7 @@ export function pluginError(what: string, exitCode: number, stdout: Uint8Array |
     try {
       const parsed = decodeJson(stdout, { what: `${what}: error output`, maxBytes: MAX_STDOUT_BYTES });
       if (looksLikeCniError(parsed)) {
-        return new CniError(parsed.code, `${what}: ${parsed.msg ?? `failed with code ${parsed.code}`}`, parsed.details ?? (stderrText || undefined));
+        return new CniError(errorCodeOf(parsed.code), `${what}: ${parsed.msg ?? `failed with code ${parsed.code}`}`, parsed.details ?? (stderrText || undefined));
       }
     } catch {
       // Not JSON: reported below with its text.

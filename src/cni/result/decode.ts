@@ -43,6 +43,11 @@ const schemas = {
   }),
 } as const;
 
+/** A delegate's error code as we pass it on: a code that is not a positive integer becomes 100 (invalid output). */
+export function errorCodeOf(code: number): number {
+  return Number.isInteger(code) && code > 0 ? code : Code.InvalidResult;
+}
+
 /** A CNI error object: `code` and `msg`, and none of a result's keys. */
 export function looksLikeCniError(v: unknown): v is { code: number; msg?: string; details?: string } {
   return isPlainObject(v) && typeof v.code === "number" && !("ips" in v) && !("interfaces" in v) && !("ip4" in v) && !("ip6" in v);
@@ -58,7 +63,7 @@ export function decodeResult(stdout: Uint8Array | string, confVersion: string, w
     throw new CniError(Code.InvalidResult, `${what}: result is not a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value})`);
   }
   if (looksLikeCniError(value)) {
-    throw new CniError(value.code, `${what}: ${value.msg ?? "plugin reported an error"} (exited 0 but printed an error)`, value.details);
+    throw new CniError(errorCodeOf(value.code), `${what}: ${value.msg ?? "plugin reported an error"} (exited 0 but printed an error)`, value.details);
   }
   const version = value.cniVersion === undefined || value.cniVersion === "" ? confVersion : value.cniVersion;
   if (!isSupportedVersion(version)) {

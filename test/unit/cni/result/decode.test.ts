@@ -71,6 +71,11 @@ describe("B56 exit 0 with an error object", () => {
     expect(e.message).toContain(what);
   });
 
+  it("B56 an error object whose code is 0 (or not a positive integer) is reported as 100, never as code 0", () => {
+    expect(errorOf(() => decodeResult('{"cniVersion":"1.0.0","code":0,"msg":"ok?"}', "1.0.0", what)).code).toBe(Code.InvalidResult);
+    expect(errorOf(() => decodeResult('{"cniVersion":"1.0.0","code":-3,"msg":"x"}', "1.0.0", what)).code).toBe(Code.InvalidResult);
+  });
+
   it("B56 an error object without cniVersion or msg is still an error with its code", () => {
     expect(errorOf(() => decodeResult('{"code":7}', "0.4.0", what)).code).toBe(7);
   });

@@ -13,6 +13,7 @@ if (major < 24) {
 const run = (args) => execFileSync(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });
 
 run(["scripts/make-code-cache.cjs", "dist/plexus-core.cjs", "dist/plexus-core.cache"]);
+run(["scripts/make-code-cache.cjs", "dist/plexus-k8s.cjs", "dist/plexus-k8s.cache"]);
 // Per-process names: two builds at once (a developer and a test watcher) must not collide.
 const seaConfig = `dist/.sea-config.${process.pid}.json`;
 const blob = `dist/.plexus.${process.pid}.blob`;
@@ -24,7 +25,12 @@ writeFileSync(
     disableExperimentalSEAWarning: true,
     useCodeCache: true,
     useSnapshot: false,
-    assets: { "plexus-core.cjs": "dist/plexus-core.cjs", "plexus-core.cache": "dist/plexus-core.cache" },
+    assets: {
+      "plexus-core.cjs": "dist/plexus-core.cjs",
+      "plexus-core.cache": "dist/plexus-core.cache",
+      "plexus-k8s.cjs": "dist/plexus-k8s.cjs",
+      "plexus-k8s.cache": "dist/plexus-k8s.cache",
+    },
   }),
 );
 run(["--experimental-sea-config", seaConfig]);

@@ -15,7 +15,8 @@ const [src = "dist/plexus-core.cjs", out = "dist/plexus-core.cache"] = process.a
   const script = new vm.Script(WRAP_HEAD + source + WRAP_TAIL, { filename: path.resolve(src) });
   const mod = { exports: {} };
   script.runInThisContext()(mod.exports, require, mod, path.resolve(src), path.dirname(path.resolve(src)));
-  await mod.exports.warmUp();
+  // A bundle with a warm-up runs it, so the per-pod paths land compiled in the cache.
+  if (typeof mod.exports.warmUp === "function") await mod.exports.warmUp();
   const data = script.createCachedData();
   const tmp = `${out}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, data);

@@ -21,13 +21,18 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
 
   const log = await createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });
   if (conf.unknownKeys.length) log.debug({ keys: conf.unknownKeys }, "ignoring unknown config keys");
+  const kube = kubeFactory(conf, {
+    env: io.env,
+    log,
+    client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs } },
+  });
   const deps: Deps = {
     exec: new RawExec(log),
     cache: new ResultCache(conf.cniDir),
     records: new RecordStore(conf.cniDir),
     log,
     baseEnv: baseEnvOf(io.env),
-    kube: kubeFactory(conf),
+    kube,
   };
   try {
     switch (req.command) {
@@ -58,5 +63,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     const e = asCniError(err);
     log.error({ code: e.code, err: e.message }, `${req.command} failed`);
     throw e;
+  } finally {
+    await kube.close();
   }
 }

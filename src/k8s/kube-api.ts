@@ -27,4 +27,6 @@ export interface KubeApi {
   recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void>;
   /** Requests made so far (benchmarks: API requests per ADD). */
   readonly requestCount?: number;
+  /** Releases connections (B36); safe to call more than once. */
+  close?(): Promise<void>;
 }

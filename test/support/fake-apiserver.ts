@@ -32,8 +32,8 @@ export type Fault =
   | { kind: "hang" }
   /** Send the headers (Content-Length of a real answer), then nothing. */
   | { kind: "hang-after-headers" }
-  /** Send headers, then the real answer a few bytes at a time. */
-  | { kind: "slow-body"; chunkBytes?: number; intervalMs?: number }
+  /** Send headers, then the real answer a few bytes at a time (`chunked`: without Content-Length). */
+  | { kind: "slow-body"; chunkBytes?: number; intervalMs?: number; chunked?: boolean }
   /** 200 with a JSON body of `bytes` (default 10 MiB). */
   | { kind: "huge-body"; bytes?: number }
   /** 200 text/html, as a captive portal or a proxy error page. */
@@ -267,11 +267,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
     if (method === "PATCH") {
       const ct = (req.headers["content-type"] ?? "").split(";")[0]!.trim();
+      if (ct !== "application/merge-patch+json" && ct !== "application/strategic-merge-patch+json") {
+        throw new HttpError(415, `the fake API server does not implement patch type ${JSON.stringify(ct)}`);
+      }
       const patch = parseBody(body);
-      let next: unknown;
-      if (ct === "application/merge-patch+json") next = mergePatch(current, patch);
-      else if (ct === "application/strategic-merge-patch+json") next = strategicMergePatch(current, patch);
-      else throw new HttpError(415, `the fake API server does not implement patch type ${JSON.stringify(ct)}`);
+      const next = ct === "application/merge-patch+json" ? mergePatch(current, patch) : strategicMergePatch(current, patch);
       // A precondition in the patch is checked against the stored object, not the merge result.
       const pMeta = isObject(patch.metadata) ? patch.metadata : {};
       const nextObj = next as Record<string, unknown>;
@@ -371,7 +371,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return void res.end(half);
     }
     if (fault?.kind === "hang-after-headers" || fault?.kind === "slow-body") {
-      res.writeHead(code, { "content-type": "application/json", "content-length": String(buf.length) });
+      const chunked = fault.kind === "slow-body" && fault.chunked;
+      res.writeHead(code, { "content-type": "application/json", ...(chunked ? {} : { "content-length": String(buf.length) }) });
       res.flushHeaders();
       if (fault.kind === "hang-after-headers") return;
       const step = fault.chunkBytes ?? 1;
@@ -454,12 +455,14 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     },
     connectionCount: () => sockets.size,
     close() {
-      closed ??= new Promise<void>((resolve) => {
+      closed ??= (async () => {
         for (const t of pending) clearTimeout(t);
-        server.close(() => resolve());
+        const socketsClosed = [...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))));
+        const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         for (const s of sockets) s.destroy();
         server.closeAllConnections();
-      });
+        await Promise.all([serverClosed, ...socketsClosed]);
+      })();
       return closed;
     },
     [Symbol.asyncDispose]() {

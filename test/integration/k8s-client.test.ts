@@ -1,0 +1,494 @@
+/**
+ * The API-server KubeApi (src/k8s/client-node.ts) with the REAL @kubernetes/client-node against
+ * the fake API server over HTTPS: config loading (M1, B15, B50), name validation (B20), every API
+ * failure of BAD-INPUTS section E (B34–B43), the UID precondition (M8) and events (M9).
+ * Short timeouts (200 ms per request) keep each fault test well under a second.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Code } from "../../src/cni/errors";
+import type { ClientNodeOptions } from "../../src/k8s/client-node";
+import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
+import type { KubeApi } from "../../src/k8s/kube-api";
+import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
+import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
+import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+
+const FAST: ClientNodeOptions = { retry: { requestTimeoutMs: 200, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 } };
+const POD_PATH = "/api/v1/namespaces/ns1/pods/p1";
+const STATUS_PATH = `${POD_PATH}/status`;
+
+const opened: KubeApi[] = [];
+afterEach(async () => {
+  for (const k of opened.splice(0)) await k.close?.();
+});
+
+async function clientFor(s: Pick<FakeApiServer, "url" | "caPem" | "token">, o: ClientNodeOptions = FAST, kubeconfig = writeKubeconfig(s)): Promise<KubeApi> {
+  const kube = await loadKubeApi({ kubeconfig }, { client: o });
+  if (!kube) throw new Error("no client");
+  opened.push(kube);
+  return kube;
+}
+
+async function withCluster(fn: (s: FakeApiServer, kube: KubeApi) => Promise<void>, o: ClientNodeOptions = FAST) {
+  await using s = await startFakeApiServer();
+  s.addPod({ metadata: { name: "p1", namespace: "ns1", uid: "uid-1", annotations: { keep: "me" } } });
+  s.addNad({ metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' } });
+  await fn(s, await clientFor(s, o));
+}
+
+/** Resolves to the rejection (so a test can inspect code and message), fails if it resolved. */
+async function failure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    return err as { code: number; message: string };
+  }
+  throw new Error("expected a failure");
+}
+
+const elapsed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
+  const t0 = performance.now();
+  const r = await fn();
+  return [r, performance.now() - t0];
+};
+
+describe("reads and writes through client-node", () => {
+  it("getPod returns the trimmed pod; getNad the NAD, undefined on 404 (B28)", async () => {
+    await withCluster(async (s, kube) => {
+      const pod = await kube.getPod("ns1", "p1");
+      expect(pod).toEqual({ metadata: { name: "p1", namespace: "ns1", uid: "uid-1", resourceVersion: expect.any(String), annotations: { keep: "me" } }, spec: { nodeName: "node-1" } });
+      expect(await kube.getNad("ns1", "net-a")).toMatchObject({ kind: "NetworkAttachmentDefinition", metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' } });
+      expect(await kube.getNad("ns1", "missing")).toBeUndefined();
+      expect(kube.requestCount).toBe(3);
+      expect(s.requests.map((r) => r.path)).toEqual([POD_PATH, "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a", "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/missing"]);
+    });
+  });
+
+  it("N5 setNetworkStatus is one merge patch on pods/status with the UID precondition; other annotations stay", async () => {
+    await withCluster(async (s, kube) => {
+      await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '[{"name":"net-a"}]');
+      expect(s.requests.map((r) => `${r.method} ${r.path} ${r.contentType}`)).toEqual([`PATCH ${STATUS_PATH} application/merge-patch+json`]);
+      expect(JSON.parse(s.requests[0]!.body)).toEqual({ metadata: { uid: "uid-1", annotations: { [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' } } });
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({ keep: "me", [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' });
+    });
+  });
+
+  it("M8 a recreated pod (other UID) does not receive the status: code 3, nothing written", async () => {
+    await withCluster(async (s, kube) => {
+      const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-of-the-old-pod" }, "[]"));
+      expect(err.code).toBe(Code.UnknownContainer);
+      expect(err.message).toContain("uid-of-the-old-pod");
+      expect(err.message).toContain("uid-1");
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({ keep: "me" });
+      // One rejected patch, one read to tell a UID mismatch from an ordinary conflict: no retry loop.
+      expect(s.requests.map((r) => r.method)).toEqual(["PATCH", "GET"]);
+    });
+  });
+
+  it("M9 recordEvent writes a core/v1 Event on the pod: involvedObject with UID, reason, type, source plexus", async () => {
+    await withCluster(async (s, kube) => {
+      await kube.recordEvent({ namespace: "ns1", name: "p1", uid: "uid-1" }, { type: "Normal", reason: "AddedInterface", message: "Add net1 [10.1.1.2/24] from ns1/net-a" });
+      await kube.recordEvent({ namespace: "ns1", name: "p1", uid: "uid-1" }, { type: "Warning", reason: "NoNetworkFound", message: "cannot find a network-attachment-definition (net-x) in namespace (ns1)" });
+      const events = s.events();
+      expect(events).toHaveLength(2);
+      expect(events[0]).toMatchObject({
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { namespace: "ns1", name: expect.stringMatching(/^p1\./) },
+        involvedObject: { apiVersion: "v1", kind: "Pod", name: "p1", namespace: "ns1", uid: "uid-1" },
+        reason: "AddedInterface",
+        type: "Normal",
+        message: "Add net1 [10.1.1.2/24] from ns1/net-a",
+        source: { component: "plexus" },
+        count: 1,
+      });
+      expect(events[1]).toMatchObject({ type: "Warning", reason: "NoNetworkFound" });
+      expect(new Date(events[0]!.firstTimestamp as string).getTime()).toBeGreaterThan(Date.now() - 60_000);
+    });
+  });
+});
+
+describe("M1 where the configuration comes from", () => {
+  it("M1 no kubeconfig and no in-cluster env: no Kubernetes; the env alone is enough for in-cluster", () => {
+    expect(hasKubernetesConfig({}, {})).toBe(false);
+    expect(hasKubernetesConfig({ kubeconfig: "/x" }, {})).toBe(true);
+    expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" })).toBe(true);
+    expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1" })).toBe(false);
+  });
+
+  it("M1 loadKubeApi returns undefined without any config", async () => {
+    expect(await loadKubeApi({}, { env: {} })).toBeUndefined();
+  });
+
+  it("M1 in-cluster: service account token and CA from the (prefixed) service account directory", async () => {
+    await using s = await startFakeApiServer({ token: "sa-token" });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const root = mkdtempSync(join(tmpdir(), "plx-sa-"));
+    mkdirSync(join(root, SERVICE_ACCOUNT_DIR), { recursive: true });
+    writeFileSync(join(root, SERVICE_ACCOUNT_DIR, "token"), "sa-token");
+    writeFileSync(join(root, SERVICE_ACCOUNT_DIR, "ca.crt"), s.caPem);
+    const kube = await loadKubeApi({}, { env: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(s.port) }, inClusterRoot: root, client: FAST });
+    opened.push(kube!);
+    expect((await kube!.getPod("ns1", "p1")).metadata.name).toBe("p1");
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it("M11 a kubectl-style `tokenFile` relative to the kubeconfig is honoured", async () => {
+    await using s = await startFakeApiServer();
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const path = writeKubeconfig(s, { tokenFile: true });
+    const kube = await clientFor(s, FAST, path);
+    expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+  });
+});
+
+describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
+  const cases: [string, (dir: string) => string][] = [
+    ["missing", (dir) => join(dir, "nope.kubeconfig")],
+    ["a directory (unreadable as a file)", (dir) => dir],
+    ["invalid YAML", (dir) => (writeFileSync(join(dir, "k"), "clusters: [\n  - {name: x\n"), join(dir, "k"))],
+    ["not a mapping", (dir) => (writeFileSync(join(dir, "k"), "- just\n- a list\n"), join(dir, "k"))],
+    ["no current-context", (dir) => (writeFileSync(join(dir, "k"), "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n"), join(dir, "k"))],
+  ];
+  for (const [what, make] of cases) {
+    it(`B15 ${what}`, async () => {
+      await using s = await startFakeApiServer();
+      const dir = mkdtempSync(join(tmpdir(), "plx-b15-"));
+      const path = make(dir);
+      const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+      expect(err.code).toBe(Code.InvalidNetworkConfig);
+      expect(err.message).toContain(path);
+      expect(s.requests).toHaveLength(0);
+      rmSync(dir, { recursive: true, force: true });
+    });
+  }
+
+  it("B15 a CA file that cannot be read is 7 before any request", async () => {
+    await using s = await startFakeApiServer();
+    const dir = mkdtempSync(join(tmpdir(), "plx-b15-"));
+    const path = writeKubeconfig(s, { dir });
+    const text = (await import("node:fs")).readFileSync(path, "utf8").replace(/certificate-authority-data: .*/, "certificate-authority: missing-ca.crt");
+    writeFileSync(path, text);
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(Code.InvalidNetworkConfig);
+    expect(err.message).toContain(path);
+    expect(s.requests).toHaveLength(0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe("B20 invalid names never become a request", () => {
+  const bad = ["A", "-a", "a".repeat(64), ".", "..", "%2e", "a/b", "a%2fb", "", "a..b"];
+  // Pod names are subdomains: dots between labels and up to 253 characters are fine.
+  const badPodNames = ["A", "-a", "a".repeat(254), ".", "..", "%2e", "a/b", "a%2fb", "", "a..b", ".a"];
+  it("B20 namespace, pod name and NAD name: code 7, zero requests reach the server", async () => {
+    await withCluster(async (s, kube) => {
+      for (const name of bad) {
+        expect((await failure(kube.getPod(name, "p1"))).code, `namespace ${name}`).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.getNad("ns1", name))).code, `nad ${name}`).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.getNad(name, "net-a"))).code, `nad namespace ${name}`).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.setNetworkStatus({ namespace: name, name: "p1" }, "[]"))).code).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.recordEvent({ namespace: name, name: "p1" }, { type: "Normal", reason: "R", message: "m" }))).code).toBe(Code.InvalidNetworkConfig);
+      }
+      for (const name of badPodNames) {
+        expect((await failure(kube.getPod("ns1", name))).code, `pod ${name}`).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.setNetworkStatus({ namespace: "ns1", name }, "[]"))).code, `pod ${name}`).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.recordEvent({ namespace: "ns1", name }, { type: "Normal", reason: "R", message: "m" }))).code).toBe(Code.InvalidNetworkConfig);
+      }
+      expect(s.requests).toHaveLength(0);
+      expect(kube.requestCount).toBe(0);
+    });
+  });
+
+  it("B20 a pod name with dots is a valid DNS-1123 subdomain and is requested", async () => {
+    await withCluster(async (s, kube) => {
+      s.addPod({ metadata: { name: "web.0", namespace: "ns1" } });
+      expect((await kube.getPod("ns1", "web.0")).metadata.name).toBe("web.0");
+    });
+  });
+});
+
+describe("B34 connection refused / reset", () => {
+  it("B34 refused: bounded attempts, then 104", async () => {
+    const s = await startFakeApiServer();
+    const path = writeKubeconfig(s);
+    await s.close();
+    const kube = await clientFor(s, FAST, path);
+    const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
+    expect(err.code).toBe(Code.ApiFailure);
+    expect(err.message).toMatch(/ECONNREFUSED/);
+    expect(err.message).toContain("4 attempt(s)");
+    expect(kube.requestCount).toBe(4);
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it("B34 reset every time: 4 attempts reach the server, then 104", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH }, { kind: "reset" });
+      const err = await failure(kube.getPod("ns1", "p1"));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(s.requests).toHaveLength(4);
+    });
+  });
+
+  it("B34 reset twice: the third attempt succeeds", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH, times: 2 }, { kind: "reset" });
+      expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
+      expect(s.requests).toHaveLength(3);
+    });
+  });
+});
+
+describe("B35 5xx and 429", () => {
+  it("B35 500 then 503 then OK: retried", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH, times: 1 }, { kind: "status", code: 500 });
+      s.inject({ path: POD_PATH, times: 1 }, { kind: "status", code: 503 });
+      expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+      expect(s.requests).toHaveLength(3);
+    });
+  });
+
+  it("B35 503 forever: capped attempts, 104 naming the status", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH }, { kind: "status", code: 503, message: "etcd is sad" });
+      const err = await failure(kube.getPod("ns1", "p1"));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toContain("503");
+      expect(err.message).toContain("etcd is sad");
+      expect(s.requests).toHaveLength(4);
+    });
+  });
+
+  it("B35 the total budget caps many fast failures", async () => {
+    const o: ClientNodeOptions = { retry: { requestTimeoutMs: 200, totalTimeoutMs: 300, baseDelayMs: 40, maxDelayMs: 80, maxAttempts: 1000 } };
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH }, { kind: "status", code: 500 });
+      const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toContain("deadline");
+      expect(ms).toBeLessThan(300 + 150);
+      expect(s.requests.length).toBeGreaterThan(2);
+      expect(s.requests.length).toBeLessThan(15);
+    }, o);
+  });
+
+  it("B35 the caller's deadline (deadlineAt, the ADD's budget) wins over a larger policy", async () => {
+    const o: ClientNodeOptions = { ...FAST, retry: { ...FAST.retry, totalTimeoutMs: 10_000, maxAttempts: 1000 }, deadlineAt: Date.now() + 250 };
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH }, { kind: "hang" });
+      const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(ms).toBeLessThan(250 + 150);
+    }, o);
+  });
+
+  it("B35 429 with Retry-After: the next attempt waits that long", async () => {
+    const o: ClientNodeOptions = { retry: { ...FAST.retry, totalTimeoutMs: 3000 } };
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH, times: 1 }, { kind: "status", code: 429, retryAfter: "1" });
+      expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+      expect(s.requests).toHaveLength(2);
+      expect(s.requests[1]!.time - s.requests[0]!.time).toBeGreaterThanOrEqual(990);
+    }, o);
+  });
+
+  it("B35 429 with a Retry-After beyond the deadline: give up at once instead of sleeping past it", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH }, { kind: "status", code: 429, retryAfter: "30" });
+      const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toContain("429");
+      expect(s.requests).toHaveLength(1);
+      expect(ms).toBeLessThan(200);
+    });
+  });
+});
+
+describe("B36 hang / slow body: the request timeout fires, no socket left", () => {
+  const o: ClientNodeOptions = { retry: { ...FAST.retry, maxAttempts: 2 } };
+  for (const fault of [{ kind: "hang" }, { kind: "hang-after-headers" }, { kind: "slow-body", chunkBytes: 1, intervalMs: 50 }] as const) {
+    it(`B36 ${fault.kind}: 104 after 2 × 200 ms, the server sees its connections closed`, async () => {
+      await withCluster(async (s, kube) => {
+        s.inject({ path: POD_PATH }, fault);
+        const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
+        expect(err.code).toBe(Code.ApiFailure);
+        expect(err.message).toContain("request timeout");
+        expect(ms).toBeGreaterThanOrEqual(390);
+        expect(ms).toBeLessThan(900);
+        expect(s.requests).toHaveLength(2);
+        // The timed-out sockets were destroyed, not parked in the keep-alive pool.
+        await expect.poll(() => s.connectionCount(), { timeout: 500, interval: 10 }).toBe(0);
+      }, o);
+    });
+  }
+
+  it("B36 close() releases keep-alive sockets after successful requests", async () => {
+    await withCluster(async (s, kube) => {
+      await kube.getPod("ns1", "p1");
+      await kube.getNad("ns1", "net-a");
+      expect(s.connectionCount()).toBe(1);
+      await kube.close!();
+      await expect.poll(() => s.connectionCount(), { timeout: 500, interval: 10 }).toBe(0);
+    });
+  });
+});
+
+describe("B37 401/403", () => {
+  it("B37 401 (expired token): 104 with the status and the kubeconfig path, not retried", async () => {
+    await using s = await startFakeApiServer();
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const path = writeKubeconfig(s, { token: "expired" });
+    const kube = await clientFor(s, FAST, path);
+    const err = await failure(kube.getPod("ns1", "p1"));
+    expect(err.code).toBe(Code.ApiFailure);
+    expect(err.message).toContain("401");
+    expect(err.message).toContain(path);
+    expect(s.requests).toHaveLength(1);
+  });
+
+  it("B37 403 (RBAC): 104 with the status, the server's message and the kubeconfig path", async () => {
+    await using s = await startFakeApiServer();
+    const path = writeKubeconfig(s);
+    const kube = await clientFor(s, FAST, path);
+    s.inject({ method: "PATCH" }, { kind: "status", code: 403, message: 'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot patch resource "pods/status"' });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1" }, "[]"));
+    expect(err.code).toBe(Code.ApiFailure);
+    expect(err.message).toContain("403");
+    expect(err.message).toContain("cannot patch resource");
+    expect(err.message).toContain(path);
+  });
+});
+
+describe("B38 / B43 pod not found", () => {
+  it("B38 404 pod on ADD's read: code 3", async () => {
+    await withCluster(async (s, kube) => {
+      const err = await failure(kube.getPod("ns1", "gone"));
+      expect(err.code).toBe(Code.UnknownContainer);
+      expect(err.message).toContain("ns1/gone");
+      expect(s.requests).toHaveLength(1);
+    });
+  });
+
+  it("B43 pod deleted mid-ADD: the status write's 404 is code 3 (the ADD tears down), not retried", async () => {
+    await withCluster(async (s, kube) => {
+      await kube.getPod("ns1", "p1");
+      s.deletePod("ns1", "p1");
+      const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"));
+      expect(err.code).toBe(Code.UnknownContainer);
+      expect(s.requests.map((r) => r.method)).toEqual(["GET", "PATCH"]);
+    });
+  });
+});
+
+describe("B40 a 200 that is not the object: code 6, not a crash", () => {
+  for (const kind of ["html", "truncated", "wrong-kind"] as const) {
+    it(`B40 ${kind} for a pod and for a NAD`, async () => {
+      await withCluster(async (s, kube) => {
+        s.inject({}, { kind });
+        const pod = await failure(kube.getPod("ns1", "p1"));
+        expect(pod.code).toBe(Code.Decoding);
+        expect(pod.message).toContain("ns1/p1");
+        const nad = await failure(kube.getNad("ns1", "net-a"));
+        expect(nad.code).toBe(Code.Decoding);
+        expect(s.requests).toHaveLength(2);
+      });
+    });
+  }
+});
+
+describe("B41 response size cap", () => {
+  it("B41 a 10 MiB answer is refused (104 naming the limit) without reading it all", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ path: POD_PATH }, { kind: "huge-body" });
+      const err = await failure(kube.getPod("ns1", "p1"));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toMatch(/10485760 bytes exceeds the 4194304-byte limit/);
+      expect(s.requests).toHaveLength(1);
+    });
+  });
+
+  it("B41 a body over the cap without a usable Content-Length is cut while streaming", async () => {
+    await withCluster(
+      async (s, kube) => {
+        s.addPod({ metadata: { name: "big", namespace: "ns1", annotations: { pad: "x".repeat(5000) } } });
+        s.inject({ path: "/api/v1/namespaces/ns1/pods/big" }, { kind: "slow-body", chunkBytes: 2048, intervalMs: 1, chunked: true });
+        const err = await failure(kube.getPod("ns1", "big"));
+        expect(err.code).toBe(Code.ApiFailure);
+        expect(err.message).toContain("response exceeds the 4096-byte limit");
+      },
+      { ...FAST, maxResponseBytes: 4096 },
+    );
+  });
+});
+
+describe("B42 409 on the status write", () => {
+  it("B42 409 forever: conflictRetries + 1 patches, then 104", async () => {
+    await withCluster(
+      async (s, kube) => {
+        s.inject({ method: "PATCH", path: STATUS_PATH }, { kind: "status", code: 409, message: "the object has been modified" });
+        const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1" }, "[]"));
+        expect(err.code).toBe(Code.ApiFailure);
+        expect(err.message).toContain("409");
+        expect(s.requests.filter((r) => r.method === "PATCH")).toHaveLength(4);
+      },
+      { ...FAST, conflictRetries: 3 },
+    );
+  });
+
+  it("B42 409 twice, then the write lands (the UID is re-checked after each conflict)", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ method: "PATCH", path: STATUS_PATH, times: 2 }, { kind: "status", code: 409 });
+      await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '["ok"]');
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toMatchObject({ [NETWORK_STATUS_ANNOTATION]: '["ok"]' });
+      expect(s.requests.map((r) => r.method)).toEqual(["PATCH", "GET", "PATCH", "GET", "PATCH"]);
+    });
+  });
+});
+
+describe("B50 kubeconfig replaced while it is read", () => {
+  it("B50 atomic renames during 100 loads: every load sees the old or the new file whole", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plx-b50-"));
+    const path = join(dir, "kubeconfig");
+    const pad = `# ${"padding ".repeat(8_000)}\n`; // ~64 KiB: a torn read would cut YAML mid-way
+    const versions = [
+      { server: "https://127.0.0.1:1111", token: "token-old" },
+      { server: "https://127.0.0.1:2222", token: "token-new" },
+    ];
+    const render = (v: (typeof versions)[number]) =>
+      `${pad}apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ${v.server}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: ${v.token}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n${pad}`;
+    writeFileSync(path, render(versions[0]!));
+    let stop = false;
+    let swaps = 0;
+    const writer = (async () => {
+      for (let i = 0; !stop; i++) {
+        const tmp = `${path}.tmp`;
+        writeFileSync(tmp, render(versions[i % 2]!));
+        renameSync(tmp, path);
+        swaps++;
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const seen = new Set<string>();
+    try {
+      for (let i = 0; i < 100; i++) {
+        const src = await loadKubeSource({ kubeconfig: path, env: {} });
+        const pair = `${src!.server} ${src!.kc.getCurrentUser()!.token}`;
+        expect(["https://127.0.0.1:1111 token-old", "https://127.0.0.1:2222 token-new"]).toContain(pair);
+        seen.add(pair);
+      }
+    } finally {
+      stop = true;
+      await writer;
+      chmodSync(dir, 0o755);
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(swaps).toBeGreaterThan(10);
+    expect(seen.size).toBe(2);
+  });
+});

@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import { benchVersion } from "./bench/version.mjs";
 import { benchDelegates } from "./bench/delegates.mjs";
 import { benchPods } from "./bench/pods.mjs";
+import { benchPodsApi } from "./bench/pods-api.mjs";
 
 const runs = Number(process.env.BENCH_RUNS ?? 20);
 if (!existsSync("dist/plexus")) {
@@ -16,6 +17,7 @@ console.log(`Plexus benchmarks: node ${process.versions.node}, ${runs} interleav
 const version = want("version") ? await benchVersion(runs) : undefined;
 const delegates = want("delegates") ? await benchDelegates(runs) : undefined;
 if (want("pods")) await benchPods(runs);
+if (want("pods-api")) await benchPodsApi(runs);
 if (version && delegates?.[2]) {
   const ratio = delegates[2].ownAdd / version.floor;
   console.log(`own ADD overhead at N=2: ${delegates[2].ownAdd.toFixed(1)} ms = ${ratio.toFixed(2)}× the bare-Node floor (target ≤ 1.5×)`);

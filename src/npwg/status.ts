@@ -4,7 +4,8 @@
  */
 import { CniError, Code } from "../cni/errors";
 import { toResult } from "../cni/result/convert";
-import { familyOf, type AnyResult, type IpConfig } from "../cni/result/types";
+import { isPlainObject } from "../cni/json";
+import { familyOf, type AnyResult, type Interface, type IpConfig, type Result } from "../cni/result/types";
 import { NETWORK_STATUS_ANNOTATION, type NetworkStatus } from "./types";
 
 export interface StatusInput {
@@ -21,8 +22,19 @@ export interface StatusInput {
   deviceInfo?: Record<string, unknown>;
 }
 
+/** An address without its prefix (N5.3.3: network-status lists bare addresses, as Multus writes them). */
 const withoutPrefix = (ip: IpConfig) => ip.address.split("/")[0]!;
+const isIpConfig = (ip: unknown): ip is IpConfig => typeof ip === "object" && ip !== null && typeof (ip as IpConfig).address === "string";
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
+/**
+ * One attachment's entry. B59: a result without `interfaces`, without a `sandbox`, with an
+ * `ips[].interface` out of range or with fields of the wrong type gives a smaller entry (at least
+ * name, interface, default), never an exception: the attachment is up, only its description is thin.
+ *
+ * For results ≥ 0.3.0 without a sandbox interface, `interface` stays the CNI_IFNAME the delegate
+ * was given (the spec names none for that case; the name the pod sees is the best there is).
+ */
 export function buildNetworkStatus(input: StatusInput): NetworkStatus {
   const status: NetworkStatus = { name: input.name, interface: input.ifName, default: input.isDefault };
   const extras = () => {
@@ -31,31 +43,39 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
     return status;
   };
   if (!input.result) return extras();
-  const r = toResult(input.result);
-  const ips = r.ips ?? [];
+  let r: Result;
+  try {
+    r = toResult(input.result);
+  } catch {
+    return extras();
+  }
+  const ips = Array.isArray(r.ips) ? r.ips.filter(isIpConfig) : [];
   if (familyOf(String(input.result.cniVersion)) === "020") {
     // N5.3.2, N5.3.3: results before 0.3.0 have no interfaces: the CNI_IFNAME used, ip4 and ip6.
     if (ips.length) status.ips = ips.map(withoutPrefix);
   } else {
-    // N5.1.1, N5.3.2: the first interface with a sandbox; B59: missing or odd fields give a minimal entry.
-    const k = (r.interfaces ?? []).findIndex((i) => typeof i.sandbox === "string" && i.sandbox !== "");
-    const iface = k >= 0 ? r.interfaces![k]! : undefined;
-    const own = iface ? ips.filter((ip) => ip.interface === k) : ips.filter((ip) => ip.interface === undefined || ip.interface < 0);
+    // N5.1.1, N5.3.2: the first interface with a sandbox.
+    const ifaces: unknown[] = Array.isArray(r.interfaces) ? r.interfaces : [];
+    const k = ifaces.findIndex((i) => isPlainObject(i) && typeof i.sandbox === "string" && i.sandbox !== "" && typeof i.name === "string");
+    const iface = k >= 0 ? (ifaces[k] as Interface) : undefined;
+    // N5.3.3: that interface's IPs; with no sandbox interface, the IPs that name no interface.
+    const own = iface ? ips.filter((ip) => ip.interface === k) : ips.filter((ip) => ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0));
     if (iface) {
       status.interface = iface.name;
       // N5.3.4: a mac only with its interface, which is always set here.
-      if (iface.mac) status.mac = iface.mac;
-      if (typeof iface.mtu === "number" && iface.mtu > 0) status.mtu = iface.mtu;
+      if (typeof iface.mac === "string" && iface.mac !== "") status.mac = iface.mac;
+      if (Number.isInteger(iface.mtu) && iface.mtu! > 0) status.mtu = iface.mtu!;
     }
     if (own.length) status.ips = own.map(withoutPrefix);
   }
-  const dns = r.dns;
-  if (dns && (dns.nameservers?.length || dns.domain || dns.search?.length)) {
-    status.dns = {
-      ...(dns.nameservers?.length ? { nameservers: dns.nameservers } : {}),
-      ...(dns.domain ? { domain: dns.domain } : {}),
-      ...(dns.search?.length ? { search: dns.search } : {}),
-    };
+  // N5.3.6: nameservers, domain, search (not options, which the spec does not list).
+  if (isPlainObject(r.dns)) {
+    const nameservers = strings(r.dns.nameservers);
+    const search = strings(r.dns.search);
+    const domain = typeof r.dns.domain === "string" ? r.dns.domain : "";
+    if (nameservers.length || domain || search.length) {
+      status.dns = { ...(nameservers.length ? { nameservers } : {}), ...(domain ? { domain } : {}), ...(search.length ? { search } : {}) };
+    }
   }
   return extras();
 }

@@ -69,7 +69,10 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
 
   // Interface names: the default networks from the config first, then the annotation's (Multus's numbering).
   const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({ name: d.network, namespace: conf.multusNamespace }));
-  const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName);
+  const nDefaults = defaultSelections.length;
+  const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName, {
+    label: (s, i) => (i < nDefaults ? `defaultNetworks entry ${i + 1} (${s.name})` : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`),
+  });
   const attachments: Attachment[] = [
     { network: defaults.clusterNetwork.network, ifName: req.ifName, isDefault: true, conf: defaults.clusterNetwork.conf },
     ...defaults.defaultNetworks.map((d, i) => ({ network: d.network, ifName: ifNames[i]!, isDefault: false, conf: d.conf })),

@@ -103,13 +103,14 @@ const EVENTS_V1 = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events$/;
 
 const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout" };
 
+/** Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping. */
 class HttpError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly details?: Record<string, unknown>,
-  ) {
+  readonly code: number;
+  readonly details?: Record<string, unknown>;
+  constructor(code: number, message: string, details?: Record<string, unknown>) {
     super(message);
+    this.code = code;
+    if (details) this.details = details;
   }
 }
 

@@ -20,11 +20,56 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     .action(() => {
       process.stderr.write(`${ALL_VERSIONS.join("\n")}\n`);
     });
+  let exitCode = 0;
+  addInstallCommand(program, (code) => {
+    exitCode = code;
+  });
   try {
     await program.parseAsync([...argv], { from: "user" });
-    return 0;
+    return exitCode;
   } catch (err) {
     const code = (err as { exitCode?: number }).exitCode;
     return typeof code === "number" ? code : 1;
   }
+}
+
+/**
+ * `plexus install`: the DaemonSet container's command (M11, N6.1). Flags as Multus's thin
+ * entrypoint names them where it has one (without its `multus-` prefixes); the installer itself is
+ * loaded only when this command runs.
+ */
+function addInstallCommand(program: Command, setExitCode: (code: number) => void): void {
+  program
+    .command("install")
+    .description("install the plexus binary, its CNI config and kubeconfig on this node, and keep them right (run by the DaemonSet)")
+    .option("--cni-conf-dir <dir>", "the node's CNI config dir, as mounted in this container", "/host/etc/cni/net.d")
+    .option("--cni-bin-dir <dir>", "the node's CNI bin dir, as mounted in this container", "/host/opt/cni/bin")
+    .option("--host-prefix <dir>", 'where the node\'s / is mounted in this container ("" when not in a container)', "/host")
+    .option("--cni-version <version>", "cniVersion of the generated config (default: the primary config's)")
+    .option("--bin-file <path>", "the plexus binary to install (default: this executable)")
+    .option("--skip-binary-copy", "do not install the binary")
+    .option("--primary-config-file-name <name>", "use this file in --cni-conf-dir as the primary network (default: the first by name)")
+    .option("--kubeconfig-file-host <path>", "the generated kubeconfig's path on the node (a token and CA file are kept beside it)", "/etc/cni/net.d/plexus.d/plexus.kubeconfig")
+    .option("--token-file <path>", "the projected service-account token to copy and keep fresh", "/var/run/secrets/kubernetes.io/serviceaccount/token")
+    .option("--ca-file <path>", "the service-account CA to copy", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+    .option("--api-server <url>", "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
+    .option("--readiness-indicator-file <path>", "node path of the primary network's readiness file: no Plexus config until it exists (N6.1)")
+    .option("--namespace-isolation", "config key namespaceIsolation: pods use NADs of their own namespace only")
+    .option("--global-namespaces <list>", "config key globalNamespaces: comma-separated namespaces every pod may use")
+    .option("--log-level <level>", "config key logLevel for the plugin: debug, verbose, error or panic")
+    .option("--log-file <path>", "config key logFile for the plugin (a node path)")
+    .option("--no-log-to-stderr", "config key logToStderr false for the plugin")
+    .option("--additional-bin-dir <dir>", "config key binDir: another dir for delegate binaries (a node path)")
+    .option("--cni-dir <dir>", "config key cniDir: the plugin's state dir on the node (default /var/lib/cni/plexus)")
+    .option("--network-name <name>", "the generated conflist's name", "plexus-cni-network")
+    .option("--cleanup-config-on-exit", "remove the Plexus config on SIGTERM")
+    .option("--skip-config-watch", "install once, then only wait for SIGTERM")
+    .option("--once", "install and exit (tests, init containers)")
+    .option("--primary-config-timeout <seconds>", "how long to wait for the primary network before exiting 1", "600")
+    .option("--poll-interval <ms>", "how often to re-check when no file event arrives", "2000")
+    .option("--installer-log-level <level>", "this installer's log level (stderr)", "info")
+    .action(async (flags: Record<string, unknown>) => {
+      const { installMain } = await import("../install/main");
+      setExitCode(await installMain(flags));
+    });
 }

@@ -1,0 +1,188 @@
+/**
+ * What `plexus install` is told (M11): Multus thin entrypoint's flags where one exists, and the
+ * paths derived from them. The installer runs in a container that sees the node's filesystem under
+ * `hostPrefix` (`/host`), but what it writes into configs are the paths the kubelet and the
+ * runtime see on the node, so every path is kept in both forms.
+ */
+import { join, posix } from "node:path";
+import { CniError, Code } from "../cni/errors";
+import { isSupportedVersion, ALL_VERSIONS } from "../cni/version";
+import { toPinoLevel } from "../log/levels";
+
+export const PLEXUS_CONF_NAME = "00-plexus.conflist";
+export const DEFAULT_NETWORK_NAME = "plexus-cni-network";
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/** The flags as commander hands them over (strings and booleans, unvalidated). */
+export interface InstallFlags {
+  cniConfDir: string;
+  cniBinDir: string;
+  hostPrefix: string;
+  cniVersion?: string | undefined;
+  binFile?: string | undefined;
+  skipBinaryCopy?: boolean | undefined;
+  primaryConfigFileName?: string | undefined;
+  kubeconfigFileHost: string;
+  tokenFile: string;
+  caFile: string;
+  apiServer?: string | undefined;
+  readinessIndicatorFile?: string | undefined;
+  namespaceIsolation?: boolean | undefined;
+  globalNamespaces?: string | undefined;
+  logLevel?: string | undefined;
+  logFile?: string | undefined;
+  logToStderr?: boolean | undefined;
+  additionalBinDir?: string | undefined;
+  cniDir?: string | undefined;
+  networkName: string;
+  cleanupConfigOnExit?: boolean | undefined;
+  skipConfigWatch?: boolean | undefined;
+  once?: boolean | undefined;
+  primaryConfigTimeout: string | number;
+  pollInterval: string | number;
+  installerLogLevel: string;
+}
+
+/** A path as the installer opens it (`local`) and as the node names it (`host`). */
+export interface HostPath {
+  local: string;
+  host: string;
+}
+
+export interface InstallOptions {
+  confDir: HostPath;
+  binDir: HostPath;
+  /** Source of the binary copy; undefined with skipBinaryCopy. */
+  binFile?: string;
+  primaryConfigFileName?: string;
+  plexusConf: HostPath;
+  kubeconfig: HostPath;
+  /** The token and CA copies beside the kubeconfig, kept fresh by the installer. */
+  token: HostPath;
+  ca: HostPath;
+  /** Where the projected service-account token and CA are mounted in the installer's container. */
+  sourceTokenFile: string;
+  sourceCaFile: string;
+  /** `https://host:port`; undefined when neither --api-server nor KUBERNETES_SERVICE_HOST/PORT say. */
+  apiServer?: string;
+  readinessIndicator?: HostPath;
+  cniDir?: HostPath;
+  cniVersion?: string;
+  networkName: string;
+  /** Keys copied into the generated plugin config as given (M1 names). */
+  pluginKeys: Record<string, unknown>;
+  cleanupConfigOnExit: boolean;
+  /** Keep reconciling after the first install (false with --skip-config-watch: install, then wait for SIGTERM). */
+  watch: boolean;
+  /** Install and exit (tests, init containers). */
+  once: boolean;
+  primaryConfigTimeoutMs: number;
+  pollIntervalMs: number;
+  installerLogLevel: string;
+}
+
+function bad(msg: string): CniError {
+  return new CniError(Code.InvalidNetworkConfig, `plexus install: ${msg}`);
+}
+
+/** The node's path of a path inside the container (`/host/etc/cni/net.d` → `/etc/cni/net.d`). */
+export function toHost(local: string, prefix: string): string {
+  const p = posix.normalize(prefix);
+  if (p === "/" || p === "." || p === "") return local;
+  return local === p ? "/" : local.startsWith(`${p}/`) ? local.slice(p.length) : local;
+}
+
+/** The container's path of a node path (`/etc/cni/net.d/plexus.d` → `/host/etc/cni/net.d/plexus.d`). */
+export function toLocal(host: string, prefix: string): string {
+  return prefix === "" || prefix === "/" ? host : join(prefix, host);
+}
+
+function hostPathFromLocal(local: string, prefix: string): HostPath {
+  return { local, host: toHost(local, prefix) };
+}
+
+function hostPathFromHost(host: string, prefix: string): HostPath {
+  return { local: toLocal(host, prefix), host };
+}
+
+function absolute(v: string, flag: string): string {
+  if (!posix.isAbsolute(v)) throw bad(`${flag} must be an absolute path, got ${JSON.stringify(v)}`);
+  return posix.normalize(v);
+}
+
+function number(v: string | number, flag: string, min: number): number {
+  const n = typeof v === "number" ? v : Number(v);
+  if (!Number.isFinite(n) || n < min) throw bad(`${flag} must be a number ≥ ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** The API server the generated kubeconfig names: --api-server, else the in-cluster service env. */
+export function apiServerFrom(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
+  if (flag) {
+    let url: URL;
+    try {
+      url = new URL(flag);
+    } catch {
+      throw bad(`--api-server ${JSON.stringify(flag)} is not a URL`);
+    }
+    if (url.protocol !== "https:") throw bad(`--api-server must be an https URL, got ${JSON.stringify(flag)}`);
+    return flag.replace(/\/+$/, "");
+  }
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) return undefined;
+  return `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** Validates the flags and derives every path (M11). Throws CniError naming the flag. */
+export function resolveOptions(f: InstallFlags, env: Readonly<Record<string, string | undefined>>, defaultBinFile?: string): InstallOptions {
+  const prefix = f.hostPrefix;
+  if (prefix !== "" && !posix.isAbsolute(prefix)) throw bad(`--host-prefix must be absolute or empty, got ${JSON.stringify(prefix)}`);
+  const confDir = hostPathFromLocal(absolute(f.cniConfDir, "--cni-conf-dir"), prefix);
+  const binDir = hostPathFromLocal(absolute(f.cniBinDir, "--cni-bin-dir"), prefix);
+  const kubeconfig = hostPathFromHost(absolute(f.kubeconfigFileHost, "--kubeconfig-file-host"), prefix);
+  const credDir = posix.dirname(kubeconfig.host);
+  if (f.cniVersion !== undefined && !isSupportedVersion(f.cniVersion)) {
+    throw bad(`--cni-version ${JSON.stringify(f.cniVersion)} is not one Plexus speaks (${ALL_VERSIONS.join(", ")})`);
+  }
+  if (f.logLevel !== undefined && toPinoLevel(f.logLevel) === undefined) throw bad(`--log-level ${JSON.stringify(f.logLevel)}: expected debug, verbose, error or panic`);
+  if (toPinoLevel(f.installerLogLevel) === undefined) throw bad(`--installer-log-level ${JSON.stringify(f.installerLogLevel)} is not a log level`);
+  if (f.primaryConfigFileName !== undefined && f.primaryConfigFileName.includes("/")) throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
+  const binFile = f.skipBinaryCopy ? undefined : (f.binFile ?? defaultBinFile);
+  if (!f.skipBinaryCopy && !binFile) throw bad("--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)");
+
+  const pluginKeys: Record<string, unknown> = {};
+  if (f.namespaceIsolation) pluginKeys.namespaceIsolation = true;
+  if (f.globalNamespaces) pluginKeys.globalNamespaces = f.globalNamespaces;
+  if (f.logLevel) pluginKeys.logLevel = f.logLevel.toLowerCase();
+  if (f.logFile) pluginKeys.logFile = absolute(f.logFile, "--log-file");
+  if (f.logToStderr === false) pluginKeys.logToStderr = false;
+  if (f.additionalBinDir) pluginKeys.binDir = absolute(f.additionalBinDir, "--additional-bin-dir");
+
+  const o: InstallOptions = {
+    confDir,
+    binDir,
+    plexusConf: { local: join(confDir.local, PLEXUS_CONF_NAME), host: posix.join(confDir.host, PLEXUS_CONF_NAME) },
+    kubeconfig,
+    token: hostPathFromHost(posix.join(credDir, "token"), prefix),
+    ca: hostPathFromHost(posix.join(credDir, "ca.crt"), prefix),
+    sourceTokenFile: absolute(f.tokenFile, "--token-file"),
+    sourceCaFile: absolute(f.caFile, "--ca-file"),
+    networkName: f.networkName,
+    pluginKeys,
+    cleanupConfigOnExit: f.cleanupConfigOnExit ?? false,
+    watch: !(f.skipConfigWatch ?? false),
+    once: f.once ?? false,
+    primaryConfigTimeoutMs: number(f.primaryConfigTimeout, "--primary-config-timeout", 0) * 1000,
+    pollIntervalMs: number(f.pollInterval, "--poll-interval", 10),
+    installerLogLevel: f.installerLogLevel,
+  };
+  if (binFile) o.binFile = binFile;
+  if (f.primaryConfigFileName) o.primaryConfigFileName = f.primaryConfigFileName;
+  const server = apiServerFrom(f.apiServer, env);
+  if (server) o.apiServer = server;
+  if (f.readinessIndicatorFile) o.readinessIndicator = hostPathFromHost(absolute(f.readinessIndicatorFile, "--readiness-indicator-file"), prefix);
+  if (f.cniDir) o.cniDir = hostPathFromHost(absolute(f.cniDir, "--cni-dir"), prefix);
+  if (f.cniVersion) o.cniVersion = f.cniVersion;
+  return o;
+}

@@ -1,0 +1,94 @@
+/**
+ * The primary (cluster default) network's config (M11): the alphabetically first `.conf`,
+ * `.conflist` or `.json` in the CNI conf dir that is not Plexus's own, as libcni orders them. A
+ * config that is empty, unparsable, a conflist without plugins, or not a valid CNI config is
+ * refused with a warning, and so are Plexus's own config, any config of type `plexus` (a renamed
+ * copy would make Plexus delegate to itself) and hidden files, where atomic writers (Plexus
+ * included) keep their temp files (B49).
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import { parseConfList, type ConfList } from "../cni/conf";
+import { firstConfigFile, MAX_CONF_FILE_BYTES, type ConfFile } from "../npwg/conf-dir";
+import { PLEXUS_CONF_NAME } from "./options";
+
+export interface PrimaryConfig {
+  path: string;
+  /** The file's text, to notice when it changes. */
+  content: string;
+  conf: ConfList;
+}
+
+export interface PrimaryChoice {
+  primary?: PrimaryConfig;
+  /** Refused files, for the log. */
+  warnings: string[];
+}
+
+export interface ChoosePrimaryOptions {
+  /** --primary-config-file-name: only this file is considered. */
+  fileName?: string | undefined;
+}
+
+function isPlexusType(value: Record<string, unknown>): boolean {
+  if (value.type === "plexus") return true;
+  return Array.isArray(value.plugins) && value.plugins.some((p) => typeof p === "object" && p !== null && (p as Record<string, unknown>).type === "plexus");
+}
+
+/** Pure: picks the primary config from the conf dir's files. */
+export function choosePrimary(files: readonly ConfFile[], opts: ChoosePrimaryOptions = {}): PrimaryChoice {
+  const warnings: string[] = [];
+  const refused = new Set<string>();
+  const candidates = files.filter((f) => {
+    const name = basename(f.path);
+    if (name === PLEXUS_CONF_NAME) return false;
+    if (opts.fileName !== undefined && name !== opts.fileName) return false;
+    if (name.startsWith(".")) {
+      warnings.push(`${f.path} is a hidden file (an atomic writer's temp file, perhaps Plexus's own); not a primary config`);
+      return false;
+    }
+    return true;
+  });
+  for (;;) {
+    const picked = firstConfigFile(candidates, { exclude: (p) => refused.has(p) });
+    warnings.push(...picked.warnings.filter((w) => !warnings.includes(w)));
+    if (!picked.picked) return { warnings };
+    const { path, value } = picked.picked;
+    refused.add(path);
+    if (isPlexusType(value)) {
+      warnings.push(`${path} is a Plexus config (type "plexus"); not a primary config`);
+      continue;
+    }
+    try {
+      const conf = parseConfList(value, { what: path });
+      return { primary: { path, content: candidates.find((f) => f.path === path)!.content, conf }, warnings };
+    } catch (err) {
+      warnings.push(`${(err as Error).message}; refused as the primary config`);
+    }
+  }
+}
+
+/** The conf dir's config files (by name), with warnings for the ones that cannot be read; a missing dir has none. */
+export function readConfDir(dir: string): { files: ConfFile[]; warnings: string[] } {
+  const files: ConfFile[] = [];
+  const warnings: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return { files, warnings };
+  }
+  for (const name of names) {
+    if (!/\.(conf|conflist|json)$/.test(name)) continue;
+    const path = join(dir, name);
+    try {
+      const st = statSync(path);
+      if (!st.isFile()) continue;
+      if (st.size > MAX_CONF_FILE_BYTES) warnings.push(`${path} is larger than ${MAX_CONF_FILE_BYTES} bytes; not a CNI config`);
+      else files.push({ path, content: readFileSync(path, "utf8") });
+    } catch {
+      // Vanished between readdir and read: the next pass sees the directory as it is then.
+    }
+  }
+  return { files, warnings };
+}

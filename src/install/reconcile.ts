@@ -1,0 +1,158 @@
+/**
+ * One pass of the installer (M11, N6.1): make the node's files what they should be now, and say
+ * what changed. Plexus's config exists only while the primary config and the readiness indicator
+ * file (when set) exist: before that, and again if they disappear, it is absent, so the kubelet
+ * reports the network not ready instead of every new pod failing (a stale config after a reboot
+ * is removed too). While ready, the config, the kubeconfig and the token and CA copies are
+ * rewritten whenever they differ from what they should be: the primary config changed or was
+ * replaced, another agent deleted, renamed or edited them, or the token rotated.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { removeFile } from "../exec/atomic-file";
+import type { Logger } from "../log/logger";
+import { installBinary } from "./binary";
+import { readCredentials, renderKubeconfig, syncFile } from "./kubeconfig";
+import type { InstallOptions } from "./options";
+import { renderPlexusConfig } from "./plexus-config";
+import { choosePrimary, readConfDir, type PrimaryConfig } from "./primary";
+
+/** What the passes remember, to log changes once rather than on every poll. */
+export interface ReconcileState {
+  primary?: { path: string; content: string };
+  /** The config text last written (undefined before the first write). */
+  written?: string;
+  warnings: Set<string>;
+  notReadyReason?: string;
+  credentialsProblem?: string;
+  binarySize?: number;
+}
+
+export function newReconcileState(): ReconcileState {
+  return { warnings: new Set() };
+}
+
+export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger): void {
+  const now = new Set(warnings);
+  for (const w of now) if (!state.warnings.has(w)) log.warn(`primary config candidate refused: ${w}`);
+  state.warnings = now;
+}
+
+/** N6.1: the primary config and the readiness indicator file, as they are now. */
+export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Logger): Readiness {
+  const dir = readConfDir(o.confDir.local);
+  const choice = choosePrimary(dir.files, { fileName: o.primaryConfigFileName });
+  logNewWarnings([...dir.warnings, ...choice.warnings], state, log);
+  if (!choice.primary) {
+    const which = o.primaryConfigFileName ? `${o.primaryConfigFileName} in ${o.confDir.local}` : `any .conf/.conflist/.json in ${o.confDir.local}`;
+    return { ready: false, reason: `no usable primary network config (${which})` };
+  }
+  if (o.readinessIndicator && !existsSync(o.readinessIndicator.local)) {
+    return { ready: false, reason: `readiness indicator file ${o.readinessIndicator.host} does not exist` };
+  }
+  return { ready: true, primary: choice.primary };
+}
+
+/** The kubeconfig's node path when credentials could be written, else undefined (logged once). */
+async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Logger): Promise<string | undefined> {
+  const problem = (why: string): string | undefined => {
+    if (state.credentialsProblem !== why) log.warn({ kubeconfig: o.kubeconfig.host }, `${why}; the plugin config gets no kubeconfig, so pods get the default network only until this is fixed`);
+    state.credentialsProblem = why;
+    return undefined;
+  };
+  if (!o.apiServer) return problem("no API server: neither --api-server nor KUBERNETES_SERVICE_HOST/PORT is set");
+  const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
+  if ("missing" in creds) return problem(creds.missing);
+  if (state.credentialsProblem) log.info("service-account credentials available again");
+  delete state.credentialsProblem;
+  const ca = await syncFile(o.ca.local, creds.ca);
+  const token = await syncFile(o.token.local, creds.token);
+  const kc = await syncFile(o.kubeconfig.local, renderKubeconfig({ server: o.apiServer, tokenFileHost: o.token.host, caFileHost: o.ca.host }));
+  if (token === "updated") log.info({ tokenFile: o.token.host }, "service-account token rotated: copy refreshed");
+  if (ca === "updated") log.info({ caFile: o.ca.host }, "service-account CA changed: copy refreshed");
+  if (kc !== "unchanged") log.info({ kubeconfig: o.kubeconfig.host }, kc === "created" ? "kubeconfig written" : "kubeconfig rewritten (it was changed or removed)");
+  return o.kubeconfig.host;
+}
+
+/** The binary was removed or replaced by something else since the full copy: copy again. */
+function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
+  if (!o.binFile || state.binarySize === undefined) return;
+  const dest = join(o.binDir.local, "plexus");
+  let size: number | undefined;
+  try {
+    size = statSync(dest).size;
+  } catch {
+    size = undefined;
+  }
+  if (size === state.binarySize) return;
+  installBinary(o.binFile, dest);
+  log.warn({ binary: dest }, "the installed plexus binary was removed or replaced by another agent: installed again");
+}
+
+function describeChange(current: string | undefined, state: ReconcileState, primary: PrimaryConfig): string {
+  const before = state.primary;
+  if (before && (before.path !== primary.path || before.content !== primary.content)) {
+    return before.path !== primary.path ? `primary config is now ${primary.path} (was ${before.path}): config regenerated` : `primary config ${primary.path} changed: config regenerated`;
+  }
+  if (current === undefined) return state.written === undefined ? "config installed" : "config was deleted or renamed by another agent: restored";
+  return state.written === undefined ? "config from an earlier install replaced" : "config was modified by another agent: restored";
+}
+
+/** One pass; returns the readiness it found. Throws (CniError 74) when a write fails. */
+export async function reconcile(o: InstallOptions, state: ReconcileState, log: Logger): Promise<Readiness> {
+  checkBinary(o, state, log);
+  const r = checkReadiness(o, state, log);
+  if (!r.ready) {
+    if (existsSync(o.plexusConf.local)) {
+      await removeFile(o.plexusConf.local);
+      log.warn({ config: o.plexusConf.host, reason: r.reason }, "primary network not ready: Plexus config removed until it is (N6.1)");
+      delete state.written;
+    } else if (state.notReadyReason !== r.reason) {
+      log.info({ reason: r.reason }, "waiting for the primary network");
+    }
+    state.notReadyReason = r.reason;
+    return r;
+  }
+  delete state.notReadyReason;
+  const kubeconfigHost = await syncCredentials(o, state, log);
+  const text = renderPlexusConfig({
+    primary: r.primary.conf,
+    primaryHostPath: join(o.confDir.host, r.primary.path.slice(o.confDir.local.length + 1)),
+    networkName: o.networkName,
+    cniVersion: o.cniVersion,
+    kubeconfigHost,
+    confDirHost: o.confDir.host,
+    readinessIndicatorHost: o.readinessIndicator?.host,
+    cniDirHost: o.cniDir?.host,
+    pluginKeys: o.pluginKeys,
+  });
+  const current = readText(o.plexusConf.local);
+  if (current !== text) {
+    const why = describeChange(current, state, r.primary);
+    await syncFile(o.plexusConf.local, text);
+    log.info({ config: o.plexusConf.host, primary: r.primary.path, cniVersion: r.primary.conf.cniVersion }, why);
+  }
+  if (o.cniVersion && o.cniVersion !== r.primary.conf.cniVersion && state.primary?.content !== r.primary.content) {
+    log.warn({ cniVersion: o.cniVersion, primaryCniVersion: r.primary.conf.cniVersion }, "--cni-version differs from the primary config's; Plexus converts the primary's results");
+  }
+  state.primary = { path: r.primary.path, content: r.primary.content };
+  state.written = text;
+  return r;
+}
+
+/** SIGTERM with --cleanup-config-on-exit: a half-uninstalled node must not point new pods at Plexus. */
+export async function removePlexusConfig(o: InstallOptions, log: Logger): Promise<void> {
+  if (!existsSync(o.plexusConf.local)) return;
+  await removeFile(o.plexusConf.local);
+  log.info({ config: o.plexusConf.host }, "Plexus config removed on exit (--cleanup-config-on-exit)");
+}

@@ -1,0 +1,118 @@
+/**
+ * `plexus install` (M11, N6.1): copy the binary, wait (bounded, logged) until the primary network
+ * is ready, write the config and the kubeconfig, then keep them right until SIGTERM (unless --once
+ * or --skip-config-watch), and on SIGTERM with --cleanup-config-on-exit remove Plexus's config.
+ * Returns the exit code: 0, or 1 when the primary network never became ready or a write failed.
+ */
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { asCniError } from "../cni/errors";
+import type { Logger } from "../log/logger";
+import { installBinary } from "./binary";
+import type { InstallOptions } from "./options";
+import { newReconcileState, reconcile, removePlexusConfig, type ReconcileState } from "./reconcile";
+import { ChangeNotifier } from "./watch";
+
+export interface InstallDeps {
+  log: Logger;
+  /** Aborted on SIGTERM/SIGINT (the CLI wires the signals; tests abort directly). */
+  signal: AbortSignal;
+}
+
+/** How often "still waiting" is repeated while the primary network is not ready. */
+const WAIT_LOG_EVERY_MS = 30_000;
+
+function requireDir(path: string, flag: string): void {
+  let ok = false;
+  try {
+    ok = statSync(path).isDirectory();
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new Error(`${flag} ${path} is not a directory (is the host path mounted?)`);
+}
+
+function copyBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
+  if (!o.binFile) return;
+  const dest = join(o.binDir.local, "plexus");
+  const outcome = installBinary(o.binFile, dest);
+  state.binarySize = statSync(dest).size;
+  log.info({ binary: dest, source: o.binFile }, outcome === "installed" ? "plexus binary installed (copy + rename)" : "plexus binary already up to date");
+}
+
+/** Reconciles until the primary network is ready; false when the deadline or an abort came first. */
+async function waitUntilReady(o: InstallOptions, state: ReconcileState, notifier: ChangeNotifier, deps: InstallDeps): Promise<boolean> {
+  const started = Date.now();
+  let lastLog = started;
+  for (;;) {
+    const r = await reconcile(o, state, deps.log);
+    if (r.ready) return true;
+    const waited = Date.now() - started;
+    if (waited >= o.primaryConfigTimeoutMs) {
+      deps.log.error({ reason: r.reason, waitedSeconds: Math.round(waited / 1000) }, "primary network not ready within --primary-config-timeout: giving up (the DaemonSet restarts the installer)");
+      return false;
+    }
+    if (Date.now() - lastLog >= WAIT_LOG_EVERY_MS) {
+      deps.log.info({ reason: r.reason, waitedSeconds: Math.round(waited / 1000) }, "still waiting for the primary network");
+      lastLog = Date.now();
+    }
+    await notifier.next(deps.signal);
+    if (deps.signal.aborted) return false;
+  }
+}
+
+async function watchUntilAborted(o: InstallOptions, state: ReconcileState, notifier: ChangeNotifier, deps: InstallDeps): Promise<void> {
+  while (!deps.signal.aborted) {
+    await notifier.next(deps.signal);
+    if (deps.signal.aborted) return;
+    try {
+      await reconcile(o, state, deps.log);
+    } catch (err) {
+      deps.log.error({ err: asCniError(err).message }, "reconcile failed; retrying at the next change or poll");
+    }
+  }
+}
+
+function watchedDirs(o: InstallOptions): string[] {
+  const dirs = [o.confDir.local, dirname(o.kubeconfig.local), dirname(o.sourceTokenFile), o.binDir.local];
+  if (o.readinessIndicator) dirs.push(dirname(o.readinessIndicator.local));
+  return dirs.filter((d) => existsSync(d));
+}
+
+export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<number> {
+  const { log } = deps;
+  const state = newReconcileState();
+  let notifier: ChangeNotifier | undefined;
+  try {
+    requireDir(o.confDir.local, "--cni-conf-dir");
+    requireDir(o.binDir.local, "--cni-bin-dir");
+    if (o.cniDir) mkdirSync(o.cniDir.local, { recursive: true, mode: 0o700 });
+    copyBinary(o, state, log);
+    notifier = new ChangeNotifier(watchedDirs(o), o.pollIntervalMs);
+    const ready = await waitUntilReady(o, state, notifier, deps);
+    if (!ready) return deps.signal.aborted ? await exitOnSignal(o, log) : 1;
+    if (o.once) return 0;
+    if (o.watch) {
+      notifier.close();
+      // The credentials dir exists now: watch it too (a deleted kubeconfig is restored at once).
+      notifier = new ChangeNotifier(watchedDirs(o), o.pollIntervalMs);
+      log.info({ pollIntervalMs: o.pollIntervalMs }, "watching the primary config, Plexus's files and the service-account token");
+      await watchUntilAborted(o, state, notifier, deps);
+    } else {
+      log.info("--skip-config-watch: installed; waiting for SIGTERM");
+      await new Promise<void>((resolve) => (deps.signal.aborted ? resolve() : deps.signal.addEventListener("abort", () => resolve(), { once: true })));
+    }
+    return await exitOnSignal(o, log);
+  } catch (err) {
+    log.error({ err: asCniError(err).message }, "plexus install failed");
+    return 1;
+  } finally {
+    notifier?.close();
+  }
+}
+
+async function exitOnSignal(o: InstallOptions, log: Logger): Promise<number> {
+  log.info("terminating");
+  if (o.cleanupConfigOnExit) await removePlexusConfig(o, log);
+  return 0;
+}

@@ -1,0 +1,80 @@
+/**
+ * The node kubeconfig (M11, B50): it names a token FILE kept fresh by the installer, never an
+ * embedded token; the plugin's own loader accepts it; a refresh is atomic, so a reader racing
+ * the installer sees the old token or the new one, never a torn or empty file.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { readCredentials, renderKubeconfig, syncFile } from "../../../src/install/kubeconfig";
+import { loadKubeconfigFile } from "../../../src/k8s/kubeconfig";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "plx-kc-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("node kubeconfig", () => {
+  it("M11 names the token file and CA file, embeds no token, and loads with the plugin's kubeconfig loader", async () => {
+    const token = join(dir, "token");
+    const ca = join(dir, "ca.crt");
+    writeFileSync(token, "secret-token-1");
+    writeFileSync(ca, "not really a CA");
+    const path = join(dir, "plexus.kubeconfig");
+    await syncFile(path, renderKubeconfig({ server: "https://10.96.0.1:443", tokenFileHost: token, caFileHost: ca }));
+    const text = readFileSync(path, "utf8");
+    expect(text).toContain(`tokenFile: ${JSON.stringify(token)}`);
+    expect(text).not.toMatch(/^\s*token:/m);
+    expect(text).not.toContain("secret-token-1");
+    const src = await loadKubeconfigFile(path);
+    expect(src.server).toBe("https://10.96.0.1:443");
+    // client-node reads the token file when the kubeconfig is loaded, i.e. in every CNI process:
+    // a refreshed copy is what the next pod's ADD uses.
+    expect((src.kc.getCurrentUser() as unknown as { token?: string }).token).toBe("secret-token-1");
+    await syncFile(token, "secret-token-2");
+    expect(((await loadKubeconfigFile(path)).kc.getCurrentUser() as unknown as { token?: string }).token).toBe("secret-token-2");
+    expect(src.kc.getCurrentCluster()?.caFile).toBe(ca);
+  });
+
+  it("M11 syncFile writes 0600 only when the content differs and says what it did", async () => {
+    const p = join(dir, "sub", "token");
+    expect(await syncFile(p, "a")).toBe("created");
+    expect(await syncFile(p, "a")).toBe("unchanged");
+    expect(await syncFile(p, "b")).toBe("updated");
+    const { statSync } = await import("node:fs");
+    expect(statSync(p).mode & 0o777).toBe(0o600);
+    expect(readCredentials({ tokenFile: join(dir, "none"), caFile: p })).toEqual({ missing: expect.stringMatching(/token .*none is missing or empty/) });
+  });
+
+  it("B50 a reader racing token refreshes sees the old token or the new one, never a torn or empty file", async () => {
+    const p = join(dir, "token");
+    const a = "A".repeat(300_000);
+    const b = "B".repeat(200_001);
+    await syncFile(p, a);
+    const reader = new Worker(
+      `const { readFileSync } = require("node:fs"); const { parentPort, workerData } = require("node:worker_threads");
+       const seen = new Set(); let reads = 0; const end = Date.now() + 900;
+       while (Date.now() < end) { const t = readFileSync(workerData, "utf8"); reads++; seen.add(t.length + ":" + t[0] + t[t.length - 1] + ":" + (new Set(t).size)); }
+       parentPort.postMessage({ reads, seen: [...seen] });`,
+      { eval: true, workerData: p },
+    );
+    const result = new Promise<{ reads: number; seen: string[] }>((resolve, reject) => {
+      reader.once("message", resolve);
+      reader.once("error", reject);
+    });
+    let writes = 0;
+    const end = Date.now() + 700;
+    while (Date.now() < end) {
+      await syncFile(p, writes % 2 ? a : b);
+      writes++;
+    }
+    const r = await result;
+    expect(writes).toBeGreaterThan(10);
+    expect(r.reads).toBeGreaterThan(10);
+    // Every read was one whole version: length 300000 of A's or 200001 of B's, one distinct character.
+    expect(r.seen.every((s) => s === "300000:AA:1" || s === "200001:BB:1")).toBe(true);
+  });
+});

@@ -11,27 +11,42 @@ import { convertResult } from "../../src/cni/result/convert";
 import type { Result } from "../../src/cni/result/types";
 import { ResultCache } from "../../src/exec/cache";
 import type { ExecRequest, PluginExec } from "../../src/exec/plugin-exec";
-import { silentLogger } from "../../src/log/logger";
+import { silentLogger, type Logger } from "../../src/log/logger";
 import type { Deps } from "../../src/orchestrate/deps";
 import { RecordStore } from "../../src/orchestrate/record";
 
 export interface FakeCall {
   command: string;
   ifName: string;
+  containerId: string;
   type: string;
+  /** The path findInPath gave and the exec was asked to run. */
+  path: string;
   stdin: Record<string, unknown>;
   env: Record<string, string>;
   start: number;
   end: number;
 }
 
-export type FakeAnswer = { result: Record<string, unknown> } | { error: { code: number; msg: string } } | { throws: CniError };
+/**
+ * `result`: printed in the version the plugin was asked for (written in the 1.x shape);
+ * `stdout`: printed verbatim (garbage, another version's result);
+ * `error`: the plugin failed with that CNI error (as RawExec reports it); `throws`: thrown as is.
+ */
+export type FakeAnswer =
+  | { result: Record<string, unknown> }
+  | { stdout: string }
+  | { error: { code: number; msg: string; details?: string } }
+  | { throws: unknown };
 
-type Matcher = { command?: string; ifName?: string; type?: string };
+type Matcher = { command?: string; ifName?: string; type?: string; containerId?: string };
+type RuleOptions = { delayMs?: number; times?: number };
 
 export class FakeExec implements PluginExec {
   readonly calls: FakeCall[] = [];
-  private readonly rules: Array<{ m: Matcher; answer: FakeAnswer; delayMs: number }> = [];
+  private readonly rules: Array<{ m: Matcher; answer: FakeAnswer; delayMs: number; left: number }> = [];
+  /** Every findInPath lookup, in order. */
+  readonly lookups: Array<{ type: string; dirs: readonly string[] }> = [];
   private running = 0;
   overlapped = false;
   /** Runs at the start of every exec call (e.g. to look at the file system at that moment). */
@@ -39,28 +54,51 @@ export class FakeExec implements PluginExec {
 
   constructor(readonly types: readonly string[] = ["bridge", "macvlan", "tuning", "host-local"]) {}
 
-  /** Later rules win. Without a matching rule ADD returns a result on the call's ifName and other verbs succeed. */
-  on(m: Matcher, answer: FakeAnswer, delayMs = 0): this {
-    this.rules.unshift({ m, answer, delayMs });
+  /**
+   * Later rules win. Without a matching rule ADD returns a result on the call's ifName and other
+   * verbs succeed. `times` limits how often a rule answers (then it is spent).
+   */
+  on(m: Matcher, answer: FakeAnswer, opts: number | RuleOptions = 0): this {
+    const o = typeof opts === "number" ? { delayMs: opts } : opts;
+    this.rules.unshift({ m, answer, delayMs: o.delayMs ?? 0, left: o.times ?? Infinity });
     return this;
   }
 
   async findInPath(type: string, dirs: readonly string[]): Promise<string> {
+    this.lookups.push({ type, dirs: [...dirs] });
     if (!this.types.includes(type)) throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} is missing from [${dirs.join(":")}]`);
     return `/fake/bin/${type}`;
   }
 
   async execPlugin(r: ExecRequest): Promise<Uint8Array> {
     const stdin = JSON.parse(Buffer.from(r.stdin).toString()) as Record<string, unknown>;
-    const call = { command: r.env.CNI_COMMAND ?? "", ifName: r.env.CNI_IFNAME ?? "", type: String(stdin.type), stdin, env: r.env, start: performance.now() };
+    const call = {
+      command: r.env.CNI_COMMAND ?? "",
+      ifName: r.env.CNI_IFNAME ?? "",
+      containerId: r.env.CNI_CONTAINERID ?? "",
+      type: String(stdin.type),
+      path: r.path,
+      stdin,
+      env: { ...r.env },
+      start: performance.now(),
+    };
     this.onCall?.(call);
     if (this.running++ > 0) this.overlapped = true;
     try {
-      const rule = this.rules.find(({ m }) => (!m.command || m.command === call.command) && (!m.ifName || m.ifName === call.ifName) && (!m.type || m.type === call.type));
+      const rule = this.rules.find(
+        ({ m, left }) =>
+          left > 0 &&
+          (!m.command || m.command === call.command) &&
+          (!m.ifName || m.ifName === call.ifName) &&
+          (!m.type || m.type === call.type) &&
+          (!m.containerId || m.containerId === call.containerId),
+      );
+      if (rule) rule.left--;
       if (rule?.delayMs) await new Promise((res) => setTimeout(res, rule.delayMs));
       const answer = rule?.answer ?? (call.command === "ADD" ? { result: defaultResult(call.ifName, this.calls.length) } : { result: {} });
       if ("throws" in answer) throw answer.throws;
-      if ("error" in answer) throw new CniError(answer.error.code, `${r.what}: ${answer.error.msg}`);
+      if ("error" in answer) throw new CniError(answer.error.code, `${r.what}: ${answer.error.msg}`, answer.error.details);
+      if ("stdout" in answer) return Buffer.from(answer.stdout);
       if (call.command !== "ADD") return Buffer.from("");
       // Answers are written in the 1.x shape and printed in the version the plugin was asked for.
       const version = String(stdin.cniVersion);
@@ -68,6 +106,16 @@ export class FakeExec implements PluginExec {
     } finally {
       this.running--;
       this.calls.push({ ...call, end: performance.now() });
+    }
+  }
+
+  /** N7.3: throws unless every call ended before the next one started. */
+  assertSerial(): void {
+    if (this.overlapped) throw new Error("FakeExec: two delegate calls ran at the same time");
+    const byStart = [...this.calls].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < byStart.length; i++) {
+      const [prev, cur] = [byStart[i - 1]!, byStart[i]!];
+      if (cur.start < prev.end) throw new Error(`FakeExec: ${cur.command} ${cur.ifName} ${cur.type} started before ${prev.command} ${prev.ifName} ${prev.type} ended`);
     }
   }
 
@@ -84,15 +132,45 @@ export function defaultResult(ifName: string, n: number): Record<string, unknown
   };
 }
 
-/** Deps over a temp cniDir; `dispose()` removes it. */
-export function fakeDeps(exec: FakeExec): Deps & { cniDir: string; dispose(): void } {
+export interface LogLine {
+  level: string;
+  obj: Record<string, unknown>;
+  msg: string;
+}
+
+/** A Logger that keeps what it is told (to check that a fallback was warned about, B47). */
+export function recordingLogger(lines: LogLine[] = []): Logger & { lines: LogLine[] } {
+  const fn =
+    (level: string) =>
+    (a: object | string, b?: string): void => {
+      lines.push(typeof a === "string" ? { level, obj: {}, msg: a } : { level, obj: a as Record<string, unknown>, msg: b ?? "" });
+    };
+  const log = {
+    ...silentLogger(),
+    level: "trace",
+    lines,
+    trace: fn("trace"),
+    debug: fn("debug"),
+    info: fn("info"),
+    warn: fn("warn"),
+    error: fn("error"),
+    fatal: fn("fatal"),
+    child: () => log,
+  };
+  return log;
+}
+
+/** Deps over a temp cniDir (mkdtemp) and a logger that records silently; `dispose()` removes the dir. */
+export function fakeDeps(exec: FakeExec, opts: { baseEnv?: Record<string, string> } = {}): Deps & { cniDir: string; logs: LogLine[]; dispose(): void } {
   const cniDir = mkdtempSync(join(tmpdir(), "plx-unit-"));
+  const log = recordingLogger();
   return {
     exec,
     cache: new ResultCache(cniDir),
     records: new RecordStore(cniDir),
-    log: silentLogger(),
-    baseEnv: { PATH: "/usr/bin", KEEP_ME: "1" },
+    log,
+    logs: log.lines,
+    baseEnv: opts.baseEnv ?? { PATH: "/usr/bin", KEEP_ME: "1" },
     cniDir,
     dispose: () => rmSync(cniDir, { recursive: true, force: true }),
   };

@@ -1,0 +1,88 @@
+/** The libcni-style result cache (C3.3) on a temp cniDir: round trip, replacement, corrupt entries. */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ResultCache } from "../../../src/exec/cache";
+
+let cniDir: string;
+let cache: ResultCache;
+beforeEach(() => {
+  cniDir = mkdtempSync(join(tmpdir(), "plx-cache-"));
+  cache = new ResultCache(cniDir);
+});
+afterEach(() => rmSync(cniDir, { recursive: true, force: true }));
+
+const k = { networkName: "net-a", containerId: "ctr1", ifName: "eth0" };
+const entry = (address: string, extra: Record<string, unknown> = {}) => ({
+  ...k,
+  config: '{"cniVersion":"1.0.0","name":"net-a","plugins":[{"type":"bridge"}]}',
+  netns: "/var/run/netns/x",
+  cniArgs: "K=V",
+  result: { cniVersion: "1.0.0", ips: [{ address }] },
+  ...extra,
+});
+
+describe("ResultCache", () => {
+  it("C3.3 an entry is written under <cniDir>/results/<network>-<container>-<ifname>, mode 0600, and read back", async () => {
+    await cache.set(entry("10.0.0.2/24"));
+    expect(cache.path(k)).toBe(join(cniDir, "results", "net-a-ctr1-eth0"));
+    expect(statSync(cache.path(k)).mode & 0o777).toBe(0o600);
+    expect(await cache.get(k)).toEqual({ kind: "cniCacheV1", ...entry("10.0.0.2/24") });
+    expect(readdirSync(join(cniDir, "results"))).toEqual(["net-a-ctr1-eth0"]);
+  });
+
+  it("B48 a second ADD's entry replaces the first one, leaving one file and no temp files", async () => {
+    await cache.set(entry("10.0.0.2/24"));
+    await cache.set(entry("10.0.0.3/24"));
+    expect((await cache.get(k))!.result).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.0.0.3/24" }] });
+    expect(readdirSync(join(cniDir, "results"))).toEqual(["net-a-ctr1-eth0"]);
+  });
+
+  it("C2.5 a missing entry is undefined and deleting it is fine", async () => {
+    expect(await cache.get(k)).toBeUndefined();
+    await cache.delete(k);
+    await cache.set(entry("10.0.0.2/24"));
+    await cache.delete(k);
+    expect(await cache.get(k)).toBeUndefined();
+  });
+
+  it.each([
+    ["zero bytes", ""],
+    ["truncated JSON", '{"kind":"cniCacheV1","networkName":"net-a","contai'],
+    ["JSON null", "null"],
+    ["a list", "[]"],
+    ["a foreign record", JSON.stringify({ kind: "somethingElse", networkName: "net-a", containerId: "ctr1", ifName: "eth0" })],
+    ["a record without ifName", JSON.stringify({ kind: "cniCacheV1", networkName: "net-a", containerId: "ctr1" })],
+  ])("B47 an entry holding %s reads as absent and is left out of list()", async (_what, text) => {
+    mkdirSync(join(cniDir, "results"), { recursive: true });
+    writeFileSync(cache.path(k), text);
+    expect(await cache.get(k)).toBeUndefined();
+    expect(await cache.list()).toEqual([]);
+  });
+
+  it("C2.9 list() returns every readable entry, filtered by network, skipping leftover temp files", async () => {
+    await cache.set(entry("10.0.0.2/24"));
+    await cache.set(entry("10.0.0.3/24", { containerId: "ctr2" }));
+    await cache.set(entry("10.0.0.4/24", { networkName: "net-b" }));
+    writeFileSync(join(cniDir, "results", ".net-a-ctr3-eth0.tmp-1-1-x"), JSON.stringify({ kind: "cniCacheV1", ...k, containerId: "ctr3" }));
+    expect((await cache.list()).map((e) => `${e.networkName}/${e.containerId}`).sort()).toEqual(["net-a/ctr1", "net-a/ctr2", "net-b/ctr1"]);
+    expect((await cache.list("net-a")).map((e) => e.containerId).sort()).toEqual(["ctr1", "ctr2"]);
+    expect(await cache.list("net-c")).toEqual([]);
+  });
+
+  it("C2.9 list() of a cniDir that has no results yet is empty", async () => {
+    expect(await cache.list()).toEqual([]);
+  });
+
+  it("B44 an unwritable results dir (it is a file) fails with 5 and leaves no temp file", async () => {
+    writeFileSync(join(cniDir, "results"), "x");
+    await expect(cache.set(entry("10.0.0.2/24"))).rejects.toMatchObject({ code: 5, message: expect.stringContaining(cache.path(k)) });
+    expect(readdirSync(cniDir)).toEqual(["results"]);
+  });
+
+  it("C3.3 an entry that exists but cannot be read (a directory) is an I/O error 5, not silently absent", async () => {
+    mkdirSync(cache.path(k), { recursive: true });
+    await expect(cache.get(k)).rejects.toMatchObject({ code: 5 });
+  });
+});

@@ -49,9 +49,14 @@ const schema = z.looseObject({
   apiRequestTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
   apiTotalTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(600))),
   maxNetworks: z.optional(z.int().check(z.positive(), z.maximum(1024))),
+  daemonSocket: z.optional(z.string()),
+  daemonTimeoutMilliseconds: z.optional(z.number().check(z.positive(), z.maximum(60_000))),
   prevResult: z.optional(z.unknown()),
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
+
+/** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
+export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
 
 export interface PlexusConf {
   cniVersion: CniVersion;
@@ -89,6 +94,10 @@ export interface PlexusConf {
   apiTotalTimeoutMs: number;
   /** B25: most networks one pod may request. */
   maxNetworks: number;
+  /** The node daemon's unix socket (issue 5); "" turns the daemon off. */
+  daemonSocket: string;
+  /** How long one request to the daemon may take before the API is asked directly. */
+  daemonTimeoutMs: number;
   /** GC (C2.9): the attachments the runtime still knows; undefined outside GC. */
   validAttachments?: Array<{ containerID: string; ifname: string }>;
   /** Keys Plexus does not know, logged at debug (M1). */
@@ -150,6 +159,8 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? 5) * 1000,
     apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? 20) * 1000,
     maxNetworks: c.maxNetworks ?? 32,
+    daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
+    daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? 1000,
     unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
   };
   if (c.logOptions) conf.logOptions = c.logOptions;

@@ -1,7 +1,7 @@
 /**
  * Entry of the Kubernetes API bundle (dist/plexus-k8s.cjs): @kubernetes/client-node is ~2 MB and
- * ~130 ms to initialise, so it lives in its own bundle, loaded only when a pod needs the API
- * server; every other call keeps the small core.
+ * ~130 ms to initialise, so it lives in its own bundle, loaded only where it earns its cost: a
+ * kubeconfig with a credential plugin, and the node daemon's watch caches.
  */
-export { createClientNodeKube } from "./client-node";
-export { loadKubeSource } from "./kubeconfig";
+export { pluginKubeSource } from "./client-node-auth";
+export { WatchCaches } from "./watch-cache";

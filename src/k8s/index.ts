@@ -5,8 +5,8 @@
  * in-cluster service account, M1), or none.
  */
 import type { Logger } from "../log/logger";
-import type { ClientNodeOptions } from "./client-node";
 import type { KubeApi } from "./kube-api";
+import type { KubeClientOptions } from "./rest-kube";
 import { loadBundle } from "../cli/bundle-loader";
 import type * as ApiEntry from "./api-entry";
 
@@ -21,6 +21,9 @@ async function loadApiBundle(): Promise<typeof ApiEntry> {
 export interface KubeConfigKeys {
   fileClusterDir?: string | undefined;
   kubeconfig?: string | undefined;
+  /** `plexus daemon`'s socket ("" or absent: thin mode only). */
+  daemonSocket?: string | undefined;
+  daemonTimeoutMs?: number | undefined;
 }
 
 export interface KubeContext {
@@ -28,7 +31,7 @@ export interface KubeContext {
   env?: Readonly<Record<string, string | undefined>> | undefined;
   log?: Logger | undefined;
   /** Timeouts, retries, size cap (B34–B42). */
-  client?: ClientNodeOptions | undefined;
+  client?: KubeClientOptions | undefined;
   /** Prefix for the service account directory (tests). */
   inClusterRoot?: string | undefined;
 }
@@ -59,19 +62,41 @@ async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | 
     const { FileCluster } = await import("./file-cluster");
     return new FileCluster(conf.fileClusterDir);
   }
+  const env = ctx.env ?? {};
+  if (conf.daemonSocket && hasKubernetesConfig(conf, env)) {
+    const { DaemonKube, daemonSocketPresent } = await import("../daemon/client");
+    if (daemonSocketPresent(conf.daemonSocket)) {
+      const timeoutMs = conf.daemonTimeoutMs ?? 1000;
+      return new DaemonKube({
+        socketPath: conf.daemonSocket,
+        timeoutMs,
+        // A write waits for the API server behind the daemon: one request's timeout at least.
+        writeTimeoutMs: Math.max(timeoutMs, ctx.client?.retry?.requestTimeoutMs ?? 5000),
+        direct: () => loadKubeApi(conf, ctx),
+        log: ctx.log,
+      });
+    }
+    ctx.log?.debug({ socket: conf.daemonSocket }, "no plexus daemon socket; thin mode");
+  }
   return loadKubeApi(conf, ctx);
 }
 
 /**
- * The API-server client, or undefined without any Kubernetes config. Dynamic imports keep
- * client-node (about 2 MB bundled, ~90 ms to initialise) off every path that does not need it.
+ * The API-server client, or undefined without any Kubernetes config: {@link RestKube}, which
+ * needs no @kubernetes/client-node (about 2 MB bundled, ~130 ms to initialise); that bundle is
+ * loaded only for a kubeconfig whose user runs a credential plugin (exec, auth-provider).
  * Throws 7 for an unusable kubeconfig (B15), before any request.
  */
 export async function loadKubeApi(conf: KubeConfigKeys, ctx: KubeContext = {}): Promise<KubeApi | undefined> {
   const env = ctx.env ?? {};
   if (!hasKubernetesConfig(conf, env)) return undefined;
-  const { loadKubeSource, createClientNodeKube } = await loadApiBundle();
-  const source = await loadKubeSource({ kubeconfig: conf.kubeconfig, env, inClusterRoot: ctx.inClusterRoot });
+  // node:https, node:tls and js-yaml load only here: a DEL from the record never pays for them.
+  const [{ loadKubeSource }, { RestKube }] = await Promise.all([import("./kubeconfig"), import("./rest-kube")]);
+  let source = await loadKubeSource({ kubeconfig: conf.kubeconfig, env, inClusterRoot: ctx.inClusterRoot });
   if (!source) return undefined;
-  return createClientNodeKube({ source, ...ctx.client, log: ctx.log });
+  if ("plugin" in source) {
+    ctx.log?.debug({ kubeconfig: source.path }, "kubeconfig user runs a credential plugin: loading @kubernetes/client-node");
+    source = await (await loadApiBundle()).pluginKubeSource(source);
+  }
+  return new RestKube(source, { ...ctx.client, log: ctx.log });
 }

@@ -14,8 +14,11 @@ export interface PodEvent {
 }
 
 export interface KubeApi {
-  /** Throws CniError: code 3 when the pod does not exist (B38), 104 for API failures (B34–B41). */
-  getPod(namespace: string, name: string): Promise<Pod>;
+  /**
+   * Throws CniError: code 3 when the pod does not exist (B38), 104 for API failures (B34–B41).
+   * `uid`, the runtime's K8S_POD_UID, lets a cache tell a stale entry from the pod asked for.
+   */
+  getPod(namespace: string, name: string, uid?: string): Promise<Pod>;
   /** `undefined` when the NAD does not exist (404, B28); throws for other failures. */
   getNad(namespace: string, name: string): Promise<Nad | undefined>;
   /**

@@ -2,25 +2,49 @@
  * Where the API server and its credentials come from (M1): the config's `kubeconfig` file, else the
  * in-cluster service account (KUBERNETES_SERVICE_HOST/PORT), else no Kubernetes.
  *
+ * The CNI process reads the kubeconfig itself: the fields a node plugin's kubeconfig uses (server,
+ * CA, client certificate, token, token file, basic auth, insecure-skip-tls-verify,
+ * tls-server-name) need no @kubernetes/client-node, whose cold load would cost every pod ~130 ms.
+ * A user with an `exec` or `auth-provider` credential plugin is handed to client-node's KubeConfig
+ * (client-node-auth.ts, loaded only then).
+ *
  * B15: a kubeconfig that is missing, unreadable, not YAML or not usable fails with code 7 naming the
- * file, before any request. B50: the file is read with one `readFile`, so a kubeconfig replaced by
- * rename (token rotation) is seen whole, old or new, never torn.
+ * file, before any request. B50: every file is read with one `readFile`, so a kubeconfig or token
+ * replaced by rename (token rotation) is seen whole, old or new, never torn.
  */
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
 import { load } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import type { TlsMaterial } from "./http-transport";
 
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 const MAX_KUBECONFIG_BYTES = 1024 * 1024;
+/** A token file is re-read at most this often (client-node and client-go: one minute). */
+const TOKEN_FILE_TTL_MS = 60_000;
+
+/** Request headers for the credentials, computed per request (a token file can rotate). */
+export interface Auth {
+  headers(): Promise<Record<string, string>>;
+}
 
 export interface KubeSource {
-  kc: KubeConfig;
-  /** For messages (B37): `kubeconfig /etc/cni/net.d/plexus.d/plexus.kubeconfig` or `in-cluster service account`. */
+  /** For messages (B37): `kubeconfig /etc/cni/net.d/plexus.d/plexus.kubeconfig` or `in-cluster service account …`. */
   credentials: string;
   server: string;
+  /** For https servers. */
+  tls: TlsMaterial | undefined;
+  auth: Auth;
+}
+
+/** A kubeconfig whose user needs client-node's credential plugins (exec, auth-provider). */
+export interface PluginKubeconfig {
+  plugin: true;
+  path: string;
+  /** The parsed kubeconfig, token files normalised. */
+  raw: Record<string, unknown>;
 }
 
 export interface KubeSourceOptions {
@@ -35,7 +59,7 @@ export function hasKubeSource(o: Pick<KubeSourceOptions, "kubeconfig" | "env">):
   return Boolean(o.kubeconfig) || Boolean(o.env.KUBERNETES_SERVICE_HOST && o.env.KUBERNETES_SERVICE_PORT);
 }
 
-export async function loadKubeSource(o: KubeSourceOptions): Promise<KubeSource | undefined> {
+export async function loadKubeSource(o: KubeSourceOptions): Promise<KubeSource | PluginKubeconfig | undefined> {
   if (o.kubeconfig) return loadKubeconfigFile(o.kubeconfig);
   if (hasKubeSource(o)) return loadInCluster(o.env, o.inClusterRoot ?? "");
   return undefined;
@@ -45,7 +69,7 @@ function bad(path: string, why: string): CniError {
   return new CniError(Code.InvalidNetworkConfig, `kubeconfig ${path}: ${why}`);
 }
 
-export async function loadKubeconfigFile(path: string): Promise<KubeSource> {
+export async function readKubeconfig(path: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
     const buf = await readFile(path);
@@ -63,17 +87,92 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource> {
     throw bad(path, `is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
   }
   if (!isPlainObject(raw)) throw bad(path, "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)");
+  normaliseTokenFiles(raw, dirname(path));
+  return raw;
+}
+
+function named(list: unknown, name: string, key: string): Record<string, unknown> | undefined {
+  if (!Array.isArray(list)) return undefined;
+  const entry = list.find((e) => isPlainObject(e) && e.name === name) as Record<string, unknown> | undefined;
+  if (!entry) return undefined;
+  return isPlainObject(entry[key]) ? entry[key] : {};
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
+export async function loadKubeconfigFile(path: string): Promise<KubeSource | PluginKubeconfig> {
+  const raw = await readKubeconfig(path);
   const dir = dirname(path);
-  normaliseTokenFiles(raw, dir);
-  const kc = new KubeConfig();
-  try {
-    // JSON is YAML: client-node parses what was read once, no second read of the file.
-    kc.loadFromString(JSON.stringify(raw));
-    kc.makePathsAbsolute(dir);
-  } catch (err) {
-    throw bad(path, `is not a usable kubeconfig: ${(err as Error).message}`);
+  const fail = (why: string) => bad(path, why);
+  const contextName = str(raw["current-context"]);
+  if (!contextName) throw fail("has no current-context");
+  const context = named(raw.contexts, contextName, "context");
+  if (!context) throw fail(`current-context ${JSON.stringify(contextName)} is not among its contexts`);
+  const clusterName = str(context.cluster) ?? "";
+  const cluster = named(raw.clusters, clusterName, "cluster");
+  if (!cluster) throw fail(`the cluster of context ${JSON.stringify(contextName)} is not among its clusters`);
+  const insecure = cluster["insecure-skip-tls-verify"] === true;
+  const server = checkServer(str(cluster.server) ?? "", clusterName, insecure, fail);
+  const user = named(raw.users, str(context.user) ?? "", "user") ?? {};
+  if (user.exec !== undefined || user["auth-provider"] !== undefined) return { plugin: true, path, raw };
+
+  const file = (v: unknown) => (typeof v === "string" && v ? (isAbsolute(v) ? v : join(dir, v)) : undefined);
+  const readPem = (what: string, data: unknown, f: unknown): Buffer | undefined => {
+    if (typeof data === "string" && data) return Buffer.from(data, "base64");
+    const p = file(f);
+    if (!p) return undefined;
+    try {
+      return readFileSync(p);
+    } catch (err) {
+      throw fail(`${what} ${p} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  };
+  const tls: TlsMaterial = {
+    ca: insecure ? undefined : readPem("certificate-authority", cluster["certificate-authority-data"], cluster["certificate-authority"]),
+    cert: readPem("client-certificate", user["client-certificate-data"], user["client-certificate"]),
+    key: readPem("client-key", user["client-key-data"], user["client-key"]),
+    ...(insecure ? { rejectUnauthorized: false } : {}),
+    ...(str(cluster["tls-server-name"]) ? { servername: str(cluster["tls-server-name"]) } : {}),
+  };
+  let auth: Auth = { headers: async () => ({}) };
+  const token = str(user.token);
+  const tokenFile = str(user["token-file"]);
+  if (token) auth = staticHeaders({ authorization: `Bearer ${token}` });
+  else if (tokenFile) auth = tokenFileAuth(tokenFile, (why) => fail(why));
+  else if (str(user.username) && typeof user.password === "string") {
+    auth = staticHeaders({ authorization: `Basic ${Buffer.from(`${String(user.username)}:${user.password}`).toString("base64")}` });
   }
-  return { kc, credentials: `kubeconfig ${path}`, server: checkUsable(kc, (why) => bad(path, why)) };
+  return { credentials: `kubeconfig ${path}`, server, tls: server.startsWith("https:") ? tls : undefined, auth };
+}
+
+function staticHeaders(h: Record<string, string>): Auth {
+  return { headers: async () => h };
+}
+
+/** The token is read now (7 if it cannot be) and again when older than a minute (rotation, M11). */
+function tokenFileAuth(path: string, fail: (why: string) => CniError): Auth {
+  const read = () => {
+    try {
+      return readFileSync(path, "utf8").trim();
+    } catch (err) {
+      throw fail(`token file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
+  };
+  let token = read();
+  let readAt = Date.now();
+  return {
+    headers: async () => {
+      if (Date.now() - readAt > TOKEN_FILE_TTL_MS) {
+        try {
+          token = read();
+          readAt = Date.now();
+        } catch {
+          // Keep the last token: a rotation in progress must not fail a request.
+        }
+      }
+      return { authorization: `Bearer ${token}` };
+    },
+  };
 }
 
 /**
@@ -98,37 +197,28 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
   const saDir = `${root}${SERVICE_ACCOUNT_DIR}`;
   const tokenFile = join(saDir, "token");
   const caFile = join(saDir, "ca.crt");
-  for (const f of [tokenFile, caFile]) {
-    try {
-      await readFile(f);
-    } catch (err) {
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        `in-cluster configuration (KUBERNETES_SERVICE_HOST is set) but ${f} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-      );
-    }
-  }
-  const host = env.KUBERNETES_SERVICE_HOST!;
-  const server = `https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT}`;
-  const kc = new KubeConfig();
-  kc.loadFromClusterAndUser({ name: "in-cluster", server, caFile, skipTLSVerify: false }, { name: "in-cluster", authProvider: { name: "tokenFile", config: { tokenFile } } });
   const credentials = `in-cluster service account ${saDir}`;
-  return { kc, credentials, server: checkUsable(kc, (why) => new CniError(Code.InvalidNetworkConfig, `${credentials}: ${why}`)) };
+  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `in-cluster configuration (KUBERNETES_SERVICE_HOST is set) but ${why}`);
+  let ca: Buffer;
+  try {
+    ca = await readFile(caFile);
+  } catch (err) {
+    throw fail(`${caFile} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  const auth = tokenFileAuth(tokenFile, (why) => fail(why));
+  const host = env.KUBERNETES_SERVICE_HOST!;
+  const server = checkServer(`https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT}`, "in-cluster", false, (why) => new CniError(Code.InvalidNetworkConfig, `${credentials}: ${why}`));
+  return { credentials, server, tls: { ca }, auth };
 }
 
-function checkUsable(kc: KubeConfig, fail: (why: string) => CniError): string {
-  const context = kc.getCurrentContext();
-  if (!context) throw fail("has no current-context");
-  if (!kc.getContextObject(context)) throw fail(`current-context ${JSON.stringify(context)} is not among its contexts`);
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw fail(`the cluster of context ${JSON.stringify(context)} is not among its clusters`);
+export function checkServer(server: string, clusterName: string, insecure: boolean, fail: (why: string) => CniError): string {
   let url: URL;
   try {
-    url = new URL(cluster.server);
+    url = new URL(server);
   } catch {
-    throw fail(`cluster ${JSON.stringify(cluster.name)} has no valid server URL (${JSON.stringify(cluster.server)})`);
+    throw fail(`cluster ${JSON.stringify(clusterName)} has no valid server URL (${JSON.stringify(server)})`);
   }
-  if (url.protocol === "http:" && !cluster.skipTLSVerify) throw fail(`cluster ${JSON.stringify(cluster.name)}: plain http is allowed only with insecure-skip-tls-verify`);
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw fail(`cluster ${JSON.stringify(cluster.name)}: unsupported server URL scheme ${url.protocol}`);
-  return cluster.server.replace(/\/+$/, "");
+  if (url.protocol === "http:" && !insecure) throw fail(`cluster ${JSON.stringify(clusterName)}: plain http is allowed only with insecure-skip-tls-verify`);
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw fail(`cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`);
+  return server.replace(/\/+$/, "");
 }

@@ -47,7 +47,7 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
     ctx.log.info({ reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" }, "attaching the default network(s) only");
     return { ...(ref ? { ref } : {}), attachments: await defaultsOnly(req, conf, source, kube !== undefined, ctx.log) };
   }
-  const pod = await kube.getPod(ref.namespace, ref.name);
+  const pod = await kube.getPod(ref.namespace, ref.name, ref.uid || undefined);
   // M8, B8, B39: a recreated pod (same name, new UID) must not get the old sandbox's networks.
   if (ref.uid && pod.metadata.uid && ref.uid !== pod.metadata.uid) {
     throw new CniError(

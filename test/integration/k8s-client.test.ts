@@ -1,5 +1,5 @@
 /**
- * The API-server KubeApi (src/k8s/client-node.ts) with the REAL @kubernetes/client-node against
+ * The API-server KubeApi (src/k8s/rest-kube.ts; client-node only for credential plugins) against
  * the fake API server over HTTPS: config loading (M1, B15, B50), name validation (B20), every API
  * failure of BAD-INPUTS section E (B34–B43), the UID precondition (M8) and events (M9).
  * Short timeouts (200 ms per request) keep each fault test well under a second.
@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
-import type { ClientNodeOptions } from "../../src/k8s/client-node";
+import type { KubeClientOptions as ClientNodeOptions } from "../../src/k8s/rest-kube";
 import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
@@ -55,7 +55,7 @@ const elapsed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
   return [r, performance.now() - t0];
 };
 
-describe("reads and writes through client-node", () => {
+describe("reads and writes through the REST client", () => {
   it("getPod returns the trimmed pod; getNad the NAD, undefined on 404 (B28)", async () => {
     await withCluster(async (s, kube) => {
       const pod = await kube.getPod("ns1", "p1");
@@ -142,6 +142,35 @@ describe("M1 where the configuration comes from", () => {
     const path = writeKubeconfig(s, { tokenFile: true });
     const kube = await clientFor(s, FAST, path);
     expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+  });
+});
+
+describe("M1 credential plugins go through client-node's KubeConfig", () => {
+  it("M1 an `exec` user: the plugin's ExecCredential token authenticates the requests", async () => {
+    await using s = await startFakeApiServer({ token: "exec-token" });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const dir = mkdtempSync(join(tmpdir(), "plx-exec-"));
+    const plugin = join(dir, "cred.sh");
+    writeFileSync(plugin, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`, { mode: 0o755 });
+    const path = join(dir, "kubeconfig");
+    writeFileSync(
+      path,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        `clusters: [{name: c, cluster: {server: "${s.url}", certificate-authority-data: ${Buffer.from(s.caPem).toString("base64")}}}]`,
+        `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}, interactiveMode: Never}}}]`,
+        "contexts: [{name: x, context: {cluster: c, user: u}}]",
+        "current-context: x",
+      ].join("\n"),
+    );
+    try {
+      const kube = await clientFor(s, FAST, path);
+      expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+      expect(s.requests).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -478,7 +507,8 @@ describe("B50 kubeconfig replaced while it is read", () => {
     try {
       for (let i = 0; i < 100; i++) {
         const src = await loadKubeSource({ kubeconfig: path, env: {} });
-        const pair = `${src!.server} ${src!.kc.getCurrentUser()!.token}`;
+        if (!src || "plugin" in src) throw new Error("expected a token kubeconfig");
+        const pair = `${src.server} ${(await src.auth.headers()).authorization?.replace("Bearer ", "")}`;
         expect(["https://127.0.0.1:1111 token-old", "https://127.0.0.1:2222 token-new"]).toContain(pair);
         seen.add(pair);
       }

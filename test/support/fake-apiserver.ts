@@ -6,6 +6,13 @@
  * events.k8s.io/v1) — with a `metav1.Status` body for every error, a request log, and faults
  * injected per route (STYLE: modelled on client-node's `setupMockSystem` test server).
  *
+ * LIST and WATCH of pods and NADs, per namespace and across namespaces, for informers
+ * (client-node's `ListWatch`): field and label selectors, one global resourceVersion, a history
+ * of events that watches resume from, and — as kube-apiserver's watch cache — a resume from a
+ * resourceVersion older than that history answered with a 200 stream whose only event is
+ * `ERROR` carrying a 410 `Expired` Status (the client then relists). Test controls:
+ * `dropWatches()`, `compactHistory()`, `watchCount()`.
+ *
  * Every socket gets TCP_NODELAY and every response is written in one piece with Content-Length,
  * so benchmarks do not measure delayed ACKs. `await using` (or `close()`) destroys every socket.
  */
@@ -51,6 +58,8 @@ export interface FaultMatcher {
   path?: string | RegExp;
   /** How many matching requests get the fault (default: all). */
   times?: number;
+  /** Only watch requests (`true`) or only non-watch requests (`false`); default both. */
+  watch?: boolean;
 }
 
 export interface LoggedRequest {
@@ -74,9 +83,19 @@ export interface FakeApiServerOptions {
   tls?: boolean;
   /** Bearer token every request must carry (default "plexus-test-token"). */
   token?: string;
-  /** Added to every request, before faults (ms). */
+  /** Added to every request, before faults (ms); for a watch, before the stream starts. */
   latencyMs?: number;
+  /** Events kept for watches to resume from (default 100,000); older ones are compacted away. */
+  historyLimit?: number;
+  /** How a watch resuming from a compacted resourceVersion is refused: "event" (default, as
+   * kube-apiserver's watch cache: 200 and one ERROR event with a 410 Expired Status) or
+   * "status" (HTTP 410 with the Status as the body). client-node relists on both. */
+  expiredWatch?: "event" | "status";
+  /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 1000 ms). */
+  bookmarkIntervalMs?: number;
 }
+
+type NadInput = { metadata: { name: string; namespace?: string } & Record<string, unknown>; spec?: { config?: string } };
 
 export interface FakeApiServer extends AsyncDisposable {
   readonly url: string;
@@ -86,33 +105,154 @@ export interface FakeApiServer extends AsyncDisposable {
   readonly requests: LoggedRequest[];
   addPod(pod: Partial<KubeObject> & { metadata: { name: string; namespace?: string } & Record<string, unknown> }): KubeObject;
   getPod(namespace: string, name: string): KubeObject | undefined;
-  deletePod(namespace: string, name: string): void;
-  addNad(nad: { metadata: { name: string; namespace?: string } & Record<string, unknown>; spec?: { config?: string } }): KubeObject;
+  /** Emits DELETED to watches; false (and nothing emitted) when the pod does not exist. */
+  deletePod(namespace: string, name: string): boolean;
+  /** Adds or replaces (then the event is MODIFIED) a NAD. */
+  addNad(nad: NadInput): KubeObject;
+  /** Many NADs at once (one write per open watch): linear in the count. */
+  addNads(nads: NadInput[]): KubeObject[];
+  deleteNad(namespace: string, name: string): boolean;
+  /** The current global resourceVersion. */
+  resourceVersion(): string;
+  /** Ends every open watch stream cleanly (terminating chunk); with `abort`, destroys their
+   * connections instead (the client sees a network error). Returns how many were open. */
+  dropWatches(o?: { abort?: boolean }): number;
+  /** Forgets the whole event history: a watch resuming from an older resourceVersion is expired (410). */
+  compactHistory(): void;
+  /** Open watch streams right now. */
+  watchCount(): number;
   events(): KubeObject[];
   inject(match: FaultMatcher, fault: Fault): void;
   clearFaults(): void;
   /** Open TCP connections right now. */
   connectionCount(): number;
+  /** Destroys every connection, watch streams included. */
   close(): Promise<void>;
 }
 
 const PODS = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+)(\/status)?)?$/;
+const ALL_PODS = /^\/api\/v1\/pods$/;
+const ALL_NADS = /^\/apis\/k8s\.cni\.cncf\.io\/v1\/network-attachment-definitions$/;
 const NADS = /^\/apis\/k8s\.cni\.cncf\.io\/v1\/namespaces\/([^/]+)\/network-attachment-definitions(?:\/([^/]+))?$/;
 const CORE_EVENTS = /^\/api\/v1\/namespaces\/([^/]+)\/events$/;
 const EVENTS_V1 = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events$/;
 
-const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout" };
+const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout" };
 
 /** Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping. */
 class HttpError extends Error {
   readonly code: number;
   readonly details?: Record<string, unknown>;
+  reason?: string;
   constructor(code: number, message: string, details?: Record<string, unknown>) {
     super(message);
     this.code = code;
     if (details) this.details = details;
   }
 }
+
+type Resource = "pods" | "nads";
+type Filter = (o: KubeObject) => boolean;
+
+/** One change, as kube-apiserver's watch cache keeps it: the object after and before. */
+interface HistoryEvent {
+  rv: number;
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  resource: Resource;
+  /** After the change; for DELETED the last state with the deletion's resourceVersion. */
+  obj: KubeObject;
+  prev: KubeObject | undefined;
+  json?: string;
+}
+
+interface Watcher {
+  resource: Resource;
+  filter: Filter;
+  res: ServerResponse;
+  timers: NodeJS.Timeout[];
+  /** Output held back while a slow-body fault writes the first batch. */
+  queue: string[] | undefined;
+}
+
+/** What `route` answers for a watch request: the stream is started by `startWatch`. */
+interface WatchPlan {
+  resource: Resource;
+  filter: Filter;
+  /** Undefined: start with ADDED for the current state (no resourceVersion, or "0"). */
+  since: number | undefined;
+  sendInitial: boolean;
+  /** sendInitialEvents=true: the first batch ends with the `k8s.io/initial-events-end` bookmark. */
+  initialEventsEnd: boolean;
+  bookmarks: boolean;
+  timeoutMs: number | undefined;
+}
+
+const POD_FIELDS = new Set(["metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName"]);
+const NAD_FIELDS = new Set(["metadata.name", "metadata.namespace"]);
+
+function fieldValue(o: KubeObject, field: string): string {
+  let v: unknown = o;
+  for (const k of field.split(".")) v = isObject(v) ? v[k] : undefined;
+  return v === undefined || v === null ? "" : String(v);
+}
+
+/** `a=b,c==d,e!=f` over the fields the apiserver indexes for the resource; else 400 as it does. */
+function parseFieldSelector(sel: string | null, resource: Resource): Filter {
+  const terms: Filter[] = [];
+  for (const raw of (sel ?? "").split(",")) {
+    const term = raw.trim();
+    if (!term) continue;
+    const m = /^([^!=\s]+)\s*(==|!=|=)\s*(.*)$/.exec(term);
+    if (!m) throw new HttpError(400, `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`);
+    const [, field, op, value] = m as unknown as [string, string, string, string];
+    if (!(resource === "pods" ? POD_FIELDS : NAD_FIELDS).has(field)) throw new HttpError(400, `field label not supported: ${field}`);
+    terms.push(op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value);
+  }
+  return terms.length === 0 ? () => true : (o) => terms.every((t) => t(o));
+}
+
+/** Equality- and set-based label selectors (`a=b`, `a!=b`, `a`, `!a`, `a in (x,y)`, `a notin (x)`). */
+function parseLabelSelector(sel: string | null): Filter {
+  const parts: string[] = [];
+  let depth = 0;
+  let cur = "";
+  for (const ch of sel ?? "") {
+    if (ch === "(") depth++;
+    if (ch === ")") depth--;
+    if (ch === "," && depth === 0) {
+      parts.push(cur);
+      cur = "";
+    } else cur += ch;
+  }
+  parts.push(cur);
+  const KEY = "([A-Za-z0-9][-A-Za-z0-9_./]*)";
+  const terms: ((labels: Record<string, unknown>) => boolean)[] = [];
+  for (const raw of parts) {
+    const term = raw.trim();
+    if (!term) continue;
+    let m: RegExpExecArray | null;
+    if ((m = new RegExp(`^!\\s*${KEY}$`).exec(term))) {
+      const k = m[1]!;
+      terms.push((l) => !(k in l));
+    } else if ((m = new RegExp(`^${KEY}\\s+(in|notin)\\s*\\(([^)]*)\\)$`).exec(term))) {
+      const [k, op, list] = [m[1]!, m[2]!, new Set(m[3]!.split(",").map((v) => v.trim()))];
+      terms.push(op === "in" ? (l) => k in l && list.has(String(l[k])) : (l) => !(k in l) || !list.has(String(l[k])));
+    } else if ((m = new RegExp(`^${KEY}\\s*(==|!=|=)\\s*([-A-Za-z0-9_.]*)$`).exec(term))) {
+      const [k, op, v] = [m[1]!, m[2]!, m[3]!];
+      terms.push(op === "!=" ? (l) => !(k in l) || String(l[k]) !== v : (l) => k in l && String(l[k]) === v);
+    } else if ((m = new RegExp(`^${KEY}$`).exec(term))) {
+      const k = m[1]!;
+      terms.push((l) => k in l);
+    } else throw new HttpError(400, `unable to parse requirement: ${JSON.stringify(term)}`);
+  }
+  if (terms.length === 0) return () => true;
+  return (o) => {
+    const labels = isObject(o.metadata.labels) ? o.metadata.labels : {};
+    return terms.every((t) => t(labels));
+  };
+}
+
+const TRUE = new Set(["1", "t", "T", "true", "TRUE", "True"]);
 
 export function statusBody(code: number, message: string, reason = REASONS[code] ?? "Unknown", details?: Record<string, unknown>): Record<string, unknown> {
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, ...(details ? { details } : {}), code };
@@ -173,6 +313,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   let resourceVersion = 1000;
   let uidCounter = 0;
   const nextRv = () => String(++resourceVersion);
+  /** Retained events are history[historyStart..]; every event with rv > compactedRv is retained. */
+  let history: HistoryEvent[] = [];
+  let historyStart = 0;
+  let compactedRv = resourceVersion;
+  const historyLimit = opts.historyLimit ?? 100_000;
+  const watchers = new Set<Watcher>();
 
   const state = { token: opts.token ?? "plexus-test-token" };
 
@@ -192,10 +338,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     });
   }
 
-  function takeFault(method: string, path: string): Fault[] {
+  function takeFault(method: string, path: string, isWatch: boolean): Fault[] {
     const out: Fault[] = [];
     for (const r of rules) {
       if (r.left <= 0) continue;
+      if (r.match.watch !== undefined && r.match.watch !== isWatch) continue;
       if (r.match.method && r.match.method.toUpperCase() !== method) continue;
       if (r.match.path !== undefined && (typeof r.match.path === "string" ? r.match.path !== path : !r.match.path.test(path))) continue;
       r.left--;
@@ -207,6 +354,214 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
 
   function podKey(ns: string, name: string) {
     return `${ns}/${name}`;
+  }
+
+  function withRv(o: KubeObject, rv: number): KubeObject {
+    return { ...o, metadata: { ...o.metadata, resourceVersion: String(rv) } };
+  }
+
+  function eventLine(type: string, json: string): string {
+    return `{"type":"${type}","object":${json}}\n`;
+  }
+
+  /** The event as this watch sees it (kube-apiserver's cacheWatcher.convertToWatchEvent): an
+   * object leaving the selector is DELETED (its previous state at the event's RV), entering it ADDED. */
+  function project(w: Watcher, e: HistoryEvent): string | undefined {
+    if (e.resource !== w.resource) return undefined;
+    const was = e.prev !== undefined && w.filter(e.prev);
+    const is = e.type !== "DELETED" && w.filter(e.obj);
+    if (is) return eventLine(was ? "MODIFIED" : "ADDED", (e.json ??= JSON.stringify(e.obj)));
+    if (!was) return undefined;
+    if (e.type === "DELETED") return eventLine("DELETED", (e.json ??= JSON.stringify(e.obj)));
+    return eventLine("DELETED", JSON.stringify(withRv(e.prev!, e.rv)));
+  }
+
+  function writeTo(w: Watcher, text: string): void {
+    if (!text) return;
+    if (w.queue) w.queue.push(text);
+    else if (!w.res.destroyed && !w.res.writableEnded) w.res.write(text);
+  }
+
+  /** Appends to the history (trimmed to historyLimit) and pushes to the open watches, one write each. */
+  function record(evts: HistoryEvent[]): void {
+    if (evts.length === 0) return;
+    for (const e of evts) history.push(e);
+    const excess = history.length - historyStart - historyLimit;
+    if (excess > 0) {
+      historyStart += excess;
+      compactedRv = history[historyStart - 1]!.rv;
+      if (historyStart > 1024 && historyStart * 2 > history.length) {
+        history = history.slice(historyStart);
+        historyStart = 0;
+      }
+    }
+    for (const w of watchers) {
+      let text = "";
+      for (const e of evts) text += project(w, e) ?? "";
+      writeTo(w, text);
+    }
+  }
+
+  function storeOf(resource: Resource): Map<string, KubeObject> {
+    return resource === "pods" ? pods : nads;
+  }
+
+  function put(resource: Resource, key: string, obj: KubeObject): HistoryEvent {
+    const store = storeOf(resource);
+    const prev = store.get(key);
+    store.set(key, obj);
+    return { rv: Number(obj.metadata.resourceVersion), type: prev ? "MODIFIED" : "ADDED", resource, obj, prev };
+  }
+
+  function remove(resource: Resource, ns: string, name: string): boolean {
+    const store = storeOf(resource);
+    const prev = store.get(podKey(ns, name));
+    if (!prev) return false;
+    store.delete(podKey(ns, name));
+    const rv = Number(nextRv());
+    record([{ rv, type: "DELETED", resource, obj: withRv(prev, rv), prev }]);
+    return true;
+  }
+
+  function bookmarkLine(resource: Resource, initialEventsEnd = false): string {
+    const [apiVersion, kind] = resource === "pods" ? ["v1", "Pod"] : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
+    const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
+    if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
+    return eventLine("BOOKMARK", JSON.stringify({ kind, apiVersion, metadata }));
+  }
+
+  function stopWatcher(w: Watcher): void {
+    for (const t of w.timers) clearTimeout(t);
+    w.timers.length = 0;
+    watchers.delete(w);
+  }
+
+  function endWatch(w: Watcher, abort = false): void {
+    stopWatcher(w);
+    if (abort) w.res.destroy();
+    else if (!w.res.destroyed && !w.res.writableEnded) w.res.end();
+  }
+
+  /** LIST, or the plan of a WATCH, of a collection (`ns` undefined: all namespaces). */
+  function handleList(method: string, resource: Resource, ns: string | undefined, q: URLSearchParams): [number, unknown] | WatchPlan {
+    if (method !== "GET") throw new HttpError(405, `method ${method} not allowed`);
+    const fieldFilter = parseFieldSelector(q.get("fieldSelector"), resource);
+    const labelFilter = parseLabelSelector(q.get("labelSelector"));
+    const filter: Filter = (o) => (ns === undefined || o.metadata.namespace === ns) && fieldFilter(o) && labelFilter(o);
+    if (TRUE.has(q.get("watch") ?? "")) {
+      const rvParam = q.get("resourceVersion") ?? "";
+      if (rvParam !== "" && !/^\d+$/.test(rvParam)) throw new HttpError(400, `invalid resource version: ${JSON.stringify(rvParam)}`);
+      const since = rvParam === "" || rvParam === "0" ? undefined : Number(rvParam);
+      const initialEventsEnd = TRUE.has(q.get("sendInitialEvents") ?? "");
+      const timeout = q.get("timeoutSeconds");
+      return {
+        resource,
+        filter,
+        since,
+        sendInitial: since === undefined || initialEventsEnd,
+        initialEventsEnd,
+        bookmarks: TRUE.has(q.get("allowWatchBookmarks") ?? ""),
+        timeoutMs: timeout ? Number(timeout) * 1000 : undefined,
+      };
+    }
+    const matching: [string, KubeObject][] = [];
+    for (const [key, o] of storeOf(resource)) if (filter(o)) matching.push([key, o]);
+    const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
+    let items = matching.map(([, o]) => o);
+    const limit = Number(q.get("limit") ?? 0);
+    const cont = q.get("continue");
+    if (limit > 0 || cont) {
+      // Pages in key order (as etcd), the continue token is the last key handed out.
+      matching.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      let from = 0;
+      if (cont) {
+        let after: string;
+        try {
+          after = (JSON.parse(Buffer.from(cont, "base64url").toString("utf8")) as { after: string }).after;
+        } catch {
+          throw new HttpError(400, "continue key is not valid: illegal base64 data");
+        }
+        while (from < matching.length && matching[from]![0] <= after) from++;
+      }
+      const page = matching.slice(from, limit > 0 ? from + limit : undefined);
+      items = page.map(([, o]) => o);
+      const left = matching.length - from - page.length;
+      if (left > 0 && page.length > 0) {
+        metadata.continue = Buffer.from(JSON.stringify({ after: page.at(-1)![0] })).toString("base64url");
+        metadata.remainingItemCount = left;
+      }
+    }
+    return [
+      200,
+      resource === "pods"
+        ? { apiVersion: "v1", kind: "PodList", metadata, items }
+        : { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinitionList", metadata, items },
+    ];
+  }
+
+  /** Starts a watch stream: expiry, the first batch (current state or replayed history), then live. */
+  async function startWatch(res: ServerResponse, plan: WatchPlan, fault: Fault | undefined): Promise<void> {
+    if (!plan.sendInitial && plan.since! < compactedRv) {
+      const message = `too old resource version: ${plan.since} (${compactedRv})`;
+      if (opts.expiredWatch === "status") return send(res, 410, statusBody(410, message, "Expired"));
+      res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
+      res.end(eventLine("ERROR", JSON.stringify(statusBody(410, message, "Expired"))));
+      return;
+    }
+    const w: Watcher = { resource: plan.resource, filter: plan.filter, res, timers: [], queue: undefined };
+    let first = "";
+    if (plan.sendInitial) {
+      for (const o of storeOf(plan.resource).values()) if (plan.filter(o)) first += eventLine("ADDED", JSON.stringify(o));
+      if (plan.initialEventsEnd && plan.bookmarks) first += bookmarkLine(plan.resource, true);
+    } else {
+      // Binary search for the first retained event after `since`.
+      let lo = historyStart;
+      let hi = history.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (history[mid]!.rv > plan.since!) hi = mid;
+        else lo = mid + 1;
+      }
+      for (let i = lo; i < history.length; i++) first += project(w, history[i]!) ?? "";
+    }
+    res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked", "cache-control": "no-cache, private" });
+    if (fault?.kind === "hang-after-headers") return void res.flushHeaders();
+    if (fault?.kind === "truncated") {
+      const text = first || bookmarkLine(plan.resource);
+      return void res.end(text.slice(0, Math.floor(text.length / 2)));
+    }
+    watchers.add(w);
+    res.on("close", () => stopWatcher(w));
+    if (plan.bookmarks) {
+      const tick = () => {
+        writeTo(w, bookmarkLine(plan.resource));
+        w.timers[0] = setTimeout(tick, opts.bookmarkIntervalMs ?? 1000);
+      };
+      w.timers[0] = setTimeout(tick, opts.bookmarkIntervalMs ?? 1000);
+    }
+    if (plan.timeoutMs !== undefined) {
+      w.timers[1] = setTimeout(() => {
+        if (plan.bookmarks) writeTo(w, bookmarkLine(plan.resource));
+        endWatch(w);
+      }, plan.timeoutMs);
+    }
+    if (fault?.kind === "slow-body") {
+      // The first batch a few bytes at a time; live events wait behind it.
+      w.queue = [];
+      const buf = Buffer.from(first);
+      const step = fault.chunkBytes ?? 1;
+      for (let i = 0; i < buf.length && !res.destroyed; i += step) {
+        await later(fault.intervalMs ?? 50);
+        if (res.destroyed) return;
+        res.write(buf.subarray(i, i + step));
+      }
+      const queued = w.queue.join("");
+      w.queue = undefined;
+      writeTo(w, queued);
+      return;
+    }
+    if (first) res.write(first);
+    else res.flushHeaders();
   }
 
   function notFound(resource: string, name: string): never {
@@ -248,16 +603,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     };
     if (sub) merged.spec = current.spec;
     else merged.status = current.status;
-    pods.set(podKey(ns, name), merged);
+    record([put("pods", podKey(ns, name), merged)]);
     return merged;
   }
 
-  function handlePods(method: string, ns: string, name: string | undefined, sub: boolean, req: IncomingMessage, body: string): [number, unknown] {
-    if (!name) {
-      if (method !== "GET") throw new HttpError(405, `method ${method} not allowed`);
-      const items = [...pods.values()].filter((p) => p.metadata.namespace === ns);
-      return [200, { apiVersion: "v1", kind: "PodList", metadata: { resourceVersion: String(resourceVersion) }, items }];
-    }
+  function handlePods(method: string, ns: string, name: string, sub: boolean, req: IncomingMessage, body: string): [number, unknown] {
     const current = pods.get(podKey(ns, name));
     if (!current) notFound("pods", name);
     if (method === "GET") return [200, current];
@@ -284,12 +634,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     throw new HttpError(405, `method ${method} not allowed`);
   }
 
-  function handleNads(method: string, ns: string, name: string | undefined): [number, unknown] {
+  function handleNads(method: string, ns: string, name: string): [number, unknown] {
     if (method !== "GET") throw new HttpError(405, `method ${method} not allowed`);
-    if (!name) {
-      const items = [...nads.values()].filter((n) => n.metadata.namespace === ns);
-      return [200, { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinitionList", metadata: { resourceVersion: String(resourceVersion) }, items }];
-    }
     const nad = nads.get(podKey(ns, name));
     if (!nad) notFound("network-attachment-definitions.k8s.cni.cncf.io", name);
     return [200, nad];
@@ -306,10 +652,20 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     return [201, stored];
   }
 
-  function route(method: string, path: string, req: IncomingMessage, body: string): [number, unknown] {
+  function route(method: string, path: string, q: URLSearchParams, req: IncomingMessage, body: string): [number, unknown] | WatchPlan {
     let m: RegExpExecArray | null;
-    if ((m = PODS.exec(path))) return handlePods(method, decodeURIComponent(m[1]!), m[2] === undefined ? undefined : decodeURIComponent(m[2]), m[3] !== undefined, req, body);
-    if ((m = NADS.exec(path))) return handleNads(method, decodeURIComponent(m[1]!), m[2] === undefined ? undefined : decodeURIComponent(m[2]));
+    if (ALL_PODS.test(path)) return handleList(method, "pods", undefined, q);
+    if (ALL_NADS.test(path)) return handleList(method, "nads", undefined, q);
+    if ((m = PODS.exec(path))) {
+      const ns = decodeURIComponent(m[1]!);
+      if (m[2] === undefined) return handleList(method, "pods", ns, q);
+      return handlePods(method, ns, decodeURIComponent(m[2]), m[3] !== undefined, req, body);
+    }
+    if ((m = NADS.exec(path))) {
+      const ns = decodeURIComponent(m[1]!);
+      if (m[2] === undefined) return handleList(method, "nads", ns, q);
+      return handleNads(method, ns, decodeURIComponent(m[2]));
+    }
     if ((m = CORE_EVENTS.exec(path))) return handleEvent(method, decodeURIComponent(m[1]!), body, "v1");
     if ((m = EVENTS_V1.exec(path))) return handleEvent(method, decodeURIComponent(m[1]!), body, "events.k8s.io/v1");
     throw new HttpError(404, "the server could not find the requested resource");
@@ -322,12 +678,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const url = new URL(req.url ?? "/", "http://x");
     const method = (req.method ?? "GET").toUpperCase();
     const path = url.pathname;
+    const isWatch = TRUE.has(url.searchParams.get("watch") ?? "");
     requests.push({ method, path, query: url.search, contentType: req.headers["content-type"], time: performance.now() - started, body });
 
     if (opts.latencyMs) await later(opts.latencyMs);
     if (req.headers.authorization !== `Bearer ${state.token}`) return send(res, 401, statusBody(401, "Unauthorized"));
 
-    const faults = takeFault(method, path);
+    const faults = takeFault(method, path, isWatch);
     for (const f of faults) if (f.kind === "delay") await later(f.ms);
     const fault = faults.find((f) => f.kind !== "delay");
     if (fault?.kind === "status") {
@@ -357,14 +714,15 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return send(res, 200, { apiVersion: "v1", kind: "List", metadata: {}, items: [] });
     }
 
-    let code: number;
-    let answer: unknown;
+    let routed: [number, unknown] | WatchPlan;
     try {
-      [code, answer] = route(method, path, req, body);
+      routed = route(method, path, url.searchParams, req, body);
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
-      return send(res, err.code, statusBody(err.code, err.message, undefined, err.details));
+      return send(res, err.code, statusBody(err.code, err.message, err.reason, err.details));
     }
+    if (!Array.isArray(routed)) return startWatch(res, routed, fault);
+    const [code, answer] = routed;
     const buf = Buffer.from(JSON.stringify(answer));
     if (fault?.kind === "truncated") {
       const half = buf.subarray(0, Math.floor(buf.length / 2));
@@ -421,32 +779,61 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     requests,
     addPod(pod) {
       const ns = pod.metadata.namespace ?? "default";
+      const key = podKey(ns, pod.metadata.name);
+      // Re-adding an existing pod replaces it (MODIFIED), keeping its identity unless given.
+      const existing = pods.get(key)?.metadata;
       const stored: KubeObject = {
         apiVersion: "v1",
         kind: "Pod",
         spec: { nodeName: "node-1", containers: [{ name: "main", image: "busybox" }] },
         status: { phase: "Pending" },
         ...pod,
-        metadata: { uid: `pod-uid-${++uidCounter}`, creationTimestamp: new Date().toISOString(), ...pod.metadata, namespace: ns, resourceVersion: nextRv() },
+        metadata: {
+          uid: existing?.uid ?? `pod-uid-${++uidCounter}`,
+          creationTimestamp: existing?.creationTimestamp ?? new Date().toISOString(),
+          ...pod.metadata,
+          namespace: ns,
+          resourceVersion: nextRv(),
+        },
       };
-      pods.set(podKey(ns, pod.metadata.name), stored);
+      record([put("pods", key, stored)]);
       return stored;
     },
     getPod: (ns, name) => pods.get(podKey(ns, name)),
-    deletePod(ns, name) {
-      pods.delete(podKey(ns, name));
+    deletePod: (ns, name) => remove("pods", ns, name),
+    addNad: (nad) => api.addNads([nad])[0]!,
+    addNads(list) {
+      const out: KubeObject[] = [];
+      const evts: HistoryEvent[] = [];
+      for (const nad of list) {
+        const ns = nad.metadata.namespace ?? "default";
+        const key = podKey(ns, nad.metadata.name);
+        const existing = nads.get(key)?.metadata;
+        const stored: KubeObject = {
+          apiVersion: "k8s.cni.cncf.io/v1",
+          kind: "NetworkAttachmentDefinition",
+          ...nad,
+          metadata: { uid: existing?.uid ?? `nad-uid-${++uidCounter}`, ...nad.metadata, namespace: ns, resourceVersion: nextRv() },
+        };
+        evts.push(put("nads", key, stored));
+        out.push(stored);
+      }
+      record(evts);
+      return out;
     },
-    addNad(nad) {
-      const ns = nad.metadata.namespace ?? "default";
-      const stored: KubeObject = {
-        apiVersion: "k8s.cni.cncf.io/v1",
-        kind: "NetworkAttachmentDefinition",
-        ...nad,
-        metadata: { uid: `nad-uid-${++uidCounter}`, ...nad.metadata, namespace: ns, resourceVersion: nextRv() },
-      };
-      nads.set(podKey(ns, nad.metadata.name), stored);
-      return stored;
+    deleteNad: (ns, name) => remove("nads", ns, name),
+    resourceVersion: () => String(resourceVersion),
+    dropWatches(o = {}) {
+      const open = [...watchers];
+      for (const w of open) endWatch(w, o.abort);
+      return open.length;
     },
+    compactHistory() {
+      history = [];
+      historyStart = 0;
+      compactedRv = resourceVersion;
+    },
+    watchCount: () => watchers.size,
     events: () => [...events],
     inject(match, fault) {
       rules.push({ match, fault, left: match.times ?? Number.POSITIVE_INFINITY });
@@ -458,6 +845,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     close() {
       closed ??= (async () => {
         for (const t of pending) clearTimeout(t);
+        for (const w of [...watchers]) stopWatcher(w);
         const socketsClosed = [...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))));
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         for (const s of sockets) s.destroy();

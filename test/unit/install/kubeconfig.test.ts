@@ -29,14 +29,19 @@ describe("node kubeconfig", () => {
     expect(text).toContain(`tokenFile: ${JSON.stringify(token)}`);
     expect(text).not.toMatch(/^\s*token:/m);
     expect(text).not.toContain("secret-token-1");
-    const src = await loadKubeconfigFile(path);
+    const load = async () => {
+      const src = await loadKubeconfigFile(path);
+      if ("plugin" in src) throw new Error("expected a token-file kubeconfig");
+      return src;
+    };
+    const src = await load();
     expect(src.server).toBe("https://10.96.0.1:443");
-    // client-node reads the token file when the kubeconfig is loaded, i.e. in every CNI process:
-    // a refreshed copy is what the next pod's ADD uses.
-    expect((src.kc.getCurrentUser() as unknown as { token?: string }).token).toBe("secret-token-1");
+    // The token file is read when the kubeconfig is loaded, i.e. in every CNI process: a
+    // refreshed copy is what the next pod's ADD uses.
+    expect((await src.auth.headers()).authorization).toBe("Bearer secret-token-1");
     await syncFile(token, "secret-token-2");
-    expect(((await loadKubeconfigFile(path)).kc.getCurrentUser() as unknown as { token?: string }).token).toBe("secret-token-2");
-    expect(src.kc.getCurrentCluster()?.caFile).toBe(ca);
+    expect((await (await load()).auth.headers()).authorization).toBe("Bearer secret-token-2");
+    expect(String(src.tls?.ca)).toBe("not really a CA");
   });
 
   it("M11 syncFile writes 0600 only when the content differs and says what it did", async () => {

@@ -1,0 +1,28 @@
+/**
+ * The daemon's API on its unix socket (issue 5), shared by the server (server.ts) and the CNI
+ * binary's client (client.ts). JSON over HTTP/1.1; errors carry the CNI code the binary should
+ * return, so an authoritative answer ("no such pod") is not mistaken for a daemon failure.
+ *
+ *   GET  /v1/pod?namespace=&name=&uid=    → { pod, source: "cache" | "api" }
+ *   GET  /v1/nad?namespace=&name=         → { nad | null, source }
+ *   POST /v1/network-status  { namespace, name, uid?, status, deadlineMs } → { ok: true }
+ *   POST /v1/event           { namespace, name, uid?, event }              → { ok: true }
+ *   GET  /healthz  /readyz  /metrics (Prometheus text)
+ *   error: HTTP 422 { error: { code, msg } }; HTTP 5xx means the daemon itself is unwell.
+ */
+export const DAEMON_API = {
+  pod: "/v1/pod",
+  nad: "/v1/nad",
+  networkStatus: "/v1/network-status",
+  event: "/v1/event",
+  healthz: "/healthz",
+  readyz: "/readyz",
+  metrics: "/metrics",
+} as const;
+
+export interface DaemonErrorBody {
+  error: { code: number; msg: string };
+}
+
+/** CNI codes the daemon answers with authority: the binary returns them, no fallback. */
+export const AUTHORITATIVE_CODES: ReadonlySet<number> = new Set([3, 6, 7]);

@@ -1,0 +1,226 @@
+/**
+ * `plexus daemon`'s HTTP API on a unix socket (0600, root only; protocol.ts): pods and NADs from
+ * the watch caches, a live read through the API when the cache misses (a pod created just before
+ * its ADD, a recreated pod whose UID the cache does not have yet, a NAD created a moment ago:
+ * never a stale "not found"), network-status writes and events over one keep-alive client, and
+ * /healthz, /readyz, /metrics.
+ */
+import { chmodSync, existsSync, mkdirSync, unlinkSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { connect } from "node:net";
+import { dirname } from "node:path";
+import { CniError, Code, isCniError } from "../cni/errors";
+import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import type { Logger } from "../log/logger";
+import { validateDns1123Label } from "../npwg/dns1123";
+import type { Nad, Pod } from "../npwg/types";
+import { Metrics } from "./metrics";
+import { DAEMON_API } from "./protocol";
+
+export interface CacheView {
+  readonly synced: boolean;
+  pod(namespace: string, name: string): Pod | undefined;
+  nad(namespace: string, name: string): Nad | undefined;
+  stats(): { pods: number; nads: number; restarts: { pods: number; nads: number }; lists: { pods: number; nads: number }; errors: { pods: number; nads: number } };
+}
+
+export interface DaemonServerOptions {
+  socketPath: string;
+  cache: CacheView;
+  /** Live reads on a miss, status writes and events. */
+  api: KubeApi;
+  log: Logger;
+}
+
+export interface DaemonServer {
+  readonly metrics: Metrics;
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 1024 * 1024;
+
+class HttpFailure extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Another daemon answering on the socket is a deployment error; a dead socket file is removed. */
+async function claimSocket(path: string): Promise<void> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+  if (!existsSync(path)) return;
+  const alive = await new Promise<boolean>((resolve) => {
+    const s = connect(path);
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+  if (alive) throw new CniError(Code.Internal, `daemon socket ${path} is in use by another process (is a second plexus daemon running?)`);
+  unlinkSync(path);
+}
+
+function str(q: URLSearchParams | Record<string, unknown>, key: string, required = true): string | undefined {
+  const v = q instanceof URLSearchParams ? q.get(key) : q[key];
+  if (typeof v === "string" && v !== "") return v;
+  if (required) throw new CniError(Code.InvalidNetworkConfig, `daemon request: "${key}" is missing`);
+  return undefined;
+}
+
+export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonServer> {
+  const metrics = new Metrics();
+  const { cache, api, log } = o;
+
+  async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const c of req) {
+      size += (c as Buffer).length;
+      if (size > MAX_BODY_BYTES) throw new HttpFailure(413, "request body too large");
+      chunks.push(c as Buffer);
+    }
+    try {
+      const v = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+      if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
+      return v as Record<string, unknown>;
+    } catch (err) {
+      throw new HttpFailure(400, `request body is not a JSON object: ${(err as Error).message}`);
+    }
+  }
+
+  async function route(req: IncomingMessage, url: URL): Promise<[number, unknown]> {
+    const q = url.searchParams;
+    switch (`${req.method} ${url.pathname}`) {
+      case `GET ${DAEMON_API.healthz}`:
+        return [200, { ok: true }];
+      case `GET ${DAEMON_API.readyz}`:
+        return cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }];
+      case `GET ${DAEMON_API.pod}`: {
+        const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
+        const name = str(q, "name")!;
+        const uid = str(q, "uid", false);
+        const cached = cache.pod(namespace, name);
+        if (cached && (!uid || cached.metadata.uid === uid)) {
+          metrics.inc("plexus_daemon_cache_total", { kind: "pod", result: "hit" });
+          return [200, { pod: cached, source: "cache" }];
+        }
+        metrics.inc("plexus_daemon_cache_total", { kind: "pod", result: cached ? "stale" : "miss" });
+        return [200, { pod: await api.getPod(namespace, name), source: "api" }];
+      }
+      case `GET ${DAEMON_API.nad}`: {
+        const namespace = validateDns1123Label(str(q, "namespace")!, "NetworkAttachmentDefinition namespace");
+        const name = validateDns1123Label(str(q, "name")!, "NetworkAttachmentDefinition name");
+        const cached = cache.nad(namespace, name);
+        if (cached) {
+          metrics.inc("plexus_daemon_cache_total", { kind: "nad", result: "hit" });
+          return [200, { nad: cached, source: "cache" }];
+        }
+        metrics.inc("plexus_daemon_cache_total", { kind: "nad", result: "miss" });
+        return [200, { nad: (await api.getNad(namespace, name)) ?? null, source: "api" }];
+      }
+      case `POST ${DAEMON_API.networkStatus}`: {
+        const b = await readBody(req);
+        const status = b.status;
+        if (typeof status !== "string") throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "status" must be a string');
+        const uid = str(b, "uid", false);
+        await api.setNetworkStatus({ namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) }, status);
+        return [200, { ok: true }];
+      }
+      case `POST ${DAEMON_API.event}`: {
+        const b = await readBody(req);
+        const e = b.event as Partial<PodEvent> | undefined;
+        if (!e || (e.type !== "Normal" && e.type !== "Warning") || typeof e.reason !== "string" || typeof e.message !== "string") {
+          throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "event" must have type Normal|Warning, reason and message');
+        }
+        const uid = str(b, "uid", false);
+        await api.recordEvent({ namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) }, { type: e.type, reason: e.reason, message: e.message });
+        return [200, { ok: true }];
+      }
+      case `GET ${DAEMON_API.metrics}`:
+        return [200, undefined];
+      default:
+        throw new HttpFailure(404, `no route ${req.method} ${url.pathname}`);
+    }
+  }
+
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const t0 = performance.now();
+    const url = new URL(req.url ?? "/", "http://plexus");
+    const routeName = url.pathname;
+    const reply = (status: number, body: unknown, type = "application/json") => {
+      const buf = Buffer.from(type === "application/json" ? JSON.stringify(body) : String(body));
+      res.writeHead(status, { "content-type": type, "content-length": String(buf.length) });
+      res.end(buf);
+      metrics.inc("plexus_daemon_requests_total", { route: routeName, code: String(status) });
+      metrics.observe("plexus_daemon_request_duration_seconds", { route: routeName }, performance.now() - t0);
+    };
+    route(req, url).then(
+      ([status, body]) => {
+        if (routeName === DAEMON_API.metrics) return reply(200, renderMetrics(), "text/plain; version=0.0.4");
+        reply(status, body);
+      },
+      (err: unknown) => {
+        if (err instanceof HttpFailure) return reply(err.status, { error: { code: Code.Internal, msg: err.message } });
+        if (isCniError(err)) {
+          if (err.code === Code.ApiFailure) metrics.inc("plexus_daemon_api_errors_total", { route: routeName });
+          return reply(422, { error: { code: err.code, msg: err.message } });
+        }
+        log.error({ err: err instanceof Error ? err.message : String(err), route: routeName }, "daemon request failed");
+        reply(500, { error: { code: Code.Internal, msg: `daemon bug: ${err instanceof Error ? err.message : String(err)}` } });
+      },
+    );
+  };
+
+  function renderMetrics(): string {
+    const s = cache.stats();
+    return metrics.render({
+      'plexus_daemon_cache_objects{kind="pod"}': s.pods,
+      'plexus_daemon_cache_objects{kind="nad"}': s.nads,
+      plexus_daemon_cache_synced: cache.synced ? 1 : 0,
+      'plexus_daemon_watch_restarts_total{kind="pod"}': s.restarts.pods,
+      'plexus_daemon_watch_restarts_total{kind="nad"}': s.restarts.nads,
+      'plexus_daemon_watch_lists_total{kind="pod"}': s.lists.pods,
+      'plexus_daemon_watch_lists_total{kind="nad"}': s.lists.nads,
+      'plexus_daemon_watch_errors_total{kind="pod"}': s.errors.pods,
+      'plexus_daemon_watch_errors_total{kind="nad"}': s.errors.nads,
+      plexus_daemon_api_requests_total: api.requestCount ?? 0,
+      plexus_daemon_resident_memory_bytes: process.memoryUsage.rss(),
+    });
+  }
+
+  await claimSocket(o.socketPath);
+  const server: Server = createServer(handler);
+  server.keepAliveTimeout = 5_000;
+  const oldMask = process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(o.socketPath, () => resolve());
+    });
+  } finally {
+    process.umask(oldMask);
+  }
+  chmodSync(o.socketPath, 0o600);
+  log.info({ socket: o.socketPath }, "daemon API listening");
+
+  let closed: Promise<void> | undefined;
+  return {
+    metrics,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }).then(() => {
+        try {
+          unlinkSync(o.socketPath);
+        } catch {
+          // already gone
+        }
+      });
+      return closed;
+    },
+  };
+}

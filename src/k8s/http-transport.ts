@@ -1,0 +1,174 @@
+/**
+ * The API client's transport: node:http(s) with one keep-alive agent, a deadline per attempt
+ * (headers and body, as an AbortSignal), a response size cap (B41) and a check that a 2xx answer
+ * is a JSON object (B40). No fetch, no undici: the CNI process pays for neither (a cold undici
+ * costs ~70 ms), and a hung or trickling server leaves no socket behind (B36).
+ */
+import * as http from "node:http";
+import * as https from "node:https";
+
+/** A transport-level failure: no HTTP answer to classify. */
+export class TransportError extends Error {
+  override name = "TransportError";
+  readonly kind: "timeout" | "reset" | "refused" | "dns" | "too-large" | "tls" | "other";
+  constructor(kind: TransportError["kind"], message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.kind = kind;
+  }
+}
+
+/** A 2xx answer that is not the JSON object asked for (B40). */
+export class DecodeError extends Error {
+  override name = "DecodeError";
+}
+
+export const RETRYABLE_TRANSPORT: ReadonlySet<TransportError["kind"]> = new Set(["timeout", "reset", "refused", "dns"]);
+
+export function transportError(err: unknown): TransportError {
+  if (err instanceof TransportError) return err;
+  const e = err as NodeJS.ErrnoException;
+  const code = e.code ?? "";
+  const msg = `${code ? `${code}: ` : ""}${e.message}`;
+  if (code === "ECONNREFUSED" || code === "ENOENT") return new TransportError("refused", msg, { cause: err });
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "ECONNABORTED" || code === "ERR_STREAM_PREMATURE_CLOSE") return new TransportError("reset", msg, { cause: err });
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return new TransportError("dns", msg, { cause: err });
+  if (code === "ETIMEDOUT" || code === "EHOSTUNREACH" || code === "ENETUNREACH") return new TransportError("timeout", msg, { cause: err });
+  if (code.startsWith("ERR_TLS") || code.includes("CERT") || code.startsWith("ERR_SSL")) return new TransportError("tls", msg, { cause: err });
+  return new TransportError("other", msg, { cause: err });
+}
+
+export interface TlsMaterial {
+  ca?: string | Buffer | undefined;
+  cert?: string | Buffer | undefined;
+  key?: string | Buffer | undefined;
+  rejectUnauthorized?: boolean | undefined;
+  servername?: string | undefined;
+}
+
+export interface HttpRequest {
+  method: string;
+  url: URL;
+  headers?: Record<string, string> | undefined;
+  body?: string | undefined;
+  signal?: AbortSignal | undefined;
+  /** Check that a 2xx answer is a JSON object (B40). Default true. */
+  expectJson?: boolean | undefined;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  /** The parsed body of a 2xx answer (when `expectJson`). */
+  json?: Record<string, unknown> | undefined;
+}
+
+export interface HttpTransportOptions {
+  tls?: TlsMaterial | undefined;
+  maxBytes: number;
+  /** A unix socket to connect to instead of the URL's host (the daemon's API). */
+  socketPath?: string | undefined;
+  maxSockets?: number | undefined;
+}
+
+export class HttpTransport {
+  sent = 0;
+  private readonly agent: http.Agent;
+  private readonly maxBytes: number;
+  private readonly socketPath: string | undefined;
+
+  constructor(o: HttpTransportOptions) {
+    this.maxBytes = o.maxBytes;
+    this.socketPath = o.socketPath;
+    const maxSockets = o.maxSockets ?? 4;
+    this.agent = o.tls ? new https.Agent({ ...o.tls, keepAlive: true, maxSockets }) : new http.Agent({ keepAlive: true, maxSockets });
+  }
+
+  request(r: HttpRequest): Promise<HttpAnswer> {
+    this.sent++;
+    const { url, signal } = r;
+    const lib = url.protocol === "https:" ? https : http;
+    const what = `${r.method} ${url.pathname}`;
+    return new Promise<HttpAnswer>((resolve, reject) => {
+      let settled = false;
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        req.destroy();
+        reject(transportError(err));
+      };
+      const headers: Record<string, string> = { accept: "application/json", ...r.headers };
+      if (r.body !== undefined) headers["content-length"] = String(Buffer.byteLength(r.body));
+      const req = lib.request(url, { method: r.method, headers, agent: this.agent, ...(this.socketPath ? { socketPath: this.socketPath } : {}) });
+      req.setNoDelay(true);
+      const onAbort = () => fail(new TransportError("timeout", `no complete answer within the request timeout (${what})`));
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      req.on("error", (err) => {
+        done();
+        fail(err);
+      });
+      req.on("response", (res) => {
+        const declared = Number(res.headers["content-length"]);
+        if (declared > this.maxBytes) {
+          done();
+          return fail(new TransportError("too-large", `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`));
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (c: Buffer) => {
+          size += c.length;
+          if (size > this.maxBytes) {
+            done();
+            fail(new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`));
+          } else chunks.push(c);
+        });
+        res.on("error", (err) => {
+          done();
+          fail(err);
+        });
+        res.on("close", () => {
+          if (!res.complete) {
+            done();
+            fail(new TransportError("reset", `connection closed after ${size} bytes of the answer`));
+          }
+        });
+        res.on("end", () => {
+          done();
+          if (settled) return;
+          settled = true;
+          const body = Buffer.concat(chunks);
+          const status = res.statusCode ?? 0;
+          const flat: Record<string, string> = {};
+          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(", ") : v;
+          if (status >= 200 && status < 300 && r.expectJson !== false) {
+            const parsed = parseJsonObject(flat["content-type"], body);
+            if (typeof parsed === "string") return reject(new DecodeError(`HTTP ${status} with ${parsed}`));
+            return resolve({ status, headers: flat, body, json: parsed });
+          }
+          resolve({ status, headers: flat, body });
+        });
+      });
+      req.end(r.body);
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** The body as a JSON object, or what is wrong with it. */
+export function parseJsonObject(contentType: string | undefined, body: Buffer): Record<string, unknown> | string {
+  const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (mediaType !== "application/json") return `content-type ${JSON.stringify(contentType ?? "")} instead of application/json (${JSON.stringify(body.subarray(0, 60).toString("utf8"))}…)`;
+  let v: unknown;
+  try {
+    v = JSON.parse(body.toString("utf8"));
+  } catch (err) {
+    return `a body that is not valid JSON (${body.length} bytes: ${(err as Error).message})`;
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return "a JSON body that is not an object";
+  return v as Record<string, unknown>;
+}

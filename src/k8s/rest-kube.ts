@@ -1,0 +1,339 @@
+/**
+ * {@link KubeApi} over the API server's REST protocol: the four calls the plugin makes (get pod,
+ * get NAD, merge-patch pods/status, create event) on {@link HttpTransport}, with bounded retries.
+ * No @kubernetes/client-node here: its cold load (~130 ms, undici included) would be paid by every
+ * pod sandbox, and four JSON requests need none of its generated model classes.
+ *
+ * Failures become CniErrors: 3 pod not found (B38, B43), 6 undecodable answer (B40), 7 bad names
+ * (B20), 104 everything else after bounded retries (B34–B37, B41, B42).
+ */
+import { hostname } from "node:os";
+import { CniError, Code, isCniError } from "../cni/errors";
+import type { Logger } from "../log/logger";
+import { validateDns1123Label } from "../npwg/dns1123";
+import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
+import { DecodeError, HttpTransport, RETRYABLE_TRANSPORT, TransportError, type HttpAnswer } from "./http-transport";
+import type { KubeApi, PodEvent } from "./kube-api";
+import type { KubeSource } from "./kubeconfig";
+import { backoffMs, DEFAULT_RETRY_POLICY, parseRetryAfter, RetriesExhausted, type RetryClock, type RetryPolicy, type RetryVerdict, realClock, withRetry } from "./retry";
+
+export const NAD_GROUP = "k8s.cni.cncf.io";
+export const NAD_VERSION = "v1";
+export const NAD_PLURAL = "network-attachment-definitions";
+export const EVENT_COMPONENT = "plexus";
+
+export interface KubeClientOptions {
+  retry?: Partial<RetryPolicy> | undefined;
+  /** 409 answers to the status write before giving up (B42). Default 5. */
+  conflictRetries?: number | undefined;
+  /** Largest response body accepted (B41). Default 4 MiB (etcd's object limit is 1.5 MiB). */
+  maxResponseBytes?: number | undefined;
+  /** Absolute cap (epoch ms) on every operation, e.g. the ADD's own budget (B35). */
+  deadlineAt?: number | undefined;
+  log?: Logger | undefined;
+  clock?: RetryClock | undefined;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_CONFLICT_RETRIES = 5;
+
+/** A non-2xx answer: its code and the metav1.Status it carried, if any. */
+export class ApiStatusError extends Error {
+  override name = "ApiStatusError";
+  readonly code: number;
+  readonly headers: Record<string, string>;
+  readonly status: { message?: string; reason?: string };
+  constructor(answer: HttpAnswer) {
+    const status = statusOf(answer.body);
+    super(`HTTP ${answer.status}${status.reason ? ` ${status.reason}` : ""}${status.message ? `: ${status.message}` : ""}`);
+    this.code = answer.status;
+    this.headers = answer.headers;
+    this.status = status;
+  }
+}
+
+function statusOf(body: Buffer): { message?: string; reason?: string } {
+  try {
+    const b = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+    if (typeof b !== "object" || b === null) return {};
+    return { ...(typeof b.message === "string" ? { message: b.message } : {}), ...(typeof b.reason === "string" ? { reason: b.reason } : {}) };
+  } catch {
+    return {};
+  }
+}
+
+/** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
+const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export function validatePodName(value: string, what: string): string {
+  if (value.length > 253 || !SUBDOMAIN.test(value)) {
+    throw new CniError(Code.InvalidNetworkConfig, `${what} ${JSON.stringify(value.slice(0, 80))} is not a valid pod name (DNS-1123 subdomain)`);
+  }
+  return value;
+}
+
+export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
+  return err instanceof ApiStatusError && err.code === code;
+}
+
+/** B34, B35, B36: what is worth another attempt. */
+export function classifyForRetry(err: unknown, now = Date.now()): RetryVerdict {
+  if (err instanceof TransportError) return RETRYABLE_TRANSPORT.has(err.kind) ? { retry: true } : { retry: false };
+  if (err instanceof ApiStatusError) {
+    if (err.code === 429 || err.code === 500 || err.code === 502 || err.code === 503 || err.code === 504) {
+      return { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) };
+    }
+  }
+  return { retry: false };
+}
+
+function isStringMap(v: unknown): v is Record<string, string> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
+}
+
+/** The fields of a v1 Pod Plexus reads (a watch cache keeps only these, too). */
+export function trimPod(o: Record<string, unknown>, fallbackNamespace: string): Pod | undefined {
+  const m = o.metadata as Record<string, unknown> | undefined;
+  if (o.kind !== undefined && o.kind !== "Pod") return undefined;
+  if (!m || typeof m.name !== "string" || !m.name) return undefined;
+  const spec = o.spec as Record<string, unknown> | undefined;
+  return {
+    metadata: {
+      name: m.name,
+      namespace: typeof m.namespace === "string" ? m.namespace : fallbackNamespace,
+      ...(typeof m.uid === "string" && m.uid ? { uid: m.uid } : {}),
+      ...(typeof m.resourceVersion === "string" && m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
+      ...(isStringMap(m.annotations) ? { annotations: { ...m.annotations } } : {}),
+    },
+    ...(typeof spec?.nodeName === "string" && spec.nodeName ? { spec: { nodeName: spec.nodeName } } : {}),
+  };
+}
+
+/** The fields of a NetworkAttachmentDefinition Plexus reads. */
+export function trimNad(o: Record<string, unknown>, fallbackNamespace: string): Nad | undefined {
+  const meta = o.metadata as Record<string, unknown> | undefined;
+  if (o.kind !== undefined && o.kind !== "NetworkAttachmentDefinition") return undefined;
+  if (typeof meta?.name !== "string") return undefined;
+  const spec = o.spec as Record<string, unknown> | undefined;
+  return {
+    apiVersion: typeof o.apiVersion === "string" ? o.apiVersion : `${NAD_GROUP}/${NAD_VERSION}`,
+    kind: "NetworkAttachmentDefinition",
+    metadata: {
+      name: meta.name,
+      namespace: typeof meta.namespace === "string" ? meta.namespace : fallbackNamespace,
+      ...(isStringMap(meta.annotations) ? { annotations: { ...meta.annotations } } : {}),
+      ...(typeof meta.resourceVersion === "string" ? { resourceVersion: meta.resourceVersion } : {}),
+    },
+    ...(spec && typeof spec === "object" ? { spec: typeof spec.config === "string" ? { config: spec.config } : {} } : {}),
+  };
+}
+
+export class RestKube implements KubeApi {
+  private readonly http: HttpTransport;
+  private readonly policy: RetryPolicy;
+  private readonly conflictRetries: number;
+  private readonly clock: RetryClock;
+  private readonly source: KubeSource;
+  private readonly opts: KubeClientOptions;
+  private readonly base: URL;
+
+  constructor(source: KubeSource, opts: KubeClientOptions = {}) {
+    this.source = source;
+    this.opts = opts;
+    this.base = new URL(source.server);
+    this.http = new HttpTransport({ tls: source.tls, maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES });
+    this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
+    this.conflictRetries = opts.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
+    this.clock = opts.clock ?? realClock;
+  }
+
+  get requestCount(): number {
+    return this.http.sent;
+  }
+
+  async getPod(namespace: string, name: string): Promise<Pod> {
+    validateDns1123Label(namespace, "pod namespace");
+    validatePodName(name, "pod name");
+    const what = `get pod ${namespace}/${name}`;
+    let obj: Record<string, unknown>;
+    try {
+      obj = await this.call("GET", `/api/v1/namespaces/${namespace}/pods/${name}`);
+    } catch (err) {
+      if (isApiStatus(err, 404)) throw new CniError(Code.UnknownContainer, `${what}: the pod does not exist (HTTP 404 from ${this.source.server})`);
+      throw this.toCniError(err, what);
+    }
+    const pod = obj.apiVersion === "v1" ? trimPod(obj, namespace) : undefined;
+    if (!pod || obj.kind !== "Pod") {
+      throw new CniError(Code.Decoding, `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} (apiVersion ${JSON.stringify(obj.apiVersion ?? null)}) instead of a v1 Pod`);
+    }
+    return pod;
+  }
+
+  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
+    validateDns1123Label(namespace, "NetworkAttachmentDefinition namespace");
+    validateDns1123Label(name, "NetworkAttachmentDefinition name");
+    const what = `get NetworkAttachmentDefinition ${namespace}/${name}`;
+    let obj: Record<string, unknown>;
+    try {
+      obj = await this.call("GET", `/apis/${NAD_GROUP}/${NAD_VERSION}/namespaces/${namespace}/${NAD_PLURAL}/${name}`);
+    } catch (err) {
+      if (isApiStatus(err, 404)) return undefined;
+      throw this.toCniError(err, what);
+    }
+    const nad = obj.kind === "NetworkAttachmentDefinition" ? trimNad(obj, namespace) : undefined;
+    if (!nad) throw new CniError(Code.Decoding, `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a NetworkAttachmentDefinition`);
+    return nad;
+  }
+
+  /**
+   * N5, M6: a JSON merge patch of the annotation on `pods/{name}/status`. With `uid` the patch
+   * carries `metadata.uid`, which the API server treats as a precondition (M8: a recreated pod
+   * must not receive the old sandbox's status); a 409 is then re-checked against the pod.
+   *
+   * B42: a 409 that persists after `conflictRetries` attempts fails with 104 (the ADD tears down).
+   * B43: 404 (the pod was deleted during the ADD) fails with 3, unlike Multus, which tolerates it
+   * (k8snetworkplumbingwg/multus-cni#1407): the sandbox is going away, so tearing the ADD down
+   * costs nothing, while reporting success would leave a status-less attachment behind if the
+   * "deleted" pod was in fact a stale cache or a recreated one.
+   */
+  async setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
+    validateDns1123Label(pod.namespace, "pod namespace");
+    validatePodName(pod.name, "pod name");
+    const what = `write network-status of pod ${pod.namespace}/${pod.name}`;
+    const body = JSON.stringify({ metadata: { ...(pod.uid ? { uid: pod.uid } : {}), annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson } } });
+    const deadlineAt = this.operationDeadline();
+    for (let conflicts = 0; ; ) {
+      try {
+        await this.call("PATCH", `/api/v1/namespaces/${pod.namespace}/pods/${pod.name}/status`, { body, contentType: "application/merge-patch+json", deadlineAt });
+        return;
+      } catch (err) {
+        if (isApiStatus(err, 404)) throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`);
+        if (!isApiStatus(err, 409)) throw this.toCniError(err, what);
+        conflicts++;
+        if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
+        if (conflicts > this.conflictRetries) {
+          throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${err.status.message ?? "conflict"})`);
+        }
+        const delay = backoffMs(conflicts, this.policy, this.clock.random);
+        if (this.clock.now() + delay >= deadlineAt) throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`);
+        this.opts.log?.debug({ conflicts, delay }, "network-status write conflicted; retrying");
+        await this.clock.sleep(delay);
+      }
+    }
+  }
+
+  private async checkUid(pod: { namespace: string; name: string; uid: string }, what: string): Promise<void> {
+    const current = await this.getPod(pod.namespace, pod.name).catch((err: unknown) => {
+      if (isCniError(err) && err.code === Code.UnknownContainer) throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (deleted during ADD)`);
+      throw err;
+    });
+    if (current.metadata.uid && current.metadata.uid !== pod.uid) {
+      throw new CniError(Code.UnknownContainer, `${what}: UID mismatch: the runtime's K8S_POD_UID is ${pod.uid} but the API has ${current.metadata.uid} (the pod was deleted and recreated)`);
+    }
+  }
+
+  /** M9: a core/v1 Event on the pod. Best effort: one attempt plus one retry, the caller logs failures. */
+  async recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void> {
+    validateDns1123Label(pod.namespace, "pod namespace");
+    validatePodName(pod.name, "pod name");
+    const now = new Date().toISOString();
+    const host = hostname();
+    const body = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { generateName: `${pod.name}.`, namespace: pod.namespace },
+      involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
+      reason: event.reason,
+      message: event.message,
+      type: event.type,
+      source: { component: EVENT_COMPONENT, host },
+      reportingComponent: EVENT_COMPONENT,
+      reportingInstance: host,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    try {
+      await this.call("POST", `/api/v1/namespaces/${pod.namespace}/events`, { body: JSON.stringify(body), contentType: "application/json", maxAttempts: 2 });
+    } catch (err) {
+      throw this.toCniError(err, `record event ${event.reason} on pod ${pod.namespace}/${pod.name}`);
+    }
+  }
+
+  /** GET a list (the daemon's informers), with the same retries; `query` is URL-encoded here. */
+  async list(path: string, query: Record<string, string> = {}): Promise<Record<string, unknown>> {
+    const qs = new URLSearchParams(query).toString();
+    try {
+      return await this.call("GET", qs ? `${path}?${qs}` : path);
+    } catch (err) {
+      throw this.toCniError(err, `list ${path}`);
+    }
+  }
+
+  /** Destroys the keep-alive sockets (B36). */
+  async close(): Promise<void> {
+    this.http.close();
+  }
+
+  private operationDeadline(): number {
+    return Math.min(this.clock.now() + this.policy.totalTimeoutMs, this.opts.deadlineAt ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** One API call with the retry policy; each attempt gets its own deadline as an AbortSignal. */
+  private call(
+    method: string,
+    path: string,
+    o: { body?: string; contentType?: string; deadlineAt?: number; maxAttempts?: number } = {},
+  ): Promise<Record<string, unknown>> {
+    const url = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
+    return withRetry(
+      async (timeoutMs) => {
+        const ac = new AbortController();
+        const timer = setTimeout(() => ac.abort(), timeoutMs);
+        try {
+          const headers = { ...(await this.source.auth.headers()), ...(o.contentType ? { "content-type": o.contentType } : {}) };
+          const answer = await this.http.request({ method, url, headers, body: o.body, signal: ac.signal });
+          if (answer.status < 200 || answer.status >= 300) throw new ApiStatusError(answer);
+          return answer.json ?? {};
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      {
+        policy: o.maxAttempts ? { ...this.policy, maxAttempts: o.maxAttempts } : this.policy,
+        classify: (err) => classifyForRetry(err, this.clock.now()),
+        deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
+        clock: this.clock,
+        onRetry: (err, attempt, delayMs) => this.opts.log?.debug({ attempt, delayMs, err: describe(err) }, "API request failed; retrying"),
+      },
+    );
+  }
+
+  private toCniError(err: unknown, what: string): CniError {
+    if (isCniError(err)) return err;
+    if (err instanceof RetriesExhausted) {
+      const inner = this.toCniError(err.lastError, what);
+      return new CniError(inner.code, `${inner.message}; ${err.message}`, inner.details, { cause: err });
+    }
+    if (err instanceof DecodeError) return new CniError(Code.Decoding, `${what}: the API server answered ${err.message}`, undefined, { cause: err });
+    if (err instanceof ApiStatusError) {
+      const s = err.status;
+      const detail = s.message ? `: ${s.message}` : "";
+      if (err.code === 401 || err.code === 403) {
+        // B37: the status and where the credentials came from, so the operator knows what to fix.
+        return new CniError(
+          Code.ApiFailure,
+          `${what}: HTTP ${err.code} ${err.code === 401 ? "Unauthorized" : "Forbidden"} from ${this.source.server} with the credentials of ${this.source.credentials}${detail}`,
+          undefined,
+          { cause: err },
+        );
+      }
+      return new CniError(Code.ApiFailure, `${what}: HTTP ${err.code}${s.reason ? ` ${s.reason}` : ""} from ${this.source.server}${detail}`, undefined, { cause: err });
+    }
+    return new CniError(Code.ApiFailure, `${what}: ${describe(err)} (${this.source.server})`, undefined, { cause: err });
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ApiStatusError) return `HTTP ${err.code}`;
+  return err instanceof Error ? err.message : String(err);
+}

@@ -24,6 +24,19 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
   addInstallCommand(program, (code) => {
     exitCode = code;
   });
+  program
+    .command("daemon")
+    .description("serve this node's pods and NADs from watch caches to the plexus CNI binary over a unix socket (run by the DaemonSet)")
+    .option("--kubeconfig <path>", "kubeconfig to use (default: the in-cluster service account)")
+    .option("--node-name <name>", "this node's name, for the pod watch's field selector (default: $NODE_NAME, else the hostname)")
+    .option("--socket <path>", "the unix socket to listen on (0600); the plugin's daemonSocket key", "/run/plexus/plexus.sock")
+    .option("--log-level <level>", "log level (stderr)", "info")
+    .option("--api-request-timeout <seconds>", "one API request", "10")
+    .option("--api-total-timeout <seconds>", "one API operation, retries included", "30")
+    .action(async (flags: Record<string, string | undefined>) => {
+      const { daemonMain } = await import("../daemon/main");
+      exitCode = await daemonMain(flags);
+    });
   try {
     await program.parseAsync([...argv], { from: "user" });
     return exitCode;

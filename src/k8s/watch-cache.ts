@@ -10,6 +10,7 @@
  * restarted with exponential backoff, and `synced` turns false until it has listed again.
  */
 import { KubeConfig, ListWatch, Watch, type KubernetesObject } from "@kubernetes/client-node";
+import { dirname } from "node:path";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
@@ -20,7 +21,8 @@ export interface ListFn {
 }
 
 export interface WatchCacheOptions {
-  kubeconfig?: string | undefined;
+  /** The kubeconfig as read by kubeconfig.ts (token files normalised), and its path. */
+  kubeconfig?: { path: string; raw: Record<string, unknown> } | undefined;
   /** In-cluster when no kubeconfig (KUBERNETES_SERVICE_HOST/PORT and the service account). */
   nodeName: string;
   /** Lists go through the daemon's own REST client (timeouts, size cap); watches through client-node. */
@@ -70,8 +72,9 @@ class Informer<T> {
     const self = this;
     // Trim every watched object before the informer stores it.
     const trimming = {
-      watch(p: string, q: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: unknown, raw: unknown) => void, done: (err: unknown) => void) {
-        return watch.watch(
+      async watch(p: string, q: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: unknown, raw: unknown) => void, done: (err: unknown) => void) {
+        let failed = false;
+        const controller = await watch.watch(
           p,
           q,
           (phase, obj, raw) => {
@@ -79,16 +82,20 @@ class Informer<T> {
             const t = self.trim(obj as Record<string, unknown>);
             if (t) cb(phase, t, raw);
           },
-          done,
+          (err) => {
+            if (err) failed = true;
+            done(err);
+          },
         );
+        // The watch is open (HTTP 200): healthy again, and the next failure starts a fresh backoff.
+        if (!failed) self.recovered();
+        return controller;
       },
     } as unknown as Watch;
     const listing = async () => {
       this.counters.lists++;
       const l = await list();
       this.listedOnce = true;
-      this.healthy = true;
-      this.delay = this.minDelay;
       return l;
     };
     this.lw = new ListWatch<Trimmed>(path, trimming, listing as never, false, undefined, fieldSelector);
@@ -100,6 +107,11 @@ class Informer<T> {
 
   get synced(): boolean {
     return this.listedOnce && this.healthy && !this.stopped;
+  }
+
+  recovered(): void {
+    this.healthy = true;
+    this.delay = this.minDelay;
   }
 
   get size(): number {
@@ -144,8 +156,10 @@ export class WatchCaches {
 
   constructor(o: WatchCacheOptions) {
     const kc = new KubeConfig();
-    if (o.kubeconfig) kc.loadFromFile(o.kubeconfig);
-    else kc.loadFromCluster();
+    if (o.kubeconfig) {
+      kc.loadFromString(JSON.stringify(o.kubeconfig.raw));
+      kc.makePathsAbsolute(dirname(o.kubeconfig.path));
+    } else kc.loadFromCluster();
     const min = o.minRestartDelayMs ?? 500;
     const max = o.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${o.nodeName}`;

@@ -1,0 +1,85 @@
+/**
+ * `plexus daemon` (issue 5): the DaemonSet's long-running container. Watch caches of this node's
+ * pods and of every NAD, one keep-alive API client for live reads, status writes and events, and
+ * the socket API the CNI binary asks first (server.ts). SIGTERM/SIGINT close the socket (the
+ * binary then uses the API directly) and stop the watches.
+ */
+import { hostname } from "node:os";
+import { loadBundle } from "../cli/bundle-loader";
+import { DEFAULT_DAEMON_SOCKET } from "../config/plugin-conf";
+import type * as ApiEntry from "../k8s/api-entry";
+import { loadKubeSource, readKubeconfig } from "../k8s/kubeconfig";
+import { RestKube } from "../k8s/rest-kube";
+import { createLogger, type Logger } from "../log/logger";
+import { startDaemonServer } from "./server";
+
+declare const PLEXUS_BUNDLED: boolean | undefined;
+
+async function apiBundle(): Promise<typeof ApiEntry> {
+  if (typeof PLEXUS_BUNDLED === "undefined" || !PLEXUS_BUNDLED) return import("../k8s/api-entry");
+  return loadBundle<typeof ApiEntry>("plexus-k8s");
+}
+
+export interface DaemonFlags {
+  kubeconfig?: string | undefined;
+  nodeName?: string | undefined;
+  socket?: string | undefined;
+  logLevel?: string | undefined;
+  apiRequestTimeout?: string | undefined;
+  apiTotalTimeout?: string | undefined;
+}
+
+export interface RunningDaemon {
+  stop(): Promise<void>;
+  readonly socketPath: string;
+}
+
+/** Starts the daemon; resolves once the socket listens (the caches fill in the background). */
+export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, string | undefined>>, log: Logger): Promise<RunningDaemon> {
+  const nodeName = f.nodeName || env.NODE_NAME || hostname();
+  const socketPath = f.socket || DEFAULT_DAEMON_SOCKET;
+  let source = await loadKubeSource({ kubeconfig: f.kubeconfig, env });
+  if (!source) throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
+  const bundle = await apiBundle();
+  if ("plugin" in source) source = await bundle.pluginKubeSource(source);
+  const api = new RestKube(source, {
+    retry: { requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000, totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000 },
+    // A list of 10,000 NADs is megabytes; the CNI process keeps its 4 MiB cap.
+    maxResponseBytes: 512 * 1024 * 1024,
+    log,
+  });
+  const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
+  const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
+  const server = await startDaemonServer({ socketPath, cache: caches, api, log });
+  const synced = caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
+  void synced;
+  return {
+    socketPath,
+    async stop() {
+      await server.close();
+      await caches.stop();
+      await api.close();
+    },
+  };
+}
+
+export async function daemonMain(f: DaemonFlags): Promise<number> {
+  const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true }, { component: "daemon" });
+  let daemon: RunningDaemon;
+  try {
+    daemon = await startDaemon(f, process.env, log);
+  } catch (err) {
+    log.error({ err: err instanceof Error ? err.message : String(err) }, "daemon failed to start");
+    return 1;
+  }
+  await new Promise<void>((resolve) => {
+    const onSignal = (sig: string) => {
+      log.info({ signal: sig }, "signal received; stopping");
+      resolve();
+    };
+    process.once("SIGTERM", onSignal);
+    process.once("SIGINT", onSignal);
+  });
+  await daemon.stop();
+  return 0;
+}

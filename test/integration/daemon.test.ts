@@ -1,0 +1,211 @@
+/**
+ * `plexus daemon` (issue 5) in-process against the fake API server over HTTPS, and the CNI side's
+ * DaemonKube through the real unix socket: reads from the watch caches (0 API reads), live reads
+ * on a miss (a pod created just before its ADD, a recreated pod), writes through the daemon, the
+ * caches recovering from dropped watches and 410 Expired, and the binary side falling back to the
+ * API when the daemon is missing, refusing, hanging, answering garbage or failing.
+ */
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Code } from "../../src/cni/errors";
+import { DaemonKube } from "../../src/daemon/client";
+import { type RunningDaemon, startDaemon } from "../../src/daemon/main";
+import { kubeFactory } from "../../src/k8s/index";
+import type { KubeApi } from "../../src/k8s/kube-api";
+import { silentLogger } from "../../src/log/logger";
+import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
+import { recordingLogger } from "../unit/install/recording-logger";
+import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const FAST = { retry: { requestTimeoutMs: 300, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 3 } };
+const NAD_CONF = JSON.stringify({ cniVersion: "1.0.0", type: "bridge" });
+
+async function cluster() {
+  const s = await startFakeApiServer();
+  cleanups.push(() => s.close());
+  const dir = mkdtempSync(join(tmpdir(), "plx-daemon-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const kubeconfig = writeKubeconfig(s, { dir, tokenFile: true });
+  s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+  s.addPod({ metadata: { name: "elsewhere", namespace: "app" }, spec: { nodeName: "node-2" } });
+  s.addNad({ metadata: { name: "net-a", namespace: "app" }, spec: { config: NAD_CONF } });
+  return { s, dir, kubeconfig, socket: join(dir, "plexus.sock") };
+}
+
+async function daemon(c: { kubeconfig: string; socket: string }): Promise<RunningDaemon> {
+  const d = await startDaemon({ kubeconfig: c.kubeconfig, nodeName: "node-1", socket: c.socket, apiRequestTimeout: "1", apiTotalTimeout: "3" }, {}, silentLogger());
+  cleanups.push(() => d.stop());
+  return d;
+}
+
+function client(socket: string, direct: () => Promise<KubeApi | undefined> = async () => undefined, log = silentLogger(), timeoutMs = 300): DaemonKube {
+  const k = new DaemonKube({ socketPath: socket, timeoutMs, writeTimeoutMs: 2000, direct, log });
+  cleanups.push(() => k.close());
+  return k;
+}
+
+/** GET on the daemon socket (health, metrics). */
+async function daemonGet(socket: string, path: string): Promise<{ status: number; text: string }> {
+  const { request } = await import("node:http");
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: socket, path, method: "GET" }, (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+const reads = (s: FakeApiServer) => s.requests.filter((r) => r.method === "GET" && !new URLSearchParams(r.query).has("watch") && !/\/pods$|network-attachment-definitions$/.test(r.path)).length;
+const ready = (socket: string) => expect.poll(async () => (await daemonGet(socket, "/readyz")).status, { timeout: 5000 }).toBe(200);
+
+describe("plexus daemon: watch caches behind a unix socket", () => {
+  it("serves pod and NAD from its caches with 0 API reads; writes status and one event through its client", async () => {
+    const c = await cluster();
+    await daemon(c);
+    await ready(c.socket);
+    expect(statSync(c.socket).mode & 0o777).toBe(0o600);
+    const k = client(c.socket);
+    const before = reads(c.s);
+    const pod = await k.getPod("app", "web", "uid-web");
+    expect(pod.metadata).toMatchObject({ name: "web", namespace: "app", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } });
+    expect(pod.spec?.nodeName).toBe("node-1");
+    expect((await k.getNad("app", "net-a"))?.spec?.config).toBe(NAD_CONF);
+    expect(reads(c.s) - before).toBe(0);
+
+    const writesBefore = c.s.requests.length;
+    await k.setNetworkStatus({ namespace: "app", name: "web", uid: "uid-web" }, '[{"name":"cbr0"}]');
+    await k.recordEvent({ namespace: "app", name: "web", uid: "uid-web" }, { type: "Normal", reason: "AddedInterface", message: "eth0" });
+    expect(c.s.requests.slice(writesBefore).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+    expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBe('[{"name":"cbr0"}]');
+    expect(k.requestCount).toBe(0);
+    expect(k.fallbackReason).toBeUndefined();
+
+    const metrics = (await daemonGet(c.socket, "/metrics")).text;
+    expect(metrics).toContain('plexus_daemon_cache_objects{kind="pod"} 1');
+    expect(metrics).toContain('plexus_daemon_cache_objects{kind="nad"} 1');
+    expect(metrics).toContain('plexus_daemon_cache_total{kind="pod",result="hit"} 1');
+    expect(metrics).toMatch(/plexus_daemon_request_duration_seconds_count\{route="\/v1\/pod"\} 1/);
+    expect((await daemonGet(c.socket, "/healthz")).status).toBe(200);
+  });
+
+  it("a pod created just before its ADD, and a recreated pod with a new UID: a live read, never a stale answer", async () => {
+    const c = await cluster();
+    await daemon(c);
+    await ready(c.socket);
+    const k = client(c.socket);
+    c.s.addPod({ metadata: { name: "fresh", namespace: "app", uid: "uid-fresh" }, spec: { nodeName: "node-1" } });
+    expect((await k.getPod("app", "fresh", "uid-fresh")).metadata.uid).toBe("uid-fresh");
+    c.s.deletePod("app", "web");
+    c.s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web-2" }, spec: { nodeName: "node-1" } });
+    expect((await k.getPod("app", "web", "uid-web-2")).metadata.uid).toBe("uid-web-2");
+    c.s.addNad({ metadata: { name: "net-new", namespace: "app" }, spec: { config: NAD_CONF } });
+    expect((await k.getNad("app", "net-new"))?.metadata.name).toBe("net-new");
+    // Missing for real: undefined for a NAD (B28), code 3 for a pod — authoritative, no fallback.
+    expect(await k.getNad("app", "nope")).toBeUndefined();
+    await expect(k.getPod("app", "ghost")).rejects.toMatchObject({ code: Code.UnknownContainer });
+    expect(k.fallbackReason).toBeUndefined();
+  });
+
+  it("dropped watches resume; 410 Expired relists; the cache ends right without live reads", async () => {
+    const c = await cluster();
+    await daemon(c);
+    await ready(c.socket);
+    await expect.poll(() => c.s.watchCount()).toBe(2);
+    c.s.dropWatches();
+    c.s.addPod({ metadata: { name: "after-drop", namespace: "app" }, spec: { nodeName: "node-1" } });
+    const metric = async (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\d+)`, "m").exec((await daemonGet(c.socket, "/metrics")).text)?.[1] ?? NaN);
+    await expect.poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 }).toBe(2);
+
+    c.s.compactHistory();
+    c.s.dropWatches();
+    c.s.deletePod("app", "after-drop");
+    c.s.deleteNad("app", "net-a");
+    c.s.addNad({ metadata: { name: "net-b", namespace: "app" }, spec: { config: NAD_CONF } });
+    await expect.poll(() => metric('plexus_daemon_watch_lists_total{kind="nad"}'), { timeout: 5000 }).toBe(2);
+    await expect.poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 }).toBe(1);
+    const k = client(c.socket);
+    const before = reads(c.s);
+    expect((await k.getNad("app", "net-b"))?.metadata.name).toBe("net-b");
+    expect(reads(c.s) - before).toBe(0);
+  });
+
+  it("a watch that fails (500) is restarted with backoff and the cache recovers", async () => {
+    const c = await cluster();
+    c.s.inject({ path: "/api/v1/pods", watch: true, times: 2 }, { kind: "status", code: 500 });
+    await daemon(c);
+    await ready(c.socket);
+    c.s.addPod({ metadata: { name: "late", namespace: "app" }, spec: { nodeName: "node-1" } });
+    const k = client(c.socket);
+    await expect.poll(async () => (await daemonGet(c.socket, "/metrics")).text, { timeout: 8000 }).toContain('plexus_daemon_cache_objects{kind="pod"} 2');
+    const before = reads(c.s);
+    expect((await k.getPod("app", "late")).metadata.name).toBe("late");
+    expect(reads(c.s) - before).toBe(0);
+  });
+});
+
+describe("the CNI side falls back to the API server when the daemon cannot answer", () => {
+  async function withDirect() {
+    const c = await cluster();
+    const log = recordingLogger();
+    let built = 0;
+    const direct = kubeFactory({ kubeconfig: c.kubeconfig }, { client: FAST });
+    cleanups.push(() => direct.close());
+    return { c, log, direct: () => (built++, direct()), built: () => built };
+  }
+
+  async function fakeDaemon(socket: string, handler: Parameters<typeof createServer>[1]): Promise<Server> {
+    const srv = createServer(handler);
+    await new Promise<void>((r) => srv.listen(socket, r));
+    cleanups.push(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
+    return srv;
+  }
+
+  const cases: Array<[string, (socket: string) => Promise<void>]> = [
+    ["a socket file nobody listens on (daemon died)", async (socket) => void writeFileSync(socket, "")],
+    ["a daemon that hangs", async (socket) => void (await fakeDaemon(socket, () => {}))],
+    ["a daemon answering garbage", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(200, { "content-type": "text/html" }); r.end("<html>oops</html>"); }))],
+    ["a daemon answering JSON of the wrong shape", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(200, { "content-type": "application/json" }); r.end('{"pod":{"kind":"Secret"}}'); }))],
+    ["a daemon failing (HTTP 500)", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(500, { "content-type": "application/json" }); r.end("{}"); }))],
+    ["a daemon whose own API access fails (422, code 104)", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(422, { "content-type": "application/json" }); r.end('{"error":{"code":104,"msg":"401 from the API"}}'); }))],
+  ];
+  for (const [what, make] of cases) {
+    it(`${what}: the read goes to the API server, logged, within the bounded wait`, async () => {
+      const { c, log, direct, built } = await withDirect();
+      await make(c.socket);
+      const k = client(c.socket, direct, log, 200);
+      const t0 = performance.now();
+      expect((await k.getPod("app", "web", "uid-web")).metadata.uid).toBe("uid-web");
+      expect(performance.now() - t0).toBeLessThan(1500);
+      expect(await k.getNad("app", "net-a")).toBeDefined();
+      await k.setNetworkStatus({ namespace: "app", name: "web" }, "[]");
+      expect(built()).toBe(1);
+      expect(k.fallbackReason).toBeTruthy();
+      expect(k.requestCount).toBe(3);
+      expect(log.lines.filter((l) => l.level === "warn" && /daemon unavailable/.test(l.msg))).toHaveLength(1);
+    });
+  }
+
+  it("kubeFactory: no socket file → the direct client at once; a live daemon → DaemonKube", async () => {
+    const c = await cluster();
+    const none = kubeFactory({ kubeconfig: c.kubeconfig, daemonSocket: c.socket }, { client: FAST });
+    cleanups.push(() => none.close());
+    expect((await none())?.constructor.name).toBe("RestKube");
+    await daemon(c);
+    const via = kubeFactory({ kubeconfig: c.kubeconfig, daemonSocket: c.socket }, { client: FAST });
+    cleanups.push(() => via.close());
+    const k = await via();
+    expect(k?.constructor.name).toBe("DaemonKube");
+    expect((await k!.getPod("app", "web")).metadata.name).toBe("web");
+  });
+});

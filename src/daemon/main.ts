@@ -46,6 +46,7 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
     retry: { requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000, totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000 },
     // A list of 10,000 NADs is megabytes; the CNI process keeps its 4 MiB cap.
     maxResponseBytes: 512 * 1024 * 1024,
+    userAgent: "plexus-daemon",
     log,
   });
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;

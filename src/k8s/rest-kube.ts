@@ -32,6 +32,8 @@ export interface KubeClientOptions {
   deadlineAt?: number | undefined;
   log?: Logger | undefined;
   clock?: RetryClock | undefined;
+  /** User-Agent of every request, so audit logs tell the CNI binary from the daemon. */
+  userAgent?: string | undefined;
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
@@ -290,7 +292,7 @@ export class RestKube implements KubeApi {
         const ac = new AbortController();
         const timer = setTimeout(() => ac.abort(), timeoutMs);
         try {
-          const headers = { ...(await this.source.auth.headers()), ...(o.contentType ? { "content-type": o.contentType } : {}) };
+          const headers = { "user-agent": this.opts.userAgent ?? "plexus-cni", ...(await this.source.auth.headers()), ...(o.contentType ? { "content-type": o.contentType } : {}) };
           const answer = await this.http.request({ method, url, headers, body: o.body, signal: ac.signal });
           if (answer.status < 200 || answer.status >= 300) throw new ApiStatusError(answer);
           return answer.json ?? {};

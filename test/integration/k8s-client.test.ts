@@ -7,7 +7,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { Code } from "../../src/cni/errors";
 import type { KubeClientOptions as ClientNodeOptions } from "../../src/k8s/rest-kube";
 import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
@@ -243,7 +243,9 @@ describe("B20 invalid names never become a request", () => {
 describe("B34 connection refused / reset", () => {
   it("B34 refused: bounded attempts, then 104", async () => {
     const s = await startFakeApiServer();
-    const path = writeKubeconfig(s);
+    const dir = mkdtempSync(join(tmpdir(), "plx-refused-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = writeKubeconfig(s, { dir });
     await s.close();
     const kube = await clientFor(s, FAST, path);
     const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));

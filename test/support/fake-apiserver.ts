@@ -16,7 +16,7 @@
  * Every socket gets TCP_NODELAY and every response is written in one piece with Content-Length,
  * so benchmarks do not measure delayed ACKs. `await using` (or `close()`) destroys every socket.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
@@ -67,6 +67,7 @@ export interface LoggedRequest {
   path: string;
   query: string;
   contentType: string | undefined;
+  userAgent: string | undefined;
   /** ms since the server started. */
   time: number;
   body: string;
@@ -679,7 +680,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const method = (req.method ?? "GET").toUpperCase();
     const path = url.pathname;
     const isWatch = TRUE.has(url.searchParams.get("watch") ?? "");
-    requests.push({ method, path, query: url.search, contentType: req.headers["content-type"], time: performance.now() - started, body });
+    requests.push({ method, path, query: url.search, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], time: performance.now() - started, body });
 
     if (opts.latencyMs) await later(opts.latencyMs);
     if (req.headers.authorization !== `Bearer ${state.token}`) return send(res, 401, statusBody(401, "Unauthorized"));
@@ -844,6 +845,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     connectionCount: () => sockets.size,
     close() {
       closed ??= (async () => {
+        for (const d of ownedTempDirs.get(api) ?? []) rmSync(d, { recursive: true, force: true });
         for (const t of pending) clearTimeout(t);
         for (const w of [...watchers]) stopWatcher(w);
         const socketsClosed = [...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))));
@@ -871,9 +873,17 @@ export interface KubeconfigOptions {
   tokenFile?: boolean;
 }
 
+/** Temp dirs writeKubeconfig made for a server, removed by that server's close(). */
+const ownedTempDirs = new WeakMap<object, string[]>();
+function ownedTempDir(owner: object): string {
+  const dir = mkdtempSync(join(tmpdir(), "plx-kubeconfig-"));
+  ownedTempDirs.set(owner, [...(ownedTempDirs.get(owner) ?? []), dir]);
+  return dir;
+}
+
 /** A kubeconfig (YAML, token auth, inline CA) pointing at the fake server; returns its path. */
 export function writeKubeconfig(server: Pick<FakeApiServer, "url" | "caPem" | "token">, o: KubeconfigOptions = {}): string {
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), "plx-kubeconfig-"));
+  const dir = o.dir ?? ownedTempDir(server);
   const path = join(dir, o.fileName ?? "kubeconfig");
   const token = o.token ?? server.token;
   let auth = `    token: ${token}`;

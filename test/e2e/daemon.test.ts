@@ -1,0 +1,175 @@
+/**
+ * Daemon mode end to end (issue 5): `dist/plexus daemon` as its own process in front of the fake
+ * API server (HTTPS), `dist/plexus` as the CNI binary with `daemonSocket`, real bridge/host-local
+ * in real namespaces. An ADD reads nothing from the API (0 GETs; 2 writes: status and one event);
+ * with the daemon killed (SIGKILL) at random through 200 ADD/DEL cycles, every ADD succeeds
+ * through the fallback or the restarted daemon, every DEL succeeds, nothing is left behind.
+ * Subnets 10.219.x.0/24.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
+import { describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
+import { PLEXUS_BIN } from "../support/plexus-bin";
+import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
+
+const t = useE2eScope();
+let api: FakeApiServer | undefined;
+const daemons = new Set<ChildProcess>();
+afterEach(async () => {
+  for (const d of daemons) await stopDaemon(d);
+  await api?.close();
+  api = undefined;
+});
+
+function stopDaemon(d: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  daemons.delete(d);
+  if (d.exitCode !== null || d.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    d.once("exit", () => resolve());
+    d.kill(signal);
+  });
+}
+
+function get(socket: string, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath: socket, path }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+    req.end();
+  });
+}
+
+async function startDaemon(scope: E2eScope, kubeconfig: string, socket: string, waitReady = true): Promise<ChildProcess> {
+  const d = spawn(PLEXUS_BIN, ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "warn"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, [scope.marker.split("=")[0]!]: scope.marker.split("=")[1] } });
+  let stderr = "";
+  d.stderr!.on("data", (c) => (stderr += c));
+  d.stdout!.on("data", (c) => (stderr += `[stdout] ${c}`));
+  daemons.add(d);
+  if (waitReady) await expect.poll(() => get(socket, "/readyz"), { timeout: 10_000, interval: 20 }).toBe(200).catch((err: unknown) => {
+    throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
+  });
+  return d;
+}
+
+/** Stops every daemon (SIGTERM: it removes its socket), then checks that nothing is left behind. */
+async function expectNothingLeft(scope: E2eScope, socket: string): Promise<void> {
+  for (const d of [...daemons]) await stopDaemon(d);
+  expect(existsSync(socket)).toBe(false);
+  expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+}
+
+async function setup(scope: E2eScope, n: number) {
+  api = await startFakeApiServer();
+  const confDir = join(scope.root, "net.d");
+  mkdirSync(confDir, { recursive: true });
+  writeFileSync(join(confDir, "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")] }));
+  const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
+  const socket = join(scope.root, "plexus.sock");
+  const conf = plexusConf(scope, [], { clusterNetwork: join(confDir, "10-cbr0.conflist"), confDir, kubeconfig, daemonSocket: socket, daemonTimeoutMilliseconds: 500 });
+  delete (conf as Record<string, unknown>).delegates;
+  api.addNad({ metadata: { namespace: "app", name: "net-a" }, spec: { config: JSON.stringify(bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.219.${n + 1}.0/24`) })) } });
+  return { api, conf, kubeconfig, socket };
+}
+
+const podEnv = (ns: { path: string }, pod: string, ctr = `ctr-${pod}`) => ({
+  CNI_CONTAINERID: ctr,
+  CNI_NETNS: ns.path,
+  CNI_IFNAME: "eth0",
+  CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${pod};K8S_POD_UID=uid-${pod}`,
+});
+
+describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
+  it("an ADD reads nothing from the API server (0 GETs), writes status and one event; DEL needs neither", async () => {
+    const { scope } = t;
+    const { api, conf, kubeconfig, socket } = await setup(scope, 1);
+    api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+    await startDaemon(scope, kubeconfig, socket);
+    await expect.poll(() => api.watchCount()).toBe(2);
+    const before = api.requests.length;
+    const ns = scope.addNetns();
+    expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
+    expect(links(ns.name).map((l) => l.name).filter((n) => n !== "lo").sort()).toEqual(["eth0", "net1"]);
+    expect(api.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+    const status = JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/network-status"]!) as Array<{ name: string; interface: string }>;
+    expect(status.map((s) => [s.name, s.interface])).toEqual([["cbr0", "eth0"], ["app/net-a", "net1"]]);
+    const afterAdd = api.requests.length;
+    expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
+    expect(api.requests.length).toBe(afterAdd);
+    await expectNothingLeft(scope, socket);
+  });
+
+  it("a pod created just before its ADD is found (the daemon reads it live)", async () => {
+    const { scope } = t;
+    const { api, conf, kubeconfig, socket } = await setup(scope, 3);
+    await startDaemon(scope, kubeconfig, socket);
+    api.addPod({ metadata: { namespace: "app", name: "new", uid: "uid-new", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+    const ns = scope.addNetns();
+    expectOk(await scope.run("ADD", conf, podEnv(ns, "new")));
+    expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "new")));
+    await expectNothingLeft(scope, socket);
+  });
+
+  it("200 ADD/DEL cycles with the daemon SIGKILLed at random and restarted: every ADD and DEL succeeds, nothing left", async () => {
+    const { scope } = t;
+    const { api, conf, kubeconfig, socket } = await setup(scope, 5);
+    const PODS = 4;
+    const CYCLES = 200;
+    const pods = Array.from({ length: PODS }, (_, i) => {
+      api!.addPod({ metadata: { namespace: "app", name: `p${i}`, uid: `uid-p${i}`, annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+      return { name: `p${i}`, ns: scope.addNetns() };
+    });
+    let daemon = await startDaemon(scope, kubeconfig, socket);
+    let kills = 0;
+    let stop = false;
+    // The chaos: the daemon lives 400–2000 ms (it needs ~200 ms to listen again, more under load), is SIGKILLed
+    // (its socket file stays behind, refusing), and is restarted 50–300 ms later without waiting for ready.
+    const chaos = (async () => {
+      while (!stop) {
+        const alive = daemon.exitCode === null && daemon.signalCode === null;
+        await new Promise((r) => setTimeout(r, alive ? 400 + Math.random() * 1600 : 50 + Math.random() * 250));
+        if (stop) break;
+        if (alive) {
+          await stopDaemon(daemon, "SIGKILL");
+          kills++;
+        } else daemon = await startDaemon(scope, kubeconfig, socket, false);
+      }
+    })();
+    const failures: string[] = [];
+    let done = 0;
+    try {
+      await Promise.all(
+        pods.map(async (p) => {
+          for (let i = 0; done < CYCLES; i++) {
+            done++;
+            const env = podEnv(p.ns, p.name, `ctr-${p.name}-${i}`);
+            const add = await scope.run("ADD", conf, env);
+            if (add.code !== 0) failures.push(`ADD ${p.name}#${i}: ${add.stdout}`);
+            const del = await scope.run("DEL", conf, env);
+            if (del.code !== 0 || del.stdout !== "") failures.push(`DEL ${p.name}#${i}: ${del.stdout}`);
+            if (links(p.ns.name).some((l) => l.name !== "lo")) failures.push(`leftover links in ${p.ns.name} after cycle ${i}`);
+          }
+        }),
+      );
+    } finally {
+      stop = true;
+      await chaos;
+    }
+    expect(failures).toEqual([]);
+    expect(kills).toBeGreaterThan(5);
+    // Both paths carried pods: the CNI binary read pods itself only while the daemon was down.
+    const cniPodReads = api.requests.filter((r) => r.method === "GET" && r.userAgent === "plexus-cni" && /\/pods\/p\d$/.test(r.path)).length;
+    console.log(`chaos: ${CYCLES} cycles, ${kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`);
+    expect(cniPodReads).toBeGreaterThan(0);
+    expect(cniPodReads).toBeLessThan(CYCLES);
+    // A SIGKILLed daemon leaves its socket file; the next one claims it. End on a live one.
+    if (daemon.exitCode !== null || daemon.signalCode !== null) daemon = await startDaemon(scope, kubeconfig, socket);
+    else await expect.poll(() => get(socket, "/readyz"), { timeout: 10_000, interval: 20 }).toBe(200);
+    await expectNothingLeft(scope, socket);
+  }, 240_000);
+});

@@ -1,10 +1,13 @@
-// npm run bench: prints figures, asserts nothing (targets are compared in the printed table).
-// Needs dist/ built (npm run build) and root for the netns sections.
+// npm run bench: prints figures, asserts nothing (targets are compared in the printed tables).
+// Needs dist/ built (npm run build) and root for the netns sections. `npm run bench -- pods-api`
+// runs one section; BENCH_RUNS sets the interleaved rounds per figure (default 20).
 import { existsSync } from "node:fs";
 import { benchVersion } from "./bench/version.mjs";
 import { benchDelegates } from "./bench/delegates.mjs";
 import { benchPods } from "./bench/pods.mjs";
 import { benchPodsApi } from "./bench/pods-api.mjs";
+import { benchParallel } from "./bench/parallel.mjs";
+import { benchDaemon } from "./bench/daemon.mjs";
 
 const runs = Number(process.env.BENCH_RUNS ?? 20);
 if (!existsSync("dist/plexus")) {
@@ -17,8 +20,30 @@ console.log(`Plexus benchmarks: node ${process.versions.node}, ${runs} interleav
 const version = want("version") ? await benchVersion(runs) : undefined;
 const delegates = want("delegates") ? await benchDelegates(runs) : undefined;
 if (want("pods")) await benchPods(runs);
-if (want("pods-api")) await benchPodsApi(runs);
+const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
+const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
+const daemon = want("daemon") ? await benchDaemon() : undefined;
+
+// The issue targets against the reference figures (Multus v4.0.2, this machine kind).
+const lines = [];
+const ok = (good) => (good ? "met" : "NOT met");
 if (version && delegates?.[2]) {
   const ratio = delegates[2].ownAdd / version.floor;
-  console.log(`own ADD overhead at N=2: ${delegates[2].ownAdd.toFixed(1)} ms = ${ratio.toFixed(2)}× the bare-Node floor (target ≤ 1.5×)`);
+  lines.push(`own ADD overhead at N=2 delegates (no API): ${delegates[2].ownAdd.toFixed(1)} ms = ${ratio.toFixed(2)}× the bare-Node floor (target ≤ 1.5×): ${ok(ratio <= 1.5)}`);
 }
+const at = (K) => api?.find((r) => r.latencyMs === 0 && r.K === K);
+for (const [K, thin, thick] of [[0, 86, 55], [2, 78, 61], [8, 525, 519]]) {
+  const r = at(K);
+  if (!r) continue;
+  const thinTarget = K === 8 ? 0.3 * thin : 1.5 * thin;
+  const daemonTarget = K === 8 ? 0.25 * thick : 1.5 * thick;
+  lines.push(`K=${K}: thin own ${r.thinOwn.toFixed(0)} ms (target ≤ ${thinTarget.toFixed(0)}): ${ok(r.thinOwn <= thinTarget)}; daemon own ${r.daemonOwn.toFixed(0)} ms (target ≤ ${daemonTarget.toFixed(0)}): ${ok(r.daemonOwn <= daemonTarget)}`);
+}
+if (api?.length) {
+  const worst = api.reduce((a, r) => Math.max(a, r.delOver), 0);
+  lines.push(`DEL from the record over bare Node + its delegates: worst ${worst.toFixed(1)} ms (target ≤ 15): ${ok(worst <= 15)}`);
+  lines.push(`API requests per ADD: thin ≤ 3+K: ${ok(api.every((r) => r.tReads + r.tWrites <= 3 + r.K))}; daemon 0 reads, ≤ 2 writes: ${ok(api.every((r) => r.dReads === 0 && r.dWrites <= 2))}`);
+}
+if (parallel?.daemon10) lines.push(`10 pods in parallel, daemon mode: ${parallel.daemon10.wall.toFixed(0)} ms in all (target ≤ 500): ${ok(parallel.daemon10.wall <= 500)}`);
+if (daemon) lines.push(`daemon RSS at 10,000 NADs: ${daemon.rssMiB.toFixed(0)} MiB (target ≤ 150): ${ok(daemon.rssMiB <= 150)}; requests during churn: ${daemon.requestsDuringChurn}`);
+if (lines.length) console.log(`== targets\n${lines.map((l) => `- ${l}`).join("\n")}`);

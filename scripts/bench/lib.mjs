@@ -1,6 +1,7 @@
 // Shared benchmark helpers: timed child processes with peak RSS, interleaved rounds, medians.
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 
 export const NODE = process.execPath;
 
@@ -59,4 +60,92 @@ export function table(headers, rows) {
   console.log(line(headers));
   console.log(widths.map((w) => "-".repeat(w)).join("  "));
   for (const r of rows) console.log(line(r));
+}
+
+export const CNI_PATH = "/usr/lib/cni";
+
+/** One CNI invocation that must succeed (exit 0), timed. */
+export async function cni(cmd, env, stdin) {
+  const r = await timed(cmd, [], { env, stdin });
+  if (r.code !== 0) throw new Error(`${env.CNI_COMMAND} via ${cmd} failed (${r.code}): ${r.stdout} ${r.stderr.slice(0, 2000)}`);
+  return r;
+}
+
+/** Nearest-rank percentile (p in 0..100). */
+export function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+function socketGet(socketPath, path) {
+  return new Promise((resolve) => {
+    const req = httpRequest({ socketPath, path }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on("error", () => resolve({ status: 0, body: "" }));
+    req.end();
+  });
+}
+
+/** Starts `dist/plexus daemon` and waits until /readyz answers 200 (its caches are synced). */
+export async function startDaemon({ kubeconfig, socket, nodeName, timeoutMs = 60_000 }) {
+  const t0 = performance.now();
+  const child = spawn("dist/plexus", ["daemon", "--kubeconfig", kubeconfig, "--node-name", nodeName, "--socket", socket, "--log-level", "warn"], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (c) => (stderr += c));
+  while ((await socketGet(socket, "/readyz")).status !== 200) {
+    if (child.exitCode !== null) throw new Error(`plexus daemon exited (${child.exitCode}): ${stderr}`);
+    if (performance.now() - t0 > timeoutMs) throw new Error(`plexus daemon not ready after ${timeoutMs} ms: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const readyMs = performance.now() - t0;
+  return {
+    pid: child.pid,
+    readyMs,
+    metrics: async () => (await socketGet(socket, "/metrics")).body,
+    /** Resident and peak resident memory (KiB) from /proc. */
+    rssKiB() {
+      const s = readFileSync(`/proc/${child.pid}/status`, "utf8");
+      const kib = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, "m").exec(s)?.[1]);
+      return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Network namespaces and bridges made for a bench, removed by cleanup() whatever happened. */
+export function scratch(prefix) {
+  const netns = [];
+  const links = [];
+  return {
+    netns(name) {
+      execFileSync("ip", ["netns", "add", name]);
+      netns.push(name);
+      return `/var/run/netns/${name}`;
+    },
+    link(name) {
+      links.push(name);
+      return name;
+    },
+    cleanup() {
+      for (const n of netns) {
+        try {
+          execFileSync("ip", ["netns", "del", n], { stdio: "ignore" });
+        } catch {}
+      }
+      for (const l of links) {
+        try {
+          execFileSync("ip", ["link", "del", l], { stdio: "ignore" });
+        } catch {}
+      }
+    },
+    prefix,
+  };
 }

@@ -1,35 +1,42 @@
 // ADD and DEL of a pod with the default network plus K NAD networks through the project's fake
-// API server over HTTPS (the real client in dist/plexus), at 0 and 5 ms injected latency, against
-// the same delegates run directly (the floor). Also API requests per ADD, counted by the server.
+// API server over HTTPS, in thin mode (dist/plexus talks to the API itself) and in daemon mode
+// (dist/plexus asks `dist/plexus daemon` over its unix socket), interleaved round by round with
+// the same delegates run directly (the floor) and a bare `node -e 0`, at 0 and 5 ms injected
+// latency. API requests per ADD are counted by the server (reads / writes; watches excluded).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execFileSync } from "node:child_process";
-import { timed, median, fmt, table } from "./lib.mjs";
+import { CNI_PATH, NODE, cni, fmt, max, median, scratch, startDaemon, table, timed } from "./lib.mjs";
 
-const CNI_PATH = "/usr/lib/cni";
+const NODE_NAME = "bench-node";
 
-async function run(cmd, env, stdin) {
-  const r = await timed(cmd, [], { env, stdin });
-  if (r.code !== 0) throw new Error(`${env.CNI_COMMAND} via ${cmd} failed: ${r.stdout} ${r.stderr}`);
-  return r;
+/** Multus v4.0.2 on this machine kind (issue 3 and 5 reference figures): own ms, requests per ADD. */
+const MULTUS = { 0: { thin: 86, thick: 55, req: 4 }, 2: { thin: 78, thick: 61, req: 6 }, 8: { thin: 525, thick: 519, req: 12 } };
+
+function countRequests(api, from) {
+  const rs = api.requests.slice(from).filter((r) => !/[?&]watch=(1|true)/.test(r.query));
+  const reads = rs.filter((r) => r.method === "GET").length;
+  return { reads, writes: rs.length - reads };
 }
 
 export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [0, 5]) {
   if (process.getuid?.() !== 0) {
     console.log("== pods through the API server: skipped (needs root for network namespaces)\n");
-    return;
+    return undefined;
   }
   // Node 24 runs the TypeScript fake server directly (type stripping).
   const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchapi-"));
-  const netnsName = `plx-bencha-${process.pid}`;
-  execFileSync("ip", ["netns", "add", netnsName]);
+  const s = scratch("plx-bencha");
+  const netnsPath = s.netns(`plx-bencha-${process.pid}`);
+  for (let k = 0; k <= Math.max(...counts); k++) s.link(`plxa${k}`);
   const rows = [];
+  const results = [];
   try {
     for (const latencyMs of latencies) {
       for (const K of counts) {
         const api = await startFakeApiServer({ latencyMs });
+        let daemon;
         try {
           const root = join(tmp, `l${latencyMs}k${K}`);
           const dataDir = join(root, "ipam");
@@ -39,46 +46,89 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
           const cluster = net("cbr0", 0);
           writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(cluster));
           const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
-          api.addPod({ metadata: { namespace: "b", name: "p", uid: "u", annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") } } });
+          api.addPod({ metadata: { namespace: "b", name: "p", uid: "u", annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") } }, spec: { nodeName: NODE_NAME } });
           for (const n of nads) api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
           const kubeconfig = writeKubeconfig(api, { dir: root });
-          const conf = JSON.stringify({ cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork: "/" + join(confDir, "10-cbr0.conf").replace(/^\//, ""), confDir, kubeconfig, cniDir: join(root, "cni") });
-          const base = { ...process.env, CNI_CONTAINERID: `bencha${K}`, CNI_NETNS: `/var/run/netns/${netnsName}`, CNI_PATH, CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u" };
+          const socket = join(root, "plexus.sock");
+          daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
+          const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork: join(confDir, "10-cbr0.conf"), confDir, kubeconfig, cniDir: join(root, "cni") };
+          const thinConf = JSON.stringify({ ...base, daemonSocket: "" });
+          const daemonConf = JSON.stringify({ ...base, daemonSocket: socket });
+          const env = { ...process.env, CNI_CONTAINERID: `bencha${K}`, CNI_NETNS: netnsPath, CNI_PATH, CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u" };
           const all = [cluster, ...nads];
-          const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], req: [] };
+          const m = { tAdd: [], tDel: [], dAdd: [], dDel: [], fAdd: [], fDel: [], node: [], tReq: [], dReq: [], rss: [] };
           for (let i = 0; i < runs + 1; i++) {
-            const before = api.requests.length;
-            const a = await run("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
-            const reqs = api.requests.length - before;
-            const d = await run("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
-            let dAdd = 0;
-            let dDel = 0;
-            for (let k = 0; k < all.length; k++) dAdd += (await run(`${CNI_PATH}/bridge`, { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
-            for (let k = all.length - 1; k >= 0; k--) dDel += (await run(`${CNI_PATH}/bridge`, { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
-            if (i === 0) continue;
-            m.pAdd.push(a.ms);
-            m.pDel.push(d.ms);
-            m.dAdd.push(dAdd);
-            m.dDel.push(dDel);
-            m.req.push(reqs);
+            let before = api.requests.length;
+            const ta = await cni("dist/plexus", { ...env, CNI_COMMAND: "ADD" }, thinConf);
+            const tReq = countRequests(api, before);
+            const td = await cni("dist/plexus", { ...env, CNI_COMMAND: "DEL" }, thinConf);
+            before = api.requests.length;
+            const da = await cni("dist/plexus", { ...env, CNI_COMMAND: "ADD" }, daemonConf);
+            const dReq = countRequests(api, before);
+            const dd = await cni("dist/plexus", { ...env, CNI_COMMAND: "DEL" }, daemonConf);
+            let fAdd = 0;
+            let fDel = 0;
+            for (let k = 0; k < all.length; k++) fAdd += (await cni(`${CNI_PATH}/bridge`, { ...env, CNI_COMMAND: "ADD", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
+            for (let k = all.length - 1; k >= 0; k--) fDel += (await cni(`${CNI_PATH}/bridge`, { ...env, CNI_COMMAND: "DEL", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
+            const bare = await timed(NODE, ["-e", "0"]);
+            if (i === 0) continue; // warm-up round
+            m.tAdd.push(ta.ms);
+            m.tDel.push(td.ms);
+            m.dAdd.push(da.ms);
+            m.dDel.push(dd.ms);
+            m.fAdd.push(fAdd);
+            m.fDel.push(fDel);
+            m.node.push(bare.ms);
+            m.tReq.push(tReq);
+            m.dReq.push(dReq);
+            m.rss.push(ta.rssKiB ?? 0, td.rssKiB ?? 0, da.rssKiB ?? 0, dd.rssKiB ?? 0);
           }
-          const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
-          rows.push([latencyMs, K, fmt(median(m.pAdd)), fmt(median(m.pDel)), fmt(median(m.dAdd)), fmt(median(m.dDel)), fmt(own), median(m.req)]);
+          const med = Object.fromEntries(Object.entries(m).filter(([, v]) => typeof v[0] === "number").map(([k, v]) => [k, median(v)]));
+          const floor = med.fAdd + med.fDel;
+          const r = {
+            latencyMs,
+            K,
+            ...med,
+            thinOwn: med.tAdd + med.tDel - floor,
+            daemonOwn: med.dAdd + med.dDel - floor,
+            // DEL is served from the record in both modes: its cost over the bare Node start and its delegates.
+            delOver: med.dDel - med.fDel - med.node,
+            tReads: max(m.tReq.map((q) => q.reads)),
+            tWrites: max(m.tReq.map((q) => q.writes)),
+            dReads: max(m.dReq.map((q) => q.reads)),
+            dWrites: max(m.dReq.map((q) => q.writes)),
+            peakRssMiB: max(m.rss) / 1024,
+          };
+          results.push(r);
+          rows.push([
+            latencyMs,
+            K,
+            `${fmt(r.tAdd)} / ${fmt(r.tDel)}`,
+            `${fmt(r.dAdd)} / ${fmt(r.dDel)}`,
+            `${fmt(r.fAdd)} / ${fmt(r.fDel)}`,
+            fmt(r.thinOwn),
+            fmt(r.daemonOwn),
+            MULTUS[K] && latencyMs === 0 ? `${MULTUS[K].thin} / ${MULTUS[K].thick}` : "",
+            `${r.tReads}+${r.tWrites}`,
+            `${r.dReads}+${r.dWrites}`,
+            MULTUS[K] && latencyMs === 0 ? MULTUS[K].req : "",
+            fmt(r.delOver),
+          ]);
         } finally {
+          await daemon?.stop();
           await api.close();
         }
       }
     }
   } finally {
-    execFileSync("ip", ["netns", "del", netnsName]);
-    for (let k = 0; k <= Math.max(...counts); k++) {
-      try {
-        execFileSync("ip", ["link", "del", `plxa${k}`], { stdio: "ignore" });
-      } catch {}
-    }
+    s.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== a pod with the default network + K NAD networks through the fake API server (HTTPS), against the delegates run directly (ms)");
-  table(["latency", "K", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD+DEL", "API requests per ADD"], rows);
+  console.log("== a pod with the default network + K NAD networks through the fake API server (HTTPS): thin vs daemon mode vs the delegates run directly (ms, medians)");
+  console.log("   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches excluded); DEL over floor = DEL − direct DEL − `node -e 0`");
+  table(["latency", "K", "thin ADD / DEL", "daemon ADD / DEL", "direct ADD / DEL", "thin own", "daemon own", "Multus own thin / thick", "thin req", "daemon req", "Multus req", "DEL over floor"], rows);
+  const nodeMs = median(results.map((r) => r.node));
+  console.log(`   bare node -e 0: ${fmt(nodeMs)} ms; CNI process peak RSS: ${fmt(max(results.map((r) => r.peakRssMiB)))} MiB`);
   console.log("");
+  return results;
 }

@@ -2,9 +2,9 @@
  * Routes inside a pod's network namespace, for `default-route` (M4): the attachment that asks for
  * it carries the pod's default route, so the default routes of the family its gateway belongs to
  * are replaced. Done with the node's `nsenter` and `ip` (util-linux and iproute2, on every
- * Kubernetes node), through execa, without a shell.
+ * Kubernetes node), through execa, without a shell. execa is loaded here, on this rare path only:
+ * loading it costs ~16 ms, which every pod would otherwise pay (see raw-exec.ts).
  */
-import { execa } from "execa";
 import { CniError, Code } from "../cni/errors";
 
 export interface DefaultRoute {
@@ -13,6 +13,7 @@ export interface DefaultRoute {
 }
 
 async function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
+  const { execa } = await import("execa");
   const r = await execa("nsenter", [`--net=${netns}`, "ip", ...args], { reject: false, timeout: 10_000, stdin: "ignore", cleanup: false });
   return { ok: r.exitCode === 0, stderr: String(r.stderr ?? "").trim() };
 }

@@ -1,9 +1,10 @@
 /**
- * Production {@link PluginExec}: execa without a shell, after libcni `pkg/invoke/raw_exec.go`.
+ * Production {@link PluginExec}: node:child_process without a shell, after libcni `pkg/invoke/raw_exec.go`.
  * Each delegate runs in its own process group so that a deadline kills everything it started
  * (B52, B63); output is captured up to a cap (B61); ETXTBSY is retried with a fresh process (B51).
  */
-import { execa } from "execa";
+import { type ChildProcess, spawn } from "node:child_process";
+import { constants as osConstants } from "node:os";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
 import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
@@ -60,79 +61,115 @@ export class RawExec implements PluginExec {
   }
 
   private async execOnce(r: ExecRequest): Promise<Uint8Array> {
-    const cancel = new AbortController();
-    const sub = execa(r.path, [], {
-      input: r.stdin,
-      env: r.env,
-      extendEnv: false,
-      encoding: "buffer",
-      stripFinalNewline: false,
-      // stdout is the result: over the cap the delegate is stopped (B61). stderr is only for the
-      // log: it is read here and truncated, so a chatty delegate never fails a good ADD.
-      buffer: { stdout: true, stderr: false },
-      maxBuffer: { stdout: MAX_STDOUT_BYTES },
-      detached: true,
-      reject: false,
-      cancelSignal: cancel.signal,
-      killSignal: "SIGKILL",
-      forceKillAfterDelay: false,
-      // The deadline above kills the delegate's group; execa's exit hooks (signal-exit on every
-      // signal) would cost each pod start-up time for nothing more.
-      cleanup: false,
-    });
-    const stderrChunks: Buffer[] = [];
-    let stderrBytes = 0;
-    sub.stderr?.on("data", (chunk: Uint8Array) => {
-      if (stderrBytes >= MAX_STDERR_BYTES) return;
-      const take = Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(chunk.byteLength, MAX_STDERR_BYTES - stderrBytes));
-      stderrChunks.push(take);
-      stderrBytes += take.byteLength;
-    });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup(sub.pid);
-      cancel.abort();
-      setTimeout(() => {
-        sub.stdout?.destroy();
-        sub.stderr?.destroy();
-      }, PIPE_GRACE_MS).unref();
-    }, r.deadlineMs);
-    const res = await sub;
-    clearTimeout(timer);
-
-    const stdout = res.stdout as Uint8Array | undefined;
-    const stderr = Buffer.concat(stderrChunks);
-    const stderrText = tail(stderr);
+    const res = await runProcess(r);
+    const stderrText = tail(res.stderr);
     if (stderrText) this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
 
-    if (timedOut) {
+    if (res.timedOut) {
       throw new CniError(Code.DelegateTimeout, `${r.what}: did not finish within ${r.deadlineMs} ms; its process group was killed`, stderrText || undefined);
     }
-    const spawnCode = (res.cause as NodeJS.ErrnoException | undefined)?.code;
+    const spawnCode = res.spawnError?.code;
     if (spawnCode === "ETXTBSY") throw new TextFileBusy();
     if (spawnCode === "ENOENT" || spawnCode === "EACCES" || spawnCode === "ENOEXEC" || spawnCode === "EISDIR") {
       throw new CniError(Code.IoFailure, `${r.what}: cannot execute ${r.path} (${spawnCode})`);
     }
-    if (res.isMaxBuffer) {
+    if (res.spawnError) throw new CniError(Code.DelegateFailed, `${r.what}: could not run ${r.path}: ${res.spawnError.message}`);
+    if (res.overflow) {
       throw new CniError(
         Code.InvalidResult,
         `${r.what}: wrote more than ${MAX_STDOUT_BYTES} bytes to stdout, which cannot be a CNI result; it was stopped`,
       );
     }
     if (res.signal) {
-      throw new CniError(
-        Code.DelegateFailed,
-        `${r.what}: killed by signal ${res.signal}${res.signalDescription ? ` (${res.signalDescription})` : ""}`,
-        stderrText || undefined,
-      );
+      const number = osConstants.signals[res.signal];
+      throw new CniError(Code.DelegateFailed, `${r.what}: killed by signal ${res.signal}${number ? ` (${number})` : ""}`, stderrText || undefined);
     }
-    if (res.exitCode === 0 && !res.failed) return stdout ?? new Uint8Array();
-    if (res.exitCode === undefined) {
-      throw new CniError(Code.DelegateFailed, `${r.what}: could not run ${r.path}: ${res.shortMessage ?? res.message ?? "unknown error"}`);
-    }
-    throw pluginError(r.what, res.exitCode, stdout, stderrText);
+    if (res.exitCode === 0) return res.stdout;
+    throw pluginError(r.what, res.exitCode ?? -1, res.stdout, stderrText);
   }
+}
+
+interface ProcessOutcome {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  spawnError: NodeJS.ErrnoException | undefined;
+  /** stdout passed MAX_STDOUT_BYTES: the group was killed, the output dropped (B61). */
+  overflow: boolean;
+  timedOut: boolean;
+}
+
+/**
+ * One run of a delegate: no shell, its own process group (`detached`), the config on stdin,
+ * stdout kept up to a cap and stderr up to another, the whole group SIGKILLed at the deadline.
+ * Plain node:child_process: execa did this too, but loading it cost every invocation ~16 ms.
+ */
+function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
+  return new Promise((resolve) => {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let outBytes = 0;
+    let errBytes = 0;
+    let overflow = false;
+    let timedOut = false;
+    let spawnError: NodeJS.ErrnoException | undefined;
+    let settled = false;
+    let deadline: NodeJS.Timeout | undefined;
+    let grace: NodeJS.Timeout | undefined;
+    const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      clearTimeout(grace);
+      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode, signal, spawnError, overflow, timedOut });
+    };
+    let child: ChildProcess;
+    try {
+      child = spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+    } catch (e) {
+      // Arguments Node refuses before any process exists (e.g. a NUL byte in the environment).
+      spawnError = e as NodeJS.ErrnoException;
+      finish(null, null);
+      return;
+    }
+    child.on("error", (e: NodeJS.ErrnoException) => {
+      spawnError ??= e;
+      if (child.pid === undefined) finish(null, null);
+    });
+    child.on("close", (code, signal) => finish(code, signal));
+    child.stdout!.on("data", (chunk: Buffer) => {
+      if (overflow) return;
+      outBytes += chunk.byteLength;
+      if (outBytes > MAX_STDOUT_BYTES) {
+        overflow = true;
+        out.length = 0;
+        killGroup(child.pid);
+        return;
+      }
+      out.push(chunk);
+    });
+    // stderr is only for the log: read and truncated, so a chatty delegate never fails a good ADD.
+    child.stderr!.on("data", (chunk: Buffer) => {
+      if (errBytes >= MAX_STDERR_BYTES) return;
+      const take = chunk.subarray(0, MAX_STDERR_BYTES - errBytes);
+      err.push(take);
+      errBytes += take.byteLength;
+    });
+    // A delegate may exit without reading its config: EPIPE on stdin is its business, not a crash.
+    child.stdin!.on("error", () => {});
+    child.stdin!.end(r.stdin);
+    deadline = setTimeout(() => {
+      timedOut = true;
+      killGroup(child.pid);
+      // Pipes held open by children that escaped the group (B63) must not keep us waiting.
+      grace = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(null, "SIGKILL");
+      }, PIPE_GRACE_MS);
+    }, r.deadlineMs);
+  });
 }
 
 class TextFileBusy extends Error {}

@@ -12,7 +12,7 @@ import { CniError, Code, isCniError } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
-import { DecodeError, HttpTransport, RETRYABLE_TRANSPORT, TransportError, type HttpAnswer } from "./http-transport";
+import { DecodeError, HttpTransport, RETRYABLE_TRANSPORT, TransportError, type HttpAnswer, type HttpTransportOptions } from "./http-transport";
 import type { KubeApi, PodEvent } from "./kube-api";
 import type { KubeSource } from "./kubeconfig";
 import { backoffMs, DEFAULT_RETRY_POLICY, parseRetryAfter, RetriesExhausted, type RetryClock, type RetryPolicy, type RetryVerdict, realClock, withRetry } from "./retry";
@@ -32,6 +32,8 @@ export interface KubeClientOptions {
   deadlineAt?: number | undefined;
   log?: Logger | undefined;
   clock?: RetryClock | undefined;
+  /** See {@link HttpTransportOptions.caAsProcessDefault}: the CNI binary sets it. */
+  caAsProcessDefault?: boolean | undefined;
   /** User-Agent of every request, so audit logs tell the CNI binary from the daemon. */
   userAgent?: string | undefined;
 }
@@ -142,7 +144,7 @@ export class RestKube implements KubeApi {
     this.source = source;
     this.opts = opts;
     this.base = new URL(source.server);
-    this.http = new HttpTransport({ tls: source.tls, maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES });
+    this.http = new HttpTransport({ tls: source.tls, maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, caAsProcessDefault: opts.caAsProcessDefault });
     this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
     this.conflictRetries = opts.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
     this.clock = opts.clock ?? realClock;

@@ -7,7 +7,6 @@
  */
 import { closeSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, constants } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
-import { gzipSync } from "node:zlib";
 
 export interface LogRotation {
   /** Megabytes; lumberjack's default is 100. */
@@ -54,7 +53,7 @@ function rotate(file: string, opts: LogRotation, now: Date): void {
   try {
     renameSync(file, backup);
     if (opts.compress) {
-      writeFileSync(`${backup}.gz`, gzipSync(readFileSync(backup)));
+      writeFileSync(`${backup}.gz`, process.getBuiltinModule("node:zlib").gzipSync(readFileSync(backup)));
       unlinkSync(backup);
     }
   } finally {

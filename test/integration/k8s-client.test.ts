@@ -4,7 +4,9 @@
  * failure of BAD-INPUTS section E (B34–B43), the UID precondition (M8) and events (M9).
  * Short timeouts (200 ms per request) keep each fault test well under a second.
  */
-import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import * as tls from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
@@ -522,5 +524,31 @@ describe("B50 kubeconfig replaced while it is read", () => {
     }
     expect(swaps).toBeGreaterThan(10);
     expect(seen.size).toBe(2);
+  });
+});
+
+describe("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessDefault)", () => {
+  // The CNI binary sets it (src/cli/run-verb.ts): Node then skips parsing its bundled root
+  // certificates. Trust must be exactly what `ca` per connection gave: that CA, nothing else.
+  const restore = () => tls.setDefaultCACertificates(tls.getCACertificates("bundled"));
+  afterEach(restore);
+
+  it("the server signed by the kubeconfig's CA is trusted", async () => {
+    await withCluster(async (_s, kube) => {
+      expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
+    }, { ...FAST, caAsProcessDefault: true });
+  });
+
+  it("a kubeconfig naming another CA is refused: 104 naming the certificate problem, no request served", async () => {
+    await using s = await startFakeApiServer();
+    const dir = mkdtempSync(join(tmpdir(), "plx-otherca-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", join(dir, "k.pem"), "-out", join(dir, "ca.pem"), "-subj", "/CN=other-ca", "-days", "1"], { stdio: "ignore" });
+    const other = { url: s.url, token: s.token, caPem: readFileSync(join(dir, "ca.pem"), "utf8") };
+    const kube = await clientFor(other, { ...FAST, caAsProcessDefault: true }, writeKubeconfig(other, { dir }));
+    const err = await failure(kube.getPod("ns1", "p1"));
+    expect(err.code).toBe(Code.ApiFailure);
+    expect(err.message).toMatch(/certificate|self.signed|verify/i);
+    expect(s.requests).toEqual([]);
   });
 });

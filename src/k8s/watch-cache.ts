@@ -2,8 +2,8 @@
  * The node daemon's watch caches (issue 5): the pods of one node (field selector on
  * `spec.nodeName`) and every NetworkAttachmentDefinition, kept by @kubernetes/client-node's
  * ListWatch informer — list, then watch from the list's resourceVersion, resume from the last
- * resourceVersion after a dropped stream, relist on 410 Gone/Expired, reconnect after a quiet
- * 30 s. Objects are trimmed to the fields Plexus reads before the informer stores them (a pod's
+ * resourceVersion after a dropped stream (bookmarks keep it current while nothing changes), relist
+ * on 410 Gone/Expired, reconnect after a quiet 30 s. Objects are trimmed to the fields Plexus reads before the informer stores them (a pod's
  * spec and status never stay in memory), so 10,000 NADs and 110 pods cost a few MiB.
  *
  * A list or watch that fails (network error, 5xx) stops client-node's informer; here it is
@@ -76,7 +76,9 @@ class Informer<T> {
         let failed = false;
         const controller = await watch.watch(
           p,
-          q,
+          // Bookmarks keep the resourceVersion current on a quiet watch (NADs rarely change), so
+          // the reconnect after the server's timeout resumes instead of hitting 410 and relisting.
+          { ...q, allowWatchBookmarks: true },
           (phase, obj, raw) => {
             if (phase === "ERROR" || phase === "BOOKMARK") return cb(phase, obj, raw);
             const t = self.trim(obj as Record<string, unknown>);

@@ -1,5 +1,6 @@
 # Plexus image: the single executable dist/plexus (Node 24 SEA; needs glibc and libstdc++, not Node).
-# Build: docker build -t plexus:0.1.0 .     Run by deploy/daemonset.yaml as `plexus install …`.
+# Build: docker build -t plexus:0.1.0 .     Run by deploy/daemonset.yaml twice: `plexus install …` (the
+# installer) and `plexus daemon …` (the optional node daemon; see README "Daemon mode").
 
 # --- build stage: the pinned toolchain from package-lock.json (esbuild, the "node" package, postject)
 FROM node:24-bookworm-slim AS build

@@ -33,6 +33,11 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     .option("--log-level <level>", "log level (stderr)", "info")
     .option("--api-request-timeout <seconds>", "one API request", "10")
     .option("--api-total-timeout <seconds>", "one API operation, retries included", "30")
+    .option(
+      "--health-address <host:port>",
+      "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
+        "(default: off). Any host:port is accepted; the DaemonSet uses 127.0.0.1:9405 with hostNetwork, so only the node itself reaches it",
+    )
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
       exitCode = await daemonMain(flags);

@@ -1,9 +1,11 @@
 /**
  * `plexus daemon` (issue 5): the DaemonSet's long-running container. Watch caches of this node's
  * pods and of every NAD, one keep-alive API client for live reads, status writes and events, and
- * the socket API the CNI binary asks first (server.ts). SIGTERM/SIGINT close the socket (the
- * binary then uses the API directly) and stop the watches.
+ * the socket API the CNI binary asks first (server.ts), and optionally /healthz, /readyz and
+ * /metrics over plain HTTP on --health-address (the DaemonSet's probes). SIGTERM/SIGINT close the
+ * socket (the binary then uses the API directly) and the health listener, and stop the watches.
  */
+import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { loadBundle } from "../cli/bundle-loader";
 import { DEFAULT_DAEMON_SOCKET } from "../config/plugin-conf";
@@ -27,17 +29,33 @@ export interface DaemonFlags {
   logLevel?: string | undefined;
   apiRequestTimeout?: string | undefined;
   apiTotalTimeout?: string | undefined;
+  /** HOST:PORT ([v6]:PORT) for the HTTP health/metrics listener; off when unset. */
+  healthAddress?: string | undefined;
 }
 
 export interface RunningDaemon {
   stop(): Promise<void>;
   readonly socketPath: string;
+  /** The health listener's bound address (port 0 resolved), when --health-address was given. */
+  readonly healthAddress: { host: string; port: number } | undefined;
+}
+
+/** `127.0.0.1:9405`, `[::1]:9405`, `localhost:9405`; the host is required (0.0.0.0 for every address). */
+export function parseHealthAddress(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:\[\]]+)):(\d{1,5})$/.exec(value);
+  const host = m?.[1] ?? m?.[2];
+  const port = Number(m?.[3]);
+  if (!m || !host || port > 65535 || (m[1] !== undefined && isIP(m[1]) !== 6)) {
+    throw new Error(`--health-address ${JSON.stringify(value)}: expected HOST:PORT, e.g. 127.0.0.1:9405 or [::1]:9405 (0.0.0.0:PORT for every address)`);
+  }
+  return { host, port };
 }
 
 /** Starts the daemon; resolves once the socket listens (the caches fill in the background). */
 export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, string | undefined>>, log: Logger): Promise<RunningDaemon> {
   const nodeName = f.nodeName || env.NODE_NAME || hostname();
   const socketPath = f.socket || DEFAULT_DAEMON_SOCKET;
+  const healthAddress = f.healthAddress !== undefined ? parseHealthAddress(f.healthAddress) : undefined;
   let source = await loadKubeSource({ kubeconfig: f.kubeconfig, env });
   if (!source) throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
   const bundle = await apiBundle();
@@ -51,11 +69,18 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
   });
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
   const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
-  const server = await startDaemonServer({ socketPath, cache: caches, api, log });
+  let server: Awaited<ReturnType<typeof startDaemonServer>>;
+  try {
+    server = await startDaemonServer({ socketPath, cache: caches, api, log, healthAddress });
+  } catch (err) {
+    await api.close();
+    throw err;
+  }
   const synced = caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
   void synced;
   return {
     socketPath,
+    healthAddress: server.healthAddress ? { host: server.healthAddress.address, port: server.healthAddress.port } : undefined,
     async stop() {
       await server.close();
       await caches.stop();

@@ -3,11 +3,12 @@
  * the watch caches, a live read through the API when the cache misses (a pod created just before
  * its ADD, a recreated pod whose UID the cache does not have yet, a NAD created a moment ago:
  * never a stale "not found"), network-status writes and events over one keep-alive client, and
- * /healthz, /readyz, /metrics.
+ * /healthz, /readyz, /metrics. With `healthAddress`, a second, plain-HTTP TCP listener serves only
+ * those three read-only routes (kubelet probes, Prometheus); /v1/* stays on the root-only socket.
  */
 import { chmodSync, existsSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { connect } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { dirname } from "node:path";
 import { CniError, Code, isCniError } from "../cni/errors";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
@@ -30,12 +31,19 @@ export interface DaemonServerOptions {
   /** Live reads on a miss, status writes and events. */
   api: KubeApi;
   log: Logger;
+  /** Also serve /healthz, /readyz and /metrics (nothing else) over plain HTTP on this TCP address. */
+  healthAddress?: { host: string; port: number } | undefined;
 }
 
 export interface DaemonServer {
   readonly metrics: Metrics;
+  /** The health listener's bound address (port 0 resolved), when `healthAddress` was given. */
+  readonly healthAddress: AddressInfo | undefined;
   close(): Promise<void>;
 }
+
+/** The routes the TCP health listener serves: read-only, no pod or NAD data. */
+const HEALTH_ROUTES: ReadonlySet<string> = new Set([DAEMON_API.healthz, DAEMON_API.readyz, DAEMON_API.metrics]);
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -61,6 +69,21 @@ async function claimSocket(path: string): Promise<void> {
   });
   if (alive) throw new CniError(Code.Internal, `daemon socket ${path} is in use by another process (is a second plexus daemon running?)`);
   unlinkSync(path);
+}
+
+/** The request's URL; undefined for a request-target `new URL` rejects (it would throw in the listener and end the process). */
+function requestUrl(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? "/", "http://plexus");
+  } catch {
+    return undefined;
+  }
+}
+
+function badTarget(res: ServerResponse): void {
+  const buf = Buffer.from(JSON.stringify({ error: { code: Code.Internal, msg: "malformed request target" } }));
+  res.writeHead(400, { "content-type": "application/json", "content-length": String(buf.length), connection: "close" });
+  res.end(buf);
 }
 
 function str(q: URLSearchParams | Record<string, unknown>, key: string, required = true): string | undefined {
@@ -148,7 +171,8 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
 
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const t0 = performance.now();
-    const url = new URL(req.url ?? "/", "http://plexus");
+    const url = requestUrl(req);
+    if (!url) return badTarget(res);
     const routeName = url.pathname;
     const reply = (status: number, body: unknown, type = "application/json") => {
       const buf = Buffer.from(type === "application/json" ? JSON.stringify(body) : String(body));
@@ -206,20 +230,57 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
   chmodSync(o.socketPath, 0o600);
   log.info({ socket: o.socketPath }, "daemon API listening");
 
+  const closeServer = (s: Server) =>
+    new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeAllConnections();
+    });
+  const unlinkSocket = () => {
+    try {
+      unlinkSync(o.socketPath);
+    } catch {
+      // already gone
+    }
+  };
+
+  // Anything but the health routes is a 404 here, before routing: the TCP port is reachable by
+  // whoever can reach its address, the socket only by root.
+  let health: Server | undefined;
+  let healthAddress: AddressInfo | undefined;
+  if (o.healthAddress) {
+    const h = createServer((req, res) => {
+      const url = requestUrl(req);
+      if (!url) return badTarget(res);
+      const pathname = url.pathname;
+      if (HEALTH_ROUTES.has(pathname)) return handler(req, res);
+      const buf = Buffer.from(JSON.stringify({ error: { code: Code.Internal, msg: `no route ${req.method} ${pathname} on the health address` } }));
+      res.writeHead(404, { "content-type": "application/json", "content-length": String(buf.length) });
+      res.end(buf);
+    });
+    h.keepAliveTimeout = 5_000;
+    const { host, port } = o.healthAddress;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        h.once("error", reject);
+        h.listen(port, host, () => resolve());
+      });
+    } catch (err) {
+      await closeServer(server);
+      unlinkSocket();
+      const e = err as NodeJS.ErrnoException;
+      throw new CniError(Code.Internal, `daemon health address ${host}:${port}: cannot listen: ${e.code ?? e.message}`);
+    }
+    health = h;
+    healthAddress = h.address() as AddressInfo;
+    log.info({ address: healthAddress.address, port: healthAddress.port }, "daemon health and metrics listening (HTTP)");
+  }
+
   let closed: Promise<void> | undefined;
   return {
     metrics,
+    healthAddress,
     close() {
-      closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }).then(() => {
-        try {
-          unlinkSync(o.socketPath);
-        } catch {
-          // already gone
-        }
-      });
+      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(unlinkSocket);
       return closed;
     },
   };

@@ -3,16 +3,18 @@
  * DaemonKube through the real unix socket: reads from the watch caches (0 API reads), live reads
  * on a miss (a pod created just before its ADD, a recreated pod), writes through the daemon, the
  * caches recovering from dropped watches and 410 Expired, and the binary side falling back to the
- * API when the daemon is missing, refusing, hanging, answering garbage or failing.
+ * API when the daemon is missing, refusing, hanging, answering garbage or failing; and the optional
+ * --health-address listener (health and metrics over TCP, never the /v1 API).
  */
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
 import { DaemonKube } from "../../src/daemon/client";
-import { type RunningDaemon, startDaemon } from "../../src/daemon/main";
+import { parseHealthAddress, type RunningDaemon, startDaemon } from "../../src/daemon/main";
 import { kubeFactory } from "../../src/k8s/index";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { silentLogger } from "../../src/log/logger";
@@ -40,8 +42,8 @@ async function cluster() {
   return { s, dir, kubeconfig, socket: join(dir, "plexus.sock") };
 }
 
-async function daemon(c: { kubeconfig: string; socket: string }): Promise<RunningDaemon> {
-  const d = await startDaemon({ kubeconfig: c.kubeconfig, nodeName: "node-1", socket: c.socket, apiRequestTimeout: "1", apiTotalTimeout: "3" }, {}, silentLogger());
+async function daemon(c: { kubeconfig: string; socket: string }, healthAddress?: string): Promise<RunningDaemon> {
+  const d = await startDaemon({ kubeconfig: c.kubeconfig, nodeName: "node-1", socket: c.socket, apiRequestTimeout: "1", apiTotalTimeout: "3", healthAddress }, {}, silentLogger());
   cleanups.push(() => d.stop());
   return d;
 }
@@ -151,6 +153,97 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     const before = reads(c.s);
     expect((await k.getPod("app", "late")).metadata.name).toBe("late");
     expect(reads(c.s) - before).toBe(0);
+  });
+});
+
+/** A request to the --health-address listener (plain HTTP over TCP). */
+async function tcpRequest(addr: { host: string; port: number }, path: string, method = "GET", body?: string): Promise<{ status: number; text: string }> {
+  const { request } = await import("node:http");
+  return new Promise((resolve, reject) => {
+    const req = request({ host: addr.host, port: addr.port, path, method, agent: false }, (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+describe("plexus daemon --health-address: health and metrics over TCP, the /v1 API only on the socket", () => {
+  it("/healthz, /readyz and /metrics answer on TCP; /v1/* is 404 there (no API read, no write) while the socket still serves it", async () => {
+    const c = await cluster();
+    const d = await daemon(c, "127.0.0.1:0");
+    const addr = d.healthAddress!;
+    expect(addr.host).toBe("127.0.0.1");
+    expect(addr.port).toBeGreaterThan(0);
+    expect(await tcpRequest(addr, "/healthz")).toEqual({ status: 200, text: '{"ok":true}' });
+    await expect.poll(async () => (await tcpRequest(addr, "/readyz")).status, { timeout: 5000 }).toBe(200);
+    const metrics = await tcpRequest(addr, "/metrics");
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toContain("plexus_daemon_cache_synced 1");
+    expect(metrics.text).toContain('plexus_daemon_cache_objects{kind="nad"} 1');
+
+    const before = c.s.requests.length;
+    for (const [method, path, body] of [
+      ["GET", "/v1/pod?namespace=app&name=web"],
+      ["GET", "/v1/nad?namespace=app&name=net-a"],
+      ["POST", "/v1/network-status", JSON.stringify({ namespace: "app", name: "web", status: "[]" })],
+      ["POST", "/v1/event", JSON.stringify({ namespace: "app", name: "web", event: { type: "Normal", reason: "X", message: "y" } })],
+      ["GET", "/"],
+    ] as const) {
+      const r = await tcpRequest(addr, path, method, body);
+      expect(r.status, `${method} ${path}`).toBe(404);
+      expect(r.text, `${method} ${path}`).not.toContain("web");
+    }
+    expect(c.s.requests.slice(before).filter((r) => !new URLSearchParams(r.query).has("watch"))).toEqual([]);
+    expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBeUndefined();
+    // The same route on the root-only socket answers.
+    expect((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).status).toBe(200);
+  });
+
+  it("a request-target the URL parser rejects gets 400 on TCP and on the socket, and the daemon keeps serving", async () => {
+    const c = await cluster();
+    const d = await daemon(c, "127.0.0.1:0");
+    const raw = (opts: { port: number; host: string } | { path: string }) =>
+      new Promise<string>((resolve, reject) => {
+        const s = netConnect(opts as never, () => s.write("GET http://[ HTTP/1.1\r\nHost: x\r\n\r\n"));
+        let text = "";
+        s.on("data", (b) => (text += b));
+        s.on("end", () => resolve(text));
+        s.on("error", reject);
+      });
+    expect(await raw({ host: "127.0.0.1", port: d.healthAddress!.port })).toMatch(/^HTTP\/1\.1 400 /);
+    expect(await raw({ path: c.socket })).toMatch(/^HTTP\/1\.1 400 /);
+    expect((await tcpRequest(d.healthAddress!, "/healthz")).status).toBe(200);
+    expect((await daemonGet(c.socket, "/healthz")).status).toBe(200);
+  });
+
+  it("stop() closes the TCP listener with the socket; an address in use fails the start and leaves no socket behind", async () => {
+    const c = await cluster();
+    const d = await daemon(c, "127.0.0.1:0");
+    const addr = d.healthAddress!;
+    expect((await tcpRequest(addr, "/healthz")).status).toBe(200);
+    await d.stop();
+    await expect(tcpRequest(addr, "/healthz")).rejects.toMatchObject({ code: "ECONNREFUSED" });
+
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => blocker.close(() => r())));
+    const port = (blocker.address() as { port: number }).port;
+    await expect(daemon(c, `127.0.0.1:${port}`)).rejects.toThrow(new RegExp(`health address 127\\.0\\.0\\.1:${port}: cannot listen: EADDRINUSE`));
+    expect(() => statSync(c.socket)).toThrow(/ENOENT/);
+  });
+
+  it("a malformed --health-address is refused before anything starts", async () => {
+    expect(parseHealthAddress("127.0.0.1:9405")).toEqual({ host: "127.0.0.1", port: 9405 });
+    expect(parseHealthAddress("[::1]:9405")).toEqual({ host: "::1", port: 9405 });
+    const c = await cluster();
+    for (const bad of ["", "9405", ":9405", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", "::1:9405", "[nope]:9405"]) {
+      await expect(daemon(c, bad), bad).rejects.toThrow(/--health-address .*expected HOST:PORT/);
+    }
+    expect(c.s.requests).toEqual([]);
+    expect(() => statSync(c.socket)).toThrow(/ENOENT/);
   });
 });
 

@@ -1,10 +1,12 @@
 /**
  * deploy/ validated offline against the Kubernetes OpenAPI schemas (kubernetes-models' JSON-schema
- * validators), the CRD against N3.1, the RBAC against exactly the calls the plugin makes (the
- * methods of src/k8s/kube-api.ts KubeApi), and the DaemonSet against what the installer needs.
+ * validators), the CRD against N3.1, the RBAC against exactly the calls Plexus makes (the methods
+ * of src/k8s/kube-api.ts KubeApi, and the list+watch of each informer src/k8s/watch-cache.ts
+ * WatchCaches builds, read from the source), and the DaemonSet against what the installer and the
+ * daemon need.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { loadAll } from "js-yaml";
 import * as apiextensions from "kubernetes-models/apiextensions.k8s.io/v1";
 import * as apps from "kubernetes-models/apps/v1";
@@ -12,6 +14,8 @@ import * as rbac from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import * as core from "kubernetes-models/v1";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_DAEMON_SOCKET } from "../../../src/config/plugin-conf";
+import { SERVICE_ACCOUNT_DIR } from "../../../src/k8s/kubeconfig";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
 const DEPLOY = join(REPO_ROOT, "deploy");
@@ -113,11 +117,19 @@ describe("deploy/ manifests", () => {
       close: [],
     };
     expect(methods.sort()).toEqual(Object.keys(calls).sort());
+    // The daemon's informers, read from the source: a new or changed one fails here until granted.
+    const informers = daemonInformers();
+    expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods"]);
+    expect(informers).toContainEqual({ kind: "pods", list: "/pods", watch: "/pods" });
+    expect(informers).toContainEqual({ kind: "nads", list: "k8s.cni.cncf.io/network-attachment-definitions", watch: "k8s.cni.cncf.io/network-attachment-definitions" });
+    const daemonCalls = informers.flatMap((i) => [`${i.list} list`, `${i.watch} watch`]);
     const role = find("ClusterRole");
     const granted = (role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>).flatMap((r) =>
       r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`))),
     );
-    expect(granted.sort()).toEqual(Object.values(calls).flat().sort());
+    // Exactly: a grant missing, extra or repeated fails.
+    expect(granted.sort()).toEqual([...Object.values(calls).flat(), ...daemonCalls].sort());
+    expect((role.rules as Array<{ resourceNames?: string[] }>).every((r) => r.resourceNames === undefined)).toBe(true);
     expect(granted.join(" ")).not.toContain("*");
     const binding = find("ClusterRoleBinding");
     const sa = find("ServiceAccount");
@@ -136,18 +148,118 @@ describe("deploy/ manifests", () => {
     expect(pod.tolerations).toContainEqual({ operator: "Exists" });
     expect(ds.spec.updateStrategy.type).toBe("RollingUpdate");
     const hostPaths = Object.fromEntries(pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
-    expect(Object.values(hostPaths).sort()).toEqual(["/etc/cni/net.d", "/opt/cni/bin", "/var/lib/cni/plexus"]);
+    expect(Object.values(hostPaths).sort()).toEqual(["/etc/cni/net.d", "/opt/cni/bin", "/run/plexus", "/var/lib/cni/plexus"]);
     const projected = pod.volumes.find((v: any) => v.projected).projected.sources;
     const token = projected.find((s: any) => s.serviceAccountToken).serviceAccountToken;
     expect(token.expirationSeconds).toBeGreaterThanOrEqual(600);
+    expect(pod.containers.map((x: any) => x.name)).toEqual(["install", "daemon"]);
     const c = pod.containers[0];
     expect(c.resources.requests && c.resources.limits).toBeTruthy();
     const mounts = Object.fromEntries(c.volumeMounts.map((m: any) => [m.name, m.mountPath]));
-    for (const [name, path] of Object.entries(hostPaths)) expect(mounts[name], name).toBe(`/host${path}`);
+    // The installer writes the CNI host paths under /host; the daemon's socket dir is not its.
+    for (const [name, path] of Object.entries(hostPaths)) if (path !== "/run/plexus") expect(mounts[name], name).toBe(`/host${path}`);
     const tokenMount = c.volumeMounts.find((m: any) => m.name === pod.volumes.find((v: any) => v.projected).name).mountPath;
     expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "install"]);
     expect(c.command).toContain(`--token-file=${tokenMount}/token`);
     const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
     for (const arg of c.command.slice(2)) expect(commands, `flag ${arg}`).toContain(`"${arg.split("=")[0]}`);
   });
+
+  it("the daemon container: `plexus daemon` with flags it knows, the socket on the host where the plugin looks, in-cluster credentials, probes on --health-address", () => {
+    const ds = find("DaemonSet");
+    const pod = ds.spec.template.spec;
+    const d = pod.containers.find((x: any) => x.name === "daemon");
+    expect(d, "daemon container").toBeDefined();
+    expect(d.image).toBe(pod.containers[0].image);
+    expect(d.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "daemon"]);
+    const flags = Object.fromEntries(
+      d.command.slice(2).map((a: string) => {
+        const i = a.indexOf("=");
+        expect(i, `flag ${a} as --name=value`).toBeGreaterThan(0);
+        return [a.slice(0, i), a.slice(i + 1)];
+      }),
+    );
+    // Every flag is one the `daemon` subcommand declares (not just some subcommand).
+    const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
+    const daemonCmd = commands.slice(commands.indexOf('.command("daemon")'), commands.indexOf(".action(", commands.indexOf('.command("daemon")')));
+    expect(daemonCmd).toContain(".option(");
+    for (const flag of Object.keys(flags)) expect(daemonCmd, `daemon flag ${flag}`).toContain(`"${flag} `);
+
+    // The node name from the downward API.
+    expect(flags["--node-name"]).toBe("$(NODE_NAME)");
+    expect(d.env).toContainEqual({ name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } });
+
+    // The socket: the plugin's default daemonSocket, in a mounted hostPath dir with the same path
+    // on the node (the CNI binary runs on the host).
+    expect(flags["--socket"]).toBe(DEFAULT_DAEMON_SOCKET);
+    const socketDir = dirname(flags["--socket"]);
+    const runMount = d.volumeMounts.find((m: any) => m.mountPath === socketDir);
+    expect(runMount, `a mount at ${socketDir}`).toBeDefined();
+    expect(runMount.readOnly).not.toBe(true);
+    const runVolume = pod.volumes.find((v: any) => v.name === runMount.name);
+    expect(runVolume.hostPath).toEqual({ path: socketDir, type: "DirectoryOrCreate" });
+
+    // Credentials: in-cluster (no --kubeconfig), the projected token and CA where both in-cluster
+    // loaders (kubeconfig.ts for the REST client, client-node's loadFromCluster for the watches) read them.
+    expect(flags["--kubeconfig"]).toBeUndefined();
+    expect(SERVICE_ACCOUNT_DIR).toBe("/var/run/secrets/kubernetes.io/serviceaccount");
+    const saMount = d.volumeMounts.find((m: any) => m.mountPath === SERVICE_ACCOUNT_DIR);
+    expect(saMount?.readOnly).toBe(true);
+    const saSources = pod.volumes.find((v: any) => v.name === saMount.name).projected.sources;
+    const paths = saSources.flatMap((s: any) => (s.serviceAccountToken ? [s.serviceAccountToken.path] : (s.configMap?.items ?? s.downwardAPI?.items ?? []).map((i: any) => i.path)));
+    expect(paths).toEqual(expect.arrayContaining(["token", "ca.crt"]));
+    expect(pod.automountServiceAccountToken).toBe(false);
+
+    // Probes: HTTP GET on exactly the address --health-address sets (loopback, hostNetwork).
+    const m = /^(.+):(\d+)$/.exec(flags["--health-address"] ?? "");
+    expect(m, "--health-address HOST:PORT").not.toBeNull();
+    const [host, port] = [m![1], Number(m![2])];
+    expect(host).toBe("127.0.0.1");
+    expect(pod.hostNetwork).toBe(true);
+    expect(d.livenessProbe.httpGet).toEqual({ host, port, path: "/healthz" });
+    expect(d.readinessProbe.httpGet).toEqual({ host, port, path: "/readyz" });
+
+    expect(d.resources).toEqual({ requests: { cpu: "20m", memory: "64Mi" }, limits: { memory: "256Mi" } });
+    expect(d.securityContext).toEqual({ runAsUser: 0, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+  });
 });
+
+/**
+ * Each `new Informer(kind, kc, watchPath, fieldSelector, listOf(listPath, …), …)` in
+ * src/k8s/watch-cache.ts, with its paths evaluated from the string constants they are built of
+ * (there and in rest-kube.ts) and turned into RBAC's `group/resource`.
+ */
+function daemonInformers(): Array<{ kind: string; list: string; watch: string }> {
+  const parse = (file: string) => ts.createSourceFile(file, readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"), ts.ScriptTarget.Latest, true);
+  const files = [parse("watch-cache.ts"), parse("rest-kube.ts")];
+  const consts = new Map<string, ts.Expression>();
+  const collect = (n: ts.Node) => {
+    if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer) consts.set(n.name.text, n.initializer);
+    n.forEachChild(collect);
+  };
+  files.forEach(collect);
+  const evaluate = (e: ts.Expression): string => {
+    if (ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e)) return e.text;
+    if (ts.isTemplateExpression(e)) return e.head.text + e.templateSpans.map((s) => evaluate(s.expression) + s.literal.text).join("");
+    if (ts.isIdentifier(e) && consts.has(e.text)) return evaluate(consts.get(e.text)!);
+    throw new Error(`watch-cache.ts: cannot evaluate ${e.getText()} to a path`);
+  };
+  const resource = (path: string): string => {
+    const core = /^\/api\/v1\/([a-z-]+)$/.exec(path);
+    if (core) return `/${core[1]}`;
+    const grouped = /^\/apis\/([a-z0-9.-]+)\/[a-z0-9]+\/([a-z-]+)$/.exec(path);
+    if (grouped) return `${grouped[1]}/${grouped[2]}`;
+    throw new Error(`watch-cache.ts: ${path} is not a cluster-wide collection path; map it to RBAC by hand`);
+  };
+  const found: Array<{ kind: string; list: string; watch: string }> = [];
+  const visit = (n: ts.Node) => {
+    if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === "Informer") {
+      const [kind, , watchPath, , lister] = n.arguments ?? [];
+      if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0]) throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
+      found.push({ kind: evaluate(kind), list: resource(evaluate(lister.arguments[0])), watch: resource(evaluate(watchPath)) });
+    }
+    n.forEachChild(visit);
+  };
+  visit(files[0]!);
+  return found;
+}

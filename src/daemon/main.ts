@@ -62,8 +62,9 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
   if ("plugin" in source) source = await bundle.pluginKubeSource(source);
   const api = new RestKube(source, {
     retry: { requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000, totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000 },
-    // A list of 10,000 NADs is megabytes; the CNI process keeps its 4 MiB cap.
-    maxResponseBytes: 512 * 1024 * 1024,
+    // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI process
+    // keeps its 4 MiB cap.
+    maxResponseBytes: 256 * 1024 * 1024,
     userAgent: "plexus-daemon",
     log,
   });

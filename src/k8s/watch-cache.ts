@@ -45,6 +45,9 @@ export interface CacheStats {
 
 type Trimmed = KubernetesObject & Record<string, unknown>;
 
+/** Objects per list page. */
+export const LIST_PAGE = 500;
+
 /** One kind's informer with restart-on-error and trimmed storage. */
 class Informer<T> {
   private readonly lw: ListWatch<Trimmed>;
@@ -165,14 +168,24 @@ export class WatchCaches {
     const min = o.minRestartDelayMs ?? 500;
     const max = o.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${o.nodeName}`;
+    // Lists come in pages of LIST_PAGE (as client-go's reflector does): the daemon's peak memory is
+    // one page of full objects plus what it keeps (trimmed), not one response of every NAD.
     const listOf = (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) => async () => {
-      const l = await o.list(path, query);
-      const items = (Array.isArray(l.items) ? l.items : []).flatMap((x) => {
-        const t = trim(x as Record<string, unknown>);
-        return t ? [t] : [];
-      });
-      const meta = (l.metadata ?? {}) as Record<string, unknown>;
-      return { metadata: { resourceVersion: typeof meta.resourceVersion === "string" ? meta.resourceVersion : "" }, items };
+      const items: Trimmed[] = [];
+      let resourceVersion = "";
+      let cont: string | undefined;
+      do {
+        const l = await o.list(path, { ...query, limit: String(LIST_PAGE), ...(cont ? { continue: cont } : {}) });
+        for (const x of Array.isArray(l.items) ? l.items : []) {
+          const t = trim(x as Record<string, unknown>);
+          if (t) items.push(t);
+        }
+        const meta = (l.metadata ?? {}) as Record<string, unknown>;
+        // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
+        if (!cont && typeof meta.resourceVersion === "string") resourceVersion = meta.resourceVersion;
+        cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
+      } while (cont);
+      return { metadata: { resourceVersion }, items };
     };
     const trimP = (x: Record<string, unknown>) => trimPod(x, "") as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;

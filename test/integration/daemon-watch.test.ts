@@ -2,7 +2,8 @@
  * The daemon's watches on a quiet cluster (issue 5): bookmarks keep the resourceVersion current, so
  * when the server ends a watch after history it no longer holds was compacted, the daemon resumes
  * without a relist (at 5,000 nodes a relist of every NAD per watch timeout would be megabytes per
- * node per hour). Fake API server over HTTPS; the daemon in-process.
+ * node per hour); and lists come in pages, so a list of every NAD is never one huge response.
+ * Fake API server over HTTPS; the daemon in-process.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
@@ -63,4 +64,22 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   s.addNad({ metadata: { name: "net-b", namespace: "app" }, spec: { config: "{}" } });
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="pod"}')).toBe(2);
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(2);
+});
+
+it("lists in pages of 500 (continue tokens) and watches from the first page's resourceVersion", async () => {
+  const s = await startFakeApiServer();
+  cleanups.push(() => s.close());
+  const dir = mkdtempSync(join(tmpdir(), "plx-daemon-pages-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  s.addNads(Array.from({ length: 1_200 }, (_, i) => ({ metadata: { name: `net-${i}`, namespace: `ns-${i % 7}` }, spec: { config: "{}" } })));
+  const socket = join(dir, "plexus.sock");
+  const d = await startDaemon({ kubeconfig: writeKubeconfig(s, { dir }), nodeName: "node-1", socket }, {}, silentLogger());
+  cleanups.push(() => d.stop());
+  await expect.poll(() => metric(socket, "plexus_daemon_cache_synced"), { timeout: 5000 }).toBe(1);
+  expect(await metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_200);
+  const nadLists = s.requests.filter((r) => r.path.endsWith("/network-attachment-definitions") && !r.query.includes("watch=true"));
+  expect(nadLists.map((r) => new URLSearchParams(r.query).get("limit"))).toEqual(["500", "500", "500"]);
+  expect(nadLists.map((r) => new URLSearchParams(r.query).has("continue"))).toEqual([false, true, true]);
+  const nadWatch = s.requests.find((r) => r.path.endsWith("/network-attachment-definitions") && r.query.includes("watch=true"));
+  expect(new URLSearchParams(nadWatch!.query).get("resourceVersion")).toBe(s.resourceVersion());
 });

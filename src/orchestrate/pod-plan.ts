@@ -91,19 +91,22 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
   const files = selections.length > 0 ? await ctx.source.confDirFiles() : [];
   const kube = ctx.kube;
   const nads = await Promise.all(selections.map((sel) => kube.getNad(sel.namespace, sel.name)));
+  const missing = selections.findIndex((_, i) => !nads[i]);
+  if (missing >= 0) {
+    const sel = selections[missing]!;
+    // M9, B28: the event is best effort (its failure is not the pod's), but it is awaited: the
+    // process exits as soon as the ADD's answer is written. The ADD fails before any delegate runs.
+    await kube
+      .recordEvent(ref, { type: "Warning", reason: "NoNetworkFound", message: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})` })
+      .catch(() => {});
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `pod ${podName(ref)}: network ${sel.namespace}/${sel.name} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+    );
+  }
   return selections.map((sel, i) => {
     const reference = `${sel.namespace}/${sel.name}`;
-    const nad = nads[i];
-    if (!nad) {
-      // M9, B28: the event is best effort; the ADD fails before any delegate runs.
-      void kube
-        .recordEvent(ref, { type: "Warning", reason: "NoNetworkFound", message: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})` })
-        .catch(() => {});
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        `pod ${podName(ref)}: network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
-      );
-    }
+    const nad = nads[i]!;
     try {
       const resolved = resolveNadConfig(nad, files, {});
       for (const w of resolved.warnings) ctx.log.warn({ pod: podName(ref), network: reference }, w);

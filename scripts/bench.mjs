@@ -1,7 +1,10 @@
 // npm run bench: prints figures, asserts nothing (targets are compared in the printed tables).
 // Needs dist/ built (npm run build) and root for the netns sections. `npm run bench -- pods-api`
 // runs one section; BENCH_RUNS sets the interleaved rounds per figure (default 20).
-import { existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { benchVersion } from "./bench/version.mjs";
 import { benchDelegates } from "./bench/delegates.mjs";
 import { benchPods } from "./bench/pods.mjs";
@@ -10,6 +13,34 @@ import { benchParallel } from "./bench/parallel.mjs";
 import { benchDaemon } from "./bench/daemon.mjs";
 
 const runs = Number(process.env.BENCH_RUNS ?? 20);
+const started = Date.now() - 1000;
+// Interrupted (Ctrl-C, a CI timeout): the sections' finally blocks do not run, so remove what any
+// of them makes here: namespaces ending in this pid and the bench bridges (plxb*, plxq*, plxa*,
+// plxpar*) and temp dirs. The pods' veths go with their namespaces; stray `plexus daemon`s get SIGTERM.
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.once(signal, () => {
+    const quiet = { stdio: ["ignore", "pipe", "ignore"], encoding: "utf8" };
+    // Children first (CNI calls, daemons), then a moment for delegates already running to end.
+    try { execFileSync("pkill", ["-TERM", "-P", String(process.pid)], quiet); } catch {}
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    const lines = (args) => { try { return execFileSync("ip", args, quiet).split("\n"); } catch { return []; } };
+    for (const l of lines(["netns", "list"])) {
+      const name = l.split(" ")[0];
+      if (name && /^plx-bench/.test(name) && name.includes(String(process.pid))) try { execFileSync("ip", ["netns", "del", name], quiet); } catch {}
+    }
+    for (const l of lines(["-o", "link", "show"])) {
+      const name = /^\d+: ([^:@]+)/.exec(l)?.[1];
+      if (name && /^plx(b|q|a|par)\d+$/.test(name)) try { execFileSync("ip", ["link", "del", name], quiet); } catch {}
+    }
+    // The sections' temp dirs (plx-bench*), made since this run started.
+    for (const d of readdirSync(tmpdir())) {
+      const path = join(tmpdir(), d);
+      try { if (d.startsWith("plx-bench") && statSync(path).ctimeMs >= started) rmSync(path, { recursive: true, force: true }); } catch {}
+    }
+    console.error(`bench: interrupted (${signal}); its namespaces and bridges are removed`);
+    process.exit(130);
+  });
+}
 if (!existsSync("dist/plexus")) {
   console.error("bench: dist/plexus is missing; run `npm run build` first");
   process.exit(1);

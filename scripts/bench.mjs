@@ -13,6 +13,9 @@ import { benchParallel } from "./bench/parallel.mjs";
 import { benchDaemon } from "./bench/daemon.mjs";
 
 const runs = Number(process.env.BENCH_RUNS ?? 20);
+// A runtime runs Plexus without it; with it every TLS context of every Node process here would
+// also parse that bundle (some CI images set it), which no node pays in production.
+delete process.env.NODE_EXTRA_CA_CERTS;
 const started = Date.now() - 1000;
 // Interrupted (Ctrl-C, a CI timeout): the sections' finally blocks do not run, so remove what any
 // of them makes here: namespaces ending in this pid and the bench bridges (plxb*, plxq*, plxa*,

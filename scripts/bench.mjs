@@ -44,6 +44,10 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
     process.exit(130);
   });
 }
+if (Number(process.versions.node.split(".")[0]) < 24) {
+  console.error(`bench: Node ${process.versions.node}; run it as \`npm run bench\` (the project's pinned Node 24 is the floor it measures)`);
+  process.exit(1);
+}
 if (!existsSync("dist/plexus")) {
   console.error("bench: dist/plexus is missing; run `npm run build` first");
   process.exit(1);

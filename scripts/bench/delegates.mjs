@@ -4,9 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { timed, median, max, fmt, table } from "./lib.mjs";
-
-const CNI_PATH = "/usr/lib/cni";
+import { CNI_PATH, cni, fmt, max, median, needsRoot, runDirect, table } from "./lib.mjs";
 
 function delegateConf(k, dataDir) {
   return {
@@ -19,17 +17,8 @@ function delegateConf(k, dataDir) {
   };
 }
 
-async function run(cmd, env, stdin) {
-  const r = await timed(cmd, [], { env, stdin });
-  if (r.code !== 0) throw new Error(`${env.CNI_COMMAND} via ${cmd} failed: ${r.stdout} ${r.stderr}`);
-  return r;
-}
-
 export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
-  if (process.getuid?.() !== 0) {
-    console.log("== delegates: skipped (needs root for network namespaces)\n");
-    return;
-  }
+  if (!needsRoot("delegates")) return;
   const tmp = mkdtempSync(join(tmpdir(), "plx-bench-"));
   const netnsName = `plx-bench-${process.pid}`;
   const netns = `/var/run/netns/${netnsName}`;
@@ -44,23 +33,14 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
       const base = { ...process.env, CNI_CONTAINERID: `bench${K}`, CNI_NETNS: netns, CNI_PATH, CNI_ARGS: "IgnoreUnknown=1" };
       const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], rss: [] };
       for (let i = 0; i < runs + 1; i++) {
-        const a = await run("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
-        const d = await run("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
-        let dAdd = 0;
-        let dDel = 0;
-        for (let k = 0; k < K; k++) {
-          const env = { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` };
-          dAdd += (await run(`${CNI_PATH}/bridge`, env, JSON.stringify(delegates[k]))).ms;
-        }
-        for (let k = K - 1; k >= 0; k--) {
-          const env = { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` };
-          dDel += (await run(`${CNI_PATH}/bridge`, env, JSON.stringify(delegates[k]))).ms;
-        }
+        const a = await cni("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
+        const d = await cni("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
+        const direct = await runDirect(delegates, base);
         if (i === 0) continue;
         m.pAdd.push(a.ms);
         m.pDel.push(d.ms);
-        m.dAdd.push(dAdd);
-        m.dDel.push(dDel);
+        m.dAdd.push(direct.add);
+        m.dDel.push(direct.del);
         m.rss.push(a.rssKiB ?? 0, d.rssKiB ?? 0);
       }
       const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);

@@ -149,3 +149,23 @@ export function scratch(prefix) {
     prefix,
   };
 }
+
+/** Root is needed for network namespaces; without it a section prints that it skipped. */
+export function needsRoot(section) {
+  if (process.getuid?.() === 0) return true;
+  console.log(`== ${section}: skipped (needs root for network namespaces)\n`);
+  return false;
+}
+
+/**
+ * The floor: the same delegate configs run directly, as a meta-plugin would, ADD in order (the
+ * first on eth0, then net1, net2, …) and DEL in reverse. Resolves with the summed wall times.
+ */
+export async function runDirect(confs, env) {
+  const ifName = (k) => (k === 0 ? "eth0" : `net${k}`);
+  let add = 0;
+  let del = 0;
+  for (let k = 0; k < confs.length; k++) add += (await cni(`${CNI_PATH}/${confs[k].type}`, { ...env, CNI_COMMAND: "ADD", CNI_IFNAME: ifName(k) }, JSON.stringify(confs[k]))).ms;
+  for (let k = confs.length - 1; k >= 0; k--) del += (await cni(`${CNI_PATH}/${confs[k].type}`, { ...env, CNI_COMMAND: "DEL", CNI_IFNAME: ifName(k) }, JSON.stringify(confs[k]))).ms;
+  return { add, del };
+}

@@ -5,16 +5,13 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, cni, fmt, percentile, scratch, startDaemon, table } from "./lib.mjs";
+import { CNI_PATH, cni, fmt, needsRoot, percentile, scratch, startDaemon, table } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 const K = 2;
 
 export async function benchParallel(rounds = 3, sizes = [10, 50]) {
-  if (process.getuid?.() !== 0) {
-    console.log("== pods in parallel: skipped (needs root for network namespaces)\n");
-    return undefined;
-  }
+  if (!needsRoot("pods in parallel")) return undefined;
   const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchpar-"));
   const s = scratch("plx-benchpar");

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, NODE, cni, fmt, max, median, scratch, startDaemon, table, timed } from "./lib.mjs";
+import { CNI_PATH, NODE, cni, fmt, max, median, needsRoot, runDirect, scratch, startDaemon, table, timed } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 
@@ -20,10 +20,7 @@ function countRequests(api, from) {
 }
 
 export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [0, 5]) {
-  if (process.getuid?.() !== 0) {
-    console.log("== pods through the API server: skipped (needs root for network namespaces)\n");
-    return undefined;
-  }
+  if (!needsRoot("pods through the API server")) return undefined;
   // Node 24 runs the TypeScript fake server directly (type stripping).
   const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchapi-"));
@@ -66,18 +63,15 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
             const da = await cni("dist/plexus", { ...env, CNI_COMMAND: "ADD" }, daemonConf);
             const dReq = countRequests(api, before);
             const dd = await cni("dist/plexus", { ...env, CNI_COMMAND: "DEL" }, daemonConf);
-            let fAdd = 0;
-            let fDel = 0;
-            for (let k = 0; k < all.length; k++) fAdd += (await cni(`${CNI_PATH}/bridge`, { ...env, CNI_COMMAND: "ADD", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
-            for (let k = all.length - 1; k >= 0; k--) fDel += (await cni(`${CNI_PATH}/bridge`, { ...env, CNI_COMMAND: "DEL", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
+            const direct = await runDirect(all, env);
             const bare = await timed(NODE, ["-e", "0"]);
             if (i === 0) continue; // warm-up round
             m.tAdd.push(ta.ms);
             m.tDel.push(td.ms);
             m.dAdd.push(da.ms);
             m.dDel.push(dd.ms);
-            m.fAdd.push(fAdd);
-            m.fDel.push(fDel);
+            m.fAdd.push(direct.add);
+            m.fDel.push(direct.del);
             m.node.push(bare.ms);
             m.tReq.push(tReq);
             m.dReq.push(dReq);

@@ -5,21 +5,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { timed, median, fmt, table } from "./lib.mjs";
-
-const CNI_PATH = "/usr/lib/cni";
-
-async function run(cmd, env, stdin) {
-  const r = await timed(cmd, [], { env, stdin });
-  if (r.code !== 0) throw new Error(`${env.CNI_COMMAND} via ${cmd} failed: ${r.stdout} ${r.stderr}`);
-  return r;
-}
+import { CNI_PATH, cni, fmt, median, needsRoot, runDirect, table } from "./lib.mjs";
 
 export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
-  if (process.getuid?.() !== 0) {
-    console.log("== pods: skipped (needs root for network namespaces)\n");
-    return;
-  }
+  if (!needsRoot("pods")) return;
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchpods-"));
   const netnsName = `plx-benchp-${process.pid}`;
   execFileSync("ip", ["netns", "add", netnsName]);
@@ -46,17 +35,14 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
       const all = [cluster, ...nads];
       const m = { pAdd: [], pDel: [], dAdd: [], dDel: [] };
       for (let i = 0; i < runs + 1; i++) {
-        const a = await run("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
-        const d = await run("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
-        let dAdd = 0;
-        let dDel = 0;
-        for (let k = 0; k < all.length; k++) dAdd += (await run(`${CNI_PATH}/bridge`, { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
-        for (let k = all.length - 1; k >= 0; k--) dDel += (await run(`${CNI_PATH}/bridge`, { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: k === 0 ? "eth0" : `net${k}` }, JSON.stringify(all[k]))).ms;
+        const a = await cni("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
+        const d = await cni("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
+        const direct = await runDirect(all, base);
         if (i === 0) continue;
         m.pAdd.push(a.ms);
         m.pDel.push(d.ms);
-        m.dAdd.push(dAdd);
-        m.dDel.push(dDel);
+        m.dAdd.push(direct.add);
+        m.dDel.push(direct.del);
       }
       const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
       rows.push([K, fmt(median(m.pAdd)), fmt(median(m.pDel)), fmt(median(m.dAdd)), fmt(median(m.dDel)), fmt(own)]);

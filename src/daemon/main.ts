@@ -7,20 +7,11 @@
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
-import { loadBundle } from "../cli/bundle-loader";
 import { DEFAULT_DAEMON_SOCKET } from "../config/plugin-conf";
-import type * as ApiEntry from "../k8s/api-entry";
-import { loadKubeSource, readKubeconfig } from "../k8s/kubeconfig";
-import { RestKube } from "../k8s/rest-kube";
+import { loadApiBundle, loadKubeApi } from "../k8s/index";
+import { readKubeconfig } from "../k8s/kubeconfig";
 import { createLogger, type Logger } from "../log/logger";
 import { startDaemonServer } from "./server";
-
-declare const PLEXUS_BUNDLED: boolean | undefined;
-
-async function apiBundle(): Promise<typeof ApiEntry> {
-  if (typeof PLEXUS_BUNDLED === "undefined" || !PLEXUS_BUNDLED) return import("../k8s/api-entry");
-  return loadBundle<typeof ApiEntry>("plexus-k8s");
-}
 
 export interface DaemonFlags {
   kubeconfig?: string | undefined;
@@ -56,18 +47,22 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
   const nodeName = f.nodeName || env.NODE_NAME || hostname();
   const socketPath = f.socket || DEFAULT_DAEMON_SOCKET;
   const healthAddress = f.healthAddress !== undefined ? parseHealthAddress(f.healthAddress) : undefined;
-  let source = await loadKubeSource({ kubeconfig: f.kubeconfig, env });
-  if (!source) throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
-  const bundle = await apiBundle();
-  if ("plugin" in source) source = await bundle.pluginKubeSource(source);
-  const api = new RestKube(source, {
-    retry: { requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000, totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000 },
-    // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI process
-    // keeps its 4 MiB cap.
-    maxResponseBytes: 256 * 1024 * 1024,
-    userAgent: "plexus-daemon",
-    log,
-  });
+  const api = await loadKubeApi(
+    { kubeconfig: f.kubeconfig },
+    {
+      env,
+      log,
+      client: {
+        retry: { requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000, totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000 },
+        // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
+        // process keeps its 4 MiB cap.
+        maxResponseBytes: 256 * 1024 * 1024,
+        userAgent: "plexus-daemon",
+      },
+    },
+  );
+  if (!api) throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
+  const bundle = await loadApiBundle();
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
   const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
   let server: Awaited<ReturnType<typeof startDaemonServer>>;
@@ -77,8 +72,7 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
     await api.close();
     throw err;
   }
-  const synced = caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
-  void synced;
+  void caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
   return {
     socketPath,
     healthAddress: server.healthAddress ? { host: server.healthAddress.address, port: server.healthAddress.port } : undefined,

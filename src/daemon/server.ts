@@ -80,10 +80,15 @@ function requestUrl(req: IncomingMessage): URL | undefined {
   }
 }
 
-function badTarget(res: ServerResponse): void {
-  const buf = Buffer.from(JSON.stringify({ error: { code: Code.Internal, msg: "malformed request target" } }));
-  res.writeHead(400, { "content-type": "application/json", "content-length": String(buf.length), connection: "close" });
+/** Writes one answer: a JSON body unless `type` says otherwise. */
+function send(res: ServerResponse, status: number, body: unknown, type = "application/json", headers: Record<string, string> = {}): void {
+  const buf = Buffer.from(type === "application/json" ? JSON.stringify(body) : String(body));
+  res.writeHead(status, { "content-type": type, "content-length": String(buf.length), ...headers });
   res.end(buf);
+}
+
+function badTarget(res: ServerResponse): void {
+  send(res, 400, { error: { code: Code.Internal, msg: "malformed request target" } }, "application/json", { connection: "close" });
 }
 
 function str(q: URLSearchParams | Record<string, unknown>, key: string, required = true): string | undefined {
@@ -114,7 +119,7 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
     }
   }
 
-  async function route(req: IncomingMessage, url: URL): Promise<[number, unknown]> {
+  async function route(req: IncomingMessage, url: URL): Promise<[status: number, body: unknown, type?: string]> {
     const q = url.searchParams;
     switch (`${req.method} ${url.pathname}`) {
       case `GET ${DAEMON_API.healthz}`:
@@ -163,7 +168,7 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
         return [200, { ok: true }];
       }
       case `GET ${DAEMON_API.metrics}`:
-        return [200, undefined];
+        return [200, renderMetrics(), "text/plain; version=0.0.4"];
       default:
         throw new HttpFailure(404, `no route ${req.method} ${url.pathname}`);
     }
@@ -174,18 +179,13 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
     const url = requestUrl(req);
     if (!url) return badTarget(res);
     const routeName = url.pathname;
-    const reply = (status: number, body: unknown, type = "application/json") => {
-      const buf = Buffer.from(type === "application/json" ? JSON.stringify(body) : String(body));
-      res.writeHead(status, { "content-type": type, "content-length": String(buf.length) });
-      res.end(buf);
+    const reply = (status: number, body: unknown, type?: string) => {
+      send(res, status, body, type);
       metrics.inc("plexus_daemon_requests_total", { route: routeName, code: String(status) });
       metrics.observe("plexus_daemon_request_duration_seconds", { route: routeName }, performance.now() - t0);
     };
     route(req, url).then(
-      ([status, body]) => {
-        if (routeName === DAEMON_API.metrics) return reply(200, renderMetrics(), "text/plain; version=0.0.4");
-        reply(status, body);
-      },
+      ([status, body, type]) => reply(status, body, type),
       (err: unknown) => {
         if (err instanceof HttpFailure) return reply(err.status, { error: { code: Code.Internal, msg: err.message } });
         if (isCniError(err)) {
@@ -253,9 +253,7 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
       if (!url) return badTarget(res);
       const pathname = url.pathname;
       if (HEALTH_ROUTES.has(pathname)) return handler(req, res);
-      const buf = Buffer.from(JSON.stringify({ error: { code: Code.Internal, msg: `no route ${req.method} ${pathname} on the health address` } }));
-      res.writeHead(404, { "content-type": "application/json", "content-length": String(buf.length) });
-      res.end(buf);
+      send(res, 404, { error: { code: Code.Internal, msg: `no route ${req.method} ${pathname} on the health address` } });
     });
     h.keepAliveTimeout = 5_000;
     const { host, port } = o.healthAddress;

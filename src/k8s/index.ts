@@ -6,14 +6,14 @@
  */
 import type { Logger } from "../log/logger";
 import type { KubeApi } from "./kube-api";
-import type { KubeClientOptions } from "./rest-kube";
+import type { KubeClientOptions, RestKube } from "./rest-kube";
 import { loadBundle } from "../cli/bundle-loader";
 import type * as ApiEntry from "./api-entry";
 
 declare const PLEXUS_BUNDLED: boolean | undefined;
 
 /** The API client's own bundle when built (see api-entry.ts); the TypeScript modules under vitest. */
-async function loadApiBundle(): Promise<typeof ApiEntry> {
+export async function loadApiBundle(): Promise<typeof ApiEntry> {
   if (typeof PLEXUS_BUNDLED === "undefined" || !PLEXUS_BUNDLED) return import("./api-entry");
   return loadBundle<typeof ApiEntry>("plexus-k8s");
 }
@@ -87,7 +87,7 @@ async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | 
  * loaded only for a kubeconfig whose user runs a credential plugin (exec, auth-provider).
  * Throws 7 for an unusable kubeconfig (B15), before any request.
  */
-export async function loadKubeApi(conf: KubeConfigKeys, ctx: KubeContext = {}): Promise<KubeApi | undefined> {
+export async function loadKubeApi(conf: KubeConfigKeys, ctx: KubeContext = {}): Promise<RestKube | undefined> {
   const env = ctx.env ?? {};
   if (!hasKubernetesConfig(conf, env)) return undefined;
   // node:https, node:tls and js-yaml load only here: a DEL from the record never pays for them.

@@ -72,10 +72,9 @@ class Informer<T> {
   ) {
     this.delay = minDelay;
     const watch = new Watch(kc);
-    const self = this;
     // Trim every watched object before the informer stores it.
     const trimming = {
-      async watch(p: string, q: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: unknown, raw: unknown) => void, done: (err: unknown) => void) {
+      watch: async (p: string, q: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: unknown, raw: unknown) => void, done: (err: unknown) => void) => {
         let failed = false;
         const controller = await watch.watch(
           p,
@@ -84,7 +83,7 @@ class Informer<T> {
           { ...q, allowWatchBookmarks: true },
           (phase, obj, raw) => {
             if (phase === "ERROR" || phase === "BOOKMARK") return cb(phase, obj, raw);
-            const t = self.trim(obj as Record<string, unknown>);
+            const t = this.trim(obj as Record<string, unknown>);
             if (t) cb(phase, t, raw);
           },
           (err) => {
@@ -93,7 +92,7 @@ class Informer<T> {
           },
         );
         // The watch is open (HTTP 200): healthy again, and the next failure starts a fresh backoff.
-        if (!failed) self.recovered();
+        if (!failed) this.recovered();
         return controller;
       },
     } as unknown as Watch;
@@ -105,9 +104,6 @@ class Informer<T> {
     };
     this.lw = new ListWatch<Trimmed>(path, trimming, listing as never, false, undefined, fieldSelector);
     this.lw.on("error", (err) => this.onError(err));
-    this.lw.on("connect", () => {
-      // Each (re)connect; the watch handler resets client-node's own delay on the first event.
-    });
   }
 
   get synced(): boolean {

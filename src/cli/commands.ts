@@ -47,7 +47,10 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     return exitCode;
   } catch (err) {
     const code = (err as { exitCode?: number }).exitCode;
-    return typeof code === "number" ? code : 1;
+    if (typeof code === "number") return code; // commander's own exit (help, a usage error it printed)
+    // A command crashed: never silently (issue 10 item 8).
+    process.stderr.write(`plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 1;
   }
 }
 

@@ -156,10 +156,15 @@ export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
   await deps.cache.delete({ networkName: list.name, containerId: rt.containerId, ifName: rt.ifName });
 }
 
-/** CHECK (C2.6): ≥ 0.4.0 only, skipped when `disableCheck`; needs the cached result. */
+/**
+ * CHECK (C2.6): skipped when `disableCheck`; needs the cached result. A network older than 0.4.0
+ * has no CHECK, so Plexus, acting as its runtime, does not send one (libcni refuses to): one
+ * 0.3.1 NAD must not fail every CHECK of the pod.
+ */
 export async function checkNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
   if (!versionAtLeast(list.cniVersion, "0.4.0")) {
-    throw new CniError(Code.IncompatibleVersion, `network ${JSON.stringify(list.name)}: cniVersion ${list.cniVersion} does not support CHECK (needs 0.4.0 or later)`);
+    deps.log.debug({ network: list.name, cniVersion: list.cniVersion }, "CHECK skipped: the network's cniVersion predates CHECK (0.4.0)");
+    return;
   }
   if (list.disableCheck) return;
   const prev = await cachedResult(list, rt, deps);

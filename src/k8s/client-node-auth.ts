@@ -20,7 +20,7 @@ export async function pluginKubeSource(p: PluginKubeconfig): Promise<KubeSource>
   }
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw fail("has no current cluster");
-  const server = checkServer(cluster.server, cluster.name, Boolean(cluster.skipTLSVerify), fail);
+  const server = checkServer(cluster.server, cluster.name, fail);
   const o: https.RequestOptions = {};
   try {
     await kc.applyToHTTPSOptions(o);

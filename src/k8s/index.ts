@@ -94,6 +94,9 @@ export async function loadKubeApi(conf: KubeConfigKeys, ctx: KubeContext = {}): 
   const [{ loadKubeSource }, { RestKube }] = await Promise.all([import("./kubeconfig"), import("./rest-kube")]);
   let source = await loadKubeSource({ kubeconfig: conf.kubeconfig, env, inClusterRoot: ctx.inClusterRoot });
   if (!source) return undefined;
+  if (!("plugin" in source) && source.server.startsWith("http:")) {
+    ctx.log?.warn({ credentials: source.credentials, host: new URL(source.server).host }, "the API server is plain http: the credentials and every request travel unencrypted");
+  }
   if ("plugin" in source) {
     ctx.log?.debug({ kubeconfig: source.path }, "kubeconfig user runs a credential plugin: loading @kubernetes/client-node");
     source = await (await loadApiBundle()).pluginKubeSource(source);

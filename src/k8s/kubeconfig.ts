@@ -112,7 +112,7 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
   const cluster = named(raw.clusters, clusterName, "cluster");
   if (!cluster) throw fail(`the cluster of context ${JSON.stringify(contextName)} is not among its clusters`);
   const insecure = cluster["insecure-skip-tls-verify"] === true;
-  const server = checkServer(str(cluster.server) ?? "", clusterName, insecure, fail);
+  const server = checkServer(str(cluster.server) ?? "", clusterName, fail);
   const user = named(raw.users, str(context.user) ?? "", "user") ?? {};
   if (user.exec !== undefined || user["auth-provider"] !== undefined) return { plugin: true, path, raw };
 
@@ -207,18 +207,21 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
   }
   const auth = tokenFileAuth(tokenFile, (why) => fail(why));
   const host = env.KUBERNETES_SERVICE_HOST!;
-  const server = checkServer(`https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT}`, "in-cluster", false, (why) => new CniError(Code.InvalidNetworkConfig, `${credentials}: ${why}`));
+  const server = checkServer(`https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT}`, "in-cluster", (why) => new CniError(Code.InvalidNetworkConfig, `${credentials}: ${why}`));
   return { credentials, server, tls: { ca }, auth };
 }
 
-export function checkServer(server: string, clusterName: string, insecure: boolean, fail: (why: string) => CniError): string {
+/**
+ * The cluster's server URL: https, or plain http as client-go and Multus accept it (`kubectl proxy`,
+ * a local API server). Over http the credentials travel in clear: {@link loadKubeApi} warns once.
+ */
+export function checkServer(server: string, clusterName: string, fail: (why: string) => CniError): string {
   let url: URL;
   try {
     url = new URL(server);
   } catch {
     throw fail(`cluster ${JSON.stringify(clusterName)} has no valid server URL (${JSON.stringify(server)})`);
   }
-  if (url.protocol === "http:" && !insecure) throw fail(`cluster ${JSON.stringify(clusterName)}: plain http is allowed only with insecure-skip-tls-verify`);
   if (url.protocol !== "https:" && url.protocol !== "http:") throw fail(`cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`);
   return server.replace(/\/+$/, "");
 }

@@ -1,17 +1,18 @@
 /**
  * What a selection asks of its delegates (M4, N4.1.2.1.3, N4.1.2.1.4, CNI CONVENTIONS):
- * - `ips` and `mac` go to every plugin as `args.cni.ips` / `args.cni.mac` (N4.1.2.1.3/4: MUST);
+ * - `ips` and `mac` go to every plugin as `args.cni.ips` / `args.cni.mac`, always (N4.1.2.1.3/4:
+ *   MUST), and also as `runtimeConfig` to the plugins that declare the `ips` / `mac` capability;
  * - `cni-args` is merged into `args.cni` of every plugin (M4), the selection's keys winning over
  *   the config's, as in Multus; `ips`/`mac` win over a `cni-args` key of the same name, since they
  *   are what the attachment is verified against after ADD;
- * - `ips`, `mac`, `infiniband-guid`, `portMappings`, `bandwidth`, `deviceID` are also capability
- *   values (`ips`, `mac`, `infinibandGUID`, `portMappings`, `bandwidth`, `deviceID`), which reach a
- *   plugin as `runtimeConfig` only if it declares the capability (C3.2).
+ * - `infiniband-guid`, `portMappings`, `bandwidth`, `deviceID` are capability values
+ *   (`infinibandGUID`, `portMappings`, `bandwidth`, `deviceID`) and reach a plugin only as
+ *   `runtimeConfig`, only if it declares the capability (C3.2).
  *
- * M4: if no plugin of the attachment declares a requested capability, the ADD fails naming it. That
- * holds for `ips` and `mac` too, although they also travel in `args.cni`: M4 lists them with the
- * others, and a plugin that reads neither would otherwise leave the request to the post-ADD check.
- * Multus drops undeclared capabilities silently, so the pod runs without what it asked for.
+ * M4: `ips` and `mac` are never refused for a missing capability: `args.cni` is their channel
+ * (static IPAM and tuning read it), and the post-ADD check decides whether they were honoured. The
+ * other requests have no other channel, so if no plugin of the attachment declares one, the ADD
+ * fails naming it (Multus drops it silently, so the pod runs without what it asked for).
  *
  * An empty `portMappings` list or `bandwidth` object asks for nothing (Multus passes neither) and is
  * not a request. The input config is never mutated: the result is a deep copy.
@@ -39,6 +40,9 @@ export function requestedCapabilities(sel: NetworkSelection): Record<string, unk
   return caps;
 }
 
+/** Requests that travel in `args.cni` too, so no declared capability is needed for them. */
+const IN_CNI_ARGS = new Set(["ips", "mac"]);
+
 function declaredCapabilities(conf: ConfList): Set<string> {
   return new Set(conf.plugins.flatMap((p) => Object.entries(p.capabilities ?? {}).filter(([, on]) => on === true).map(([c]) => c)));
 }
@@ -46,7 +50,7 @@ function declaredCapabilities(conf: ConfList): Set<string> {
 export function applySelection(conf: ConfList, sel: NetworkSelection): AppliedSelection {
   const capabilityArgs = requestedCapabilities(sel);
   const declared = declaredCapabilities(conf);
-  const missing = Object.keys(capabilityArgs).filter((c) => !declared.has(c));
+  const missing = Object.keys(capabilityArgs).filter((c) => !declared.has(c) && !IN_CNI_ARGS.has(c));
   if (missing.length) {
     const plural = missing.length > 1;
     throw new CniError(

@@ -12,7 +12,7 @@ import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "
 import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { podOf, type Attachment, type ContainerRecord } from "./record";
-import { teardown } from "./teardown";
+import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
 
 export interface AddOutcome {
   /** The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4). */
@@ -27,9 +27,11 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
   const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   await clearPreviousAttempt(req, conf, deps);
-  await writeRecord(req, conf, plan, deps);
+  const record = await writeRecord(req, conf, plan, deps);
 
   const done: Attachment[] = [];
+  /** The attachment whose ADD failed, as it is in `done`, and that ADD's code. */
+  let failed: { attachment: Attachment; code: number } | undefined;
   const results: AddOutcome["results"] = [];
   try {
     for (const att of plan) {
@@ -38,9 +40,11 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
         // …but only its plugins that were actually executed.
         const started = pluginsStartedOf(err);
         done.pop();
-        if (started === undefined) done.push(att);
-        else if (started > 0) done.push({ ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } });
-        throw asCniError(err).withContext(`ADD of ${describeAttachment(att)} failed`);
+        const ran = started === undefined ? att : started > 0 ? { ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } } : undefined;
+        if (ran) done.push(ran);
+        const e = asCniError(err);
+        if (ran) failed = { attachment: ran, code: e.code };
+        throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
       });
       results.push({ attachment: att, result });
       if (att.selection) (await import("./publish")).verifySelection({ attachment: att, result });
@@ -61,11 +65,25 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
     const cause = asCniError(err);
-    const rollback = await teardown(done, ctx, req, conf, deps);
-    if (rollback.length === 0) await deps.records.delete(req.containerId, req.ifName).catch(() => {});
-    else deps.log.error({ errors: rollback.map((e) => e.message) }, "rollback after failed ADD left attachments; the record is kept for DEL");
-    throw rollback.length === 0 ? cause : new CniError(cause.code, `${cause.message}; rollback also failed: ${rollback.map((e) => e.message).join("; ")}`, cause.details);
+    const rollback = (await teardown(done, ctx, req, conf, deps)).filter((f) => !neverAttached(f, failed));
+    if (rollback.length === 0) {
+      await deps.records.delete(req.containerId, req.ifName).catch(() => {});
+      throw cause;
+    }
+    // The record keeps only what is left, for the runtime's DEL (which follows a failed ADD, K1).
+    await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch(() => {});
+    deps.log.error({ errors: rollback.map((f) => f.error.message) }, "rollback after failed ADD left attachments; the record keeps them for DEL");
+    throw new CniError(cause.code, `${cause.message}; rollback also failed: ${rollback.map((f) => f.error.message).join("; ")}`, cause.details);
   }
+}
+
+/**
+ * The delegate whose ADD failed with a configuration error (codes 1–7), and whose DEL fails with
+ * that same code, refused its config both times: it attached nothing, and keeping it in the record
+ * would fail every DEL of the pod for a config that can never work.
+ */
+function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: number } | undefined): boolean {
+  return failed !== undefined && f.attachment === failed.attachment && f.error.code === failed.code && failed.code >= 1 && failed.code <= 7;
 }
 
 /**
@@ -79,7 +97,7 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
   if (prev.state !== "found") return;
   deps.log.warn({ containerId: req.containerId, ifName: req.ifName }, "ADD found the record of an earlier ADD; tearing its attachments down first");
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs };
-  const errors = await teardown(prev.record.attachments, ctx, req, conf, deps);
+  const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map((f) => f.error);
   if (errors.length > 0) {
     throw new CniError(
       errors[0]!.code,
@@ -90,7 +108,7 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
 }
 
 /** M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first. */
-async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[], deps: Deps): Promise<void> {
+async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[], deps: Deps): Promise<ContainerRecord> {
   const record: ContainerRecord = {
     kind: "plexusRecordV1",
     containerId: req.containerId,
@@ -105,6 +123,7 @@ async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[]
   await deps.records.write(record).catch((err: unknown) => {
     throw asCniError(err).withContext(`cannot record container ${req.containerId} before attaching (cniDir ${conf.cniDir})`);
   });
+  return record;
 }
 
 /** B60, K5: a default network without an IP would fail later in the runtime, far from its cause. */

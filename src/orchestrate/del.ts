@@ -1,75 +1,85 @@
 /**
- * DEL (C2.5, N7.2, M7, B5, B47, B62, B65): from the container record, every attachment in reverse,
- * past failures; idempotent; works with CNI_NETNS="" (the delegates release IPAM without a netns).
+ * DEL (C2.5, N7.2, M7, K1, B5, B47, B62, B65): from the container record, every attachment in
+ * reverse, past failures; idempotent; works with CNI_NETNS="" (the delegates release IPAM without
+ * a netns).
+ *
+ * No input, failure or state may make a DEL fail forever (M7, K1): the kubelet retries it without
+ * end, and meanwhile the pod hangs in Terminating with its netns and IPs leaked. So:
+ * - without a record, Plexus ran no delegate for the container (ADD writes the record first): the
+ *   networks are worked out as ADD would, as a bounded best effort, falling back to the default
+ *   network(s); what cannot be worked out (an invalid annotation, a missing NAD, the API server
+ *   down) is logged, never an error;
+ * - only a delegate's own DEL failure fails a DEL, and del-failures.ts decides how often.
  */
 import type { CniRequest } from "../cni/env";
-import { AggregateCniError, asCniError, CniError, Code } from "../cni/errors";
+import { asCniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
+import { settleDel, retryWithCurrentNads } from "./del-failures";
 import type { Deps, RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
-import type { Attachment, RecordRead } from "./record";
+import { podOf, type Attachment, type ContainerRecord, type RecordRead } from "./record";
 import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
-  const read = await deps.records.read(req.containerId, req.ifName);
-  const { attachments, unresolved } = await attachmentsToDelete(read, req, conf, deps);
-  const ctx: RuntimeFor =
-    read.state === "found"
-      ? { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs || read.record.cniArgs }
-      : { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
-  const errors = await teardown(attachments, ctx, req, conf, deps);
-  if (unresolved) errors.push(unresolved);
-  if (errors.length > 0) {
-    // The record stays, so the runtime's retry tears down what is left (B62).
-    const err =
-      errors.length === 1 ? errors[0]! : new AggregateCniError(errors, `DEL of container ${req.containerId}: ${errors.length} of ${attachments.length} networks failed`);
-    throw withoutNotFound(err);
-  }
-  await deps.records.delete(req.containerId, req.ifName);
-}
-
-/**
- * With a record (M7), its attachments, and no API call. Without one (DEL without ADD, B65, or an
- * ADD that died before writing it, B64), the networks are worked out as ADD would: from the API
- * for a pod of a cluster (a pod the API no longer has gets its default networks, B38), else the
- * configured delegates. A corrupt record (B47) falls back the same way, and is an error when there
- * is nothing to fall back to. When the pod's own networks cannot be determined (the API is down),
- * the default networks are still torn down and the DEL fails, to be retried: never silent success.
- */
-async function attachmentsToDelete(read: RecordRead, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<{ attachments: Attachment[]; unresolved?: CniError }> {
-  if (read.state === "found") return { attachments: read.record.attachments };
-  const kube = deps.kube ?? (async () => undefined);
-  let attachments: Attachment[];
-  let unresolved: CniError | undefined;
-  try {
-    attachments = (await planForPod(req, conf, { kube, log: deps.log })).attachments;
-  } catch (err) {
-    const e = asCniError(err);
-    const podGone = e.code === Code.UnknownContainer;
-    attachments = await planDefaultsOnly(req, conf, podGone ? await kube().catch(() => undefined) : undefined, deps.log);
-    if (podGone) deps.log.info({ err: e.message }, "DEL without a record for a pod the API no longer has: tearing down the default network(s)");
-    else unresolved = e.withContext(`DEL of container ${req.containerId}: the pod's networks could not be determined, so only its default network(s) were torn down`);
+  // A record that cannot even be read (an I/O error) is handled as an unreadable one: failing here
+  // would fail every DEL for as long as the file system is broken.
+  const read: RecordRead = await deps.records
+    .read(req.containerId, req.ifName)
+    .catch((err: unknown) => ({ state: "corrupt", path: deps.records.path(req.containerId, req.ifName), reason: asCniError(err).message }));
+  if (read.state === "found") {
+    const { record } = read;
+    const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs || record.cniArgs };
+    const failures = await teardown(record.attachments, ctx, req, conf, deps);
+    return settleDel(await retryWithCurrentNads(failures, ctx, req, conf, deps), record, req, conf, deps);
   }
   if (read.state === "corrupt") {
-    if (attachments.length === 0) {
-      throw new CniError(
-        Code.IoFailure,
-        `DEL of container ${req.containerId}: record ${read.path} is unreadable (${read.reason}) and the config lists no delegates to fall back to; remove the file after cleaning up by hand`,
-      );
-    }
-    deps.log.warn({ path: read.path, reason: read.reason }, "container record is corrupt; tearing down the networks worked out from the config instead");
+    deps.log.warn({ path: read.path, reason: read.reason }, "container record is unreadable; tearing down the networks worked out from the config instead, then removing it");
   } else {
-    deps.log.info({ containerId: req.containerId }, "no container record; tearing down the networks worked out from the config");
+    deps.log.info({ containerId: req.containerId }, "no container record (Plexus ran no delegate for it); tearing down the networks worked out from the config");
   }
-  return unresolved ? { attachments, unresolved } : { attachments };
+  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  const failures = await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps);
+  return settleDel(failures, recordFor(req, conf), req, conf, deps);
 }
 
 /**
- * K5, B62: containerd (go-cni) takes a DEL error whose text contains "not found" as success and
- * forgets the sandbox, so a delegate's own wording ("Link not found" from macvlan whose master is
- * gone) would turn a failed teardown into a leak. The state is not gone, so the words are changed.
+ * The networks of a container with no record, as ADD would work them out (the pod's own through the
+ * API, B65, B38), else the default network(s) alone, else none. Never throws: each step is a best
+ * effort, and an API server that did not answer is not asked again (the call's total API budget
+ * bounds what it can cost, `apiTotalTimeoutSeconds`).
  */
-function withoutNotFound(err: CniError): CniError {
-  const clean = (s: string) => s.replace(/not found/gi, "missing");
-  return new CniError(err.code, clean(err.message), err.details === undefined ? undefined : clean(err.details), { cause: err });
+async function plannedAttachments(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<Attachment[]> {
+  const kube = deps.kube ?? (async () => undefined);
+  let apiAnswered = true;
+  try {
+    return (await planForPod(req, conf, { kube, log: deps.log })).attachments;
+  } catch (err) {
+    const e = asCniError(err);
+    apiAnswered = e.code !== Code.ApiFailure && e.code !== Code.TryAgainLater;
+    deps.log.warn({ code: e.code, err: e.message }, "DEL without a record: the pod's networks could not be worked out; tearing down the default network(s) only");
+  }
+  for (const withKube of apiAnswered ? [true, false] : [false]) {
+    try {
+      return await planDefaultsOnly(req, conf, withKube ? await kube().catch(() => undefined) : undefined, deps.log);
+    } catch (err) {
+      deps.log.warn({ err: asCniError(err).message, withKubernetes: withKube }, "DEL without a record: the default network(s) could not be worked out");
+    }
+  }
+  return [];
+}
+
+/** The record a DEL without one keeps, should a delegate fail, so that the retry is counted. */
+function recordFor(req: CniRequest, conf: PlexusConf): ContainerRecord {
+  const record: ContainerRecord = {
+    kind: "plexusRecordV1",
+    containerId: req.containerId,
+    ifName: req.ifName,
+    netns: req.netns,
+    cniVersion: conf.cniVersion,
+    cniArgs: req.rawArgs,
+    attachments: [],
+  };
+  const pod = podOf(req.args);
+  if (pod) record.pod = pod;
+  return record;
 }

@@ -39,14 +39,35 @@ export interface RuntimeFor {
   cniArgs: string;
 }
 
+/**
+ * What the runtime asks for the pod's own address and MAC (podman's `--ip`/`--mac-address` as the
+ * `ips`/`mac` capabilities, `IP=`/`MAC=` in CNI_ARGS) is about the interface it named, CNI_IFNAME:
+ * only the default network's delegates get it. Handed to every network (as Multus does), a second
+ * network would try to take the same address and fail, or two interfaces would share a MAC.
+ */
+const RUNTIME_PRIMARY_CAPABILITIES = ["ips", "mac"];
+const RUNTIME_PRIMARY_ARGS = new Set(["IP", "MAC"]);
+
+function runtimeRequestsFor(att: Pick<Attachment, "isDefault">, conf: PlexusConf, cniArgs: string): { capabilityArgs: Record<string, unknown>; args: string } {
+  if (att.isDefault) return { capabilityArgs: conf.runtimeConfig, args: cniArgs };
+  const capabilityArgs = { ...conf.runtimeConfig };
+  for (const k of RUNTIME_PRIMARY_CAPABILITIES) delete capabilityArgs[k];
+  const args = cniArgs
+    .split(";")
+    .filter((pair) => pair !== "" && !RUNTIME_PRIMARY_ARGS.has(pair.slice(0, pair.indexOf("="))))
+    .join(";");
+  return { capabilityArgs, args };
+}
+
 export function runtimeConfFor(att: Attachment, ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): RuntimeConf {
+  const runtime = runtimeRequestsFor(att, conf, ctx.cniArgs);
   return {
     containerId: ctx.containerId,
     netns: ctx.netns,
     ifName: att.ifName,
-    args: ctx.cniArgs,
+    args: runtime.args,
     path: delegatePath(req, conf),
-    capabilityArgs: { ...conf.runtimeConfig, ...att.capabilityArgs },
+    capabilityArgs: { ...runtime.capabilityArgs, ...att.capabilityArgs },
     baseEnv: deps.baseEnv,
     deadlineMs: conf.delegateTimeoutMs,
   };

@@ -32,7 +32,7 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
     }
     deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
     const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
-    const errs = await teardown(rec.attachments, ctx, req, conf, deps);
+    const errs = (await teardown(rec.attachments, ctx, req, conf, deps)).map((f) => f.error);
     if (errs.length === 0) await deps.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => errs.push(asCniError(e)));
     errors.push(...errs.map((e) => e.withContext(`GC of container ${rec.containerId}`)));
   }

@@ -23,6 +23,11 @@ export interface Attachment {
   capabilityArgs?: Record<string, unknown>;
   /** The annotation element that asked for it (N4.1): verified after ADD, gateway for the status. */
   selection?: NetworkSelection;
+  /**
+   * How many of the runtime's DELs failed for this attachment (M7, `retryDeleteOnError`): with
+   * retries off, the second failure abandons it instead of failing the pod's DEL forever.
+   */
+  failedDels?: number;
 }
 
 export interface ContainerRecord {

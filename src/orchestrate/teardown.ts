@@ -1,6 +1,6 @@
 /**
- * Tearing attachments down in reverse (N7.2): every one is tried, failures are collected.
- * Shared by DEL, by ADD's rollback and by GC.
+ * Tearing attachments down in reverse (N7.2): every one is tried, failures are collected (in
+ * teardown order) with the attachment they belong to. Shared by DEL, by ADD's rollback and by GC.
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, type CniError } from "../cni/errors";
@@ -9,17 +9,28 @@ import { delNetworkList } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import type { Attachment } from "./record";
 
-export async function teardown(attachments: readonly Attachment[], ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<CniError[]> {
-  const errors: CniError[] = [];
+/** One attachment whose DEL failed, and why. */
+export interface TeardownFailure {
+  attachment: Attachment;
+  error: CniError;
+}
+
+export async function teardown(attachments: readonly Attachment[], ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<TeardownFailure[]> {
+  const failures: TeardownFailure[] = [];
   for (const att of [...attachments].reverse()) {
     try {
       await delNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps);
       deps.log.debug({ network: att.network, ifName: att.ifName }, "detached");
     } catch (err) {
-      const e = asCniError(err).withContext(`DEL of ${describeAttachment(att)}`);
-      deps.log.error({ network: att.network, ifName: att.ifName, err: e.message }, "detach failed");
-      errors.push(e);
+      const error = asCniError(err).withContext(`DEL of ${describeAttachment(att)}`);
+      deps.log.error({ network: att.network, ifName: att.ifName, err: error.message }, "detach failed");
+      failures.push({ attachment: att, error });
     }
   }
-  return errors;
+  return failures;
+}
+
+/** The failed attachments in attachment order (failures come in teardown order), for a record. */
+export function failedAttachments(failures: readonly TeardownFailure[]): Attachment[] {
+  return failures.map((f) => f.attachment).reverse();
 }

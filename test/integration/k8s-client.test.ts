@@ -17,6 +17,7 @@ import type { KubeApi } from "../../src/k8s/kube-api";
 import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { recordingLogger } from "../fakes/fake-exec";
 
 const FAST: ClientNodeOptions = { retry: { requestTimeoutMs: 200, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 } };
 const POD_PATH = "/api/v1/namespaces/ns1/pods/p1";
@@ -136,6 +137,19 @@ describe("M1 where the configuration comes from", () => {
     opened.push(kube!);
     expect((await kube!.getPod("ns1", "p1")).metadata.name).toBe("p1");
     rmSync(root, { recursive: true, force: true });
+  });
+
+  it("M1 a kubeconfig whose server is plain http:// (kubectl proxy) works without insecure-skip-tls-verify, with one warning that credentials travel in clear", async () => {
+    await using s = await startFakeApiServer({ tls: false });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const path = writeKubeconfig(s);
+    expect(readFileSync(path, "utf8")).not.toMatch(/insecure-skip-tls-verify|certificate-authority/);
+    const log = recordingLogger();
+    const kube = await loadKubeApi({ kubeconfig: path }, { client: FAST, log });
+    opened.push(kube!);
+    expect((await kube!.getPod("ns1", "p1")).metadata.name).toBe("p1");
+    const warnings = log.lines.filter((l) => l.level === "warn");
+    expect(warnings).toEqual([expect.objectContaining({ msg: expect.stringContaining("plain http"), obj: expect.objectContaining({ credentials: `kubeconfig ${path}` }) })]);
   });
 
   it("M11 a kubectl-style `tokenFile` relative to the kubeconfig is honoured", async () => {

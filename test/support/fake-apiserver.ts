@@ -892,7 +892,8 @@ export function writeKubeconfig(server: Pick<FakeApiServer, "url" | "caPem" | "t
     writeFileSync(tokenPath, token);
     auth = `    tokenFile: ${tokenPath}`;
   }
-  const tlsLine = server.url.startsWith("https:") ? `    certificate-authority-data: ${Buffer.from(server.caPem).toString("base64")}` : "    insecure-skip-tls-verify: true";
+  // A plain-http server gets no TLS line at all, as `kubectl proxy` users write it (issue 10 item 6).
+  const tlsLines = server.url.startsWith("https:") ? [`    certificate-authority-data: ${Buffer.from(server.caPem).toString("base64")}`] : [];
   writeFileSync(
     path,
     [
@@ -902,7 +903,7 @@ export function writeKubeconfig(server: Pick<FakeApiServer, "url" | "caPem" | "t
       "- name: fake",
       "  cluster:",
       `    server: ${server.url}`,
-      tlsLine,
+      ...tlsLines,
       "users:",
       "- name: plexus",
       "  user:",

@@ -83,10 +83,20 @@ describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
     expect(() => applySelection(list, { ...sel, ...extra })).toThrow(expect.objectContaining({ code: 7, message: expect.stringMatching(new RegExp(`^network ns/net-a .*"${cap}".*"${cap}": true`)) }));
   });
 
-  it("M4 N4.1.2.1.3 ips requested but no plugin declares the ips capability: 7 (M4 lists ips too, although args.cni carries it)", () => {
+  it("M4 N4.1.2.1.3 N4.1.2.1.4 ips and mac are never refused for an undeclared capability: args.cni carries them to every plugin, runtimeConfig to none", () => {
+    const noCaps: ConfList = { cniVersion: "1.0.0", name: "plain", plugins: [{ type: "macvlan", ipam: { type: "static" } }, { type: "tuning" }] };
+    const { conf, capabilityArgs } = applySelection(noCaps, { ...sel, ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" });
+    for (const p of conf.plugins) {
+      expect(p.args).toEqual({ cni: { ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" } });
+      expect(buildPluginConf(conf, p, capabilityArgs).runtimeConfig).toBeUndefined();
+    }
+  });
+
+  it("M4 ips beside an undeclared portMappings request: only portMappings is named", () => {
     const noCaps: ConfList = { cniVersion: "1.0.0", name: "plain", plugins: [{ type: "macvlan", ipam: { type: "static" } }] };
-    expect(() => applySelection(noCaps, { ...sel, ips: ["10.1.0.9/24"] })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining('"ips"') }));
-    expect(() => applySelection(noCaps, { ...sel, mac: "02:00:00:00:00:09" })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining('"mac"') }));
+    expect(() => applySelection(noCaps, { ...sel, ips: ["10.1.0.9/24"], portMappings: [{ hostPort: 1 }] })).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringMatching(/requests "portMappings", but/) }),
+    );
   });
 
   it("M4 a capability declared false does not count; several missing ones are named together", () => {

@@ -162,15 +162,36 @@ describe("DEL", () => {
     expect(exec.calls.map((c) => c.stdin.name)).toEqual(["green", "blue", "blue", "cluster"]);
   });
 
-  it("B47 a corrupt record falls back to the configured delegates; with none configured DEL is an error, never silent success", async () => {
+  it("B47 a corrupt record falls back to the configured delegates, with a warning, and is removed", async () => {
     await cmdAdd(req("ADD"), conf(), deps);
     writeFileSync(deps.records.path("ctr1", "eth0"), "");
-    const empty = parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false });
-    await expect(cmdDel(req("DEL"), empty, deps)).rejects.toMatchObject({ code: 5, message: expect.stringContaining("unreadable") });
     exec.calls.length = 0;
     await cmdDel(req("DEL"), conf(), deps);
     expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
     expect(records()).toEqual([]);
+    expect(deps.logs.some((l) => l.level === "warn" && /unreadable/.test(l.msg))).toBe(true);
+  });
+});
+
+describe("the runtime's own requests (issue 10 item 7)", () => {
+  it("M4 C3.2 runtimeConfig ips/mac and CNI_ARGS IP=/MAC= go to the default network's delegates only; other capabilities and args reach every network", async () => {
+    const caps = { ips: true, mac: true, portMappings: true };
+    const c = parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "plexus",
+      runtimeConfig: { ips: ["10.9.0.50/24"], mac: "02:00:00:00:00:50", portMappings: [{ hostPort: 80 }] },
+      delegates: [
+        { cniVersion: "1.0.0", name: "cluster", type: "bridge", capabilities: caps },
+        { cniVersion: "1.0.0", name: "blue", type: "macvlan", capabilities: caps },
+      ],
+    });
+    exec.on({ ifName: "eth0", command: "ADD" }, { result: { interfaces: [{ name: "eth0", mac: "02:00:00:00:00:50", sandbox: NETNS }], ips: [{ address: "10.9.0.50/24", interface: 0 }] } });
+    await cmdAdd(req("ADD", { CNI_ARGS: "IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns" }), c, deps);
+    const [eth0, net1] = exec.calls;
+    expect(eth0!.stdin.runtimeConfig).toEqual({ ips: ["10.9.0.50/24"], mac: "02:00:00:00:00:50", portMappings: [{ hostPort: 80 }] });
+    expect(eth0!.env.CNI_ARGS).toBe("IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns");
+    expect(net1!.stdin.runtimeConfig).toEqual({ portMappings: [{ hostPort: 80 }] });
+    expect(net1!.env.CNI_ARGS).toBe("IgnoreUnknown=1;K8S_POD_NAME=p;K8S_POD_NAMESPACE=ns");
   });
 });
 

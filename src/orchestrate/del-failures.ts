@@ -1,0 +1,126 @@
+/**
+ * What a DEL does with the attachments whose delegates failed (M7, B62, K5): keep them in the record
+ * for the runtime's retry, and make sure no attachment can fail the pod's DEL forever.
+ *
+ * `retryDeleteOnError` (Multus's key): off (the default), a failing attachment is reported once, the
+ * next DEL retries it once more, and if that fails too it is abandoned: dropped from the record with
+ * a `TeardownAbandoned` warning event on the pod and an error log naming what may have leaked, and
+ * the DEL succeeds. On, it stays in the record and every DEL fails until its delegates succeed.
+ *
+ * Either way, a NAD attachment whose recorded config fails is also tried with the NAD's current
+ * config: an admin who fixes a broken NAD un-wedges its pods (B33 still holds: the recorded bytes
+ * are tried first).
+ */
+import type { CniRequest } from "../cni/env";
+import { AggregateCniError, asCniError, CniError } from "../cni/errors";
+import type { PlexusConf } from "../config/plugin-conf";
+import { delNetworkList } from "../exec/conflist";
+import { applySelection } from "../npwg/delegate-args";
+import { resolveNadConfig } from "../npwg/nad";
+import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import { FsNetworkSource } from "./network-source";
+import type { Attachment, ContainerRecord } from "./record";
+import { failedAttachments, type TeardownFailure } from "./teardown";
+
+export const TEARDOWN_ABANDONED = "TeardownAbandoned";
+
+/** Ends a DEL: success, or an error after keeping what failed in the record (see the file's doc). */
+export async function settleDel(failures: TeardownFailure[], record: ContainerRecord, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
+  const counted = failures.map((f) => ({ ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } }));
+  const abandoned = conf.retryDeleteOnError ? [] : counted.filter((f) => f.attachment.failedDels >= 2);
+  let kept = counted.filter((f) => !abandoned.includes(f));
+  if (kept.length > 0) {
+    try {
+      await deps.records.write({ ...record, attachments: failedAttachments(kept) });
+    } catch (err) {
+      const e = asCniError(err);
+      if (conf.retryDeleteOnError) throw delError(kept, req, [e]);
+      // Nothing could count the retries: abandoning now is the only way the pod can go.
+      deps.log.error({ err: e.message }, "cannot keep the failed attachments for a retry; abandoning them now");
+      abandoned.push(...kept);
+      kept = [];
+    }
+  }
+  if (abandoned.length > 0) await abandon(abandoned, record, req, deps);
+  if (kept.length > 0) throw delError(kept, req);
+  await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
+    // Everything is torn down; a record left behind is removed by the next ADD or a GC.
+    deps.log.warn({ err: asCniError(err).message }, "container torn down, but its record could not be removed");
+  });
+}
+
+function delError(kept: readonly TeardownFailure[], req: CniRequest, extra: CniError[] = []): CniError {
+  const errors = [...kept.map((f) => f.error), ...extra];
+  const err = errors.length === 1 ? errors[0]! : new AggregateCniError(errors, `DEL of container ${req.containerId}: ${kept.length} networks failed`);
+  return withoutNotFound(err);
+}
+
+/** Dropped from the record: each is logged, its cached result removed, and one event names them all. */
+async function abandon(failures: readonly TeardownFailure[], record: ContainerRecord, req: CniRequest, deps: Deps): Promise<void> {
+  const lines: string[] = [];
+  for (const { attachment: att, error } of failures) {
+    const plugins = att.conf.plugins.map((p) => p.type).join(", ");
+    deps.log.error(
+      { network: att.network, ifName: att.ifName, plugins, err: error.message },
+      "DEL failed again: giving up on this attachment so the pod can be deleted; its interface and IP reservations may have leaked (retryDeleteOnError: true keeps retrying)",
+    );
+    lines.push(`${describeAttachment(att)}, plugins ${plugins}: ${error.message}`);
+    await deps.cache.delete({ networkName: att.conf.name, containerId: req.containerId, ifName: att.ifName }).catch(() => {});
+  }
+  if (!record.pod) return;
+  const message = `Plexus stopped retrying the teardown of ${lines.join("; ")}. Its interface and IP reservations may have leaked; set retryDeleteOnError to keep retrying.`;
+  try {
+    const kube = await deps.kube?.();
+    await kube?.recordEvent(record.pod, { type: "Warning", reason: TEARDOWN_ABANDONED, message });
+  } catch (err) {
+    deps.log.warn({ err: asCniError(err).message }, `could not record the ${TEARDOWN_ABANDONED} event`);
+  }
+}
+
+/**
+ * The failed NAD attachments tried once more with the NAD's current config, when it differs from the
+ * recorded one (the admin fixed it). Best effort: no Kubernetes, no NAD, a config that does not
+ * resolve, or the same config, and the failure stands.
+ */
+export async function retryWithCurrentNads(failures: TeardownFailure[], ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<TeardownFailure[]> {
+  if (!failures.some((f) => f.attachment.selection) || !deps.kube) return failures;
+  const kube = await deps.kube().catch(() => undefined);
+  if (!kube) return failures;
+  const source = new FsNetworkSource(conf.confDir, kube);
+  const left: TeardownFailure[] = [];
+  for (const f of failures) {
+    const current = await currentNadAttachment(f.attachment, source).catch(() => undefined);
+    if (!current) {
+      left.push(f);
+      continue;
+    }
+    try {
+      await delNetworkList(current.conf, runtimeConfFor(current, ctx, req, conf, deps), deps);
+      await deps.cache.delete({ networkName: f.attachment.conf.name, containerId: req.containerId, ifName: f.attachment.ifName });
+      deps.log.warn({ network: f.attachment.network, ifName: f.attachment.ifName, recordedErr: f.error.message }, "the recorded config failed DEL; the NAD's current config succeeded");
+    } catch {
+      left.push(f);
+    }
+  }
+  return left;
+}
+
+async function currentNadAttachment(att: Attachment, source: FsNetworkSource): Promise<Attachment | undefined> {
+  const sel = att.selection;
+  const nad = sel ? await source.getNad?.(sel.namespace, sel.name) : undefined;
+  if (!sel || !nad) return undefined;
+  const applied = applySelection(resolveNadConfig(nad, await source.confDirFiles()).conf, sel);
+  if (JSON.stringify(applied.conf) === JSON.stringify(att.conf)) return undefined;
+  const { capabilityArgs: _old, ...rest } = att;
+  return Object.keys(applied.capabilityArgs).length > 0 ? { ...rest, conf: applied.conf, capabilityArgs: applied.capabilityArgs } : { ...rest, conf: applied.conf };
+}
+
+/**
+ * K5, B62: containerd (go-cni) takes a DEL error whose text contains "not found" as success and
+ * forgets the sandbox, so a delegate's own wording ("Link not found" from macvlan whose master is
+ * gone) would turn a failed teardown into a leak. The state is not gone, so the words are changed.
+ */
+function withoutNotFound(err: CniError): CniError {
+  const clean = (s: string) => s.replace(/not found/gi, "missing");
+  return new CniError(err.code, clean(err.message), err.details === undefined ? undefined : clean(err.details), { cause: err });
+}

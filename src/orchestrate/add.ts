@@ -23,7 +23,9 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   await assertNetnsUsable(req.netns);
-  await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log);
+  await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
+    throw inPod(req, err);
+  });
   const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   await clearPreviousAttempt(req, conf, deps);
@@ -59,12 +61,12 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     if (pod && kube) {
       const { publishNetworkStatus } = await import("./publish");
       await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {
-        throw asCniError(err).withContext(`pod ${pod.metadata.namespace}/${pod.metadata.name}: writing the network-status annotation failed`);
+        throw asCniError(err).withContext("writing the network-status annotation failed");
       });
     }
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
-    const cause = asCniError(err);
+    const cause = inPod(req, err);
     const rollback = (await teardown(done, ctx, req, conf, deps)).filter((f) => !neverAttached(f, failed));
     if (rollback.length === 0) {
       await deps.records.delete(req.containerId, req.ifName).catch(() => {});
@@ -124,6 +126,12 @@ async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[]
     throw asCniError(err).withContext(`cannot record container ${req.containerId} before attaching (cniDir ${conf.cniDir})`);
   });
   return record;
+}
+
+/** The error, naming the pod (from CNI_ARGS) when there is one: the runtime's log and the pod's events show it. */
+function inPod(req: CniRequest, err: unknown): CniError {
+  const pod = podOf(req.args);
+  return pod ? asCniError(err).withContext(`pod ${pod.namespace}/${pod.name}`) : asCniError(err);
 }
 
 /** B60, K5: a default network without an IP would fail later in the runtime, far from its cause. */

@@ -55,6 +55,16 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
       `pod ${podName(ref)}: UID mismatch: the runtime's K8S_POD_UID is ${ref.uid} but the API has ${pod.metadata.uid} (the pod was deleted and recreated)`,
     );
   }
+  try {
+    return { pod, ref, kube, attachments: await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log }) };
+  } catch (err) {
+    // Every error names the pod it is about (the runtime's log and the pod's events show it).
+    throw asCniError(err).withContext(`pod ${podName(ref)}`);
+  }
+}
+
+async function planPodNetworks(pod: Pod, ref: PodRef, req: CniRequest, conf: PlexusConf, ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger }): Promise<Attachment[]> {
+  const { kube, source } = ctx;
   const defaults = await resolveDefaultNetworks(pod, conf, source);
   for (const w of defaults.warnings) ctx.log.warn({ pod: podName(ref) }, w);
 
@@ -73,7 +83,7 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
   const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName, {
     label: (s, i) => (i < nDefaults ? `defaultNetworks entry ${i + 1} (${s.name})` : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`),
   });
-  const attachments: Attachment[] = [
+  return [
     { network: defaults.clusterNetwork.network, ifName: req.ifName, isDefault: true, conf: defaults.clusterNetwork.conf },
     ...defaults.defaultNetworks.map((d, i) => ({ network: d.network, ifName: ifNames[i]!, isDefault: false, conf: d.conf })),
     ...selected.map(({ sel, network, conf: c }, i) => {
@@ -83,7 +93,6 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
       return att;
     }),
   ];
-  return { pod, ref, attachments, kube };
 }
 
 /** NADs of the selections, read in parallel (independent reads; delegates still run serially, N7.3). */
@@ -101,7 +110,7 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
       .catch(() => {});
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `pod ${podName(ref)}: network ${sel.namespace}/${sel.name} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+      `network ${sel.namespace}/${sel.name} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
     );
   }
   return selections.map((sel, i) => {
@@ -112,7 +121,7 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
       for (const w of resolved.warnings) ctx.log.warn({ pod: podName(ref), network: reference }, w);
       return { sel, network: reference, conf: resolved.conf };
     } catch (err) {
-      throw asCniError(err).withContext(`pod ${podName(ref)}: network ${reference}`);
+      throw asCniError(err).withContext(`network ${reference}`);
     }
   });
 }

@@ -72,7 +72,7 @@ describe("DEL without a record (M7, B65, K1)", () => {
     writeCluster(annotation, []);
     await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 7 });
     expect(exec.calls).toEqual([]);
-    for (const extra of [{}, { CNI_NETNS: "" }]) {
+    for (const extra of [{}, { CNI_NETNS: "" }] as Array<Record<string, string>>) {
       exec.calls.length = 0;
       await cmdDel(req("DEL", extra), conf(), deps);
       expect(exec.summary()).toEqual(["DEL eth0 bridge"]);

@@ -2,6 +2,7 @@
  * Migration from Multus (issue 10): reading Multus 4.x's per-container delegate cache, and DEL and
  * CHECK of a container Plexus has no record of but Multus attached, over a FakeExec.
  */
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +11,7 @@ import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import type { CniError } from "../../../src/cni/errors";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { FileCluster } from "../../../src/k8s/file-cluster";
+import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";
 import { MAX_MULTUS_CACHE_BYTES, readMultusCache, type MultusCacheQuery, type MultusCacheRead } from "../../../src/orchestrate/multus-cache";
@@ -108,7 +110,6 @@ describe("reading Multus's delegate cache", () => {
     mkdirSync(join(dir, CID));
     expect(reasonOf(await readMultusCache(query()))).toBe("not a regular file");
     rmSync(join(dir, CID), { recursive: true });
-    const { spawnSync } = await import("node:child_process");
     if (spawnSync("mkfifo", [join(dir, CID)]).status === 0) expect(reasonOf(await readMultusCache(query()))).toBe("not a regular file");
   });
 
@@ -166,7 +167,6 @@ describe("DEL of a container Multus attached", () => {
   });
 
   it("a Plexus record wins over a Multus file for the same container", async () => {
-    const { cmdAdd } = await import("../../../src/orchestrate/add");
     await cmdAdd(req("ADD"), conf(), deps);
     writeMultusCache(dir, CID, [cluster]);
     exec.calls.length = 0;

@@ -13,6 +13,8 @@ import { toPinoLevel } from "../log/levels";
 
 export const DEFAULT_CNI_DIR = "/var/lib/cni/plexus";
 export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
+/** Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached. */
+export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
 /** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */
 export const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 
@@ -25,6 +27,7 @@ const schema = z.looseObject({
   kubeconfig: z.optional(z.string()),
   confDir: z.optional(z.string().check(z.minLength(1))),
   cniDir: z.optional(z.string().check(z.minLength(1))),
+  multusCacheDir: z.optional(z.string()),
   binDir: z.optional(z.string()),
   delegates: z.optional(z.array(z.unknown())),
   clusterNetwork: z.optional(z.string()),
@@ -65,6 +68,8 @@ export interface PlexusConf {
   kubeconfig?: string;
   confDir: string;
   cniDir: string;
+  /** Multus's cache of the pods it attached (migration, issue 10); "" turns reading it off. */
+  multusCacheDir: string;
   binDir?: string;
   /** Inline delegates, the first is the cluster default network (M1). */
   delegates: ConfList[];
@@ -144,6 +149,7 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     type: c.type ?? "plexus",
     confDir: c.confDir ?? DEFAULT_CONF_DIR,
     cniDir: c.cniDir ?? DEFAULT_CNI_DIR,
+    multusCacheDir: c.multusCacheDir ?? DEFAULT_MULTUS_CACHE_DIR,
     delegates,
     defaultNetworks: c.defaultNetworks ?? [],
     systemNamespaces: c.systemNamespaces ?? ["kube-system"],

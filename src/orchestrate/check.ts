@@ -4,10 +4,17 @@ import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { checkNetworkList } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps } from "./deps";
+import type { Attachment } from "./record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   await assertNetnsUsable(req.netns);
   const read = await deps.records.read(req.containerId, req.ifName);
+  if (read.state === "missing") {
+    // A pod Multus attached before the node switched to Plexus: CHECK from Multus's cache (issue 10).
+    const { multusAttachedForCheck } = await import("./multus-migrate");
+    const fromMultus = await multusAttachedForCheck(req, conf, deps);
+    if (fromMultus) return checkAttachments(fromMultus.attachments, req, conf, fromMultus.deps);
+  }
   if (read.state !== "found") {
     throw new CniError(
       Code.UnknownContainer,
@@ -16,8 +23,12 @@ export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): P
         : `CHECK of container ${req.containerId}: record ${read.path} is unreadable (${read.reason})`,
     );
   }
+  await checkAttachments(read.record.attachments, req, conf, deps);
+}
+
+async function checkAttachments(attachments: readonly Attachment[], req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
-  for (const att of read.record.attachments) {
+  for (const att of attachments) {
     await checkNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
       throw asCniError(err).withContext(`CHECK of ${describeAttachment(att)} failed`);
     });

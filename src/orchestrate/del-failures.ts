@@ -41,7 +41,7 @@ export async function settleDel(failures: TeardownFailure[], record: ContainerRe
       kept = [];
     }
   }
-  if (abandoned.length > 0) await abandon(abandoned, record, req, deps);
+  if (abandoned.length > 0) await abandon(abandoned, record.pod, req, deps);
   if (kept.length > 0) throw delError(kept, req);
   await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
     // Everything is torn down; a record left behind is removed by the next ADD or a GC.
@@ -49,14 +49,15 @@ export async function settleDel(failures: TeardownFailure[], record: ContainerRe
   });
 }
 
-function delError(kept: readonly TeardownFailure[], req: CniRequest, extra: CniError[] = []): CniError {
+/** The DEL's error for what failed (also for a pod Multus attached, ./multus-migrate). */
+export function delError(kept: readonly TeardownFailure[], req: CniRequest, extra: CniError[] = []): CniError {
   const errors = [...kept.map((f) => f.error), ...extra];
   const err = errors.length === 1 ? errors[0]! : new AggregateCniError(errors, `DEL of container ${req.containerId}: ${kept.length} networks failed`);
   return withoutNotFound(err);
 }
 
 /** Dropped from the record: each is logged, its cached result removed, and one event names them all. */
-async function abandon(failures: readonly TeardownFailure[], record: ContainerRecord, req: CniRequest, deps: Deps): Promise<void> {
+export async function abandon(failures: readonly TeardownFailure[], pod: ContainerRecord["pod"], req: CniRequest, deps: Deps): Promise<void> {
   const lines: string[] = [];
   for (const { attachment: att, error } of failures) {
     const plugins = att.conf.plugins.map((p) => p.type).join(", ");
@@ -67,11 +68,11 @@ async function abandon(failures: readonly TeardownFailure[], record: ContainerRe
     lines.push(`${describeAttachment(att)}, plugins ${plugins}: ${error.message}`);
     await deps.cache.delete({ networkName: att.conf.name, containerId: req.containerId, ifName: att.ifName }).catch(() => {});
   }
-  if (!record.pod) return;
+  if (!pod) return;
   const message = `Plexus stopped retrying the teardown of ${lines.join("; ")}. Its interface and IP reservations may have leaked; set retryDeleteOnError to keep retrying.`;
   try {
     const kube = await deps.kube?.();
-    await kube?.recordEvent(record.pod, { type: "Warning", reason: TEARDOWN_ABANDONED, message });
+    await kube?.recordEvent(pod, { type: "Warning", reason: TEARDOWN_ABANDONED, message });
   } catch (err) {
     deps.log.warn({ err: asCniError(err).message }, `could not record the ${TEARDOWN_ABANDONED} event`);
   }

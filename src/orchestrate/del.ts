@@ -32,6 +32,11 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     const failures = await teardown(record.attachments, ctx, req, conf, deps);
     return settleDel(await retryWithCurrentNads(failures, ctx, req, conf, deps), record, req, conf, deps);
   }
+  if (read.state === "missing") {
+    // A pod Multus attached before the node switched to Plexus: DEL from Multus's cache (issue 10).
+    const { delMultusAttached } = await import("./multus-migrate");
+    if (await delMultusAttached(req, conf, deps)) return;
+  }
   if (read.state === "corrupt") {
     deps.log.warn({ path: read.path, reason: read.reason }, "container record is unreadable; tearing down the networks worked out from the config instead, then removing it");
   } else {

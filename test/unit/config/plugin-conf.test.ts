@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Code } from "../../../src/cni/errors";
 import { decodeJson } from "../../../src/cni/json";
-import { DEFAULT_CNI_DIR, parsePlexusConf } from "../../../src/config/plugin-conf";
+import { DEFAULT_CNI_DIR, DEFAULT_MULTUS_CACHE_DIR, parsePlexusConf } from "../../../src/config/plugin-conf";
 
 const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", delegates: [{ cniVersion: "1.0.0", name: "net-a", type: "bridge" }] };
 
@@ -186,6 +186,15 @@ describe("M1 Multus config keys and defaults", () => {
     ["maxNetworks", 1.5],
   ])("M1 %s = %j has the wrong type or range: code 7 naming the key", (key, value) => {
     expect(() => parsePlexusConf({ ...base, [key]: value })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining(key) }));
+  });
+
+  it("multusCacheDir (migration from Multus): Multus's own cniDir by default, a path as given, \"\" turns it off, a non-string is code 7", () => {
+    expect(DEFAULT_MULTUS_CACHE_DIR).toBe("/var/lib/cni/multus");
+    expect(parsePlexusConf(base).multusCacheDir).toBe("/var/lib/cni/multus");
+    expect(parsePlexusConf({ ...base, multusCacheDir: "/var/lib/x/multus" }).multusCacheDir).toBe("/var/lib/x/multus");
+    expect(parsePlexusConf({ ...base, multusCacheDir: "" }).multusCacheDir).toBe("");
+    expect(parsePlexusConf({ ...base, multusCacheDir: "" }).unknownKeys).toEqual([]);
+    expect(() => parsePlexusConf({ ...base, multusCacheDir: false })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("multusCacheDir") }));
   });
 
   it("M1 timeouts in seconds become milliseconds", () => {

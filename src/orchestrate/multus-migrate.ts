@@ -45,10 +45,9 @@ export async function delMultusAttached(req: CniRequest, conf: PlexusConf, deps:
   const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   const failures = await teardown(found.attachments, ctx, req, conf, m.deps);
   if (failures.length > 0) {
-    if (conf.retryDeleteOnError || found.failedDels === 0) {
-      await markFailedDel(found, deps);
-      throw delError(failures, req);
-    }
+    // A count that cannot be kept would make every DEL the first: then this one is the last.
+    const retry = conf.retryDeleteOnError || (found.failedDels === 0 && (await markFailedDel(found, deps)));
+    if (retry) throw delError(failures, req);
     await abandon(failures, podOf(req.args), req, m.deps);
   }
   await removeFile(found.path);
@@ -56,12 +55,14 @@ export async function delMultusAttached(req: CniRequest, conf: PlexusConf, deps:
 }
 
 /** Counts the failed DEL in the file itself (Multus's decoder ignores the extra key), so the next DEL knows. */
-async function markFailedDel(found: MultusCacheFound, deps: Deps): Promise<void> {
+async function markFailedDel(found: MultusCacheFound, deps: Deps): Promise<boolean> {
   const marked = found.raw.map((e) => ({ ...e, [ATTEMPTS_KEY]: found.failedDels + 1 }));
   try {
     await writeFileAtomic(found.path, JSON.stringify(marked));
+    return true;
   } catch (err) {
-    deps.log.warn({ path: found.path, err: (err as Error).message }, "could not mark Multus's delegate cache after a failed DEL; the next DEL will not be the last retry");
+    deps.log.error({ path: found.path, err: (err as Error).message }, "could not mark Multus's delegate cache after a failed DEL; giving up on what failed now");
+    return false;
   }
 }
 

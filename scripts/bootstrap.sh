@@ -13,6 +13,11 @@ need_apt=()
 [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || need_apt+=(containernetworking-plugins)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
+# A real container runtime for the end-to-end tests (podman's CNI backend runs dist/plexus), runc
+# as its OCI runtime, and a static busybox as the one-file image the tests import.
+command -v podman >/dev/null 2>&1 || need_apt+=(podman)
+command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+[ -x /bin/busybox ] && ldd /bin/busybox 2>&1 | grep -q "not a dynamic" || need_apt+=(busybox-static)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${need_apt[*]}" >&2

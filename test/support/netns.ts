@@ -57,8 +57,30 @@ export const isCi = (): boolean => process.env.CI === "true" || process.env.CI =
  * fails (not skips) when dist/plexus is missing. Otherwise: outside CI the suite is skipped and
  * the reason printed loudly; under CI=true the suite becomes one failing test naming the reason.
  */
-export function describeE2e(name: string, fn: () => void): void {
-  const missing = missingPrerequisites();
+/** A program an e2e file needs beyond the common prerequisites, and the Debian package that has it. */
+export interface E2eTool {
+  /** A command found through PATH, or an absolute path. */
+  command: string;
+  pkg: string;
+}
+
+function missingTools(tools: readonly E2eTool[]): string[] {
+  const found = (c: string) => {
+    const paths = c.startsWith("/") ? [c] : TEST_PATH.split(":").map((d) => join(d, c));
+    return paths.some((p) => {
+      try {
+        accessSync(p, constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+  };
+  return tools.filter((t) => !found(t.command)).map((t) => `no ${t.command} (install ${t.pkg}; scripts/bootstrap.sh does)`);
+}
+
+export function describeE2e(name: string, fn: () => void, o: { tools?: readonly E2eTool[] } = {}): void {
+  const missing = [...missingPrerequisites(), ...missingTools(o.tools ?? [])];
   if (missing.length === 0) {
     describe(name, () => {
       beforeAll(() => requirePlexusBinary());

@@ -11,7 +11,7 @@ import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
-import { podOf, type Attachment, type ContainerRecord } from "./record";
+import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
 import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
 
 export interface AddOutcome {
@@ -111,17 +111,7 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
 
 /** M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first. */
 async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[], deps: Deps): Promise<ContainerRecord> {
-  const record: ContainerRecord = {
-    kind: "plexusRecordV1",
-    containerId: req.containerId,
-    ifName: req.ifName,
-    netns: req.netns,
-    cniVersion: conf.cniVersion,
-    cniArgs: req.rawArgs,
-    attachments: plan,
-  };
-  const pod = podOf(req.args);
-  if (pod) record.pod = pod;
+  const record = newRecord(req, conf.cniVersion, plan);
   await deps.records.write(record).catch((err: unknown) => {
     throw asCniError(err).withContext(`cannot record container ${req.containerId} before attaching (cniDir ${conf.cniDir})`);
   });

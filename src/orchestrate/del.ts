@@ -17,7 +17,7 @@ import type { PlexusConf } from "../config/plugin-conf";
 import { settleDel, retryWithCurrentNads } from "./del-failures";
 import type { Deps, RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
-import { podOf, type Attachment, type ContainerRecord, type RecordRead } from "./record";
+import { newRecord, type Attachment, type RecordRead } from "./record";
 import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
@@ -44,7 +44,8 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
   }
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   const failures = await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps);
-  return settleDel(failures, recordFor(req, conf), req, conf, deps);
+  // Should a delegate fail, this record keeps it, so that the retry is counted.
+  return settleDel(failures, newRecord(req, conf.cniVersion, []), req, conf, deps);
 }
 
 /**
@@ -71,20 +72,4 @@ async function plannedAttachments(req: CniRequest, conf: PlexusConf, deps: Deps)
     }
   }
   return [];
-}
-
-/** The record a DEL without one keeps, should a delegate fail, so that the retry is counted. */
-function recordFor(req: CniRequest, conf: PlexusConf): ContainerRecord {
-  const record: ContainerRecord = {
-    kind: "plexusRecordV1",
-    containerId: req.containerId,
-    ifName: req.ifName,
-    netns: req.netns,
-    cniVersion: conf.cniVersion,
-    cniArgs: req.rawArgs,
-    attachments: [],
-  };
-  const pod = podOf(req.args);
-  if (pod) record.pod = pod;
-  return record;
 }

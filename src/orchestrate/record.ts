@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CniArgs } from "../cni/args";
+import type { CniRequest } from "../cni/env";
 import type { ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
 import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "../exec/atomic-file";
@@ -100,6 +101,14 @@ function parseRecord(text: string, path: string): RecordRead {
     return { state: "corrupt", path, reason: "not a Plexus container record" };
   }
   return { state: "found", record: v as unknown as ContainerRecord };
+}
+
+/** The record of one CNI call's container: what ADD attaches, or what a DEL keeps for its retry. */
+export function newRecord(req: Pick<CniRequest, "containerId" | "ifName" | "netns" | "rawArgs" | "args">, cniVersion: string, attachments: Attachment[]): ContainerRecord {
+  const record: ContainerRecord = { kind: "plexusRecordV1", containerId: req.containerId, ifName: req.ifName, netns: req.netns, cniVersion, cniArgs: req.rawArgs, attachments };
+  const pod = podOf(req.args);
+  if (pod) record.pod = pod;
+  return record;
 }
 
 export function podOf(args: CniArgs): ContainerRecord["pod"] {

@@ -33,6 +33,9 @@ export function interfaceNameProblem(name: string): string | undefined {
   if (Buffer.byteLength(name) > MAX_IFNAME_LENGTH) return `it is longer than ${MAX_IFNAME_LENGTH} bytes`;
   if (name === "." || name === "..") return "'.' and '..' are not interface names";
   if (/[/:\s]/.test(name)) return "it contains '/', ':' or whitespace";
+  // Linux takes more, but a name from a tenant's annotation ends up in records, logs and `ip link`:
+  // NUL, control and bidi characters, and look-alikes (a Cyrillic "е" in "еth0") are refused.
+  if (!/^[A-Za-z0-9_.-]+$/.test(name)) return "it may contain only ASCII letters, digits, '_', '.' and '-'";
   return undefined;
 }
 

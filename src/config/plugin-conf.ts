@@ -17,6 +17,15 @@ export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
 export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
 /** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */
 export const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
+/**
+ * A whole ADD's or DEL's delegates: below the kubelet's runtime request timeout (2 min), within
+ * which containerd and CRI-O run the plugin, so Plexus fails and rolls back before it is killed.
+ */
+export const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
+/** Real conflists have a handful of plugins; 16 leaves room and bounds a tenant's NAD. */
+export const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
+/** maxNetworks (32) networks of a few plugins each, with room. */
+export const DEFAULT_MAX_DELEGATE_CALLS = 128;
 
 const stringOrList = z.union([z.string(), z.array(z.string())]);
 
@@ -52,6 +61,11 @@ const schema = z.looseObject({
   apiRequestTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
   apiTotalTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(600))),
   maxNetworks: z.optional(z.int().check(z.positive(), z.maximum(1024))),
+  maxPluginsPerNetwork: z.optional(z.int().check(z.positive(), z.maximum(1024))),
+  maxDelegateCalls: z.optional(z.int().check(z.positive(), z.maximum(100_000))),
+  addTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
+  delTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
+  allowedPluginTypes: z.optional(z.array(z.string())),
   daemonSocket: z.optional(z.string()),
   daemonTimeoutMilliseconds: z.optional(z.number().check(z.positive(), z.maximum(60_000))),
   prevResult: z.optional(z.unknown()),
@@ -99,6 +113,16 @@ export interface PlexusConf {
   apiTotalTimeoutMs: number;
   /** B25: most networks one pod may request. */
   maxNetworks: number;
+  /** Most plugins in one network's conflist (bounded work per call: a tenant writes NADs). */
+  maxPluginsPerNetwork: number;
+  /** Most delegate runs one ADD may plan (every plugin of every attachment). */
+  maxDelegateCalls: number;
+  /** The whole ADD's deadline for its delegates (below the runtime's own, so Plexus can still roll back). */
+  addTimeoutMs: number;
+  /** The whole DEL's deadline for its delegates. */
+  delTimeoutMs: number;
+  /** Plugin types (and IPAM types) a pod's annotations may select; undefined: any. */
+  allowedPluginTypes?: string[];
   /** The node daemon's unix socket (issue 5); "" turns the daemon off. */
   daemonSocket: string;
   /** How long one request to the daemon may take before the API is asked directly. */
@@ -165,11 +189,16 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? 5) * 1000,
     apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? 20) * 1000,
     maxNetworks: c.maxNetworks ?? 32,
+    maxPluginsPerNetwork: c.maxPluginsPerNetwork ?? DEFAULT_MAX_PLUGINS_PER_NETWORK,
+    maxDelegateCalls: c.maxDelegateCalls ?? DEFAULT_MAX_DELEGATE_CALLS,
+    addTimeoutMs: (c.addTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
+    delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
     daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
     daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? 1000,
     unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
   };
   if (c.logOptions) conf.logOptions = c.logOptions;
+  if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
   const valid = c["cni.dev/valid-attachments"];
   if (valid) conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
   for (const k of ["kubeconfig", "fileClusterDir", "binDir", "clusterNetwork", "readinessindicatorfile", "logFile", "logLevel"] as const) {

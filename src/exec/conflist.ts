@@ -27,6 +27,8 @@ export interface RuntimeConf {
   baseEnv: Readonly<Env>;
   /** Per-delegate deadline (B52). */
   deadlineMs: number;
+  /** The whole call's deadline (epoch ms) and the config key that sets it: no plugin runs past it. */
+  callDeadline?: { at: number; key: string };
 }
 
 export interface ExecDeps {
@@ -80,9 +82,20 @@ async function runPlugin(
   const path = await deps.exec.findInPath(plugin.type, rt.path).catch((err: unknown) => {
     throw err instanceof CniError ? err.withContext(`network ${JSON.stringify(list.name)}`) : err;
   });
+  const deadlineMs = remainingMs(rt, what);
   onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
-  return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs: rt.deadlineMs, what });
+  return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs, what });
+}
+
+/** The delegate's own deadline, cut to what is left of the call's; none left: 101 before it starts. */
+function remainingMs(rt: RuntimeConf, what: string): number {
+  if (!rt.callDeadline) return rt.deadlineMs;
+  const left = Math.floor(rt.callDeadline.at - Date.now());
+  if (left <= 0) {
+    throw new CniError(Code.DelegateTimeout, `${what}: not run, the call's deadline passed (${rt.callDeadline.key} in Plexus's config)`);
+  }
+  return Math.min(rt.deadlineMs, left);
 }
 
 /** ADD: plugins in order, each given the previous result; the final result is cached (C3.3). */

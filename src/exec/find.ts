@@ -1,6 +1,6 @@
 /** Plugin lookup in CNI_PATH, after libcni `pkg/invoke/find.go` (C4.1, C4.2, B9, B51). */
 import { accessSync, constants, statSync, type Stats } from "node:fs";
-import { join } from "node:path";
+import { resolve } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { validatePluginType } from "../cni/validate";
 
@@ -11,7 +11,8 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
   }
   const skipped: string[] = [];
   for (const dir of dirs) {
-    const candidate = join(dir, type);
+    // Absolute, always: the path found here is the path spawned, never a name resolved through PATH.
+    const candidate = resolve(dir, type);
     let st: Stats;
     try {
       st = statSync(candidate);

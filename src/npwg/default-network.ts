@@ -8,7 +8,7 @@ import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { firstConfigFile, MAX_CONF_FILE_BYTES, pickByName, type ConfFile } from "./conf-dir";
 import { dns1123LabelProblem, validateDns1123Label } from "./dns1123";
-import { checkNamespaceAccess } from "./isolation";
+import { checkNamespaceAccess, nadMayUseConfDir } from "./isolation";
 import { missingNadError, resolveNadConfig } from "./nad";
 import { DEFAULT_NETWORK_ANNOTATION, type Nad, type Pod } from "./types";
 
@@ -29,6 +29,8 @@ export interface ResolvedNetwork {
   conf: ConfList;
   /** The NAD it came from, if any (its annotations: resourceName, M10). */
   nad?: Nad;
+  /** Chosen by the pod's own annotation (the default-network override), not by Plexus's config. */
+  byPod?: true;
 }
 
 /** The part of PlexusConf this needs (PlexusConf satisfies it). */
@@ -138,11 +140,11 @@ async function resolveOverride(value: string, pod: Pod, ctx: Ctx): Promise<Resol
   if (!ctx.source.getNad) throw new CniError(Code.InvalidNetworkConfig, `network ${ref.namespace}/${ref.name} (${from}) is a NetworkAttachmentDefinition, but no Kubernetes access is configured`);
   const nad = await ctx.source.getNad(ref.namespace, ref.name);
   if (!nad) throw missingNadError({ pod: `${podNamespace}/${pod.metadata.name}`, ref, from });
-  return fromNad(nad, ctx);
+  return { ...(await fromNad(nad, ctx, nadMayUseConfDir(ref.namespace, ctx.conf))), byPod: true };
 }
 
-async function fromNad(nad: Nad, ctx: Ctx): Promise<ResolvedNetwork> {
-  const r = resolveNadConfig(nad, await ctx.source.confDirFiles());
+async function fromNad(nad: Nad, ctx: Ctx, confDirAllowed = true): Promise<ResolvedNetwork> {
+  const r = resolveNadConfig(nad, await ctx.source.confDirFiles(), { confDirAllowed });
   ctx.warnings.push(...r.warnings);
   return { network: `${nad.metadata.namespace}/${nad.metadata.name}`, conf: r.conf, nad };
 }

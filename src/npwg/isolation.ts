@@ -49,3 +49,13 @@ export function checkNamespaceAccess(o: NamespaceAccess): void {
     `${o.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
   );
 }
+
+/**
+ * Under isolation, a NAD without `spec.config` names a config file in the node's CNI config
+ * directory: the administrator's networks. Only a NAD the administrator controls may do that (one
+ * in `globalNamespaces` or `multusNamespace`); a tenant's NAD named like the admin's network would
+ * otherwise attach it (N3.4.1 is about where to look, not who may point there).
+ */
+export function nadMayUseConfDir(nadNamespace: string, conf: IsolationConf): boolean {
+  return !conf.namespaceIsolation || nadNamespace === conf.multusNamespace || effectiveGlobalNamespaces(conf).includes(nadNamespace);
+}

@@ -23,6 +23,8 @@ export interface ResolvedNad {
 export interface ResolveNadOptions {
   /** `cniVersion` for a config that has none (Plexus's own). */
   defaultVersion?: string;
+  /** False: a NAD without `spec.config` may not take a file from the config directory (isolation.ts). */
+  confDirAllowed?: boolean;
 }
 
 /** B29: a `spec.config` larger than this is refused (the same cap as stdin). */
@@ -43,6 +45,12 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: Res
   if (typeof config === "string" && config !== "") {
     const value = decodeJson(config, { what: `${what} spec.config`, maxBytes: MAX_NAD_CONFIG_BYTES, code: Code.InvalidNetworkConfig });
     return { conf: parse(value, `${what} spec.config`, nad, opts, warnings), source: "spec.config", warnings };
+  }
+  if (opts.confDirAllowed === false) {
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: spec.config is absent, and under namespaceIsolation only a NAD in a global namespace or multusNamespace may name a config file of the node's CNI config directory; give the NAD a spec.config`,
+    );
   }
   // N3.2, N3.4.1: no spec.config: the network is known by the NAD's name, from the config directory.
   const found = pickByName(files, nad.metadata.name);

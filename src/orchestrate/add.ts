@@ -8,7 +8,7 @@ import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
 import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
-import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
@@ -22,12 +22,13 @@ export interface AddOutcome {
 }
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
+  const deadline = callDeadline("ADD", conf);
   await assertNetnsUsable(req.netns);
   await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
     throw inPod(req, err);
   });
   const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log });
-  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
 
@@ -67,7 +68,8 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
     const cause = inPod(req, err);
-    const rollback = (await teardown(done, ctx, req, conf, deps)).filter((f) => !neverAttached(f, failed));
+    // The rollback has a teardown's own deadline: an ADD that ran out of time must still undo itself.
+    const rollback = (await teardown(done, { ...ctx, deadline: callDeadline("DEL", conf) }, req, conf, deps)).filter((f) => !neverAttached(f, failed));
     if (rollback.length === 0) {
       await deps.records.delete(req.containerId, req.ifName).catch(() => {});
       throw cause;
@@ -98,7 +100,7 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
   const prev = await deps.records.read(req.containerId, req.ifName);
   if (prev.state !== "found") return;
   deps.log.warn({ containerId: req.containerId, ifName: req.ifName }, "ADD found the record of an earlier ADD; tearing its attachments down first");
-  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs };
+  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs, deadline: callDeadline("DEL", conf) };
   const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map((f) => f.error);
   if (errors.length > 0) {
     throw new CniError(

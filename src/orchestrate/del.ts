@@ -15,12 +15,13 @@ import type { CniRequest } from "../cni/env";
 import { asCniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { settleDel, retryWithCurrentNads } from "./del-failures";
-import type { Deps, RuntimeFor } from "./deps";
+import { callDeadline, type Deps, type RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
 import { newRecord, type Attachment, type RecordRead } from "./record";
 import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
+  const deadline = callDeadline("DEL", conf);
   // A record that cannot even be read (an I/O error) is handled as an unreadable one: failing here
   // would fail every DEL for as long as the file system is broken.
   const read: RecordRead = await deps.records
@@ -28,7 +29,8 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     .catch((err: unknown) => ({ state: "corrupt", path: deps.records.path(req.containerId, req.ifName), reason: asCniError(err).message }));
   if (read.state === "found") {
     const { record } = read;
-    const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs || record.cniArgs };
+    // The runtime's CNI_ARGS, never the recorded ones: args a plugin refused must not come back on every DEL.
+    const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
     const failures = await teardown(record.attachments, ctx, req, conf, deps);
     return settleDel(await retryWithCurrentNads(failures, ctx, req, conf, deps), record, req, conf, deps);
   }
@@ -42,7 +44,7 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
   } else {
     deps.log.info({ containerId: req.containerId }, "no container record (Plexus ran no delegate for it); tearing down the networks worked out from the config");
   }
-  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   const failures = await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps);
   // Should a delegate fail, this record keeps it, so that the retry is counted.
   return settleDel(failures, newRecord(req, conf.cniVersion, []), req, conf, deps);

@@ -1,4 +1,5 @@
 /** What every verb is given (Multus `CmdAdd(args, exec, kubeClient)` style): no globals. */
+import { resolve } from "node:path";
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { ResultCache } from "../exec/cache";
@@ -28,15 +29,27 @@ export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): En
   return out;
 }
 
-/** CNI_PATH for delegates: `binDir` first (M1), then the runtime's. */
+/**
+ * CNI_PATH for delegates: `binDir` first (M1), then the runtime's, every entry made absolute (a
+ * relative one such as `.` would otherwise be checked in one place and spawned through PATH, and
+ * means the runtime's working directory anyway) and empty entries dropped.
+ */
 export function delegatePath(req: CniRequest, conf: PlexusConf): string[] {
-  return conf.binDir ? [conf.binDir, ...req.path.filter((p) => p !== conf.binDir)] : req.path;
+  const dirs = (conf.binDir ? [conf.binDir, ...req.path] : req.path).filter((p) => p !== "").map((p) => resolve(p));
+  return [...new Set(dirs)];
 }
 
 export interface RuntimeFor {
   containerId: string;
   netns: string;
   cniArgs: string;
+  /** The whole verb's deadline for its delegates (`addTimeoutSeconds`, `delTimeoutSeconds`). */
+  deadline?: { at: number; key: string };
+}
+
+/** A verb's deadline from now: ADD's attach phase, or a teardown (DEL, or ADD's rollback). */
+export function callDeadline(verb: "ADD" | "DEL", conf: PlexusConf): { at: number; key: string } {
+  return verb === "ADD" ? { at: Date.now() + conf.addTimeoutMs, key: "addTimeoutSeconds" } : { at: Date.now() + conf.delTimeoutMs, key: "delTimeoutSeconds" };
 }
 
 /**
@@ -70,6 +83,7 @@ export function runtimeConfFor(att: Attachment, ctx: RuntimeFor, req: CniRequest
     capabilityArgs: { ...runtime.capabilityArgs, ...att.capabilityArgs },
     baseEnv: deps.baseEnv,
     deadlineMs: conf.delegateTimeoutMs,
+    ...(ctx.deadline ? { callDeadline: ctx.deadline } : {}),
   };
 }
 

@@ -11,7 +11,7 @@ import type { PlexusConf } from "../config/plugin-conf";
 import { removeFile, writeFileAtomic } from "../exec/atomic-file";
 import { ResultCache } from "../exec/cache";
 import { abandon, delError } from "./del-failures";
-import type { Deps } from "./deps";
+import { callDeadline, type Deps } from "./deps";
 import { ATTEMPTS_KEY, readMultusCache, type MultusCacheFound } from "./multus-cache";
 import { podOf, type Attachment } from "./record";
 import { teardown } from "./teardown";
@@ -42,7 +42,7 @@ export async function delMultusAttached(req: CniRequest, conf: PlexusConf, deps:
   const m = await multusAttached(req, conf, deps);
   if (!m) return false;
   const { found } = m;
-  const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline: callDeadline("DEL", conf) };
   const failures = await teardown(found.attachments, ctx, req, conf, m.deps);
   if (failures.length > 0) {
     // A count that cannot be kept would make every DEL the first: then this one is the last.

@@ -15,7 +15,8 @@ import type { Logger } from "../log/logger";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveDefaultNetworks, type ResolvedNetwork } from "../npwg/default-network";
 import { assignInterfaceNames } from "../npwg/ifnames";
-import { checkNamespaceAccess } from "../npwg/isolation";
+import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
+import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "./network-source";
@@ -45,7 +46,7 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
   const source = new FsNetworkSource(conf.confDir, kube);
   if (!ref || !kube) {
     ctx.log.info({ reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" }, "attaching the default network(s) only");
-    return { ...(ref ? { ref } : {}), attachments: await defaultsOnly(req, conf, source, kube !== undefined, ctx.log) };
+    return { ...(ref ? { ref } : {}), attachments: bounded(await defaultsOnly(req, conf, source, kube !== undefined, ctx.log), conf) };
   }
   const pod = await kube.getPod(ref.namespace, ref.name, ref.uid || undefined);
   // M8, B8, B39: a recreated pod (same name, new UID) must not get the old sandbox's networks.
@@ -56,7 +57,7 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
     );
   }
   try {
-    return { pod, ref, kube, attachments: await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log }) };
+    return { pod, ref, kube, attachments: bounded(await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log }), conf) };
   } catch (err) {
     // Every error names the pod it is about (the runtime's log and the pod's events show it).
     throw asCniError(err).withContext(`pod ${podName(ref)}`);
@@ -75,7 +76,10 @@ async function planPodNetworks(pod: Pod, ref: PodRef, req: CniRequest, conf: Ple
     reservedIfName: req.ifName,
   });
   for (const sel of selections) checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf });
-  const selected = await resolveSelections(selections, ref, { kube, source, log: ctx.log });
+  const selected = await resolveSelections(selections, ref, { kube, source, log: ctx.log, conf });
+  // What the pod's own annotations chose runs only plugin types the administrator allows.
+  if (defaults.clusterNetwork.byPod) checkPluginTypes(defaults.clusterNetwork.conf, conf.allowedPluginTypes, defaults.clusterNetwork.network);
+  for (const s of selected) checkPluginTypes(s.conf, conf.allowedPluginTypes, s.network);
 
   // Interface names: the default networks from the config first, then the annotation's (Multus's numbering).
   const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({ name: d.network, namespace: conf.multusNamespace }));
@@ -95,8 +99,14 @@ async function planPodNetworks(pod: Pod, ref: PodRef, req: CniRequest, conf: Ple
   ];
 }
 
+/** Bounded work per call (policy.ts), checked before any delegate runs. */
+function bounded(attachments: Attachment[], conf: PlexusConf): Attachment[] {
+  checkPlanBounds(attachments, conf);
+  return attachments;
+}
+
 /** NADs of the selections, read in parallel (independent reads; delegates still run serially, N7.3). */
-async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger }) {
+async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger; conf: PlexusConf }) {
   const files = selections.length > 0 ? await ctx.source.confDirFiles() : [];
   const kube = ctx.kube;
   const nads = await Promise.all(selections.map((sel) => kube.getNad(sel.namespace, sel.name)));
@@ -117,7 +127,7 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
     const reference = `${sel.namespace}/${sel.name}`;
     const nad = nads[i]!;
     try {
-      const resolved = resolveNadConfig(nad, files, {});
+      const resolved = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
       for (const w of resolved.warnings) ctx.log.warn({ pod: podName(ref), network: reference }, w);
       return { sel, network: reference, conf: resolved.conf };
     } catch (err) {

@@ -334,3 +334,29 @@ describe("GC", () => {
     expect(exec.calls).toEqual([]);
   });
 });
+
+describe("the call's deadline (addTimeoutSeconds, delTimeoutSeconds)", () => {
+  let exec: FakeExec;
+  let deps: ReturnType<typeof fakeDeps>;
+  beforeEach(() => {
+    exec = new FakeExec(["bridge", "tuning", "portmap"]);
+    deps = fakeDeps(exec);
+  });
+  afterEach(() => deps.dispose());
+
+  it("B52 each delegate's deadline is cut to what is left of the call's", async () => {
+    const seen: number[] = [];
+    const inner = deps.exec;
+    deps.exec = { findInPath: (t, d) => inner.findInPath(t, d), execPlugin: (r) => (seen.push(r.deadlineMs), inner.execPlugin(r)) };
+    await addNetworkList(list(), rt({ deadlineMs: 60_000, callDeadline: { at: Date.now() + 5_000, key: "addTimeoutSeconds" } }), deps);
+    expect(seen).toHaveLength(3);
+    for (const ms of seen) expect(ms).toBeGreaterThan(4_000), expect(ms).toBeLessThanOrEqual(5_000);
+  });
+
+  it("B52 a call whose deadline has passed runs no further plugin: 101 naming the key, and the plugins that ran are known", async () => {
+    const err = await addNetworkList(list(), rt({ callDeadline: { at: Date.now() - 1, key: "addTimeoutSeconds" } }), deps).catch((e: unknown) => e as CniError);
+    expect(err).toMatchObject({ code: 101, message: expect.stringContaining("addTimeoutSeconds") });
+    expect(exec.calls).toEqual([]);
+    expect(pluginsStartedOf(err)).toBe(0);
+  });
+});

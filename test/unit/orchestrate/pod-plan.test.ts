@@ -99,6 +99,34 @@ describe("planForPod", () => {
   });
 });
 
+describe("the tenant model: what a pod's annotations may make the node run", () => {
+  it("N7.4 allowedPluginTypes: a pod's network of another type fails with 7 before any delegate runs; the admin's cluster network is not checked", async () => {
+    kube.addPod("app", "web", { [NETWORKS]: "hd" }).addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device", device: "eth1" });
+    await expect(plan(conf({ allowedPluginTypes: ["macvlan", "host-local"] }))).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/^pod app\/web: network app\/hd uses plugin type "host-device"/) });
+    kube.addPod("app", "web", {});
+    expect((await plan(conf({ allowedPluginTypes: ["macvlan"] }))).attachments.map((a) => a.conf.plugins[0]!.type)).toEqual(["bridge"]);
+  });
+
+  it("N7.4 M5 allowedPluginTypes covers the default-network override too", async () => {
+    kube.addPod("app", "web", { "v1.multus-cni.io/default-network": "app/hd" }).addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device" });
+    await expect(plan(conf({ allowedPluginTypes: ["bridge"] }))).rejects.toMatchObject({ code: 7, message: expect.stringContaining('"host-device"') });
+  });
+
+  it("N7.4 N3.4.1 under namespaceIsolation a tenant's NAD without spec.config cannot take the admin's config file of the same name; a global namespace's can", async () => {
+    writeFileSync(join(confDir, "20-storage.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "storage", plugins: [{ type: "macvlan", master: "eth1" }] }));
+    kube.addPod("app", "web", { [NETWORKS]: "storage" }).addNad("app", "storage");
+    await expect(plan(conf({ namespaceIsolation: true }))).rejects.toMatchObject({ code: 7, message: expect.stringContaining("spec.config is absent, and under namespaceIsolation") });
+    expect((await plan(conf())).attachments[1]!.conf.name).toBe("storage");
+    kube.addPod("app", "web", { [NETWORKS]: "default/storage" }).addNad("default", "storage");
+    expect((await plan(conf({ namespaceIsolation: true }))).attachments[1]!.conf.plugins[0]!.type).toBe("macvlan");
+  });
+
+  it("B25 a NAD of 1,000 plugins fails with 7 at planning, naming maxPluginsPerNetwork", async () => {
+    kube.addPod("app", "web", { [NETWORKS]: "huge" }).addNad("app", "huge", { cniVersion: "1.0.0", name: "huge", plugins: Array.from({ length: 1000 }, () => ({ type: "tuning" })) });
+    await expect(plan()).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/network app\/huge has 1000 plugins.*"maxPluginsPerNetwork"/) });
+  });
+});
+
 describe("planDefaultsOnly (DEL without a record, B38)", () => {
   it("M2 M3 the cluster network, and defaultNetworks only with Kubernetes access", async () => {
     kube.addNad("kube-system", "always", bridge("always"));

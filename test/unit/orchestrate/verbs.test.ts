@@ -12,6 +12,7 @@ import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-con
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";
+import { delegatePath } from "../../../src/orchestrate/deps";
 import { cmdGc } from "../../../src/orchestrate/gc";
 import { cmdStatus } from "../../../src/orchestrate/status";
 import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
@@ -170,6 +171,13 @@ describe("DEL", () => {
     expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
     expect(records()).toEqual([]);
     expect(deps.logs.some((l) => l.level === "warn" && /unreadable/.test(l.msg))).toBe(true);
+  });
+});
+
+describe("CNI_PATH for delegates", () => {
+  it("C4.1 M1 binDir first, every entry absolute (`.` is the working directory, never a PATH lookup), empty ones and repeats dropped", () => {
+    const r = req("ADD", { CNI_PATH: `.:/usr/lib/cni::${process.cwd()}` });
+    expect(delegatePath(r, conf({ binDir: "/opt/extra" }))).toEqual(["/opt/extra", process.cwd(), "/usr/lib/cni"]);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * CNI error codes (SPEC C2.3) and the one error type every layer throws.
+ * CNI error codes (C2.3 in docs/conformance.md) and the one error type every layer throws.
  *
  * A `const` object plus a derived union instead of an `enum`, so the codes are plain numbers
  * on the wire and in tests.

@@ -1,4 +1,4 @@
-/** Maps zod issues to a CNI error that names the key path and the value found (SPEC N4.1.x, C2.3). */
+/** Maps zod issues to a CNI error that names the key path and the value found (N4.1.x, C2.3: docs/conformance.md). */
 import type * as z from "zod/mini";
 import { CniError, Code } from "./errors";
 

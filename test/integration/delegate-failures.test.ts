@@ -1,5 +1,5 @@
 /**
- * Delegate misbehaviour through the built binary (BAD-INPUTS G: B51–B57, B61, B63): each failure
+ * Delegate misbehaviour through the built binary (B51–B57, B61, B63: docs/conformance.md): each failure
  * is one CNI error on stdout, exit 1, the delegate named, a DEL of that delegate run, no record
  * left and no process left running.
  */

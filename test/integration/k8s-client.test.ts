@@ -1,7 +1,7 @@
 /**
  * The API-server KubeApi (src/k8s/rest-kube.ts; client-node only for credential plugins) against
  * the fake API server over HTTPS: config loading (M1, B15, B50), name validation (B20), every API
- * failure of BAD-INPUTS section E (B34–B43), the UID precondition (M8) and events (M9).
+ * failure of docs/conformance.md B34–B43, the UID precondition (M8) and events (M9).
  * Short timeouts (200 ms per request) keep each fault test well under a second.
  */
 import { execFileSync } from "node:child_process";

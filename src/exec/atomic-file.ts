@@ -49,7 +49,10 @@ function syncDir(dir: string): void {
 
 export function ioError(what: string, err: unknown): CniError {
   const e = err as NodeJS.ErrnoException;
-  return new CniError(Code.IoFailure, `${what}: ${e.code ? `${e.code} ` : ""}${e.message ?? String(err)}`);
+  const message = e.message ?? String(err);
+  // Node's message already starts with the code ("ENOSPC: no space left on device, write").
+  const code = e.code && !message.startsWith(e.code) ? `${e.code} ` : "";
+  return new CniError(Code.IoFailure, `${what}: ${code}${message}`, undefined, { cause: err });
 }
 
 /** Removes a file; a missing file is fine (DEL is idempotent, C2.5). */

@@ -7,7 +7,7 @@
  * Writes go under `<dir>/status/` (never read back as manifests): the pod's network-status as a
  * pod-shaped JSON document, `<namespace>.<name>.json`, and events as JSON lines in `events.jsonl`.
  */
-import { appendFile, mkdir, readdir, readFile } from "node:fs/promises";
+import { appendFile, lstat, mkdir, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
@@ -76,8 +76,8 @@ export class FileCluster implements KubeApi {
     }
     for (const name of names) {
       const path = join(this.dir, name);
-      const text = await readFile(path, "utf8");
-      if (text.length > MAX_MANIFEST_BYTES) throw new CniError(Code.InvalidNetworkConfig, `${path} is larger than ${MAX_MANIFEST_BYTES} bytes`);
+      const text = await readManifest(path);
+      if (text === undefined) continue;
       let docs: unknown[];
       try {
         docs = loadAll(text);
@@ -91,6 +91,26 @@ export class FileCluster implements KubeApi {
     this.objects = objects;
     return objects;
   }
+}
+
+/**
+ * A manifest's text, checked before it is read: only a regular file (a FIFO named `*.yaml` would
+ * block the call forever, a directory is no manifest; both are skipped), only up to the size cap
+ * (a 50 MB file is refused from its size, not after reading it whole).
+ */
+async function readManifest(path: string): Promise<string | undefined> {
+  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `${path} ${why}`);
+  let st;
+  try {
+    st = await lstat(path);
+  } catch (err) {
+    throw fail(`cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  if (!st.isFile()) return undefined;
+  if (st.size > MAX_MANIFEST_BYTES) throw fail(`is ${st.size} bytes, larger than the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
+  const text = await readFile(path, "utf8");
+  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) throw fail(`grew past the ${MAX_MANIFEST_BYTES}-byte limit for a manifest while being read`);
+  return text;
 }
 
 function index(objects: Objects, doc: unknown, path: string): void {

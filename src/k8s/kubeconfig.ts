@@ -223,5 +223,9 @@ export function checkServer(server: string, clusterName: string, fail: (why: str
     throw fail(`cluster ${JSON.stringify(clusterName)} has no valid server URL (${JSON.stringify(server)})`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") throw fail(`cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`);
+  // The server URL appears in errors, which reach pod events: credentials in it would leak there.
+  if (url.username || url.password) {
+    throw fail(`cluster ${JSON.stringify(clusterName)}: the server URL carries credentials (${url.protocol}//…@${url.host}); put them in the user entry (token, tokenFile, or username and password) instead`);
+  }
   return server.replace(/\/+$/, "");
 }

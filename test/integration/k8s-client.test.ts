@@ -152,6 +152,16 @@ describe("M1 where the configuration comes from", () => {
     expect(warnings).toEqual([expect.objectContaining({ msg: expect.stringContaining("plain http"), obj: expect.objectContaining({ credentials: `kubeconfig ${path}` }) })]);
   });
 
+  it("B15 a server URL with user:password@ is refused with 7, and the password appears nowhere in the error", async () => {
+    await using s = await startFakeApiServer({ tls: false });
+    const path = writeKubeconfig({ ...s, url: s.url.replace("http://", "http://admin:s3cr3t@") });
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(7);
+    expect(err.message).toContain("carries credentials");
+    expect(err.message).not.toContain("s3cr3t");
+    expect(s.requests).toEqual([]);
+  });
+
   it("M11 a kubectl-style `tokenFile` relative to the kubeconfig is honoured", async () => {
     await using s = await startFakeApiServer();
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -56,5 +57,18 @@ describe("FileCluster: manifests standing in for the API server", () => {
     const events = readFileSync(join(dir, "status", "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ reason: "AddedInterface", type: "Normal", involvedObject: { kind: "Pod", name: "web" } });
+  });
+
+  it("B41 a FIFO named like a manifest is skipped instead of blocking the call forever", async () => {
+    execFileSync("mkfifo", [join(dir, "trap.yaml")]);
+    writeFileSync(join(dir, "p.json"), JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "db", namespace: "x" } }));
+    expect((await new FileCluster(dir).getPod("x", "db")).metadata.name).toBe("db");
+  });
+
+  it("B41 a manifest over the size cap is refused from its size, naming it, before it is read", async () => {
+    const big = join(dir, "big.yaml");
+    writeFileSync(big, "");
+    truncateSync(big, 50 * 1024 * 1024);
+    await expect(new FileCluster(dir).getPod("x", "db")).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/big\.yaml is 52428800 bytes, larger than the \d+-byte limit/) });
   });
 });

@@ -9,9 +9,9 @@ export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.
 export async function runCommands(argv: readonly string[]): Promise<number> {
   const program = new Command("plexus")
     .description(
-      "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n" +
-        "As a CNI plugin it is run by the container runtime with CNI_COMMAND and friends set and its config on stdin;\n" +
-        "the commands below are for people (and the DaemonSet).",
+      "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
+        "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
+        "The commands below are for people on a node, and for the DaemonSet (install, daemon).",
     )
     .version(VERSION, "-v, --version")
     // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.

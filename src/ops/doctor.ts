@@ -173,7 +173,8 @@ export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]
       else add("error", "readiness", `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`);
     }
     await checkApi(ctx, add);
-    await checkDaemon(conf.daemonSocket, add);
+    if (conf.fileClusterDir) add("ok", "daemon", "not used: the cluster is the manifest directory");
+    else await checkDaemon(conf.daemonSocket, add);
     await checkRecords(conf.cniDir, add);
     checkDisk(conf.cniDir, add);
     add("ok", "log", conf.logFile ? `the plugin logs to ${conf.logFile} at level ${conf.logLevel ?? "panic"}` : `the plugin logs to the runtime's stderr only, at level ${conf.logLevel ?? "panic"} (set logFile and logLevel to keep a log)`);

@@ -150,7 +150,8 @@ function indent(text: string, by: string): string {
 export function renderExplanation(r: Explanation): string {
   const lines: string[] = [];
   lines.push(`${r.pod ? `pod ${r.pod}` : "no pod (default networks only)"}; Plexus config ${r.config}; plugins looked up in ${r.cniPath.join(":")}`);
-  lines.push(r.attachments.length ? `ADD would attach ${r.attachments.length} network(s), in this order:` : "ADD would attach nothing.");
+  if (r.attachments.length) lines.push(`ADD would attach ${r.attachments.length} network(s), in this order:`);
+  else lines.push(r.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
   for (const a of r.attachments) {
     lines.push("");
     lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network} (config name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);

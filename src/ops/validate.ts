@@ -175,10 +175,13 @@ export async function validate(name: string | undefined, f: ValidateFlags, env =
       nads = [nad ?? { missing: `${ref.namespace}/${ref.name}` }];
     }
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
+    // Every NAD once (a --file NAD replaces the cluster's of the same name).
+    const byRef = new Map<string, Nad>();
+    for (const n of [...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))]) byRef.set(`${n.metadata.namespace}/${n.metadata.name}`, n);
     const others: Footprint[] = [];
-    for (const n of [...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))]) {
+    for (const [ref, n] of byRef) {
       try {
-        others.push(...footprints(`${n.metadata.namespace}/${n.metadata.name}`, resolveNadConfig(n, files).conf));
+        others.push(...footprints(ref, resolveNadConfig(n, files).conf));
       } catch {
         // reported for that NAD itself
       }

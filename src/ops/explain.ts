@@ -89,7 +89,8 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     const ref = podArg(pod, manifest);
     if (ref && !kube) throw new CniError(Code.InvalidNetworkConfig, `config ${ctx.path} gives no Kubernetes access (no kubeconfig, fileClusterDir or in-cluster environment): ADD would attach the default network(s) only; use --file POD.yaml --nads DIR for a dry run`);
     const ro = kube ? new ReadOnlyKube(kube) : undefined;
-    const uid = f.uid ?? manifest?.pod.metadata.uid;
+    // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
+    const uid = f.uid ?? (ref && kube ? (await kube.getPod(ref.namespace, ref.name).catch(() => undefined))?.metadata.uid : undefined);
     const rawArgs = ref ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}` : "";
     if (ref) report.pod = `${ref.namespace}/${ref.name}`;
     const req: CniRequest = { command: "ADD", containerId: CONTAINER, netns: NETNS, ifName: f.ifname ?? "eth0", args: parseCniArgs(rawArgs), rawArgs, path: ctx.cniPath };

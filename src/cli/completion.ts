@@ -33,9 +33,8 @@ ${table(program)
   case "$path" in
 ${cases}
   esac
-  if [[ $cur == -* || -n $opts ]]; then
-    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
-  fi
+  COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+  # Nothing matches (an argument: a pod, a file): file names.
   [[ \${#COMPREPLY[@]} -eq 0 ]] && COMPREPLY=($(compgen -f -- "$cur"))
   return 0
 }

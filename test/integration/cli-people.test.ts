@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cniError, runPlexus, TEST_PATH } from "../support/plexus-bin";
+import { cniError, PLEXUS_BIN, requirePlexusBinary, runPlexus, TEST_PATH } from "../support/plexus-bin";
 
 const env = { PATH: TEST_PATH };
 const run = (args: string[], extra: Record<string, string> = {}) => runPlexus({ env: { ...env, ...extra }, args });
@@ -70,6 +70,25 @@ describe("people's output", () => {
     expect(complete("plexus records ")).toEqual(expect.arrayContaining(["list", "show", "rm"]));
     expect(complete("plexus records rm x --te")).toEqual(["--teardown"]);
     expect((await run(["completion", "fish"])).code).toBe(2);
+  });
+});
+
+describe("logs for a terminal", () => {
+  it("plexus install logs readable lines when stderr is a terminal (script(1) gives it one), JSON lines otherwise", async () => {
+    requirePlexusBinary();
+    const dir = mkdtempSync(join(tmpdir(), "plx-tty-"));
+    dirs.push(dir);
+    const args = ["install", "--once", "--host-prefix", "", "--cni-conf-dir", dir, "--cni-bin-dir", dir, "--skip-binary-copy", "--primary-config-timeout", "0.2", "--api-server", "https://127.0.0.1:1"];
+    const quoted = [PLEXUS_BIN, ...args].map((a) => `'${a}'`).join(" ");
+    let tty = "";
+    try {
+      tty = execFileSync("script", ["-qec", quoted, "/dev/null"], { env: { ...process.env, PATH: TEST_PATH } }).toString();
+    } catch (err) {
+      tty = String((err as { stdout?: Buffer }).stdout ?? "");
+    }
+    expect(tty).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  \[install\] waiting for the primary network {2}reason="no usable primary network config/m);
+    const piped = await run(args);
+    expect(JSON.parse(piped.stderr.split("\n")[0]!)).toMatchObject({ level: 30, component: "install", msg: "waiting for the primary network" });
   });
 });
 

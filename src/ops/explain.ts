@@ -11,6 +11,7 @@ import { parseCniArgs } from "../cni/args";
 import { buildPluginConf, envFor } from "../exec/conflist";
 import { findInPath } from "../exec/find";
 import type { KubeApi } from "../k8s/kube-api";
+import { inPod } from "../orchestrate/add";
 import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../orchestrate/deps";
 import { planForPod } from "../orchestrate/pod-plan";
 import type { Attachment } from "../orchestrate/record";
@@ -124,7 +125,7 @@ async function attachmentPlan(att: Attachment, rt: RuntimeFor, req: CniRequest, 
       step.binary = await findInPath(plugin.type, runtime.path);
     } catch (err) {
       // The same context as ADD puts around it (conflist.ts runPlugin, add.ts).
-      const e = asCniError(err).withContext(`network ${JSON.stringify(att.conf.name)}`).withContext(`ADD of ${describeAttachment(att)} failed`);
+      const e = inPod(req, asCniError(err).withContext(`network ${JSON.stringify(att.conf.name)}`).withContext(`ADD of ${describeAttachment(att)} failed`));
       step.missing = e.message;
       fail(e);
     }

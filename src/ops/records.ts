@@ -121,7 +121,7 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     path: cniPathOf(f.cniPath, process.env),
   };
   const errors = await teardown(record.attachments, { containerId: record.containerId, netns, cniArgs: record.cniArgs }, req, conf, deps);
-  return errors.map((e) => e.message);
+  return errors.map((f) => f.error.message);
 }
 
 export async function recordsMain(action: "list" | "show" | "rm", id: string | undefined, f: RecordsFlags, out: Output = processOutput): Promise<number> {

@@ -99,7 +99,7 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
   it.each([
     ["a missing plugin binary", [nad("blue", noopConf({ type: "absent-plugin" })), pod("web", "blue")], "absent-plugin"],
     ["a typo in a NAD (trailing comma)", [nad("blue", '{"cniVersion":"1.0.0","type":"noop",}'), pod("web", "blue")], "spec.config"],
-    ["an undeclared capability", [nad("blue", noopConf()), pod("web", JSON.stringify([{ name: "blue", mac: "02:00:00:00:00:05" }]))], '"mac"'],
+    ["an undeclared capability", [nad("blue", noopConf()), pod("web", JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]))], '"deviceID"'],
     ["a NAD that does not exist", [pod("web", "nope")], "nope"],
   ])("with %s: explain reports the error ADD gives, word for word", async (_label, objects, needle) => {
     const n = node(objects);
@@ -159,7 +159,7 @@ describe("plexus validate: can this node run the NAD", () => {
       nad("outside", noopConf({ ipam: hostLocal("10.8.0.0/24", { rangeEnd: "10.8.1.9" }) })),
       nad("plain", noopConf()),
       nad("old", { cniVersion: "1.0.0", type: "old-plugin" }),
-      pod("web", JSON.stringify([{ name: "plain", ips: ["10.1.0.5/24"] }])),
+      pod("web", JSON.stringify([{ name: "plain", deviceID: "0000:03:00.1" }])),
     ]);
     const { reports } = await validate(undefined, { ...n.flags, all: true }, n.env);
     const of = (name: string) => reports.find((r) => r.nad === `${NS}/${name}`)!.findings.filter((f) => f.level === "error").map((f) => f.msg);
@@ -168,7 +168,7 @@ describe("plexus validate: can this node run the NAD", () => {
     expect(of("red")).toEqual([expect.stringMatching(/overlaps 10\.9\.0\.100-10\.9\.0\.200 in 10\.9\.0\.0\/24 of demo\/pink on the same bridge br-x/)]);
     expect(of("elsewhere")).toEqual([]);
     expect(of("outside").join()).toContain("rangeEnd 10.8.1.9 is outside subnet 10.8.0.0/24");
-    expect(of("plain")).toEqual([expect.stringContaining('pod demo/web: network demo/plain (config "plain"): the pod requests "ips", but no plugin of the network declares that capability')]);
+    expect(of("plain")).toEqual([expect.stringContaining('pod demo/web: network demo/plain (config "plain"): the pod requests "deviceID", but no plugin of the network declares that capability')]);
     expect(of("old").join()).toContain("does not speak the network's cniVersion 1.0.0 (it speaks 0.3.1, 0.4.0)");
   });
 
@@ -189,14 +189,14 @@ describe("plexus validate: can this node run the NAD", () => {
     const kubeconfig = writeKubeconfig(api, { dir: sb.root });
     api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
     api.addNad({ metadata: { namespace: NS, name: "bad" }, spec: { config: "{" } });
-    api.addPod({ metadata: { namespace: NS, name: "web", annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", mac: "02:00:00:00:00:09" }]) } }, spec: { nodeName: "node-1" } });
-    api.addPod({ metadata: { namespace: NS, name: "other", annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", ips: ["10.0.0.1/24"] }]) } }, spec: { nodeName: "node-2" } });
+    api.addPod({ metadata: { namespace: NS, name: "web", annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]) } }, spec: { nodeName: "node-1" } });
+    api.addPod({ metadata: { namespace: NS, name: "other", annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.2" }]) } }, spec: { nodeName: "node-2" } });
     const n = node([], { kubeconfig });
     const { reports } = await validate(undefined, { ...n.flags, all: true, nodeName: "node-1" }, n.env);
     const errors = Object.fromEntries(reports.map((r) => [r.nad, r.findings.filter((f) => f.level === "error").map((f) => f.msg)]));
     expect(errors[`${NS}/bad`]!.join()).toContain("not valid JSON");
     // Only node-1's pod is checked.
-    expect(errors[`${NS}/blue`]).toEqual([expect.stringContaining('pod demo/web: network demo/blue (config "blue"): the pod requests "mac"')]);
+    expect(errors[`${NS}/blue`]).toEqual([expect.stringContaining('pod demo/web: network demo/blue (config "blue"): the pod requests "deviceID"')]);
     expect(api.requests.filter((q) => q.method !== "GET")).toEqual([]);
     expect(api.requests.some((q) => q.path === "/api/v1/pods" && new URLSearchParams(q.query).get("fieldSelector") === "spec.nodeName=node-1")).toBe(true);
   });

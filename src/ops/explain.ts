@@ -77,6 +77,22 @@ async function kubeFor(ctx: OpsContext, f: ExplainFlags): Promise<{ kube?: KubeA
   return kube ? { kube } : {};
 }
 
+/** The ADD the runtime would make for the pod's sandbox (placeholders for what only the sandbox has). */
+function addRequest(ref: { namespace: string; name: string } | undefined, uid: string | undefined, ifName: string, path: string[]): CniRequest {
+  const rawArgs = ref ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}` : "";
+  return { command: "ADD", containerId: CONTAINER, netns: NETNS, ifName, args: parseCniArgs(rawArgs), rawArgs, path };
+}
+
+/** ADD waits for the readiness file first (readiness.ts) and fails with code 11 when it never comes. */
+function readinessError(ctx: OpsContext): { code: number; msg: string } | undefined {
+  const file = ctx.conf.readinessindicatorfile;
+  if (!file || existsSync(file)) return undefined;
+  return {
+    code: Code.TryAgainLater,
+    msg: `readiness indicator file ${file} is missing: ADD would wait up to ${Math.round(ctx.conf.readinessTimeoutMs / 1000)} s for it, then fail (the cluster default network is not ready)`,
+  };
+}
+
 export async function explain(pod: string | undefined, f: ExplainFlags, env = process.env): Promise<Explanation> {
   const ctx = await opsContext(f, env);
   const notes: string[] = [];
@@ -92,18 +108,13 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     const ro = kube ? new ReadOnlyKube(kube) : undefined;
     // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
     const uid = f.uid ?? (ref && kube ? (await kube.getPod(ref.namespace, ref.name).catch(() => undefined))?.metadata.uid : undefined);
-    const rawArgs = ref ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}` : "";
     if (ref) report.pod = `${ref.namespace}/${ref.name}`;
-    const req: CniRequest = { command: "ADD", containerId: CONTAINER, netns: NETNS, ifName: f.ifname ?? "eth0", args: parseCniArgs(rawArgs), rawArgs, path: ctx.cniPath };
-    if (ctx.conf.readinessindicatorfile && !existsSync(ctx.conf.readinessindicatorfile)) {
-      report.errors.push({
-        code: Code.TryAgainLater,
-        msg: `readiness indicator file ${ctx.conf.readinessindicatorfile} is missing: ADD would wait up to ${Math.round(ctx.conf.readinessTimeoutMs / 1000)} s for it, then fail (the cluster default network is not ready)`,
-      });
-    }
+    const req = addRequest(ref, uid, f.ifname ?? "eth0", ctx.cniPath);
+    const readiness = readinessError(ctx);
+    if (readiness) report.errors.push(readiness);
     try {
       const plan = await planForPod(req, ctx.conf, { kube: async () => ro, log: noteLogger(notes, ctx.log) });
-      const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: rawArgs };
+      const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
       for (const att of plan.attachments) report.attachments.push(await attachmentPlan(att, rt, req, ctx, fail));
     } catch (err) {
       fail(err);

@@ -154,42 +154,45 @@ function parseRef(name: string, namespace: string | undefined): { namespace: str
   return b === undefined ? { namespace: namespace ?? "default", name: a! } : { namespace: a!, name: b };
 }
 
+/** The NADs asked about: from --file, every listed one (--all), or the one named. */
+async function selectNads(name: string | undefined, f: ValidateFlags, ctx: OpsContext, listed: Nad[] | undefined): Promise<Array<Nad | { missing: string }>> {
+  if (f.file) return readManifest<Nad>(f.file, "NetworkAttachmentDefinition");
+  if (f.all) return listed ?? [];
+  const ref = parseRef(name!, f.namespace);
+  const kube = await ctx.kube();
+  const nad = kube ? await kube.getNad(ref.namespace, ref.name) : listed?.find((n) => n.metadata.namespace === ref.namespace && n.metadata.name === ref.name);
+  return [nad ?? { missing: `${ref.namespace}/${ref.name}` }];
+}
+
+/** What every NAD hands out on which bridge or master, each NAD once (a --file NAD replaces the cluster's of that name). */
+function allFootprints(nads: readonly Nad[], files: ConfFile[]): Footprint[] {
+  const byRef = new Map<string, Nad>();
+  for (const n of nads) byRef.set(`${n.metadata.namespace}/${n.metadata.name}`, n);
+  return [...byRef].flatMap(([ref, n]) => {
+    try {
+      return footprints(ref, resolveNadConfig(n, files).conf);
+    } catch {
+      return []; // reported for that NAD itself
+    }
+  });
+}
+
 export async function validate(name: string | undefined, f: ValidateFlags, env = process.env): Promise<{ reports: NadReport[]; notes: string[] }> {
   const ctx = await opsContext(f, env);
   const notes: string[] = [];
-  const lists = await clusterLists(ctx.conf, env, ctx.log).catch((err: unknown) => {
-    notes.push(`cannot list the cluster's NADs and pods (${messageOf(err)}): overlaps with other NADs and pods' requests not checked`);
-    return undefined;
-  });
+  const note = (what: string) => (err: unknown) => void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
+  const lists = await clusterLists(ctx.conf, env, ctx.log).catch(note("connecting to the cluster"));
+  if (lists === undefined && !notes.length) notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
   try {
-    const listed = lists ? await lists.nads().catch((err: unknown) => void notes.push(`listing NADs failed: ${messageOf(err)}; overlaps not checked`)) : undefined;
-    const pods = lists ? await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch((err: unknown) => void notes.push(`listing this node's pods failed: ${messageOf(err)}; pods' requests not checked`)) : undefined;
-    if (!lists) notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
-    let nads: Array<Nad | { missing: string }>;
-    if (f.file) nads = readManifest<Nad>(f.file, "NetworkAttachmentDefinition");
-    else if (f.all) nads = listed ?? [];
-    else {
-      const ref = parseRef(name!, f.namespace);
-      const kube = await ctx.kube();
-      const nad = kube ? await kube.getNad(ref.namespace, ref.name) : listed?.find((n) => n.metadata.namespace === ref.namespace && n.metadata.name === ref.name);
-      nads = [nad ?? { missing: `${ref.namespace}/${ref.name}` }];
-    }
+    const listed = lists ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined) : undefined;
+    const pods = lists ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? []) : [];
+    const nads = await selectNads(name, f, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
-    // Every NAD once (a --file NAD replaces the cluster's of the same name).
-    const byRef = new Map<string, Nad>();
-    for (const n of [...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))]) byRef.set(`${n.metadata.namespace}/${n.metadata.name}`, n);
-    const others: Footprint[] = [];
-    for (const [ref, n] of byRef) {
-      try {
-        others.push(...footprints(ref, resolveNadConfig(n, files).conf));
-      } catch {
-        // reported for that NAD itself
-      }
-    }
+    const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
     const reports: NadReport[] = [];
     for (const n of nads) {
       if ("missing" in n) reports.push({ nad: n.missing, findings: [{ level: "error", msg: `no NetworkAttachmentDefinition ${n.missing} exists` }] });
-      else reports.push(await validateNad(n, ctx, { files, others, pods: pods ?? [] }));
+      else reports.push(await validateNad(n, ctx, { files, others, pods }));
     }
     return { reports, notes };
   } finally {

@@ -72,6 +72,12 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
 
 function addRecordsCommand(program: Command, setExit: SetExit): void {
   const records = program.command("records").description("inspect and remove the container records DEL runs from");
+  // `plexus records` alone: its help, as an answer (stdout, exit 0); a typo is an error.
+  records.allowExcessArguments(true).action(() => {
+    if (records.args.length === 0) return records.outputHelp();
+    process.stderr.write(`error: unknown command '${records.args[0]}' for plexus records (list, show, rm)\n`);
+    setExit(1);
+  });
   const run = async (action: "list" | "show" | "rm", id: string | undefined, flags: Record<string, string | boolean | undefined>) => {
     const { recordsMain } = await import("../ops/records");
     setExit(await recordsMain(action, id, flags as never));

@@ -52,6 +52,12 @@ describe("people's output", () => {
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("unknown command");
+    const typo = await run(["records", "lst"]);
+    expect([typo.code, typo.stdout]).toEqual([1, ""]);
+    expect(typo.stderr).toContain("unknown command 'lst'");
+    const alone = await run(["records"]);
+    expect([alone.code, alone.stderr]).toEqual([0, ""]);
+    expect(alone.stdout).toContain("Usage: plexus records");
   });
 
   it("plexus completion bash prints a script bash accepts, completing commands and flags", async () => {

@@ -10,9 +10,11 @@ import { asCniError, CniError, Code } from "../cni/errors";
 import { parseCniArgs } from "../cni/args";
 import { buildPluginConf, envFor } from "../exec/conflist";
 import { findInPath } from "../exec/find";
+import { resolveNadConfig } from "../npwg/nad";
 import type { KubeApi } from "../k8s/kube-api";
 import { inPod } from "../orchestrate/add";
 import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../orchestrate/deps";
+import { FsNetworkSource } from "../orchestrate/network-source";
 import { planForPod } from "../orchestrate/pod-plan";
 import type { Attachment } from "../orchestrate/record";
 import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, ReadOnlyKube } from "./context";
@@ -40,6 +42,8 @@ export interface AttachmentPlan {
   network: string;
   ifName: string;
   isDefault: boolean;
+  /** For a NAD: where its config comes from ("spec.config" or a file of the config directory). */
+  source?: string;
   /** The network's config name (what delegates see as `name`). */
   configName: string;
   cniVersion: string;
@@ -75,6 +79,18 @@ async function kubeFor(ctx: OpsContext, f: ExplainFlags): Promise<{ kube?: KubeA
   }
   const kube = await ctx.kube();
   return kube ? { kube } : {};
+}
+
+/** Where a NAD attachment's config came from, asked of ADD's resolver again (the plan does not keep it). */
+async function nadSource(kube: KubeApi, att: Attachment, ctx: OpsContext): Promise<string | undefined> {
+  const sel = att.selection!;
+  const nad = await kube.getNad(sel.namespace, sel.name).catch(() => undefined);
+  if (!nad) return undefined;
+  try {
+    return resolveNadConfig(nad, await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles()).source;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The ADD the runtime would make for the pod's sandbox (placeholders for what only the sandbox has). */
@@ -115,7 +131,11 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     try {
       const plan = await planForPod(req, ctx.conf, { kube: async () => ro, log: noteLogger(notes, ctx.log) });
       const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
-      for (const att of plan.attachments) report.attachments.push(await attachmentPlan(att, rt, req, ctx, fail));
+      for (const att of plan.attachments) {
+        const step = await attachmentPlan(att, rt, req, ctx, fail);
+        const source = att.selection && ro ? await nadSource(ro, att, ctx) : undefined;
+        report.attachments.push(source ? { ...step, source } : step);
+      }
     } catch (err) {
       fail(err);
     } finally {
@@ -167,7 +187,8 @@ export function renderExplanation(r: Explanation): string {
   else lines.push(r.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
   for (const a of r.attachments) {
     lines.push("");
-    lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network} (config name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
+    const from = a.source ? `NAD ${a.network}, its ${a.source === "spec.config" ? "spec.config" : `config from ${a.source}`}; ` : "";
+    lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network} (${from}config name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
     if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);

@@ -73,9 +73,11 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
   it("lists each network in ADD's order with its interface, plugin config after name injection, args.cni, runtimeConfig, env and binary", async () => {
     const n = node([
       nad("blue", noopConf({ capabilities: { ips: true } })),
-      nad("green", noopConf()),
+      { ...nad("green", noopConf()), spec: {} },
       pod("web", JSON.stringify([{ name: "blue", ips: ["10.1.0.5/24"] }, { name: "green", interface: "data0" }])),
     ]);
+    // green has no spec.config: its config is the conf dir's file of that name (as ADD finds it).
+    writeFileSync(join(n.confDir, "20-green.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "green", plugins: [{ type: "noop" }] }));
     const r = await explain(`${NS}/web`, n.flags, n.env);
     expect(r.errors).toEqual([]);
     expect(r.attachments.map((a) => [a.network, a.ifName, a.isDefault])).toEqual([
@@ -83,6 +85,7 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
       ["demo/blue", "net1", false],
       ["demo/green", "data0", false],
     ]);
+    expect(r.attachments.map((a) => a.source)).toEqual([undefined, "spec.config", join(n.confDir, "20-green.conflist")]);
     const blue = r.attachments[1]!.plugins[0]!;
     expect(blue.binary).toBe(join(sb.binDir, "noop"));
     expect(blue.stdin).toMatchObject({ name: "blue", cniVersion: "1.0.0", type: "noop", args: { cni: { ips: ["10.1.0.5/24"] } }, runtimeConfig: { ips: ["10.1.0.5/24"] } });

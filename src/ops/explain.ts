@@ -187,8 +187,8 @@ export function renderExplanation(r: Explanation): string {
   else lines.push(r.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
   for (const a of r.attachments) {
     lines.push("");
-    const from = a.source ? `NAD ${a.network}, its ${a.source === "spec.config" ? "spec.config" : `config from ${a.source}`}; ` : "";
-    lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network} (${from}config name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
+    const from = a.source ? (a.source === "spec.config" ? ", the NAD's spec.config" : `, ${a.source} (the NAD has no spec.config)`) : "";
+    lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
     if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);

@@ -90,7 +90,7 @@ async function checkDaemon(socket: string, add: Add): Promise<void> {
     const ready = await socketGet(socket, "/readyz");
     const metrics = (await socketGet(socket, "/metrics")).text;
     const count = (kind: string) => new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\d+)`, "m").exec(metrics)?.[1] ?? "?";
-    if (ready.status === 200) add("ok", "daemon", `${socket}: caches synced (${count("pod")} pods of this node, ${count("nad")} NADs)`);
+    if (ready.status === 200) add("ok", "daemon", `${socket}: caches synced (${count("pod")} pod(s) of this node, ${count("nad")} NAD(s))`);
     else add("warning", "daemon", `${socket}: caches not synced yet (${ready.text.trim()}); ADDs read from the API server meanwhile; see the daemon container's log`);
   } catch (err) {
     add("error", "daemon", `${socket} does not answer (${messageOf(err)}): restart the daemon container; ADDs fall back to the API server after a 1 s timeout each`);

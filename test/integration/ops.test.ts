@@ -9,6 +9,8 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startDaemon } from "../../src/daemon/main";
+import { silentLogger } from "../../src/log/logger";
 import { doctor } from "../../src/ops/doctor";
 import { explain, renderExplanation } from "../../src/ops/explain";
 import { recordsMain } from "../../src/ops/records";
@@ -37,7 +39,7 @@ const nad = (name: string, config: Record<string, unknown> | string) => ({
 const pod = (name: string, networks: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { namespace: NS, name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } } });
 
 /** A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture as plugins. */
-function node(objects: object[], o: { kubeconfig?: string } = {}) {
+function node(objects: object[], o: { kubeconfig?: string; daemonSocket?: string } = {}) {
   const confDir = join(sb.root, "net.d");
   const clusterDir = join(sb.root, "cluster");
   mkdirSync(confDir, { recursive: true });
@@ -47,7 +49,7 @@ function node(objects: object[], o: { kubeconfig?: string } = {}) {
     clusterNetwork: "default-net",
     confDir,
     cniDir: sb.cniDir,
-    daemonSocket: "",
+    daemonSocket: o.daemonSocket ?? "",
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : { fileClusterDir: clusterDir }),
   };
   writeFileSync(join(confDir, "00-plexus.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "plexus-net", plugins: [plexus] }));
@@ -228,6 +230,25 @@ describe("plexus doctor: the node in one screen", () => {
     const checks = await doctor(n.flags, n.env);
     expect(checks.find((c) => c.subject === "token")).toMatchObject({ level: "error", msg: expect.stringContaining("expired at") });
     expect(level(checks, "api server")).toEqual(["ok"]);
+  });
+
+  it("the daemon's socket: synced caches with their sizes; a socket file nobody answers on is an error", async () => {
+    api = await startFakeApiServer();
+    const kubeconfig = writeKubeconfig(api, { dir: sb.root });
+    api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
+    api.addPod({ metadata: { namespace: NS, name: "web" }, spec: { nodeName: "node-1" } });
+    const socket = join(sb.root, "plexus.sock");
+    const d = await startDaemon({ kubeconfig, nodeName: "node-1", socket, apiRequestTimeout: "1", apiTotalTimeout: "3" }, {}, silentLogger());
+    try {
+      const n = node([], { kubeconfig, daemonSocket: socket });
+      await expect.poll(async () => (await doctor(n.flags, n.env)).find((c) => c.subject === "daemon"), { timeout: 5000 }).toMatchObject({ level: "ok", msg: `${socket}: caches synced (1 pod(s) of this node, 1 NAD(s))` });
+    } finally {
+      await d.stop();
+    }
+    const dead = join(sb.root, "dead.sock");
+    writeFileSync(dead, "");
+    const n = node([], { kubeconfig, daemonSocket: dead });
+    expect((await doctor(n.flags, n.env)).find((c) => c.subject === "daemon")).toMatchObject({ level: "error", msg: expect.stringContaining("does not answer") });
   });
 
   it("credentials the API server refuses (401) are an error naming the server", async () => {

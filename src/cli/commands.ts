@@ -1,6 +1,7 @@
 /** The person-facing command line (commander), used when CNI_COMMAND is not set. */
 import { Command } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
+import { addOpsCommands } from "./ops-commands";
 
 declare const PLEXUS_VERSION: string | undefined;
 export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.0.0-dev";
@@ -8,17 +9,19 @@ export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.
 export async function runCommands(argv: readonly string[]): Promise<number> {
   const program = new Command("plexus")
     .description(
-      "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n" +
-        "As a CNI plugin it is run by the container runtime with CNI_COMMAND and friends set and its config on stdin.",
+      "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
+        "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
+        "The commands below are for people on a node, and for the DaemonSet (install, daemon).",
     )
     .version(VERSION, "-v, --version")
-    .configureOutput({ writeOut: (s) => process.stderr.write(s), writeErr: (s) => process.stderr.write(s) })
+    // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
     .exitOverride();
   program
     .command("cni-versions")
     .description("list the CNI spec versions Plexus speaks")
     .action(() => {
-      process.stderr.write(`${ALL_VERSIONS.join("\n")}\n`);
+      process.stdout.write(`${ALL_VERSIONS.join("\n")}\n`);
     });
   let exitCode = 0;
   addInstallCommand(program, (code) => {
@@ -38,10 +41,18 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
       "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
         "(default: off). Any host:port is accepted; the DaemonSet uses 127.0.0.1:9405 with hostNetwork, so only the node itself reaches it",
     )
+    .option("--missing-networks-grace <seconds>", "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event", "30")
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
       exitCode = await daemonMain(flags);
     });
+  addOpsCommands(program, (code) => {
+    exitCode = code;
+  });
+  if (argv.length === 0) {
+    program.outputHelp();
+    return 0;
+  }
   try {
     await program.parseAsync([...argv], { from: "user" });
     return exitCode;
@@ -74,7 +85,7 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
     .option("--token-file <path>", "the projected service-account token to copy and keep fresh", "/var/run/secrets/kubernetes.io/serviceaccount/token")
     .option("--ca-file <path>", "the service-account CA to copy", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
     .option("--api-server <url>", "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
-    .option("--readiness-indicator-file <path>", "node path of the primary network's readiness file: no Plexus config until it exists (N6.1)")
+    .option("--readiness-indicator-file <path>", "node path of the primary network's readiness file: no Plexus config until it exists")
     .option("--namespace-isolation", "config key namespaceIsolation: pods use NADs of their own namespace only")
     .option("--global-namespaces <list>", "config key globalNamespaces: comma-separated namespaces every pod may use")
     .option("--log-level <level>", "config key logLevel for the plugin: debug, verbose, error or panic")

@@ -11,6 +11,7 @@ import { DEFAULT_DAEMON_SOCKET } from "../config/plugin-conf";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { readKubeconfig } from "../k8s/kubeconfig";
 import { createLogger, type Logger } from "../log/logger";
+import { MissingNetworksDetector } from "./missing-networks";
 import { startDaemonServer } from "./server";
 
 export interface DaemonFlags {
@@ -22,6 +23,8 @@ export interface DaemonFlags {
   apiTotalTimeout?: string | undefined;
   /** HOST:PORT ([v6]:PORT) for the HTTP health/metrics listener; off when unset. */
   healthAddress?: string | undefined;
+  /** Seconds a Running pod may lack its networks before the NetworksMissing event (default 30). */
+  missingNetworksGrace?: string | undefined;
 }
 
 export interface RunningDaemon {
@@ -65,18 +68,27 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
   const bundle = await loadApiBundle();
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
   const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
+  const detector = new MissingNetworksDetector({ pods: () => caches.listPods(), api, log, graceMs: Number(f.missingNetworksGrace ?? 30) * 1000 });
+  const metrics = new bundle.DaemonMetrics({
+    cacheStats: () => caches.stats(),
+    synced: () => caches.synced,
+    apiRequests: () => api.requestCount ?? 0,
+    podsMissingNetworks: () => detector.flagged,
+  });
   let server: Awaited<ReturnType<typeof startDaemonServer>>;
   try {
-    server = await startDaemonServer({ socketPath, cache: caches, api, log, healthAddress });
+    server = await startDaemonServer({ socketPath, cache: caches, api, log, healthAddress, metrics });
   } catch (err) {
     await api.close();
     throw err;
   }
   void caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
+  detector.start();
   return {
     socketPath,
     healthAddress: server.healthAddress ? { host: server.healthAddress.address, port: server.healthAddress.port } : undefined,
     async stop() {
+      await detector.stop();
       await server.close();
       await caches.stop();
       await api.close();
@@ -85,7 +97,7 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
 }
 
 export async function daemonMain(f: DaemonFlags): Promise<number> {
-  const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true }, { component: "daemon" });
+  const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true }, { component: "daemon" });
   let daemon: RunningDaemon;
   try {
     daemon = await startDaemon(f, process.env, log);

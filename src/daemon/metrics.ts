@@ -1,51 +1,118 @@
 /**
- * Prometheus text exposition for the daemon: counters, a latency histogram per route, gauges read
- * at scrape time. Small on purpose (no client library: a dozen series).
+ * The daemon's /metrics through prom-client, with its default process metrics (CPU, memory,
+ * event-loop lag, GC, file descriptors). Loaded only by `plexus daemon`: it travels in the API
+ * bundle (src/k8s/api-entry.ts), never in a CNI call. The series names are the ones the daemon
+ * has always exposed; values the watch caches keep are read at scrape time.
  */
-const BUCKETS_MS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000];
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
-export class Metrics {
-  private readonly counters = new Map<string, number>();
-  private readonly histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
-
-  inc(name: string, labels: Record<string, string> = {}, by = 1): void {
-    const key = series(name, labels);
-    this.counters.set(key, (this.counters.get(key) ?? 0) + by);
-  }
-
-  observe(name: string, labels: Record<string, string>, ms: number): void {
-    const key = `${name}\u0000${JSON.stringify(labels)}`;
-    let h = this.histograms.get(key);
-    if (!h) this.histograms.set(key, (h = { buckets: BUCKETS_MS.map(() => 0), sum: 0, count: 0 }));
-    BUCKETS_MS.forEach((le, i) => {
-      if (ms <= le) h.buckets[i]!++;
-    });
-    h.sum += ms / 1000;
-    h.count++;
-  }
-
-  counter(name: string, labels: Record<string, string> = {}): number {
-    return this.counters.get(series(name, labels)) ?? 0;
-  }
-
-  render(gauges: Record<string, number>): string {
-    const lines: string[] = [];
-    for (const [k, v] of [...this.counters].sort()) lines.push(`${k} ${v}`);
-    for (const [key, h] of this.histograms) {
-      const [name, labelJson] = key.split("\u0000") as [string, string];
-      const labels = JSON.parse(labelJson) as Record<string, string>;
-      BUCKETS_MS.forEach((le, i) => lines.push(`${series(`${name}_bucket`, { ...labels, le: String(le / 1000) })} ${h.buckets[i]}`));
-      lines.push(`${series(`${name}_bucket`, { ...labels, le: "+Inf" })} ${h.count}`);
-      lines.push(`${series(`${name}_sum`, labels)} ${h.sum}`);
-      lines.push(`${series(`${name}_count`, labels)} ${h.count}`);
-    }
-    for (const [k, v] of Object.entries(gauges)) lines.push(`${k} ${v}`);
-    return `${lines.join("\n")}\n`;
-  }
+/** What the daemon reads at scrape time. */
+export interface ScrapeSources {
+  cacheStats(): { pods: number; nads: number; restarts: { pods: number; nads: number }; lists: { pods: number; nads: number }; errors: { pods: number; nads: number } };
+  synced(): boolean;
+  apiRequests(): number;
+  /** Pods of this node that are Running without a network their annotation asks for. */
+  podsMissingNetworks(): number;
 }
 
-function series(name: string, labels: Record<string, string>): string {
-  const l = Object.entries(labels);
-  if (l.length === 0) return name;
-  return `${name}{${l.map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`))}"`).join(",")}}`;
+type Kinds = "restarts" | "lists" | "errors";
+
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  private readonly cacheLookups = new Counter({ name: "plexus_daemon_cache_total", help: "Pod and NAD lookups by cache result (hit, miss, stale).", labelNames: ["kind", "result"], registers: [this.registry] });
+  private readonly requests = new Counter({ name: "plexus_daemon_requests_total", help: "Requests answered, by route and HTTP status.", labelNames: ["route", "code"], registers: [this.registry] });
+  private readonly apiErrors = new Counter({ name: "plexus_daemon_api_errors_total", help: "Requests that failed on the API server, by route.", labelNames: ["route"], registers: [this.registry] });
+  private readonly durations = new Histogram({
+    name: "plexus_daemon_request_duration_seconds",
+    help: "Time to answer a request, by route.",
+    labelNames: ["route"],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+
+  constructor(sources: ScrapeSources, o: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    new Gauge({
+      name: "plexus_daemon_cache_objects",
+      help: "Objects in the watch caches, by kind.",
+      labelNames: ["kind"],
+      registers,
+      collect() {
+        const s = sources.cacheStats();
+        this.set({ kind: "pod" }, s.pods);
+        this.set({ kind: "nad" }, s.nads);
+      },
+    });
+    new Gauge({
+      name: "plexus_daemon_cache_synced",
+      help: "1 when both watch caches have listed and their watches are open.",
+      registers,
+      collect() {
+        this.set(sources.synced() ? 1 : 0);
+      },
+    });
+    const fromStats = (name: string, help: string, key: Kinds) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["kind"],
+        registers,
+        collect() {
+          const s = sources.cacheStats()[key];
+          this.reset();
+          this.inc({ kind: "pod" }, s.pods);
+          this.inc({ kind: "nad" }, s.nads);
+        },
+      });
+    fromStats("plexus_daemon_watch_restarts_total", "Watch cache restarts after an error, by kind.", "restarts");
+    fromStats("plexus_daemon_watch_lists_total", "Lists made by the watch caches (the first and every relist), by kind.", "lists");
+    fromStats("plexus_daemon_watch_errors_total", "List or watch failures, by kind.", "errors");
+    new Counter({
+      name: "plexus_daemon_api_requests_total",
+      help: "Requests the daemon made to the API server (watches excluded).",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(sources.apiRequests());
+      },
+    });
+    new Gauge({
+      name: "plexus_daemon_resident_memory_bytes",
+      help: "Resident memory of the daemon.",
+      registers,
+      collect() {
+        this.set(process.memoryUsage.rss());
+      },
+    });
+    new Gauge({
+      name: "plexus_pods_missing_networks",
+      help: "Pods of this node that are Running while their network-status lacks a network their networks annotation asks for.",
+      registers,
+      collect() {
+        this.set(sources.podsMissingNetworks());
+      },
+    });
+    if (o.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  cacheLookup(kind: "pod" | "nad", result: "hit" | "miss" | "stale"): void {
+    this.cacheLookups.inc({ kind, result });
+  }
+
+  request(route: string, status: number, ms: number): void {
+    this.requests.inc({ route, code: String(status) });
+    this.durations.observe({ route }, ms / 1000);
+  }
+
+  apiError(route: string): void {
+    this.apiErrors.inc({ route });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
 }

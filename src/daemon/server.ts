@@ -15,7 +15,7 @@ import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
-import { Metrics } from "./metrics";
+import type { DaemonMetrics } from "./metrics";
 import { DAEMON_API } from "./protocol";
 
 export interface CacheView {
@@ -33,10 +33,12 @@ export interface DaemonServerOptions {
   log: Logger;
   /** Also serve /healthz, /readyz and /metrics (nothing else) over plain HTTP on this TCP address. */
   healthAddress?: { host: string; port: number } | undefined;
+  /** prom-client's registry and the daemon's series (metrics.ts, loaded with the API bundle). */
+  metrics: DaemonMetrics;
 }
 
 export interface DaemonServer {
-  readonly metrics: Metrics;
+  readonly metrics: DaemonMetrics;
   /** The health listener's bound address (port 0 resolved), when `healthAddress` was given. */
   readonly healthAddress: AddressInfo | undefined;
   close(): Promise<void>;
@@ -99,8 +101,7 @@ function str(q: URLSearchParams | Record<string, unknown>, key: string, required
 }
 
 export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonServer> {
-  const metrics = new Metrics();
-  const { cache, api, log } = o;
+  const { cache, api, log, metrics } = o;
 
   async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
     const chunks: Buffer[] = [];
@@ -132,10 +133,10 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
         const uid = str(q, "uid", false);
         const cached = cache.pod(namespace, name);
         if (cached && (!uid || cached.metadata.uid === uid)) {
-          metrics.inc("plexus_daemon_cache_total", { kind: "pod", result: "hit" });
+          metrics.cacheLookup("pod", "hit");
           return [200, { pod: cached, source: "cache" }];
         }
-        metrics.inc("plexus_daemon_cache_total", { kind: "pod", result: cached ? "stale" : "miss" });
+        metrics.cacheLookup("pod", cached ? "stale" : "miss");
         return [200, { pod: await api.getPod(namespace, name), source: "api" }];
       }
       case `GET ${DAEMON_API.nad}`: {
@@ -143,10 +144,10 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
         const name = validateDns1123Label(str(q, "name")!, "NetworkAttachmentDefinition name");
         const cached = cache.nad(namespace, name);
         if (cached) {
-          metrics.inc("plexus_daemon_cache_total", { kind: "nad", result: "hit" });
+          metrics.cacheLookup("nad", "hit");
           return [200, { nad: cached, source: "cache" }];
         }
-        metrics.inc("plexus_daemon_cache_total", { kind: "nad", result: "miss" });
+        metrics.cacheLookup("nad", "miss");
         return [200, { nad: (await api.getNad(namespace, name)) ?? null, source: "api" }];
       }
       case `POST ${DAEMON_API.networkStatus}`: {
@@ -168,7 +169,7 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
         return [200, { ok: true }];
       }
       case `GET ${DAEMON_API.metrics}`:
-        return [200, renderMetrics(), "text/plain; version=0.0.4"];
+        return [200, await metrics.render(), metrics.contentType];
       default:
         throw new HttpFailure(404, `no route ${req.method} ${url.pathname}`);
     }
@@ -181,15 +182,14 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
     const routeName = url.pathname;
     const reply = (status: number, body: unknown, type?: string) => {
       send(res, status, body, type);
-      metrics.inc("plexus_daemon_requests_total", { route: routeName, code: String(status) });
-      metrics.observe("plexus_daemon_request_duration_seconds", { route: routeName }, performance.now() - t0);
+      metrics.request(routeName, status, performance.now() - t0);
     };
     route(req, url).then(
       ([status, body, type]) => reply(status, body, type),
       (err: unknown) => {
         if (err instanceof HttpFailure) return reply(err.status, { error: { code: Code.Internal, msg: err.message } });
         if (isCniError(err)) {
-          if (err.code === Code.ApiFailure) metrics.inc("plexus_daemon_api_errors_total", { route: routeName });
+          if (err.code === Code.ApiFailure) metrics.apiError(routeName);
           return reply(422, { error: { code: err.code, msg: err.message } });
         }
         log.error({ err: err instanceof Error ? err.message : String(err), route: routeName }, "daemon request failed");
@@ -197,23 +197,6 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
       },
     );
   };
-
-  function renderMetrics(): string {
-    const s = cache.stats();
-    return metrics.render({
-      'plexus_daemon_cache_objects{kind="pod"}': s.pods,
-      'plexus_daemon_cache_objects{kind="nad"}': s.nads,
-      plexus_daemon_cache_synced: cache.synced ? 1 : 0,
-      'plexus_daemon_watch_restarts_total{kind="pod"}': s.restarts.pods,
-      'plexus_daemon_watch_restarts_total{kind="nad"}': s.restarts.nads,
-      'plexus_daemon_watch_lists_total{kind="pod"}': s.lists.pods,
-      'plexus_daemon_watch_lists_total{kind="nad"}': s.lists.nads,
-      'plexus_daemon_watch_errors_total{kind="pod"}': s.errors.pods,
-      'plexus_daemon_watch_errors_total{kind="nad"}': s.errors.nads,
-      plexus_daemon_api_requests_total: api.requestCount ?? 0,
-      plexus_daemon_resident_memory_bytes: process.memoryUsage.rss(),
-    });
-  }
 
   await claimSocket(o.socketPath);
   const server: Server = createServer(handler);

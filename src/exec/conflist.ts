@@ -58,7 +58,8 @@ export function buildPluginConf(list: ConfList, plugin: PluginConf, capabilityAr
   return conf;
 }
 
-function envFor(verb: Verb, rt: RuntimeConf): Env {
+/** The CNI_* environment a plugin is run with (C4.1); exported for `plexus explain`. */
+export function envFor(verb: Verb, rt: RuntimeConf): Env {
   const env: Env = { ...rt.baseEnv, CNI_COMMAND: verb, CNI_PATH: rt.path.join(":") };
   if (verb === "ADD" || verb === "DEL" || verb === "CHECK") {
     env.CNI_CONTAINERID = rt.containerId;

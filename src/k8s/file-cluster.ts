@@ -61,6 +61,16 @@ export class FileCluster implements KubeApi {
     await appendFile(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
   }
 
+  /** Every NAD of the directory (`plexus validate --all`). */
+  async listNads(): Promise<Nad[]> {
+    return [...(await this.load()).nads.values()];
+  }
+
+  /** Every pod of the directory (`plexus validate`: what pods request of a NAD). */
+  async listPods(): Promise<Pod[]> {
+    return [...(await this.load()).pods.values()];
+  }
+
   statusPath(namespace: string, name: string): string {
     return join(this.dir, STATUS_DIR, `${namespace}.${name}.json`);
   }

@@ -129,6 +129,10 @@ class Informer<T> {
     return o ? this.decode(o) : undefined;
   }
 
+  all(): T[] {
+    return this.lw.list().flatMap((o) => this.decode(o) ?? []);
+  }
+
   private onError(err: unknown): void {
     if (this.stopped) return;
     this.counters.errors++;
@@ -149,6 +153,22 @@ class Informer<T> {
     clearTimeout(this.timer);
     await this.lw.stop();
   }
+}
+
+/**
+ * A pod as the daemon keeps it: what the CNI binary reads (trimPod), plus what the
+ * missing-networks detector needs: the phase, hostNetwork and a pending deletion.
+ */
+export function trimWatchedPod(o: Record<string, unknown>): Pod | undefined {
+  const pod = trimPod(o, "");
+  if (!pod) return undefined;
+  const meta = o.metadata as Record<string, unknown>;
+  const spec = o.spec as Record<string, unknown> | undefined;
+  const status = o.status as Record<string, unknown> | undefined;
+  if (typeof meta.deletionTimestamp === "string") pod.metadata.deletionTimestamp = meta.deletionTimestamp;
+  if (spec?.hostNetwork === true) pod.spec = { ...pod.spec, hostNetwork: true };
+  if (typeof status?.phase === "string") pod.status = { phase: status.phase };
+  return pod;
 }
 
 export class WatchCaches {
@@ -183,7 +203,7 @@ export class WatchCaches {
       } while (cont);
       return { metadata: { resourceVersion }, items };
     };
-    const trimP = (x: Record<string, unknown>) => trimPod(x, "") as unknown as Trimmed | undefined;
+    const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
     const nadPath = `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`;
@@ -201,6 +221,11 @@ export class WatchCaches {
 
   pod(namespace: string, name: string): Pod | undefined {
     return this.pods.get(namespace, name);
+  }
+
+  /** Every cached pod of this node (the missing-networks detector). */
+  listPods(): Pod[] {
+    return this.pods.all();
   }
 
   nad(namespace: string, name: string): Nad | undefined {

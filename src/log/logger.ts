@@ -30,6 +30,8 @@ export interface LogOptions {
   logToStderr?: boolean | undefined;
   /** Rotation of logFile (M1 `logOptions`). */
   logOptions?: LogRotation | undefined;
+  /** Human-readable lines on stderr instead of JSON (a terminal); the log file stays JSON. */
+  pretty?: boolean | undefined;
 }
 
 export { toPinoLevel };

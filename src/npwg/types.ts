@@ -11,8 +11,12 @@ export interface Pod {
     uid?: string;
     resourceVersion?: string;
     annotations?: Record<string, string>;
+    /** Kept by the daemon's watch cache only (the missing-networks detector). */
+    deletionTimestamp?: string;
   };
-  spec?: { nodeName?: string };
+  /** `hostNetwork`, and `status.phase` below: kept by the daemon's watch cache only. */
+  spec?: { nodeName?: string; hostNetwork?: boolean };
+  status?: { phase?: string };
 }
 
 /** NetworkAttachmentDefinition, k8s.cni.cncf.io/v1 (N3.1, N3.2). */

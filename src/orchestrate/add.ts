@@ -121,7 +121,7 @@ async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[]
 }
 
 /** The error, naming the pod (from CNI_ARGS) when there is one: the runtime's log and the pod's events show it. */
-function inPod(req: CniRequest, err: unknown): CniError {
+export function inPod(req: CniRequest, err: unknown): CniError {
   const pod = podOf(req.args);
   return pod ? asCniError(err).withContext(`pod ${pod.namespace}/${pod.name}`) : asCniError(err);
 }

@@ -72,7 +72,7 @@ function runtimeRequestsFor(att: Pick<Attachment, "isDefault">, conf: PlexusConf
   return { capabilityArgs, args };
 }
 
-export function runtimeConfFor(att: Attachment, ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): RuntimeConf {
+export function runtimeConfFor(att: Attachment, ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Pick<Deps, "baseEnv">): RuntimeConf {
   const runtime = runtimeRequestsFor(att, conf, ctx.cniArgs);
   return {
     containerId: ctx.containerId,

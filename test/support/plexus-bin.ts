@@ -40,6 +40,8 @@ export interface RunOptions {
   sampleRss?: boolean;
   /** Called with the pid right after spawning (e.g. to SIGKILL plexus mid-ADD). */
   onSpawn?: (pid: number) => void;
+  /** Command-line arguments (the person-facing commands); none for a CNI call. */
+  args?: readonly string[];
 }
 
 export interface RunResult {
@@ -68,7 +70,7 @@ export function runPlexus(opts: RunOptions): Promise<RunResult> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(opts.env)) if (v !== undefined) env[k] = v;
   const started = performance.now();
-  const child = spawn(PLEXUS_BIN, [], { env, cwd: opts.cwd ?? "/", stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(PLEXUS_BIN, [...(opts.args ?? [])], { env, cwd: opts.cwd ?? "/", stdio: ["pipe", "pipe", "pipe"] });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on("data", (b: Buffer) => out.push(b));

@@ -1,0 +1,92 @@
+/**
+ * What every person-facing command (explain, validate, doctor, records) starts from: the node's
+ * Plexus config, the plugin search path, Kubernetes access built the way a CNI call builds it
+ * (kubeFactory: the manifest directory, the daemon, else the API server) but read-only, and where
+ * its output goes. Nothing here runs in a CNI call.
+ */
+import { kubeFactory, type KubeFactory } from "../k8s/index";
+import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import { createLogger, type Logger } from "../log/logger";
+import type { Nad, Pod } from "../npwg/types";
+import { loadNodeConfig, type NodeConfig } from "./node-config";
+
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processOutput: Output = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+};
+
+export interface CommonFlags {
+  config?: string | undefined;
+  cniConfDir?: string | undefined;
+  cniPath?: string | undefined;
+  kubeconfig?: string | undefined;
+  output?: string | undefined;
+  logLevel?: string | undefined;
+}
+
+export interface OpsContext extends NodeConfig {
+  /** Where delegate binaries are looked up: binDir, then --cni-path ($CNI_PATH, else /opt/cni/bin). */
+  cniPath: string[];
+  kube: KubeFactory;
+  log: Logger;
+  json: boolean;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export const DEFAULT_CNI_PATH = "/opt/cni/bin";
+
+export function cniPathOf(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string[] {
+  return (flag ?? env.CNI_PATH ?? DEFAULT_CNI_PATH).split(":").filter(Boolean);
+}
+
+/** Whether --output asks for JSON (text otherwise); anything else is refused. */
+export function wantsJson(output: string | undefined): boolean {
+  if (output === undefined || output === "text") return false;
+  if (output === "json") return true;
+  throw new Error(`--output ${JSON.stringify(output)}: expected text or json`);
+}
+
+export async function opsContext(f: CommonFlags, env: Readonly<Record<string, string | undefined>> = process.env): Promise<OpsContext> {
+  const json = wantsJson(f.output);
+  const node = loadNodeConfig({ config: f.config, confDir: f.cniConfDir });
+  if (f.kubeconfig) node.conf.kubeconfig = f.kubeconfig;
+  const log = await createLogger({ logLevel: f.logLevel ?? "panic", logToStderr: true }, { component: "ops" });
+  const kube = kubeFactory(node.conf, {
+    env,
+    log,
+    client: { retry: { requestTimeoutMs: node.conf.apiRequestTimeoutMs, totalTimeoutMs: node.conf.apiTotalTimeoutMs } },
+  });
+  return { ...node, cniPath: cniPathOf(f.cniPath, env), kube, log, json, env };
+}
+
+/**
+ * Reads pass through; writes (network-status, events) are kept, not sent: a person's question
+ * must not change the cluster. The kept events are what ADD would have recorded.
+ */
+export class ReadOnlyKube implements KubeApi {
+  readonly withheldEvents: PodEvent[] = [];
+  constructor(private readonly inner: KubeApi) {}
+  getPod(namespace: string, name: string, uid?: string): Promise<Pod> {
+    return this.inner.getPod(namespace, name, uid);
+  }
+  getNad(namespace: string, name: string): Promise<Nad | undefined> {
+    return this.inner.getNad(namespace, name);
+  }
+  async setNetworkStatus(): Promise<void> {}
+  async recordEvent(_pod: unknown, event: PodEvent): Promise<void> {
+    this.withheldEvents.push(event);
+  }
+  async close(): Promise<void> {
+    await this.inner.close?.();
+  }
+}
+
+/** A short error text for people: the message, without a stack. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,202 @@
+/**
+ * `plexus doctor`: the node's health for Plexus in one screen. Each line is ok, warning or error,
+ * with what to do: which config the runtime picks and whether it runs Plexus, the default network
+ * it points at, the readiness file, the kubeconfig and its token's expiry, the API server, the
+ * daemon socket and its caches, stale or corrupt container records, free space under cniDir.
+ */
+import { existsSync, readFileSync, statfsSync } from "node:fs";
+import { request } from "node:http";
+import { dirname } from "node:path";
+import { load } from "js-yaml";
+import { isPlainObject } from "../cni/json";
+import { loadKubeApi } from "../k8s/index";
+import { resolveDefaultNetworks } from "../npwg/default-network";
+import { FsNetworkSource } from "../orchestrate/network-source";
+import { RecordStore } from "../orchestrate/record";
+import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, wantsJson } from "./context";
+import { runtimeConfig } from "./node-config";
+import { listRecords } from "./records";
+import type { Finding } from "./validate";
+
+export interface Check extends Finding {
+  subject: string;
+}
+
+type Add = (level: Check["level"], subject: string, msg: string) => void;
+
+/** The `exp` claim of a JWT (a projected service-account token), or undefined. */
+export function tokenExpiry(token: string): Date | undefined {
+  const payload = token.trim().split(".")[1];
+  if (!payload) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { exp?: unknown };
+    return typeof claims.exp === "number" ? new Date(claims.exp * 1000) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function tokenOf(kubeconfig: string): { token?: string; from: string } {
+  const raw = load(readFileSync(kubeconfig, "utf8"));
+  if (!isPlainObject(raw)) throw new Error("not a YAML mapping");
+  const ctxName = raw["current-context"];
+  const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as Record<string, unknown> | undefined;
+  const userName = isPlainObject(ctx?.context) ? ctx.context.user : undefined;
+  const users = Array.isArray(raw.users) ? raw.users : [];
+  const entry = (users.find((u) => isPlainObject(u) && u.name === userName) ?? users[0]) as Record<string, unknown> | undefined;
+  const user = isPlainObject(entry?.user) ? entry.user : {};
+  if (typeof user.token === "string") return { token: user.token, from: `${kubeconfig} (inline token)` };
+  if (typeof user.tokenFile === "string") {
+    const path = user.tokenFile.startsWith("/") ? user.tokenFile : `${dirname(kubeconfig)}/${user.tokenFile}`;
+    return { token: readFileSync(path, "utf8"), from: path };
+  }
+  return { from: `${kubeconfig} (no token: client certificate or credential plugin)` };
+}
+
+function checkToken(kubeconfig: string, add: Add, now = Date.now()): void {
+  let t: ReturnType<typeof tokenOf>;
+  try {
+    t = tokenOf(kubeconfig);
+  } catch (err) {
+    return add("error", "kubeconfig", `${kubeconfig} cannot be used: ${messageOf(err)}; the installer (plexus install) writes it, check its log`);
+  }
+  add("ok", "kubeconfig", `${kubeconfig} is readable`);
+  if (!t.token) return add("ok", "token", t.from);
+  const exp = tokenExpiry(t.token);
+  if (!exp) return add("ok", "token", `${t.from}: not a JWT with an expiry`);
+  const left = Math.round((exp.getTime() - now) / 1000);
+  if (left <= 0) add("error", "token", `${t.from} expired at ${exp.toISOString()}: is plexus install running (it copies the rotated service-account token)?`);
+  else if (left < 600) add("warning", "token", `${t.from} expires in ${left} s (${exp.toISOString()}): the installer should replace it soon`);
+  else add("ok", "token", `${t.from} valid until ${exp.toISOString()}`);
+}
+
+function socketGet(socketPath: string, path: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path, method: "GET", timeout: 2000 }, (res) => {
+      let text = "";
+      res.on("data", (c) => (text += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("timeout", () => req.destroy(new Error("no answer within 2 s")));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+async function checkDaemon(socket: string, add: Add): Promise<void> {
+  if (!socket) return add("ok", "daemon", 'daemonSocket is "": thin mode, every ADD reads from the API server');
+  if (!existsSync(socket)) return add("warning", "daemon", `no socket at ${socket}: plexus daemon is not running on this node; ADDs fall back to the API server (thin mode)`);
+  try {
+    const ready = await socketGet(socket, "/readyz");
+    const metrics = (await socketGet(socket, "/metrics")).text;
+    const count = (kind: string) => new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\d+)`, "m").exec(metrics)?.[1] ?? "?";
+    if (ready.status === 200) add("ok", "daemon", `${socket}: caches synced (${count("pod")} pod(s) of this node, ${count("nad")} NAD(s))`);
+    else add("warning", "daemon", `${socket}: caches not synced yet (${ready.text.trim()}); ADDs read from the API server meanwhile; see the daemon container's log`);
+  } catch (err) {
+    add("error", "daemon", `${socket} does not answer (${messageOf(err)}): restart the daemon container; ADDs fall back to the API server after a 1 s timeout each`);
+  }
+}
+
+async function checkApi(ctx: OpsContext, add: Add): Promise<void> {
+  const { conf } = ctx;
+  if (conf.fileClusterDir) return add("ok", "kubernetes", `manifest directory ${conf.fileClusterDir} (fileClusterDir) instead of an API server`);
+  if (!conf.kubeconfig && !(ctx.env.KUBERNETES_SERVICE_HOST && ctx.env.KUBERNETES_SERVICE_PORT)) {
+    return add("warning", "kubernetes", "no kubeconfig in the config: pods get their default network(s) only, no NADs");
+  }
+  if (conf.kubeconfig) checkToken(conf.kubeconfig, add);
+  try {
+    const api = await loadKubeApi(conf, { env: ctx.env, log: ctx.log, client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs } } });
+    try {
+      await api?.getNad(conf.multusNamespace, "plexus-doctor-probe");
+      add("ok", "api server", "reachable, and the credentials may read NetworkAttachmentDefinitions");
+    } finally {
+      await api?.close();
+    }
+  } catch (err) {
+    add("error", "api server", `${messageOf(err)}`);
+  }
+}
+
+async function checkRecords(cniDir: string, add: Add): Promise<void> {
+  const store = new RecordStore(cniDir);
+  const list = await listRecords(store);
+  const stale = list.filter((r) => r.state === "stale");
+  const corrupt = list.filter((r) => r.state === "corrupt");
+  if (stale.length) add("warning", "records", `${stale.length} of ${list.length} record(s) outlived their network namespace (${stale.map((r) => r.id).join(", ")}): the runtime's DEL keeps failing for them; see plexus records show ID, then plexus records rm ID --teardown`);
+  if (corrupt.length) add("error", "records", `${corrupt.length} corrupt record(s) (${corrupt.map((r) => `${r.id}: ${r.why}`).join("; ")}): remove with plexus records rm ID`);
+  if (!stale.length && !corrupt.length) add("ok", "records", `${list.length} container record(s) in ${store.dir}, none stale`);
+}
+
+function checkDisk(cniDir: string, add: Add): void {
+  let dir = cniDir;
+  while (!existsSync(dir) && dir !== dirname(dir)) dir = dirname(dir);
+  try {
+    const s = statfsSync(dir);
+    const free = Number(s.bavail) * Number(s.bsize);
+    const mib = Math.floor(free / 1024 / 1024);
+    if (mib < 64) add("error", "disk", `${mib} MiB free under ${dir}: ADD cannot write its records; free some space`);
+    else if (mib < 512) add("warning", "disk", `${mib} MiB free under ${dir}`);
+    else add("ok", "disk", `${mib} MiB free under ${dir} (cniDir ${cniDir})`);
+  } catch (err) {
+    add("error", "disk", `cannot stat ${dir}: ${messageOf(err)}`);
+  }
+}
+
+export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]> {
+  const checks: Check[] = [];
+  const add: Add = (level, subject, msg) => void checks.push({ level, subject, msg });
+  const confDir = f.cniConfDir ?? "/etc/cni/net.d";
+  const choice = runtimeConfig(confDir);
+  if (!choice.path) add("error", "runtime config", `no usable CNI config in ${confDir}: the node is NotReady; is plexus install running?`);
+  else if (choice.isPlexus) add("ok", "runtime config", `${choice.path} (the first in ${confDir}) runs Plexus`);
+  else add("error", "runtime config", `the runtime uses ${choice.path}, not Plexus: Plexus's config must sort first in ${confDir} (plexus install writes 00-plexus.conflist)`);
+  for (const w of choice.warnings) add("warning", "runtime config", w);
+  let ctx: OpsContext;
+  try {
+    ctx = await opsContext(f, env);
+    add("ok", "plexus config", `${ctx.path} parses`);
+  } catch (err) {
+    add("error", "plexus config", messageOf(err));
+    return checks;
+  }
+  try {
+    const { conf } = ctx;
+    const kube = await ctx.kube().catch(() => undefined);
+    try {
+      const d = await resolveDefaultNetworks(undefined, { ...conf, defaultNetworks: [] }, new FsNetworkSource(conf.confDir, kube));
+      add("ok", "default network", `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`);
+    } catch (err) {
+      add("error", "default network", messageOf(err));
+    }
+    if (conf.readinessindicatorfile) {
+      if (existsSync(conf.readinessindicatorfile)) add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
+      else add("error", "readiness", `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`);
+    }
+    await checkApi(ctx, add);
+    if (conf.fileClusterDir) add("ok", "daemon", "not used: the cluster is the manifest directory");
+    else await checkDaemon(conf.daemonSocket, add);
+    await checkRecords(conf.cniDir, add);
+    checkDisk(conf.cniDir, add);
+    add("ok", "log", conf.logFile ? `the plugin logs to ${conf.logFile} at level ${conf.logLevel ?? "panic"}` : `the plugin logs to the runtime's stderr only, at level ${conf.logLevel ?? "panic"} (set logFile and logLevel to keep a log)`);
+  } finally {
+    await ctx.kube.close();
+  }
+  return checks;
+}
+
+export function renderChecks(checks: readonly Check[]): string {
+  const w = Math.max(...checks.map((c) => c.subject.length));
+  return `${checks.map((c) => `${c.level.padEnd(7)} ${c.subject.padEnd(w)}  ${c.msg}`).join("\n")}\n`;
+}
+
+export async function doctorMain(f: CommonFlags, out: Output = processOutput): Promise<number> {
+  try {
+    const json = wantsJson(f.output);
+    const checks = await doctor(f);
+    out.out(json ? `${JSON.stringify(checks, null, 2)}\n` : renderChecks(checks));
+    return checks.some((c) => c.level === "error") ? 1 : 0;
+  } catch (err) {
+    out.err(`plexus doctor: ${messageOf(err)}\n`);
+    return 2;
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * `plexus explain POD`: the plan ADD would make for a pod, without running any delegate. It calls
+ * ADD's own planner (planForPod), capability rules (applySelection, inside the planner), plugin
+ * config builder (buildPluginConf), environment (envFor) and binary lookup (findInPath), so what it
+ * shows, errors included, is what ADD would do and say.
+ */
+import { existsSync } from "node:fs";
+import type { CniRequest } from "../cni/env";
+import { asCniError, CniError, Code } from "../cni/errors";
+import { parseCniArgs } from "../cni/args";
+import { buildPluginConf, envFor } from "../exec/conflist";
+import { findInPath } from "../exec/find";
+import { resolveNadConfig } from "../npwg/nad";
+import type { KubeApi } from "../k8s/kube-api";
+import { inPod } from "../orchestrate/add";
+import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../orchestrate/deps";
+import { FsNetworkSource } from "../orchestrate/network-source";
+import { planForPod } from "../orchestrate/pod-plan";
+import type { Attachment } from "../orchestrate/record";
+import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, ReadOnlyKube } from "./context";
+import { ManifestKube } from "./manifest-kube";
+import { noteLogger } from "./note-logger";
+
+export interface ExplainFlags extends CommonFlags {
+  file?: string | undefined;
+  nads?: string | undefined;
+  ifname?: string | undefined;
+  uid?: string | undefined;
+}
+
+export interface PluginStep {
+  type: string;
+  /** The binary `type` resolves to; absent when it is missing (see `missing`). */
+  binary?: string;
+  missing?: string;
+  /** The plugin's config on stdin, as ADD builds it (the first plugin's; later ones also get prevResult). */
+  stdin: Record<string, unknown>;
+  env: Record<string, string>;
+}
+
+export interface AttachmentPlan {
+  network: string;
+  ifName: string;
+  isDefault: boolean;
+  /** For a NAD: where its config comes from ("spec.config" or a file of the config directory). */
+  source?: string;
+  /** The network's config name (what delegates see as `name`). */
+  configName: string;
+  cniVersion: string;
+  capabilityArgs: Record<string, unknown>;
+  plugins: PluginStep[];
+}
+
+export interface Explanation {
+  pod?: string;
+  config: string;
+  cniPath: string[];
+  attachments: AttachmentPlan[];
+  /** Every error ADD would hit, in the order it would meet them; ADD stops at the first. */
+  errors: Array<{ code: number; msg: string }>;
+  /** Warnings ADD would log, events it would record. */
+  notes: string[];
+}
+
+const NETNS = "<the pod sandbox's netns>";
+const CONTAINER = "<the pod sandbox's id>";
+
+function podArg(pod: string | undefined, kube: ManifestKube | undefined): { namespace: string; name: string } | undefined {
+  if (kube) return { namespace: kube.pod.metadata.namespace, name: kube.pod.metadata.name };
+  if (!pod) return undefined;
+  const [a, b] = pod.split("/");
+  return b === undefined ? { namespace: "default", name: a! } : { namespace: a!, name: b };
+}
+
+async function kubeFor(ctx: OpsContext, f: ExplainFlags): Promise<{ kube?: KubeApi; manifest?: ManifestKube }> {
+  if (f.file) {
+    const manifest = new ManifestKube(f.file, f.nads);
+    return { kube: manifest, manifest };
+  }
+  const kube = await ctx.kube();
+  return kube ? { kube } : {};
+}
+
+/** Where a NAD attachment's config came from, asked of ADD's resolver again (the plan does not keep it). */
+async function nadSource(kube: KubeApi, att: Attachment, ctx: OpsContext): Promise<string | undefined> {
+  const sel = att.selection!;
+  const nad = await kube.getNad(sel.namespace, sel.name).catch(() => undefined);
+  if (!nad) return undefined;
+  try {
+    return resolveNadConfig(nad, await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles()).source;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The ADD the runtime would make for the pod's sandbox (placeholders for what only the sandbox has). */
+function addRequest(ref: { namespace: string; name: string } | undefined, uid: string | undefined, ifName: string, path: string[]): CniRequest {
+  const rawArgs = ref ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}` : "";
+  return { command: "ADD", containerId: CONTAINER, netns: NETNS, ifName, args: parseCniArgs(rawArgs), rawArgs, path };
+}
+
+/** ADD waits for the readiness file first (readiness.ts) and fails with code 11 when it never comes. */
+function readinessError(ctx: OpsContext): { code: number; msg: string } | undefined {
+  const file = ctx.conf.readinessindicatorfile;
+  if (!file || existsSync(file)) return undefined;
+  return {
+    code: Code.TryAgainLater,
+    msg: `readiness indicator file ${file} is missing: ADD would wait up to ${Math.round(ctx.conf.readinessTimeoutMs / 1000)} s for it, then fail (the cluster default network is not ready)`,
+  };
+}
+
+export async function explain(pod: string | undefined, f: ExplainFlags, env = process.env): Promise<Explanation> {
+  const ctx = await opsContext(f, env);
+  const notes: string[] = [];
+  const report: Explanation = { config: ctx.path, cniPath: ctx.cniPath, attachments: [], errors: [], notes };
+  const fail = (err: unknown) => {
+    const e = asCniError(err);
+    report.errors.push({ code: e.code, msg: e.message });
+  };
+  try {
+    const { kube, manifest } = await kubeFor(ctx, f);
+    const ref = podArg(pod, manifest);
+    if (ref && !kube) throw new CniError(Code.InvalidNetworkConfig, `config ${ctx.path} gives no Kubernetes access (no kubeconfig, fileClusterDir or in-cluster environment): ADD would attach the default network(s) only; use --file POD.yaml --nads DIR for a dry run`);
+    const ro = kube ? new ReadOnlyKube(kube) : undefined;
+    // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
+    const uid = f.uid ?? (ref && kube ? (await kube.getPod(ref.namespace, ref.name).catch(() => undefined))?.metadata.uid : undefined);
+    if (ref) report.pod = `${ref.namespace}/${ref.name}`;
+    const req = addRequest(ref, uid, f.ifname ?? "eth0", ctx.cniPath);
+    const readiness = readinessError(ctx);
+    if (readiness) report.errors.push(readiness);
+    try {
+      const plan = await planForPod(req, ctx.conf, { kube: async () => ro, log: noteLogger(notes, ctx.log) });
+      const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+      for (const att of plan.attachments) {
+        const step = await attachmentPlan(att, rt, req, ctx, fail);
+        const source = att.selection && ro ? await nadSource(ro, att, ctx) : undefined;
+        report.attachments.push(source ? { ...step, source } : step);
+      }
+    } catch (err) {
+      fail(err);
+    } finally {
+      for (const e of ro?.withheldEvents ?? []) notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);
+    }
+  } finally {
+    await ctx.kube.close();
+  }
+  return report;
+}
+
+async function attachmentPlan(att: Attachment, rt: RuntimeFor, req: CniRequest, ctx: OpsContext, fail: (err: unknown) => void): Promise<AttachmentPlan> {
+  const runtime = runtimeConfFor(att, rt, req, ctx.conf, { baseEnv: {} });
+  const plugins: PluginStep[] = [];
+  for (const plugin of att.conf.plugins) {
+    const step: PluginStep = { type: plugin.type, stdin: buildPluginConf(att.conf, plugin, runtime.capabilityArgs), env: envFor("ADD", runtime) };
+    try {
+      step.binary = await findInPath(plugin.type, runtime.path);
+    } catch (err) {
+      // The same context as ADD puts around it (conflist.ts runPlugin, add.ts).
+      const e = inPod(req, asCniError(err).withContext(`network ${JSON.stringify(att.conf.name)}`).withContext(`ADD of ${describeAttachment(att)} failed`));
+      step.missing = e.message;
+      fail(e);
+    }
+    plugins.push(step);
+  }
+  return {
+    network: att.network,
+    ifName: att.ifName,
+    isDefault: att.isDefault,
+    configName: att.conf.name,
+    cniVersion: att.conf.cniVersion,
+    capabilityArgs: runtime.capabilityArgs as Record<string, unknown>,
+    plugins,
+  };
+}
+
+function indent(text: string, by: string): string {
+  return text
+    .split("\n")
+    .map((l) => by + l)
+    .join("\n");
+}
+
+export function renderExplanation(r: Explanation): string {
+  const lines: string[] = [];
+  lines.push(`${r.pod ? `pod ${r.pod}` : "no pod (default networks only)"}; Plexus config ${r.config}; plugins looked up in ${r.cniPath.join(":")}`);
+  if (r.attachments.length) lines.push(`ADD would attach ${r.attachments.length} network(s), in this order:`);
+  else lines.push(r.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
+  for (const a of r.attachments) {
+    lines.push("");
+    const from = a.source ? (a.source === "spec.config" ? ", the NAD's spec.config" : `, ${a.source} (the NAD has no spec.config)`) : "";
+    lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
+    if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
+    a.plugins.forEach((p, i) => {
+      lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);
+      lines.push(`    env: ${Object.entries(p.env).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+      lines.push(`    stdin${i > 0 ? " (plus prevResult: the previous plugin's result)" : ""}:`);
+      lines.push(indent(JSON.stringify(p.stdin, null, 2), "      "));
+    });
+  }
+  if (r.notes.length) {
+    lines.push("", "notes:");
+    for (const n of r.notes) lines.push(`  - ${n}`);
+  }
+  lines.push("");
+  if (r.errors.length === 0) lines.push("ADD would succeed as far as can be told without running the plugins.");
+  else {
+    lines.push(`ADD would fail${r.errors.length > 1 ? ` (it stops at the first of these ${r.errors.length} errors)` : ""}:`);
+    for (const e of r.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export async function explainMain(pod: string | undefined, f: ExplainFlags, out: Output = processOutput): Promise<number> {
+  if (!pod && !f.file) {
+    out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
+    return 2;
+  }
+  let r: Explanation;
+  try {
+    r = await explain(pod, f);
+  } catch (err) {
+    out.err(`plexus explain: ${messageOf(err)}\n`);
+    return 2;
+  }
+  out.out(f.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
+  return r.errors.length ? 1 : 0;
+}

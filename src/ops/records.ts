@@ -1,0 +1,160 @@
+/**
+ * `plexus records list | show ID | rm ID [--teardown]`: the container records ADD writes before
+ * its first delegate runs (<cniDir>/records/), which DEL runs from. A record whose DEL keeps
+ * failing blocks nothing else, but it stays until a DEL succeeds; here a person can see it, tear
+ * its attachments down with DEL's own code (teardown.ts) and remove it.
+ */
+import { existsSync, statSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { basename } from "node:path";
+import { parseCniArgs } from "../cni/args";
+import type { CniRequest } from "../cni/env";
+import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
+import { ResultCache } from "../exec/cache";
+import { RawExec } from "../exec/raw-exec";
+import { createLogger } from "../log/logger";
+import { baseEnvOf, type Deps } from "../orchestrate/deps";
+import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
+import { teardown } from "../orchestrate/teardown";
+import { cniPathOf, messageOf, type CommonFlags, type Output, processOutput, wantsJson } from "./context";
+import { loadNodeConfig } from "./node-config";
+
+export interface RecordsFlags extends CommonFlags {
+  cniDir?: string | undefined;
+  teardown?: boolean | undefined;
+}
+
+export interface RecordSummary {
+  id: string;
+  path: string;
+  state: "ok" | "stale" | "corrupt";
+  /** Why stale or corrupt. */
+  why?: string;
+  pod?: string;
+  containerId?: string;
+  ifName?: string;
+  netns?: string;
+  networks?: string[];
+  modified?: string;
+}
+
+/** The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the directory. */
+function confFor(f: RecordsFlags): PlexusConf {
+  let conf: PlexusConf;
+  try {
+    conf = loadNodeConfig({ config: f.config, confDir: f.cniConfDir }).conf;
+  } catch (err) {
+    if (!f.cniDir) throw err;
+    conf = parsePlexusConf({ cniVersion: "1.1.0", name: "plexus", type: "plexus" }, { requireNetworks: false });
+  }
+  if (f.cniDir) conf.cniDir = f.cniDir;
+  return conf;
+}
+
+const idOf = (path: string) => basename(path).replace(/\.json$/, "");
+
+/** A record whose network namespace is gone: its pod sandbox no longer exists, only DEL's cleanup is left. */
+export function summarise(read: RecordRead, store: RecordStore): RecordSummary {
+  if (read.state === "corrupt") return { id: idOf(read.path), path: read.path, state: "corrupt", why: read.reason };
+  if (read.state !== "found") throw new Error("unreachable");
+  const r = read.record;
+  const path = store.path(r.containerId, r.ifName);
+  const s: RecordSummary = {
+    id: idOf(path),
+    path,
+    state: "ok",
+    containerId: r.containerId,
+    ifName: r.ifName,
+    netns: r.netns,
+    networks: r.attachments.map((a) => `${a.network}@${a.ifName}`),
+  };
+  if (r.pod) s.pod = `${r.pod.namespace}/${r.pod.name}`;
+  try {
+    s.modified = statSync(path).mtime.toISOString();
+  } catch {
+    // removed meanwhile
+  }
+  if (r.netns && !existsSync(r.netns)) {
+    s.state = "stale";
+    s.why = `its network namespace ${r.netns} is gone (the sandbox was removed, but no DEL succeeded)`;
+  }
+  return s;
+}
+
+export async function listRecords(store: RecordStore): Promise<RecordSummary[]> {
+  return (await store.list()).map((r) => summarise(r, store)).sort((a, b) => a.id.localeCompare(b.id));
+}
+
+async function find(store: RecordStore, id: string): Promise<{ read: RecordRead; summary: RecordSummary }> {
+  const all = await store.list();
+  const matches = all.filter((r) => {
+    const s = summarise(r, store);
+    return s.id === id || s.containerId === id;
+  });
+  if (matches.length === 0) throw new Error(`no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`);
+  if (matches.length > 1) throw new Error(`${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`);
+  return { read: matches[0]!, summary: summarise(matches[0]!, store) };
+}
+
+export function renderRecordList(list: RecordSummary[], dir: string): string {
+  if (list.length === 0) return `no container records in ${dir}\n`;
+  const rows = list.map((s) => [s.id, s.state, s.pod ?? "-", s.networks?.join(",") ?? "-", s.modified ?? "-", s.why ?? ""]);
+  const head = ["ID", "STATE", "POD", "NETWORKS", "WRITTEN", "NOTE"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return `${[fmt(head), ...rows.map(fmt)].join("\n")}\n`;
+}
+
+/** Runs DEL's teardown for a record's attachments (in reverse, every one tried); returns the failures. */
+async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
+  const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true }, { component: "records", containerId: record.containerId });
+  const deps: Deps = { exec: new RawExec(log), cache: new ResultCache(conf.cniDir), records: new RecordStore(conf.cniDir), log, baseEnv: baseEnvOf(process.env) };
+  // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
+  const netns = record.netns && existsSync(record.netns) ? record.netns : "";
+  const req: CniRequest = {
+    command: "DEL",
+    containerId: record.containerId,
+    netns,
+    ifName: record.ifName,
+    args: parseCniArgs(record.cniArgs),
+    rawArgs: record.cniArgs,
+    path: cniPathOf(f.cniPath, process.env),
+  };
+  const errors = await teardown(record.attachments, { containerId: record.containerId, netns, cniArgs: record.cniArgs }, req, conf, deps);
+  return errors.map((f) => f.error.message);
+}
+
+export async function recordsMain(action: "list" | "show" | "rm", id: string | undefined, f: RecordsFlags, out: Output = processOutput): Promise<number> {
+  try {
+    const json = wantsJson(f.output);
+    const conf = confFor(f);
+    const store = new RecordStore(conf.cniDir);
+    if (action === "list") {
+      const list = await listRecords(store);
+      out.out(json ? `${JSON.stringify(list, null, 2)}\n` : renderRecordList(list, store.dir));
+      return 0;
+    }
+    const { read, summary } = await find(store, id!);
+    if (action === "show") {
+      out.out(`${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`);
+      return 0;
+    }
+    if (f.teardown && read.state === "found") {
+      const errors = await tearDownRecord(read.record, conf, f);
+      if (errors.length) {
+        out.err(`record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`);
+        return 1;
+      }
+      out.out(`tore down ${read.record.attachments.length} attachment(s) of ${summary.id}\n`);
+    } else if (read.state === "found") {
+      out.err(`removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`);
+    }
+    if (read.state === "found") await store.delete(read.record.containerId, read.record.ifName);
+    else await rm(summary.path, { force: true });
+    out.out(`removed record ${summary.id}\n`);
+    return 0;
+  } catch (err) {
+    out.err(`plexus records ${action}: ${messageOf(err)}\n`);
+    return 2;
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * `plexus validate [NAD] [--file nad.yaml] [--all]`: whether this node can run each
+ * NetworkAttachmentDefinition, before a pod needs it. The config is resolved by ADD's own code
+ * (resolveNadConfig: JSON, schema, the config directory fallback), each plugin binary looked up as
+ * ADD looks it up (findInPath) and asked for the versions it speaks (VERSION), the IPAM section
+ * checked (ipam.ts) also against the other NADs on the same bridge or master, and the pods of this
+ * node that select the NAD put through ADD's capability rule (applySelection).
+ */
+import { hostname } from "node:os";
+import { asCniError } from "../cni/errors";
+import type { ConfList, PluginConf } from "../cni/conf";
+import { findInPath } from "../exec/find";
+import { RawExec } from "../exec/raw-exec";
+import { applySelection } from "../npwg/delegate-args";
+import { resolveNadConfig, type ConfFile } from "../npwg/nad";
+import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
+import { FsNetworkSource } from "../orchestrate/network-source";
+import type { Logger } from "../log/logger";
+import { clusterLists } from "./cluster-list";
+import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput } from "./context";
+import { checkIpam, overlaps, type AddressRange } from "./ipam";
+import { readManifest } from "./manifest-kube";
+
+export interface ValidateFlags extends CommonFlags {
+  file?: string | undefined;
+  all?: boolean | undefined;
+  namespace?: string | undefined;
+  nodeName?: string | undefined;
+}
+
+export type Level = "ok" | "warning" | "error";
+export interface Finding {
+  level: Level;
+  msg: string;
+}
+export interface NadReport {
+  nad: string;
+  source?: string;
+  findings: Finding[];
+}
+
+/** The address ranges a NAD hands out, keyed by the bridge or master its attachments share. */
+interface Footprint {
+  nad: string;
+  key: string;
+  ranges: AddressRange[];
+}
+
+function sharedLink(p: PluginConf): string | undefined {
+  if (p.type === "bridge") return `bridge ${typeof p.bridge === "string" && p.bridge ? p.bridge : "cni0"}`;
+  if (["macvlan", "ipvlan", "vlan"].includes(p.type)) return typeof p.master === "string" && p.master ? `master ${p.master}` : "master (the node's default-route interface)";
+  return undefined;
+}
+
+function footprints(nad: string, conf: ConfList): Footprint[] {
+  return conf.plugins.flatMap((p) => {
+    const key = sharedLink(p);
+    return key ? [{ nad, key, ranges: checkIpam(p.ipam, "").ranges }] : [];
+  });
+}
+
+/** Asks a plugin binary which spec versions it speaks (CNI VERSION), as a runtime would. */
+async function pluginVersions(path: string, cniVersion: string, log: Logger): Promise<string[]> {
+  const out = await new RawExec(log).execPlugin({
+    path,
+    stdin: Buffer.from(JSON.stringify({ cniVersion })),
+    env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: "VERSION", CNI_PATH: "" },
+    deadlineMs: 5000,
+    what: `plugin ${path} (VERSION)`,
+  });
+  const v = JSON.parse(Buffer.from(out).toString("utf8")) as { supportedVersions?: unknown };
+  if (!Array.isArray(v.supportedVersions)) throw new Error(`${path} answered VERSION without supportedVersions`);
+  return v.supportedVersions.map(String);
+}
+
+async function checkPlugins(conf: ConfList, ctx: OpsContext, findings: Finding[]): Promise<void> {
+  const path = ctx.conf.binDir ? [ctx.conf.binDir, ...ctx.cniPath] : ctx.cniPath;
+  for (const plugin of conf.plugins) {
+    let binary: string;
+    try {
+      binary = await findInPath(plugin.type, path);
+    } catch (err) {
+      findings.push({ level: "error", msg: asCniError(err).withContext(`network ${JSON.stringify(conf.name)}`).message });
+      continue;
+    }
+    try {
+      const versions = await pluginVersions(binary, conf.cniVersion, ctx.log);
+      if (versions.includes(conf.cniVersion)) findings.push({ level: "ok", msg: `plugin ${plugin.type}: ${binary} speaks cniVersion ${conf.cniVersion}` });
+      else findings.push({ level: "error", msg: `plugin ${plugin.type}: ${binary} does not speak the network's cniVersion ${conf.cniVersion} (it speaks ${versions.join(", ")}); change "cniVersion" or the plugin` });
+    } catch (err) {
+      findings.push({ level: "warning", msg: `plugin ${plugin.type}: ${binary} did not answer VERSION: ${messageOf(err)}` });
+    }
+    for (const e of checkIpam(plugin.ipam, `plugin ${plugin.type}`).errors) findings.push({ level: "error", msg: e });
+  }
+}
+
+/** Pods of this node that select the NAD: ADD's capability rule, with ADD's message. */
+async function checkPods(nad: Nad, conf: ConfList, pods: readonly Pod[], ctx: OpsContext, findings: Finding[]): Promise<void> {
+  const { parseNetworksAnnotation } = await import("../npwg/annotation");
+  for (const pod of pods) {
+    const value = pod.metadata.annotations?.[NETWORKS_ANNOTATION];
+    if (!value) continue;
+    let selections;
+    try {
+      selections = parseNetworksAnnotation(value, pod.metadata.namespace, { maxSelections: ctx.conf.maxNetworks, reservedIfName: "eth0" });
+    } catch {
+      continue; // the pod's own problem: `plexus explain` names it
+    }
+    for (const sel of selections.filter((s) => s.namespace === nad.metadata.namespace && s.name === nad.metadata.name)) {
+      try {
+        applySelection(conf, sel);
+      } catch (err) {
+        findings.push({ level: "error", msg: `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${messageOf(err)}` });
+      }
+    }
+  }
+}
+
+interface Scope {
+  files: ConfFile[];
+  others: Footprint[];
+  pods: Pod[];
+}
+
+async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<NadReport> {
+  const ref = `${nad.metadata.namespace}/${nad.metadata.name}`;
+  const report: NadReport = { nad: ref, findings: [] };
+  let conf: ConfList;
+  try {
+    const resolved = resolveNadConfig(nad, scope.files, {});
+    conf = resolved.conf;
+    report.source = resolved.source;
+    for (const w of resolved.warnings) report.findings.push({ level: "warning", msg: w });
+    report.findings.push({ level: "ok", msg: `config parses (from ${resolved.source}): ${conf.plugins.map((p) => p.type).join(" → ")}` });
+  } catch (err) {
+    report.findings.push({ level: "error", msg: asCniError(err).message });
+    return report;
+  }
+  await checkPlugins(conf, ctx, report.findings);
+  for (const mine of footprints(ref, conf)) {
+    for (const other of scope.others.filter((o) => o.nad !== ref && o.key === mine.key)) {
+      for (const a of mine.ranges) {
+        const b = other.ranges.find((r) => overlaps(a, r));
+        if (b) report.findings.push({ level: "error", msg: `range ${a.text} overlaps ${b.text} of ${other.nad} on the same ${mine.key}: both would hand out the same addresses` });
+      }
+    }
+  }
+  await checkPods(nad, conf, scope.pods, ctx, report.findings);
+  return report;
+}
+
+function parseRef(name: string, namespace: string | undefined): { namespace: string; name: string } {
+  const [a, b] = name.split("/");
+  return b === undefined ? { namespace: namespace ?? "default", name: a! } : { namespace: a!, name: b };
+}
+
+/** The NADs asked about: from --file, every listed one (--all), or the one named. */
+async function selectNads(name: string | undefined, f: ValidateFlags, ctx: OpsContext, listed: Nad[] | undefined): Promise<Array<Nad | { missing: string }>> {
+  if (f.file) return readManifest<Nad>(f.file, "NetworkAttachmentDefinition");
+  if (f.all) return listed ?? [];
+  const ref = parseRef(name!, f.namespace);
+  const kube = await ctx.kube();
+  const nad = kube ? await kube.getNad(ref.namespace, ref.name) : listed?.find((n) => n.metadata.namespace === ref.namespace && n.metadata.name === ref.name);
+  return [nad ?? { missing: `${ref.namespace}/${ref.name}` }];
+}
+
+/** What every NAD hands out on which bridge or master, each NAD once (a --file NAD replaces the cluster's of that name). */
+function allFootprints(nads: readonly Nad[], files: ConfFile[]): Footprint[] {
+  const byRef = new Map<string, Nad>();
+  for (const n of nads) byRef.set(`${n.metadata.namespace}/${n.metadata.name}`, n);
+  return [...byRef].flatMap(([ref, n]) => {
+    try {
+      return footprints(ref, resolveNadConfig(n, files).conf);
+    } catch {
+      return []; // reported for that NAD itself
+    }
+  });
+}
+
+export async function validate(name: string | undefined, f: ValidateFlags, env = process.env): Promise<{ reports: NadReport[]; notes: string[] }> {
+  const ctx = await opsContext(f, env);
+  const notes: string[] = [];
+  const note = (what: string) => (err: unknown) => void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
+  const lists = await clusterLists(ctx.conf, env, ctx.log).catch(note("connecting to the cluster"));
+  if (lists === undefined && !notes.length) notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
+  try {
+    const listed = lists ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined) : undefined;
+    const pods = lists ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? []) : [];
+    const nads = await selectNads(name, f, ctx, listed);
+    const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
+    const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
+    const reports: NadReport[] = [];
+    for (const n of nads) {
+      if ("missing" in n) reports.push({ nad: n.missing, findings: [{ level: "error", msg: `no NetworkAttachmentDefinition ${n.missing} exists` }] });
+      else reports.push(await validateNad(n, ctx, { files, others, pods }));
+    }
+    return { reports, notes };
+  } finally {
+    await lists?.close();
+    await ctx.kube.close();
+  }
+}
+
+export function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
+  const lines: string[] = [];
+  for (const r of reports) {
+    const worst = r.findings.some((x) => x.level === "error") ? "error" : r.findings.some((x) => x.level === "warning") ? "warning" : "ok";
+    lines.push(`${r.nad}: ${worst}`);
+    for (const x of r.findings) lines.push(`  ${x.level.padEnd(7)} ${x.msg}`);
+  }
+  if (reports.length === 0) lines.push("no NetworkAttachmentDefinitions to validate");
+  for (const n of notes) lines.push(`note: ${n}`);
+  return `${lines.join("\n")}\n`;
+}
+
+export async function validateMain(name: string | undefined, f: ValidateFlags, out: Output = processOutput): Promise<number> {
+  if (!name && !f.file && !f.all) {
+    out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
+    return 2;
+  }
+  try {
+    const { reports, notes } = await validate(name, f);
+    out.out(f.output === "json" ? `${JSON.stringify({ reports, notes }, null, 2)}\n` : renderFindings(reports, notes));
+    return reports.some((r) => r.findings.some((x) => x.level === "error")) ? 1 : 0;
+  } catch (err) {
+    out.err(`plexus validate: ${messageOf(err)}\n`);
+    return 2;
+  }
+}

@@ -64,6 +64,42 @@ export async function removeFile(path: string): Promise<void> {
   }
 }
 
+const swept = new Set<string>();
+
+/**
+ * Removes the temp files that writers killed mid-write (the runtime's SIGKILL at its deadline, B64)
+ * left in `dir`: their names carry the writer's pid, and a pid that no longer runs will never rename
+ * its file. Once per directory per process; best effort.
+ */
+export function sweepDeadWriters(dir: string): void {
+  if (swept.has(dir)) return;
+  swept.add(dir);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^\..*\.tmp-(\d+)-\d+-[0-9a-z]+$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid || isRunning(pid)) continue;
+    try {
+      rmSync(join(dir, name), { force: true });
+    } catch {
+      // Another sweeper got it, or the dir is read-only: the next write's sweep tries again.
+    }
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 /** The state files in `dir` (temp files, which start with '.', left out); a missing dir has none. */
 export function listStateFiles(dir: string): string[] {
   try {

@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AnyResult } from "../cni/result/types";
 import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "./atomic-file";
+import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
+import { stateFileName } from "./state-names";
 
 export interface AttachmentKey {
   networkName: string;
@@ -26,21 +27,38 @@ export interface CachedAttachment extends AttachmentKey {
   result?: AnyResult;
 }
 
+export interface ResultCacheOptions {
+  /**
+   * Name files exactly as libcni does, `<network>-<containerId>-<ifName>` (to read another
+   * runtime's cache, such as Multus's); otherwise that name only when it is unambiguous and fits,
+   * else a hashed one (state-names.ts).
+   */
+  libcniNames?: boolean;
+}
+
 export class ResultCache {
   readonly dir: string;
-  constructor(cniDir: string) {
+  constructor(
+    cniDir: string,
+    private readonly opts: ResultCacheOptions = {},
+  ) {
     this.dir = join(cniDir, "results");
   }
 
   path(k: AttachmentKey): string {
-    return join(this.dir, `${k.networkName}-${k.containerId}-${k.ifName}`);
+    const parts = [k.networkName, k.containerId, k.ifName];
+    return join(this.dir, this.opts.libcniNames ? parts.join("-") : stateFileName(parts));
   }
 
   async set(entry: Omit<CachedAttachment, "kind">): Promise<void> {
+    sweepDeadWriters(this.dir);
     await writeFileAtomic(this.path(entry), JSON.stringify({ kind: "cniCacheV1", ...entry }));
   }
 
-  /** Missing or unreadable entries are `undefined`: a DEL then runs without `prevResult`, as libcni's does. */
+  /**
+   * Missing or unreadable entries are `undefined`: a DEL then runs without `prevResult`, as libcni's
+   * does. So is an entry whose identity is not the one asked for.
+   */
   async get(k: AttachmentKey): Promise<CachedAttachment | undefined> {
     let text: string;
     try {
@@ -49,7 +67,8 @@ export class ResultCache {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw ioError(`cannot read cached result ${this.path(k)}`, err);
     }
-    return parseEntry(text);
+    const entry = parseEntry(text);
+    return entry && entry.networkName === k.networkName && entry.containerId === k.containerId && entry.ifName === k.ifName ? entry : undefined;
   }
 
   async delete(k: AttachmentKey): Promise<void> {

@@ -27,7 +27,7 @@ async function multusAttached(req: CniRequest, conf: PlexusConf, deps: Deps): Pr
   }
   if (read.state !== "found") return undefined;
   deps.log.info({ path: read.path, networks: read.attachments.map((a) => `${a.network}@${a.ifName}`) }, "no Plexus record; using the delegates Multus attached");
-  return { found: read, deps: { ...deps, cache: new ResultCache(conf.multusCacheDir) } };
+  return { found: read, deps: { ...deps, cache: new ResultCache(conf.multusCacheDir, { libcniNames: true }) } };
 }
 
 /**

@@ -9,7 +9,8 @@ import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import type { ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "../exec/atomic-file";
+import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../exec/atomic-file";
+import { stateFileName } from "../exec/state-names";
 import type { NetworkSelection } from "../npwg/types";
 
 /** One network attached to the pod: the default network or a selected one (N4.2). */
@@ -54,16 +55,25 @@ export class RecordStore {
     this.dir = join(cniDir, "records");
   }
 
+  /** `<containerId>-<ifName>.json`, or a hashed name when that would be ambiguous or too long (state-names.ts). */
   path(containerId: string, ifName: string): string {
-    return join(this.dir, `${containerId}-${ifName}.json`);
+    return join(this.dir, stateFileName([containerId, ifName], ".json"));
   }
 
   async write(rec: ContainerRecord): Promise<void> {
+    sweepDeadWriters(this.dir);
     await writeFileAtomic(this.path(rec.containerId, rec.ifName), JSON.stringify(rec));
   }
 
   async read(containerId: string, ifName: string): Promise<RecordRead> {
     const path = this.path(containerId, ifName);
+    const read = this.readAt(path, containerId, ifName);
+    // Plexus before hashed names wrote every record as <containerId>-<ifName>.json.
+    const legacy = join(this.dir, `${containerId}-${ifName}.json`);
+    return read.state === "missing" && legacy !== path ? this.readAt(legacy, containerId, ifName) : read;
+  }
+
+  private readAt(path: string, containerId: string, ifName: string): RecordRead {
     let text: string;
     try {
       text = readFileSync(path, "utf8");
@@ -71,11 +81,18 @@ export class RecordStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
       throw ioError(`cannot read container record ${path}`, err);
     }
-    return parseRecord(text, path);
+    const read = parseRecord(text, path);
+    // The identity inside is checked: a file of another container is not this one's record.
+    if (read.state === "found" && (read.record.containerId !== containerId || read.record.ifName !== ifName)) {
+      return { state: "missing" };
+    }
+    return read;
   }
 
   async delete(containerId: string, ifName: string): Promise<void> {
     await removeFile(this.path(containerId, ifName));
+    const legacy = join(this.dir, `${containerId}-${ifName}.json`);
+    if (legacy !== this.path(containerId, ifName) && this.readAt(legacy, containerId, ifName).state === "found") await removeFile(legacy);
   }
 
   /** Every record on the node (GC); corrupt ones are returned as such. */

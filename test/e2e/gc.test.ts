@@ -5,7 +5,7 @@
  */
 import { expect, it } from "vitest";
 import { describeE2e, links, NOTHING_LEFT, useE2eScope, type Netns } from "../support/netns";
-import { defaultNet, expectOk, expectSilentOk, plexusConf, secondaryBridgeNet } from "./networks";
+import { cacheNames, defaultNet, expectOk, expectSilentOk, plexusConf, secondaryBridgeNet } from "./networks";
 
 const t = useE2eScope();
 
@@ -32,7 +32,7 @@ describeE2e("e2e GC with real delegates", () => {
 
     expect(scope.ipReservations()).toEqual(["bridge-net/10.215.2.2", "default-net/10.215.1.2"]);
     expect(scope.recordFiles()).toEqual(["ctr-keep-eth0.json"]);
-    expect(scope.cacheFiles()).toEqual(["bridge-net-ctr-keep-net1", "default-net-ctr-keep-eth0"]);
+    expect(scope.cacheFiles()).toEqual(cacheNames(scope, "ctr-keep", ["bridge-net", "net1"], ["default-net", "eth0"]));
     expect(links(keep.name)).toEqual(keptLinks);
     expect(scope.attachmentLeftovers().hostLinks).toHaveLength(2); // ctr-keep's two host veths
 

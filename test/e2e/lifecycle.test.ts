@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError } from "../support/plexus-bin";
 import { CNI_BIN_DIR, describeE2e, ip, links, NOTHING_LEFT, routes, useE2eScope } from "../support/netns";
-import { cachedResult, defaultNet, expectNetnsMatchesResult, expectOk, expectSilentOk, plexusConf, secondaryBridgeNet, type Result100 } from "./networks";
+import { cacheNames, cachedResult, defaultNet, expectNetnsMatchesResult, expectOk, expectSilentOk, plexusConf, secondaryBridgeNet, type Result100 } from "./networks";
 
 const t = useE2eScope();
 
@@ -52,7 +52,7 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     expect(scope.recordFiles()).toEqual(["ctr-life-eth0.json"]);
     const record = JSON.parse(readFileSync(join(scope.cniDir, "records", "ctr-life-eth0.json"), "utf8")) as { attachments: Array<{ ifName: string; network: string }> };
     expect(record.attachments.map((a) => `${a.network}:${a.ifName}`)).toEqual(["default-net:eth0", "bridge-net:net1"]);
-    expect(scope.cacheFiles()).toEqual(["bridge-net-ctr-life-net1", "default-net-ctr-life-eth0"]);
+    expect(scope.cacheFiles()).toEqual(cacheNames(scope, "ctr-life", ["bridge-net", "net1"], ["default-net", "eth0"]));
     expect(scope.ipReservations()).toEqual(["bridge-net/10.211.2.2", "default-net/10.211.1.2"]);
     expect(scope.attachmentLeftovers().hostLinks).toHaveLength(2);
 

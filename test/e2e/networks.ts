@@ -3,9 +3,10 @@
  * shared by the e2e files. Every network gets host-local's `dataDir` from the test's scope.
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { expect } from "vitest";
 import { singleJson, type RunResult } from "../support/plexus-bin";
+import { ResultCache } from "../../src/exec/cache";
 import { links, routes, type E2eScope, type LinkInfo, type Netns } from "../support/netns";
 
 /** The delegates' version: containernetworking-plugins 1.1.1 speak CNI up to 1.0.0. */
@@ -66,9 +67,15 @@ export function expectSilentOk(r: RunResult): void {
   expect(r.stdout, "stdout of a successful DEL/CHECK/STATUS/GC").toBe("");
 }
 
+/** The result cache's file names of a container's attachments ([network, ifName] pairs), sorted. */
+export function cacheNames(scope: E2eScope, containerId: string, ...attachments: Array<[string, string]>): string[] {
+  const cache = new ResultCache(scope.cniDir);
+  return attachments.map(([networkName, ifName]) => basename(cache.path({ networkName, containerId, ifName }))).sort();
+}
+
 /** The cached (libcni-style) result of one delegate attachment, as Plexus stored it. */
 export function cachedResult(scope: E2eScope, network: string, containerId: string, ifName: string): Result100 {
-  const entry = JSON.parse(readFileSync(join(scope.cniDir, "results", `${network}-${containerId}-${ifName}`), "utf8")) as { result: Result100 };
+  const entry = JSON.parse(readFileSync(new ResultCache(scope.cniDir).path({ networkName: network, containerId, ifName }), "utf8")) as { result: Result100 };
   return entry.result;
 }
 

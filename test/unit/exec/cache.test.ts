@@ -1,9 +1,11 @@
 /** The libcni-style result cache (C3.3) on a temp cniDir: round trip, replacement, corrupt entries. */
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ResultCache } from "../../../src/exec/cache";
+import { stateFileName } from "../../../src/exec/state-names";
 
 let cniDir: string;
 let cache: ResultCache;
@@ -84,5 +86,47 @@ describe("ResultCache", () => {
   it("C3.3 an entry that exists but cannot be read (a directory) is an I/O error 5, not silently absent", async () => {
     mkdirSync(cache.path(k), { recursive: true });
     await expect(cache.get(k)).rejects.toMatchObject({ code: 5 });
+  });
+});
+
+describe("state file names (issue 13 R3, R8)", () => {
+  it("B48 readable libcni-style names when unambiguous; a hashed name when a later part has a dash or the name is too long; never the same file for two identities", () => {
+    expect(stateFileName(["net-a", "ctr1", "eth0"])).toBe("net-a-ctr1-eth0");
+    const a = stateFileName(["abc", "net1-x"], ".json");
+    const b = stateFileName(["abc-net1", "x"], ".json");
+    expect(b).toBe("abc-net1-x.json");
+    expect(a).toMatch(/^~[0-9a-f]{64}\.json$/);
+    const long = stateFileName(["n".repeat(250), "ctr1", "eth0"]);
+    expect(long).toMatch(/^~[0-9a-f]{64}$/);
+    expect(new Set([a, b, long, stateFileName(["n".repeat(249), "ctr1", "eth0"])]).size).toBe(4);
+  });
+
+  it("B48 a cache entry whose identity is not the one asked for is not returned", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plx-cache-"));
+    try {
+      const cache = new ResultCache(dir);
+      const k = { networkName: "net-a", containerId: "ctr1", ifName: "eth0" };
+      await cache.set({ ...k, config: "{}", result: { cniVersion: "1.0.0" } as never });
+      expect(await cache.get(k)).toBeDefined();
+      writeFileSync(cache.path(k), JSON.stringify({ kind: "cniCacheV1", ...k, containerId: "other", config: "{}" }));
+      expect(await cache.get(k)).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("B64 temp files of writers that were killed mid-write are swept on the next write; a live writer's are kept", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plx-cache-"));
+    try {
+      const results = join(dir, "results");
+      mkdirSync(results);
+      const dead = spawnSync("true").pid!;
+      writeFileSync(join(results, `.net-a-ctr9-eth0.tmp-${dead}-1-abc`), "half");
+      writeFileSync(join(results, `.net-a-ctr8-eth0.tmp-${process.ppid}-1-abc`), "in progress");
+      await new ResultCache(dir).set({ networkName: "net-b", containerId: "ctr1", ifName: "eth0", config: "{}" });
+      expect(readdirSync(results).sort()).toEqual([`.net-a-ctr8-eth0.tmp-${process.ppid}-1-abc`, "net-b-ctr1-eth0"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,7 +2,7 @@
  * The verbs' edge cases over a FakeExec (complements verbs.test.ts): where an ADD fails and what
  * is torn down, records that are stale, corrupt or unwritable, DEL errors, CHECK/STATUS/GC corners.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
@@ -307,3 +307,30 @@ it("C4.1 baseEnvOf passes the runtime's env through without CNI_* (those are set
 function mkdirp(d: string) {
   mkdirSync(d, { recursive: true });
 }
+
+describe("record names (issue 13 R3)", () => {
+  it("B48 M7 (container abc, interface net1-x) and (container abc-net1, interface x) keep separate records; each DEL finds its own", async () => {
+    const c = conf({ delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }] });
+    await cmdAdd(req("ADD", { CNI_CONTAINERID: "abc", CNI_IFNAME: "net1-x" }), c, deps);
+    await cmdAdd(req("ADD", { CNI_CONTAINERID: "abc-net1", CNI_IFNAME: "x" }), c, deps);
+    expect(records()).toHaveLength(2);
+    await cmdDel(req("DEL", { CNI_CONTAINERID: "abc", CNI_IFNAME: "net1-x" }), c, deps);
+    expect(records()).toEqual(["abc-net1-x.json"]);
+    expect((await deps.records.read("abc-net1", "x")).state).toBe("found");
+  });
+
+  it("M7 a record written under the old name (<container>-<interface>.json, before hashed names) is still found and removed by DEL", async () => {
+    const c = conf({ delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }] });
+    await cmdAdd(req("ADD", { CNI_CONTAINERID: "abc", CNI_IFNAME: "net1-x" }), c, deps);
+    const [hashed] = records();
+    const text = readFileSync(join(deps.cniDir, "records", hashed!), "utf8");
+    rmSync(join(deps.cniDir, "records", hashed!));
+    writeFileSync(join(deps.cniDir, "records", "abc-net1-x.json"), text);
+    expect((await deps.records.read("abc", "net1-x")).state).toBe("found");
+    expect((await deps.records.read("abc-net1", "x")).state).toBe("missing");
+    exec.calls.length = 0;
+    await cmdDel(req("DEL", { CNI_CONTAINERID: "abc", CNI_IFNAME: "net1-x" }), c, deps);
+    expect(exec.summary()).toEqual(["DEL net1-x bridge"]);
+    expect(records()).toEqual([]);
+  });
+});

@@ -1,30 +1,28 @@
-// Bundles Plexus into two CommonJS files with no runtime node_modules:
-//   dist/plexus.cjs       the CLI boundary: env, VERSION, errors on stdout (small, starts fast)
-//   dist/plexus-core.cjs  everything else, loaded by src/cli/load-core.ts with a warm code cache
-//   dist/plexus-k8s.cjs   the API-server client (@kubernetes/client-node), loaded only when needed
-// scripts/build-sea.mjs then embeds both into dist/plexus, the single executable.
+// Bundles Plexus into one CommonJS file with no runtime node_modules: dist/plexus.cjs.
+// scripts/build-bun.mjs then compiles it with Bun (bytecode on) into dist/plexus, the single
+// executable. What only some calls need (the core behind VERSION, the installer, the daemon,
+// @kubernetes/client-node) is still imported dynamically: esbuild keeps such modules in the one
+// file but evaluates them only on first import, so VERSION and a DEL from the record never
+// initialise them.
 import { build } from "esbuild";
 import { readFileSync } from "node:fs";
 
 const pkg = JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8"));
 
-const common = {
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node24",
-  minify: true,
-  legalComments: "none",
-  define: { PLEXUS_VERSION: JSON.stringify(pkg.version), PLEXUS_BUNDLED: "true" },
-  logLevel: "warning",
-  metafile: true,
-};
-
 export const bundles = [
-  { ...common, entryPoints: ["bin/plexus.ts"], outfile: "dist/plexus.cjs" },
-  { ...common, entryPoints: ["src/cli/core.ts"], outfile: "dist/plexus-core.cjs" },
-  // Only loaded when a pod needs the API server (src/k8s/index.ts).
-  { ...common, entryPoints: ["src/k8s/api-entry.ts"], outfile: "dist/plexus-k8s.cjs" },
+  {
+    entryPoints: ["bin/plexus.ts"],
+    outfile: "dist/plexus.cjs",
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node24",
+    minify: true,
+    legalComments: "none",
+    define: { PLEXUS_VERSION: JSON.stringify(pkg.version) },
+    logLevel: "warning",
+    metafile: true,
+  },
 ];
 
 if (import.meta.url === `file://${process.argv[1]}`) {

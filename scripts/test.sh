@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): bootstrap, typecheck, build the single executable, run all
+# The test command (README, .ci/run): bootstrap, typecheck, build the Bun executable, run all
 # three tiers. Under CI=true an end-to-end prerequisite that is missing fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +8,7 @@ export PATH="$PWD/node_modules/.bin:$PATH"
 echo "test: node $(node --version), typecheck and build" >&2
 tsc --noEmit -p tsconfig.json
 node esbuild.config.mjs
-node scripts/build-sea.mjs
+node scripts/build-bun.mjs
 mkdir -p .vitest-results
 rc=0
 vitest run --reporter=default --reporter=json --outputFile.json=.vitest-results/results.json "$@" || rc=$?

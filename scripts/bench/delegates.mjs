@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { CNI_PATH, cni, fmt, max, median, needsRoot, runDirect, table } from "./lib.mjs";
+import { CNI_PATH, cni, fmt, max, median, needsRoot, rel, relMiB, runDirect, table } from "./lib.mjs";
 
 function delegateConf(k, dataDir) {
   return {
@@ -46,14 +46,14 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
       const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
       const ownAdd = median(m.pAdd) - median(m.dAdd);
       perK[K] = { own, ownAdd };
-      rows.push([K, fmt(median(m.pAdd)), fmt(median(m.pDel)), fmt(median(m.dAdd)), fmt(median(m.dDel)), fmt(ownAdd), fmt(median(m.pDel) - median(m.dDel)), fmt(own), (max(m.rss) / 1024).toFixed(1)]);
+      rows.push([K, rel(median(m.pAdd)), rel(median(m.pDel)), rel(median(m.dAdd)), rel(median(m.dDel)), rel(ownAdd), rel(median(m.pDel) - median(m.dDel)), rel(own), relMiB(max(m.rss) / 1024)]);
     }
   } finally {
     execFileSync("ip", ["netns", "del", netnsName]);
     for (const K of counts) for (let k = 0; k < K; k++) { try { execFileSync("ip", ["link", "del", `plxb${k}`], { stdio: "ignore" }); } catch {} }
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms)");
+  console.log("== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms, × node -e 0)");
   table(["N", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD", "own DEL", "own ADD+DEL", "peak RSS MiB"], rows);
   const ks = Object.keys(perK).map(Number);
   if (ks.length >= 2) {

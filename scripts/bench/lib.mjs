@@ -49,6 +49,37 @@ export function fmt(ms) {
   return `${ms.toFixed(1)}`;
 }
 
+/**
+ * `node -e 0` on the pinned Node, measured once per bench run (measureFloor): every absolute
+ * figure is printed with its ratio to it, so a run on a slower or faster (or busier) host can be
+ * read against the targets, which were set where it took ~21 ms.
+ */
+export const floor = { ms: Number.NaN, rssKiB: Number.NaN };
+
+export async function measureFloor(runs) {
+  const ms = [];
+  const rss = [];
+  for (let i = 0; i < runs + 2; i++) {
+    const r = await timed(NODE, ["-e", "0"]);
+    if (i < 2) continue;
+    ms.push(r.ms);
+    if (r.rssKiB) rss.push(r.rssKiB);
+  }
+  floor.ms = median(ms);
+  floor.rssKiB = rss.length ? median(rss) : Number.NaN;
+  return floor;
+}
+
+/** "63.0 (2.95×)": milliseconds and their ratio to `node -e 0` in this run. */
+export function rel(ms) {
+  return `${fmt(ms)} (${(ms / floor.ms).toFixed(2)}×)`;
+}
+
+/** "41.2 (1.05×)": MiB and their ratio to the peak RSS of `node -e 0` in this run. */
+export function relMiB(mib) {
+  return `${mib.toFixed(1)} (${((mib * 1024) / floor.rssKiB).toFixed(2)}×)`;
+}
+
 export function sh(cmd, args) {
   return execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }

@@ -6,12 +6,17 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, NODE, cni, fmt, max, median, needsRoot, runDirect, scratch, startDaemon, table, timed } from "./lib.mjs";
+import { CNI_PATH, NODE, cni, fmt, max, median, needsRoot, rel, relMiB, runDirect, scratch, startDaemon, table, timed } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 
-/** Multus v4.0.2 on this machine kind (issue 3 and 5 reference figures): own ms, requests per ADD. */
-const MULTUS = { 0: { thin: 86, thick: 55, req: 4 }, 2: { thin: 78, thick: 61, req: 6 }, 8: { thin: 525, thick: 519, req: 12 } };
+/**
+ * Multus v4.0.2 thin on this machine kind, the yardstick of issue 11: own ADD+DEL (ms) in a run
+ * where `node -e 0` took MULTUS_NODE_MS; requests per ADD (issue 3).
+ */
+export const MULTUS = { 0: { thin: 42, req: 4 }, 2: { thin: 41, req: 6 }, 8: { thin: 535, req: 12 } };
+export const MULTUS_NODE_MS = 21;
+const multusRel = (ms) => `${ms} (${(ms / MULTUS_NODE_MS).toFixed(2)}×)`;
 
 function countRequests(api, from) {
   const rs = api.requests.slice(from).filter((r) => !/[?&]watch=(1|true)/.test(r.query));
@@ -97,12 +102,12 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
           rows.push([
             latencyMs,
             K,
-            `${fmt(r.tAdd)} / ${fmt(r.tDel)}`,
-            `${fmt(r.dAdd)} / ${fmt(r.dDel)}`,
-            `${fmt(r.fAdd)} / ${fmt(r.fDel)}`,
-            fmt(r.thinOwn),
-            fmt(r.daemonOwn),
-            MULTUS[K] && latencyMs === 0 ? `${MULTUS[K].thin} / ${MULTUS[K].thick}` : "",
+            `${rel(r.tAdd)} / ${rel(r.tDel)}`,
+            `${rel(r.dAdd)} / ${rel(r.dDel)}`,
+            `${rel(r.fAdd)} / ${rel(r.fDel)}`,
+            rel(r.thinOwn),
+            rel(r.daemonOwn),
+            MULTUS[K] && latencyMs === 0 ? multusRel(MULTUS[K].thin) : "",
             `${r.tReads}+${r.tWrites}`,
             `${r.dReads}+${r.dWrites}`,
             MULTUS[K] && latencyMs === 0 ? MULTUS[K].req : "",
@@ -118,11 +123,12 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
     s.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== a pod with the default network + K NAD networks through the fake API server (HTTPS): thin vs daemon mode vs the delegates run directly (ms, medians)");
+  console.log("== a pod with the default network + K NAD networks through the fake API server (HTTPS): thin vs daemon mode vs the delegates run directly (ms, medians, × node -e 0)");
   console.log("   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches excluded); DEL over floor = DEL − direct DEL − `node -e 0`");
-  table(["latency", "K", "thin ADD / DEL", "daemon ADD / DEL", "direct ADD / DEL", "thin own", "daemon own", "Multus own thin / thick", "thin req", "daemon req", "Multus req", "DEL over floor"], rows);
+  console.log(`   Multus thin own: issue 11's run, where node -e 0 took ${MULTUS_NODE_MS} ms`);
+  table(["latency", "K", "thin ADD / DEL", "daemon ADD / DEL", "direct ADD / DEL", "thin own", "daemon own", "Multus thin own", "thin req", "daemon req", "Multus req", "DEL over floor"], rows);
   const nodeMs = median(results.map((r) => r.node));
-  console.log(`   bare node -e 0: ${fmt(nodeMs)} ms; CNI process peak RSS: ${fmt(max(results.map((r) => r.peakRssMiB)))} MiB`);
+  console.log(`   node -e 0 interleaved with this section: ${fmt(nodeMs)} ms; CNI process peak RSS: ${relMiB(max(results.map((r) => r.peakRssMiB)))} MiB`);
   console.log("");
   return results;
 }

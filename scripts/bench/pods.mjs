@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { CNI_PATH, cni, fmt, median, needsRoot, runDirect, table } from "./lib.mjs";
+import { CNI_PATH, cni, median, needsRoot, rel, runDirect, table } from "./lib.mjs";
 
 export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
   if (!needsRoot("pods")) return;
@@ -45,7 +45,7 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
         m.dDel.push(direct.del);
       }
       const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
-      rows.push([K, fmt(median(m.pAdd)), fmt(median(m.pDel)), fmt(median(m.dAdd)), fmt(median(m.dDel)), fmt(own)]);
+      rows.push([K, rel(median(m.pAdd)), rel(median(m.pDel)), rel(median(m.dAdd)), rel(median(m.dDel)), rel(own)]);
     }
   } finally {
     execFileSync("ip", ["netns", "del", netnsName]);
@@ -56,7 +56,7 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
     }
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== a pod with the default network + K NAD networks (fileClusterDir), against the delegates run directly (ms)");
+  console.log("== a pod with the default network + K NAD networks (fileClusterDir), against the delegates run directly (ms, × node -e 0)");
   table(["K", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD+DEL"], rows);
   console.log("");
 }

@@ -1,9 +1,9 @@
 /**
- * Everything behind the CLI boundary except VERSION: bundled separately (dist/plexus-core.cjs)
- * and loaded with a warm V8 code cache by load-core.ts, so VERSION never pays for it.
+ * Everything behind the CLI boundary except VERSION, initialised on first use by load-core.ts, so
+ * VERSION never pays for it.
  *
  * Only the CNI verbs are imported eagerly; the person-facing commands (commander, the installer)
- * and the build-time warm-up are initialised on first use, so an ADD never pays for them.
+ * are initialised on first use, so an ADD never pays for them.
  */
 import { config } from "zod/mini";
 
@@ -14,9 +14,8 @@ config({ jitless: true });
 export { runVerb } from "./run-verb";
 
 export async function runCommands(argv: readonly string[]): Promise<number> {
+  // The executable starts with a late JIT tier-up, right for a CNI call (scripts/build-bun.mjs);
+  // the daemon and the installer run for days: normal policy for them.
+  (globalThis as { Bun?: { unsafe?: { setJITPolicy?: (scale: number) => void } } }).Bun?.unsafe?.setJITPolicy?.(1);
   return (await import("./commands")).runCommands(argv);
-}
-
-export async function warmUp(): Promise<void> {
-  return (await import("./warm-up")).warmUp();
 }

@@ -1,13 +1,9 @@
 /**
- * Loads the core bundle (everything but the CLI boundary) through {@link loadBundle}, so VERSION
- * never pays for it. Under vitest (no bundle) the TypeScript module is imported directly.
+ * Loads the core (everything but the CLI boundary) on first use, so VERSION never initialises it.
+ * In the bundle the core stays in the same file; esbuild evaluates it only on this import.
  */
-import { loadBundle } from "./bundle-loader";
 import type * as Core from "./core";
 
-declare const PLEXUS_BUNDLED: boolean | undefined;
-
 export async function loadCore(): Promise<typeof Core> {
-  if (typeof PLEXUS_BUNDLED === "undefined" || !PLEXUS_BUNDLED) return import("./core");
-  return loadBundle<typeof Core>("plexus-core");
+  return import("./core");
 }

@@ -39,15 +39,8 @@ export interface CniErrorJson {
   details?: string;
 }
 
-/**
- * Brand shared across bundles: the CLI boundary and the core bundle each have their own copy of
- * this class, so `instanceof` alone cannot recognise the other's errors.
- */
-const BRAND = Symbol.for("plexus.CniError");
-
 export class CniError extends Error {
   override name = "CniError";
-  readonly [BRAND] = true;
   constructor(
     readonly code: number,
     msg: string,
@@ -71,7 +64,7 @@ export class CniError extends Error {
 
 /** Anything thrown becomes a CniError; an unexpected one becomes 999 with its message kept. */
 export function isCniError(err: unknown): err is CniError {
-  return err instanceof CniError || (typeof err === "object" && err !== null && (err as Record<symbol, unknown>)[BRAND] === true);
+  return err instanceof CniError;
 }
 
 export function asCniError(err: unknown): CniError {

@@ -6,7 +6,8 @@
  *   GET  /v1/pod?namespace=&name=&uid=    → { pod, source: "cache" | "api" }
  *   GET  /v1/nad?namespace=&name=         → { nad | null, source }
  *   POST /v1/network-status  { namespace, name, uid?, status, deadlineMs } → { ok: true }
- *   POST /v1/event           { namespace, name, uid?, event }              → { ok: true }
+ *   POST /v1/event           { namespace, name, uid?, event }              → { ok: true } at once;
+ *                            the daemon writes the event in the background (best effort, M9)
  *   GET  /healthz  /readyz  /metrics (Prometheus text)
  *   error: HTTP 422 { error: { code, msg } }; HTTP 5xx means the daemon itself is unwell.
  */

@@ -165,7 +165,12 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
           throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "event" must have type Normal|Warning, reason and message');
         }
         const uid = str(b, "uid", false);
-        await api.recordEvent({ namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) }, { type: e.type, reason: e.reason, message: e.message });
+        const pod = { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) };
+        // Accepted at once and written in the background, as client-go's event recorder does:
+        // the CNI call waits only for its status write. A failure is logged here.
+        void api.recordEvent(pod, { type: e.type, reason: e.reason, message: e.message }).catch((err: unknown) => {
+          log.warn({ err: err instanceof Error ? err.message : String(err), pod: `${pod.namespace}/${pod.name}`, reason: e.reason }, "could not record the event");
+        });
         return [200, { ok: true }];
       }
       case `GET ${DAEMON_API.metrics}`:

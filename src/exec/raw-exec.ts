@@ -1,9 +1,10 @@
 /**
- * Production {@link PluginExec}: node:child_process without a shell, after libcni `pkg/invoke/raw_exec.go`.
+ * Production {@link PluginExec}: a process without a shell, after libcni `pkg/invoke/raw_exec.go`
+ * (Bun.spawn in the executable, spawn-bun.ts; node:child_process under Node).
  * Each delegate runs in its own process group so that a deadline kills everything it started
  * (B52, B63); output is captured up to a cap (B61); ETXTBSY is retried with a fresh process (B51).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
@@ -11,6 +12,7 @@ import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
 import { findInPath } from "./find";
 import type { ExecRequest, PluginExec } from "./plugin-exec";
+import { bunSpawn, killGroup, runProcessBun } from "./spawn-bun";
 
 export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 export const MAX_STDERR_BYTES = 1024 * 1024;
@@ -19,15 +21,7 @@ const ETXTBSY_RETRIES = 5;
 const PIPE_GRACE_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function killGroup(pid: number | undefined): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // Already gone.
-  }
-}
+const onBun = bunSpawn();
 
 function tail(bytes: Uint8Array | undefined, max = 2000): string {
   if (!bytes || bytes.byteLength === 0) return "";
@@ -61,7 +55,7 @@ export class RawExec implements PluginExec {
   }
 
   private async execOnce(r: ExecRequest): Promise<Uint8Array> {
-    const res = await runProcess(r);
+    const res = onBun ? await runProcessBun(onBun, r, { maxStdoutBytes: MAX_STDOUT_BYTES, maxStderrBytes: MAX_STDERR_BYTES, pipeGraceMs: PIPE_GRACE_MS }) : await runProcess(r);
     const stderrText = tail(res.stderr);
     if (stderrText) this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
 
@@ -89,7 +83,7 @@ export class RawExec implements PluginExec {
   }
 }
 
-interface ProcessOutcome {
+export interface ProcessOutcome {
   stdout: Buffer;
   stderr: Buffer;
   exitCode: number | null;
@@ -101,8 +95,8 @@ interface ProcessOutcome {
 }
 
 /**
- * One run of a delegate: no shell, its own process group (`detached`), the config on stdin,
- * stdout kept up to a cap and stderr up to another, the whole group SIGKILLed at the deadline.
+ * One run of a delegate under Node: no shell, its own process group (`detached`), the config on
+ * stdin, stdout kept up to a cap and stderr up to another, the whole group SIGKILLed at the deadline.
  * Plain node:child_process: execa did this too, but loading it cost every invocation ~16 ms.
  */
 function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
@@ -126,7 +120,8 @@ function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
     };
     let child: ChildProcess;
     try {
-      child = spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+      // Loaded here: the Bun executable never needs node:child_process for a delegate.
+      child = process.getBuiltinModule("node:child_process").spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
     } catch (e) {
       // Arguments Node refuses before any process exists (e.g. a NUL byte in the environment).
       spawnError = e as NodeJS.ErrnoException;

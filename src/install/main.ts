@@ -2,18 +2,18 @@
  * The process side of `plexus install`: the installer's own logger (pino on stderr, never
  * stdout), the flags resolved against the environment, SIGTERM and SIGINT turned into an abort.
  */
-import { isSea } from "node:sea";
 import { asCniError } from "../cni/errors";
 import { createLogger } from "../log/logger";
 import { resolveOptions, type InstallFlags } from "./options";
 import { runInstall } from "./run";
+import { ownExecutable } from "./self";
 
 export async function installMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as InstallFlags;
   const log = await createLogger({ logLevel: f.installerLogLevel, logToStderr: true, pretty: process.stderr.isTTY === true }, { component: "install" });
   let options;
   try {
-    options = resolveOptions(f, process.env, isSea() ? process.execPath : undefined);
+    options = resolveOptions(f, process.env, ownExecutable());
   } catch (err) {
     log.error({ err: asCniError(err).message }, "invalid flags");
     // Also without a logger (--installer-log-level silent): a wrong flag must not pass unnoticed.

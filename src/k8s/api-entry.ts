@@ -1,7 +1,7 @@
 /**
- * Entry of the Kubernetes API bundle (dist/plexus-k8s.cjs): @kubernetes/client-node is ~2 MB and
- * ~130 ms to initialise, so it lives in its own bundle, loaded only where it earns its cost: a
- * kubeconfig with a credential plugin, and the node daemon's watch caches.
+ * What needs @kubernetes/client-node (~2 MB bundled, slow to initialise): imported dynamically
+ * (src/k8s/index.ts), so only the calls where it earns its cost initialise it: a kubeconfig with
+ * a credential plugin, and the node daemon's watch caches.
  */
 export { pluginKubeSource } from "./client-node-auth";
 export { WatchCaches } from "./watch-cache";

@@ -7,15 +7,11 @@
 import type { Logger } from "../log/logger";
 import type { KubeApi } from "./kube-api";
 import type { KubeClientOptions, RestKube } from "./rest-kube";
-import { loadBundle } from "../cli/bundle-loader";
 import type * as ApiEntry from "./api-entry";
 
-declare const PLEXUS_BUNDLED: boolean | undefined;
-
-/** The API client's own bundle when built (see api-entry.ts); the TypeScript modules under vitest. */
+/** @kubernetes/client-node and what uses it (see api-entry.ts), initialised on first use. */
 export async function loadApiBundle(): Promise<typeof ApiEntry> {
-  if (typeof PLEXUS_BUNDLED === "undefined" || !PLEXUS_BUNDLED) return import("./api-entry");
-  return loadBundle<typeof ApiEntry>("plexus-k8s");
+  return import("./api-entry");
 }
 
 export interface KubeConfigKeys {

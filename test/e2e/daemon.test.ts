@@ -95,7 +95,8 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     const ns = scope.addNetns();
     expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
     expect(links(ns.name).map((l) => l.name).filter((n) => n !== "lo").sort()).toEqual(["eth0", "net1"]);
-    expect(api.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+    // The daemon writes the event in the background, after answering the ADD.
+    await expect.poll(() => api.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
     const status = JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/network-status"]!) as Array<{ name: string; interface: string }>;
     expect(status.map((s) => [s.name, s.interface])).toEqual([["cbr0", "eth0"], ["app/net-a", "net1"]]);
     const afterAdd = api.requests.length;

@@ -87,7 +87,15 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
 
     const writesBefore = c.s.requests.length;
     await k.setNetworkStatus({ namespace: "app", name: "web", uid: "uid-web" }, '[{"name":"cbr0"}]');
+    // M9: the daemon answers the event at once and writes it in the background (the CNI call
+    // waits only for its status write): an API server slow to take the event costs it nothing.
+    c.s.inject({ method: "POST", path: /\/events$/, times: 1 }, { kind: "delay", ms: 500 });
+    const eventsBefore = c.s.events().length;
+    const t0 = performance.now();
     await k.recordEvent({ namespace: "app", name: "web", uid: "uid-web" }, { type: "Normal", reason: "AddedInterface", message: "eth0" });
+    expect(performance.now() - t0).toBeLessThan(250);
+    expect(c.s.events().length).toBe(eventsBefore);
+    await expect.poll(() => c.s.events().length, { timeout: 5000 }).toBe(eventsBefore + 1);
     expect(c.s.requests.slice(writesBefore).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
     expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBe('[{"name":"cbr0"}]');
     expect(k.requestCount).toBe(0);

@@ -71,6 +71,8 @@ export interface LoggedRequest {
   /** ms since the server started. */
   time: number;
   body: string;
+  /** The TLS SNI name the client sent (HTTPS only; undefined without one). */
+  servername?: string | undefined;
 }
 
 interface Rule {
@@ -680,7 +682,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const method = (req.method ?? "GET").toUpperCase();
     const path = url.pathname;
     const isWatch = TRUE.has(url.searchParams.get("watch") ?? "");
-    requests.push({ method, path, query: url.search, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], time: performance.now() - started, body });
+    const sni = (req.socket as { servername?: string | false }).servername;
+    requests.push({ method, path, query: url.search, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], time: performance.now() - started, body, ...(sni ? { servername: sni } : {}) });
 
     if (opts.latencyMs) await later(opts.latencyMs);
     if (req.headers.authorization !== `Bearer ${state.token}`) return send(res, 401, statusBody(401, "Unauthorized"));

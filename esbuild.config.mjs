@@ -22,6 +22,8 @@ export const bundles = [
     define: { PLEXUS_VERSION: JSON.stringify(pkg.version) },
     logLevel: "warning",
     metafile: true,
+    // Bun's built-in FFI (libc's flock for the container lock), present only in the executable.
+    external: ["bun:ffi"],
   },
 ];
 

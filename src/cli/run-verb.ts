@@ -5,6 +5,7 @@ import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
 import { parsePlexusConf } from "../config/plugin-conf";
 import { ResultCache } from "../exec/cache";
+import { acquireContainerLock } from "../exec/container-lock";
 import { RawExec } from "../exec/raw-exec";
 import { kubeFactory } from "../k8s/index";
 import { createLogger } from "../log/logger";
@@ -34,6 +35,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     log,
     baseEnv: baseEnvOf(io.env),
     kube,
+    locks: acquireContainerLock,
   };
   try {
     switch (req.command) {

@@ -11,6 +11,7 @@ import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
 import type { Logger } from "../log/logger";
 import type { ResultCache } from "./cache";
+import type { ContainerLock } from "./container-lock";
 import type { Env, PluginExec } from "./plugin-exec";
 
 export interface RuntimeConf {
@@ -35,6 +36,8 @@ export interface ExecDeps {
   exec: PluginExec;
   cache: ResultCache;
   log: Logger;
+  /** The container's lock, held for this call: every delegate inherits it (container-lock.ts). */
+  lock?: ContainerLock;
 }
 
 type Verb = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
@@ -86,7 +89,8 @@ async function runPlugin(
   const deadlineMs = remainingMs(rt, what);
   onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
-  return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs, what });
+  const inheritFd = deps.lock?.fd;
+  return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs, what, ...(inheritFd === undefined ? {} : { inheritFd }) });
 }
 
 /** The delegate's own deadline, cut to what is left of the call's; none left: 101 before it starts. */

@@ -13,6 +13,11 @@ export interface ExecRequest {
   deadlineMs: number;
   /** Names the delegate in messages and logs: `plugin type="bridge" network="net-a" (ADD)`. */
   what: string;
+  /**
+   * A descriptor the delegate inherits as its fd 3: the container's lock (container-lock.ts), which
+   * then stays held while the delegate or its children live, also after Plexus was killed.
+   */
+  inheritFd?: number;
 }
 
 export interface PluginExec {

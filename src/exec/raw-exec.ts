@@ -121,7 +121,8 @@ function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
     let child: ChildProcess;
     try {
       // Loaded here: the Bun executable never needs node:child_process for a delegate.
-      child = process.getBuiltinModule("node:child_process").spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+      const extra = r.inheritFd === undefined ? [] : [r.inheritFd];
+      child = process.getBuiltinModule("node:child_process").spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe", ...extra], detached: true });
     } catch (e) {
       // Arguments Node refuses before any process exists (e.g. a NUL byte in the environment).
       spawnError = e as NodeJS.ErrnoException;

@@ -20,9 +20,8 @@ interface BunSubprocess {
 export type BunSpawn = (o: {
   cmd: string[];
   env: Record<string, string>;
-  stdin: Uint8Array;
-  stdout: "pipe";
-  stderr: "pipe";
+  /** stdin, stdout, stderr, then descriptors the child inherits as fd 3, 4, … */
+  stdio: [Uint8Array, "pipe", "pipe", ...number[]];
   detached: boolean;
 }) => BunSubprocess;
 
@@ -83,7 +82,8 @@ async function drain(stream: ReadableStream<Uint8Array>, cap: number, readers: A
 export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: RunLimits): Promise<ProcessOutcome> {
   let child: BunSubprocess;
   try {
-    child = spawn({ cmd: [r.path], env: r.env, stdin: r.stdin, stdout: "pipe", stderr: "pipe", detached: true });
+    const extra = r.inheritFd === undefined ? [] : [r.inheritFd];
+    child = spawn({ cmd: [r.path], env: r.env, stdio: [r.stdin, "pipe", "pipe", ...extra], detached: true });
   } catch (e) {
     // ENOENT, EACCES, ETXTBSY… are thrown here, before any process exists.
     return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: null, signal: null, spawnError: e as NodeJS.ErrnoException, overflow: false, timedOut: false };

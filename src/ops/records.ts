@@ -16,6 +16,8 @@ import { createLogger } from "../log/logger";
 import { baseEnvOf, type Deps } from "../orchestrate/deps";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
+import { acquireContainerLock } from "../exec/container-lock";
+import { silentLogger } from "../log/logger";
 import { cniPathOf, messageOf, type CommonFlags, type Output, processOutput, wantsJson } from "./context";
 import { loadNodeConfig } from "./node-config";
 
@@ -124,6 +126,11 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
   return errors.map((f) => f.error.message);
 }
 
+async function removeIdleLock(cniDir: string, containerId: string, ifName: string): Promise<void> {
+  const lock = await acquireContainerLock({ cniDir, containerId, ifName, deadlineAt: Date.now(), verb: "records rm", log: silentLogger() }).catch(() => undefined);
+  lock?.release({ remove: true });
+}
+
 export async function recordsMain(action: "list" | "show" | "rm", id: string | undefined, f: RecordsFlags, out: Output = processOutput): Promise<number> {
   try {
     const json = wantsJson(f.output);
@@ -149,8 +156,11 @@ export async function recordsMain(action: "list" | "show" | "rm", id: string | u
     } else if (read.state === "found") {
       out.err(`removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`);
     }
-    if (read.state === "found") await store.delete(read.record.containerId, read.record.ifName);
-    else await rm(summary.path, { force: true });
+    if (read.state === "found") {
+      await store.delete(read.record.containerId, read.record.ifName);
+      // The container has no state left: its lock file goes too (unless a call holds it now).
+      await removeIdleLock(conf.cniDir, read.record.containerId, read.record.ifName);
+    } else await rm(summary.path, { force: true });
     out.out(`removed record ${summary.id}\n`);
     return 0;
   } catch (err) {

@@ -12,6 +12,7 @@ import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type Runti
 import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
+import { withContainerLock } from "./lock";
 import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
 
 export interface AddOutcome {
@@ -23,6 +24,10 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
+  return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) => addLocked(req, conf, locked, deadline));
+}
+
+async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline: RuntimeFor["deadline"]): Promise<AddOutcome> {
   await assertNetnsUsable(req.netns);
   await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
     throw inPod(req, err);

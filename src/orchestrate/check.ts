@@ -3,11 +3,17 @@ import { assertNetnsUsable, type CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { checkNetworkList } from "../exec/conflist";
-import { describeAttachment, runtimeConfFor, type Deps } from "./deps";
+import { callDeadline, describeAttachment, runtimeConfFor, type Deps } from "./deps";
+import { withContainerLock } from "./lock";
 import type { Attachment } from "./record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   await assertNetnsUsable(req.netns);
+  // Under the container's lock: a CHECK never reads a record an ADD or DEL is rewriting.
+  return withContainerLock({ verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at }, (locked) => checkLocked(req, conf, locked));
+}
+
+async function checkLocked(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const read = await deps.records.read(req.containerId, req.ifName);
   if (read.state === "missing") {
     // A pod Multus attached before the node switched to Plexus: CHECK from Multus's cache (issue 10).

@@ -17,11 +17,16 @@ import type { PlexusConf } from "../config/plugin-conf";
 import { settleDel, retryWithCurrentNads } from "./del-failures";
 import { callDeadline, type Deps, type RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
+import { withContainerLock } from "./lock";
 import { newRecord, type Attachment, type RecordRead } from "./record";
 import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const deadline = callDeadline("DEL", conf);
+  return withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) => delLocked(req, conf, locked, deadline));
+}
+
+async function delLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline: RuntimeFor["deadline"]): Promise<void> {
   // A record that cannot even be read (an I/O error) is handled as an unreadable one: failing here
   // would fail every DEL for as long as the file system is broken.
   const read: RecordRead = await deps.records

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { ResultCache } from "../exec/cache";
+import type { LockFactory } from "../exec/container-lock";
 import type { ExecDeps, RuntimeConf } from "../exec/conflist";
 import type { Env, PluginExec } from "../exec/plugin-exec";
 import type { KubeApi } from "../k8s/kube-api";
@@ -21,6 +22,8 @@ export interface Deps extends ExecDeps {
    * directory of manifests. Undefined, or resolving to undefined: no Kubernetes (B7).
    */
   kube?: () => Promise<KubeApi | undefined>;
+  /** Takes a container's lock (exec/container-lock.ts); undefined: no locking (unit tests). */
+  locks?: LockFactory;
 }
 
 export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): Env {

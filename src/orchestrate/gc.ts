@@ -10,7 +10,11 @@ import type { PlexusConf } from "../config/plugin-conf";
 import { gcNetworkList, type GcAttachment } from "../exec/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
 import type { ContainerRecord } from "./record";
+import { withContainerLock } from "./lock";
 import { teardown } from "./teardown";
+
+/** How long GC waits for one container's lock before leaving it to the next GC. */
+const GC_LOCK_WAIT_MS = 1000;
 
 export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   if (!conf.validAttachments) {
@@ -31,9 +35,14 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
       continue;
     }
     deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
-    const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
-    const errs = (await teardown(rec.attachments, ctx, req, conf, deps)).map((f) => f.error);
-    if (errs.length === 0) await deps.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => errs.push(asCniError(e)));
+    // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
+    // not stale after all, and the next GC looks again.
+    const errs = await withContainerLock({ verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS }, async (locked) => {
+      const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
+      const failed = (await teardown(rec.attachments, ctx, req, conf, locked)).map((f) => f.error);
+      if (failed.length === 0) await locked.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => failed.push(asCniError(e)));
+      return failed;
+    }).catch((e: unknown) => [asCniError(e)]);
     errors.push(...errs.map((e) => e.withContext(`GC of container ${rec.containerId}`)));
   }
 

@@ -253,11 +253,13 @@ export interface AttachmentLeftovers {
   records: string[];
   /** Files under `<cniDir>/results` (the delegates' result cache). */
   cacheFiles: string[];
+  /** Container lock files (`<cniDir>/locks/`): gone once the container has no record. */
+  lockFiles: string[];
   /** Live processes started on behalf of this test (plexus, delegates, their children). */
   processes: string[];
 }
 
-export const NOTHING_LEFT: AttachmentLeftovers = { netnsLinks: [], hostLinks: [], ipReservations: [], records: [], cacheFiles: [], processes: [] };
+export const NOTHING_LEFT: AttachmentLeftovers = { netnsLinks: [], hostLinks: [], ipReservations: [], records: [], cacheFiles: [], lockFiles: [], processes: [] };
 
 /** What is still there after {@link E2eScope.dispose}: must be all empty. */
 export interface DisposeReport {
@@ -365,6 +367,10 @@ export class E2eScope {
     return walk(join(this.cniDir, "records")).sort();
   }
 
+  lockFiles(): string[] {
+    return walk(join(this.cniDir, "locks")).sort();
+  }
+
   cacheFiles(): string[] {
     return walk(join(this.cniDir, "results")).sort();
   }
@@ -401,6 +407,7 @@ export class E2eScope {
       ipReservations: this.ipReservations(),
       records: this.recordFiles(),
       cacheFiles: this.cacheFiles(),
+      lockFiles: this.lockFiles(),
       processes: this.processes(),
     };
   }

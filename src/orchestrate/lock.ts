@@ -1,0 +1,32 @@
+/**
+ * A verb under its container's lock (issue 13 R1, R2; exec/container-lock.ts): ADD, DEL and CHECK
+ * of one (container, interface) run one at a time, and their delegates inherit the lock. When the
+ * call leaves no record behind (a DEL that finished, an ADD rolled back), the lock file goes too.
+ */
+import type { CniRequest } from "../cni/env";
+import type { PlexusConf } from "../config/plugin-conf";
+import { asCniError, Code } from "../cni/errors";
+import { NO_LOCK, type ContainerLock } from "../exec/container-lock";
+import type { Deps } from "./deps";
+
+export async function withContainerLock<T>(
+  o: { verb: string; req: Pick<CniRequest, "containerId" | "ifName">; conf: PlexusConf; deps: Deps; deadlineAt: number },
+  fn: (deps: Deps) => Promise<T>,
+): Promise<T> {
+  const { req, deps } = o;
+  if (!deps.locks) return fn(deps);
+  const lock: ContainerLock = await deps.locks({ cniDir: o.conf.cniDir, containerId: req.containerId, ifName: req.ifName, deadlineAt: o.deadlineAt, verb: o.verb, log: deps.log }).catch((err: unknown) => {
+    const e = asCniError(err);
+    // A lock file that cannot even be made (cniDir read-only, or a file) must not fail every DEL
+    // of the pod: DEL goes on unlocked. ADD and CHECK fail, before any delegate runs (B44, B45).
+    if (o.verb !== "DEL" || e.code !== Code.IoFailure) throw e;
+    deps.log.warn({ err: e.message }, "DEL without the container's lock");
+    return NO_LOCK;
+  });
+  try {
+    return await fn({ ...deps, lock });
+  } finally {
+    const left = await deps.records.read(req.containerId, req.ifName).catch(() => undefined);
+    lock.release({ remove: left?.state === "missing" });
+  }
+}

@@ -1,11 +1,16 @@
 /** Entry point: bundled by esbuild into dist/plexus.cjs and the single executable dist/plexus. */
 import { main } from "../src/cli/main";
+import { reexecWithoutTuning } from "../src/cli/runtime-env";
+
+// First of all: no runtime-tuning variable (BUN_OPTIONS, NODE_TLS_REJECT_UNAUTHORIZED, …) may
+// shape what a root CNI plugin does.
+reexecWithoutTuning();
 
 const cniCall = process.env.CNI_COMMAND !== undefined;
 main({ env: process.env, argv: process.argv.slice(2) }).then(
   (code) => {
     // A CNI call has written its answer (synchronously, as its logs) and owes nothing more: exit
-    // now rather than wait for keep-alive sockets and V8's teardown (~4 ms per call). Commands
+    // now rather than wait for keep-alive sockets and the runtime's teardown. Commands
     // for people (install, daemon, --help) end naturally, their output flushed.
     if (cniCall) process.exit(code);
     process.exitCode = code;

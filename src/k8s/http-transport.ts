@@ -105,7 +105,10 @@ export class HttpTransport {
       const { ca: _, ...rest } = tls;
       tls = rest;
     }
-    this.agent = tls ? new (https().Agent)({ ...tls, keepAlive: true, maxSockets }) : new (plainHttp().Agent)({ keepAlive: true, maxSockets });
+    // Verification is explicit: only the kubeconfig's insecure-skip-tls-verify turns it off, never
+    // the environment (NODE_TLS_REJECT_UNAUTHORIZED=0 would send the token to an impostor).
+    const verify = { rejectUnauthorized: tls?.rejectUnauthorized !== false };
+    this.agent = tls ? new (https().Agent)({ ...tls, ...verify, keepAlive: true, maxSockets }) : new (plainHttp().Agent)({ keepAlive: true, maxSockets });
   }
 
   request(r: HttpRequest): Promise<HttpAnswer> {

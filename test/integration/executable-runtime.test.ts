@@ -70,6 +70,13 @@ describe("HTTPS to the API server from dist/plexus", () => {
     expect(err.code).toBe(104);
     expect(err.msg).toMatch(/certificate|self.signed|verify/i);
     expect(calls(api, before)).toEqual([]);
+
+    // R5: the environment cannot turn verification off (the token would go to an impostor).
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-b")], { kubeconfig: kubeconfigWith(api, "other-ca-2.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") }), apiRequestTimeoutSeconds: 2, apiTotalTimeoutSeconds: 4 });
+    const insecureEnv = cniError(await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_TLS_REJECT_UNAUTHORIZED: "0" }));
+    expect(insecureEnv.code).toBe(104);
+    expect(calls(api, before)).toEqual([]);
   });
 
   it("M1 SNI: tls-server-name is sent and checked against the certificate; a URL's host name is sent, an IP literal sends none; a name the certificate lacks is 104", async () => {

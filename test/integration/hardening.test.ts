@@ -2,6 +2,8 @@
  * Hostile or careless input through the built binary (issue 13): what a tenant, a runtime's
  * environment or a broken config can make Plexus do, and what it must refuse.
  */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cniError, singleJson } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
@@ -37,5 +39,21 @@ describe("bounded work per call", () => {
     expect(r.durationMs).toBeLessThan(10_000);
     expect(sb.calls()).toEqual(["ADD net-a", "DEL net-a"]);
     expect(sb.recordFiles()).toEqual([]);
+  });
+});
+
+describe("R5 the executable ignores its runtime's tuning variables", () => {
+  it("B18 BUN_OPTIONS=--preload: the call itself and its delegates run without it (the preload ran once, before Plexus could act), NODE_OPTIONS and friends never reach a delegate", async () => {
+    const { sb } = ctx;
+    const marks = join(sb.root, "preload-runs");
+    const preload = join(sb.root, "preload.js");
+    writeFileSync(preload, `require("fs").appendFileSync(${JSON.stringify(marks)}, process.pid + "\\n");`);
+    const conf = sb.config([sb.delegate("net-a")]);
+    const tuning = { BUN_OPTIONS: `--preload ${preload}`, NODE_OPTIONS: `--require ${preload}`, NODE_TLS_REJECT_UNAUTHORIZED: "0", BUN_CONFIG_VERBOSE_FETCH: "1", SSL_CERT_FILE: "/dev/null" };
+    const r = await sb.run("ADD", conf, tuning);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(readFileSync(marks, "utf8").trim().split("\n")).toHaveLength(1);
+    const env = sb.invocations()[0]!.env as Record<string, string>;
+    for (const k of Object.keys(tuning)) expect(env[k], k).toBeUndefined();
   });
 });

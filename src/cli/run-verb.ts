@@ -15,9 +15,19 @@ import type { MainIo } from "./main";
 import { readStdin } from "./stdio";
 
 export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void): Promise<unknown> {
+  // stdin first, so that even an error in the environment is answered in the config's cniVersion;
+  // an environment error still wins over a config that does not decode (4 before 6).
+  const input = await readStdin(io.stdin, MAX_STDIN_BYTES);
+  let decoded: { value: unknown } | { error: unknown };
+  try {
+    decoded = { value: decodeJson(input, { what: "stdin config" }) };
+  } catch (error) {
+    decoded = { error };
+  }
+  if ("value" in decoded && isPlainObject(decoded.value) && isSupportedVersion(decoded.value.cniVersion)) setErrorVersion(decoded.value.cniVersion);
   const req = parseEnv(io.env);
-  const raw = decodeJson(await readStdin(io.stdin, MAX_STDIN_BYTES), { what: "stdin config" });
-  if (isPlainObject(raw) && isSupportedVersion(raw.cniVersion)) setErrorVersion(raw.cniVersion);
+  if ("error" in decoded) throw decoded.error;
+  const raw = decoded.value;
   const conf = parsePlexusConf(raw, { requireNetworks: req.command !== "DEL" && req.command !== "GC" });
 
   const log = await createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });

@@ -17,7 +17,7 @@ import { bunSpawn, killGroup, runProcessBun } from "./spawn-bun";
 export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 export const MAX_STDERR_BYTES = 1024 * 1024;
 const ETXTBSY_RETRIES = 5;
-/** After the deadline kill, how long to wait for pipes held open by escaped children (B63). */
+/** After the delegate exited or was killed, how long to wait for pipes its children hold open (B63). */
 const PIPE_GRACE_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -134,6 +134,16 @@ function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
       if (child.pid === undefined) finish(null, null);
     });
     child.on("close", (code, signal) => finish(code, signal));
+    // Exited, but a child of it holds stdout (B63): after the grace, that group is killed and what
+    // the delegate wrote is used, instead of waiting for the deadline.
+    child.on("exit", (code, signal) => {
+      grace ??= setTimeout(() => {
+        killGroup(child.pid);
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(code, signal);
+      }, PIPE_GRACE_MS);
+    });
     child.stdout!.on("data", (chunk: Buffer) => {
       if (overflow) return;
       outBytes += chunk.byteLength;

@@ -99,6 +99,15 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
       for (const reader of readers) reader.cancel().catch(() => {});
     }, limits.pipeGraceMs);
   }, r.deadlineMs);
+  // The delegate has exited but a child of it still holds stdout (B63): what it wrote is in the
+  // pipe already; after the grace, its group is killed and the pipes let go, not the deadline's wait.
+  let lingering: NodeJS.Timeout | undefined;
+  void child.exited.then(() => {
+    lingering = setTimeout(() => {
+      killGroup(child.pid);
+      for (const reader of readers) reader.cancel().catch(() => {});
+    }, limits.pipeGraceMs);
+  });
   try {
     const [stdout, stderr, status] = await Promise.all([
       drain(child.stdout, limits.maxStdoutBytes, readers, () => {
@@ -114,5 +123,6 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
   } finally {
     clearTimeout(deadline);
     clearTimeout(grace);
+    clearTimeout(lingering);
   }
 }

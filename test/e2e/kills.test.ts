@@ -60,6 +60,10 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
       const [add, del] = await Promise.all([run(scope, "ADD", conf, env), settle(round * 15).then(() => run(scope, "DEL", conf, env))]);
       expect(add.code, `round ${round} ADD: ${add.stdout}`).toBe(0);
       expect(del.code, `round ${round} DEL: ${del.stdout}`).toBe(0);
+      // The runtime goes on as after any sandbox: StopPodSandbox's DEL, the netns removed, RemovePodSandbox's DEL.
+      expectSilentOk(await run(scope, "DEL", conf, env));
+      expect(scope.attachmentLeftovers(), `round ${round}`).toEqual(NOTHING_LEFT);
+      scope.deleteNetns(ns);
       expectSilentOk(await run(scope, "DEL", conf, { ...env, CNI_NETNS: "" }));
       expect(scope.attachmentLeftovers(), `round ${round}`).toEqual(NOTHING_LEFT);
     }

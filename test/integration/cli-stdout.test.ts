@@ -137,6 +137,14 @@ describe("B1 B2 bad environment", () => {
     expect(existsSync(join(sb.root, "etc"))).toBe(false);
     expect(sb.invocations()).toEqual([]);
   });
+
+  it("C2.2 C2.3 an error in the environment is answered in the config's cniVersion, not the newest", async () => {
+    const { sb } = ctx;
+    for (const version of ["0.4.0", "1.0.0"]) {
+      const e = cniError(await sb.run("ADD", sb.config([sb.delegate("net-a")], { cniVersion: version }), { CNI_CONTAINERID: "a/b" }));
+      expect(e).toMatchObject({ code: 4, cniVersion: version });
+    }
+  });
 });
 
 describe("B10 VERSION ignores stdin", () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
@@ -83,6 +83,13 @@ describe("C2.2 createLogger", () => {
     only.info({ containerId: "c1" }, "to the file");
     const line = JSON.parse(readFileSync(join(dir, "only.log"), "utf8").trim()) as Record<string, unknown>;
     expect(line).toMatchObject({ msg: "to the file", containerId: "c1", level: 30, pid: process.pid });
+  });
+
+  it("B44 a log file Plexus creates is readable by root only (0600): it names pods, networks and paths", async () => {
+    const file = join(dir, "private.log");
+    const log = await createLogger({ logLevel: "info", logFile: file, logToStderr: false });
+    log.info("hello");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 });
 

@@ -7,6 +7,7 @@ import type { ExecDeps, RuntimeConf } from "../exec/conflist";
 import type { Env, PluginExec } from "../exec/plugin-exec";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
+import type { PodDevicesLookup } from "./devices";
 import type { Attachment, RecordStore } from "./record";
 
 export interface Deps extends ExecDeps {
@@ -21,6 +22,8 @@ export interface Deps extends ExecDeps {
    * directory of manifests. Undefined, or resolving to undefined: no Kubernetes (B7).
    */
   kube?: () => Promise<KubeApi | undefined>;
+  /** M10: the pod's allocated devices; undefined: kubelet's pod-resources socket (`podResourcesSocket`). */
+  podDevices?: PodDevicesLookup;
 }
 
 export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): Env {

@@ -45,6 +45,11 @@ export interface AssignContext {
   conf: Pick<PlexusConf, "deviceInfoDir" | "podResourcesSocket" | "podResourcesTimeoutMs">;
   lookup?: PodDevicesLookup | undefined;
   log: Logger;
+  /**
+   * DEL without a record: a device that cannot be learnt (kubelet down, the pod's allocation gone)
+   * leaves the attachment without one, with a warning, instead of failing the plan.
+   */
+  bestEffort?: boolean | undefined;
 }
 
 /** The attachments with their devices; `resourceNames[i]` is attachment i's NAD annotation. */
@@ -53,8 +58,8 @@ export async function assignDevices(attachments: Attachment[], resourceNames: Re
   if (wanted.length === 0) return attachments;
   const fromKubelet = wanted.filter((w) => !w.att.selection?.deviceID);
   const resources = [...new Set(fromKubelet.map((w) => w.resourceName))];
-  const allocated = resources.length ? await (ctx.lookup ?? kubeletLookup(ctx.conf))({ namespace: ctx.ref.namespace, name: ctx.ref.name, resourceNames: resources }) : new Map<string, string[]>();
-  for (const r of resources) {
+  const allocated = resources.length ? await lookupDevices(resources, ctx) : new Map<string, string[]>();
+  for (const r of ctx.bestEffort ? [] : resources) {
     const asking = fromKubelet.filter((w) => w.resourceName === r);
     const have = allocated.get(r) ?? [];
     if (asking.length > have.length) {
@@ -70,13 +75,29 @@ export async function assignDevices(attachments: Attachment[], resourceNames: Re
     const own = w.att.selection?.deviceID;
     const k = next.get(w.resourceName) ?? 0;
     if (!own) next.set(w.resourceName, k + 1);
-    const device: AttachmentDevice = { resourceName: w.resourceName, deviceID: own ?? allocated.get(w.resourceName)![k]!, from: own ? "pod" : "kubelet" };
+    const deviceID = own ?? allocated.get(w.resourceName)?.[k];
+    if (deviceID === undefined) {
+      ctx.log.warn({ network: w.att.network, resourceName: w.resourceName }, "no device known for this network; its delegate gets no deviceID");
+      continue;
+    }
+    const device: AttachmentDevice = { resourceName: w.resourceName, deviceID, from: own ? "pod" : "kubelet" };
     const infoFile = cniDeviceInfoPath(ctx.conf.deviceInfoDir, { network: w.att.conf.name, containerId: ctx.containerId, ifName: w.att.ifName });
     if (infoFile) device.infoFile = infoFile;
     ctx.log.info({ network: w.att.network, ifName: w.att.ifName, resourceName: device.resourceName, deviceID: device.deviceID, from: device.from }, "device chosen");
     out[w.i] = withDevice(w.att, device);
   }
   return out;
+}
+
+async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promise<Map<string, string[]>> {
+  const lookup = ctx.lookup ?? kubeletLookup(ctx.conf);
+  try {
+    return await lookup({ namespace: ctx.ref.namespace, name: ctx.ref.name, resourceNames });
+  } catch (err) {
+    if (!ctx.bestEffort) throw err;
+    ctx.log.warn({ resourceNames, err: (err as Error).message }, "the pod's devices could not be learnt from kubelet");
+    return new Map();
+  }
 }
 
 /** The delegate's view: `deviceID` in every plugin, the capability values for those that declare them. */

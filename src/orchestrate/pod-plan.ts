@@ -37,6 +37,8 @@ export interface PlanContext {
   log: Logger;
   /** M10: the pod's allocated devices, asked only for a NAD with a resourceName. */
   podDevices?: PodDevicesLookup | undefined;
+  /** DEL without a record: devices are a best effort (see devices.ts). */
+  devicesBestEffort?: boolean;
 }
 
 function podName(ref: PodRef): string {
@@ -61,7 +63,14 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
   }
   try {
     const { attachments, resourceNames } = await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log });
-    const withDevices = await assignDevices(bounded(attachments, conf), resourceNames, { ref, containerId: req.containerId, conf, lookup: ctx.podDevices, log: ctx.log });
+    const withDevices = await assignDevices(bounded(attachments, conf), resourceNames, {
+      ref,
+      containerId: req.containerId,
+      conf,
+      lookup: ctx.podDevices,
+      log: ctx.log,
+      bestEffort: ctx.devicesBestEffort,
+    });
     return { pod, ref, kube, attachments: withDevices };
   } catch (err) {
     // Every error names the pod it is about (the runtime's log and the pod's events show it).

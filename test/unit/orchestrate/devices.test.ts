@@ -167,3 +167,21 @@ describe("device-info files (M10, NPWG device-info)", () => {
     expect(logger.lines.some((l) => l.level === "warn" && /malformed/.test(l.msg))).toBe(true);
   });
 });
+
+describe("DEL without a record (M10, M7)", () => {
+  it("M10 M7 devices are a best effort: kubelet down or too few devices leave the attachment without one, never fail the plan", async () => {
+    kube.addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const { CniError } = await import("../../../src/cni/errors");
+    const down = await planForPod(req(), conf(), {
+      kube: async () => kube,
+      log,
+      devicesBestEffort: true,
+      podDevices: async () => {
+        throw new CniError(11, "kubelet socket gone");
+      },
+    });
+    expect(down.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, undefined, undefined]);
+    const few = await planForPod(req(), conf(), { kube: async () => kube, log, devicesBestEffort: true, podDevices: fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }) });
+    expect(few.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", undefined]);
+  });
+});

@@ -112,8 +112,8 @@ async function planPodNetworks(
   const attachments: Attachment[] = [
     { network: defaults.clusterNetwork.network, ifName: req.ifName, isDefault: true, conf: defaults.clusterNetwork.conf },
     ...defaults.defaultNetworks.map((d, i) => ({ network: d.network, ifName: ifNames[i]!, isDefault: false, conf: d.conf })),
-    ...selected.map(({ sel, network, conf: c }, i) => {
-      const applied = applySelection(c, sel);
+    ...selected.map(({ sel, network, conf: c, nad }, i) => {
+      const applied = applySelection(c, sel, { deviceNetwork: resourceNameOf(nad) !== undefined });
       const att: Attachment = { network, ifName: ifNames[defaultSelections.length + i]!, isDefault: false, conf: applied.conf, selection: sel };
       if (Object.keys(applied.capabilityArgs).length > 0) att.capabilityArgs = applied.capabilityArgs;
       return att;

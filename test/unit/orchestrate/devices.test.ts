@@ -185,3 +185,14 @@ describe("DEL without a record (M10, M7)", () => {
     expect(few.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", undefined]);
   });
 });
+
+describe("the pod's deviceID on a device network (M10, M4)", () => {
+  it("M10 M4 needs no declared deviceID capability when the NAD has a resourceName (it reaches every plugin at the top level); without one it still fails", async () => {
+    const plain = { cniVersion: "1.0.0", name: "sriov-b", type: "sriov" };
+    kube.addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-b", deviceID: "0000:af:00.7" }]) }).addNad("app", "sriov-b", plain, RESOURCE);
+    const att = (await plan(fakeLookup({}))).attachments[1]!;
+    expect(att.conf.plugins[0]!.deviceID).toBe("0000:af:00.7");
+    kube.addNad("app", "sriov-b", plain);
+    await expect(plan(fakeLookup({}))).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/"deviceID", but no plugin of the network declares/) });
+  });
+});

@@ -196,3 +196,11 @@ describe("the pod's deviceID on a device network (M10, M4)", () => {
     await expect(plan(fakeLookup({}))).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/"deviceID", but no plugin of the network declares/) });
   });
 });
+
+describe("M10 config keys", () => {
+  it("M10 podResourcesSocket, podResourcesTimeoutSeconds and deviceInfoDir have kubelet's and the NPWG spec's defaults; bad values are refused", () => {
+    const c = parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge" }] });
+    expect([c.podResourcesSocket, c.podResourcesTimeoutMs, c.deviceInfoDir]).toEqual(["/var/lib/kubelet/pod-resources/kubelet.sock", 10_000, "/var/run/k8s.cni.cncf.io/devinfo"]);
+    expect(() => parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge" }], podResourcesTimeoutSeconds: 0 })).toThrow(/podResourcesTimeoutSeconds/);
+  });
+});

@@ -71,26 +71,54 @@ export interface PodResourcesQuery {
 /** Kubelet's answers are at most this large (Multus allows 16 MiB too). */
 const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-/** The pod's device IDs per resource name, across all its containers, sorted (as Multus orders them). */
-export async function podDeviceIds(q: PodResourcesQuery): Promise<Map<string, string[]>> {
-  const client = new grpc.Client(`unix:${q.socket}`, grpc.credentials.createInsecure(), {
-    "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
-    "grpc.enable_retries": 0,
-  });
-  const deadline = Date.now() + q.timeoutMs;
-  try {
-    let pod: PodResources | undefined;
+/**
+ * One channel to kubelet's socket: the CNI process makes one per query (podDeviceIds), the daemon
+ * keeps one for its life (grpc-js reconnects it when kubelet restarts).
+ */
+export class PodResourcesClient {
+  readonly socket: string;
+  private readonly client: grpc.Client;
+  /** Learnt once: kubelet without `Get` is asked with `List` from then on. */
+  private getUnimplemented = false;
+
+  constructor(socket: string) {
+    this.socket = socket;
+    this.client = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure(), {
+      "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+      "grpc.enable_retries": 0,
+    });
+  }
+
+  /** The pod's device IDs per resource name, across all its containers, sorted (as Multus orders them). */
+  async devices(q: Omit<PodResourcesQuery, "socket">): Promise<Map<string, string[]>> {
+    const deadline = Date.now() + q.timeoutMs;
     try {
-      const got = (await unary(client, "Get", { podName: q.name, podNamespace: q.namespace }, deadline)) as { podResources?: PodResources };
-      pod = got.podResources;
+      if (!this.getUnimplemented) {
+        try {
+          const got = (await unary(this.client, "Get", { podName: q.name, podNamespace: q.namespace }, deadline)) as { podResources?: PodResources };
+          return devicesOf(got.podResources);
+        } catch (err) {
+          if ((err as grpc.ServiceError).code !== grpc.status.UNIMPLEMENTED) throw err;
+          this.getUnimplemented = true;
+        }
+      }
+      const all = (await unary(this.client, "List", {}, deadline)) as { podResources?: PodResources[] };
+      return devicesOf((all.podResources ?? []).find((p) => p.name === q.name && p.namespace === q.namespace));
     } catch (err) {
-      if ((err as grpc.ServiceError).code !== grpc.status.UNIMPLEMENTED) throw err;
-      const all = (await unary(client, "List", {}, deadline)) as { podResources?: PodResources[] };
-      pod = (all.podResources ?? []).find((p) => p.name === q.name && p.namespace === q.namespace);
+      throw failure({ ...q, socket: this.socket }, err);
     }
-    return devicesOf(pod);
-  } catch (err) {
-    throw failure(q, err);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** One query on a channel of its own (the CNI process: one ADD, one query). */
+export async function podDeviceIds(q: PodResourcesQuery): Promise<Map<string, string[]>> {
+  const client = new PodResourcesClient(q.socket);
+  try {
+    return await client.devices(q);
   } finally {
     client.close();
   }

@@ -34,15 +34,32 @@ export function resourceNameOf(nad: { metadata?: { annotations?: Record<string, 
   return v ? v : undefined;
 }
 
-/** kubelet's socket, through the gRPC client loaded only now (a plain ADD never pays for it). */
-export function kubeletLookup(conf: Pick<PlexusConf, "podResourcesSocket" | "podResourcesTimeoutMs">): PodDevicesLookup {
-  return async (q) => (await import("../k8s/pod-resources")).podDeviceIds({ socket: conf.podResourcesSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
+type LookupConf = Pick<PlexusConf, "podResourcesSocket" | "podResourcesTimeoutMs" | "daemonSocket">;
+
+/**
+ * The daemon first when its socket is there (one channel to kubelet, no gRPC start-up here), else
+ * or on its failure kubelet's socket, through the gRPC client loaded only now (a plain ADD never
+ * pays for it).
+ */
+export function kubeletLookup(conf: LookupConf, log: Logger): PodDevicesLookup {
+  return async (q) => {
+    const { daemonSocketPresent, DaemonUnavailable } = await import("../daemon/client");
+    if (daemonSocketPresent(conf.daemonSocket)) {
+      try {
+        return await (await import("../daemon/pod-devices-client")).daemonPodDevices({ socketPath: conf.daemonSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
+      } catch (err) {
+        if (!(err instanceof DaemonUnavailable)) throw err;
+        log.warn({ socket: conf.daemonSocket, why: err.message }, "plexus daemon could not give the pod's devices; asking kubelet directly");
+      }
+    }
+    return (await import("../k8s/pod-resources")).podDeviceIds({ socket: conf.podResourcesSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
+  };
 }
 
 export interface AssignContext {
   ref: PodRef;
   containerId: string;
-  conf: Pick<PlexusConf, "deviceInfoDir" | "podResourcesSocket" | "podResourcesTimeoutMs">;
+  conf: Pick<PlexusConf, "deviceInfoDir"> & LookupConf;
   lookup?: PodDevicesLookup | undefined;
   log: Logger;
   /**
@@ -90,7 +107,7 @@ export async function assignDevices(attachments: Attachment[], resourceNames: Re
 }
 
 async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promise<Map<string, string[]>> {
-  const lookup = ctx.lookup ?? kubeletLookup(ctx.conf);
+  const lookup = ctx.lookup ?? kubeletLookup(ctx.conf, ctx.log);
   try {
     return await lookup({ namespace: ctx.ref.namespace, name: ctx.ref.name, resourceNames });
   } catch (err) {

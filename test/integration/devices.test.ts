@@ -4,12 +4,14 @@
  * NADs (one with `k8s.v1.cni.cncf.io/resourceName`), and the fixture plugin as the device delegate
  * (it logs the deviceID and runtimeConfig it got and rewrites the device-info file).
  */
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { type FakePodResources, podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
-import { cniError } from "../support/plexus-bin";
+import { cniError, PLEXUS_BIN } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
@@ -152,5 +154,69 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(status(s.api)[1]).not.toHaveProperty("device-info");
+  });
+});
+
+function socketGet(socket: string, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath: socket, path }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+    req.end();
+  });
+}
+
+async function stopDaemon(daemon: ChildProcess): Promise<void> {
+  if (daemon.exitCode !== null || daemon.signalCode !== null) return;
+  const exited = new Promise((r) => daemon.once("exit", r));
+  daemon.kill("SIGTERM");
+  await exited;
+}
+
+async function startDaemon(s: Setup, podResourcesSocket: string): Promise<{ socket: string; daemon: ChildProcess; stderr: () => string }> {
+  const socket = join(ctx.sb.root, "run", "plexus.sock");
+  const kubeconfig = s.conf.kubeconfig as string;
+  const daemon = spawn(PLEXUS_BIN, ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--pod-resources-socket", podResourcesSocket], {
+    cwd: "/",
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  daemon.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  onTestFinished(async () => {
+    if (daemon.exitCode === null && daemon.signalCode === null) {
+      daemon.kill("SIGKILL");
+      await new Promise((r) => daemon.once("exit", r));
+    }
+  });
+  await expect.poll(() => socketGet(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  return { socket, daemon, stderr: () => stderr };
+}
+
+describe("M10 the daemon answers pod-resources queries (one channel to kubelet)", () => {
+  it("M10 ADDs ask the daemon, which answers from its one channel to kubelet; the CNI process does not fall back", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    const d = await startDaemon(s, s.socket);
+    const conf = { ...s.conf, daemonSocket: d.socket };
+    for (const id of ["ctr1", "ctr2"]) {
+      const r = await ctx.sb.run("ADD", { ...conf, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS, CNI_CONTAINERID: id });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/asking kubelet directly/);
+    }
+    expect(deviceAdds().map((i) => (i.stdin as Record<string, unknown>).deviceID)).toEqual([VF1, VF1]);
+    // Both queries came through the daemon: the CNI processes never fell back (no warning above).
+    expect(s.kubelet.calls).toEqual(["Get", "Get"]);
+    await stopDaemon(d.daemon);
+  });
+
+  it("M10 a daemon that cannot answer (its pod-resources route off): the CNI process asks kubelet itself, with a warning", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    const d = await startDaemon(s, "");
+    const r = await ctx.sb.run("ADD", { ...s.conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/asking kubelet directly/);
+    expect(s.kubelet.calls).toEqual(["Get"]);
+    await stopDaemon(d.daemon);
   });
 });

@@ -13,6 +13,7 @@ import { benchPods } from "./bench/pods.mjs";
 import { benchPodsApi } from "./bench/pods-api.mjs";
 import { benchParallel } from "./bench/parallel.mjs";
 import { benchDaemon } from "./bench/daemon.mjs";
+import { benchDevices } from "./bench/devices.mjs";
 import { fmt, measureFloor, rel } from "./bench/lib.mjs";
 import { MULTUS_NODE_MS } from "./bench/pods-api.mjs";
 import { bunPath } from "./bun-path.mjs";
@@ -24,7 +25,7 @@ delete process.env.NODE_EXTRA_CA_CERTS;
 const started = Date.now() - 1000;
 // Interrupted (Ctrl-C, a CI timeout): the sections' finally blocks do not run, so remove what any
 // of them makes here: namespaces ending in this pid and the bench bridges (plxb*, plxq*, plxa*,
-// plxpar*) and temp dirs. The pods' veths go with their namespaces; stray `plexus daemon`s get SIGTERM.
+// plxpar*, plxd*) and temp dirs. The pods' veths go with their namespaces; stray `plexus daemon`s get SIGTERM.
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, () => {
     const quiet = { stdio: ["ignore", "pipe", "ignore"], encoding: "utf8" };
@@ -38,7 +39,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
     }
     for (const l of lines(["-o", "link", "show"])) {
       const name = /^\d+: ([^:@]+)/.exec(l)?.[1];
-      if (name && /^plx(b|q|a|par)\d+$/.test(name)) try { execFileSync("ip", ["link", "del", name], quiet); } catch {}
+      if (name && /^plx(b|q|a|par|d)\d+$/.test(name)) try { execFileSync("ip", ["link", "del", name], quiet); } catch {}
     }
     // The sections' temp dirs (plx-bench*), made since this run started.
     for (const d of readdirSync(tmpdir())) {
@@ -69,6 +70,7 @@ if (want("pods")) await benchPods(runs);
 const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
 const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
 const daemon = want("daemon") ? await benchDaemon() : undefined;
+const devices = want("devices") ? await benchDevices(runs) : undefined;
 
 // Issue 11's targets. Each figure with its ratio to `node -e 0` in this run, each target with its
 // ratio to the ~21 ms node -e 0 of the run that set it, so a busier host can be read fairly.
@@ -97,4 +99,9 @@ if (api?.length) {
   lines.push(`API requests per ADD: thin ≤ 3+K: ${api.every((r) => r.tReads + r.tWrites <= 3 + r.K) ? "met" : "NOT met"}; daemon 0 reads, ≤ 2 writes: ${api.every((r) => r.dReads === 0 && r.dWrites <= 2) ? "met" : "NOT met"}`);
 }
 if (daemon) target("daemon RSS at 10,000 NADs + 110 pods", daemon.rssMiB, 100, mib);
-if (lines.length) console.log(`== targets (issue 11)\n${lines.map((l) => `- ${l}`).join("\n")}`);
+// Issue 15: a device network's ADD costs at most a plain network's + 10 ms.
+if (devices) {
+  lines.push(`device network ADD − plain network ADD, thin: ${rel(devices.thinExtra)} (target ≤ 10 ms): ${verdict(devices.thinExtra <= 10)}`);
+  lines.push(`device network ADD − plain network ADD, daemon: ${rel(devices.daemonExtra)} (target ≤ 10 ms): ${verdict(devices.daemonExtra <= 10)}`);
+}
+if (lines.length) console.log(`== targets (issues 11, 15)\n${lines.map((l) => `- ${l}`).join("\n")}`);

@@ -121,9 +121,10 @@ function socketGet(socketPath, path) {
 }
 
 /** Starts `dist/plexus daemon` and waits until /readyz answers 200 (its caches are synced). */
-export async function startDaemon({ kubeconfig, socket, nodeName, timeoutMs = 60_000 }) {
+export async function startDaemon({ kubeconfig, socket, nodeName, timeoutMs = 60_000, podResourcesSocket }) {
   const t0 = performance.now();
-  const child = spawn("dist/plexus", ["daemon", "--kubeconfig", kubeconfig, "--node-name", nodeName, "--socket", socket, "--log-level", "warn"], { stdio: ["ignore", "ignore", "pipe"] });
+  const extra = podResourcesSocket !== undefined ? ["--pod-resources-socket", podResourcesSocket] : [];
+  const child = spawn("dist/plexus", ["daemon", "--kubeconfig", kubeconfig, "--node-name", nodeName, "--socket", socket, "--log-level", "warn", ...extra], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (c) => (stderr += c));
   while ((await socketGet(socket, "/readyz")).status !== 200) {

@@ -41,6 +41,7 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
       "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
         "(default: off). Any host:port is accepted; the DaemonSet uses 127.0.0.1:9405 with hostNetwork, so only the node itself reaches it",
     )
+    .option("--pod-resources-socket <path>", "kubelet's pod-resources socket, asked for the CNI binary's device networks over one channel (\"\": off)", "/var/lib/kubelet/pod-resources/kubelet.sock")
     .option("--missing-networks-grace <seconds>", "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event", "30")
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");

@@ -68,12 +68,19 @@ const schema = z.looseObject({
   allowedPluginTypes: z.optional(z.array(z.string())),
   daemonSocket: z.optional(z.string()),
   daemonTimeoutMilliseconds: z.optional(z.number().check(z.positive(), z.maximum(60_000))),
+  podResourcesSocket: z.optional(z.string().check(z.minLength(1))),
+  podResourcesTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
+  deviceInfoDir: z.optional(z.string().check(z.minLength(1))),
   prevResult: z.optional(z.unknown()),
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
 
 /** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
 export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
+/** M10: kubelet's pod-resources API. */
+export const DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock";
+/** M10: the NPWG device-info specification's base directory. */
+export const DEFAULT_DEVICE_INFO_DIR = "/var/run/k8s.cni.cncf.io/devinfo";
 
 export interface PlexusConf {
   cniVersion: CniVersion;
@@ -127,6 +134,12 @@ export interface PlexusConf {
   daemonSocket: string;
   /** How long one request to the daemon may take before the API is asked directly. */
   daemonTimeoutMs: number;
+  /** M10: kubelet's pod-resources socket, asked for the devices of a NAD with a resourceName. */
+  podResourcesSocket: string;
+  /** M10: how long the pod-resources query (Get, then List) may take. */
+  podResourcesTimeoutMs: number;
+  /** M10: the NPWG device-info base directory (`dp/` of device plugins, `cni/` of Plexus). */
+  deviceInfoDir: string;
   /** GC (C2.9): the attachments the runtime still knows; undefined outside GC. */
   validAttachments?: Array<{ containerID: string; ifname: string }>;
   /** Keys Plexus does not know, logged at debug (M1). */
@@ -195,6 +208,9 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
     daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
     daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? 1000,
+    podResourcesSocket: c.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
+    podResourcesTimeoutMs: (c.podResourcesTimeoutSeconds ?? 10) * 1000,
+    deviceInfoDir: c.deviceInfoDir ?? DEFAULT_DEVICE_INFO_DIR,
     unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
   };
   if (c.logOptions) conf.logOptions = c.logOptions;

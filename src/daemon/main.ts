@@ -7,7 +7,8 @@
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
-import { DEFAULT_DAEMON_SOCKET } from "../config/plugin-conf";
+import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/plugin-conf";
+import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { readKubeconfig } from "../k8s/kubeconfig";
 import { createLogger, type Logger } from "../log/logger";
@@ -25,6 +26,8 @@ export interface DaemonFlags {
   healthAddress?: string | undefined;
   /** Seconds a Running pod may lack its networks before the NetworksMissing event (default 30). */
   missingNetworksGrace?: string | undefined;
+  /** M10: kubelet's pod-resources socket ("" turns the daemon's pod-resources route off). */
+  podResourcesSocket?: string | undefined;
 }
 
 export interface RunningDaemon {
@@ -75,9 +78,18 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
     apiRequests: () => api.requestCount ?? 0,
     podsMissingNetworks: () => detector.flagged,
   });
+  // M10: one channel to kubelet for the daemon's life, opened on the first query.
+  const podResourcesSocket = f.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET;
+  let kubelet: PodResourcesClient | undefined;
+  const podDevices = podResourcesSocket
+    ? async (q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) => {
+        kubelet ??= new (await import("../k8s/pod-resources")).PodResourcesClient(podResourcesSocket);
+        return kubelet.devices(q);
+      }
+    : undefined;
   let server: Awaited<ReturnType<typeof startDaemonServer>>;
   try {
-    server = await startDaemonServer({ socketPath, cache: caches, api, log, healthAddress, metrics });
+    server = await startDaemonServer({ socketPath, cache: caches, api, log, healthAddress, metrics, podDevices });
   } catch (err) {
     await api.close();
     throw err;
@@ -91,6 +103,7 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
       await detector.stop();
       await server.close();
       await caches.stop();
+      kubelet?.close();
       await api.close();
     },
   };

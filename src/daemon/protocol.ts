@@ -8,6 +8,9 @@
  *   POST /v1/network-status  { namespace, name, uid?, status, deadlineMs } → { ok: true }
  *   POST /v1/event           { namespace, name, uid?, event }              → { ok: true } at once;
  *                            the daemon writes the event in the background (best effort, M9)
+ *   GET  /v1/pod-devices?namespace=&name=&resourceNames=a,b&timeoutMs=
+ *                                         → { devices: { resourceName: [deviceID, …] } } (M10: from
+ *                            kubelet's pod-resources API over the daemon's one channel)
  *   GET  /healthz  /readyz  /metrics (Prometheus text)
  *   error: HTTP 422 { error: { code, msg } }; HTTP 5xx means the daemon itself is unwell.
  */
@@ -16,6 +19,7 @@ export const DAEMON_API = {
   nad: "/v1/nad",
   networkStatus: "/v1/network-status",
   event: "/v1/event",
+  podDevices: "/v1/pod-devices",
   healthz: "/healthz",
   readyz: "/readyz",
   metrics: "/metrics",

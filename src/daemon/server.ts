@@ -35,6 +35,8 @@ export interface DaemonServerOptions {
   healthAddress?: { host: string; port: number } | undefined;
   /** prom-client's registry and the daemon's series (metrics.ts, loaded with the API bundle). */
   metrics: DaemonMetrics;
+  /** M10: the pod's devices from kubelet's pod-resources API; undefined: the route answers 404. */
+  podDevices?: ((q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) => Promise<Map<string, string[]>>) | undefined;
 }
 
 export interface DaemonServer {
@@ -172,6 +174,16 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
           log.warn({ err: err instanceof Error ? err.message : String(err), pod: `${pod.namespace}/${pod.name}`, reason: e.reason }, "could not record the event");
         });
         return [200, { ok: true }];
+      }
+      case `GET ${DAEMON_API.podDevices}`: {
+        if (!o.podDevices) throw new HttpFailure(404, "this daemon does not serve pod-resources queries");
+        const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
+        const name = str(q, "name")!;
+        const resourceNames = str(q, "resourceNames")!.split(",").filter(Boolean);
+        // The caller's budget, bounded: a query never holds a daemon connection for long.
+        const timeoutMs = Math.min(Math.max(Number(q.get("timeoutMs")) || 10_000, 100), 60_000);
+        const devices = await o.podDevices({ namespace, name, resourceNames, timeoutMs });
+        return [200, { devices: Object.fromEntries(devices) }];
       }
       case `GET ${DAEMON_API.metrics}`:
         return [200, await metrics.render(), metrics.contentType];

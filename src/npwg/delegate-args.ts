@@ -47,10 +47,19 @@ function declaredCapabilities(conf: ConfList): Set<string> {
   return new Set(conf.plugins.flatMap((p) => Object.entries(p.capabilities ?? {}).filter(([, on]) => on === true).map(([c]) => c)));
 }
 
-export function applySelection(conf: ConfList, sel: NetworkSelection): AppliedSelection {
+export interface ApplyOptions {
+  /**
+   * M10: the NAD has a resourceName, so a requested `deviceID` also reaches every plugin at the top
+   * level of its config (where sriov-cni and friends read it): no declared capability is needed.
+   */
+  deviceNetwork?: boolean;
+}
+
+export function applySelection(conf: ConfList, sel: NetworkSelection, opts: ApplyOptions = {}): AppliedSelection {
   const capabilityArgs = requestedCapabilities(sel);
   const declared = declaredCapabilities(conf);
-  const missing = Object.keys(capabilityArgs).filter((c) => !declared.has(c) && !IN_CNI_ARGS.has(c));
+  const channelled = (c: string) => IN_CNI_ARGS.has(c) || (c === "deviceID" && opts.deviceNetwork === true);
+  const missing = Object.keys(capabilityArgs).filter((c) => !declared.has(c) && !channelled(c));
   if (missing.length) {
     const plural = missing.length > 1;
     throw new CniError(

@@ -16,6 +16,7 @@ import { inPod } from "../orchestrate/add";
 import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../orchestrate/deps";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import { planForPod } from "../orchestrate/pod-plan";
+import type { AttachmentDevice } from "../orchestrate/devices";
 import type { Attachment } from "../orchestrate/record";
 import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, ReadOnlyKube } from "./context";
 import { ManifestKube } from "./manifest-kube";
@@ -48,6 +49,8 @@ export interface AttachmentPlan {
   configName: string;
   cniVersion: string;
   capabilityArgs: Record<string, unknown>;
+  /** M10: the device chosen for a NAD with a resourceName (kubelet's allocation, or the pod's own). */
+  device?: AttachmentDevice;
   plugins: PluginStep[];
 }
 
@@ -169,6 +172,7 @@ async function attachmentPlan(att: Attachment, rt: RuntimeFor, req: CniRequest, 
     configName: att.conf.name,
     cniVersion: att.conf.cniVersion,
     capabilityArgs: runtime.capabilityArgs as Record<string, unknown>,
+    ...(att.device ? { device: att.device } : {}),
     plugins,
   };
 }
@@ -189,6 +193,7 @@ export function renderExplanation(r: Explanation): string {
     lines.push("");
     const from = a.source ? (a.source === "spec.config" ? ", the NAD's spec.config" : `, ${a.source} (the NAD has no spec.config)`) : "";
     lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
+    if (a.device) lines.push(`    device: ${a.device.deviceID} of ${a.device.resourceName} (${a.device.from === "pod" ? "the pod's own deviceID" : "allocated by kubelet"})`);
     if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);

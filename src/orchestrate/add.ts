@@ -9,6 +9,7 @@ import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
 import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
@@ -19,7 +20,7 @@ export interface AddOutcome {
   /** The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4). */
   result: AnyResult;
   /** Every attachment's result, in attachment order (for network-status). */
-  results: Array<{ attachment: Attachment; result: AnyResult }>;
+  results: Array<{ attachment: Attachment; result: AnyResult; deviceInfo?: Record<string, unknown> }>;
 }
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
@@ -32,7 +33,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
   await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
     throw inPod(req, err);
   });
-  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log });
+  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log, podDevices: deps.podDevices });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
@@ -44,6 +45,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
   try {
     for (const att of plan) {
       done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
+      if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
       const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
         // …but only its plugins that were actually executed.
         const started = pluginsStartedOf(err);
@@ -54,7 +56,8 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
         if (ran) failed = { attachment: ran, code: e.code };
         throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
       });
-      results.push({ attachment: att, result });
+      const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
+      results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
       if (att.selection) (await import("./publish")).verifySelection({ attachment: att, result });
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }

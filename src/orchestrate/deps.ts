@@ -8,6 +8,7 @@ import type { ExecDeps, RuntimeConf } from "../exec/conflist";
 import type { Env, PluginExec } from "../exec/plugin-exec";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
+import type { PodDevicesLookup } from "./devices";
 import type { Attachment, RecordStore } from "./record";
 
 export interface Deps extends ExecDeps {
@@ -24,6 +25,8 @@ export interface Deps extends ExecDeps {
   kube?: () => Promise<KubeApi | undefined>;
   /** Takes a container's lock (exec/container-lock.ts); undefined: no locking (unit tests). */
   locks?: LockFactory;
+  /** M10: the pod's allocated devices; undefined: kubelet's pod-resources socket (`podResourcesSocket`). */
+  podDevices?: PodDevicesLookup;
 }
 
 export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): Env {

@@ -19,6 +19,7 @@ import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
 import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
+import { assignDevices, resourceNameOf, type PodDevicesLookup } from "./devices";
 import { FsNetworkSource } from "./network-source";
 import { planFromDelegates } from "./plan";
 import type { Attachment } from "./record";
@@ -34,6 +35,10 @@ export interface PlanContext {
   /** Built on first use: only a pod of a cluster needs the API. */
   kube: () => Promise<KubeApi | undefined>;
   log: Logger;
+  /** M10: the pod's allocated devices, asked only for a NAD with a resourceName. */
+  podDevices?: PodDevicesLookup | undefined;
+  /** DEL without a record: devices are a best effort (see devices.ts). */
+  devicesBestEffort?: boolean;
 }
 
 function podName(ref: PodRef): string {
@@ -57,14 +62,29 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
     );
   }
   try {
-    return { pod, ref, kube, attachments: bounded(await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log }), conf) };
+    const { attachments, resourceNames } = await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log });
+    const withDevices = await assignDevices(bounded(attachments, conf), resourceNames, {
+      ref,
+      containerId: req.containerId,
+      conf,
+      lookup: ctx.podDevices,
+      log: ctx.log,
+      bestEffort: ctx.devicesBestEffort,
+    });
+    return { pod, ref, kube, attachments: withDevices };
   } catch (err) {
     // Every error names the pod it is about (the runtime's log and the pod's events show it).
     throw asCniError(err).withContext(`pod ${podName(ref)}`);
   }
 }
 
-async function planPodNetworks(pod: Pod, ref: PodRef, req: CniRequest, conf: PlexusConf, ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger }): Promise<Attachment[]> {
+async function planPodNetworks(
+  pod: Pod,
+  ref: PodRef,
+  req: CniRequest,
+  conf: PlexusConf,
+  ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger },
+): Promise<{ attachments: Attachment[]; resourceNames: Array<string | undefined> }> {
   const { kube, source } = ctx;
   const defaults = await resolveDefaultNetworks(pod, conf, source);
   for (const w of defaults.warnings) ctx.log.warn({ pod: podName(ref) }, w);
@@ -87,16 +107,19 @@ async function planPodNetworks(pod: Pod, ref: PodRef, req: CniRequest, conf: Ple
   const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName, {
     label: (s, i) => (i < nDefaults ? `defaultNetworks entry ${i + 1} (${s.name})` : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`),
   });
-  return [
+  // M10: each attachment's NAD resourceName annotation, in attachment order.
+  const resourceNames = [defaults.clusterNetwork, ...defaults.defaultNetworks, ...selected].map((n) => resourceNameOf(n.nad));
+  const attachments: Attachment[] = [
     { network: defaults.clusterNetwork.network, ifName: req.ifName, isDefault: true, conf: defaults.clusterNetwork.conf },
     ...defaults.defaultNetworks.map((d, i) => ({ network: d.network, ifName: ifNames[i]!, isDefault: false, conf: d.conf })),
-    ...selected.map(({ sel, network, conf: c }, i) => {
-      const applied = applySelection(c, sel);
+    ...selected.map(({ sel, network, conf: c, nad }, i) => {
+      const applied = applySelection(c, sel, { deviceNetwork: resourceNameOf(nad) !== undefined });
       const att: Attachment = { network, ifName: ifNames[defaultSelections.length + i]!, isDefault: false, conf: applied.conf, selection: sel };
       if (Object.keys(applied.capabilityArgs).length > 0) att.capabilityArgs = applied.capabilityArgs;
       return att;
     }),
   ];
+  return { attachments, resourceNames };
 }
 
 /** Bounded work per call (policy.ts), checked before any delegate runs. */
@@ -129,7 +152,7 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
     try {
       const resolved = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
       for (const w of resolved.warnings) ctx.log.warn({ pod: podName(ref), network: reference }, w);
-      return { sel, network: reference, conf: resolved.conf };
+      return { sel, network: reference, conf: resolved.conf, nad };
     } catch (err) {
       throw asCniError(err).withContext(`network ${reference}`);
     }

@@ -18,6 +18,8 @@ import type { Attachment } from "./record";
 export interface Attached {
   attachment: Attachment;
   result: AnyResult;
+  /** M10: the attachment's device-info file, as the delegate left it. */
+  deviceInfo?: Record<string, unknown>;
 }
 
 /** N4.1.2.1.3/4: throws VerificationFailed (103) naming the network, interface, wanted and got. */
@@ -26,13 +28,14 @@ export function verifySelection(a: Attached): void {
 }
 
 export function networkStatuses(attached: readonly Attached[]): NetworkStatus[] {
-  return attached.map(({ attachment, result }) =>
+  return attached.map(({ attachment, result, deviceInfo }) =>
     buildNetworkStatus({
       name: attachment.network,
       isDefault: attachment.isDefault,
       ifName: attachment.ifName,
       result,
       ...(attachment.selection?.defaultRoute ? { gateway: attachment.selection.defaultRoute } : {}),
+      ...(deviceInfo ? { deviceInfo } : {}),
     }),
   );
 }

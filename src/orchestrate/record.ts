@@ -12,6 +12,7 @@ import { isPlainObject } from "../cni/json";
 import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../exec/atomic-file";
 import { stateFileName } from "../exec/state-names";
 import type { NetworkSelection } from "../npwg/types";
+import type { AttachmentDevice } from "./devices";
 
 /** One network attached to the pod: the default network or a selected one (N4.2). */
 export interface Attachment {
@@ -30,6 +31,8 @@ export interface Attachment {
    * retries off, the second failure abandons it instead of failing the pod's DEL forever.
    */
   failedDels?: number;
+  /** M10: the device of a NAD with a resourceName, kept so DEL asks kubelet nothing. */
+  device?: AttachmentDevice;
 }
 
 export interface ContainerRecord {

@@ -7,6 +7,7 @@ import { asCniError, type CniError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { delNetworkList } from "../exec/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import { removeDeviceInfo } from "./devices";
 import type { Attachment } from "./record";
 
 /** One attachment whose DEL failed, and why. */
@@ -20,6 +21,7 @@ export async function teardown(attachments: readonly Attachment[], ctx: RuntimeF
   for (const att of [...attachments].reverse()) {
     try {
       await delNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps);
+      if (att.device) removeDeviceInfo(att, ctx, conf, deps.log); // M10: the device-info copy goes with it
       deps.log.debug({ network: att.network, ifName: att.ifName }, "detached");
     } catch (err) {
       const error = asCniError(err).withContext(`DEL of ${describeAttachment(att)}`);

@@ -16,6 +16,7 @@ import { explain, renderExplanation } from "../../src/ops/explain";
 import { recordsMain } from "../../src/ops/records";
 import { validate } from "../../src/ops/validate";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
 import { cniError, Sandbox, TEST_PATH } from "../support/plexus-bin";
 
 const NS = "demo";
@@ -39,7 +40,7 @@ const nad = (name: string, config: Record<string, unknown> | string) => ({
 const pod = (name: string, networks: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { namespace: NS, name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } } });
 
 /** A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture as plugins. */
-function node(objects: object[], o: { kubeconfig?: string; daemonSocket?: string } = {}) {
+function node(objects: object[], o: { kubeconfig?: string; daemonSocket?: string; extra?: Record<string, unknown> } = {}) {
   const confDir = join(sb.root, "net.d");
   const clusterDir = join(sb.root, "cluster");
   mkdirSync(confDir, { recursive: true });
@@ -51,6 +52,7 @@ function node(objects: object[], o: { kubeconfig?: string; daemonSocket?: string
     cniDir: sb.cniDir,
     daemonSocket: o.daemonSocket ?? "",
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : { fileClusterDir: clusterDir }),
+    ...o.extra,
   };
   writeFileSync(join(confDir, "00-plexus.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "plexus-net", plugins: [plexus] }));
   writeFileSync(join(confDir, "10-default.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "default-net", plugins: [{ type: "noop", debugFile: sb.setBehaviours("default-net", {}) }] }));
@@ -116,6 +118,22 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     const engineFree = (m: string) => m.replace(/is not valid JSON: .*/, "is not valid JSON: …");
     expect(engineFree(r.errors[0]!.msg)).toBe(engineFree(add));
     expect(add).toContain(needle);
+  });
+
+  it("M10 shows the device chosen for a NAD with a resourceName, and the deviceID its plugins get", async () => {
+    const socket = join(sb.root, "kubelet.sock");
+    const kubelet = await startFakePodResources(socket, [podWithDevices(NS, "web", { app: { "intel.com/sriov": ["0000:3b:02.1"] } })]);
+    try {
+      const sriov = { ...nad("sriov", noopConf({ capabilities: { deviceID: true } })), metadata: { namespace: NS, name: "sriov", annotations: { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov" } } };
+      const n = node([sriov, pod("web", "sriov")], { extra: { podResourcesSocket: socket, deviceInfoDir: join(sb.root, "devinfo") } });
+      const r = await explain(`${NS}/web`, n.flags, n.env);
+      expect(r.errors).toEqual([]);
+      expect(r.attachments[1]!.device).toMatchObject({ resourceName: "intel.com/sriov", deviceID: "0000:3b:02.1", from: "kubelet" });
+      expect(r.attachments[1]!.plugins[0]!.stdin).toMatchObject({ deviceID: "0000:3b:02.1", runtimeConfig: { deviceID: "0000:3b:02.1" } });
+      expect(renderExplanation(r)).toContain("device: 0000:3b:02.1 of intel.com/sriov (allocated by kubelet)");
+    } finally {
+      await kubelet.close();
+    }
   });
 
   it("writes nothing to the cluster: the event ADD would record is shown as a note", async () => {

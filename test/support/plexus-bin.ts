@@ -164,6 +164,8 @@ export interface Invocation {
   env: Record<string, string>;
   stdin: Record<string, unknown> | string;
   time: number;
+  /** M10: the text of runtimeConfig.CNIDeviceInfoFile when the fixture started (null: none). */
+  deviceInfoSeen?: string | null;
 }
 
 export interface DelegateOptions {

@@ -14,7 +14,7 @@ import * as rbac from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import * as core from "kubernetes-models/v1";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_DAEMON_SOCKET } from "../../../src/config/plugin-conf";
+import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../../../src/config/plugin-conf";
 import { SERVICE_ACCOUNT_DIR } from "../../../src/k8s/kubeconfig";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
@@ -148,7 +148,7 @@ describe("deploy/ manifests", () => {
     expect(pod.tolerations).toContainEqual({ operator: "Exists" });
     expect(ds.spec.updateStrategy.type).toBe("RollingUpdate");
     const hostPaths = Object.fromEntries(pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
-    expect(Object.values(hostPaths).sort()).toEqual(["/etc/cni/net.d", "/opt/cni/bin", "/run/plexus", "/var/lib/cni/plexus"]);
+    expect(Object.values(hostPaths).sort()).toEqual(["/etc/cni/net.d", "/opt/cni/bin", "/run/plexus", "/var/lib/cni/plexus", "/var/lib/kubelet/pod-resources"]);
     const projected = pod.volumes.find((v: any) => v.projected).projected.sources;
     const token = projected.find((s: any) => s.serviceAccountToken).serviceAccountToken;
     expect(token.expirationSeconds).toBeGreaterThanOrEqual(600);
@@ -156,8 +156,10 @@ describe("deploy/ manifests", () => {
     const c = pod.containers[0];
     expect(c.resources.requests && c.resources.limits).toBeTruthy();
     const mounts = Object.fromEntries(c.volumeMounts.map((m: any) => [m.name, m.mountPath]));
-    // The installer writes the CNI host paths under /host; the daemon's socket dir is not its.
-    for (const [name, path] of Object.entries(hostPaths)) if (path !== "/run/plexus") expect(mounts[name], name).toBe(`/host${path}`);
+    // The installer writes the CNI host paths under /host; the daemon's socket dir and kubelet's
+    // pod-resources dir (M10) are the daemon's, not its.
+    const daemonOnly = new Set(["/run/plexus", "/var/lib/kubelet/pod-resources"]);
+    for (const [name, path] of Object.entries(hostPaths)) if (!daemonOnly.has(path)) expect(mounts[name], name).toBe(`/host${path}`);
     const tokenMount = c.volumeMounts.find((m: any) => m.name === pod.volumes.find((v: any) => v.projected).name).mountPath;
     expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "install"]);
     expect(c.command).toContain(`--token-file=${tokenMount}/token`);
@@ -198,6 +200,14 @@ describe("deploy/ manifests", () => {
     expect(runMount.readOnly).not.toBe(true);
     const runVolume = pod.volumes.find((v: any) => v.name === runMount.name);
     expect(runVolume.hostPath).toEqual({ path: socketDir, type: "DirectoryOrCreate" });
+
+    // M10: kubelet's pod-resources socket (the daemon's default --pod-resources-socket) is mounted
+    // at the same path, writable (connecting to a unix socket needs write access).
+    const prDir = dirname(DEFAULT_POD_RESOURCES_SOCKET);
+    const prMount = d.volumeMounts.find((m: any) => m.mountPath === prDir);
+    expect(prMount, `a mount at ${prDir}`).toBeDefined();
+    expect(prMount.readOnly).not.toBe(true);
+    expect(pod.volumes.find((v: any) => v.name === prMount.name).hostPath.path).toBe(prDir);
 
     // Credentials: in-cluster (no --kubeconfig), the projected token and CA where both in-cluster
     // loaders (kubeconfig.ts for the REST client, client-node's loadFromCluster for the watches) read them.

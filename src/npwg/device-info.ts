@@ -1,0 +1,90 @@
+/**
+ * Device information files (NPWG device-info specification, M10): a device plugin writes
+ * `<dir>/dp/<resourceName with / as ->-<deviceID>-device.json`; Plexus copies it to
+ * `<dir>/cni/<network>-<containerID>_<ifName>` before the delegate runs (the delegate, told the path
+ * as `runtimeConfig.CNIDeviceInfoFile`, may rewrite it), reads that copy back after ADD for the
+ * attachment's network-status `device-info`, and removes it on DEL.
+ *
+ * Paths are built only from names checked here (no `/`, no `..`); reads are bounded. A missing or
+ * malformed file is never an error: the ADD goes on without `device-info`, with a warning.
+ */
+import { mkdirSync, openSync, readSync, closeSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isPlainObject } from "../cni/json";
+
+/** A device-info file is a few hundred bytes; anything larger is not one. */
+export const MAX_DEVICE_INFO_BYTES = 64 * 1024;
+
+/** A file-name component: letters, digits, `.`, `_`, `-`, `:` (PCI addresses), not starting with `.`. */
+const SAFE = /^[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$/;
+/** An extended resource name: `domain/name`. */
+const RESOURCE = /^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+const safe = (s: string) => SAFE.test(s) && s.length <= 253;
+
+/** The device plugin's file, or undefined when a name cannot be part of a path. */
+export function dpDeviceInfoPath(dir: string, resourceName: string, deviceID: string): string | undefined {
+  if (!RESOURCE.test(resourceName) || resourceName.length > 253 || !safe(deviceID)) return undefined;
+  return join(dir, "dp", `${resourceName.replace("/", "-")}-${deviceID}-device.json`);
+}
+
+export interface CniDeviceInfoName {
+  /** The delegate config's network name (as Multus names the file). */
+  network: string;
+  containerId: string;
+  ifName: string;
+}
+
+/** Plexus's copy for one attachment, or undefined when a name cannot be part of a path. */
+export function cniDeviceInfoPath(dir: string, n: CniDeviceInfoName): string | undefined {
+  if (!safe(n.network) || !safe(n.containerId) || !safe(n.ifName)) return undefined;
+  return join(dir, "cni", `${n.network}-${n.containerId}_${n.ifName}`);
+}
+
+export type DeviceInfoRead = { state: "missing" } | { state: "malformed"; reason: string } | { state: "found"; info: Record<string, unknown>; text: string };
+
+/** Reads and checks one device-info file: a JSON object, at most MAX_DEVICE_INFO_BYTES. */
+export function readDeviceInfo(path: string): DeviceInfoRead {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
+    return { state: "malformed", reason: `cannot open it (${(err as Error).message})` };
+  }
+  let text: string;
+  try {
+    const buf = Buffer.alloc(MAX_DEVICE_INFO_BYTES + 1);
+    let n = 0;
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
+    if (n > MAX_DEVICE_INFO_BYTES) return { state: "malformed", reason: `larger than ${MAX_DEVICE_INFO_BYTES} bytes` };
+    text = buf.subarray(0, n).toString("utf8");
+  } catch (err) {
+    return { state: "malformed", reason: `cannot read it (${(err as Error).message})` };
+  } finally {
+    closeSync(fd);
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return { state: "malformed", reason: `not valid JSON (${(err as Error).message})` };
+  }
+  if (!isPlainObject(v)) return { state: "malformed", reason: "not a JSON object" };
+  return { state: "found", info: v, text };
+}
+
+/** Writes Plexus's copy (the directory made if needed); the caller decides what a failure means. */
+export function writeCniDeviceInfo(path: string, text: string): void {
+  mkdirSync(join(path, ".."), { recursive: true, mode: 0o755 });
+  writeFileSync(path, text, { mode: 0o644 });
+}
+
+/** Removes Plexus's copy; a file already gone is fine. */
+export function removeCniDeviceInfo(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * Device-plugin networks through dist/plexus (M10): a fake kubelet pod-resources server (grpc-js
+ * on a unix socket, test/support/fake-pod-resources.ts), a fake API server holding the pod and its
+ * NADs (one with `k8s.v1.cni.cncf.io/resourceName`), and the fixture plugin as the device delegate
+ * (it logs the deviceID and runtimeConfig it got and rewrites the device-info file).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { type FakePodResources, podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
+import { cniError, PLEXUS_BIN } from "../support/plexus-bin";
+import { useSandbox } from "./use-sandbox";
+
+const ctx = useSandbox();
+const STATUS = "k8s.v1.cni.cncf.io/network-status";
+const NETWORKS = "k8s.v1.cni.cncf.io/networks";
+const RESOURCE = "intel.com/sriov_netdevice";
+const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
+const VF1 = "0000:3b:02.1";
+const VF2 = "0000:3b:02.2";
+
+interface Setup {
+  api: FakeApiServer;
+  kubelet: FakePodResources;
+  conf: Record<string, unknown>;
+  devinfo: string;
+  socket: string;
+}
+
+async function setup(o: { networks: string; devices?: string[]; noKubelet?: boolean; behaviours?: Record<string, unknown> }): Promise<Setup> {
+  const { sb } = ctx;
+  const api = await startFakeApiServer();
+  onTestFinished(() => api.close());
+  api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { [NETWORKS]: o.networks } }, spec: { nodeName: "node-1" } });
+  const sriov = sb.delegate("sriov-a", { type: "sriov", behaviours: o.behaviours ?? {}, extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } } });
+  api.addNad({ metadata: { namespace: "app", name: "sriov-a", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } }, spec: { config: JSON.stringify(sriov) } });
+  const socket = join(sb.root, "kubelet.sock");
+  const kubelet = await startFakePodResources(socket, o.noKubelet ? [] : [podWithDevices("app", "web", { app: { [RESOURCE]: o.devices ?? [VF1] } })]);
+  onTestFinished(() => kubelet.close());
+  const devinfo = join(sb.root, "devinfo");
+  const conf = sb.config([sb.delegate("net-a")], {
+    kubeconfig: writeKubeconfig(api, { dir: sb.root }),
+    apiRequestTimeoutSeconds: 2,
+    podResourcesSocket: socket,
+    podResourcesTimeoutSeconds: 1,
+    deviceInfoDir: devinfo,
+  });
+  return { api, kubelet, conf, devinfo, socket };
+}
+
+function dpFile(devinfo: string, deviceID: string, text: string): void {
+  mkdirSync(join(devinfo, "dp"), { recursive: true });
+  writeFileSync(join(devinfo, "dp", `intel.com-sriov_netdevice-${deviceID}-device.json`), text);
+}
+
+const status = (api: FakeApiServer) => JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!) as Array<Record<string, unknown>>;
+const deviceAdds = () => ctx.sb.invocations().filter((i) => i.command === "ADD" && i.network === "sriov-a");
+const PCI = { type: "pci", version: "1.1.0", pci: { "pci-address": VF1 } };
+
+describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
+  it("M10 one device network: deviceID everywhere, device-info copied before the delegate and read back into network-status; DEL removes the copy and asks kubelet nothing", async () => {
+    const s = await setup({ networks: "sriov-a", behaviours: { ADD: { deviceInfo: { "rdma-device": "mlx5_3" } } } });
+    dpFile(s.devinfo, VF1, JSON.stringify(PCI));
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const [add] = deviceAdds();
+    const infoFile = join(s.devinfo, "cni", "sriov-a-ctr1_net1");
+    const stdin = add!.stdin as Record<string, unknown>;
+    expect(stdin.deviceID).toBe(VF1);
+    expect(stdin.runtimeConfig).toEqual({ deviceID: VF1, CNIDeviceInfoFile: infoFile });
+    expect(JSON.parse(add!.deviceInfoSeen as string)).toEqual(PCI);
+    expect(status(s.api)[1]).toMatchObject({ name: "app/sriov-a", interface: "net1", "device-info": { ...PCI, "rdma-device": "mlx5_3" } });
+    expect(s.kubelet.calls).toEqual(["Get"]);
+
+    const d = await ctx.sb.run("DEL", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(d.code, d.stdout + d.stderr).toBe(0);
+    const del = ctx.sb.invocations().find((i) => i.command === "DEL" && i.network === "sriov-a")!;
+    expect((del.stdin as Record<string, unknown>).deviceID).toBe(VF1);
+    expect(existsSync(infoFile)).toBe(false);
+    expect(s.kubelet.calls).toEqual(["Get"]);
+  });
+
+  it("M10 two networks of one resource get two different devices, in order; the pod's own deviceID wins", async () => {
+    const s = await setup({ networks: JSON.stringify([{ name: "sriov-a" }, { name: "sriov-a", deviceID: "0000:af:00.7" }, { name: "sriov-a" }]), devices: [VF2, VF1] });
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds().map((i) => [i.cniEnv.CNI_IFNAME, (i.stdin as Record<string, unknown>).deviceID])).toEqual([
+      ["net1", VF1],
+      ["net2", "0000:af:00.7"],
+      ["net3", VF2],
+    ]);
+  });
+
+  it("M10 more networks than devices fails with 7 naming the resource and both counts, before any delegate runs", async () => {
+    const s = await setup({ networks: "sriov-a,sriov-a" });
+    const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toMatch(/resource intel\.com\/sriov_netdevice: 2 network\(s\).*kubelet allocated 1/);
+    expect(ctx.sb.invocations()).toEqual([]);
+  });
+
+  it("M10 Get unimplemented (kubelet < 1.27): List answers", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    s.kubelet.mode = "get-unimplemented";
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(s.kubelet.calls).toEqual(["Get", "List"]);
+    expect((deviceAdds()[0]!.stdin as Record<string, unknown>).deviceID).toBe(VF1);
+  });
+
+  it.each([
+    ["missing", /cannot connect/],
+    ["error", /kubelet answered INTERNAL: fake kubelet failure/],
+    ["hang", /no answer within 1000 ms/],
+  ])("M10 a pod-resources socket %s fails the ADD with 11 naming the socket and the resource", async (mode, why) => {
+    const s = await setup({ networks: "sriov-a" });
+    if (mode === "missing") await s.kubelet.close();
+    else s.kubelet.mode = mode as "error" | "hang";
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    const err = cniError(r);
+    expect(err.code).toBe(11);
+    expect(err.msg).toContain(s.socket);
+    expect(err.msg).toContain(RESOURCE);
+    expect(err.msg).toMatch(why);
+    expect(r.durationMs).toBeLessThan(5000);
+    expect(ctx.sb.invocations()).toEqual([]);
+  });
+
+  it("M10 no device plugin file: ADD works, no device-info in network-status", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
+    expect(status(s.api)[1]).not.toHaveProperty("device-info");
+  });
+
+  it("M10 a malformed device plugin file: ADD goes on without device-info, with a warning", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    dpFile(s.devinfo, VF1, "{not json");
+    const logFile = join(ctx.sb.root, "plexus.log");
+    const r = await ctx.sb.run("ADD", { ...s.conf, logFile, logLevel: "verbose", logToStderr: false }, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
+    expect(status(s.api)[1]).not.toHaveProperty("device-info");
+    expect(readFileSync(logFile, "utf8")).toMatch(/"level":40.*device plugin's device-info file ignored: malformed/);
+  });
+
+  it("M10 a delegate leaving a malformed device-info file: ADD succeeds without device-info", async () => {
+    const s = await setup({ networks: "sriov-a", behaviours: { ADD: { deviceInfoText: "[]" } } });
+    dpFile(s.devinfo, VF1, JSON.stringify(PCI));
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(status(s.api)[1]).not.toHaveProperty("device-info");
+  });
+});
+
+function socketGet(socket: string, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath: socket, path }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+    req.end();
+  });
+}
+
+async function stopDaemon(daemon: ChildProcess): Promise<void> {
+  if (daemon.exitCode !== null || daemon.signalCode !== null) return;
+  const exited = new Promise((r) => daemon.once("exit", r));
+  daemon.kill("SIGTERM");
+  await exited;
+}
+
+async function startDaemon(s: Setup, podResourcesSocket: string): Promise<{ socket: string; daemon: ChildProcess; stderr: () => string }> {
+  const socket = join(ctx.sb.root, "run", "plexus.sock");
+  const kubeconfig = s.conf.kubeconfig as string;
+  const daemon = spawn(PLEXUS_BIN, ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--pod-resources-socket", podResourcesSocket], {
+    cwd: "/",
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  daemon.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  onTestFinished(async () => {
+    if (daemon.exitCode === null && daemon.signalCode === null) {
+      daemon.kill("SIGKILL");
+      await new Promise((r) => daemon.once("exit", r));
+    }
+  });
+  await expect.poll(() => socketGet(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  return { socket, daemon, stderr: () => stderr };
+}
+
+describe("M10 the daemon answers pod-resources queries (one channel to kubelet)", () => {
+  it("M10 ADDs ask the daemon, which answers from its one channel to kubelet; the CNI process does not fall back", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    const d = await startDaemon(s, s.socket);
+    const conf = { ...s.conf, daemonSocket: d.socket };
+    for (const id of ["ctr1", "ctr2"]) {
+      const r = await ctx.sb.run("ADD", { ...conf, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS, CNI_CONTAINERID: id });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/asking kubelet directly/);
+    }
+    expect(deviceAdds().map((i) => (i.stdin as Record<string, unknown>).deviceID)).toEqual([VF1, VF1]);
+    // Both queries came through the daemon: the CNI processes never fell back (no warning above).
+    expect(s.kubelet.calls).toEqual(["Get", "Get"]);
+    await stopDaemon(d.daemon);
+  });
+
+  it("M10 a daemon that cannot answer (its pod-resources route off): the CNI process asks kubelet itself, with a warning", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    const d = await startDaemon(s, "");
+    const r = await ctx.sb.run("ADD", { ...s.conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/asking kubelet directly/);
+    expect(s.kubelet.calls).toEqual(["Get"]);
+    await stopDaemon(d.daemon);
+  });
+});

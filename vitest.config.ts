@@ -2,20 +2,23 @@ import { defineConfig } from "vitest/config";
 
 // Three tiers (STYLE "Tests in three tiers"): unit (pure, fakes), integration (the bundled binary
 // with fixture delegates; a fake API server over real HTTP), e2e (root, real netns and plugins).
+// Unit and integration run together first; e2e runs alone after them (sequence.groupOrder), so a
+// machine loaded by the other tiers never decides an end-to-end test.
 export default defineConfig({
   test: {
     reporters: ["default"],
     projects: [
-      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"], sequence: { groupOrder: 0 } } },
       {
         extends: true,
-        test: { name: "integration", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000 },
+        test: { name: "integration", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000, sequence: { groupOrder: 0 } },
       },
       {
         extends: true,
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 60_000,
           // Real namespaces, bridges and host-local stores: one file at a time keeps names and

@@ -65,7 +65,7 @@ describe("B62 DEL of one delegate fails", () => {
 });
 
 describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
-  it.each(["net-a", "net-b"])("B64 killed while %s's ADD hangs: DEL tears everything down and leaves no record", async (hanging) => {
+  it.each(["net-a", "net-b"])("B64 R1 killed while %s's ADD hangs: the runtime's DEL kills the orphaned delegate itself, tears everything down and leaves no record", async (hanging) => {
     const { sb } = ctx;
     const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
     sb.setBehaviours(hanging, { ADD: { do: "hang" } });
@@ -78,14 +78,16 @@ describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
     expect(killed.stdout).toBe("");
     // The record was on disk before any delegate ran (M7).
     expect(sb.recordFiles()).toEqual(["ctr1-eth0.json"]);
-    // The hung delegate leads its own process group, so it outlives a SIGKILLed plexus (nothing
-    // in Node can ask the kernel to kill it with its parent); the runtime would leave it too.
+    // The hung delegate leads its own process group, so it outlives the SIGKILLed plexus, and the
+    // runtime kills only plexus. It holds the container's lock (inherited): the DEL finds the
+    // owner dead and kills it before tearing down.
     const orphan = sb.invocations().find((i) => i.command === "ADD" && i.network === hanging)!;
-    if (isAlive(orphan.pid)) process.kill(orphan.pid, "SIGKILL");
+    expect(isAlive(orphan.pid), "the orphaned delegate is still running when the runtime's DEL comes").toBe(true);
 
     sb.setBehaviours(hanging, {});
     const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
     expect(r.code, r.stdout).toBe(0);
+    await waitFor(() => !isAlive(orphan.pid), 2000, "the orphaned delegate to be gone");
     expect(r.stdout).toBe("");
     const dels = sb.calls().filter((c) => c.startsWith("DEL"));
     expect(dels).toEqual(["DEL net-b", "DEL net-a"]);

@@ -4,6 +4,7 @@
  * holding copies of the fixture plugin (test/fixtures/noop-plugin.mjs) under chosen type names,
  * a temp cniDir, per-delegate debug files and one shared invocation log.
  */
+import { randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -181,6 +182,8 @@ export class Sandbox {
   readonly binDir: string;
   readonly cniDir: string;
   readonly logPath: string;
+  /** In the environment of every run of this sandbox (see env()). */
+  readonly marker = randomBytes(8).toString("hex");
 
   constructor(prefix = "plx-it-") {
     this.root = mkdtempSync(join(tmpdir(), prefix));
@@ -222,7 +225,9 @@ export class Sandbox {
   }
 
   env(command: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-    const base: Record<string, string | undefined> = { PATH: TEST_PATH, CNI_COMMAND: command, CNI_PATH: this.binDir };
+    // The marker reaches dist/plexus and, through it, every delegate and their children: how
+    // liveProcesses finds a leaked one whatever its command line.
+    const base: Record<string, string | undefined> = { PATH: TEST_PATH, CNI_COMMAND: command, CNI_PATH: this.binDir, PLX_IT_MARK: this.marker };
     if (command === "ADD" || command === "CHECK" || command === "DEL") {
       Object.assign(base, { CNI_CONTAINERID: "ctr1", CNI_NETNS: "/proc/self/ns/net", CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1" });
     }
@@ -257,8 +262,11 @@ export class Sandbox {
   }
 
   /** Live processes whose command line mentions this sandbox (fixtures, their grandchildren). */
+  /** Live (not zombie) processes of this sandbox: its path in their command line, or its marker in their environment. */
   liveProcesses(): Array<{ pid: number; cmdline: string }> {
-    return processesMentioning(this.root);
+    const byPid = new Map(processesMentioning(this.root).map((p) => [p.pid, p]));
+    for (const p of processesWithEnv(`PLX_IT_MARK=${this.marker}`)) byPid.set(p.pid, p);
+    return [...byPid.values()];
   }
 
   /**
@@ -293,6 +301,24 @@ function listFiles(dir: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** Live (not zombie) processes whose environment holds `entry` (`NAME=value`). */
+export function processesWithEnv(entry: string): Array<{ pid: number; cmdline: string }> {
+  const needle = Buffer.from(`${entry}\0`);
+  const out: Array<{ pid: number; cmdline: string }> = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (!readFileSync(`/proc/${name}/environ`).includes(needle)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
+      out.push({ pid: Number(name), cmdline: readFileSync(`/proc/${name}/cmdline`, "utf8").replaceAll("\0", " ").trim() });
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return out;
 }
 
 export function processesMentioning(needle: string): Array<{ pid: number; cmdline: string }> {

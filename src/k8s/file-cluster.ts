@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
-import { writeFileAtomic } from "../exec/atomic-file";
+import { writeFileAtomic } from "../store/atomic-file";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import type { KubeApi, PodEvent } from "./kube-api";
 

@@ -7,7 +7,7 @@ import { asCniError, CniError, Code } from "../cni/errors";
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
-import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
+import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { planForPod } from "./pod-plan";
@@ -66,7 +66,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     assertDefaultHasIp(first.result, first.attachment);
     // M4: an attachment with `default-route` carries the pod's default route.
     const defaultRoutes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
-    if (defaultRoutes.length) await (await import("../exec/netns-routes")).setDefaultRoutes(req.netns, defaultRoutes);
+    if (defaultRoutes.length) await (await import("../netns/routes")).setDefaultRoutes(req.netns, defaultRoutes);
     if (pod && kube) {
       const { publishNetworkStatus } = await import("./publish");
       await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {

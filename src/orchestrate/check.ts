@@ -2,7 +2,7 @@
 import { assertNetnsUsable, type CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { checkNetworkList } from "../exec/conflist";
+import { checkNetworkList } from "../libcni/conflist";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps } from "./deps";
 import { withContainerLock } from "./lock";
 import type { Attachment } from "./record";

@@ -14,7 +14,7 @@
 import type { CniRequest } from "../cni/env";
 import { AggregateCniError, asCniError, CniError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { delNetworkList } from "../exec/conflist";
+import { delNetworkList } from "../libcni/conflist";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveNadConfig } from "../npwg/nad";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";

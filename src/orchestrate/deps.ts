@@ -2,10 +2,10 @@
 import { resolve } from "node:path";
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
-import type { ResultCache } from "../exec/cache";
-import type { LockFactory } from "../exec/container-lock";
-import type { ExecDeps, RuntimeConf } from "../exec/conflist";
-import type { Env, PluginExec } from "../exec/plugin-exec";
+import type { ResultCache } from "../libcni/cache";
+import type { LockFactory } from "../store/container-lock";
+import type { ExecDeps, RuntimeConf } from "../libcni/conflist";
+import type { Env, PluginExec } from "../invoke/plugin-exec";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
 import type { PodDevicesLookup } from "./devices";

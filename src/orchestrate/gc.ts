@@ -7,7 +7,7 @@ import type { CniRequest } from "../cni/env";
 import { AggregateCniError, asCniError, CniError, Code } from "../cni/errors";
 import type { ConfList } from "../cni/conf";
 import type { PlexusConf } from "../config/plugin-conf";
-import { gcNetworkList, type GcAttachment } from "../exec/conflist";
+import { gcNetworkList, type GcAttachment } from "../libcni/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
 import type { ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";

@@ -6,7 +6,7 @@
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import { asCniError, Code } from "../cni/errors";
-import { NO_LOCK, type ContainerLock } from "../exec/container-lock";
+import { NO_LOCK, type ContainerLock } from "../store/container-lock";
 import type { Deps } from "./deps";
 
 export async function withContainerLock<T>(

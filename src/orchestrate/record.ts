@@ -9,8 +9,8 @@ import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import type { ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../exec/atomic-file";
-import { stateFileName } from "../exec/state-names";
+import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../store/atomic-file";
+import { stateFileName } from "../store/state-names";
 import type { NetworkSelection } from "../npwg/types";
 import type { AttachmentDevice } from "./devices";
 

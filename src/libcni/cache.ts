@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AnyResult } from "../cni/result/types";
 import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
-import { stateFileName } from "./state-names";
+import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../store/atomic-file";
+import { stateFileName } from "../store/state-names";
 
 export interface AttachmentKey {
   networkName: string;

@@ -11,8 +11,8 @@ import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
 import type { Logger } from "../log/logger";
 import type { ResultCache } from "./cache";
-import type { ContainerLock } from "./container-lock";
-import type { Env, PluginExec } from "./plugin-exec";
+import type { ContainerLock } from "../store/container-lock";
+import type { Env, PluginExec } from "../invoke/plugin-exec";
 
 export interface RuntimeConf {
   containerId: string;

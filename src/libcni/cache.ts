@@ -4,12 +4,9 @@
  * last ADD result, so CHECK and DEL can pass `prevResult` and GC can find stale attachments.
  * Same record shape as libcni's `cniCacheV1`, under `<cniDir>/results/`.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AnyResult } from "../cni/result/types";
-import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../store/atomic-file";
-import { stateFileName } from "../store/state-names";
+import { JsonFileStore, type JsonStore } from "../store/json-store";
 
 export interface AttachmentKey {
   networkName: string;
@@ -37,22 +34,29 @@ export interface ResultCacheOptions {
 }
 
 export class ResultCache {
-  readonly dir: string;
-  constructor(
-    cniDir: string,
-    private readonly opts: ResultCacheOptions = {},
-  ) {
-    this.dir = join(cniDir, "results");
+  private readonly store: JsonStore<CachedAttachment>;
+  constructor(cniDir: string, opts: ResultCacheOptions = {}) {
+    this.store = new JsonFileStore<CachedAttachment>({
+      dir: join(cniDir, "results"),
+      kind: "cniCacheV1",
+      what: "cached result",
+      shape: "a cached result",
+      valid: (v) => typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string",
+      identity: identityOf,
+      ...(opts.libcniNames ? { libcniNames: true } : {}),
+    });
+  }
+
+  get dir(): string {
+    return this.store.dir;
   }
 
   path(k: AttachmentKey): string {
-    const parts = [k.networkName, k.containerId, k.ifName];
-    return join(this.dir, this.opts.libcniNames ? parts.join("-") : stateFileName(parts));
+    return this.store.path(identityOf(k));
   }
 
   async set(entry: Omit<CachedAttachment, "kind">): Promise<void> {
-    sweepDeadWriters(this.dir);
-    await writeFileAtomic(this.path(entry), JSON.stringify({ kind: "cniCacheV1", ...entry }));
+    await this.store.write({ kind: "cniCacheV1", ...entry });
   }
 
   /**
@@ -60,40 +64,20 @@ export class ResultCache {
    * does. So is an entry whose identity is not the one asked for.
    */
   async get(k: AttachmentKey): Promise<CachedAttachment | undefined> {
-    let text: string;
-    try {
-      text = readFileSync(this.path(k), "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw ioError(`cannot read cached result ${this.path(k)}`, err);
-    }
-    const entry = parseEntry(text);
-    return entry && entry.networkName === k.networkName && entry.containerId === k.containerId && entry.ifName === k.ifName ? entry : undefined;
+    const read = this.store.read(identityOf(k));
+    return read.state === "found" ? read.value : undefined;
   }
 
   async delete(k: AttachmentKey): Promise<void> {
-    await removeFile(this.path(k));
+    await this.store.delete(identityOf(k));
   }
 
   /** Every readable entry, optionally only those of one network (GC). */
   async list(networkName?: string): Promise<CachedAttachment[]> {
-    const out: CachedAttachment[] = [];
-    for (const name of listStateFiles(this.dir)) {
-      const entry = parseEntry(readOrEmpty(join(this.dir, name)));
-      if (entry && (networkName === undefined || entry.networkName === networkName)) out.push(entry);
-    }
-    return out;
+    return this.store.list().flatMap((r) => (r.state === "found" && (networkName === undefined || r.value.networkName === networkName) ? [r.value] : []));
   }
 }
 
-function parseEntry(text: string): CachedAttachment | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    if (isPlainObject(v) && v.kind === "cniCacheV1" && typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string") {
-      return v as unknown as CachedAttachment;
-    }
-  } catch {
-    // A torn or foreign file is treated as absent.
-  }
-  return undefined;
+function identityOf(k: AttachmentKey): string[] {
+  return [k.networkName, k.containerId, k.ifName];
 }

@@ -2,7 +2,7 @@
  * ADD as a list of named steps (N6.2, N7.2, N7.3, M7): check the netns, plan, record, attach
  * serially, verify, answer with the default network's result in the runtime's version.
  */
-import { assertNetnsUsable, type CniRequest } from "../cni/env";
+import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
@@ -29,11 +29,11 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
 }
 
 async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline: RuntimeFor["deadline"]): Promise<AddOutcome> {
-  await assertNetnsUsable(req.netns);
+  await deps.netns.assertUsable(req.netns);
   await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
     throw inPod(req, err);
   });
-  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log, podDevices: deps.podDevices });
+  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log, podDevices: deps.podDevices, load: deps.load });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
@@ -58,7 +58,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
       });
       const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
       results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
-      if (att.selection) (await import("./publish")).verifySelection({ attachment: att, result });
+      if (att.selection) (await deps.load.publish()).verifySelection({ attachment: att, result });
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }
     const first = results[0];
@@ -66,9 +66,9 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     assertDefaultHasIp(first.result, first.attachment);
     // M4: an attachment with `default-route` carries the pod's default route.
     const defaultRoutes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
-    if (defaultRoutes.length) await (await import("../netns/routes")).setDefaultRoutes(req.netns, defaultRoutes);
+    if (defaultRoutes.length) await deps.netns.setDefaultRoutes(req.netns, defaultRoutes);
     if (pod && kube) {
-      const { publishNetworkStatus } = await import("./publish");
+      const { publishNetworkStatus } = await deps.load.publish();
       await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {
         throw asCniError(err).withContext("writing the network-status annotation failed");
       });

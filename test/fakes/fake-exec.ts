@@ -13,6 +13,8 @@ import { ResultCache } from "../../src/libcni/cache";
 import type { ExecRequest, PluginExec } from "../../src/invoke/plugin-exec";
 import { silentLogger, type Logger } from "../../src/log/logger";
 import type { Deps } from "../../src/orchestrate/deps";
+import { eagerLoaders } from "../../src/ops/loaders";
+import { fakeNetns } from "./fake-netns";
 import { RecordStore } from "../../src/orchestrate/record";
 
 export interface FakeCall {
@@ -171,6 +173,8 @@ export function fakeDeps(exec: FakeExec, opts: { baseEnv?: Record<string, string
     log,
     logs: log.lines,
     baseEnv: opts.baseEnv ?? { PATH: "/usr/bin", KEEP_ME: "1" },
+    netns: fakeNetns(),
+    load: eagerLoaders,
     cniDir,
     dispose: () => rmSync(cniDir, { recursive: true, force: true }),
   };

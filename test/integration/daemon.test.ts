@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
 import { DaemonKube } from "../../src/daemon/client";
 import { parseHealthAddress, type RunningDaemon, startDaemon } from "../../src/daemon/main";
-import { kubeFactory } from "../../src/k8s/index";
+import { kubeFactory } from "../../src/daemon/kube-factory";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { silentLogger } from "../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";

@@ -5,8 +5,7 @@ import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
 import { parsePlexusConf } from "../config/plugin-conf";
 import { createLogger } from "../log/logger";
-import type { MainIo } from "./main";
-import { readStdin } from "./stdio";
+import { readStdin, type MainIo } from "./stdio";
 import { verbDeps } from "./verb-deps";
 
 export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void): Promise<unknown> {

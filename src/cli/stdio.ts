@@ -63,3 +63,11 @@ export function writeStdout(text: string): void {
     }
   }
 }
+
+/** What a CNI call (or a command) is given: its environment, arguments and stdin. */
+export interface MainIo {
+  env: Readonly<Record<string, string | undefined>>;
+  argv: readonly string[];
+  /** Defaults to fd 0, read synchronously without creating `process.stdin` (start-up cost). */
+  stdin?: NodeJS.ReadableStream;
+}

@@ -11,7 +11,9 @@ import { decodeJson } from "../cni/json";
 import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
 import { findInPath } from "./find";
-import type { ExecRequest, PluginExec } from "./plugin-exec";
+import type { ExecRequest, PluginExec, ProcessOutcome } from "./plugin-exec";
+
+export type { ProcessOutcome };
 import { bunSpawn, killGroup, runProcessBun } from "./spawn-bun";
 
 export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
@@ -81,17 +83,6 @@ export class RawExec implements PluginExec {
     if (res.exitCode === 0) return res.stdout;
     throw pluginError(r.what, res.exitCode ?? -1, res.stdout, stderrText);
   }
-}
-
-export interface ProcessOutcome {
-  stdout: Buffer;
-  stderr: Buffer;
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  spawnError: NodeJS.ErrnoException | undefined;
-  /** stdout passed MAX_STDOUT_BYTES: the group was killed, the output dropped (B61). */
-  overflow: boolean;
-  timedOut: boolean;
 }
 
 /**

@@ -3,7 +3,7 @@
  * serially, verify, answer with the default network's result in the runtime's version.
  */
 import type { CniRequest } from "../cni/env";
-import { asCniError, CniError, Code } from "../cni/errors";
+import { AggregateCniError, asCniError, CniError, Code, oneError } from "../cni/errors";
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
@@ -40,7 +40,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
 
   const done: Attachment[] = [];
   /** The attachment whose ADD failed, as it is in `done`, and that ADD's code. */
-  let failed: { attachment: Attachment; code: number } | undefined;
+  let failed: { attachment: Attachment; code: Code } | undefined;
   const results: AddOutcome["results"] = [];
   try {
     for (const att of plan) {
@@ -85,7 +85,11 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     // The record keeps only what is left, for the runtime's DEL (which follows a failed ADD, K1).
     await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch(() => {});
     deps.log.error({ errors: rollback.map((f) => f.error.message) }, "rollback after failed ADD left attachments; the record keeps them for DEL");
-    throw new CniError(cause.code, `${cause.message}; rollback also failed: ${rollback.map((f) => f.error.message).join("; ")}`, cause.details);
+    throw oneError(
+      rollback.map((f) => f.error),
+      "rollback also failed",
+      { lead: cause },
+    )!;
   }
 }
 
@@ -94,7 +98,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
  * that same code, refused its config both times: it attached nothing, and keeping it in the record
  * would fail every DEL of the pod for a config that can never work.
  */
-function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: number } | undefined): boolean {
+function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: Code } | undefined): boolean {
   return failed !== undefined && f.attachment === failed.attachment && f.error.code === failed.code && failed.code >= 1 && failed.code <= 7;
 }
 
@@ -111,10 +115,8 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs, deadline: callDeadline("DEL", conf) };
   const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map((f) => f.error);
   if (errors.length > 0) {
-    throw new CniError(
-      errors[0]!.code,
-      `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`,
-    );
+    const message = `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`;
+    throw new AggregateCniError(errors, message);
   }
   await deps.records.delete(req.containerId, req.ifName);
 }

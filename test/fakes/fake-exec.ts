@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CniError, Code } from "../../src/cni/errors";
+import { CniError, Code, passedOnCode } from "../../src/cni/errors";
 import { convertResult } from "../../src/cni/result/convert";
 import type { Result } from "../../src/cni/result/types";
 import { ResultCache } from "../../src/libcni/cache";
@@ -99,7 +99,7 @@ export class FakeExec implements PluginExec {
       if (rule?.delayMs) await new Promise((res) => setTimeout(res, rule.delayMs));
       const answer = rule?.answer ?? (call.command === "ADD" ? { result: defaultResult(call.ifName, this.calls.length) } : { result: {} });
       if ("throws" in answer) throw answer.throws;
-      if ("error" in answer) throw new CniError(answer.error.code, `${r.what}: ${answer.error.msg}`, answer.error.details);
+      if ("error" in answer) throw new CniError(passedOnCode(answer.error.code), `${r.what}: ${answer.error.msg}`, answer.error.details);
       if ("stdout" in answer) return Buffer.from(answer.stdout);
       if (call.command !== "ADD") return Buffer.from("");
       // Answers are written in the 1.x shape and printed in the version the plugin was asked for.

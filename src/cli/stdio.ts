@@ -27,7 +27,7 @@ function readFd0(maxBytes: number): { complete: boolean; chunks: Buffer[] } {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EOF") break;
       if (code === "EAGAIN" || (size === 0 && (code === "EISDIR" || code === "EINVAL"))) return { complete: false, chunks };
-      throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`);
+      throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`, undefined, { cause: err });
     }
     if (n === 0) break;
     size += n;

@@ -20,7 +20,7 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
     type = Number(statfsSync(netns).type);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network namespace path such as /var/run/netns/<name>`);
+    throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network namespace path such as /var/run/netns/<name>`, undefined, { cause: err });
   }
   if (type !== NSFS_MAGIC && type !== PROC_SUPER_MAGIC) {
     throw new CniError(

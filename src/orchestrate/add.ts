@@ -7,7 +7,9 @@ import { AggregateCniError, asCniError, CniError, Code, oneError } from "../cni/
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
+import type { KubeApi } from "../k8s/kube-api";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
+import type { Pod } from "../npwg/types";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { planForPod } from "./pod-plan";
@@ -64,15 +66,8 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     const first = results[0];
     if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
     assertDefaultHasIp(first.result, first.attachment);
-    // M4: an attachment with `default-route` carries the pod's default route.
-    const defaultRoutes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
-    if (defaultRoutes.length) await deps.netns.setDefaultRoutes(req.netns, defaultRoutes);
-    if (pod && kube) {
-      const { publishNetworkStatus } = await deps.load.publish();
-      await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {
-        throw asCniError(err).withContext("writing the network-status annotation failed");
-      });
-    }
+    await setDefaultRoutes(results, req, deps);
+    if (pod && kube) await publish(pod, ref?.uid, results, kube, deps);
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
     const cause = inPod(req, err);
@@ -91,6 +86,20 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
       { lead: cause },
     )!;
   }
+}
+
+/** M4: an attachment with `default-route` carries the pod's default route. */
+async function setDefaultRoutes(results: AddOutcome["results"], req: CniRequest, deps: Deps): Promise<void> {
+  const routes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
+  if (routes.length) await deps.netns.setDefaultRoutes(req.netns, routes);
+}
+
+/** N5, M6, M9: the pod's network-status and its event. */
+async function publish(pod: Pod, uid: string | undefined, results: AddOutcome["results"], kube: KubeApi, deps: Deps): Promise<void> {
+  const { publishNetworkStatus } = await deps.load.publish();
+  await publishNetworkStatus(pod, uid, results, kube, deps.log).catch((err: unknown) => {
+    throw asCniError(err).withContext("writing the network-status annotation failed");
+  });
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import type { PlexusConf } from "../config/plugin-conf";
 import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
+import { podDevicesLookup } from "../daemon/pod-devices-lookup";
 import { RawExec } from "../invoke/raw-exec";
 import { ResultCache } from "../libcni/cache";
 import type { Logger } from "../log/logger";
@@ -42,6 +43,7 @@ export function verbDeps(conf: PlexusConf, log: Logger, env: Readonly<Record<str
     netns: lazyNetns,
     load: lazyLoaders,
     locks: acquireContainerLock,
+    podDevices: podDevicesLookup(conf, log),
   };
 }
 

@@ -9,7 +9,16 @@ import type { CniRequest } from "../cni/env";
 import type { ConfList } from "../cni/conf";
 import { JsonFileStore, type JsonStore, type StoreRead } from "../store/json-store";
 import type { NetworkSelection } from "../npwg/types";
-import type { AttachmentDevice } from "./devices";
+
+/** M10: the device an attachment got (devices.ts). */
+export interface AttachmentDevice {
+  resourceName: string;
+  deviceID: string;
+  /** Where it came from: kubelet's allocation, or the pod's own `deviceID` in its selection. */
+  from: "kubelet" | "pod";
+  /** Plexus's device-info copy for this attachment (NPWG device-info), when the names allow one. */
+  infoFile?: string;
+}
 
 /** One network attached to the pod: the default network or a selected one (N4.2). */
 export interface Attachment {

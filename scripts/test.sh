@@ -5,8 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 export PATH="$PWD/node_modules/.bin:$PATH"
-echo "test: node $(node --version), typecheck and build" >&2
+echo "test: node $(node --version), typecheck, layers and build" >&2
 tsc --noEmit -p tsconfig.json
+# Layers point down, no import cycles (.dependency-cruiser.cjs): an upward import fails here.
+npm run --silent lint:deps
 node esbuild.config.mjs
 node scripts/build-bun.mjs
 mkdir -p .vitest-results

@@ -10,14 +10,9 @@ import { parseCommand } from "../cni/env";
 import { asCniError } from "../cni/errors";
 import { CURRENT_VERSION, versionInfo } from "../cni/version";
 import { loadCore } from "./load-core";
-import { writeStdout } from "./stdio";
+import { writeStdout, type MainIo } from "./stdio";
 
-export interface MainIo {
-  env: Readonly<Record<string, string | undefined>>;
-  argv: readonly string[];
-  /** Defaults to fd 0, read synchronously without creating `process.stdin` (start-up cost). */
-  stdin?: NodeJS.ReadableStream;
-}
+export type { MainIo };
 
 /** Returns the process exit code. */
 export async function main(io: MainIo): Promise<number> {

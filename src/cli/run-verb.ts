@@ -4,15 +4,9 @@ import { asCniError } from "../cni/errors";
 import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
 import { parsePlexusConf } from "../config/plugin-conf";
-import { ResultCache } from "../exec/cache";
-import { acquireContainerLock } from "../exec/container-lock";
-import { RawExec } from "../exec/raw-exec";
-import { kubeFactory } from "../k8s/index";
 import { createLogger } from "../log/logger";
-import { baseEnvOf, type Deps } from "../orchestrate/deps";
-import { RecordStore } from "../orchestrate/record";
-import type { MainIo } from "./main";
-import { readStdin } from "./stdio";
+import { readStdin, type MainIo } from "./stdio";
+import { verbDeps } from "./verb-deps";
 
 export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void): Promise<unknown> {
   // stdin first, so that even an error in the environment is answered in the config's cniVersion;
@@ -32,21 +26,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
 
   const log = await createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });
   if (conf.unknownKeys.length) log.debug({ keys: conf.unknownKeys }, "ignoring unknown config keys");
-  const kube = kubeFactory(conf, {
-    env: io.env,
-    log,
-    // One process, one API server: its CA is the process's only trust anchor (see caAsProcessDefault).
-    client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs }, caAsProcessDefault: true },
-  });
-  const deps: Deps = {
-    exec: new RawExec(log),
-    cache: new ResultCache(conf.cniDir),
-    records: new RecordStore(conf.cniDir),
-    log,
-    baseEnv: baseEnvOf(io.env),
-    kube,
-    locks: acquireContainerLock,
-  };
+  const deps = verbDeps(conf, log, io.env);
   try {
     switch (req.command) {
       case "ADD": {
@@ -77,6 +57,6 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     log.error({ code: e.code, err: e.message }, `${req.command} failed`);
     throw e;
   } finally {
-    await kube.close();
+    await deps.kube.close();
   }
 }

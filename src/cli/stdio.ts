@@ -27,7 +27,7 @@ function readFd0(maxBytes: number): { complete: boolean; chunks: Buffer[] } {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EOF") break;
       if (code === "EAGAIN" || (size === 0 && (code === "EISDIR" || code === "EINVAL"))) return { complete: false, chunks };
-      throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`);
+      throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`, undefined, { cause: err });
     }
     if (n === 0) break;
     size += n;
@@ -62,4 +62,12 @@ export function writeStdout(text: string): void {
       if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
     }
   }
+}
+
+/** What a CNI call (or a command) is given: its environment, arguments and stdin. */
+export interface MainIo {
+  env: Readonly<Record<string, string | undefined>>;
+  argv: readonly string[];
+  /** Defaults to fd 0, read synchronously without creating `process.stdin` (start-up cost). */
+  stdin?: NodeJS.ReadableStream;
 }

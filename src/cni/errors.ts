@@ -39,10 +39,20 @@ export interface CniErrorJson {
   details?: string;
 }
 
+/**
+ * A code another program chose (a delegate's error JSON, the daemon's answer), passed on unchanged:
+ * the spec lets a plugin use codes of its own (100+), so it may be outside the union. A documented
+ * cast rather than a wider type: Plexus branches only on its own codes (and on 1–7, the
+ * configuration errors); a foreign code is carried and printed, never tested against.
+ */
+export function passedOnCode(code: number): Code {
+  return code as Code;
+}
+
 export class CniError extends Error {
   override name = "CniError";
   constructor(
-    readonly code: number,
+    readonly code: Code,
     msg: string,
     readonly details?: string,
     options?: ErrorOptions,
@@ -74,23 +84,42 @@ export function asCniError(err: unknown): CniError {
 }
 
 /**
- * Several failures collected by DEL and GC, which keep going past a failure (N7.2, C2.9).
- * The code is the first failure's; every message is kept, in order.
+ * Several failures of one operation that keeps going past a failure (DEL and GC, N7.2, C2.9; ADD's
+ * rollback). The code is the first failure's; `errors` holds each one, with its code and cause.
  */
 export class AggregateCniError extends CniError {
   override name = "AggregateCniError";
   constructor(
     readonly errors: readonly CniError[],
-    summary: string,
+    message: string,
+    details?: string,
   ) {
-    const first = errors[0];
-    super(
-      first?.code ?? Code.Internal,
-      `${summary}: ${errors.map((e) => e.message).join("; ")}`,
-      errors
-        .map((e) => e.details)
-        .filter(Boolean)
-        .join("\n") || undefined,
-    );
+    super(errors[0]?.code ?? Code.Internal, message, details, { cause: errors[0] });
   }
+}
+
+/**
+ * "One error, else an aggregate": undefined for no failure, the failure itself for one, else an
+ * AggregateCniError whose message is the summary then every message, in order.
+ * With `lead` (the error being handled when these happened, as ADD's cause before its rollback's
+ * failures): the lead alone when there are none, else an aggregate with the lead's code, message
+ * (then the summary and the others') and details.
+ */
+export function oneError(errors: readonly CniError[], summary: string, opts: { lead?: CniError } = {}): CniError | undefined {
+  const { lead } = opts;
+  if (errors.length === 0) return lead;
+  const listed = `${summary}: ${errors.map((e) => e.message).join("; ")}`;
+  if (lead) return new AggregateCniError([lead, ...errors], `${lead.message}; ${listed}`, lead.details);
+  if (errors.length === 1) return errors[0];
+  const details = errors
+    .map((e) => e.details)
+    .filter(Boolean)
+    .join("\n");
+  return new AggregateCniError(errors, listed, details || undefined);
+}
+
+/** Throws {@link oneError}'s error, if any. */
+export function failIfAny(errors: readonly CniError[], summary: string, opts: { lead?: CniError } = {}): void {
+  const err = oneError(errors, summary, opts);
+  if (err) throw err;
 }

@@ -14,7 +14,7 @@ export interface DecodeOptions {
   what: string;
   maxBytes?: number;
   /** Code for malformed JSON; default 6 (decode error). */
-  code?: number;
+  code?: Code;
 }
 
 export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unknown {
@@ -39,7 +39,7 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
 }
 
 /** Iterative walk (no recursion, so 10⁵-deep input cannot overflow the stack). */
-function checkShape(root: unknown, what: string, depthCode: number, keyCode: number): void {
+function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code): void {
   const stack: Array<{ v: unknown; depth: number; path: string }> = [{ v: root, depth: 0, path: "" }];
   while (stack.length) {
     const { v, depth, path } = stack.pop()!;

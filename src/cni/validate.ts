@@ -16,7 +16,7 @@ function show(value: string): string {
 }
 
 /** C2.1: non-empty, starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
-export function validateContainerId(id: string, code: number = Code.InvalidEnv): string {
+export function validateContainerId(id: string, code: Code = Code.InvalidEnv): string {
   if (id === "") throw new CniError(code, "CNI_CONTAINERID is empty; expected an ID such as the sandbox's 64-hex-digit ID");
   if (id.length > MAX_CONTAINER_ID_LENGTH || !CONTAINER_ID.test(id)) {
     throw new CniError(
@@ -39,7 +39,7 @@ export function interfaceNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-export function validateInterfaceName(name: string, what = "CNI_IFNAME", code: number = Code.InvalidEnv): string {
+export function validateInterfaceName(name: string, what = "CNI_IFNAME", code: Code = Code.InvalidEnv): string {
   const problem = interfaceNameProblem(name);
   if (problem) throw new CniError(code, `${what} ${show(name)} is invalid: ${problem}`);
   return name;

@@ -169,10 +169,7 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
   const cniVersion = requireSupportedVersion(value.cniVersion, "stdin config");
   const c = parseWithSchema(schema, value, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");
-  const level = c.logLevel;
-  if (level !== undefined && toPinoLevel(level) === undefined) {
-    throw new CniError(Code.InvalidNetworkConfig, `stdin config: key "logLevel" is ${JSON.stringify(level)}; expected debug, verbose, error or panic (or a pino level)`);
-  }
+  assertLogLevel(c.logLevel);
   const delegates = (c.delegates ?? []).map((d, i) => parseConfList(d, { what: `stdin config delegates[${i}]`, defaultVersion: cniVersion }));
   if ((opts.requireNetworks ?? true) && delegates.length === 0 && !c.clusterNetwork) {
     throw new CniError(
@@ -213,6 +210,18 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     deviceInfoDir: c.deviceInfoDir ?? DEFAULT_DEVICE_INFO_DIR,
     unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
   };
+  setOptionalKeys(conf, c);
+  return conf;
+}
+
+function assertLogLevel(level: string | undefined): void {
+  if (level !== undefined && toPinoLevel(level) === undefined) {
+    throw new CniError(Code.InvalidNetworkConfig, `stdin config: key "logLevel" is ${JSON.stringify(level)}; expected debug, verbose, error or panic (or a pino level)`);
+  }
+}
+
+/** The keys that stay absent from PlexusConf unless given (and not ""). */
+function setOptionalKeys(conf: PlexusConf, c: z.output<typeof schema>): void {
   if (c.logOptions) conf.logOptions = c.logOptions;
   if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
   const valid = c["cni.dev/valid-attachments"];
@@ -220,5 +229,4 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
   for (const k of ["kubeconfig", "fileClusterDir", "binDir", "clusterNetwork", "readinessindicatorfile", "logFile", "logLevel"] as const) {
     if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
   }
-  return conf;
 }

@@ -8,7 +8,7 @@
  * A DEL never gets here when the record has its attachments (M7): it needs no Kubernetes at all.
  */
 import { existsSync } from "node:fs";
-import { CniError, Code } from "../cni/errors";
+import { CniError, Code, passedOnCode } from "../cni/errors";
 import { HttpTransport } from "../k8s/http-transport";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import { trimNad, trimPod } from "../k8s/rest-kube";
@@ -146,7 +146,7 @@ export class DaemonKube implements KubeApi {
     if (answer.status === 200 && answer.json) return answer.json;
     if (answer.status === 422) {
       const e = parseError(answer.body);
-      if (e && AUTHORITATIVE_CODES.has(e.code)) throw new CniError(e.code as never, e.msg);
+      if (e && AUTHORITATIVE_CODES.has(e.code)) throw new CniError(passedOnCode(e.code), e.msg);
       throw new DaemonUnavailable(`the daemon failed: ${e ? `${e.code} ${e.msg}` : "HTTP 422 without an error"}`);
     }
     throw new DaemonUnavailable(`the daemon answered HTTP ${answer.status}`);

@@ -68,11 +68,12 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
     },
   );
   if (!api) throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
-  const bundle = await loadApiBundle();
+  // prom-client (metrics.ts) loads with the daemon only: a CNI call never needs it.
+  const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
   const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
   const detector = new MissingNetworksDetector({ pods: () => caches.listPods(), api, log, graceMs: Number(f.missingNetworksGrace ?? 30) * 1000 });
-  const metrics = new bundle.DaemonMetrics({
+  const metrics = new DaemonMetrics({
     cacheStats: () => caches.stats(),
     synced: () => caches.synced,
     apiRequests: () => api.requestCount ?? 0,

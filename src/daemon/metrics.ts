@@ -32,66 +32,9 @@ export class DaemonMetrics {
 
   constructor(sources: ScrapeSources, o: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    new Gauge({
-      name: "plexus_daemon_cache_objects",
-      help: "Objects in the watch caches, by kind.",
-      labelNames: ["kind"],
-      registers,
-      collect() {
-        const s = sources.cacheStats();
-        this.set({ kind: "pod" }, s.pods);
-        this.set({ kind: "nad" }, s.nads);
-      },
-    });
-    new Gauge({
-      name: "plexus_daemon_cache_synced",
-      help: "1 when both watch caches have listed and their watches are open.",
-      registers,
-      collect() {
-        this.set(sources.synced() ? 1 : 0);
-      },
-    });
-    const fromStats = (name: string, help: string, key: Kinds) =>
-      new Counter({
-        name,
-        help,
-        labelNames: ["kind"],
-        registers,
-        collect() {
-          const s = sources.cacheStats()[key];
-          this.reset();
-          this.inc({ kind: "pod" }, s.pods);
-          this.inc({ kind: "nad" }, s.nads);
-        },
-      });
-    fromStats("plexus_daemon_watch_restarts_total", "Watch cache restarts after an error, by kind.", "restarts");
-    fromStats("plexus_daemon_watch_lists_total", "Lists made by the watch caches (the first and every relist), by kind.", "lists");
-    fromStats("plexus_daemon_watch_errors_total", "List or watch failures, by kind.", "errors");
-    new Counter({
-      name: "plexus_daemon_api_requests_total",
-      help: "Requests the daemon made to the API server (watches excluded).",
-      registers,
-      collect() {
-        this.reset();
-        this.inc(sources.apiRequests());
-      },
-    });
-    new Gauge({
-      name: "plexus_daemon_resident_memory_bytes",
-      help: "Resident memory of the daemon.",
-      registers,
-      collect() {
-        this.set(process.memoryUsage.rss());
-      },
-    });
-    new Gauge({
-      name: "plexus_pods_missing_networks",
-      help: "Pods of this node that are Running while their network-status lacks a network their networks annotation asks for.",
-      registers,
-      collect() {
-        this.set(sources.podsMissingNetworks());
-      },
-    });
+    cacheSeries(sources, registers);
+    watchSeries(sources, registers);
+    daemonSeries(sources, registers);
     if (o.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -115,4 +58,76 @@ export class DaemonMetrics {
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+/** The watch caches' size and sync state, read at each scrape. */
+function cacheSeries(sources: ScrapeSources, registers: Registry[]): void {
+  new Gauge({
+    name: "plexus_daemon_cache_objects",
+    help: "Objects in the watch caches, by kind.",
+    labelNames: ["kind"],
+    registers,
+    collect() {
+      const s = sources.cacheStats();
+      this.set({ kind: "pod" }, s.pods);
+      this.set({ kind: "nad" }, s.nads);
+    },
+  });
+  new Gauge({
+    name: "plexus_daemon_cache_synced",
+    help: "1 when both watch caches have listed and their watches are open.",
+    registers,
+    collect() {
+      this.set(sources.synced() ? 1 : 0);
+    },
+  });
+}
+
+/** The informers' restarts, lists and failures, per kind, from their counters. */
+function watchSeries(sources: ScrapeSources, registers: Registry[]): void {
+  const fromStats = (name: string, help: string, key: Kinds) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ["kind"],
+      registers,
+      collect() {
+        const s = sources.cacheStats()[key];
+        this.reset();
+        this.inc({ kind: "pod" }, s.pods);
+        this.inc({ kind: "nad" }, s.nads);
+      },
+    });
+  fromStats("plexus_daemon_watch_restarts_total", "Watch cache restarts after an error, by kind.", "restarts");
+  fromStats("plexus_daemon_watch_lists_total", "Lists made by the watch caches (the first and every relist), by kind.", "lists");
+  fromStats("plexus_daemon_watch_errors_total", "List or watch failures, by kind.", "errors");
+}
+
+/** The daemon's own API requests and memory, and the pods it finds missing networks. */
+function daemonSeries(sources: ScrapeSources, registers: Registry[]): void {
+  new Counter({
+    name: "plexus_daemon_api_requests_total",
+    help: "Requests the daemon made to the API server (watches excluded).",
+    registers,
+    collect() {
+      this.reset();
+      this.inc(sources.apiRequests());
+    },
+  });
+  new Gauge({
+    name: "plexus_daemon_resident_memory_bytes",
+    help: "Resident memory of the daemon.",
+    registers,
+    collect() {
+      this.set(process.memoryUsage.rss());
+    },
+  });
+  new Gauge({
+    name: "plexus_pods_missing_networks",
+    help: "Pods of this node that are Running while their network-status lacks a network their networks annotation asks for.",
+    registers,
+    collect() {
+      this.set(sources.podsMissingNetworks());
+    },
+  });
 }

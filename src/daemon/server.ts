@@ -51,11 +51,14 @@ const HEALTH_ROUTES: ReadonlySet<string> = new Set([DAEMON_API.healthz, DAEMON_A
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
+/** An answer other than 200 decided before or outside the Kubernetes work, with its CNI code. */
 class HttpFailure extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: Code,
+    message: string,
+  ) {
     super(message);
-    this.status = status;
   }
 }
 
@@ -91,8 +94,14 @@ function send(res: ServerResponse, status: number, body: unknown, type = "applic
   res.end(buf);
 }
 
+/** 400 for a request-target the URL parser refuses: nothing in it could be decoded (6). */
 function badTarget(res: ServerResponse): void {
-  send(res, 400, { error: { code: Code.Internal, msg: "malformed request target" } }, "application/json", { connection: "close" });
+  send(res, 400, { error: { code: Code.Decoding, msg: "malformed request target" } }, "application/json", { connection: "close" });
+}
+
+/** A route this daemon does not serve: a CNI binary of another version asking (1), or /v1/* on the health address. */
+function noRoute(method: string | undefined, pathname: string, where = ""): HttpFailure {
+  return new HttpFailure(404, Code.IncompatibleVersion, `no route ${method} ${pathname}${where}`);
 }
 
 function str(q: URLSearchParams | Record<string, unknown>, key: string, required = true): string | undefined {
@@ -102,97 +111,135 @@ function str(q: URLSearchParams | Record<string, unknown>, key: string, required
   return undefined;
 }
 
-export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonServer> {
-  const { cache, api, log, metrics } = o;
-
-  async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const c of req) {
-      size += (c as Buffer).length;
-      if (size > MAX_BODY_BYTES) throw new HttpFailure(413, "request body too large");
-      chunks.push(c as Buffer);
-    }
-    try {
-      const v = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
-      if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
-      return v as Record<string, unknown>;
-    } catch (err) {
-      throw new HttpFailure(400, `request body is not a JSON object: ${(err as Error).message}`);
-    }
+async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new HttpFailure(413, Code.Decoding, "request body too large");
+    chunks.push(c as Buffer);
   }
+  try {
+    const v = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
+    return v as Record<string, unknown>;
+  } catch (err) {
+    throw new HttpFailure(400, Code.Decoding, `request body is not a JSON object: ${(err as Error).message}`);
+  }
+}
 
-  async function route(req: IncomingMessage, url: URL): Promise<[status: number, body: unknown, type?: string]> {
+type Answer = [status: number, body: unknown, type?: string];
+type Route = (req: IncomingMessage, url: URL) => Promise<Answer>;
+type RouterDeps = Pick<DaemonServerOptions, "cache" | "api" | "log" | "metrics" | "podDevices">;
+
+/** GET /v1/pod: the cached pod when its UID matches, else a live read (never a stale "not found"). */
+function getPod({ cache, api, metrics }: RouterDeps): Route {
+  return async (_req, url) => {
     const q = url.searchParams;
-    switch (`${req.method} ${url.pathname}`) {
-      case `GET ${DAEMON_API.healthz}`:
-        return [200, { ok: true }];
-      case `GET ${DAEMON_API.readyz}`:
-        return cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }];
-      case `GET ${DAEMON_API.pod}`: {
-        const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
-        const name = str(q, "name")!;
-        const uid = str(q, "uid", false);
-        const cached = cache.pod(namespace, name);
-        if (cached && (!uid || cached.metadata.uid === uid)) {
-          metrics.cacheLookup("pod", "hit");
-          return [200, { pod: cached, source: "cache" }];
-        }
-        metrics.cacheLookup("pod", cached ? "stale" : "miss");
-        return [200, { pod: await api.getPod(namespace, name), source: "api" }];
-      }
-      case `GET ${DAEMON_API.nad}`: {
-        const namespace = validateDns1123Label(str(q, "namespace")!, "NetworkAttachmentDefinition namespace");
-        const name = validateDns1123Label(str(q, "name")!, "NetworkAttachmentDefinition name");
-        const cached = cache.nad(namespace, name);
-        if (cached) {
-          metrics.cacheLookup("nad", "hit");
-          return [200, { nad: cached, source: "cache" }];
-        }
-        metrics.cacheLookup("nad", "miss");
-        return [200, { nad: (await api.getNad(namespace, name)) ?? null, source: "api" }];
-      }
-      case `POST ${DAEMON_API.networkStatus}`: {
-        const b = await readBody(req);
-        const status = b.status;
-        if (typeof status !== "string") throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "status" must be a string');
-        const uid = str(b, "uid", false);
-        await api.setNetworkStatus({ namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) }, status);
-        return [200, { ok: true }];
-      }
-      case `POST ${DAEMON_API.event}`: {
-        const b = await readBody(req);
-        const e = b.event as Partial<PodEvent> | undefined;
-        if (!e || (e.type !== "Normal" && e.type !== "Warning") || typeof e.reason !== "string" || typeof e.message !== "string") {
-          throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "event" must have type Normal|Warning, reason and message');
-        }
-        const uid = str(b, "uid", false);
-        const pod = { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) };
-        // Accepted at once and written in the background, as client-go's event recorder does:
-        // the CNI call waits only for its status write. A failure is logged here.
-        void api.recordEvent(pod, { type: e.type, reason: e.reason, message: e.message }).catch((err: unknown) => {
-          log.warn({ err: err instanceof Error ? err.message : String(err), pod: `${pod.namespace}/${pod.name}`, reason: e.reason }, "could not record the event");
-        });
-        return [200, { ok: true }];
-      }
-      case `GET ${DAEMON_API.podDevices}`: {
-        if (!o.podDevices) throw new HttpFailure(404, "this daemon does not serve pod-resources queries");
-        const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
-        const name = str(q, "name")!;
-        const resourceNames = str(q, "resourceNames")!.split(",").filter(Boolean);
-        // The caller's budget, bounded: a query never holds a daemon connection for long.
-        const timeoutMs = Math.min(Math.max(Number(q.get("timeoutMs")) || 10_000, 100), 60_000);
-        const devices = await o.podDevices({ namespace, name, resourceNames, timeoutMs });
-        return [200, { devices: Object.fromEntries(devices) }];
-      }
-      case `GET ${DAEMON_API.metrics}`:
-        return [200, await metrics.render(), metrics.contentType];
-      default:
-        throw new HttpFailure(404, `no route ${req.method} ${url.pathname}`);
+    const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
+    const name = str(q, "name")!;
+    const uid = str(q, "uid", false);
+    const cached = cache.pod(namespace, name);
+    if (cached && (!uid || cached.metadata.uid === uid)) {
+      metrics.cacheLookup("pod", "hit");
+      return [200, { pod: cached, source: "cache" }];
     }
-  }
+    metrics.cacheLookup("pod", cached ? "stale" : "miss");
+    return [200, { pod: await api.getPod(namespace, name), source: "api" }];
+  };
+}
 
-  const handler = (req: IncomingMessage, res: ServerResponse) => {
+/** GET /v1/nad: the cached NAD, else a live read. */
+function getNad({ cache, api, metrics }: RouterDeps): Route {
+  return async (_req, url) => {
+    const q = url.searchParams;
+    const namespace = validateDns1123Label(str(q, "namespace")!, "NetworkAttachmentDefinition namespace");
+    const name = validateDns1123Label(str(q, "name")!, "NetworkAttachmentDefinition name");
+    const cached = cache.nad(namespace, name);
+    if (cached) {
+      metrics.cacheLookup("nad", "hit");
+      return [200, { nad: cached, source: "cache" }];
+    }
+    metrics.cacheLookup("nad", "miss");
+    return [200, { nad: (await api.getNad(namespace, name)) ?? null, source: "api" }];
+  };
+}
+
+/** POST /v1/network-status: written through the daemon's keep-alive client; the CNI call waits for it. */
+function postNetworkStatus({ api }: RouterDeps): Route {
+  return async (req) => {
+    const b = await readBody(req);
+    const status = b.status;
+    if (typeof status !== "string") throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "status" must be a string');
+    const uid = str(b, "uid", false);
+    await api.setNetworkStatus({ namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) }, status);
+    return [200, { ok: true }];
+  };
+}
+
+/**
+ * POST /v1/event: accepted at once and written in the background, as client-go's event recorder
+ * does: the CNI call waits only for its status write. A failure is logged here.
+ */
+function postEvent({ api, log }: RouterDeps): Route {
+  return async (req) => {
+    const b = await readBody(req);
+    const e = b.event as Partial<PodEvent> | undefined;
+    if (!e || (e.type !== "Normal" && e.type !== "Warning") || typeof e.reason !== "string" || typeof e.message !== "string") {
+      throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "event" must have type Normal|Warning, reason and message');
+    }
+    const uid = str(b, "uid", false);
+    const pod = { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) };
+    void api.recordEvent(pod, { type: e.type, reason: e.reason, message: e.message }).catch((err: unknown) => {
+      log.warn({ err: err instanceof Error ? err.message : String(err), pod: `${pod.namespace}/${pod.name}`, reason: e.reason }, "could not record the event");
+    });
+    return [200, { ok: true }];
+  };
+}
+
+/** GET /v1/pod-devices (M10): the pod's devices per resource name, from kubelet's pod-resources API. */
+function getPodDevices({ podDevices }: RouterDeps): Route {
+  return async (req, url) => {
+    if (!podDevices) throw new HttpFailure(404, Code.IncompatibleVersion, "this daemon does not serve pod-resources queries");
+    const q = url.searchParams;
+    const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
+    const name = str(q, "name")!;
+    const resourceNames = str(q, "resourceNames")!.split(",").filter(Boolean);
+    // The caller's budget, bounded: a query never holds a daemon connection for long.
+    const timeoutMs = Math.min(Math.max(Number(q.get("timeoutMs")) || 10_000, 100), 60_000);
+    const devices = await podDevices({ namespace, name, resourceNames, timeoutMs });
+    return [200, { devices: Object.fromEntries(devices) }];
+  };
+}
+
+/** Every route, by `METHOD path`; anything else is a 404. */
+function router(d: RouterDeps): Route {
+  const { cache, metrics } = d;
+  const routes: Record<string, Route> = {
+    [`GET ${DAEMON_API.healthz}`]: async () => [200, { ok: true }],
+    [`GET ${DAEMON_API.readyz}`]: async () => (cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }]),
+    [`GET ${DAEMON_API.pod}`]: getPod(d),
+    [`GET ${DAEMON_API.nad}`]: getNad(d),
+    [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(d),
+    [`POST ${DAEMON_API.event}`]: postEvent(d),
+    [`GET ${DAEMON_API.podDevices}`]: getPodDevices(d),
+    [`GET ${DAEMON_API.metrics}`]: async () => [200, await metrics.render(), metrics.contentType],
+  };
+  return async (req, url) => {
+    const route = Object.hasOwn(routes, `${req.method} ${url.pathname}`) ? routes[`${req.method} ${url.pathname}`] : undefined;
+    if (!route) throw noRoute(req.method, url.pathname);
+    return route(req, url);
+  };
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * Routes one request and answers it: 200 or the route's status; an HttpFailure with its status and
+ * code; a CniError as 422 with its code (authoritative for 3, 6, 7, protocol.ts); anything else 500.
+ */
+function requestHandler(route: Route, { log, metrics }: RouterDeps): Handler {
+  return (req, res) => {
     const t0 = performance.now();
     const url = requestUrl(req);
     if (!url) return badTarget(res);
@@ -204,7 +251,7 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
     route(req, url).then(
       ([status, body, type]) => reply(status, body, type),
       (err: unknown) => {
-        if (err instanceof HttpFailure) return reply(err.status, { error: { code: Code.Internal, msg: err.message } });
+        if (err instanceof HttpFailure) return reply(err.status, { error: { code: err.code, msg: err.message } });
         if (isCniError(err)) {
           if (err.code === Code.ApiFailure) metrics.apiError(routeName);
           return reply(422, { error: { code: err.code, msg: err.message } });
@@ -214,71 +261,90 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
       },
     );
   };
+}
 
-  await claimSocket(o.socketPath);
+function closeServer(s: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    s.close(() => resolve());
+    s.closeAllConnections();
+  });
+}
+
+function unlinkSocket(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+/** The root-only unix socket (0600, created under umask 0177 so it is never wider), after claiming its path. */
+async function listenOnSocket(path: string, handler: Handler, log: Logger): Promise<Server> {
+  await claimSocket(path);
   const server: Server = createServer(handler);
   server.keepAliveTimeout = 5_000;
   const oldMask = process.umask(0o177);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(o.socketPath, () => resolve());
+      server.listen(path, () => resolve());
     });
   } finally {
     process.umask(oldMask);
   }
-  chmodSync(o.socketPath, 0o600);
-  log.info({ socket: o.socketPath }, "daemon API listening");
+  chmodSync(path, 0o600);
+  log.info({ socket: path }, "daemon API listening");
+  return server;
+}
 
-  const closeServer = (s: Server) =>
-    new Promise<void>((resolve) => {
-      s.close(() => resolve());
-      s.closeAllConnections();
+/**
+ * The plain-HTTP health listener. Anything but the health routes is a 404 here, before routing:
+ * the TCP port is reachable by whoever can reach its address, the socket only by root.
+ */
+async function listenForHealth(address: { host: string; port: number }, handler: Handler, log: Logger): Promise<Server> {
+  const h = createServer((req, res) => {
+    const url = requestUrl(req);
+    if (!url) return badTarget(res);
+    const pathname = url.pathname;
+    if (HEALTH_ROUTES.has(pathname)) return handler(req, res);
+    const e = noRoute(req.method, pathname, " on the health address");
+    send(res, e.status, { error: { code: e.code, msg: e.message } });
+  });
+  h.keepAliveTimeout = 5_000;
+  const { host, port } = address;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      h.once("error", reject);
+      h.listen(port, host, () => resolve());
     });
-  const unlinkSocket = () => {
-    try {
-      unlinkSync(o.socketPath);
-    } catch {
-      // already gone
-    }
-  };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new CniError(Code.Internal, `daemon health address ${host}:${port}: cannot listen: ${e.code ?? e.message}`, undefined, { cause: err });
+  }
+  const bound = h.address() as AddressInfo;
+  log.info({ address: bound.address, port: bound.port }, "daemon health and metrics listening (HTTP)");
+  return h;
+}
 
-  // Anything but the health routes is a 404 here, before routing: the TCP port is reachable by
-  // whoever can reach its address, the socket only by root.
+export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonServer> {
+  const handler = requestHandler(router(o), o);
+  const server = await listenOnSocket(o.socketPath, handler, o.log);
   let health: Server | undefined;
-  let healthAddress: AddressInfo | undefined;
   if (o.healthAddress) {
-    const h = createServer((req, res) => {
-      const url = requestUrl(req);
-      if (!url) return badTarget(res);
-      const pathname = url.pathname;
-      if (HEALTH_ROUTES.has(pathname)) return handler(req, res);
-      send(res, 404, { error: { code: Code.Internal, msg: `no route ${req.method} ${pathname} on the health address` } });
-    });
-    h.keepAliveTimeout = 5_000;
-    const { host, port } = o.healthAddress;
     try {
-      await new Promise<void>((resolve, reject) => {
-        h.once("error", reject);
-        h.listen(port, host, () => resolve());
-      });
+      health = await listenForHealth(o.healthAddress, handler, o.log);
     } catch (err) {
       await closeServer(server);
-      unlinkSocket();
-      const e = err as NodeJS.ErrnoException;
-      throw new CniError(Code.Internal, `daemon health address ${host}:${port}: cannot listen: ${e.code ?? e.message}`);
+      unlinkSocket(o.socketPath);
+      throw err;
     }
-    health = h;
-    healthAddress = h.address() as AddressInfo;
-    log.info({ address: healthAddress.address, port: healthAddress.port }, "daemon health and metrics listening (HTTP)");
   }
-
   let closed: Promise<void> | undefined;
   return {
-    metrics,
-    healthAddress,
+    metrics: o.metrics,
+    healthAddress: health ? (health.address() as AddressInfo) : undefined,
     close() {
-      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(unlinkSocket);
+      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(() => unlinkSocket(o.socketPath));
       return closed;
     },
   };

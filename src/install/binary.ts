@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { chmodSync, closeSync, copyFileSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { ioError } from "../exec/atomic-file";
+import { ioError } from "../store/atomic-file";
 
 export type CopyOutcome = "installed" | "unchanged";
 

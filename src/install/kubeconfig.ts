@@ -7,7 +7,7 @@
  * a torn one (B50).
  */
 import { readFileSync } from "node:fs";
-import { writeFileAtomic } from "../exec/atomic-file";
+import { writeFileAtomic } from "../store/atomic-file";
 
 export interface KubeconfigInput {
   server: string;

@@ -9,7 +9,7 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { removeFile } from "../exec/atomic-file";
+import { removeFile } from "../store/atomic-file";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
 import { readCredentials, renderKubeconfig, syncFile } from "./kubeconfig";

@@ -5,5 +5,3 @@
  */
 export { pluginKubeSource } from "./client-node-auth";
 export { WatchCaches } from "./watch-cache";
-// The daemon's metrics (prom-client) travel here too: the daemon loads this bundle anyway, a CNI call never needs them.
-export { DaemonMetrics } from "../daemon/metrics";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
-import { writeFileAtomic } from "../exec/atomic-file";
+import { writeFileAtomic } from "../store/atomic-file";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import type { KubeApi, PodEvent } from "./kube-api";
 
@@ -82,7 +82,7 @@ export class FileCluster implements KubeApi {
     try {
       names = (await readdir(this.dir)).filter((n) => MANIFEST.test(n)).sort();
     } catch (err) {
-      throw new CniError(Code.InvalidNetworkConfig, `fileClusterDir ${this.dir} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      throw new CniError(Code.InvalidNetworkConfig, `fileClusterDir ${this.dir} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, undefined, { cause: err });
     }
     for (const name of names) {
       const path = join(this.dir, name);
@@ -109,12 +109,12 @@ export class FileCluster implements KubeApi {
  * (a 50 MB file is refused from its size, not after reading it whole).
  */
 async function readManifest(path: string): Promise<string | undefined> {
-  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `${path} ${why}`);
+  const fail = (why: string, cause?: unknown) => new CniError(Code.InvalidNetworkConfig, `${path} ${why}`, undefined, { cause });
   let st;
   try {
     st = await lstat(path);
   } catch (err) {
-    throw fail(`cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw fail(`cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
   }
   if (!st.isFile()) return undefined;
   if (st.size > MAX_MANIFEST_BYTES) throw fail(`is ${st.size} bytes, larger than the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);

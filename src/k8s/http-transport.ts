@@ -111,86 +111,109 @@ export class HttpTransport {
     this.agent = tls ? new (https().Agent)({ ...tls, ...verify, keepAlive: true, maxSockets }) : new (plainHttp().Agent)({ keepAlive: true, maxSockets });
   }
 
+  /** One request: open it, wait for the answer under the caller's signal, read the body within the cap. */
   request(r: HttpRequest): Promise<HttpAnswer> {
     this.sent++;
-    const { url, signal } = r;
-    const lib = url.protocol === "https:" ? https() : plainHttp();
-    const what = `${r.method} ${url.pathname}`;
     return new Promise<HttpAnswer>((resolve, reject) => {
-      let settled = false;
-      const fail = (err: unknown) => {
-        if (settled) return;
-        settled = true;
-        req.destroy();
-        reject(transportError(err));
-      };
-      const headers: Record<string, string> = { accept: "application/json", ...r.headers };
-      if (r.body !== undefined) headers["content-length"] = String(Buffer.byteLength(r.body));
-      const req = lib.request(url, {
-        method: r.method,
-        headers,
-        agent: this.agent,
-        // Given, it spares Node's own guess, whose first IPv6 regex costs a cold process ~4 ms.
-        servername: this.socketPath || url.protocol !== "https:" ? "" : (this.servername ?? sniName(url.hostname)),
-        ...(this.socketPath ? { socketPath: this.socketPath } : {}),
-      });
-      req.setNoDelay(true);
-      const onAbort = () => fail(new TransportError("timeout", `no complete answer within the request timeout (${what})`));
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      const done = () => signal?.removeEventListener("abort", onAbort);
-      req.on("error", (err) => {
-        done();
-        fail(err);
-      });
-      req.on("response", (res) => {
-        const declared = Number(res.headers["content-length"]);
-        if (declared > this.maxBytes) {
-          done();
-          return fail(new TransportError("too-large", `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`));
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (c: Buffer) => {
-          size += c.length;
-          if (size > this.maxBytes) {
-            done();
-            fail(new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`));
-          } else chunks.push(c);
-        });
-        res.on("error", (err) => {
-          done();
-          fail(err);
-        });
-        res.on("close", () => {
-          if (!res.complete) {
-            done();
-            fail(new TransportError("reset", `connection closed after ${size} bytes of the answer`));
-          }
-        });
-        res.on("end", () => {
-          done();
-          if (settled) return;
-          settled = true;
-          const body = Buffer.concat(chunks);
-          const status = res.statusCode ?? 0;
-          const flat: Record<string, string> = {};
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(", ") : v;
-          if (status >= 200 && status < 300 && r.expectJson !== false) {
-            const parsed = parseJsonObject(flat["content-type"], body);
-            if (typeof parsed === "string") return reject(new DecodeError(`HTTP ${status} with ${parsed}`));
-            return resolve({ status, headers: flat, body, json: parsed });
-          }
-          resolve({ status, headers: flat, body });
-        });
-      });
+      const req = this.open(r);
+      const x = new Exchange(req, r, resolve, reject);
+      if (r.signal?.aborted) return x.abort();
+      r.signal?.addEventListener("abort", x.abort, { once: true });
+      req.on("error", (err) => x.fail(err));
+      req.on("response", (res) => this.receive(res, r, x));
       req.end(r.body);
     });
+  }
+
+  /** The request on the keep-alive agent, headers set, not yet sent. */
+  private open(r: HttpRequest): http.ClientRequest {
+    const { url } = r;
+    const lib = url.protocol === "https:" ? https() : plainHttp();
+    const headers: Record<string, string> = { accept: "application/json", ...r.headers };
+    if (r.body !== undefined) headers["content-length"] = String(Buffer.byteLength(r.body));
+    const req = lib.request(url, {
+      method: r.method,
+      headers,
+      agent: this.agent,
+      // Given, it spares Node's own guess, whose first IPv6 regex costs a cold process ~4 ms.
+      servername: this.socketPath || url.protocol !== "https:" ? "" : (this.servername ?? sniName(url.hostname)),
+      ...(this.socketPath ? { socketPath: this.socketPath } : {}),
+    });
+    req.setNoDelay(true);
+    return req;
+  }
+
+  /** The answer's body, within `maxBytes` (declared or streamed); a connection closed early is a reset. */
+  private receive(res: http.IncomingMessage, r: HttpRequest, x: Exchange): void {
+    const declared = Number(res.headers["content-length"]);
+    if (declared > this.maxBytes) return x.fail(new TransportError("too-large", `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > this.maxBytes) x.fail(new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`));
+      else chunks.push(c);
+    });
+    res.on("error", (err) => x.fail(err));
+    res.on("close", () => {
+      if (!res.complete) x.fail(new TransportError("reset", `connection closed after ${size} bytes of the answer`));
+    });
+    res.on("end", () => x.finish(() => answerOf(res, Buffer.concat(chunks), r)));
   }
 
   close(): void {
     this.agent.destroy();
   }
+}
+
+/** One request in flight: settled once, by a failure or the answer; the abort signal released either way. */
+class Exchange {
+  private settled = false;
+  constructor(
+    private readonly req: http.ClientRequest,
+    private readonly r: HttpRequest,
+    private readonly resolve: (a: HttpAnswer) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  /** The caller's signal fired: no complete answer in time. */
+  readonly abort = (): void => this.fail(new TransportError("timeout", `no complete answer within the request timeout (${this.r.method} ${this.r.url.pathname})`));
+
+  /** Fails the request (the first failure wins): the socket destroyed, the error as a TransportError. */
+  fail(err: unknown): void {
+    this.release();
+    if (this.settled) return;
+    this.settled = true;
+    this.req.destroy();
+    this.reject(transportError(err));
+  }
+
+  /** Settles with the answer, or the error it is, unless a failure came first. */
+  finish(outcome: () => HttpAnswer | Error): void {
+    this.release();
+    if (this.settled) return;
+    this.settled = true;
+    const o = outcome();
+    if (o instanceof Error) this.reject(o);
+    else this.resolve(o);
+  }
+
+  private release(): void {
+    this.r.signal?.removeEventListener("abort", this.abort);
+  }
+}
+
+/** The complete answer: headers flattened; a 2xx body parsed as a JSON object unless `expectJson` is false. */
+function answerOf(res: http.IncomingMessage, body: Buffer, r: HttpRequest): HttpAnswer | DecodeError {
+  const status = res.statusCode ?? 0;
+  const flat: Record<string, string> = {};
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(", ") : v;
+  if (status >= 200 && status < 300 && r.expectJson !== false) {
+    const parsed = parseJsonObject(flat["content-type"], body);
+    if (typeof parsed === "string") return new DecodeError(`HTTP ${status} with ${parsed}`);
+    return { status, headers: flat, body, json: parsed };
+  }
+  return { status, headers: flat, body };
 }
 
 /** The body as a JSON object, or what is wrong with it. */

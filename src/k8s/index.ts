@@ -1,8 +1,8 @@
 /**
- * Which Kubernetes a CNI call talks to, built only when a pod needs it (VERSION, STATUS and a DEL
- * served from the record never load any of it, nor @kubernetes/client-node): a directory of
- * manifests (`fileClusterDir`, the embedded default), the API server (`kubeconfig`, else the
- * in-cluster service account, M1), or none.
+ * The API server's client for a CNI call, built only when a pod needs it (VERSION, STATUS and a DEL
+ * served from the record never load any of it, nor @kubernetes/client-node): `kubeconfig`, else the
+ * in-cluster service account (M1), or none. Which Kubernetes a call uses (a manifest directory, the
+ * node's daemon, or this client) is chosen above, in daemon/kube-factory.ts.
  */
 import type { Logger } from "../log/logger";
 import type { KubeApi } from "./kube-api";
@@ -17,7 +17,7 @@ export async function loadApiBundle(): Promise<typeof ApiEntry> {
 export interface KubeConfigKeys {
   fileClusterDir?: string | undefined;
   kubeconfig?: string | undefined;
-  /** `plexus daemon`'s socket ("" or absent: thin mode only). */
+  /** `plexus daemon`'s socket ("" or absent: thin mode only); see daemon/kube-factory.ts. */
   daemonSocket?: string | undefined;
   daemonTimeoutMs?: number | undefined;
 }
@@ -35,46 +35,6 @@ export interface KubeContext {
 /** M1: a kubeconfig, or the in-cluster environment. Cheap: loads nothing. */
 export function hasKubernetesConfig(conf: KubeConfigKeys, env: Readonly<Record<string, string | undefined>> = {}): boolean {
   return Boolean(conf.kubeconfig) || Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
-}
-
-export type KubeFactory = (() => Promise<KubeApi | undefined>) & {
-  /** Closes the client if one was built (keep-alive sockets); builds nothing. */
-  close(): Promise<void>;
-};
-
-export function kubeFactory(conf: KubeConfigKeys, ctx: KubeContext = {}): KubeFactory {
-  let built: Promise<KubeApi | undefined> | undefined;
-  const factory = () => (built ??= build(conf, ctx));
-  return Object.assign(factory, {
-    close: async () => {
-      const kube = built ? await built.catch(() => undefined) : undefined;
-      await kube?.close?.().catch(() => {});
-    },
-  });
-}
-
-async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | undefined> {
-  if (conf.fileClusterDir) {
-    const { FileCluster } = await import("./file-cluster");
-    return new FileCluster(conf.fileClusterDir);
-  }
-  const env = ctx.env ?? {};
-  if (conf.daemonSocket && hasKubernetesConfig(conf, env)) {
-    const { DaemonKube, daemonSocketPresent } = await import("../daemon/client");
-    if (daemonSocketPresent(conf.daemonSocket)) {
-      const timeoutMs = conf.daemonTimeoutMs ?? 1000;
-      return new DaemonKube({
-        socketPath: conf.daemonSocket,
-        timeoutMs,
-        // A write waits for the API server behind the daemon: one request's timeout at least.
-        writeTimeoutMs: Math.max(timeoutMs, ctx.client?.retry?.requestTimeoutMs ?? 5000),
-        direct: () => loadKubeApi(conf, ctx),
-        log: ctx.log,
-      });
-    }
-    ctx.log?.debug({ socket: conf.daemonSocket }, "no plexus daemon socket; thin mode");
-  }
-  return loadKubeApi(conf, ctx);
 }
 
 /**

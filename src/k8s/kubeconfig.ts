@@ -65,8 +65,8 @@ export async function loadKubeSource(o: KubeSourceOptions): Promise<KubeSource |
   return undefined;
 }
 
-function bad(path: string, why: string): CniError {
-  return new CniError(Code.InvalidNetworkConfig, `kubeconfig ${path}: ${why}`);
+function bad(path: string, why: string, cause?: unknown): CniError {
+  return new CniError(Code.InvalidNetworkConfig, `kubeconfig ${path}: ${why}`, undefined, { cause });
 }
 
 export async function readKubeconfig(path: string): Promise<Record<string, unknown>> {
@@ -103,7 +103,7 @@ const str = (v: unknown): string | undefined => (typeof v === "string" && v !== 
 export async function loadKubeconfigFile(path: string): Promise<KubeSource | PluginKubeconfig> {
   const raw = await readKubeconfig(path);
   const dir = dirname(path);
-  const fail = (why: string) => bad(path, why);
+  const fail = (why: string, cause?: unknown) => bad(path, why, cause);
   const contextName = str(raw["current-context"]);
   if (!contextName) throw fail("has no current-context");
   const context = named(raw.contexts, contextName, "context");
@@ -124,7 +124,7 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
     try {
       return readFileSync(p);
     } catch (err) {
-      throw fail(`${what} ${p} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      throw fail(`${what} ${p} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
     }
   };
   const tls: TlsMaterial = {
@@ -150,12 +150,12 @@ function staticHeaders(h: Record<string, string>): Auth {
 }
 
 /** The token is read now (7 if it cannot be) and again when older than a minute (rotation, M11). */
-function tokenFileAuth(path: string, fail: (why: string) => CniError): Auth {
+function tokenFileAuth(path: string, fail: (why: string, cause?: unknown) => CniError): Auth {
   const read = () => {
     try {
       return readFileSync(path, "utf8").trim();
     } catch (err) {
-      throw fail(`token file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      throw fail(`token file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
     }
   };
   let token = read();
@@ -198,12 +198,12 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
   const tokenFile = join(saDir, "token");
   const caFile = join(saDir, "ca.crt");
   const credentials = `in-cluster service account ${saDir}`;
-  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `in-cluster configuration (KUBERNETES_SERVICE_HOST is set) but ${why}`);
+  const fail = (why: string, cause?: unknown) => new CniError(Code.InvalidNetworkConfig, `in-cluster configuration (KUBERNETES_SERVICE_HOST is set) but ${why}`, undefined, { cause });
   let ca: Buffer;
   try {
     ca = await readFile(caFile);
   } catch (err) {
-    throw fail(`${caFile} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw fail(`${caFile} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
   }
   const auth = tokenFileAuth(tokenFile, (why) => fail(why));
   const host = env.KUBERNETES_SERVICE_HOST!;

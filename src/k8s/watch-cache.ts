@@ -48,8 +48,26 @@ type Trimmed = KubernetesObject & Record<string, unknown>;
 /** Objects per list page. */
 export const LIST_PAGE = 500;
 
+interface InformerOptions<T> {
+  /** "pods", "nads": for logs and counters. */
+  kind: string;
+  kc: KubeConfig;
+  /** The collection's API path. */
+  path: string;
+  fieldSelector?: string | undefined;
+  /** One full list (paged), its objects trimmed. */
+  list: () => Promise<{ metadata: { resourceVersion: string }; items: Trimmed[] }>;
+  /** What the cache keeps of an object (undefined: not kept). */
+  trim: (o: Record<string, unknown>) => Trimmed | undefined;
+  decode: (o: Trimmed) => T | undefined;
+  log: Logger;
+  /** Restart backoff after a failed list or watch, doubling from min to max. */
+  backoff: { minMs: number; maxMs: number };
+}
+
 /** One kind's informer with restart-on-error and trimmed storage. */
 class Informer<T> {
+  readonly kind: string;
   private readonly lw: ListWatch<Trimmed>;
   private stopped = false;
   private delay: number;
@@ -58,22 +76,22 @@ class Informer<T> {
   private healthy = false;
   readonly counters = { restarts: 0, lists: 0, errors: 0 };
 
-  constructor(
-    readonly kind: string,
-    kc: KubeConfig,
-    path: string,
-    fieldSelector: string | undefined,
-    list: () => Promise<{ metadata: { resourceVersion: string }; items: Trimmed[] }>,
-    private readonly trim: (o: Record<string, unknown>) => Trimmed | undefined,
-    private readonly decode: (o: Trimmed) => T | undefined,
-    private readonly log: Logger,
-    private readonly minDelay: number,
-    private readonly maxDelay: number,
-  ) {
-    this.delay = minDelay;
-    const watch = new Watch(kc);
-    // Trim every watched object before the informer stores it.
-    const trimming = {
+  constructor(private readonly o: InformerOptions<T>) {
+    this.kind = o.kind;
+    this.delay = o.backoff.minMs;
+    const listing = async () => {
+      this.counters.lists++;
+      const l = await o.list();
+      this.listedOnce = true;
+      return l;
+    };
+    this.lw = new ListWatch<Trimmed>(o.path, this.trimmingWatch(new Watch(o.kc)), listing as never, false, undefined, o.fieldSelector);
+    this.lw.on("error", (err) => this.onError(err));
+  }
+
+  /** A Watch that trims every watched object before the informer stores it. */
+  private trimmingWatch(watch: Watch): Watch {
+    return {
       watch: async (p: string, q: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: unknown, raw: unknown) => void, done: (err: unknown) => void) => {
         let failed = false;
         const controller = await watch.watch(
@@ -83,7 +101,7 @@ class Informer<T> {
           { ...q, allowWatchBookmarks: true },
           (phase, obj, raw) => {
             if (phase === "ERROR" || phase === "BOOKMARK") return cb(phase, obj, raw);
-            const t = this.trim(obj as Record<string, unknown>);
+            const t = this.o.trim(obj as Record<string, unknown>);
             if (t) cb(phase, t, raw);
           },
           (err) => {
@@ -96,14 +114,6 @@ class Informer<T> {
         return controller;
       },
     } as unknown as Watch;
-    const listing = async () => {
-      this.counters.lists++;
-      const l = await list();
-      this.listedOnce = true;
-      return l;
-    };
-    this.lw = new ListWatch<Trimmed>(path, trimming, listing as never, false, undefined, fieldSelector);
-    this.lw.on("error", (err) => this.onError(err));
   }
 
   get synced(): boolean {
@@ -112,7 +122,7 @@ class Informer<T> {
 
   recovered(): void {
     this.healthy = true;
-    this.delay = this.minDelay;
+    this.delay = this.o.backoff.minMs;
   }
 
   get size(): number {
@@ -126,11 +136,11 @@ class Informer<T> {
 
   get(namespace: string, name: string): T | undefined {
     const o = this.lw.get(name, namespace);
-    return o ? this.decode(o) : undefined;
+    return o ? this.o.decode(o) : undefined;
   }
 
   all(): T[] {
-    return this.lw.list().flatMap((o) => this.decode(o) ?? []);
+    return this.lw.list().flatMap((o) => this.o.decode(o) ?? []);
   }
 
   private onError(err: unknown): void {
@@ -138,8 +148,8 @@ class Informer<T> {
     this.counters.errors++;
     this.healthy = false;
     const delay = this.delay;
-    this.delay = Math.min(this.delay * 2, this.maxDelay);
-    this.log.warn({ kind: this.kind, err: err instanceof Error ? err.message : String(err), retryInMs: delay }, "watch cache: list or watch failed; restarting");
+    this.delay = Math.min(this.delay * 2, this.o.backoff.maxMs);
+    this.o.log.warn({ kind: this.kind, err: err instanceof Error ? err.message : String(err), retryInMs: delay }, "watch cache: list or watch failed; restarting");
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.counters.restarts++;
@@ -207,8 +217,9 @@ export class WatchCaches {
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
     const nadPath = `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`;
-    this.pods = new Informer<Pod>("pods", kc, podPath, fieldSelector, listOf(podPath, { fieldSelector }, trimP), trimP, (x) => x as unknown as Pod, o.log, min, max);
-    this.nads = new Informer<Nad>("nads", kc, nadPath, undefined, listOf(nadPath, {}, trimN), trimN, (x) => x as unknown as Nad, o.log, min, max);
+    const backoff = { minMs: min, maxMs: max };
+    this.pods = new Informer<Pod>({ kind: "pods", kc, path: podPath, fieldSelector, list: listOf(podPath, { fieldSelector }, trimP), trim: trimP, decode: (x) => x as unknown as Pod, log: o.log, backoff });
+    this.nads = new Informer<Nad>({ kind: "nads", kc, path: nadPath, list: listOf(nadPath, {}, trimN), trim: trimN, decode: (x) => x as unknown as Nad, log: o.log, backoff });
   }
 
   async start(): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import pino from "pino";
 import type { PinoLevel } from "./levels";
-import type { Logger, LogOptions } from "./logger";
+import type { Logger, LogOptions } from "./types";
 import { prettyDestination } from "./pretty";
 import { rotateIfNeeded } from "./rotate";
 

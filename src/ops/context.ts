@@ -4,7 +4,7 @@
  * (kubeFactory: the manifest directory, the daemon, else the API server) but read-only, and where
  * its output goes. Nothing here runs in a CNI call.
  */
-import { kubeFactory, type KubeFactory } from "../k8s/index";
+import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import { createLogger, type Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";

@@ -8,8 +8,8 @@ import { existsSync } from "node:fs";
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import { parseCniArgs } from "../cni/args";
-import { buildPluginConf, envFor } from "../exec/conflist";
-import { findInPath } from "../exec/find";
+import { buildPluginConf, envFor } from "../libcni/conflist";
+import { findInPath } from "../invoke/find";
 import { resolveNadConfig } from "../npwg/nad";
 import type { KubeApi } from "../k8s/kube-api";
 import { inPod } from "../orchestrate/add";
@@ -19,6 +19,8 @@ import { planForPod } from "../orchestrate/pod-plan";
 import type { AttachmentDevice } from "../orchestrate/devices";
 import type { Attachment } from "../orchestrate/record";
 import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, ReadOnlyKube } from "./context";
+import { podDevicesLookup } from "../daemon/pod-devices-lookup";
+import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
 import { noteLogger } from "./note-logger";
 
@@ -132,7 +134,8 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     const readiness = readinessError(ctx);
     if (readiness) report.errors.push(readiness);
     try {
-      const plan = await planForPod(req, ctx.conf, { kube: async () => ro, log: noteLogger(notes, ctx.log) });
+      const log = noteLogger(notes, ctx.log);
+      const plan = await planForPod(req, ctx.conf, { kube: async () => ro, log, load: eagerLoaders, podDevices: podDevicesLookup(ctx.conf, log) });
       const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
       for (const att of plan.attachments) {
         const step = await attachmentPlan(att, rt, req, ctx, fail);

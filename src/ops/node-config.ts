@@ -51,7 +51,7 @@ export function loadNodeConfig(o: { config?: string | undefined; confDir?: strin
     try {
       text = readFileSync(path, "utf8");
     } catch (err) {
-      throw new CniError(Code.InvalidNetworkConfig, `config ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      throw new CniError(Code.InvalidNetworkConfig, `config ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, undefined, { cause: err });
     }
     value = decodeJson(text, { what: `config ${path}` });
   } else {

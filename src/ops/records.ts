@@ -10,15 +10,16 @@ import { basename } from "node:path";
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
-import { ResultCache } from "../exec/cache";
-import { RawExec } from "../exec/raw-exec";
+import { ResultCache } from "../libcni/cache";
+import { RawExec } from "../invoke/raw-exec";
 import { createLogger } from "../log/logger";
 import { baseEnvOf, type Deps } from "../orchestrate/deps";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
-import { acquireContainerLock } from "../exec/container-lock";
+import { acquireContainerLock } from "../store/container-lock";
 import { silentLogger } from "../log/logger";
 import { cniPathOf, messageOf, type CommonFlags, type Output, processOutput, wantsJson } from "./context";
+import { opsWiring } from "./loaders";
 import { loadNodeConfig } from "./node-config";
 
 export interface RecordsFlags extends CommonFlags {
@@ -110,7 +111,7 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
 /** Runs DEL's teardown for a record's attachments (in reverse, every one tried); returns the failures. */
 async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
   const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true }, { component: "records", containerId: record.containerId });
-  const deps: Deps = { exec: new RawExec(log), cache: new ResultCache(conf.cniDir), records: new RecordStore(conf.cniDir), log, baseEnv: baseEnvOf(process.env) };
+  const deps: Deps = { exec: new RawExec(log), cache: new ResultCache(conf.cniDir), records: new RecordStore(conf.cniDir), log, baseEnv: baseEnvOf(process.env), ...opsWiring };
   // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
   const netns = record.netns && existsSync(record.netns) ? record.netns : "";
   const req: CniRequest = {

@@ -9,8 +9,8 @@
 import { hostname } from "node:os";
 import { asCniError } from "../cni/errors";
 import type { ConfList, PluginConf } from "../cni/conf";
-import { findInPath } from "../exec/find";
-import { RawExec } from "../exec/raw-exec";
+import { findInPath } from "../invoke/find";
+import { RawExec } from "../invoke/raw-exec";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveNadConfig, type ConfFile } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";

@@ -2,12 +2,14 @@
  * ADD as a list of named steps (N6.2, N7.2, N7.3, M7): check the netns, plan, record, attach
  * serially, verify, answer with the default network's result in the runtime's version.
  */
-import { assertNetnsUsable, type CniRequest } from "../cni/env";
-import { asCniError, CniError, Code } from "../cni/errors";
+import type { CniRequest } from "../cni/env";
+import { AggregateCniError, asCniError, CniError, Code, oneError } from "../cni/errors";
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
-import { addNetworkList, pluginsStartedOf } from "../exec/conflist";
+import type { KubeApi } from "../k8s/kube-api";
+import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
+import type { Pod } from "../npwg/types";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { planForPod } from "./pod-plan";
@@ -29,18 +31,18 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
 }
 
 async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline: RuntimeFor["deadline"]): Promise<AddOutcome> {
-  await assertNetnsUsable(req.netns);
+  await deps.netns.assertUsable(req.netns);
   await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
     throw inPod(req, err);
   });
-  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log, podDevices: deps.podDevices });
+  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log, podDevices: deps.podDevices, load: deps.load });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
 
   const done: Attachment[] = [];
   /** The attachment whose ADD failed, as it is in `done`, and that ADD's code. */
-  let failed: { attachment: Attachment; code: number } | undefined;
+  let failed: { attachment: Attachment; code: Code } | undefined;
   const results: AddOutcome["results"] = [];
   try {
     for (const att of plan) {
@@ -58,21 +60,14 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
       });
       const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
       results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
-      if (att.selection) (await import("./publish")).verifySelection({ attachment: att, result });
+      if (att.selection) (await deps.load.publish()).verifySelection({ attachment: att, result });
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }
     const first = results[0];
     if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
     assertDefaultHasIp(first.result, first.attachment);
-    // M4: an attachment with `default-route` carries the pod's default route.
-    const defaultRoutes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
-    if (defaultRoutes.length) await (await import("../exec/netns-routes")).setDefaultRoutes(req.netns, defaultRoutes);
-    if (pod && kube) {
-      const { publishNetworkStatus } = await import("./publish");
-      await publishNetworkStatus(pod, ref?.uid, results, kube, deps.log).catch((err: unknown) => {
-        throw asCniError(err).withContext("writing the network-status annotation failed");
-      });
-    }
+    await setDefaultRoutes(results, req, deps);
+    if (pod && kube) await publish(pod, ref?.uid, results, kube, deps);
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
     const cause = inPod(req, err);
@@ -85,8 +80,26 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     // The record keeps only what is left, for the runtime's DEL (which follows a failed ADD, K1).
     await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch(() => {});
     deps.log.error({ errors: rollback.map((f) => f.error.message) }, "rollback after failed ADD left attachments; the record keeps them for DEL");
-    throw new CniError(cause.code, `${cause.message}; rollback also failed: ${rollback.map((f) => f.error.message).join("; ")}`, cause.details);
+    throw oneError(
+      rollback.map((f) => f.error),
+      "rollback also failed",
+      { lead: cause },
+    )!;
   }
+}
+
+/** M4: an attachment with `default-route` carries the pod's default route. */
+async function setDefaultRoutes(results: AddOutcome["results"], req: CniRequest, deps: Deps): Promise<void> {
+  const routes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
+  if (routes.length) await deps.netns.setDefaultRoutes(req.netns, routes);
+}
+
+/** N5, M6, M9: the pod's network-status and its event. */
+async function publish(pod: Pod, uid: string | undefined, results: AddOutcome["results"], kube: KubeApi, deps: Deps): Promise<void> {
+  const { publishNetworkStatus } = await deps.load.publish();
+  await publishNetworkStatus(pod, uid, results, kube, deps.log).catch((err: unknown) => {
+    throw asCniError(err).withContext("writing the network-status annotation failed");
+  });
 }
 
 /**
@@ -94,7 +107,7 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
  * that same code, refused its config both times: it attached nothing, and keeping it in the record
  * would fail every DEL of the pod for a config that can never work.
  */
-function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: number } | undefined): boolean {
+function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: Code } | undefined): boolean {
   return failed !== undefined && f.attachment === failed.attachment && f.error.code === failed.code && failed.code >= 1 && failed.code <= 7;
 }
 
@@ -111,10 +124,8 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs, deadline: callDeadline("DEL", conf) };
   const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map((f) => f.error);
   if (errors.length > 0) {
-    throw new CniError(
-      errors[0]!.code,
-      `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`,
-    );
+    const message = `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`;
+    throw new AggregateCniError(errors, message);
   }
   await deps.records.delete(req.containerId, req.ifName);
 }

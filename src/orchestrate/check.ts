@@ -1,14 +1,14 @@
 /** CHECK (C2.6): every attachment of the record, in order, against its cached result. */
-import { assertNetnsUsable, type CniRequest } from "../cni/env";
+import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { checkNetworkList } from "../exec/conflist";
+import { checkNetworkList } from "../libcni/conflist";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps } from "./deps";
 import { withContainerLock } from "./lock";
 import type { Attachment } from "./record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
-  await assertNetnsUsable(req.netns);
+  await deps.netns.assertUsable(req.netns);
   // Under the container's lock: a CHECK never reads a record an ADD or DEL is rewriting.
   return withContainerLock({ verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at }, (locked) => checkLocked(req, conf, locked));
 }

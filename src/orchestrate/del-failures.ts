@@ -12,9 +12,9 @@
  * are tried first).
  */
 import type { CniRequest } from "../cni/env";
-import { AggregateCniError, asCniError, CniError } from "../cni/errors";
+import { asCniError, CniError, oneError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { delNetworkList } from "../exec/conflist";
+import { delNetworkList } from "../libcni/conflist";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveNadConfig } from "../npwg/nad";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
@@ -52,8 +52,7 @@ export async function settleDel(failures: TeardownFailure[], record: ContainerRe
 /** The DEL's error for what failed (also for a pod Multus attached, ./multus-migrate). */
 export function delError(kept: readonly TeardownFailure[], req: CniRequest, extra: CniError[] = []): CniError {
   const errors = [...kept.map((f) => f.error), ...extra];
-  const err = errors.length === 1 ? errors[0]! : new AggregateCniError(errors, `DEL of container ${req.containerId}: ${kept.length} networks failed`);
-  return withoutNotFound(err);
+  return withoutNotFound(oneError(errors, `DEL of container ${req.containerId}: ${kept.length} networks failed`)!);
 }
 
 /** Dropped from the record: each is logged, its cached result removed, and one event names them all. */

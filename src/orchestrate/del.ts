@@ -65,7 +65,7 @@ async function plannedAttachments(req: CniRequest, conf: PlexusConf, deps: Deps)
   const kube = deps.kube ?? (async () => undefined);
   let apiAnswered = true;
   try {
-    return (await planForPod(req, conf, { kube, log: deps.log, podDevices: deps.podDevices, devicesBestEffort: true })).attachments;
+    return (await planForPod(req, conf, { kube, log: deps.log, podDevices: deps.podDevices, devicesBestEffort: true, load: deps.load })).attachments;
   } catch (err) {
     const e = asCniError(err);
     apiAnswered = e.code !== Code.ApiFailure && e.code !== Code.TryAgainLater;

@@ -2,12 +2,15 @@
 import { resolve } from "node:path";
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
-import type { ResultCache } from "../exec/cache";
-import type { LockFactory } from "../exec/container-lock";
-import type { ExecDeps, RuntimeConf } from "../exec/conflist";
-import type { Env, PluginExec } from "../exec/plugin-exec";
+import type { ResultCache } from "../libcni/cache";
+import type { LockFactory } from "../store/container-lock";
+import type { ExecDeps, RuntimeConf } from "../libcni/conflist";
+import type { Env, PluginExec } from "../invoke/plugin-exec";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
+import type { NetnsOps } from "../netns/index";
+import type * as Annotation from "../npwg/annotation";
+import type * as Publish from "./publish";
 import type { PodDevicesLookup } from "./devices";
 import type { Attachment, RecordStore } from "./record";
 
@@ -23,10 +26,24 @@ export interface Deps extends ExecDeps {
    * directory of manifests. Undefined, or resolving to undefined: no Kubernetes (B7).
    */
   kube?: () => Promise<KubeApi | undefined>;
-  /** Takes a container's lock (exec/container-lock.ts); undefined: no locking (unit tests). */
+  /** Takes a container's lock (store/container-lock.ts); undefined: no locking (unit tests). */
   locks?: LockFactory;
   /** M10: the pod's allocated devices; undefined: kubelet's pod-resources socket (`podResourcesSocket`). */
   podDevices?: PodDevicesLookup;
+  /** The pod's network namespace: the B4 check and M4's default routes. */
+  netns: NetnsOps;
+  load: Loaders;
+}
+
+/**
+ * Modules only some calls use, loaded on first use. The wiring (cli/) decides how: a verb never
+ * calls `import()` itself, and an ADD without a pod or without selections never loads them.
+ */
+export interface Loaders {
+  /** The networks annotation parser (and ip-address): only a pod of a cluster needs it. */
+  annotation(): Promise<Pick<typeof Annotation, "parseNetworksAnnotation">>;
+  /** Verification of what the annotation asked for, and the pod's network-status. */
+  publish(): Promise<Pick<typeof Publish, "verifySelection" | "publishNetworkStatus">>;
 }
 
 export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): Env {

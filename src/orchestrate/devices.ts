@@ -15,16 +15,9 @@ import type { PlexusConf } from "../config/plugin-conf";
 import type { Logger } from "../log/logger";
 import { cniDeviceInfoPath, dpDeviceInfoPath, readDeviceInfo, removeCniDeviceInfo, writeCniDeviceInfo } from "../npwg/device-info";
 import { RESOURCE_NAME_ANNOTATION } from "../npwg/types";
-import type { Attachment } from "./record";
+import type { Attachment, AttachmentDevice } from "./record";
 
-export interface AttachmentDevice {
-  resourceName: string;
-  deviceID: string;
-  /** Where it came from: kubelet's allocation, or the pod's own `deviceID` in its selection. */
-  from: "kubelet" | "pod";
-  /** Plexus's device-info copy for this attachment (NPWG device-info), when the names allow one. */
-  infoFile?: string;
-}
+export type { AttachmentDevice };
 
 /** The pod's device IDs per resource name (kubelet's pod-resources API, or a fake in tests). */
 export type PodDevicesLookup = (q: { namespace: string; name: string; resourceNames: string[] }) => Promise<Map<string, string[]>>;
@@ -34,32 +27,11 @@ export function resourceNameOf(nad: { metadata?: { annotations?: Record<string, 
   return v ? v : undefined;
 }
 
-type LookupConf = Pick<PlexusConf, "podResourcesSocket" | "podResourcesTimeoutMs" | "daemonSocket">;
-
-/**
- * The daemon first when its socket is there (one channel to kubelet, no gRPC start-up here), else
- * or on its failure kubelet's socket, through the gRPC client loaded only now (a plain ADD never
- * pays for it).
- */
-export function kubeletLookup(conf: LookupConf, log: Logger): PodDevicesLookup {
-  return async (q) => {
-    const { daemonSocketPresent, DaemonUnavailable } = await import("../daemon/client");
-    if (daemonSocketPresent(conf.daemonSocket)) {
-      try {
-        return await (await import("../daemon/pod-devices-client")).daemonPodDevices({ socketPath: conf.daemonSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
-      } catch (err) {
-        if (!(err instanceof DaemonUnavailable)) throw err;
-        log.warn({ socket: conf.daemonSocket, why: err.message }, "plexus daemon could not give the pod's devices; asking kubelet directly");
-      }
-    }
-    return (await import("../k8s/pod-resources")).podDeviceIds({ socket: conf.podResourcesSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
-  };
-}
-
 export interface AssignContext {
   ref: PodRef;
   containerId: string;
-  conf: Pick<PlexusConf, "deviceInfoDir"> & LookupConf;
+  conf: Pick<PlexusConf, "deviceInfoDir">;
+  /** Wired by the caller (daemon/pod-devices-lookup.ts: the daemon, else kubelet's socket). */
   lookup?: PodDevicesLookup | undefined;
   log: Logger;
   /**
@@ -107,7 +79,8 @@ export async function assignDevices(attachments: Attachment[], resourceNames: Re
 }
 
 async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promise<Map<string, string[]>> {
-  const lookup = ctx.lookup ?? kubeletLookup(ctx.conf, ctx.log);
+  const { lookup } = ctx;
+  if (!lookup) throw new CniError(Code.Internal, `no pod-resources lookup given for ${resourceNames.join(", ")}: a bug in the wiring (Deps.podDevices)`);
   try {
     return await lookup({ namespace: ctx.ref.namespace, name: ctx.ref.name, resourceNames });
   } catch (err) {

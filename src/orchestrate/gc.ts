@@ -4,10 +4,10 @@
  * attachments that are still valid. Keeps going on errors and reports them all at the end.
  */
 import type { CniRequest } from "../cni/env";
-import { AggregateCniError, asCniError, CniError, Code } from "../cni/errors";
+import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
 import type { ConfList } from "../cni/conf";
 import type { PlexusConf } from "../config/plugin-conf";
-import { gcNetworkList, type GcAttachment } from "../exec/conflist";
+import { gcNetworkList, type GcAttachment } from "../libcni/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
 import type { ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";
@@ -61,6 +61,5 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
       errors.push(asCniError(err).withContext(`GC of network ${JSON.stringify(name)}`));
     }
   }
-  if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) throw new AggregateCniError(errors, `GC: ${errors.length} failures`);
+  failIfAny(errors, `GC: ${errors.length} failures`);
 }

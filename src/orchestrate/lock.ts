@@ -1,12 +1,12 @@
 /**
- * A verb under its container's lock (issue 13 R1, R2; exec/container-lock.ts): ADD, DEL and CHECK
+ * A verb under its container's lock (issue 13 R1, R2; store/container-lock.ts): ADD, DEL and CHECK
  * of one (container, interface) run one at a time, and their delegates inherit the lock. When the
  * call leaves no record behind (a DEL that finished, an ADD rolled back), the lock file goes too.
  */
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import { asCniError, Code } from "../cni/errors";
-import { NO_LOCK, type ContainerLock } from "../exec/container-lock";
+import { NO_LOCK, type ContainerLock } from "../store/container-lock";
 import type { Deps } from "./deps";
 
 export async function withContainerLock<T>(

@@ -8,8 +8,8 @@
  */
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
-import { removeFile, writeFileAtomic } from "../exec/atomic-file";
-import { ResultCache } from "../exec/cache";
+import { removeFile, writeFileAtomic } from "../store/atomic-file";
+import { ResultCache } from "../libcni/cache";
 import { abandon, delError } from "./del-failures";
 import { callDeadline, type Deps } from "./deps";
 import { ATTEMPTS_KEY, readMultusCache, type MultusCacheFound } from "./multus-cache";

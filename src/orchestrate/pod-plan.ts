@@ -19,6 +19,7 @@ import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
 import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
+import type { Loaders } from "./deps";
 import { assignDevices, resourceNameOf, type PodDevicesLookup } from "./devices";
 import { FsNetworkSource } from "./network-source";
 import { planFromDelegates } from "./plan";
@@ -39,6 +40,7 @@ export interface PlanContext {
   podDevices?: PodDevicesLookup | undefined;
   /** DEL without a record: devices are a best effort (see devices.ts). */
   devicesBestEffort?: boolean;
+  load: Pick<Loaders, "annotation">;
 }
 
 function podName(ref: PodRef): string {
@@ -62,7 +64,7 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
     );
   }
   try {
-    const { attachments, resourceNames } = await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log });
+    const { attachments, resourceNames } = await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log, load: ctx.load });
     const withDevices = await assignDevices(bounded(attachments, conf), resourceNames, {
       ref,
       containerId: req.containerId,
@@ -83,14 +85,14 @@ async function planPodNetworks(
   ref: PodRef,
   req: CniRequest,
   conf: PlexusConf,
-  ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger },
+  ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger; load: PlanContext["load"] },
 ): Promise<{ attachments: Attachment[]; resourceNames: Array<string | undefined> }> {
   const { kube, source } = ctx;
   const defaults = await resolveDefaultNetworks(pod, conf, source);
   for (const w of defaults.warnings) ctx.log.warn({ pod: podName(ref) }, w);
 
-  // Loaded here, not at start-up: only a pod of a cluster parses annotations (ip-address and all).
-  const { parseNetworksAnnotation } = await import("../npwg/annotation");
+  // Loaded on first use, not at start-up: only a pod of a cluster parses annotations (ip-address and all).
+  const { parseNetworksAnnotation } = await ctx.load.annotation();
   const selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
     maxSelections: conf.maxNetworks,
     reservedIfName: req.ifName,

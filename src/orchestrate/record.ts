@@ -3,16 +3,22 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import type { ConfList } from "../cni/conf";
-import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "../exec/atomic-file";
-import { stateFileName } from "../exec/state-names";
+import { JsonFileStore, type JsonStore, type StoreRead } from "../store/json-store";
 import type { NetworkSelection } from "../npwg/types";
-import type { AttachmentDevice } from "./devices";
+
+/** M10: the device an attachment got (devices.ts). */
+export interface AttachmentDevice {
+  resourceName: string;
+  deviceID: string;
+  /** Where it came from: kubelet's allocation, or the pod's own `deviceID` in its selection. */
+  from: "kubelet" | "pod";
+  /** Plexus's device-info copy for this attachment (NPWG device-info), when the names allow one. */
+  infoFile?: string;
+}
 
 /** One network attached to the pod: the default network or a selected one (N4.2). */
 export interface Attachment {
@@ -53,74 +59,51 @@ export type RecordRead =
   | { state: "corrupt"; path: string; reason: string };
 
 export class RecordStore {
-  readonly dir: string;
+  private readonly store: JsonStore<ContainerRecord>;
   constructor(cniDir: string) {
-    this.dir = join(cniDir, "records");
+    this.store = new JsonFileStore<ContainerRecord>({
+      dir: join(cniDir, "records"),
+      kind: "plexusRecordV1",
+      what: "container record",
+      shape: "a Plexus container record",
+      valid: (v) => Array.isArray(v.attachments) && typeof v.containerId === "string" && typeof v.ifName === "string",
+      identity: (rec) => [rec.containerId, rec.ifName],
+      ext: ".json",
+      // Plexus before hashed names wrote every record as <containerId>-<ifName>.json.
+      legacyName: (parts) => `${parts.join("-")}.json`,
+    });
+  }
+
+  get dir(): string {
+    return this.store.dir;
   }
 
   /** `<containerId>-<ifName>.json`, or a hashed name when that would be ambiguous or too long (state-names.ts). */
   path(containerId: string, ifName: string): string {
-    return join(this.dir, stateFileName([containerId, ifName], ".json"));
+    return this.store.path([containerId, ifName]);
   }
 
   async write(rec: ContainerRecord): Promise<void> {
-    sweepDeadWriters(this.dir);
-    await writeFileAtomic(this.path(rec.containerId, rec.ifName), JSON.stringify(rec));
+    await this.store.write(rec);
   }
 
+  /** The record, the one under the legacy name if need be; a file of another container is not this one's. */
   async read(containerId: string, ifName: string): Promise<RecordRead> {
-    const path = this.path(containerId, ifName);
-    const read = this.readAt(path, containerId, ifName);
-    // Plexus before hashed names wrote every record as <containerId>-<ifName>.json.
-    const legacy = join(this.dir, `${containerId}-${ifName}.json`);
-    return read.state === "missing" && legacy !== path ? this.readAt(legacy, containerId, ifName) : read;
-  }
-
-  private readAt(path: string, containerId: string, ifName: string): RecordRead {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
-      throw ioError(`cannot read container record ${path}`, err);
-    }
-    const read = parseRecord(text, path);
-    // The identity inside is checked: a file of another container is not this one's record.
-    if (read.state === "found" && (read.record.containerId !== containerId || read.record.ifName !== ifName)) {
-      return { state: "missing" };
-    }
-    return read;
+    return asRecordRead(this.store.read([containerId, ifName]));
   }
 
   async delete(containerId: string, ifName: string): Promise<void> {
-    await removeFile(this.path(containerId, ifName));
-    const legacy = join(this.dir, `${containerId}-${ifName}.json`);
-    if (legacy !== this.path(containerId, ifName) && this.readAt(legacy, containerId, ifName).state === "found") await removeFile(legacy);
+    await this.store.delete([containerId, ifName]);
   }
 
   /** Every record on the node (GC); corrupt ones are returned as such. */
   async list(): Promise<RecordRead[]> {
-    const out: RecordRead[] = [];
-    for (const name of listStateFiles(this.dir).filter((n) => n.endsWith(".json"))) {
-      const path = join(this.dir, name);
-      out.push(parseRecord(readOrEmpty(path), path));
-    }
-    return out;
+    return this.store.list().map(asRecordRead);
   }
 }
 
-function parseRecord(text: string, path: string): RecordRead {
-  if (text.length === 0) return { state: "corrupt", path, reason: "the file is empty" };
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (err) {
-    return { state: "corrupt", path, reason: `not valid JSON (${(err as Error).message})` };
-  }
-  if (!isPlainObject(v) || v.kind !== "plexusRecordV1" || !Array.isArray(v.attachments) || typeof v.containerId !== "string" || typeof v.ifName !== "string") {
-    return { state: "corrupt", path, reason: "not a Plexus container record" };
-  }
-  return { state: "found", record: v as unknown as ContainerRecord };
+function asRecordRead(read: StoreRead<ContainerRecord>): RecordRead {
+  return read.state === "found" ? { state: "found", record: read.value } : read;
 }
 
 /** The record of one CNI call's container: what ADD attaches, or what a DEL keeps for its retry. */

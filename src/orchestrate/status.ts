@@ -5,7 +5,7 @@
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { statusNetworkList } from "../exec/conflist";
+import { statusNetworkList } from "../libcni/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
 import { planFromDelegates } from "./plan";
 import { isReady } from "./readiness";

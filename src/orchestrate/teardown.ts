@@ -5,7 +5,7 @@
 import type { CniRequest } from "../cni/env";
 import { asCniError, type CniError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { delNetworkList } from "../exec/conflist";
+import { delNetworkList } from "../libcni/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { removeDeviceInfo } from "./devices";
 import type { Attachment } from "./record";

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { expect } from "vitest";
 import { singleJson, type RunResult } from "../support/plexus-bin";
-import { ResultCache } from "../../src/exec/cache";
+import { ResultCache } from "../../src/libcni/cache";
 import { links, routes, type E2eScope, type LinkInfo, type Netns } from "../support/netns";
 
 /** The delegates' version: containernetworking-plugins 1.1.1 speak CNI up to 1.0.0. */

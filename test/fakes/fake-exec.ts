@@ -6,13 +6,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CniError, Code } from "../../src/cni/errors";
+import { CniError, Code, passedOnCode } from "../../src/cni/errors";
 import { convertResult } from "../../src/cni/result/convert";
 import type { Result } from "../../src/cni/result/types";
-import { ResultCache } from "../../src/exec/cache";
-import type { ExecRequest, PluginExec } from "../../src/exec/plugin-exec";
+import { ResultCache } from "../../src/libcni/cache";
+import type { ExecRequest, PluginExec } from "../../src/invoke/plugin-exec";
 import { silentLogger, type Logger } from "../../src/log/logger";
 import type { Deps } from "../../src/orchestrate/deps";
+import { eagerLoaders } from "../../src/ops/loaders";
+import { fakeNetns } from "./fake-netns";
 import { RecordStore } from "../../src/orchestrate/record";
 
 export interface FakeCall {
@@ -97,7 +99,7 @@ export class FakeExec implements PluginExec {
       if (rule?.delayMs) await new Promise((res) => setTimeout(res, rule.delayMs));
       const answer = rule?.answer ?? (call.command === "ADD" ? { result: defaultResult(call.ifName, this.calls.length) } : { result: {} });
       if ("throws" in answer) throw answer.throws;
-      if ("error" in answer) throw new CniError(answer.error.code, `${r.what}: ${answer.error.msg}`, answer.error.details);
+      if ("error" in answer) throw new CniError(passedOnCode(answer.error.code), `${r.what}: ${answer.error.msg}`, answer.error.details);
       if ("stdout" in answer) return Buffer.from(answer.stdout);
       if (call.command !== "ADD") return Buffer.from("");
       // Answers are written in the 1.x shape and printed in the version the plugin was asked for.
@@ -171,6 +173,8 @@ export function fakeDeps(exec: FakeExec, opts: { baseEnv?: Record<string, string
     log,
     logs: log.lines,
     baseEnv: opts.baseEnv ?? { PATH: "/usr/bin", KEEP_ME: "1" },
+    netns: fakeNetns(),
+    load: eagerLoaders,
     cniDir,
     dispose: () => rmSync(cniDir, { recursive: true, force: true }),
   };

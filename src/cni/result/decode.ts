@@ -2,7 +2,7 @@
  * Decoding what a delegate printed on success into a typed result (B55, B56, B58, B59).
  */
 import * as z from "zod/mini";
-import { CniError, Code } from "../errors";
+import { CniError, Code, passedOnCode } from "../errors";
 import { decodeJson, isPlainObject } from "../json";
 import { parseWithSchema } from "../schema-error";
 import { isSupportedVersion } from "../version";
@@ -43,9 +43,12 @@ const schemas = {
   }),
 } as const;
 
-/** A delegate's error code as we pass it on: a code that is not a positive integer becomes 100 (invalid output). */
-export function errorCodeOf(code: number): number {
-  return Number.isInteger(code) && code > 0 ? code : Code.InvalidResult;
+/**
+ * A delegate's error code as we pass it on: unchanged (possibly one of the plugin's own, see
+ * `passedOnCode`), but a code that is not a positive integer becomes 100 (invalid output).
+ */
+export function errorCodeOf(code: number): Code {
+  return Number.isInteger(code) && code > 0 ? passedOnCode(code) : Code.InvalidResult;
 }
 
 /** A CNI error object: `code` and `msg`, and none of a result's keys. */

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync, existsSync, readdirSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assertNetnsUsable, COMMANDS, parseCommand, parseEnv } from "../../../src/cni/env";
+import { COMMANDS, parseCommand, parseEnv } from "../../../src/cni/env";
+import { assertNetnsUsable } from "../../../src/netns/check";
 import { Code, isCniError } from "../../../src/cni/errors";
 
 const ADD = { CNI_COMMAND: "ADD", CNI_CONTAINERID: "abc123", CNI_NETNS: "/var/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin" };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AggregateCniError, asCniError, CniError, Code, isCniError } from "../../../src/cni/errors";
+import { AggregateCniError, asCniError, CniError, Code, failIfAny, isCniError, oneError } from "../../../src/cni/errors";
 
 describe("C2.3 error codes", () => {
   it("C2.3 the well-known codes are the spec's numbers", () => {
@@ -43,9 +43,29 @@ describe("C2.3 error codes", () => {
     expect(isCniError({ code: 5, message: "x" })).toBe(false);
   });
 
-  it("C2.9 an aggregate keeps the first failure's code and every message in order", () => {
-    const e = new AggregateCniError([new CniError(5, "a", "da"), new CniError(7, "b"), new CniError(11, "c", "dc")], "DEL had 3 failures");
+  it("C2.9 an aggregate keeps the first failure's code, every message in order, and each error with its code and cause", () => {
+    const first = new CniError(5, "a", "da", { cause: new Error("disk") });
+    const e = oneError([first, new CniError(7, "b"), new CniError(11, "c", "dc")], "DEL had 3 failures");
+    expect(e).toBeInstanceOf(AggregateCniError);
     expect(e).toMatchObject({ code: 5, message: "DEL had 3 failures: a; b; c", details: "da\ndc" });
+    expect((e as AggregateCniError).errors.map((x) => x.code)).toEqual([5, 7, 11]);
+    expect((e as AggregateCniError).errors[0]!.cause).toEqual(new Error("disk"));
     expect(new AggregateCniError([], "none").code).toBe(Code.Internal);
+  });
+
+  it("C2.9 one failure is that error itself, none is nothing; failIfAny throws it", () => {
+    const only = new CniError(7, "bad");
+    expect(oneError([only], "summary")).toBe(only);
+    expect(oneError([], "summary")).toBeUndefined();
+    expect(() => failIfAny([only], "summary")).toThrow(only);
+    expect(() => failIfAny([], "summary")).not.toThrow();
+  });
+
+  it("N7.2 with a lead error (ADD's cause before its rollback failed): the lead's code, message and details, then the others", () => {
+    const cause = new CniError(7, "add broke", "bridge said no");
+    expect(oneError([], "rollback also failed", { lead: cause })).toBe(cause);
+    const e = oneError([new CniError(5, "del broke", "d2"), new CniError(11, "del 2 broke")], "rollback also failed", { lead: cause });
+    expect(e).toMatchObject({ code: 7, message: "add broke; rollback also failed: del broke; del 2 broke", details: "bridge said no" });
+    expect((e as AggregateCniError).errors.map((x) => x.code)).toEqual([7, 5, 11]);
   });
 });

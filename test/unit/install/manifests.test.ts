@@ -235,7 +235,7 @@ describe("deploy/ manifests", () => {
 });
 
 /**
- * Each `new Informer(kind, kc, watchPath, fieldSelector, listOf(listPath, …), …)` in
+ * Each `new Informer({ kind, path: watchPath, list: listOf(listPath, …), … })` in
  * src/k8s/watch-cache.ts, with its paths evaluated from the string constants they are built of
  * (there and in rest-kube.ts) and turned into RBAC's `group/resource`.
  */
@@ -264,7 +264,12 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
   const found: Array<{ kind: string; list: string; watch: string }> = [];
   const visit = (n: ts.Node) => {
     if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === "Informer") {
-      const [kind, , watchPath, , lister] = n.arguments ?? [];
+      const [opts] = n.arguments ?? [];
+      const prop = (name: string) =>
+        opts && ts.isObjectLiteralExpression(opts)
+          ? opts.properties.flatMap((p) => (ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name ? [p.initializer] : []))[0]
+          : undefined;
+      const [kind, watchPath, lister] = [prop("kind"), prop("path"), prop("list")];
       if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0]) throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
       found.push({ kind: evaluate(kind), list: resource(evaluate(lister.arguments[0])), watch: resource(evaluate(watchPath)) });
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ConfList } from "../../../src/cni/conf";
-import { buildPluginConf } from "../../../src/exec/conflist";
+import { buildPluginConf } from "../../../src/libcni/conflist";
 import { applySelection } from "../../../src/npwg/delegate-args";
 
 const list: ConfList = {

@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { silentLogger } from "../../../src/log/logger";
+import { eagerLoaders } from "../../../src/ops/loaders";
 import { cniDeviceInfoPath, dpDeviceInfoPath, readDeviceInfo } from "../../../src/npwg/device-info";
 import { deviceInfoAfterAdd, prepareDeviceInfo, removeDeviceInfo, type PodDevicesLookup } from "../../../src/orchestrate/devices";
 import { planForPod } from "../../../src/orchestrate/pod-plan";
@@ -45,7 +46,7 @@ const fakeLookup =
     lookups.push(q);
     return new Map(Object.entries(devices));
   };
-const plan = (podDevices: PodDevicesLookup) => planForPod(req(), conf(), { kube: async () => kube, log, podDevices });
+const plan = (podDevices: PodDevicesLookup) => planForPod(req(), conf(), { kube: async () => kube, log, podDevices, load: eagerLoaders });
 const sriov = (name: string) => ({ cniVersion: "1.0.0", name, plugins: [{ type: "sriov", capabilities: { deviceID: true, CNIDeviceInfoFile: true } }, { type: "tuning" }] });
 
 describe("assignDevices (M10)", () => {
@@ -173,6 +174,7 @@ describe("DEL without a record (M10, M7)", () => {
     kube.addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
     const { CniError } = await import("../../../src/cni/errors");
     const down = await planForPod(req(), conf(), {
+      load: eagerLoaders,
       kube: async () => kube,
       log,
       devicesBestEffort: true,
@@ -181,7 +183,7 @@ describe("DEL without a record (M10, M7)", () => {
       },
     });
     expect(down.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, undefined, undefined]);
-    const few = await planForPod(req(), conf(), { kube: async () => kube, log, devicesBestEffort: true, podDevices: fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }) });
+    const few = await planForPod(req(), conf(), { kube: async () => kube, log, load: eagerLoaders, devicesBestEffort: true, podDevices: fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }) });
     expect(few.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", undefined]);
   });
 });

@@ -9,7 +9,7 @@ import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import { AggregateCniError, CniError } from "../../../src/cni/errors";
 import { ALL_VERSIONS } from "../../../src/cni/version";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
-import { ioError } from "../../../src/exec/atomic-file";
+import { ioError } from "../../../src/store/atomic-file";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";

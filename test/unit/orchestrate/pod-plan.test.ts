@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { silentLogger } from "../../../src/log/logger";
+import { eagerLoaders } from "../../../src/ops/loaders";
 import { planDefaultsOnly, planForPod } from "../../../src/orchestrate/pod-plan";
 import { FakeKube } from "../../fakes/fake-kube";
 
@@ -31,7 +32,7 @@ function req(args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_
 function conf(extra: Record<string, unknown> = {}): PlexusConf {
   return parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", clusterNetwork: "cbr0", confDir, ...extra });
 }
-const plan = (c = conf(), r = req()) => planForPod(r, c, { kube: async () => kube, log });
+const plan = (c = conf(), r = req()) => planForPod(r, c, { kube: async () => kube, log, load: eagerLoaders });
 const bridge = (name: string, extra: Record<string, unknown> = {}) => ({ cniVersion: "1.0.0", name, type: "bridge", ...extra });
 
 describe("planForPod", () => {

@@ -26,3 +26,15 @@ export interface PluginExec {
   /** Finds `type` in `dirs`, first hit wins; throws code 7 naming the type and the dirs (B9). */
   findInPath(type: string, dirs: readonly string[]): Promise<string>;
 }
+
+/** How one run of a delegate's process ended (raw-exec.ts under Node, spawn-bun.ts under Bun). */
+export interface ProcessOutcome {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  spawnError: NodeJS.ErrnoException | undefined;
+  /** stdout passed the stdout cap (raw-exec.ts MAX_STDOUT_BYTES): the group was killed, the output dropped (B61). */
+  overflow: boolean;
+  timedOut: boolean;
+}

@@ -4,8 +4,8 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ResultCache } from "../../../src/exec/cache";
-import { stateFileName } from "../../../src/exec/state-names";
+import { ResultCache } from "../../../src/libcni/cache";
+import { stateFileName } from "../../../src/store/state-names";
 
 let cniDir: string;
 let cache: ResultCache;

@@ -11,7 +11,9 @@ import { decodeJson } from "../cni/json";
 import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
 import { findInPath } from "./find";
-import type { ExecRequest, PluginExec } from "./plugin-exec";
+import type { ExecRequest, PluginExec, ProcessOutcome } from "./plugin-exec";
+
+export type { ProcessOutcome };
 import { bunSpawn, killGroup, runProcessBun } from "./spawn-bun";
 
 export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
@@ -83,17 +85,6 @@ export class RawExec implements PluginExec {
   }
 }
 
-export interface ProcessOutcome {
-  stdout: Buffer;
-  stderr: Buffer;
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  spawnError: NodeJS.ErrnoException | undefined;
-  /** stdout passed MAX_STDOUT_BYTES: the group was killed, the output dropped (B61). */
-  overflow: boolean;
-  timedOut: boolean;
-}
-
 /**
  * One run of a delegate under Node: no shell, its own process group (`detached`), the config on
  * stdin, stdout kept up to a cap and stderr up to another, the whole group SIGKILLed at the deadline.
@@ -101,23 +92,7 @@ export interface ProcessOutcome {
  */
 function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
   return new Promise((resolve) => {
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let outBytes = 0;
-    let errBytes = 0;
-    let overflow = false;
-    let timedOut = false;
-    let spawnError: NodeJS.ErrnoException | undefined;
-    let settled = false;
-    let deadline: NodeJS.Timeout | undefined;
-    let grace: NodeJS.Timeout | undefined;
-    const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(deadline);
-      clearTimeout(grace);
-      resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode, signal, spawnError, overflow, timedOut });
-    };
+    const run = new NodeRun(resolve);
     let child: ChildProcess;
     try {
       // Loaded here: the Bun executable never needs node:child_process for a delegate.
@@ -125,57 +100,98 @@ function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
       child = process.getBuiltinModule("node:child_process").spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe", ...extra], detached: true });
     } catch (e) {
       // Arguments Node refuses before any process exists (e.g. a NUL byte in the environment).
-      spawnError = e as NodeJS.ErrnoException;
-      finish(null, null);
+      run.spawnError = e as NodeJS.ErrnoException;
+      run.finish(null, null);
       return;
     }
-    child.on("error", (e: NodeJS.ErrnoException) => {
-      spawnError ??= e;
-      if (child.pid === undefined) finish(null, null);
-    });
-    child.on("close", (code, signal) => finish(code, signal));
-    // Exited, but a child of it holds stdout (B63): after the grace, that group is killed and what
-    // the delegate wrote is used, instead of waiting for the deadline.
-    child.on("exit", (code, signal) => {
-      grace ??= setTimeout(() => {
-        killGroup(child.pid);
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        finish(code, signal);
-      }, PIPE_GRACE_MS);
-    });
-    child.stdout!.on("data", (chunk: Buffer) => {
-      if (overflow) return;
-      outBytes += chunk.byteLength;
-      if (outBytes > MAX_STDOUT_BYTES) {
-        overflow = true;
-        out.length = 0;
-        killGroup(child.pid);
-        return;
-      }
-      out.push(chunk);
-    });
-    // stderr is only for the log: read and truncated, so a chatty delegate never fails a good ADD.
-    child.stderr!.on("data", (chunk: Buffer) => {
-      if (errBytes >= MAX_STDERR_BYTES) return;
-      const take = chunk.subarray(0, MAX_STDERR_BYTES - errBytes);
-      err.push(take);
-      errBytes += take.byteLength;
-    });
+    child.on("error", (e: NodeJS.ErrnoException) => run.onError(child, e));
+    child.on("close", (code, signal) => run.finish(code, signal));
+    child.on("exit", (code, signal) => run.onExit(child, code, signal));
+    child.stdout!.on("data", (chunk: Buffer) => run.onStdout(child, chunk));
+    child.stderr!.on("data", (chunk: Buffer) => run.onStderr(chunk));
     // A delegate may exit without reading its config: EPIPE on stdin is its business, not a crash.
     child.stdin!.on("error", () => {});
     child.stdin!.end(r.stdin);
-    deadline = setTimeout(() => {
-      timedOut = true;
+    run.startDeadline(child, r.deadlineMs);
+  });
+}
+
+/** The state of one Node run and its event handlers; `finish` settles it once. */
+class NodeRun {
+  spawnError: NodeJS.ErrnoException | undefined;
+  private readonly out: Buffer[] = [];
+  private readonly err: Buffer[] = [];
+  private outBytes = 0;
+  private errBytes = 0;
+  private overflow = false;
+  private timedOut = false;
+  private settled = false;
+  private deadline: NodeJS.Timeout | undefined;
+  private grace: NodeJS.Timeout | undefined;
+
+  constructor(private readonly resolve: (o: ProcessOutcome) => void) {}
+
+  finish(exitCode: number | null, signal: NodeJS.Signals | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.deadline);
+    clearTimeout(this.grace);
+    const { spawnError, overflow, timedOut } = this;
+    this.resolve({ stdout: Buffer.concat(this.out), stderr: Buffer.concat(this.err), exitCode, signal, spawnError, overflow, timedOut });
+  }
+
+  /** A spawn failure (no pid) ends the run; later errors of a running child wait for its close. */
+  onError(child: ChildProcess, e: NodeJS.ErrnoException): void {
+    this.spawnError ??= e;
+    if (child.pid === undefined) this.finish(null, null);
+  }
+
+  /**
+   * Exited, but a child of it holds stdout (B63): after the grace, that group is killed and what
+   * the delegate wrote is used, instead of waiting for the deadline.
+   */
+  onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    this.grace ??= setTimeout(() => {
       killGroup(child.pid);
-      // Pipes held open by children that escaped the group (B63) must not keep us waiting.
-      grace = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      this.finish(code, signal);
+    }, PIPE_GRACE_MS);
+  }
+
+  /** stdout up to MAX_STDOUT_BYTES; past it the group is killed and the output dropped (B61). */
+  onStdout(child: ChildProcess, chunk: Buffer): void {
+    if (this.overflow) return;
+    this.outBytes += chunk.byteLength;
+    if (this.outBytes > MAX_STDOUT_BYTES) {
+      this.overflow = true;
+      this.out.length = 0;
+      killGroup(child.pid);
+      return;
+    }
+    this.out.push(chunk);
+  }
+
+  /** stderr is only for the log: read and truncated, so a chatty delegate never fails a good ADD. */
+  onStderr(chunk: Buffer): void {
+    if (this.errBytes >= MAX_STDERR_BYTES) return;
+    const take = chunk.subarray(0, MAX_STDERR_BYTES - this.errBytes);
+    this.err.push(take);
+    this.errBytes += take.byteLength;
+  }
+
+  /** At the deadline the group is SIGKILLed (B52); pipes held open by children that escaped it (B63) must not keep us waiting. */
+  startDeadline(child: ChildProcess, ms: number): void {
+    this.deadline = setTimeout(() => {
+      this.timedOut = true;
+      killGroup(child.pid);
+      this.grace = setTimeout(() => {
         child.stdout?.destroy();
         child.stderr?.destroy();
-        finish(null, "SIGKILL");
+        this.finish(null, "SIGKILL");
       }, PIPE_GRACE_MS);
-    }, r.deadlineMs);
-  });
+    }, ms);
+  }
 }
 
 class TextFileBusy extends Error {}

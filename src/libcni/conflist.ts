@@ -4,15 +4,15 @@
  * chained on ADD, DEL in reverse with the cached result, `runtimeConfig` derived from capabilities.
  */
 import type { ConfList, PluginConf } from "../cni/conf";
-import { AggregateCniError, CniError, Code } from "../cni/errors";
+import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
 import { convertResult } from "../cni/result/convert";
 import { decodeResult } from "../cni/result/decode";
 import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
 import type { Logger } from "../log/logger";
 import type { ResultCache } from "./cache";
-import type { ContainerLock } from "./container-lock";
-import type { Env, PluginExec } from "./plugin-exec";
+import type { ContainerLock } from "../store/container-lock";
+import type { Env, PluginExec } from "../invoke/plugin-exec";
 
 export interface RuntimeConf {
   containerId: string;
@@ -166,11 +166,10 @@ export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
     try {
       await runPlugin("DEL", list, plugin, conf, rt, deps);
     } catch (err) {
-      errors.push(err instanceof CniError ? err : new CniError(Code.Internal, String(err)));
+      errors.push(asCniError(err));
     }
   }
-  if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) throw new AggregateCniError(errors, `network ${JSON.stringify(list.name)}: ${errors.length} plugins failed DEL`);
+  failIfAny(errors, `network ${JSON.stringify(list.name)}: ${errors.length} plugins failed DEL`);
   await deps.cache.delete({ networkName: list.name, containerId: rt.containerId, ifName: rt.ifName });
 }
 
@@ -221,7 +220,7 @@ export async function gcNetworkList(list: ConfList, valid: readonly GcAttachment
     try {
       await delNetworkList(list, { ...rt, containerId: entry.containerId, ifName: entry.ifName, netns: "", args: entry.cniArgs ?? "", capabilityArgs: entry.capabilityArgs ?? {} }, deps);
     } catch (err) {
-      errors.push(err instanceof CniError ? err : new CniError(Code.Internal, String(err)));
+      errors.push(asCniError(err));
     }
   }
   if (versionAtLeast(list.cniVersion, "1.1.0")) {
@@ -230,10 +229,9 @@ export async function gcNetworkList(list: ConfList, valid: readonly GcAttachment
       try {
         await runPlugin("GC", list, plugin, conf, rt, deps);
       } catch (err) {
-        errors.push(err instanceof CniError ? err : new CniError(Code.Internal, String(err)));
+        errors.push(asCniError(err));
       }
     }
   }
-  if (errors.length === 1) throw errors[0]!;
-  if (errors.length > 1) throw new AggregateCniError(errors, `network ${JSON.stringify(list.name)}: GC had ${errors.length} failures`);
+  failIfAny(errors, `network ${JSON.stringify(list.name)}: GC had ${errors.length} failures`);
 }

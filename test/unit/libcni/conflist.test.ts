@@ -15,7 +15,7 @@ import {
   pluginsStartedOf,
   statusNetworkList,
   type RuntimeConf,
-} from "../../../src/exec/conflist";
+} from "../../../src/libcni/conflist";
 import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
 const NETNS = "/proc/self/ns/net";

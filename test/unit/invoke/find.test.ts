@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CniError } from "../../../src/cni/errors";
-import { findInPath } from "../../../src/exec/find";
+import { findInPath } from "../../../src/invoke/find";
 
 let root: string;
 let a: string;

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "../../../src/exec/atomic-file";
+import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "../../../src/store/atomic-file";
 
 let dir: string;
 beforeEach(() => {

@@ -2,20 +2,27 @@
  * Routes inside a pod's network namespace, for `default-route` (M4): the attachment that asks for
  * it carries the pod's default route, so the default routes of the family its gateway belongs to
  * are replaced. Done with the node's `nsenter` and `ip` (util-linux and iproute2, on every
- * Kubernetes node), through execa, without a shell. execa is loaded here, on this rare path only:
- * loading it costs ~16 ms, which every pod would otherwise pay (see raw-exec.ts).
+ * Kubernetes node), through node:child_process, without a shell, each command with a deadline.
  */
+import { spawn } from "node:child_process";
 import { CniError, Code } from "../cni/errors";
+
+/** How long one `ip` command may take before it is killed (SIGTERM) and counted as failed. */
+const IP_TIMEOUT_MS = 10_000;
 
 export interface DefaultRoute {
   gateway: string;
   ifName: string;
 }
 
-async function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
-  const { execa } = await import("execa");
-  const r = await execa("nsenter", [`--net=${netns}`, "ip", ...args], { reject: false, timeout: 10_000, stdin: "ignore", cleanup: false });
-  return { ok: r.exitCode === 0, stderr: String(r.stderr ?? "").trim() };
+function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("nsenter", [`--net=${netns}`, "ip", ...args], { stdio: ["ignore", "ignore", "pipe"], timeout: IP_TIMEOUT_MS });
+    const stderr: Buffer[] = [];
+    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    child.on("error", (err) => resolve({ ok: false, stderr: err.message }));
+    child.on("close", (code) => resolve({ ok: code === 0, stderr: Buffer.concat(stderr).toString("utf8").trim() }));
+  });
 }
 
 export async function setDefaultRoutes(netns: string, routes: readonly DefaultRoute[]): Promise<void> {

@@ -6,8 +6,7 @@
  * by children that escaped the group (B52, B61, B63). Bun's node:child_process builds Node
  * streams for every child; Bun.spawn does not, which saves a few milliseconds per delegate.
  */
-import type { ExecRequest } from "./plugin-exec";
-import type { ProcessOutcome } from "./raw-exec";
+import type { ExecRequest, ProcessOutcome } from "./plugin-exec";
 
 interface BunSubprocess {
   readonly pid: number;

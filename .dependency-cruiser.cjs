@@ -1,0 +1,64 @@
+/**
+ * Layers that only point down (issue 12), checked by `npm run lint:deps` (scripts/test.sh runs it
+ * before the tests). A folder may import its own modules and those of lower layers; a folder of the
+ * same layer only where no cycle results (no-circular). Bottom to top:
+ */
+const LAYERS = [
+  ["cni", "log"], //                 the CNI protocol (pure), logging
+  ["invoke", "store", "netns"], //    running a plugin; state files; the pod's namespace
+  ["libcni"], //                      conflists and the result cache (libcni's API)
+  ["npwg", "config"], //              the NPWG spec's rules; Plexus's config
+  ["k8s"], //                         Kubernetes clients
+  ["orchestrate"], //                 the verbs
+  ["daemon", "install"], //           the node daemon (and which Kubernetes a call uses); the installer
+  ["ops"], //                         the admin commands (use the installer's conf-dir reader, the daemon's factory)
+  ["cli"], //                         the entry: argv, stdio, and the wiring (verb-deps.ts)
+];
+
+const upward = LAYERS.flatMap((layer, rank) => {
+  const above = LAYERS.slice(rank + 1).flat();
+  if (above.length === 0) return [];
+  return [
+    {
+      name: `layer-${layer.join("-")}`,
+      severity: "error",
+      comment: `${layer.join(", ")} may not import ${above.join(", ")}: layers point down (README "Layers")`,
+      from: { path: `^src/(${layer.join("|")})/` },
+      to: { path: `^src/(${above.join("|")})/` },
+    },
+  ];
+});
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    ...upward,
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "a module may not (indirectly) import itself",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "src-not-test",
+      severity: "error",
+      comment: "production code does not import tests or their fakes",
+      from: { path: "^src/" },
+      to: { path: "^test/" },
+    },
+    {
+      name: "known-folder",
+      severity: "error",
+      comment: "every folder of src/ has its place in LAYERS (.dependency-cruiser.cjs)",
+      from: { path: "^src/" },
+      to: { path: "^src/", pathNot: `^src/(${LAYERS.flat().join("|")})/` },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { extensions: [".ts", ".js", ".mjs", ".json"] },
+  },
+};

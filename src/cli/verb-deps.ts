@@ -1,0 +1,49 @@
+/**
+ * The CNI verbs' wiring: which executor, stores, Kubernetes access and namespace operations a verb
+ * gets, and the modules only some calls need, loaded on first use. A VERSION, a DEL from the record
+ * and an ADD of a pod without selections load neither the annotation parser, network-status
+ * publishing nor the route commands.
+ */
+import type { PlexusConf } from "../config/plugin-conf";
+import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
+import { podDevicesLookup } from "../daemon/pod-devices-lookup";
+import { RawExec } from "../invoke/raw-exec";
+import { ResultCache } from "../libcni/cache";
+import type { Logger } from "../log/logger";
+import { assertNetnsUsable } from "../netns/check";
+import type { NetnsOps } from "../netns/index";
+import { baseEnvOf, type Deps, type Loaders } from "../orchestrate/deps";
+import { RecordStore } from "../orchestrate/record";
+import { acquireContainerLock } from "../store/container-lock";
+
+const lazyLoaders: Loaders = {
+  annotation: () => import("../npwg/annotation"),
+  publish: () => import("../orchestrate/publish"),
+};
+
+const lazyNetns: NetnsOps = {
+  assertUsable: assertNetnsUsable,
+  setDefaultRoutes: async (netns, routes) => (await import("../netns/routes")).setDefaultRoutes(netns, routes),
+};
+
+export function verbDeps(conf: PlexusConf, log: Logger, env: Readonly<Record<string, string | undefined>>): Deps & { kube: KubeFactory } {
+  const kube = kubeFactory(conf, {
+    env,
+    log,
+    // One process, one API server: its CA is the process's only trust anchor (see caAsProcessDefault).
+    client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs }, caAsProcessDefault: true },
+  });
+  return {
+    exec: new RawExec(log),
+    cache: new ResultCache(conf.cniDir),
+    records: new RecordStore(conf.cniDir),
+    log,
+    baseEnv: baseEnvOf(env),
+    kube,
+    netns: lazyNetns,
+    load: lazyLoaders,
+    locks: acquireContainerLock,
+    podDevices: podDevicesLookup(conf, log),
+  };
+}
+

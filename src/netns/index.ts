@@ -1,0 +1,18 @@
+/**
+ * What the verbs do with a pod's network namespace, injected through `Deps.netns` so unit tests
+ * run without a real namespace: the B4 check before anything runs, and M4's default routes.
+ */
+import { assertNetnsUsable } from "./check";
+import { setDefaultRoutes, type DefaultRoute } from "./routes";
+
+export type { DefaultRoute } from "./routes";
+
+export interface NetnsOps {
+  /** B4: throws 4 unless `netns` is a network namespace. */
+  assertUsable(netns: string): Promise<void>;
+  /** M4: the pod's default routes of each gateway's family replaced by these. */
+  setDefaultRoutes(netns: string, routes: readonly DefaultRoute[]): Promise<void>;
+}
+
+/** The node's own namespaces (nsfs, `nsenter` and `ip`). */
+export const hostNetns: NetnsOps = { assertUsable: assertNetnsUsable, setDefaultRoutes };

@@ -1,0 +1,120 @@
+/**
+ * One typed JSON file store for Plexus's per-container state (the container records, M7, and the
+ * result cache, C3.3): one file per identity under one directory, written atomically (B46, B48),
+ * tagged with a `kind`, and holding its identity, checked on read (a file of another identity is
+ * not this one's). File names come from state-names.ts, or libcni's `<a>-<b>-<c>` for another
+ * runtime's cache; an older name can be read and removed as a fallback.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { isPlainObject } from "../cni/json";
+import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
+import { stateFileName } from "./state-names";
+
+export type StoreRead<T> = { state: "found"; value: T } | { state: "missing" } | { state: "corrupt"; path: string; reason: string };
+
+/** What the records and the result cache need of a store; identities are lists of name parts. */
+export interface JsonStore<T> {
+  readonly dir: string;
+  path(identity: readonly string[]): string;
+  write(value: T): Promise<void>;
+  /** The value stored for `identity`; "missing" also when the file holds another identity. */
+  read(identity: readonly string[]): StoreRead<T>;
+  delete(identity: readonly string[]): Promise<void>;
+  /** Every file of the store, corrupt ones as such (GC). */
+  list(): StoreRead<T>[];
+}
+
+export interface JsonFileStoreOptions<T> {
+  dir: string;
+  /** The `kind` tag every value carries. */
+  kind: string;
+  /** For messages: "container record", "cached result". */
+  what: string;
+  /** For the corrupt reason: "a Plexus container record". */
+  shape: string;
+  /** The value's other required fields, beyond `kind` and its identity. */
+  valid(v: Record<string, unknown>): boolean;
+  /** The identity a value holds (its file name's parts). */
+  identity(value: T): readonly string[];
+  /** File name extension (".json"); only files with it are listed. */
+  ext?: string;
+  /** Name files exactly as libcni does, `<a>-<b>-<c>`, instead of state-names.ts. */
+  libcniNames?: boolean;
+  /** An older file name to read (and remove) when the current one is missing. */
+  legacyName?(identity: readonly string[]): string;
+}
+
+export class JsonFileStore<T> implements JsonStore<T> {
+  readonly dir: string;
+  constructor(private readonly opts: JsonFileStoreOptions<T>) {
+    this.dir = opts.dir;
+  }
+
+  path(identity: readonly string[]): string {
+    const ext = this.opts.ext ?? "";
+    return join(this.dir, this.opts.libcniNames ? `${identity.join("-")}${ext}` : stateFileName(identity, ext));
+  }
+
+  async write(value: T): Promise<void> {
+    sweepDeadWriters(this.dir);
+    await writeFileAtomic(this.path(this.opts.identity(value)), JSON.stringify(value));
+  }
+
+  read(identity: readonly string[]): StoreRead<T> {
+    const path = this.path(identity);
+    const read = this.readAt(path, identity);
+    const legacy = this.legacyPath(identity);
+    return read.state === "missing" && legacy !== undefined && legacy !== path ? this.readAt(legacy, identity) : read;
+  }
+
+  async delete(identity: readonly string[]): Promise<void> {
+    const path = this.path(identity);
+    await removeFile(path);
+    const legacy = this.legacyPath(identity);
+    if (legacy !== undefined && legacy !== path && this.readAt(legacy, identity).state === "found") await removeFile(legacy);
+  }
+
+  list(): StoreRead<T>[] {
+    const ext = this.opts.ext ?? "";
+    return listStateFiles(this.dir)
+      .filter((n) => n.endsWith(ext))
+      .map((name) => {
+        const path = join(this.dir, name);
+        return this.parse(readOrEmpty(path), path);
+      });
+  }
+
+  private legacyPath(identity: readonly string[]): string | undefined {
+    return this.opts.legacyName ? join(this.dir, this.opts.legacyName(identity)) : undefined;
+  }
+
+  private readAt(path: string, identity: readonly string[]): StoreRead<T> {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
+      throw ioError(`cannot read ${this.opts.what} ${path}`, err);
+    }
+    const read = this.parse(text, path);
+    if (read.state !== "found") return read;
+    const held = this.opts.identity(read.value);
+    const same = held.length === identity.length && held.every((p, i) => p === identity[i]);
+    return same ? read : { state: "missing" };
+  }
+
+  private parse(text: string, path: string): StoreRead<T> {
+    if (text.length === 0) return { state: "corrupt", path, reason: "the file is empty" };
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch (err) {
+      return { state: "corrupt", path, reason: `not valid JSON (${(err as Error).message})` };
+    }
+    if (!isPlainObject(v) || v.kind !== this.opts.kind || !this.opts.valid(v)) {
+      return { state: "corrupt", path, reason: `not ${this.opts.shape}` };
+    }
+    return { state: "found", value: v as unknown as T };
+  }
+}

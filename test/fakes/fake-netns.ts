@@ -1,0 +1,24 @@
+/**
+ * A NetnsOps for unit tests: no real namespace needed. A path that does not exist is refused with
+ * code 4 as the real check would (B4); default routes are kept, not set.
+ */
+import { existsSync } from "node:fs";
+import { CniError, Code } from "../../src/cni/errors";
+import type { DefaultRoute, NetnsOps } from "../../src/netns/index";
+
+export interface FakeNetns extends NetnsOps {
+  routes: Array<{ netns: string; routes: DefaultRoute[] }>;
+}
+
+export function fakeNetns(): FakeNetns {
+  const routes: FakeNetns["routes"] = [];
+  return {
+    routes,
+    async assertUsable(netns: string): Promise<void> {
+      if (!existsSync(netns)) throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (ENOENT)`);
+    },
+    async setDefaultRoutes(netns: string, r: readonly DefaultRoute[]): Promise<void> {
+      routes.push({ netns, routes: [...r] });
+    },
+  };
+}

@@ -94,7 +94,7 @@ export interface FakeApiServerOptions {
    * kube-apiserver's watch cache: 200 and one ERROR event with a 410 Expired Status) or
    * "status" (HTTP 410 with the Status as the body). client-node relists on both. */
   expiredWatch?: "event" | "status";
-  /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 1000 ms). */
+  /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 60 s, about what kube-apiserver sends; tests of bookmarks set it short). */
   bookmarkIntervalMs?: number;
 }
 
@@ -538,9 +538,9 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     if (plan.bookmarks) {
       const tick = () => {
         writeTo(w, bookmarkLine(plan.resource));
-        w.timers[0] = setTimeout(tick, opts.bookmarkIntervalMs ?? 1000);
+        w.timers[0] = setTimeout(tick, opts.bookmarkIntervalMs ?? 60_000);
       };
-      w.timers[0] = setTimeout(tick, opts.bookmarkIntervalMs ?? 1000);
+      w.timers[0] = setTimeout(tick, opts.bookmarkIntervalMs ?? 60_000);
     }
     if (plan.timeoutMs !== undefined) {
       w.timers[1] = setTimeout(() => {

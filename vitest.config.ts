@@ -11,7 +11,13 @@ export default defineConfig({
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"], sequence: { groupOrder: 0 } } },
       {
         extends: true,
-        test: { name: "integration", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000, sequence: { groupOrder: 0 } },
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          sequence: { groupOrder: 0 },
+        },
       },
       {
         extends: true,

@@ -30,28 +30,47 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, () => {
     const quiet = { stdio: ["ignore", "pipe", "ignore"], encoding: "utf8" };
     // Children first (CNI calls, daemons), then a moment for delegates already running to end.
-    try { execFileSync("pkill", ["-TERM", "-P", String(process.pid)], quiet); } catch {}
+    try {
+      execFileSync("pkill", ["-TERM", "-P", String(process.pid)], quiet);
+    } catch {}
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
-    const lines = (args) => { try { return execFileSync("ip", args, quiet).split("\n"); } catch { return []; } };
+    const lines = (args) => {
+      try {
+        return execFileSync("ip", args, quiet).split("\n");
+      } catch {
+        return [];
+      }
+    };
     for (const l of lines(["netns", "list"])) {
       const name = l.split(" ")[0];
-      if (name && /^plx-bench/.test(name) && name.includes(String(process.pid))) try { execFileSync("ip", ["netns", "del", name], quiet); } catch {}
+      if (name && /^plx-bench/.test(name) && name.includes(String(process.pid)))
+        try {
+          execFileSync("ip", ["netns", "del", name], quiet);
+        } catch {}
     }
     for (const l of lines(["-o", "link", "show"])) {
       const name = /^\d+: ([^:@]+)/.exec(l)?.[1];
-      if (name && /^plx(b|q|a|par|d)\d+$/.test(name)) try { execFileSync("ip", ["link", "del", name], quiet); } catch {}
+      if (name && /^plx(b|q|a|par|d)\d+$/.test(name))
+        try {
+          execFileSync("ip", ["link", "del", name], quiet);
+        } catch {}
     }
     // The sections' temp dirs (plx-bench*), made since this run started.
     for (const d of readdirSync(tmpdir())) {
       const path = join(tmpdir(), d);
-      try { if (d.startsWith("plx-bench") && statSync(path).ctimeMs >= started) rmSync(path, { recursive: true, force: true }); } catch {}
+      try {
+        if (d.startsWith("plx-bench") && statSync(path).ctimeMs >= started)
+          rmSync(path, { recursive: true, force: true });
+      } catch {}
     }
     console.error(`bench: interrupted (${signal}); its namespaces and bridges are removed`);
     process.exit(130);
   });
 }
 if (Number(process.versions.node.split(".")[0]) < 24) {
-  console.error(`bench: Node ${process.versions.node}; run it as \`npm run bench\` (the project's pinned Node 24 is the floor it measures)`);
+  console.error(
+    `bench: Node ${process.versions.node}; run it as \`npm run bench\` (the project's pinned Node 24 is the floor it measures)`,
+  );
   process.exit(1);
 }
 if (!existsSync("dist/plexus")) {
@@ -62,8 +81,12 @@ const only = process.argv.slice(2);
 const want = (name) => only.length === 0 || only.includes(name);
 const bun = execFileSync(bunPath(), ["--version"], { encoding: "utf8" }).trim();
 const floor = await measureFloor(runs);
-console.log(`Plexus benchmarks: dist/plexus built with Bun ${bun}; harness on node ${process.versions.node}; ${runs} interleaved runs per figure, medians`);
-console.log(`node -e 0 on this host now: ${fmt(floor.ms)} ms, peak RSS ${(floor.rssKiB / 1024).toFixed(1)} MiB; every figure is followed by its ratio to these (the targets were set where node -e 0 took ~21 ms)\n`);
+console.log(
+  `Plexus benchmarks: dist/plexus built with Bun ${bun}; harness on node ${process.versions.node}; ${runs} interleaved runs per figure, medians`,
+);
+console.log(
+  `node -e 0 on this host now: ${fmt(floor.ms)} ms, peak RSS ${(floor.rssKiB / 1024).toFixed(1)} MiB; every figure is followed by its ratio to these (the targets were set where node -e 0 took ~21 ms)\n`,
+);
 const version = want("version") ? await benchVersion(runs) : undefined;
 if (want("delegates")) await benchDelegates(runs);
 if (want("pods")) await benchPods(runs);
@@ -79,7 +102,9 @@ const verdict = (ok) => (ok ? "met" : "NOT met");
 const target = (what, got, limit, print = rel) => {
   if (print !== rel) return lines.push(`${what}: ${print(got)} (target ≤ ${limit} MiB): ${verdict(got <= limit)}`);
   const ratio = `${verdict(got / floor.ms <= limit / MULTUS_NODE_MS)} by ratio`;
-  return lines.push(`${what}: ${print(got)} (target ≤ ${limit} ms = ${(limit / MULTUS_NODE_MS).toFixed(2)}×): ${verdict(got <= limit)} in ms, ${ratio}`);
+  return lines.push(
+    `${what}: ${print(got)} (target ≤ ${limit} ms = ${(limit / MULTUS_NODE_MS).toFixed(2)}×): ${verdict(got <= limit)} in ms, ${ratio}`,
+  );
 };
 const mib = (x) => `${x.toFixed(1)} MiB`;
 if (version) target("VERSION", version.version, 12);
@@ -96,12 +121,18 @@ if (parallel?.daemon10) target("10 pods × K=2 in parallel, ADD total, daemon", 
 if (api?.length) {
   const peak = api.reduce((a, r) => Math.max(a, r.peakRssMiB), 0);
   target("peak RSS of one CNI call", peak, 40, mib);
-  lines.push(`API requests per ADD: thin ≤ 3+K: ${api.every((r) => r.tReads + r.tWrites <= 3 + r.K) ? "met" : "NOT met"}; daemon 0 reads, ≤ 2 writes: ${api.every((r) => r.dReads === 0 && r.dWrites <= 2) ? "met" : "NOT met"}`);
+  lines.push(
+    `API requests per ADD: thin ≤ 3+K: ${api.every((r) => r.tReads + r.tWrites <= 3 + r.K) ? "met" : "NOT met"}; daemon 0 reads, ≤ 2 writes: ${api.every((r) => r.dReads === 0 && r.dWrites <= 2) ? "met" : "NOT met"}`,
+  );
 }
 if (daemon) target("daemon RSS at 10,000 NADs + 110 pods", daemon.rssMiB, 100, mib);
 // Issue 15: a device network's ADD costs at most a plain network's + 10 ms.
 if (devices) {
-  lines.push(`device network ADD − plain network ADD, thin: ${rel(devices.thinExtra)} (target ≤ 10 ms): ${verdict(devices.thinExtra <= 10)}`);
-  lines.push(`device network ADD − plain network ADD, daemon: ${rel(devices.daemonExtra)} (target ≤ 10 ms): ${verdict(devices.daemonExtra <= 10)}`);
+  lines.push(
+    `device network ADD − plain network ADD, thin: ${rel(devices.thinExtra)} (target ≤ 10 ms): ${verdict(devices.thinExtra <= 10)}`,
+  );
+  lines.push(
+    `device network ADD − plain network ADD, daemon: ${rel(devices.daemonExtra)} (target ≤ 10 ms): ${verdict(devices.daemonExtra <= 10)}`,
+  );
 }
 if (lines.length) console.log(`== targets (issues 11, 15)\n${lines.map((l) => `- ${l}`).join("\n")}`);

@@ -11,7 +11,10 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 export function bunPath() {
   const want = JSON.parse(readFileSync(`${root}package.json`, "utf8")).devDependencies.bun;
   const arch = process.arch === "arm64" ? "aarch64" : process.arch;
-  const candidates = [`${root}node_modules/.bin/bun`, `${root}node_modules/@oven/bun-${process.platform}-${arch}/bin/bun`];
+  const candidates = [
+    `${root}node_modules/.bin/bun`,
+    `${root}node_modules/@oven/bun-${process.platform}-${arch}/bin/bun`,
+  ];
   const tried = [];
   for (const path of candidates) {
     if (!existsSync(path)) continue;

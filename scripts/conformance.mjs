@@ -77,7 +77,9 @@ function citedIds(text, defs) {
 function rangeOf(from, to, defs) {
   const parent = (id) => id.replace(/\.?[0-9x]+$/, "");
   if (from[0] !== to[0] || parent(from) !== parent(to)) return [];
-  return [...defs.byId.keys()].filter((id) => parent(id) === parent(from) && defs.compare(from, id) <= 0 && defs.compare(id, to) <= 0);
+  return [...defs.byId.keys()].filter(
+    (id) => parent(id) === parent(from) && defs.compare(from, id) <= 0 && defs.compare(id, to) <= 0,
+  );
 }
 
 function filesUnder(dir, ext) {
@@ -206,7 +208,7 @@ function render(defs, impl, proof) {
     "Comments in `src/` and test titles cite requirements by ID (`N4.1.2.1.3`, `C2.5`, `M7`, `K1`, `B62`).",
     "This page says what each ID asks for, in the project's words, where the code cites it, and which",
     "tests name it in their title. A test that proves a requirement puts its ID in its title",
-    "(`it(\"M7 …\")`), so that `grep -r \"M7 \" test/` finds its proof. `npm run conformance` rewrites this",
+    '(`it("M7 …")`), so that `grep -r "M7 " test/` finds its proof. `npm run conformance` rewrites this',
     `page from \`${DEFS}\`; \`npm test\` fails when it is stale or when the code cites an ID that has no definition.`,
     "",
     "The groups:",
@@ -214,8 +216,8 @@ function render(defs, impl, proof) {
     ...defs.groups.map((g) => `- **${g.prefix}: ${g.title}** (${g.ids.length} IDs). Source: ${g.source}. ${g.about}`),
     "",
     "Where Plexus deliberately does something other than its source, the requirement says so under",
-    "**Plexus differs**. \"Implemented in\" lists the files under " + IMPL_DIRS.map((d) => code(`${d}/`)).join(" and "),
-    "that cite the ID (a range such as `B1–B10` counts for each ID in it; — when none does). \"Proved by\"",
+    '**Plexus differs**. "Implemented in" lists the files under ' + IMPL_DIRS.map((d) => code(`${d}/`)).join(" and "),
+    'that cite the ID (a range such as `B1–B10` counts for each ID in it; — when none does). "Proved by"',
     "counts the `it`/`test` titles under `test/` that name the ID (an `it.each` title counts once).",
     "",
     `${total} IDs are defined; ${untested.length} have no test yet${untested.length ? `: ${untested.join(", ")}` : ""}.`,
@@ -231,7 +233,13 @@ function renderGroup(g, defs, impl, proof) {
     const files = [...(impl.get(id) ?? [])].sort();
     return `| ${id} | ${cell(text)} | ${files.length ? files.map(code).join(", ") : "—"} | ${provedBy(proof.get(id))} |`;
   });
-  return [`## ${g.prefix}: ${g.title}`, "", "| ID | Requirement | Implemented in | Proved by |", "| --- | --- | --- | --- |", ...rows];
+  return [
+    `## ${g.prefix}: ${g.title}`,
+    "",
+    "| ID | Requirement | Implemented in | Proved by |",
+    "| --- | --- | --- | --- |",
+    ...rows,
+  ];
 }
 
 function provedBy(perFile) {
@@ -266,7 +274,8 @@ function firstDifferences(want, have, max = 5) {
     if (a[i] === b[i]) continue;
     let col = 0;
     while (a[i] !== undefined && b[i] !== undefined && a[i][col] === b[i][col]) col++;
-    const around = (l) => (l === undefined ? "(end of file)" : `${col > 60 ? "…" : ""}${l.slice(Math.max(0, col - 60), col + 100)}`);
+    const around = (l) =>
+      l === undefined ? "(end of file)" : `${col > 60 ? "…" : ""}${l.slice(Math.max(0, col - 60), col + 100)}`;
     lines.push(`  line ${i + 1}, expected: ${around(a[i])}`, `  line ${i + 1}, found:    ${around(b[i])}`);
   }
   return lines;
@@ -286,7 +295,9 @@ function main(args) {
   }
   if (!check) {
     writeFileSync(join(ROOT, DOC), doc);
-    console.log(`${DOC}: ${defs.byId.size} IDs, ${[...defs.byId.keys()].filter((id) => !proof.has(id)).length} without a test`);
+    console.log(
+      `${DOC}: ${defs.byId.size} IDs, ${[...defs.byId.keys()].filter((id) => !proof.has(id)).length} without a test`,
+    );
   } else {
     const have = existsSync(join(ROOT, DOC)) ? readFileSync(join(ROOT, DOC), "utf8") : "";
     if (have !== doc) errors.push(`${DOC} is not what ${DEFS} and the tree give:`, ...firstDifferences(doc, have));

@@ -11,7 +11,19 @@
  */
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
-import { DELEGATE_VERSION, callPlexus, compactJson, ipReservations, leftovers, records, run, runIfMain, say, showNamespace, withDemoHost } from "./demo.mjs";
+import {
+  DELEGATE_VERSION,
+  callPlexus,
+  compactJson,
+  ipReservations,
+  leftovers,
+  records,
+  run,
+  runIfMain,
+  say,
+  showNamespace,
+  withDemoHost,
+} from "./demo.mjs";
 
 function manifests(host, macvlanMaster) {
   const hostLocal = (subnet) => ({ type: "host-local", dataDir: host.dataDir, subnet });
@@ -27,8 +39,21 @@ function manifests(host, macvlanMaster) {
     metadata: { namespace: "demo", name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } },
   });
   return [
-    nad("blue", { cniVersion: DELEGATE_VERSION, name: "blue", type: "bridge", bridge: host.bridgeName(1), ipam: hostLocal("10.241.1.0/24") }),
-    nad("green", { cniVersion: DELEGATE_VERSION, name: "green", type: "macvlan", master: macvlanMaster, mode: "bridge", ipam: hostLocal("10.241.2.0/24") }),
+    nad("blue", {
+      cniVersion: DELEGATE_VERSION,
+      name: "blue",
+      type: "bridge",
+      bridge: host.bridgeName(1),
+      ipam: hostLocal("10.241.1.0/24"),
+    }),
+    nad("green", {
+      cniVersion: DELEGATE_VERSION,
+      name: "green",
+      type: "macvlan",
+      master: macvlanMaster,
+      mode: "bridge",
+      ipam: hostLocal("10.241.2.0/24"),
+    }),
     // The two annotation formats (N4.1.1 comma, N4.1.2 JSON), the same networks.
     pod("web", "blue,demo/green@data0"),
     pod("db", JSON.stringify([{ name: "blue" }, { name: "green", namespace: "demo", interface: "data0" }])),
@@ -41,71 +66,114 @@ function yaml(objects) {
 }
 
 export function demoCluster() {
-  return withDemoHost("Plexus demo: two pods, NetworkAttachmentDefinitions, network-status (no API server)", async (host) => {
-    const clusterDir = join(host.root, "cluster");
-    const confDir = join(host.root, "net.d");
-    mkdirSync(clusterDir, { recursive: true });
-    mkdirSync(confDir, { recursive: true });
-    const master = host.addVethPair();
-    writeFileSync(
-      join(confDir, "10-cbr0.conflist"),
-      JSON.stringify({
-        cniVersion: DELEGATE_VERSION,
-        name: "cbr0",
-        plugins: [{ type: "bridge", bridge: host.bridgeName(0), isGateway: true, ipam: { type: "host-local", dataDir: host.dataDir, subnet: "10.241.0.0/24", routes: [{ dst: "0.0.0.0/0" }] } }],
-      }),
-    );
-    const objects = manifests(host, master);
-    writeFileSync(join(clusterDir, "demo.yaml"), yaml(objects));
-    const conf = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork: "cbr0", confDir, fileClusterDir: clusterDir, cniDir: host.cniDir };
+  return withDemoHost(
+    "Plexus demo: two pods, NetworkAttachmentDefinitions, network-status (no API server)",
+    async (host) => {
+      const clusterDir = join(host.root, "cluster");
+      const confDir = join(host.root, "net.d");
+      mkdirSync(clusterDir, { recursive: true });
+      mkdirSync(confDir, { recursive: true });
+      const master = host.addVethPair();
+      writeFileSync(
+        join(confDir, "10-cbr0.conflist"),
+        JSON.stringify({
+          cniVersion: DELEGATE_VERSION,
+          name: "cbr0",
+          plugins: [
+            {
+              type: "bridge",
+              bridge: host.bridgeName(0),
+              isGateway: true,
+              ipam: {
+                type: "host-local",
+                dataDir: host.dataDir,
+                subnet: "10.241.0.0/24",
+                routes: [{ dst: "0.0.0.0/0" }],
+              },
+            },
+          ],
+        }),
+      );
+      const objects = manifests(host, master);
+      writeFileSync(join(clusterDir, "demo.yaml"), yaml(objects));
+      const conf = {
+        cniVersion: "1.0.0",
+        name: "plexus",
+        type: "plexus",
+        clusterNetwork: "cbr0",
+        confDir,
+        fileClusterDir: clusterDir,
+        cniDir: host.cniDir,
+      };
 
-    say.section("1. The cluster: manifests in a directory, the default network in confDir");
-    say.line(`${clusterDir}/demo.yaml: Pods demo/web, demo/db; NetworkAttachmentDefinitions demo/blue (bridge), demo/green (macvlan on ${master})`);
-    for (const o of objects.filter((x) => x.kind === "Pod")) say.line(`  pod ${o.metadata.name}: k8s.v1.cni.cncf.io/networks = ${o.metadata.annotations["k8s.v1.cni.cncf.io/networks"]}`);
-    say.line(`Plexus's config (stdin): ${JSON.stringify(conf)}`);
+      say.section("1. The cluster: manifests in a directory, the default network in confDir");
+      say.line(
+        `${clusterDir}/demo.yaml: Pods demo/web, demo/db; NetworkAttachmentDefinitions demo/blue (bridge), demo/green (macvlan on ${master})`,
+      );
+      for (const o of objects.filter((x) => x.kind === "Pod"))
+        say.line(
+          `  pod ${o.metadata.name}: k8s.v1.cni.cncf.io/networks = ${o.metadata.annotations["k8s.v1.cni.cncf.io/networks"]}`,
+        );
+      say.line(`Plexus's config (stdin): ${JSON.stringify(conf)}`);
 
-    const pods = ["web", "db"].map((name) => ({ name, netns: host.addNamespace(name), containerId: `demo-${name}-${host.tag}` }));
-    const envOf = (p) => ({
-      CNI_CONTAINERID: p.containerId,
-      CNI_NETNS: p.netns.path,
-      CNI_IFNAME: "eth0",
-      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${p.name};K8S_POD_UID=uid-${p.name}`,
-    });
-    const blueIp = {};
-    for (const [i, p] of pods.entries()) {
-      say.section(`${2 + i}. ADD pod demo/${p.name}`);
-      const t0 = performance.now();
-      const r = callPlexus("ADD", conf, envOf(p));
-      if (r.code !== 0) throw new Error(`ADD of ${p.name} failed: ${r.stdout.trim()} ${r.stderr.trim()}`);
-      say.line(`exit 0 in ${Math.round(performance.now() - t0)} ms; the runtime gets the default network's result: ${JSON.stringify(r.json.ips)}`);
-      const statusDoc = JSON.parse(readFileSync(join(clusterDir, "status", `demo.${p.name}.json`), "utf8"));
-      const status = JSON.parse(statusDoc.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]);
-      say.line("k8s.v1.cni.cncf.io/network-status:");
-      say.block(compactJson(status));
-      showNamespace(p.netns);
-      blueIp[p.name] = status.find((s) => s.name === "demo/blue")?.ips?.[0];
-    }
+      const pods = ["web", "db"].map((name) => ({
+        name,
+        netns: host.addNamespace(name),
+        containerId: `demo-${name}-${host.tag}`,
+      }));
+      const envOf = (p) => ({
+        CNI_CONTAINERID: p.containerId,
+        CNI_NETNS: p.netns.path,
+        CNI_IFNAME: "eth0",
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${p.name};K8S_POD_UID=uid-${p.name}`,
+      });
+      const blueIp = {};
+      for (const [i, p] of pods.entries()) {
+        say.section(`${2 + i}. ADD pod demo/${p.name}`);
+        const t0 = performance.now();
+        const r = callPlexus("ADD", conf, envOf(p));
+        if (r.code !== 0) throw new Error(`ADD of ${p.name} failed: ${r.stdout.trim()} ${r.stderr.trim()}`);
+        say.line(
+          `exit 0 in ${Math.round(performance.now() - t0)} ms; the runtime gets the default network's result: ${JSON.stringify(r.json.ips)}`,
+        );
+        const statusDoc = JSON.parse(readFileSync(join(clusterDir, "status", `demo.${p.name}.json`), "utf8"));
+        const status = JSON.parse(statusDoc.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]);
+        say.line("k8s.v1.cni.cncf.io/network-status:");
+        say.block(compactJson(status));
+        showNamespace(p.netns);
+        blueIp[p.name] = status.find((s) => s.name === "demo/blue")?.ips?.[0];
+      }
 
-    say.section("4. Pod to pod over the secondary network demo/blue (net1)");
-    const ping = run("ip", ["netns", "exec", pods[0].netns.name, "ping", "-c", "2", "-W", "1", blueIp.db], { allowFail: true });
-    say.block(ping.stdout.trim().split("\n").slice(-2).join("\n"));
-    if (ping.code !== 0) throw new Error(`web could not reach db at ${blueIp.db} over demo/blue`);
-    say.ok(`demo/web reached demo/db at ${blueIp.db}`);
+      say.section("4. Pod to pod over the secondary network demo/blue (net1)");
+      const ping = run("ip", ["netns", "exec", pods[0].netns.name, "ping", "-c", "2", "-W", "1", blueIp.db], {
+        allowFail: true,
+      });
+      say.block(ping.stdout.trim().split("\n").slice(-2).join("\n"));
+      if (ping.code !== 0) throw new Error(`web could not reach db at ${blueIp.db} over demo/blue`);
+      say.ok(`demo/web reached demo/db at ${blueIp.db}`);
 
-    say.section("5. DEL both pods (from Plexus's records: no manifest or API needed)");
-    for (const p of pods) {
-      const r = callPlexus("DEL", conf, envOf(p));
-      say.line(`DEL demo/${p.name}: exit ${r.code}${r.code === 0 ? "" : ` ${r.stdout.trim()}`}`);
-    }
+      say.section("5. DEL both pods (from Plexus's records: no manifest or API needed)");
+      for (const p of pods) {
+        const r = callPlexus("DEL", conf, envOf(p));
+        say.line(`DEL demo/${p.name}: exit ${r.code}${r.code === 0 ? "" : ` ${r.stdout.trim()}`}`);
+      }
 
-    say.section("6. What is left");
-    const left = pods.flatMap((p) => leftovers(host, p.netns));
-    if (left.length === 0) say.ok(`nothing: no interface in either pod, no host veth, no IP reservation (${ipReservations(host).length}), no record (${records(host).length})`);
-    else for (const l of left) say.bad(l);
-    const events = existsSync(join(clusterDir, "status", "events.jsonl")) ? readFileSync(join(clusterDir, "status", "events.jsonl"), "utf8").trim().split("\n").length : 0;
-    say.line(`(pod events written: ${events}, in ${join(clusterDir, "status", "events.jsonl")})`);
-    return left.length === 0;
-  });
+      say.section("6. What is left");
+      const left = pods.flatMap((p) => leftovers(host, p.netns));
+      if (left.length === 0)
+        say.ok(
+          `nothing: no interface in either pod, no host veth, no IP reservation (${ipReservations(host).length}), no record (${records(host).length})`,
+        );
+      else for (const l of left) say.bad(l);
+      const events = existsSync(join(clusterDir, "status", "events.jsonl"))
+        ? readFileSync(join(clusterDir, "status", "events.jsonl"), "utf8")
+            .trim()
+            .split("\n").length
+        : 0;
+      say.line(`(pod events written: ${events}, in ${join(clusterDir, "status", "events.jsonl")})`);
+      return left.length === 0;
+    },
+  );
 }
 
 runIfMain(import.meta.url, demoCluster);

@@ -44,10 +44,14 @@ export const say = {
 /** JSON indented by level, but any object or list that fits on one line stays on one line. */
 export function compactJson(value, indent = "", width = 96) {
   const flat = JSON.stringify(value);
-  if (flat === undefined || flat.length + indent.length <= width || value === null || typeof value !== "object") return flat;
+  if (flat === undefined || flat.length + indent.length <= width || value === null || typeof value !== "object")
+    return flat;
   const inner = `${indent}  `;
-  if (Array.isArray(value)) return `[\n${value.map((v) => inner + compactJson(v, inner, width)).join(",\n")}\n${indent}]`;
-  const entries = Object.entries(value).map(([k, v]) => `${inner}${JSON.stringify(k)}: ${compactJson(v, inner, width)}`);
+  if (Array.isArray(value))
+    return `[\n${value.map((v) => inner + compactJson(v, inner, width)).join(",\n")}\n${indent}]`;
+  const entries = Object.entries(value).map(
+    ([k, v]) => `${inner}${JSON.stringify(k)}: ${compactJson(v, inner, width)}`,
+  );
   return `{\n${entries.join(",\n")}\n${indent}}`;
 }
 
@@ -58,7 +62,8 @@ export function compactJson(value, indent = "", width = 96) {
 export function run(cmd, args, { input, env, allowFail = false } = {}) {
   const r = spawnSync(cmd, args, { input, env, encoding: "utf8", timeout: 60_000 });
   if (r.error) throw new Error(`${cmd} ${args.join(" ")}: ${r.error.message}`);
-  if (r.status !== 0 && !allowFail) throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim()}`);
+  if (r.status !== 0 && !allowFail)
+    throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim()}`);
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -108,8 +113,11 @@ export class DemoHost {
   /** Removes everything the demo made; never throws. */
   cleanup() {
     const done = [];
-    for (const ns of this.namespaces) if (existsSync(`/var/run/netns/${ns}`) && run("ip", ["netns", "del", ns], { allowFail: true }).code === 0) done.push(`namespace ${ns}`);
-    for (const l of [...this.bridges, ...this.links]) if (run("ip", ["link", "del", l], { allowFail: true }).code === 0) done.push(`link ${l}`);
+    for (const ns of this.namespaces)
+      if (existsSync(`/var/run/netns/${ns}`) && run("ip", ["netns", "del", ns], { allowFail: true }).code === 0)
+        done.push(`namespace ${ns}`);
+    for (const l of [...this.bridges, ...this.links])
+      if (run("ip", ["link", "del", l], { allowFail: true }).code === 0) done.push(`link ${l}`);
     rmSync(this.root, { recursive: true, force: true });
     done.push(`temp dir ${this.root}`);
     return done;
@@ -139,8 +147,21 @@ export function plexusConfig(host, { macvlanMaster }) {
         isGateway: true,
         ipam: hostLocal("10.240.0.0/24", { routes: [{ dst: "0.0.0.0/0" }] }),
       },
-      { cniVersion: DELEGATE_VERSION, name: "storage-net", type: "bridge", bridge: host.bridgeName(1), ipam: hostLocal("10.240.1.0/24") },
-      { cniVersion: DELEGATE_VERSION, name: "macvlan-net", type: "macvlan", master: macvlanMaster, mode: "bridge", ipam: hostLocal("10.240.2.0/24") },
+      {
+        cniVersion: DELEGATE_VERSION,
+        name: "storage-net",
+        type: "bridge",
+        bridge: host.bridgeName(1),
+        ipam: hostLocal("10.240.1.0/24"),
+      },
+      {
+        cniVersion: DELEGATE_VERSION,
+        name: "macvlan-net",
+        type: "macvlan",
+        master: macvlanMaster,
+        mode: "bridge",
+        ipam: hostLocal("10.240.2.0/24"),
+      },
     ],
   };
 }
@@ -161,7 +182,11 @@ export function attach(conf, { containerId, netns, ifName = "eth0" }) {
 
 /** DEL a container; DEL prints nothing on success (CNI spec). */
 export function detach(conf, { containerId, netns, ifName = "eth0" }) {
-  const r = callPlexus("DEL", conf, { CNI_CONTAINERID: containerId, CNI_NETNS: netns ? netns.path : "", CNI_IFNAME: ifName });
+  const r = callPlexus("DEL", conf, {
+    CNI_CONTAINERID: containerId,
+    CNI_NETNS: netns ? netns.path : "",
+    CNI_IFNAME: ifName,
+  });
   if (r.code !== 0) throw new Error(`DEL failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`);
   return r;
 }
@@ -196,7 +221,9 @@ export function showNamespace(netns) {
 }
 
 export function showHostState(host) {
-  const ports = host.bridges.filter((br) => run("ip", ["link", "show", br], { allowFail: true }).code === 0).flatMap((br) => ipJson("link", "show", "master", br).map((l) => `${l.ifname}@${br}`));
+  const ports = host.bridges
+    .filter((br) => run("ip", ["link", "show", br], { allowFail: true }).code === 0)
+    .flatMap((br) => ipJson("link", "show", "master", br).map((l) => `${l.ifname}@${br}`));
   say.line(`host ends of the veths: ${ports.join(", ") || "none"}`);
   say.line(`records (${join(host.cniDir, "records")}): ${records(host).join(", ") || "none"}`);
   say.line(`cached results (${join(host.cniDir, "results")}): ${cachedResults(host).join(", ") || "none"}`);
@@ -206,7 +233,9 @@ export function showHostState(host) {
 /** Everything a container's attachments could leave; each entry is a problem. */
 export function leftovers(host, netns) {
   const out = [];
-  const nsLinks = ipJson("-n", netns.name, "link", "show").map((l) => l.ifname).filter((n) => n !== "lo");
+  const nsLinks = ipJson("-n", netns.name, "link", "show")
+    .map((l) => l.ifname)
+    .filter((n) => n !== "lo");
   if (nsLinks.length) out.push(`interfaces in ${netns.name}: ${nsLinks.join(", ")}`);
   for (const br of host.bridges) {
     if (run("ip", ["link", "show", br], { allowFail: true }).code !== 0) continue;
@@ -225,7 +254,9 @@ export function leftovers(host, netns) {
 export function preflight() {
   if (process.getuid?.() !== 0) throw new Error("run as root (sudo npm run demo): network namespaces need it");
   if (!existsSync(PLEXUS)) throw new Error(`${PLEXUS} is missing: build it with \`npm run -s build\``);
-  for (const p of ["bridge", "host-local", "macvlan"]) if (!existsSync(join(CNI_PATH, p))) throw new Error(`${CNI_PATH}/${p} is missing: install containernetworking-plugins`);
+  for (const p of ["bridge", "host-local", "macvlan"])
+    if (!existsSync(join(CNI_PATH, p)))
+      throw new Error(`${CNI_PATH}/${p} is missing: install containernetworking-plugins`);
 }
 
 /**
@@ -283,10 +314,12 @@ export function demo() {
     say.line(`Plexus state (cniDir):       ${host.cniDir}`);
     say.line(`plugins (CNI_PATH):          ${CNI_PATH}`);
 
-    say.section("2. Plexus's config, given on stdin (the Multus thin config, type \"plexus\")");
+    say.section('2. Plexus\'s config, given on stdin (the Multus thin config, type "plexus")');
     say.block(compactJson(conf));
 
-    say.section(`3. ADD  CNI_COMMAND=ADD CNI_CONTAINERID=${container.containerId} CNI_IFNAME=eth0 CNI_NETNS=${netns.path}`);
+    say.section(
+      `3. ADD  CNI_COMMAND=ADD CNI_CONTAINERID=${container.containerId} CNI_IFNAME=eth0 CNI_NETNS=${netns.path}`,
+    );
     const t0 = performance.now();
     const result = attach(conf, container);
     say.line(`exit 0 in ${Math.round(performance.now() - t0)} ms; stdout, the default network's result:`);
@@ -299,13 +332,16 @@ export function demo() {
 
     say.section("5. DEL  CNI_COMMAND=DEL (same container)");
     const del = detach(conf, container);
-    say.line(`exit ${del.code}, stdout ${del.stdout === "" ? "empty (as the CNI spec asks)" : JSON.stringify(del.stdout)}`);
+    say.line(
+      `exit ${del.code}, stdout ${del.stdout === "" ? "empty (as the CNI spec asks)" : JSON.stringify(del.stdout)}`,
+    );
 
     say.section("6. What is left");
     showNamespace(netns);
     showHostState(host);
     const left = leftovers(host, netns);
-    if (left.length === 0) say.ok("nothing: no interface in the namespace, no host veth, no IP reservation, no record, no cached result");
+    if (left.length === 0)
+      say.ok("nothing: no interface in the namespace, no host veth, no IP reservation, no record, no cached result");
     else for (const l of left) say.bad(l);
     return left.length === 0;
   });

@@ -17,10 +17,20 @@ function nad(i) {
     type: "macvlan",
     master: "eth1",
     mode: "bridge",
-    ipam: { type: "whereabouts", range: `10.${(i >> 8) & 255}.${i & 255}.0/24`, exclude: [`10.${(i >> 8) & 255}.${i & 255}.0/28`], routes: [{ dst: "0.0.0.0/0" }] },
+    ipam: {
+      type: "whereabouts",
+      range: `10.${(i >> 8) & 255}.${i & 255}.0/24`,
+      exclude: [`10.${(i >> 8) & 255}.${i & 255}.0/28`],
+      routes: [{ dst: "0.0.0.0/0" }],
+    },
   };
   return {
-    metadata: { namespace: ns, name: `net-${i}`, labels: { team: `t${i % 37}` }, annotations: { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov_netdevice" } },
+    metadata: {
+      namespace: ns,
+      name: `net-${i}`,
+      labels: { team: `t${i % 37}` },
+      annotations: { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov_netdevice" },
+    },
     spec: { config: JSON.stringify(config) },
   };
 }
@@ -35,11 +45,21 @@ function pod(i, nodeName) {
       labels: { app: `app-${i % 13}`, "pod-template-hash": "7d9f8c6b5d" },
       annotations: { "k8s.v1.cni.cncf.io/networks": `net-${i},net-${i + 100}@eth7` },
       // What a real pod carries that the daemon trims away.
-      managedFields: Array.from({ length: 4 }, (_, j) => ({ manager: `m${j}`, operation: "Update", fieldsV1: { "f:metadata": { "f:labels": { ".": {}, "f:app": {} } } } })),
+      managedFields: Array.from({ length: 4 }, (_, j) => ({
+        manager: `m${j}`,
+        operation: "Update",
+        fieldsV1: { "f:metadata": { "f:labels": { ".": {}, "f:app": {} } } },
+      })),
     },
     spec: {
       nodeName,
-      containers: [{ name: "app", image: "registry.example/app:1.2.3", env: Array.from({ length: 10 }, (_, j) => ({ name: `VAR_${j}`, value: "x".repeat(40) })) }],
+      containers: [
+        {
+          name: "app",
+          image: "registry.example/app:1.2.3",
+          env: Array.from({ length: 10 }, (_, j) => ({ name: `VAR_${j}`, value: "x".repeat(40) })),
+        },
+      ],
     },
   };
 }
@@ -70,15 +90,33 @@ export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsew
     const seconds = (performance.now() - t0) / 1000;
     const during = api.requests.slice(before).filter((r) => !/[?&]watch=(1|true)/.test(r.query)).length;
     const metrics = await daemon.metrics();
-    const gauge = (kind) => Number(new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\S+)$`, "m").exec(metrics)?.[1]);
+    const gauge = (kind) =>
+      Number(new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\S+)$`, "m").exec(metrics)?.[1]);
     const after = daemon.rssKiB();
-    const r = { readyMs: daemon.readyMs, rssMiB: after.rss / 1024, hwmMiB: Math.max(after.hwm, atReady.hwm) / 1024, requestsDuringChurn: during, churnSeconds: seconds };
-    console.log(`== plexus daemon with ${nadCount.toLocaleString("en")} NADs and ${podsOnNode} pods on its node (${podsElsewhere.toLocaleString("en")} elsewhere), fake API over HTTPS`);
+    const r = {
+      readyMs: daemon.readyMs,
+      rssMiB: after.rss / 1024,
+      hwmMiB: Math.max(after.hwm, atReady.hwm) / 1024,
+      requestsDuringChurn: during,
+      churnSeconds: seconds,
+    };
+    console.log(
+      `== plexus daemon with ${nadCount.toLocaleString("en")} NADs and ${podsOnNode} pods on its node (${podsElsewhere.toLocaleString("en")} elsewhere), fake API over HTTPS`,
+    );
     table(
-      ["ready after ms", "RSS MiB", "peak RSS MiB", "cached pods", "cached NADs", `API requests during ${churn} pod replacements + 1 NAD edit (${seconds.toFixed(1)} s)`],
+      [
+        "ready after ms",
+        "RSS MiB",
+        "peak RSS MiB",
+        "cached pods",
+        "cached NADs",
+        `API requests during ${churn} pod replacements + 1 NAD edit (${seconds.toFixed(1)} s)`,
+      ],
       [[rel(r.readyMs), relMiB(r.rssMiB), relMiB(r.hwmMiB), gauge("pod"), gauge("nad"), during]],
     );
-    console.log("   (× node -e 0: its time, its peak RSS) target: RSS ≤ 100 MiB at 10,000 NADs; requests independent of churn (0 besides the two watches)\n");
+    console.log(
+      "   (× node -e 0: its time, its peak RSS) target: RSS ≤ 100 MiB at 10,000 NADs; requests independent of churn (0 besides the two watches)\n",
+    );
     return r;
   } finally {
     await daemon?.stop();

@@ -29,8 +29,20 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
     for (const K of counts) {
       const dataDir = join(tmp, `ipam-${K}`);
       const delegates = Array.from({ length: K }, (_, k) => delegateConf(k, dataDir));
-      const conf = JSON.stringify({ cniVersion: "1.0.0", name: "plexus-bench", type: "plexus", cniDir: join(tmp, `cni-${K}`), delegates });
-      const base = { ...process.env, CNI_CONTAINERID: `bench${K}`, CNI_NETNS: netns, CNI_PATH, CNI_ARGS: "IgnoreUnknown=1" };
+      const conf = JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "plexus-bench",
+        type: "plexus",
+        cniDir: join(tmp, `cni-${K}`),
+        delegates,
+      });
+      const base = {
+        ...process.env,
+        CNI_CONTAINERID: `bench${K}`,
+        CNI_NETNS: netns,
+        CNI_PATH,
+        CNI_ARGS: "IgnoreUnknown=1",
+      };
       const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], rss: [] };
       for (let i = 0; i < runs + 1; i++) {
         const a = await cni("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
@@ -46,15 +58,35 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
       const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
       const ownAdd = median(m.pAdd) - median(m.dAdd);
       perK[K] = { own, ownAdd };
-      rows.push([K, rel(median(m.pAdd)), rel(median(m.pDel)), rel(median(m.dAdd)), rel(median(m.dDel)), rel(ownAdd), rel(median(m.pDel) - median(m.dDel)), rel(own), relMiB(max(m.rss) / 1024)]);
+      rows.push([
+        K,
+        rel(median(m.pAdd)),
+        rel(median(m.pDel)),
+        rel(median(m.dAdd)),
+        rel(median(m.dDel)),
+        rel(ownAdd),
+        rel(median(m.pDel) - median(m.dDel)),
+        rel(own),
+        relMiB(max(m.rss) / 1024),
+      ]);
     }
   } finally {
     execFileSync("ip", ["netns", "del", netnsName]);
-    for (const K of counts) for (let k = 0; k < K; k++) { try { execFileSync("ip", ["link", "del", `plxb${k}`], { stdio: "ignore" }); } catch {} }
+    for (const K of counts)
+      for (let k = 0; k < K; k++) {
+        try {
+          execFileSync("ip", ["link", "del", `plxb${k}`], { stdio: "ignore" });
+        } catch {}
+      }
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms, × node -e 0)");
-  table(["N", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD", "own DEL", "own ADD+DEL", "peak RSS MiB"], rows);
+  console.log(
+    "== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms, × node -e 0)",
+  );
+  table(
+    ["N", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD", "own DEL", "own ADD+DEL", "peak RSS MiB"],
+    rows,
+  );
   const ks = Object.keys(perK).map(Number);
   if (ks.length >= 2) {
     const lo = Math.min(...ks.filter((k) => k >= 2));

@@ -16,7 +16,15 @@ const RESOURCE = "intel.com/sriov_netdevice";
 /** The test's fake kubelet, bundled (it imports the project's TypeScript, which Node cannot resolve as is). */
 async function loadFakeKubelet(dir) {
   const out = join(dir, "fake-pod-resources.mjs");
-  await build({ entryPoints: ["test/support/fake-pod-resources.ts"], bundle: true, platform: "node", format: "esm", outfile: out, logLevel: "warning", banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" } });
+  await build({
+    entryPoints: ["test/support/fake-pod-resources.ts"],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: out,
+    logLevel: "warning",
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  });
   return import(out);
 }
 
@@ -30,29 +38,66 @@ export async function benchDevices(runs) {
   for (const k of [0, 1]) s.link(`plxd${k}`);
   const api = await startFakeApiServer();
   const kubeletSocket = join(tmp, "kubelet.sock");
-  const kubelet = await startFakePodResources(kubeletSocket, [podWithDevices("b", "dev", { app: { [RESOURCE]: ["0000:3b:02.1"] } })]);
+  const kubelet = await startFakePodResources(kubeletSocket, [
+    podWithDevices("b", "dev", { app: { [RESOURCE]: ["0000:3b:02.1"] } }),
+  ]);
   let daemon;
   try {
     const dataDir = join(tmp, "ipam");
     const confDir = join(tmp, "net.d");
     mkdirSync(confDir, { recursive: true });
-    const net = (name, k) => ({ cniVersion: "1.0.0", name, type: "bridge", bridge: `plxd${k}`, ipam: { type: "host-local", subnet: `10.235.${k}.0/24`, dataDir } });
+    const net = (name, k) => ({
+      cniVersion: "1.0.0",
+      name,
+      type: "bridge",
+      bridge: `plxd${k}`,
+      ipam: { type: "host-local", subnet: `10.235.${k}.0/24`, dataDir },
+    });
     writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(net("cbr0", 0)));
     api.addNad({ metadata: { namespace: "b", name: "plain" }, spec: { config: JSON.stringify(net("plain", 1)) } });
-    api.addNad({ metadata: { namespace: "b", name: "dev", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } }, spec: { config: JSON.stringify(net("dev", 1)) } });
-    for (const [name, nad] of [["plain", "plain"], ["dev", "dev"]]) {
-      api.addPod({ metadata: { namespace: "b", name, uid: `u-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": nad } }, spec: { nodeName: NODE_NAME } });
+    api.addNad({
+      metadata: { namespace: "b", name: "dev", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } },
+      spec: { config: JSON.stringify(net("dev", 1)) },
+    });
+    for (const [name, nad] of [
+      ["plain", "plain"],
+      ["dev", "dev"],
+    ]) {
+      api.addPod({
+        metadata: { namespace: "b", name, uid: `u-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": nad } },
+        spec: { nodeName: NODE_NAME },
+      });
     }
     const kubeconfig = writeKubeconfig(api, { dir: tmp });
     const socket = join(tmp, "plexus.sock");
     daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME, podResourcesSocket: kubeletSocket });
-    const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork: join(confDir, "10-cbr0.conf"), confDir, kubeconfig, cniDir: join(tmp, "cni"), podResourcesSocket: kubeletSocket, deviceInfoDir: join(tmp, "devinfo") };
-    const modes = { thin: JSON.stringify({ ...base, daemonSocket: "" }), daemon: JSON.stringify({ ...base, daemonSocket: socket }) };
+    const base = {
+      cniVersion: "1.0.0",
+      name: "plexus",
+      type: "plexus",
+      clusterNetwork: join(confDir, "10-cbr0.conf"),
+      confDir,
+      kubeconfig,
+      cniDir: join(tmp, "cni"),
+      podResourcesSocket: kubeletSocket,
+      deviceInfoDir: join(tmp, "devinfo"),
+    };
+    const modes = {
+      thin: JSON.stringify({ ...base, daemonSocket: "" }),
+      daemon: JSON.stringify({ ...base, daemonSocket: socket }),
+    };
     const m = {};
     for (let i = 0; i < runs + 1; i++) {
       for (const [mode, conf] of Object.entries(modes)) {
         for (const pod of ["plain", "dev"]) {
-          const env = { ...process.env, CNI_CONTAINERID: `benchdev-${pod}`, CNI_NETNS: netnsPath, CNI_PATH, CNI_IFNAME: "eth0", CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=${pod};K8S_POD_UID=u-${pod}` };
+          const env = {
+            ...process.env,
+            CNI_CONTAINERID: `benchdev-${pod}`,
+            CNI_NETNS: netnsPath,
+            CNI_PATH,
+            CNI_IFNAME: "eth0",
+            CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=${pod};K8S_POD_UID=u-${pod}`,
+          };
           const add = await cni("dist/plexus", { ...env, CNI_COMMAND: "ADD" }, conf);
           await cni("dist/plexus", { ...env, CNI_COMMAND: "DEL" }, conf);
           if (i > 0) (m[`${mode} ${pod}`] ??= []).push(add.ms); // round 0 warms up
@@ -60,10 +105,17 @@ export async function benchDevices(runs) {
       }
     }
     const med = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, median(v)]));
-    console.log("== a pod with the default network + one NAD network, plain or with a resourceName (fake kubelet pod-resources over gRPC), ADD ms, medians, × node -e 0");
+    console.log(
+      "== a pod with the default network + one NAD network, plain or with a resourceName (fake kubelet pod-resources over gRPC), ADD ms, medians, × node -e 0",
+    );
     table(
       ["mode", "plain NAD ADD", "device NAD ADD", "device − plain"],
-      ["thin", "daemon"].map((mode) => [mode, rel(med[`${mode} plain`]), rel(med[`${mode} dev`]), rel(med[`${mode} dev`] - med[`${mode} plain`])]),
+      ["thin", "daemon"].map((mode) => [
+        mode,
+        rel(med[`${mode} plain`]),
+        rel(med[`${mode} dev`]),
+        rel(med[`${mode} dev`] - med[`${mode} plain`]),
+      ]),
     );
     console.log(`   kubelet queries answered: ${kubelet.calls.length}\n`);
     return { thinExtra: med["thin dev"] - med["thin plain"], daemonExtra: med["daemon dev"] - med["daemon plain"] };

@@ -98,7 +98,8 @@ export const CNI_PATH = "/usr/lib/cni";
 /** One CNI invocation that must succeed (exit 0), timed. */
 export async function cni(cmd, env, stdin) {
   const r = await timed(cmd, [], { env, stdin });
-  if (r.code !== 0) throw new Error(`${env.CNI_COMMAND} via ${cmd} failed (${r.code}): ${r.stdout} ${r.stderr.slice(0, 2000)}`);
+  if (r.code !== 0)
+    throw new Error(`${env.CNI_COMMAND} via ${cmd} failed (${r.code}): ${r.stdout} ${r.stderr.slice(0, 2000)}`);
   return r;
 }
 
@@ -124,7 +125,22 @@ function socketGet(socketPath, path) {
 export async function startDaemon({ kubeconfig, socket, nodeName, timeoutMs = 60_000, podResourcesSocket }) {
   const t0 = performance.now();
   const extra = podResourcesSocket !== undefined ? ["--pod-resources-socket", podResourcesSocket] : [];
-  const child = spawn("dist/plexus", ["daemon", "--kubeconfig", kubeconfig, "--node-name", nodeName, "--socket", socket, "--log-level", "warn", ...extra], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(
+    "dist/plexus",
+    [
+      "daemon",
+      "--kubeconfig",
+      kubeconfig,
+      "--node-name",
+      nodeName,
+      "--socket",
+      socket,
+      "--log-level",
+      "warn",
+      ...extra,
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
   let stderr = "";
   child.stderr.on("data", (c) => (stderr += c));
   while ((await socketGet(socket, "/readyz")).status !== 200) {
@@ -197,7 +213,21 @@ export async function runDirect(confs, env) {
   const ifName = (k) => (k === 0 ? "eth0" : `net${k}`);
   let add = 0;
   let del = 0;
-  for (let k = 0; k < confs.length; k++) add += (await cni(`${CNI_PATH}/${confs[k].type}`, { ...env, CNI_COMMAND: "ADD", CNI_IFNAME: ifName(k) }, JSON.stringify(confs[k]))).ms;
-  for (let k = confs.length - 1; k >= 0; k--) del += (await cni(`${CNI_PATH}/${confs[k].type}`, { ...env, CNI_COMMAND: "DEL", CNI_IFNAME: ifName(k) }, JSON.stringify(confs[k]))).ms;
+  for (let k = 0; k < confs.length; k++)
+    add += (
+      await cni(
+        `${CNI_PATH}/${confs[k].type}`,
+        { ...env, CNI_COMMAND: "ADD", CNI_IFNAME: ifName(k) },
+        JSON.stringify(confs[k]),
+      )
+    ).ms;
+  for (let k = confs.length - 1; k >= 0; k--)
+    del += (
+      await cni(
+        `${CNI_PATH}/${confs[k].type}`,
+        { ...env, CNI_COMMAND: "DEL", CNI_IFNAME: ifName(k) },
+        JSON.stringify(confs[k]),
+      )
+    ).ms;
   return { add, del };
 }

@@ -6,7 +6,22 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, NODE, cni, fmt, max, median, needsRoot, rel, relMiB, runDirect, scratch, startDaemon, table, timed } from "./lib.mjs";
+import {
+  CNI_PATH,
+  NODE,
+  cni,
+  fmt,
+  max,
+  median,
+  needsRoot,
+  rel,
+  relMiB,
+  runDirect,
+  scratch,
+  startDaemon,
+  table,
+  timed,
+} from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 
@@ -44,21 +59,62 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
           const dataDir = join(root, "ipam");
           const confDir = join(root, "net.d");
           mkdirSync(confDir, { recursive: true });
-          const net = (name, k) => ({ cniVersion: "1.0.0", name, type: "bridge", bridge: `plxa${k}`, ipam: { type: "host-local", subnet: `10.234.${k}.0/24`, dataDir } });
+          const net = (name, k) => ({
+            cniVersion: "1.0.0",
+            name,
+            type: "bridge",
+            bridge: `plxa${k}`,
+            ipam: { type: "host-local", subnet: `10.234.${k}.0/24`, dataDir },
+          });
           const cluster = net("cbr0", 0);
           writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(cluster));
           const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
-          api.addPod({ metadata: { namespace: "b", name: "p", uid: "u", annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") } }, spec: { nodeName: NODE_NAME } });
-          for (const n of nads) api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+          api.addPod({
+            metadata: {
+              namespace: "b",
+              name: "p",
+              uid: "u",
+              annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
+            },
+            spec: { nodeName: NODE_NAME },
+          });
+          for (const n of nads)
+            api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
           const kubeconfig = writeKubeconfig(api, { dir: root });
           const socket = join(root, "plexus.sock");
           daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
-          const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork: join(confDir, "10-cbr0.conf"), confDir, kubeconfig, cniDir: join(root, "cni") };
+          const base = {
+            cniVersion: "1.0.0",
+            name: "plexus",
+            type: "plexus",
+            clusterNetwork: join(confDir, "10-cbr0.conf"),
+            confDir,
+            kubeconfig,
+            cniDir: join(root, "cni"),
+          };
           const thinConf = JSON.stringify({ ...base, daemonSocket: "" });
           const daemonConf = JSON.stringify({ ...base, daemonSocket: socket });
-          const env = { ...process.env, CNI_CONTAINERID: `bencha${K}`, CNI_NETNS: netnsPath, CNI_PATH, CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u" };
+          const env = {
+            ...process.env,
+            CNI_CONTAINERID: `bencha${K}`,
+            CNI_NETNS: netnsPath,
+            CNI_PATH,
+            CNI_IFNAME: "eth0",
+            CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u",
+          };
           const all = [cluster, ...nads];
-          const m = { tAdd: [], tDel: [], dAdd: [], dDel: [], fAdd: [], fDel: [], node: [], tReq: [], dReq: [], rss: [] };
+          const m = {
+            tAdd: [],
+            tDel: [],
+            dAdd: [],
+            dDel: [],
+            fAdd: [],
+            fDel: [],
+            node: [],
+            tReq: [],
+            dReq: [],
+            rss: [],
+          };
           for (let i = 0; i < runs + 1; i++) {
             let before = api.requests.length;
             const ta = await cni("dist/plexus", { ...env, CNI_COMMAND: "ADD" }, thinConf);
@@ -82,7 +138,11 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
             m.dReq.push(dReq);
             m.rss.push(ta.rssKiB ?? 0, td.rssKiB ?? 0, da.rssKiB ?? 0, dd.rssKiB ?? 0);
           }
-          const med = Object.fromEntries(Object.entries(m).filter(([, v]) => typeof v[0] === "number").map(([k, v]) => [k, median(v)]));
+          const med = Object.fromEntries(
+            Object.entries(m)
+              .filter(([, v]) => typeof v[0] === "number")
+              .map(([k, v]) => [k, median(v)]),
+          );
           const floor = med.fAdd + med.fDel;
           const r = {
             latencyMs,
@@ -123,12 +183,34 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
     s.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== a pod with the default network + K NAD networks through the fake API server (HTTPS): thin vs daemon mode vs the delegates run directly (ms, medians, × node -e 0)");
-  console.log("   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches excluded); DEL over floor = DEL − direct DEL − `node -e 0`");
+  console.log(
+    "== a pod with the default network + K NAD networks through the fake API server (HTTPS): thin vs daemon mode vs the delegates run directly (ms, medians, × node -e 0)",
+  );
+  console.log(
+    "   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches excluded); DEL over floor = DEL − direct DEL − `node -e 0`",
+  );
   console.log(`   Multus thin own: issue 11's run, where node -e 0 took ${MULTUS_NODE_MS} ms`);
-  table(["latency", "K", "thin ADD / DEL", "daemon ADD / DEL", "direct ADD / DEL", "thin own", "daemon own", "Multus thin own", "thin req", "daemon req", "Multus req", "DEL over floor"], rows);
+  table(
+    [
+      "latency",
+      "K",
+      "thin ADD / DEL",
+      "daemon ADD / DEL",
+      "direct ADD / DEL",
+      "thin own",
+      "daemon own",
+      "Multus thin own",
+      "thin req",
+      "daemon req",
+      "Multus req",
+      "DEL over floor",
+    ],
+    rows,
+  );
   const nodeMs = median(results.map((r) => r.node));
-  console.log(`   node -e 0 interleaved with this section: ${fmt(nodeMs)} ms; CNI process peak RSS: ${relMiB(max(results.map((r) => r.peakRssMiB)))} MiB`);
+  console.log(
+    `   node -e 0 interleaved with this section: ${fmt(nodeMs)} ms; CNI process peak RSS: ${relMiB(max(results.map((r) => r.peakRssMiB)))} MiB`,
+  );
   console.log("");
   return results;
 }

@@ -21,17 +21,54 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
       const clusterDir = join(root, "cluster");
       mkdirSync(confDir, { recursive: true });
       mkdirSync(clusterDir, { recursive: true });
-      const net = (name, k) => ({ cniVersion: "1.0.0", name, type: "bridge", bridge: `plxq${k}`, ipam: { type: "host-local", subnet: `10.233.${k}.0/24`, dataDir } });
+      const net = (name, k) => ({
+        cniVersion: "1.0.0",
+        name,
+        type: "bridge",
+        bridge: `plxq${k}`,
+        ipam: { type: "host-local", subnet: `10.233.${k}.0/24`, dataDir },
+      });
       const cluster = net("cbr0", 0);
       writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(cluster));
       const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
       const objects = [
-        { apiVersion: "v1", kind: "Pod", metadata: { namespace: "b", name: "p", uid: "u", annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") } } },
-        ...nads.map((n) => ({ apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition", metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } })),
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: {
+            namespace: "b",
+            name: "p",
+            uid: "u",
+            annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
+          },
+        },
+        ...nads.map((n) => ({
+          apiVersion: "k8s.cni.cncf.io/v1",
+          kind: "NetworkAttachmentDefinition",
+          metadata: { namespace: "b", name: n.name },
+          spec: { config: JSON.stringify(n) },
+        })),
       ];
-      writeFileSync(join(clusterDir, "objects.json"), JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }));
-      const conf = JSON.stringify({ cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork: "cbr0", confDir, fileClusterDir: clusterDir, cniDir: join(root, "cni") });
-      const base = { ...process.env, CNI_CONTAINERID: `benchp${K}`, CNI_NETNS: `/var/run/netns/${netnsName}`, CNI_PATH, CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u" };
+      writeFileSync(
+        join(clusterDir, "objects.json"),
+        JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+      );
+      const conf = JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "plexus",
+        type: "plexus",
+        clusterNetwork: "cbr0",
+        confDir,
+        fileClusterDir: clusterDir,
+        cniDir: join(root, "cni"),
+      });
+      const base = {
+        ...process.env,
+        CNI_CONTAINERID: `benchp${K}`,
+        CNI_NETNS: `/var/run/netns/${netnsName}`,
+        CNI_PATH,
+        CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u",
+      };
       const all = [cluster, ...nads];
       const m = { pAdd: [], pDel: [], dAdd: [], dDel: [] };
       for (let i = 0; i < runs + 1; i++) {
@@ -56,7 +93,9 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
     }
     rmSync(tmp, { recursive: true, force: true });
   }
-  console.log("== a pod with the default network + K NAD networks (fileClusterDir), against the delegates run directly (ms, × node -e 0)");
+  console.log(
+    "== a pod with the default network + K NAD networks (fileClusterDir), against the delegates run directly (ms, × node -e 0)",
+  );
   table(["K", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD+DEL"], rows);
   console.log("");
 }

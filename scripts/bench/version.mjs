@@ -21,7 +21,12 @@ export async function benchVersion(runs) {
   console.log("== VERSION start-up (target: dist/plexus ≤ 12 ms, issue 11)");
   table(
     ["case", "median ms", "× node -e 0", "peak RSS MiB (× node -e 0)"],
-    cases.map(([name], j) => [name, fmt(median(res[j].ms)), (median(res[j].ms) / floor).toFixed(2), relMiB(max(res[j].rss) / 1024)]),
+    cases.map(([name], j) => [
+      name,
+      fmt(median(res[j].ms)),
+      (median(res[j].ms) / floor).toFixed(2),
+      relMiB(max(res[j].rss) / 1024),
+    ]),
   );
   console.log("");
   return { floor, version: median(res[1].ms), versionRssMiB: max(res[1].rss) / 1024 };

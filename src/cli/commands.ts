@@ -29,10 +29,19 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
   });
   program
     .command("daemon")
-    .description("serve this node's pods and NADs from watch caches to the plexus CNI binary over a unix socket (run by the DaemonSet)")
+    .description(
+      "serve this node's pods and NADs from watch caches to the plexus CNI binary over a unix socket (run by the DaemonSet)",
+    )
     .option("--kubeconfig <path>", "kubeconfig to use (default: the in-cluster service account)")
-    .option("--node-name <name>", "this node's name, for the pod watch's field selector (default: $NODE_NAME, else the hostname)")
-    .option("--socket <path>", "the unix socket to listen on (0600); the plugin's daemonSocket key", "/run/plexus/plexus.sock")
+    .option(
+      "--node-name <name>",
+      "this node's name, for the pod watch's field selector (default: $NODE_NAME, else the hostname)",
+    )
+    .option(
+      "--socket <path>",
+      "the unix socket to listen on (0600); the plugin's daemonSocket key",
+      "/run/plexus/plexus.sock",
+    )
     .option("--log-level <level>", "log level (stderr)", "info")
     .option("--api-request-timeout <seconds>", "one API request", "10")
     .option("--api-total-timeout <seconds>", "one API operation, retries included", "30")
@@ -41,8 +50,16 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
       "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
         "(default: off). Any host:port is accepted; the DaemonSet uses 127.0.0.1:9405 with hostNetwork, so only the node itself reaches it",
     )
-    .option("--pod-resources-socket <path>", "kubelet's pod-resources socket, asked for the CNI binary's device networks over one channel (\"\": off)", "/var/lib/kubelet/pod-resources/kubelet.sock")
-    .option("--missing-networks-grace <seconds>", "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event", "30")
+    .option(
+      "--pod-resources-socket <path>",
+      "kubelet's pod-resources socket, asked for the CNI binary's device networks over one channel (\"\": off)",
+      "/var/lib/kubelet/pod-resources/kubelet.sock",
+    )
+    .option(
+      "--missing-networks-grace <seconds>",
+      "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event",
+      "30",
+    )
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
       exitCode = await daemonMain(flags);
@@ -74,19 +91,46 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
 function addInstallCommand(program: Command, setExitCode: (code: number) => void): void {
   program
     .command("install")
-    .description("install the plexus binary, its CNI config and kubeconfig on this node, and keep them right (run by the DaemonSet)")
+    .description(
+      "install the plexus binary, its CNI config and kubeconfig on this node, and keep them right (run by the DaemonSet)",
+    )
     .option("--cni-conf-dir <dir>", "the node's CNI config dir, as mounted in this container", "/host/etc/cni/net.d")
     .option("--cni-bin-dir <dir>", "the node's CNI bin dir, as mounted in this container", "/host/opt/cni/bin")
-    .option("--host-prefix <dir>", 'where the node\'s / is mounted in this container ("" when not in a container)', "/host")
+    .option(
+      "--host-prefix <dir>",
+      'where the node\'s / is mounted in this container ("" when not in a container)',
+      "/host",
+    )
     .option("--cni-version <version>", "cniVersion of the generated config (default: the primary config's)")
     .option("--bin-file <path>", "the plexus binary to install (default: this executable)")
     .option("--skip-binary-copy", "do not install the binary")
-    .option("--primary-config-file-name <name>", "use this file in --cni-conf-dir as the primary network (default: the first by name)")
-    .option("--kubeconfig-file-host <path>", "the generated kubeconfig's path on the node (a token and CA file are kept beside it)", "/etc/cni/net.d/plexus.d/plexus.kubeconfig")
-    .option("--token-file <path>", "the projected service-account token to copy and keep fresh", "/var/run/secrets/kubernetes.io/serviceaccount/token")
-    .option("--ca-file <path>", "the service-account CA to copy", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
-    .option("--api-server <url>", "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)")
-    .option("--readiness-indicator-file <path>", "node path of the primary network's readiness file: no Plexus config until it exists")
+    .option(
+      "--primary-config-file-name <name>",
+      "use this file in --cni-conf-dir as the primary network (default: the first by name)",
+    )
+    .option(
+      "--kubeconfig-file-host <path>",
+      "the generated kubeconfig's path on the node (a token and CA file are kept beside it)",
+      "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
+    )
+    .option(
+      "--token-file <path>",
+      "the projected service-account token to copy and keep fresh",
+      "/var/run/secrets/kubernetes.io/serviceaccount/token",
+    )
+    .option(
+      "--ca-file <path>",
+      "the service-account CA to copy",
+      "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+    )
+    .option(
+      "--api-server <url>",
+      "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)",
+    )
+    .option(
+      "--readiness-indicator-file <path>",
+      "node path of the primary network's readiness file: no Plexus config until it exists",
+    )
     .option("--namespace-isolation", "config key namespaceIsolation: pods use NADs of their own namespace only")
     .option("--global-namespaces <list>", "config key globalNamespaces: comma-separated namespaces every pod may use")
     .option("--log-level <level>", "config key logLevel for the plugin: debug, verbose, error or panic")

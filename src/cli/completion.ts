@@ -2,7 +2,11 @@
 import type { Command } from "commander";
 
 function words(cmd: Command): string[] {
-  return [...cmd.commands.map((c) => c.name()), ...cmd.options.flatMap((o) => [o.short, o.long].filter((x): x is string => Boolean(x))), "--help"];
+  return [
+    ...cmd.commands.map((c) => c.name()),
+    ...cmd.options.flatMap((o) => [o.short, o.long].filter((x): x is string => Boolean(x))),
+    "--help",
+  ];
 }
 
 /** Every command path (space-joined) and the words that may follow it. */

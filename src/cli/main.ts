@@ -18,7 +18,10 @@ export type { MainIo };
 export async function main(io: MainIo): Promise<number> {
   // Not a CNI call: the person-facing commands. No arguments: the help, unless other CNI_*
   // variables show a runtime calling without CNI_COMMAND (that is error 4, B1).
-  if (io.env.CNI_COMMAND === undefined && (io.argv.length > 0 || !Object.keys(io.env).some((k) => k.startsWith("CNI_")))) {
+  if (
+    io.env.CNI_COMMAND === undefined &&
+    (io.argv.length > 0 || !Object.keys(io.env).some((k) => k.startsWith("CNI_")))
+  ) {
     const { runCommands } = await loadCore();
     return runCommands(io.argv);
   }

@@ -9,9 +9,15 @@ type SetExit = (code: number) => void;
 
 function common(cmd: Command): Command {
   return cmd
-    .option("--config <file>", "the Plexus config (default: the config file the runtime picks from --cni-conf-dir, if it runs Plexus)")
+    .option(
+      "--config <file>",
+      "the Plexus config (default: the config file the runtime picks from --cni-conf-dir, if it runs Plexus)",
+    )
     .option("--cni-conf-dir <dir>", "the node's CNI config directory", "/etc/cni/net.d")
-    .option("--cni-path <dirs>", "where plugin binaries are looked up, colon-separated (default: $CNI_PATH, else /opt/cni/bin); the config's binDir comes first")
+    .option(
+      "--cni-path <dirs>",
+      "where plugin binaries are looked up, colon-separated (default: $CNI_PATH, else /opt/cni/bin); the config's binDir comes first",
+    )
     .option("--kubeconfig <file>", "use this kubeconfig instead of the config's")
     .option("-o, --output <format>", "text or json", "text")
     .option("--log-level <level>", "log to stderr at this level (debug, info, …)", "panic");
@@ -22,7 +28,9 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
     program
       .command("explain")
       .argument("[pod]", "the pod, NAMESPACE/NAME (a bare NAME means namespace default)")
-      .description("show what ADD would do for a pod, without running any plugin: each network, its interface, the plugin configs and environment, the binaries, and every error ADD would hit"),
+      .description(
+        "show what ADD would do for a pod, without running any plugin: each network, its interface, the plugin configs and environment, the binaries, and every error ADD would hit",
+      ),
   )
     .option("--file <pod.yaml>", "a dry run without a cluster: the pod from this manifest")
     .option("--nads <dir>", "with --file: the NetworkAttachmentDefinitions from this directory of manifests")
@@ -36,12 +44,17 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
     program
       .command("validate")
       .argument("[nad]", "the NetworkAttachmentDefinition, NAMESPACE/NAME (or NAME with --namespace)")
-      .description("check that this node can run NetworkAttachmentDefinitions: config, plugin binaries and their versions, IPAM ranges, capabilities pods request"),
+      .description(
+        "check that this node can run NetworkAttachmentDefinitions: config, plugin binaries and their versions, IPAM ranges, capabilities pods request",
+      ),
   )
     .option("--file <nad.yaml>", "validate the NADs in this manifest instead of the cluster's")
     .option("--all", "validate every NAD of the cluster")
     .option("-n, --namespace <ns>", "namespace of a bare NAD name", "default")
-    .option("--node-name <name>", "this node, whose pods' requests are checked (default: $NODE_NAME, else the hostname)")
+    .option(
+      "--node-name <name>",
+      "this node, whose pods' requests are checked (default: $NODE_NAME, else the hostname)",
+    )
     .action(async (nad: string | undefined, flags: Record<string, string | boolean | undefined>) => {
       const { validateMain } = await import("../ops/validate");
       setExit(await validateMain(nad, flags as never));
@@ -49,7 +62,9 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
   common(
     program
       .command("doctor")
-      .description("check this node: the config the runtime picks, the default network, readiness, kubeconfig and token, API server, daemon, records, disk space"),
+      .description(
+        "check this node: the config the runtime picks, the default network, readiness, kubeconfig and token, API server, daemon, records, disk space",
+      ),
   ).action(async (flags: Record<string, string | undefined>) => {
     const { doctorMain } = await import("../ops/doctor");
     setExit(await doctorMain(flags));
@@ -78,14 +93,25 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
     process.stderr.write(`error: unknown command '${records.args[0]}' for plexus records (list, show, rm)\n`);
     setExit(1);
   });
-  const run = async (action: "list" | "show" | "rm", id: string | undefined, flags: Record<string, string | boolean | undefined>) => {
+  const run = async (
+    action: "list" | "show" | "rm",
+    id: string | undefined,
+    flags: Record<string, string | boolean | undefined>,
+  ) => {
     const { recordsMain } = await import("../ops/records");
     setExit(await recordsMain(action, id, flags as never));
   };
-  const withDir = (c: Command) => common(c).option("--cni-dir <dir>", "Plexus's state directory (default: the config's cniDir, /var/lib/cni/plexus)");
-  withDir(records.command("list").description("list the records: pod, networks, and whether the sandbox is gone (stale)")).action((flags) => run("list", undefined, flags));
-  withDir(records.command("show").argument("<id>", "record ID (from list) or container ID").description("print one record")).action((id: string, flags) => run("show", id, flags));
-  withDir(records.command("rm").argument("<id>", "record ID (from list) or container ID").description("remove a record"))
+  const withDir = (c: Command) =>
+    common(c).option("--cni-dir <dir>", "Plexus's state directory (default: the config's cniDir, /var/lib/cni/plexus)");
+  withDir(
+    records.command("list").description("list the records: pod, networks, and whether the sandbox is gone (stale)"),
+  ).action((flags) => run("list", undefined, flags));
+  withDir(
+    records.command("show").argument("<id>", "record ID (from list) or container ID").description("print one record"),
+  ).action((id: string, flags) => run("show", id, flags));
+  withDir(
+    records.command("rm").argument("<id>", "record ID (from list) or container ID").description("remove a record"),
+  )
     .option("--teardown", "first run DEL for its attachments, in reverse, as DEL does; the record stays if that fails")
     .action((id: string, flags) => run("rm", id, flags));
 }

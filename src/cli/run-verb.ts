@@ -18,13 +18,18 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
   } catch (error) {
     decoded = { error };
   }
-  if ("value" in decoded && isPlainObject(decoded.value) && isSupportedVersion(decoded.value.cniVersion)) setErrorVersion(decoded.value.cniVersion);
+  if ("value" in decoded && isPlainObject(decoded.value) && isSupportedVersion(decoded.value.cniVersion))
+    setErrorVersion(decoded.value.cniVersion);
   const req = parseEnv(io.env);
   if ("error" in decoded) throw decoded.error;
   const raw = decoded.value;
   const conf = parsePlexusConf(raw, { requireNetworks: req.command !== "DEL" && req.command !== "GC" });
 
-  const log = await createLogger(conf, { cmd: req.command, containerId: req.containerId || undefined, ifName: req.ifName || undefined });
+  const log = await createLogger(conf, {
+    cmd: req.command,
+    containerId: req.containerId || undefined,
+    ifName: req.ifName || undefined,
+  });
   if (conf.unknownKeys.length) log.debug({ keys: conf.unknownKeys }, "ignoring unknown config keys");
   const deps = verbDeps(conf, log, io.env);
   try {

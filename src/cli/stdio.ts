@@ -26,7 +26,8 @@ function readFd0(maxBytes: number): { complete: boolean; chunks: Buffer[] } {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EOF") break;
-      if (code === "EAGAIN" || (size === 0 && (code === "EISDIR" || code === "EINVAL"))) return { complete: false, chunks };
+      if (code === "EAGAIN" || (size === 0 && (code === "EISDIR" || code === "EINVAL")))
+        return { complete: false, chunks };
       throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`, undefined, { cause: err });
     }
     if (n === 0) break;
@@ -37,7 +38,11 @@ function readFd0(maxBytes: number): { complete: boolean; chunks: Buffer[] } {
   return { complete: true, chunks };
 }
 
-async function readStream(stream: NodeJS.ReadableStream, maxBytes: number, already: Buffer[] = []): Promise<Uint8Array> {
+async function readStream(
+  stream: NodeJS.ReadableStream,
+  maxBytes: number,
+  already: Buffer[] = [],
+): Promise<Uint8Array> {
   const chunks: Buffer[] = [...already];
   let size = chunks.reduce((n, c) => n + c.byteLength, 0);
   for await (const chunk of stream) {

@@ -26,12 +26,19 @@ const lazyNetns: NetnsOps = {
   setDefaultRoutes: async (netns, routes) => (await import("../netns/routes")).setDefaultRoutes(netns, routes),
 };
 
-export function verbDeps(conf: PlexusConf, log: Logger, env: Readonly<Record<string, string | undefined>>): Deps & { kube: KubeFactory } {
+export function verbDeps(
+  conf: PlexusConf,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+): Deps & { kube: KubeFactory } {
   const kube = kubeFactory(conf, {
     env,
     log,
     // One process, one API server: its CA is the process's only trust anchor (see caAsProcessDefault).
-    client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs }, caAsProcessDefault: true },
+    client: {
+      retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs },
+      caAsProcessDefault: true,
+    },
   });
   return {
     exec: new RawExec(log),
@@ -46,4 +53,3 @@ export function verbDeps(conf: PlexusConf, log: Logger, env: Readonly<Record<str
     podDevices: podDevicesLookup(conf, log),
   };
 }
-

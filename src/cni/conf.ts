@@ -28,7 +28,7 @@ export interface ConfList {
 
 const capabilities = z.optional(z.record(z.string(), z.boolean()));
 const pluginSchema = z.looseObject({
-  type: z.string({ error: "a plugin needs a string \"type\"" }),
+  type: z.string({ error: 'a plugin needs a string "type"' }),
   capabilities,
 });
 const listSchema = z.looseObject({
@@ -36,7 +36,7 @@ const listSchema = z.looseObject({
   name: z.optional(z.string()),
   disableCheck: z.optional(z.union([z.boolean(), z.literal("true"), z.literal("false")])),
   disableGC: z.optional(z.union([z.boolean(), z.literal("true"), z.literal("false")])),
-  plugins: z.array(z.unknown()).check(z.minLength(1, { error: "a conflist needs at least one plugin in \"plugins\"" })),
+  plugins: z.array(z.unknown()).check(z.minLength(1, { error: 'a conflist needs at least one plugin in "plugins"' })),
 });
 
 function asBool(v: boolean | "true" | "false" | undefined): boolean | undefined {
@@ -60,7 +60,10 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
   const { what } = opts;
   if (!isPlainObject(value)) {
     const kind = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
-    throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a CNI config object (a .conf or a .conflist), got ${kind}`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: expected a CNI config object (a .conf or a .conflist), got ${kind}`,
+    );
   }
   assertNoCaseCollisions(value, what);
   const isList = "plugins" in value;

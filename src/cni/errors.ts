@@ -105,7 +105,11 @@ export class AggregateCniError extends CniError {
  * failures): the lead alone when there are none, else an aggregate with the lead's code, message
  * (then the summary and the others') and details.
  */
-export function oneError(errors: readonly CniError[], summary: string, opts: { lead?: CniError } = {}): CniError | undefined {
+export function oneError(
+  errors: readonly CniError[],
+  summary: string,
+  opts: { lead?: CniError } = {},
+): CniError | undefined {
   const { lead } = opts;
   if (errors.length === 0) return lead;
   const listed = `${summary}: ${errors.map((e) => e.message).join("; ")}`;

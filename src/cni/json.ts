@@ -24,7 +24,8 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
   if (size > maxBytes) {
     throw new CniError(code, `${opts.what} is ${size} bytes, more than the ${maxBytes}-byte limit`);
   }
-  const text = typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
+  const text =
+    typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
   if (text.trim() === "") throw new CniError(code, `${opts.what} is empty; expected a JSON object`);
   let value: unknown;
   try {
@@ -45,7 +46,10 @@ function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code)
     const { v, depth, path } = stack.pop()!;
     if (v === null || typeof v !== "object") continue;
     if (depth >= MAX_JSON_DEPTH) {
-      throw new CniError(depthCode, `${what} is nested more than ${MAX_JSON_DEPTH} levels deep (at ${path || "top level"})`);
+      throw new CniError(
+        depthCode,
+        `${what} is nested more than ${MAX_JSON_DEPTH} levels deep (at ${path || "top level"})`,
+      );
     }
     if (Array.isArray(v)) {
       v.forEach((x, i) => stack.push({ v: x, depth: depth + 1, path: `${path}[${i}]` }));
@@ -53,7 +57,10 @@ function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code)
     }
     for (const [k, x] of Object.entries(v)) {
       if (FORBIDDEN_KEYS.has(k)) {
-        throw new CniError(keyCode, `${what} has the key ${JSON.stringify(k)}${path ? ` at ${path}` : ""}, which is refused`);
+        throw new CniError(
+          keyCode,
+          `${what} has the key ${JSON.stringify(k)}${path ? ` at ${path}` : ""}, which is refused`,
+        );
       }
       stack.push({ v: x, depth: depth + 1, path: path ? `${path}.${k}` : k });
     }
@@ -74,7 +81,10 @@ export function assertNoCaseCollisions(obj: Record<string, unknown>, what: strin
     const lower = k.toLowerCase();
     const prev = seen.get(lower);
     if (prev !== undefined) {
-      throw new CniError(Code.InvalidNetworkConfig, `${what} has both ${JSON.stringify(prev)} and ${JSON.stringify(k)}; keys differing only in case are ambiguous to Go plugins`);
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `${what} has both ${JSON.stringify(prev)} and ${JSON.stringify(k)}; keys differing only in case are ambiguous to Go plugins`,
+      );
     }
     seen.set(lower, k);
   }

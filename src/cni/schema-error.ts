@@ -18,11 +18,19 @@ function showValue(v: unknown): string {
 }
 
 export function formatPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)), "");
+  return path.reduce<string>(
+    (acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)),
+    "",
+  );
 }
 
 /** Parses `value` with `schema`; on failure throws code 7 (or `code`) naming the first issues. */
-export function parseWithSchema<S extends z.ZodMiniType>(schema: S, value: unknown, what: string, code: Code = Code.InvalidNetworkConfig): z.output<S> {
+export function parseWithSchema<S extends z.ZodMiniType>(
+  schema: S,
+  value: unknown,
+  what: string,
+  code: Code = Code.InvalidNetworkConfig,
+): z.output<S> {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issues = r.error.issues.slice(0, 3).map((issue) => {

@@ -12,12 +12,15 @@ export const MAX_IFNAME_LENGTH = 15;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 function show(value: string): string {
-  return value.length > 80 ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)` : JSON.stringify(value);
+  return value.length > 80
+    ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)`
+    : JSON.stringify(value);
 }
 
 /** C2.1: non-empty, starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
 export function validateContainerId(id: string, code: Code = Code.InvalidEnv): string {
-  if (id === "") throw new CniError(code, "CNI_CONTAINERID is empty; expected an ID such as the sandbox's 64-hex-digit ID");
+  if (id === "")
+    throw new CniError(code, "CNI_CONTAINERID is empty; expected an ID such as the sandbox's 64-hex-digit ID");
   if (id.length > MAX_CONTAINER_ID_LENGTH || !CONTAINER_ID.test(id)) {
     throw new CniError(
       code,
@@ -67,7 +70,14 @@ export function validatePluginType(type: unknown, where: string): string {
   if (typeof type !== "string" || type === "") {
     throw new CniError(Code.InvalidNetworkConfig, `${where}: plugin "type" is missing or empty`);
   }
-  if (type.includes("/") || type.includes("\\") || type.includes("..") || type.includes("\0") || type.length > 255 || /\s/.test(type)) {
+  if (
+    type.includes("/") ||
+    type.includes("\\") ||
+    type.includes("..") ||
+    type.includes("\0") ||
+    type.length > 255 ||
+    /\s/.test(type)
+  ) {
     throw new CniError(
       Code.InvalidNetworkConfig,
       `${where}: plugin type ${show(type)} is invalid: it must be a bare file name found in CNI_PATH (no '/', '\\', '..', NUL or whitespace)`,

@@ -50,7 +50,12 @@ const schema = z.looseObject({
   logLevel: z.optional(z.string()),
   logToStderr: z.optional(z.boolean()),
   logOptions: z.optional(
-    z.looseObject({ maxAge: z.optional(z.number()), maxSize: z.optional(z.number()), maxBackups: z.optional(z.number()), compress: z.optional(z.boolean()) }),
+    z.looseObject({
+      maxAge: z.optional(z.number()),
+      maxSize: z.optional(z.number()),
+      maxBackups: z.optional(z.number()),
+      compress: z.optional(z.boolean()),
+    }),
   ),
   capabilities: z.optional(z.record(z.string(), z.boolean())),
   runtimeConfig: z.optional(z.record(z.string(), z.unknown())),
@@ -170,7 +175,9 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
   const c = parseWithSchema(schema, value, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");
   assertLogLevel(c.logLevel);
-  const delegates = (c.delegates ?? []).map((d, i) => parseConfList(d, { what: `stdin config delegates[${i}]`, defaultVersion: cniVersion }));
+  const delegates = (c.delegates ?? []).map((d, i) =>
+    parseConfList(d, { what: `stdin config delegates[${i}]`, defaultVersion: cniVersion }),
+  );
   if ((opts.requireNetworks ?? true) && delegates.length === 0 && !c.clusterNetwork) {
     throw new CniError(
       Code.InvalidNetworkConfig,
@@ -216,7 +223,10 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
 
 function assertLogLevel(level: string | undefined): void {
   if (level !== undefined && toPinoLevel(level) === undefined) {
-    throw new CniError(Code.InvalidNetworkConfig, `stdin config: key "logLevel" is ${JSON.stringify(level)}; expected debug, verbose, error or panic (or a pino level)`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `stdin config: key "logLevel" is ${JSON.stringify(level)}; expected debug, verbose, error or panic (or a pino level)`,
+    );
   }
 }
 
@@ -226,7 +236,15 @@ function setOptionalKeys(conf: PlexusConf, c: z.output<typeof schema>): void {
   if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
   const valid = c["cni.dev/valid-attachments"];
   if (valid) conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
-  for (const k of ["kubeconfig", "fileClusterDir", "binDir", "clusterNetwork", "readinessindicatorfile", "logFile", "logLevel"] as const) {
+  for (const k of [
+    "kubeconfig",
+    "fileClusterDir",
+    "binDir",
+    "clusterNetwork",
+    "readinessindicatorfile",
+    "logFile",
+    "logLevel",
+  ] as const) {
     if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
   }
 }

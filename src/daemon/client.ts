@@ -62,9 +62,18 @@ export class DaemonKube implements KubeApi {
     return this.via(
       "get pod",
       async () => {
-        const r = await this.ask("GET", `${DAEMON_API.pod}?${new URLSearchParams({ namespace, name, ...(uid ? { uid } : {}) })}`, undefined, this.o.timeoutMs);
-        const pod = typeof r.pod === "object" && r.pod !== null ? trimPod(r.pod as Record<string, unknown>, namespace) : undefined;
-        if (!pod || pod.metadata.name !== name) throw new DaemonUnavailable("the daemon answered a pod request without a pod");
+        const r = await this.ask(
+          "GET",
+          `${DAEMON_API.pod}?${new URLSearchParams({ namespace, name, ...(uid ? { uid } : {}) })}`,
+          undefined,
+          this.o.timeoutMs,
+        );
+        const pod =
+          typeof r.pod === "object" && r.pod !== null
+            ? trimPod(r.pod as Record<string, unknown>, namespace)
+            : undefined;
+        if (!pod || pod.metadata.name !== name)
+          throw new DaemonUnavailable("the daemon answered a pod request without a pod");
         return pod;
       },
       (k) => k.getPod(namespace, name),
@@ -75,10 +84,19 @@ export class DaemonKube implements KubeApi {
     return this.via(
       "get NAD",
       async () => {
-        const r = await this.ask("GET", `${DAEMON_API.nad}?${new URLSearchParams({ namespace, name })}`, undefined, this.o.timeoutMs);
+        const r = await this.ask(
+          "GET",
+          `${DAEMON_API.nad}?${new URLSearchParams({ namespace, name })}`,
+          undefined,
+          this.o.timeoutMs,
+        );
         if (r.nad === null) return undefined;
-        const nad = typeof r.nad === "object" && r.nad !== undefined ? trimNad(r.nad as Record<string, unknown>, namespace) : undefined;
-        if (!nad || nad.metadata.name !== name) throw new DaemonUnavailable("the daemon answered a NAD request without a NAD");
+        const nad =
+          typeof r.nad === "object" && r.nad !== undefined
+            ? trimNad(r.nad as Record<string, unknown>, namespace)
+            : undefined;
+        if (!nad || nad.metadata.name !== name)
+          throw new DaemonUnavailable("the daemon answered a NAD request without a NAD");
         return nad;
       },
       (k) => k.getNad(namespace, name),
@@ -117,11 +135,18 @@ export class DaemonKube implements KubeApi {
       } catch (err) {
         if (!(err instanceof DaemonUnavailable)) throw err;
         this.fellBack = err.message;
-        this.o.log?.warn({ socket: this.o.socketPath, op: what, why: err.message }, "plexus daemon unavailable; asking the API server directly (thin mode)");
+        this.o.log?.warn(
+          { socket: this.o.socketPath, op: what, why: err.message },
+          "plexus daemon unavailable; asking the API server directly (thin mode)",
+        );
       }
     }
     this.directKube ??= await this.o.direct();
-    if (!this.directKube) throw new CniError(Code.ApiFailure, `${what}: the plexus daemon is unavailable (${this.fellBack}) and no Kubernetes config allows a direct request`);
+    if (!this.directKube)
+      throw new CniError(
+        Code.ApiFailure,
+        `${what}: the plexus daemon is unavailable (${this.fellBack}) and no Kubernetes config allows a direct request`,
+      );
     return direct(this.directKube);
   }
 
@@ -156,7 +181,8 @@ export class DaemonKube implements KubeApi {
 function parseError(body: Buffer): { code: number; msg: string } | undefined {
   try {
     const v = JSON.parse(body.toString("utf8")) as { error?: { code?: unknown; msg?: unknown } };
-    if (typeof v.error?.code === "number" && typeof v.error.msg === "string") return { code: v.error.code, msg: v.error.msg };
+    if (typeof v.error?.code === "number" && typeof v.error.msg === "string")
+      return { code: v.error.code, msg: v.error.msg };
   } catch {
     // garbage
   }

@@ -45,4 +45,3 @@ async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | 
   }
   return loadKubeApi(conf, ctx);
 }
-

@@ -43,13 +43,19 @@ export function parseHealthAddress(value: string): { host: string; port: number 
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
   if (!m || !host || port > 65535 || (m[1] !== undefined && isIP(m[1]) !== 6)) {
-    throw new Error(`--health-address ${JSON.stringify(value)}: expected HOST:PORT, e.g. 127.0.0.1:9405 or [::1]:9405 (0.0.0.0:PORT for every address)`);
+    throw new Error(
+      `--health-address ${JSON.stringify(value)}: expected HOST:PORT, e.g. 127.0.0.1:9405 or [::1]:9405 (0.0.0.0:PORT for every address)`,
+    );
   }
   return { host, port };
 }
 
 /** Starts the daemon; resolves once the socket listens (the caches fill in the background). */
-export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, string | undefined>>, log: Logger): Promise<RunningDaemon> {
+export async function startDaemon(
+  f: DaemonFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  log: Logger,
+): Promise<RunningDaemon> {
   const nodeName = f.nodeName || env.NODE_NAME || hostname();
   const socketPath = f.socket || DEFAULT_DAEMON_SOCKET;
   const healthAddress = f.healthAddress !== undefined ? parseHealthAddress(f.healthAddress) : undefined;
@@ -59,7 +65,10 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
       env,
       log,
       client: {
-        retry: { requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000, totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000 },
+        retry: {
+          requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000,
+          totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000,
+        },
         // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
         // process keeps its 4 MiB cap.
         maxResponseBytes: 256 * 1024 * 1024,
@@ -67,12 +76,18 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
       },
     },
   );
-  if (!api) throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
+  if (!api)
+    throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
   // prom-client (metrics.ts) loads with the daemon only: a CNI call never needs it.
   const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
   const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
-  const detector = new MissingNetworksDetector({ pods: () => caches.listPods(), api, log, graceMs: Number(f.missingNetworksGrace ?? 30) * 1000 });
+  const detector = new MissingNetworksDetector({
+    pods: () => caches.listPods(),
+    api,
+    log,
+    graceMs: Number(f.missingNetworksGrace ?? 30) * 1000,
+  });
   const metrics = new DaemonMetrics({
     cacheStats: () => caches.stats(),
     synced: () => caches.synced,
@@ -99,7 +114,9 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
   detector.start();
   return {
     socketPath,
-    healthAddress: server.healthAddress ? { host: server.healthAddress.address, port: server.healthAddress.port } : undefined,
+    healthAddress: server.healthAddress
+      ? { host: server.healthAddress.address, port: server.healthAddress.port }
+      : undefined,
     async stop() {
       await detector.stop();
       await server.close();
@@ -111,7 +128,10 @@ export async function startDaemon(f: DaemonFlags, env: Readonly<Record<string, s
 }
 
 export async function daemonMain(f: DaemonFlags): Promise<number> {
-  const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true }, { component: "daemon" });
+  const log = await createLogger(
+    { logLevel: f.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true },
+    { component: "daemon" },
+  );
   let daemon: RunningDaemon;
   try {
     daemon = await startDaemon(f, process.env, log);

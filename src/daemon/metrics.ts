@@ -8,7 +8,13 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 
 /** What the daemon reads at scrape time. */
 export interface ScrapeSources {
-  cacheStats(): { pods: number; nads: number; restarts: { pods: number; nads: number }; lists: { pods: number; nads: number }; errors: { pods: number; nads: number } };
+  cacheStats(): {
+    pods: number;
+    nads: number;
+    restarts: { pods: number; nads: number };
+    lists: { pods: number; nads: number };
+    errors: { pods: number; nads: number };
+  };
   synced(): boolean;
   apiRequests(): number;
   /** Pods of this node that are Running without a network their annotation asks for. */
@@ -19,9 +25,24 @@ type Kinds = "restarts" | "lists" | "errors";
 
 export class DaemonMetrics {
   readonly registry = new Registry();
-  private readonly cacheLookups = new Counter({ name: "plexus_daemon_cache_total", help: "Pod and NAD lookups by cache result (hit, miss, stale).", labelNames: ["kind", "result"], registers: [this.registry] });
-  private readonly requests = new Counter({ name: "plexus_daemon_requests_total", help: "Requests answered, by route and HTTP status.", labelNames: ["route", "code"], registers: [this.registry] });
-  private readonly apiErrors = new Counter({ name: "plexus_daemon_api_errors_total", help: "Requests that failed on the API server, by route.", labelNames: ["route"], registers: [this.registry] });
+  private readonly cacheLookups = new Counter({
+    name: "plexus_daemon_cache_total",
+    help: "Pod and NAD lookups by cache result (hit, miss, stale).",
+    labelNames: ["kind", "result"],
+    registers: [this.registry],
+  });
+  private readonly requests = new Counter({
+    name: "plexus_daemon_requests_total",
+    help: "Requests answered, by route and HTTP status.",
+    labelNames: ["route", "code"],
+    registers: [this.registry],
+  });
+  private readonly apiErrors = new Counter({
+    name: "plexus_daemon_api_errors_total",
+    help: "Requests that failed on the API server, by route.",
+    labelNames: ["route"],
+    registers: [this.registry],
+  });
   private readonly durations = new Histogram({
     name: "plexus_daemon_request_duration_seconds",
     help: "Time to answer a request, by route.",
@@ -99,7 +120,11 @@ function watchSeries(sources: ScrapeSources, registers: Registry[]): void {
       },
     });
   fromStats("plexus_daemon_watch_restarts_total", "Watch cache restarts after an error, by kind.", "restarts");
-  fromStats("plexus_daemon_watch_lists_total", "Lists made by the watch caches (the first and every relist), by kind.", "lists");
+  fromStats(
+    "plexus_daemon_watch_lists_total",
+    "Lists made by the watch caches (the first and every relist), by kind.",
+    "lists",
+  );
   fromStats("plexus_daemon_watch_errors_total", "List or watch failures, by kind.", "errors");
 }
 

@@ -101,16 +101,24 @@ export class MissingNetworksDetector {
 
   private async report(pod: Pod, missing: string[]): Promise<boolean> {
     const { namespace, name, uid } = pod.metadata;
-    const status = pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION] ? "its network-status lacks them" : "it has no network-status at all";
+    const status = pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]
+      ? "its network-status lacks them"
+      : "it has no network-status at all";
     const message =
       `pod is Running without network(s) ${missing.join(", ")} that its ${NETWORKS_ANNOTATION} annotation asks for (${status}): ` +
       "its sandbox was set up without Plexus (created before Plexus was installed, or the runtime used another CNI config); recreate the pod, and run plexus doctor on the node";
     this.o.log.warn({ pod: `${namespace}/${name}`, missing }, "pod is running without networks it asked for");
     try {
-      await this.o.api.recordEvent({ namespace, name, ...(uid ? { uid } : {}) }, { type: "Warning", reason: "NetworksMissing", message });
+      await this.o.api.recordEvent(
+        { namespace, name, ...(uid ? { uid } : {}) },
+        { type: "Warning", reason: "NetworksMissing", message },
+      );
       return true;
     } catch (err) {
-      this.o.log.warn({ pod: `${namespace}/${name}`, err: err instanceof Error ? err.message : String(err) }, "could not record the NetworksMissing event; retrying at the next scan");
+      this.o.log.warn(
+        { pod: `${namespace}/${name}`, err: err instanceof Error ? err.message : String(err) },
+        "could not record the NetworksMissing event; retrying at the next scan",
+      );
       return false;
     }
   }
@@ -119,7 +127,9 @@ export class MissingNetworksDetector {
     const every = this.o.intervalMs ?? Math.min(10_000, Math.max(1000, this.graceMs / 3));
     this.timer = setInterval(() => {
       this.running ??= this.scan()
-        .catch((err: unknown) => this.o.log.error({ err: err instanceof Error ? err.message : String(err) }, "missing-networks scan failed"))
+        .catch((err: unknown) =>
+          this.o.log.error({ err: err instanceof Error ? err.message : String(err) }, "missing-networks scan failed"),
+        )
         .finally(() => (this.running = undefined));
     }, every);
     this.timer.unref?.();

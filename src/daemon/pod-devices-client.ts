@@ -22,13 +22,21 @@ export async function daemonPodDevices(q: DaemonDevicesQuery): Promise<Map<strin
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), q.timeoutMs + 500);
   try {
-    const params = new URLSearchParams({ namespace: q.namespace, name: q.name, resourceNames: q.resourceNames.join(","), timeoutMs: String(q.timeoutMs) });
+    const params = new URLSearchParams({
+      namespace: q.namespace,
+      name: q.name,
+      resourceNames: q.resourceNames.join(","),
+      timeoutMs: String(q.timeoutMs),
+    });
     const answer = await http
       .request({ method: "GET", url: new URL(`http://plexus${DAEMON_API.podDevices}?${params}`), signal: ac.signal })
       .catch((err: unknown) => {
         throw new DaemonUnavailable(`${(err as Error).message} (${q.socketPath})`);
       });
-    if (answer.status !== 200 || !answer.json) throw new DaemonUnavailable(`the daemon answered HTTP ${answer.status}: ${answer.body.toString("utf8").slice(0, 300)}`);
+    if (answer.status !== 200 || !answer.json)
+      throw new DaemonUnavailable(
+        `the daemon answered HTTP ${answer.status}: ${answer.body.toString("utf8").slice(0, 300)}`,
+      );
     return devicesFrom(answer.json.devices);
   } finally {
     clearTimeout(timer);
@@ -37,10 +45,12 @@ export async function daemonPodDevices(q: DaemonDevicesQuery): Promise<Map<strin
 }
 
 function devicesFrom(v: unknown): Map<string, string[]> {
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new DaemonUnavailable("the daemon answered a devices request without devices");
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new DaemonUnavailable("the daemon answered a devices request without devices");
   const out = new Map<string, string[]>();
   for (const [k, ids] of Object.entries(v)) {
-    if (!Array.isArray(ids) || !ids.every((id) => typeof id === "string")) throw new DaemonUnavailable(`the daemon answered malformed devices for ${k}`);
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === "string"))
+      throw new DaemonUnavailable(`the daemon answered malformed devices for ${k}`);
     out.set(k, ids as string[]);
   }
   return out;

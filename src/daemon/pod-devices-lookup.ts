@@ -15,12 +15,23 @@ export function podDevicesLookup(conf: LookupConf, log: Logger): PodDevicesLooku
     const { daemonSocketPresent, DaemonUnavailable } = await import("./client");
     if (daemonSocketPresent(conf.daemonSocket)) {
       try {
-        return await (await import("./pod-devices-client")).daemonPodDevices({ socketPath: conf.daemonSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
+        return await (await import("./pod-devices-client")).daemonPodDevices({
+          socketPath: conf.daemonSocket,
+          timeoutMs: conf.podResourcesTimeoutMs,
+          ...q,
+        });
       } catch (err) {
         if (!(err instanceof DaemonUnavailable)) throw err;
-        log.warn({ socket: conf.daemonSocket, why: err.message }, "plexus daemon could not give the pod's devices; asking kubelet directly");
+        log.warn(
+          { socket: conf.daemonSocket, why: err.message },
+          "plexus daemon could not give the pod's devices; asking kubelet directly",
+        );
       }
     }
-    return (await import("../k8s/pod-resources")).podDeviceIds({ socket: conf.podResourcesSocket, timeoutMs: conf.podResourcesTimeoutMs, ...q });
+    return (await import("../k8s/pod-resources")).podDeviceIds({
+      socket: conf.podResourcesSocket,
+      timeoutMs: conf.podResourcesTimeoutMs,
+      ...q,
+    });
   };
 }

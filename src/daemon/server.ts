@@ -22,7 +22,13 @@ export interface CacheView {
   readonly synced: boolean;
   pod(namespace: string, name: string): Pod | undefined;
   nad(namespace: string, name: string): Nad | undefined;
-  stats(): { pods: number; nads: number; restarts: { pods: number; nads: number }; lists: { pods: number; nads: number }; errors: { pods: number; nads: number } };
+  stats(): {
+    pods: number;
+    nads: number;
+    restarts: { pods: number; nads: number };
+    lists: { pods: number; nads: number };
+    errors: { pods: number; nads: number };
+  };
 }
 
 export interface DaemonServerOptions {
@@ -36,7 +42,14 @@ export interface DaemonServerOptions {
   /** prom-client's registry and the daemon's series (metrics.ts, loaded with the API bundle). */
   metrics: DaemonMetrics;
   /** M10: the pod's devices from kubelet's pod-resources API; undefined: the route answers 404. */
-  podDevices?: ((q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) => Promise<Map<string, string[]>>) | undefined;
+  podDevices?:
+    | ((q: {
+        namespace: string;
+        name: string;
+        resourceNames: string[];
+        timeoutMs: number;
+      }) => Promise<Map<string, string[]>>)
+    | undefined;
 }
 
 export interface DaemonServer {
@@ -74,7 +87,11 @@ async function claimSocket(path: string): Promise<void> {
     });
     s.once("error", () => resolve(false));
   });
-  if (alive) throw new CniError(Code.Internal, `daemon socket ${path} is in use by another process (is a second plexus daemon running?)`);
+  if (alive)
+    throw new CniError(
+      Code.Internal,
+      `daemon socket ${path} is in use by another process (is a second plexus daemon running?)`,
+    );
   unlinkSync(path);
 }
 
@@ -88,7 +105,13 @@ function requestUrl(req: IncomingMessage): URL | undefined {
 }
 
 /** Writes one answer: a JSON body unless `type` says otherwise. */
-function send(res: ServerResponse, status: number, body: unknown, type = "application/json", headers: Record<string, string> = {}): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  type = "application/json",
+  headers: Record<string, string> = {},
+): void {
   const buf = Buffer.from(type === "application/json" ? JSON.stringify(body) : String(body));
   res.writeHead(status, { "content-type": type, "content-length": String(buf.length), ...headers });
   res.end(buf);
@@ -96,7 +119,9 @@ function send(res: ServerResponse, status: number, body: unknown, type = "applic
 
 /** 400 for a request-target the URL parser refuses: nothing in it could be decoded (6). */
 function badTarget(res: ServerResponse): void {
-  send(res, 400, { error: { code: Code.Decoding, msg: "malformed request target" } }, "application/json", { connection: "close" });
+  send(res, 400, { error: { code: Code.Decoding, msg: "malformed request target" } }, "application/json", {
+    connection: "close",
+  });
 }
 
 /** A route this daemon does not serve: a CNI binary of another version asking (1), or /v1/* on the health address. */
@@ -170,9 +195,13 @@ function postNetworkStatus({ api }: RouterDeps): Route {
   return async (req) => {
     const b = await readBody(req);
     const status = b.status;
-    if (typeof status !== "string") throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "status" must be a string');
+    if (typeof status !== "string")
+      throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "status" must be a string');
     const uid = str(b, "uid", false);
-    await api.setNetworkStatus({ namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) }, status);
+    await api.setNetworkStatus(
+      { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) },
+      status,
+    );
     return [200, { ok: true }];
   };
 }
@@ -185,13 +214,28 @@ function postEvent({ api, log }: RouterDeps): Route {
   return async (req) => {
     const b = await readBody(req);
     const e = b.event as Partial<PodEvent> | undefined;
-    if (!e || (e.type !== "Normal" && e.type !== "Warning") || typeof e.reason !== "string" || typeof e.message !== "string") {
-      throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "event" must have type Normal|Warning, reason and message');
+    if (
+      !e ||
+      (e.type !== "Normal" && e.type !== "Warning") ||
+      typeof e.reason !== "string" ||
+      typeof e.message !== "string"
+    ) {
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        'daemon request: "event" must have type Normal|Warning, reason and message',
+      );
     }
     const uid = str(b, "uid", false);
     const pod = { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) };
     void api.recordEvent(pod, { type: e.type, reason: e.reason, message: e.message }).catch((err: unknown) => {
-      log.warn({ err: err instanceof Error ? err.message : String(err), pod: `${pod.namespace}/${pod.name}`, reason: e.reason }, "could not record the event");
+      log.warn(
+        {
+          err: err instanceof Error ? err.message : String(err),
+          pod: `${pod.namespace}/${pod.name}`,
+          reason: e.reason,
+        },
+        "could not record the event",
+      );
     });
     return [200, { ok: true }];
   };
@@ -200,7 +244,8 @@ function postEvent({ api, log }: RouterDeps): Route {
 /** GET /v1/pod-devices (M10): the pod's devices per resource name, from kubelet's pod-resources API. */
 function getPodDevices({ podDevices }: RouterDeps): Route {
   return async (req, url) => {
-    if (!podDevices) throw new HttpFailure(404, Code.IncompatibleVersion, "this daemon does not serve pod-resources queries");
+    if (!podDevices)
+      throw new HttpFailure(404, Code.IncompatibleVersion, "this daemon does not serve pod-resources queries");
     const q = url.searchParams;
     const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
     const name = str(q, "name")!;
@@ -217,7 +262,8 @@ function router(d: RouterDeps): Route {
   const { cache, metrics } = d;
   const routes: Record<string, Route> = {
     [`GET ${DAEMON_API.healthz}`]: async () => [200, { ok: true }],
-    [`GET ${DAEMON_API.readyz}`]: async () => (cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }]),
+    [`GET ${DAEMON_API.readyz}`]: async () =>
+      cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }],
     [`GET ${DAEMON_API.pod}`]: getPod(d),
     [`GET ${DAEMON_API.nad}`]: getNad(d),
     [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(d),
@@ -226,7 +272,9 @@ function router(d: RouterDeps): Route {
     [`GET ${DAEMON_API.metrics}`]: async () => [200, await metrics.render(), metrics.contentType],
   };
   return async (req, url) => {
-    const route = Object.hasOwn(routes, `${req.method} ${url.pathname}`) ? routes[`${req.method} ${url.pathname}`] : undefined;
+    const route = Object.hasOwn(routes, `${req.method} ${url.pathname}`)
+      ? routes[`${req.method} ${url.pathname}`]
+      : undefined;
     if (!route) throw noRoute(req.method, url.pathname);
     return route(req, url);
   };
@@ -257,7 +305,9 @@ function requestHandler(route: Route, { log, metrics }: RouterDeps): Handler {
           return reply(422, { error: { code: err.code, msg: err.message } });
         }
         log.error({ err: err instanceof Error ? err.message : String(err), route: routeName }, "daemon request failed");
-        reply(500, { error: { code: Code.Internal, msg: `daemon bug: ${err instanceof Error ? err.message : String(err)}` } });
+        reply(500, {
+          error: { code: Code.Internal, msg: `daemon bug: ${err instanceof Error ? err.message : String(err)}` },
+        });
       },
     );
   };
@@ -301,7 +351,11 @@ async function listenOnSocket(path: string, handler: Handler, log: Logger): Prom
  * The plain-HTTP health listener. Anything but the health routes is a 404 here, before routing:
  * the TCP port is reachable by whoever can reach its address, the socket only by root.
  */
-async function listenForHealth(address: { host: string; port: number }, handler: Handler, log: Logger): Promise<Server> {
+async function listenForHealth(
+  address: { host: string; port: number },
+  handler: Handler,
+  log: Logger,
+): Promise<Server> {
   const h = createServer((req, res) => {
     const url = requestUrl(req);
     if (!url) return badTarget(res);
@@ -319,7 +373,12 @@ async function listenForHealth(address: { host: string; port: number }, handler:
     });
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new CniError(Code.Internal, `daemon health address ${host}:${port}: cannot listen: ${e.code ?? e.message}`, undefined, { cause: err });
+    throw new CniError(
+      Code.Internal,
+      `daemon health address ${host}:${port}: cannot listen: ${e.code ?? e.message}`,
+      undefined,
+      { cause: err },
+    );
   }
   const bound = h.address() as AddressInfo;
   log.info({ address: bound.address, port: bound.port }, "daemon health and metrics listening (HTTP)");
@@ -344,7 +403,9 @@ export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonS
     metrics: o.metrics,
     healthAddress: health ? (health.address() as AddressInfo) : undefined,
     close() {
-      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(() => unlinkSocket(o.socketPath));
+      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(() =>
+        unlinkSocket(o.socketPath),
+      );
       return closed;
     },
   };

@@ -5,7 +5,17 @@
  * swaps the directory entry, so a running process keeps its inode and a new exec sees a whole file.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, copyFileSync, fsyncSync, openSync, readSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ioError } from "../store/atomic-file";
 

@@ -10,7 +10,10 @@ import { ownExecutable } from "./self";
 
 export async function installMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as InstallFlags;
-  const log = await createLogger({ logLevel: f.installerLogLevel, logToStderr: true, pretty: process.stderr.isTTY === true }, { component: "install" });
+  const log = await createLogger(
+    { logLevel: f.installerLogLevel, logToStderr: true, pretty: process.stderr.isTTY === true },
+    { component: "install" },
+  );
   let options;
   try {
     options = resolveOptions(f, process.env, ownExecutable());

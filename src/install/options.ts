@@ -117,7 +117,10 @@ function number(v: string | number, flag: string, min: number): number {
 }
 
 /** The API server the generated kubeconfig names: --api-server, else the in-cluster service env. */
-export function apiServerFrom(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
+export function apiServerFrom(
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): string | undefined {
   if (flag) {
     let url: URL;
     try {
@@ -135,9 +138,14 @@ export function apiServerFrom(flag: string | undefined, env: Readonly<Record<str
 }
 
 /** Validates the flags and derives every path (M11). Throws CniError naming the flag. */
-export function resolveOptions(f: InstallFlags, env: Readonly<Record<string, string | undefined>>, defaultBinFile?: string): InstallOptions {
+export function resolveOptions(
+  f: InstallFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  defaultBinFile?: string,
+): InstallOptions {
   const prefix = f.hostPrefix;
-  if (prefix !== "" && !posix.isAbsolute(prefix)) throw bad(`--host-prefix must be absolute or empty, got ${JSON.stringify(prefix)}`);
+  if (prefix !== "" && !posix.isAbsolute(prefix))
+    throw bad(`--host-prefix must be absolute or empty, got ${JSON.stringify(prefix)}`);
   const confDir = hostPathFromLocal(absolute(f.cniConfDir, "--cni-conf-dir"), prefix);
   const binDir = hostPathFromLocal(absolute(f.cniBinDir, "--cni-bin-dir"), prefix);
   const kubeconfig = hostPathFromHost(absolute(f.kubeconfigFileHost, "--kubeconfig-file-host"), prefix);
@@ -145,11 +153,15 @@ export function resolveOptions(f: InstallFlags, env: Readonly<Record<string, str
   if (f.cniVersion !== undefined && !isSupportedVersion(f.cniVersion)) {
     throw bad(`--cni-version ${JSON.stringify(f.cniVersion)} is not one Plexus speaks (${ALL_VERSIONS.join(", ")})`);
   }
-  if (f.logLevel !== undefined && toPinoLevel(f.logLevel) === undefined) throw bad(`--log-level ${JSON.stringify(f.logLevel)}: expected debug, verbose, error or panic`);
-  if (toPinoLevel(f.installerLogLevel) === undefined) throw bad(`--installer-log-level ${JSON.stringify(f.installerLogLevel)} is not a log level`);
-  if (f.primaryConfigFileName !== undefined && f.primaryConfigFileName.includes("/")) throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
+  if (f.logLevel !== undefined && toPinoLevel(f.logLevel) === undefined)
+    throw bad(`--log-level ${JSON.stringify(f.logLevel)}: expected debug, verbose, error or panic`);
+  if (toPinoLevel(f.installerLogLevel) === undefined)
+    throw bad(`--installer-log-level ${JSON.stringify(f.installerLogLevel)} is not a log level`);
+  if (f.primaryConfigFileName !== undefined && f.primaryConfigFileName.includes("/"))
+    throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
   const binFile = f.skipBinaryCopy ? undefined : (f.binFile ?? defaultBinFile);
-  if (!f.skipBinaryCopy && !binFile) throw bad("--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)");
+  if (!f.skipBinaryCopy && !binFile)
+    throw bad("--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)");
 
   const pluginKeys: Record<string, unknown> = {};
   if (f.namespaceIsolation) pluginKeys.namespaceIsolation = true;
@@ -181,7 +193,8 @@ export function resolveOptions(f: InstallFlags, env: Readonly<Record<string, str
   if (f.primaryConfigFileName) o.primaryConfigFileName = f.primaryConfigFileName;
   const server = apiServerFrom(f.apiServer, env);
   if (server) o.apiServer = server;
-  if (f.readinessIndicatorFile) o.readinessIndicator = hostPathFromHost(absolute(f.readinessIndicatorFile, "--readiness-indicator-file"), prefix);
+  if (f.readinessIndicatorFile)
+    o.readinessIndicator = hostPathFromHost(absolute(f.readinessIndicatorFile, "--readiness-indicator-file"), prefix);
   if (f.cniDir) o.cniDir = hostPathFromHost(absolute(f.cniDir, "--cni-dir"), prefix);
   if (f.cniVersion) o.cniVersion = f.cniVersion;
   return o;

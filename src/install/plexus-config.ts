@@ -27,7 +27,8 @@ export interface PlexusConfigInput {
 /** Capabilities any of the primary's plugins declares (true), sorted for a stable file. */
 export function primaryCapabilities(primary: ConfList): Record<string, boolean> {
   const names = new Set<string>();
-  for (const p of primary.plugins) for (const [k, v] of Object.entries(p.capabilities ?? {})) if (v === true) names.add(k);
+  for (const p of primary.plugins)
+    for (const [k, v] of Object.entries(p.capabilities ?? {})) if (v === true) names.add(k);
   return Object.fromEntries([...names].sort().map((k) => [k, true]));
 }
 

@@ -32,7 +32,10 @@ export interface ChoosePrimaryOptions {
 
 function isPlexusType(value: Record<string, unknown>): boolean {
   if (value.type === "plexus") return true;
-  return Array.isArray(value.plugins) && value.plugins.some((p) => typeof p === "object" && p !== null && (p as Record<string, unknown>).type === "plexus");
+  return (
+    Array.isArray(value.plugins) &&
+    value.plugins.some((p) => typeof p === "object" && p !== null && (p as Record<string, unknown>).type === "plexus")
+  );
 }
 
 /** Pure: picks the primary config from the conf dir's files. */
@@ -44,7 +47,9 @@ export function choosePrimary(files: readonly ConfFile[], opts: ChoosePrimaryOpt
     if (name === PLEXUS_CONF_NAME) return false;
     if (opts.fileName !== undefined && name !== opts.fileName) return false;
     if (name.startsWith(".")) {
-      warnings.push(`${f.path} is a hidden file (an atomic writer's temp file, perhaps Plexus's own); not a primary config`);
+      warnings.push(
+        `${f.path} is a hidden file (an atomic writer's temp file, perhaps Plexus's own); not a primary config`,
+      );
       return false;
     }
     return true;
@@ -84,7 +89,8 @@ export function readConfDir(dir: string): { files: ConfFile[]; warnings: string[
     try {
       const st = statSync(path);
       if (!st.isFile()) continue;
-      if (st.size > MAX_CONF_FILE_BYTES) warnings.push(`${path} is larger than ${MAX_CONF_FILE_BYTES} bytes; not a CNI config`);
+      if (st.size > MAX_CONF_FILE_BYTES)
+        warnings.push(`${path} is larger than ${MAX_CONF_FILE_BYTES} bytes; not a CNI config`);
       else files.push({ path, content: readFileSync(path, "utf8") });
     } catch {
       // Vanished between readdir and read: the next pass sees the directory as it is then.

@@ -54,7 +54,9 @@ export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Lo
   const choice = choosePrimary(dir.files, { fileName: o.primaryConfigFileName });
   logNewWarnings([...dir.warnings, ...choice.warnings], state, log);
   if (!choice.primary) {
-    const which = o.primaryConfigFileName ? `${o.primaryConfigFileName} in ${o.confDir.local}` : `any .conf/.conflist/.json in ${o.confDir.local}`;
+    const which = o.primaryConfigFileName
+      ? `${o.primaryConfigFileName} in ${o.confDir.local}`
+      : `any .conf/.conflist/.json in ${o.confDir.local}`;
     return { ready: false, reason: `no usable primary network config (${which})` };
   }
   if (o.readinessIndicator && !existsSync(o.readinessIndicator.local)) {
@@ -66,7 +68,11 @@ export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Lo
 /** The kubeconfig's node path when credentials could be written, else undefined (logged once). */
 async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Logger): Promise<string | undefined> {
   const problem = (why: string): string | undefined => {
-    if (state.credentialsProblem !== why) log.warn({ kubeconfig: o.kubeconfig.host }, `${why}; the plugin config gets no kubeconfig, so pods get the default network only until this is fixed`);
+    if (state.credentialsProblem !== why)
+      log.warn(
+        { kubeconfig: o.kubeconfig.host },
+        `${why}; the plugin config gets no kubeconfig, so pods get the default network only until this is fixed`,
+      );
     state.credentialsProblem = why;
     return undefined;
   };
@@ -77,10 +83,17 @@ async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Lo
   delete state.credentialsProblem;
   const ca = await syncFile(o.ca.local, creds.ca);
   const token = await syncFile(o.token.local, creds.token);
-  const kc = await syncFile(o.kubeconfig.local, renderKubeconfig({ server: o.apiServer, tokenFileHost: o.token.host, caFileHost: o.ca.host }));
+  const kc = await syncFile(
+    o.kubeconfig.local,
+    renderKubeconfig({ server: o.apiServer, tokenFileHost: o.token.host, caFileHost: o.ca.host }),
+  );
   if (token === "updated") log.info({ tokenFile: o.token.host }, "service-account token rotated: copy refreshed");
   if (ca === "updated") log.info({ caFile: o.ca.host }, "service-account CA changed: copy refreshed");
-  if (kc !== "unchanged") log.info({ kubeconfig: o.kubeconfig.host }, kc === "created" ? "kubeconfig written" : "kubeconfig rewritten (it was changed or removed)");
+  if (kc !== "unchanged")
+    log.info(
+      { kubeconfig: o.kubeconfig.host },
+      kc === "created" ? "kubeconfig written" : "kubeconfig rewritten (it was changed or removed)",
+    );
   return o.kubeconfig.host;
 }
 
@@ -102,10 +115,17 @@ function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): voi
 function describeChange(current: string | undefined, state: ReconcileState, primary: PrimaryConfig): string {
   const before = state.primary;
   if (before && (before.path !== primary.path || before.content !== primary.content)) {
-    return before.path !== primary.path ? `primary config is now ${primary.path} (was ${before.path}): config regenerated` : `primary config ${primary.path} changed: config regenerated`;
+    return before.path !== primary.path
+      ? `primary config is now ${primary.path} (was ${before.path}): config regenerated`
+      : `primary config ${primary.path} changed: config regenerated`;
   }
-  if (current === undefined) return state.written === undefined ? "config installed" : "config was deleted or renamed by another agent: restored";
-  return state.written === undefined ? "config from an earlier install replaced" : "config was modified by another agent: restored";
+  if (current === undefined)
+    return state.written === undefined
+      ? "config installed"
+      : "config was deleted or renamed by another agent: restored";
+  return state.written === undefined
+    ? "config from an earlier install replaced"
+    : "config was modified by another agent: restored";
 }
 
 /** One pass; returns the readiness it found. Throws (CniError 74) when a write fails. */
@@ -115,7 +135,10 @@ export async function reconcile(o: InstallOptions, state: ReconcileState, log: L
   if (!r.ready) {
     if (existsSync(o.plexusConf.local)) {
       await removeFile(o.plexusConf.local);
-      log.warn({ config: o.plexusConf.host, reason: r.reason }, "primary network not ready: Plexus config removed until it is (N6.1)");
+      log.warn(
+        { config: o.plexusConf.host, reason: r.reason },
+        "primary network not ready: Plexus config removed until it is (N6.1)",
+      );
       delete state.written;
     } else if (state.notReadyReason !== r.reason) {
       log.info({ reason: r.reason }, "waiting for the primary network");
@@ -143,7 +166,10 @@ export async function reconcile(o: InstallOptions, state: ReconcileState, log: L
     log.info({ config: o.plexusConf.host, primary: r.primary.path, cniVersion: r.primary.conf.cniVersion }, why);
   }
   if (o.cniVersion && o.cniVersion !== r.primary.conf.cniVersion && state.primary?.content !== r.primary.content) {
-    log.warn({ cniVersion: o.cniVersion, primaryCniVersion: r.primary.conf.cniVersion }, "--cni-version differs from the primary config's; Plexus converts the primary's results");
+    log.warn(
+      { cniVersion: o.cniVersion, primaryCniVersion: r.primary.conf.cniVersion },
+      "--cni-version differs from the primary config's; Plexus converts the primary's results",
+    );
   }
   state.primary = { path: r.primary.path, content: r.primary.content };
   state.written = text;

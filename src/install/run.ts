@@ -37,11 +37,19 @@ function copyBinary(o: InstallOptions, state: ReconcileState, log: Logger): void
   const dest = join(o.binDir.local, "plexus");
   const outcome = installBinary(o.binFile, dest);
   state.binarySize = statSync(dest).size;
-  log.info({ binary: dest, source: o.binFile }, outcome === "installed" ? "plexus binary installed (copy + rename)" : "plexus binary already up to date");
+  log.info(
+    { binary: dest, source: o.binFile },
+    outcome === "installed" ? "plexus binary installed (copy + rename)" : "plexus binary already up to date",
+  );
 }
 
 /** Reconciles until the primary network is ready; false when the deadline or an abort came first. */
-async function waitUntilReady(o: InstallOptions, state: ReconcileState, notifier: ChangeNotifier, deps: InstallDeps): Promise<boolean> {
+async function waitUntilReady(
+  o: InstallOptions,
+  state: ReconcileState,
+  notifier: ChangeNotifier,
+  deps: InstallDeps,
+): Promise<boolean> {
   const started = Date.now();
   let lastLog = started;
   for (;;) {
@@ -49,11 +57,17 @@ async function waitUntilReady(o: InstallOptions, state: ReconcileState, notifier
     if (r.ready) return true;
     const waited = Date.now() - started;
     if (waited >= o.primaryConfigTimeoutMs) {
-      deps.log.error({ reason: r.reason, waitedSeconds: Math.round(waited / 1000) }, "primary network not ready within --primary-config-timeout: giving up (the DaemonSet restarts the installer)");
+      deps.log.error(
+        { reason: r.reason, waitedSeconds: Math.round(waited / 1000) },
+        "primary network not ready within --primary-config-timeout: giving up (the DaemonSet restarts the installer)",
+      );
       return false;
     }
     if (Date.now() - lastLog >= WAIT_LOG_EVERY_MS) {
-      deps.log.info({ reason: r.reason, waitedSeconds: Math.round(waited / 1000) }, "still waiting for the primary network");
+      deps.log.info(
+        { reason: r.reason, waitedSeconds: Math.round(waited / 1000) },
+        "still waiting for the primary network",
+      );
       lastLog = Date.now();
     }
     await notifier.next(deps.signal);
@@ -61,7 +75,12 @@ async function waitUntilReady(o: InstallOptions, state: ReconcileState, notifier
   }
 }
 
-async function watchUntilAborted(o: InstallOptions, state: ReconcileState, notifier: ChangeNotifier, deps: InstallDeps): Promise<void> {
+async function watchUntilAborted(
+  o: InstallOptions,
+  state: ReconcileState,
+  notifier: ChangeNotifier,
+  deps: InstallDeps,
+): Promise<void> {
   while (!deps.signal.aborted) {
     await notifier.next(deps.signal);
     if (deps.signal.aborted) return;
@@ -96,11 +115,16 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
       notifier.close();
       // The credentials dir exists now: watch it too (a deleted kubeconfig is restored at once).
       notifier = new ChangeNotifier(watchedDirs(o), o.pollIntervalMs);
-      log.info({ pollIntervalMs: o.pollIntervalMs }, "watching the primary config, Plexus's files and the service-account token");
+      log.info(
+        { pollIntervalMs: o.pollIntervalMs },
+        "watching the primary config, Plexus's files and the service-account token",
+      );
       await watchUntilAborted(o, state, notifier, deps);
     } else {
       log.info("--skip-config-watch: installed; waiting for SIGTERM");
-      await new Promise<void>((resolve) => (deps.signal.aborted ? resolve() : deps.signal.addEventListener("abort", () => resolve(), { once: true })));
+      await new Promise<void>((resolve) =>
+        deps.signal.aborted ? resolve() : deps.signal.addEventListener("abort", () => resolve(), { once: true }),
+      );
     }
     return await exitOnSignal(o, log);
   } catch (err) {

@@ -7,7 +7,10 @@ import { validatePluginType } from "../cni/validate";
 export async function findInPath(type: string, dirs: readonly string[]): Promise<string> {
   validatePluginType(type, `plugin ${JSON.stringify(type)}`);
   if (dirs.length === 0) {
-    throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} is missing: CNI_PATH is empty and no binDir is configured`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `plugin type=${JSON.stringify(type)} is missing: CNI_PATH is empty and no binDir is configured`,
+    );
   }
   const skipped: string[] = [];
   for (const dir of dirs) {
@@ -34,5 +37,8 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
   const extra = skipped.length ? `; skipped: ${skipped.join(", ")}` : "";
   // Not "not found": containerd (go-cni) treats a DEL error saying "not found" as success (K5, B62),
   // and a missing binary leaves the delegate's state in place.
-  throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} is missing: no executable of that name in CNI_PATH [${dirs.join(":")}]${extra}`);
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `plugin type=${JSON.stringify(type)} is missing: no executable of that name in CNI_PATH [${dirs.join(":")}]${extra}`,
+  );
 }

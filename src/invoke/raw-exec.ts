@@ -44,12 +44,18 @@ export class RawExec implements PluginExec {
         return await this.execOnce(r);
       } catch (err) {
         if (err instanceof TextFileBusy && attempt < ETXTBSY_RETRIES) {
-          this.log.warn({ delegate: r.what, attempt: attempt + 1 }, "delegate binary is busy (being replaced); retrying");
+          this.log.warn(
+            { delegate: r.what, attempt: attempt + 1 },
+            "delegate binary is busy (being replaced); retrying",
+          );
           await sleep(50 * 2 ** attempt);
           continue;
         }
         if (err instanceof TextFileBusy) {
-          throw new CniError(Code.TryAgainLater, `${r.what}: ${r.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`);
+          throw new CniError(
+            Code.TryAgainLater,
+            `${r.what}: ${r.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`,
+          );
         }
         throw err;
       }
@@ -57,19 +63,30 @@ export class RawExec implements PluginExec {
   }
 
   private async execOnce(r: ExecRequest): Promise<Uint8Array> {
-    const res = onBun ? await runProcessBun(onBun, r, { maxStdoutBytes: MAX_STDOUT_BYTES, maxStderrBytes: MAX_STDERR_BYTES, pipeGraceMs: PIPE_GRACE_MS }) : await runProcess(r);
+    const res = onBun
+      ? await runProcessBun(onBun, r, {
+          maxStdoutBytes: MAX_STDOUT_BYTES,
+          maxStderrBytes: MAX_STDERR_BYTES,
+          pipeGraceMs: PIPE_GRACE_MS,
+        })
+      : await runProcess(r);
     const stderrText = tail(res.stderr);
     if (stderrText) this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
 
     if (res.timedOut) {
-      throw new CniError(Code.DelegateTimeout, `${r.what}: did not finish within ${r.deadlineMs} ms; its process group was killed`, stderrText || undefined);
+      throw new CniError(
+        Code.DelegateTimeout,
+        `${r.what}: did not finish within ${r.deadlineMs} ms; its process group was killed`,
+        stderrText || undefined,
+      );
     }
     const spawnCode = res.spawnError?.code;
     if (spawnCode === "ETXTBSY") throw new TextFileBusy();
     if (spawnCode === "ENOENT" || spawnCode === "EACCES" || spawnCode === "ENOEXEC" || spawnCode === "EISDIR") {
       throw new CniError(Code.IoFailure, `${r.what}: cannot execute ${r.path} (${spawnCode})`);
     }
-    if (res.spawnError) throw new CniError(Code.DelegateFailed, `${r.what}: could not run ${r.path}: ${res.spawnError.message}`);
+    if (res.spawnError)
+      throw new CniError(Code.DelegateFailed, `${r.what}: could not run ${r.path}: ${res.spawnError.message}`);
     if (res.overflow) {
       throw new CniError(
         Code.InvalidResult,
@@ -78,7 +95,11 @@ export class RawExec implements PluginExec {
     }
     if (res.signal) {
       const number = osConstants.signals[res.signal];
-      throw new CniError(Code.DelegateFailed, `${r.what}: killed by signal ${res.signal}${number ? ` (${number})` : ""}`, stderrText || undefined);
+      throw new CniError(
+        Code.DelegateFailed,
+        `${r.what}: killed by signal ${res.signal}${number ? ` (${number})` : ""}`,
+        stderrText || undefined,
+      );
     }
     if (res.exitCode === 0) return res.stdout;
     throw pluginError(r.what, res.exitCode ?? -1, res.stdout, stderrText);
@@ -97,7 +118,9 @@ function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
     try {
       // Loaded here: the Bun executable never needs node:child_process for a delegate.
       const extra = r.inheritFd === undefined ? [] : [r.inheritFd];
-      child = process.getBuiltinModule("node:child_process").spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe", ...extra], detached: true });
+      child = process
+        .getBuiltinModule("node:child_process")
+        .spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe", ...extra], detached: true });
     } catch (e) {
       // Arguments Node refuses before any process exists (e.g. a NUL byte in the environment).
       run.spawnError = e as NodeJS.ErrnoException;
@@ -137,7 +160,15 @@ class NodeRun {
     clearTimeout(this.deadline);
     clearTimeout(this.grace);
     const { spawnError, overflow, timedOut } = this;
-    this.resolve({ stdout: Buffer.concat(this.out), stderr: Buffer.concat(this.err), exitCode, signal, spawnError, overflow, timedOut });
+    this.resolve({
+      stdout: Buffer.concat(this.out),
+      stderr: Buffer.concat(this.err),
+      exitCode,
+      signal,
+      spawnError,
+      overflow,
+      timedOut,
+    });
   }
 
   /** A spawn failure (no pid) ends the run; later errors of a running child wait for its close. */
@@ -197,17 +228,30 @@ class NodeRun {
 class TextFileBusy extends Error {}
 
 /** libcni `pluginErr`: a failed plugin's stdout is its CNI error; keep its code, add the delegate's name (B53, B57). */
-export function pluginError(what: string, exitCode: number, stdout: Uint8Array | undefined, stderrText: string): CniError {
+export function pluginError(
+  what: string,
+  exitCode: number,
+  stdout: Uint8Array | undefined,
+  stderrText: string,
+): CniError {
   if (stdout && stdout.byteLength > 0) {
     try {
       const parsed = decodeJson(stdout, { what: `${what}: error output`, maxBytes: MAX_STDOUT_BYTES });
       if (looksLikeCniError(parsed)) {
-        return new CniError(errorCodeOf(parsed.code), `${what}: ${parsed.msg ?? `failed with code ${parsed.code}`}`, parsed.details ?? (stderrText || undefined));
+        return new CniError(
+          errorCodeOf(parsed.code),
+          `${what}: ${parsed.msg ?? `failed with code ${parsed.code}`}`,
+          parsed.details ?? (stderrText || undefined),
+        );
       }
     } catch {
       // Not JSON: reported below with its text.
     }
-    return new CniError(Code.DelegateFailed, `${what}: exited with status ${exitCode} and printed no CNI error: ${tail(stdout, 300)}`, stderrText || undefined);
+    return new CniError(
+      Code.DelegateFailed,
+      `${what}: exited with status ${exitCode} and printed no CNI error: ${tail(stdout, 300)}`,
+      stderrText || undefined,
+    );
   }
   const why = stderrText ? `: ${stderrText.slice(0, 500)}` : " and printed nothing";
   return new CniError(Code.DelegateFailed, `${what}: exited with status ${exitCode}${why}`, stderrText || undefined);

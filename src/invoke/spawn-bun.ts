@@ -47,7 +47,12 @@ export function killGroup(pid: number | undefined): void {
 }
 
 /** Reads a pipe to its end, keeping at most `cap` bytes; `onOver` is told once when more came. */
-async function drain(stream: ReadableStream<Uint8Array>, cap: number, readers: Array<ReadableStreamDefaultReader<Uint8Array>>, onOver?: () => void): Promise<Buffer> {
+async function drain(
+  stream: ReadableStream<Uint8Array>,
+  cap: number,
+  readers: Array<ReadableStreamDefaultReader<Uint8Array>>,
+  onOver?: () => void,
+): Promise<Buffer> {
   const reader = stream.getReader();
   readers.push(reader);
   const chunks: Uint8Array[] = [];
@@ -85,7 +90,15 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
     child = spawn({ cmd: [r.path], env: r.env, stdio: [r.stdin, "pipe", "pipe", ...extra], detached: true });
   } catch (e) {
     // ENOENT, EACCES, ETXTBSY… are thrown here, before any process exists.
-    return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: null, signal: null, spawnError: e as NodeJS.ErrnoException, overflow: false, timedOut: false };
+    return {
+      stdout: Buffer.alloc(0),
+      stderr: Buffer.alloc(0),
+      exitCode: null,
+      signal: null,
+      spawnError: e as NodeJS.ErrnoException,
+      overflow: false,
+      timedOut: false,
+    };
   }
   let overflow = false;
   let timedOut = false;
@@ -118,7 +131,15 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
       child.exited,
     ]);
     const signal = (child.signalCode as NodeJS.Signals | null) ?? null;
-    return { stdout: overflow ? Buffer.alloc(0) : stdout, stderr, exitCode: signal ? null : status, signal, spawnError: undefined, overflow, timedOut };
+    return {
+      stdout: overflow ? Buffer.alloc(0) : stdout,
+      stderr,
+      exitCode: signal ? null : status,
+      signal,
+      spawnError: undefined,
+      overflow,
+      timedOut,
+    };
   } finally {
     clearTimeout(deadline);
     clearTimeout(grace);

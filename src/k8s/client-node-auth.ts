@@ -28,7 +28,13 @@ export async function pluginKubeSource(p: PluginKubeconfig): Promise<KubeSource>
     throw fail(`credentials cannot be loaded: ${(err as Error).message}`);
   }
   const tls = server.startsWith("https:")
-    ? { ca: o.ca as Buffer | string | undefined, cert: o.cert as Buffer | string | undefined, key: o.key as Buffer | string | undefined, ...(o.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}), ...(o.servername ? { servername: o.servername } : {}) }
+    ? {
+        ca: o.ca as Buffer | string | undefined,
+        cert: o.cert as Buffer | string | undefined,
+        key: o.key as Buffer | string | undefined,
+        ...(o.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+        ...(o.servername ? { servername: o.servername } : {}),
+      }
     : undefined;
   return {
     credentials: `kubeconfig ${p.path}`,

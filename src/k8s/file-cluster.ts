@@ -34,7 +34,8 @@ export class FileCluster implements KubeApi {
   async getPod(namespace: string, name: string): Promise<Pod> {
     this.requestCount++;
     const pod = (await this.load()).pods.get(`${namespace}/${name}`);
-    if (!pod) throw new CniError(Code.UnknownContainer, `pod ${namespace}/${name} is not among the manifests in ${this.dir}`);
+    if (!pod)
+      throw new CniError(Code.UnknownContainer, `pod ${namespace}/${name} is not among the manifests in ${this.dir}`);
     return pod;
   }
 
@@ -48,7 +49,12 @@ export class FileCluster implements KubeApi {
     const doc = {
       apiVersion: "v1",
       kind: "Pod",
-      metadata: { namespace: pod.namespace, name: pod.name, ...(pod.uid ? { uid: pod.uid } : {}), annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson } },
+      metadata: {
+        namespace: pod.namespace,
+        name: pod.name,
+        ...(pod.uid ? { uid: pod.uid } : {}),
+        annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson },
+      },
     };
     await writeFileAtomic(this.statusPath(pod.namespace, pod.name), `${JSON.stringify(doc, null, 2)}\n`, 0o644);
   }
@@ -82,7 +88,12 @@ export class FileCluster implements KubeApi {
     try {
       names = (await readdir(this.dir)).filter((n) => MANIFEST.test(n)).sort();
     } catch (err) {
-      throw new CniError(Code.InvalidNetworkConfig, `fileClusterDir ${this.dir} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, undefined, { cause: err });
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `fileClusterDir ${this.dir} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        undefined,
+        { cause: err },
+      );
     }
     for (const name of names) {
       const path = join(this.dir, name);
@@ -92,9 +103,14 @@ export class FileCluster implements KubeApi {
       try {
         docs = loadAll(text);
       } catch (err) {
-        throw new CniError(Code.InvalidNetworkConfig, `${path} is not valid YAML/JSON: ${(err as Error).message.split("\n")[0]}`);
+        throw new CniError(
+          Code.InvalidNetworkConfig,
+          `${path} is not valid YAML/JSON: ${(err as Error).message.split("\n")[0]}`,
+        );
       }
-      for (const doc of docs.flatMap((d) => (isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d]))) {
+      for (const doc of docs.flatMap((d) =>
+        isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d],
+      )) {
         index(objects, doc, path);
       }
     }
@@ -109,7 +125,8 @@ export class FileCluster implements KubeApi {
  * (a 50 MB file is refused from its size, not after reading it whole).
  */
 async function readManifest(path: string): Promise<string | undefined> {
-  const fail = (why: string, cause?: unknown) => new CniError(Code.InvalidNetworkConfig, `${path} ${why}`, undefined, { cause });
+  const fail = (why: string, cause?: unknown) =>
+    new CniError(Code.InvalidNetworkConfig, `${path} ${why}`, undefined, { cause });
   let st;
   try {
     st = await lstat(path);
@@ -117,22 +134,28 @@ async function readManifest(path: string): Promise<string | undefined> {
     throw fail(`cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
   }
   if (!st.isFile()) return undefined;
-  if (st.size > MAX_MANIFEST_BYTES) throw fail(`is ${st.size} bytes, larger than the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
+  if (st.size > MAX_MANIFEST_BYTES)
+    throw fail(`is ${st.size} bytes, larger than the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
   const text = await readFile(path, "utf8");
-  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES) throw fail(`grew past the ${MAX_MANIFEST_BYTES}-byte limit for a manifest while being read`);
+  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES)
+    throw fail(`grew past the ${MAX_MANIFEST_BYTES}-byte limit for a manifest while being read`);
   return text;
 }
 
 function index(objects: Objects, doc: unknown, path: string): void {
   if (!isPlainObject(doc) || !isPlainObject(doc.metadata) || typeof doc.metadata.name !== "string") return;
-  const namespace = typeof doc.metadata.namespace === "string" && doc.metadata.namespace ? doc.metadata.namespace : "default";
+  const namespace =
+    typeof doc.metadata.namespace === "string" && doc.metadata.namespace ? doc.metadata.namespace : "default";
   const key = `${namespace}/${doc.metadata.name}`;
   const metadata = { ...doc.metadata, namespace } as Pod["metadata"];
   if (doc.kind === "Pod" && (doc.apiVersion === "v1" || doc.apiVersion === undefined)) {
     objects.pods.set(key, { ...(doc as object), metadata } as Pod);
   } else if (doc.kind === "NetworkAttachmentDefinition") {
     if (doc.apiVersion !== undefined && doc.apiVersion !== "k8s.cni.cncf.io/v1") {
-      throw new CniError(Code.InvalidNetworkConfig, `${path}: NetworkAttachmentDefinition ${key} has apiVersion ${String(doc.apiVersion)}; expected k8s.cni.cncf.io/v1`);
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `${path}: NetworkAttachmentDefinition ${key} has apiVersion ${String(doc.apiVersion)}; expected k8s.cni.cncf.io/v1`,
+      );
     }
     objects.nads.set(key, { ...(doc as object), metadata } as Nad);
   }

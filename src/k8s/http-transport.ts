@@ -29,10 +29,13 @@ export function transportError(err: unknown): TransportError {
   const code = e.code ?? "";
   const msg = `${code ? `${code}: ` : ""}${e.message}`;
   if (code === "ECONNREFUSED" || code === "ENOENT") return new TransportError("refused", msg, { cause: err });
-  if (code === "ECONNRESET" || code === "EPIPE" || code === "ECONNABORTED" || code === "ERR_STREAM_PREMATURE_CLOSE") return new TransportError("reset", msg, { cause: err });
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "ECONNABORTED" || code === "ERR_STREAM_PREMATURE_CLOSE")
+    return new TransportError("reset", msg, { cause: err });
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return new TransportError("dns", msg, { cause: err });
-  if (code === "ETIMEDOUT" || code === "EHOSTUNREACH" || code === "ENETUNREACH") return new TransportError("timeout", msg, { cause: err });
-  if (code.startsWith("ERR_TLS") || code.includes("CERT") || code.startsWith("ERR_SSL")) return new TransportError("tls", msg, { cause: err });
+  if (code === "ETIMEDOUT" || code === "EHOSTUNREACH" || code === "ENETUNREACH")
+    return new TransportError("timeout", msg, { cause: err });
+  if (code.startsWith("ERR_TLS") || code.includes("CERT") || code.startsWith("ERR_SSL"))
+    return new TransportError("tls", msg, { cause: err });
   return new TransportError("other", msg, { cause: err });
 }
 
@@ -108,7 +111,9 @@ export class HttpTransport {
     // Verification is explicit: only the kubeconfig's insecure-skip-tls-verify turns it off, never
     // the environment (NODE_TLS_REJECT_UNAUTHORIZED=0 would send the token to an impostor).
     const verify = { rejectUnauthorized: tls?.rejectUnauthorized !== false };
-    this.agent = tls ? new (https().Agent)({ ...tls, ...verify, keepAlive: true, maxSockets }) : new (plainHttp().Agent)({ keepAlive: true, maxSockets });
+    this.agent = tls
+      ? new (https().Agent)({ ...tls, ...verify, keepAlive: true, maxSockets })
+      : new (plainHttp().Agent)({ keepAlive: true, maxSockets });
   }
 
   /** One request: open it, wait for the answer under the caller's signal, read the body within the cap. */
@@ -146,12 +151,16 @@ export class HttpTransport {
   /** The answer's body, within `maxBytes` (declared or streamed); a connection closed early is a reset. */
   private receive(res: http.IncomingMessage, r: HttpRequest, x: Exchange): void {
     const declared = Number(res.headers["content-length"]);
-    if (declared > this.maxBytes) return x.fail(new TransportError("too-large", `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`));
+    if (declared > this.maxBytes)
+      return x.fail(
+        new TransportError("too-large", `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`),
+      );
     const chunks: Buffer[] = [];
     let size = 0;
     res.on("data", (c: Buffer) => {
       size += c.length;
-      if (size > this.maxBytes) x.fail(new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`));
+      if (size > this.maxBytes)
+        x.fail(new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`));
       else chunks.push(c);
     });
     res.on("error", (err) => x.fail(err));
@@ -177,7 +186,13 @@ class Exchange {
   ) {}
 
   /** The caller's signal fired: no complete answer in time. */
-  readonly abort = (): void => this.fail(new TransportError("timeout", `no complete answer within the request timeout (${this.r.method} ${this.r.url.pathname})`));
+  readonly abort = (): void =>
+    this.fail(
+      new TransportError(
+        "timeout",
+        `no complete answer within the request timeout (${this.r.method} ${this.r.url.pathname})`,
+      ),
+    );
 
   /** Fails the request (the first failure wins): the socket destroyed, the error as a TransportError. */
   fail(err: unknown): void {
@@ -219,7 +234,8 @@ function answerOf(res: http.IncomingMessage, body: Buffer, r: HttpRequest): Http
 /** The body as a JSON object, or what is wrong with it. */
 export function parseJsonObject(contentType: string | undefined, body: Buffer): Record<string, unknown> | string {
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
-  if (mediaType !== "application/json") return `content-type ${JSON.stringify(contentType ?? "")} instead of application/json (${JSON.stringify(body.subarray(0, 60).toString("utf8"))}…)`;
+  if (mediaType !== "application/json")
+    return `content-type ${JSON.stringify(contentType ?? "")} instead of application/json (${JSON.stringify(body.subarray(0, 60).toString("utf8"))}…)`;
   let v: unknown;
   try {
     v = JSON.parse(body.toString("utf8"));

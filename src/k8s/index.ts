@@ -33,7 +33,10 @@ export interface KubeContext {
 }
 
 /** M1: a kubeconfig, or the in-cluster environment. Cheap: loads nothing. */
-export function hasKubernetesConfig(conf: KubeConfigKeys, env: Readonly<Record<string, string | undefined>> = {}): boolean {
+export function hasKubernetesConfig(
+  conf: KubeConfigKeys,
+  env: Readonly<Record<string, string | undefined>> = {},
+): boolean {
   return Boolean(conf.kubeconfig) || Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
 }
 
@@ -51,10 +54,16 @@ export async function loadKubeApi(conf: KubeConfigKeys, ctx: KubeContext = {}): 
   let source = await loadKubeSource({ kubeconfig: conf.kubeconfig, env, inClusterRoot: ctx.inClusterRoot });
   if (!source) return undefined;
   if (!("plugin" in source) && source.server.startsWith("http:")) {
-    ctx.log?.warn({ credentials: source.credentials, host: new URL(source.server).host }, "the API server is plain http: the credentials and every request travel unencrypted");
+    ctx.log?.warn(
+      { credentials: source.credentials, host: new URL(source.server).host },
+      "the API server is plain http: the credentials and every request travel unencrypted",
+    );
   }
   if ("plugin" in source) {
-    ctx.log?.debug({ kubeconfig: source.path }, "kubeconfig user runs a credential plugin: loading @kubernetes/client-node");
+    ctx.log?.debug(
+      { kubeconfig: source.path },
+      "kubeconfig user runs a credential plugin: loading @kubernetes/client-node",
+    );
     source = await (await loadApiBundle()).pluginKubeSource(source);
   }
   return new RestKube(source, { ...ctx.client, log: ctx.log });

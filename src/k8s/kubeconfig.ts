@@ -86,7 +86,8 @@ export async function readKubeconfig(path: string): Promise<Record<string, unkno
   } catch (err) {
     throw bad(path, `is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
   }
-  if (!isPlainObject(raw)) throw bad(path, "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)");
+  if (!isPlainObject(raw))
+    throw bad(path, "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)");
   normaliseTokenFiles(raw, dirname(path));
   return raw;
 }
@@ -128,7 +129,9 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
     }
   };
   const tls: TlsMaterial = {
-    ca: insecure ? undefined : readPem("certificate-authority", cluster["certificate-authority-data"], cluster["certificate-authority"]),
+    ca: insecure
+      ? undefined
+      : readPem("certificate-authority", cluster["certificate-authority-data"], cluster["certificate-authority"]),
     cert: readPem("client-certificate", user["client-certificate-data"], user["client-certificate"]),
     key: readPem("client-key", user["client-key-data"], user["client-key"]),
     ...(insecure ? { rejectUnauthorized: false } : {}),
@@ -140,7 +143,9 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
   if (token) auth = staticHeaders({ authorization: `Bearer ${token}` });
   else if (tokenFile) auth = tokenFileAuth(tokenFile, (why) => fail(why));
   else if (str(user.username) && typeof user.password === "string") {
-    auth = staticHeaders({ authorization: `Basic ${Buffer.from(`${String(user.username)}:${user.password}`).toString("base64")}` });
+    auth = staticHeaders({
+      authorization: `Basic ${Buffer.from(`${String(user.username)}:${user.password}`).toString("base64")}`,
+    });
   }
   return { credentials: `kubeconfig ${path}`, server, tls: server.startsWith("https:") ? tls : undefined, auth };
 }
@@ -198,7 +203,13 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
   const tokenFile = join(saDir, "token");
   const caFile = join(saDir, "ca.crt");
   const credentials = `in-cluster service account ${saDir}`;
-  const fail = (why: string, cause?: unknown) => new CniError(Code.InvalidNetworkConfig, `in-cluster configuration (KUBERNETES_SERVICE_HOST is set) but ${why}`, undefined, { cause });
+  const fail = (why: string, cause?: unknown) =>
+    new CniError(
+      Code.InvalidNetworkConfig,
+      `in-cluster configuration (KUBERNETES_SERVICE_HOST is set) but ${why}`,
+      undefined,
+      { cause },
+    );
   let ca: Buffer;
   try {
     ca = await readFile(caFile);
@@ -207,7 +218,11 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
   }
   const auth = tokenFileAuth(tokenFile, (why) => fail(why));
   const host = env.KUBERNETES_SERVICE_HOST!;
-  const server = checkServer(`https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT}`, "in-cluster", (why) => new CniError(Code.InvalidNetworkConfig, `${credentials}: ${why}`));
+  const server = checkServer(
+    `https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT}`,
+    "in-cluster",
+    (why) => new CniError(Code.InvalidNetworkConfig, `${credentials}: ${why}`),
+  );
   return { credentials, server, tls: { ca }, auth };
 }
 
@@ -222,10 +237,13 @@ export function checkServer(server: string, clusterName: string, fail: (why: str
   } catch {
     throw fail(`cluster ${JSON.stringify(clusterName)} has no valid server URL (${JSON.stringify(server)})`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw fail(`cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`);
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw fail(`cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`);
   // The server URL appears in errors, which reach pod events: credentials in it would leak there.
   if (url.username || url.password) {
-    throw fail(`cluster ${JSON.stringify(clusterName)}: the server URL carries credentials (${url.protocol}//…@${url.host}); put them in the user entry (token, tokenFile, or username and password) instead`);
+    throw fail(
+      `cluster ${JSON.stringify(clusterName)}: the server URL carries credentials (${url.protocol}//…@${url.host}); put them in the user entry (token, tokenFile, or username and password) instead`,
+    );
   }
   return server.replace(/\/+$/, "");
 }

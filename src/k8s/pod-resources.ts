@@ -54,8 +54,18 @@ const codec = (req: string, res: string) => {
 };
 /** Both directions, also for the fake kubelet in the tests. */
 export const PodResourcesMethods = {
-  List: { path: "/v1.PodResourcesLister/List", ...codec("ListPodResourcesRequest", "ListPodResourcesResponse"), request: type("ListPodResourcesRequest"), response: type("ListPodResourcesResponse") },
-  Get: { path: "/v1.PodResourcesLister/Get", ...codec("GetPodResourcesRequest", "GetPodResourcesResponse"), request: type("GetPodResourcesRequest"), response: type("GetPodResourcesResponse") },
+  List: {
+    path: "/v1.PodResourcesLister/List",
+    ...codec("ListPodResourcesRequest", "ListPodResourcesResponse"),
+    request: type("ListPodResourcesRequest"),
+    response: type("ListPodResourcesResponse"),
+  },
+  Get: {
+    path: "/v1.PodResourcesLister/Get",
+    ...codec("GetPodResourcesRequest", "GetPodResourcesResponse"),
+    request: type("GetPodResourcesRequest"),
+    response: type("GetPodResourcesResponse"),
+  },
 };
 
 export interface PodResourcesQuery {
@@ -95,7 +105,9 @@ export class PodResourcesClient {
     try {
       if (!this.getUnimplemented) {
         try {
-          const got = (await unary(this.client, "Get", { podName: q.name, podNamespace: q.namespace }, deadline)) as { podResources?: PodResources };
+          const got = (await unary(this.client, "Get", { podName: q.name, podNamespace: q.namespace }, deadline)) as {
+            podResources?: PodResources;
+          };
           return devicesOf(got.podResources);
         } catch (err) {
           if ((err as grpc.ServiceError).code !== grpc.status.UNIMPLEMENTED) throw err;
@@ -124,10 +136,17 @@ export async function podDeviceIds(q: PodResourcesQuery): Promise<Map<string, st
   }
 }
 
-function unary(client: grpc.Client, method: keyof typeof PodResourcesMethods, arg: object, deadline: number): Promise<unknown> {
+function unary(
+  client: grpc.Client,
+  method: keyof typeof PodResourcesMethods,
+  arg: object,
+  deadline: number,
+): Promise<unknown> {
   const m = PodResourcesMethods[method];
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(m.path, m.serialize, m.deserialize, arg, new grpc.Metadata(), { deadline }, (err, value) => (err ? reject(err) : resolve(value)));
+    client.makeUnaryRequest(m.path, m.serialize, m.deserialize, arg, new grpc.Metadata(), { deadline }, (err, value) =>
+      err ? reject(err) : resolve(value),
+    );
   });
 }
 

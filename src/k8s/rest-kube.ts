@@ -12,10 +12,27 @@ import { CniError, Code, isCniError } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
-import { DecodeError, HttpTransport, RETRYABLE_TRANSPORT, TransportError, type HttpAnswer, type HttpTransportOptions } from "./http-transport";
+import {
+  DecodeError,
+  HttpTransport,
+  RETRYABLE_TRANSPORT,
+  TransportError,
+  type HttpAnswer,
+  type HttpTransportOptions,
+} from "./http-transport";
 import type { KubeApi, PodEvent } from "./kube-api";
 import type { KubeSource } from "./kubeconfig";
-import { backoffMs, DEFAULT_RETRY_POLICY, parseRetryAfter, RetriesExhausted, type RetryClock, type RetryPolicy, type RetryVerdict, realClock, withRetry } from "./retry";
+import {
+  backoffMs,
+  DEFAULT_RETRY_POLICY,
+  parseRetryAfter,
+  RetriesExhausted,
+  type RetryClock,
+  type RetryPolicy,
+  type RetryVerdict,
+  realClock,
+  withRetry,
+} from "./retry";
 
 export const NAD_GROUP = "k8s.cni.cncf.io";
 export const NAD_VERSION = "v1";
@@ -49,7 +66,9 @@ export class ApiStatusError extends Error {
   readonly status: { message?: string; reason?: string };
   constructor(answer: HttpAnswer) {
     const status = statusOf(answer.body);
-    super(`HTTP ${answer.status}${status.reason ? ` ${status.reason}` : ""}${status.message ? `: ${status.message}` : ""}`);
+    super(
+      `HTTP ${answer.status}${status.reason ? ` ${status.reason}` : ""}${status.message ? `: ${status.message}` : ""}`,
+    );
     this.code = answer.status;
     this.headers = answer.headers;
     this.status = status;
@@ -60,7 +79,10 @@ function statusOf(body: Buffer): { message?: string; reason?: string } {
   try {
     const b = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
     if (typeof b !== "object" || b === null) return {};
-    return { ...(typeof b.message === "string" ? { message: b.message } : {}), ...(typeof b.reason === "string" ? { reason: b.reason } : {}) };
+    return {
+      ...(typeof b.message === "string" ? { message: b.message } : {}),
+      ...(typeof b.reason === "string" ? { reason: b.reason } : {}),
+    };
   } catch {
     return {};
   }
@@ -70,7 +92,10 @@ function statusOf(body: Buffer): { message?: string; reason?: string } {
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 export function validatePodName(value: string, what: string): string {
   if (value.length > 253 || !SUBDOMAIN.test(value)) {
-    throw new CniError(Code.InvalidNetworkConfig, `${what} ${JSON.stringify(value.slice(0, 80))} is not a valid pod name (DNS-1123 subdomain)`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what} ${JSON.stringify(value.slice(0, 80))} is not a valid pod name (DNS-1123 subdomain)`,
+    );
   }
   return value;
 }
@@ -91,7 +116,9 @@ export function classifyForRetry(err: unknown, now = Date.now()): RetryVerdict {
 }
 
 function isStringMap(v: unknown): v is Record<string, string> {
-  return typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string");
+  return (
+    typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string")
+  );
 }
 
 /** The fields of a v1 Pod Plexus reads (a watch cache keeps only these, too). */
@@ -127,7 +154,9 @@ export function trimNad(o: Record<string, unknown>, fallbackNamespace: string): 
       ...(isStringMap(meta.annotations) ? { annotations: { ...meta.annotations } } : {}),
       ...(typeof meta.resourceVersion === "string" ? { resourceVersion: meta.resourceVersion } : {}),
     },
-    ...(spec && typeof spec === "object" ? { spec: typeof spec.config === "string" ? { config: spec.config } : {} } : {}),
+    ...(spec && typeof spec === "object"
+      ? { spec: typeof spec.config === "string" ? { config: spec.config } : {} }
+      : {}),
   };
 }
 
@@ -144,7 +173,11 @@ export class RestKube implements KubeApi {
     this.source = source;
     this.opts = opts;
     this.base = new URL(source.server);
-    this.http = new HttpTransport({ tls: source.tls, maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, caAsProcessDefault: opts.caAsProcessDefault });
+    this.http = new HttpTransport({
+      tls: source.tls,
+      maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      caAsProcessDefault: opts.caAsProcessDefault,
+    });
     this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
     this.conflictRetries = opts.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
     this.clock = opts.clock ?? realClock;
@@ -162,12 +195,19 @@ export class RestKube implements KubeApi {
     try {
       obj = await this.call("GET", `/api/v1/namespaces/${namespace}/pods/${name}`);
     } catch (err) {
-      if (isApiStatus(err, 404)) throw new CniError(Code.UnknownContainer, `${what}: the pod does not exist (HTTP 404 from ${this.source.server})`);
+      if (isApiStatus(err, 404))
+        throw new CniError(
+          Code.UnknownContainer,
+          `${what}: the pod does not exist (HTTP 404 from ${this.source.server})`,
+        );
       throw this.toCniError(err, what);
     }
     const pod = obj.apiVersion === "v1" ? trimPod(obj, namespace) : undefined;
     if (!pod || obj.kind !== "Pod") {
-      throw new CniError(Code.Decoding, `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} (apiVersion ${JSON.stringify(obj.apiVersion ?? null)}) instead of a v1 Pod`);
+      throw new CniError(
+        Code.Decoding,
+        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} (apiVersion ${JSON.stringify(obj.apiVersion ?? null)}) instead of a v1 Pod`,
+      );
     }
     return pod;
   }
@@ -184,7 +224,11 @@ export class RestKube implements KubeApi {
       throw this.toCniError(err, what);
     }
     const nad = obj.kind === "NetworkAttachmentDefinition" ? trimNad(obj, namespace) : undefined;
-    if (!nad) throw new CniError(Code.Decoding, `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a NetworkAttachmentDefinition`);
+    if (!nad)
+      throw new CniError(
+        Code.Decoding,
+        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a NetworkAttachmentDefinition`,
+      );
     return nad;
   }
 
@@ -203,22 +247,33 @@ export class RestKube implements KubeApi {
     validateDns1123Label(pod.namespace, "pod namespace");
     validatePodName(pod.name, "pod name");
     const what = `write network-status of pod ${pod.namespace}/${pod.name}`;
-    const body = JSON.stringify({ metadata: { ...(pod.uid ? { uid: pod.uid } : {}), annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson } } });
+    const body = JSON.stringify({
+      metadata: { ...(pod.uid ? { uid: pod.uid } : {}), annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson } },
+    });
     const deadlineAt = this.operationDeadline();
     for (let conflicts = 0; ; ) {
       try {
-        await this.call("PATCH", `/api/v1/namespaces/${pod.namespace}/pods/${pod.name}/status`, { body, contentType: "application/merge-patch+json", deadlineAt });
+        await this.call("PATCH", `/api/v1/namespaces/${pod.namespace}/pods/${pod.name}/status`, {
+          body,
+          contentType: "application/merge-patch+json",
+          deadlineAt,
+        });
         return;
       } catch (err) {
-        if (isApiStatus(err, 404)) throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`);
+        if (isApiStatus(err, 404))
+          throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`);
         if (!isApiStatus(err, 409)) throw this.toCniError(err, what);
         conflicts++;
         if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
         if (conflicts > this.conflictRetries) {
-          throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${err.status.message ?? "conflict"})`);
+          throw new CniError(
+            Code.ApiFailure,
+            `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${err.status.message ?? "conflict"})`,
+          );
         }
         const delay = backoffMs(conflicts, this.policy, this.clock.random);
-        if (this.clock.now() + delay >= deadlineAt) throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`);
+        if (this.clock.now() + delay >= deadlineAt)
+          throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`);
         this.opts.log?.debug({ conflicts, delay }, "network-status write conflicted; retrying");
         await this.clock.sleep(delay);
       }
@@ -227,11 +282,15 @@ export class RestKube implements KubeApi {
 
   private async checkUid(pod: { namespace: string; name: string; uid: string }, what: string): Promise<void> {
     const current = await this.getPod(pod.namespace, pod.name).catch((err: unknown) => {
-      if (isCniError(err) && err.code === Code.UnknownContainer) throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (deleted during ADD)`);
+      if (isCniError(err) && err.code === Code.UnknownContainer)
+        throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (deleted during ADD)`);
       throw err;
     });
     if (current.metadata.uid && current.metadata.uid !== pod.uid) {
-      throw new CniError(Code.UnknownContainer, `${what}: UID mismatch: the runtime's K8S_POD_UID is ${pod.uid} but the API has ${current.metadata.uid} (the pod was deleted and recreated)`);
+      throw new CniError(
+        Code.UnknownContainer,
+        `${what}: UID mismatch: the runtime's K8S_POD_UID is ${pod.uid} but the API has ${current.metadata.uid} (the pod was deleted and recreated)`,
+      );
     }
   }
 
@@ -245,7 +304,13 @@ export class RestKube implements KubeApi {
       apiVersion: "v1",
       kind: "Event",
       metadata: { generateName: `${pod.name}.`, namespace: pod.namespace },
-      involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
+      involvedObject: {
+        apiVersion: "v1",
+        kind: "Pod",
+        name: pod.name,
+        namespace: pod.namespace,
+        ...(pod.uid ? { uid: pod.uid } : {}),
+      },
       reason: event.reason,
       message: event.message,
       type: event.type,
@@ -257,7 +322,11 @@ export class RestKube implements KubeApi {
       count: 1,
     };
     try {
-      await this.call("POST", `/api/v1/namespaces/${pod.namespace}/events`, { body: JSON.stringify(body), contentType: "application/json", maxAttempts: 2 });
+      await this.call("POST", `/api/v1/namespaces/${pod.namespace}/events`, {
+        body: JSON.stringify(body),
+        contentType: "application/json",
+        maxAttempts: 2,
+      });
     } catch (err) {
       throw this.toCniError(err, `record event ${event.reason} on pod ${pod.namespace}/${pod.name}`);
     }
@@ -294,7 +363,11 @@ export class RestKube implements KubeApi {
         const ac = new AbortController();
         const timer = setTimeout(() => ac.abort(), timeoutMs);
         try {
-          const headers = { "user-agent": this.opts.userAgent ?? "plexus-cni", ...(await this.source.auth.headers()), ...(o.contentType ? { "content-type": o.contentType } : {}) };
+          const headers = {
+            "user-agent": this.opts.userAgent ?? "plexus-cni",
+            ...(await this.source.auth.headers()),
+            ...(o.contentType ? { "content-type": o.contentType } : {}),
+          };
           const answer = await this.http.request({ method, url, headers, body: o.body, signal: ac.signal });
           if (answer.status < 200 || answer.status >= 300) throw new ApiStatusError(answer);
           return answer.json ?? {};
@@ -307,7 +380,8 @@ export class RestKube implements KubeApi {
         classify: (err) => classifyForRetry(err, this.clock.now()),
         deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
         clock: this.clock,
-        onRetry: (err, attempt, delayMs) => this.opts.log?.debug({ attempt, delayMs, err: describe(err) }, "API request failed; retrying"),
+        onRetry: (err, attempt, delayMs) =>
+          this.opts.log?.debug({ attempt, delayMs, err: describe(err) }, "API request failed; retrying"),
       },
     );
   }
@@ -318,7 +392,8 @@ export class RestKube implements KubeApi {
       const inner = this.toCniError(err.lastError, what);
       return new CniError(inner.code, `${inner.message}; ${err.message}`, inner.details, { cause: err });
     }
-    if (err instanceof DecodeError) return new CniError(Code.Decoding, `${what}: the API server answered ${err.message}`, undefined, { cause: err });
+    if (err instanceof DecodeError)
+      return new CniError(Code.Decoding, `${what}: the API server answered ${err.message}`, undefined, { cause: err });
     if (err instanceof ApiStatusError) {
       const s = err.status;
       const detail = s.message ? `: ${s.message}` : "";
@@ -331,9 +406,16 @@ export class RestKube implements KubeApi {
           { cause: err },
         );
       }
-      return new CniError(Code.ApiFailure, `${what}: HTTP ${err.code}${s.reason ? ` ${s.reason}` : ""} from ${this.source.server}${detail}`, undefined, { cause: err });
+      return new CniError(
+        Code.ApiFailure,
+        `${what}: HTTP ${err.code}${s.reason ? ` ${s.reason}` : ""} from ${this.source.server}${detail}`,
+        undefined,
+        { cause: err },
+      );
     }
-    return new CniError(Code.ApiFailure, `${what}: ${describe(err)} (${this.source.server})`, undefined, { cause: err });
+    return new CniError(Code.ApiFailure, `${what}: ${describe(err)} (${this.source.server})`, undefined, {
+      cause: err,
+    });
   }
 }
 

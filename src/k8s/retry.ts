@@ -50,12 +50,19 @@ export class RetriesExhausted extends Error {
     readonly elapsedMs: number,
     readonly why: "attempts" | "deadline",
   ) {
-    super(`gave up after ${attempts} attempt(s) in ${elapsedMs} ms (${why === "attempts" ? "attempt limit" : "deadline"})`, { cause: lastError });
+    super(
+      `gave up after ${attempts} attempt(s) in ${elapsedMs} ms (${why === "attempts" ? "attempt limit" : "deadline"})`,
+      { cause: lastError },
+    );
   }
 }
 
 /** Backoff before attempt `n + 1` (n ≥ 1): base·2^(n-1) capped, "equal jitter" (half fixed, half random). */
-export function backoffMs(n: number, policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">, random: () => number): number {
+export function backoffMs(
+  n: number,
+  policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">,
+  random: () => number,
+): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, n - 1));
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }

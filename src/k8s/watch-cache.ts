@@ -85,14 +85,26 @@ class Informer<T> {
       this.listedOnce = true;
       return l;
     };
-    this.lw = new ListWatch<Trimmed>(o.path, this.trimmingWatch(new Watch(o.kc)), listing as never, false, undefined, o.fieldSelector);
+    this.lw = new ListWatch<Trimmed>(
+      o.path,
+      this.trimmingWatch(new Watch(o.kc)),
+      listing as never,
+      false,
+      undefined,
+      o.fieldSelector,
+    );
     this.lw.on("error", (err) => this.onError(err));
   }
 
   /** A Watch that trims every watched object before the informer stores it. */
   private trimmingWatch(watch: Watch): Watch {
     return {
-      watch: async (p: string, q: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: unknown, raw: unknown) => void, done: (err: unknown) => void) => {
+      watch: async (
+        p: string,
+        q: Record<string, string | number | boolean | undefined>,
+        cb: (phase: string, obj: unknown, raw: unknown) => void,
+        done: (err: unknown) => void,
+      ) => {
         let failed = false;
         const controller = await watch.watch(
           p,
@@ -149,7 +161,10 @@ class Informer<T> {
     this.healthy = false;
     const delay = this.delay;
     this.delay = Math.min(this.delay * 2, this.o.backoff.maxMs);
-    this.o.log.warn({ kind: this.kind, err: err instanceof Error ? err.message : String(err), retryInMs: delay }, "watch cache: list or watch failed; restarting");
+    this.o.log.warn(
+      { kind: this.kind, err: err instanceof Error ? err.message : String(err), retryInMs: delay },
+      "watch cache: list or watch failed; restarting",
+    );
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.counters.restarts++;
@@ -196,30 +211,51 @@ export class WatchCaches {
     const fieldSelector = `spec.nodeName=${o.nodeName}`;
     // Lists come in pages of LIST_PAGE (as client-go's reflector does): the daemon's peak memory is
     // one page of full objects plus what it keeps (trimmed), not one response of every NAD.
-    const listOf = (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) => async () => {
-      const items: Trimmed[] = [];
-      let resourceVersion = "";
-      let cont: string | undefined;
-      do {
-        const l = await o.list(path, { ...query, limit: String(LIST_PAGE), ...(cont ? { continue: cont } : {}) });
-        for (const x of Array.isArray(l.items) ? l.items : []) {
-          const t = trim(x as Record<string, unknown>);
-          if (t) items.push(t);
-        }
-        const meta = (l.metadata ?? {}) as Record<string, unknown>;
-        // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
-        if (!cont && typeof meta.resourceVersion === "string") resourceVersion = meta.resourceVersion;
-        cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
-      } while (cont);
-      return { metadata: { resourceVersion }, items };
-    };
+    const listOf =
+      (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) =>
+      async () => {
+        const items: Trimmed[] = [];
+        let resourceVersion = "";
+        let cont: string | undefined;
+        do {
+          const l = await o.list(path, { ...query, limit: String(LIST_PAGE), ...(cont ? { continue: cont } : {}) });
+          for (const x of Array.isArray(l.items) ? l.items : []) {
+            const t = trim(x as Record<string, unknown>);
+            if (t) items.push(t);
+          }
+          const meta = (l.metadata ?? {}) as Record<string, unknown>;
+          // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
+          if (!cont && typeof meta.resourceVersion === "string") resourceVersion = meta.resourceVersion;
+          cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
+        } while (cont);
+        return { metadata: { resourceVersion }, items };
+      };
     const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
     const nadPath = `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`;
     const backoff = { minMs: min, maxMs: max };
-    this.pods = new Informer<Pod>({ kind: "pods", kc, path: podPath, fieldSelector, list: listOf(podPath, { fieldSelector }, trimP), trim: trimP, decode: (x) => x as unknown as Pod, log: o.log, backoff });
-    this.nads = new Informer<Nad>({ kind: "nads", kc, path: nadPath, list: listOf(nadPath, {}, trimN), trim: trimN, decode: (x) => x as unknown as Nad, log: o.log, backoff });
+    this.pods = new Informer<Pod>({
+      kind: "pods",
+      kc,
+      path: podPath,
+      fieldSelector,
+      list: listOf(podPath, { fieldSelector }, trimP),
+      trim: trimP,
+      decode: (x) => x as unknown as Pod,
+      log: o.log,
+      backoff,
+    });
+    this.nads = new Informer<Nad>({
+      kind: "nads",
+      kc,
+      path: nadPath,
+      list: listOf(nadPath, {}, trimN),
+      trim: trimN,
+      decode: (x) => x as unknown as Nad,
+      log: o.log,
+      backoff,
+    });
   }
 
   async start(): Promise<void> {

@@ -41,7 +41,8 @@ export class ResultCache {
       kind: "cniCacheV1",
       what: "cached result",
       shape: "a cached result",
-      valid: (v) => typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string",
+      valid: (v) =>
+        typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string",
       identity: identityOf,
       ...(opts.libcniNames ? { libcniNames: true } : {}),
     });
@@ -74,7 +75,11 @@ export class ResultCache {
 
   /** Every readable entry, optionally only those of one network (GC). */
   async list(networkName?: string): Promise<CachedAttachment[]> {
-    return this.store.list().flatMap((r) => (r.state === "found" && (networkName === undefined || r.value.networkName === networkName) ? [r.value] : []));
+    return this.store
+      .list()
+      .flatMap((r) =>
+        r.state === "found" && (networkName === undefined || r.value.networkName === networkName) ? [r.value] : [],
+      );
   }
 }
 

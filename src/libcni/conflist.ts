@@ -47,7 +47,12 @@ function describe(plugin: PluginConf, list: ConfList, verb: Verb): string {
 }
 
 /** C3.2: runtimeConfig = declared capabilities ∩ supplied values; `capabilities` itself removed. */
-export function buildPluginConf(list: ConfList, plugin: PluginConf, capabilityArgs: Readonly<Record<string, unknown>>, prevResult?: AnyResult): Record<string, unknown> {
+export function buildPluginConf(
+  list: ConfList,
+  plugin: PluginConf,
+  capabilityArgs: Readonly<Record<string, unknown>>,
+  prevResult?: AnyResult,
+): Record<string, unknown> {
   const { capabilities, ...rest } = plugin;
   const conf: Record<string, unknown> = { ...rest, name: list.name, cniVersion: list.cniVersion };
   const runtimeConfig: Record<string, unknown> = {};
@@ -90,7 +95,14 @@ async function runPlugin(
   onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
   const inheritFd = deps.lock?.fd;
-  return deps.exec.execPlugin({ path, stdin: Buffer.from(JSON.stringify(conf)), env: envFor(verb, rt), deadlineMs, what, ...(inheritFd === undefined ? {} : { inheritFd }) });
+  return deps.exec.execPlugin({
+    path,
+    stdin: Buffer.from(JSON.stringify(conf)),
+    env: envFor(verb, rt),
+    deadlineMs,
+    what,
+    ...(inheritFd === undefined ? {} : { inheritFd }),
+  });
 }
 
 /** The delegate's own deadline, cut to what is left of the call's; none left: 101 before it starts. */
@@ -98,7 +110,10 @@ function remainingMs(rt: RuntimeConf, what: string): number {
   if (!rt.callDeadline) return rt.deadlineMs;
   const left = Math.floor(rt.callDeadline.at - Date.now());
   if (left <= 0) {
-    throw new CniError(Code.DelegateTimeout, `${what}: not run, the call's deadline passed (${rt.callDeadline.key} in Plexus's config)`);
+    throw new CniError(
+      Code.DelegateTimeout,
+      `${what}: not run, the call's deadline passed (${rt.callDeadline.key} in Plexus's config)`,
+    );
   }
   return Math.min(rt.deadlineMs, left);
 }
@@ -180,13 +195,19 @@ export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
  */
 export async function checkNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
   if (!versionAtLeast(list.cniVersion, "0.4.0")) {
-    deps.log.debug({ network: list.name, cniVersion: list.cniVersion }, "CHECK skipped: the network's cniVersion predates CHECK (0.4.0)");
+    deps.log.debug(
+      { network: list.name, cniVersion: list.cniVersion },
+      "CHECK skipped: the network's cniVersion predates CHECK (0.4.0)",
+    );
     return;
   }
   if (list.disableCheck) return;
   const prev = await cachedResult(list, rt, deps);
   if (!prev) {
-    throw new CniError(Code.UnknownContainer, `network ${JSON.stringify(list.name)}: no cached result for container ${rt.containerId} interface ${rt.ifName}; was it added?`);
+    throw new CniError(
+      Code.UnknownContainer,
+      `network ${JSON.stringify(list.name)}: no cached result for container ${rt.containerId} interface ${rt.ifName}; was it added?`,
+    );
   }
   for (const plugin of list.plugins) {
     await runPlugin("CHECK", list, plugin, buildPluginConf(list, plugin, rt.capabilityArgs, prev), rt, deps);
@@ -210,15 +231,34 @@ export interface GcAttachment {
  * GC (C2.9), as libcni's `GCNetworkList`: DEL every cached attachment of this network that is not
  * valid, then (≥ 1.1.0) forward GC with `cni.dev/valid-attachments`. Keeps going, reports all.
  */
-export async function gcNetworkList(list: ConfList, valid: readonly GcAttachment[], rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+export async function gcNetworkList(
+  list: ConfList,
+  valid: readonly GcAttachment[],
+  rt: RuntimeConf,
+  deps: ExecDeps,
+): Promise<void> {
   if (list.disableGC) return;
   const keep = new Set(valid.map((a) => `${a.containerID}\n${a.ifname}`));
   const errors: CniError[] = [];
   for (const entry of await deps.cache.list(list.name)) {
     if (keep.has(`${entry.containerId}\n${entry.ifName}`)) continue;
-    deps.log.info({ network: list.name, containerId: entry.containerId, ifName: entry.ifName }, "GC: releasing stale attachment");
+    deps.log.info(
+      { network: list.name, containerId: entry.containerId, ifName: entry.ifName },
+      "GC: releasing stale attachment",
+    );
     try {
-      await delNetworkList(list, { ...rt, containerId: entry.containerId, ifName: entry.ifName, netns: "", args: entry.cniArgs ?? "", capabilityArgs: entry.capabilityArgs ?? {} }, deps);
+      await delNetworkList(
+        list,
+        {
+          ...rt,
+          containerId: entry.containerId,
+          ifName: entry.ifName,
+          netns: "",
+          args: entry.cniArgs ?? "",
+          capabilityArgs: entry.capabilityArgs ?? {},
+        },
+        deps,
+      );
     } catch (err) {
       errors.push(asCniError(err));
     }

@@ -13,7 +13,16 @@ const noop: LogFn = () => {};
 
 /** A logger that writes nothing: for `silent`, for the default level, and for tests. */
 export function silentLogger(): Logger {
-  const log: Logger = { level: "silent", trace: noop, debug: noop, info: noop, warn: noop, error: noop, fatal: noop, child: () => log };
+  const log: Logger = {
+    level: "silent",
+    trace: noop,
+    debug: noop,
+    info: noop,
+    warn: noop,
+    error: noop,
+    fatal: noop,
+    child: () => log,
+  };
   return log;
 }
 

@@ -5,7 +5,17 @@
  * and backups beyond maxBackups or older than maxAge days are removed. Best effort: a rotation
  * failure never fails the CNI call.
  */
-import { closeSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, constants } from "node:fs";
+import {
+  closeSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  constants,
+} from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 export interface LogRotation {

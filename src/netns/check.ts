@@ -20,7 +20,12 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
     type = Number(statfsSync(netns).type);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network namespace path such as /var/run/netns/<name>`, undefined, { cause: err });
+    throw new CniError(
+      Code.InvalidEnv,
+      `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network namespace path such as /var/run/netns/<name>`,
+      undefined,
+      { cause: err },
+    );
   }
   if (type !== NSFS_MAGIC && type !== PROC_SUPER_MAGIC) {
     throw new CniError(
@@ -32,7 +37,10 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
   // file-system check but makes the delegates fail half-way, after the bridge plugin made its bridge.
   const kind = await namespaceKind(netns);
   if (kind !== undefined && kind !== "net") {
-    throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} is a ${kind} namespace, not a network namespace; expected a bind-mounted netns or /proc/<pid>/ns/net`);
+    throw new CniError(
+      Code.InvalidEnv,
+      `CNI_NETNS ${JSON.stringify(netns)} is a ${kind} namespace, not a network namespace; expected a bind-mounted netns or /proc/<pid>/ns/net`,
+    );
   }
 }
 

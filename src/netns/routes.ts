@@ -17,7 +17,10 @@ export interface DefaultRoute {
 
 function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn("nsenter", [`--net=${netns}`, "ip", ...args], { stdio: ["ignore", "ignore", "pipe"], timeout: IP_TIMEOUT_MS });
+    const child = spawn("nsenter", [`--net=${netns}`, "ip", ...args], {
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: IP_TIMEOUT_MS,
+    });
     const stderr: Buffer[] = [];
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
     child.on("error", (err) => resolve({ ok: false, stderr: err.message }));

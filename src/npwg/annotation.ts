@@ -44,10 +44,18 @@ function show(v: unknown): string {
  * interface name may contain it; guessing what was meant would attach something the user did not
  * write. JSON values are taken as they are (`" net-a"` is refused the same way).
  */
-export function parseNetworksAnnotation(value: string, podNamespace: string, opts: ParseAnnotationOptions = {}): NetworkSelection[] {
+export function parseNetworksAnnotation(
+  value: string,
+  podNamespace: string,
+  opts: ParseAnnotationOptions = {},
+): NetworkSelection[] {
   const text = value.trim();
   if (text === "") return [];
-  const ctx: ItemContext = { podNamespace, reservedIfName: opts.reservedIfName, max: opts.maxSelections ?? DEFAULT_MAX_SELECTIONS };
+  const ctx: ItemContext = {
+    podNamespace,
+    reservedIfName: opts.reservedIfName,
+    max: opts.maxSelections ?? DEFAULT_MAX_SELECTIONS,
+  };
   return text.startsWith("[") || text.startsWith("{") ? parseJsonForm(text, ctx) : parseCommaForm(text, ctx);
 }
 
@@ -60,7 +68,10 @@ interface ItemContext {
 /** B25: checked on the raw count, before names are validated or anything is looked up. */
 function checkCount(n: number, max: number): void {
   if (n > max) {
-    throw new CniError(Code.InvalidNetworkConfig, `networks annotation requests ${n} networks; at most ${max} are allowed per pod (config "maxNetworks")`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `networks annotation requests ${n} networks; at most ${max} are allowed per pod (config "maxNetworks")`,
+    );
   }
 }
 
@@ -73,7 +84,8 @@ function checkName(item: string, key: string, v: string): void {
 function checkInterface(item: string, key: string, ifName: string, ctx: ItemContext): string {
   const problem = interfaceNameProblem(ifName);
   if (problem) fail(item, `${key} ${show(ifName)} is invalid: ${problem}`);
-  if (ifName === ctx.reservedIfName) fail(item, `${key} ${show(ifName)} is the default network's interface (CNI_IFNAME); pick another name`);
+  if (ifName === ctx.reservedIfName)
+    fail(item, `${key} ${show(ifName)} is the default network's interface (CNI_IFNAME); pick another name`);
   return ifName;
 }
 
@@ -103,13 +115,29 @@ function parseCommaForm(text: string, ctx: ItemContext): NetworkSelection[] {
 
 /** N4.1.2: a list of objects. Decoded with the shared bounded decoder (depth, prototype keys: B17). */
 function parseJsonForm(text: string, ctx: ItemContext): NetworkSelection[] {
-  const list = decodeJson(text, { what: "networks annotation", maxBytes: MAX_ANNOTATION_BYTES, code: Code.InvalidNetworkConfig });
-  if (!Array.isArray(list)) throw new CniError(Code.InvalidNetworkConfig, `networks annotation in JSON form must be a list of objects, got ${show(list)}`);
+  const list = decodeJson(text, {
+    what: "networks annotation",
+    maxBytes: MAX_ANNOTATION_BYTES,
+    code: Code.InvalidNetworkConfig,
+  });
+  if (!Array.isArray(list))
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `networks annotation in JSON form must be a list of objects, got ${show(list)}`,
+    );
   checkCount(list.length, ctx.max);
   return list.map((el, i) => parseSelectionObject(el, i, ctx));
 }
 
-const STRING_KEYS = ["name", "namespace", "interface", "interfaceRequest", "mac", "infiniband-guid", "deviceID"] as const;
+const STRING_KEYS = [
+  "name",
+  "namespace",
+  "interface",
+  "interfaceRequest",
+  "mac",
+  "infiniband-guid",
+  "deviceID",
+] as const;
 
 /**
  * N4.1.2.1.x and M4. Unknown keys are ignored: those without a period are reserved by the spec
@@ -119,7 +147,8 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
   let item = `item ${i + 1}`;
   if (!isPlainObject(el)) fail(item, `must be an object, got ${show(el)}`);
   const mustBeString = (key: (typeof STRING_KEYS)[number]) => {
-    if (el[key] !== undefined && typeof el[key] !== "string") fail(item, `key "${key}" must be a string, got ${show(el[key])}`);
+    if (el[key] !== undefined && typeof el[key] !== "string")
+      fail(item, `key "${key}" must be a string, got ${show(el[key])}`);
   };
   if (el.name === undefined) fail(item, 'key "name" is required');
   mustBeString("name");
@@ -134,7 +163,10 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
 
   // M4: `interfaceRequest` is the older name of `interface`; both may be given only if they agree.
   if (el.interface !== undefined && el.interfaceRequest !== undefined && el.interface !== el.interfaceRequest) {
-    fail(item, `keys "interface" (${show(el.interface)}) and "interfaceRequest" (${show(el.interfaceRequest)}) disagree`);
+    fail(
+      item,
+      `keys "interface" (${show(el.interface)}) and "interfaceRequest" (${show(el.interfaceRequest)}) disagree`,
+    );
   }
   const ifKey = el.interface !== undefined ? "interface" : "interfaceRequest";
   if (el[ifKey] !== undefined) sel.interfaceRequest = checkInterface(item, `key "${ifKey}"`, el[ifKey] as string, ctx);
@@ -181,9 +213,11 @@ function isIp(v: string, allowPrefix: boolean): boolean {
 
 /** N4.1.2.1.3: a non-empty list of IPv4/IPv6 addresses, a CIDR suffix allowed (as Multus accepts). */
 function parseIps(item: string, ips: unknown): string[] {
-  if (!Array.isArray(ips) || ips.length === 0) fail(item, `key "ips" must be a non-empty list of IP addresses, got ${show(ips)}`);
+  if (!Array.isArray(ips) || ips.length === 0)
+    fail(item, `key "ips" must be a non-empty list of IP addresses, got ${show(ips)}`);
   for (const ip of ips) {
-    if (typeof ip !== "string" || !isIp(ip, true)) fail(item, `key "ips" has ${show(ip)}, which is not an IPv4 or IPv6 address (a /prefix is allowed)`);
+    if (typeof ip !== "string" || !isIp(ip, true))
+      fail(item, `key "ips" has ${show(ip)}, which is not an IPv4 or IPv6 address (a /prefix is allowed)`);
   }
   return ips as string[];
 }
@@ -205,10 +239,16 @@ function macBytes(mac: string): number[] | undefined {
 function parseMac(item: string, mac: string): string {
   const bytes = macBytes(mac);
   if (!bytes || (bytes.length !== 6 && bytes.length !== 20)) {
-    fail(item, `key "mac" ${show(mac)} is not a 6-byte Ethernet or 20-byte InfiniBand hardware address (hex pairs separated by ':' or '-')`);
+    fail(
+      item,
+      `key "mac" ${show(mac)} is not a 6-byte Ethernet or 20-byte InfiniBand hardware address (hex pairs separated by ':' or '-')`,
+    );
   }
   if (bytes.length === 6 && (bytes.every((b) => b === 0) || (bytes[0]! & 1) === 1)) {
-    fail(item, `key "mac" ${show(mac)} is not a unicast Ethernet address (all zeros, multicast and broadcast cannot be set on an interface)`);
+    fail(
+      item,
+      `key "mac" ${show(mac)} is not a unicast Ethernet address (all zeros, multicast and broadcast cannot be set on an interface)`,
+    );
   }
   return mac;
 }

@@ -70,7 +70,10 @@ export function pickByName(files: readonly ConfFile[], name: string): Picked {
   }
   const [picked, ...others] = matches;
   if (!picked) return { warnings };
-  if (others.length) warnings.push(`${others.map((o) => o.path).join(", ")} also ${others.length > 1 ? "have" : "has"} "name": ${JSON.stringify(name)}; using ${picked.path}`);
+  if (others.length)
+    warnings.push(
+      `${others.map((o) => o.path).join(", ")} also ${others.length > 1 ? "have" : "has"} "name": ${JSON.stringify(name)}; using ${picked.path}`,
+    );
   return { picked, warnings };
 }
 

@@ -57,7 +57,11 @@ interface Ctx {
   warnings: string[];
 }
 
-export async function resolveDefaultNetworks(pod: Pod | undefined, conf: DefaultNetworksConf, source: NetworkSource): Promise<DefaultNetworks> {
+export async function resolveDefaultNetworks(
+  pod: Pod | undefined,
+  conf: DefaultNetworksConf,
+  source: NetworkSource,
+): Promise<DefaultNetworks> {
   const ctx: Ctx = { conf, source, warnings: [] };
   const override = pod?.metadata.annotations?.[DEFAULT_NETWORK_ANNOTATION]?.trim();
   let cluster: ResolvedNetwork;
@@ -65,14 +69,20 @@ export async function resolveDefaultNetworks(pod: Pod | undefined, conf: Default
   if (pod && override) {
     cluster = await resolveOverride(override, pod, ctx);
   } else if (conf.clusterNetwork) {
-    if (conf.delegates.length) ctx.warnings.push(`both "clusterNetwork" and "delegates" are set; "clusterNetwork" (${conf.clusterNetwork}) is the default network and "delegates" are ignored, as in Multus`);
+    if (conf.delegates.length)
+      ctx.warnings.push(
+        `both "clusterNetwork" and "delegates" are set; "clusterNetwork" (${conf.clusterNetwork}) is the default network and "delegates" are ignored, as in Multus`,
+      );
     cluster = await resolveNetworkName(conf.clusterNetwork, "clusterNetwork", ctx);
   } else if (conf.delegates[0]) {
     // Multus's inline mode: the first delegate is the cluster network, the others go to every pod.
     cluster = { network: conf.delegates[0].name, conf: conf.delegates[0] };
     extra.push(...conf.delegates.slice(1).map((d) => ({ network: d.name, conf: d })));
   } else {
-    throw new CniError(Code.InvalidNetworkConfig, 'no default network: set "clusterNetwork" or list it first in "delegates"');
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      'no default network: set "clusterNetwork" or list it first in "delegates"',
+    );
   }
   if (pod && override && !conf.clusterNetwork && conf.delegates.length > 1) {
     // Inline mode with an override: only delegates[0] is replaced (Multus: conf.Delegates[0] = override).
@@ -86,11 +96,25 @@ export async function resolveDefaultNetworks(pod: Pod | undefined, conf: Default
   return { clusterNetwork: cluster, defaultNetworks: extra, warnings: ctx.warnings };
 }
 
-const OVERRIDE_REQUEST_KEYS = ["interface", "interfaceRequest", "ips", "mac", "infiniband-guid", "cni-args", "portMappings", "bandwidth", "default-route", "deviceID"];
+const OVERRIDE_REQUEST_KEYS = [
+  "interface",
+  "interfaceRequest",
+  "ips",
+  "mac",
+  "infiniband-guid",
+  "cni-args",
+  "portMappings",
+  "bandwidth",
+  "default-route",
+  "deviceID",
+];
 
 function overrideError(value: string, msg: string): CniError {
   const shown = value.length > 120 ? `${value.slice(0, 120)}…` : value;
-  return new CniError(Code.InvalidNetworkConfig, `pod annotation ${DEFAULT_NETWORK_ANNOTATION} ${JSON.stringify(shown)}: ${msg}`);
+  return new CniError(
+    Code.InvalidNetworkConfig,
+    `pod annotation ${DEFAULT_NETWORK_ANNOTATION} ${JSON.stringify(shown)}: ${msg}`,
+  );
 }
 
 /**
@@ -100,28 +124,41 @@ function overrideError(value: string, msg: string): CniError {
  * `interface`, `ips`, `mac`, …) is refused rather than dropped: the default network always runs on
  * CNI_IFNAME with its NAD's config (Multus ignores those keys there, or renames the pod's eth0).
  */
-export function parseDefaultNetworkAnnotation(value: string, multusNamespace: string): { namespace: string; name: string } {
+export function parseDefaultNetworkAnnotation(
+  value: string,
+  multusNamespace: string,
+): { namespace: string; name: string } {
   const text = value.trim();
   let namespace: string;
   let name: string;
   if (text.startsWith("[") || text.startsWith("{")) {
-    const list = decodeJson(text, { what: `pod annotation ${DEFAULT_NETWORK_ANNOTATION}`, code: Code.InvalidNetworkConfig });
+    const list = decodeJson(text, {
+      what: `pod annotation ${DEFAULT_NETWORK_ANNOTATION}`,
+      code: Code.InvalidNetworkConfig,
+    });
     if (!Array.isArray(list)) throw overrideError(text, "the JSON form must be a list holding one object");
-    if (list.length !== 1) throw overrideError(text, `names ${list.length} networks; exactly one default network is allowed`);
+    if (list.length !== 1)
+      throw overrideError(text, `names ${list.length} networks; exactly one default network is allowed`);
     const el: unknown = list[0];
     if (!isPlainObject(el)) throw overrideError(text, "the list element must be an object");
     if (typeof el.name !== "string") throw overrideError(text, 'key "name" is required and must be a string');
-    if (el.namespace !== undefined && typeof el.namespace !== "string") throw overrideError(text, 'key "namespace" must be a string');
+    if (el.namespace !== undefined && typeof el.namespace !== "string")
+      throw overrideError(text, 'key "namespace" must be a string');
     const unsupported = OVERRIDE_REQUEST_KEYS.filter((k) => el[k] !== undefined);
     if (unsupported.length) {
-      throw overrideError(text, `key ${unsupported.map((k) => `"${k}"`).join(", ")} cannot apply to the default network (it runs on CNI_IFNAME with its NAD's config); request it through k8s.v1.cni.cncf.io/networks instead`);
+      throw overrideError(
+        text,
+        `key ${unsupported.map((k) => `"${k}"`).join(", ")} cannot apply to the default network (it runs on CNI_IFNAME with its NAD's config); request it through k8s.v1.cni.cncf.io/networks instead`,
+      );
     }
     name = el.name;
     namespace = el.namespace || multusNamespace;
   } else {
     const items = text.split(",");
-    if (items.length !== 1) throw overrideError(text, `names ${items.length} networks; exactly one default network is allowed`);
-    if (text.includes("@")) throw overrideError(text, "an @interface cannot apply to the default network, which always runs on CNI_IFNAME");
+    if (items.length !== 1)
+      throw overrideError(text, `names ${items.length} networks; exactly one default network is allowed`);
+    if (text.includes("@"))
+      throw overrideError(text, "an @interface cannot apply to the default network, which always runs on CNI_IFNAME");
     const parts = text.split("/");
     if (parts.length > 2) throw overrideError(text, "expected name or namespace/name");
     [namespace, name] = parts.length === 2 ? [parts[0]!.trim(), parts[1]!.trim()] : [multusNamespace, parts[0]!.trim()];
@@ -135,9 +172,19 @@ export function parseDefaultNetworkAnnotation(value: string, multusNamespace: st
 async function resolveOverride(value: string, pod: Pod, ctx: Ctx): Promise<ResolvedNetwork> {
   const ref = parseDefaultNetworkAnnotation(value, ctx.conf.multusNamespace);
   const podNamespace = pod.metadata.namespace;
-  checkNamespaceAccess({ podNamespace, ref, conf: ctx.conf, what: `default-network override (${DEFAULT_NETWORK_ANNOTATION})`, allowMultusNamespace: true });
+  checkNamespaceAccess({
+    podNamespace,
+    ref,
+    conf: ctx.conf,
+    what: `default-network override (${DEFAULT_NETWORK_ANNOTATION})`,
+    allowMultusNamespace: true,
+  });
   const from = `annotation ${DEFAULT_NETWORK_ANNOTATION}`;
-  if (!ctx.source.getNad) throw new CniError(Code.InvalidNetworkConfig, `network ${ref.namespace}/${ref.name} (${from}) is a NetworkAttachmentDefinition, but no Kubernetes access is configured`);
+  if (!ctx.source.getNad)
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `network ${ref.namespace}/${ref.name} (${from}) is a NetworkAttachmentDefinition, but no Kubernetes access is configured`,
+    );
   const nad = await ctx.source.getNad(ref.namespace, ref.name);
   if (!nad) throw missingNadError({ pod: `${podNamespace}/${pod.metadata.name}`, ref, from });
   return { ...(await fromNad(nad, ctx, nadMayUseConfDir(ref.namespace, ctx.conf))), byPod: true };
@@ -172,15 +219,30 @@ async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise
       const first = firstConfigFile(files);
       ctx.warnings.push(...first.warnings);
       if (first.picked) return fromFile(first.picked.value, first.picked.path, key, conf);
-      throw new CniError(Code.InvalidNetworkConfig, `${what} is a directory with no usable .conf, .conflist or .json file`, first.warnings.join("\n") || undefined);
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `${what} is a directory with no usable .conf, .conflist or .json file`,
+        first.warnings.join("\n") || undefined,
+      );
     }
     const text = await source.readPath(value);
     if (text !== undefined) {
-      return fromFile(decodeJson(text, { what: `${key} file ${value}`, maxBytes: MAX_CONF_FILE_BYTES, code: Code.InvalidNetworkConfig }), value, key, conf);
+      return fromFile(
+        decodeJson(text, {
+          what: `${key} file ${value}`,
+          maxBytes: MAX_CONF_FILE_BYTES,
+          code: Code.InvalidNetworkConfig,
+        }),
+        value,
+        key,
+        conf,
+      );
     }
   }
   const tried = [
-    ...(source.getNad ? [`no NetworkAttachmentDefinition ${value} in namespace ${conf.multusNamespace}`] : ["no NAD lookup (no Kubernetes access)"]),
+    ...(source.getNad
+      ? [`no NetworkAttachmentDefinition ${value} in namespace ${conf.multusNamespace}`]
+      : ["no NAD lookup (no Kubernetes access)"]),
     `no config in the CNI config directory has "name": ${JSON.stringify(value)}`,
     value.startsWith("/") ? "no such file or directory" : "not an absolute path",
   ];

@@ -44,7 +44,13 @@ export function requestedCapabilities(sel: NetworkSelection): Record<string, unk
 const IN_CNI_ARGS = new Set(["ips", "mac"]);
 
 function declaredCapabilities(conf: ConfList): Set<string> {
-  return new Set(conf.plugins.flatMap((p) => Object.entries(p.capabilities ?? {}).filter(([, on]) => on === true).map(([c]) => c)));
+  return new Set(
+    conf.plugins.flatMap((p) =>
+      Object.entries(p.capabilities ?? {})
+        .filter(([, on]) => on === true)
+        .map(([c]) => c),
+    ),
+  );
 }
 
 export interface ApplyOptions {

@@ -41,7 +41,10 @@ export function cniDeviceInfoPath(dir: string, n: CniDeviceInfoName): string | u
   return join(dir, "cni", `${n.network}-${n.containerId}_${n.ifName}`);
 }
 
-export type DeviceInfoRead = { state: "missing" } | { state: "malformed"; reason: string } | { state: "found"; info: Record<string, unknown>; text: string };
+export type DeviceInfoRead =
+  | { state: "missing" }
+  | { state: "malformed"; reason: string }
+  | { state: "found"; info: Record<string, unknown>; text: string };
 
 /** Reads and checks one device-info file: a JSON object, at most MAX_DEVICE_INFO_BYTES. */
 export function readDeviceInfo(path: string): DeviceInfoRead {

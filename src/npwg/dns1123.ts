@@ -12,13 +12,16 @@ export function dns1123LabelProblem(value: string): string | undefined {
   if (typeof value !== "string") return `it is a ${value === null ? "null" : typeof value}, not a string`;
   if (value === "") return "it is empty";
   if (value.length > MAX_LABEL_LENGTH) return `it is ${value.length} characters long, more than ${MAX_LABEL_LENGTH}`;
-  if (!LABEL.test(value)) return "it must consist of lower-case letters, digits and '-', and start and end with a letter or digit";
+  if (!LABEL.test(value))
+    return "it must consist of lower-case letters, digits and '-', and start and end with a letter or digit";
   return undefined;
 }
 
 /** A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood the log. */
 function show(value: string): string {
-  return value.length > 80 ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)` : JSON.stringify(value);
+  return value.length > 80
+    ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)`
+    : JSON.stringify(value);
 }
 
 /** Throws code 7 naming `what` (e.g. `pod namespace`) and the value; returns the value. */

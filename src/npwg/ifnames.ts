@@ -22,16 +22,24 @@ export interface InterfaceNameOptions {
   label?: (sel: NetworkSelection, i: number) => string;
 }
 
-const annotationItem = (sel: NetworkSelection, i: number) => `networks annotation item ${i + 1} (${sel.namespace}/${sel.name})`;
+const annotationItem = (sel: NetworkSelection, i: number) =>
+  `networks annotation item ${i + 1} (${sel.namespace}/${sel.name})`;
 
-export function assignInterfaceNames(selections: readonly NetworkSelection[], defaultIfName: string, opts: InterfaceNameOptions = {}): string[] {
+export function assignInterfaceNames(
+  selections: readonly NetworkSelection[],
+  defaultIfName: string,
+  opts: InterfaceNameOptions = {},
+): string[] {
   const label = opts.label ?? annotationItem;
   const owner = new Map<string, string>([[defaultIfName, "the default network"]]);
   selections.forEach((sel, i) => {
     if (sel.interfaceRequest === undefined) return;
     const prev = owner.get(sel.interfaceRequest);
     if (prev !== undefined) {
-      throw new CniError(Code.InvalidNetworkConfig, `${label(sel, i)}: interface ${JSON.stringify(sel.interfaceRequest)} is already used by ${prev}`);
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `${label(sel, i)}: interface ${JSON.stringify(sel.interfaceRequest)} is already used by ${prev}`,
+      );
     }
     owner.set(sel.interfaceRequest, label(sel, i));
   });

@@ -43,7 +43,11 @@ export function checkNamespaceAccess(o: NamespaceAccess): void {
   const globals = effectiveGlobalNamespaces(conf);
   if (ref.namespace === podNamespace || globals.includes(ref.namespace)) return;
   if (o.allowMultusNamespace && ref.namespace === conf.multusNamespace) return;
-  const allowed = [`the pod's namespace`, ...(o.allowMultusNamespace ? [`multusNamespace ${conf.multusNamespace}`] : []), `globalNamespaces (${globals.join(", ")})`];
+  const allowed = [
+    `the pod's namespace`,
+    ...(o.allowMultusNamespace ? [`multusNamespace ${conf.multusNamespace}`] : []),
+    `globalNamespaces (${globals.join(", ")})`,
+  ];
   throw new CniError(
     Code.InvalidNetworkConfig,
     `${o.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
@@ -57,5 +61,9 @@ export function checkNamespaceAccess(o: NamespaceAccess): void {
  * otherwise attach it (N3.4.1 is about where to look, not who may point there).
  */
 export function nadMayUseConfDir(nadNamespace: string, conf: IsolationConf): boolean {
-  return !conf.namespaceIsolation || nadNamespace === conf.multusNamespace || effectiveGlobalNamespaces(conf).includes(nadNamespace);
+  return (
+    !conf.namespaceIsolation ||
+    nadNamespace === conf.multusNamespace ||
+    effectiveGlobalNamespaces(conf).includes(nadNamespace)
+  );
 }

@@ -39,11 +39,18 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: Res
   const warnings: string[] = [];
   const config: unknown = nad.spec?.config;
   if (config !== undefined && config !== null && typeof config !== "string") {
-    throw new CniError(Code.InvalidNetworkConfig, `${what}: spec.config must be a string holding JSON, got ${Array.isArray(config) ? "a list" : typeof config}`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: spec.config must be a string holding JSON, got ${Array.isArray(config) ? "a list" : typeof config}`,
+    );
   }
   // N3.2: an empty spec.config is an absent one (as in Multus); whitespace is not JSON (B29).
   if (typeof config === "string" && config !== "") {
-    const value = decodeJson(config, { what: `${what} spec.config`, maxBytes: MAX_NAD_CONFIG_BYTES, code: Code.InvalidNetworkConfig });
+    const value = decodeJson(config, {
+      what: `${what} spec.config`,
+      maxBytes: MAX_NAD_CONFIG_BYTES,
+      code: Code.InvalidNetworkConfig,
+    });
     return { conf: parse(value, `${what} spec.config`, nad, opts, warnings), source: "spec.config", warnings };
   }
   if (opts.confDirAllowed === false) {
@@ -70,14 +77,23 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: Res
 function parse(value: unknown, what: string, nad: Nad, opts: ResolveNadOptions, warnings: string[]): ConfList {
   if (!isPlainObject(value)) {
     const kind = value === null ? "JSON null" : Array.isArray(value) ? "a list" : typeof value;
-    throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a CNI config object (a single config or a conflist), got ${kind}`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: expected a CNI config object (a single config or a conflist), got ${kind}`,
+    );
   }
   // N3.4.3: a name other than the NAD's is kept (delegates key their state by it) but worth a warning.
   if (typeof value.name === "string" && value.name !== nad.metadata.name) {
-    warnings.push(`${what}: the config's name ${JSON.stringify(value.name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(value.name)}`);
+    warnings.push(
+      `${what}: the config's name ${JSON.stringify(value.name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(value.name)}`,
+    );
   }
   // N3.4.2: a config without a name gets the NAD's. B30, B31: parseConfList names `what`.
-  return parseConfList(value, { what, defaultName: nad.metadata.name, ...(opts.defaultVersion ? { defaultVersion: opts.defaultVersion } : {}) });
+  return parseConfList(value, {
+    what,
+    defaultName: nad.metadata.name,
+    ...(opts.defaultVersion ? { defaultVersion: opts.defaultVersion } : {}),
+  });
 }
 
 /**

@@ -41,7 +41,10 @@ export function checkPluginTypes(list: ConfList, allowed: readonly string[] | un
   );
 }
 
-export function checkPlanBounds(networks: ReadonlyArray<{ network: string; conf: ConfList }>, bounds: PlanBounds): void {
+export function checkPlanBounds(
+  networks: ReadonlyArray<{ network: string; conf: ConfList }>,
+  bounds: PlanBounds,
+): void {
   let calls = 0;
   for (const { network, conf } of networks) {
     const n = conf.plugins.length;

@@ -24,7 +24,8 @@ export interface StatusInput {
 
 /** An address without its prefix (N5.3.3: network-status lists bare addresses, as Multus writes them). */
 const withoutPrefix = (ip: IpConfig) => ip.address.split("/")[0]!;
-const isIpConfig = (ip: unknown): ip is IpConfig => typeof ip === "object" && ip !== null && typeof (ip as IpConfig).address === "string";
+const isIpConfig = (ip: unknown): ip is IpConfig =>
+  typeof ip === "object" && ip !== null && typeof (ip as IpConfig).address === "string";
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
 
 /**
@@ -56,10 +57,14 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
   } else {
     // N5.1.1, N5.3.2: the first interface with a sandbox.
     const ifaces: unknown[] = Array.isArray(r.interfaces) ? r.interfaces : [];
-    const k = ifaces.findIndex((i) => isPlainObject(i) && typeof i.sandbox === "string" && i.sandbox !== "" && typeof i.name === "string");
+    const k = ifaces.findIndex(
+      (i) => isPlainObject(i) && typeof i.sandbox === "string" && i.sandbox !== "" && typeof i.name === "string",
+    );
     const iface = k >= 0 ? (ifaces[k] as Interface) : undefined;
     // N5.3.3: that interface's IPs; with no sandbox interface, the IPs that name no interface.
-    const own = iface ? ips.filter((ip) => ip.interface === k) : ips.filter((ip) => ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0));
+    const own = iface
+      ? ips.filter((ip) => ip.interface === k)
+      : ips.filter((ip) => ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0));
     if (iface) {
       status.interface = iface.name;
       // N5.3.4: a mac only with its interface, which is always set here.
@@ -74,7 +79,11 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
     const search = strings(r.dns.search);
     const domain = typeof r.dns.domain === "string" ? r.dns.domain : "";
     if (nameservers.length || domain || search.length) {
-      status.dns = { ...(nameservers.length ? { nameservers } : {}), ...(domain ? { domain } : {}), ...(search.length ? { search } : {}) };
+      status.dns = {
+        ...(nameservers.length ? { nameservers } : {}),
+        ...(domain ? { domain } : {}),
+        ...(search.length ? { search } : {}),
+      };
     }
   }
   return extras();
@@ -83,7 +92,8 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
 /** N5.2: the annotation value; exactly one entry is the default network's. */
 export function buildNetworkStatusAnnotation(entries: readonly NetworkStatus[]): string {
   const defaults = entries.filter((e) => e.default).length;
-  if (defaults !== 1) throw new CniError(Code.Internal, `network-status must have exactly one default network entry, has ${defaults}`);
+  if (defaults !== 1)
+    throw new CniError(Code.Internal, `network-status must have exactly one default network entry, has ${defaults}`);
   return JSON.stringify(entries);
 }
 

@@ -15,15 +15,30 @@ export interface ClusterLists {
   close(): Promise<void>;
 }
 
-export async function clusterLists(conf: PlexusConf, env: Readonly<Record<string, string | undefined>>, log: Logger): Promise<ClusterLists | undefined> {
+export async function clusterLists(
+  conf: PlexusConf,
+  env: Readonly<Record<string, string | undefined>>,
+  log: Logger,
+): Promise<ClusterLists | undefined> {
   if (conf.fileClusterDir) {
     const { FileCluster } = await import("../k8s/file-cluster");
     const fc = new FileCluster(conf.fileClusterDir);
     return { nads: () => fc.listNads(), pods: () => fc.listPods(), close: async () => {} };
   }
-  const api = await loadKubeApi(conf, { env, log, client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs }, maxResponseBytes: 64 * 1024 * 1024 } });
+  const api = await loadKubeApi(conf, {
+    env,
+    log,
+    client: {
+      retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs },
+      maxResponseBytes: 64 * 1024 * 1024,
+    },
+  });
   if (!api) return undefined;
-  const all = async <T>(path: string, query: Record<string, string>, trim: (o: Record<string, unknown>) => T | undefined): Promise<T[]> => {
+  const all = async <T>(
+    path: string,
+    query: Record<string, string>,
+    trim: (o: Record<string, unknown>) => T | undefined,
+  ): Promise<T[]> => {
     const out: T[] = [];
     let cont: string | undefined;
     do {

@@ -51,7 +51,10 @@ export function wantsJson(output: string | undefined): boolean {
   throw new Error(`--output ${JSON.stringify(output)}: expected text or json`);
 }
 
-export async function opsContext(f: CommonFlags, env: Readonly<Record<string, string | undefined>> = process.env): Promise<OpsContext> {
+export async function opsContext(
+  f: CommonFlags,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<OpsContext> {
   const json = wantsJson(f.output);
   const node = loadNodeConfig({ config: f.config, confDir: f.cniConfDir });
   if (f.kubeconfig) node.conf.kubeconfig = f.kubeconfig;

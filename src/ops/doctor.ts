@@ -13,7 +13,15 @@ import { loadKubeApi } from "../k8s/index";
 import { resolveDefaultNetworks } from "../npwg/default-network";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import { RecordStore } from "../orchestrate/record";
-import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, wantsJson } from "./context";
+import {
+  messageOf,
+  opsContext,
+  type CommonFlags,
+  type OpsContext,
+  type Output,
+  processOutput,
+  wantsJson,
+} from "./context";
 import { runtimeConfig } from "./node-config";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
@@ -40,10 +48,14 @@ function tokenOf(kubeconfig: string): { token?: string; from: string } {
   const raw = load(readFileSync(kubeconfig, "utf8"));
   if (!isPlainObject(raw)) throw new Error("not a YAML mapping");
   const ctxName = raw["current-context"];
-  const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as Record<string, unknown> | undefined;
+  const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as
+    | Record<string, unknown>
+    | undefined;
   const userName = isPlainObject(ctx?.context) ? ctx.context.user : undefined;
   const users = Array.isArray(raw.users) ? raw.users : [];
-  const entry = (users.find((u) => isPlainObject(u) && u.name === userName) ?? users[0]) as Record<string, unknown> | undefined;
+  const entry = (users.find((u) => isPlainObject(u) && u.name === userName) ?? users[0]) as
+    | Record<string, unknown>
+    | undefined;
   const user = isPlainObject(entry?.user) ? entry.user : {};
   if (typeof user.token === "string") return { token: user.token, from: `${kubeconfig} (inline token)` };
   if (typeof user.tokenFile === "string") {
@@ -58,15 +70,29 @@ function checkToken(kubeconfig: string, add: Add, now = Date.now()): void {
   try {
     t = tokenOf(kubeconfig);
   } catch (err) {
-    return add("error", "kubeconfig", `${kubeconfig} cannot be used: ${messageOf(err)}; the installer (plexus install) writes it, check its log`);
+    return add(
+      "error",
+      "kubeconfig",
+      `${kubeconfig} cannot be used: ${messageOf(err)}; the installer (plexus install) writes it, check its log`,
+    );
   }
   add("ok", "kubeconfig", `${kubeconfig} is readable`);
   if (!t.token) return add("ok", "token", t.from);
   const exp = tokenExpiry(t.token);
   if (!exp) return add("ok", "token", `${t.from}: not a JWT with an expiry`);
   const left = Math.round((exp.getTime() - now) / 1000);
-  if (left <= 0) add("error", "token", `${t.from} expired at ${exp.toISOString()}: is plexus install running (it copies the rotated service-account token)?`);
-  else if (left < 600) add("warning", "token", `${t.from} expires in ${left} s (${exp.toISOString()}): the installer should replace it soon`);
+  if (left <= 0)
+    add(
+      "error",
+      "token",
+      `${t.from} expired at ${exp.toISOString()}: is plexus install running (it copies the rotated service-account token)?`,
+    );
+  else if (left < 600)
+    add(
+      "warning",
+      "token",
+      `${t.from} expires in ${left} s (${exp.toISOString()}): the installer should replace it soon`,
+    );
   else add("ok", "token", `${t.from} valid until ${exp.toISOString()}`);
 }
 
@@ -85,27 +111,52 @@ function socketGet(socketPath: string, path: string): Promise<{ status: number; 
 
 async function checkDaemon(socket: string, add: Add): Promise<void> {
   if (!socket) return add("ok", "daemon", 'daemonSocket is "": thin mode, every ADD reads from the API server');
-  if (!existsSync(socket)) return add("warning", "daemon", `no socket at ${socket}: plexus daemon is not running on this node; ADDs fall back to the API server (thin mode)`);
+  if (!existsSync(socket))
+    return add(
+      "warning",
+      "daemon",
+      `no socket at ${socket}: plexus daemon is not running on this node; ADDs fall back to the API server (thin mode)`,
+    );
   try {
     const ready = await socketGet(socket, "/readyz");
     const metrics = (await socketGet(socket, "/metrics")).text;
-    const count = (kind: string) => new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\d+)`, "m").exec(metrics)?.[1] ?? "?";
-    if (ready.status === 200) add("ok", "daemon", `${socket}: caches synced (${count("pod")} pod(s) of this node, ${count("nad")} NAD(s))`);
-    else add("warning", "daemon", `${socket}: caches not synced yet (${ready.text.trim()}); ADDs read from the API server meanwhile; see the daemon container's log`);
+    const count = (kind: string) =>
+      new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\d+)`, "m").exec(metrics)?.[1] ?? "?";
+    if (ready.status === 200)
+      add("ok", "daemon", `${socket}: caches synced (${count("pod")} pod(s) of this node, ${count("nad")} NAD(s))`);
+    else
+      add(
+        "warning",
+        "daemon",
+        `${socket}: caches not synced yet (${ready.text.trim()}); ADDs read from the API server meanwhile; see the daemon container's log`,
+      );
   } catch (err) {
-    add("error", "daemon", `${socket} does not answer (${messageOf(err)}): restart the daemon container; ADDs fall back to the API server after a 1 s timeout each`);
+    add(
+      "error",
+      "daemon",
+      `${socket} does not answer (${messageOf(err)}): restart the daemon container; ADDs fall back to the API server after a 1 s timeout each`,
+    );
   }
 }
 
 async function checkApi(ctx: OpsContext, add: Add): Promise<void> {
   const { conf } = ctx;
-  if (conf.fileClusterDir) return add("ok", "kubernetes", `manifest directory ${conf.fileClusterDir} (fileClusterDir) instead of an API server`);
+  if (conf.fileClusterDir)
+    return add(
+      "ok",
+      "kubernetes",
+      `manifest directory ${conf.fileClusterDir} (fileClusterDir) instead of an API server`,
+    );
   if (!conf.kubeconfig && !(ctx.env.KUBERNETES_SERVICE_HOST && ctx.env.KUBERNETES_SERVICE_PORT)) {
     return add("warning", "kubernetes", "no kubeconfig in the config: pods get their default network(s) only, no NADs");
   }
   if (conf.kubeconfig) checkToken(conf.kubeconfig, add);
   try {
-    const api = await loadKubeApi(conf, { env: ctx.env, log: ctx.log, client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs } } });
+    const api = await loadKubeApi(conf, {
+      env: ctx.env,
+      log: ctx.log,
+      client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs } },
+    });
     try {
       await api?.getNad(conf.multusNamespace, "plexus-doctor-probe");
       add("ok", "api server", "reachable, and the credentials may read NetworkAttachmentDefinitions");
@@ -122,9 +173,20 @@ async function checkRecords(cniDir: string, add: Add): Promise<void> {
   const list = await listRecords(store);
   const stale = list.filter((r) => r.state === "stale");
   const corrupt = list.filter((r) => r.state === "corrupt");
-  if (stale.length) add("warning", "records", `${stale.length} of ${list.length} record(s) outlived their network namespace (${stale.map((r) => r.id).join(", ")}): the runtime's DEL keeps failing for them; see plexus records show ID, then plexus records rm ID --teardown`);
-  if (corrupt.length) add("error", "records", `${corrupt.length} corrupt record(s) (${corrupt.map((r) => `${r.id}: ${r.why}`).join("; ")}): remove with plexus records rm ID`);
-  if (!stale.length && !corrupt.length) add("ok", "records", `${list.length} container record(s) in ${store.dir}, none stale`);
+  if (stale.length)
+    add(
+      "warning",
+      "records",
+      `${stale.length} of ${list.length} record(s) outlived their network namespace (${stale.map((r) => r.id).join(", ")}): the runtime's DEL keeps failing for them; see plexus records show ID, then plexus records rm ID --teardown`,
+    );
+  if (corrupt.length)
+    add(
+      "error",
+      "records",
+      `${corrupt.length} corrupt record(s) (${corrupt.map((r) => `${r.id}: ${r.why}`).join("; ")}): remove with plexus records rm ID`,
+    );
+  if (!stale.length && !corrupt.length)
+    add("ok", "records", `${list.length} container record(s) in ${store.dir}, none stale`);
 }
 
 function checkDisk(cniDir: string, add: Add): void {
@@ -147,9 +209,19 @@ export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]
   const add: Add = (level, subject, msg) => void checks.push({ level, subject, msg });
   const confDir = f.cniConfDir ?? "/etc/cni/net.d";
   const choice = runtimeConfig(confDir);
-  if (!choice.path) add("error", "runtime config", `no usable CNI config in ${confDir}: the node is NotReady; is plexus install running?`);
+  if (!choice.path)
+    add(
+      "error",
+      "runtime config",
+      `no usable CNI config in ${confDir}: the node is NotReady; is plexus install running?`,
+    );
   else if (choice.isPlexus) add("ok", "runtime config", `${choice.path} (the first in ${confDir}) runs Plexus`);
-  else add("error", "runtime config", `the runtime uses ${choice.path}, not Plexus: Plexus's config must sort first in ${confDir} (plexus install writes 00-plexus.conflist)`);
+  else
+    add(
+      "error",
+      "runtime config",
+      `the runtime uses ${choice.path}, not Plexus: Plexus's config must sort first in ${confDir} (plexus install writes 00-plexus.conflist)`,
+    );
   for (const w of choice.warnings) add("warning", "runtime config", w);
   let ctx: OpsContext;
   try {
@@ -163,21 +235,40 @@ export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]
     const { conf } = ctx;
     const kube = await ctx.kube().catch(() => undefined);
     try {
-      const d = await resolveDefaultNetworks(undefined, { ...conf, defaultNetworks: [] }, new FsNetworkSource(conf.confDir, kube));
-      add("ok", "default network", `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`);
+      const d = await resolveDefaultNetworks(
+        undefined,
+        { ...conf, defaultNetworks: [] },
+        new FsNetworkSource(conf.confDir, kube),
+      );
+      add(
+        "ok",
+        "default network",
+        `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`,
+      );
     } catch (err) {
       add("error", "default network", messageOf(err));
     }
     if (conf.readinessindicatorfile) {
       if (existsSync(conf.readinessindicatorfile)) add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
-      else add("error", "readiness", `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`);
+      else
+        add(
+          "error",
+          "readiness",
+          `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`,
+        );
     }
     await checkApi(ctx, add);
     if (conf.fileClusterDir) add("ok", "daemon", "not used: the cluster is the manifest directory");
     else await checkDaemon(conf.daemonSocket, add);
     await checkRecords(conf.cniDir, add);
     checkDisk(conf.cniDir, add);
-    add("ok", "log", conf.logFile ? `the plugin logs to ${conf.logFile} at level ${conf.logLevel ?? "panic"}` : `the plugin logs to the runtime's stderr only, at level ${conf.logLevel ?? "panic"} (set logFile and logLevel to keep a log)`);
+    add(
+      "ok",
+      "log",
+      conf.logFile
+        ? `the plugin logs to ${conf.logFile} at level ${conf.logLevel ?? "panic"}`
+        : `the plugin logs to the runtime's stderr only, at level ${conf.logLevel ?? "panic"} (set logFile and logLevel to keep a log)`,
+    );
   } finally {
     await ctx.kube.close();
   }

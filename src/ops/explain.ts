@@ -18,7 +18,15 @@ import { FsNetworkSource } from "../orchestrate/network-source";
 import { planForPod } from "../orchestrate/pod-plan";
 import type { AttachmentDevice } from "../orchestrate/devices";
 import type { Attachment } from "../orchestrate/record";
-import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput, ReadOnlyKube } from "./context";
+import {
+  messageOf,
+  opsContext,
+  type CommonFlags,
+  type OpsContext,
+  type Output,
+  processOutput,
+  ReadOnlyKube,
+} from "./context";
 import { podDevicesLookup } from "../daemon/pod-devices-lookup";
 import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
@@ -70,7 +78,10 @@ export interface Explanation {
 const NETNS = "<the pod sandbox's netns>";
 const CONTAINER = "<the pod sandbox's id>";
 
-function podArg(pod: string | undefined, kube: ManifestKube | undefined): { namespace: string; name: string } | undefined {
+function podArg(
+  pod: string | undefined,
+  kube: ManifestKube | undefined,
+): { namespace: string; name: string } | undefined {
   if (kube) return { namespace: kube.pod.metadata.namespace, name: kube.pod.metadata.name };
   if (!pod) return undefined;
   const [a, b] = pod.split("/");
@@ -99,8 +110,15 @@ async function nadSource(kube: KubeApi, att: Attachment, ctx: OpsContext): Promi
 }
 
 /** The ADD the runtime would make for the pod's sandbox (placeholders for what only the sandbox has). */
-function addRequest(ref: { namespace: string; name: string } | undefined, uid: string | undefined, ifName: string, path: string[]): CniRequest {
-  const rawArgs = ref ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}` : "";
+function addRequest(
+  ref: { namespace: string; name: string } | undefined,
+  uid: string | undefined,
+  ifName: string,
+  path: string[],
+): CniRequest {
+  const rawArgs = ref
+    ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}`
+    : "";
   return { command: "ADD", containerId: CONTAINER, netns: NETNS, ifName, args: parseCniArgs(rawArgs), rawArgs, path };
 }
 
@@ -125,17 +143,28 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
   try {
     const { kube, manifest } = await kubeFor(ctx, f);
     const ref = podArg(pod, manifest);
-    if (ref && !kube) throw new CniError(Code.InvalidNetworkConfig, `config ${ctx.path} gives no Kubernetes access (no kubeconfig, fileClusterDir or in-cluster environment): ADD would attach the default network(s) only; use --file POD.yaml --nads DIR for a dry run`);
+    if (ref && !kube)
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `config ${ctx.path} gives no Kubernetes access (no kubeconfig, fileClusterDir or in-cluster environment): ADD would attach the default network(s) only; use --file POD.yaml --nads DIR for a dry run`,
+      );
     const ro = kube ? new ReadOnlyKube(kube) : undefined;
     // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
-    const uid = f.uid ?? (ref && kube ? (await kube.getPod(ref.namespace, ref.name).catch(() => undefined))?.metadata.uid : undefined);
+    const uid =
+      f.uid ??
+      (ref && kube ? (await kube.getPod(ref.namespace, ref.name).catch(() => undefined))?.metadata.uid : undefined);
     if (ref) report.pod = `${ref.namespace}/${ref.name}`;
     const req = addRequest(ref, uid, f.ifname ?? "eth0", ctx.cniPath);
     const readiness = readinessError(ctx);
     if (readiness) report.errors.push(readiness);
     try {
       const log = noteLogger(notes, ctx.log);
-      const plan = await planForPod(req, ctx.conf, { kube: async () => ro, log, load: eagerLoaders, podDevices: podDevicesLookup(ctx.conf, log) });
+      const plan = await planForPod(req, ctx.conf, {
+        kube: async () => ro,
+        log,
+        load: eagerLoaders,
+        podDevices: podDevicesLookup(ctx.conf, log),
+      });
       const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
       for (const att of plan.attachments) {
         const step = await attachmentPlan(att, rt, req, ctx, fail);
@@ -145,7 +174,8 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     } catch (err) {
       fail(err);
     } finally {
-      for (const e of ro?.withheldEvents ?? []) notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);
+      for (const e of ro?.withheldEvents ?? [])
+        notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);
     }
   } finally {
     await ctx.kube.close();
@@ -153,16 +183,31 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
   return report;
 }
 
-async function attachmentPlan(att: Attachment, rt: RuntimeFor, req: CniRequest, ctx: OpsContext, fail: (err: unknown) => void): Promise<AttachmentPlan> {
+async function attachmentPlan(
+  att: Attachment,
+  rt: RuntimeFor,
+  req: CniRequest,
+  ctx: OpsContext,
+  fail: (err: unknown) => void,
+): Promise<AttachmentPlan> {
   const runtime = runtimeConfFor(att, rt, req, ctx.conf, { baseEnv: {} });
   const plugins: PluginStep[] = [];
   for (const plugin of att.conf.plugins) {
-    const step: PluginStep = { type: plugin.type, stdin: buildPluginConf(att.conf, plugin, runtime.capabilityArgs), env: envFor("ADD", runtime) };
+    const step: PluginStep = {
+      type: plugin.type,
+      stdin: buildPluginConf(att.conf, plugin, runtime.capabilityArgs),
+      env: envFor("ADD", runtime),
+    };
     try {
       step.binary = await findInPath(plugin.type, runtime.path);
     } catch (err) {
       // The same context as ADD puts around it (conflist.ts runPlugin, add.ts).
-      const e = inPod(req, asCniError(err).withContext(`network ${JSON.stringify(att.conf.name)}`).withContext(`ADD of ${describeAttachment(att)} failed`));
+      const e = inPod(
+        req,
+        asCniError(err)
+          .withContext(`network ${JSON.stringify(att.conf.name)}`)
+          .withContext(`ADD of ${describeAttachment(att)} failed`),
+      );
       step.missing = e.message;
       fail(e);
     }
@@ -189,18 +234,33 @@ function indent(text: string, by: string): string {
 
 export function renderExplanation(r: Explanation): string {
   const lines: string[] = [];
-  lines.push(`${r.pod ? `pod ${r.pod}` : "no pod (default networks only)"}; Plexus config ${r.config}; plugins looked up in ${r.cniPath.join(":")}`);
+  lines.push(
+    `${r.pod ? `pod ${r.pod}` : "no pod (default networks only)"}; Plexus config ${r.config}; plugins looked up in ${r.cniPath.join(":")}`,
+  );
   if (r.attachments.length) lines.push(`ADD would attach ${r.attachments.length} network(s), in this order:`);
   else lines.push(r.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
   for (const a of r.attachments) {
     lines.push("");
-    const from = a.source ? (a.source === "spec.config" ? ", the NAD's spec.config" : `, ${a.source} (the NAD has no spec.config)`) : "";
-    lines.push(`${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`);
-    if (a.device) lines.push(`    device: ${a.device.deviceID} of ${a.device.resourceName} (${a.device.from === "pod" ? "the pod's own deviceID" : "allocated by kubelet"})`);
+    const from = a.source
+      ? a.source === "spec.config"
+        ? ", the NAD's spec.config"
+        : `, ${a.source} (the NAD has no spec.config)`
+      : "";
+    lines.push(
+      `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`,
+    );
+    if (a.device)
+      lines.push(
+        `    device: ${a.device.deviceID} of ${a.device.resourceName} (${a.device.from === "pod" ? "the pod's own deviceID" : "allocated by kubelet"})`,
+      );
     if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);
-      lines.push(`    env: ${Object.entries(p.env).map(([k, v]) => `${k}=${v}`).join(" ")}`);
+      lines.push(
+        `    env: ${Object.entries(p.env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(" ")}`,
+      );
       lines.push(`    stdin${i > 0 ? " (plus prevResult: the previous plugin's result)" : ""}:`);
       lines.push(indent(JSON.stringify(p.stdin, null, 2), "      "));
     });
@@ -212,13 +272,19 @@ export function renderExplanation(r: Explanation): string {
   lines.push("");
   if (r.errors.length === 0) lines.push("ADD would succeed as far as can be told without running the plugins.");
   else {
-    lines.push(`ADD would fail${r.errors.length > 1 ? ` (it stops at the first of these ${r.errors.length} errors)` : ""}:`);
+    lines.push(
+      `ADD would fail${r.errors.length > 1 ? ` (it stops at the first of these ${r.errors.length} errors)` : ""}:`,
+    );
     for (const e of r.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
   }
   return `${lines.join("\n")}\n`;
 }
 
-export async function explainMain(pod: string | undefined, f: ExplainFlags, out: Output = processOutput): Promise<number> {
+export async function explainMain(
+  pod: string | undefined,
+  f: ExplainFlags,
+  out: Output = processOutput,
+): Promise<number> {
   if (!pod && !f.file) {
     out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
     return 2;

@@ -77,16 +77,24 @@ function checkRange(r: RangeSpec, where: string, out: IpamCheck): void {
   const point = (name: string, value: string | undefined): bigint | undefined => {
     if (value === undefined) return undefined;
     const ip = ipToBigInt(value);
-    if (!ip || ip.family !== cidr.family) out.errors.push(`${where}: ${name} ${JSON.stringify(value)} is not an IPv${cidr.family} address`);
-    else if (ip.value < cidr.first || ip.value > cidr.last) out.errors.push(`${where}: ${name} ${value} is outside subnet ${r.subnet}`);
+    if (!ip || ip.family !== cidr.family)
+      out.errors.push(`${where}: ${name} ${JSON.stringify(value)} is not an IPv${cidr.family} address`);
+    else if (ip.value < cidr.first || ip.value > cidr.last)
+      out.errors.push(`${where}: ${name} ${value} is outside subnet ${r.subnet}`);
     else return ip.value;
     return undefined;
   };
   const start = point("rangeStart", r.start);
   const end = point("rangeEnd", r.end);
   point("gateway", r.gateway);
-  if (start !== undefined && end !== undefined && start > end) out.errors.push(`${where}: rangeStart ${r.start} is after rangeEnd ${r.end}`);
-  out.ranges.push({ family: cidr.family, start: start ?? cidr.first, end: end ?? cidr.last, text: r.start || r.end ? `${r.start ?? "…"}-${r.end ?? "…"} in ${r.subnet}` : r.subnet });
+  if (start !== undefined && end !== undefined && start > end)
+    out.errors.push(`${where}: rangeStart ${r.start} is after rangeEnd ${r.end}`);
+  out.ranges.push({
+    family: cidr.family,
+    start: start ?? cidr.first,
+    end: end ?? cidr.last,
+    text: r.start || r.end ? `${r.start ?? "…"}-${r.end ?? "…"} in ${r.subnet}` : r.subnet,
+  });
 }
 
 export function checkIpam(ipam: unknown, where: string): IpamCheck {
@@ -98,21 +106,38 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
         if (!Array.isArray(set)) return out.errors.push(`${where}: ipam.ranges[${i}] must be a list of ranges`);
         set.forEach((r, j) => {
           const o = isPlainObject(r) ? r : {};
-          checkRange({ subnet: str(o.subnet), start: str(o.rangeStart), end: str(o.rangeEnd), gateway: str(o.gateway) }, `${where}: ipam.ranges[${i}][${j}]`, out);
+          checkRange(
+            { subnet: str(o.subnet), start: str(o.rangeStart), end: str(o.rangeEnd), gateway: str(o.gateway) },
+            `${where}: ipam.ranges[${i}][${j}]`,
+            out,
+          );
         });
         return undefined;
       });
-    } else checkRange({ subnet: str(ipam.subnet), start: str(ipam.rangeStart), end: str(ipam.rangeEnd), gateway: str(ipam.gateway) }, `${where}: ipam`, out);
+    } else
+      checkRange(
+        { subnet: str(ipam.subnet), start: str(ipam.rangeStart), end: str(ipam.rangeEnd), gateway: str(ipam.gateway) },
+        `${where}: ipam`,
+        out,
+      );
   } else if (ipam.type === "whereabouts") {
     const range = str(ipam.range);
     // whereabouts also accepts "10.0.0.10-10.0.0.20/24"-style ranges: the address part before "-" then.
     const m = range ? /^([^-]+)-([^/]+)(\/\d+)$/.exec(range) : null;
     if (m) checkRange({ subnet: `${m[1]}${m[3]}`, start: m[1], end: m[2] }, `${where}: ipam.range`, out);
-    else checkRange({ subnet: range, start: str(ipam.range_start), end: str(ipam.range_end), gateway: str(ipam.gateway) }, `${where}: ipam`, out);
+    else
+      checkRange(
+        { subnet: range, start: str(ipam.range_start), end: str(ipam.range_end), gateway: str(ipam.gateway) },
+        `${where}: ipam`,
+        out,
+      );
   } else if (ipam.type === "static" && Array.isArray(ipam.addresses)) {
     ipam.addresses.forEach((a, i) => {
       const address = isPlainObject(a) ? str(a.address) : undefined;
-      if (!address || !parseCidr(address)) out.errors.push(`${where}: ipam.addresses[${i}].address ${JSON.stringify(address ?? null)} is not an address/prefix`);
+      if (!address || !parseCidr(address))
+        out.errors.push(
+          `${where}: ipam.addresses[${i}].address ${JSON.stringify(address ?? null)} is not an address/prefix`,
+        );
     });
   }
   return out;

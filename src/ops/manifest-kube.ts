@@ -17,13 +17,18 @@ export function readManifest<T extends Pod | Nad>(path: string, kind: "Pod" | "N
     docs = loadAll(readFileSync(path, "utf8"));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new CniError(Code.InvalidNetworkConfig, `${path}: ${e.code ? `cannot be read (${e.code})` : `is not valid YAML/JSON: ${e.message.split("\n")[0]}`}`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${path}: ${e.code ? `cannot be read (${e.code})` : `is not valid YAML/JSON: ${e.message.split("\n")[0]}`}`,
+    );
   }
   const items = docs.flatMap((d) => (isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d]));
   const out: T[] = [];
   for (const d of items) {
-    if (!isPlainObject(d) || d.kind !== kind || !isPlainObject(d.metadata) || typeof d.metadata.name !== "string") continue;
-    const namespace = typeof d.metadata.namespace === "string" && d.metadata.namespace ? d.metadata.namespace : "default";
+    if (!isPlainObject(d) || d.kind !== kind || !isPlainObject(d.metadata) || typeof d.metadata.name !== "string")
+      continue;
+    const namespace =
+      typeof d.metadata.namespace === "string" && d.metadata.namespace ? d.metadata.namespace : "default";
     out.push({ ...d, metadata: { ...d.metadata, namespace } } as unknown as T);
   }
   if (out.length === 0) throw new CniError(Code.InvalidNetworkConfig, `${path}: no ${kind} with a metadata.name in it`);

@@ -29,7 +29,9 @@ export interface NodeConfig {
 export function plexusEntry(value: Record<string, unknown>): Record<string, unknown> | undefined {
   if (value.type === "plexus") return value;
   if (!Array.isArray(value.plugins)) return undefined;
-  const plugin = value.plugins.find((p) => isPlainObject(p) && p.type === "plexus") as Record<string, unknown> | undefined;
+  const plugin = value.plugins.find((p) => isPlainObject(p) && p.type === "plexus") as
+    | Record<string, unknown>
+    | undefined;
   return plugin ? { ...plugin, name: value.name, cniVersion: value.cniVersion } : undefined;
 }
 
@@ -39,7 +41,12 @@ export function runtimeConfig(confDir: string): RuntimeChoice {
   const picked = firstConfigFile(files);
   warnings.push(...picked.warnings);
   if (!picked.picked) return { isPlexus: false, warnings };
-  return { path: picked.picked.path, value: picked.picked.value, isPlexus: plexusEntry(picked.picked.value) !== undefined, warnings };
+  return {
+    path: picked.picked.path,
+    value: picked.picked.value,
+    isPlexus: plexusEntry(picked.picked.value) !== undefined,
+    warnings,
+  };
 }
 
 /** Reads and parses the Plexus config (the same parser as a CNI call's stdin). */
@@ -51,17 +58,28 @@ export function loadNodeConfig(o: { config?: string | undefined; confDir?: strin
     try {
       text = readFileSync(path, "utf8");
     } catch (err) {
-      throw new CniError(Code.InvalidNetworkConfig, `config ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, undefined, { cause: err });
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `config ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        undefined,
+        { cause: err },
+      );
     }
     value = decodeJson(text, { what: `config ${path}` });
   } else {
     const dir = o.confDir ?? DEFAULT_CONF_DIR;
     const choice = runtimeConfig(dir);
     if (!choice.path || !choice.value) {
-      throw new CniError(Code.InvalidNetworkConfig, `no CNI config in ${dir}: the runtime has no network to run; pass the Plexus config with --config FILE`);
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `no CNI config in ${dir}: the runtime has no network to run; pass the Plexus config with --config FILE`,
+      );
     }
     if (!choice.isPlexus) {
-      throw new CniError(Code.InvalidNetworkConfig, `the runtime's config ${choice.path} does not run Plexus (no plugin of type "plexus"); pass the Plexus config with --config FILE`);
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `the runtime's config ${choice.path} does not run Plexus (no plugin of type "plexus"); pass the Plexus config with --config FILE`,
+      );
     }
     path = choice.path;
     value = choice.value;

@@ -95,23 +95,47 @@ async function find(store: RecordStore, id: string): Promise<{ read: RecordRead;
     return s.id === id || s.containerId === id;
   });
   if (matches.length === 0) throw new Error(`no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`);
-  if (matches.length > 1) throw new Error(`${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`);
+  if (matches.length > 1)
+    throw new Error(
+      `${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`,
+    );
   return { read: matches[0]!, summary: summarise(matches[0]!, store) };
 }
 
 export function renderRecordList(list: RecordSummary[], dir: string): string {
   if (list.length === 0) return `no container records in ${dir}\n`;
-  const rows = list.map((s) => [s.id, s.state, s.pod ?? "-", s.networks?.join(",") ?? "-", s.modified ?? "-", s.why ?? ""]);
+  const rows = list.map((s) => [
+    s.id,
+    s.state,
+    s.pod ?? "-",
+    s.networks?.join(",") ?? "-",
+    s.modified ?? "-",
+    s.why ?? "",
+  ]);
   const head = ["ID", "STATE", "POD", "NETWORKS", "WRITTEN", "NOTE"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return `${[fmt(head), ...rows.map(fmt)].join("\n")}\n`;
 }
 
 /** Runs DEL's teardown for a record's attachments (in reverse, every one tried); returns the failures. */
 async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
-  const log = await createLogger({ logLevel: f.logLevel ?? "info", logToStderr: true }, { component: "records", containerId: record.containerId });
-  const deps: Deps = { exec: new RawExec(log), cache: new ResultCache(conf.cniDir), records: new RecordStore(conf.cniDir), log, baseEnv: baseEnvOf(process.env), ...opsWiring };
+  const log = await createLogger(
+    { logLevel: f.logLevel ?? "info", logToStderr: true },
+    { component: "records", containerId: record.containerId },
+  );
+  const deps: Deps = {
+    exec: new RawExec(log),
+    cache: new ResultCache(conf.cniDir),
+    records: new RecordStore(conf.cniDir),
+    log,
+    baseEnv: baseEnvOf(process.env),
+    ...opsWiring,
+  };
   // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
   const netns = record.netns && existsSync(record.netns) ? record.netns : "";
   const req: CniRequest = {
@@ -123,16 +147,34 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     rawArgs: record.cniArgs,
     path: cniPathOf(f.cniPath, process.env),
   };
-  const errors = await teardown(record.attachments, { containerId: record.containerId, netns, cniArgs: record.cniArgs }, req, conf, deps);
+  const errors = await teardown(
+    record.attachments,
+    { containerId: record.containerId, netns, cniArgs: record.cniArgs },
+    req,
+    conf,
+    deps,
+  );
   return errors.map((f) => f.error.message);
 }
 
 async function removeIdleLock(cniDir: string, containerId: string, ifName: string): Promise<void> {
-  const lock = await acquireContainerLock({ cniDir, containerId, ifName, deadlineAt: Date.now(), verb: "records rm", log: silentLogger() }).catch(() => undefined);
+  const lock = await acquireContainerLock({
+    cniDir,
+    containerId,
+    ifName,
+    deadlineAt: Date.now(),
+    verb: "records rm",
+    log: silentLogger(),
+  }).catch(() => undefined);
   lock?.release({ remove: true });
 }
 
-export async function recordsMain(action: "list" | "show" | "rm", id: string | undefined, f: RecordsFlags, out: Output = processOutput): Promise<number> {
+export async function recordsMain(
+  action: "list" | "show" | "rm",
+  id: string | undefined,
+  f: RecordsFlags,
+  out: Output = processOutput,
+): Promise<number> {
   try {
     const json = wantsJson(f.output);
     const conf = confFor(f);
@@ -150,12 +192,16 @@ export async function recordsMain(action: "list" | "show" | "rm", id: string | u
     if (f.teardown && read.state === "found") {
       const errors = await tearDownRecord(read.record, conf, f);
       if (errors.length) {
-        out.err(`record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`);
+        out.err(
+          `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,
+        );
         return 1;
       }
       out.out(`tore down ${read.record.attachments.length} attachment(s) of ${summary.id}\n`);
     } else if (read.state === "found") {
-      out.err(`removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`);
+      out.err(
+        `removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`,
+      );
     }
     if (read.state === "found") {
       await store.delete(read.record.containerId, read.record.ifName);

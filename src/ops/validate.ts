@@ -48,7 +48,10 @@ interface Footprint {
 
 function sharedLink(p: PluginConf): string | undefined {
   if (p.type === "bridge") return `bridge ${typeof p.bridge === "string" && p.bridge ? p.bridge : "cni0"}`;
-  if (["macvlan", "ipvlan", "vlan"].includes(p.type)) return typeof p.master === "string" && p.master ? `master ${p.master}` : "master (the node's default-route interface)";
+  if (["macvlan", "ipvlan", "vlan"].includes(p.type))
+    return typeof p.master === "string" && p.master
+      ? `master ${p.master}`
+      : "master (the node's default-route interface)";
   return undefined;
 }
 
@@ -80,33 +83,55 @@ async function checkPlugins(conf: ConfList, ctx: OpsContext, findings: Finding[]
     try {
       binary = await findInPath(plugin.type, path);
     } catch (err) {
-      findings.push({ level: "error", msg: asCniError(err).withContext(`network ${JSON.stringify(conf.name)}`).message });
+      findings.push({
+        level: "error",
+        msg: asCniError(err).withContext(`network ${JSON.stringify(conf.name)}`).message,
+      });
       continue;
     }
     try {
       const versions = await pluginVersions(binary, conf.cniVersion, ctx.log);
-      if (versions.includes(conf.cniVersion)) findings.push({ level: "ok", msg: `plugin ${plugin.type}: ${binary} speaks cniVersion ${conf.cniVersion}` });
-      else findings.push({ level: "error", msg: `plugin ${plugin.type}: ${binary} does not speak the network's cniVersion ${conf.cniVersion} (it speaks ${versions.join(", ")}); change "cniVersion" or the plugin` });
+      if (versions.includes(conf.cniVersion))
+        findings.push({ level: "ok", msg: `plugin ${plugin.type}: ${binary} speaks cniVersion ${conf.cniVersion}` });
+      else
+        findings.push({
+          level: "error",
+          msg: `plugin ${plugin.type}: ${binary} does not speak the network's cniVersion ${conf.cniVersion} (it speaks ${versions.join(", ")}); change "cniVersion" or the plugin`,
+        });
     } catch (err) {
-      findings.push({ level: "warning", msg: `plugin ${plugin.type}: ${binary} did not answer VERSION: ${messageOf(err)}` });
+      findings.push({
+        level: "warning",
+        msg: `plugin ${plugin.type}: ${binary} did not answer VERSION: ${messageOf(err)}`,
+      });
     }
     for (const e of checkIpam(plugin.ipam, `plugin ${plugin.type}`).errors) findings.push({ level: "error", msg: e });
   }
 }
 
 /** Pods of this node that select the NAD: ADD's capability rule, with ADD's message. */
-async function checkPods(nad: Nad, conf: ConfList, pods: readonly Pod[], ctx: OpsContext, findings: Finding[]): Promise<void> {
+async function checkPods(
+  nad: Nad,
+  conf: ConfList,
+  pods: readonly Pod[],
+  ctx: OpsContext,
+  findings: Finding[],
+): Promise<void> {
   const { parseNetworksAnnotation } = await import("../npwg/annotation");
   for (const pod of pods) {
     const value = pod.metadata.annotations?.[NETWORKS_ANNOTATION];
     if (!value) continue;
     let selections;
     try {
-      selections = parseNetworksAnnotation(value, pod.metadata.namespace, { maxSelections: ctx.conf.maxNetworks, reservedIfName: "eth0" });
+      selections = parseNetworksAnnotation(value, pod.metadata.namespace, {
+        maxSelections: ctx.conf.maxNetworks,
+        reservedIfName: "eth0",
+      });
     } catch {
       continue; // the pod's own problem: `plexus explain` names it
     }
-    for (const sel of selections.filter((s) => s.namespace === nad.metadata.namespace && s.name === nad.metadata.name)) {
+    for (const sel of selections.filter(
+      (s) => s.namespace === nad.metadata.namespace && s.name === nad.metadata.name,
+    )) {
       try {
         applySelection(conf, sel);
       } catch (err) {
@@ -131,7 +156,10 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     conf = resolved.conf;
     report.source = resolved.source;
     for (const w of resolved.warnings) report.findings.push({ level: "warning", msg: w });
-    report.findings.push({ level: "ok", msg: `config parses (from ${resolved.source}): ${conf.plugins.map((p) => p.type).join(" → ")}` });
+    report.findings.push({
+      level: "ok",
+      msg: `config parses (from ${resolved.source}): ${conf.plugins.map((p) => p.type).join(" → ")}`,
+    });
   } catch (err) {
     report.findings.push({ level: "error", msg: asCniError(err).message });
     return report;
@@ -141,7 +169,11 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     for (const other of scope.others.filter((o) => o.nad !== ref && o.key === mine.key)) {
       for (const a of mine.ranges) {
         const b = other.ranges.find((r) => overlaps(a, r));
-        if (b) report.findings.push({ level: "error", msg: `range ${a.text} overlaps ${b.text} of ${other.nad} on the same ${mine.key}: both would hand out the same addresses` });
+        if (b)
+          report.findings.push({
+            level: "error",
+            msg: `range ${a.text} overlaps ${b.text} of ${other.nad} on the same ${mine.key}: both would hand out the same addresses`,
+          });
       }
     }
   }
@@ -155,12 +187,19 @@ function parseRef(name: string, namespace: string | undefined): { namespace: str
 }
 
 /** The NADs asked about: from --file, every listed one (--all), or the one named. */
-async function selectNads(name: string | undefined, f: ValidateFlags, ctx: OpsContext, listed: Nad[] | undefined): Promise<Array<Nad | { missing: string }>> {
+async function selectNads(
+  name: string | undefined,
+  f: ValidateFlags,
+  ctx: OpsContext,
+  listed: Nad[] | undefined,
+): Promise<Array<Nad | { missing: string }>> {
   if (f.file) return readManifest<Nad>(f.file, "NetworkAttachmentDefinition");
   if (f.all) return listed ?? [];
   const ref = parseRef(name!, f.namespace);
   const kube = await ctx.kube();
-  const nad = kube ? await kube.getNad(ref.namespace, ref.name) : listed?.find((n) => n.metadata.namespace === ref.namespace && n.metadata.name === ref.name);
+  const nad = kube
+    ? await kube.getNad(ref.namespace, ref.name)
+    : listed?.find((n) => n.metadata.namespace === ref.namespace && n.metadata.name === ref.name);
   return [nad ?? { missing: `${ref.namespace}/${ref.name}` }];
 }
 
@@ -177,21 +216,33 @@ function allFootprints(nads: readonly Nad[], files: ConfFile[]): Footprint[] {
   });
 }
 
-export async function validate(name: string | undefined, f: ValidateFlags, env = process.env): Promise<{ reports: NadReport[]; notes: string[] }> {
+export async function validate(
+  name: string | undefined,
+  f: ValidateFlags,
+  env = process.env,
+): Promise<{ reports: NadReport[]; notes: string[] }> {
   const ctx = await opsContext(f, env);
   const notes: string[] = [];
-  const note = (what: string) => (err: unknown) => void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
+  const note = (what: string) => (err: unknown) =>
+    void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
   const lists = await clusterLists(ctx.conf, env, ctx.log).catch(note("connecting to the cluster"));
-  if (lists === undefined && !notes.length) notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
+  if (lists === undefined && !notes.length)
+    notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
   try {
     const listed = lists ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined) : undefined;
-    const pods = lists ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? []) : [];
+    const pods = lists
+      ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? [])
+      : [];
     const nads = await selectNads(name, f, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
     const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
     const reports: NadReport[] = [];
     for (const n of nads) {
-      if ("missing" in n) reports.push({ nad: n.missing, findings: [{ level: "error", msg: `no NetworkAttachmentDefinition ${n.missing} exists` }] });
+      if ("missing" in n)
+        reports.push({
+          nad: n.missing,
+          findings: [{ level: "error", msg: `no NetworkAttachmentDefinition ${n.missing} exists` }],
+        });
       else reports.push(await validateNad(n, ctx, { files, others, pods }));
     }
     return { reports, notes };
@@ -204,7 +255,11 @@ export async function validate(name: string | undefined, f: ValidateFlags, env =
 export function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
   const lines: string[] = [];
   for (const r of reports) {
-    const worst = r.findings.some((x) => x.level === "error") ? "error" : r.findings.some((x) => x.level === "warning") ? "warning" : "ok";
+    const worst = r.findings.some((x) => x.level === "error")
+      ? "error"
+      : r.findings.some((x) => x.level === "warning")
+        ? "warning"
+        : "ok";
     lines.push(`${r.nad}: ${worst}`);
     for (const x of r.findings) lines.push(`  ${x.level.padEnd(7)} ${x.msg}`);
   }
@@ -213,7 +268,11 @@ export function renderFindings(reports: readonly NadReport[], notes: readonly st
   return `${lines.join("\n")}\n`;
 }
 
-export async function validateMain(name: string | undefined, f: ValidateFlags, out: Output = processOutput): Promise<number> {
+export async function validateMain(
+  name: string | undefined,
+  f: ValidateFlags,
+  out: Output = processOutput,
+): Promise<number> {
   if (!name && !f.file && !f.all) {
     out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
     return 2;

@@ -27,15 +27,32 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
-  return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) => addLocked(req, conf, locked, deadline));
+  return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+    addLocked(req, conf, locked, deadline),
+  );
 }
 
-async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline: RuntimeFor["deadline"]): Promise<AddOutcome> {
+async function addLocked(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+  deadline: RuntimeFor["deadline"],
+): Promise<AddOutcome> {
   await deps.netns.assertUsable(req.netns);
   await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
     throw inPod(req, err);
   });
-  const { pod, ref, kube, attachments: plan } = await planForPod(req, conf, { kube: deps.kube ?? (async () => undefined), log: deps.log, podDevices: deps.podDevices, load: deps.load });
+  const {
+    pod,
+    ref,
+    kube,
+    attachments: plan,
+  } = await planForPod(req, conf, {
+    kube: deps.kube ?? (async () => undefined),
+    log: deps.log,
+    podDevices: deps.podDevices,
+    load: deps.load,
+  });
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
@@ -48,23 +65,31 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     for (const att of plan) {
       done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
       if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
-      const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
-        // …but only its plugins that were actually executed.
-        const started = pluginsStartedOf(err);
-        done.pop();
-        const ran = started === undefined ? att : started > 0 ? { ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } } : undefined;
-        if (ran) done.push(ran);
-        const e = asCniError(err);
-        if (ran) failed = { attachment: ran, code: e.code };
-        throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
-      });
+      const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
+        (err: unknown) => {
+          // …but only its plugins that were actually executed.
+          const started = pluginsStartedOf(err);
+          done.pop();
+          const ran =
+            started === undefined
+              ? att
+              : started > 0
+                ? { ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } }
+                : undefined;
+          if (ran) done.push(ran);
+          const e = asCniError(err);
+          if (ran) failed = { attachment: ran, code: e.code };
+          throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
+        },
+      );
       const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
       results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
       if (att.selection) (await deps.load.publish()).verifySelection({ attachment: att, result });
       deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
     }
     const first = results[0];
-    if (!first) throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
+    if (!first)
+      throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
     assertDefaultHasIp(first.result, first.attachment);
     await setDefaultRoutes(results, req, deps);
     if (pod && kube) await publish(pod, ref?.uid, results, kube, deps);
@@ -72,14 +97,19 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
   } catch (err) {
     const cause = inPod(req, err);
     // The rollback has a teardown's own deadline: an ADD that ran out of time must still undo itself.
-    const rollback = (await teardown(done, { ...ctx, deadline: callDeadline("DEL", conf) }, req, conf, deps)).filter((f) => !neverAttached(f, failed));
+    const rollback = (await teardown(done, { ...ctx, deadline: callDeadline("DEL", conf) }, req, conf, deps)).filter(
+      (f) => !neverAttached(f, failed),
+    );
     if (rollback.length === 0) {
       await deps.records.delete(req.containerId, req.ifName).catch(() => {});
       throw cause;
     }
     // The record keeps only what is left, for the runtime's DEL (which follows a failed ADD, K1).
     await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch(() => {});
-    deps.log.error({ errors: rollback.map((f) => f.error.message) }, "rollback after failed ADD left attachments; the record keeps them for DEL");
+    deps.log.error(
+      { errors: rollback.map((f) => f.error.message) },
+      "rollback after failed ADD left attachments; the record keeps them for DEL",
+    );
     throw oneError(
       rollback.map((f) => f.error),
       "rollback also failed",
@@ -90,12 +120,20 @@ async function addLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
 
 /** M4: an attachment with `default-route` carries the pod's default route. */
 async function setDefaultRoutes(results: AddOutcome["results"], req: CniRequest, deps: Deps): Promise<void> {
-  const routes = results.flatMap(({ attachment }) => (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })));
+  const routes = results.flatMap(({ attachment }) =>
+    (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })),
+  );
   if (routes.length) await deps.netns.setDefaultRoutes(req.netns, routes);
 }
 
 /** N5, M6, M9: the pod's network-status and its event. */
-async function publish(pod: Pod, uid: string | undefined, results: AddOutcome["results"], kube: KubeApi, deps: Deps): Promise<void> {
+async function publish(
+  pod: Pod,
+  uid: string | undefined,
+  results: AddOutcome["results"],
+  kube: KubeApi,
+  deps: Deps,
+): Promise<void> {
   const { publishNetworkStatus } = await deps.load.publish();
   await publishNetworkStatus(pod, uid, results, kube, deps.log).catch((err: unknown) => {
     throw asCniError(err).withContext("writing the network-status annotation failed");
@@ -108,7 +146,13 @@ async function publish(pod: Pod, uid: string | undefined, results: AddOutcome["r
  * would fail every DEL of the pod for a config that can never work.
  */
 function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: Code } | undefined): boolean {
-  return failed !== undefined && f.attachment === failed.attachment && f.error.code === failed.code && failed.code >= 1 && failed.code <= 7;
+  return (
+    failed !== undefined &&
+    f.attachment === failed.attachment &&
+    f.error.code === failed.code &&
+    failed.code >= 1 &&
+    failed.code <= 7
+  );
 }
 
 /**
@@ -120,8 +164,16 @@ function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; cod
 async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const prev = await deps.records.read(req.containerId, req.ifName);
   if (prev.state !== "found") return;
-  deps.log.warn({ containerId: req.containerId, ifName: req.ifName }, "ADD found the record of an earlier ADD; tearing its attachments down first");
-  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: prev.record.cniArgs, deadline: callDeadline("DEL", conf) };
+  deps.log.warn(
+    { containerId: req.containerId, ifName: req.ifName },
+    "ADD found the record of an earlier ADD; tearing its attachments down first",
+  );
+  const ctx: RuntimeFor = {
+    containerId: req.containerId,
+    netns: req.netns,
+    cniArgs: prev.record.cniArgs,
+    deadline: callDeadline("DEL", conf),
+  };
   const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map((f) => f.error);
   if (errors.length > 0) {
     const message = `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`;
@@ -131,10 +183,17 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
 }
 
 /** M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first. */
-async function writeRecord(req: CniRequest, conf: PlexusConf, plan: Attachment[], deps: Deps): Promise<ContainerRecord> {
+async function writeRecord(
+  req: CniRequest,
+  conf: PlexusConf,
+  plan: Attachment[],
+  deps: Deps,
+): Promise<ContainerRecord> {
   const record = newRecord(req, conf.cniVersion, plan);
   await deps.records.write(record).catch((err: unknown) => {
-    throw asCniError(err).withContext(`cannot record container ${req.containerId} before attaching (cniDir ${conf.cniDir})`);
+    throw asCniError(err).withContext(
+      `cannot record container ${req.containerId} before attaching (cniDir ${conf.cniDir})`,
+    );
   });
   return record;
 }

@@ -10,7 +10,9 @@ import type { Attachment } from "./record";
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   await deps.netns.assertUsable(req.netns);
   // Under the container's lock: a CHECK never reads a record an ADD or DEL is rewriting.
-  return withContainerLock({ verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at }, (locked) => checkLocked(req, conf, locked));
+  return withContainerLock({ verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at }, (locked) =>
+    checkLocked(req, conf, locked),
+  );
 }
 
 async function checkLocked(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
@@ -32,7 +34,12 @@ async function checkLocked(req: CniRequest, conf: PlexusConf, deps: Deps): Promi
   await checkAttachments(read.record.attachments, req, conf, deps);
 }
 
-async function checkAttachments(attachments: readonly Attachment[], req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
+async function checkAttachments(
+  attachments: readonly Attachment[],
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<void> {
   const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   for (const att of attachments) {
     await checkNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {

@@ -25,8 +25,17 @@ import { failedAttachments, type TeardownFailure } from "./teardown";
 export const TEARDOWN_ABANDONED = "TeardownAbandoned";
 
 /** Ends a DEL: success, or an error after keeping what failed in the record (see the file's doc). */
-export async function settleDel(failures: TeardownFailure[], record: ContainerRecord, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
-  const counted = failures.map((f) => ({ ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } }));
+export async function settleDel(
+  failures: TeardownFailure[],
+  record: ContainerRecord,
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<void> {
+  const counted = failures.map((f) => ({
+    ...f,
+    attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 },
+  }));
   const abandoned = conf.retryDeleteOnError ? [] : counted.filter((f) => f.attachment.failedDels >= 2);
   let kept = counted.filter((f) => !abandoned.includes(f));
   if (kept.length > 0) {
@@ -56,7 +65,12 @@ export function delError(kept: readonly TeardownFailure[], req: CniRequest, extr
 }
 
 /** Dropped from the record: each is logged, its cached result removed, and one event names them all. */
-export async function abandon(failures: readonly TeardownFailure[], pod: ContainerRecord["pod"], req: CniRequest, deps: Deps): Promise<void> {
+export async function abandon(
+  failures: readonly TeardownFailure[],
+  pod: ContainerRecord["pod"],
+  req: CniRequest,
+  deps: Deps,
+): Promise<void> {
   const lines: string[] = [];
   for (const { attachment: att, error } of failures) {
     const plugins = att.conf.plugins.map((p) => p.type).join(", ");
@@ -65,7 +79,9 @@ export async function abandon(failures: readonly TeardownFailure[], pod: Contain
       "DEL failed again: giving up on this attachment so the pod can be deleted; its interface and IP reservations may have leaked (retryDeleteOnError: true keeps retrying)",
     );
     lines.push(`${describeAttachment(att)}, plugins ${plugins}: ${error.message}`);
-    await deps.cache.delete({ networkName: att.conf.name, containerId: req.containerId, ifName: att.ifName }).catch(() => {});
+    await deps.cache
+      .delete({ networkName: att.conf.name, containerId: req.containerId, ifName: att.ifName })
+      .catch(() => {});
   }
   if (!pod) return;
   const message = `Plexus stopped retrying the teardown of ${lines.join("; ")}. Its interface and IP reservations may have leaked; set retryDeleteOnError to keep retrying.`;
@@ -82,7 +98,13 @@ export async function abandon(failures: readonly TeardownFailure[], pod: Contain
  * recorded one (the admin fixed it). Best effort: no Kubernetes, no NAD, a config that does not
  * resolve, or the same config, and the failure stands.
  */
-export async function retryWithCurrentNads(failures: TeardownFailure[], ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<TeardownFailure[]> {
+export async function retryWithCurrentNads(
+  failures: TeardownFailure[],
+  ctx: RuntimeFor,
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<TeardownFailure[]> {
   if (!failures.some((f) => f.attachment.selection) || !deps.kube) return failures;
   const kube = await deps.kube().catch(() => undefined);
   if (!kube) return failures;
@@ -96,8 +118,15 @@ export async function retryWithCurrentNads(failures: TeardownFailure[], ctx: Run
     }
     try {
       await delNetworkList(current.conf, runtimeConfFor(current, ctx, req, conf, deps), deps);
-      await deps.cache.delete({ networkName: f.attachment.conf.name, containerId: req.containerId, ifName: f.attachment.ifName });
-      deps.log.warn({ network: f.attachment.network, ifName: f.attachment.ifName, recordedErr: f.error.message }, "the recorded config failed DEL; the NAD's current config succeeded");
+      await deps.cache.delete({
+        networkName: f.attachment.conf.name,
+        containerId: req.containerId,
+        ifName: f.attachment.ifName,
+      });
+      deps.log.warn(
+        { network: f.attachment.network, ifName: f.attachment.ifName, recordedErr: f.error.message },
+        "the recorded config failed DEL; the NAD's current config succeeded",
+      );
     } catch {
       left.push(f);
     }
@@ -112,7 +141,9 @@ async function currentNadAttachment(att: Attachment, source: FsNetworkSource): P
   const applied = applySelection(resolveNadConfig(nad, await source.confDirFiles()).conf, sel);
   if (JSON.stringify(applied.conf) === JSON.stringify(att.conf)) return undefined;
   const { capabilityArgs: _old, ...rest } = att;
-  return Object.keys(applied.capabilityArgs).length > 0 ? { ...rest, conf: applied.conf, capabilityArgs: applied.capabilityArgs } : { ...rest, conf: applied.conf };
+  return Object.keys(applied.capabilityArgs).length > 0
+    ? { ...rest, conf: applied.conf, capabilityArgs: applied.capabilityArgs }
+    : { ...rest, conf: applied.conf };
 }
 
 /**
@@ -122,5 +153,7 @@ async function currentNadAttachment(att: Attachment, source: FsNetworkSource): P
  */
 function withoutNotFound(err: CniError): CniError {
   const clean = (s: string) => s.replace(/not found/gi, "missing");
-  return new CniError(err.code, clean(err.message), err.details === undefined ? undefined : clean(err.details), { cause: err });
+  return new CniError(err.code, clean(err.message), err.details === undefined ? undefined : clean(err.details), {
+    cause: err,
+  });
 }

@@ -23,15 +23,26 @@ import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const deadline = callDeadline("DEL", conf);
-  return withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) => delLocked(req, conf, locked, deadline));
+  return withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+    delLocked(req, conf, locked, deadline),
+  );
 }
 
-async function delLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline: RuntimeFor["deadline"]): Promise<void> {
+async function delLocked(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+  deadline: RuntimeFor["deadline"],
+): Promise<void> {
   // A record that cannot even be read (an I/O error) is handled as an unreadable one: failing here
   // would fail every DEL for as long as the file system is broken.
   const read: RecordRead = await deps.records
     .read(req.containerId, req.ifName)
-    .catch((err: unknown) => ({ state: "corrupt", path: deps.records.path(req.containerId, req.ifName), reason: asCniError(err).message }));
+    .catch((err: unknown) => ({
+      state: "corrupt",
+      path: deps.records.path(req.containerId, req.ifName),
+      reason: asCniError(err).message,
+    }));
   if (read.state === "found") {
     const { record } = read;
     // The runtime's CNI_ARGS, never the recorded ones: args a plugin refused must not come back on every DEL.
@@ -45,9 +56,15 @@ async function delLocked(req: CniRequest, conf: PlexusConf, deps: Deps, deadline
     if (await delMultusAttached(req, conf, deps)) return;
   }
   if (read.state === "corrupt") {
-    deps.log.warn({ path: read.path, reason: read.reason }, "container record is unreadable; tearing down the networks worked out from the config instead, then removing it");
+    deps.log.warn(
+      { path: read.path, reason: read.reason },
+      "container record is unreadable; tearing down the networks worked out from the config instead, then removing it",
+    );
   } else {
-    deps.log.info({ containerId: req.containerId }, "no container record (Plexus ran no delegate for it); tearing down the networks worked out from the config");
+    deps.log.info(
+      { containerId: req.containerId },
+      "no container record (Plexus ran no delegate for it); tearing down the networks worked out from the config",
+    );
   }
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
   const failures = await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps);
@@ -65,17 +82,31 @@ async function plannedAttachments(req: CniRequest, conf: PlexusConf, deps: Deps)
   const kube = deps.kube ?? (async () => undefined);
   let apiAnswered = true;
   try {
-    return (await planForPod(req, conf, { kube, log: deps.log, podDevices: deps.podDevices, devicesBestEffort: true, load: deps.load })).attachments;
+    return (
+      await planForPod(req, conf, {
+        kube,
+        log: deps.log,
+        podDevices: deps.podDevices,
+        devicesBestEffort: true,
+        load: deps.load,
+      })
+    ).attachments;
   } catch (err) {
     const e = asCniError(err);
     apiAnswered = e.code !== Code.ApiFailure && e.code !== Code.TryAgainLater;
-    deps.log.warn({ code: e.code, err: e.message }, "DEL without a record: the pod's networks could not be worked out; tearing down the default network(s) only");
+    deps.log.warn(
+      { code: e.code, err: e.message },
+      "DEL without a record: the pod's networks could not be worked out; tearing down the default network(s) only",
+    );
   }
   for (const withKube of apiAnswered ? [true, false] : [false]) {
     try {
       return await planDefaultsOnly(req, conf, withKube ? await kube().catch(() => undefined) : undefined, deps.log);
     } catch (err) {
-      deps.log.warn({ err: asCniError(err).message, withKubernetes: withKube }, "DEL without a record: the default network(s) could not be worked out");
+      deps.log.warn(
+        { err: asCniError(err).message, withKubernetes: withKube },
+        "DEL without a record: the default network(s) could not be worked out",
+      );
     }
   }
   return [];

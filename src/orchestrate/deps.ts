@@ -72,7 +72,9 @@ export interface RuntimeFor {
 
 /** A verb's deadline from now: ADD's attach phase, or a teardown (DEL, or ADD's rollback). */
 export function callDeadline(verb: "ADD" | "DEL", conf: PlexusConf): { at: number; key: string } {
-  return verb === "ADD" ? { at: Date.now() + conf.addTimeoutMs, key: "addTimeoutSeconds" } : { at: Date.now() + conf.delTimeoutMs, key: "delTimeoutSeconds" };
+  return verb === "ADD"
+    ? { at: Date.now() + conf.addTimeoutMs, key: "addTimeoutSeconds" }
+    : { at: Date.now() + conf.delTimeoutMs, key: "delTimeoutSeconds" };
 }
 
 /**
@@ -84,7 +86,11 @@ export function callDeadline(verb: "ADD" | "DEL", conf: PlexusConf): { at: numbe
 const RUNTIME_PRIMARY_CAPABILITIES = ["ips", "mac"];
 const RUNTIME_PRIMARY_ARGS = new Set(["IP", "MAC"]);
 
-function runtimeRequestsFor(att: Pick<Attachment, "isDefault">, conf: PlexusConf, cniArgs: string): { capabilityArgs: Record<string, unknown>; args: string } {
+function runtimeRequestsFor(
+  att: Pick<Attachment, "isDefault">,
+  conf: PlexusConf,
+  cniArgs: string,
+): { capabilityArgs: Record<string, unknown>; args: string } {
   if (att.isDefault) return { capabilityArgs: conf.runtimeConfig, args: cniArgs };
   const capabilityArgs = { ...conf.runtimeConfig };
   for (const k of RUNTIME_PRIMARY_CAPABILITIES) delete capabilityArgs[k];
@@ -95,7 +101,13 @@ function runtimeRequestsFor(att: Pick<Attachment, "isDefault">, conf: PlexusConf
   return { capabilityArgs, args };
 }
 
-export function runtimeConfFor(att: Attachment, ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Pick<Deps, "baseEnv">): RuntimeConf {
+export function runtimeConfFor(
+  att: Attachment,
+  ctx: RuntimeFor,
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Pick<Deps, "baseEnv">,
+): RuntimeConf {
   const runtime = runtimeRequestsFor(att, conf, ctx.cniArgs);
   return {
     containerId: ctx.containerId,
@@ -113,4 +125,3 @@ export function runtimeConfFor(att: Attachment, ctx: RuntimeFor, req: CniRequest
 export function describeAttachment(att: Pick<Attachment, "network" | "ifName" | "isDefault">): string {
   return `${att.isDefault ? "default network" : "network"} ${JSON.stringify(att.network)} (${att.ifName})`;
 }
-

@@ -18,7 +18,10 @@ const GC_LOCK_WAIT_MS = 1000;
 
 export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   if (!conf.validAttachments) {
-    throw new CniError(Code.InvalidNetworkConfig, `GC needs "cni.dev/valid-attachments" in the config (a list of {containerID, ifname}); without it every attachment would be released`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `GC needs "cni.dev/valid-attachments" in the config (a list of {containerID, ifname}); without it every attachment would be released`,
+    );
   }
   const valid = new Set(conf.validAttachments.map((a) => `${a.containerID}\n${a.ifname}`));
   const errors: CniError[] = [];
@@ -26,7 +29,8 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
 
   for (const read of await deps.records.list()) {
     if (read.state !== "found") {
-      if (read.state === "corrupt") deps.log.warn({ path: read.path, reason: read.reason }, "GC: skipping unreadable container record");
+      if (read.state === "corrupt")
+        deps.log.warn({ path: read.path, reason: read.reason }, "GC: skipping unreadable container record");
       continue;
     }
     const rec = read.record;
@@ -37,26 +41,38 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
     deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
     // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
     // not stale after all, and the next GC looks again.
-    const errs = await withContainerLock({ verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS }, async (locked) => {
-      const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
-      const failed = (await teardown(rec.attachments, ctx, req, conf, locked)).map((f) => f.error);
-      if (failed.length === 0) await locked.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => failed.push(asCniError(e)));
-      return failed;
-    }).catch((e: unknown) => [asCniError(e)]);
+    const errs = await withContainerLock(
+      { verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS },
+      async (locked) => {
+        const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
+        const failed = (await teardown(rec.attachments, ctx, req, conf, locked)).map((f) => f.error);
+        if (failed.length === 0)
+          await locked.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => failed.push(asCniError(e)));
+        return failed;
+      },
+    ).catch((e: unknown) => [asCniError(e)]);
     errors.push(...errs.map((e) => e.withContext(`GC of container ${rec.containerId}`)));
   }
 
   // Delegate networks: configured ones and the ones live records use, each forwarded GC once.
   const networks = new Map<string, ConfList>();
   for (const d of conf.delegates) networks.set(d.name, d);
-  for (const rec of kept) for (const att of rec.attachments) if (!networks.has(att.conf.name)) networks.set(att.conf.name, att.conf);
+  for (const rec of kept)
+    for (const att of rec.attachments) if (!networks.has(att.conf.name)) networks.set(att.conf.name, att.conf);
   for (const [name, list] of networks) {
     const stillValid: GcAttachment[] = kept.flatMap((rec) =>
-      rec.attachments.filter((a) => a.conf.name === name).map((a) => ({ containerID: rec.containerId, ifname: a.ifName })),
+      rec.attachments
+        .filter((a) => a.conf.name === name)
+        .map((a) => ({ containerID: rec.containerId, ifname: a.ifName })),
     );
     const att = { network: name, ifName: "", isDefault: false, conf: list };
     try {
-      await gcNetworkList(list, stillValid, runtimeConfFor(att, { containerId: "", netns: "", cniArgs: "" }, req, conf, deps), deps);
+      await gcNetworkList(
+        list,
+        stillValid,
+        runtimeConfFor(att, { containerId: "", netns: "", cniArgs: "" }, req, conf, deps),
+        deps,
+      );
     } catch (err) {
       errors.push(asCniError(err).withContext(`GC of network ${JSON.stringify(name)}`));
     }

@@ -10,19 +10,34 @@ import { NO_LOCK, type ContainerLock } from "../store/container-lock";
 import type { Deps } from "./deps";
 
 export async function withContainerLock<T>(
-  o: { verb: string; req: Pick<CniRequest, "containerId" | "ifName">; conf: PlexusConf; deps: Deps; deadlineAt: number },
+  o: {
+    verb: string;
+    req: Pick<CniRequest, "containerId" | "ifName">;
+    conf: PlexusConf;
+    deps: Deps;
+    deadlineAt: number;
+  },
   fn: (deps: Deps) => Promise<T>,
 ): Promise<T> {
   const { req, deps } = o;
   if (!deps.locks) return fn(deps);
-  const lock: ContainerLock = await deps.locks({ cniDir: o.conf.cniDir, containerId: req.containerId, ifName: req.ifName, deadlineAt: o.deadlineAt, verb: o.verb, log: deps.log }).catch((err: unknown) => {
-    const e = asCniError(err);
-    // A lock file that cannot even be made (cniDir read-only, or a file) must not fail every DEL
-    // of the pod: DEL goes on unlocked. ADD and CHECK fail, before any delegate runs (B44, B45).
-    if (o.verb !== "DEL" || e.code !== Code.IoFailure) throw e;
-    deps.log.warn({ err: e.message }, "DEL without the container's lock");
-    return NO_LOCK;
-  });
+  const lock: ContainerLock = await deps
+    .locks({
+      cniDir: o.conf.cniDir,
+      containerId: req.containerId,
+      ifName: req.ifName,
+      deadlineAt: o.deadlineAt,
+      verb: o.verb,
+      log: deps.log,
+    })
+    .catch((err: unknown) => {
+      const e = asCniError(err);
+      // A lock file that cannot even be made (cniDir read-only, or a file) must not fail every DEL
+      // of the pod: DEL goes on unlocked. ADD and CHECK fail, before any delegate runs (B44, B45).
+      if (o.verb !== "DEL" || e.code !== Code.IoFailure) throw e;
+      deps.log.warn({ err: e.message }, "DEL without the container's lock");
+      return NO_LOCK;
+    });
   try {
     return await fn({ ...deps, lock });
   } finally {

@@ -39,7 +39,11 @@ const entrySchema = z.looseObject({
   deviceID: z.optional(z.string()),
   [ATTEMPTS_KEY]: z.optional(z.int().check(z.nonnegative())),
 });
-const fileSchema = z.array(entrySchema, { error: (iss) => (iss.code === "invalid_type" ? "expected a JSON list of Multus delegates" : undefined) }).check(z.minLength(1, { error: "the list of delegates is empty" }));
+const fileSchema = z
+  .array(entrySchema, {
+    error: (iss) => (iss.code === "invalid_type" ? "expected a JSON list of Multus delegates" : undefined),
+  })
+  .check(z.minLength(1, { error: "the list of delegates is empty" }));
 type Entry = z.output<typeof entrySchema>;
 
 export interface MultusCacheFound {
@@ -71,7 +75,8 @@ export interface MultusCacheQuery {
 /** `<dir>/<containerID>`; the ID is checked again here, as it becomes a file name. */
 export function multusCachePath(dir: string, containerId: string): string {
   validateContainerId(containerId);
-  if (containerId === "." || containerId === "..") throw new CniError(Code.InvalidEnv, `CNI_CONTAINERID ${JSON.stringify(containerId)} is not a file name`);
+  if (containerId === "." || containerId === "..")
+    throw new CniError(Code.InvalidEnv, `CNI_CONTAINERID ${JSON.stringify(containerId)} is not a file name`);
   return join(dir, containerId);
 }
 
@@ -97,7 +102,8 @@ function readBounded(path: string): string | undefined | { reason: string } {
     const fd = openSync(path, "r");
     try {
       const size = fstatSync(fd).size;
-      if (size > MAX_MULTUS_CACHE_BYTES) return { reason: `${size} bytes, more than the ${MAX_MULTUS_CACHE_BYTES}-byte limit` };
+      if (size > MAX_MULTUS_CACHE_BYTES)
+        return { reason: `${size} bytes, more than the ${MAX_MULTUS_CACHE_BYTES}-byte limit` };
       const buf = Buffer.alloc(size);
       let off = 0;
       while (off < size) {
@@ -130,12 +136,19 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 function toAttachment(e: Entry, i: number, q: MultusCacheQuery): Attachment {
   const what = `entry ${i}${e.Name ? ` (${e.Name})` : ""}`;
   if (!BASE64.test(e.Bytes)) throw new CniError(Code.Decoding, `${what}: "Bytes" is not base64`);
-  const raw = decodeJson(Buffer.from(e.Bytes, "base64"), { what: `${what}: the config in "Bytes"`, maxBytes: MAX_MULTUS_CACHE_BYTES });
+  const raw = decodeJson(Buffer.from(e.Bytes, "base64"), {
+    what: `${what}: the config in "Bytes"`,
+    maxBytes: MAX_MULTUS_CACHE_BYTES,
+  });
   const conf = parseConfList(raw, { what, defaultVersion: q.cniVersion, ...defaultName(e.Name) });
   const isDefault = i === 0;
   const ifName = e.ifnameRequest || (isDefault ? q.ifName : `net${i}`);
   const problem = interfaceNameProblem(ifName);
-  if (problem) throw new CniError(Code.InvalidNetworkConfig, `${what}: interface name ${JSON.stringify(ifName)} is invalid: ${problem}`);
+  if (problem)
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: interface name ${JSON.stringify(ifName)} is invalid: ${problem}`,
+    );
   const att: Attachment = { network: e.Name || conf.name, ifName, isDefault, conf };
   if (!isDefault) {
     const caps: Record<string, unknown> = {};

@@ -17,8 +17,17 @@ import { podOf, type Attachment } from "./record";
 import { teardown } from "./teardown";
 
 /** Multus's cache for this container, or undefined (none, turned off, or unusable: logged). */
-async function multusAttached(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<{ found: MultusCacheFound; deps: Deps } | undefined> {
-  const read = await readMultusCache({ dir: conf.multusCacheDir, containerId: req.containerId, ifName: req.ifName, cniVersion: conf.cniVersion });
+async function multusAttached(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<{ found: MultusCacheFound; deps: Deps } | undefined> {
+  const read = await readMultusCache({
+    dir: conf.multusCacheDir,
+    containerId: req.containerId,
+    ifName: req.ifName,
+    cniVersion: conf.cniVersion,
+  });
   if (read.state === "corrupt") {
     deps.log.warn(
       { path: read.path, reason: read.reason },
@@ -26,7 +35,10 @@ async function multusAttached(req: CniRequest, conf: PlexusConf, deps: Deps): Pr
     );
   }
   if (read.state !== "found") return undefined;
-  deps.log.info({ path: read.path, networks: read.attachments.map((a) => `${a.network}@${a.ifName}`) }, "no Plexus record; using the delegates Multus attached");
+  deps.log.info(
+    { path: read.path, networks: read.attachments.map((a) => `${a.network}@${a.ifName}`) },
+    "no Plexus record; using the delegates Multus attached",
+  );
   return { found: read, deps: { ...deps, cache: new ResultCache(conf.multusCacheDir, { libcniNames: true }) } };
 }
 
@@ -42,7 +54,12 @@ export async function delMultusAttached(req: CniRequest, conf: PlexusConf, deps:
   const m = await multusAttached(req, conf, deps);
   if (!m) return false;
   const { found } = m;
-  const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline: callDeadline("DEL", conf) };
+  const ctx = {
+    containerId: req.containerId,
+    netns: req.netns,
+    cniArgs: req.rawArgs,
+    deadline: callDeadline("DEL", conf),
+  };
   const failures = await teardown(found.attachments, ctx, req, conf, m.deps);
   if (failures.length > 0) {
     // A count that cannot be kept would make every DEL the first: then this one is the last.
@@ -61,7 +78,10 @@ async function markFailedDel(found: MultusCacheFound, deps: Deps): Promise<boole
     await writeFileAtomic(found.path, JSON.stringify(marked));
     return true;
   } catch (err) {
-    deps.log.error({ path: found.path, err: (err as Error).message }, "could not mark Multus's delegate cache after a failed DEL; giving up on what failed now");
+    deps.log.error(
+      { path: found.path, err: (err as Error).message },
+      "could not mark Multus's delegate cache after a failed DEL; giving up on what failed now",
+    );
     return false;
   }
 }
@@ -70,7 +90,11 @@ async function markFailedDel(found: MultusCacheFound, deps: Deps): Promise<boole
  * CHECK from Multus's cache: the attachments (in order) and the deps whose result cache is
  * Multus's, for check.ts's own loop; undefined when there is no usable cache.
  */
-export async function multusAttachedForCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<{ attachments: Attachment[]; deps: Deps } | undefined> {
+export async function multusAttachedForCheck(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<{ attachments: Attachment[]; deps: Deps } | undefined> {
   const m = await multusAttached(req, conf, deps);
   return m && { attachments: m.found.attachments, deps: m.deps };
 }

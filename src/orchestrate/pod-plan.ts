@@ -47,13 +47,23 @@ function podName(ref: PodRef): string {
   return `${ref.namespace}/${ref.name}`;
 }
 
-export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanContext): Promise<PodPlan & { kube?: KubeApi }> {
+export async function planForPod(
+  req: CniRequest,
+  conf: PlexusConf,
+  ctx: PlanContext,
+): Promise<PodPlan & { kube?: KubeApi }> {
   const ref = podFromArgs(req.args);
   const kube = ref ? await ctx.kube() : undefined;
   const source = new FsNetworkSource(conf.confDir, kube);
   if (!ref || !kube) {
-    ctx.log.info({ reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" }, "attaching the default network(s) only");
-    return { ...(ref ? { ref } : {}), attachments: bounded(await defaultsOnly(req, conf, source, kube !== undefined, ctx.log), conf) };
+    ctx.log.info(
+      { reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" },
+      "attaching the default network(s) only",
+    );
+    return {
+      ...(ref ? { ref } : {}),
+      attachments: bounded(await defaultsOnly(req, conf, source, kube !== undefined, ctx.log), conf),
+    };
   }
   const pod = await kube.getPod(ref.namespace, ref.name, ref.uid || undefined);
   // M8, B8, B39: a recreated pod (same name, new UID) must not get the old sandbox's networks.
@@ -64,7 +74,12 @@ export async function planForPod(req: CniRequest, conf: PlexusConf, ctx: PlanCon
     );
   }
   try {
-    const { attachments, resourceNames } = await planPodNetworks(pod, ref, req, conf, { kube, source, log: ctx.log, load: ctx.load });
+    const { attachments, resourceNames } = await planPodNetworks(pod, ref, req, conf, {
+      kube,
+      source,
+      log: ctx.log,
+      load: ctx.load,
+    });
     const withDevices = await assignDevices(bounded(attachments, conf), resourceNames, {
       ref,
       containerId: req.containerId,
@@ -100,23 +115,48 @@ async function planPodNetworks(
   for (const sel of selections) checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf });
   const selected = await resolveSelections(selections, ref, { kube, source, log: ctx.log, conf });
   // What the pod's own annotations chose runs only plugin types the administrator allows.
-  if (defaults.clusterNetwork.byPod) checkPluginTypes(defaults.clusterNetwork.conf, conf.allowedPluginTypes, defaults.clusterNetwork.network);
+  if (defaults.clusterNetwork.byPod)
+    checkPluginTypes(defaults.clusterNetwork.conf, conf.allowedPluginTypes, defaults.clusterNetwork.network);
   for (const s of selected) checkPluginTypes(s.conf, conf.allowedPluginTypes, s.network);
 
   // Interface names: the default networks from the config first, then the annotation's (Multus's numbering).
-  const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({ name: d.network, namespace: conf.multusNamespace }));
+  const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({
+    name: d.network,
+    namespace: conf.multusNamespace,
+  }));
   const nDefaults = defaultSelections.length;
   const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName, {
-    label: (s, i) => (i < nDefaults ? `defaultNetworks entry ${i + 1} (${s.name})` : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`),
+    label: (s, i) =>
+      i < nDefaults
+        ? `defaultNetworks entry ${i + 1} (${s.name})`
+        : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`,
   });
   // M10: each attachment's NAD resourceName annotation, in attachment order.
-  const resourceNames = [defaults.clusterNetwork, ...defaults.defaultNetworks, ...selected].map((n) => resourceNameOf(n.nad));
+  const resourceNames = [defaults.clusterNetwork, ...defaults.defaultNetworks, ...selected].map((n) =>
+    resourceNameOf(n.nad),
+  );
   const attachments: Attachment[] = [
-    { network: defaults.clusterNetwork.network, ifName: req.ifName, isDefault: true, conf: defaults.clusterNetwork.conf },
-    ...defaults.defaultNetworks.map((d, i) => ({ network: d.network, ifName: ifNames[i]!, isDefault: false, conf: d.conf })),
+    {
+      network: defaults.clusterNetwork.network,
+      ifName: req.ifName,
+      isDefault: true,
+      conf: defaults.clusterNetwork.conf,
+    },
+    ...defaults.defaultNetworks.map((d, i) => ({
+      network: d.network,
+      ifName: ifNames[i]!,
+      isDefault: false,
+      conf: d.conf,
+    })),
     ...selected.map(({ sel, network, conf: c, nad }, i) => {
       const applied = applySelection(c, sel, { deviceNetwork: resourceNameOf(nad) !== undefined });
-      const att: Attachment = { network, ifName: ifNames[defaultSelections.length + i]!, isDefault: false, conf: applied.conf, selection: sel };
+      const att: Attachment = {
+        network,
+        ifName: ifNames[defaultSelections.length + i]!,
+        isDefault: false,
+        conf: applied.conf,
+        selection: sel,
+      };
       if (Object.keys(applied.capabilityArgs).length > 0) att.capabilityArgs = applied.capabilityArgs;
       return att;
     }),
@@ -131,7 +171,11 @@ function bounded(attachments: Attachment[], conf: PlexusConf): Attachment[] {
 }
 
 /** NADs of the selections, read in parallel (independent reads; delegates still run serially, N7.3). */
-async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger; conf: PlexusConf }) {
+async function resolveSelections(
+  selections: NetworkSelection[],
+  ref: PodRef,
+  ctx: { kube: KubeApi; source: FsNetworkSource; log: Logger; conf: PlexusConf },
+) {
   const files = selections.length > 0 ? await ctx.source.confDirFiles() : [];
   const kube = ctx.kube;
   const nads = await Promise.all(selections.map((sel) => kube.getNad(sel.namespace, sel.name)));
@@ -141,7 +185,11 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
     // M9, B28: the event is best effort (its failure is not the pod's), but it is awaited: the
     // process exits as soon as the ADD's answer is written. The ADD fails before any delegate runs.
     await kube
-      .recordEvent(ref, { type: "Warning", reason: "NoNetworkFound", message: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})` })
+      .recordEvent(ref, {
+        type: "Warning",
+        reason: "NoNetworkFound",
+        message: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`,
+      })
       .catch(() => {});
     throw new CniError(
       Code.InvalidNetworkConfig,
@@ -162,16 +210,33 @@ async function resolveSelections(selections: NetworkSelection[], ref: PodRef, ct
 }
 
 /** The default network(s) from the config alone: no pod, or a pod the API no longer has (B38 on DEL). */
-export async function planDefaultsOnly(req: CniRequest, conf: PlexusConf, kube: KubeApi | undefined, log: Logger): Promise<Attachment[]> {
+export async function planDefaultsOnly(
+  req: CniRequest,
+  conf: PlexusConf,
+  kube: KubeApi | undefined,
+  log: Logger,
+): Promise<Attachment[]> {
   return defaultsOnly(req, conf, new FsNetworkSource(conf.confDir, kube), kube !== undefined, log);
 }
 
 /** B7: the default network(s) from the config alone (defaultNetworks are NADs: only with API access). */
-async function defaultsOnly(req: CniRequest, conf: PlexusConf, source: FsNetworkSource, hasKube: boolean, log: Logger): Promise<Attachment[]> {
+async function defaultsOnly(
+  req: CniRequest,
+  conf: PlexusConf,
+  source: FsNetworkSource,
+  hasKube: boolean,
+  log: Logger,
+): Promise<Attachment[]> {
   if (!conf.clusterNetwork && conf.defaultNetworks.length === 0) return planFromDelegates(conf, req.ifName);
-  if (!hasKube && conf.defaultNetworks.length) log.warn({ defaultNetworks: conf.defaultNetworks }, "no Kubernetes access: defaultNetworks are not attached");
+  if (!hasKube && conf.defaultNetworks.length)
+    log.warn({ defaultNetworks: conf.defaultNetworks }, "no Kubernetes access: defaultNetworks are not attached");
   const d = await resolveDefaultNetworks(undefined, hasKube ? conf : { ...conf, defaultNetworks: [] }, source);
   for (const w of d.warnings) log.warn(w);
   const networks: ResolvedNetwork[] = [d.clusterNetwork, ...d.defaultNetworks];
-  return networks.map((n, i) => ({ network: n.network, ifName: i === 0 ? req.ifName : `net${i}`, isDefault: i === 0, conf: n.conf }));
+  return networks.map((n, i) => ({
+    network: n.network,
+    ifName: i === 0 ? req.ifName : `net${i}`,
+    isDefault: i === 0,
+    conf: n.conf,
+  }));
 }

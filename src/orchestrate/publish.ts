@@ -40,14 +40,23 @@ export function networkStatuses(attached: readonly Attached[]): NetworkStatus[] 
   );
 }
 
-export async function publishNetworkStatus(pod: Pod, uid: string | undefined, attached: readonly Attached[], kube: KubeApi, log: Logger): Promise<void> {
+export async function publishNetworkStatus(
+  pod: Pod,
+  uid: string | undefined,
+  attached: readonly Attached[],
+  kube: KubeApi,
+  log: Logger,
+): Promise<void> {
   const value = buildNetworkStatusAnnotation(networkStatuses(attached));
   checkAnnotationBudget(pod.metadata.annotations ?? {}, value);
   const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, ...(uid ? { uid } : {}) };
   await kube.setNetworkStatus(ref, value);
   // M9: best effort, after the status is written.
   const message = attached
-    .map(({ attachment, result }) => `Add ${attachment.ifName} [${(toResult(result).ips ?? []).map((ip) => ip.address).join(",")}] from ${attachment.network}`)
+    .map(
+      ({ attachment, result }) =>
+        `Add ${attachment.ifName} [${(toResult(result).ips ?? []).map((ip) => ip.address).join(",")}] from ${attachment.network}`,
+    )
     .join("; ");
   await kube.recordEvent(ref, { type: "Normal", reason: "AddedInterface", message }).catch((err: unknown) => {
     log.warn({ err: asCniError(err).message }, "could not record the AddedInterface event");

@@ -107,8 +107,20 @@ function asRecordRead(read: StoreRead<ContainerRecord>): RecordRead {
 }
 
 /** The record of one CNI call's container: what ADD attaches, or what a DEL keeps for its retry. */
-export function newRecord(req: Pick<CniRequest, "containerId" | "ifName" | "netns" | "rawArgs" | "args">, cniVersion: string, attachments: Attachment[]): ContainerRecord {
-  const record: ContainerRecord = { kind: "plexusRecordV1", containerId: req.containerId, ifName: req.ifName, netns: req.netns, cniVersion, cniArgs: req.rawArgs, attachments };
+export function newRecord(
+  req: Pick<CniRequest, "containerId" | "ifName" | "netns" | "rawArgs" | "args">,
+  cniVersion: string,
+  attachments: Attachment[],
+): ContainerRecord {
+  const record: ContainerRecord = {
+    kind: "plexusRecordV1",
+    containerId: req.containerId,
+    ifName: req.ifName,
+    netns: req.netns,
+    cniVersion,
+    cniArgs: req.rawArgs,
+    attachments,
+  };
   const pod = podOf(req.args);
   if (pod) record.pod = pod;
   return record;

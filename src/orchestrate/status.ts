@@ -13,7 +13,10 @@ import { isReady } from "./readiness";
 export async function cmdStatus(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   // N6.1.2: the default network is not ready yet; ADD would wait for it.
   if (!(await isReady(conf.readinessindicatorfile))) {
-    throw new CniError(Code.PluginNotAvailable, `the cluster default network is not ready: readiness indicator file ${conf.readinessindicatorfile} does not exist`);
+    throw new CniError(
+      Code.PluginNotAvailable,
+      `the cluster default network is not ready: readiness indicator file ${conf.readinessindicatorfile} does not exist`,
+    );
   }
   const ctx = { containerId: "", netns: "", cniArgs: "" };
   for (const att of planFromDelegates(conf, req.ifName || "eth0")) {

@@ -16,7 +16,13 @@ export interface TeardownFailure {
   error: CniError;
 }
 
-export async function teardown(attachments: readonly Attachment[], ctx: RuntimeFor, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<TeardownFailure[]> {
+export async function teardown(
+  attachments: readonly Attachment[],
+  ctx: RuntimeFor,
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<TeardownFailure[]> {
   const failures: TeardownFailure[] = [];
   for (const att of [...attachments].reverse()) {
     try {

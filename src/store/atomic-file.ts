@@ -6,7 +6,17 @@
  * Synchronous system calls on purpose: a CNI process does one thing at a time, and each
  * `fs/promises` call is a thread-pool round trip that every pod would wait for.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 

@@ -14,7 +14,20 @@
  * (development and unit tests) there is no lock; the integration and end-to-end tests run the
  * executable.
  */
-import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
@@ -57,8 +70,13 @@ function libcFlock(): Flock | null {
   if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return flockFn;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const ffi = require("bun:ffi") as { dlopen: (lib: string, s: object) => { symbols: { flock: Flock } }; FFIType: Record<string, number> };
-    const lib = ffi.dlopen("libc.so.6", { flock: { args: [ffi.FFIType.i32, ffi.FFIType.i32], returns: ffi.FFIType.i32 } });
+    const ffi = require("bun:ffi") as {
+      dlopen: (lib: string, s: object) => { symbols: { flock: Flock } };
+      FFIType: Record<string, number>;
+    };
+    const lib = ffi.dlopen("libc.so.6", {
+      flock: { args: [ffi.FFIType.i32, ffi.FFIType.i32], returns: ffi.FFIType.i32 },
+    });
     flockFn = lib.symbols.flock;
   } catch {
     flockFn = null;
@@ -190,7 +208,11 @@ function killOrphans(path: string, log: Logger): void {
       // Gone meanwhile.
     }
   }
-  if (killed.length) log.warn({ ownerPid: owner.pid, verb: owner.verb, killed }, "the call holding this container's lock was killed; killed the delegates it left running");
+  if (killed.length)
+    log.warn(
+      { ownerPid: owner.pid, verb: owner.verb, killed },
+      "the call holding this container's lock was killed; killed the delegates it left running",
+    );
 }
 
 /** Processes other than Plexus with `path` open (the inode, not just the name). */

@@ -11,7 +11,10 @@ import { isPlainObject } from "../cni/json";
 import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
 import { stateFileName } from "./state-names";
 
-export type StoreRead<T> = { state: "found"; value: T } | { state: "missing" } | { state: "corrupt"; path: string; reason: string };
+export type StoreRead<T> =
+  | { state: "found"; value: T }
+  | { state: "missing" }
+  | { state: "corrupt"; path: string; reason: string };
 
 /** What the records and the result cache need of a store; identities are lists of name parts. */
 export interface JsonStore<T> {
@@ -72,7 +75,8 @@ export class JsonFileStore<T> implements JsonStore<T> {
     const path = this.path(identity);
     await removeFile(path);
     const legacy = this.legacyPath(identity);
-    if (legacy !== undefined && legacy !== path && this.readAt(legacy, identity).state === "found") await removeFile(legacy);
+    if (legacy !== undefined && legacy !== path && this.readAt(legacy, identity).state === "found")
+      await removeFile(legacy);
   }
 
   list(): StoreRead<T>[] {

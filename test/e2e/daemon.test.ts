@@ -45,15 +45,31 @@ function get(socket: string, path: string): Promise<number> {
   });
 }
 
-async function startDaemon(scope: E2eScope, kubeconfig: string, socket: string, waitReady = true): Promise<ChildProcess> {
-  const d = spawn(PLEXUS_BIN, ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "warn"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, [scope.marker.split("=")[0]!]: scope.marker.split("=")[1] } });
+async function startDaemon(
+  scope: E2eScope,
+  kubeconfig: string,
+  socket: string,
+  waitReady = true,
+): Promise<ChildProcess> {
+  const d = spawn(
+    PLEXUS_BIN,
+    ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "warn"],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, [scope.marker.split("=")[0]!]: scope.marker.split("=")[1] },
+    },
+  );
   let stderr = "";
   d.stderr!.on("data", (c) => (stderr += c));
   d.stdout!.on("data", (c) => (stderr += `[stdout] ${c}`));
   daemons.add(d);
-  if (waitReady) await expect.poll(() => get(socket, "/readyz"), { timeout: 10_000, interval: 20 }).toBe(200).catch((err: unknown) => {
-    throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
-  });
+  if (waitReady)
+    await expect
+      .poll(() => get(socket, "/readyz"), { timeout: 10_000, interval: 20 })
+      .toBe(200)
+      .catch((err: unknown) => {
+        throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
+      });
   return d;
 }
 
@@ -68,12 +84,28 @@ async function setup(scope: E2eScope, n: number) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
-  writeFileSync(join(confDir, "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")] }));
+  writeFileSync(
+    join(confDir, "10-cbr0.conflist"),
+    JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")] }),
+  );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
   const socket = join(scope.root, "plexus.sock");
-  const conf = plexusConf(scope, [], { clusterNetwork: join(confDir, "10-cbr0.conflist"), confDir, kubeconfig, daemonSocket: socket, daemonTimeoutMilliseconds: 500 });
+  const conf = plexusConf(scope, [], {
+    clusterNetwork: join(confDir, "10-cbr0.conflist"),
+    confDir,
+    kubeconfig,
+    daemonSocket: socket,
+    daemonTimeoutMilliseconds: 500,
+  });
   delete (conf as Record<string, unknown>).delegates;
-  api.addNad({ metadata: { namespace: "app", name: "net-a" }, spec: { config: JSON.stringify(bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.219.${n + 1}.0/24`) })) } });
+  api.addNad({
+    metadata: { namespace: "app", name: "net-a" },
+    spec: {
+      config: JSON.stringify(
+        bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.219.${n + 1}.0/24`) }),
+      ),
+    },
+  });
   return { api, conf, kubeconfig, socket };
 }
 
@@ -88,17 +120,37 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
   it("an ADD reads nothing from the API server (0 GETs), writes status and one event; DEL needs neither", async () => {
     const { scope } = t;
     const { api, conf, kubeconfig, socket } = await setup(scope, 1);
-    api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+    api.addPod({
+      metadata: {
+        namespace: "app",
+        name: "web",
+        uid: "uid-web",
+        annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" },
+      },
+      spec: { nodeName: "node-1" },
+    });
     await startDaemon(scope, kubeconfig, socket);
     await expect.poll(() => api.watchCount()).toBe(2);
     const before = api.requests.length;
     const ns = scope.addNetns();
     expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
-    expect(links(ns.name).map((l) => l.name).filter((n) => n !== "lo").sort()).toEqual(["eth0", "net1"]);
+    expect(
+      links(ns.name)
+        .map((l) => l.name)
+        .filter((n) => n !== "lo")
+        .sort(),
+    ).toEqual(["eth0", "net1"]);
     // The daemon writes the event in the background, after answering the ADD.
-    await expect.poll(() => api.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
-    const status = JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/network-status"]!) as Array<{ name: string; interface: string }>;
-    expect(status.map((s) => [s.name, s.interface])).toEqual([["cbr0", "eth0"], ["app/net-a", "net1"]]);
+    await expect
+      .poll(() => api.requests.slice(before).map((r) => `${r.method} ${r.path}`))
+      .toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+    const status = JSON.parse(
+      (api.getPod("app", "web")!.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/network-status"]!,
+    ) as Array<{ name: string; interface: string }>;
+    expect(status.map((s) => [s.name, s.interface])).toEqual([
+      ["cbr0", "eth0"],
+      ["app/net-a", "net1"],
+    ]);
     const afterAdd = api.requests.length;
     expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
     expect(api.requests.length).toBe(afterAdd);
@@ -109,7 +161,15 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     const { scope } = t;
     const { api, conf, kubeconfig, socket } = await setup(scope, 3);
     await startDaemon(scope, kubeconfig, socket);
-    api.addPod({ metadata: { namespace: "app", name: "new", uid: "uid-new", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+    api.addPod({
+      metadata: {
+        namespace: "app",
+        name: "new",
+        uid: "uid-new",
+        annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" },
+      },
+      spec: { nodeName: "node-1" },
+    });
     const ns = scope.addNetns();
     expectOk(await scope.run("ADD", conf, podEnv(ns, "new")));
     expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "new")));
@@ -124,7 +184,15 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     const MIN_KILLS = 5;
     const MAX_CYCLES = 1000;
     const pods = Array.from({ length: PODS }, (_, i) => {
-      api!.addPod({ metadata: { namespace: "app", name: `p${i}`, uid: `uid-p${i}`, annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+      api!.addPod({
+        metadata: {
+          namespace: "app",
+          name: `p${i}`,
+          uid: `uid-p${i}`,
+          annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" },
+        },
+        spec: { nodeName: "node-1" },
+      });
       return { name: `p${i}`, ns: scope.addNetns() };
     });
     let daemon = await startDaemon(scope, kubeconfig, socket);
@@ -157,7 +225,8 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
             if (add.code !== 0) failures.push(`ADD ${p.name}#${i}: ${add.stdout}`);
             const del = await scope.run("DEL", conf, env);
             if (del.code !== 0 || del.stdout !== "") failures.push(`DEL ${p.name}#${i}: ${del.stdout}`);
-            if (links(p.ns.name).some((l) => l.name !== "lo")) failures.push(`leftover links in ${p.ns.name} after cycle ${i}`);
+            if (links(p.ns.name).some((l) => l.name !== "lo"))
+              failures.push(`leftover links in ${p.ns.name} after cycle ${i}`);
           }
         }),
       );
@@ -168,7 +237,9 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     expect(failures).toEqual([]);
     expect(kills).toBeGreaterThanOrEqual(MIN_KILLS);
     // Both paths carried pods: the CNI binary read pods itself only while the daemon was down.
-    const cniPodReads = api.requests.filter((r) => r.method === "GET" && r.userAgent === "plexus-cni" && /\/pods\/p\d$/.test(r.path)).length;
+    const cniPodReads = api.requests.filter(
+      (r) => r.method === "GET" && r.userAgent === "plexus-cni" && /\/pods\/p\d$/.test(r.path),
+    ).length;
     console.log(`chaos: ${done} cycles, ${kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`);
     expect(cniPodReads).toBeGreaterThan(0);
     expect(cniPodReads).toBeLessThan(done);

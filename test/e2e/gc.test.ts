@@ -16,18 +16,28 @@ function attachEnv(ns: Netns, containerId: string) {
 describeE2e("e2e GC with real delegates", () => {
   it("C2.9 GC listing one of two containers releases the other's IPs, record and cache; the listed one keeps everything", async () => {
     const { scope } = t;
-    const conf = plexusConf(scope, [defaultNet(scope, "10.215.1.0/24"), secondaryBridgeNet(scope, "10.215.2.0/24")], { cniVersion: "1.1.0" });
+    const conf = plexusConf(scope, [defaultNet(scope, "10.215.1.0/24"), secondaryBridgeNet(scope, "10.215.2.0/24")], {
+      cniVersion: "1.1.0",
+    });
     const keep = scope.addNetns();
     const gone = scope.addNetns();
     expectOk(await scope.run("ADD", conf, attachEnv(keep, "ctr-keep")));
     expectOk(await scope.run("ADD", conf, attachEnv(gone, "ctr-gone")));
-    expect(scope.ipReservations()).toEqual(["bridge-net/10.215.2.2", "bridge-net/10.215.2.3", "default-net/10.215.1.2", "default-net/10.215.1.3"]);
+    expect(scope.ipReservations()).toEqual([
+      "bridge-net/10.215.2.2",
+      "bridge-net/10.215.2.3",
+      "default-net/10.215.1.2",
+      "default-net/10.215.1.3",
+    ]);
     expect(scope.recordFiles()).toEqual(["ctr-gone-eth0.json", "ctr-keep-eth0.json"]);
     const keptLinks = links(keep.name);
 
     // The runtime removed ctr-gone's sandbox (and its namespace) without a DEL reaching Plexus.
     scope.deleteNetns(gone);
-    const gc = await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "ctr-keep", ifname: "eth0" }] });
+    const gc = await scope.run("GC", {
+      ...conf,
+      "cni.dev/valid-attachments": [{ containerID: "ctr-keep", ifname: "eth0" }],
+    });
     expectSilentOk(gc);
 
     expect(scope.ipReservations()).toEqual(["bridge-net/10.215.2.2", "default-net/10.215.1.2"]);
@@ -37,7 +47,9 @@ describeE2e("e2e GC with real delegates", () => {
     expect(scope.attachmentLeftovers().hostLinks).toHaveLength(2); // ctr-keep's two host veths
 
     // GC again is a no-op; then the kept container's own DEL cleans up the rest.
-    expectSilentOk(await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "ctr-keep", ifname: "eth0" }] }));
+    expectSilentOk(
+      await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "ctr-keep", ifname: "eth0" }] }),
+    );
     expect(scope.recordFiles()).toEqual(["ctr-keep-eth0.json"]);
     expectSilentOk(await scope.run("DEL", conf, attachEnv(keep, "ctr-keep")));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);

@@ -11,7 +11,18 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, unlinkSync
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { isAlive, PLEXUS_BIN, singleJson, TEST_PATH, waitFor } from "../support/plexus-bin";
-import { CNI_BIN_DIR, describeE2e, ip, ipTry, links, NETNS_DIR, netnsExists, randomHex, useE2eScope, type E2eScope } from "../support/netns";
+import {
+  CNI_BIN_DIR,
+  describeE2e,
+  ip,
+  ipTry,
+  links,
+  NETNS_DIR,
+  netnsExists,
+  randomHex,
+  useE2eScope,
+  type E2eScope,
+} from "../support/netns";
 import { hostLocal, PLUGIN_VERSION } from "./networks";
 
 const t = useE2eScope();
@@ -24,7 +35,12 @@ interface NodeDirs {
 }
 
 function nodeDirs(scope: E2eScope, subnet: string): NodeDirs {
-  const d = { confDir: join(scope.root, "net.d"), binDir: join(scope.root, "bin"), saDir: join(scope.root, "sa"), primary: "" };
+  const d = {
+    confDir: join(scope.root, "net.d"),
+    binDir: join(scope.root, "bin"),
+    saDir: join(scope.root, "sa"),
+    primary: "",
+  };
   for (const p of [d.confDir, d.binDir, d.saDir]) mkdirSync(p, { recursive: true });
   writeFileSync(join(d.saDir, "token"), "token-1");
   writeFileSync(join(d.saDir, "ca.crt"), "ca-1");
@@ -32,7 +48,14 @@ function nodeDirs(scope: E2eScope, subnet: string): NodeDirs {
   const primary = {
     cniVersion: PLUGIN_VERSION,
     name: "primary-net",
-    plugins: [{ type: "bridge", bridge: scope.bridgeName(), isGateway: true, ipam: hostLocal(scope, subnet, { routes: [{ dst: "0.0.0.0/0" }] }) }],
+    plugins: [
+      {
+        type: "bridge",
+        bridge: scope.bridgeName(),
+        isGateway: true,
+        ipam: hostLocal(scope, subnet, { routes: [{ dst: "0.0.0.0/0" }] }),
+      },
+    ],
   };
   writeFileSync(d.primary, JSON.stringify(primary));
   return d;
@@ -62,12 +85,21 @@ function installEnv(scope: E2eScope): Record<string, string> {
 }
 
 function runInstallOnce(scope: E2eScope, d: NodeDirs, extra: string[] = []) {
-  return spawnSync(PLEXUS_BIN, installArgs(scope, d, ["--once", ...extra]), { env: installEnv(scope), encoding: "utf8", timeout: 30_000, cwd: "/" });
+  return spawnSync(PLEXUS_BIN, installArgs(scope, d, ["--once", ...extra]), {
+    env: installEnv(scope),
+    encoding: "utf8",
+    timeout: 30_000,
+    cwd: "/",
+  });
 }
 
 /** What a runtime does with a conflist of one plugin: inject name and cniVersion, exec the plugin. */
 function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record<string, string>) {
-  const list = JSON.parse(readFileSync(join(d.confDir, "00-plexus.conflist"), "utf8")) as { cniVersion: string; name: string; plugins: Array<Record<string, unknown>> };
+  const list = JSON.parse(readFileSync(join(d.confDir, "00-plexus.conflist"), "utf8")) as {
+    cniVersion: string;
+    name: string;
+    plugins: Array<Record<string, unknown>>;
+  };
   const stdin = JSON.stringify({ ...list.plugins[0], name: list.name, cniVersion: list.cniVersion });
   const [mk, mv] = scope.marker.split("=") as [string, string];
   return spawnSync(join(d.binDir, "plexus"), [], {
@@ -75,7 +107,14 @@ function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record
     encoding: "utf8",
     timeout: 30_000,
     cwd: "/",
-    env: { PATH: TEST_PATH, [mk]: mv, CNI_COMMAND: command, CNI_PATH: `${d.binDir}:${CNI_BIN_DIR}`, CNI_ARGS: "IgnoreUnknown=1", ...env },
+    env: {
+      PATH: TEST_PATH,
+      [mk]: mv,
+      CNI_COMMAND: command,
+      CNI_PATH: `${d.binDir}:${CNI_BIN_DIR}`,
+      CNI_ARGS: "IgnoreUnknown=1",
+      ...env,
+    },
   });
 }
 
@@ -93,7 +132,11 @@ describeE2e("e2e plexus install", () => {
     expect(inst.stderr).toMatch(/"msg":"config installed"/);
     expect(sha(join(d.binDir, "plexus"))).toBe(sha(PLEXUS_BIN));
     const conf = JSON.parse(readFileSync(join(d.confDir, "00-plexus.conflist"), "utf8"));
-    expect(conf.plugins[0]).toMatchObject({ type: "plexus", clusterNetwork: d.primary, kubeconfig: join(d.confDir, "plexus.d", "plexus.kubeconfig") });
+    expect(conf.plugins[0]).toMatchObject({
+      type: "plexus",
+      clusterNetwork: d.primary,
+      kubeconfig: join(d.confDir, "plexus.d", "plexus.kubeconfig"),
+    });
 
     const nsName = `plx-inst-${randomHex(4)}`;
     ip(["netns", "add", nsName]);
@@ -125,7 +168,11 @@ describeE2e("e2e plexus install", () => {
     const [mk, mv] = scope.marker.split("=") as [string, string];
     const running = spawn(dest, ["30"], { env: { [mk]: mv }, stdio: "ignore" });
     try {
-      await waitFor(() => running.pid !== undefined && readFileSync(`/proc/${running.pid}/cmdline`, "utf8").includes("30"), 5000, "the old binary running");
+      await waitFor(
+        () => running.pid !== undefined && readFileSync(`/proc/${running.pid}/cmdline`, "utf8").includes("30"),
+        5000,
+        "the old binary running",
+      );
       // Control: writing the running file in place is what fails with "text file busy".
       expect(() => writeFileSync(dest, "x", { flag: "r+" })).toThrow(expect.objectContaining({ code: "ETXTBSY" }));
       const inst = runInstallOnce(scope, d);
@@ -134,14 +181,21 @@ describeE2e("e2e plexus install", () => {
       expect(isAlive(running.pid!)).toBe(true);
       expect(sha(dest)).toBe(sha(PLEXUS_BIN));
       expect(statSync(dest).mode & 0o777).toBe(0o755);
-      const version = spawnSync(dest, [], { env: { CNI_COMMAND: "VERSION" }, input: "", encoding: "utf8", timeout: 10_000 });
+      const version = spawnSync(dest, [], {
+        env: { CNI_COMMAND: "VERSION" },
+        input: "",
+        encoding: "utf8",
+        timeout: 10_000,
+      });
       expect(version.status).toBe(0);
       expect(singleJson(version.stdout)).toHaveProperty("supportedVersions");
       // No temp file left beside it.
       expect(spawnSync("ls", ["-A", d.binDir], { encoding: "utf8" }).stdout.trim().split("\n")).toEqual(["plexus"]);
     } finally {
       running.kill("SIGKILL");
-      await new Promise((r) => (running.exitCode !== null || running.signalCode !== null ? r(null) : running.once("exit", r)));
+      await new Promise((r) =>
+        running.exitCode !== null || running.signalCode !== null ? r(null) : running.once("exit", r),
+      );
     }
   });
 
@@ -149,7 +203,11 @@ describeE2e("e2e plexus install", () => {
     const { scope } = t;
     const d = nodeDirs(scope, "10.219.3.0/24");
     const confPath = join(d.confDir, "00-plexus.conflist");
-    const child: ChildProcess = spawn(PLEXUS_BIN, installArgs(scope, d, ["--cleanup-config-on-exit"]), { env: installEnv(scope), cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
+    const child: ChildProcess = spawn(PLEXUS_BIN, installArgs(scope, d, ["--cleanup-config-on-exit"]), {
+      env: installEnv(scope),
+      cwd: "/",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout!.on("data", (b: Buffer) => (stdout += b.toString()));
@@ -159,7 +217,11 @@ describeE2e("e2e plexus install", () => {
       await waitFor(() => existsSync(confPath), 15_000, "config written by the running installer");
       const primary = JSON.parse(readFileSync(d.primary, "utf8"));
       writeFileSync(d.primary, JSON.stringify({ ...primary, cniVersion: "0.4.0" }));
-      await waitFor(() => JSON.parse(readFileSync(confPath, "utf8")).cniVersion === "0.4.0", 5000, "config regenerated for the changed primary");
+      await waitFor(
+        () => JSON.parse(readFileSync(confPath, "utf8")).cniVersion === "0.4.0",
+        5000,
+        "config regenerated for the changed primary",
+      );
       unlinkSync(confPath);
       await waitFor(() => existsSync(confPath), 5000, "config restored");
       expect(stderr).toMatch(/deleted or renamed by another agent: restored/);

@@ -21,13 +21,27 @@ function slowBridgeDir(scope: E2eScope, sleepSeconds: number): string {
   const dir = join(scope.root, "slowbin");
   mkdirSync(dir, { recursive: true });
   const path = join(dir, "slowbridge");
-  writeFileSync(path, `#!/bin/sh\n[ "$CNI_COMMAND" = ADD ] && sleep ${sleepSeconds}\nexec ${CNI_BIN_DIR}/bridge "$@"\n`);
+  writeFileSync(
+    path,
+    `#!/bin/sh\n[ "$CNI_COMMAND" = ADD ] && sleep ${sleepSeconds}\nexec ${CNI_BIN_DIR}/bridge "$@"\n`,
+  );
   chmodSync(path, 0o755);
   return dir;
 }
 
-function run(scope: E2eScope, verb: string, conf: unknown, env: Record<string, string>, onSpawn?: (pid: number) => void): Promise<RunResult> {
-  return runPlexus({ env: scope.env(verb, env), stdin: JSON.stringify(conf), timeoutMs: 30_000, ...(onSpawn ? { onSpawn } : {}) });
+function run(
+  scope: E2eScope,
+  verb: string,
+  conf: unknown,
+  env: Record<string, string>,
+  onSpawn?: (pid: number) => void,
+): Promise<RunResult> {
+  return runPlexus({
+    env: scope.env(verb, env),
+    stdin: JSON.stringify(conf),
+    timeoutMs: 30_000,
+    ...(onSpawn ? { onSpawn } : {}),
+  });
 }
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -39,9 +53,20 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
     for (let round = 0; round < 8; round++) {
       const conf = plexusConf(scope, [{ ...defaultNet(scope, `10.223.${round}.0/24`), type: "slowbridge" }]);
       const ns: Netns = scope.addNetns();
-      const env = { CNI_CONTAINERID: `ctr-kill-${round}`, CNI_NETNS: ns.path, CNI_IFNAME: "eth0", CNI_PATH: `${slow}:${CNI_BIN_DIR}` };
+      const env = {
+        CNI_CONTAINERID: `ctr-kill-${round}`,
+        CNI_NETNS: ns.path,
+        CNI_IFNAME: "eth0",
+        CNI_PATH: `${slow}:${CNI_BIN_DIR}`,
+      };
       const killAfter = 50 + Math.floor((400 * round) / 7);
-      const add = await run(scope, "ADD", conf, env, (pid) => void setTimeout(() => process.kill(pid, "SIGKILL"), killAfter));
+      const add = await run(
+        scope,
+        "ADD",
+        conf,
+        env,
+        (pid) => void setTimeout(() => process.kill(pid, "SIGKILL"), killAfter),
+      );
       expect(add.signal, `round ${round}: plexus was killed ${killAfter} ms into ADD`).toBe("SIGKILL");
       expectSilentOk(await run(scope, "DEL", conf, env));
       expectSilentOk(await run(scope, "DEL", conf, { ...env, CNI_NETNS: "" }));
@@ -54,10 +79,16 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
   it("R2 ADD and DEL of one container at once (10 rounds): they run one after the other, and after the runtime's last DEL nothing is left", async () => {
     const { scope } = t;
     for (let round = 0; round < 10; round++) {
-      const conf = plexusConf(scope, [defaultNet(scope, `10.223.${20 + round}.0/24`), bridgeNet({ name: "second", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.223.${40 + round}.0/24`) })]);
+      const conf = plexusConf(scope, [
+        defaultNet(scope, `10.223.${20 + round}.0/24`),
+        bridgeNet({ name: "second", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.223.${40 + round}.0/24`) }),
+      ]);
       const ns = scope.addNetns();
       const env = { CNI_CONTAINERID: `ctr-race-${round}`, CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
-      const [add, del] = await Promise.all([run(scope, "ADD", conf, env), settle(round * 15).then(() => run(scope, "DEL", conf, env))]);
+      const [add, del] = await Promise.all([
+        run(scope, "ADD", conf, env),
+        settle(round * 15).then(() => run(scope, "DEL", conf, env)),
+      ]);
       expect(add.code, `round ${round} ADD: ${add.stdout}`).toBe(0);
       expect(del.code, `round ${round} DEL: ${del.stdout}`).toBe(0);
       // The runtime goes on as after any sandbox: StopPodSandbox's DEL, the netns removed, RemovePodSandbox's DEL.

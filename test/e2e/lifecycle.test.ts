@@ -9,14 +9,28 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError } from "../support/plexus-bin";
 import { CNI_BIN_DIR, describeE2e, ip, links, NOTHING_LEFT, routes, useE2eScope } from "../support/netns";
-import { cacheNames, cachedResult, defaultNet, expectNetnsMatchesResult, expectOk, expectSilentOk, plexusConf, secondaryBridgeNet, type Result100 } from "./networks";
+import {
+  cacheNames,
+  cachedResult,
+  defaultNet,
+  expectNetnsMatchesResult,
+  expectOk,
+  expectSilentOk,
+  plexusConf,
+  secondaryBridgeNet,
+  type Result100,
+} from "./networks";
 
 const t = useE2eScope();
 
 /** Default network 10.211.<n>.0/24 on eth0, a second bridge network 10.211.<n+1>.0/24 on net1. */
 function twoBridges(n: number, extra: Record<string, unknown> = {}) {
   const { scope } = t;
-  return plexusConf(scope, [defaultNet(scope, `10.211.${n}.0/24`), secondaryBridgeNet(scope, `10.211.${n + 1}.0/24`)], extra);
+  return plexusConf(
+    scope,
+    [defaultNet(scope, `10.211.${n}.0/24`), secondaryBridgeNet(scope, `10.211.${n + 1}.0/24`)],
+    extra,
+  );
 }
 
 function attachEnv(netns: string, containerId = "ctr-life") {
@@ -46,11 +60,15 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
         .sort(),
     ).toEqual(["eth0", "lo", "net1"]);
     // The default route goes through the default network only.
-    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([{ dst: "default", gateway: "10.211.1.1", dev: "eth0" }]);
+    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([
+      { dst: "default", gateway: "10.211.1.1", dev: "eth0" },
+    ]);
 
     // M7: the record and the cache are on disk; host-local holds one address per network.
     expect(scope.recordFiles()).toEqual(["ctr-life-eth0.json"]);
-    const record = JSON.parse(readFileSync(join(scope.cniDir, "records", "ctr-life-eth0.json"), "utf8")) as { attachments: Array<{ ifName: string; network: string }> };
+    const record = JSON.parse(readFileSync(join(scope.cniDir, "records", "ctr-life-eth0.json"), "utf8")) as {
+      attachments: Array<{ ifName: string; network: string }>;
+    };
     expect(record.attachments.map((a) => `${a.network}:${a.ifName}`)).toEqual(["default-net:eth0", "bridge-net:net1"]);
     expect(scope.cacheFiles()).toEqual(cacheNames(scope, "ctr-life", ["bridge-net", "net1"], ["default-net", "eth0"]));
     expect(scope.ipReservations()).toEqual(["bridge-net/10.211.2.2", "default-net/10.211.1.2"]);
@@ -85,7 +103,10 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
 
     expectOk(await scope.run("ADD", conf, env));
     expectSilentOk(await scope.run("DEL", conf, env));
-    const lines = readFileSync(log, "utf8").trim().split("\n").map((l) => l.split(" "));
+    const lines = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => l.split(" "));
     // Strictly alternating start/end pairs: no delegate starts before the previous one ended.
     expect(lines.map((l) => `${l[0]} ${l[1]} ${l[2]}`)).toEqual([
       "start ADD eth0",
@@ -134,7 +155,7 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("K1 B5 C2.5 containerd's two DELs: with the netns, then with CNI_NETNS=\"\" after the netns is gone", async () => {
+  it('K1 B5 C2.5 containerd\'s two DELs: with the netns, then with CNI_NETNS="" after the netns is gone', async () => {
     const { scope } = t;
     const ns = scope.addNetns();
     const conf = twoBridges(9);
@@ -149,7 +170,7 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("B5 C2.5 DEL with CNI_NETNS=\"\" after the namespace was deleted releases the IPs, the record and the cache", async () => {
+  it('B5 C2.5 DEL with CNI_NETNS="" after the namespace was deleted releases the IPs, the record and the cache', async () => {
     const { scope } = t;
     const ns = scope.addNetns();
     const conf = twoBridges(11);
@@ -186,9 +207,13 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     // Errors: one JSON error object each, in the config's version.
     const unknown = cniError(await scope.run("CHECK", conf, { ...env, CNI_CONTAINERID: "ctr-unknown" }));
     expect(unknown).toMatchObject({ cniVersion: "1.1.0", code: 3 });
-    const badNetns = cniError(await scope.run("ADD", conf, { ...env, CNI_CONTAINERID: "ctr-other", CNI_NETNS: `${ns.path}-gone` }));
+    const badNetns = cniError(
+      await scope.run("ADD", conf, { ...env, CNI_CONTAINERID: "ctr-other", CNI_NETNS: `${ns.path}-gone` }),
+    );
     expect(badNetns).toMatchObject({ cniVersion: "1.1.0", code: 4 });
-    expectSilentOk(await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "ctr-stdout", ifname: "eth0" }] }));
+    expectSilentOk(
+      await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "ctr-stdout", ifname: "eth0" }] }),
+    );
     expectSilentOk(await scope.run("DEL", conf, env));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
@@ -202,7 +227,11 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     // The runtime repeats ADD without a DEL (or an earlier ADD was cut short after its record).
     const again = expectOk(await scope.run("ADD", conf, env)) as unknown as Result100;
     expectNetnsMatchesResult(ns, again, { ifName: "eth0" });
-    expect(links(ns.name).map((l) => l.name).sort()).toEqual(["eth0", "lo", "net1"]);
+    expect(
+      links(ns.name)
+        .map((l) => l.name)
+        .sort(),
+    ).toEqual(["eth0", "lo", "net1"]);
     // One reservation per network, not two: the first ADD's addresses were released.
     expect(scope.ipReservations()).toHaveLength(2);
     expect(scope.recordFiles()).toEqual(["ctr-again-eth0.json"]);
@@ -210,7 +239,7 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("K5 B62 a DEL that fails because a delegate's state is unreachable never says \"not found\"; the record is kept for the retry", async () => {
+  it('K5 B62 a DEL that fails because a delegate\'s state is unreachable never says "not found"; the record is kept for the retry', async () => {
     const { scope } = t;
     const ns = scope.addNetns();
     const conf = twoBridges(19);
@@ -222,7 +251,12 @@ describeE2e("e2e lifecycle: bridge + host-local default network and a second bri
     mkdirSync(binDir);
     writeFileSync(
       join(binDir, "bridge"),
-      ["#!/bin/sh", `if [ "$CNI_COMMAND" = DEL ] && [ "$CNI_IFNAME" = net1 ]; then echo '{"cniVersion":"1.0.0","code":999,"msg":"Link not found"}'; exit 1; fi`, `exec ${CNI_BIN_DIR}/bridge`, ""].join("\n"),
+      [
+        "#!/bin/sh",
+        `if [ "$CNI_COMMAND" = DEL ] && [ "$CNI_IFNAME" = net1 ]; then echo '{"cniVersion":"1.0.0","code":999,"msg":"Link not found"}'; exit 1; fi`,
+        `exec ${CNI_BIN_DIR}/bridge`,
+        "",
+      ].join("\n"),
     );
     chmodSync(join(binDir, "bridge"), 0o755);
     const err = cniError(await scope.run("DEL", { ...conf, binDir }, env));

@@ -10,9 +10,24 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, wr
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError, TEST_PATH } from "../support/plexus-bin";
-import { CNI_BIN_DIR, describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope, type Netns } from "../support/netns";
+import {
+  CNI_BIN_DIR,
+  describeE2e,
+  links,
+  NOTHING_LEFT,
+  useE2eScope,
+  type E2eScope,
+  type Netns,
+} from "../support/netns";
 import { writeLibcniResult, writeMultusCache, type MultusDelegate } from "../support/multus-cache";
-import { defaultNet, expectNetnsMatchesResult, expectSilentOk, plexusConf, secondaryBridgeNet, type Result100 } from "./networks";
+import {
+  defaultNet,
+  expectNetnsMatchesResult,
+  expectSilentOk,
+  plexusConf,
+  secondaryBridgeNet,
+  type Result100,
+} from "./networks";
 
 const t = useE2eScope();
 
@@ -28,7 +43,10 @@ function multusArgs(containerId: string): Array<[string, string]> {
 }
 
 /** One delegate ADD the way Multus's libcni runs it: the plugin binary, the CNI env, the config on stdin. */
-function libcniAdd(scope: E2eScope, o: { config: Record<string, unknown>; containerId: string; netns: Netns; ifName: string }): Result100 {
+function libcniAdd(
+  scope: E2eScope,
+  o: { config: Record<string, unknown>; containerId: string; netns: Netns; ifName: string },
+): Result100 {
   const [mk, mv] = scope.marker.split("=") as [string, string];
   const r = spawnSync(join(CNI_BIN_DIR, String(o.config.type)), [], {
     input: JSON.stringify(o.config),
@@ -76,10 +94,22 @@ function attachAsMultus(n: number, containerId: string): MultusPod {
   for (const d of delegates) {
     const result = libcniAdd(scope, { config: d.config, containerId, netns, ifName: d.ifName });
     expectNetnsMatchesResult(netns, result, { ifName: d.ifName });
-    writeLibcniResult(multusDir, { network: String(d.config.name), containerId, ifName: d.ifName, config: d.config, netns: netns.path, cniArgs: multusArgs(containerId), result });
+    writeLibcniResult(multusDir, {
+      network: String(d.config.name),
+      containerId,
+      ifName: d.ifName,
+      config: d.config,
+      netns: netns.path,
+      cniArgs: multusArgs(containerId),
+      result,
+    });
   }
   writeMultusCache(multusDir, containerId, delegates);
-  expect(links(netns.name).map((l) => l.name).sort()).toEqual(["eth0", "lo", "net1"]);
+  expect(
+    links(netns.name)
+      .map((l) => l.name)
+      .sort(),
+  ).toEqual(["eth0", "lo", "net1"]);
   expect(scope.ipReservations()).toEqual([`bridge-net/10.218.${n + 1}.2`, `cluster-net/10.218.${n}.2`]);
   return { containerId, netns, multusDir, defaultNetwork };
 }
@@ -91,7 +121,14 @@ function switchedConf(pod: MultusPod, extra: Record<string, unknown> = {}) {
 
 /** What the runtime passes on DEL (the kubelet's K8S_POD_* args). */
 function runtimeEnv(pod: MultusPod, netns = pod.netns.path) {
-  return { CNI_CONTAINERID: pod.containerId, CNI_NETNS: netns, CNI_IFNAME: "eth0", CNI_ARGS: multusArgs(pod.containerId).map(([k, v]) => `${k}=${v}`).join(";") };
+  return {
+    CNI_CONTAINERID: pod.containerId,
+    CNI_NETNS: netns,
+    CNI_IFNAME: "eth0",
+    CNI_ARGS: multusArgs(pod.containerId)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(";"),
+  };
 }
 
 /** Multus's own files for the pod: its delegate list and libcni's results. */
@@ -106,7 +143,11 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
   it("M7 C2.5 B65 DEL without a Plexus record tears down every interface and IP Multus's delegates made and removes Multus's files; DEL again with CNI_NETNS=\"\" exits 0", async () => {
     const { scope } = t;
     const pod = attachAsMultus(1, "ctr-multus");
-    expect(multusLeftovers(pod)).toEqual(["ctr-multus", "results/bridge-net-ctr-multus-net1", "results/cluster-net-ctr-multus-eth0"]);
+    expect(multusLeftovers(pod)).toEqual([
+      "ctr-multus",
+      "results/bridge-net-ctr-multus-net1",
+      "results/cluster-net-ctr-multus-eth0",
+    ]);
 
     expectSilentOk(await scope.run("DEL", switchedConf(pod), runtimeEnv(pod)));
     expect(links(pod.netns.name).map((l) => l.name)).toEqual(["lo"]);
@@ -152,7 +193,11 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
     const err = cniError(await scope.run("DEL", switchedConf(pod, { binDir }), runtimeEnv(pod)));
     expect(err).toMatchObject({ code: 11, msg: expect.stringContaining('network "default/bridge-net" (net1)') });
     // eth0 is gone, net1 and its reservation are still there; Multus's file and net1's result are kept.
-    expect(links(pod.netns.name).map((l) => l.name).sort()).toEqual(["lo", "net1"]);
+    expect(
+      links(pod.netns.name)
+        .map((l) => l.name)
+        .sort(),
+    ).toEqual(["lo", "net1"]);
     expect(scope.ipReservations()).toEqual(["bridge-net/10.218.6.2"]);
     expect(multusLeftovers(pod)).toEqual(["ctr-mfail", "results/bridge-net-ctr-mfail-net1"]);
     expect(readFileSync(join(pod.multusDir, pod.containerId), "utf8")).toContain('"plexusDelAttempts":1');

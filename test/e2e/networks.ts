@@ -21,13 +21,33 @@ export function hostLocal(scope: E2eScope, subnet: string, extra: Record<string,
   return { type: "host-local", dataDir: scope.dataDir, subnet, ...extra };
 }
 
-export function bridgeNet(o: { name: string; bridge: string; ipam: Ipam; isGateway?: boolean; cniVersion?: string; extra?: Record<string, unknown> }) {
-  return { cniVersion: o.cniVersion ?? PLUGIN_VERSION, name: o.name, type: "bridge", bridge: o.bridge, isGateway: o.isGateway ?? false, ipam: o.ipam, ...o.extra };
+export function bridgeNet(o: {
+  name: string;
+  bridge: string;
+  ipam: Ipam;
+  isGateway?: boolean;
+  cniVersion?: string;
+  extra?: Record<string, unknown>;
+}) {
+  return {
+    cniVersion: o.cniVersion ?? PLUGIN_VERSION,
+    name: o.name,
+    type: "bridge",
+    bridge: o.bridge,
+    isGateway: o.isGateway ?? false,
+    ipam: o.ipam,
+    ...o.extra,
+  };
 }
 
 /** The default network most tests use: bridge + host-local with a gateway and a default route. */
 export function defaultNet(scope: E2eScope, subnet: string, name = "default-net") {
-  return bridgeNet({ name, bridge: scope.bridgeName(), isGateway: true, ipam: hostLocal(scope, subnet, { routes: [{ dst: "0.0.0.0/0" }] }) });
+  return bridgeNet({
+    name,
+    bridge: scope.bridgeName(),
+    isGateway: true,
+    ipam: hostLocal(scope, subnet, { routes: [{ dst: "0.0.0.0/0" }] }),
+  });
 }
 
 export function secondaryBridgeNet(scope: E2eScope, subnet: string, name = "bridge-net") {
@@ -44,7 +64,15 @@ export function ipvlanNet(o: { name: string; master: string; ipam: Ipam }) {
 
 /** Plexus's own config: the Multus thin keys, a per-test cniDir. */
 export function plexusConf(scope: E2eScope, delegates: unknown[], extra: Record<string, unknown> = {}) {
-  return { cniVersion: "1.0.0", name: "plexus-e2e", type: "plexus", cniDir: scope.cniDir, delegates, delegateTimeoutSeconds: 20, ...extra };
+  return {
+    cniVersion: "1.0.0",
+    name: "plexus-e2e",
+    type: "plexus",
+    cniDir: scope.cniDir,
+    delegates,
+    delegateTimeoutSeconds: 20,
+    ...extra,
+  };
 }
 
 export interface Result100 {
@@ -75,7 +103,9 @@ export function cacheNames(scope: E2eScope, containerId: string, ...attachments:
 
 /** The cached (libcni-style) result of one delegate attachment, as Plexus stored it. */
 export function cachedResult(scope: E2eScope, network: string, containerId: string, ifName: string): Result100 {
-  const entry = JSON.parse(readFileSync(new ResultCache(scope.cniDir).path({ networkName: network, containerId, ifName }), "utf8")) as { result: Result100 };
+  const entry = JSON.parse(
+    readFileSync(new ResultCache(scope.cniDir).path({ networkName: network, containerId, ifName }), "utf8"),
+  ) as { result: Result100 };
   return entry.result;
 }
 

@@ -27,11 +27,15 @@ const IMAGE = "localhost/plexus-e2e-busybox:1";
 let home: string;
 
 function podman(args: readonly string[]): { status: number; stdout: string; stderr: string } {
-  const r = spawnSync("podman", ["--root", join(home, "root"), "--runroot", join(home, "run"), "--storage-driver", "vfs", ...args], {
-    env: { PATH: TEST_PATH, CONTAINERS_CONF: join(home, "containers.conf"), HOME: home },
-    encoding: "utf8",
-    timeout: 60_000,
-  });
+  const r = spawnSync(
+    "podman",
+    ["--root", join(home, "root"), "--runroot", join(home, "run"), "--storage-driver", "vfs", ...args],
+    {
+      env: { PATH: TEST_PATH, CONTAINERS_CONF: join(home, "containers.conf"), HOME: home },
+      encoding: "utf8",
+      timeout: 60_000,
+    },
+  );
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr + (r.error ? String(r.error) : "") };
 }
 
@@ -43,8 +47,19 @@ function podmanOk(args: readonly string[]): string {
 
 /** A podman network that is Plexus with inline delegates (no Kubernetes), state in the test's scope. */
 function writeNetwork(scope: E2eScope, name: string, delegates: unknown[]): void {
-  const plexus = { type: "plexus", cniDir: scope.cniDir, logLevel: "debug", logFile: join(scope.root, "plexus.log"), logToStderr: false, capabilities: { ips: true, mac: true }, delegates };
-  writeFileSync(join(home, "net", `${name}.conflist`), JSON.stringify({ cniVersion: "1.0.0", name, plugins: [plexus] }));
+  const plexus = {
+    type: "plexus",
+    cniDir: scope.cniDir,
+    logLevel: "debug",
+    logFile: join(scope.root, "plexus.log"),
+    logToStderr: false,
+    capabilities: { ips: true, mac: true },
+    delegates,
+  };
+  writeFileSync(
+    join(home, "net", `${name}.conflist`),
+    JSON.stringify({ cniVersion: "1.0.0", name, plugins: [plexus] }),
+  );
 }
 
 const withIps = <T extends object>(o: T) => ({ ...o, capabilities: { ips: true } });
@@ -102,7 +117,20 @@ describeE2e(
         withIps(defaultNet(scope, "10.222.1.0/24", "pm-main")),
         withIps(bridgeNet({ name: "pm-second", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.222.2.0/24") })),
       ]);
-      const out = podmanOk(["run", "--rm", ...ULIMITS, "--network", "plx-two", "--ip", "10.222.1.50", IMAGE, "ip", "-o", "-4", "addr"]);
+      const out = podmanOk([
+        "run",
+        "--rm",
+        ...ULIMITS,
+        "--network",
+        "plx-two",
+        "--ip",
+        "10.222.1.50",
+        IMAGE,
+        "ip",
+        "-o",
+        "-4",
+        "addr",
+      ]);
       expect(addresses(out)).toEqual({ eth0: ["10.222.1.50/24"], net1: ["10.222.2.2/24"] });
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
     });
@@ -121,7 +149,10 @@ describeE2e(
     it("K1 M7 an ADD that fails under podman (the second network's range is taken): podman's cleanup DEL succeeds, nothing is left, the next run works", async () => {
       const { scope } = t;
       const full = hostLocal(scope, "10.222.5.0/24", { rangeStart: "10.222.5.10", rangeEnd: "10.222.5.10" });
-      writeNetwork(scope, "plx-full", [defaultNet(scope, "10.222.4.0/24", "pm-ok"), bridgeNet({ name: "pm-full", bridge: scope.bridgeName(), ipam: full })]);
+      writeNetwork(scope, "plx-full", [
+        defaultNet(scope, "10.222.4.0/24", "pm-ok"),
+        bridgeNet({ name: "pm-full", bridge: scope.bridgeName(), ipam: full }),
+      ]);
       mkdirSync(join(scope.dataDir, "pm-full"), { recursive: true });
       writeFileSync(join(scope.dataDir, "pm-full", "10.222.5.10"), "someone-else\neth0");
       const r = podman(["run", "--rm", ...ULIMITS, "--network", "plx-full", IMAGE, "true"]);

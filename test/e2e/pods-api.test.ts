@@ -21,7 +21,10 @@ async function setup(scope: E2eScope, n: number) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
-  writeFileSync(join(confDir, "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.217.${n}.0/24`, "cbr0")] }));
+  writeFileSync(
+    join(confDir, "10-cbr0.conflist"),
+    JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.217.${n}.0/24`, "cbr0")] }),
+  );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root });
   const conf = plexusConf(scope, [], { clusterNetwork: "cbr0", confDir, kubeconfig });
   delete (conf as Record<string, unknown>).delegates;
@@ -32,13 +35,44 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
   it("N4.1.1 N5 N5.2 M9 `net-a,other/net-b@eth5` gets eth0, net1, eth5 and a correct network-status on the API server; DEL needs no API (M7)", async () => {
     const { scope } = t;
     const { api, conf } = await setup(scope, 1);
-    api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a,other/net-b@eth5" } } });
-    api.addNad({ metadata: { namespace: "app", name: "net-a" }, spec: { config: JSON.stringify(bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.217.2.0/24") })) } });
-    api.addNad({ metadata: { namespace: "other", name: "net-b" }, spec: { config: JSON.stringify(bridgeNet({ name: "net-b", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.217.3.0/24") })) } });
+    api.addPod({
+      metadata: {
+        namespace: "app",
+        name: "web",
+        uid: "uid-web",
+        annotations: { "k8s.v1.cni.cncf.io/networks": "net-a,other/net-b@eth5" },
+      },
+    });
+    api.addNad({
+      metadata: { namespace: "app", name: "net-a" },
+      spec: {
+        config: JSON.stringify(
+          bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.217.2.0/24") }),
+        ),
+      },
+    });
+    api.addNad({
+      metadata: { namespace: "other", name: "net-b" },
+      spec: {
+        config: JSON.stringify(
+          bridgeNet({ name: "net-b", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.217.3.0/24") }),
+        ),
+      },
+    });
     const ns = scope.addNetns();
-    const env = { CNI_CONTAINERID: "ctr-api", CNI_NETNS: ns.path, CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web" };
+    const env = {
+      CNI_CONTAINERID: "ctr-api",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web",
+    };
     expectOk(await scope.run("ADD", conf, env));
-    expect(links(ns.name).map((l) => l.name).filter((n) => n !== "lo").sort()).toEqual(["eth0", "eth5", "net1"]);
+    expect(
+      links(ns.name)
+        .map((l) => l.name)
+        .filter((n) => n !== "lo")
+        .sort(),
+    ).toEqual(["eth0", "eth5", "net1"]);
     const annotations = (api.getPod("app", "web")!.metadata.annotations ?? {}) as Record<string, string>;
     const status = JSON.parse(annotations["k8s.v1.cni.cncf.io/network-status"]!) as Array<Record<string, unknown>>;
     expect(status.map((s) => [s.name, s.interface, s.ips, s.default])).toEqual([
@@ -72,10 +106,19 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
     api.addPod({ metadata: { namespace: "app", name: "busy", uid: "uid-busy", annotations: {} } });
     api.inject({ method: "PATCH" }, { kind: "status", code: 409 });
     const ns = scope.addNetns();
-    const env = { CNI_CONTAINERID: "ctr-busy", CNI_NETNS: ns.path, CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=busy;K8S_POD_UID=uid-busy" };
+    const env = {
+      CNI_CONTAINERID: "ctr-busy",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=busy;K8S_POD_UID=uid-busy",
+    };
     const err = cniError(await scope.run("ADD", conf, env));
     expect(err.msg).toContain("network-status");
-    expect(links(ns.name).map((l) => l.name).filter((n) => n !== "lo")).toEqual([]);
+    expect(
+      links(ns.name)
+        .map((l) => l.name)
+        .filter((n) => n !== "lo"),
+    ).toEqual([]);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 });

@@ -20,7 +20,12 @@ interface Cluster {
 }
 
 function nad(namespace: string, name: string, config: unknown) {
-  return { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition", metadata: { namespace, name }, spec: { config: JSON.stringify(config) } };
+  return {
+    apiVersion: "k8s.cni.cncf.io/v1",
+    kind: "NetworkAttachmentDefinition",
+    metadata: { namespace, name },
+    spec: { config: JSON.stringify(config) },
+  };
 }
 
 function pod(namespace: string, name: string, annotations: Record<string, string>, uid = `uid-${name}`) {
@@ -33,7 +38,14 @@ function cluster(scope: E2eScope, subnet: number, objects: unknown[], extra: Rec
   const confDir = join(scope.root, "net.d");
   mkdirSync(dir, { recursive: true });
   mkdirSync(confDir, { recursive: true });
-  writeFileSync(join(confDir, "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.216.${subnet}.0/24`, "cbr0")] }));
+  writeFileSync(
+    join(confDir, "10-cbr0.conflist"),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "cbr0",
+      plugins: [defaultNet(scope, `10.216.${subnet}.0/24`, "cbr0")],
+    }),
+  );
   writeFileSync(join(dir, "objects.json"), JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }));
   const conf = plexusConf(scope, [], { clusterNetwork: "cbr0", confDir, fileClusterDir: dir, ...extra });
   delete (conf as Record<string, unknown>).delegates;
@@ -46,24 +58,44 @@ function cluster(scope: E2eScope, subnet: number, objects: unknown[], extra: Rec
     },
     events: () =>
       existsSync(join(dir, "status", "events.jsonl"))
-        ? readFileSync(join(dir, "status", "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
+        ? readFileSync(join(dir, "status", "events.jsonl"), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l))
         : [],
   };
 }
 
 function podEnv(ns: Netns, namespace: string, name: string, containerId = `ctr-${name}`, uid = `uid-${name}`) {
-  return { CNI_CONTAINERID: containerId, CNI_NETNS: ns.path, CNI_IFNAME: "eth0", CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_UID=${uid}` };
+  return {
+    CNI_CONTAINERID: containerId,
+    CNI_NETNS: ns.path,
+    CNI_IFNAME: "eth0",
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_UID=${uid}`,
+  };
 }
 
-const names = (ns: Netns) => links(ns.name).map((l) => l.name).filter((n) => n !== "lo").sort();
+const names = (ns: Netns) =>
+  links(ns.name)
+    .map((l) => l.name)
+    .filter((n) => n !== "lo")
+    .sort();
 
 describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-status", () => {
   it("N4.1 N4.1.1 N4.2 N5 N5.2 N6 N6.2 M9 `net-a,other/net-b@eth5` gets eth0, net1, eth5 and a network-status with the default network first", async () => {
     const { scope } = t;
     const c = cluster(scope, 1, [
       pod("app", "web", { "k8s.v1.cni.cncf.io/networks": "net-a,other/net-b@eth5" }),
-      nad("app", "net-a", bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.2.0/24") })),
-      nad("other", "net-b", bridgeNet({ name: "net-b", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.3.0/24") })),
+      nad(
+        "app",
+        "net-a",
+        bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.2.0/24") }),
+      ),
+      nad(
+        "other",
+        "net-b",
+        bridgeNet({ name: "net-b", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.3.0/24") }),
+      ),
     ]);
     const ns = scope.addNetns();
     const env = podEnv(ns, "app", "web");
@@ -77,7 +109,13 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
       ["other/net-b", "eth5", ["10.216.3.2"], false],
     ]);
     for (const s of status) expect(s.mac).toMatch(/^[0-9a-f:]{17}$/);
-    expect(c.events()).toEqual([expect.objectContaining({ type: "Normal", reason: "AddedInterface", message: expect.stringContaining("eth5 [10.216.3.2/24] from other/net-b") })]);
+    expect(c.events()).toEqual([
+      expect.objectContaining({
+        type: "Normal",
+        reason: "AddedInterface",
+        message: expect.stringContaining("eth5 [10.216.3.2/24] from other/net-b"),
+      }),
+    ]);
 
     expectSilentOk(await scope.run("CHECK", c.conf, env));
     // M7: DEL runs from the record: the manifests may be gone (pod deleted, API down).
@@ -90,7 +128,9 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const { scope } = t;
     const c = cluster(scope, 4, [
       pod("app", "db", {
-        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "static-net", ips: ["10.216.5.77/24"], mac: "02:16:00:00:00:77", interface: "data0" }]),
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([
+          { name: "static-net", ips: ["10.216.5.77/24"], mac: "02:16:00:00:00:77", interface: "data0" },
+        ]),
       }),
       nad("app", "static-net", {
         cniVersion: "1.0.0",
@@ -106,7 +146,12 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     expectOk(await scope.run("ADD", c.conf, env));
     const data0 = links(ns.name).find((l) => l.name === "data0");
     expect(data0?.mac).toBe("02:16:00:00:00:77");
-    expect(c.status("app", "db")[1]).toMatchObject({ name: "app/static-net", interface: "data0", ips: ["10.216.5.77"], mac: "02:16:00:00:00:77" });
+    expect(c.status("app", "db")[1]).toMatchObject({
+      name: "app/static-net",
+      interface: "data0",
+      ips: ["10.216.5.77"],
+      mac: "02:16:00:00:00:77",
+    });
     expectSilentOk(await scope.run("DEL", c.conf, env));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
@@ -126,9 +171,21 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const { scope } = t;
     const c = cluster(scope, 7, [
       pod("app", "half", { "k8s.v1.cni.cncf.io/networks": "good,bad" }),
-      nad("app", "good", bridgeNet({ name: "good", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.8.0/24") })),
+      nad(
+        "app",
+        "good",
+        bridgeNet({ name: "good", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.8.0/24") }),
+      ),
       // A range of one address that another container already holds: host-local fails.
-      nad("app", "bad", bridgeNet({ name: "bad", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.9.0/24", { rangeStart: "10.216.9.10", rangeEnd: "10.216.9.10" }) })),
+      nad(
+        "app",
+        "bad",
+        bridgeNet({
+          name: "bad",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, "10.216.9.0/24", { rangeStart: "10.216.9.10", rangeEnd: "10.216.9.10" }),
+        }),
+      ),
     ]);
     mkdirSync(join(scope.dataDir, "bad"), { recursive: true });
     writeFileSync(join(scope.dataDir, "bad", "10.216.9.10"), "someone-else\neth0");
@@ -149,13 +206,20 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
       [
         pod("app", "a", { "k8s.v1.cni.cncf.io/networks": "team-b/net-x" }),
         pod("app", "b", { "v1.multus-cni.io/default-network": "team-b/net-x" }),
-        nad("team-b", "net-x", bridgeNet({ name: "net-x", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.11.0/24") })),
+        nad(
+          "team-b",
+          "net-x",
+          bridgeNet({ name: "net-x", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.11.0/24") }),
+        ),
       ],
       { namespaceIsolation: true },
     );
     for (const p of ["a", "b"]) {
       const ns = scope.addNetns();
-      expect(cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", p)))).toMatchObject({ code: 7, msg: expect.stringContaining("team-b/net-x is refused") });
+      expect(cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", p)))).toMatchObject({
+        code: 7,
+        msg: expect.stringContaining("team-b/net-x is refused"),
+      });
       expect(names(ns)).toEqual([]);
     }
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
@@ -173,13 +237,26 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
   it("M4 M6 default-route: the selected network carries the pod's default route, and the status names its gateway", async () => {
     const { scope } = t;
     const c = cluster(scope, 13, [
-      pod("app", "gw", { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.14.1"] }]) }),
-      nad("app", "egress", bridgeNet({ name: "egress", bridge: scope.bridgeName(), isGateway: true, ipam: hostLocal(scope, "10.216.14.0/24") })),
+      pod("app", "gw", {
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.14.1"] }]),
+      }),
+      nad(
+        "app",
+        "egress",
+        bridgeNet({
+          name: "egress",
+          bridge: scope.bridgeName(),
+          isGateway: true,
+          ipam: hostLocal(scope, "10.216.14.0/24"),
+        }),
+      ),
     ]);
     const ns = scope.addNetns();
     const env = podEnv(ns, "app", "gw");
     expectOk(await scope.run("ADD", c.conf, env));
-    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([{ dst: "default", gateway: "10.216.14.1", dev: "net1" }]);
+    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([
+      { dst: "default", gateway: "10.216.14.1", dev: "net1" },
+    ]);
     expect(c.status("app", "gw")[1]).toMatchObject({ name: "app/egress", gateway: ["10.216.14.1"] });
     expectSilentOk(await scope.run("DEL", c.conf, env));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
@@ -188,11 +265,20 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
   it("M4 a default-route gateway outside the network fails the ADD and tears everything down", async () => {
     const { scope } = t;
     const c = cluster(scope, 15, [
-      pod("app", "badgw", { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["192.0.2.1"] }]) }),
-      nad("app", "egress", bridgeNet({ name: "egress", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.16.0/24") })),
+      pod("app", "badgw", {
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["192.0.2.1"] }]),
+      }),
+      nad(
+        "app",
+        "egress",
+        bridgeNet({ name: "egress", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.16.0/24") }),
+      ),
     ]);
     const ns = scope.addNetns();
-    expect(cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "badgw")))).toMatchObject({ code: 103, msg: expect.stringContaining("192.0.2.1") });
+    expect(cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "badgw")))).toMatchObject({
+      code: 103,
+      msg: expect.stringContaining("192.0.2.1"),
+    });
     expect(names(ns)).toEqual([]);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });

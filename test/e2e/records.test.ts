@@ -21,7 +21,11 @@ describeE2e("e2e plexus records: a stale record torn down by hand", () => {
     // The runtime removed the sandbox without a successful DEL.
     scope.deleteNetns(ns);
 
-    const people = (args: string[]) => runPlexus({ env: { ...scope.env("-"), CNI_COMMAND: undefined, CNI_ARGS: undefined, CNI_PATH: undefined }, args: [...args, "--cni-dir", scope.cniDir, "--cni-path", CNI_BIN_DIR] });
+    const people = (args: string[]) =>
+      runPlexus({
+        env: { ...scope.env("-"), CNI_COMMAND: undefined, CNI_ARGS: undefined, CNI_PATH: undefined },
+        args: [...args, "--cni-dir", scope.cniDir, "--cni-path", CNI_BIN_DIR],
+      });
     const list = await people(["records", "list"]);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toMatch(/^ctr-rec-eth0\s+stale\s+-\s+default-net@eth0,bridge-net@net1/m);

@@ -7,7 +7,15 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { describeE2e, kernelLacksLinkType, links, NOTHING_LEFT, routes, useE2eScope, type Netns } from "../support/netns";
+import {
+  describeE2e,
+  kernelLacksLinkType,
+  links,
+  NOTHING_LEFT,
+  routes,
+  useE2eScope,
+  type Netns,
+} from "../support/netns";
 import {
   bridgeNet,
   cachedResult,
@@ -85,7 +93,11 @@ describeE2e("e2e secondary networks: macvlan, ipvlan, static IPAM, tuning", () =
     const staticNet = bridgeNet({
       name: "static-net",
       bridge: scope.bridgeName(),
-      ipam: { type: "static", addresses: [{ address: "10.212.5.10/24", gateway: "10.212.5.1" }], routes: [{ dst: "10.212.100.0/24" }] },
+      ipam: {
+        type: "static",
+        addresses: [{ address: "10.212.5.10/24", gateway: "10.212.5.1" }],
+        routes: [{ dst: "10.212.100.0/24" }],
+      },
     });
     const conf = plexusConf(scope, [defaultNet(scope, "10.212.6.0/24"), staticNet]);
     const { net1Result, net1 } = await addAndMatch(conf, ns, "ctr-static", "static-net");

@@ -68,7 +68,11 @@ export class FakeExec implements PluginExec {
 
   async findInPath(type: string, dirs: readonly string[]): Promise<string> {
     this.lookups.push({ type, dirs: [...dirs] });
-    if (!this.types.includes(type)) throw new CniError(Code.InvalidNetworkConfig, `plugin type=${JSON.stringify(type)} is missing from [${dirs.join(":")}]`);
+    if (!this.types.includes(type))
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `plugin type=${JSON.stringify(type)} is missing from [${dirs.join(":")}]`,
+      );
     return `/fake/bin/${type}`;
   }
 
@@ -97,9 +101,12 @@ export class FakeExec implements PluginExec {
       );
       if (rule) rule.left--;
       if (rule?.delayMs) await new Promise((res) => setTimeout(res, rule.delayMs));
-      const answer = rule?.answer ?? (call.command === "ADD" ? { result: defaultResult(call.ifName, this.calls.length) } : { result: {} });
+      const answer =
+        rule?.answer ??
+        (call.command === "ADD" ? { result: defaultResult(call.ifName, this.calls.length) } : { result: {} });
       if ("throws" in answer) throw answer.throws;
-      if ("error" in answer) throw new CniError(passedOnCode(answer.error.code), `${r.what}: ${answer.error.msg}`, answer.error.details);
+      if ("error" in answer)
+        throw new CniError(passedOnCode(answer.error.code), `${r.what}: ${answer.error.msg}`, answer.error.details);
       if ("stdout" in answer) return Buffer.from(answer.stdout);
       if (call.command !== "ADD") return Buffer.from("");
       // Answers are written in the 1.x shape and printed in the version the plugin was asked for.
@@ -117,7 +124,10 @@ export class FakeExec implements PluginExec {
     const byStart = [...this.calls].sort((a, b) => a.start - b.start);
     for (let i = 1; i < byStart.length; i++) {
       const [prev, cur] = [byStart[i - 1]!, byStart[i]!];
-      if (cur.start < prev.end) throw new Error(`FakeExec: ${cur.command} ${cur.ifName} ${cur.type} started before ${prev.command} ${prev.ifName} ${prev.type} ended`);
+      if (cur.start < prev.end)
+        throw new Error(
+          `FakeExec: ${cur.command} ${cur.ifName} ${cur.type} started before ${prev.command} ${prev.ifName} ${prev.type} ended`,
+        );
     }
   }
 
@@ -129,7 +139,9 @@ export class FakeExec implements PluginExec {
 
 export function defaultResult(ifName: string, n: number): Record<string, unknown> {
   return {
-    interfaces: [{ name: ifName, mac: `0a:58:0a:00:00:${(n + 2).toString(16).padStart(2, "0")}`, sandbox: "/proc/self/ns/net" }],
+    interfaces: [
+      { name: ifName, mac: `0a:58:0a:00:00:${(n + 2).toString(16).padStart(2, "0")}`, sandbox: "/proc/self/ns/net" },
+    ],
     ips: [{ address: `10.0.${n}.2/24`, gateway: `10.0.${n}.1`, interface: 0 }],
   };
 }
@@ -145,7 +157,9 @@ export function recordingLogger(lines: LogLine[] = []): Logger & { lines: LogLin
   const fn =
     (level: string) =>
     (a: object | string, b?: string): void => {
-      lines.push(typeof a === "string" ? { level, obj: {}, msg: a } : { level, obj: a as Record<string, unknown>, msg: b ?? "" });
+      lines.push(
+        typeof a === "string" ? { level, obj: {}, msg: a } : { level, obj: a as Record<string, unknown>, msg: b ?? "" },
+      );
     };
   const log = {
     ...silentLogger(),
@@ -163,7 +177,10 @@ export function recordingLogger(lines: LogLine[] = []): Logger & { lines: LogLin
 }
 
 /** Deps over a temp cniDir (mkdtemp) and a logger that records silently; `dispose()` removes the dir. */
-export function fakeDeps(exec: FakeExec, opts: { baseEnv?: Record<string, string> } = {}): Deps & { cniDir: string; logs: LogLine[]; dispose(): void } {
+export function fakeDeps(
+  exec: FakeExec,
+  opts: { baseEnv?: Record<string, string> } = {},
+): Deps & { cniDir: string; logs: LogLine[]; dispose(): void } {
   const cniDir = mkdtempSync(join(tmpdir(), "plx-unit-"));
   const log = recordingLogger();
   return {

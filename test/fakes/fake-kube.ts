@@ -64,7 +64,8 @@ export class FakeKube implements KubeApi {
   async setNetworkStatus(pod: PodRef, value: string): Promise<void> {
     this.call("setNetworkStatus", `${pod.namespace}/${pod.name}`);
     const current = this.pods.get(`${pod.namespace}/${pod.name}`);
-    if (!current || (pod.uid && current.metadata.uid !== pod.uid)) throw new CniError(Code.UnknownContainer, `pod ${pod.namespace}/${pod.name} is gone`);
+    if (!current || (pod.uid && current.metadata.uid !== pod.uid))
+      throw new CniError(Code.UnknownContainer, `pod ${pod.namespace}/${pod.name} is gone`);
     this.statuses.push({ pod, value });
   }
 

@@ -15,7 +15,8 @@ export function fakeNetns(): FakeNetns {
   return {
     routes,
     async assertUsable(netns: string): Promise<void> {
-      if (!existsSync(netns)) throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (ENOENT)`);
+      if (!existsSync(netns))
+        throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (ENOENT)`);
     },
     async setDefaultRoutes(netns: string, r: readonly DefaultRoute[]): Promise<void> {
       routes.push({ netns, routes: [...r] });

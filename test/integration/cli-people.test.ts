@@ -24,7 +24,8 @@ describe("people's output", () => {
     const r = await run([]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("Usage: plexus");
-    for (const cmd of ["explain", "validate", "doctor", "records", "completion", "install", "daemon"]) expect(r.stdout).toContain(cmd);
+    for (const cmd of ["explain", "validate", "doctor", "records", "completion", "install", "daemon"])
+      expect(r.stdout).toContain(cmd);
     expect(r.stderr).toBe("");
   });
 
@@ -37,7 +38,17 @@ describe("people's output", () => {
     const v = await run(["--version"]);
     expect(v.code).toBe(0);
     expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
-    const commands = [[], ["explain"], ["validate"], ["doctor"], ["records"], ["records", "rm"], ["install"], ["daemon"], ["completion"]];
+    const commands = [
+      [],
+      ["explain"],
+      ["validate"],
+      ["doctor"],
+      ["records"],
+      ["records", "rm"],
+      ["install"],
+      ["daemon"],
+      ["completion"],
+    ];
     for (const c of commands) {
       const r = await run([...c, "--help"]);
       expect(r.code, c.join(" ")).toBe(0);
@@ -69,8 +80,17 @@ describe("people's output", () => {
     writeFileSync(script, r.stdout);
     execFileSync("bash", ["-n", script]);
     const complete = (line: string) => {
-      const words = line.split(" ").map((w) => `"${w}"`).join(" ");
-      return execFileSync("bash", ["-c", `source ${script}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _plexus; echo "\${COMPREPLY[@]}"`]).toString().trim().split(" ");
+      const words = line
+        .split(" ")
+        .map((w) => `"${w}"`)
+        .join(" ");
+      return execFileSync("bash", [
+        "-c",
+        `source ${script}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _plexus; echo "\${COMPREPLY[@]}"`,
+      ])
+        .toString()
+        .trim()
+        .split(" ");
     };
     expect(complete("plexus ex")).toEqual(["explain"]);
     expect(complete("plexus records ")).toEqual(expect.arrayContaining(["list", "show", "rm"]));
@@ -84,17 +104,39 @@ describe("logs for a terminal", () => {
     requirePlexusBinary();
     const dir = mkdtempSync(join(tmpdir(), "plx-tty-"));
     dirs.push(dir);
-    const args = ["install", "--once", "--host-prefix", "", "--cni-conf-dir", dir, "--cni-bin-dir", dir, "--skip-binary-copy", "--primary-config-timeout", "0.2", "--api-server", "https://127.0.0.1:1"];
+    const args = [
+      "install",
+      "--once",
+      "--host-prefix",
+      "",
+      "--cni-conf-dir",
+      dir,
+      "--cni-bin-dir",
+      dir,
+      "--skip-binary-copy",
+      "--primary-config-timeout",
+      "0.2",
+      "--api-server",
+      "https://127.0.0.1:1",
+    ];
     const quoted = [PLEXUS_BIN, ...args].map((a) => `'${a}'`).join(" ");
     let tty = "";
     try {
-      tty = execFileSync("script", ["-qec", quoted, "/dev/null"], { env: { ...process.env, PATH: TEST_PATH } }).toString();
+      tty = execFileSync("script", ["-qec", quoted, "/dev/null"], {
+        env: { ...process.env, PATH: TEST_PATH },
+      }).toString();
     } catch (err) {
       tty = String((err as { stdout?: Buffer }).stdout ?? "");
     }
-    expect(tty).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO  \[install\] waiting for the primary network {2}reason="no usable primary network config/m);
+    expect(tty).toMatch(
+      /^\d\d:\d\d:\d\d\.\d{3} INFO  \[install\] waiting for the primary network {2}reason="no usable primary network config/m,
+    );
     const piped = await run(args);
-    expect(JSON.parse(piped.stderr.split("\n")[0]!)).toMatchObject({ level: 30, component: "install", msg: "waiting for the primary network" });
+    expect(JSON.parse(piped.stderr.split("\n")[0]!)).toMatchObject({
+      level: 30,
+      component: "install",
+      msg: "waiting for the primary network",
+    });
   });
 });
 
@@ -105,13 +147,38 @@ describe("the commands through the binary", () => {
     const confDir = join(dir, "net.d");
     const cluster = join(dir, "cluster");
     execFileSync("mkdir", ["-p", confDir, cluster]);
-    writeFileSync(join(confDir, "00-plexus.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "plexus", plugins: [{ type: "plexus", clusterNetwork: "cbr0", confDir, fileClusterDir: cluster, cniDir: join(dir, "state") }] }));
-    writeFileSync(join(confDir, "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [{ type: "bridge", ipam: { type: "host-local", subnet: "10.77.0.0/24" } }] }));
+    writeFileSync(
+      join(confDir, "00-plexus.conflist"),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "plexus",
+        plugins: [
+          { type: "plexus", clusterNetwork: "cbr0", confDir, fileClusterDir: cluster, cniDir: join(dir, "state") },
+        ],
+      }),
+    );
+    writeFileSync(
+      join(confDir, "10-cbr0.conflist"),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "cbr0",
+        plugins: [{ type: "bridge", ipam: { type: "host-local", subnet: "10.77.0.0/24" } }],
+      }),
+    );
     writeFileSync(
       join(cluster, "objects.yaml"),
       [
-        { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition", metadata: { namespace: "app", name: "gone" }, spec: { config: JSON.stringify({ cniVersion: "1.0.0", type: "no-such-plugin" }) } },
-        { apiVersion: "v1", kind: "Pod", metadata: { namespace: "app", name: "web", annotations: { "k8s.v1.cni.cncf.io/networks": "gone" } } },
+        {
+          apiVersion: "k8s.cni.cncf.io/v1",
+          kind: "NetworkAttachmentDefinition",
+          metadata: { namespace: "app", name: "gone" },
+          spec: { config: JSON.stringify({ cniVersion: "1.0.0", type: "no-such-plugin" }) },
+        },
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { namespace: "app", name: "web", annotations: { "k8s.v1.cni.cncf.io/networks": "gone" } },
+        },
       ]
         .map((o) => `---\n${JSON.stringify(o)}\n`)
         .join(""),
@@ -122,7 +189,10 @@ describe("the commands through the binary", () => {
     expect(explain.stdout).toContain("eth0  default network cbr0");
     expect(explain.stdout).toContain('plugin type="no-such-plugin" is missing');
     const json = await run(["explain", "app/web", ...flags, "-o", "json"]);
-    expect(JSON.parse(json.stdout)).toMatchObject({ pod: "app/web", attachments: [{ ifName: "eth0" }, { ifName: "net1", plugins: [{ type: "no-such-plugin" }] }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      pod: "app/web",
+      attachments: [{ ifName: "eth0" }, { ifName: "net1", plugins: [{ type: "no-such-plugin" }] }],
+    });
     const validate = await run(["validate", "app/gone", ...flags]);
     expect(validate.code).toBe(1);
     expect(validate.stdout).toMatch(/^app\/gone: error$/m);

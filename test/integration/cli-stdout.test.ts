@@ -141,7 +141,9 @@ describe("B1 B2 bad environment", () => {
   it("C2.2 C2.3 an error in the environment is answered in the config's cniVersion, not the newest", async () => {
     const { sb } = ctx;
     for (const version of ["0.4.0", "1.0.0"]) {
-      const e = cniError(await sb.run("ADD", sb.config([sb.delegate("net-a")], { cniVersion: version }), { CNI_CONTAINERID: "a/b" }));
+      const e = cniError(
+        await sb.run("ADD", sb.config([sb.delegate("net-a")], { cniVersion: version }), { CNI_CONTAINERID: "a/b" }),
+      );
       expect(e).toMatchObject({ code: 4, cniVersion: version });
     }
   });

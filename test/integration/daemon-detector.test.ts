@@ -35,7 +35,10 @@ function daemonGet(socket: string, path: string): Promise<string> {
 const running = { phase: "Running" };
 const withStatus = (networks: string) => ({
   [NETWORKS_ANNOTATION]: networks,
-  [NETWORK_STATUS_ANNOTATION]: JSON.stringify([{ name: "cbr0", interface: "eth0", default: true }, { name: "app/net-a", interface: "net1", default: false }]),
+  [NETWORK_STATUS_ANNOTATION]: JSON.stringify([
+    { name: "cbr0", interface: "eth0", default: true },
+    { name: "app/net-a", interface: "net1", default: false },
+  ]),
 });
 
 describe("plexus daemon: pods Running without the networks they asked for", () => {
@@ -46,33 +49,90 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const kubeconfig = writeKubeconfig(s, { dir, tokenFile: true });
     const node = { nodeName: "node-1" };
-    s.addPod({ metadata: { name: "before", namespace: "app", uid: "uid-before", annotations: { [NETWORKS_ANNOTATION]: "net-a" } }, spec: node, status: running });
-    s.addPod({ metadata: { name: "fine", namespace: "app", annotations: withStatus("net-a") }, spec: node, status: running });
-    s.addPod({ metadata: { name: "host", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } }, spec: { ...node, hostNetwork: true }, status: running });
-    s.addPod({ metadata: { name: "pending", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } }, spec: node, status: { phase: "Pending" } });
-    s.addPod({ metadata: { name: "other-node", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } }, spec: { nodeName: "node-2" }, status: running });
+    s.addPod({
+      metadata: {
+        name: "before",
+        namespace: "app",
+        uid: "uid-before",
+        annotations: { [NETWORKS_ANNOTATION]: "net-a" },
+      },
+      spec: node,
+      status: running,
+    });
+    s.addPod({
+      metadata: { name: "fine", namespace: "app", annotations: withStatus("net-a") },
+      spec: node,
+      status: running,
+    });
+    s.addPod({
+      metadata: { name: "host", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } },
+      spec: { ...node, hostNetwork: true },
+      status: running,
+    });
+    s.addPod({
+      metadata: { name: "pending", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } },
+      spec: node,
+      status: { phase: "Pending" },
+    });
+    s.addPod({
+      metadata: { name: "other-node", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } },
+      spec: { nodeName: "node-2" },
+      status: running,
+    });
     const socket = join(dir, "plexus.sock");
-    const d = await startDaemon({ kubeconfig, nodeName: "node-1", socket, apiRequestTimeout: "1", apiTotalTimeout: "3", missingNetworksGrace: "0.2" }, {}, silentLogger());
+    const d = await startDaemon(
+      {
+        kubeconfig,
+        nodeName: "node-1",
+        socket,
+        apiRequestTimeout: "1",
+        apiTotalTimeout: "3",
+        missingNetworksGrace: "0.2",
+      },
+      {},
+      silentLogger(),
+    );
     cleanups.push(() => d.stop());
     await expect.poll(async () => daemonGet(socket, "/readyz"), { timeout: 5000 }).toContain("true");
-    s.addPod({ metadata: { name: "skipped", namespace: "app", uid: "uid-skipped", annotations: { [NETWORKS_ANNOTATION]: "net-a,net-b@data0" } }, spec: node, status: running });
+    s.addPod({
+      metadata: {
+        name: "skipped",
+        namespace: "app",
+        uid: "uid-skipped",
+        annotations: { [NETWORKS_ANNOTATION]: "net-a,net-b@data0" },
+      },
+      spec: node,
+      status: running,
+    });
 
     const missing = () => s.events().filter((e) => e.reason === "NetworksMissing");
     await expect.poll(() => missing().length, { timeout: 8000 }).toBe(2);
     const byPod = Object.fromEntries(missing().map((e) => [(e.involvedObject as { name: string }).name, e]));
     expect(Object.keys(byPod).sort()).toEqual(["before", "skipped"]);
-    expect(byPod.before).toMatchObject({ type: "Warning", involvedObject: { uid: "uid-before" }, message: expect.stringContaining("app/net-a") });
+    expect(byPod.before).toMatchObject({
+      type: "Warning",
+      involvedObject: { uid: "uid-before" },
+      message: expect.stringContaining("app/net-a"),
+    });
     expect(byPod.skipped!.message).toContain("app/net-a, app/net-b@data0");
     expect(byPod.skipped!.message).toContain("no network-status at all");
     const metrics = await daemonGet(socket, "/metrics");
     expect(metrics).toMatch(/^plexus_pods_missing_networks 2$/m);
     // prom-client's default process metrics.
-    for (const name of ["process_cpu_user_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_heap_size_used_bytes"]) expect(metrics).toContain(name);
+    for (const name of [
+      "process_cpu_user_seconds_total",
+      "process_resident_memory_bytes",
+      "nodejs_eventloop_lag_seconds",
+      "nodejs_heap_size_used_bytes",
+    ])
+      expect(metrics).toContain(name);
 
     // Once per UID: more scans write nothing more; no GET beyond the lists and watches.
     await new Promise((r) => setTimeout(r, 2500));
     expect(missing()).toHaveLength(2);
-    const reads = s.requests.filter((q) => q.method === "GET" && !/^\/api\/v1\/pods$|network-attachment-definitions$/.test(q.path));
+    const reads = s.requests.filter(
+      (q) => q.method === "GET" && !/^\/api\/v1\/pods$|network-attachment-definitions$/.test(q.path),
+    );
     expect(reads).toEqual([]);
   });
 });

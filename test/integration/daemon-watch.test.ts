@@ -24,7 +24,9 @@ function metric(socket: string, name: string): Promise<number> {
     const req = request({ socketPath: socket, path: "/metrics" }, (res) => {
       let text = "";
       res.on("data", (c) => (text += c));
-      res.on("end", () => resolve(Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN)));
+      res.on("end", () =>
+        resolve(Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN)),
+      );
     });
     req.on("error", reject);
     req.end();
@@ -39,7 +41,11 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web" }, spec: { nodeName: "node-1" } });
   s.addNad({ metadata: { name: "net-a", namespace: "app" }, spec: { config: "{}" } });
   const socket = join(dir, "plexus.sock");
-  const d = await startDaemon({ kubeconfig: writeKubeconfig(s, { dir }), nodeName: "node-1", socket }, {}, silentLogger());
+  const d = await startDaemon(
+    { kubeconfig: writeKubeconfig(s, { dir }), nodeName: "node-1", socket },
+    {},
+    silentLogger(),
+  );
   cleanups.push(() => d.stop());
   await expect.poll(() => metric(socket, "plexus_daemon_cache_synced"), { timeout: 5000 }).toBe(1);
   await expect.poll(() => s.watchCount()).toBe(2);
@@ -47,16 +53,20 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   const nadLists = await metric(socket, 'plexus_daemon_watch_lists_total{kind="nad"}');
   expect([podLists, nadLists]).toEqual([1, 1]);
   // The cluster moves on where this node's watches see nothing: pods of other nodes.
-  for (let i = 0; i < 5; i++) s.addPod({ metadata: { name: `other-${i}`, namespace: "app" }, spec: { nodeName: "node-2" } });
+  for (let i = 0; i < 5; i++)
+    s.addPod({ metadata: { name: `other-${i}`, namespace: "app" }, spec: { nodeName: "node-2" } });
   const now = Number(s.resourceVersion());
   // A bookmark carries the new resourceVersion to both watches; then the history goes.
-  await expect.poll(() => s.requests.filter((r) => r.query.includes("watch=true")).length, { timeout: 3000 }).toBeGreaterThanOrEqual(2);
+  await expect
+    .poll(() => s.requests.filter((r) => r.query.includes("watch=true")).length, { timeout: 3000 })
+    .toBeGreaterThanOrEqual(2);
   await new Promise((r) => setTimeout(r, 400));
   s.compactHistory();
   expect(s.dropWatches()).toBe(2);
   await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(2);
   const resumed = s.requests.filter((r) => r.query.includes("watch=true")).slice(-2);
-  for (const r of resumed) expect(Number(new URLSearchParams(r.query).get("resourceVersion"))).toBeGreaterThanOrEqual(now);
+  for (const r of resumed)
+    expect(Number(new URLSearchParams(r.query).get("resourceVersion"))).toBeGreaterThanOrEqual(now);
   expect(await metric(socket, 'plexus_daemon_watch_lists_total{kind="pod"}')).toBe(1);
   expect(await metric(socket, 'plexus_daemon_watch_lists_total{kind="nad"}')).toBe(1);
   // And the resumed watches deliver: a new pod on this node and a NAD edit reach the caches.
@@ -71,15 +81,28 @@ it("lists in pages of 500 (continue tokens) and watches from the first page's re
   cleanups.push(() => s.close());
   const dir = mkdtempSync(join(tmpdir(), "plx-daemon-pages-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  s.addNads(Array.from({ length: 1_200 }, (_, i) => ({ metadata: { name: `net-${i}`, namespace: `ns-${i % 7}` }, spec: { config: "{}" } })));
+  s.addNads(
+    Array.from({ length: 1_200 }, (_, i) => ({
+      metadata: { name: `net-${i}`, namespace: `ns-${i % 7}` },
+      spec: { config: "{}" },
+    })),
+  );
   const socket = join(dir, "plexus.sock");
-  const d = await startDaemon({ kubeconfig: writeKubeconfig(s, { dir }), nodeName: "node-1", socket }, {}, silentLogger());
+  const d = await startDaemon(
+    { kubeconfig: writeKubeconfig(s, { dir }), nodeName: "node-1", socket },
+    {},
+    silentLogger(),
+  );
   cleanups.push(() => d.stop());
   await expect.poll(() => metric(socket, "plexus_daemon_cache_synced"), { timeout: 5000 }).toBe(1);
   expect(await metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_200);
-  const nadLists = s.requests.filter((r) => r.path.endsWith("/network-attachment-definitions") && !r.query.includes("watch=true"));
+  const nadLists = s.requests.filter(
+    (r) => r.path.endsWith("/network-attachment-definitions") && !r.query.includes("watch=true"),
+  );
   expect(nadLists.map((r) => new URLSearchParams(r.query).get("limit"))).toEqual(["500", "500", "500"]);
   expect(nadLists.map((r) => new URLSearchParams(r.query).has("continue"))).toEqual([false, true, true]);
-  const nadWatch = s.requests.find((r) => r.path.endsWith("/network-attachment-definitions") && r.query.includes("watch=true"));
+  const nadWatch = s.requests.find(
+    (r) => r.path.endsWith("/network-attachment-definitions") && r.query.includes("watch=true"),
+  );
   expect(new URLSearchParams(nadWatch!.query).get("resourceVersion")).toBe(s.resourceVersion());
 });

@@ -27,7 +27,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const FAST = { retry: { requestTimeoutMs: 300, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 3 } };
+const FAST = {
+  retry: { requestTimeoutMs: 300, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 3 },
+};
 const NAD_CONF = JSON.stringify({ cniVersion: "1.0.0", type: "bridge" });
 
 async function cluster() {
@@ -36,19 +38,43 @@ async function cluster() {
   const dir = mkdtempSync(join(tmpdir(), "plx-daemon-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const kubeconfig = writeKubeconfig(s, { dir, tokenFile: true });
-  s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } }, spec: { nodeName: "node-1" } });
+  s.addPod({
+    metadata: {
+      name: "web",
+      namespace: "app",
+      uid: "uid-web",
+      annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" },
+    },
+    spec: { nodeName: "node-1" },
+  });
   s.addPod({ metadata: { name: "elsewhere", namespace: "app" }, spec: { nodeName: "node-2" } });
   s.addNad({ metadata: { name: "net-a", namespace: "app" }, spec: { config: NAD_CONF } });
   return { s, dir, kubeconfig, socket: join(dir, "plexus.sock") };
 }
 
 async function daemon(c: { kubeconfig: string; socket: string }, healthAddress?: string): Promise<RunningDaemon> {
-  const d = await startDaemon({ kubeconfig: c.kubeconfig, nodeName: "node-1", socket: c.socket, apiRequestTimeout: "1", apiTotalTimeout: "3", healthAddress }, {}, silentLogger());
+  const d = await startDaemon(
+    {
+      kubeconfig: c.kubeconfig,
+      nodeName: "node-1",
+      socket: c.socket,
+      apiRequestTimeout: "1",
+      apiTotalTimeout: "3",
+      healthAddress,
+    },
+    {},
+    silentLogger(),
+  );
   cleanups.push(() => d.stop());
   return d;
 }
 
-function client(socket: string, direct: () => Promise<KubeApi | undefined> = async () => undefined, log = silentLogger(), timeoutMs = 300): DaemonKube {
+function client(
+  socket: string,
+  direct: () => Promise<KubeApi | undefined> = async () => undefined,
+  log = silentLogger(),
+  timeoutMs = 300,
+): DaemonKube {
   const k = new DaemonKube({ socketPath: socket, timeoutMs, writeTimeoutMs: 2000, direct, log });
   cleanups.push(() => k.close());
   return k;
@@ -68,8 +94,15 @@ async function daemonGet(socket: string, path: string): Promise<{ status: number
   });
 }
 
-const reads = (s: FakeApiServer) => s.requests.filter((r) => r.method === "GET" && !new URLSearchParams(r.query).has("watch") && !/\/pods$|network-attachment-definitions$/.test(r.path)).length;
-const ready = (socket: string) => expect.poll(async () => (await daemonGet(socket, "/readyz")).status, { timeout: 5000 }).toBe(200);
+const reads = (s: FakeApiServer) =>
+  s.requests.filter(
+    (r) =>
+      r.method === "GET" &&
+      !new URLSearchParams(r.query).has("watch") &&
+      !/\/pods$|network-attachment-definitions$/.test(r.path),
+  ).length;
+const ready = (socket: string) =>
+  expect.poll(async () => (await daemonGet(socket, "/readyz")).status, { timeout: 5000 }).toBe(200);
 
 describe("plexus daemon: watch caches behind a unix socket", () => {
   it("serves pod and NAD from its caches with 0 API reads; writes status and one event through its client", async () => {
@@ -80,7 +113,12 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     const k = client(c.socket);
     const before = reads(c.s);
     const pod = await k.getPod("app", "web", "uid-web");
-    expect(pod.metadata).toMatchObject({ name: "web", namespace: "app", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" } });
+    expect(pod.metadata).toMatchObject({
+      name: "web",
+      namespace: "app",
+      uid: "uid-web",
+      annotations: { "k8s.v1.cni.cncf.io/networks": "net-a" },
+    });
     expect(pod.spec?.nodeName).toBe("node-1");
     expect((await k.getNad("app", "net-a"))?.spec?.config).toBe(NAD_CONF);
     expect(reads(c.s) - before).toBe(0);
@@ -92,12 +130,20 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     c.s.inject({ method: "POST", path: /\/events$/, times: 1 }, { kind: "delay", ms: 500 });
     const eventsBefore = c.s.events().length;
     const t0 = performance.now();
-    await k.recordEvent({ namespace: "app", name: "web", uid: "uid-web" }, { type: "Normal", reason: "AddedInterface", message: "eth0" });
+    await k.recordEvent(
+      { namespace: "app", name: "web", uid: "uid-web" },
+      { type: "Normal", reason: "AddedInterface", message: "eth0" },
+    );
     expect(performance.now() - t0).toBeLessThan(250);
     expect(c.s.events().length).toBe(eventsBefore);
     await expect.poll(() => c.s.events().length, { timeout: 5000 }).toBe(eventsBefore + 1);
-    expect(c.s.requests.slice(writesBefore).map((r) => `${r.method} ${r.path}`)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
-    expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBe('[{"name":"cbr0"}]');
+    expect(c.s.requests.slice(writesBefore).map((r) => `${r.method} ${r.path}`)).toEqual([
+      "PATCH /api/v1/namespaces/app/pods/web/status",
+      "POST /api/v1/namespaces/app/events",
+    ]);
+    expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBe(
+      '[{"name":"cbr0"}]',
+    );
     expect(k.requestCount).toBe(0);
     expect(k.fallbackReason).toBeUndefined();
 
@@ -134,7 +180,12 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     await expect.poll(() => c.s.watchCount()).toBe(2);
     c.s.dropWatches();
     c.s.addPod({ metadata: { name: "after-drop", namespace: "app" }, spec: { nodeName: "node-1" } });
-    const metric = async (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\d+)`, "m").exec((await daemonGet(c.socket, "/metrics")).text)?.[1] ?? NaN);
+    const metric = async (name: string) =>
+      Number(
+        new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\d+)`, "m").exec(
+          (await daemonGet(c.socket, "/metrics")).text,
+        )?.[1] ?? NaN,
+      );
     await expect.poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 }).toBe(2);
 
     c.s.compactHistory();
@@ -157,7 +208,9 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     await ready(c.socket);
     c.s.addPod({ metadata: { name: "late", namespace: "app" }, spec: { nodeName: "node-1" } });
     const k = client(c.socket);
-    await expect.poll(async () => (await daemonGet(c.socket, "/metrics")).text, { timeout: 8000 }).toContain('plexus_daemon_cache_objects{kind="pod"} 2');
+    await expect
+      .poll(async () => (await daemonGet(c.socket, "/metrics")).text, { timeout: 8000 })
+      .toContain('plexus_daemon_cache_objects{kind="pod"} 2');
     const before = reads(c.s);
     expect((await k.getPod("app", "late")).metadata.name).toBe("late");
     expect(reads(c.s) - before).toBe(0);
@@ -165,7 +218,12 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
 });
 
 /** A request to the --health-address listener (plain HTTP over TCP). */
-async function tcpRequest(addr: { host: string; port: number }, path: string, method = "GET", body?: string): Promise<{ status: number; text: string }> {
+async function tcpRequest(
+  addr: { host: string; port: number },
+  path: string,
+  method = "GET",
+  body?: string,
+): Promise<{ status: number; text: string }> {
   const { request } = await import("node:http");
   return new Promise((resolve, reject) => {
     const req = request({ host: addr.host, port: addr.port, path, method, agent: false }, (res) => {
@@ -197,7 +255,11 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       ["GET", "/v1/pod?namespace=app&name=web"],
       ["GET", "/v1/nad?namespace=app&name=net-a"],
       ["POST", "/v1/network-status", JSON.stringify({ namespace: "app", name: "web", status: "[]" })],
-      ["POST", "/v1/event", JSON.stringify({ namespace: "app", name: "web", event: { type: "Normal", reason: "X", message: "y" } })],
+      [
+        "POST",
+        "/v1/event",
+        JSON.stringify({ namespace: "app", name: "web", event: { type: "Normal", reason: "X", message: "y" } }),
+      ],
       ["GET", "/"],
     ] as const) {
       const r = await tcpRequest(addr, path, method, body);
@@ -207,7 +269,9 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       expect(JSON.parse(r.text).error.code, `${method} ${path}`).toBe(Code.IncompatibleVersion);
     }
     expect(c.s.requests.slice(before).filter((r) => !new URLSearchParams(r.query).has("watch"))).toEqual([]);
-    expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBeUndefined();
+    expect(
+      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION],
+    ).toBeUndefined();
     // The same route on the root-only socket answers.
     expect((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).status).toBe(200);
   });
@@ -242,7 +306,9 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
     cleanups.push(() => new Promise<void>((r) => blocker.close(() => r())));
     const port = (blocker.address() as { port: number }).port;
-    await expect(daemon(c, `127.0.0.1:${port}`)).rejects.toThrow(new RegExp(`health address 127\\.0\\.0\\.1:${port}: cannot listen: EADDRINUSE`));
+    await expect(daemon(c, `127.0.0.1:${port}`)).rejects.toThrow(
+      new RegExp(`health address 127\\.0\\.0\\.1:${port}: cannot listen: EADDRINUSE`),
+    );
     expect(() => statSync(c.socket)).toThrow(/ENOENT/);
   });
 
@@ -250,7 +316,16 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     expect(parseHealthAddress("127.0.0.1:9405")).toEqual({ host: "127.0.0.1", port: 9405 });
     expect(parseHealthAddress("[::1]:9405")).toEqual({ host: "::1", port: 9405 });
     const c = await cluster();
-    for (const bad of ["", "9405", ":9405", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:70000", "::1:9405", "[nope]:9405"]) {
+    for (const bad of [
+      "",
+      "9405",
+      ":9405",
+      "127.0.0.1",
+      "127.0.0.1:http",
+      "127.0.0.1:70000",
+      "::1:9405",
+      "[nope]:9405",
+    ]) {
       await expect(daemon(c, bad), bad).rejects.toThrow(/--health-address .*expected HOST:PORT/);
     }
     expect(c.s.requests).toEqual([]);
@@ -271,17 +346,51 @@ describe("the CNI side falls back to the API server when the daemon cannot answe
   async function fakeDaemon(socket: string, handler: Parameters<typeof createServer>[1]): Promise<Server> {
     const srv = createServer(handler);
     await new Promise<void>((r) => srv.listen(socket, r));
-    cleanups.push(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          srv.closeAllConnections();
+          srv.close(() => r());
+        }),
+    );
     return srv;
   }
 
   const cases: Array<[string, (socket: string) => Promise<void>]> = [
     ["a socket file nobody listens on (daemon died)", async (socket) => void writeFileSync(socket, "")],
     ["a daemon that hangs", async (socket) => void (await fakeDaemon(socket, () => {}))],
-    ["a daemon answering garbage", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(200, { "content-type": "text/html" }); r.end("<html>oops</html>"); }))],
-    ["a daemon answering JSON of the wrong shape", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(200, { "content-type": "application/json" }); r.end('{"pod":{"kind":"Secret"}}'); }))],
-    ["a daemon failing (HTTP 500)", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(500, { "content-type": "application/json" }); r.end("{}"); }))],
-    ["a daemon whose own API access fails (422, code 104)", async (socket) => void (await fakeDaemon(socket, (_q, r) => { r.writeHead(422, { "content-type": "application/json" }); r.end('{"error":{"code":104,"msg":"401 from the API"}}'); }))],
+    [
+      "a daemon answering garbage",
+      async (socket) =>
+        void (await fakeDaemon(socket, (_q, r) => {
+          r.writeHead(200, { "content-type": "text/html" });
+          r.end("<html>oops</html>");
+        })),
+    ],
+    [
+      "a daemon answering JSON of the wrong shape",
+      async (socket) =>
+        void (await fakeDaemon(socket, (_q, r) => {
+          r.writeHead(200, { "content-type": "application/json" });
+          r.end('{"pod":{"kind":"Secret"}}');
+        })),
+    ],
+    [
+      "a daemon failing (HTTP 500)",
+      async (socket) =>
+        void (await fakeDaemon(socket, (_q, r) => {
+          r.writeHead(500, { "content-type": "application/json" });
+          r.end("{}");
+        })),
+    ],
+    [
+      "a daemon whose own API access fails (422, code 104)",
+      async (socket) =>
+        void (await fakeDaemon(socket, (_q, r) => {
+          r.writeHead(422, { "content-type": "application/json" });
+          r.end('{"error":{"code":104,"msg":"401 from the API"}}');
+        })),
+    ],
   ];
   for (const [what, make] of cases) {
     it(`${what}: the read goes to the API server, logged, within the bounded wait`, async () => {

@@ -70,19 +70,27 @@ describe("B51 delegate binary cannot be run", () => {
     const { sb } = ctx;
     const bin = sb.installPlugin("held");
     const logFile = join(sb.root, "plexus.log");
-    const conf = sb.config([sb.delegate("net-a", { type: "held" })], { logFile, logLevel: "verbose", logToStderr: false });
+    const conf = sb.config([sb.delegate("net-a", { type: "held" })], {
+      logFile,
+      logLevel: "verbose",
+      logToStderr: false,
+    });
     const fd = openSync(bin, "r+"); // as an installer copying over it in place would
     let closed = false;
     try {
       const run = sb.run("ADD", conf);
       // Release the file only once Plexus has hit ETXTBSY and said it will retry.
-      await waitFor(() => {
-        try {
-          return /"attempt":1\b.*retrying/.test(readFileSync(logFile, "utf8"));
-        } catch {
-          return false;
-        }
-      }, 5000, "the ETXTBSY retry to be logged");
+      await waitFor(
+        () => {
+          try {
+            return /"attempt":1\b.*retrying/.test(readFileSync(logFile, "utf8"));
+          } catch {
+            return false;
+          }
+        },
+        5000,
+        "the ETXTBSY retry to be logged",
+      );
       closeSync(fd);
       closed = true;
       const r = await run;
@@ -98,7 +106,9 @@ describe("B51 delegate binary cannot be run", () => {
 describe("B52 delegate hangs", () => {
   it("B52 is killed at delegateTimeoutSeconds with its whole process group, then DELed", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang", child: true } } })], { delegateTimeoutSeconds: 1 });
+    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang", child: true } } })], {
+      delegateTimeoutSeconds: 1,
+    });
     const r = await sb.run("ADD", conf);
     const err = cniError(r);
     expect(err.code).toBe(101);
@@ -155,7 +165,11 @@ describe("B55 delegate prints something that is not a result", () => {
 
 describe("B56 delegate exits 0 with an error object", () => {
   it("B56 is an error with the object's code and message, DEL run", async () => {
-    const { err } = await addFailing({ do: "error", exitCode: 0, error: { code: 11, msg: "ipam busy, try again", details: "lock held" } });
+    const { err } = await addFailing({
+      do: "error",
+      exitCode: 0,
+      error: { code: 11, msg: "ipam busy, try again", details: "lock held" },
+    });
     expect(err.code).toBe(11);
     expect(err.msg).toContain("ipam busy, try again");
     expect(err.details).toBe("lock held");
@@ -165,7 +179,10 @@ describe("B56 delegate exits 0 with an error object", () => {
 
 describe("B57 delegate exits 1 with a CNI error", () => {
   it("B57 code, msg and details are propagated; the message is prefixed with the network name", async () => {
-    const { err } = await addFailing({ do: "error", error: { code: 7, msg: "bad subnet 10.0.0.0/33", details: "parse error at /33" } });
+    const { err } = await addFailing({
+      do: "error",
+      error: { code: 7, msg: "bad subnet 10.0.0.0/33", details: "parse error at /33" },
+    });
     expect(err.code).toBe(7);
     expect(err.details).toBe("parse error at /33");
     expect(err.msg.endsWith("bad subnet 10.0.0.0/33")).toBe(true);
@@ -185,9 +202,12 @@ describe("B57 delegate exits 1 with a CNI error", () => {
 describe("B61 delegate floods its output", () => {
   it("B61 100 MiB on stdout: capped, plexus exits quickly with an error and bounded memory, DEL run", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "flood", stream: "stdout", bytes: 100 * 1024 * 1024 } } })], {
-      delegateTimeoutSeconds: 20,
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { behaviours: { ADD: { do: "flood", stream: "stdout", bytes: 100 * 1024 * 1024 } } })],
+      {
+        delegateTimeoutSeconds: 20,
+      },
+    );
     const r = await sb.run("ADD", conf, {}, { sampleRss: true });
     const err = cniError(r);
     expect(err.code).toBe(100);
@@ -201,9 +221,12 @@ describe("B61 delegate floods its output", () => {
 
   it("B61 100 MiB on stderr: capped, one JSON document on stdout, no OOM", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "flood", stream: "stderr", bytes: 100 * 1024 * 1024 } } })], {
-      delegateTimeoutSeconds: 20,
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { behaviours: { ADD: { do: "flood", stream: "stderr", bytes: 100 * 1024 * 1024 } } })],
+      {
+        delegateTimeoutSeconds: 20,
+      },
+    );
     const r = await sb.run("ADD", conf, {}, { sampleRss: true });
     expect(r.durationMs).toBeLessThan(10_000);
     expect(r.peakRssKiB!).toBeLessThan(200 * 1024);
@@ -216,7 +239,9 @@ describe("B61 delegate floods its output", () => {
 describe("B63 delegate leaves a daemon holding its stdout", () => {
   it("B63 the delegate printed its result and exited 0: plexus uses it shortly after the exit, not at the deadline, and the child holding stdout is killed", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "daemon" } } })], { delegateTimeoutSeconds: 20 });
+    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "daemon" } } })], {
+      delegateTimeoutSeconds: 20,
+    });
     const r = await sb.run("ADD", conf);
     expect(r.code, r.stdout).toBe(0);
     expect(singleJson(r.stdout)).toMatchObject({ ips: [expect.objectContaining({ address: expect.any(String) })] });

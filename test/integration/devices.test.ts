@@ -30,15 +30,33 @@ interface Setup {
   socket: string;
 }
 
-async function setup(o: { networks: string; devices?: string[]; noKubelet?: boolean; behaviours?: Record<string, unknown> }): Promise<Setup> {
+async function setup(o: {
+  networks: string;
+  devices?: string[];
+  noKubelet?: boolean;
+  behaviours?: Record<string, unknown>;
+}): Promise<Setup> {
   const { sb } = ctx;
   const api = await startFakeApiServer();
   onTestFinished(() => api.close());
-  api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { [NETWORKS]: o.networks } }, spec: { nodeName: "node-1" } });
-  const sriov = sb.delegate("sriov-a", { type: "sriov", behaviours: o.behaviours ?? {}, extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } } });
-  api.addNad({ metadata: { namespace: "app", name: "sriov-a", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } }, spec: { config: JSON.stringify(sriov) } });
+  api.addPod({
+    metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { [NETWORKS]: o.networks } },
+    spec: { nodeName: "node-1" },
+  });
+  const sriov = sb.delegate("sriov-a", {
+    type: "sriov",
+    behaviours: o.behaviours ?? {},
+    extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } },
+  });
+  api.addNad({
+    metadata: { namespace: "app", name: "sriov-a", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } },
+    spec: { config: JSON.stringify(sriov) },
+  });
   const socket = join(sb.root, "kubelet.sock");
-  const kubelet = await startFakePodResources(socket, o.noKubelet ? [] : [podWithDevices("app", "web", { app: { [RESOURCE]: o.devices ?? [VF1] } })]);
+  const kubelet = await startFakePodResources(
+    socket,
+    o.noKubelet ? [] : [podWithDevices("app", "web", { app: { [RESOURCE]: o.devices ?? [VF1] } })],
+  );
   onTestFinished(() => kubelet.close());
   const devinfo = join(sb.root, "devinfo");
   const conf = sb.config([sb.delegate("net-a")], {
@@ -56,7 +74,10 @@ function dpFile(devinfo: string, deviceID: string, text: string): void {
   writeFileSync(join(devinfo, "dp", `intel.com-sriov_netdevice-${deviceID}-device.json`), text);
 }
 
-const status = (api: FakeApiServer) => JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!) as Array<Record<string, unknown>>;
+const status = (api: FakeApiServer) =>
+  JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!) as Array<
+    Record<string, unknown>
+  >;
 const deviceAdds = () => ctx.sb.invocations().filter((i) => i.command === "ADD" && i.network === "sriov-a");
 const PCI = { type: "pci", version: "1.1.0", pci: { "pci-address": VF1 } };
 
@@ -72,7 +93,11 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(stdin.deviceID).toBe(VF1);
     expect(stdin.runtimeConfig).toEqual({ deviceID: VF1, CNIDeviceInfoFile: infoFile });
     expect(JSON.parse(add!.deviceInfoSeen as string)).toEqual(PCI);
-    expect(status(s.api)[1]).toMatchObject({ name: "app/sriov-a", interface: "net1", "device-info": { ...PCI, "rdma-device": "mlx5_3" } });
+    expect(status(s.api)[1]).toMatchObject({
+      name: "app/sriov-a",
+      interface: "net1",
+      "device-info": { ...PCI, "rdma-device": "mlx5_3" },
+    });
     expect(s.kubelet.calls).toEqual(["Get"]);
 
     const d = await ctx.sb.run("DEL", s.conf, { CNI_ARGS: POD_ARGS });
@@ -84,7 +109,14 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
   });
 
   it("M10 two networks of one resource get two different devices, in order; the pod's own deviceID wins", async () => {
-    const s = await setup({ networks: JSON.stringify([{ name: "sriov-a" }, { name: "sriov-a", deviceID: "0000:af:00.7" }, { name: "sriov-a" }]), devices: [VF2, VF1] });
+    const s = await setup({
+      networks: JSON.stringify([
+        { name: "sriov-a" },
+        { name: "sriov-a", deviceID: "0000:af:00.7" },
+        { name: "sriov-a" },
+      ]),
+      devices: [VF2, VF1],
+    });
     const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(deviceAdds().map((i) => [i.cniEnv.CNI_IFNAME, (i.stdin as Record<string, unknown>).deviceID])).toEqual([
@@ -141,7 +173,11 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     const s = await setup({ networks: "sriov-a" });
     dpFile(s.devinfo, VF1, "{not json");
     const logFile = join(ctx.sb.root, "plexus.log");
-    const r = await ctx.sb.run("ADD", { ...s.conf, logFile, logLevel: "verbose", logToStderr: false }, { CNI_ARGS: POD_ARGS });
+    const r = await ctx.sb.run(
+      "ADD",
+      { ...s.conf, logFile, logLevel: "verbose", logToStderr: false },
+      { CNI_ARGS: POD_ARGS },
+    );
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
     expect(status(s.api)[1]).not.toHaveProperty("device-info");
@@ -175,13 +211,30 @@ async function stopDaemon(daemon: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function startDaemon(s: Setup, podResourcesSocket: string): Promise<{ socket: string; daemon: ChildProcess; stderr: () => string }> {
+async function startDaemon(
+  s: Setup,
+  podResourcesSocket: string,
+): Promise<{ socket: string; daemon: ChildProcess; stderr: () => string }> {
   const socket = join(ctx.sb.root, "run", "plexus.sock");
   const kubeconfig = s.conf.kubeconfig as string;
-  const daemon = spawn(PLEXUS_BIN, ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--pod-resources-socket", podResourcesSocket], {
-    cwd: "/",
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const daemon = spawn(
+    PLEXUS_BIN,
+    [
+      "daemon",
+      "--kubeconfig",
+      kubeconfig,
+      "--node-name",
+      "node-1",
+      "--socket",
+      socket,
+      "--pod-resources-socket",
+      podResourcesSocket,
+    ],
+    {
+      cwd: "/",
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let stderr = "";
   daemon.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
   onTestFinished(async () => {
@@ -213,7 +266,11 @@ describe("M10 the daemon answers pod-resources queries (one channel to kubelet)"
   it("M10 a daemon that cannot answer (its pod-resources route off): the CNI process asks kubelet itself, with a warning", async () => {
     const s = await setup({ networks: "sriov-a" });
     const d = await startDaemon(s, "");
-    const r = await ctx.sb.run("ADD", { ...s.conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
+    const r = await ctx.sb.run(
+      "ADD",
+      { ...s.conf, daemonSocket: d.socket, logLevel: "verbose" },
+      { CNI_ARGS: POD_ARGS },
+    );
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).toMatch(/asking kubelet directly/);
     expect(s.kubelet.calls).toEqual(["Get"]);

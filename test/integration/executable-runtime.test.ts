@@ -39,8 +39,15 @@ function calls(api: FakeApiServer, from = 0): string[] {
 }
 
 /** A kubeconfig for `api` with its `server:` and extra cluster lines changed. */
-function kubeconfigWith(api: FakeApiServer, name: string, o: { server?: string; caPem?: string; clusterLines?: string[] }): string {
-  const path = writeKubeconfig({ url: api.url, token: api.token, caPem: o.caPem ?? api.caPem }, { dir: ctx.sb.root, fileName: name });
+function kubeconfigWith(
+  api: FakeApiServer,
+  name: string,
+  o: { server?: string; caPem?: string; clusterLines?: string[] },
+): string {
+  const path = writeKubeconfig(
+    { url: api.url, token: api.token, caPem: o.caPem ?? api.caPem },
+    { dir: ctx.sb.root, fileName: name },
+  );
   let text = readFileSync(path, "utf8");
   if (o.server) text = text.replace(`server: ${api.url}`, `server: ${o.server}`);
   if (o.clusterLines) text = text.replace(/^( {4}server: .*)$/m, (l) => [l, ...o.clusterLines!].join("\n"));
@@ -50,7 +57,12 @@ function kubeconfigWith(api: FakeApiServer, name: string, o: { server?: string; 
 
 function addThrough(kubeconfig: string, extra: Record<string, unknown> = {}) {
   const { sb } = ctx;
-  const conf = sb.config([sb.delegate("net-a")], { kubeconfig, apiRequestTimeoutSeconds: 2, apiTotalTimeoutSeconds: 4, ...extra });
+  const conf = sb.config([sb.delegate("net-a")], {
+    kubeconfig,
+    apiRequestTimeoutSeconds: 2,
+    apiTotalTimeoutSeconds: 4,
+    ...extra,
+  });
   return sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
 }
 
@@ -59,21 +71,55 @@ describe("HTTPS to the API server from dist/plexus", () => {
     const api = await apiWithPod();
     const r = await addThrough(writeKubeconfig(api, { dir: ctx.sb.root }));
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(calls(api)).toEqual(["GET /api/v1/namespaces/app/pods/web", "PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
-    expect(JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!)).toMatchObject([{ name: "net-a", interface: "eth0" }]);
+    expect(calls(api)).toEqual([
+      "GET /api/v1/namespaces/app/pods/web",
+      "PATCH /api/v1/namespaces/app/pods/web/status",
+      "POST /api/v1/namespaces/app/events",
+    ]);
+    expect(
+      JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!),
+    ).toMatchObject([{ name: "net-a", interface: "eth0" }]);
 
     const dir = join(ctx.sb.root, "other-ca");
     mkdirSync(dir);
-    spawnSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", join(dir, "k.pem"), "-out", join(dir, "ca.pem"), "-subj", "/CN=other-ca", "-days", "1"], { stdio: "ignore" });
+    spawnSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        join(dir, "k.pem"),
+        "-out",
+        join(dir, "ca.pem"),
+        "-subj",
+        "/CN=other-ca",
+        "-days",
+        "1",
+      ],
+      { stdio: "ignore" },
+    );
     const before = api.requests.length;
-    const err = cniError(await addThrough(kubeconfigWith(api, "other-ca.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") })));
+    const err = cniError(
+      await addThrough(
+        kubeconfigWith(api, "other-ca.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") }),
+      ),
+    );
     expect(err.code).toBe(104);
     expect(err.msg).toMatch(/certificate|self.signed|verify/i);
     expect(calls(api, before)).toEqual([]);
 
     // R5: the environment cannot turn verification off (the token would go to an impostor).
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-b")], { kubeconfig: kubeconfigWith(api, "other-ca-2.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") }), apiRequestTimeoutSeconds: 2, apiTotalTimeoutSeconds: 4 });
+    const conf = sb.config([sb.delegate("net-b")], {
+      kubeconfig: kubeconfigWith(api, "other-ca-2.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") }),
+      apiRequestTimeoutSeconds: 2,
+      apiTotalTimeoutSeconds: 4,
+    });
     const insecureEnv = cniError(await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_TLS_REJECT_UNAUTHORIZED: "0" }));
     expect(insecureEnv.code).toBe(104);
     expect(calls(api, before)).toEqual([]);
@@ -92,10 +138,18 @@ describe("HTTPS to the API server from dist/plexus", () => {
     };
     // The server's certificate is for IP:127.0.0.1 and DNS:localhost (test/support/tls/README.md).
     expect(await sniOfAdd(kubeconfigWith(api, "ip.kubeconfig", {}))).toEqual(["(none)"]);
-    expect(await sniOfAdd(kubeconfigWith(api, "sni.kubeconfig", { clusterLines: ["    tls-server-name: localhost"] }))).toEqual(["localhost"]);
-    expect(await sniOfAdd(kubeconfigWith(api, "host.kubeconfig", { server: `https://localhost:${port}` }))).toEqual(["localhost"]);
+    expect(
+      await sniOfAdd(kubeconfigWith(api, "sni.kubeconfig", { clusterLines: ["    tls-server-name: localhost"] })),
+    ).toEqual(["localhost"]);
+    expect(await sniOfAdd(kubeconfigWith(api, "host.kubeconfig", { server: `https://localhost:${port}` }))).toEqual([
+      "localhost",
+    ]);
     const before = api.requests.length;
-    const err = cniError(await addThrough(kubeconfigWith(api, "wrong.kubeconfig", { clusterLines: ["    tls-server-name: wrong.invalid"] })));
+    const err = cniError(
+      await addThrough(
+        kubeconfigWith(api, "wrong.kubeconfig", { clusterLines: ["    tls-server-name: wrong.invalid"] }),
+      ),
+    );
     expect(err.code).toBe(104);
     expect(err.msg).toMatch(/wrong\.invalid|altname|hostname|certificate/i);
     expect(calls(api, before)).toEqual([]);
@@ -105,11 +159,26 @@ describe("HTTPS to the API server from dist/plexus", () => {
 describe("C2.2 stdout and the exit status", () => {
   it("C2.2 a 500 KiB ADD result is written whole before exit through a pipe whose reader starts 300 ms late; an error still exits 1 with one JSON document", async () => {
     const { sb } = ctx;
-    const routes = Array.from({ length: 14_000 }, (_, i) => ({ dst: `10.${(i >> 8) & 255}.${i & 255}.0/24`, gw: "10.1.2.1" }));
-    const result = { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/proc/self/ns/net" }], ips: [{ address: "10.1.2.3/24", interface: 0 }], routes };
+    const routes = Array.from({ length: 14_000 }, (_, i) => ({
+      dst: `10.${(i >> 8) & 255}.${i & 255}.0/24`,
+      gw: "10.1.2.1",
+    }));
+    const result = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "eth0", sandbox: "/proc/self/ns/net" }],
+      ips: [{ address: "10.1.2.3/24", interface: 0 }],
+      routes,
+    };
     const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "result", result } } })]);
     const slowReader = (stdin: string) =>
-      spawnSync("bash", ["-c", 'set -o pipefail; "$0" | { sleep 0.3; cat; }', PLEXUS_BIN], { input: stdin, env: sb.env("ADD") as NodeJS.ProcessEnv, cwd: sb.root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 20_000 });
+      spawnSync("bash", ["-c", 'set -o pipefail; "$0" | { sleep 0.3; cat; }', PLEXUS_BIN], {
+        input: stdin,
+        env: sb.env("ADD") as NodeJS.ProcessEnv,
+        cwd: sb.root,
+        encoding: "utf8",
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: 20_000,
+      });
     const ok = slowReader(JSON.stringify(conf));
     expect(ok.status, ok.stderr).toBe(0);
     expect(ok.stdout.length).toBeGreaterThan(500 * 1024);
@@ -129,11 +198,18 @@ interface InstallDirs {
 
 function installDirs(): InstallDirs {
   const root = ctx.sb.root;
-  const d = { confDir: join(root, "net.d"), binDir: join(root, "opt-bin"), primary: join(root, "net.d", "10-bridge.conflist") };
+  const d = {
+    confDir: join(root, "net.d"),
+    binDir: join(root, "opt-bin"),
+    primary: join(root, "net.d", "10-bridge.conflist"),
+  };
   for (const p of [d.confDir, d.binDir, join(root, "sa")]) mkdirSync(p, { recursive: true });
   writeFileSync(join(root, "sa", "token"), "token-1");
   writeFileSync(join(root, "sa", "ca.crt"), "ca-1");
-  writeFileSync(d.primary, JSON.stringify({ cniVersion: "1.0.0", name: "primary-net", plugins: [{ type: "bridge", bridge: "cni0" }] }));
+  writeFileSync(
+    d.primary,
+    JSON.stringify({ cniVersion: "1.0.0", name: "primary-net", plugins: [{ type: "bridge", bridge: "cni0" }] }),
+  );
   return d;
 }
 
@@ -157,7 +233,11 @@ const INSTALL_ENV = { PATH: TEST_PATH, KUBERNETES_SERVICE_HOST: "10.219.255.1", 
 const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 function exitOf(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))));
+  return new Promise((resolve) =>
+    child.exitCode !== null || child.signalCode !== null
+      ? resolve(child.exitCode)
+      : child.once("exit", (code) => resolve(code)),
+  );
 }
 
 function track(child: ChildProcess): { stderr: () => string } {
@@ -179,7 +259,12 @@ describe("plexus install on the executable", () => {
     mkdirSync(join(ctx.sb.root, "elsewhere"));
     copyFileSync(PLEXUS_BIN, exe);
     spawnSync("chmod", ["755", exe]);
-    const r = spawnSync(exe, installArgs(d, ["--once"]), { env: INSTALL_ENV, cwd: "/", encoding: "utf8", timeout: 30_000 });
+    const r = spawnSync(exe, installArgs(d, ["--once"]), {
+      env: INSTALL_ENV,
+      cwd: "/",
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toBe("");
     const installed = join(d.binDir, "plexus");
@@ -191,7 +276,11 @@ describe("plexus install on the executable", () => {
   it("M11 fs.watch alone wakes the installer (poll interval 10 min): a changed primary config is regenerated within seconds; SIGTERM ends it with exit 0", async () => {
     const d = installDirs();
     const confPath = join(d.confDir, "00-plexus.conflist");
-    const child = spawn(PLEXUS_BIN, installArgs(d, [`--bin-file=${PLEXUS_BIN}`, "--poll-interval=600000"]), { env: INSTALL_ENV, cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(PLEXUS_BIN, installArgs(d, [`--bin-file=${PLEXUS_BIN}`, "--poll-interval=600000"]), {
+      env: INSTALL_ENV,
+      cwd: "/",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const out = track(child);
     let stdout = "";
     child.stdout!.on("data", (c: Buffer) => (stdout += c.toString()));
@@ -200,7 +289,11 @@ describe("plexus install on the executable", () => {
     await new Promise((r) => setTimeout(r, 300));
     const primary = JSON.parse(readFileSync(d.primary, "utf8"));
     writeFileSync(d.primary, JSON.stringify({ ...primary, cniVersion: "0.4.0" }));
-    await waitFor(() => JSON.parse(readFileSync(confPath, "utf8")).cniVersion === "0.4.0", 5000, "the config regenerated on the file event");
+    await waitFor(
+      () => JSON.parse(readFileSync(confPath, "utf8")).cniVersion === "0.4.0",
+      5000,
+      "the config regenerated on the file event",
+    );
     child.kill("SIGTERM");
     expect(await exitOf(child)).toBe(0);
     expect(out.stderr()).toMatch(/signal received/);
@@ -225,7 +318,11 @@ describe("plexus daemon on the executable", () => {
     const api = await apiWithPod();
     const kubeconfig = writeKubeconfig(api, { dir: sb.root });
     const socket = join(sb.root, "run", "plexus.sock");
-    const daemon = spawn(PLEXUS_BIN, ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "info"], { cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
+    const daemon = spawn(
+      PLEXUS_BIN,
+      ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "info"],
+      { cwd: "/", stdio: ["ignore", "pipe", "pipe"] },
+    );
     const out = track(daemon);
     await expect.poll(() => socketGet(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
 
@@ -234,7 +331,9 @@ describe("plexus daemon on the executable", () => {
     const r = await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/daemon unavailable/);
-    await expect.poll(() => calls(api, before)).toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+    await expect
+      .poll(() => calls(api, before))
+      .toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
 
     daemon.kill("SIGTERM");
     expect(await exitOf(daemon), out.stderr()).toBe(0);

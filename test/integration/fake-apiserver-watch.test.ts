@@ -19,7 +19,12 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import {
+  type FakeApiServer,
+  type FakeApiServerOptions,
+  startFakeApiServer,
+  writeKubeconfig,
+} from "../support/fake-apiserver";
 
 type Stoppable = { stop(): Promise<void> };
 const informers: Stoppable[] = [];
@@ -39,26 +44,38 @@ async function cluster(o: FakeApiServerOptions = {}) {
 }
 
 /** Records every callback of an informer, names as "verb ns/name". */
-function track<T extends KubernetesObject>(inf: { on(verb: "add" | "update" | "delete", cb: (o: T) => void): void; on(verb: "error", cb: (e?: unknown) => void): void }) {
+function track<T extends KubernetesObject>(inf: {
+  on(verb: "add" | "update" | "delete", cb: (o: T) => void): void;
+  on(verb: "error", cb: (e?: unknown) => void): void;
+}) {
   const seen: string[] = [];
   const errors: unknown[] = [];
-  for (const verb of ["add", "update", "delete"] as const) inf.on(verb, (o) => seen.push(`${verb} ${o.metadata?.namespace}/${o.metadata?.name}`));
+  for (const verb of ["add", "update", "delete"] as const)
+    inf.on(verb, (o) => seen.push(`${verb} ${o.metadata?.namespace}/${o.metadata?.name}`));
   inf.on("error", (e) => errors.push(e));
   return { seen, errors };
 }
 
-const names = (inf: { list(ns?: string): readonly KubernetesObject[] }) => inf.list().map((o) => `${o.metadata?.namespace}/${o.metadata?.name}`).sort();
+const names = (inf: { list(ns?: string): readonly KubernetesObject[] }) =>
+  inf
+    .list()
+    .map((o) => `${o.metadata?.namespace}/${o.metadata?.name}`)
+    .sort();
 
 const isWatch = (q: string) => new URLSearchParams(q).get("watch") === "true";
-const lists = (s: FakeApiServer, path: string) => s.requests.filter((r) => r.method === "GET" && r.path === path && !isWatch(r.query)).length;
-const watches = (s: FakeApiServer, path: string) => s.requests.filter((r) => r.method === "GET" && r.path === path && isWatch(r.query)).length;
+const lists = (s: FakeApiServer, path: string) =>
+  s.requests.filter((r) => r.method === "GET" && r.path === path && !isWatch(r.query)).length;
+const watches = (s: FakeApiServer, path: string) =>
+  s.requests.filter((r) => r.method === "GET" && r.path === path && isWatch(r.query)).length;
 
 const NS1_PODS = "/api/v1/namespaces/ns1/pods";
 const ON_NODE_1 = "spec.nodeName=node-1";
 
 /** makeInformer (no fieldSelector parameter) carries the selector in the watch path's query. */
 function nodePodInformer(kc: KubeConfig, core: CoreV1Api) {
-  const inf = makeInformer<V1Pod>(kc, `${NS1_PODS}?fieldSelector=${encodeURIComponent(ON_NODE_1)}`, () => core.listNamespacedPod({ namespace: "ns1", fieldSelector: ON_NODE_1 }));
+  const inf = makeInformer<V1Pod>(kc, `${NS1_PODS}?fieldSelector=${encodeURIComponent(ON_NODE_1)}`, () =>
+    core.listNamespacedPod({ namespace: "ns1", fieldSelector: ON_NODE_1 }),
+  );
   informers.push(inf);
   return inf;
 }
@@ -86,7 +103,11 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
 
     // A write through the API (the status subresource) reaches the informer as MODIFIED.
     const pod = await core.readNamespacedPod({ name: "b", namespace: "ns1" });
-    await core.replaceNamespacedPodStatus({ name: "b", namespace: "ns1", body: { ...pod, status: { phase: "Running" } } });
+    await core.replaceNamespacedPodStatus({
+      name: "b",
+      namespace: "ns1",
+      body: { ...pod, status: { phase: "Running" } },
+    });
     await expect.poll(() => inf.get("b", "ns1")?.status?.phase).toBe("Running");
 
     // Leaving the selector is a DELETE for this watch; entering it an ADD.
@@ -94,7 +115,15 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
     s.addPod({ metadata: { name: "c", namespace: "ns1" }, spec: { nodeName: "node-1" } });
     s.deletePod("ns1", "b");
     await expect.poll(() => names(inf)).toEqual(["ns1/c"]);
-    expect(seen).toEqual(["add ns1/a", "add ns1/b", "update ns1/a", "update ns1/b", "delete ns1/a", "add ns1/c", "delete ns1/b"]);
+    expect(seen).toEqual([
+      "add ns1/a",
+      "add ns1/b",
+      "update ns1/a",
+      "update ns1/b",
+      "delete ns1/a",
+      "add ns1/c",
+      "delete ns1/b",
+    ]);
     expect(errors).toEqual([]);
     expect(lists(s, NS1_PODS)).toBe(1);
   });
@@ -143,7 +172,9 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
       await expect.poll(() => lists(s, NS1_PODS)).toBe(2);
       await expect.poll(() => names(inf)).toEqual(["ns1/keep", "ns1/new"]);
       expect(inf.get("keep", "ns1")?.metadata?.labels).toEqual({ v: "2" });
-      expect(seen).toEqual(expect.arrayContaining(["delete ns1/gone", "delete ns1/moved", "update ns1/keep", "add ns1/new"]));
+      expect(seen).toEqual(
+        expect.arrayContaining(["delete ns1/gone", "delete ns1/moved", "update ns1/keep", "add ns1/new"]),
+      );
       expect(errors).toEqual([]);
 
       // …and watches again from the relisted resourceVersion (client-node waits 1 s before it).
@@ -161,7 +192,14 @@ describe("fake API server watch: across namespaces", () => {
     s.addPod({ metadata: { name: "a", namespace: "ns1" }, spec: { nodeName: "node-1" } });
     s.addPod({ metadata: { name: "b", namespace: "ns2" }, spec: { nodeName: "node-1" } });
     s.addPod({ metadata: { name: "x", namespace: "ns2" }, spec: { nodeName: "node-9" } });
-    const inf = new ListWatch<V1Pod>("/api/v1/pods", new Watch(kc), () => core.listPodForAllNamespaces({ fieldSelector: "spec.nodeName==node-1" }), false, undefined, "spec.nodeName==node-1");
+    const inf = new ListWatch<V1Pod>(
+      "/api/v1/pods",
+      new Watch(kc),
+      () => core.listPodForAllNamespaces({ fieldSelector: "spec.nodeName==node-1" }),
+      false,
+      undefined,
+      "spec.nodeName==node-1",
+    );
     informers.push(inf);
     const { errors } = track(inf);
     await inf.start();
@@ -182,7 +220,12 @@ describe("fake API server watch: across namespaces", () => {
     const inf = makeInformer<KubernetesObject & { spec?: { config?: string } }>(
       kc,
       path,
-      async () => (await custom.listClusterCustomObject({ group: "k8s.cni.cncf.io", version: "v1", plural: "network-attachment-definitions" })) as KubernetesListObject<KubernetesObject>,
+      async () =>
+        (await custom.listClusterCustomObject({
+          group: "k8s.cni.cncf.io",
+          version: "v1",
+          plural: "network-attachment-definitions",
+        })) as KubernetesListObject<KubernetesObject>,
     );
     informers.push(inf);
     const { seen, errors } = track(inf);
@@ -198,7 +241,12 @@ describe("fake API server watch: across namespaces", () => {
     expect(seen).toEqual(["add ns1/net-a", "add ns2/net-b", "add ns3/net-c", "update ns1/net-a", "delete ns2/net-b"]);
     expect(errors).toEqual([]);
     // The per-namespace list too.
-    const ns1 = (await custom.listNamespacedCustomObject({ group: "k8s.cni.cncf.io", version: "v1", namespace: "ns3", plural: "network-attachment-definitions" })) as KubernetesListObject<KubernetesObject>;
+    const ns1 = (await custom.listNamespacedCustomObject({
+      group: "k8s.cni.cncf.io",
+      version: "v1",
+      namespace: "ns3",
+      plural: "network-attachment-definitions",
+    })) as KubernetesListObject<KubernetesObject>;
     expect(ns1.items.map((o) => o.metadata?.name)).toEqual(["net-c"]);
     expect(ns1.metadata?.resourceVersion).toBe(s.resourceVersion());
   });
@@ -249,26 +297,41 @@ interface RawAnswer {
 }
 
 /** A whole (ending) response, split into NDJSON lines. */
-function rawWatch(s: FakeApiServer, path: string, token = s.token, onLine?: (l: { type: string }) => void): Promise<RawAnswer> {
+function rawWatch(
+  s: FakeApiServer,
+  path: string,
+  token = s.token,
+  onLine?: (l: { type: string }) => void,
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const request = s.url.startsWith("https:") ? httpsRequest : httpRequest;
-    const req = request(`${s.url}${path}`, { headers: { authorization: `Bearer ${token}` }, agent: false, ca: s.caPem }, (res) => {
-      let text = "";
-      let partial = "";
-      res.setEncoding("utf8");
-      res.on("data", (c: string) => {
-        text += c;
-        if (!onLine) return;
-        const parts = (partial + c).split("\n");
-        partial = parts.pop()!;
-        for (const l of parts) if (l) onLine(JSON.parse(l) as { type: string });
-      });
-      res.on("end", () => {
-        const lines = res.headers["content-length"] === undefined ? text.split("\n").filter(Boolean).map((l) => JSON.parse(l) as RawAnswer["lines"][number]) : [];
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, lines, text });
-      });
-      res.on("error", reject);
-    });
+    const req = request(
+      `${s.url}${path}`,
+      { headers: { authorization: `Bearer ${token}` }, agent: false, ca: s.caPem },
+      (res) => {
+        let text = "";
+        let partial = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => {
+          text += c;
+          if (!onLine) return;
+          const parts = (partial + c).split("\n");
+          partial = parts.pop()!;
+          for (const l of parts) if (l) onLine(JSON.parse(l) as { type: string });
+        });
+        res.on("end", () => {
+          const lines =
+            res.headers["content-length"] === undefined
+              ? text
+                  .split("\n")
+                  .filter(Boolean)
+                  .map((l) => JSON.parse(l) as RawAnswer["lines"][number])
+              : [];
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, lines, text });
+        });
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end();
   });
@@ -292,13 +355,28 @@ describe("fake API server watch: the wire", () => {
     expect(all.status).toBe(200);
     expect(all.headers["content-type"]).toBe("application/json");
     expect(all.headers["transfer-encoding"]).toBe("chunked");
-    const objects = all.lines.filter((l) => l.type !== "BOOKMARK").map((l) => `${l.type} ${l.object.metadata.name} ${l.object.metadata.resourceVersion}`);
-    expect(objects).toEqual([`ADDED a ${rv}`, `ADDED b ${Number(rv) + 1}`, `MODIFIED a ${Number(rv) + 2}`, `DELETED b ${Number(rv) + 3}`]);
+    const objects = all.lines
+      .filter((l) => l.type !== "BOOKMARK")
+      .map((l) => `${l.type} ${l.object.metadata.name} ${l.object.metadata.resourceVersion}`);
+    expect(objects).toEqual([
+      `ADDED a ${rv}`,
+      `ADDED b ${Number(rv) + 1}`,
+      `MODIFIED a ${Number(rv) + 2}`,
+      `DELETED b ${Number(rv) + 3}`,
+    ]);
     const bookmarks = all.lines.filter((l) => l.type === "BOOKMARK");
     expect(bookmarks.length).toBeGreaterThanOrEqual(3);
-    expect(bookmarks.at(-1)!.object).toEqual({ kind: "Pod", apiVersion: "v1", metadata: { resourceVersion: s.resourceVersion() } });
+    expect(bookmarks.at(-1)!.object).toEqual({
+      kind: "Pod",
+      apiVersion: "v1",
+      metadata: { resourceVersion: s.resourceVersion() },
+    });
 
-    expect((await resumed).lines.map((l) => `${l.type} ${l.object.metadata.name}`)).toEqual(["ADDED b", "MODIFIED a", "DELETED b"]);
+    expect((await resumed).lines.map((l) => `${l.type} ${l.object.metadata.name}`)).toEqual([
+      "ADDED b",
+      "MODIFIED a",
+      "DELETED b",
+    ]);
     expect(s.watchCount()).toBe(0);
   });
 
@@ -314,7 +392,15 @@ describe("fake API server watch: the wire", () => {
     expect(expired.lines).toEqual([
       {
         type: "ERROR",
-        object: { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", code: 410, reason: "Expired", message: `too old resource version: ${old} (${s.resourceVersion()})` },
+        object: {
+          kind: "Status",
+          apiVersion: "v1",
+          metadata: {},
+          status: "Failure",
+          code: 410,
+          reason: "Expired",
+          message: `too old resource version: ${old} (${s.resourceVersion()})`,
+        },
       },
     ]);
     // Resuming from the compaction point itself is fine.
@@ -325,7 +411,11 @@ describe("fake API server watch: the wire", () => {
 
     const bad = await rawWatch(s, `${NS1_PODS}?watch=true&fieldSelector=spec.bogus%3Dx`);
     expect(bad.status).toBe(400);
-    expect(JSON.parse(bad.text)).toMatchObject({ kind: "Status", code: 400, message: "field label not supported: spec.bogus" });
+    expect(JSON.parse(bad.text)).toMatchObject({
+      kind: "Status",
+      code: 400,
+      message: "field label not supported: spec.bogus",
+    });
     expect((await rawWatch(s, `/api/v1/pods?fieldSelector=spec.nodeName%3D%3Dnode-1`)).status).toBe(200);
   });
 
@@ -333,14 +423,26 @@ describe("fake API server watch: the wire", () => {
     const s = await startFakeApiServer({ tls: false });
     servers.push(s);
     let added = 0;
-    const watching = rawWatch(s, "/apis/k8s.cni.cncf.io/v1/namespaces/ns7/network-attachment-definitions?watch=true&timeoutSeconds=1", s.token, (l) => {
-      if (l.type === "ADDED") added++;
-    });
+    const watching = rawWatch(
+      s,
+      "/apis/k8s.cni.cncf.io/v1/namespaces/ns7/network-attachment-definitions?watch=true&timeoutSeconds=1",
+      s.token,
+      (l) => {
+        if (l.type === "ADDED") added++;
+      },
+    );
     await expect.poll(() => s.watchCount()).toBe(1);
     const t = performance.now();
-    s.addNads(Array.from({ length: 10_000 }, (_, i) => ({ metadata: { name: `net-${i}`, namespace: `ns${i % 10}` }, spec: { config: "{}" } })));
+    s.addNads(
+      Array.from({ length: 10_000 }, (_, i) => ({
+        metadata: { name: `net-${i}`, namespace: `ns${i % 10}` },
+        spec: { config: "{}" },
+      })),
+    );
     expect(performance.now() - t).toBeLessThan(500);
-    const list = JSON.parse((await rawWatch(s, "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions")).text) as KubernetesListObject<KubernetesObject>;
+    const list = JSON.parse(
+      (await rawWatch(s, "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions")).text,
+    ) as KubernetesListObject<KubernetesObject>;
     expect(list.items).toHaveLength(10_000);
     expect(list.metadata?.resourceVersion).toBe(s.resourceVersion());
     await watching;

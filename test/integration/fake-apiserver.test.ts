@@ -13,7 +13,12 @@ interface Answer {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-function call(s: FakeApiServer, method: string, path: string, o: { body?: unknown; contentType?: string; token?: string | null } = {}): Promise<Answer> {
+function call(
+  s: FakeApiServer,
+  method: string,
+  path: string,
+  o: { body?: unknown; contentType?: string; token?: string | null } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
     if (o.token !== null) headers.authorization = `Bearer ${o.token ?? s.token}`;
@@ -51,7 +56,13 @@ describe("fake API server: errors are metav1.Status", () => {
     await withPod(async (s) => {
       const r = await call(s, "GET", POD, { token: null });
       expect(r.status).toBe(401);
-      expect(r.body).toMatchObject({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "Unauthorized", code: 401 });
+      expect(r.body).toMatchObject({
+        kind: "Status",
+        apiVersion: "v1",
+        status: "Failure",
+        reason: "Unauthorized",
+        code: 401,
+      });
       expect((await call(s, "GET", POD, { token: "wrong" })).status).toBe(401);
     });
   });
@@ -60,7 +71,16 @@ describe("fake API server: errors are metav1.Status", () => {
     await withPod(async (s) => {
       const r = await call(s, "GET", "/api/v1/namespaces/ns1/pods/nope");
       expect(r.status).toBe(404);
-      expect(r.body).toEqual({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: 'pods "nope" not found', reason: "NotFound", details: { name: "nope", kind: "pods" }, code: 404 });
+      expect(r.body).toEqual({
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message: 'pods "nope" not found',
+        reason: "NotFound",
+        details: { name: "nope", kind: "pods" },
+        code: 404,
+      });
       expect((await call(s, "GET", "/api/v1/nodes")).body).toMatchObject({ kind: "Status", code: 404 });
     });
   });
@@ -85,14 +105,26 @@ describe("fake API server: writes and preconditions", () => {
   it("a merge patch carrying a stale resourceVersion or another UID is 409; without them it applies", async () => {
     await withPod(async (s) => {
       const rv = s.getPod("ns1", "p1")!.metadata.resourceVersion as string;
-      const ok = await call(s, "PATCH", POD, { body: { metadata: { resourceVersion: rv, annotations: { x: "1" } } }, contentType: "application/merge-patch+json" });
+      const ok = await call(s, "PATCH", POD, {
+        body: { metadata: { resourceVersion: rv, annotations: { x: "1" } } },
+        contentType: "application/merge-patch+json",
+      });
       expect(ok.status).toBe(200);
-      const stale = await call(s, "PATCH", POD, { body: { metadata: { resourceVersion: rv, annotations: { x: "2" } } }, contentType: "application/merge-patch+json" });
+      const stale = await call(s, "PATCH", POD, {
+        body: { metadata: { resourceVersion: rv, annotations: { x: "2" } } },
+        contentType: "application/merge-patch+json",
+      });
       expect(stale.status).toBe(409);
-      const uid = await call(s, "PATCH", POD, { body: { metadata: { uid: "other", annotations: { x: "3" } } }, contentType: "application/merge-patch+json" });
+      const uid = await call(s, "PATCH", POD, {
+        body: { metadata: { uid: "other", annotations: { x: "3" } } },
+        contentType: "application/merge-patch+json",
+      });
       expect(uid.status).toBe(409);
       expect(uid.body.message).toContain("Precondition failed: UID in precondition: other");
-      const plain = await call(s, "PATCH", POD, { body: { metadata: { annotations: { x: "4", keep: null } } }, contentType: "application/merge-patch+json" });
+      const plain = await call(s, "PATCH", POD, {
+        body: { metadata: { annotations: { x: "4", keep: null } } },
+        contentType: "application/merge-patch+json",
+      });
       expect(plain.status).toBe(200);
       expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({ x: "4" });
     });
@@ -102,10 +134,17 @@ describe("fake API server: writes and preconditions", () => {
     await withPod(async (s) => {
       const patch = { spec: { containers: [{ name: "sidecar", image: "envoy" }] } };
       await call(s, "PATCH", POD, { body: patch, contentType: "application/strategic-merge-patch+json" });
-      expect((s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map((c) => c.name)).toEqual(["main", "sidecar"]);
+      expect((s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map((c) => c.name)).toEqual(
+        ["main", "sidecar"],
+      );
       await call(s, "PATCH", POD, { body: patch, contentType: "application/merge-patch+json" });
-      expect((s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map((c) => c.name)).toEqual(["sidecar"]);
-      const json = await call(s, "PATCH", POD, { body: [{ op: "add", path: "/x", value: 1 }], contentType: "application/json-patch+json" });
+      expect((s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map((c) => c.name)).toEqual(
+        ["sidecar"],
+      );
+      const json = await call(s, "PATCH", POD, {
+        body: [{ op: "add", path: "/x", value: 1 }],
+        contentType: "application/json-patch+json",
+      });
       expect(json.status).toBe(415);
       expect(json.body).toMatchObject({ kind: "Status", reason: "UnsupportedMediaType" });
     });
@@ -113,12 +152,18 @@ describe("fake API server: writes and preconditions", () => {
 
   it("the status subresource keeps the spec; the main resource keeps the status", async () => {
     await withPod(async (s) => {
-      await call(s, "PATCH", `${POD}/status`, { body: { metadata: { annotations: { a: "1" } }, spec: { nodeName: "evil" }, status: { phase: "Running" } }, contentType: "application/merge-patch+json" });
+      await call(s, "PATCH", `${POD}/status`, {
+        body: { metadata: { annotations: { a: "1" } }, spec: { nodeName: "evil" }, status: { phase: "Running" } },
+        contentType: "application/merge-patch+json",
+      });
       let pod = s.getPod("ns1", "p1")!;
       expect(pod.metadata.annotations).toMatchObject({ a: "1", keep: "me" });
       expect((pod.spec as { nodeName: string }).nodeName).toBe("node-1");
       expect((pod.status as { phase: string }).phase).toBe("Running");
-      await call(s, "PATCH", POD, { body: { status: { phase: "Failed" } }, contentType: "application/merge-patch+json" });
+      await call(s, "PATCH", POD, {
+        body: { status: { phase: "Failed" } },
+        contentType: "application/merge-patch+json",
+      });
       pod = s.getPod("ns1", "p1")!;
       expect((pod.status as { phase: string }).phase).toBe("Running");
     });
@@ -132,7 +177,12 @@ describe("fake API server: NADs and events", () => {
     s.addNad({ metadata: { name: "net-b", namespace: "ns2" } });
     const base = "/apis/k8s.cni.cncf.io/v1/namespaces";
     const one = await call(s, "GET", `${base}/ns1/network-attachment-definitions/net-a`);
-    expect(one.body).toMatchObject({ apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition", metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"cniVersion":"1.0.0"}' } });
+    expect(one.body).toMatchObject({
+      apiVersion: "k8s.cni.cncf.io/v1",
+      kind: "NetworkAttachmentDefinition",
+      metadata: { name: "net-a", namespace: "ns1" },
+      spec: { config: '{"cniVersion":"1.0.0"}' },
+    });
     const list = await call(s, "GET", `${base}/ns1/network-attachment-definitions`);
     expect(list.body.kind).toBe("NetworkAttachmentDefinitionList");
     expect(list.body.items.map((i: { metadata: { name: string } }) => i.metadata.name)).toEqual(["net-a"]);
@@ -141,10 +191,14 @@ describe("fake API server: NADs and events", () => {
 
   it("POST events to core v1 and events.k8s.io/v1; a namespace mismatch is 400", async () => {
     await using s = await startFakeApiServer();
-    const core = await call(s, "POST", "/api/v1/namespaces/ns1/events", { body: { metadata: { generateName: "p1." }, reason: "AddedInterface" } });
+    const core = await call(s, "POST", "/api/v1/namespaces/ns1/events", {
+      body: { metadata: { generateName: "p1." }, reason: "AddedInterface" },
+    });
     expect(core.status).toBe(201);
     expect(core.body.metadata.name).toMatch(/^p1\./);
-    const v1 = await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", { body: { metadata: { name: "e1" }, reason: "X" } });
+    const v1 = await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", {
+      body: { metadata: { name: "e1" }, reason: "X" },
+    });
     expect(v1.status).toBe(201);
     expect(s.events().map((e) => e.apiVersion)).toEqual(["v1", "events.k8s.io/v1"]);
     const bad = await call(s, "POST", "/api/v1/namespaces/ns1/events", { body: { metadata: { namespace: "ns2" } } });
@@ -163,7 +217,12 @@ describe("fake API server: faults, log and shutdown", () => {
       expect((await call(s, "GET", "/api/v1/namespaces/ns1/pods")).status).toBe(200);
       expect((await call(s, "GET", POD)).status).toBe(429);
       expect((await call(s, "GET", POD)).status).toBe(200);
-      expect(s.requests.map((r) => `${r.method} ${r.path}`)).toEqual([`GET ${POD}`, "GET /api/v1/namespaces/ns1/pods", `GET ${POD}`, `GET ${POD}`]);
+      expect(s.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+        `GET ${POD}`,
+        "GET /api/v1/namespaces/ns1/pods",
+        `GET ${POD}`,
+        `GET ${POD}`,
+      ]);
     });
   });
 
@@ -210,7 +269,9 @@ describe("fake API server: faults, log and shutdown", () => {
     await using s = await startFakeApiServer({ tls: false });
     expect(s.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     s.addPod({ metadata: { name: "p1" } });
-    const r = await fetch(`${s.url}/api/v1/namespaces/default/pods/p1`, { headers: { authorization: `Bearer ${s.token}` } });
+    const r = await fetch(`${s.url}/api/v1/namespaces/default/pods/p1`, {
+      headers: { authorization: `Bearer ${s.token}` },
+    });
     expect(r.status).toBe(200);
     expect(((await r.json()) as { metadata: { namespace: string } }).metadata.namespace).toBe("default");
   });

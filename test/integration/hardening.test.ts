@@ -25,15 +25,25 @@ describe("bounded work per call", () => {
   it("B25 a network of 1,000 plugins is refused with 7 naming maxPluginsPerNetwork before any delegate runs", async () => {
     const { sb } = ctx;
     const one = sb.delegate("net-a");
-    const huge = { cniVersion: "1.0.0", name: "huge", plugins: Array.from({ length: 1000 }, () => ({ type: one.type, debugFile: one.debugFile })) };
+    const huge = {
+      cniVersion: "1.0.0",
+      name: "huge",
+      plugins: Array.from({ length: 1000 }, () => ({ type: one.type, debugFile: one.debugFile })),
+    };
     const err = cniError(await sb.run("ADD", sb.config([one, huge])));
-    expect(err).toMatchObject({ code: 7, msg: expect.stringMatching(/network huge has 1000 plugins.*maxPluginsPerNetwork/) });
+    expect(err).toMatchObject({
+      code: 7,
+      msg: expect.stringMatching(/network huge has 1000 plugins.*maxPluginsPerNetwork/),
+    });
     expect(sb.calls()).toEqual([]);
   });
 
   it("B52 addTimeoutSeconds bounds the whole ADD: a hanging delegate is killed when the call's time is up, not after its own 30 s; the next network never runs; 101 and a rollback", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } }), sb.delegate("net-b")], { addTimeoutSeconds: 1, delegateTimeoutSeconds: 30 });
+    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } }), sb.delegate("net-b")], {
+      addTimeoutSeconds: 1,
+      delegateTimeoutSeconds: 30,
+    });
     const r = await sb.run("ADD", conf);
     expect(cniError(r).code).toBe(101);
     expect(r.durationMs).toBeLessThan(10_000);
@@ -49,7 +59,13 @@ describe("R5 the executable ignores its runtime's tuning variables", () => {
     const preload = join(sb.root, "preload.js");
     writeFileSync(preload, `require("fs").appendFileSync(${JSON.stringify(marks)}, process.pid + "\\n");`);
     const conf = sb.config([sb.delegate("net-a")]);
-    const tuning = { BUN_OPTIONS: `--preload ${preload}`, NODE_OPTIONS: `--require ${preload}`, NODE_TLS_REJECT_UNAUTHORIZED: "0", BUN_CONFIG_VERBOSE_FETCH: "1", SSL_CERT_FILE: "/dev/null" };
+    const tuning = {
+      BUN_OPTIONS: `--preload ${preload}`,
+      NODE_OPTIONS: `--require ${preload}`,
+      NODE_TLS_REJECT_UNAUTHORIZED: "0",
+      BUN_CONFIG_VERBOSE_FETCH: "1",
+      SSL_CERT_FILE: "/dev/null",
+    };
     const r = await sb.run("ADD", conf, tuning);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(readFileSync(marks, "utf8").trim().split("\n")).toHaveLength(1);

@@ -25,7 +25,11 @@ function copies(): Array<{ stage: number; from?: string; sources: string[]; dest
     const m = /^COPY\s+(?:--from=(\S+)\s+)?(.+)$/i.exec(line.trim());
     if (!m) continue;
     const parts = m[2]!.split(/\s+/);
-    const copy: { stage: number; from?: string; sources: string[]; dest: string } = { stage, sources: parts.slice(0, -1), dest: parts.at(-1)! };
+    const copy: { stage: number; from?: string; sources: string[]; dest: string } = {
+      stage,
+      sources: parts.slice(0, -1),
+      dest: parts.at(-1)!,
+    };
     if (m[1]) copy.from = m[1];
     out.push(copy);
   }
@@ -39,24 +43,40 @@ describe("Dockerfile", () => {
     for (const c of fromContext) {
       for (const src of c.sources) {
         expect(existsSync(join(REPO_ROOT, src)), src).toBe(true);
-        expect(ignored.some((p) => src === p || src.startsWith(`${p}/`)), `${src} is excluded by .dockerignore`).toBe(false);
+        expect(
+          ignored.some((p) => src === p || src.startsWith(`${p}/`)),
+          `${src} is excluded by .dockerignore`,
+        ).toBe(false);
       }
     }
     // What `npm run build` reads is in the context: its scripts and their inputs.
     const sources = fromContext.flatMap((c) => c.sources);
-    for (const needed of ["package.json", "package-lock.json", "esbuild.config.mjs", "bin", "scripts", "src"]) expect(sources).toContain(needed);
+    for (const needed of ["package.json", "package-lock.json", "esbuild.config.mjs", "bin", "scripts", "src"])
+      expect(sources).toContain(needed);
   });
 
   it("M11 the final image holds only dist/plexus as /usr/local/bin/plexus, which the build produced and which runs without Node", () => {
     requirePlexusBinary();
     const finalStage = Math.max(...copies().map((c) => c.stage));
     const finalCopies = copies().filter((c) => c.stage === finalStage);
-    expect(finalCopies).toEqual([{ stage: finalStage, from: "build", sources: ["/src/dist/plexus"], dest: "/usr/local/bin/plexus" }]);
+    expect(finalCopies).toEqual([
+      { stage: finalStage, from: "build", sources: ["/src/dist/plexus"], dest: "/usr/local/bin/plexus" },
+    ]);
     accessSync(PLEXUS_BIN, constants.X_OK);
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/usr\/local\/bin\/plexus"\]$/m);
     const ldd = spawnSync("ldd", [PLEXUS_BIN], { encoding: "utf8" });
     const libs = [...ldd.stdout.matchAll(/^\s*(\S+\.so[.\d]*)/gm)].map((m) => m[1]!.replace(/\.so.*$/, ""));
-    const allowed = new Set(["linux-vdso", "libdl", "libm", "libpthread", "libc", "/lib64/ld-linux-x86-64", "ld-linux-x86-64", "ld-linux-aarch64", "/lib/ld-linux-aarch64"]);
+    const allowed = new Set([
+      "linux-vdso",
+      "libdl",
+      "libm",
+      "libpthread",
+      "libc",
+      "/lib64/ld-linux-x86-64",
+      "ld-linux-x86-64",
+      "ld-linux-aarch64",
+      "/lib/ld-linux-aarch64",
+    ]);
     expect(dockerfile).toMatch(/^FROM gcr\.io\/distroless\/base-debian12$/m);
     expect(libs).toContain("libc");
     expect(libs.filter((l) => !allowed.has(l))).toEqual([]);

@@ -19,7 +19,9 @@ import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { recordingLogger } from "../fakes/fake-exec";
 
-const FAST: ClientNodeOptions = { retry: { requestTimeoutMs: 200, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 } };
+const FAST: ClientNodeOptions = {
+  retry: { requestTimeoutMs: 200, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 },
+};
 const POD_PATH = "/api/v1/namespaces/ns1/pods/p1";
 const STATUS_PATH = `${POD_PATH}/status`;
 
@@ -28,7 +30,11 @@ afterEach(async () => {
   for (const k of opened.splice(0)) await k.close?.();
 });
 
-async function clientFor(s: Pick<FakeApiServer, "url" | "caPem" | "token">, o: ClientNodeOptions = FAST, kubeconfig = writeKubeconfig(s)): Promise<KubeApi> {
+async function clientFor(
+  s: Pick<FakeApiServer, "url" | "caPem" | "token">,
+  o: ClientNodeOptions = FAST,
+  kubeconfig = writeKubeconfig(s),
+): Promise<KubeApi> {
   const kube = await loadKubeApi({ kubeconfig }, { client: o });
   if (!kube) throw new Error("no client");
   opened.push(kube);
@@ -38,7 +44,10 @@ async function clientFor(s: Pick<FakeApiServer, "url" | "caPem" | "token">, o: C
 async function withCluster(fn: (s: FakeApiServer, kube: KubeApi) => Promise<void>, o: ClientNodeOptions = FAST) {
   await using s = await startFakeApiServer();
   s.addPod({ metadata: { name: "p1", namespace: "ns1", uid: "uid-1", annotations: { keep: "me" } } });
-  s.addNad({ metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' } });
+  s.addNad({
+    metadata: { name: "net-a", namespace: "ns1" },
+    spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' },
+  });
   await fn(s, await clientFor(s, o));
 }
 
@@ -62,26 +71,52 @@ describe("reads and writes through the REST client", () => {
   it("getPod returns the trimmed pod; getNad the NAD, undefined on 404 (B28)", async () => {
     await withCluster(async (s, kube) => {
       const pod = await kube.getPod("ns1", "p1");
-      expect(pod).toEqual({ metadata: { name: "p1", namespace: "ns1", uid: "uid-1", resourceVersion: expect.any(String), annotations: { keep: "me" } }, spec: { nodeName: "node-1" } });
-      expect(await kube.getNad("ns1", "net-a")).toMatchObject({ kind: "NetworkAttachmentDefinition", metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' } });
+      expect(pod).toEqual({
+        metadata: {
+          name: "p1",
+          namespace: "ns1",
+          uid: "uid-1",
+          resourceVersion: expect.any(String),
+          annotations: { keep: "me" },
+        },
+        spec: { nodeName: "node-1" },
+      });
+      expect(await kube.getNad("ns1", "net-a")).toMatchObject({
+        kind: "NetworkAttachmentDefinition",
+        metadata: { name: "net-a", namespace: "ns1" },
+        spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' },
+      });
       expect(await kube.getNad("ns1", "missing")).toBeUndefined();
       expect(kube.requestCount).toBe(3);
-      expect(s.requests.map((r) => r.path)).toEqual([POD_PATH, "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a", "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/missing"]);
+      expect(s.requests.map((r) => r.path)).toEqual([
+        POD_PATH,
+        "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a",
+        "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/missing",
+      ]);
     });
   });
 
   it("N5 setNetworkStatus is one merge patch on pods/status with the UID precondition; other annotations stay", async () => {
     await withCluster(async (s, kube) => {
       await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '[{"name":"net-a"}]');
-      expect(s.requests.map((r) => `${r.method} ${r.path} ${r.contentType}`)).toEqual([`PATCH ${STATUS_PATH} application/merge-patch+json`]);
-      expect(JSON.parse(s.requests[0]!.body)).toEqual({ metadata: { uid: "uid-1", annotations: { [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' } } });
-      expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({ keep: "me", [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' });
+      expect(s.requests.map((r) => `${r.method} ${r.path} ${r.contentType}`)).toEqual([
+        `PATCH ${STATUS_PATH} application/merge-patch+json`,
+      ]);
+      expect(JSON.parse(s.requests[0]!.body)).toEqual({
+        metadata: { uid: "uid-1", annotations: { [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' } },
+      });
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({
+        keep: "me",
+        [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]',
+      });
     });
   });
 
   it("M8 a recreated pod (other UID) does not receive the status: code 3, nothing written", async () => {
     await withCluster(async (s, kube) => {
-      const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-of-the-old-pod" }, "[]"));
+      const err = await failure(
+        kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-of-the-old-pod" }, "[]"),
+      );
       expect(err.code).toBe(Code.UnknownContainer);
       expect(err.message).toContain("uid-of-the-old-pod");
       expect(err.message).toContain("uid-1");
@@ -93,8 +128,18 @@ describe("reads and writes through the REST client", () => {
 
   it("M9 recordEvent writes a core/v1 Event on the pod: involvedObject with UID, reason, type, source plexus", async () => {
     await withCluster(async (s, kube) => {
-      await kube.recordEvent({ namespace: "ns1", name: "p1", uid: "uid-1" }, { type: "Normal", reason: "AddedInterface", message: "Add net1 [10.1.1.2/24] from ns1/net-a" });
-      await kube.recordEvent({ namespace: "ns1", name: "p1", uid: "uid-1" }, { type: "Warning", reason: "NoNetworkFound", message: "cannot find a network-attachment-definition (net-x) in namespace (ns1)" });
+      await kube.recordEvent(
+        { namespace: "ns1", name: "p1", uid: "uid-1" },
+        { type: "Normal", reason: "AddedInterface", message: "Add net1 [10.1.1.2/24] from ns1/net-a" },
+      );
+      await kube.recordEvent(
+        { namespace: "ns1", name: "p1", uid: "uid-1" },
+        {
+          type: "Warning",
+          reason: "NoNetworkFound",
+          message: "cannot find a network-attachment-definition (net-x) in namespace (ns1)",
+        },
+      );
       const events = s.events();
       expect(events).toHaveLength(2);
       expect(events[0]).toMatchObject({
@@ -118,7 +163,9 @@ describe("M1 where the configuration comes from", () => {
   it("M1 no kubeconfig and no in-cluster env: no Kubernetes; the env alone is enough for in-cluster", () => {
     expect(hasKubernetesConfig({}, {})).toBe(false);
     expect(hasKubernetesConfig({ kubeconfig: "/x" }, {})).toBe(true);
-    expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" })).toBe(true);
+    expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" })).toBe(
+      true,
+    );
     expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1" })).toBe(false);
   });
 
@@ -133,7 +180,14 @@ describe("M1 where the configuration comes from", () => {
     mkdirSync(join(root, SERVICE_ACCOUNT_DIR), { recursive: true });
     writeFileSync(join(root, SERVICE_ACCOUNT_DIR, "token"), "sa-token");
     writeFileSync(join(root, SERVICE_ACCOUNT_DIR, "ca.crt"), s.caPem);
-    const kube = await loadKubeApi({}, { env: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(s.port) }, inClusterRoot: root, client: FAST });
+    const kube = await loadKubeApi(
+      {},
+      {
+        env: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(s.port) },
+        inClusterRoot: root,
+        client: FAST,
+      },
+    );
     opened.push(kube!);
     expect((await kube!.getPod("ns1", "p1")).metadata.name).toBe("p1");
     rmSync(root, { recursive: true, force: true });
@@ -149,7 +203,12 @@ describe("M1 where the configuration comes from", () => {
     opened.push(kube!);
     expect((await kube!.getPod("ns1", "p1")).metadata.name).toBe("p1");
     const warnings = log.lines.filter((l) => l.level === "warn");
-    expect(warnings).toEqual([expect.objectContaining({ msg: expect.stringContaining("plain http"), obj: expect.objectContaining({ credentials: `kubeconfig ${path}` }) })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        msg: expect.stringContaining("plain http"),
+        obj: expect.objectContaining({ credentials: `kubeconfig ${path}` }),
+      }),
+    ]);
   });
 
   it("B15 a server URL with user:password@ is refused with 7, and the password appears nowhere in the error", async () => {
@@ -177,7 +236,11 @@ describe("M1 credential plugins go through client-node's KubeConfig", () => {
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const dir = mkdtempSync(join(tmpdir(), "plx-exec-"));
     const plugin = join(dir, "cred.sh");
-    writeFileSync(plugin, `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`, { mode: 0o755 });
+    writeFileSync(
+      plugin,
+      `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`,
+      { mode: 0o755 },
+    );
     const path = join(dir, "kubeconfig");
     writeFileSync(
       path,
@@ -206,7 +269,13 @@ describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
     ["a directory (unreadable as a file)", (dir) => dir],
     ["invalid YAML", (dir) => (writeFileSync(join(dir, "k"), "clusters: [\n  - {name: x\n"), join(dir, "k"))],
     ["not a mapping", (dir) => (writeFileSync(join(dir, "k"), "- just\n- a list\n"), join(dir, "k"))],
-    ["no current-context", (dir) => (writeFileSync(join(dir, "k"), "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n"), join(dir, "k"))],
+    [
+      "no current-context",
+      (dir) => (
+        writeFileSync(join(dir, "k"), "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n"),
+        join(dir, "k")
+      ),
+    ],
   ];
   for (const [what, make] of cases) {
     it(`B15 ${what}`, async () => {
@@ -225,7 +294,9 @@ describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
     await using s = await startFakeApiServer();
     const dir = mkdtempSync(join(tmpdir(), "plx-b15-"));
     const path = writeKubeconfig(s, { dir });
-    const text = (await import("node:fs")).readFileSync(path, "utf8").replace(/certificate-authority-data: .*/, "certificate-authority: missing-ca.crt");
+    const text = (await import("node:fs"))
+      .readFileSync(path, "utf8")
+      .replace(/certificate-authority-data: .*/, "certificate-authority: missing-ca.crt");
     writeFileSync(path, text);
     const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
     expect(err.code).toBe(Code.InvalidNetworkConfig);
@@ -244,14 +315,29 @@ describe("B20 invalid names never become a request", () => {
       for (const name of bad) {
         expect((await failure(kube.getPod(name, "p1"))).code, `namespace ${name}`).toBe(Code.InvalidNetworkConfig);
         expect((await failure(kube.getNad("ns1", name))).code, `nad ${name}`).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.getNad(name, "net-a"))).code, `nad namespace ${name}`).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.setNetworkStatus({ namespace: name, name: "p1" }, "[]"))).code).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.recordEvent({ namespace: name, name: "p1" }, { type: "Normal", reason: "R", message: "m" }))).code).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.getNad(name, "net-a"))).code, `nad namespace ${name}`).toBe(
+          Code.InvalidNetworkConfig,
+        );
+        expect((await failure(kube.setNetworkStatus({ namespace: name, name: "p1" }, "[]"))).code).toBe(
+          Code.InvalidNetworkConfig,
+        );
+        expect(
+          (
+            await failure(
+              kube.recordEvent({ namespace: name, name: "p1" }, { type: "Normal", reason: "R", message: "m" }),
+            )
+          ).code,
+        ).toBe(Code.InvalidNetworkConfig);
       }
       for (const name of badPodNames) {
         expect((await failure(kube.getPod("ns1", name))).code, `pod ${name}`).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.setNetworkStatus({ namespace: "ns1", name }, "[]"))).code, `pod ${name}`).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.recordEvent({ namespace: "ns1", name }, { type: "Normal", reason: "R", message: "m" }))).code).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.setNetworkStatus({ namespace: "ns1", name }, "[]"))).code, `pod ${name}`).toBe(
+          Code.InvalidNetworkConfig,
+        );
+        expect(
+          (await failure(kube.recordEvent({ namespace: "ns1", name }, { type: "Normal", reason: "R", message: "m" })))
+            .code,
+        ).toBe(Code.InvalidNetworkConfig);
       }
       expect(s.requests).toHaveLength(0);
       expect(kube.requestCount).toBe(0);
@@ -322,7 +408,9 @@ describe("B35 5xx and 429", () => {
   });
 
   it("B35 the total budget caps many fast failures", async () => {
-    const o: ClientNodeOptions = { retry: { requestTimeoutMs: 200, totalTimeoutMs: 300, baseDelayMs: 40, maxDelayMs: 80, maxAttempts: 1000 } };
+    const o: ClientNodeOptions = {
+      retry: { requestTimeoutMs: 200, totalTimeoutMs: 300, baseDelayMs: 40, maxDelayMs: 80, maxAttempts: 1000 },
+    };
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH }, { kind: "status", code: 500 });
       const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
@@ -336,7 +424,11 @@ describe("B35 5xx and 429", () => {
   });
 
   it("B35 the caller's deadline (deadlineAt, the ADD's budget) wins over a larger policy", async () => {
-    const o: ClientNodeOptions = { ...FAST, retry: { ...FAST.retry, totalTimeoutMs: 10_000, maxAttempts: 1000 }, deadlineAt: Date.now() + 250 };
+    const o: ClientNodeOptions = {
+      ...FAST,
+      retry: { ...FAST.retry, totalTimeoutMs: 10_000, maxAttempts: 1000 },
+      deadlineAt: Date.now() + 250,
+    };
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH }, { kind: "hang" });
       const err = await failure(kube.getPod("ns1", "p1"));
@@ -370,7 +462,11 @@ describe("B35 5xx and 429", () => {
 
 describe("B36 hang / slow body: the request timeout fires, no socket left", () => {
   const o: ClientNodeOptions = { retry: { ...FAST.retry, maxAttempts: 2 } };
-  for (const fault of [{ kind: "hang" }, { kind: "hang-after-headers" }, { kind: "slow-body", chunkBytes: 1, intervalMs: 50 }] as const) {
+  for (const fault of [
+    { kind: "hang" },
+    { kind: "hang-after-headers" },
+    { kind: "slow-body", chunkBytes: 1, intervalMs: 50 },
+  ] as const) {
     it(`B36 ${fault.kind}: 104 after 2 × 200 ms, the server sees its connections closed`, async () => {
       await withCluster(async (s, kube) => {
         s.inject({ path: POD_PATH }, fault);
@@ -413,7 +509,15 @@ describe("B37 401/403", () => {
     await using s = await startFakeApiServer();
     const path = writeKubeconfig(s);
     const kube = await clientFor(s, FAST, path);
-    s.inject({ method: "PATCH" }, { kind: "status", code: 403, message: 'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot patch resource "pods/status"' });
+    s.inject(
+      { method: "PATCH" },
+      {
+        kind: "status",
+        code: 403,
+        message:
+          'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot patch resource "pods/status"',
+      },
+    );
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1" }, "[]"));
     expect(err.code).toBe(Code.ApiFailure);
@@ -475,7 +579,10 @@ describe("B41 response size cap", () => {
     await withCluster(
       async (s, kube) => {
         s.addPod({ metadata: { name: "big", namespace: "ns1", annotations: { pad: "x".repeat(5000) } } });
-        s.inject({ path: "/api/v1/namespaces/ns1/pods/big" }, { kind: "slow-body", chunkBytes: 2048, intervalMs: 1, chunked: true });
+        s.inject(
+          { path: "/api/v1/namespaces/ns1/pods/big" },
+          { kind: "slow-body", chunkBytes: 2048, intervalMs: 1, chunked: true },
+        );
         const err = await failure(kube.getPod("ns1", "big"));
         expect(err.code).toBe(Code.ApiFailure);
         expect(err.message).toContain("response exceeds the 4096-byte limit");
@@ -489,7 +596,10 @@ describe("B42 409 on the status write", () => {
   it("B42 409 forever: conflictRetries + 1 patches, then 104", async () => {
     await withCluster(
       async (s, kube) => {
-        s.inject({ method: "PATCH", path: STATUS_PATH }, { kind: "status", code: 409, message: "the object has been modified" });
+        s.inject(
+          { method: "PATCH", path: STATUS_PATH },
+          { kind: "status", code: 409, message: "the object has been modified" },
+        );
         const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1" }, "[]"));
         expect(err.code).toBe(Code.ApiFailure);
         expect(err.message).toContain("409");
@@ -559,16 +669,39 @@ describe("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessD
   afterEach(restore);
 
   it("the server signed by the kubeconfig's CA is trusted", async () => {
-    await withCluster(async (_s, kube) => {
-      expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
-    }, { ...FAST, caAsProcessDefault: true });
+    await withCluster(
+      async (_s, kube) => {
+        expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
+      },
+      { ...FAST, caAsProcessDefault: true },
+    );
   });
 
   it("a kubeconfig naming another CA is refused: 104 naming the certificate problem, no request served", async () => {
     await using s = await startFakeApiServer();
     const dir = mkdtempSync(join(tmpdir(), "plx-otherca-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", join(dir, "k.pem"), "-out", join(dir, "ca.pem"), "-subj", "/CN=other-ca", "-days", "1"], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        join(dir, "k.pem"),
+        "-out",
+        join(dir, "ca.pem"),
+        "-subj",
+        "/CN=other-ca",
+        "-days",
+        "1",
+      ],
+      { stdio: "ignore" },
+    );
     const other = { url: s.url, token: s.token, caPem: readFileSync(join(dir, "ca.pem"), "utf8") };
     const kube = await clientFor(other, { ...FAST, caAsProcessDefault: true }, writeKubeconfig(other, { dir }));
     const err = await failure(kube.getPod("ns1", "p1"));

@@ -15,7 +15,10 @@ const ctx = useSandbox();
 /** Two networks: net-a (default, eth0) and net-b (net1), each its own fixture type. */
 function twoNetworks(extra: Record<string, unknown> = {}) {
   const { sb } = ctx;
-  return sb.config([sb.delegate("net-a", { type: "noop-a" }), sb.delegate("net-b", { type: "noop-b" })], { delegateTimeoutSeconds: 5, ...extra });
+  return sb.config([sb.delegate("net-a", { type: "noop-a" }), sb.delegate("net-b", { type: "noop-b" })], {
+    delegateTimeoutSeconds: 5,
+    ...extra,
+  });
 }
 
 async function addOk(conf: unknown, env: Record<string, string> = {}) {
@@ -65,35 +68,38 @@ describe("B62 DEL of one delegate fails", () => {
 });
 
 describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
-  it.each(["net-a", "net-b"])("B64 R1 killed while %s's ADD hangs: the runtime's DEL kills the orphaned delegate itself, tears everything down and leaves no record", async (hanging) => {
-    const { sb } = ctx;
-    const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
-    sb.setBehaviours(hanging, { ADD: { do: "hang" } });
-    let plexusPid = 0;
-    const run = sb.run("ADD", conf, {}, { onSpawn: (pid) => (plexusPid = pid) });
-    await waitFor(() => sb.calls().includes(`ADD ${hanging}`), 10_000, `the ADD of ${hanging} to start`);
-    process.kill(plexusPid, "SIGKILL"); // the runtime's deadline
-    const killed = await run;
-    expect(killed.signal).toBe("SIGKILL");
-    expect(killed.stdout).toBe("");
-    // The record was on disk before any delegate ran (M7).
-    expect(sb.recordFiles()).toEqual(["ctr1-eth0.json"]);
-    // The hung delegate leads its own process group, so it outlives the SIGKILLed plexus, and the
-    // runtime kills only plexus. It holds the container's lock (inherited): the DEL finds the
-    // owner dead and kills it before tearing down.
-    const orphan = sb.invocations().find((i) => i.command === "ADD" && i.network === hanging)!;
-    expect(isAlive(orphan.pid), "the orphaned delegate is still running when the runtime's DEL comes").toBe(true);
+  it.each(["net-a", "net-b"])(
+    "B64 R1 killed while %s's ADD hangs: the runtime's DEL kills the orphaned delegate itself, tears everything down and leaves no record",
+    async (hanging) => {
+      const { sb } = ctx;
+      const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
+      sb.setBehaviours(hanging, { ADD: { do: "hang" } });
+      let plexusPid = 0;
+      const run = sb.run("ADD", conf, {}, { onSpawn: (pid) => (plexusPid = pid) });
+      await waitFor(() => sb.calls().includes(`ADD ${hanging}`), 10_000, `the ADD of ${hanging} to start`);
+      process.kill(plexusPid, "SIGKILL"); // the runtime's deadline
+      const killed = await run;
+      expect(killed.signal).toBe("SIGKILL");
+      expect(killed.stdout).toBe("");
+      // The record was on disk before any delegate ran (M7).
+      expect(sb.recordFiles()).toEqual(["ctr1-eth0.json"]);
+      // The hung delegate leads its own process group, so it outlives the SIGKILLed plexus, and the
+      // runtime kills only plexus. It holds the container's lock (inherited): the DEL finds the
+      // owner dead and kills it before tearing down.
+      const orphan = sb.invocations().find((i) => i.command === "ADD" && i.network === hanging)!;
+      expect(isAlive(orphan.pid), "the orphaned delegate is still running when the runtime's DEL comes").toBe(true);
 
-    sb.setBehaviours(hanging, {});
-    const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
-    expect(r.code, r.stdout).toBe(0);
-    await waitFor(() => !isAlive(orphan.pid), 2000, "the orphaned delegate to be gone");
-    expect(r.stdout).toBe("");
-    const dels = sb.calls().filter((c) => c.startsWith("DEL"));
-    expect(dels).toEqual(["DEL net-b", "DEL net-a"]);
-    expect(sb.recordFiles()).toEqual([]);
-    expect(sb.resultFiles()).toEqual([]);
-  });
+      sb.setBehaviours(hanging, {});
+      const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
+      expect(r.code, r.stdout).toBe(0);
+      await waitFor(() => !isAlive(orphan.pid), 2000, "the orphaned delegate to be gone");
+      expect(r.stdout).toBe("");
+      const dels = sb.calls().filter((c) => c.startsWith("DEL"));
+      expect(dels).toEqual(["DEL net-b", "DEL net-a"]);
+      expect(sb.recordFiles()).toEqual([]);
+      expect(sb.resultFiles()).toEqual([]);
+    },
+  );
 });
 
 describe("B44 B45 unusable cniDir", () => {
@@ -174,17 +180,20 @@ describe("B47 damaged record", () => {
     ["truncated", (p) => writeFileSync(p, readFileSync(p, "utf8").slice(0, 40))],
   ];
 
-  it.each(damage)("B47 %s record on DEL: falls back to the configured delegates and runs them", async (_label, spoil) => {
-    const { sb } = ctx;
-    const conf = twoNetworks();
-    await addOk(conf);
-    spoil(join(sb.cniDir, "records", "ctr1-eth0.json"));
-    const r = await sb.run("DEL", conf);
-    expect(r.code, r.stdout).toBe(0);
-    expect(r.stdout).toBe("");
-    expect(sb.calls().slice(2)).toEqual(["DEL net-b", "DEL net-a"]);
-    expect(sb.recordFiles()).toEqual([]);
-  });
+  it.each(damage)(
+    "B47 %s record on DEL: falls back to the configured delegates and runs them",
+    async (_label, spoil) => {
+      const { sb } = ctx;
+      const conf = twoNetworks();
+      await addOk(conf);
+      spoil(join(sb.cniDir, "records", "ctr1-eth0.json"));
+      const r = await sb.run("DEL", conf);
+      expect(r.code, r.stdout).toBe(0);
+      expect(r.stdout).toBe("");
+      expect(sb.calls().slice(2)).toEqual(["DEL net-b", "DEL net-a"]);
+      expect(sb.recordFiles()).toEqual([]);
+    },
+  );
 
   it("B47 M7 zero-byte record on DEL with no delegates to fall back to: a warning naming the file, which is removed; DEL succeeds (it could never succeed later)", async () => {
     const { sb } = ctx;
@@ -205,7 +214,9 @@ describe("B47 damaged record", () => {
     mkdirSync(join(sb.cniDir, "records"), { recursive: true });
     writeFileSync(join(sb.cniDir, "records", "ctr1-eth0.json"), "");
     await addOk(conf);
-    const rec = JSON.parse(readFileSync(join(sb.cniDir, "records", "ctr1-eth0.json"), "utf8")) as { attachments: Array<{ network: string; ifName: string }> };
+    const rec = JSON.parse(readFileSync(join(sb.cniDir, "records", "ctr1-eth0.json"), "utf8")) as {
+      attachments: Array<{ network: string; ifName: string }>;
+    };
     expect(rec.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual(["net-a@eth0", "net-b@net1"]);
   });
 });
@@ -219,7 +230,12 @@ describe("K5 B60 the default network's IP", () => {
     expect(err.code).toBeGreaterThanOrEqual(100);
     expect(err.msg).toContain("net-a");
     expect(err.msg).toContain("eth0");
-    expect(sb.calls().filter((c) => c.startsWith("DEL")).sort()).toEqual(["DEL net-a", "DEL net-b"]);
+    expect(
+      sb
+        .calls()
+        .filter((c) => c.startsWith("DEL"))
+        .sort(),
+    ).toEqual(["DEL net-a", "DEL net-b"]);
     expect(sb.recordFiles()).toEqual([]);
     expect(sb.resultFiles()).toEqual([]);
   });
@@ -235,20 +251,48 @@ describe("K5 B60 the default network's IP", () => {
 });
 
 describe("B58 delegate results in other versions", () => {
-  const r100 = { cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/proc/self/ns/net" }], ips: [{ address: "10.1.2.3/24", gateway: "10.1.2.1", interface: 0 }] };
-  const r040 = { ...r100, cniVersion: "0.4.0", ips: [{ version: "4", address: "10.1.2.3/24", gateway: "10.1.2.1", interface: 0 }] };
+  const r100 = {
+    cniVersion: "1.0.0",
+    interfaces: [{ name: "eth0", sandbox: "/proc/self/ns/net" }],
+    ips: [{ address: "10.1.2.3/24", gateway: "10.1.2.1", interface: 0 }],
+  };
+  const r040 = {
+    ...r100,
+    cniVersion: "0.4.0",
+    ips: [{ version: "4", address: "10.1.2.3/24", gateway: "10.1.2.1", interface: 0 }],
+  };
   const r020 = { cniVersion: "0.2.0", ip4: { ip: "10.1.2.3/24", gateway: "10.1.2.1" } };
   const cases: Array<{ label: string; conf: string; delegate: string; result: unknown; expected: unknown }> = [
-    { label: "0.2.0 result, 1.0.0 config", conf: "1.0.0", delegate: "1.0.0", result: r020, expected: { cniVersion: "1.0.0", ips: [{ address: "10.1.2.3/24", gateway: "10.1.2.1" }] } },
+    {
+      label: "0.2.0 result, 1.0.0 config",
+      conf: "1.0.0",
+      delegate: "1.0.0",
+      result: r020,
+      expected: { cniVersion: "1.0.0", ips: [{ address: "10.1.2.3/24", gateway: "10.1.2.1" }] },
+    },
     { label: "0.4.0 result, 1.0.0 config", conf: "1.0.0", delegate: "1.0.0", result: r040, expected: r100 },
     { label: "1.0.0 result, 0.4.0 config", conf: "0.4.0", delegate: "1.0.0", result: r100, expected: r040 },
     { label: "1.0.0 result, 0.2.0 config", conf: "0.2.0", delegate: "1.0.0", result: r100, expected: r020 },
-    { label: "empty cniVersion read as the delegate's 0.4.0, 1.1.0 config", conf: "1.1.0", delegate: "0.4.0", result: { ...r040, cniVersion: "" }, expected: { ...r100, cniVersion: "1.1.0" } },
-    { label: "missing cniVersion read as the delegate's 1.0.0", conf: "1.0.0", delegate: "1.0.0", result: { ips: r100.ips, interfaces: r100.interfaces }, expected: r100 },
+    {
+      label: "empty cniVersion read as the delegate's 0.4.0, 1.1.0 config",
+      conf: "1.1.0",
+      delegate: "0.4.0",
+      result: { ...r040, cniVersion: "" },
+      expected: { ...r100, cniVersion: "1.1.0" },
+    },
+    {
+      label: "missing cniVersion read as the delegate's 1.0.0",
+      conf: "1.0.0",
+      delegate: "1.0.0",
+      result: { ips: r100.ips, interfaces: r100.interfaces },
+      expected: r100,
+    },
   ];
   it.each(cases)("B58 $label", async ({ conf, delegate, result, expected }) => {
     const { sb } = ctx;
-    const c = sb.config([sb.delegate("net-a", { cniVersion: delegate, behaviours: { ADD: { result } } })], { cniVersion: conf });
+    const c = sb.config([sb.delegate("net-a", { cniVersion: delegate, behaviours: { ADD: { result } } })], {
+      cniVersion: conf,
+    });
     expect(await addOk(c)).toEqual(expected);
   });
 
@@ -265,7 +309,11 @@ describe("B58 delegate results in other versions", () => {
 describe("N7.2 C2.5 B5 B65 B9 ordering and idempotence through the binary", () => {
   it("N7.2 the first failing attachment stops the ADD: later ones are not tried, earlier ones are torn down", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a"), sb.delegate("net-b", { behaviours: { ADD: { do: "error", error: { code: 11, msg: "no" } } } }), sb.delegate("net-c")]);
+    const conf = sb.config([
+      sb.delegate("net-a"),
+      sb.delegate("net-b", { behaviours: { ADD: { do: "error", error: { code: 11, msg: "no" } } } }),
+      sb.delegate("net-c"),
+    ]);
     const e = cniError(await sb.run("ADD", conf));
     expect(e.code).toBe(11);
     expect(sb.calls()).toEqual(["ADD net-a", "ADD net-b", "DEL net-b", "DEL net-a"]);

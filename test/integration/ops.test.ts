@@ -37,10 +37,17 @@ const nad = (name: string, config: Record<string, unknown> | string) => ({
   metadata: { namespace: NS, name },
   spec: { config: typeof config === "string" ? config : JSON.stringify(config) },
 });
-const pod = (name: string, networks: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { namespace: NS, name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } } });
+const pod = (name: string, networks: string) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { namespace: NS, name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } },
+});
 
 /** A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture as plugins. */
-function node(objects: object[], o: { kubeconfig?: string; daemonSocket?: string; extra?: Record<string, unknown> } = {}) {
+function node(
+  objects: object[],
+  o: { kubeconfig?: string; daemonSocket?: string; extra?: Record<string, unknown> } = {},
+) {
   const confDir = join(sb.root, "net.d");
   const clusterDir = join(sb.root, "cluster");
   mkdirSync(confDir, { recursive: true });
@@ -54,8 +61,18 @@ function node(objects: object[], o: { kubeconfig?: string; daemonSocket?: string
     ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : { fileClusterDir: clusterDir }),
     ...o.extra,
   };
-  writeFileSync(join(confDir, "00-plexus.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "plexus-net", plugins: [plexus] }));
-  writeFileSync(join(confDir, "10-default.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "default-net", plugins: [{ type: "noop", debugFile: sb.setBehaviours("default-net", {}) }] }));
+  writeFileSync(
+    join(confDir, "00-plexus.conflist"),
+    JSON.stringify({ cniVersion: "1.0.0", name: "plexus-net", plugins: [plexus] }),
+  );
+  writeFileSync(
+    join(confDir, "10-default.conflist"),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "default-net",
+      plugins: [{ type: "noop", debugFile: sb.setBehaviours("default-net", {}) }],
+    }),
+  );
   writeFileSync(join(clusterDir, "objects.yaml"), objects.map((x) => `---\n${JSON.stringify(x)}\n`).join(""));
   sb.installPlugin("noop");
   const env = { PATH: TEST_PATH, CNI_PATH: sb.binDir };
@@ -69,7 +86,9 @@ const noopConf = (extra: Record<string, unknown> = {}) => ({ cniVersion: "1.0.0"
 
 /** What the built binary's ADD says for the pod (the sandbox's netns is this process's own; the fixture never enters it). */
 async function addError(stdinConf: object, podName: string): Promise<string> {
-  const r = await sb.run("ADD", stdinConf, { CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=${podName};K8S_POD_UID=uid-${podName}` });
+  const r = await sb.run("ADD", stdinConf, {
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=${podName};K8S_POD_UID=uid-${podName}`,
+  });
   return cniError(r).msg;
 }
 
@@ -78,10 +97,19 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     const n = node([
       nad("blue", noopConf({ capabilities: { ips: true } })),
       { ...nad("green", noopConf()), spec: {} },
-      pod("web", JSON.stringify([{ name: "blue", ips: ["10.1.0.5/24"] }, { name: "green", interface: "data0" }])),
+      pod(
+        "web",
+        JSON.stringify([
+          { name: "blue", ips: ["10.1.0.5/24"] },
+          { name: "green", interface: "data0" },
+        ]),
+      ),
     ]);
     // green has no spec.config: its config is the conf dir's file of that name (as ADD finds it).
-    writeFileSync(join(n.confDir, "20-green.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "green", plugins: [{ type: "noop" }] }));
+    writeFileSync(
+      join(n.confDir, "20-green.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "green", plugins: [{ type: "noop" }] }),
+    );
     const r = await explain(`${NS}/web`, n.flags, n.env);
     expect(r.errors).toEqual([]);
     expect(r.attachments.map((a) => [a.network, a.ifName, a.isDefault])).toEqual([
@@ -89,12 +117,27 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
       ["demo/blue", "net1", false],
       ["demo/green", "data0", false],
     ]);
-    expect(r.attachments.map((a) => a.source)).toEqual([undefined, "spec.config", join(n.confDir, "20-green.conflist")]);
+    expect(r.attachments.map((a) => a.source)).toEqual([
+      undefined,
+      "spec.config",
+      join(n.confDir, "20-green.conflist"),
+    ]);
     const blue = r.attachments[1]!.plugins[0]!;
     expect(blue.binary).toBe(join(sb.binDir, "noop"));
-    expect(blue.stdin).toMatchObject({ name: "blue", cniVersion: "1.0.0", type: "noop", args: { cni: { ips: ["10.1.0.5/24"] } }, runtimeConfig: { ips: ["10.1.0.5/24"] } });
+    expect(blue.stdin).toMatchObject({
+      name: "blue",
+      cniVersion: "1.0.0",
+      type: "noop",
+      args: { cni: { ips: ["10.1.0.5/24"] } },
+      runtimeConfig: { ips: ["10.1.0.5/24"] },
+    });
     expect(blue.stdin).not.toHaveProperty("capabilities");
-    expect(blue.env).toMatchObject({ CNI_COMMAND: "ADD", CNI_IFNAME: "net1", CNI_PATH: sb.binDir, CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=web;K8S_POD_UID=uid-web` });
+    expect(blue.env).toMatchObject({
+      CNI_COMMAND: "ADD",
+      CNI_IFNAME: "net1",
+      CNI_PATH: sb.binDir,
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=web;K8S_POD_UID=uid-web`,
+    });
     const text = renderExplanation(r);
     expect(text).toContain("ADD would attach 3 network(s)");
     expect(text).toContain(`type noop → ${join(sb.binDir, "noop")}`);
@@ -104,9 +147,21 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
   });
 
   it.each([
-    ["a missing plugin binary", [nad("blue", noopConf({ type: "absent-plugin" })), pod("web", "blue")], "absent-plugin"],
-    ["a typo in a NAD (trailing comma)", [nad("blue", '{"cniVersion":"1.0.0","type":"noop",}'), pod("web", "blue")], "spec.config"],
-    ["an undeclared capability", [nad("blue", noopConf()), pod("web", JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]))], '"deviceID"'],
+    [
+      "a missing plugin binary",
+      [nad("blue", noopConf({ type: "absent-plugin" })), pod("web", "blue")],
+      "absent-plugin",
+    ],
+    [
+      "a typo in a NAD (trailing comma)",
+      [nad("blue", '{"cniVersion":"1.0.0","type":"noop",}'), pod("web", "blue")],
+      "spec.config",
+    ],
+    [
+      "an undeclared capability",
+      [nad("blue", noopConf()), pod("web", JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]))],
+      '"deviceID"',
+    ],
     ["a NAD that does not exist", [pod("web", "nope")], "nope"],
   ])("with %s: explain reports the error ADD gives, word for word", async (_label, objects, needle) => {
     const n = node(objects);
@@ -122,14 +177,32 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
 
   it("M10 shows the device chosen for a NAD with a resourceName, and the deviceID its plugins get", async () => {
     const socket = join(sb.root, "kubelet.sock");
-    const kubelet = await startFakePodResources(socket, [podWithDevices(NS, "web", { app: { "intel.com/sriov": ["0000:3b:02.1"] } })]);
+    const kubelet = await startFakePodResources(socket, [
+      podWithDevices(NS, "web", { app: { "intel.com/sriov": ["0000:3b:02.1"] } }),
+    ]);
     try {
-      const sriov = { ...nad("sriov", noopConf({ capabilities: { deviceID: true } })), metadata: { namespace: NS, name: "sriov", annotations: { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov" } } };
-      const n = node([sriov, pod("web", "sriov")], { extra: { podResourcesSocket: socket, deviceInfoDir: join(sb.root, "devinfo") } });
+      const sriov = {
+        ...nad("sriov", noopConf({ capabilities: { deviceID: true } })),
+        metadata: {
+          namespace: NS,
+          name: "sriov",
+          annotations: { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov" },
+        },
+      };
+      const n = node([sriov, pod("web", "sriov")], {
+        extra: { podResourcesSocket: socket, deviceInfoDir: join(sb.root, "devinfo") },
+      });
       const r = await explain(`${NS}/web`, n.flags, n.env);
       expect(r.errors).toEqual([]);
-      expect(r.attachments[1]!.device).toMatchObject({ resourceName: "intel.com/sriov", deviceID: "0000:3b:02.1", from: "kubelet" });
-      expect(r.attachments[1]!.plugins[0]!.stdin).toMatchObject({ deviceID: "0000:3b:02.1", runtimeConfig: { deviceID: "0000:3b:02.1" } });
+      expect(r.attachments[1]!.device).toMatchObject({
+        resourceName: "intel.com/sriov",
+        deviceID: "0000:3b:02.1",
+        from: "kubelet",
+      });
+      expect(r.attachments[1]!.plugins[0]!.stdin).toMatchObject({
+        deviceID: "0000:3b:02.1",
+        runtimeConfig: { deviceID: "0000:3b:02.1" },
+      });
       expect(renderExplanation(r)).toContain("device: 0000:3b:02.1 of intel.com/sriov (allocated by kubelet)");
     } finally {
       await kubelet.close();
@@ -149,7 +222,10 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     mkdirSync(nadDir);
     writeFileSync(join(nadDir, "blue.yaml"), JSON.stringify(nad("blue", noopConf())));
     const podFile = join(sb.root, "pod.yaml");
-    writeFileSync(podFile, `apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: ${NS}\n  annotations:\n    k8s.v1.cni.cncf.io/networks: blue@fast0\n`);
+    writeFileSync(
+      podFile,
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: ${NS}\n  annotations:\n    k8s.v1.cni.cncf.io/networks: blue@fast0\n`,
+    );
     const r = await explain(undefined, { ...n.flags, file: podFile, nads: nadDir }, n.env);
     expect(r.errors).toEqual([]);
     expect(r.pod).toBe(`${NS}/web`);
@@ -159,7 +235,14 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
   it("against the API server: reads the pod and NADs, writes nothing (no status, no event)", async () => {
     api = await startFakeApiServer();
     const kubeconfig = writeKubeconfig(api, { dir: sb.root });
-    api.addPod({ metadata: { namespace: NS, name: "web", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": "blue,missing-one" } } });
+    api.addPod({
+      metadata: {
+        namespace: NS,
+        name: "web",
+        uid: "uid-web",
+        annotations: { "k8s.v1.cni.cncf.io/networks": "blue,missing-one" },
+      },
+    });
     api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
     const n = node([], { kubeconfig });
     const r = await explain(`${NS}/web`, n.flags, n.env);
@@ -180,7 +263,14 @@ describe("plexus validate: can this node run the NAD", () => {
       nad("absent", noopConf({ type: "absent-plugin" })),
       nad("typo", '{"cniVersion":"1.0.0","type":"noop",}'),
       nad("red", noopConf({ type: "bridge", bridge: "br-x", ipam: hostLocal("10.9.0.0/24") })),
-      nad("pink", noopConf({ type: "bridge", bridge: "br-x", ipam: hostLocal("10.9.0.0/24", { rangeStart: "10.9.0.100", rangeEnd: "10.9.0.200" }) })),
+      nad(
+        "pink",
+        noopConf({
+          type: "bridge",
+          bridge: "br-x",
+          ipam: hostLocal("10.9.0.0/24", { rangeStart: "10.9.0.100", rangeEnd: "10.9.0.200" }),
+        }),
+      ),
       nad("elsewhere", noopConf({ type: "bridge", bridge: "br-y", ipam: hostLocal("10.9.0.0/24") })),
       nad("outside", noopConf({ ipam: hostLocal("10.8.0.0/24", { rangeEnd: "10.8.1.9" }) })),
       nad("plain", noopConf()),
@@ -188,13 +278,25 @@ describe("plexus validate: can this node run the NAD", () => {
       pod("web", JSON.stringify([{ name: "plain", deviceID: "0000:03:00.1" }])),
     ]);
     const { reports } = await validate(undefined, { ...n.flags, all: true }, n.env);
-    const of = (name: string) => reports.find((r) => r.nad === `${NS}/${name}`)!.findings.filter((f) => f.level === "error").map((f) => f.msg);
+    const of = (name: string) =>
+      reports
+        .find((r) => r.nad === `${NS}/${name}`)!
+        .findings.filter((f) => f.level === "error")
+        .map((f) => f.msg);
     expect(of("absent").join()).toContain('plugin type="absent-plugin" is missing');
     expect(of("typo").join()).toMatch(/spec\.config is not valid JSON/);
-    expect(of("red")).toEqual([expect.stringMatching(/overlaps 10\.9\.0\.100-10\.9\.0\.200 in 10\.9\.0\.0\/24 of demo\/pink on the same bridge br-x/)]);
+    expect(of("red")).toEqual([
+      expect.stringMatching(
+        /overlaps 10\.9\.0\.100-10\.9\.0\.200 in 10\.9\.0\.0\/24 of demo\/pink on the same bridge br-x/,
+      ),
+    ]);
     expect(of("elsewhere")).toEqual([]);
     expect(of("outside").join()).toContain("rangeEnd 10.8.1.9 is outside subnet 10.8.0.0/24");
-    expect(of("plain")).toEqual([expect.stringContaining('pod demo/web: network demo/plain (config "plain"): the pod requests "deviceID", but no plugin of the network declares that capability')]);
+    expect(of("plain")).toEqual([
+      expect.stringContaining(
+        'pod demo/web: network demo/plain (config "plain"): the pod requests "deviceID", but no plugin of the network declares that capability',
+      ),
+    ]);
     expect(of("old").join()).toContain("does not speak the network's cniVersion 1.0.0 (it speaks 0.3.1, 0.4.0)");
   });
 
@@ -205,9 +307,14 @@ describe("plexus validate: can this node run the NAD", () => {
     const file = join(sb.root, "typo.yaml");
     writeFileSync(file, JSON.stringify(nad("blue", '{"cniVersion":"1.0.0","type":"noop"')));
     const fromFile = await validate(undefined, { ...n.flags, file }, n.env);
-    expect(fromFile.reports[0]!.findings[0]).toMatchObject({ level: "error", msg: expect.stringContaining("not valid JSON") });
+    expect(fromFile.reports[0]!.findings[0]).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining("not valid JSON"),
+    });
     const missing = await validate(`${NS}/nope`, n.flags, n.env);
-    expect(missing.reports[0]!.findings).toEqual([{ level: "error", msg: `no NetworkAttachmentDefinition ${NS}/nope exists` }]);
+    expect(missing.reports[0]!.findings).toEqual([
+      { level: "error", msg: `no NetworkAttachmentDefinition ${NS}/nope exists` },
+    ]);
   });
 
   it("against the API server: lists every NAD and this node's pods, writes nothing", async () => {
@@ -215,16 +322,39 @@ describe("plexus validate: can this node run the NAD", () => {
     const kubeconfig = writeKubeconfig(api, { dir: sb.root });
     api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
     api.addNad({ metadata: { namespace: NS, name: "bad" }, spec: { config: "{" } });
-    api.addPod({ metadata: { namespace: NS, name: "web", annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]) } }, spec: { nodeName: "node-1" } });
-    api.addPod({ metadata: { namespace: NS, name: "other", annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.2" }]) } }, spec: { nodeName: "node-2" } });
+    api.addPod({
+      metadata: {
+        namespace: NS,
+        name: "web",
+        annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]) },
+      },
+      spec: { nodeName: "node-1" },
+    });
+    api.addPod({
+      metadata: {
+        namespace: NS,
+        name: "other",
+        annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.2" }]) },
+      },
+      spec: { nodeName: "node-2" },
+    });
     const n = node([], { kubeconfig });
     const { reports } = await validate(undefined, { ...n.flags, all: true, nodeName: "node-1" }, n.env);
-    const errors = Object.fromEntries(reports.map((r) => [r.nad, r.findings.filter((f) => f.level === "error").map((f) => f.msg)]));
+    const errors = Object.fromEntries(
+      reports.map((r) => [r.nad, r.findings.filter((f) => f.level === "error").map((f) => f.msg)]),
+    );
     expect(errors[`${NS}/bad`]!.join()).toContain("not valid JSON");
     // Only node-1's pod is checked.
-    expect(errors[`${NS}/blue`]).toEqual([expect.stringContaining('pod demo/web: network demo/blue (config "blue"): the pod requests "deviceID"')]);
+    expect(errors[`${NS}/blue`]).toEqual([
+      expect.stringContaining('pod demo/web: network demo/blue (config "blue"): the pod requests "deviceID"'),
+    ]);
     expect(api.requests.filter((q) => q.method !== "GET")).toEqual([]);
-    expect(api.requests.some((q) => q.path === "/api/v1/pods" && new URLSearchParams(q.query).get("fieldSelector") === "spec.nodeName=node-1")).toBe(true);
+    expect(
+      api.requests.some(
+        (q) =>
+          q.path === "/api/v1/pods" && new URLSearchParams(q.query).get("fieldSelector") === "spec.nodeName=node-1",
+      ),
+    ).toBe(true);
   });
 });
 
@@ -234,13 +364,24 @@ function jwt(expSeconds: number): string {
 }
 
 describe("plexus doctor: the node in one screen", () => {
-  const level = (checks: Array<{ level: string; subject: string }>, subject: string) => checks.filter((c) => c.subject === subject).map((c) => c.level);
+  const level = (checks: Array<{ level: string; subject: string }>, subject: string) =>
+    checks.filter((c) => c.subject === subject).map((c) => c.level);
 
   it("a healthy file-backed node: every line ok but the absent daemon", async () => {
     const n = node([]);
     const checks = await doctor(n.flags, n.env);
     expect(checks.filter((c) => c.level !== "ok")).toEqual([]);
-    expect(checks.map((c) => c.subject)).toEqual(expect.arrayContaining(["runtime config", "plexus config", "default network", "kubernetes", "records", "disk", "log"]));
+    expect(checks.map((c) => c.subject)).toEqual(
+      expect.arrayContaining([
+        "runtime config",
+        "plexus config",
+        "default network",
+        "kubernetes",
+        "records",
+        "disk",
+        "log",
+      ]),
+    );
   });
 
   it("an expired token is an error with what to do; the API server accepting it still answers", async () => {
@@ -249,7 +390,10 @@ describe("plexus doctor: the node in one screen", () => {
     const kubeconfig = writeKubeconfig(api, { dir: sb.root, tokenFile: true });
     const n = node([], { kubeconfig });
     const checks = await doctor(n.flags, n.env);
-    expect(checks.find((c) => c.subject === "token")).toMatchObject({ level: "error", msg: expect.stringContaining("expired at") });
+    expect(checks.find((c) => c.subject === "token")).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining("expired at"),
+    });
     expect(level(checks, "api server")).toEqual(["ok"]);
   });
 
@@ -259,17 +403,26 @@ describe("plexus doctor: the node in one screen", () => {
     api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
     api.addPod({ metadata: { namespace: NS, name: "web" }, spec: { nodeName: "node-1" } });
     const socket = join(sb.root, "plexus.sock");
-    const d = await startDaemon({ kubeconfig, nodeName: "node-1", socket, apiRequestTimeout: "1", apiTotalTimeout: "3" }, {}, silentLogger());
+    const d = await startDaemon(
+      { kubeconfig, nodeName: "node-1", socket, apiRequestTimeout: "1", apiTotalTimeout: "3" },
+      {},
+      silentLogger(),
+    );
     try {
       const n = node([], { kubeconfig, daemonSocket: socket });
-      await expect.poll(async () => (await doctor(n.flags, n.env)).find((c) => c.subject === "daemon"), { timeout: 5000 }).toMatchObject({ level: "ok", msg: `${socket}: caches synced (1 pod(s) of this node, 1 NAD(s))` });
+      await expect
+        .poll(async () => (await doctor(n.flags, n.env)).find((c) => c.subject === "daemon"), { timeout: 5000 })
+        .toMatchObject({ level: "ok", msg: `${socket}: caches synced (1 pod(s) of this node, 1 NAD(s))` });
     } finally {
       await d.stop();
     }
     const dead = join(sb.root, "dead.sock");
     writeFileSync(dead, "");
     const n = node([], { kubeconfig, daemonSocket: dead });
-    expect((await doctor(n.flags, n.env)).find((c) => c.subject === "daemon")).toMatchObject({ level: "error", msg: expect.stringContaining("does not answer") });
+    expect((await doctor(n.flags, n.env)).find((c) => c.subject === "daemon")).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining("does not answer"),
+    });
   });
 
   it("credentials the API server refuses (401) are an error naming the server", async () => {
@@ -277,7 +430,10 @@ describe("plexus doctor: the node in one screen", () => {
     const kubeconfig = writeKubeconfig(api, { dir: sb.root, token: "not-the-token" });
     const n = node([], { kubeconfig });
     const checks = await doctor(n.flags, n.env);
-    expect(checks.find((c) => c.subject === "api server")).toMatchObject({ level: "error", msg: expect.stringContaining("401") });
+    expect(checks.find((c) => c.subject === "api server")).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining("401"),
+    });
   });
 
   it("a stale record (its netns is gone) is a warning pointing at plexus records", async () => {
@@ -285,19 +441,36 @@ describe("plexus doctor: the node in one screen", () => {
     mkdirSync(join(sb.cniDir, "records"), { recursive: true });
     writeFileSync(
       join(sb.cniDir, "records", "gone-eth0.json"),
-      JSON.stringify({ kind: "plexusRecordV1", containerId: "gone", ifName: "eth0", netns: "/var/run/netns/plx-never-existed", cniVersion: "1.0.0", cniArgs: "", attachments: [] }),
+      JSON.stringify({
+        kind: "plexusRecordV1",
+        containerId: "gone",
+        ifName: "eth0",
+        netns: "/var/run/netns/plx-never-existed",
+        cniVersion: "1.0.0",
+        cniArgs: "",
+        attachments: [],
+      }),
     );
     const checks = await doctor(n.flags, n.env);
-    expect(checks.find((c) => c.subject === "records")).toMatchObject({ level: "warning", msg: expect.stringContaining("plexus records rm ID --teardown") });
+    expect(checks.find((c) => c.subject === "records")).toMatchObject({
+      level: "warning",
+      msg: expect.stringContaining("plexus records rm ID --teardown"),
+    });
   });
 
   it("a runtime config that is not Plexus's, and a missing readiness file, are errors", async () => {
     const n = node([]);
-    writeFileSync(join(n.confDir, "00-aaa.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "other", plugins: [{ type: "bridge" }] }));
+    writeFileSync(
+      join(n.confDir, "00-aaa.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "other", plugins: [{ type: "bridge" }] }),
+    );
     const confFile = join(sb.root, "plexus.json");
     writeFileSync(confFile, JSON.stringify({ ...n.stdinConf, readinessindicatorfile: join(sb.root, "never") }));
     const checks = await doctor({ ...n.flags, config: confFile }, n.env);
-    expect(checks.find((c) => c.subject === "runtime config")).toMatchObject({ level: "error", msg: expect.stringContaining("00-aaa.conflist, not Plexus") });
+    expect(checks.find((c) => c.subject === "runtime config")).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining("00-aaa.conflist, not Plexus"),
+    });
     expect(level(checks, "readiness")).toEqual(["error"]);
   });
 });
@@ -316,14 +489,23 @@ describe("plexus records: list, show, rm --teardown", () => {
     const path = join(sb.cniDir, "records", "ctr1-eth0.json");
     const rec = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
     writeFileSync(path, JSON.stringify({ ...rec, netns: "/var/run/netns/plx-gone" }));
-    const flags = { cniDir: sb.cniDir, cniPath: sb.binDir, cniConfDir: join(sb.root, "no-such-dir"), logLevel: "silent" };
+    const flags = {
+      cniDir: sb.cniDir,
+      cniPath: sb.binDir,
+      cniConfDir: join(sb.root, "no-such-dir"),
+      logLevel: "silent",
+    };
 
     const list = capture();
     expect(await recordsMain("list", undefined, flags, list.io)).toBe(0);
     expect(list.out.join("")).toMatch(/ctr1-eth0\s+stale\s+-\s+net-a@eth0,net-b@net1/);
     const show = capture();
     expect(await recordsMain("show", "ctr1", flags, show.io)).toBe(0);
-    expect(JSON.parse(show.out.join(""))).toMatchObject({ id: "ctr1-eth0", state: "stale", record: { containerId: "ctr1" } });
+    expect(JSON.parse(show.out.join(""))).toMatchObject({
+      id: "ctr1-eth0",
+      state: "stale",
+      record: { containerId: "ctr1" },
+    });
 
     rmSync(join(sb.binDir, "noop"));
     const failed = capture();

@@ -11,7 +11,13 @@ import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
 
-const POD_ARGS = ["IgnoreUnknown=1", "K8S_POD_NAMESPACE=default", "K8S_POD_NAME=web-0", "K8S_POD_INFRA_CONTAINER_ID=ctr1", "K8S_POD_UID=1b4e28ba-2fa1-11d2-883f-0016d3cca427"];
+const POD_ARGS = [
+  "IgnoreUnknown=1",
+  "K8S_POD_NAMESPACE=default",
+  "K8S_POD_NAME=web-0",
+  "K8S_POD_INFRA_CONTAINER_ID=ctr1",
+  "K8S_POD_UID=1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+];
 
 describe("C4.1 delegates get the runtime's env, their own netconf, and their stderr is logged", () => {
   it("C4.1 C3.2 env, argv and stdin of each delegate on ADD and DEL", async () => {
@@ -19,7 +25,9 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
     const ports = [{ hostPort: 8080, containerPort: 80, protocol: "tcp" }];
     const conf = sb.config(
       [
-        sb.delegate("net-a", { extra: { capabilities: { portMappings: true }, bridge: "cni0", ipam: { type: "host-local" } } }),
+        sb.delegate("net-a", {
+          extra: { capabilities: { portMappings: true }, bridge: "cni0", ipam: { type: "host-local" } },
+        }),
         sb.delegate("net-b", { cniVersion: "0.4.0" }),
       ],
       { runtimeConfig: { portMappings: ports, bandwidth: { ingressRate: 1 } } },
@@ -33,7 +41,12 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
 
     const calls = sb.invocations();
     expect(calls.map((c) => `${c.command} ${c.network}`)).toEqual(["ADD net-a", "ADD net-b", "DEL net-b", "DEL net-a"]);
-    const [addA, addB, delB, delA] = calls as [(typeof calls)[0], (typeof calls)[0], (typeof calls)[0], (typeof calls)[0]];
+    const [addA, addB, delB, delA] = calls as [
+      (typeof calls)[0],
+      (typeof calls)[0],
+      (typeof calls)[0],
+      (typeof calls)[0],
+    ];
 
     const envOf = (command: string, ifName: string, netns: string) => ({
       CNI_COMMAND: command,
@@ -65,20 +78,31 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
       ipam: { type: "host-local" },
       runtimeConfig: { portMappings: ports },
     });
-    expect(addB.stdin).toEqual({ cniVersion: "0.4.0", name: "net-b", type: "noop", debugFile: sb.debugFilePath("net-b") });
+    expect(addB.stdin).toEqual({
+      cniVersion: "0.4.0",
+      name: "net-b",
+      type: "noop",
+      debugFile: sb.debugFilePath("net-b"),
+    });
     // DEL gets the cached ADD result as prevResult, in the delegate's own version (C3.3).
     expect((delA.stdin as Record<string, unknown>).prevResult).toEqual(addResult);
-    expect((delB.stdin as Record<string, unknown>).prevResult).toMatchObject({ cniVersion: "0.4.0", ips: [{ version: "4", address: "10.1.2.3/24" }] });
+    expect((delB.stdin as Record<string, unknown>).prevResult).toMatchObject({
+      cniVersion: "0.4.0",
+      ips: [{ version: "4", address: "10.1.2.3/24" }],
+    });
   });
 
   it("C4.1 a delegate's stderr reaches Plexus's log file (verbose) and stays off stdout", async () => {
     const { sb } = ctx;
     const logFile = join(sb.root, "plexus.log");
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: hello from the delegate's stderr\n" } } })], {
-      logFile,
-      logLevel: "verbose",
-      logToStderr: false,
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: hello from the delegate's stderr\n" } } })],
+      {
+        logFile,
+        logLevel: "verbose",
+        logToStderr: false,
+      },
+    );
     const r = await sb.run("ADD", conf);
     expect(r.code).toBe(0);
     expect(singleJson(r.stdout)).toMatchObject({ cniVersion: "1.0.0" });
@@ -89,7 +113,10 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
 
   it("C4.1 with logToStderr the delegate's stderr goes to Plexus's stderr", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: to stderr please\n" } } })], { logLevel: "verbose", logToStderr: true });
+    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: to stderr please\n" } } })], {
+      logLevel: "verbose",
+      logToStderr: true,
+    });
     const r = await sb.run("ADD", conf);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("to stderr please");
@@ -138,7 +165,12 @@ describe("K2 K3 input shaped as containerd sends it", () => {
 describe("B18 large runtimeConfig", () => {
   it("B18 10^4 portMappings and a large pod-annotations capability are handled within the stdin cap; a config over 1 MiB is refused with 6", async () => {
     const { sb } = ctx;
-    const ports = Array.from({ length: 10_000 }, (_, i) => ({ HostPort: 20000 + (i % 40000), ContainerPort: 80, Protocol: "tcp", HostIP: "" }));
+    const ports = Array.from({ length: 10_000 }, (_, i) => ({
+      HostPort: 20000 + (i % 40000),
+      ContainerPort: 80,
+      Protocol: "tcp",
+      HostIP: "",
+    }));
     const annotations: Record<string, string> = {};
     for (let i = 0; i < 200; i++) annotations[`example.com/a${i}`] = "x".repeat(1000);
     const conf = sb.config([sb.delegate("net-a", { extra: { capabilities: { portMappings: true } } })], {
@@ -163,7 +195,10 @@ describe("B18 large runtimeConfig", () => {
 describe("C2.8 STATUS", () => {
   it("C2.8 is forwarded to 1.1.0 delegates only, with no container env; success prints nothing", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { cniVersion: "1.1.0" }), sb.delegate("net-b", { cniVersion: "1.0.0" })], { cniVersion: "1.1.0" });
+    const conf = sb.config(
+      [sb.delegate("net-a", { cniVersion: "1.1.0" }), sb.delegate("net-b", { cniVersion: "1.0.0" })],
+      { cniVersion: "1.1.0" },
+    );
     const r = await sb.run("STATUS", conf);
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toBe("");
@@ -175,9 +210,17 @@ describe("C2.8 STATUS", () => {
 
   it("C2.8 a delegate answering 50 makes Plexus exit 1 with code 50, naming the network", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { cniVersion: "1.1.0", behaviours: { STATUS: { do: "error", error: { code: 50, msg: "no IPs left in the pool" } } } })], {
-      cniVersion: "1.1.0",
-    });
+    const conf = sb.config(
+      [
+        sb.delegate("net-a", {
+          cniVersion: "1.1.0",
+          behaviours: { STATUS: { do: "error", error: { code: 50, msg: "no IPs left in the pool" } } },
+        }),
+      ],
+      {
+        cniVersion: "1.1.0",
+      },
+    );
     const e = cniError(await sb.run("STATUS", conf));
     expect(e.code).toBe(50);
     expect(e.cniVersion).toBe("1.1.0");
@@ -189,7 +232,9 @@ describe("C2.8 STATUS", () => {
 describe("C2.9 GC", () => {
   function gcConfig() {
     const { sb } = ctx;
-    return sb.config([sb.delegate("net-a", { cniVersion: "1.1.0" }), sb.delegate("net-b", { cniVersion: "1.1.0" })], { cniVersion: "1.1.0" });
+    return sb.config([sb.delegate("net-a", { cniVersion: "1.1.0" }), sb.delegate("net-b", { cniVersion: "1.1.0" })], {
+      cniVersion: "1.1.0",
+    });
   }
 
   it("C2.9 tears down containers the runtime no longer lists and forwards GC with the still-valid attachments", async () => {
@@ -202,12 +247,11 @@ describe("C2.9 GC", () => {
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toBe("");
     const after = sb.invocations().slice(4);
-    expect(after.map((c) => `${c.command} ${c.network} ${c.cniEnv.CNI_CONTAINERID ?? ""} ${c.cniEnv.CNI_IFNAME ?? ""}`.trim())).toEqual([
-      "DEL net-b gone2 net1",
-      "DEL net-a gone2 eth0",
-      "GC net-a",
-      "GC net-b",
-    ]);
+    expect(
+      after.map((c) =>
+        `${c.command} ${c.network} ${c.cniEnv.CNI_CONTAINERID ?? ""} ${c.cniEnv.CNI_IFNAME ?? ""}`.trim(),
+      ),
+    ).toEqual(["DEL net-b gone2 net1", "DEL net-a gone2 eth0", "GC net-a", "GC net-b"]);
     const gcA = after[2]!.stdin as Record<string, unknown>;
     const gcB = after[3]!.stdin as Record<string, unknown>;
     expect(gcA["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep1", ifname: "eth0" }]);

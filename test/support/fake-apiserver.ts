@@ -28,7 +28,12 @@ export const TEST_CA_PEM = readFileSync(join(TLS_DIR, "ca.crt"), "utf8");
 const SERVER_CERT = readFileSync(join(TLS_DIR, "server.crt"), "utf8");
 const SERVER_KEY = readFileSync(join(TLS_DIR, "server.key"), "utf8");
 
-export type KubeObject = { apiVersion?: string; kind?: string; metadata: Record<string, unknown> & { name: string; namespace?: string }; [k: string]: unknown };
+export type KubeObject = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: Record<string, unknown> & { name: string; namespace?: string };
+  [k: string]: unknown;
+};
 
 /** What a matching request gets instead of (or before) normal handling. */
 export type Fault =
@@ -98,7 +103,10 @@ export interface FakeApiServerOptions {
   bookmarkIntervalMs?: number;
 }
 
-type NadInput = { metadata: { name: string; namespace?: string } & Record<string, unknown>; spec?: { config?: string } };
+type NadInput = {
+  metadata: { name: string; namespace?: string } & Record<string, unknown>;
+  spec?: { config?: string };
+};
 
 export interface FakeApiServer extends AsyncDisposable {
   readonly url: string;
@@ -106,7 +114,9 @@ export interface FakeApiServer extends AsyncDisposable {
   readonly caPem: string;
   token: string;
   readonly requests: LoggedRequest[];
-  addPod(pod: Partial<KubeObject> & { metadata: { name: string; namespace?: string } & Record<string, unknown> }): KubeObject;
+  addPod(
+    pod: Partial<KubeObject> & { metadata: { name: string; namespace?: string } & Record<string, unknown> },
+  ): KubeObject;
   getPod(namespace: string, name: string): KubeObject | undefined;
   /** Emits DELETED to watches; false (and nothing emitted) when the pod does not exist. */
   deletePod(namespace: string, name: string): boolean;
@@ -140,7 +150,21 @@ const NADS = /^\/apis\/k8s\.cni\.cncf\.io\/v1\/namespaces\/([^/]+)\/network-atta
 const CORE_EVENTS = /^\/api\/v1\/namespaces\/([^/]+)\/events$/;
 const EVENTS_V1 = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events$/;
 
-const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed", 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout" };
+const REASONS: Record<number, string> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  409: "Conflict",
+  410: "Expired",
+  415: "UnsupportedMediaType",
+  422: "Invalid",
+  429: "TooManyRequests",
+  500: "InternalError",
+  503: "ServiceUnavailable",
+  504: "Timeout",
+};
 
 /** Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping. */
 class HttpError extends Error {
@@ -190,7 +214,17 @@ interface WatchPlan {
   timeoutMs: number | undefined;
 }
 
-const POD_FIELDS = new Set(["metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName"]);
+const POD_FIELDS = new Set([
+  "metadata.name",
+  "metadata.namespace",
+  "spec.nodeName",
+  "spec.restartPolicy",
+  "spec.schedulerName",
+  "spec.serviceAccountName",
+  "status.phase",
+  "status.podIP",
+  "status.nominatedNodeName",
+]);
 const NAD_FIELDS = new Set(["metadata.name", "metadata.namespace"]);
 
 function fieldValue(o: KubeObject, field: string): string {
@@ -208,7 +242,8 @@ function parseFieldSelector(sel: string | null, resource: Resource): Filter {
     const m = /^([^!=\s]+)\s*(==|!=|=)\s*(.*)$/.exec(term);
     if (!m) throw new HttpError(400, `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`);
     const [, field, op, value] = m as unknown as [string, string, string, string];
-    if (!(resource === "pods" ? POD_FIELDS : NAD_FIELDS).has(field)) throw new HttpError(400, `field label not supported: ${field}`);
+    if (!(resource === "pods" ? POD_FIELDS : NAD_FIELDS).has(field))
+      throw new HttpError(400, `field label not supported: ${field}`);
     terms.push(op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value);
   }
   return terms.length === 0 ? () => true : (o) => terms.every((t) => t(o));
@@ -257,8 +292,22 @@ function parseLabelSelector(sel: string | null): Filter {
 
 const TRUE = new Set(["1", "t", "T", "true", "TRUE", "True"]);
 
-export function statusBody(code: number, message: string, reason = REASONS[code] ?? "Unknown", details?: Record<string, unknown>): Record<string, unknown> {
-  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, ...(details ? { details } : {}), code };
+export function statusBody(
+  code: number,
+  message: string,
+  reason = REASONS[code] ?? "Unknown",
+  details?: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  };
 }
 
 /** RFC 7386 JSON merge patch. */
@@ -347,7 +396,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       if (r.left <= 0) continue;
       if (r.match.watch !== undefined && r.match.watch !== isWatch) continue;
       if (r.match.method && r.match.method.toUpperCase() !== method) continue;
-      if (r.match.path !== undefined && (typeof r.match.path === "string" ? r.match.path !== path : !r.match.path.test(path))) continue;
+      if (
+        r.match.path !== undefined &&
+        (typeof r.match.path === "string" ? r.match.path !== path : !r.match.path.test(path))
+      )
+        continue;
       r.left--;
       out.push(r.fault);
       if (r.fault.kind !== "delay") break;
@@ -427,7 +480,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   function bookmarkLine(resource: Resource, initialEventsEnd = false): string {
-    const [apiVersion, kind] = resource === "pods" ? ["v1", "Pod"] : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
+    const [apiVersion, kind] =
+      resource === "pods" ? ["v1", "Pod"] : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
     const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
     if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
     return eventLine("BOOKMARK", JSON.stringify({ kind, apiVersion, metadata }));
@@ -446,14 +500,20 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   /** LIST, or the plan of a WATCH, of a collection (`ns` undefined: all namespaces). */
-  function handleList(method: string, resource: Resource, ns: string | undefined, q: URLSearchParams): [number, unknown] | WatchPlan {
+  function handleList(
+    method: string,
+    resource: Resource,
+    ns: string | undefined,
+    q: URLSearchParams,
+  ): [number, unknown] | WatchPlan {
     if (method !== "GET") throw new HttpError(405, `method ${method} not allowed`);
     const fieldFilter = parseFieldSelector(q.get("fieldSelector"), resource);
     const labelFilter = parseLabelSelector(q.get("labelSelector"));
     const filter: Filter = (o) => (ns === undefined || o.metadata.namespace === ns) && fieldFilter(o) && labelFilter(o);
     if (TRUE.has(q.get("watch") ?? "")) {
       const rvParam = q.get("resourceVersion") ?? "";
-      if (rvParam !== "" && !/^\d+$/.test(rvParam)) throw new HttpError(400, `invalid resource version: ${JSON.stringify(rvParam)}`);
+      if (rvParam !== "" && !/^\d+$/.test(rvParam))
+        throw new HttpError(400, `invalid resource version: ${JSON.stringify(rvParam)}`);
       const since = rvParam === "" || rvParam === "0" ? undefined : Number(rvParam);
       const initialEventsEnd = TRUE.has(q.get("sendInitialEvents") ?? "");
       const timeout = q.get("timeoutSeconds");
@@ -514,7 +574,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const w: Watcher = { resource: plan.resource, filter: plan.filter, res, timers: [], queue: undefined };
     let first = "";
     if (plan.sendInitial) {
-      for (const o of storeOf(plan.resource).values()) if (plan.filter(o)) first += eventLine("ADDED", JSON.stringify(o));
+      for (const o of storeOf(plan.resource).values())
+        if (plan.filter(o)) first += eventLine("ADDED", JSON.stringify(o));
       if (plan.initialEventsEnd && plan.bookmarks) first += bookmarkLine(plan.resource, true);
     } else {
       // Binary search for the first retained event after `since`.
@@ -527,7 +588,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       }
       for (let i = lo; i < history.length; i++) first += project(w, history[i]!) ?? "";
     }
-    res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked", "cache-control": "no-cache, private" });
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "transfer-encoding": "chunked",
+      "cache-control": "no-cache, private",
+    });
     if (fault?.kind === "hang-after-headers") return void res.flushHeaders();
     if (fault?.kind === "truncated") {
       const text = first || bookmarkLine(plan.resource);
@@ -572,7 +637,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   function conflict(resource: string, name: string, why: string): never {
-    throw new HttpError(409, `Operation cannot be fulfilled on ${resource} "${name}": ${why}`, { name, kind: resource });
+    throw new HttpError(409, `Operation cannot be fulfilled on ${resource} "${name}": ${why}`, {
+      name,
+      kind: resource,
+    });
   }
 
   function parseBody(body: string): Record<string, unknown> {
@@ -585,24 +653,45 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
   }
 
-  function writePod(ns: string, name: string, sub: boolean, next: Record<string, unknown>, current: KubeObject): KubeObject {
+  function writePod(
+    ns: string,
+    name: string,
+    sub: boolean,
+    next: Record<string, unknown>,
+    current: KubeObject,
+  ): KubeObject {
     const meta = (isObject(next.metadata) ? next.metadata : {}) as Record<string, unknown>;
     const curMeta = current.metadata;
     if (meta.uid !== undefined && meta.uid !== curMeta.uid) {
-      throw new HttpError(409, `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${String(meta.uid)}, UID in object meta: ${String(curMeta.uid)}`, {
-        name,
-        kind: "pods",
-      });
+      throw new HttpError(
+        409,
+        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${String(meta.uid)}, UID in object meta: ${String(curMeta.uid)}`,
+        {
+          name,
+          kind: "pods",
+        },
+      );
     }
     if (meta.resourceVersion !== undefined && meta.resourceVersion !== curMeta.resourceVersion) {
-      conflict("pods", name, "the object has been modified; please apply your changes to the latest version and try again");
+      conflict(
+        "pods",
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+      );
     }
     // The status subresource keeps the spec; the main resource keeps the status (as the apiserver).
     const merged: KubeObject = {
       ...(next as KubeObject),
       apiVersion: "v1",
       kind: "Pod",
-      metadata: { ...meta, name, namespace: ns, uid: curMeta.uid, creationTimestamp: curMeta.creationTimestamp, resourceVersion: nextRv() },
+      metadata: {
+        ...meta,
+        name,
+        namespace: ns,
+        uid: curMeta.uid,
+        creationTimestamp: curMeta.creationTimestamp,
+        resourceVersion: nextRv(),
+      },
     };
     if (sub) merged.spec = current.spec;
     else merged.status = current.status;
@@ -610,13 +699,21 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     return merged;
   }
 
-  function handlePods(method: string, ns: string, name: string, sub: boolean, req: IncomingMessage, body: string): [number, unknown] {
+  function handlePods(
+    method: string,
+    ns: string,
+    name: string,
+    sub: boolean,
+    req: IncomingMessage,
+    body: string,
+  ): [number, unknown] {
     const current = pods.get(podKey(ns, name));
     if (!current) notFound("pods", name);
     if (method === "GET") return [200, current];
     if (method === "PUT") {
       const next = parseBody(body);
-      if (next.kind !== undefined && next.kind !== "Pod") throw new HttpError(400, `kind ${String(next.kind)} does not match Pod`);
+      if (next.kind !== undefined && next.kind !== "Pod")
+        throw new HttpError(400, `kind ${String(next.kind)} does not match Pod`);
       return [200, writePod(ns, name, sub, next, current)];
     }
     if (method === "PATCH") {
@@ -625,7 +722,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         throw new HttpError(415, `the fake API server does not implement patch type ${JSON.stringify(ct)}`);
       }
       const patch = parseBody(body);
-      const next = ct === "application/merge-patch+json" ? mergePatch(current, patch) : strategicMergePatch(current, patch);
+      const next =
+        ct === "application/merge-patch+json" ? mergePatch(current, patch) : strategicMergePatch(current, patch);
       // A precondition in the patch is checked against the stored object, not the merge result.
       const pMeta = isObject(patch.metadata) ? patch.metadata : {};
       const nextObj = next as Record<string, unknown>;
@@ -648,14 +746,29 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     if (method !== "POST") throw new HttpError(405, `method ${method} not allowed`);
     const ev = parseBody(body) as KubeObject;
     const meta = (isObject(ev.metadata) ? ev.metadata : {}) as Record<string, unknown>;
-    if (meta.namespace !== undefined && meta.namespace !== ns) throw new HttpError(400, "the namespace of the provided object does not match the namespace sent on the request");
-    const name = typeof meta.name === "string" && meta.name ? meta.name : `${String(meta.generateName ?? "event.")}${(++uidCounter).toString(36)}`;
-    const stored = { ...ev, apiVersion, kind: "Event", metadata: { ...meta, name, namespace: ns, uid: `event-uid-${++uidCounter}`, resourceVersion: nextRv() } } as KubeObject;
+    if (meta.namespace !== undefined && meta.namespace !== ns)
+      throw new HttpError(400, "the namespace of the provided object does not match the namespace sent on the request");
+    const name =
+      typeof meta.name === "string" && meta.name
+        ? meta.name
+        : `${String(meta.generateName ?? "event.")}${(++uidCounter).toString(36)}`;
+    const stored = {
+      ...ev,
+      apiVersion,
+      kind: "Event",
+      metadata: { ...meta, name, namespace: ns, uid: `event-uid-${++uidCounter}`, resourceVersion: nextRv() },
+    } as KubeObject;
     events.push(stored);
     return [201, stored];
   }
 
-  function route(method: string, path: string, q: URLSearchParams, req: IncomingMessage, body: string): [number, unknown] | WatchPlan {
+  function route(
+    method: string,
+    path: string,
+    q: URLSearchParams,
+    req: IncomingMessage,
+    body: string,
+  ): [number, unknown] | WatchPlan {
     let m: RegExpExecArray | null;
     if (ALL_PODS.test(path)) return handleList(method, "pods", undefined, q);
     if (ALL_NADS.test(path)) return handleList(method, "nads", undefined, q);
@@ -683,7 +796,16 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const path = url.pathname;
     const isWatch = TRUE.has(url.searchParams.get("watch") ?? "");
     const sni = (req.socket as { servername?: string | false }).servername;
-    requests.push({ method, path, query: url.search, contentType: req.headers["content-type"], userAgent: req.headers["user-agent"], time: performance.now() - started, body, ...(sni ? { servername: sni } : {}) });
+    requests.push({
+      method,
+      path,
+      query: url.search,
+      contentType: req.headers["content-type"],
+      userAgent: req.headers["user-agent"],
+      time: performance.now() - started,
+      body,
+      ...(sni ? { servername: sni } : {}),
+    });
 
     if (opts.latencyMs) await later(opts.latencyMs);
     if (req.headers.authorization !== `Bearer ${state.token}`) return send(res, 401, statusBody(401, "Unauthorized"));
@@ -692,7 +814,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     for (const f of faults) if (f.kind === "delay") await later(f.ms);
     const fault = faults.find((f) => f.kind !== "delay");
     if (fault?.kind === "status") {
-      return send(res, fault.code, statusBody(fault.code, fault.message ?? `injected ${fault.code}`, fault.reason), fault.retryAfter ? { "retry-after": fault.retryAfter } : {});
+      return send(
+        res,
+        fault.code,
+        statusBody(fault.code, fault.message ?? `injected ${fault.code}`, fault.reason),
+        fault.retryAfter ? { "retry-after": fault.retryAfter } : {},
+      );
     }
     if (fault?.kind === "reset") {
       // RST, not FIN: on TLS the reset goes to the TCP socket underneath.
@@ -702,7 +829,9 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
     if (fault?.kind === "hang") return;
     if (fault?.kind === "html") {
-      const html = Buffer.from("<!DOCTYPE html><html><head><title>Proxy Login</title></head><body>Please log in</body></html>");
+      const html = Buffer.from(
+        "<!DOCTYPE html><html><head><title>Proxy Login</title></head><body>Please log in</body></html>",
+      );
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-length": String(html.length) });
       return void res.end(html);
     }
@@ -735,7 +864,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
     if (fault?.kind === "hang-after-headers" || fault?.kind === "slow-body") {
       const chunked = fault.kind === "slow-body" && fault.chunked;
-      res.writeHead(code, { "content-type": "application/json", ...(chunked ? {} : { "content-length": String(buf.length) }) });
+      res.writeHead(code, {
+        "content-type": "application/json",
+        ...(chunked ? {} : { "content-length": String(buf.length) }),
+      });
       res.flushHeaders();
       if (fault.kind === "hang-after-headers") return;
       const step = fault.chunkBytes ?? 1;
@@ -756,7 +888,9 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       else res.destroy();
     });
   };
-  const server: Server = tls ? createHttpsServer({ cert: SERVER_CERT, key: SERVER_KEY }, handler) : createHttpServer(handler);
+  const server: Server = tls
+    ? createHttpsServer({ cert: SERVER_CERT, key: SERVER_KEY }, handler)
+    : createHttpServer(handler);
   server.keepAliveTimeout = 30_000;
   server.on("connection", (s: Socket) => {
     s.setNoDelay(true);
@@ -817,7 +951,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
           apiVersion: "k8s.cni.cncf.io/v1",
           kind: "NetworkAttachmentDefinition",
           ...nad,
-          metadata: { uid: existing?.uid ?? `nad-uid-${++uidCounter}`, ...nad.metadata, namespace: ns, resourceVersion: nextRv() },
+          metadata: {
+            uid: existing?.uid ?? `nad-uid-${++uidCounter}`,
+            ...nad.metadata,
+            namespace: ns,
+            resourceVersion: nextRv(),
+          },
         };
         evts.push(put("nads", key, stored));
         out.push(stored);
@@ -851,7 +990,9 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         for (const d of ownedTempDirs.get(api) ?? []) rmSync(d, { recursive: true, force: true });
         for (const t of pending) clearTimeout(t);
         for (const w of [...watchers]) stopWatcher(w);
-        const socketsClosed = [...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))));
+        const socketsClosed = [...sockets].map(
+          (s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))),
+        );
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         for (const s of sockets) s.destroy();
         server.closeAllConnections();
@@ -885,7 +1026,10 @@ function ownedTempDir(owner: object): string {
 }
 
 /** A kubeconfig (YAML, token auth, inline CA) pointing at the fake server; returns its path. */
-export function writeKubeconfig(server: Pick<FakeApiServer, "url" | "caPem" | "token">, o: KubeconfigOptions = {}): string {
+export function writeKubeconfig(
+  server: Pick<FakeApiServer, "url" | "caPem" | "token">,
+  o: KubeconfigOptions = {},
+): string {
   const dir = o.dir ?? ownedTempDir(server);
   const path = join(dir, o.fileName ?? "kubeconfig");
   const token = o.token ?? server.token;
@@ -896,7 +1040,9 @@ export function writeKubeconfig(server: Pick<FakeApiServer, "url" | "caPem" | "t
     auth = `    tokenFile: ${tokenPath}`;
   }
   // A plain-http server gets no TLS line at all, as `kubectl proxy` users write it (issue 10 item 6).
-  const tlsLines = server.url.startsWith("https:") ? [`    certificate-authority-data: ${Buffer.from(server.caPem).toString("base64")}`] : [];
+  const tlsLines = server.url.startsWith("https:")
+    ? [`    certificate-authority-data: ${Buffer.from(server.caPem).toString("base64")}`]
+    : [];
   writeFileSync(
     path,
     [

@@ -30,11 +30,18 @@ function method(m: { path: string; request: Type; response: Type }): grpc.Method
 }
 
 /** One pod's allocation: container name → resource name → device IDs. */
-export function podWithDevices(namespace: string, name: string, containers: Record<string, Record<string, string[]>>): PodResources {
+export function podWithDevices(
+  namespace: string,
+  name: string,
+  containers: Record<string, Record<string, string[]>>,
+): PodResources {
   return {
     namespace,
     name,
-    containers: Object.entries(containers).map(([c, res]) => ({ name: c, devices: Object.entries(res).map(([resourceName, deviceIds]) => ({ resourceName, deviceIds })) })),
+    containers: Object.entries(containers).map(([c, res]) => ({
+      name: c,
+      devices: Object.entries(res).map(([resourceName, deviceIds]) => ({ resourceName, deviceIds })),
+    })),
   };
 }
 
@@ -57,20 +64,30 @@ export async function startFakePodResources(socket: string, pods: PodResources[]
     fake.calls.push(name);
     if (fake.mode === "hang") return void hung.push(() => cb({ code: grpc.status.CANCELLED, details: "fake closed" }));
     if (fake.mode === "error") return cb({ code: grpc.status.INTERNAL, details: "fake kubelet failure" });
-    if (fake.mode === "get-unimplemented" && name === "Get") return cb({ code: grpc.status.UNIMPLEMENTED, details: "unknown method Get" });
+    if (fake.mode === "get-unimplemented" && name === "Get")
+      return cb({ code: grpc.status.UNIMPLEMENTED, details: "unknown method Get" });
     cb(null, reply());
   };
   server.addService(
     { List: method(PodResourcesMethods.List), Get: method(PodResourcesMethods.Get) },
     {
       List: answer("List", () => ({ podResources: fake.pods })),
-      Get: (call: grpc.ServerUnaryCall<{ podName?: string; podNamespace?: string }, object>, cb: grpc.sendUnaryData<object>) =>
+      Get: (
+        call: grpc.ServerUnaryCall<{ podName?: string; podNamespace?: string }, object>,
+        cb: grpc.sendUnaryData<object>,
+      ) =>
         answer("Get", () => {
-          const pod = fake.pods.find((p) => p.name === call.request.podName && p.namespace === call.request.podNamespace);
+          const pod = fake.pods.find(
+            (p) => p.name === call.request.podName && p.namespace === call.request.podNamespace,
+          );
           return pod ? { podResources: pod } : {};
         })(call, cb),
     },
   );
-  await new Promise<void>((resolve, reject) => server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix:${socket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
   return fake;
 }

@@ -35,7 +35,11 @@ export function multusEntry(d: MultusDelegate): Record<string, unknown> {
   const e: Record<string, unknown> = {
     Conf: isList ? { ipam: {}, dns: {} } : goNetConf(d.config),
     ConfList: isList
-      ? { cniVersion: d.config.cniVersion, name: d.config.name, plugins: (d.config.plugins as Array<Record<string, unknown>>).map(goNetConf) }
+      ? {
+          cniVersion: d.config.cniVersion,
+          name: d.config.name,
+          plugins: (d.config.plugins as Array<Record<string, unknown>>).map(goNetConf),
+        }
       : {},
     Name: d.name ?? String(d.config.name),
   };
@@ -61,7 +65,15 @@ export function writeMultusCache(dir: string, containerId: string, delegates: re
 /** libcni's cachedInfo (`cniCacheV1`) for one attachment, under `<dir>/results/`. */
 export function writeLibcniResult(
   dir: string,
-  o: { network: string; containerId: string; ifName: string; config: unknown; netns: string; cniArgs: Array<[string, string]>; result: unknown },
+  o: {
+    network: string;
+    containerId: string;
+    ifName: string;
+    config: unknown;
+    netns: string;
+    cniArgs: Array<[string, string]>;
+    result: unknown;
+  },
 ): string {
   const results = join(dir, "results");
   mkdirSync(results, { recursive: true, mode: 0o700 });

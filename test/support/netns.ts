@@ -76,7 +76,9 @@ function missingTools(tools: readonly E2eTool[]): string[] {
       }
     });
   };
-  return tools.filter((t) => !found(t.command)).map((t) => `no ${t.command} (install ${t.pkg}; scripts/bootstrap.sh does)`);
+  return tools
+    .filter((t) => !found(t.command))
+    .map((t) => `no ${t.command} (install ${t.pkg}; scripts/bootstrap.sh does)`);
 }
 
 export function describeE2e(name: string, fn: () => void, o: { tools?: readonly E2eTool[] } = {}): void {
@@ -192,7 +194,9 @@ function toLinkInfo(l: RawLink): LinkInfo {
     mac: (l.address ?? "").toLowerCase(),
     mtu: l.mtu ?? 0,
     state: l.operstate ?? "",
-    addresses: (l.addr_info ?? []).filter((a) => a.scope !== "link" && a.scope !== "host").map((a) => `${a.local}/${a.prefixlen}`),
+    addresses: (l.addr_info ?? [])
+      .filter((a) => a.scope !== "link" && a.scope !== "host")
+      .map((a) => `${a.local}/${a.prefixlen}`),
   };
   if (l.master) info.master = l.master;
   if (l.linkinfo?.info_kind) info.kind = l.linkinfo.info_kind;
@@ -229,7 +233,10 @@ export interface RouteInfo {
 
 /** IPv4 routes of a namespace's main table. */
 export function routes(netns: string): RouteInfo[] {
-  return ipJson<{ dst: string; gateway?: string; dev: string; scope?: string }>(["-4", "route", "show", "table", "main"], { netns }).map((r) => {
+  return ipJson<{ dst: string; gateway?: string; dev: string; scope?: string }>(
+    ["-4", "route", "show", "table", "main"],
+    { netns },
+  ).map((r) => {
     const out: RouteInfo = { dst: r.dst === "default" || r.dst.includes("/") ? r.dst : `${r.dst}/32`, dev: r.dev };
     if (r.gateway) out.gateway = r.gateway;
     if (r.scope) out.scope = r.scope;
@@ -262,7 +269,15 @@ export interface AttachmentLeftovers {
   processes: string[];
 }
 
-export const NOTHING_LEFT: AttachmentLeftovers = { netnsLinks: [], hostLinks: [], ipReservations: [], records: [], cacheFiles: [], lockFiles: [], processes: [] };
+export const NOTHING_LEFT: AttachmentLeftovers = {
+  netnsLinks: [],
+  hostLinks: [],
+  ipReservations: [],
+  records: [],
+  cacheFiles: [],
+  lockFiles: [],
+  processes: [],
+};
 
 /** What is still there after {@link E2eScope.dispose}: must be all empty. */
 export interface DisposeReport {
@@ -352,12 +367,23 @@ export class E2eScope {
   /** The CNI environment for one plexus call (K2-like: cwd /, CNI_PATH the plugin dir). */
   env(command: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
     const [mk, mv] = this.marker.split("=") as [string, string];
-    return { PATH: TEST_PATH, [mk]: mv, CNI_COMMAND: command, CNI_PATH: CNI_BIN_DIR, CNI_ARGS: "IgnoreUnknown=1", ...extra };
+    return {
+      PATH: TEST_PATH,
+      [mk]: mv,
+      CNI_COMMAND: command,
+      CNI_PATH: CNI_BIN_DIR,
+      CNI_ARGS: "IgnoreUnknown=1",
+      ...extra,
+    };
   }
 
   /** Runs dist/plexus with `conf` on stdin. */
   run(command: string, conf: unknown, env: Record<string, string | undefined> = {}): Promise<RunResult> {
-    return runPlexus({ env: this.env(command, env), stdin: typeof conf === "string" ? conf : JSON.stringify(conf), timeoutMs: 30_000 });
+    return runPlexus({
+      env: this.env(command, env),
+      stdin: typeof conf === "string" ? conf : JSON.stringify(conf),
+      timeoutMs: 30_000,
+    });
   }
 
   ipReservations(): string[] {
@@ -403,7 +429,8 @@ export class E2eScope {
       for (const l of links(ns)) if (l.name !== "lo") netnsLinks.push(`${ns}/${l.name}`);
     }
     const hostLinks: string[] = [];
-    for (const br of this.bridges) for (const port of bridgePorts(br)) if (!this.ownLinks.has(port)) hostLinks.push(`${br}/${port}`);
+    for (const br of this.bridges)
+      for (const port of bridgePorts(br)) if (!this.ownLinks.has(port)) hostLinks.push(`${br}/${port}`);
     return {
       netnsLinks,
       hostLinks,

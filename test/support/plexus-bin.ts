@@ -6,7 +6,18 @@
  */
 import { randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,7 +38,9 @@ export function requirePlexusBinary(): void {
     ok = false;
   }
   if (!ok) {
-    throw new Error(`${PLEXUS_BIN} is missing or not executable: build it first with \`npm run -s build\` (npm test does this before vitest)`);
+    throw new Error(
+      `${PLEXUS_BIN} is missing or not executable: build it first with \`npm run -s build\` (npm test does this before vitest)`,
+    );
   }
 }
 
@@ -71,7 +84,11 @@ export function runPlexus(opts: RunOptions): Promise<RunResult> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(opts.env)) if (v !== undefined) env[k] = v;
   const started = performance.now();
-  const child = spawn(PLEXUS_BIN, [...(opts.args ?? [])], { env, cwd: opts.cwd ?? "/", stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(PLEXUS_BIN, [...(opts.args ?? [])], {
+    env,
+    cwd: opts.cwd ?? "/",
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   child.stdout.on("data", (b: Buffer) => out.push(b));
@@ -82,7 +99,10 @@ export function runPlexus(opts: RunOptions): Promise<RunResult> {
   if (child.pid !== undefined) opts.onSpawn?.(child.pid);
   let timedOut = false;
   let peak: number | undefined;
-  const sampler = opts.sampleRss && child.pid !== undefined ? setInterval(() => (peak = readHwmKiB(child.pid!) ?? peak), 10) : undefined;
+  const sampler =
+    opts.sampleRss && child.pid !== undefined
+      ? setInterval(() => (peak = readHwmKiB(child.pid!) ?? peak), 10)
+      : undefined;
   const timer = setTimeout(() => {
     timedOut = true;
     child.kill("SIGKILL");
@@ -115,17 +135,24 @@ export function singleJson(stdout: string): Record<string, unknown> {
   try {
     v = JSON.parse(stdout);
   } catch (e) {
-    throw new Error(`stdout is not exactly one JSON document (${(e as Error).message}): ${JSON.stringify(stdout.slice(0, 500))}`);
+    throw new Error(
+      `stdout is not exactly one JSON document (${(e as Error).message}): ${JSON.stringify(stdout.slice(0, 500))}`,
+    );
   }
-  if (v === null || typeof v !== "object" || Array.isArray(v)) throw new Error(`stdout is JSON but not an object: ${stdout.slice(0, 200)}`);
+  if (v === null || typeof v !== "object" || Array.isArray(v))
+    throw new Error(`stdout is JSON but not an object: ${stdout.slice(0, 200)}`);
   return v as Record<string, unknown>;
 }
 
 /** The CNI error Plexus printed: exit 1 and one error object on stdout. */
 export function cniError(r: RunResult): { cniVersion: string; code: number; msg: string; details?: string } {
-  if (r.code !== 1) throw new Error(`expected exit 1, got ${r.code ?? r.signal}; stdout=${r.stdout.slice(0, 500)} stderr=${r.stderr.slice(0, 500)}`);
+  if (r.code !== 1)
+    throw new Error(
+      `expected exit 1, got ${r.code ?? r.signal}; stdout=${r.stdout.slice(0, 500)} stderr=${r.stderr.slice(0, 500)}`,
+    );
   const e = singleJson(r.stdout);
-  if (typeof e.code !== "number" || typeof e.msg !== "string") throw new Error(`not a CNI error: ${r.stdout.slice(0, 500)}`);
+  if (typeof e.code !== "number" || typeof e.msg !== "string")
+    throw new Error(`not a CNI error: ${r.stdout.slice(0, 500)}`);
   return e as { cniVersion: string; code: number; msg: string; details?: string };
 }
 
@@ -216,7 +243,13 @@ export class Sandbox {
   delegate(name: string, o: DelegateOptions = {}): Record<string, unknown> {
     const type = o.type ?? "noop";
     if (!existsSync(join(this.binDir, type))) this.installPlugin(type);
-    return { cniVersion: o.cniVersion ?? "1.0.0", name, type, debugFile: this.setBehaviours(name, o.behaviours ?? {}), ...o.extra };
+    return {
+      cniVersion: o.cniVersion ?? "1.0.0",
+      name,
+      type,
+      debugFile: this.setBehaviours(name, o.behaviours ?? {}),
+      ...o.extra,
+    };
   }
 
   /** Plexus's own (Multus thin) config with a temp cniDir. */
@@ -227,15 +260,30 @@ export class Sandbox {
   env(command: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
     // The marker reaches dist/plexus and, through it, every delegate and their children: how
     // liveProcesses finds a leaked one whatever its command line.
-    const base: Record<string, string | undefined> = { PATH: TEST_PATH, CNI_COMMAND: command, CNI_PATH: this.binDir, PLX_IT_MARK: this.marker };
+    const base: Record<string, string | undefined> = {
+      PATH: TEST_PATH,
+      CNI_COMMAND: command,
+      CNI_PATH: this.binDir,
+      PLX_IT_MARK: this.marker,
+    };
     if (command === "ADD" || command === "CHECK" || command === "DEL") {
-      Object.assign(base, { CNI_CONTAINERID: "ctr1", CNI_NETNS: "/proc/self/ns/net", CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1" });
+      Object.assign(base, {
+        CNI_CONTAINERID: "ctr1",
+        CNI_NETNS: "/proc/self/ns/net",
+        CNI_IFNAME: "eth0",
+        CNI_ARGS: "IgnoreUnknown=1",
+      });
     }
     return { ...base, ...extra };
   }
 
   /** Runs plexus for `command` with the config on stdin (cwd: the sandbox, so nothing lands elsewhere). */
-  run(command: string, conf: unknown, env: Record<string, string | undefined> = {}, o: Partial<RunOptions> = {}): Promise<RunResult> {
+  run(
+    command: string,
+    conf: unknown,
+    env: Record<string, string | undefined> = {},
+    o: Partial<RunOptions> = {},
+  ): Promise<RunResult> {
     const stdin = typeof conf === "string" || conf instanceof Uint8Array ? conf : JSON.stringify(conf);
     return runPlexus({ cwd: this.root, ...o, env: this.env(command, env), stdin });
   }
@@ -313,7 +361,10 @@ export function processesWithEnv(entry: string): Array<{ pid: number; cmdline: s
       if (!readFileSync(`/proc/${name}/environ`).includes(needle)) continue;
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      out.push({ pid: Number(name), cmdline: readFileSync(`/proc/${name}/cmdline`, "utf8").replaceAll("\0", " ").trim() });
+      out.push({
+        pid: Number(name),
+        cmdline: readFileSync(`/proc/${name}/cmdline`, "utf8").replaceAll("\0", " ").trim(),
+      });
     } catch {
       // Exited meanwhile.
     }

@@ -55,7 +55,10 @@ const fromCanonical: Record<VersionFamily, (r: Result, version: string) => AnyRe
     const out: Result040 = { ...rest, cniVersion: version };
     if (ips) {
       // The version comes from the address, as in libcni, never from a stray `version` key of a 1.x IP.
-      out.ips = ips.map(({ version: _stray, ...ip }: IpConfig & { version?: unknown }) => ({ version: ipFamily(ip.address) === 4 ? "4" : "6", ...ip }));
+      out.ips = ips.map(({ version: _stray, ...ip }: IpConfig & { version?: unknown }) => ({
+        version: ipFamily(ip.address) === 4 ? "4" : "6",
+        ...ip,
+      }));
     }
     return out;
   },
@@ -90,7 +93,10 @@ export function toResult(r: AnyResult): Result {
 /** Converts a result of any version to `version` (C5.1). */
 export function convertResult(r: AnyResult, version: string): AnyResult {
   if (!(ALL_VERSIONS as readonly string[]).includes(version)) {
-    throw new CniError(Code.IncompatibleVersion, `cannot convert a result to unknown CNI version ${JSON.stringify(version)}; supported: ${ALL_VERSIONS.join(", ")}`);
+    throw new CniError(
+      Code.IncompatibleVersion,
+      `cannot convert a result to unknown CNI version ${JSON.stringify(version)}; supported: ${ALL_VERSIONS.join(", ")}`,
+    );
   }
   return fromCanonical[familyOf(version)](toResult(r), version);
 }

@@ -26,7 +26,13 @@ const ipShape = { address: z.string(), gateway: opt(z.string()), interface: opt(
 const ip = z.looseObject(ipShape);
 
 const schemas = {
-  "100": z.looseObject({ cniVersion: z.string(), interfaces: opt(z.array(iface)), ips: opt(z.array(ip)), routes: opt(z.array(route)), dns }),
+  "100": z.looseObject({
+    cniVersion: z.string(),
+    interfaces: opt(z.array(iface)),
+    ips: opt(z.array(ip)),
+    routes: opt(z.array(route)),
+    dns,
+  }),
   "040": z.looseObject({
     cniVersion: z.string(),
     interfaces: opt(z.array(iface)),
@@ -53,7 +59,14 @@ export function errorCodeOf(code: number): Code {
 
 /** A CNI error object: `code` and `msg`, and none of a result's keys. */
 export function looksLikeCniError(v: unknown): v is { code: number; msg?: string; details?: string } {
-  return isPlainObject(v) && typeof v.code === "number" && !("ips" in v) && !("interfaces" in v) && !("ip4" in v) && !("ip6" in v);
+  return (
+    isPlainObject(v) &&
+    typeof v.code === "number" &&
+    !("ips" in v) &&
+    !("interfaces" in v) &&
+    !("ip4" in v) &&
+    !("ip6" in v)
+  );
 }
 
 /**
@@ -63,14 +76,29 @@ export function looksLikeCniError(v: unknown): v is { code: number; msg?: string
 export function decodeResult(stdout: Uint8Array | string, confVersion: string, what: string): AnyResult {
   const value = decodeJson(stdout, { what: `${what}: result`, maxBytes: MAX_RESULT_BYTES, code: Code.InvalidResult });
   if (!isPlainObject(value)) {
-    throw new CniError(Code.InvalidResult, `${what}: result is not a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value})`);
+    throw new CniError(
+      Code.InvalidResult,
+      `${what}: result is not a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value})`,
+    );
   }
   if (looksLikeCniError(value)) {
-    throw new CniError(errorCodeOf(value.code), `${what}: ${value.msg ?? "plugin reported an error"} (exited 0 but printed an error)`, value.details);
+    throw new CniError(
+      errorCodeOf(value.code),
+      `${what}: ${value.msg ?? "plugin reported an error"} (exited 0 but printed an error)`,
+      value.details,
+    );
   }
   const version = value.cniVersion === undefined || value.cniVersion === "" ? confVersion : value.cniVersion;
   if (!isSupportedVersion(version)) {
-    throw new CniError(Code.InvalidResult, `${what}: result has unsupported cniVersion ${JSON.stringify(value.cniVersion)}`);
+    throw new CniError(
+      Code.InvalidResult,
+      `${what}: result has unsupported cniVersion ${JSON.stringify(value.cniVersion)}`,
+    );
   }
-  return parseWithSchema(schemas[familyOf(version)], { ...value, cniVersion: version }, `${what}: result`, Code.InvalidResult) as AnyResult;
+  return parseWithSchema(
+    schemas[familyOf(version)],
+    { ...value, cniVersion: version },
+    `${what}: result`,
+    Code.InvalidResult,
+  ) as AnyResult;
 }

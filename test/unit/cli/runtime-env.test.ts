@@ -21,8 +21,24 @@ describe("runtime-tuning variables", () => {
       NODE_NAME: "node-1",
     };
     expect(tuningVariables(env).sort()).toEqual(
-      ["BUN_BE_BUN", "BUN_CONFIG_VERBOSE_FETCH", "BUN_INSPECT", "BUN_JSC_useJIT", "BUN_OPTIONS", "NODE_EXTRA_CA_CERTS", "NODE_OPTIONS", "NODE_TLS_REJECT_UNAUTHORIZED", "SSL_CERT_FILE"].sort(),
+      [
+        "BUN_BE_BUN",
+        "BUN_CONFIG_VERBOSE_FETCH",
+        "BUN_INSPECT",
+        "BUN_JSC_useJIT",
+        "BUN_OPTIONS",
+        "NODE_EXTRA_CA_CERTS",
+        "NODE_OPTIONS",
+        "NODE_TLS_REJECT_UNAUTHORIZED",
+        "SSL_CERT_FILE",
+      ].sort(),
     );
-    expect(withoutTuning(env)).toEqual({ CNI_COMMAND: "ADD", CNI_ARGS: "IgnoreUnknown=1", PATH: "/usr/bin", HTTPS_PROXY: "http://proxy:3128", NODE_NAME: "node-1" });
+    expect(withoutTuning(env)).toEqual({
+      CNI_COMMAND: "ADD",
+      CNI_ARGS: "IgnoreUnknown=1",
+      PATH: "/usr/bin",
+      HTTPS_PROXY: "http://proxy:3128",
+      NODE_NAME: "node-1",
+    });
   });
 });

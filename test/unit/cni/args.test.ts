@@ -18,16 +18,23 @@ describe("C2.1 B6 CNI_ARGS", () => {
     expect(parseCniArgs("A= x ;B=%2F").get("B")).toBe("%2F");
   });
 
-  it.each(["K=a=b", "A=1;", ";A=1", "novalue", "=v", "A=1;;B=2", ";"])("B6 %j is refused with code 4 (libcni LoadArgs)", (raw) => {
-    expect(() => parseCniArgs(raw)).toThrow(expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("CNI_ARGS") }));
-  });
+  it.each(["K=a=b", "A=1;", ";A=1", "novalue", "=v", "A=1;;B=2", ";"])(
+    "B6 %j is refused with code 4 (libcni LoadArgs)",
+    (raw) => {
+      expect(() => parseCniArgs(raw)).toThrow(
+        expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("CNI_ARGS") }),
+      );
+    },
+  );
 
   it("B6 our rule for a duplicate key: two K8S_POD_NAMEs are refused with code 4 naming the key", () => {
     expect(() => parseCniArgs("K8S_POD_NAME=a;K8S_POD_NAME=b")).toThrow(
       expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("K8S_POD_NAME") }),
     );
     // Also when both give the same value: the rule is about the key, not about a conflict.
-    expect(() => parseCniArgs("K8S_POD_NAME=a;IgnoreUnknown=1;K8S_POD_NAME=a")).toThrow(expect.objectContaining({ code: Code.InvalidEnv }));
+    expect(() => parseCniArgs("K8S_POD_NAME=a;IgnoreUnknown=1;K8S_POD_NAME=a")).toThrow(
+      expect.objectContaining({ code: Code.InvalidEnv }),
+    );
   });
 
   it("B6 keys are case-sensitive, as in libcni: K8S_POD_NAME and k8s_pod_name are different keys", () => {
@@ -47,9 +54,16 @@ describe("B7 B8 pod identity from CNI_ARGS", () => {
 
   it("B8 K8S_POD_UID and K8S_POD_INFRA_CONTAINER_ID are optional; an empty UID counts as absent", () => {
     expect(podFromArgs(parseCniArgs("K8S_POD_NAME=a;K8S_POD_NAMESPACE=ns"))).toEqual({ namespace: "ns", name: "a" });
-    expect(podFromArgs(parseCniArgs("K8S_POD_UID=;K8S_POD_NAME=a;K8S_POD_NAMESPACE=ns"))).toEqual({ namespace: "ns", name: "a" });
+    expect(podFromArgs(parseCniArgs("K8S_POD_UID=;K8S_POD_NAME=a;K8S_POD_NAMESPACE=ns"))).toEqual({
+      namespace: "ns",
+      name: "a",
+    });
     expect(
-      podFromArgs(parseCniArgs("IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=a;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u-1")),
+      podFromArgs(
+        parseCniArgs(
+          "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=a;K8S_POD_INFRA_CONTAINER_ID=c1;K8S_POD_UID=u-1",
+        ),
+      ),
     ).toEqual({ namespace: "ns", name: "a", uid: "u-1", infraContainerId: "c1" });
   });
 });

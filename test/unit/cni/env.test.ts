@@ -6,7 +6,13 @@ import { COMMANDS, parseCommand, parseEnv } from "../../../src/cni/env";
 import { assertNetnsUsable } from "../../../src/netns/check";
 import { Code, isCniError } from "../../../src/cni/errors";
 
-const ADD = { CNI_COMMAND: "ADD", CNI_CONTAINERID: "abc123", CNI_NETNS: "/var/run/netns/x", CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin" };
+const ADD = {
+  CNI_COMMAND: "ADD",
+  CNI_CONTAINERID: "abc123",
+  CNI_NETNS: "/var/run/netns/x",
+  CNI_IFNAME: "eth0",
+  CNI_PATH: "/opt/cni/bin",
+};
 
 /** The CniError code thrown by fn, or "no error". */
 function codeOf(fn: () => unknown): number | string {
@@ -22,13 +28,21 @@ function codeOf(fn: () => unknown): number | string {
 describe("C2.1 CNI_* environment", () => {
   it("C2.1 parses a valid ADD environment; CNI_PATH is split on ':' with empty entries dropped", () => {
     const req = parseEnv({ ...ADD, CNI_PATH: ":/a::/b:", CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAME=p" });
-    expect(req).toMatchObject({ command: "ADD", containerId: "abc123", ifName: "eth0", netns: "/var/run/netns/x", path: ["/a", "/b"] });
+    expect(req).toMatchObject({
+      command: "ADD",
+      containerId: "abc123",
+      ifName: "eth0",
+      netns: "/var/run/netns/x",
+      path: ["/a", "/b"],
+    });
     expect(req.args.get("K8S_POD_NAME")).toBe("p");
     expect(req.args.get("IgnoreUnknown")).toBe("1");
   });
 
   it("C4.1 CNI_ARGS is kept verbatim for the delegates", () => {
-    expect(parseEnv({ ...ADD, CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAME=p" }).rawArgs).toBe("IgnoreUnknown=1;K8S_POD_NAME=p");
+    expect(parseEnv({ ...ADD, CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAME=p" }).rawArgs).toBe(
+      "IgnoreUnknown=1;K8S_POD_NAME=p",
+    );
     expect(parseEnv(ADD).rawArgs).toBe("");
   });
 
@@ -41,7 +55,9 @@ describe("C2.1 CNI_* environment", () => {
     for (const key of required) {
       for (const value of [undefined, ""]) {
         const env: Record<string, string | undefined> = { ...ADD, CNI_COMMAND: command, [key]: value };
-        expect(() => parseEnv(env)).toThrow(expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining(key) }));
+        expect(() => parseEnv(env)).toThrow(
+          expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining(key) }),
+        );
       }
     }
   });
@@ -53,15 +69,27 @@ describe("C2.1 CNI_* environment", () => {
     expect(codeOf(() => parseEnv(noNetns))).toBe(Code.InvalidEnv);
   });
 
-  it("C2.1 B5 DEL accepts an empty or missing CNI_NETNS (containerd passes \"\" once the netns is closed)", () => {
+  it('C2.1 B5 DEL accepts an empty or missing CNI_NETNS (containerd passes "" once the netns is closed)', () => {
     expect(parseEnv({ ...ADD, CNI_COMMAND: "DEL", CNI_NETNS: "" }).netns).toBe("");
-    expect(parseEnv({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "c", CNI_IFNAME: "eth0" })).toMatchObject({ command: "DEL", netns: "", path: [] });
+    expect(parseEnv({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "c", CNI_IFNAME: "eth0" })).toMatchObject({
+      command: "DEL",
+      netns: "",
+      path: [],
+    });
   });
 
   it("C2.1 VERSION and STATUS need only CNI_COMMAND; GC needs only CNI_COMMAND and CNI_PATH", () => {
-    expect(parseEnv({ CNI_COMMAND: "VERSION" })).toMatchObject({ command: "VERSION", containerId: "", ifName: "", netns: "" });
+    expect(parseEnv({ CNI_COMMAND: "VERSION" })).toMatchObject({
+      command: "VERSION",
+      containerId: "",
+      ifName: "",
+      netns: "",
+    });
     expect(parseEnv({ CNI_COMMAND: "STATUS" }).command).toBe("STATUS");
-    expect(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/opt/cni/bin" })).toMatchObject({ command: "GC", path: ["/opt/cni/bin"] });
+    expect(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/opt/cni/bin" })).toMatchObject({
+      command: "GC",
+      path: ["/opt/cni/bin"],
+    });
   });
 
   it("C2.1 commands without an attachment do not validate stray CNI_CONTAINERID/CNI_IFNAME", () => {
@@ -79,7 +107,9 @@ describe("C2.1 CNI_* environment", () => {
   });
 
   it("B1 a missing CNI_COMMAND says which commands exist", () => {
-    expect(() => parseCommand(undefined)).toThrow(expect.objectContaining({ message: expect.stringContaining("ADD, DEL, CHECK, VERSION, STATUS, GC") }));
+    expect(() => parseCommand(undefined)).toThrow(
+      expect.objectContaining({ message: expect.stringContaining("ADD, DEL, CHECK, VERSION, STATUS, GC") }),
+    );
   });
 
   it("B1 a huge CNI_COMMAND is not echoed back whole", () => {
@@ -129,7 +159,8 @@ describe("C2.1 CNI_* environment", () => {
   });
 
   it("B2 C2.1 container IDs of the usual shapes pass", () => {
-    for (const id of ["a".repeat(64), "0f1e2d3c", "pod_1.sandbox-2", "A", "9"]) expect(parseEnv({ ...ADD, CNI_CONTAINERID: id }).containerId).toBe(id);
+    for (const id of ["a".repeat(64), "0f1e2d3c", "pod_1.sandbox-2", "A", "9"])
+      expect(parseEnv({ ...ADD, CNI_CONTAINERID: id }).containerId).toBe(id);
   });
 
   it.each(["", "a".repeat(16), "é".repeat(8), ".", "..", "eth0:1", "a b", "a/b", "tab\tx", "nl\n", "nb\u00a0sp"])(
@@ -143,7 +174,8 @@ describe("C2.1 CNI_* environment", () => {
   it("B3 a 15-byte interface name is the longest allowed", () => {
     expect(parseEnv({ ...ADD, CNI_IFNAME: "a".repeat(15) }).ifName).toHaveLength(15);
     expect(codeOf(() => parseEnv({ ...ADD, CNI_IFNAME: "a".repeat(16) }))).toBe(Code.InvalidEnv);
-    for (const ok of ["eth0", "net1", "e.1", "veth-a_b", "...x"]) expect(parseEnv({ ...ADD, CNI_IFNAME: ok }).ifName).toBe(ok);
+    for (const ok of ["eth0", "net1", "e.1", "veth-a_b", "...x"])
+      expect(parseEnv({ ...ADD, CNI_IFNAME: ok }).ifName).toBe(ok);
   });
 
   it.each([
@@ -173,7 +205,10 @@ describe("B4 CNI_NETNS must be a network namespace", () => {
   it("B4 a regular file is code 4, naming the path and saying it is not a network namespace", async () => {
     const file = join(dir, "file");
     writeFileSync(file, "");
-    await expect(assertNetnsUsable(file)).rejects.toMatchObject({ code: Code.InvalidEnv, message: expect.stringMatching(/file.*not a network namespace/) });
+    await expect(assertNetnsUsable(file)).rejects.toMatchObject({
+      code: Code.InvalidEnv,
+      message: expect.stringMatching(/file.*not a network namespace/),
+    });
   });
 
   it("B4 a directory is code 4", async () => {
@@ -182,7 +217,10 @@ describe("B4 CNI_NETNS must be a network namespace", () => {
 
   it("B4 a vanished path, and a dangling symlink, are code 4 naming the reason", async () => {
     const gone = join(dir, "gone");
-    await expect(assertNetnsUsable(gone)).rejects.toMatchObject({ code: Code.InvalidEnv, message: expect.stringContaining("ENOENT") });
+    await expect(assertNetnsUsable(gone)).rejects.toMatchObject({
+      code: Code.InvalidEnv,
+      message: expect.stringContaining("ENOENT"),
+    });
     const link = join(dir, "dangling");
     symlinkSync(join(dir, "nowhere"), link);
     await expect(assertNetnsUsable(link)).rejects.toMatchObject({ code: Code.InvalidEnv });
@@ -190,7 +228,10 @@ describe("B4 CNI_NETNS must be a network namespace", () => {
   });
 
   it("B4 a namespace of another kind (/proc/self/ns/uts) is code 4 naming its kind", async () => {
-    await expect(assertNetnsUsable("/proc/self/ns/uts")).rejects.toMatchObject({ code: Code.InvalidEnv, message: expect.stringContaining("uts namespace") });
+    await expect(assertNetnsUsable("/proc/self/ns/uts")).rejects.toMatchObject({
+      code: Code.InvalidEnv,
+      message: expect.stringContaining("uts namespace"),
+    });
   });
 
   it("B4 the process's own network namespace passes, also through a symlink", async () => {

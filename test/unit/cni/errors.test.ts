@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { AggregateCniError, asCniError, CniError, Code, failIfAny, isCniError, oneError } from "../../../src/cni/errors";
+import {
+  AggregateCniError,
+  asCniError,
+  CniError,
+  Code,
+  failIfAny,
+  isCniError,
+  oneError,
+} from "../../../src/cni/errors";
 
 describe("C2.3 error codes", () => {
   it("C2.3 the well-known codes are the spec's numbers", () => {
@@ -25,7 +33,12 @@ describe("C2.3 error codes", () => {
   });
 
   it("C2.2 toJSON is the CNI error object; empty details are left out", () => {
-    expect(new CniError(7, "bad", "why").toJSON("1.0.0")).toEqual({ cniVersion: "1.0.0", code: 7, msg: "bad", details: "why" });
+    expect(new CniError(7, "bad", "why").toJSON("1.0.0")).toEqual({
+      cniVersion: "1.0.0",
+      code: 7,
+      msg: "bad",
+      details: "why",
+    });
     expect(JSON.stringify(new CniError(4, "bad").toJSON("0.4.0"))).toBe('{"cniVersion":"0.4.0","code":4,"msg":"bad"}');
   });
 
@@ -64,8 +77,14 @@ describe("C2.3 error codes", () => {
   it("N7.2 with a lead error (ADD's cause before its rollback failed): the lead's code, message and details, then the others", () => {
     const cause = new CniError(7, "add broke", "bridge said no");
     expect(oneError([], "rollback also failed", { lead: cause })).toBe(cause);
-    const e = oneError([new CniError(5, "del broke", "d2"), new CniError(11, "del 2 broke")], "rollback also failed", { lead: cause });
-    expect(e).toMatchObject({ code: 7, message: "add broke; rollback also failed: del broke; del 2 broke", details: "bridge said no" });
+    const e = oneError([new CniError(5, "del broke", "d2"), new CniError(11, "del 2 broke")], "rollback also failed", {
+      lead: cause,
+    });
+    expect(e).toMatchObject({
+      code: 7,
+      message: "add broke; rollback also failed: del broke; del 2 broke",
+      details: "bridge said no",
+    });
     expect((e as AggregateCniError).errors.map((x) => x.code)).toEqual([7, 5, 11]);
   });
 });

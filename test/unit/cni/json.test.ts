@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { Code } from "../../../src/cni/errors";
-import { assertNoCaseCollisions, decodeJson, isPlainObject, MAX_JSON_DEPTH, MAX_STDIN_BYTES } from "../../../src/cni/json";
+import {
+  assertNoCaseCollisions,
+  decodeJson,
+  isPlainObject,
+  MAX_JSON_DEPTH,
+  MAX_STDIN_BYTES,
+} from "../../../src/cni/json";
 
 const what = "stdin config";
 
@@ -14,14 +20,25 @@ function errorOf(fn: () => unknown): { code: number; message: string } {
 }
 
 describe("B11 malformed stdin", () => {
-  it.each(["", "   \n\t", '{"cniVersion":', "{", "nul", "{'a':1}", '{"a":1,}', '{"a":1} trailing', '{"a":1}{"b":2}', "\uFEFF{}"])(
-    "B11 %j is code 6 naming the input",
-    (text) => {
-      expect(errorOf(() => decodeJson(text, { what }))).toMatchObject({ code: Code.Decoding, message: expect.stringContaining(what) });
-    },
-  );
+  it.each([
+    "",
+    "   \n\t",
+    '{"cniVersion":',
+    "{",
+    "nul",
+    "{'a':1}",
+    '{"a":1,}',
+    '{"a":1} trailing',
+    '{"a":1}{"b":2}',
+    "\uFEFF{}",
+  ])("B11 %j is code 6 naming the input", (text) => {
+    expect(errorOf(() => decodeJson(text, { what }))).toMatchObject({
+      code: Code.Decoding,
+      message: expect.stringContaining(what),
+    });
+  });
 
-  it("B11 valid JSON that is not an object (null, [], \"str\") decodes: the caller decides (plugin-conf makes it 6)", () => {
+  it('B11 valid JSON that is not an object (null, [], "str") decodes: the caller decides (plugin-conf makes it 6)', () => {
     expect(decodeJson("null", { what })).toBeNull();
     expect(decodeJson("[]", { what })).toEqual([]);
     expect(decodeJson('"str"', { what })).toBe("str");
@@ -35,7 +52,9 @@ describe("B11 malformed stdin", () => {
   });
 
   it("B11 the caller's code replaces 6 for malformed input (100 for a delegate's output)", () => {
-    expect(errorOf(() => decodeJson("garbage", { what: "result", code: Code.InvalidResult })).code).toBe(Code.InvalidResult);
+    expect(errorOf(() => decodeJson("garbage", { what: "result", code: Code.InvalidResult })).code).toBe(
+      Code.InvalidResult,
+    );
     expect(errorOf(() => decodeJson("", { what: "result", code: Code.InvalidResult })).code).toBe(Code.InvalidResult);
   });
 });
@@ -45,7 +64,10 @@ describe("B12 oversized and deeply nested input", () => {
     const big = Buffer.alloc(64 * 1024 * 1024, 0x20);
     const t0 = performance.now();
     const err = errorOf(() => decodeJson(big, { what }));
-    expect(err).toMatchObject({ code: Code.Decoding, message: expect.stringContaining(`${MAX_STDIN_BYTES}-byte limit`) });
+    expect(err).toMatchObject({
+      code: Code.Decoding,
+      message: expect.stringContaining(`${MAX_STDIN_BYTES}-byte limit`),
+    });
     expect(performance.now() - t0).toBeLessThan(200);
   });
 
@@ -67,7 +89,9 @@ describe("B12 oversized and deeply nested input", () => {
 
   it("B12 10^6-deep nesting (a 4 MiB delegate output) is refused with the caller's code, not a crash", () => {
     const deep = "[".repeat(1_000_000) + "]".repeat(1_000_000);
-    expect(errorOf(() => decodeJson(deep, { what: "result", maxBytes: 4 << 20, code: Code.InvalidResult })).code).toBe(Code.InvalidResult);
+    expect(errorOf(() => decodeJson(deep, { what: "result", maxBytes: 4 << 20, code: Code.InvalidResult })).code).toBe(
+      Code.InvalidResult,
+    );
   });
 
   it("B12 nesting up to the depth limit is accepted; one more level is refused naming the limit", () => {
@@ -83,17 +107,25 @@ describe("B17 prototype keys and case collisions", () => {
     ['{"a":{"constructor":{"prototype":{"polluted":1}}}}', "constructor"],
     ['{"delegates":[{"type":"bridge","prototype":1}]}', "prototype"],
   ])("B17 %s is refused with 7 naming the key, and nothing is polluted", (text, key) => {
-    expect(errorOf(() => decodeJson(text, { what }))).toMatchObject({ code: Code.InvalidNetworkConfig, message: expect.stringContaining(key) });
+    expect(errorOf(() => decodeJson(text, { what }))).toMatchObject({
+      code: Code.InvalidNetworkConfig,
+      message: expect.stringContaining(key),
+    });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect((Object.prototype as unknown as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it("B17 B55 in a delegate's output (caller's code 100) a prototype key is 100, not a config error", () => {
-    expect(errorOf(() => decodeJson('{"cniVersion":"1.0.0","__proto__":{}}', { what: "result", code: Code.InvalidResult })).code).toBe(Code.InvalidResult);
+    expect(
+      errorOf(() => decodeJson('{"cniVersion":"1.0.0","__proto__":{}}', { what: "result", code: Code.InvalidResult }))
+        .code,
+    ).toBe(Code.InvalidResult);
   });
 
   it("B17 the message says where the key was", () => {
-    expect(errorOf(() => decodeJson('{"delegates":[{"ipam":{"__proto__":{}}}]}', { what })).message).toContain("delegates[0].ipam");
+    expect(errorOf(() => decodeJson('{"delegates":[{"ipam":{"__proto__":{}}}]}', { what })).message).toContain(
+      "delegates[0].ipam",
+    );
   });
 
   it("B17 a prototype-looking value (not key) is fine", () => {
@@ -102,9 +134,14 @@ describe("B17 prototype keys and case collisions", () => {
 
   it("B17 keys differing only in case are refused with 7 naming both", () => {
     expect(() => assertNoCaseCollisions({ type: "a", Type: "b" }, "delegate 0")).toThrow(
-      expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringMatching(/delegate 0.*"type".*"Type"/) }),
+      expect.objectContaining({
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringMatching(/delegate 0.*"type".*"Type"/),
+      }),
     );
-    expect(() => assertNoCaseCollisions({ cniVersion: "1.0.0", CNIVERSION: "0.4.0" }, "x")).toThrow(expect.objectContaining({ code: 7 }));
+    expect(() => assertNoCaseCollisions({ cniVersion: "1.0.0", CNIVERSION: "0.4.0" }, "x")).toThrow(
+      expect.objectContaining({ code: 7 }),
+    );
     expect(() => assertNoCaseCollisions({ type: "a", name: "b", Other: 1 }, "x")).not.toThrow();
   });
 

@@ -10,18 +10,25 @@ import {
 } from "../../../src/cni/validate";
 
 describe("C2.1 B2 container IDs", () => {
-  it.each(["../../etc/x", "a/b", "-x", "_x", ".x", "", "a b", "a\u0000b", "x".repeat(1024 * 1024)])("B2 %# is refused with code 4 by default", (id) => {
-    expect(() => validateContainerId(id)).toThrow(expect.objectContaining({ code: Code.InvalidEnv }));
-  });
+  it.each(["../../etc/x", "a/b", "-x", "_x", ".x", "", "a b", "a\u0000b", "x".repeat(1024 * 1024)])(
+    "B2 %# is refused with code 4 by default",
+    (id) => {
+      expect(() => validateContainerId(id)).toThrow(expect.objectContaining({ code: Code.InvalidEnv }));
+    },
+  );
 
   it("B2 the caller chooses the code (a record read back from disk is a config problem, not env)", () => {
-    expect(() => validateContainerId("a/b", Code.InvalidNetworkConfig)).toThrow(expect.objectContaining({ code: Code.InvalidNetworkConfig }));
+    expect(() => validateContainerId("a/b", Code.InvalidNetworkConfig)).toThrow(
+      expect.objectContaining({ code: Code.InvalidNetworkConfig }),
+    );
   });
 
   it("B2 the length limit is inclusive and keeps file names far below NAME_MAX", () => {
     expect(MAX_CONTAINER_ID_LENGTH).toBeLessThanOrEqual(255 - 32);
     expect(validateContainerId("a".repeat(MAX_CONTAINER_ID_LENGTH))).toHaveLength(MAX_CONTAINER_ID_LENGTH);
-    expect(() => validateContainerId("a".repeat(MAX_CONTAINER_ID_LENGTH + 1))).toThrow(expect.objectContaining({ code: Code.InvalidEnv }));
+    expect(() => validateContainerId("a".repeat(MAX_CONTAINER_ID_LENGTH + 1))).toThrow(
+      expect.objectContaining({ code: Code.InvalidEnv }),
+    );
   });
 
   it("B2 a long refused ID is shown truncated with its length", () => {
@@ -47,23 +54,31 @@ describe("C2.1 B3 interface names (libcni ValidateInterfaceName)", () => {
     ["a\tb", "'/', ':' or whitespace"],
   ])("B3 %j is invalid: %s", (name, why) => {
     expect(interfaceNameProblem(name)).toContain(why);
-    expect(() => validateInterfaceName(name)).toThrow(expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("CNI_IFNAME") }));
+    expect(() => validateInterfaceName(name)).toThrow(
+      expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("CNI_IFNAME") }),
+    );
   });
 
   it("B3 N4.1.2.1.5 the same check serves an annotation's `interface` with code 7 and its own label", () => {
     expect(() => validateInterfaceName("eth0/1", "interface of net-a", Code.InvalidNetworkConfig)).toThrow(
-      expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining("interface of net-a") }),
+      expect.objectContaining({
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringContaining("interface of net-a"),
+      }),
     );
   });
 
   it("B3 valid names have no problem", () => {
-    for (const n of ["eth0", "net1", "a".repeat(15), "veth.1-x_y", "..."]) expect(interfaceNameProblem(n)).toBeUndefined();
+    for (const n of ["eth0", "net1", "a".repeat(15), "veth.1-x_y", "..."])
+      expect(interfaceNameProblem(n)).toBeUndefined();
   });
 });
 
 describe("B14 network names (libcni ValidateNetworkName)", () => {
   it.each([undefined, null, 5, "", "a/b", "-a", ".a", "a b", "a:b", "ä"])("B14 %j is code 7", (name) => {
-    expect(() => validateNetworkName(name, "stdin config")).toThrow(expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining("stdin config") }));
+    expect(() => validateNetworkName(name, "stdin config")).toThrow(
+      expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining("stdin config") }),
+    );
   });
 
   it("B14 letters, digits, '_', '.', '-' after an alphanumeric pass", () => {
@@ -76,7 +91,10 @@ describe("C4.2 B30 plugin types are bare file names", () => {
     "C4.2 B30 type %j is refused with code 7 naming the config",
     (type) => {
       expect(() => validatePluginType(type, "NAD default/net-a")).toThrow(
-        expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining("NAD default/net-a") }),
+        expect.objectContaining({
+          code: Code.InvalidNetworkConfig,
+          message: expect.stringContaining("NAD default/net-a"),
+        }),
       );
     },
   );
@@ -86,6 +104,7 @@ describe("C4.2 B30 plugin types are bare file names", () => {
   });
 
   it("C4.2 ordinary plugin names pass unchanged", () => {
-    for (const t of ["bridge", "host-local", "macvlan", "sbr", "x.y_z", "x".repeat(255)]) expect(validatePluginType(t, "d")).toBe(t);
+    for (const t of ["bridge", "host-local", "macvlan", "sbr", "x.y_z", "x".repeat(255)])
+      expect(validatePluginType(t, "d")).toBe(t);
   });
 });

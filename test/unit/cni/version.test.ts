@@ -1,10 +1,21 @@
 import { describe, expect, it } from "vitest";
 import { Code } from "../../../src/cni/errors";
-import { ALL_VERSIONS, compareVersions, CURRENT_VERSION, isSupportedVersion, requireSupportedVersion, versionAtLeast, versionInfo } from "../../../src/cni/version";
+import {
+  ALL_VERSIONS,
+  compareVersions,
+  CURRENT_VERSION,
+  isSupportedVersion,
+  requireSupportedVersion,
+  versionAtLeast,
+  versionInfo,
+} from "../../../src/cni/version";
 
 describe("C2.7 VERSION", () => {
   it("C2.7 versionInfo lists all seven versions, 0.1.0 through 1.1.0, oldest first", () => {
-    expect(versionInfo()).toEqual({ cniVersion: "1.1.0", supportedVersions: ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] });
+    expect(versionInfo()).toEqual({
+      cniVersion: "1.1.0",
+      supportedVersions: ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"],
+    });
     expect(CURRENT_VERSION).toBe("1.1.0");
   });
 
@@ -17,15 +28,23 @@ describe("C2.7 VERSION", () => {
 });
 
 describe("B13 cniVersion checks", () => {
-  it.each([undefined, "", "9.9.9", "1.0", "1", "v1.0.0", " 1.0.0", "1.0.0 ", 1, null, ["1.0.0"]])("B13 %j is code 1 listing the supported versions", (v) => {
-    expect(isSupportedVersion(v)).toBe(false);
-    expect(() => requireSupportedVersion(v, "stdin config")).toThrow(
-      expect.objectContaining({ code: Code.IncompatibleVersion, message: expect.stringContaining("0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0") }),
-    );
-  });
+  it.each([undefined, "", "9.9.9", "1.0", "1", "v1.0.0", " 1.0.0", "1.0.0 ", 1, null, ["1.0.0"]])(
+    "B13 %j is code 1 listing the supported versions",
+    (v) => {
+      expect(isSupportedVersion(v)).toBe(false);
+      expect(() => requireSupportedVersion(v, "stdin config")).toThrow(
+        expect.objectContaining({
+          code: Code.IncompatibleVersion,
+          message: expect.stringContaining("0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"),
+        }),
+      );
+    },
+  );
 
   it("B13 a missing version is reported as missing, naming where", () => {
-    expect(() => requireSupportedVersion(undefined, "NAD ns/a")).toThrow(expect.objectContaining({ message: expect.stringMatching(/^NAD ns\/a: cniVersion missing/) }));
+    expect(() => requireSupportedVersion(undefined, "NAD ns/a")).toThrow(
+      expect.objectContaining({ message: expect.stringMatching(/^NAD ns\/a: cniVersion missing/) }),
+    );
   });
 
   it.each(ALL_VERSIONS)("C2.7 %s is accepted as is", (v) => {

@@ -3,7 +3,12 @@ import { Code } from "../../../src/cni/errors";
 import { decodeJson } from "../../../src/cni/json";
 import { DEFAULT_CNI_DIR, DEFAULT_MULTUS_CACHE_DIR, parsePlexusConf } from "../../../src/config/plugin-conf";
 
-const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", delegates: [{ cniVersion: "1.0.0", name: "net-a", type: "bridge" }] };
+const base = {
+  cniVersion: "1.0.0",
+  name: "plexus",
+  type: "plexus",
+  delegates: [{ cniVersion: "1.0.0", name: "net-a", type: "bridge" }],
+};
 
 /** What the CLI does with stdin: decode, then parse. */
 function fromStdin(text: string) {
@@ -20,28 +25,40 @@ function codeOf(fn: () => unknown): number | string {
 }
 
 describe("B11 B17 stdin that is not a usable object", () => {
-  it.each(["", "   ", "null", "[]", '"str"', "5", "true", '{"cniVersion":', '{"cniVersion":"1.0.0"'])("B11 %j is code 6", (text) => {
-    expect(codeOf(() => fromStdin(text))).toBe(Code.Decoding);
-  });
+  it.each(["", "   ", "null", "[]", '"str"', "5", "true", '{"cniVersion":', '{"cniVersion":"1.0.0"'])(
+    "B11 %j is code 6",
+    (text) => {
+      expect(codeOf(() => fromStdin(text))).toBe(Code.Decoding);
+    },
+  );
 
   it("B17 __proto__ and constructor keys are 7 and pollute nothing", () => {
-    expect(codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","__proto__":{"polluted":1}}`))).toBe(Code.InvalidNetworkConfig);
-    expect(codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","delegates":[{"constructor":{}}]}`))).toBe(Code.InvalidNetworkConfig);
+    expect(codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","__proto__":{"polluted":1}}`))).toBe(
+      Code.InvalidNetworkConfig,
+    );
+    expect(codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","delegates":[{"constructor":{}}]}`))).toBe(
+      Code.InvalidNetworkConfig,
+    );
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
-  it("B17 \"Type\" beside \"type\" (ambiguous to Go's case-insensitive decoder) is 7 naming both, in the config and in a delegate", () => {
-    expect(() => parsePlexusConf({ ...base, Type: "x" })).toThrow(expect.objectContaining({ code: 7, message: expect.stringMatching(/"type".*"Type"/) }));
-    expect(() => parsePlexusConf({ ...base, delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge", Type: "macvlan" }] })).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }),
+  it('B17 "Type" beside "type" (ambiguous to Go\'s case-insensitive decoder) is 7 naming both, in the config and in a delegate', () => {
+    expect(() => parsePlexusConf({ ...base, Type: "x" })).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringMatching(/"type".*"Type"/) }),
     );
+    expect(() =>
+      parsePlexusConf({ ...base, delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge", Type: "macvlan" }] }),
+    ).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }));
   });
 });
 
 describe("B13 B14 B16 required keys", () => {
   it.each([undefined, "9.9.9", "1.0", "", 1])("B13 cniVersion %j is code 1 listing the supported versions", (v) => {
     expect(() => parsePlexusConf({ ...base, cniVersion: v })).toThrow(
-      expect.objectContaining({ code: Code.IncompatibleVersion, message: expect.stringContaining("0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0") }),
+      expect.objectContaining({
+        code: Code.IncompatibleVersion,
+        message: expect.stringContaining("0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"),
+      }),
     );
   });
 
@@ -52,12 +69,20 @@ describe("B13 B14 B16 required keys", () => {
   });
 
   it.each([undefined, "", "a/b", "-x", "a b", 7])("B14 name %j is code 7", (name) => {
-    expect(() => parsePlexusConf({ ...base, name })).toThrow(expect.objectContaining({ code: Code.InvalidNetworkConfig }));
+    expect(() => parsePlexusConf({ ...base, name })).toThrow(
+      expect.objectContaining({ code: Code.InvalidNetworkConfig }),
+    );
   });
 
   it("B16 no delegates and no clusterNetwork, or an empty list, is 7 naming both keys", () => {
-    for (const c of [{ ...base, delegates: undefined }, { ...base, delegates: [] }, { ...base, delegates: [], clusterNetwork: "" }]) {
-      expect(() => parsePlexusConf(c)).toThrow(expect.objectContaining({ code: 7, message: expect.stringMatching(/clusterNetwork.*delegates/) }));
+    for (const c of [
+      { ...base, delegates: undefined },
+      { ...base, delegates: [] },
+      { ...base, delegates: [], clusterNetwork: "" },
+    ]) {
+      expect(() => parsePlexusConf(c)).toThrow(
+        expect.objectContaining({ code: 7, message: expect.stringMatching(/clusterNetwork.*delegates/) }),
+      );
     }
   });
 
@@ -71,9 +96,9 @@ describe("B13 B14 B16 required keys", () => {
   });
 
   it("B30 a delegate with a path as type is 7 naming the delegate", () => {
-    expect(() => parsePlexusConf({ ...base, delegates: [{ cniVersion: "1.0.0", name: "a", type: "../bin/sh" }] })).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }),
-    );
+    expect(() =>
+      parsePlexusConf({ ...base, delegates: [{ cniVersion: "1.0.0", name: "a", type: "../bin/sh" }] }),
+    ).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }));
   });
 });
 
@@ -99,7 +124,16 @@ describe("M1 Multus config keys and defaults", () => {
       delegateTimeoutMs: 60_000,
       unknownKeys: [],
     });
-    for (const k of ["kubeconfig", "binDir", "clusterNetwork", "readinessindicatorfile", "logFile", "logLevel", "logOptions", "validAttachments"]) {
+    for (const k of [
+      "kubeconfig",
+      "binDir",
+      "clusterNetwork",
+      "readinessindicatorfile",
+      "logFile",
+      "logLevel",
+      "logOptions",
+      "validAttachments",
+    ]) {
       expect(c).not.toHaveProperty(k);
     }
   });
@@ -150,19 +184,32 @@ describe("M1 Multus config keys and defaults", () => {
   });
 
   it("M1 globalNamespaces as Multus's comma-separated string becomes a list, blanks dropped", () => {
-    expect(parsePlexusConf({ ...base, globalNamespaces: "default, kube-public,,x " }).globalNamespaces).toEqual(["default", "kube-public", "x"]);
+    expect(parsePlexusConf({ ...base, globalNamespaces: "default, kube-public,,x " }).globalNamespaces).toEqual([
+      "default",
+      "kube-public",
+      "x",
+    ]);
     expect(parsePlexusConf({ ...base, globalNamespaces: "" }).globalNamespaces).toEqual([]);
   });
 
-  it.each(["debug", "verbose", "error", "panic", "DEBUG", "Verbose", "trace", "info", "warn", "fatal", "silent"])("M1 logLevel %j is accepted", (l) => {
-    expect(parsePlexusConf({ ...base, logLevel: l }).logLevel).toBe(l);
-  });
+  it.each(["debug", "verbose", "error", "panic", "DEBUG", "Verbose", "trace", "info", "warn", "fatal", "silent"])(
+    "M1 logLevel %j is accepted",
+    (l) => {
+      expect(parsePlexusConf({ ...base, logLevel: l }).logLevel).toBe(l);
+    },
+  );
 
-  it.each(["loud", "warning", "5", " debug"])("M1 logLevel %j is code 7 naming the key and the accepted values", (l) => {
-    expect(() => parsePlexusConf({ ...base, logLevel: l })).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringMatching(/logLevel.*debug, verbose, error or panic/) }),
-    );
-  });
+  it.each(["loud", "warning", "5", " debug"])(
+    "M1 logLevel %j is code 7 naming the key and the accepted values",
+    (l) => {
+      expect(() => parsePlexusConf({ ...base, logLevel: l })).toThrow(
+        expect.objectContaining({
+          code: 7,
+          message: expect.stringMatching(/logLevel.*debug, verbose, error or panic/),
+        }),
+      );
+    },
+  );
 
   it("M1 an empty logLevel means the default and is not kept", () => {
     expect(parsePlexusConf({ ...base, logLevel: "" })).not.toHaveProperty("logLevel");
@@ -185,35 +232,62 @@ describe("M1 Multus config keys and defaults", () => {
     ["delegateTimeoutSeconds", 100_000],
     ["maxNetworks", 1.5],
   ])("M1 %s = %j has the wrong type or range: code 7 naming the key", (key, value) => {
-    expect(() => parsePlexusConf({ ...base, [key]: value })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining(key) }));
+    expect(() => parsePlexusConf({ ...base, [key]: value })).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining(key) }),
+    );
   });
 
-  it("multusCacheDir (migration from Multus): Multus's own cniDir by default, a path as given, \"\" turns it off, a non-string is code 7", () => {
+  it('multusCacheDir (migration from Multus): Multus\'s own cniDir by default, a path as given, "" turns it off, a non-string is code 7', () => {
     expect(DEFAULT_MULTUS_CACHE_DIR).toBe("/var/lib/cni/multus");
     expect(parsePlexusConf(base).multusCacheDir).toBe("/var/lib/cni/multus");
     expect(parsePlexusConf({ ...base, multusCacheDir: "/var/lib/x/multus" }).multusCacheDir).toBe("/var/lib/x/multus");
     expect(parsePlexusConf({ ...base, multusCacheDir: "" }).multusCacheDir).toBe("");
     expect(parsePlexusConf({ ...base, multusCacheDir: "" }).unknownKeys).toEqual([]);
-    expect(() => parsePlexusConf({ ...base, multusCacheDir: false })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("multusCacheDir") }));
+    expect(() => parsePlexusConf({ ...base, multusCacheDir: false })).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining("multusCacheDir") }),
+    );
   });
 
   it("M1 timeouts in seconds become milliseconds", () => {
-    const c = parsePlexusConf({ ...base, delegateTimeoutSeconds: 2.5, readinessTimeoutSeconds: 0, apiRequestTimeoutSeconds: 1, apiTotalTimeoutSeconds: 3 });
-    expect(c).toMatchObject({ delegateTimeoutMs: 2500, readinessTimeoutMs: 0, apiRequestTimeoutMs: 1000, apiTotalTimeoutMs: 3000 });
+    const c = parsePlexusConf({
+      ...base,
+      delegateTimeoutSeconds: 2.5,
+      readinessTimeoutSeconds: 0,
+      apiRequestTimeoutSeconds: 1,
+      apiTotalTimeoutSeconds: 3,
+    });
+    expect(c).toMatchObject({
+      delegateTimeoutMs: 2500,
+      readinessTimeoutMs: 0,
+      apiRequestTimeoutMs: 1000,
+      apiTotalTimeoutMs: 3000,
+    });
   });
 });
 
 describe("M1 delegates", () => {
   it("M1 a delegate without cniVersion inherits the config's; a single conf becomes a one-plugin list with name and version injected", () => {
-    const c = parsePlexusConf({ ...base, cniVersion: "0.4.0", delegates: [{ name: "n", type: "bridge", bridge: "br0" }] });
-    expect(c.delegates[0]).toEqual({ cniVersion: "0.4.0", name: "n", plugins: [{ type: "bridge", bridge: "br0", name: "n", cniVersion: "0.4.0" }] });
+    const c = parsePlexusConf({
+      ...base,
+      cniVersion: "0.4.0",
+      delegates: [{ name: "n", type: "bridge", bridge: "br0" }],
+    });
+    expect(c.delegates[0]).toEqual({
+      cniVersion: "0.4.0",
+      name: "n",
+      plugins: [{ type: "bridge", bridge: "br0", name: "n", cniVersion: "0.4.0" }],
+    });
   });
 
   it("M1 a conflist delegate keeps its own version and plugins in order; delegates keep their order", () => {
     const c = parsePlexusConf({
       ...base,
       delegates: [
-        { cniVersion: "0.3.1", name: "k8s-pod-network", plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }] },
+        {
+          cniVersion: "0.3.1",
+          name: "k8s-pod-network",
+          plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }],
+        },
         { name: "second", type: "macvlan" },
       ],
     });
@@ -224,13 +298,21 @@ describe("M1 delegates", () => {
   });
 
   it("M1 a delegate without a name is code 7 (Multus requires it too)", () => {
-    expect(() => parsePlexusConf({ ...base, delegates: [{ type: "bridge" }] })).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }));
+    expect(() => parsePlexusConf({ ...base, delegates: [{ type: "bridge" }] })).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }),
+    );
   });
 });
 
 describe("C2.9 GC's valid attachments", () => {
   it("C2.9 `cni.dev/valid-attachments` is read for GC, extra keys dropped; it is not an unknown key", () => {
-    const c = parsePlexusConf({ ...base, "cni.dev/valid-attachments": [{ containerID: "c1", ifname: "eth0", extra: 1 }, { containerID: "c2", ifname: "net1" }] });
+    const c = parsePlexusConf({
+      ...base,
+      "cni.dev/valid-attachments": [
+        { containerID: "c1", ifname: "eth0", extra: 1 },
+        { containerID: "c2", ifname: "net1" },
+      ],
+    });
     expect(c.validAttachments).toEqual([
       { containerID: "c1", ifname: "eth0" },
       { containerID: "c2", ifname: "net1" },
@@ -240,7 +322,11 @@ describe("C2.9 GC's valid attachments", () => {
   });
 
   it("C2.9 a malformed attachment list is code 7", () => {
-    expect(() => parsePlexusConf({ ...base, "cni.dev/valid-attachments": [{ containerID: "c1" }] })).toThrow(expect.objectContaining({ code: 7 }));
-    expect(() => parsePlexusConf({ ...base, "cni.dev/valid-attachments": "c1" })).toThrow(expect.objectContaining({ code: 7 }));
+    expect(() => parsePlexusConf({ ...base, "cni.dev/valid-attachments": [{ containerID: "c1" }] })).toThrow(
+      expect.objectContaining({ code: 7 }),
+    );
+    expect(() => parsePlexusConf({ ...base, "cni.dev/valid-attachments": "c1" })).toThrow(
+      expect.objectContaining({ code: 7 }),
+    );
   });
 });

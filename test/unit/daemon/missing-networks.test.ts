@@ -5,12 +5,28 @@ import type { PodEvent } from "../../../src/k8s/kube-api";
 import { silentLogger } from "../../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../../../src/npwg/types";
 
-function pod(name: string, o: { networks?: string; status?: unknown[]; phase?: string; hostNetwork?: boolean; deleting?: boolean; namespace?: string } = {}): Pod {
+function pod(
+  name: string,
+  o: {
+    networks?: string;
+    status?: unknown[];
+    phase?: string;
+    hostNetwork?: boolean;
+    deleting?: boolean;
+    namespace?: string;
+  } = {},
+): Pod {
   const annotations: Record<string, string> = {};
   if (o.networks !== undefined) annotations[NETWORKS_ANNOTATION] = o.networks;
   if (o.status) annotations[NETWORK_STATUS_ANNOTATION] = JSON.stringify(o.status);
   return {
-    metadata: { name, namespace: o.namespace ?? "app", uid: `uid-${name}`, annotations, ...(o.deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
+    metadata: {
+      name,
+      namespace: o.namespace ?? "app",
+      uid: `uid-${name}`,
+      annotations,
+      ...(o.deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+    },
     spec: { nodeName: "node-1", ...(o.hostNetwork ? { hostNetwork: true } : {}) },
     status: { phase: o.phase ?? "Running" },
   };
@@ -19,18 +35,32 @@ const entry = (name: string, iface: string, isDefault = false) => ({ name, inter
 
 describe("missingNetworks: what a Running pod asked for and does not have", () => {
   it("a pod with every network in its status is fine; one lacking a network names it (with its interface when requested)", () => {
-    const full = pod("a", { networks: "net-a,other/net-b@data0", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1"), entry("other/net-b", "data0")] });
+    const full = pod("a", {
+      networks: "net-a,other/net-b@data0",
+      status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1"), entry("other/net-b", "data0")],
+    });
     expect(missingNetworks(full)).toBeUndefined();
-    const partial = pod("b", { networks: "net-a,other/net-b@data0", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] });
+    const partial = pod("b", {
+      networks: "net-a,other/net-b@data0",
+      status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")],
+    });
     expect(missingNetworks(partial)).toEqual(["other/net-b@data0"]);
   });
 
   it("a pod with no network-status at all (created before Plexus, or a runtime that skipped it) lacks everything it asked for", () => {
-    expect(missingNetworks(pod("c", { networks: JSON.stringify([{ name: "net-a" }, { name: "net-a", interface: "net9" }]) }))).toEqual(["app/net-a", "app/net-a@net9"]);
+    expect(
+      missingNetworks(
+        pod("c", { networks: JSON.stringify([{ name: "net-a" }, { name: "net-a", interface: "net9" }]) }),
+      ),
+    ).toEqual(["app/net-a", "app/net-a@net9"]);
   });
 
   it("the same NAD twice needs two status entries", () => {
-    expect(missingNetworks(pod("d", { networks: "net-a,net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] }))).toEqual(["app/net-a"]);
+    expect(
+      missingNetworks(
+        pod("d", { networks: "net-a,net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] }),
+      ),
+    ).toEqual(["app/net-a"]);
   });
 
   it.each([
@@ -70,7 +100,11 @@ function detector(pods: Pod[], o: { failEvents?: number } = {}) {
 
 describe("MissingNetworksDetector", () => {
   it("waits out the grace period, then records one Warning NetworksMissing event per pod UID and counts it; never again for the same UID", async () => {
-    const pods = [pod("old", { networks: "net-a" }), pod("ok", { networks: "net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] }), pod("host", { networks: "net-a", hostNetwork: true })];
+    const pods = [
+      pod("old", { networks: "net-a" }),
+      pod("ok", { networks: "net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] }),
+      pod("host", { networks: "net-a", hostNetwork: true }),
+    ];
     const { d, events, advance } = detector(pods);
     await d.scan();
     expect(events).toEqual([]);
@@ -80,7 +114,12 @@ describe("MissingNetworksDetector", () => {
     expect(events).toEqual([]);
     advance(2_000);
     await d.scan();
-    expect(events).toEqual([{ pod: "app/old/uid-old", event: { type: "Warning", reason: "NetworksMissing", message: expect.stringContaining("app/net-a") } }]);
+    expect(events).toEqual([
+      {
+        pod: "app/old/uid-old",
+        event: { type: "Warning", reason: "NetworksMissing", message: expect.stringContaining("app/net-a") },
+      },
+    ]);
     expect(events[0]!.event.message).toContain("no network-status at all");
     expect(d.flagged).toBe(1);
     for (let i = 0; i < 5; i++) {
@@ -115,7 +154,10 @@ describe("MissingNetworksDetector", () => {
     pods.pop();
     await d.scan();
     expect(d.flagged).toBe(0);
-    pods.push({ ...pod("p", { networks: "net-a" }), metadata: { ...pod("p", { networks: "net-a" }).metadata, uid: "uid-p-2" } });
+    pods.push({
+      ...pod("p", { networks: "net-a" }),
+      metadata: { ...pod("p", { networks: "net-a" }).metadata, uid: "uid-p-2" },
+    });
     await d.scan();
     advance(31_000);
     await d.scan();

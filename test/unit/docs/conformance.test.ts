@@ -12,7 +12,11 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 describe("docs/conformance.md", () => {
   it("defines every cited requirement ID and is up to date (else: npm run conformance)", () => {
-    const r = spawnSync(process.execPath, ["scripts/conformance.mjs", "--check"], { cwd: ROOT, encoding: "utf8", timeout: 30_000 });
+    const r = spawnSync(process.execPath, ["scripts/conformance.mjs", "--check"], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 30_000,
+    });
     const why = `docs/conformance.md is stale or an ID has no definition: run \`npm run conformance\` (after defining new IDs in docs/requirements.json) and commit both.\n${r.stderr}${r.error ?? ""}`;
     expect(r.status, why).toBe(0);
   });

@@ -51,7 +51,9 @@ describe("node kubeconfig", () => {
     expect(await syncFile(p, "b")).toBe("updated");
     const { statSync } = await import("node:fs");
     expect(statSync(p).mode & 0o777).toBe(0o600);
-    expect(readCredentials({ tokenFile: join(dir, "none"), caFile: p })).toEqual({ missing: expect.stringMatching(/token .*none is missing or empty/) });
+    expect(readCredentials({ tokenFile: join(dir, "none"), caFile: p })).toEqual({
+      missing: expect.stringMatching(/token .*none is missing or empty/),
+    });
   });
 
   it("B50 a reader racing token refreshes sees the old token or the new one, never a torn or empty file", async () => {

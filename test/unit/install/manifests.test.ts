@@ -39,7 +39,9 @@ const MODELS: Record<string, Record<string, unknown>> = {
 async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): void }> {
   const model = MODELS[doc.apiVersion]?.[doc.kind];
   if (typeof model !== "function") throw new Error(`no kubernetes-models model for ${doc.apiVersion} ${doc.kind}`);
-  return model as new (d: unknown) => { validate(): void };
+  return model as new (
+    d: unknown,
+  ) => { validate(): void };
 }
 
 describe("deploy/ manifests", () => {
@@ -104,10 +106,15 @@ describe("deploy/ manifests", () => {
 
   it("RBAC grants exactly the calls the plugin makes (the KubeApi methods), nothing else, bound to the DaemonSet's account", () => {
     // The KubeApi interface's methods, read from the source: a new method fails here until mapped.
-    const src = ts.createSourceFile("kube-api.ts", readFileSync(join(REPO_ROOT, "src/k8s/kube-api.ts"), "utf8"), ts.ScriptTarget.Latest);
+    const src = ts.createSourceFile(
+      "kube-api.ts",
+      readFileSync(join(REPO_ROOT, "src/k8s/kube-api.ts"), "utf8"),
+      ts.ScriptTarget.Latest,
+    );
     const methods: string[] = [];
     src.forEachChild((n) => {
-      if (ts.isInterfaceDeclaration(n) && n.name.text === "KubeApi") for (const m of n.members) if (ts.isMethodSignature(m)) methods.push(m.name.getText(src));
+      if (ts.isInterfaceDeclaration(n) && n.name.text === "KubeApi")
+        for (const m of n.members) if (ts.isMethodSignature(m)) methods.push(m.name.getText(src));
     });
     const calls: Record<string, string[]> = {
       getPod: ["/pods get"],
@@ -121,12 +128,16 @@ describe("deploy/ manifests", () => {
     const informers = daemonInformers();
     expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods"]);
     expect(informers).toContainEqual({ kind: "pods", list: "/pods", watch: "/pods" });
-    expect(informers).toContainEqual({ kind: "nads", list: "k8s.cni.cncf.io/network-attachment-definitions", watch: "k8s.cni.cncf.io/network-attachment-definitions" });
+    expect(informers).toContainEqual({
+      kind: "nads",
+      list: "k8s.cni.cncf.io/network-attachment-definitions",
+      watch: "k8s.cni.cncf.io/network-attachment-definitions",
+    });
     const daemonCalls = informers.flatMap((i) => [`${i.list} list`, `${i.watch} watch`]);
     const role = find("ClusterRole");
-    const granted = (role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>).flatMap((r) =>
-      r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`))),
-    );
+    const granted = (
+      role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>
+    ).flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`))));
     // Exactly: a grant missing, extra or repeated fails.
     expect(granted.sort()).toEqual([...Object.values(calls).flat(), ...daemonCalls].sort());
     expect((role.rules as Array<{ resourceNames?: string[] }>).every((r) => r.resourceNames === undefined)).toBe(true);
@@ -134,8 +145,14 @@ describe("deploy/ manifests", () => {
     const binding = find("ClusterRoleBinding");
     const sa = find("ServiceAccount");
     const ds = find("DaemonSet");
-    expect(binding.roleRef).toEqual({ apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role.metadata.name });
-    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: sa.metadata.name, namespace: sa.metadata.namespace }]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([
+      { kind: "ServiceAccount", name: sa.metadata.name, namespace: sa.metadata.namespace },
+    ]);
     expect(ds.spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
     expect(ds.metadata.namespace).toBe(sa.metadata.namespace);
   });
@@ -147,8 +164,16 @@ describe("deploy/ manifests", () => {
     expect(pod.priorityClassName).toBe("system-node-critical");
     expect(pod.tolerations).toContainEqual({ operator: "Exists" });
     expect(ds.spec.updateStrategy.type).toBe("RollingUpdate");
-    const hostPaths = Object.fromEntries(pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]));
-    expect(Object.values(hostPaths).sort()).toEqual(["/etc/cni/net.d", "/opt/cni/bin", "/run/plexus", "/var/lib/cni/plexus", "/var/lib/kubelet/pod-resources"]);
+    const hostPaths = Object.fromEntries(
+      pod.volumes.filter((v: any) => v.hostPath).map((v: any) => [v.name, v.hostPath.path]),
+    );
+    expect(Object.values(hostPaths).sort()).toEqual([
+      "/etc/cni/net.d",
+      "/opt/cni/bin",
+      "/run/plexus",
+      "/var/lib/cni/plexus",
+      "/var/lib/kubelet/pod-resources",
+    ]);
     const projected = pod.volumes.find((v: any) => v.projected).projected.sources;
     const token = projected.find((s: any) => s.serviceAccountToken).serviceAccountToken;
     expect(token.expirationSeconds).toBeGreaterThanOrEqual(600);
@@ -159,8 +184,11 @@ describe("deploy/ manifests", () => {
     // The installer writes the CNI host paths under /host; the daemon's socket dir and kubelet's
     // pod-resources dir (M10) are the daemon's, not its.
     const daemonOnly = new Set(["/run/plexus", "/var/lib/kubelet/pod-resources"]);
-    for (const [name, path] of Object.entries(hostPaths)) if (!daemonOnly.has(path)) expect(mounts[name], name).toBe(`/host${path}`);
-    const tokenMount = c.volumeMounts.find((m: any) => m.name === pod.volumes.find((v: any) => v.projected).name).mountPath;
+    for (const [name, path] of Object.entries(hostPaths))
+      if (!daemonOnly.has(path)) expect(mounts[name], name).toBe(`/host${path}`);
+    const tokenMount = c.volumeMounts.find(
+      (m: any) => m.name === pod.volumes.find((v: any) => v.projected).name,
+    ).mountPath;
     expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "install"]);
     expect(c.command).toContain(`--token-file=${tokenMount}/token`);
     const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
@@ -183,7 +211,10 @@ describe("deploy/ manifests", () => {
     );
     // Every flag is one the `daemon` subcommand declares (not just some subcommand).
     const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
-    const daemonCmd = commands.slice(commands.indexOf('.command("daemon")'), commands.indexOf(".action(", commands.indexOf('.command("daemon")')));
+    const daemonCmd = commands.slice(
+      commands.indexOf('.command("daemon")'),
+      commands.indexOf(".action(", commands.indexOf('.command("daemon")')),
+    );
     expect(daemonCmd).toContain(".option(");
     for (const flag of Object.keys(flags)) expect(daemonCmd, `daemon flag ${flag}`).toContain(`"${flag} `);
 
@@ -216,7 +247,11 @@ describe("deploy/ manifests", () => {
     const saMount = d.volumeMounts.find((m: any) => m.mountPath === SERVICE_ACCOUNT_DIR);
     expect(saMount?.readOnly).toBe(true);
     const saSources = pod.volumes.find((v: any) => v.name === saMount.name).projected.sources;
-    const paths = saSources.flatMap((s: any) => (s.serviceAccountToken ? [s.serviceAccountToken.path] : (s.configMap?.items ?? s.downwardAPI?.items ?? []).map((i: any) => i.path)));
+    const paths = saSources.flatMap((s: any) =>
+      s.serviceAccountToken
+        ? [s.serviceAccountToken.path]
+        : (s.configMap?.items ?? s.downwardAPI?.items ?? []).map((i: any) => i.path),
+    );
     expect(paths).toEqual(expect.arrayContaining(["token", "ca.crt"]));
     expect(pod.automountServiceAccountToken).toBe(false);
 
@@ -230,7 +265,12 @@ describe("deploy/ manifests", () => {
     expect(d.readinessProbe.httpGet).toEqual({ host, port, path: "/readyz" });
 
     expect(d.resources).toEqual({ requests: { cpu: "20m", memory: "64Mi" }, limits: { memory: "256Mi" } });
-    expect(d.securityContext).toEqual({ runAsUser: 0, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+    expect(d.securityContext).toEqual({
+      runAsUser: 0,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
   });
 });
 
@@ -240,7 +280,8 @@ describe("deploy/ manifests", () => {
  * (there and in rest-kube.ts) and turned into RBAC's `group/resource`.
  */
 function daemonInformers(): Array<{ kind: string; list: string; watch: string }> {
-  const parse = (file: string) => ts.createSourceFile(file, readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"), ts.ScriptTarget.Latest, true);
+  const parse = (file: string) =>
+    ts.createSourceFile(file, readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"), ts.ScriptTarget.Latest, true);
   const files = [parse("watch-cache.ts"), parse("rest-kube.ts")];
   const consts = new Map<string, ts.Expression>();
   const collect = (n: ts.Node) => {
@@ -250,7 +291,8 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
   files.forEach(collect);
   const evaluate = (e: ts.Expression): string => {
     if (ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e)) return e.text;
-    if (ts.isTemplateExpression(e)) return e.head.text + e.templateSpans.map((s) => evaluate(s.expression) + s.literal.text).join("");
+    if (ts.isTemplateExpression(e))
+      return e.head.text + e.templateSpans.map((s) => evaluate(s.expression) + s.literal.text).join("");
     if (ts.isIdentifier(e) && consts.has(e.text)) return evaluate(consts.get(e.text)!);
     throw new Error(`watch-cache.ts: cannot evaluate ${e.getText()} to a path`);
   };
@@ -267,11 +309,18 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
       const [opts] = n.arguments ?? [];
       const prop = (name: string) =>
         opts && ts.isObjectLiteralExpression(opts)
-          ? opts.properties.flatMap((p) => (ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name ? [p.initializer] : []))[0]
+          ? opts.properties.flatMap((p) =>
+              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name ? [p.initializer] : [],
+            )[0]
           : undefined;
       const [kind, watchPath, lister] = [prop("kind"), prop("path"), prop("list")];
-      if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0]) throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
-      found.push({ kind: evaluate(kind), list: resource(evaluate(lister.arguments[0])), watch: resource(evaluate(watchPath)) });
+      if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0])
+        throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
+      found.push({
+        kind: evaluate(kind),
+        list: resource(evaluate(lister.arguments[0])),
+        watch: resource(evaluate(watchPath)),
+      });
     }
     n.forEachChild(visit);
   };

@@ -18,10 +18,19 @@ const defaults: InstallFlags = {
 
 describe("install options", () => {
   it("M11 maps container paths to node paths through --host-prefix", () => {
-    const o = resolveOptions({ ...defaults, readinessIndicatorFile: "/run/flannel/subnet.env", cniDir: "/var/lib/cni/plexus" }, { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" });
+    const o = resolveOptions(
+      { ...defaults, readinessIndicatorFile: "/run/flannel/subnet.env", cniDir: "/var/lib/cni/plexus" },
+      { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" },
+    );
     expect(o.confDir).toEqual({ local: "/host/etc/cni/net.d", host: "/etc/cni/net.d" });
-    expect(o.plexusConf).toEqual({ local: "/host/etc/cni/net.d/00-plexus.conflist", host: "/etc/cni/net.d/00-plexus.conflist" });
-    expect(o.kubeconfig).toEqual({ local: "/host/etc/cni/net.d/plexus.d/plexus.kubeconfig", host: "/etc/cni/net.d/plexus.d/plexus.kubeconfig" });
+    expect(o.plexusConf).toEqual({
+      local: "/host/etc/cni/net.d/00-plexus.conflist",
+      host: "/etc/cni/net.d/00-plexus.conflist",
+    });
+    expect(o.kubeconfig).toEqual({
+      local: "/host/etc/cni/net.d/plexus.d/plexus.kubeconfig",
+      host: "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
+    });
     expect(o.token).toEqual({ local: "/host/etc/cni/net.d/plexus.d/token", host: "/etc/cni/net.d/plexus.d/token" });
     expect(o.readinessIndicator).toEqual({ local: "/host/run/flannel/subnet.env", host: "/run/flannel/subnet.env" });
     expect(o.cniDir).toEqual({ local: "/host/var/lib/cni/plexus", host: "/var/lib/cni/plexus" });
@@ -30,7 +39,10 @@ describe("install options", () => {
   });
 
   it("M11 an empty --host-prefix means the installer runs on the node itself", () => {
-    const o = resolveOptions({ ...defaults, hostPrefix: "", cniConfDir: "/tmp/x/net.d", kubeconfigFileHost: "/tmp/x/net.d/plexus.d/k" }, {});
+    const o = resolveOptions(
+      { ...defaults, hostPrefix: "", cniConfDir: "/tmp/x/net.d", kubeconfigFileHost: "/tmp/x/net.d/plexus.d/k" },
+      {},
+    );
     expect(o.confDir).toEqual({ local: "/tmp/x/net.d", host: "/tmp/x/net.d" });
     expect(o.kubeconfig.local).toBe("/tmp/x/net.d/plexus.d/k");
     expect(o.apiServer).toBeUndefined();
@@ -39,7 +51,9 @@ describe("install options", () => {
 
   it("M11 refuses bad flags naming the flag", () => {
     expect(() => resolveOptions({ ...defaults, cniVersion: "0.5.0" }, {})).toThrow(/--cni-version "0.5.0"/);
-    expect(() => resolveOptions({ ...defaults, cniConfDir: "etc/cni" }, {})).toThrow(/--cni-conf-dir must be an absolute path/);
+    expect(() => resolveOptions({ ...defaults, cniConfDir: "etc/cni" }, {})).toThrow(
+      /--cni-conf-dir must be an absolute path/,
+    );
     expect(() => resolveOptions({ ...defaults, logLevel: "loud" }, {})).toThrow(/--log-level "loud"/);
     expect(() => resolveOptions({ ...defaults, primaryConfigTimeout: "soon" }, {})).toThrow(/--primary-config-timeout/);
     expect(() => resolveOptions({ ...defaults, apiServer: "http://10.0.0.1" }, {})).toThrow(/https/);
@@ -48,7 +62,25 @@ describe("install options", () => {
   });
 
   it("M11 flag-given plugin keys use Multus's names", () => {
-    const o = resolveOptions({ ...defaults, namespaceIsolation: true, globalNamespaces: "a,b", logLevel: "Verbose", logFile: "/var/log/plexus.log", logToStderr: false, additionalBinDir: "/opt/more" }, {});
-    expect(o.pluginKeys).toEqual({ namespaceIsolation: true, globalNamespaces: "a,b", logLevel: "verbose", logFile: "/var/log/plexus.log", logToStderr: false, binDir: "/opt/more" });
+    const o = resolveOptions(
+      {
+        ...defaults,
+        namespaceIsolation: true,
+        globalNamespaces: "a,b",
+        logLevel: "Verbose",
+        logFile: "/var/log/plexus.log",
+        logToStderr: false,
+        additionalBinDir: "/opt/more",
+      },
+      {},
+    );
+    expect(o.pluginKeys).toEqual({
+      namespaceIsolation: true,
+      globalNamespaces: "a,b",
+      logLevel: "verbose",
+      logFile: "/var/log/plexus.log",
+      logToStderr: false,
+      binDir: "/opt/more",
+    });
   });
 });

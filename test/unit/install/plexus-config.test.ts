@@ -6,7 +6,12 @@
 import { describe, expect, it } from "vitest";
 import { parseConfList } from "../../../src/cni/conf";
 import { parsePlexusConf } from "../../../src/config/plugin-conf";
-import { buildPlexusConfig, primaryCapabilities, renderPlexusConfig, type PlexusConfigInput } from "../../../src/install/plexus-config";
+import {
+  buildPlexusConfig,
+  primaryCapabilities,
+  renderPlexusConfig,
+  type PlexusConfigInput,
+} from "../../../src/install/plexus-config";
 
 const primary = parseConfList(
   {
@@ -35,7 +40,11 @@ function input(extra: Partial<PlexusConfigInput> = {}): PlexusConfigInput {
 
 describe("generated Plexus config", () => {
   it("M11 is a conflist with one plugin of type plexus, clusterNetwork the primary's path and a kubeconfig file", () => {
-    const c = buildPlexusConfig(input()) as { cniVersion: string; name: string; plugins: Array<Record<string, unknown>> };
+    const c = buildPlexusConfig(input()) as {
+      cniVersion: string;
+      name: string;
+      plugins: Array<Record<string, unknown>>;
+    };
     expect(c.name).toBe("plexus-cni-network");
     expect(c.plugins).toHaveLength(1);
     expect(c.plugins[0]).toMatchObject({
@@ -52,7 +61,9 @@ describe("generated Plexus config", () => {
     const c = buildPlexusConfig(input()) as { plugins: Array<Record<string, unknown>> };
     expect(c.plugins[0]!.capabilities).toEqual({ bandwidth: true, ipRanges: true, portMappings: true });
     const single = parseConfList({ cniVersion: "1.0.0", name: "n", type: "bridge" }, { what: "x" });
-    expect(buildPlexusConfig(input({ primary: single })).plugins).toEqual([expect.not.objectContaining({ capabilities: expect.anything() })]);
+    expect(buildPlexusConfig(input({ primary: single })).plugins).toEqual([
+      expect.not.objectContaining({ capabilities: expect.anything() }),
+    ]);
   });
 
   it("M11 cniVersion is the primary's unless --cni-version is given", () => {
@@ -62,7 +73,16 @@ describe("generated Plexus config", () => {
 
   it("M11 flag-given keys, readiness file and cniDir land in the plugin config", () => {
     const c = buildPlexusConfig(
-      input({ readinessIndicatorHost: "/run/flannel/subnet.env", cniDirHost: "/var/lib/cni/plexus", pluginKeys: { namespaceIsolation: true, globalNamespaces: "default,shared", logLevel: "debug", binDir: "/opt/extra" } }),
+      input({
+        readinessIndicatorHost: "/run/flannel/subnet.env",
+        cniDirHost: "/var/lib/cni/plexus",
+        pluginKeys: {
+          namespaceIsolation: true,
+          globalNamespaces: "default,shared",
+          logLevel: "debug",
+          binDir: "/opt/extra",
+        },
+      }),
     ) as { plugins: Array<Record<string, unknown>> };
     expect(c.plugins[0]).toMatchObject({
       readinessindicatorfile: "/run/flannel/subnet.env",
@@ -75,7 +95,9 @@ describe("generated Plexus config", () => {
   });
 
   it("M11 N6.1 the plugin's own parser accepts it as the runtime passes it (name and cniVersion injected)", () => {
-    const list = JSON.parse(renderPlexusConfig(input({ readinessIndicatorHost: "/run/ready", pluginKeys: { namespaceIsolation: true } }))) as {
+    const list = JSON.parse(
+      renderPlexusConfig(input({ readinessIndicatorHost: "/run/ready", pluginKeys: { namespaceIsolation: true } })),
+    ) as {
       cniVersion: string;
       name: string;
       plugins: Array<Record<string, unknown>>;

@@ -10,15 +10,25 @@ const f = (name: string, content: string) => ({ path: `/etc/cni/net.d/${name}`, 
 
 describe("choosePrimary", () => {
   it("M11 picks the first .conf/.conflist/.json by byte order, not locale order", () => {
-    const c = choosePrimary([f("20-b.conflist", bridge("b")), f("10-a.conf", JSON.stringify({ cniVersion: "0.4.0", name: "a", type: "ptp" })), f("Z.json", bridge("z"))]);
+    const c = choosePrimary([
+      f("20-b.conflist", bridge("b")),
+      f("10-a.conf", JSON.stringify({ cniVersion: "0.4.0", name: "a", type: "ptp" })),
+      f("Z.json", bridge("z")),
+    ]);
     expect(c.primary?.path).toBe("/etc/cni/net.d/10-a.conf");
     expect(c.primary?.conf.plugins[0]?.type).toBe("ptp");
     // "Z" (0x5A) sorts before "a" (0x61) as libcni's sort.Strings has it.
-    expect(choosePrimary([f("a.conflist", bridge("a")), f("Z.conflist", bridge("z"))]).primary?.path).toBe("/etc/cni/net.d/Z.conflist");
+    expect(choosePrimary([f("a.conflist", bridge("a")), f("Z.conflist", bridge("z"))]).primary?.path).toBe(
+      "/etc/cni/net.d/Z.conflist",
+    );
   });
 
   it("B49 refuses a dir holding only Plexus's own config", () => {
-    const own = JSON.stringify({ cniVersion: "1.0.0", name: "plexus-cni-network", plugins: [{ type: "plexus", clusterNetwork: "/x" }] });
+    const own = JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "plexus-cni-network",
+      plugins: [{ type: "plexus", clusterNetwork: "/x" }],
+    });
     const c = choosePrimary([f("00-plexus.conflist", own)]);
     expect(c.primary).toBeUndefined();
   });
@@ -53,7 +63,14 @@ describe("choosePrimary", () => {
     ]);
     expect(c.primary?.path).toBe("/etc/cni/net.d/10-good.conflist");
     const text = c.warnings.join("\n");
-    for (const name of ["01-empty.conf", "02-garbage.conflist", "03-notype.conf", "04-badversion.conflist", "05-list.json"]) expect(text).toContain(name);
+    for (const name of [
+      "01-empty.conf",
+      "02-garbage.conflist",
+      "03-notype.conf",
+      "04-badversion.conflist",
+      "05-list.json",
+    ])
+      expect(text).toContain(name);
     expect(text).toMatch(/9\.9\.9/);
   });
 

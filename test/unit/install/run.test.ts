@@ -4,7 +4,17 @@
  * watch cases (primary changed or gone, Plexus's config deleted, renamed or edited, token
  * rotated), the bounded wait, and cleanup on termination. Short poll intervals keep it fast.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -65,9 +75,17 @@ function start(o: InstallOptions) {
 }
 
 const primaryText = (cniVersion = "1.0.0", extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ cniVersion, name: "mynet", plugins: [{ type: "bridge", bridge: "plx0", ...extra }, { type: "portmap", capabilities: { portMappings: true } }] });
+  JSON.stringify({
+    cniVersion,
+    name: "mynet",
+    plugins: [
+      { type: "bridge", bridge: "plx0", ...extra },
+      { type: "portmap", capabilities: { portMappings: true } },
+    ],
+  });
 const plexusConf = () => join(confDir, "00-plexus.conflist");
-const readConf = () => JSON.parse(readFileSync(plexusConf(), "utf8")) as { cniVersion: string; plugins: Array<Record<string, unknown>> };
+const readConf = () =>
+  JSON.parse(readFileSync(plexusConf(), "utf8")) as { cniVersion: string; plugins: Array<Record<string, unknown>> };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("plexus install (in-process, temp dirs)", () => {
@@ -88,7 +106,9 @@ describe("plexus install (in-process, temp dirs)", () => {
       cniDir: join(root, "state"),
     });
     expect(readFileSync(join(confDir, "plexus.d", "token"), "utf8")).toBe("token-1");
-    expect(readFileSync(join(confDir, "plexus.d", "plexus.kubeconfig"), "utf8")).toContain(`tokenFile: ${JSON.stringify(join(confDir, "plexus.d", "token"))}`);
+    expect(readFileSync(join(confDir, "plexus.d", "plexus.kubeconfig"), "utf8")).toContain(
+      `tokenFile: ${JSON.stringify(join(confDir, "plexus.d", "token"))}`,
+    );
     expect(existsSync(join(root, "state"))).toBe(true);
     expect(log.text()).toMatch(/config installed/);
   });
@@ -106,21 +126,38 @@ describe("plexus install (in-process, temp dirs)", () => {
   it("M11 the wait is bounded: no primary within --primary-config-timeout → exit 1 with an error line", async () => {
     const { done, log } = start(options({ once: true, primaryConfigTimeout: "0.3" }));
     expect(await done).toBe(1);
-    expect(log.lines.some((l) => l.level === "error" && /not ready within --primary-config-timeout/.test(l.msg))).toBe(true);
+    expect(log.lines.some((l) => l.level === "error" && /not ready within --primary-config-timeout/.test(l.msg))).toBe(
+      true,
+    );
     expect(existsSync(plexusConf())).toBe(false);
   });
 
   it("B49 bad primary configs are refused with a clear log line each, and no config is written from them", async () => {
     writeFileSync(join(confDir, "01-empty.conf"), "");
     writeFileSync(join(confDir, "02-garbage.conflist"), "{oops");
-    writeFileSync(join(confDir, "03-noplugins.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: [] }));
-    writeFileSync(join(confDir, "04-plexus-copy.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "p", plugins: [{ type: "plexus" }] }));
+    writeFileSync(
+      join(confDir, "03-noplugins.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: [] }),
+    );
+    writeFileSync(
+      join(confDir, "04-plexus-copy.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "p", plugins: [{ type: "plexus" }] }),
+    );
     writeFileSync(join(confDir, ".00-plexus.conflist.tmp-1-1-x.conflist"), primaryText());
     const { done, log } = start(options({ once: true, primaryConfigTimeout: "0.4" }));
     expect(await done).toBe(1);
     const refused = log.lines.filter((l) => l.level === "warn" && l.msg.startsWith("primary config candidate refused"));
-    for (const name of ["01-empty.conf", "02-garbage.conflist", "03-noplugins.conflist", "04-plexus-copy.conflist", ".00-plexus.conflist.tmp-1-1-x.conflist"]) {
-      expect(refused.filter((l) => l.msg.includes(name)), `one log line for ${name}`).toHaveLength(1);
+    for (const name of [
+      "01-empty.conf",
+      "02-garbage.conflist",
+      "03-noplugins.conflist",
+      "04-plexus-copy.conflist",
+      ".00-plexus.conflist.tmp-1-1-x.conflist",
+    ]) {
+      expect(
+        refused.filter((l) => l.msg.includes(name)),
+        `one log line for ${name}`,
+      ).toHaveLength(1);
     }
     expect(existsSync(plexusConf())).toBe(false);
   });
@@ -152,13 +189,24 @@ describe("plexus install (in-process, temp dirs)", () => {
     const { log } = start(options());
     await waitFor(() => existsSync(plexusConf()), 3000, "config");
     expect(readConf().cniVersion).toBe("0.4.0");
-    writeFileSync(join(confDir, "10-bridge.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "mynet", plugins: [{ type: "bridge", capabilities: { ips: true } }] }));
+    writeFileSync(
+      join(confDir, "10-bridge.conflist"),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "mynet",
+        plugins: [{ type: "bridge", capabilities: { ips: true } }],
+      }),
+    );
     await waitFor(() => readConf().cniVersion === "1.0.0", 3000, "regenerated config");
     expect(readConf().plugins[0]!.capabilities).toEqual({ ips: true });
     expect(log.text()).toMatch(/primary config .*10-bridge\.conflist changed: config regenerated/);
     // Another agent (the primary CNI's own installer) renames its config: Plexus follows it.
     renameSync(join(confDir, "10-bridge.conflist"), join(confDir, "05-renamed.conflist"));
-    await waitFor(() => readConf().plugins[0]!.clusterNetwork === join(confDir, "05-renamed.conflist"), 3000, "config following the renamed primary");
+    await waitFor(
+      () => readConf().plugins[0]!.clusterNetwork === join(confDir, "05-renamed.conflist"),
+      3000,
+      "config following the renamed primary",
+    );
     expect(log.text()).toMatch(/primary config is now .*05-renamed\.conflist/);
     unlinkSync(join(confDir, "05-renamed.conflist"));
     await waitFor(() => !existsSync(plexusConf()), 3000, "config removed with the primary gone");

@@ -25,7 +25,11 @@ function plugin(dir: string, name: string, mode = 0o755): string {
   return p;
 }
 
-const failure = (p: Promise<unknown>) => p.then(() => expect.fail("expected a failure"), (e: unknown) => e as CniError);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => expect.fail("expected a failure"),
+    (e: unknown) => e as CniError,
+  );
 
 describe("findInPath", () => {
   it("C4.1 the first directory holding an executable of that name wins", async () => {
@@ -76,10 +80,13 @@ describe("findInPath", () => {
     expect(await findInPath("bridge", [a, b])).toBe(join(b, "bridge"));
   });
 
-  it.each(["../a/bridge", "/bin/sh", "a/bridge", "..", "", "sh\u0000"])("C4.2 B30 type %j is refused with 7 before any lookup", async (type) => {
-    plugin(a, "bridge");
-    // "../a/bridge" joined to b would find a real executable: it must not get that far.
-    const err = await failure(findInPath(type, [b, a]));
-    expect(err.code).toBe(7);
-  });
+  it.each(["../a/bridge", "/bin/sh", "a/bridge", "..", "", "sh\u0000"])(
+    "C4.2 B30 type %j is refused with 7 before any lookup",
+    async (type) => {
+      plugin(a, "bridge");
+      // "../a/bridge" joined to b would find a real executable: it must not get that far.
+      const err = await failure(findInPath(type, [b, a]));
+      expect(err.code).toBe(7);
+    },
+  );
 });

@@ -21,7 +21,14 @@ function script(name: string, body: string): string {
 }
 
 const exec = new RawExec(silentLogger());
-const run = (path: string, deadlineMs = 5000) => exec.execPlugin({ path, stdin: Buffer.from('{"x":1}'), env: { PATH: "/usr/bin:/bin" }, deadlineMs, what: "plugin t" });
+const run = (path: string, deadlineMs = 5000) =>
+  exec.execPlugin({
+    path,
+    stdin: Buffer.from('{"x":1}'),
+    env: { PATH: "/usr/bin:/bin" },
+    deadlineMs,
+    what: "plugin t",
+  });
 
 describe("RawExec on node:child_process", () => {
   it("C4.1 stdout of a plugin that exits 0, with its config on stdin", async () => {
@@ -29,7 +36,10 @@ describe("RawExec on node:child_process", () => {
   });
 
   it("B53 a failed plugin's CNI error keeps its code", async () => {
-    await expect(run(script("fail", `cat >/dev/null; echo '{"code":42,"msg":"nope"}'; exit 1`))).rejects.toMatchObject({ code: 42, message: "plugin t: nope" });
+    await expect(run(script("fail", `cat >/dev/null; echo '{"code":42,"msg":"nope"}'; exit 1`))).rejects.toMatchObject({
+      code: 42,
+      message: "plugin t: nope",
+    });
   });
 
   it("B52 a plugin past its deadline is killed: 101", async () => {
@@ -37,10 +47,15 @@ describe("RawExec on node:child_process", () => {
   });
 
   it("B61 more stdout than the cap: stopped, 100", async () => {
-    await expect(run(script("flood", "cat >/dev/null; head -c 5000000 /dev/zero"))).rejects.toMatchObject({ code: Code.InvalidResult });
+    await expect(run(script("flood", "cat >/dev/null; head -c 5000000 /dev/zero"))).rejects.toMatchObject({
+      code: Code.InvalidResult,
+    });
   });
 
   it("B9 a binary that is not there cannot be executed: 5", async () => {
-    await expect(run(join(dir, "missing"))).rejects.toMatchObject({ code: Code.IoFailure, message: expect.stringContaining("ENOENT") });
+    await expect(run(join(dir, "missing"))).rejects.toMatchObject({
+      code: Code.IoFailure,
+      message: expect.stringContaining("ENOENT"),
+    });
   });
 });

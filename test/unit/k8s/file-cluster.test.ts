@@ -18,12 +18,16 @@ describe("FileCluster: manifests standing in for the API server", () => {
       join(dir, "a.yaml"),
       [
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: demo\n  uid: u-1\n  annotations:\n    k8s.v1.cni.cncf.io/networks: net-a\n",
-        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: net-a\n  namespace: demo\nspec:\n  config: '{\"cniVersion\":\"1.0.0\",\"type\":\"bridge\"}'\n",
+        'apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: net-a\n  namespace: demo\nspec:\n  config: \'{"cniVersion":"1.0.0","type":"bridge"}\'\n',
       ].join("---\n"),
     );
     writeFileSync(
       join(dir, "b.json"),
-      JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Pod", metadata: { name: "db" } }] }),
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [{ apiVersion: "v1", kind: "Pod", metadata: { name: "db" } }],
+      }),
     );
     writeFileSync(join(dir, "notes.txt"), "not a manifest");
     const fc = new FileCluster(dir);
@@ -38,12 +42,18 @@ describe("FileCluster: manifests standing in for the API server", () => {
 
   it("B38 a pod that is not among the manifests is code 3 naming it", async () => {
     const fc = new FileCluster(dir);
-    await expect(fc.getPod("demo", "ghost")).rejects.toMatchObject({ code: 3, message: expect.stringContaining("demo/ghost") });
+    await expect(fc.getPod("demo", "ghost")).rejects.toMatchObject({
+      code: 3,
+      message: expect.stringContaining("demo/ghost"),
+    });
   });
 
   it("a broken manifest is code 7 naming the file", async () => {
     writeFileSync(join(dir, "bad.yaml"), "kind: Pod\nmetadata: [unclosed\n");
-    await expect(new FileCluster(dir).getNad("a", "b")).rejects.toMatchObject({ code: 7, message: expect.stringContaining("bad.yaml") });
+    await expect(new FileCluster(dir).getNad("a", "b")).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("bad.yaml"),
+    });
   });
 
   it("N5 writes the network-status to a pod-shaped document under status/, and events as JSON lines (M9)", async () => {
@@ -53,15 +63,28 @@ describe("FileCluster: manifests standing in for the API server", () => {
     const doc = JSON.parse(readFileSync(fc.statusPath("demo", "web"), "utf8"));
     expect(doc.metadata).toMatchObject({ namespace: "demo", name: "web", uid: "u-1" });
     expect(doc.metadata.annotations[NETWORK_STATUS_ANNOTATION]).toBe(status);
-    await fc.recordEvent({ namespace: "demo", name: "web" }, { type: "Normal", reason: "AddedInterface", message: "Add eth0 [10.1.0.2/24] from cbr0" });
-    const events = readFileSync(join(dir, "status", "events.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    await fc.recordEvent(
+      { namespace: "demo", name: "web" },
+      { type: "Normal", reason: "AddedInterface", message: "Add eth0 [10.1.0.2/24] from cbr0" },
+    );
+    const events = readFileSync(join(dir, "status", "events.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ reason: "AddedInterface", type: "Normal", involvedObject: { kind: "Pod", name: "web" } });
+    expect(events[0]).toMatchObject({
+      reason: "AddedInterface",
+      type: "Normal",
+      involvedObject: { kind: "Pod", name: "web" },
+    });
   });
 
   it("B41 a FIFO named like a manifest is skipped instead of blocking the call forever", async () => {
     execFileSync("mkfifo", [join(dir, "trap.yaml")]);
-    writeFileSync(join(dir, "p.json"), JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "db", namespace: "x" } }));
+    writeFileSync(
+      join(dir, "p.json"),
+      JSON.stringify({ apiVersion: "v1", kind: "Pod", metadata: { name: "db", namespace: "x" } }),
+    );
     expect((await new FileCluster(dir).getPod("x", "db")).metadata.name).toBe("db");
   });
 
@@ -69,6 +92,9 @@ describe("FileCluster: manifests standing in for the API server", () => {
     const big = join(dir, "big.yaml");
     writeFileSync(big, "");
     truncateSync(big, 50 * 1024 * 1024);
-    await expect(new FileCluster(dir).getPod("x", "db")).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/big\.yaml is 52428800 bytes, larger than the \d+-byte limit/) });
+    await expect(new FileCluster(dir).getPod("x", "db")).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/big\.yaml is 52428800 bytes, larger than the \d+-byte limit/),
+    });
   });
 });

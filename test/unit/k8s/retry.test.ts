@@ -27,10 +27,13 @@ describe("retry", () => {
   it("B34 a retryable failure is retried up to maxAttempts, then RetriesExhausted wraps the last error", async () => {
     const clock = fakeClock();
     let calls = 0;
-    const err = await withRetry(async () => {
-      calls++;
-      throw new Error(`boom ${calls}`);
-    }, { policy, classify: () => ({ retry: true }), clock }).catch((e: unknown) => e);
+    const err = await withRetry(
+      async () => {
+        calls++;
+        throw new Error(`boom ${calls}`);
+      },
+      { policy, classify: () => ({ retry: true }), clock },
+    ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(RetriesExhausted);
     expect((err as RetriesExhausted).attempts).toBe(5);
     expect(((err as RetriesExhausted).lastError as Error).message).toBe("boom 5");
@@ -44,17 +47,27 @@ describe("retry", () => {
       calls++;
       throw original;
     };
-    await expect(withRetry(attempt, { policy, classify: () => ({ retry: false }), clock: fakeClock() })).rejects.toBe(original);
+    await expect(withRetry(attempt, { policy, classify: () => ({ retry: false }), clock: fakeClock() })).rejects.toBe(
+      original,
+    );
     expect(calls).toBe(1);
   });
 
   it("B35 Retry-After longer than the backoff is honoured; one past the deadline stops at once", async () => {
     const clock = fakeClock();
     let calls = 0;
-    const v = await withRetry(async () => (++calls < 2 ? Promise.reject(new Error("429")) : "ok"), { policy, classify: () => ({ retry: true, afterMs: 300 }), clock });
+    const v = await withRetry(async () => (++calls < 2 ? Promise.reject(new Error("429")) : "ok"), {
+      policy,
+      classify: () => ({ retry: true, afterMs: 300 }),
+      clock,
+    });
     expect(v).toBe("ok");
     expect(clock.slept).toEqual([300]);
-    const late = await withRetry(async () => Promise.reject(new Error("429")), { policy, classify: () => ({ retry: true, afterMs: 5_000 }), clock: fakeClock() }).catch((e: unknown) => e);
+    const late = await withRetry(async () => Promise.reject(new Error("429")), {
+      policy,
+      classify: () => ({ retry: true, afterMs: 5_000 }),
+      clock: fakeClock(),
+    }).catch((e: unknown) => e);
     expect(late).toMatchObject({ attempts: 1, why: "deadline" });
   });
 

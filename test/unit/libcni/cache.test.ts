@@ -54,7 +54,10 @@ describe("ResultCache", () => {
     ["truncated JSON", '{"kind":"cniCacheV1","networkName":"net-a","contai'],
     ["JSON null", "null"],
     ["a list", "[]"],
-    ["a foreign record", JSON.stringify({ kind: "somethingElse", networkName: "net-a", containerId: "ctr1", ifName: "eth0" })],
+    [
+      "a foreign record",
+      JSON.stringify({ kind: "somethingElse", networkName: "net-a", containerId: "ctr1", ifName: "eth0" }),
+    ],
     ["a record without ifName", JSON.stringify({ kind: "cniCacheV1", networkName: "net-a", containerId: "ctr1" })],
   ])("B47 an entry holding %s reads as absent and is left out of list()", async (_what, text) => {
     mkdirSync(join(cniDir, "results"), { recursive: true });
@@ -67,8 +70,15 @@ describe("ResultCache", () => {
     await cache.set(entry("10.0.0.2/24"));
     await cache.set(entry("10.0.0.3/24", { containerId: "ctr2" }));
     await cache.set(entry("10.0.0.4/24", { networkName: "net-b" }));
-    writeFileSync(join(cniDir, "results", ".net-a-ctr3-eth0.tmp-1-1-x"), JSON.stringify({ kind: "cniCacheV1", ...k, containerId: "ctr3" }));
-    expect((await cache.list()).map((e) => `${e.networkName}/${e.containerId}`).sort()).toEqual(["net-a/ctr1", "net-a/ctr2", "net-b/ctr1"]);
+    writeFileSync(
+      join(cniDir, "results", ".net-a-ctr3-eth0.tmp-1-1-x"),
+      JSON.stringify({ kind: "cniCacheV1", ...k, containerId: "ctr3" }),
+    );
+    expect((await cache.list()).map((e) => `${e.networkName}/${e.containerId}`).sort()).toEqual([
+      "net-a/ctr1",
+      "net-a/ctr2",
+      "net-b/ctr1",
+    ]);
     expect((await cache.list("net-a")).map((e) => e.containerId).sort()).toEqual(["ctr1", "ctr2"]);
     expect(await cache.list("net-c")).toEqual([]);
   });
@@ -79,7 +89,10 @@ describe("ResultCache", () => {
 
   it("B44 an unwritable results dir (it is a file) fails with 5 and leaves no temp file", async () => {
     writeFileSync(join(cniDir, "results"), "x");
-    await expect(cache.set(entry("10.0.0.2/24"))).rejects.toMatchObject({ code: 5, message: expect.stringContaining(cache.path(k)) });
+    await expect(cache.set(entry("10.0.0.2/24"))).rejects.toMatchObject({
+      code: 5,
+      message: expect.stringContaining(cache.path(k)),
+    });
     expect(readdirSync(cniDir)).toEqual(["results"]);
   });
 

@@ -52,14 +52,33 @@ let deps: ReturnType<typeof fakeDeps>;
 beforeEach(() => {
   exec = new FakeExec(["bridge", "tuning", "portmap"]);
   // Distinct answers per plugin, so a chained prevResult can be told apart.
-  exec.on({ command: "ADD", type: "bridge" }, { result: { interfaces: [{ name: "eth0", sandbox: NETNS }], ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }] } });
+  exec.on(
+    { command: "ADD", type: "bridge" },
+    {
+      result: {
+        interfaces: [{ name: "eth0", sandbox: NETNS }],
+        ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }],
+      },
+    },
+  );
   exec.on(
     { command: "ADD", type: "tuning" },
-    { result: { interfaces: [{ name: "eth0", mac: "02:00:00:00:00:01", sandbox: NETNS }], ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }] } },
+    {
+      result: {
+        interfaces: [{ name: "eth0", mac: "02:00:00:00:00:01", sandbox: NETNS }],
+        ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }],
+      },
+    },
   );
   exec.on(
     { command: "ADD", type: "portmap" },
-    { result: { interfaces: [{ name: "eth0", mac: "02:00:00:00:00:01", sandbox: NETNS }], ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }], dns: { nameservers: ["10.96.0.10"] } } },
+    {
+      result: {
+        interfaces: [{ name: "eth0", mac: "02:00:00:00:00:01", sandbox: NETNS }],
+        ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }],
+        dns: { nameservers: ["10.96.0.10"] },
+      },
+    },
   );
   deps = fakeDeps(exec);
 });
@@ -73,7 +92,11 @@ describe("ADD", () => {
     expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD eth0 tuning", "ADD eth0 portmap"]);
     const [bridge, tuning, portmap] = exec.calls;
     expect(bridge!.stdin).not.toHaveProperty("prevResult");
-    expect(tuning!.stdin.prevResult).toEqual({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: NETNS }], ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }] });
+    expect(tuning!.stdin.prevResult).toEqual({
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "eth0", sandbox: NETNS }],
+      ips: [{ address: "10.1.0.2/24", gateway: "10.1.0.1", interface: 0 }],
+    });
     // portmap gets tuning's result (with the MAC), not bridge's.
     expect(portmap!.stdin.prevResult).toMatchObject({ interfaces: [{ mac: "02:00:00:00:00:01" }] });
     expect(out).toMatchObject({ cniVersion: "1.0.0", dns: { nameservers: ["10.96.0.10"] } });
@@ -81,7 +104,10 @@ describe("ADD", () => {
   });
 
   it("C3.1 B58 a plugin answering in another version is converted to the list's version before it is chained", async () => {
-    exec.on({ command: "ADD", type: "bridge" }, { stdout: JSON.stringify({ cniVersion: "0.4.0", ips: [{ version: "4", address: "10.1.0.9/24" }] }) });
+    exec.on(
+      { command: "ADD", type: "bridge" },
+      { stdout: JSON.stringify({ cniVersion: "0.4.0", ips: [{ version: "4", address: "10.1.0.9/24" }] }) },
+    );
     await addNetworkList(list("1.0.0"), rt(), deps);
     expect(exec.calls[1]!.stdin.prevResult).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.1.0.9/24" }] });
   });
@@ -89,26 +115,54 @@ describe("ADD", () => {
   it("N7.1 the list's name and cniVersion are injected into every plugin, replacing the plugin's own; other keys verbatim", async () => {
     await addNetworkList(list("0.4.0"), rt(), deps);
     for (const c of exec.calls) expect(c.stdin).toMatchObject({ name: "net-a", cniVersion: "0.4.0" });
-    expect(exec.calls[0]!.stdin).toEqual({ type: "bridge", name: "net-a", cniVersion: "0.4.0", bridge: "br0", ipam: { type: "host-local", subnet: "10.1.0.0/24" } });
+    expect(exec.calls[0]!.stdin).toEqual({
+      type: "bridge",
+      name: "net-a",
+      cniVersion: "0.4.0",
+      bridge: "br0",
+      ipam: { type: "host-local", subnet: "10.1.0.0/24" },
+    });
   });
 
   it("C3.2 runtimeConfig is the declared capabilities that the runtime supplied; capabilities is removed; other keys pass through", () => {
     const l: ConfList = {
       cniVersion: "1.0.0",
       name: "n",
-      plugins: [{ type: "macvlan", master: "eth1", capabilities: { portMappings: true, bandwidth: false, mac: true }, custom: { nested: [1, "x"] } }],
+      plugins: [
+        {
+          type: "macvlan",
+          master: "eth1",
+          capabilities: { portMappings: true, bandwidth: false, mac: true },
+          custom: { nested: [1, "x"] },
+        },
+      ],
     };
-    const supplied = { portMappings: [{ hostPort: 8080, containerPort: 80 }], bandwidth: { ingressRate: 1 }, ips: ["10.0.0.5/24"] };
+    const supplied = {
+      portMappings: [{ hostPort: 8080, containerPort: 80 }],
+      bandwidth: { ingressRate: 1 },
+      ips: ["10.0.0.5/24"],
+    };
     const conf = buildPluginConf(l, l.plugins[0]!, supplied);
     // mac declared but not supplied; bandwidth supplied but declared false; ips supplied but not declared.
-    expect(conf).toEqual({ type: "macvlan", name: "n", cniVersion: "1.0.0", master: "eth1", custom: { nested: [1, "x"] }, runtimeConfig: { portMappings: supplied.portMappings } });
+    expect(conf).toEqual({
+      type: "macvlan",
+      name: "n",
+      cniVersion: "1.0.0",
+      master: "eth1",
+      custom: { nested: [1, "x"] },
+      runtimeConfig: { portMappings: supplied.portMappings },
+    });
     // A plugin declaring nothing gets no runtimeConfig at all.
     expect(buildPluginConf(l, { type: "tuning" }, supplied)).not.toHaveProperty("runtimeConfig");
   });
 
   it("C3.2 the capability values reach the delegate verbatim through ADD", async () => {
     const pm = [{ HostPort: 80, ContainerPort: 8080, Protocol: "tcp" }];
-    await addNetworkList(list(), rt({ capabilityArgs: { portMappings: pm, mac: "02:00:00:00:00:09", bandwidth: { x: 1 } } }), deps);
+    await addNetworkList(
+      list(),
+      rt({ capabilityArgs: { portMappings: pm, mac: "02:00:00:00:00:09", bandwidth: { x: 1 } } }),
+      deps,
+    );
     const [bridge, tuning, portmap] = exec.calls;
     expect(bridge!.stdin).not.toHaveProperty("runtimeConfig");
     expect(tuning!.stdin.runtimeConfig).toEqual({ mac: "02:00:00:00:00:09" });
@@ -138,7 +192,13 @@ describe("ADD", () => {
   it("C3.3 the final result is cached with the config, netns, args and capability values it was added with", async () => {
     const out = await addNetworkList(list(), rt({ capabilityArgs: { mac: "02:00:00:00:00:09" } }), deps);
     const entry = await deps.cache.get(key());
-    expect(entry).toMatchObject({ kind: "cniCacheV1", ...key(), netns: NETNS, cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=p", capabilityArgs: { mac: "02:00:00:00:00:09" } });
+    expect(entry).toMatchObject({
+      kind: "cniCacheV1",
+      ...key(),
+      netns: NETNS,
+      cniArgs: "IgnoreUnknown=1;K8S_POD_NAME=p",
+      capabilityArgs: { mac: "02:00:00:00:00:09" },
+    });
     expect(entry!.result).toEqual(out);
     expect(JSON.parse(entry!.config)).toEqual(list());
   });
@@ -146,7 +206,11 @@ describe("ADD", () => {
   it("C4.1 a failing plugin stops the list; nothing is cached; the error keeps the delegate's code and says how many plugins ran", async () => {
     exec.on({ command: "ADD", type: "tuning" }, { error: { code: 11, msg: "busy", details: "d" } });
     const err = (await addNetworkList(list(), rt(), deps).catch((e: unknown) => e)) as CniError;
-    expect(err).toMatchObject({ code: 11, details: "d", message: expect.stringContaining('type="tuning" network="net-a" (ADD)') });
+    expect(err).toMatchObject({
+      code: 11,
+      details: "d",
+      message: expect.stringContaining('type="tuning" network="net-a" (ADD)'),
+    });
     expect(pluginsStartedOf(err)).toBe(2);
     expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD eth0 tuning"]);
     expect(await deps.cache.get(key())).toBeUndefined();
@@ -163,7 +227,10 @@ describe("ADD", () => {
 
   it("B55 garbage on stdout is code 100 naming the plugin, and nothing is cached", async () => {
     exec.on({ command: "ADD", type: "portmap" }, { stdout: '{"cniVersion":"1.0.0", "ips": [' });
-    await expect(addNetworkList(list(), rt(), deps)).rejects.toMatchObject({ code: 100, message: expect.stringContaining('"portmap"') });
+    await expect(addNetworkList(list(), rt(), deps)).rejects.toMatchObject({
+      code: 100,
+      message: expect.stringContaining('"portmap"'),
+    });
     expect(await deps.cache.get(key())).toBeUndefined();
   });
 });
@@ -202,7 +269,10 @@ describe("DEL", () => {
     await addNetworkList(list(), rt(), deps);
     exec.calls.length = 0;
     exec.on({ command: "DEL", type: "tuning" }, { error: { code: 5, msg: "tuning broke" } }, { times: 1 });
-    await expect(delNetworkList(list(), rt(), deps)).rejects.toMatchObject({ code: 5, message: expect.stringContaining("tuning broke") });
+    await expect(delNetworkList(list(), rt(), deps)).rejects.toMatchObject({
+      code: 5,
+      message: expect.stringContaining("tuning broke"),
+    });
     expect(exec.summary()).toEqual(["DEL eth0 portmap", "DEL eth0 tuning", "DEL eth0 bridge"]);
     expect(await deps.cache.get(key())).toBeDefined();
     // The retry still has the prevResult.
@@ -233,16 +303,22 @@ describe("CHECK", () => {
   });
 
   it("C3.3 CHECK without a cached result is code 3 and runs nothing", async () => {
-    await expect(checkNetworkList(list(), rt(), deps)).rejects.toMatchObject({ code: 3, message: expect.stringContaining("ctr1") });
+    await expect(checkNetworkList(list(), rt(), deps)).rejects.toMatchObject({
+      code: 3,
+      message: expect.stringContaining("ctr1"),
+    });
     expect(exec.calls).toEqual([]);
   });
 
-  it.each(["0.1.0", "0.2.0", "0.3.0", "0.3.1"])("C2.6 CHECK of a %s list is skipped as a runtime skips it (no CHECK before 0.4.0): success, nothing run", async (v) => {
-    await addNetworkList(list(v), rt(), deps);
-    exec.calls.length = 0;
-    await checkNetworkList(list(v), rt(), deps);
-    expect(exec.calls).toEqual([]);
-  });
+  it.each(["0.1.0", "0.2.0", "0.3.0", "0.3.1"])(
+    "C2.6 CHECK of a %s list is skipped as a runtime skips it (no CHECK before 0.4.0): success, nothing run",
+    async (v) => {
+      await addNetworkList(list(v), rt(), deps);
+      exec.calls.length = 0;
+      await checkNetworkList(list(v), rt(), deps);
+      expect(exec.calls).toEqual([]);
+    },
+  );
 
   it("C2.6 disableCheck skips CHECK entirely", async () => {
     await checkNetworkList(list("1.0.0", { disableCheck: true }), rt(), deps);
@@ -266,7 +342,12 @@ describe("STATUS", () => {
     await statusNetworkList(list("1.1.0"), rt({ capabilityArgs: { portMappings: [1], mac: "x" } }), deps);
     expect(exec.summary()).toEqual(["STATUS  bridge", "STATUS  tuning", "STATUS  portmap"]);
     for (const c of exec.calls) {
-      expect(c.env).toEqual({ PATH: "/usr/bin", KEEP_ME: "1", CNI_COMMAND: "STATUS", CNI_PATH: "/opt/cni/bin:/usr/lib/cni" });
+      expect(c.env).toEqual({
+        PATH: "/usr/bin",
+        KEEP_ME: "1",
+        CNI_COMMAND: "STATUS",
+        CNI_PATH: "/opt/cni/bin:/usr/lib/cni",
+      });
       expect(c.stdin).not.toHaveProperty("runtimeConfig");
       expect(c.stdin).not.toHaveProperty("prevResult");
     }
@@ -280,8 +361,16 @@ describe("STATUS", () => {
 
 describe("GC", () => {
   async function addAll(v: string) {
-    for (const [c, i] of [["keep", "eth0"], ["stale1", "eth0"], ["stale2", "net1"]] as const) {
-      await addNetworkList(list(v), rt({ containerId: c, ifName: i, args: `K=${c}`, capabilityArgs: { mac: `m-${c}` } }), deps);
+    for (const [c, i] of [
+      ["keep", "eth0"],
+      ["stale1", "eth0"],
+      ["stale2", "net1"],
+    ] as const) {
+      await addNetworkList(
+        list(v),
+        rt({ containerId: c, ifName: i, args: `K=${c}`, capabilityArgs: { mac: `m-${c}` } }),
+        deps,
+      );
     }
     // Another network's entry: not this list's business.
     await addNetworkList({ ...list(v), name: "net-b" }, rt({ containerId: "stale1" }), deps);
@@ -295,7 +384,14 @@ describe("GC", () => {
     await gcNetworkList(list("1.1.0"), valid, gcRt(), deps);
     const dels = exec.calls.filter((c) => c.command === "DEL");
     expect(dels.map((c) => `${c.containerId}/${c.ifName} ${c.type}`).sort()).toEqual(
-      ["stale1/eth0 bridge", "stale1/eth0 portmap", "stale1/eth0 tuning", "stale2/net1 bridge", "stale2/net1 portmap", "stale2/net1 tuning"].sort(),
+      [
+        "stale1/eth0 bridge",
+        "stale1/eth0 portmap",
+        "stale1/eth0 tuning",
+        "stale2/net1 bridge",
+        "stale2/net1 portmap",
+        "stale2/net1 tuning",
+      ].sort(),
     );
     const tuningDel = dels.find((c) => c.containerId === "stale2" && c.type === "tuning")!;
     expect(tuningDel.env).toMatchObject({ CNI_ARGS: "K=stale2", CNI_NETNS: "" });
@@ -304,7 +400,8 @@ describe("GC", () => {
     const gcs = exec.calls.filter((c) => c.command === "GC");
     expect(gcs.map((c) => c.type)).toEqual(["bridge", "tuning", "portmap"]);
     expect(exec.calls.slice(-3).every((c) => c.command === "GC")).toBe(true);
-    for (const c of gcs) expect(c.stdin).toMatchObject({ name: "net-a", cniVersion: "1.1.0", "cni.dev/valid-attachments": valid });
+    for (const c of gcs)
+      expect(c.stdin).toMatchObject({ name: "net-a", cniVersion: "1.1.0", "cni.dev/valid-attachments": valid });
     expect((await deps.cache.list("net-a")).map((e) => e.containerId)).toEqual(["keep"]);
     expect((await deps.cache.list("net-b")).map((e) => e.containerId)).toEqual(["stale1"]);
   });
@@ -320,7 +417,9 @@ describe("GC", () => {
     await addAll("1.1.0");
     exec.on({ command: "DEL", containerId: "stale1", type: "bridge" }, { error: { code: 5, msg: "stale1 broke" } });
     exec.on({ command: "GC", type: "tuning" }, { error: { code: 11, msg: "gc broke" } });
-    const err = (await gcNetworkList(list("1.1.0"), [{ containerID: "keep", ifname: "eth0" }], gcRt(), deps).catch((e: unknown) => e)) as AggregateCniError;
+    const err = (await gcNetworkList(list("1.1.0"), [{ containerID: "keep", ifname: "eth0" }], gcRt(), deps).catch(
+      (e: unknown) => e,
+    )) as AggregateCniError;
     expect(err).toBeInstanceOf(AggregateCniError);
     expect(err.message).toMatch(/stale1 broke.*gc broke/);
     expect(exec.calls.filter((c) => c.containerId === "stale2")).toHaveLength(3);
@@ -347,14 +446,25 @@ describe("the call's deadline (addTimeoutSeconds, delTimeoutSeconds)", () => {
   it("B52 each delegate's deadline is cut to what is left of the call's", async () => {
     const seen: number[] = [];
     const inner = deps.exec;
-    deps.exec = { findInPath: (t, d) => inner.findInPath(t, d), execPlugin: (r) => (seen.push(r.deadlineMs), inner.execPlugin(r)) };
-    await addNetworkList(list(), rt({ deadlineMs: 60_000, callDeadline: { at: Date.now() + 5_000, key: "addTimeoutSeconds" } }), deps);
+    deps.exec = {
+      findInPath: (t, d) => inner.findInPath(t, d),
+      execPlugin: (r) => (seen.push(r.deadlineMs), inner.execPlugin(r)),
+    };
+    await addNetworkList(
+      list(),
+      rt({ deadlineMs: 60_000, callDeadline: { at: Date.now() + 5_000, key: "addTimeoutSeconds" } }),
+      deps,
+    );
     expect(seen).toHaveLength(3);
     for (const ms of seen) expect(ms).toBeGreaterThan(4_000), expect(ms).toBeLessThanOrEqual(5_000);
   });
 
   it("B52 a call whose deadline has passed runs no further plugin: 101 naming the key, and the plugins that ran are known", async () => {
-    const err = await addNetworkList(list(), rt({ callDeadline: { at: Date.now() - 1, key: "addTimeoutSeconds" } }), deps).catch((e: unknown) => e as CniError);
+    const err = await addNetworkList(
+      list(),
+      rt({ callDeadline: { at: Date.now() - 1, key: "addTimeoutSeconds" } }),
+      deps,
+    ).catch((e: unknown) => e as CniError);
     expect(err).toMatchObject({ code: 101, message: expect.stringContaining("addTimeoutSeconds") });
     expect(exec.calls).toEqual([]);
     expect(pluginsStartedOf(err)).toBe(0);

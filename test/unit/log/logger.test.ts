@@ -35,7 +35,10 @@ describe("M1 logLevel names", () => {
 
 /** The file descriptors a pino logger writes to (pino's stream, or each stream of a multistream). */
 function fdsOf(log: Logger): number[] {
-  const stream = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as { fd?: number; streams?: Array<{ stream: { fd: number } }> };
+  const stream = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as {
+    fd?: number;
+    streams?: Array<{ stream: { fd: number } }>;
+  };
   return stream.streams ? stream.streams.map((s) => s.stream.fd) : [stream.fd as number];
 }
 
@@ -47,7 +50,14 @@ describe("C2.2 createLogger", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("C2.2 at the default level (panic) or silent, or with nowhere to write, nothing is logged and pino is not loaded", async () => {
-    for (const opts of [{}, { logLevel: "panic" }, { logLevel: "silent" }, { logLevel: "fatal" }, { logLevel: "debug", logToStderr: false }, { logLevel: "nonsense" }]) {
+    for (const opts of [
+      {},
+      { logLevel: "panic" },
+      { logLevel: "silent" },
+      { logLevel: "fatal" },
+      { logLevel: "debug", logToStderr: false },
+      { logLevel: "nonsense" },
+    ]) {
       expect((await createLogger(opts)).level).toBe("silent");
     }
   });
@@ -113,7 +123,14 @@ void main(process.argv[2]!);
 `,
     );
     script = join(dir, "entry.cjs");
-    await build({ entryPoints: [entry], outfile: script, bundle: true, platform: "node", format: "cjs", logLevel: "silent" });
+    await build({
+      entryPoints: [entry],
+      outfile: script,
+      bundle: true,
+      platform: "node",
+      format: "cjs",
+      logLevel: "silent",
+    });
   }, 30_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -122,7 +139,10 @@ void main(process.argv[2]!);
     const r = spawnSync(process.execPath, [script, file], { encoding: "utf8", timeout: 20_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toBe("");
-    const errLines = r.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string; cmd?: string; containerId?: string });
+    const errLines = r.stderr
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { msg: string; cmd?: string; containerId?: string });
     // logLevel debug → stderr gets debug..fatal (5) + child; trace+file → stderr gets all 6 + child; verbose with logToStderr false → none.
     expect(errLines.map((l) => l.msg)).toEqual([
       ...["msg-debug", "msg-info", "msg-warn", "msg-error", "msg-fatal", "from-child"],
@@ -130,7 +150,10 @@ void main(process.argv[2]!);
     ]);
     expect(errLines.every((l) => l.cmd === "ADD")).toBe(true);
     expect(errLines.at(-1)?.containerId).toBe("c1");
-    const fileMsgs = readFileSync(file, "utf8").trim().split("\n").map((l) => (JSON.parse(l) as { msg: string }).msg);
+    const fileMsgs = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
     expect(fileMsgs).toEqual([
       ...["msg-trace", "msg-debug", "msg-info", "msg-warn", "msg-error", "msg-fatal", "from-child"],
       ...["msg-info", "msg-warn", "msg-error", "msg-fatal", "from-child"],

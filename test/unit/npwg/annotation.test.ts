@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MAX_SELECTIONS, parseNetworksAnnotation, type ParseAnnotationOptions } from "../../../src/npwg/annotation";
+import {
+  DEFAULT_MAX_SELECTIONS,
+  parseNetworksAnnotation,
+  type ParseAnnotationOptions,
+} from "../../../src/npwg/annotation";
 
-const parse = (v: string, opts: ParseAnnotationOptions = {}) => parseNetworksAnnotation(v, "pods", { reservedIfName: "eth0", ...opts });
+const parse = (v: string, opts: ParseAnnotationOptions = {}) =>
+  parseNetworksAnnotation(v, "pods", { reservedIfName: "eth0", ...opts });
 
 function err(v: string, opts: ParseAnnotationOptions = {}, podNamespace = "pods"): { code: number; message: string } {
   try {
@@ -55,16 +60,24 @@ describe("N4.1 N4.1.1 comma form", () => {
   });
 
   it("B19 the message quotes the item as written", () => {
-    expect(err("a,ns/").message).toBe('networks annotation item 2 ("ns/"): name "" is not a valid DNS-1123 label: it is empty');
+    expect(err("a,ns/").message).toBe(
+      'networks annotation item 2 ("ns/"): name "" is not a valid DNS-1123 label: it is empty',
+    );
   });
 
-  it.each(["A", "-a", "x".repeat(64), ".", "..", "%2e", "ns/UPPER", "UPPER/n", "../n", "%2e/n", "a.b"])("B20 N3.3 %j (not DNS-1123) is refused with 7 before any request", (v) => {
-    expect(err(v)).toMatchObject({ code: 7, message: expect.stringContaining("not a valid DNS-1123 label") });
-  });
+  it.each(["A", "-a", "x".repeat(64), ".", "..", "%2e", "ns/UPPER", "UPPER/n", "../n", "%2e/n", "a.b"])(
+    "B20 N3.3 %j (not DNS-1123) is refused with 7 before any request",
+    (v) => {
+      expect(err(v)).toMatchObject({ code: 7, message: expect.stringContaining("not a valid DNS-1123 label") });
+    },
+  );
 
-  it.each(["ns / net-a", "net-a @eth1", "net-a@ eth1", "net a", "ns/ net-a"])("N4.1.1 whitespace inside an item %j is refused (documented choice), not squeezed", (v) => {
-    expect(err(v)).toMatchObject({ code: 7, message: expect.stringMatching(/DNS-1123|whitespace/) });
-  });
+  it.each(["ns / net-a", "net-a @eth1", "net-a@ eth1", "net a", "ns/ net-a"])(
+    "N4.1.1 whitespace inside an item %j is refused (documented choice), not squeezed",
+    (v) => {
+      expect(err(v)).toMatchObject({ code: 7, message: expect.stringMatching(/DNS-1123|whitespace/) });
+    },
+  );
 
   it.each([
     ["n@" + "a".repeat(16), "longer than 15 bytes"],
@@ -77,9 +90,17 @@ describe("N4.1 N4.1.1 comma form", () => {
   });
 
   it("B23 N4.1.2.1.5 the default network's interface cannot be requested; the reserved name is the caller's CNI_IFNAME", () => {
-    expect(err("net-a@eth0")).toMatchObject({ code: 7, message: expect.stringContaining('interface "eth0" is the default network\'s interface') });
-    expect(err("net-a@pod0", { reservedIfName: "pod0" })).toMatchObject({ code: 7, message: expect.stringContaining('"pod0"') });
-    expect(parse("net-a@eth0", { reservedIfName: "pod0" })).toEqual([{ name: "net-a", namespace: "pods", interfaceRequest: "eth0" }]);
+    expect(err("net-a@eth0")).toMatchObject({
+      code: 7,
+      message: expect.stringContaining('interface "eth0" is the default network\'s interface'),
+    });
+    expect(err("net-a@pod0", { reservedIfName: "pod0" })).toMatchObject({
+      code: 7,
+      message: expect.stringContaining('"pod0"'),
+    });
+    expect(parse("net-a@eth0", { reservedIfName: "pod0" })).toEqual([
+      { name: "net-a", namespace: "pods", interfaceRequest: "eth0" },
+    ]);
   });
 
   it("N4.1.1 an invalid pod namespace is reported as the pod's, not as the user's item", () => {
@@ -93,8 +114,14 @@ describe("B25 the number of selections is bounded", () => {
   it("B25 more networks than maxSelections (default 32) is refused with the count, in both forms", () => {
     expect(DEFAULT_MAX_SELECTIONS).toBe(32);
     const many = Array.from({ length: 500 }, (_, i) => `n${i}`);
-    expect(err(many.join(","))).toMatchObject({ code: 7, message: expect.stringContaining("requests 500 networks; at most 32") });
-    expect(err(json(...many.map((name) => ({ name }))))).toMatchObject({ code: 7, message: expect.stringContaining("requests 500 networks; at most 32") });
+    expect(err(many.join(","))).toMatchObject({
+      code: 7,
+      message: expect.stringContaining("requests 500 networks; at most 32"),
+    });
+    expect(err(json(...many.map((name) => ({ name }))))).toMatchObject({
+      code: 7,
+      message: expect.stringContaining("requests 500 networks; at most 32"),
+    });
   });
 
   it("B25 exactly the maximum passes; one more does not; the option overrides the default", () => {
@@ -107,18 +134,23 @@ describe("B25 the number of selections is bounded", () => {
 
   it("B25 the count is checked before any item is looked at", () => {
     // Every item is invalid, yet the error is about the count: no per-item work was done first.
-    expect(err(Array(40).fill("BAD").join(","))).toMatchObject({ code: 7, message: expect.stringContaining("40 networks") });
+    expect(err(Array(40).fill("BAD").join(","))).toMatchObject({
+      code: 7,
+      message: expect.stringContaining("40 networks"),
+    });
     expect(err(json(...Array(40).fill(5)))).toMatchObject({ code: 7, message: expect.stringContaining("40 networks") });
   });
 });
 
 describe("N4.1.2 JSON form", () => {
   it("N4.1.2 N4.1.2.1.1 N4.1.2.1.2 name required; namespace missing or empty means the pod's", () => {
-    expect(parse(json({ name: "net-a" }, { name: "net-b", namespace: "x" }, { name: "net-c", namespace: "" }))).toEqual([
-      { name: "net-a", namespace: "pods" },
-      { name: "net-b", namespace: "x" },
-      { name: "net-c", namespace: "pods" },
-    ]);
+    expect(parse(json({ name: "net-a" }, { name: "net-b", namespace: "x" }, { name: "net-c", namespace: "" }))).toEqual(
+      [
+        { name: "net-a", namespace: "pods" },
+        { name: "net-b", namespace: "x" },
+        { name: "net-c", namespace: "pods" },
+      ],
+    );
   });
 
   it("N4.1.2 detected after trimming; an empty list selects nothing", () => {
@@ -157,7 +189,9 @@ describe("N4.1.2 JSON form", () => {
   });
 
   it("N4.1.2 unknown reserved keys and reverse-domain keys are ignored", () => {
-    expect(parse(json({ name: "n", futureKey: { x: 1 }, "example.com/mine": 2, "k8s.io/x": [1] }))).toEqual([{ name: "n", namespace: "pods" }]);
+    expect(parse(json({ name: "n", futureKey: { x: 1 }, "example.com/mine": 2, "k8s.io/x": [1] }))).toEqual([
+      { name: "n", namespace: "pods" },
+    ]);
   });
 
   it("M4 interfaceRequest (the old name of interface) alone, or equal to interface, sets the interface", () => {
@@ -179,16 +213,12 @@ describe("N4.1.2 JSON form", () => {
     expect(parse(json({ name: "n", mac }))[0]?.mac).toBe(mac);
   });
 
-  it.each([
-    ["10.1.0.5"],
-    ["10.1.0.5/32"],
-    ["0.0.0.0/0"],
-    ["fd00::5/128"],
-    ["FD00::0005"],
-    ["::ffff:10.1.0.5"],
-  ])("N4.1.2.1.3 %s is a valid requested IP", (ip) => {
-    expect(parse(json({ name: "n", ips: [ip] }))[0]?.ips).toEqual([ip]);
-  });
+  it.each([["10.1.0.5"], ["10.1.0.5/32"], ["0.0.0.0/0"], ["fd00::5/128"], ["FD00::0005"], ["::ffff:10.1.0.5"]])(
+    "N4.1.2.1.3 %s is a valid requested IP",
+    (ip) => {
+      expect(parse(json({ name: "n", ips: [ip] }))[0]?.ips).toEqual([ip]);
+    },
+  );
 
   it.each([
     ["{}", "must be a list of objects, got {}"],
@@ -285,8 +315,14 @@ describe("N4.1.2 JSON form", () => {
   });
 
   it("B17 prototype keys anywhere in the annotation are refused with 7, not merged into delegate args", () => {
-    expect(err('[{"name":"a","cni-args":{"__proto__":{"polluted":true}}}]')).toMatchObject({ code: 7, message: expect.stringContaining('"__proto__"') });
-    expect(err('[{"name":"a","constructor":1}]')).toMatchObject({ code: 7, message: expect.stringContaining('"constructor"') });
+    expect(err('[{"name":"a","cni-args":{"__proto__":{"polluted":true}}}]')).toMatchObject({
+      code: 7,
+      message: expect.stringContaining('"__proto__"'),
+    });
+    expect(err('[{"name":"a","constructor":1}]')).toMatchObject({
+      code: 7,
+      message: expect.stringContaining('"constructor"'),
+    });
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 

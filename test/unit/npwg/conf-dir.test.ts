@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { firstConfigFile, isConfigFileName, pickByName, type ConfFile } from "../../../src/npwg/conf-dir";
 
 const conf = (name: string, type = "bridge") => JSON.stringify({ cniVersion: "1.0.0", name, type });
-const list = (name: string, plugins: unknown[] = [{ type: "bridge" }]) => JSON.stringify({ cniVersion: "1.0.0", name, plugins });
+const list = (name: string, plugins: unknown[] = [{ type: "bridge" }]) =>
+  JSON.stringify({ cniVersion: "1.0.0", name, plugins });
 
 describe("N3.4.1 pickByName", () => {
   it("N3.4.1 a .conflist whose name matches wins over a matching .conf or .json that sorts first (Multus takes the first file)", () => {
@@ -36,7 +37,13 @@ describe("N3.4.1 pickByName", () => {
   });
 
   it("B32 no file has the name: nothing picked; files with other extensions are never read", () => {
-    const r = pickByName([{ path: "/d/net-a.yaml", content: conf("net-a") }, { path: "/d/x.conf", content: conf("x") }], "net-a");
+    const r = pickByName(
+      [
+        { path: "/d/net-a.yaml", content: conf("net-a") },
+        { path: "/d/x.conf", content: conf("x") },
+      ],
+      "net-a",
+    );
     expect(r.picked).toBeUndefined();
     expect(r.warnings).toEqual([]);
   });
@@ -48,7 +55,13 @@ describe("N3.4.1 pickByName", () => {
     ["a __proto__ key", '{"__proto__": {}, "name": "net-a", "type": "bridge"}', "__proto__"],
     ["over 1 MiB", JSON.stringify({ name: "net-a", type: "bridge", pad: "x".repeat(1024 * 1024) }), "byte limit"],
   ])("B29 a broken file (%s) is skipped with a warning, the next one is used", (_label, content, warning) => {
-    const r = pickByName([{ path: "/d/00-broken.conflist", content }, { path: "/d/10-ok.conf", content: conf("net-a") }], "net-a");
+    const r = pickByName(
+      [
+        { path: "/d/00-broken.conflist", content },
+        { path: "/d/10-ok.conf", content: conf("net-a") },
+      ],
+      "net-a",
+    );
     expect(r.picked?.path).toBe("/d/10-ok.conf");
     expect(r.warnings).toHaveLength(1);
     expect(r.warnings[0]).toMatch(/^\/d\/00-broken\.conflist .*skipped$/);
@@ -72,7 +85,10 @@ describe("M2 M11 firstConfigFile", () => {
     ["a conflist with plugins not a list", JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: {} })],
     ["a conf without type", JSON.stringify({ cniVersion: "1.0.0", name: "x" })],
   ])("B49 M2 %s is skipped with a warning", (_label, content) => {
-    const r = firstConfigFile([{ path: "/d/00-bad.conflist", content }, { path: "/d/10-good.conf", content: conf("good") }]);
+    const r = firstConfigFile([
+      { path: "/d/00-bad.conflist", content },
+      { path: "/d/10-good.conf", content: conf("good") },
+    ]);
     expect(r.picked?.path).toBe("/d/10-good.conf");
     expect(r.warnings).toEqual([expect.stringMatching(/^\/d\/00-bad\.conflist .*skipped$/)]);
   });
@@ -89,6 +105,13 @@ describe("M2 M11 firstConfigFile", () => {
   });
 
   it("M2 config file names: .conf, .conflist, .json only", () => {
-    expect(["a.conf", "a.conflist", "a.json", "a.conf.bak", "a.yaml", "conf"].map(isConfigFileName)).toEqual([true, true, true, false, false, false]);
+    expect(["a.conf", "a.conflist", "a.json", "a.conf.bak", "a.yaml", "conf"].map(isConfigFileName)).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
   });
 });

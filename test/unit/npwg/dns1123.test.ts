@@ -23,7 +23,12 @@ describe("N3.3 DNS-1123 labels", () => {
   ])("N3.3 B20 %j is refused with 7 and says why (%s)", (v, why) => {
     expect(dns1123LabelProblem(v)).toContain(why);
     expect(() => validateDns1123Label(v, "NetworkAttachmentDefinition name")).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringContaining(`NetworkAttachmentDefinition name ${JSON.stringify(v)} is not a valid DNS-1123 label`) }),
+      expect.objectContaining({
+        code: 7,
+        message: expect.stringContaining(
+          `NetworkAttachmentDefinition name ${JSON.stringify(v)} is not a valid DNS-1123 label`,
+        ),
+      }),
     );
   });
 

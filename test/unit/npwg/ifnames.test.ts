@@ -2,7 +2,11 @@ import { describe, expect, it } from "vitest";
 import { assignInterfaceNames } from "../../../src/npwg/ifnames";
 import type { NetworkSelection } from "../../../src/npwg/types";
 
-const sel = (name: string, interfaceRequest?: string): NetworkSelection => ({ name, namespace: "ns", ...(interfaceRequest ? { interfaceRequest } : {}) });
+const sel = (name: string, interfaceRequest?: string): NetworkSelection => ({
+  name,
+  namespace: "ns",
+  ...(interfaceRequest ? { interfaceRequest } : {}),
+});
 
 describe("N4.1.2.1.5 N4.2 interface names", () => {
   it("N4.2 generated names are net1, net2, … by position (Multus numbering); explicit ones are kept", () => {
@@ -40,23 +44,40 @@ describe("N4.1.2.1.5 N4.2 interface names", () => {
 
   it("N4.1.2.1.5 an interface requested twice fails naming both items", () => {
     expect(() => assignInterfaceNames([sel("a", "net7"), sel("b", "net7")], "eth0")).toThrow(
-      expect.objectContaining({ code: 7, message: 'networks annotation item 2 (ns/b): interface "net7" is already used by networks annotation item 1 (ns/a)' }),
+      expect.objectContaining({
+        code: 7,
+        message:
+          'networks annotation item 2 (ns/b): interface "net7" is already used by networks annotation item 1 (ns/a)',
+      }),
     );
   });
 
   it("N4.1.2.1.5 the caller can label items, so numbers are the user's when config default networks come first", () => {
-    const label = (s: NetworkSelection, i: number) => (i < 1 ? `defaultNetworks entry ${i + 1}` : `networks annotation item ${i} (${s.name})`);
+    const label = (s: NetworkSelection, i: number) =>
+      i < 1 ? `defaultNetworks entry ${i + 1}` : `networks annotation item ${i} (${s.name})`;
     expect(() => assignInterfaceNames([sel("d"), sel("a", "x1"), sel("b", "x1")], "eth0", { label })).toThrow(
-      expect.objectContaining({ code: 7, message: 'networks annotation item 2 (b): interface "x1" is already used by networks annotation item 1 (a)' }),
+      expect.objectContaining({
+        code: 7,
+        message: 'networks annotation item 2 (b): interface "x1" is already used by networks annotation item 1 (a)',
+      }),
     );
     // The config's default network is still numbered by position: net1, then the annotation's.
-    expect(assignInterfaceNames([sel("d"), sel("a"), sel("b", "net9")], "eth0", { label })).toEqual(["net1", "net2", "net9"]);
+    expect(assignInterfaceNames([sel("d"), sel("a"), sel("b", "net9")], "eth0", { label })).toEqual([
+      "net1",
+      "net2",
+      "net9",
+    ]);
   });
 
   it("N4.1.2.1.5 B23 the default network's interface cannot be requested (whatever CNI_IFNAME is)", () => {
     expect(() => assignInterfaceNames([sel("a", "eth0")], "eth0")).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringContaining('interface "eth0" is already used by the default network') }),
+      expect.objectContaining({
+        code: 7,
+        message: expect.stringContaining('interface "eth0" is already used by the default network'),
+      }),
     );
-    expect(() => assignInterfaceNames([sel("a"), sel("b", "pod0")], "pod0")).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("item 2 (ns/b)") }));
+    expect(() => assignInterfaceNames([sel("a"), sel("b", "pod0")], "pod0")).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining("item 2 (ns/b)") }),
+    );
   });
 });

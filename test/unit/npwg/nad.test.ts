@@ -2,28 +2,56 @@ import { describe, expect, it } from "vitest";
 import { missingNadError, resolveNadConfig, type ConfFile } from "../../../src/npwg/nad";
 import type { Nad } from "../../../src/npwg/types";
 
-const nad = (config?: unknown, name = "net-a"): Nad => ({ metadata: { name, namespace: "ns" }, ...(config === undefined ? {} : { spec: { config: config as string } }) });
+const nad = (config?: unknown, name = "net-a"): Nad => ({
+  metadata: { name, namespace: "ns" },
+  ...(config === undefined ? {} : { spec: { config: config as string } }),
+});
 const bridge = { cniVersion: "1.0.0", name: "net-a", type: "bridge", bridge: "br-a" };
-const err7 = (text: string | RegExp) => expect.objectContaining({ code: 7, message: typeof text === "string" ? expect.stringContaining(text) : expect.stringMatching(text) });
+const err7 = (text: string | RegExp) =>
+  expect.objectContaining({
+    code: 7,
+    message: typeof text === "string" ? expect.stringContaining(text) : expect.stringMatching(text),
+  });
 
 describe("N3.4.1 NAD → delegate config", () => {
   it("N3.4.1 spec.config first, even when a file of that name exists: a single config becomes a one-plugin list", () => {
-    const r = resolveNadConfig(nad(JSON.stringify(bridge)), [{ path: "/etc/cni/net.d/net-a.conflist", content: JSON.stringify({ ...bridge, plugins: [{ type: "macvlan" }] }) }]);
+    const r = resolveNadConfig(nad(JSON.stringify(bridge)), [
+      { path: "/etc/cni/net.d/net-a.conflist", content: JSON.stringify({ ...bridge, plugins: [{ type: "macvlan" }] }) },
+    ]);
     expect(r.source).toBe("spec.config");
     expect(r.conf).toEqual({ cniVersion: "1.0.0", name: "net-a", plugins: [{ ...bridge }] });
     expect(r.warnings).toEqual([]);
   });
 
   it("N3.4.1 a conflist in spec.config keeps its plugins in order", () => {
-    const r = resolveNadConfig(nad(JSON.stringify({ cniVersion: "1.0.0", name: "net-a", plugins: [{ type: "bridge" }, { type: "tuning", mac: "02:00:00:00:00:01" }] })), []);
+    const r = resolveNadConfig(
+      nad(
+        JSON.stringify({
+          cniVersion: "1.0.0",
+          name: "net-a",
+          plugins: [{ type: "bridge" }, { type: "tuning", mac: "02:00:00:00:00:01" }],
+        }),
+      ),
+      [],
+    );
     expect(r.conf.plugins.map((p) => p.type)).toEqual(["bridge", "tuning"]);
   });
 
   it("N3.2 N3.4.1 without spec.config, a .conflist whose name matches wins over a .conf that sorts first (Multus takes the .conf)", () => {
     const files: ConfFile[] = [
       { path: "/d/00-net-a.conf", content: JSON.stringify({ ...bridge, bridge: "from-conf" }) },
-      { path: "/d/99-net-a.conflist", content: JSON.stringify({ cniVersion: "1.0.0", name: "net-a", plugins: [{ type: "bridge", bridge: "from-conflist" }] }) },
-      { path: "/d/10-other.conflist", content: JSON.stringify({ cniVersion: "1.0.0", name: "other", plugins: [{ type: "bridge" }] }) },
+      {
+        path: "/d/99-net-a.conflist",
+        content: JSON.stringify({
+          cniVersion: "1.0.0",
+          name: "net-a",
+          plugins: [{ type: "bridge", bridge: "from-conflist" }],
+        }),
+      },
+      {
+        path: "/d/10-other.conflist",
+        content: JSON.stringify({ cniVersion: "1.0.0", name: "other", plugins: [{ type: "bridge" }] }),
+      },
     ];
     const r = resolveNadConfig(nad(), files);
     expect(r.source).toBe("/d/99-net-a.conflist");
@@ -43,12 +71,19 @@ describe("N3.4.1 NAD → delegate config", () => {
 
   it("N3.4.2 a file config without cniVersion takes defaultVersion", () => {
     const { cniVersion: _v, ...noVersion } = bridge;
-    expect(resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify(noVersion) }], { defaultVersion: "0.4.0" }).conf.cniVersion).toBe("0.4.0");
+    expect(
+      resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify(noVersion) }], { defaultVersion: "0.4.0" })
+        .conf.cniVersion,
+    ).toBe("0.4.0");
   });
 
   it("B32 N3.4.1 no spec.config and no file of that name → 7 naming the NAD and what was looked for", () => {
-    expect(() => resolveNadConfig(nad(), [{ path: "/d/x.conf", content: JSON.stringify({ ...bridge, name: "x" }) }])).toThrow(
-      err7(/^NetworkAttachmentDefinition ns\/net-a: spec\.config absent and no \.conflist, \.conf or \.json file in the CNI config directory has "name": "net-a"$/),
+    expect(() =>
+      resolveNadConfig(nad(), [{ path: "/d/x.conf", content: JSON.stringify({ ...bridge, name: "x" }) }]),
+    ).toThrow(
+      err7(
+        /^NetworkAttachmentDefinition ns\/net-a: spec\.config absent and no \.conflist, \.conf or \.json file in the CNI config directory has "name": "net-a"$/,
+      ),
     );
   });
 
@@ -67,7 +102,9 @@ describe("N3.4.1 NAD → delegate config", () => {
     expect(single.conf.name).toBe("net-a");
     expect(single.conf.plugins[0]?.name).toBe("net-a");
     expect(single.warnings).toEqual([]);
-    expect(resolveNadConfig(nad(JSON.stringify({ cniVersion: "1.0.0", plugins: [{ type: "bridge" }] })), []).conf.name).toBe("net-a");
+    expect(
+      resolveNadConfig(nad(JSON.stringify({ cniVersion: "1.0.0", plugins: [{ type: "bridge" }] })), []).conf.name,
+    ).toBe("net-a");
   });
 
   it("N3.4.3 a config name that differs from the NAD's is kept and returned as a warning", () => {
@@ -104,14 +141,24 @@ describe("N3.4.1 NAD → delegate config", () => {
   });
 
   it("B30 a bad type in a conf-dir file → 7 naming the NAD and the file", () => {
-    expect(() => resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify({ ...bridge, type: "../x" }) }])).toThrow(err7(/ns\/net-a \(config from \/d\/a\.conf\)/));
+    expect(() =>
+      resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify({ ...bridge, type: "../x" }) }]),
+    ).toThrow(err7(/ns\/net-a \(config from \/d\/a\.conf\)/));
   });
 });
 
 describe("B28 a missing NAD", () => {
-  it("B28 names the pod, the reference and the namespace searched, without the words \"not found\" (B62)", () => {
-    const e = missingNadError({ pod: "app/p", ref: { namespace: "team", name: "net-x" }, from: "annotation k8s.v1.cni.cncf.io/networks" });
-    expect(e).toMatchObject({ code: 7, message: 'pod app/p: network team/net-x (annotation k8s.v1.cni.cncf.io/networks): no NetworkAttachmentDefinition named "net-x" exists in namespace team' });
+  it('B28 names the pod, the reference and the namespace searched, without the words "not found" (B62)', () => {
+    const e = missingNadError({
+      pod: "app/p",
+      ref: { namespace: "team", name: "net-x" },
+      from: "annotation k8s.v1.cni.cncf.io/networks",
+    });
+    expect(e).toMatchObject({
+      code: 7,
+      message:
+        'pod app/p: network team/net-x (annotation k8s.v1.cni.cncf.io/networks): no NetworkAttachmentDefinition named "net-x" exists in namespace team',
+    });
     expect(e.message.toLowerCase()).not.toContain("not found");
   });
 });

@@ -20,7 +20,15 @@ const NETNS = "/proc/self/ns/net";
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 
 function req(command: string, extra: Record<string, string> = {}): CniRequest {
-  return parseEnv({ CNI_COMMAND: command, CNI_CONTAINERID: "ctr1", CNI_NETNS: NETNS, CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin", CNI_ARGS: POD_ARGS, ...extra });
+  return parseEnv({
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: NETNS,
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/opt/cni/bin",
+    CNI_ARGS: POD_ARGS,
+    ...extra,
+  });
 }
 
 let exec: FakeExec;
@@ -30,16 +38,38 @@ let clusterDir: string;
 let kubeCalls = 0;
 
 function nad(name: string, config: Record<string, unknown>) {
-  return { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinition", metadata: { namespace: "app", name }, spec: { config: JSON.stringify(config) } };
+  return {
+    apiVersion: "k8s.cni.cncf.io/v1",
+    kind: "NetworkAttachmentDefinition",
+    metadata: { namespace: "app", name },
+    spec: { config: JSON.stringify(config) },
+  };
 }
 function writeCluster(annotation: string, nads: unknown[]): void {
-  const pod = { apiVersion: "v1", kind: "Pod", metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { "k8s.v1.cni.cncf.io/networks": annotation } } };
-  writeFileSync(join(clusterDir, "objects.json"), JSON.stringify({ apiVersion: "v1", kind: "List", items: [pod, ...nads] }));
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      namespace: "app",
+      name: "web",
+      uid: "uid-web",
+      annotations: { "k8s.v1.cni.cncf.io/networks": annotation },
+    },
+  };
+  writeFileSync(
+    join(clusterDir, "objects.json"),
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: [pod, ...nads] }),
+  );
 }
 /** The events a DEL wrote (ADD writes AddedInterface). */
 const events = () => {
   const p = join(clusterDir, "status", "events.jsonl");
-  const all = existsSync(p) ? readFileSync(p, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>) : [];
+  const all = existsSync(p)
+    ? readFileSync(p, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
   return all.filter((e) => e.reason !== "AddedInterface");
 };
 
@@ -57,29 +87,48 @@ beforeEach(() => {
 afterEach(() => deps.dispose());
 
 function conf(extra: Record<string, unknown> = {}): PlexusConf {
-  return parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", type: "plexus", delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }], ...extra });
+  return parsePlexusConf({
+    cniVersion: "1.0.0",
+    name: "plexus",
+    type: "plexus",
+    delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }],
+    ...extra,
+  });
 }
-const records = () => (existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")).filter((n) => !n.startsWith(".")) : []);
-const results = () => (existsSync(join(deps.cniDir, "results")) ? readdirSync(join(deps.cniDir, "results")).filter((n) => !n.startsWith(".")) : []);
+const records = () =>
+  existsSync(join(deps.cniDir, "records"))
+    ? readdirSync(join(deps.cniDir, "records")).filter((n) => !n.startsWith("."))
+    : [];
+const results = () =>
+  existsSync(join(deps.cniDir, "results"))
+    ? readdirSync(join(deps.cniDir, "results")).filter((n) => !n.startsWith("."))
+    : [];
 const record = () => JSON.parse(readFileSync(deps.records.path("ctr1", "eth0"), "utf8")) as ContainerRecord;
-const failure = (p: Promise<unknown>) => p.then(() => expect.fail("expected a failure"), (e: unknown) => e as CniError);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => expect.fail("expected a failure"),
+    (e: unknown) => e as CniError,
+  );
 
 describe("DEL without a record (M7, B65, K1)", () => {
   it.each([
     ["an invalid annotation", "not a valid,,list"],
     ["a missing NAD", "nope"],
-  ])("M7 K1 after an ADD that failed on %s, every DEL succeeds and tears down the default network only", async (_what, annotation) => {
-    writeCluster(annotation, []);
-    await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 7 });
-    expect(exec.calls).toEqual([]);
-    for (const extra of [{}, { CNI_NETNS: "" }] as Array<Record<string, string>>) {
-      exec.calls.length = 0;
-      await cmdDel(req("DEL", extra), conf(), deps);
-      expect(exec.summary()).toEqual(["DEL eth0 bridge"]);
-    }
-    expect(records()).toEqual([]);
-    expect(deps.logs.some((l) => l.level === "warn" && /could not be worked out/.test(l.msg))).toBe(true);
-  });
+  ])(
+    "M7 K1 after an ADD that failed on %s, every DEL succeeds and tears down the default network only",
+    async (_what, annotation) => {
+      writeCluster(annotation, []);
+      await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 7 });
+      expect(exec.calls).toEqual([]);
+      for (const extra of [{}, { CNI_NETNS: "" }] as Array<Record<string, string>>) {
+        exec.calls.length = 0;
+        await cmdDel(req("DEL", extra), conf(), deps);
+        expect(exec.summary()).toEqual(["DEL eth0 bridge"]);
+      }
+      expect(records()).toEqual([]);
+      expect(deps.logs.some((l) => l.level === "warn" && /could not be worked out/.test(l.msg))).toBe(true);
+    },
+  );
 
   it("M7 B34 the API server failing: DEL asks it once, tears down the default network from the config, succeeds", async () => {
     let gets = 0;
@@ -104,16 +153,31 @@ describe("DEL without a record (M7, B65, K1)", () => {
   it("M7 a DEL with no record whose delegate fails keeps a record counting the failure; the next DEL's second failure abandons it", async () => {
     writeCluster("", []);
     exec.on({ command: "DEL", type: "bridge" }, { error: { code: 999, msg: "bridge DEL broke" } });
-    await expect(cmdDel(req("DEL"), conf(), deps)).rejects.toMatchObject({ code: 999, message: expect.stringContaining("bridge DEL broke") });
+    await expect(cmdDel(req("DEL"), conf(), deps)).rejects.toMatchObject({
+      code: 999,
+      message: expect.stringContaining("bridge DEL broke"),
+    });
     expect(record().attachments.map((a) => [a.ifName, a.failedDels])).toEqual([["eth0", 1]]);
     await cmdDel(req("DEL", { CNI_NETNS: "" }), conf(), deps);
     expect(records()).toEqual([]);
-    expect(events()).toEqual([expect.objectContaining({ type: "Warning", reason: "TeardownAbandoned", message: expect.stringContaining('default network "cluster" (eth0), plugins bridge') })]);
+    expect(events()).toEqual([
+      expect.objectContaining({
+        type: "Warning",
+        reason: "TeardownAbandoned",
+        message: expect.stringContaining('default network "cluster" (eth0), plugins bridge'),
+      }),
+    ]);
   });
 });
 
 describe("retryDeleteOnError (M7)", () => {
-  const twoNets = () => conf({ delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }, { cniVersion: "1.0.0", name: "blue", type: "macvlan" }] });
+  const twoNets = () =>
+    conf({
+      delegates: [
+        { cniVersion: "1.0.0", name: "cluster", type: "bridge" },
+        { cniVersion: "1.0.0", name: "blue", type: "macvlan" },
+      ],
+    });
 
   it("M7 off (the default): DEL #1 reports the failure and keeps only that attachment; DEL #2 retries it once, then abandons it with an event, a log and no cache file", async () => {
     writeCluster("", []);
@@ -133,9 +197,18 @@ describe("retryDeleteOnError (M7)", () => {
     expect(records()).toEqual([]);
     expect(results()).toEqual([]);
     expect(events()).toEqual([
-      expect.objectContaining({ type: "Warning", reason: "TeardownAbandoned", message: expect.stringMatching(/network "blue" \(net1\), plugins macvlan: .*master gone.*may have leaked/) }),
+      expect.objectContaining({
+        type: "Warning",
+        reason: "TeardownAbandoned",
+        message: expect.stringMatching(/network "blue" \(net1\), plugins macvlan: .*master gone.*may have leaked/),
+      }),
     ]);
-    expect(deps.logs).toContainEqual(expect.objectContaining({ level: "error", obj: expect.objectContaining({ network: "blue", ifName: "net1", plugins: "macvlan" }) }));
+    expect(deps.logs).toContainEqual(
+      expect.objectContaining({
+        level: "error",
+        obj: expect.objectContaining({ network: "blue", ifName: "net1", plugins: "macvlan" }),
+      }),
+    );
     // A later DEL (RemovePodSandbox) finds no record: it tears down what the config names, as after any DEL.
     await cmdDel(req("DEL", { CNI_NETNS: "" }), twoNets(), deps);
     expect(records()).toEqual([]);
@@ -153,7 +226,15 @@ describe("retryDeleteOnError (M7)", () => {
 
   it("M7 on: every DEL fails and the record stays until the delegate succeeds", async () => {
     writeCluster("", []);
-    const c = () => conf({ ...twoNets(), retryDeleteOnError: true, delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }, { cniVersion: "1.0.0", name: "blue", type: "macvlan" }] });
+    const c = () =>
+      conf({
+        ...twoNets(),
+        retryDeleteOnError: true,
+        delegates: [
+          { cniVersion: "1.0.0", name: "cluster", type: "bridge" },
+          { cniVersion: "1.0.0", name: "blue", type: "macvlan" },
+        ],
+      });
     await cmdAdd(req("ADD"), c(), deps);
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } }, { times: 4 });
     for (let i = 1; i <= 4; i++) {
@@ -176,7 +257,8 @@ describe("retryDeleteOnError (M7)", () => {
 });
 
 describe("ADD rollback keeps only what may really be attached (M7, C4.1)", () => {
-  const withNad = (subnet: string) => nad("bad", { cniVersion: "1.0.0", name: "bad", type: "macvlan", ipam: { type: "host-local", subnet } });
+  const withNad = (subnet: string) =>
+    nad("bad", { cniVersion: "1.0.0", name: "bad", type: "macvlan", ipam: { type: "host-local", subnet } });
 
   it("M7 C4.1 a delegate that refused its config on ADD and on the rollback's DEL with the same code (1–7) never attached: no record is kept", async () => {
     writeCluster("bad", [withNad("10.0.0.0/24")]);
@@ -190,8 +272,13 @@ describe("ADD rollback keeps only what may really be attached (M7, C4.1)", () =>
     writeCluster("bad", [withNad("10.0.0.0/24")]);
     exec.on({ command: "ADD", type: "macvlan" }, { error: { code: 999, msg: "half done" } });
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "cannot undo" } });
-    await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 999, message: expect.stringContaining("rollback also failed") });
-    expect(record().attachments.map((a) => [a.network, a.ifName, a.failedDels])).toEqual([["app/bad", "net1", undefined]]);
+    await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({
+      code: 999,
+      message: expect.stringContaining("rollback also failed"),
+    });
+    expect(record().attachments.map((a) => [a.network, a.ifName, a.failedDels])).toEqual([
+      ["app/bad", "net1", undefined],
+    ]);
   });
 
   it("M7 B33 a NAD fixed after the failure: the recorded config still fails, the NAD's current config tears it down, DEL succeeds", async () => {

@@ -13,7 +13,12 @@ import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-con
 import { silentLogger } from "../../../src/log/logger";
 import { eagerLoaders } from "../../../src/ops/loaders";
 import { cniDeviceInfoPath, dpDeviceInfoPath, readDeviceInfo } from "../../../src/npwg/device-info";
-import { deviceInfoAfterAdd, prepareDeviceInfo, removeDeviceInfo, type PodDevicesLookup } from "../../../src/orchestrate/devices";
+import {
+  deviceInfoAfterAdd,
+  prepareDeviceInfo,
+  removeDeviceInfo,
+  type PodDevicesLookup,
+} from "../../../src/orchestrate/devices";
 import { planForPod } from "../../../src/orchestrate/pod-plan";
 import { FakeKube } from "../../fakes/fake-kube";
 import { recordingLogger } from "../../fakes/fake-exec";
@@ -28,17 +33,33 @@ let lookups: Array<{ namespace: string; name: string; resourceNames: string[] }>
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "plx-dev-"));
   mkdirSync(join(dir, "conf"));
-  writeFileSync(join(dir, "conf", "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [{ type: "bridge" }] }));
+  writeFileSync(
+    join(dir, "conf", "10-cbr0.conflist"),
+    JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [{ type: "bridge" }] }),
+  );
   kube = new FakeKube();
   lookups = [];
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 function req(): CniRequest {
-  return parseEnv({ CNI_COMMAND: "ADD", CNI_CONTAINERID: "ctr1", CNI_NETNS: "/proc/self/ns/net", CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin", CNI_ARGS: "K8S_POD_NAMESPACE=app;K8S_POD_NAME=web" });
+  return parseEnv({
+    CNI_COMMAND: "ADD",
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: "/proc/self/ns/net",
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/opt/cni/bin",
+    CNI_ARGS: "K8S_POD_NAMESPACE=app;K8S_POD_NAME=web",
+  });
 }
 function conf(): PlexusConf {
-  return parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", clusterNetwork: "cbr0", confDir: join(dir, "conf"), deviceInfoDir: join(dir, "devinfo") });
+  return parsePlexusConf({
+    cniVersion: "1.0.0",
+    name: "plexus",
+    clusterNetwork: "cbr0",
+    confDir: join(dir, "conf"),
+    deviceInfoDir: join(dir, "devinfo"),
+  });
 }
 const fakeLookup =
   (devices: Record<string, string[]>): PodDevicesLookup =>
@@ -46,8 +67,13 @@ const fakeLookup =
     lookups.push(q);
     return new Map(Object.entries(devices));
   };
-const plan = (podDevices: PodDevicesLookup) => planForPod(req(), conf(), { kube: async () => kube, log, podDevices, load: eagerLoaders });
-const sriov = (name: string) => ({ cniVersion: "1.0.0", name, plugins: [{ type: "sriov", capabilities: { deviceID: true, CNIDeviceInfoFile: true } }, { type: "tuning" }] });
+const plan = (podDevices: PodDevicesLookup) =>
+  planForPod(req(), conf(), { kube: async () => kube, log, podDevices, load: eagerLoaders });
+const sriov = (name: string) => ({
+  cniVersion: "1.0.0",
+  name,
+  plugins: [{ type: "sriov", capabilities: { deviceID: true, CNIDeviceInfoFile: true } }, { type: "tuning" }],
+});
 
 describe("assignDevices (M10)", () => {
   it("M10 a NAD with a resourceName gets the pod's device: deviceID in every plugin, runtimeConfig values, the record keeps it", async () => {
@@ -56,7 +82,12 @@ describe("assignDevices (M10)", () => {
     expect(att.conf.plugins.map((p) => p.deviceID)).toEqual(["0000:3b:02.1", "0000:3b:02.1"]);
     const infoFile = join(dir, "devinfo", "cni", "sriov-a-ctr1_net1");
     expect(att.capabilityArgs).toEqual({ deviceID: "0000:3b:02.1", CNIDeviceInfoFile: infoFile });
-    expect(att.device).toEqual({ resourceName: "intel.com/sriov_netdevice", deviceID: "0000:3b:02.1", from: "kubelet", infoFile });
+    expect(att.device).toEqual({
+      resourceName: "intel.com/sriov_netdevice",
+      deviceID: "0000:3b:02.1",
+      from: "kubelet",
+      infoFile,
+    });
     expect(lookups).toEqual([{ namespace: "app", name: "web", resourceNames: ["intel.com/sriov_netdevice"] }]);
   });
 
@@ -67,16 +98,24 @@ describe("assignDevices (M10)", () => {
   });
 
   it("M10 the pod's own deviceID wins and takes none of the allocated devices", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-a", deviceID: "0000:af:00.7" }, { name: "sriov-a" }]) }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    kube
+      .addPod("app", "web", {
+        [NETWORKS]: JSON.stringify([{ name: "sriov-a", deviceID: "0000:af:00.7" }, { name: "sriov-a" }]),
+      })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
     const p = await plan(fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }));
-    expect(p.attachments.slice(1).map((a) => [a.device?.deviceID, a.device?.from, a.conf.plugins[0]!.deviceID])).toEqual([
+    expect(
+      p.attachments.slice(1).map((a) => [a.device?.deviceID, a.device?.from, a.conf.plugins[0]!.deviceID]),
+    ).toEqual([
       ["0000:af:00.7", "pod", "0000:af:00.7"],
       ["0000:3b:02.1", "kubelet", "0000:3b:02.1"],
     ]);
   });
 
   it("M10 only pod-chosen devices: kubelet is not asked", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-a", deviceID: "0000:af:00.7" }]) }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    kube
+      .addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-a", deviceID: "0000:af:00.7" }]) })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
     await plan(fakeLookup({}));
     expect(lookups).toEqual([]);
   });
@@ -88,11 +127,15 @@ describe("assignDevices (M10)", () => {
       (e: unknown) => e as { code: number; message: string },
     );
     expect(err.code).toBe(7);
-    expect(err.message).toMatch(/^pod app\/web: resource intel\.com\/sriov_netdevice: 2 network\(s\) .* kubelet allocated 1 to the pod/);
+    expect(err.message).toMatch(
+      /^pod app\/web: resource intel\.com\/sriov_netdevice: 2 network\(s\) .* kubelet allocated 1 to the pod/,
+    );
   });
 
   it("M10 a plain ADD never asks for devices", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "br" }).addNad("app", "br", { cniVersion: "1.0.0", name: "br", type: "bridge" });
+    kube
+      .addPod("app", "web", { [NETWORKS]: "br" })
+      .addNad("app", "br", { cniVersion: "1.0.0", name: "br", type: "bridge" });
     const p = await plan(fakeLookup({}));
     expect(lookups).toEqual([]);
     expect(p.attachments.every((a) => !a.device && a.conf.plugins.every((pl) => pl.deviceID === undefined))).toBe(true);
@@ -118,11 +161,18 @@ describe("device-info files (M10, NPWG device-info)", () => {
     ifName: "net1",
     isDefault: false,
     conf: { cniVersion: "1.0.0", name: "sriov-a", plugins: [{ type: "sriov" }] },
-    device: { resourceName: "intel.com/sriov_netdevice", deviceID: "0000:3b:02.1", from: "kubelet" as const, ...(infoFile ? { infoFile } : {}) },
+    device: {
+      resourceName: "intel.com/sriov_netdevice",
+      deviceID: "0000:3b:02.1",
+      from: "kubelet" as const,
+      ...(infoFile ? { infoFile } : {}),
+    },
   });
 
   it("M10 paths are built from checked names only", () => {
-    expect(dpDeviceInfoPath("/d", "intel.com/sriov_netdevice", "0000:3b:02.1")).toBe("/d/dp/intel.com-sriov_netdevice-0000:3b:02.1-device.json");
+    expect(dpDeviceInfoPath("/d", "intel.com/sriov_netdevice", "0000:3b:02.1")).toBe(
+      "/d/dp/intel.com-sriov_netdevice-0000:3b:02.1-device.json",
+    );
     expect(dpDeviceInfoPath("/d", "intel.com/../x", "1")).toBeUndefined();
     expect(dpDeviceInfoPath("/d", "intel.com/x", "../1")).toBeUndefined();
     expect(dpDeviceInfoPath("/d", "noslash", "1")).toBeUndefined();
@@ -138,8 +188,19 @@ describe("device-info files (M10, NPWG device-info)", () => {
     const a = att(infoFile);
     prepareDeviceInfo(a, conf(), log);
     expect(JSON.parse(readFileSync(infoFile, "utf8"))).toMatchObject({ type: "pci" });
-    writeFileSync(infoFile, JSON.stringify({ type: "pci", version: "1.1.0", pci: { "pci-address": "0000:3b:02.1", "rdma-device": "mlx5_3" } }));
-    expect(deviceInfoAfterAdd(a, log)).toEqual({ type: "pci", version: "1.1.0", pci: { "pci-address": "0000:3b:02.1", "rdma-device": "mlx5_3" } });
+    writeFileSync(
+      infoFile,
+      JSON.stringify({
+        type: "pci",
+        version: "1.1.0",
+        pci: { "pci-address": "0000:3b:02.1", "rdma-device": "mlx5_3" },
+      }),
+    );
+    expect(deviceInfoAfterAdd(a, log)).toEqual({
+      type: "pci",
+      version: "1.1.0",
+      pci: { "pci-address": "0000:3b:02.1", "rdma-device": "mlx5_3" },
+    });
     removeDeviceInfo(a, { containerId: "ctr1" }, conf(), log);
     expect(existsSync(infoFile)).toBe(false);
     removeDeviceInfo(a, { containerId: "ctr1" }, conf(), log); // already gone: fine
@@ -183,7 +244,13 @@ describe("DEL without a record (M10, M7)", () => {
       },
     });
     expect(down.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, undefined, undefined]);
-    const few = await planForPod(req(), conf(), { kube: async () => kube, log, load: eagerLoaders, devicesBestEffort: true, podDevices: fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }) });
+    const few = await planForPod(req(), conf(), {
+      kube: async () => kube,
+      log,
+      load: eagerLoaders,
+      devicesBestEffort: true,
+      podDevices: fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }),
+    });
     expect(few.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", undefined]);
   });
 });
@@ -191,18 +258,38 @@ describe("DEL without a record (M10, M7)", () => {
 describe("the pod's deviceID on a device network (M10, M4)", () => {
   it("M10 M4 needs no declared deviceID capability when the NAD has a resourceName (it reaches every plugin at the top level); without one it still fails", async () => {
     const plain = { cniVersion: "1.0.0", name: "sriov-b", type: "sriov" };
-    kube.addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-b", deviceID: "0000:af:00.7" }]) }).addNad("app", "sriov-b", plain, RESOURCE);
+    kube
+      .addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-b", deviceID: "0000:af:00.7" }]) })
+      .addNad("app", "sriov-b", plain, RESOURCE);
     const att = (await plan(fakeLookup({}))).attachments[1]!;
     expect(att.conf.plugins[0]!.deviceID).toBe("0000:af:00.7");
     kube.addNad("app", "sriov-b", plain);
-    await expect(plan(fakeLookup({}))).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/"deviceID", but no plugin of the network declares/) });
+    await expect(plan(fakeLookup({}))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/"deviceID", but no plugin of the network declares/),
+    });
   });
 });
 
 describe("M10 config keys", () => {
   it("M10 podResourcesSocket, podResourcesTimeoutSeconds and deviceInfoDir have kubelet's and the NPWG spec's defaults; bad values are refused", () => {
-    const c = parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge" }] });
-    expect([c.podResourcesSocket, c.podResourcesTimeoutMs, c.deviceInfoDir]).toEqual(["/var/lib/kubelet/pod-resources/kubelet.sock", 10_000, "/var/run/k8s.cni.cncf.io/devinfo"]);
-    expect(() => parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge" }], podResourcesTimeoutSeconds: 0 })).toThrow(/podResourcesTimeoutSeconds/);
+    const c = parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "plexus",
+      delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge" }],
+    });
+    expect([c.podResourcesSocket, c.podResourcesTimeoutMs, c.deviceInfoDir]).toEqual([
+      "/var/lib/kubelet/pod-resources/kubelet.sock",
+      10_000,
+      "/var/run/k8s.cni.cncf.io/devinfo",
+    ]);
+    expect(() =>
+      parsePlexusConf({
+        cniVersion: "1.0.0",
+        name: "plexus",
+        delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge" }],
+        podResourcesTimeoutSeconds: 0,
+      }),
+    ).toThrow(/podResourcesTimeoutSeconds/);
   });
 });

@@ -22,7 +22,15 @@ import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
 const NETNS = "/proc/self/ns/net";
 
 function req(command: string, extra: Record<string, string> = {}): CniRequest {
-  return parseEnv({ CNI_COMMAND: command, CNI_CONTAINERID: "ctr1", CNI_NETNS: NETNS, CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin", CNI_ARGS: "IgnoreUnknown=1", ...extra });
+  return parseEnv({
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: NETNS,
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/opt/cni/bin",
+    CNI_ARGS: "IgnoreUnknown=1",
+    ...extra,
+  });
 }
 
 const three = (v = "1.0.0") => [
@@ -34,7 +42,8 @@ const three = (v = "1.0.0") => [
 function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): PlexusConf {
   return parsePlexusConf({ cniVersion: version, name: "plexus", type: "plexus", delegates: three(), ...extra });
 }
-const noDelegates = () => parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false });
+const noDelegates = () =>
+  parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false });
 
 let exec: FakeExec;
 let deps: ReturnType<typeof fakeDeps>;
@@ -45,7 +54,11 @@ beforeEach(() => {
 afterEach(() => deps.dispose());
 
 const records = () => (existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")) : []);
-const failure = (p: Promise<unknown>) => p.then(() => expect.fail("expected a failure"), (e: unknown) => e as CniError);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => expect.fail("expected a failure"),
+    (e: unknown) => e as CniError,
+  );
 
 describe("ADD failures (N7.2, C4.1)", () => {
   it("N7.2 C4.1 the default network failing: it alone is DELed, later networks are never tried, the code is kept", async () => {
@@ -60,7 +73,14 @@ describe("ADD failures (N7.2, C4.1)", () => {
     exec.on({ command: "ADD", ifName: "net2" }, { throws: new TypeError("boom") });
     const err = await failure(cmdAdd(req("ADD"), conf(), deps));
     expect(err.code).toBe(999);
-    expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net2 tuning", "DEL net2 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "ADD eth0 bridge",
+      "ADD net1 macvlan",
+      "ADD net2 tuning",
+      "DEL net2 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
   });
 
   it("C4.1 B9 a delegate whose binary is missing never ran, so it is not DELed; the ones before it are", async () => {
@@ -89,7 +109,9 @@ describe("ADD failures (N7.2, C4.1)", () => {
   });
 
   it("B4 an unusable netns fails with 4 before anything runs or is written", async () => {
-    await expect(cmdAdd(req("ADD", { CNI_NETNS: join(deps.cniDir, "no-such-netns") }), conf(), deps)).rejects.toMatchObject({ code: 4 });
+    await expect(
+      cmdAdd(req("ADD", { CNI_NETNS: join(deps.cniDir, "no-such-netns") }), conf(), deps),
+    ).rejects.toMatchObject({ code: 4 });
     expect(exec.calls).toEqual([]);
     expect(records()).toEqual([]);
   });
@@ -100,7 +122,14 @@ describe("ADD failures (N7.2, C4.1)", () => {
     exec.on({ ifName: "net2" }, { result: { ips: [{ address: "10.0.2.2/24" }] } }, 8);
     await cmdAdd(req("ADD"), conf(), deps);
     await cmdDel(req("DEL"), conf(), deps);
-    expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net2 tuning", "DEL net2 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "ADD eth0 bridge",
+      "ADD net1 macvlan",
+      "ADD net2 tuning",
+      "DEL net2 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     exec.assertSerial();
   });
 });
@@ -112,7 +141,10 @@ describe("C2.4 the ADD output is in the config's cniVersion", () => {
     expect(out.result.cniVersion).toBe(v);
     const r = out.result as unknown as Record<string, unknown>;
     if (v === "0.1.0" || v === "0.2.0") expect(r.ip4).toMatchObject({ ip: "10.0.0.2/24" });
-    else expect(r.ips).toEqual([expect.objectContaining({ address: "10.0.0.2/24", ...(v.startsWith("0.") ? { version: "4" } : {}) })]);
+    else
+      expect(r.ips).toEqual([
+        expect.objectContaining({ address: "10.0.0.2/24", ...(v.startsWith("0.") ? { version: "4" } : {}) }),
+      ]);
     // Not another attachment's result.
     expect(JSON.stringify(r)).not.toContain("10.0.1.");
   });
@@ -126,7 +158,10 @@ describe("records (M7, B44–B48)", () => {
       }
     }
     deps.records = new ReadOnlyStore(deps.cniDir);
-    await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 5, message: expect.stringContaining("EROFS") });
+    await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({
+      code: 5,
+      message: expect.stringContaining("EROFS"),
+    });
     expect(exec.calls).toEqual([]);
   });
 
@@ -157,7 +192,11 @@ describe("records (M7, B44–B48)", () => {
     expect(exec.summary()).toEqual(["DEL eth0 bridge", "ADD eth0 bridge", "ADD net1 macvlan", "ADD net2 tuning"]);
     expect(exec.calls[0]!.stdin.name).toBe("old");
     const read = await deps.records.read("ctr1", "eth0");
-    expect(read.state === "found" && read.record.attachments.map((a) => a.network)).toEqual(["cluster", "blue", "green"]);
+    expect(read.state === "found" && read.record.attachments.map((a) => a.network)).toEqual([
+      "cluster",
+      "blue",
+      "green",
+    ]);
   });
 
   it("M7 B33 DEL runs from the record even when the config now has no delegates at all", async () => {
@@ -186,7 +225,12 @@ describe("records (M7, B44–B48)", () => {
     await cmdDel(req("DEL"), noDelegates(), deps);
     expect(exec.calls).toEqual([]);
     expect(records()).toEqual([]);
-    expect(deps.logs).toContainEqual(expect.objectContaining({ level: "warn", obj: expect.objectContaining({ path: deps.records.path("ctr1", "eth0"), reason: "the file is empty" }) }));
+    expect(deps.logs).toContainEqual(
+      expect.objectContaining({
+        level: "warn",
+        obj: expect.objectContaining({ path: deps.records.path("ctr1", "eth0"), reason: "the file is empty" }),
+      }),
+    );
   });
 });
 
@@ -215,7 +259,10 @@ describe("DEL (C2.5, N7.2, B62, B65)", () => {
 
   it("K5 B62 a delegate's 'not found' wording does not reach the runtime, which would take it for success", async () => {
     await cmdAdd(req("ADD"), conf(), deps);
-    exec.on({ command: "DEL", ifName: "net1" }, { error: { code: 999, msg: "Link not found", details: "master eth9 Not Found" } });
+    exec.on(
+      { command: "DEL", ifName: "net1" },
+      { error: { code: 999, msg: "Link not found", details: "master eth9 Not Found" } },
+    );
     const err = await failure(cmdDel(req("DEL"), conf(), deps));
     expect(err.message).not.toMatch(/not found/i);
     expect(err.details ?? "").not.toMatch(/not found/i);
@@ -237,12 +284,21 @@ describe("CHECK, STATUS, GC corners", () => {
     await cmdCheck(req("CHECK", { CNI_ARGS: "" }), conf(), deps);
     exec.calls.length = 0;
     exec.on({ command: "CHECK", ifName: "net1" }, { error: { code: 104, msg: "mac changed" } });
-    await expect(cmdCheck(req("CHECK"), conf(), deps)).rejects.toMatchObject({ code: 104, message: expect.stringContaining('network "blue" (net1)') });
+    await expect(cmdCheck(req("CHECK"), conf(), deps)).rejects.toMatchObject({
+      code: 104,
+      message: expect.stringContaining('network "blue" (net1)'),
+    });
     expect(exec.summary()).toEqual(["CHECK eth0 bridge", "CHECK net1 macvlan"]);
   });
 
   it("C2.6 CHECK skips an attachment whose delegate is older than 0.4.0 (no CHECK exists for it) and checks the others", async () => {
-    const c = conf({ delegates: [{ cniVersion: "1.0.0", name: "new", type: "bridge" }, { cniVersion: "0.3.1", name: "old", type: "macvlan" }, { cniVersion: "0.4.0", name: "mid", type: "tuning" }] });
+    const c = conf({
+      delegates: [
+        { cniVersion: "1.0.0", name: "new", type: "bridge" },
+        { cniVersion: "0.3.1", name: "old", type: "macvlan" },
+        { cniVersion: "0.4.0", name: "mid", type: "tuning" },
+      ],
+    });
     await cmdAdd(req("ADD"), c, deps);
     exec.calls.length = 0;
     await cmdCheck(req("CHECK"), c, deps);
@@ -252,27 +308,39 @@ describe("CHECK, STATUS, GC corners", () => {
   it("C2.6 CHECK with a corrupt record is code 3 naming the file", async () => {
     mkdirp(join(deps.cniDir, "records"));
     writeFileSync(deps.records.path("ctr1", "eth0"), "{");
-    await expect(cmdCheck(req("CHECK"), conf(), deps)).rejects.toMatchObject({ code: 3, message: expect.stringContaining("unreadable") });
+    await expect(cmdCheck(req("CHECK"), conf(), deps)).rejects.toMatchObject({
+      code: 3,
+      message: expect.stringContaining("unreadable"),
+    });
     expect(exec.calls).toEqual([]);
   });
 
   it("C2.8 B66 STATUS keeps a delegate's 51 and names the network; earlier networks were asked, later ones not", async () => {
     const c = conf({ delegates: three("1.1.0") }, "1.1.0");
     exec.on({ command: "STATUS", type: "macvlan" }, { error: { code: 51, msg: "limited" } });
-    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({ code: 51, message: expect.stringContaining('"blue"') });
+    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({
+      code: 51,
+      message: expect.stringContaining('"blue"'),
+    });
     expect(exec.summary()).toEqual(["STATUS  bridge", "STATUS  macvlan"]);
   });
 
   it("C2.9 B66 GC without pod args: failures are aggregated, the others still run, a failed stale record is kept", async () => {
     const c = (extra: Record<string, unknown> = {}) => conf({ delegates: three("1.1.0"), ...extra }, "1.1.0");
-    for (const id of ["keep", "stale1", "stale2"]) await cmdAdd(req("ADD", { CNI_CONTAINERID: id, CNI_ARGS: "" }), c(), deps);
+    for (const id of ["keep", "stale1", "stale2"])
+      await cmdAdd(req("ADD", { CNI_CONTAINERID: id, CNI_ARGS: "" }), c(), deps);
     mkdirp(join(deps.cniDir, "records"));
     writeFileSync(join(deps.cniDir, "records", "broken-eth0.json"), "");
     exec.calls.length = 0;
-    exec.on({ command: "DEL", containerId: "stale1", ifName: "net1" }, { error: { code: 5, msg: "stale1 net1 broke" } });
+    exec.on(
+      { command: "DEL", containerId: "stale1", ifName: "net1" },
+      { error: { code: 5, msg: "stale1 net1 broke" } },
+    );
     exec.on({ command: "GC", type: "tuning" }, { error: { code: 11, msg: "gc broke" } });
     const gcReq = parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/opt/cni/bin" });
-    const err = (await failure(cmdGc(gcReq, c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }), deps))) as AggregateCniError;
+    const err = (await failure(
+      cmdGc(gcReq, c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }), deps),
+    )) as AggregateCniError;
     expect(err).toBeInstanceOf(AggregateCniError);
     // stale1 net1 fails in the container teardown and again when the "blue" network's GC retries
     // its still-cached attachment (libcni GCNetworkList); the tuning GC failure is the third.
@@ -294,13 +362,18 @@ describe("CHECK, STATUS, GC corners", () => {
       "GC - - macvlan",
       "GC - - tuning",
     ]);
-    expect(exec.calls.find((x) => x.command === "GC" && x.type === "bridge")!.stdin["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "eth0" }]);
+    expect(
+      exec.calls.find((x) => x.command === "GC" && x.type === "bridge")!.stdin["cni.dev/valid-attachments"],
+    ).toEqual([{ containerID: "keep", ifname: "eth0" }]);
     expect(records().sort()).toEqual(["broken-eth0.json", "keep-eth0.json", "stale1-eth0.json"]);
   });
 });
 
 it("C4.1 baseEnvOf passes the runtime's env through without CNI_* (those are set per delegate)", () => {
-  expect(baseEnvOf({ PATH: "/bin", CNI_COMMAND: "ADD", CNI_PATH: "/x", HOME: undefined, LANG: "C" })).toEqual({ PATH: "/bin", LANG: "C" });
+  expect(baseEnvOf({ PATH: "/bin", CNI_COMMAND: "ADD", CNI_PATH: "/x", HOME: undefined, LANG: "C" })).toEqual({
+    PATH: "/bin",
+    LANG: "C",
+  });
 });
 
 /** RecordStore creates its dir on write; tests that plant a file before any write make it here. */

@@ -21,23 +21,41 @@ let kube: FakeKube;
 
 beforeEach(() => {
   confDir = mkdtempSync(join(tmpdir(), "plx-plan-"));
-  writeFileSync(join(confDir, "10-cbr0.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [{ type: "bridge" }] }));
+  writeFileSync(
+    join(confDir, "10-cbr0.conflist"),
+    JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [{ type: "bridge" }] }),
+  );
   kube = new FakeKube();
 });
 afterEach(() => rmSync(confDir, { recursive: true, force: true }));
 
 function req(args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web"): CniRequest {
-  return parseEnv({ CNI_COMMAND: "ADD", CNI_CONTAINERID: "ctr1", CNI_NETNS: "/proc/self/ns/net", CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin", CNI_ARGS: args });
+  return parseEnv({
+    CNI_COMMAND: "ADD",
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: "/proc/self/ns/net",
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/opt/cni/bin",
+    CNI_ARGS: args,
+  });
 }
 function conf(extra: Record<string, unknown> = {}): PlexusConf {
   return parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", clusterNetwork: "cbr0", confDir, ...extra });
 }
 const plan = (c = conf(), r = req()) => planForPod(r, c, { kube: async () => kube, log, load: eagerLoaders });
-const bridge = (name: string, extra: Record<string, unknown> = {}) => ({ cniVersion: "1.0.0", name, type: "bridge", ...extra });
+const bridge = (name: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.0.0",
+  name,
+  type: "bridge",
+  ...extra,
+});
 
 describe("planForPod", () => {
   it("N6 N6.2 N4.2 M2 M3 the cluster network on eth0, defaultNetworks next, then the annotation's networks, each resolved to its config", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "net-a,other/net-b@eth5,net-a" }).addNad("app", "net-a", bridge("net-a")).addNad("other", "net-b", bridge("net-b"));
+    kube
+      .addPod("app", "web", { [NETWORKS]: "net-a,other/net-b@eth5,net-a" })
+      .addNad("app", "net-a", bridge("net-a"))
+      .addNad("other", "net-b", bridge("net-b"));
     kube.addNad("kube-system", "always", bridge("always"));
     const p = await plan(conf({ defaultNetworks: ["always"] }));
     expect(p.attachments.map((a) => [a.network, a.ifName, a.isDefault, a.conf.name])).toEqual([
@@ -57,7 +75,11 @@ describe("planForPod", () => {
   });
 
   it("N4.1.2.1.3 M4 a selection's ips and mac become args.cni and the attachment's capability values", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "net-a", ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" }]) }).addNad("app", "net-a", bridge("net-a"));
+    kube
+      .addPod("app", "web", {
+        [NETWORKS]: JSON.stringify([{ name: "net-a", ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" }]),
+      })
+      .addNad("app", "net-a", bridge("net-a"));
     const att = (await plan()).attachments[1]!;
     expect(att.conf.plugins[0]!.args).toEqual({ cni: { ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" } });
     expect(att.capabilityArgs).toEqual({ ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" });
@@ -70,7 +92,10 @@ describe("planForPod", () => {
     ["N4.1.2.1.5 a duplicate interface", "net-a@x0,net-a@x0", /x0/],
   ])("%s fails with 7, and the message names the pod", async (_what, annotation, detail) => {
     kube.addPod("app", "web", { [NETWORKS]: annotation }).addNad("app", "net-a", bridge("net-a"));
-    const err = await plan().then(() => expect.fail("expected a failure"), (e: unknown) => e as { code: number; message: string });
+    const err = await plan().then(
+      () => expect.fail("expected a failure"),
+      (e: unknown) => e as { code: number; message: string },
+    );
     expect(err.code).toBe(7);
     expect(err.message).toMatch(/^pod app\/web: /);
     expect(err.message).toMatch(detail);
@@ -79,7 +104,13 @@ describe("planForPod", () => {
   it("M9 B28 a missing NAD records NoNetworkFound on the pod before failing", async () => {
     kube.addPod("app", "web", { [NETWORKS]: "nope" });
     await expect(plan()).rejects.toMatchObject({ code: 7 });
-    expect(kube.events).toEqual([expect.objectContaining({ type: "Warning", reason: "NoNetworkFound", pod: expect.objectContaining({ name: "web" }) })]);
+    expect(kube.events).toEqual([
+      expect.objectContaining({
+        type: "Warning",
+        reason: "NoNetworkFound",
+        pod: expect.objectContaining({ name: "web" }),
+      }),
+    ]);
   });
 
   it("M8 B39 a recreated pod (another UID) fails with 3 before any NAD is read", async () => {
@@ -102,29 +133,56 @@ describe("planForPod", () => {
 
 describe("the tenant model: what a pod's annotations may make the node run", () => {
   it("N7.4 allowedPluginTypes: a pod's network of another type fails with 7 before any delegate runs; the admin's cluster network is not checked", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "hd" }).addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device", device: "eth1" });
-    await expect(plan(conf({ allowedPluginTypes: ["macvlan", "host-local"] }))).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/^pod app\/web: network app\/hd uses plugin type "host-device"/) });
+    kube
+      .addPod("app", "web", { [NETWORKS]: "hd" })
+      .addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device", device: "eth1" });
+    await expect(plan(conf({ allowedPluginTypes: ["macvlan", "host-local"] }))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/^pod app\/web: network app\/hd uses plugin type "host-device"/),
+    });
     kube.addPod("app", "web", {});
-    expect((await plan(conf({ allowedPluginTypes: ["macvlan"] }))).attachments.map((a) => a.conf.plugins[0]!.type)).toEqual(["bridge"]);
+    expect(
+      (await plan(conf({ allowedPluginTypes: ["macvlan"] }))).attachments.map((a) => a.conf.plugins[0]!.type),
+    ).toEqual(["bridge"]);
   });
 
   it("N7.4 M5 allowedPluginTypes covers the default-network override too", async () => {
-    kube.addPod("app", "web", { "v1.multus-cni.io/default-network": "app/hd" }).addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device" });
-    await expect(plan(conf({ allowedPluginTypes: ["bridge"] }))).rejects.toMatchObject({ code: 7, message: expect.stringContaining('"host-device"') });
+    kube
+      .addPod("app", "web", { "v1.multus-cni.io/default-network": "app/hd" })
+      .addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device" });
+    await expect(plan(conf({ allowedPluginTypes: ["bridge"] }))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining('"host-device"'),
+    });
   });
 
   it("N7.4 N3.4.1 under namespaceIsolation a tenant's NAD without spec.config cannot take the admin's config file of the same name; a global namespace's can", async () => {
-    writeFileSync(join(confDir, "20-storage.conflist"), JSON.stringify({ cniVersion: "1.0.0", name: "storage", plugins: [{ type: "macvlan", master: "eth1" }] }));
+    writeFileSync(
+      join(confDir, "20-storage.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "storage", plugins: [{ type: "macvlan", master: "eth1" }] }),
+    );
     kube.addPod("app", "web", { [NETWORKS]: "storage" }).addNad("app", "storage");
-    await expect(plan(conf({ namespaceIsolation: true }))).rejects.toMatchObject({ code: 7, message: expect.stringContaining("spec.config is absent, and under namespaceIsolation") });
+    await expect(plan(conf({ namespaceIsolation: true }))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("spec.config is absent, and under namespaceIsolation"),
+    });
     expect((await plan(conf())).attachments[1]!.conf.name).toBe("storage");
     kube.addPod("app", "web", { [NETWORKS]: "default/storage" }).addNad("default", "storage");
     expect((await plan(conf({ namespaceIsolation: true }))).attachments[1]!.conf.plugins[0]!.type).toBe("macvlan");
   });
 
   it("B25 a NAD of 1,000 plugins fails with 7 at planning, naming maxPluginsPerNetwork", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "huge" }).addNad("app", "huge", { cniVersion: "1.0.0", name: "huge", plugins: Array.from({ length: 1000 }, () => ({ type: "tuning" })) });
-    await expect(plan()).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/network app\/huge has 1000 plugins.*"maxPluginsPerNetwork"/) });
+    kube
+      .addPod("app", "web", { [NETWORKS]: "huge" })
+      .addNad("app", "huge", {
+        cniVersion: "1.0.0",
+        name: "huge",
+        plugins: Array.from({ length: 1000 }, () => ({ type: "tuning" })),
+      });
+    await expect(plan()).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/network app\/huge has 1000 plugins.*"maxPluginsPerNetwork"/),
+    });
   });
 });
 
@@ -132,7 +190,10 @@ describe("planDefaultsOnly (DEL without a record, B38)", () => {
   it("M2 M3 the cluster network, and defaultNetworks only with Kubernetes access", async () => {
     kube.addNad("kube-system", "always", bridge("always"));
     const withKube = await planDefaultsOnly(req(), conf({ defaultNetworks: ["always"] }), kube, log);
-    expect(withKube.map((a) => [a.network, a.ifName])).toEqual([["cbr0", "eth0"], ["kube-system/always", "net1"]]);
+    expect(withKube.map((a) => [a.network, a.ifName])).toEqual([
+      ["cbr0", "eth0"],
+      ["kube-system/always", "net1"],
+    ]);
     const without = await planDefaultsOnly(req(), conf({ defaultNetworks: ["always"] }), undefined, log);
     expect(without.map((a) => [a.network, a.ifName])).toEqual([["cbr0", "eth0"]]);
   });

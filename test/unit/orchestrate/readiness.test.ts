@@ -27,6 +27,9 @@ describe("N6.1.2 readiness indicator file", () => {
 
   it("N6.1.2 gives up at the deadline with code 11 naming the file", async () => {
     const file = join(dir, "never");
-    await expect(waitForReadiness(file, 200, silentLogger())).rejects.toMatchObject({ code: 11, message: expect.stringContaining(file) });
+    await expect(waitForReadiness(file, 200, silentLogger())).rejects.toMatchObject({
+      code: 11,
+      message: expect.stringContaining(file),
+    });
   });
 });

@@ -20,7 +20,15 @@ import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
 const NETNS = "/proc/self/ns/net";
 
 function req(command: string, extra: Record<string, string> = {}): CniRequest {
-  return parseEnv({ CNI_COMMAND: command, CNI_CONTAINERID: "ctr1", CNI_NETNS: NETNS, CNI_IFNAME: "eth0", CNI_PATH: "/opt/cni/bin", CNI_ARGS: "IgnoreUnknown=1", ...extra });
+  return parseEnv({
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: NETNS,
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/opt/cni/bin",
+    CNI_ARGS: "IgnoreUnknown=1",
+    ...extra,
+  });
 }
 
 function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): PlexusConf {
@@ -31,7 +39,11 @@ function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): PlexusCon
     runtimeConfig: { portMappings: [{ hostPort: 80 }], bandwidth: { ingressRate: 1 } },
     delegates: [
       { cniVersion: "1.0.0", name: "cluster", type: "bridge", ipam: { type: "host-local" } },
-      { cniVersion: "1.0.0", name: "blue", plugins: [{ type: "macvlan", capabilities: { portMappings: true } }, { type: "tuning" }] },
+      {
+        cniVersion: "1.0.0",
+        name: "blue",
+        plugins: [{ type: "macvlan", capabilities: { portMappings: true } }, { type: "tuning" }],
+      },
       { cniVersion: "0.4.0", name: "green", type: "bridge" },
     ],
     ...extra,
@@ -46,27 +58,51 @@ beforeEach(() => {
 });
 afterEach(() => deps.dispose());
 
-const records = () => (existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")).filter((n) => !n.startsWith(".")) : []);
-const results = () => (existsSync(join(deps.cniDir, "results")) ? readdirSync(join(deps.cniDir, "results")).filter((n) => !n.startsWith(".")) : []);
+const records = () =>
+  existsSync(join(deps.cniDir, "records"))
+    ? readdirSync(join(deps.cniDir, "records")).filter((n) => !n.startsWith("."))
+    : [];
+const results = () =>
+  existsSync(join(deps.cniDir, "results"))
+    ? readdirSync(join(deps.cniDir, "results")).filter((n) => !n.startsWith("."))
+    : [];
 
 describe("ADD", () => {
   it("N6.2 N7.3 the default network first on CNI_IFNAME, then net1, net2, one at a time; C3.1 plugins of a list in order", async () => {
-    exec.on({ type: "macvlan" }, { result: { interfaces: [{ name: "net1", sandbox: NETNS }], ips: [{ address: "10.9.0.2/24", interface: 0 }] } }, 5);
+    exec.on(
+      { type: "macvlan" },
+      { result: { interfaces: [{ name: "net1", sandbox: NETNS }], ips: [{ address: "10.9.0.2/24", interface: 0 }] } },
+      5,
+    );
     await cmdAdd(req("ADD"), conf(), deps);
     expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net1 tuning", "ADD net2 bridge"]);
     expect(exec.overlapped).toBe(false);
-    for (let i = 1; i < exec.calls.length; i++) expect(exec.calls[i]!.start).toBeGreaterThanOrEqual(exec.calls[i - 1]!.end);
+    for (let i = 1; i < exec.calls.length; i++)
+      expect(exec.calls[i]!.start).toBeGreaterThanOrEqual(exec.calls[i - 1]!.end);
   });
 
   it("N7.1 C3.1 C3.2 C4.1 each plugin gets the list's name and version, the previous result, only its declared capabilities, and the runtime's env", async () => {
     await cmdAdd(req("ADD"), conf(), deps);
     const [, macvlan, tuning] = exec.calls;
-    expect(macvlan!.stdin).toMatchObject({ name: "blue", cniVersion: "1.0.0", type: "macvlan", runtimeConfig: { portMappings: [{ hostPort: 80 }] } });
+    expect(macvlan!.stdin).toMatchObject({
+      name: "blue",
+      cniVersion: "1.0.0",
+      type: "macvlan",
+      runtimeConfig: { portMappings: [{ hostPort: 80 }] },
+    });
     expect(macvlan!.stdin).not.toHaveProperty("capabilities");
     expect(macvlan!.stdin).not.toHaveProperty("prevResult");
     expect(tuning!.stdin).not.toHaveProperty("runtimeConfig");
     expect(tuning!.stdin.prevResult).toMatchObject({ cniVersion: "1.0.0", interfaces: [{ name: "net1" }] });
-    expect(macvlan!.env).toMatchObject({ CNI_COMMAND: "ADD", CNI_CONTAINERID: "ctr1", CNI_NETNS: NETNS, CNI_IFNAME: "net1", CNI_ARGS: "IgnoreUnknown=1", CNI_PATH: "/opt/cni/bin", KEEP_ME: "1" });
+    expect(macvlan!.env).toMatchObject({
+      CNI_COMMAND: "ADD",
+      CNI_CONTAINERID: "ctr1",
+      CNI_NETNS: NETNS,
+      CNI_IFNAME: "net1",
+      CNI_ARGS: "IgnoreUnknown=1",
+      CNI_PATH: "/opt/cni/bin",
+      KEEP_ME: "1",
+    });
   });
 
   it("M1 binDir is searched before CNI_PATH", async () => {
@@ -90,7 +126,11 @@ describe("ADD", () => {
     await cmdAdd(req("ADD"), conf(), deps);
     expect(seen).toEqual(["ctr1-eth0.json"]);
     const read = await deps.records.read("ctr1", "eth0");
-    expect(read.state === "found" && read.record.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual(["cluster@eth0", "blue@net1", "green@net2"]);
+    expect(read.state === "found" && read.record.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual([
+      "cluster@eth0",
+      "blue@net1",
+      "green@net2",
+    ]);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0", "green-ctr1-net2"]);
   });
 
@@ -98,7 +138,14 @@ describe("ADD", () => {
     exec.on({ command: "ADD", type: "tuning" }, { error: { code: 11, msg: "busy" } });
     const err = await cmdAdd(req("ADD"), conf(), deps).catch((e: unknown) => e as CniError);
     expect(err).toMatchObject({ code: 11, message: expect.stringContaining('network "blue" (net1)') });
-    expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net1 tuning", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "ADD eth0 bridge",
+      "ADD net1 macvlan",
+      "ADD net1 tuning",
+      "DEL net1 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     expect(records()).toEqual([]);
     expect(results()).toEqual([]);
   });
@@ -106,13 +153,21 @@ describe("ADD", () => {
   it("B60 K5 a default network result without an IP fails the ADD and tears everything down", async () => {
     exec.on({ command: "ADD", ifName: "eth0" }, { result: { interfaces: [{ name: "eth0", sandbox: NETNS }] } });
     await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 103 });
-    expect(exec.summary().filter((s) => s.startsWith("DEL"))).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary().filter((s) => s.startsWith("DEL"))).toEqual([
+      "DEL net2 bridge",
+      "DEL net1 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     expect(records()).toEqual([]);
   });
 
   it("M2 a clusterNetwork that resolves to nothing fails ADD with 7 naming it, runs nothing and leaves no record", async () => {
     const c = parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "cbr0", confDir: deps.cniDir });
-    await expect(cmdAdd(req("ADD"), c, deps)).rejects.toMatchObject({ code: 7, message: expect.stringContaining("clusterNetwork") });
+    await expect(cmdAdd(req("ADD"), c, deps)).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("clusterNetwork"),
+    });
     expect(exec.calls).toEqual([]);
     expect(records()).toEqual([]);
   });
@@ -142,7 +197,12 @@ describe("DEL", () => {
     exec.on({ command: "DEL", ifName: "eth0" }, { error: { code: 5, msg: "bridge DEL broke" } });
     const err = await cmdDel(req("DEL"), conf(), deps).catch((e: unknown) => e as CniError);
     expect((err as CniError).message).toMatch(/macvlan DEL broke.*bridge DEL broke/);
-    expect(exec.summary().filter((s) => s.startsWith("DEL"))).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary().filter((s) => s.startsWith("DEL"))).toEqual([
+      "DEL net2 bridge",
+      "DEL net1 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     expect(records()).toEqual(["ctr1-eth0.json"]);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0"]);
   });
@@ -151,14 +211,22 @@ describe("DEL", () => {
     await cmdAdd(req("ADD"), conf(), deps);
     await cmdDel(req("DEL", { CNI_NETNS: "" }), conf(), deps);
     await cmdDel(req("DEL", { CNI_NETNS: "" }), conf(), deps);
-    await cmdDel(req("DEL", { CNI_CONTAINERID: "never-added" }), parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false }), deps);
+    await cmdDel(
+      req("DEL", { CNI_CONTAINERID: "never-added" }),
+      parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false }),
+      deps,
+    );
     expect(exec.calls.filter((c) => c.command === "DEL").every((c) => c.env.CNI_NETNS === "")).toBe(true);
   });
 
   it("B33 M7 DEL runs what the record says, whatever the config says now", async () => {
     await cmdAdd(req("ADD"), conf(), deps);
     exec.calls.length = 0;
-    const other = parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", delegates: [{ cniVersion: "1.0.0", name: "other", type: "bridge" }] });
+    const other = parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "plexus",
+      delegates: [{ cniVersion: "1.0.0", name: "other", type: "bridge" }],
+    });
     await cmdDel(req("DEL"), other, deps);
     expect(exec.calls.map((c) => c.stdin.name)).toEqual(["green", "blue", "blue", "cluster"]);
   });
@@ -193,11 +261,31 @@ describe("the runtime's own requests (issue 10 item 7)", () => {
         { cniVersion: "1.0.0", name: "blue", type: "macvlan", capabilities: caps },
       ],
     });
-    exec.on({ ifName: "eth0", command: "ADD" }, { result: { interfaces: [{ name: "eth0", mac: "02:00:00:00:00:50", sandbox: NETNS }], ips: [{ address: "10.9.0.50/24", interface: 0 }] } });
-    await cmdAdd(req("ADD", { CNI_ARGS: "IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns" }), c, deps);
+    exec.on(
+      { ifName: "eth0", command: "ADD" },
+      {
+        result: {
+          interfaces: [{ name: "eth0", mac: "02:00:00:00:00:50", sandbox: NETNS }],
+          ips: [{ address: "10.9.0.50/24", interface: 0 }],
+        },
+      },
+    );
+    await cmdAdd(
+      req("ADD", {
+        CNI_ARGS: "IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns",
+      }),
+      c,
+      deps,
+    );
     const [eth0, net1] = exec.calls;
-    expect(eth0!.stdin.runtimeConfig).toEqual({ ips: ["10.9.0.50/24"], mac: "02:00:00:00:00:50", portMappings: [{ hostPort: 80 }] });
-    expect(eth0!.env.CNI_ARGS).toBe("IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns");
+    expect(eth0!.stdin.runtimeConfig).toEqual({
+      ips: ["10.9.0.50/24"],
+      mac: "02:00:00:00:00:50",
+      portMappings: [{ hostPort: 80 }],
+    });
+    expect(eth0!.env.CNI_ARGS).toBe(
+      "IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns",
+    );
     expect(net1!.stdin.runtimeConfig).toEqual({ portMappings: [{ hostPort: 80 }] });
     expect(net1!.env.CNI_ARGS).toBe("IgnoreUnknown=1;K8S_POD_NAME=p;K8S_POD_NAMESPACE=ns");
   });
@@ -208,7 +296,12 @@ describe("CHECK, STATUS, GC", () => {
     await cmdAdd(req("ADD"), conf(), deps);
     exec.calls.length = 0;
     await cmdCheck(req("CHECK"), conf(), deps);
-    expect(exec.summary()).toEqual(["CHECK eth0 bridge", "CHECK net1 macvlan", "CHECK net1 tuning", "CHECK net2 bridge"]);
+    expect(exec.summary()).toEqual([
+      "CHECK eth0 bridge",
+      "CHECK net1 macvlan",
+      "CHECK net1 tuning",
+      "CHECK net2 bridge",
+    ]);
     expect(exec.calls.every((c) => c.stdin.prevResult !== undefined)).toBe(true);
     await expect(cmdCheck(req("CHECK", { CNI_CONTAINERID: "nope" }), conf(), deps)).rejects.toMatchObject({ code: 3 });
   });
@@ -226,16 +319,31 @@ describe("CHECK, STATUS, GC", () => {
     expect(exec.summary()).toEqual(["STATUS  bridge"]);
     expect(exec.calls[0]!.env).not.toHaveProperty("CNI_CONTAINERID");
     exec.on({ command: "STATUS" }, { error: { code: 50, msg: "not ready" } });
-    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({ code: 50, message: expect.stringContaining('"new"') });
+    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({
+      code: 50,
+      message: expect.stringContaining('"new"'),
+    });
   });
 
   it("C2.9 GC tears down containers the runtime no longer lists, keeps the others, and forwards GC with the delegate-level valid attachments", async () => {
     const c = (extra: Record<string, unknown> = {}) =>
-      parsePlexusConf({ cniVersion: "1.1.0", name: "p", delegates: [{ cniVersion: "1.1.0", name: "cluster", type: "bridge" }, { cniVersion: "1.1.0", name: "blue", type: "macvlan" }], ...extra });
+      parsePlexusConf({
+        cniVersion: "1.1.0",
+        name: "p",
+        delegates: [
+          { cniVersion: "1.1.0", name: "cluster", type: "bridge" },
+          { cniVersion: "1.1.0", name: "blue", type: "macvlan" },
+        ],
+        ...extra,
+      });
     await cmdAdd(req("ADD", { CNI_CONTAINERID: "keep" }), c(), deps);
     await cmdAdd(req("ADD", { CNI_CONTAINERID: "stale" }), c(), deps);
     exec.calls.length = 0;
-    await cmdGc(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/opt/cni/bin" }), c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }), deps);
+    await cmdGc(
+      parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/opt/cni/bin" }),
+      c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }),
+      deps,
+    );
     expect(exec.summary()).toEqual(["DEL net1 macvlan", "DEL eth0 bridge", "GC  bridge", "GC  macvlan"]);
     expect(exec.calls[0]!.env.CNI_CONTAINERID).toBe("stale");
     expect(exec.calls[2]!.stdin["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "eth0" }]);
@@ -245,13 +353,18 @@ describe("CHECK, STATUS, GC", () => {
 
   it("C2.8 N6.1 STATUS is 50 while the readiness indicator file is missing, without asking any delegate", async () => {
     const c = conf({ readinessindicatorfile: join(deps.cniDir, "not-yet") }, "1.1.0");
-    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({ code: 50, message: expect.stringContaining("not-yet") });
+    await expect(cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps)).rejects.toMatchObject({
+      code: 50,
+      message: expect.stringContaining("not-yet"),
+    });
     expect(exec.calls).toEqual([]);
     writeFileSync(join(deps.cniDir, "not-yet"), "");
     await cmdStatus(parseEnv({ CNI_COMMAND: "STATUS" }), c, deps);
   });
 
   it("C2.9 GC without cni.dev/valid-attachments refuses (7) rather than release everything", async () => {
-    await expect(cmdGc(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/x" }), conf({}, "1.1.0"), deps)).rejects.toMatchObject({ code: 7 });
+    await expect(cmdGc(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/x" }), conf({}, "1.1.0"), deps)).rejects.toMatchObject(
+      { code: 7 },
+    );
   });
 });

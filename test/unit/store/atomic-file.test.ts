@@ -3,7 +3,18 @@
  * real file-system states (a file where a directory should be, a directory where the file should
  * be) and a write that fails after bytes reached the temp file.
  */
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -50,7 +61,10 @@ describe("writeFileAtomic", () => {
 
   it("B44 the target directory is a file: 5 naming the path, nothing created", async () => {
     writeFileSync(join(dir, "records"), "not a dir");
-    await expect(writeFileAtomic(join(dir, "records", "c.json"), "x")).rejects.toMatchObject({ code: 5, message: expect.stringContaining(join(dir, "records", "c.json")) });
+    await expect(writeFileAtomic(join(dir, "records", "c.json"), "x")).rejects.toMatchObject({
+      code: 5,
+      message: expect.stringContaining(join(dir, "records", "c.json")),
+    });
     expect(allNames(dir)).toEqual(["records"]);
     expect(readFileSync(join(dir, "records"), "utf8")).toBe("not a dir");
   });
@@ -80,7 +94,10 @@ describe("writeFileAtomic", () => {
       }
     }
     const data = new FailingBytes(Buffer.from("new-and-longer-contents"));
-    await expect(writeFileAtomic(p, data)).rejects.toMatchObject({ code: 5, message: expect.stringContaining("ENOSPC") });
+    await expect(writeFileAtomic(p, data)).rejects.toMatchObject({
+      code: 5,
+      message: expect.stringContaining("ENOSPC"),
+    });
     expect(readFileSync(p, "utf8")).toBe("old");
     expect(allNames(dir)).toEqual(["rec.json"]);
   });

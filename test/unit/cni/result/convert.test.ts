@@ -9,7 +9,12 @@ import { convertResult, toResult } from "../../../../src/cni/result/convert";
 import { familyOf, type AnyResult } from "../../../../src/cni/result/types";
 import { ALL_VERSIONS } from "../../../../src/cni/version";
 
-const dns = { nameservers: ["10.96.0.10", "fd00::10"], domain: "cluster.local", search: ["default.svc.cluster.local"], options: ["ndots:5"] };
+const dns = {
+  nameservers: ["10.96.0.10", "fd00::10"],
+  domain: "cluster.local",
+  search: ["default.svc.cluster.local"],
+  options: ["ndots:5"],
+};
 
 // ---- 0.1.0 / 0.2.0: ip4 and ip6, each with its routes.
 const r020 = {
@@ -75,7 +80,14 @@ const r100 = {
   cniVersion: "1.1.0",
   interfaces: [
     { name: "eth0", mac: "0a:58:0a:01:00:05", mtu: 1450, sandbox: "/var/run/netns/p" },
-    { name: "net1", mac: "0a:58:0a:09:00:05", mtu: 9000, sandbox: "/var/run/netns/p", socketPath: "/run/vhost/net1.sock", pciID: "0000:00:1f.6" },
+    {
+      name: "net1",
+      mac: "0a:58:0a:09:00:05",
+      mtu: 9000,
+      sandbox: "/var/run/netns/p",
+      socketPath: "/run/vhost/net1.sock",
+      pciID: "0000:00:1f.6",
+    },
   ],
   ips: [
     { address: "fd00::5/64", gateway: "fd00::1", interface: 0 },
@@ -112,21 +124,33 @@ const r100as020 = {
 };
 
 /** Each source fixture at `version` with what every target family must get (cniVersion added by the test). */
-function sourceAt(version: string): { input: AnyResult; expected: Record<"020" | "040" | "100", Record<string, unknown>> } {
+function sourceAt(version: string): {
+  input: AnyResult;
+  expected: Record<"020" | "040" | "100", Record<string, unknown>>;
+} {
   switch (familyOf(version)) {
     case "020":
       return {
         input: { ...r020, cniVersion: version },
         expected: {
           "020": { ...r020 },
-          "040": { ...r020as1x, ips: [{ version: "4", ...r020as1x.ips[0] }, { version: "6", ...r020as1x.ips[1] }] },
+          "040": {
+            ...r020as1x,
+            ips: [
+              { version: "4", ...r020as1x.ips[0] },
+              { version: "6", ...r020as1x.ips[1] },
+            ],
+          },
           "100": r020as1x,
         },
       };
     case "040":
       return { input: { ...r040, cniVersion: version }, expected: { "020": r040as020, "040": r040, "100": r040as1x } };
     case "100":
-      return { input: { ...r100, cniVersion: version }, expected: { "020": r100as020, "040": { ...r100, ips: r100as040ips }, "100": r100 } };
+      return {
+        input: { ...r100, cniVersion: version },
+        expected: { "020": r100as020, "040": { ...r100, ips: r100as040ips }, "100": r100 },
+      };
   }
 }
 
@@ -163,7 +187,10 @@ describe.each(ALL_VERSIONS)("C5.1 converting a %s result", (from) => {
       expect(r.ips).toEqual(
         familyOf(from) === "040"
           ? [{ address: "10.1.0.5/24", gateway: "10.1.0.1" }, { address: "fd00::5/64" }]
-          : [{ address: "10.1.0.5/24", gateway: "10.1.0.1" }, { address: "fd00::5/64", gateway: "fd00::1" }],
+          : [
+              { address: "10.1.0.5/24", gateway: "10.1.0.1" },
+              { address: "fd00::5/64", gateway: "fd00::1" },
+            ],
       );
       // Every fixture route has an IP of its family, so all come back, IPv4 ones first.
       expect(r.routes).toEqual([...(input as { routes: unknown[] }).routes].sort(byFamily));
@@ -187,19 +214,29 @@ describe("C5.1 libcni conversion rules", () => {
   });
 
   it("C5.1 1.x → 0.2.0 with only IPv4 has no ip6, and an IPv6 route is dropped as libcni drops it", () => {
-    const out = convertResult({ cniVersion: "1.0.0", ips: [{ address: "10.1.0.5/24" }], routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] }, "0.2.0");
+    const out = convertResult(
+      { cniVersion: "1.0.0", ips: [{ address: "10.1.0.5/24" }], routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] },
+      "0.2.0",
+    );
     expect(out).toEqual({ cniVersion: "0.2.0", ip4: { ip: "10.1.0.5/24", routes: [{ dst: "0.0.0.0/0" }] } });
   });
 
   it("C5.1 a result without any IP cannot become 0.1.0 or 0.2.0: code 1", () => {
     for (const to of ["0.1.0", "0.2.0"]) {
-      expect(() => convertResult({ cniVersion: "1.0.0", interfaces: [{ name: "eth0" }] }, to)).toThrow(expect.objectContaining({ code: Code.IncompatibleVersion }));
-      expect(() => convertResult({ cniVersion: "0.4.0", ips: [] }, to)).toThrow(expect.objectContaining({ code: Code.IncompatibleVersion }));
+      expect(() => convertResult({ cniVersion: "1.0.0", interfaces: [{ name: "eth0" }] }, to)).toThrow(
+        expect.objectContaining({ code: Code.IncompatibleVersion }),
+      );
+      expect(() => convertResult({ cniVersion: "0.4.0", ips: [] }, to)).toThrow(
+        expect.objectContaining({ code: Code.IncompatibleVersion }),
+      );
     }
   });
 
   it("C5.1 a result without any IP converts fine between 0.3.0 and 1.1.0", () => {
-    expect(convertResult({ cniVersion: "1.1.0", interfaces: [{ name: "eth0", mtu: 1500 }] }, "0.3.0")).toEqual({ cniVersion: "0.3.0", interfaces: [{ name: "eth0", mtu: 1500 }] });
+    expect(convertResult({ cniVersion: "1.1.0", interfaces: [{ name: "eth0", mtu: 1500 }] }, "0.3.0")).toEqual({
+      cniVersion: "0.3.0",
+      interfaces: [{ name: "eth0", mtu: 1500 }],
+    });
   });
 
   it("C5.1 0.2.0 → 1.x has no interfaces and no interface indexes", () => {
@@ -208,9 +245,18 @@ describe("C5.1 libcni conversion rules", () => {
     expect(toResult(out).ips?.some((i) => "interface" in i)).toBe(false);
   });
 
-  it("C5.1 → 0.3.x/0.4.0 each IP gets version \"4\" or \"6\" from its address, even over a stray version key", () => {
-    const out = convertResult({ cniVersion: "1.0.0", ips: [{ address: "fd00::5/64", version: "4" } as never, { address: "10.0.0.1/8" }] }, "0.4.0");
-    expect(out).toEqual({ cniVersion: "0.4.0", ips: [{ version: "6", address: "fd00::5/64" }, { version: "4", address: "10.0.0.1/8" }] });
+  it('C5.1 → 0.3.x/0.4.0 each IP gets version "4" or "6" from its address, even over a stray version key', () => {
+    const out = convertResult(
+      { cniVersion: "1.0.0", ips: [{ address: "fd00::5/64", version: "4" } as never, { address: "10.0.0.1/8" }] },
+      "0.4.0",
+    );
+    expect(out).toEqual({
+      cniVersion: "0.4.0",
+      ips: [
+        { version: "6", address: "fd00::5/64" },
+        { version: "4", address: "10.0.0.1/8" },
+      ],
+    });
   });
 
   it("C5.1 0.4.0 → 1.x drops `version` from every IP", () => {
@@ -219,7 +265,9 @@ describe("C5.1 libcni conversion rules", () => {
 
   it("C5.1 converting to an unknown version is code 1 listing the supported ones", () => {
     for (const v of ["2.0.0", "1.0", ""]) {
-      expect(() => convertResult(r100, v)).toThrow(expect.objectContaining({ code: Code.IncompatibleVersion, message: expect.stringContaining("0.1.0, 0.2.0") }));
+      expect(() => convertResult(r100, v)).toThrow(
+        expect.objectContaining({ code: Code.IncompatibleVersion, message: expect.stringContaining("0.1.0, 0.2.0") }),
+      );
     }
   });
 

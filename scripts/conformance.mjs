@@ -216,7 +216,7 @@ function render(defs, impl, proof) {
     ...defs.groups.map((g) => `- **${g.prefix}: ${g.title}** (${g.ids.length} IDs). Source: ${g.source}. ${g.about}`),
     "",
     "Where Plexus deliberately does something other than its source, the requirement says so under",
-    '**Plexus differs**. "Implemented in" lists the files under ' + IMPL_DIRS.map((d) => code(`${d}/`)).join(" and "),
+    `**Plexus differs**. "Implemented in" lists the files under ${IMPL_DIRS.map((d) => code(`${d}/`)).join(" and ")}`,
     'that cite the ID (a range such as `B1–B10` counts for each ID in it; — when none does). "Proved by"',
     "counts the `it`/`test` titles under `test/` that name the ID (an `it.each` title counts once).",
     "",

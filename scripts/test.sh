@@ -7,6 +7,8 @@ bash scripts/bootstrap.sh
 export PATH="$PWD/node_modules/.bin:$PATH"
 echo "test: node $(node --version), typecheck, layers and build" >&2
 tsc --noEmit -p tsconfig.json
+# Formatting and lint (Biome): an unformatted file or a lint error fails the run. `npm run format` fixes the first.
+biome check .
 # Layers point down, no import cycles (.dependency-cruiser.cjs): an upward import fails here.
 npm run --silent lint:deps
 node esbuild.config.mjs

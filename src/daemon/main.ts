@@ -39,7 +39,7 @@ export interface RunningDaemon {
 
 /** `127.0.0.1:9405`, `[::1]:9405`, `localhost:9405`; the host is required (0.0.0.0 for every address). */
 export function parseHealthAddress(value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:\[\]]+)):(\d{1,5})$/.exec(value);
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
   if (!m || !host || port > 65535 || (m[1] !== undefined && isIP(m[1]) !== 6)) {

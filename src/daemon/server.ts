@@ -243,7 +243,7 @@ function postEvent({ api, log }: RouterDeps): Route {
 
 /** GET /v1/pod-devices (M10): the pod's devices per resource name, from kubelet's pod-resources API. */
 function getPodDevices({ podDevices }: RouterDeps): Route {
-  return async (req, url) => {
+  return async (_req, url) => {
     if (!podDevices)
       throw new HttpFailure(404, Code.IncompatibleVersion, "this daemon does not serve pod-resources queries");
     const q = url.searchParams;

@@ -157,7 +157,7 @@ export function resolveOptions(
     throw bad(`--log-level ${JSON.stringify(f.logLevel)}: expected debug, verbose, error or panic`);
   if (toPinoLevel(f.installerLogLevel) === undefined)
     throw bad(`--installer-log-level ${JSON.stringify(f.installerLogLevel)} is not a log level`);
-  if (f.primaryConfigFileName !== undefined && f.primaryConfigFileName.includes("/"))
+  if (f.primaryConfigFileName?.includes("/"))
     throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
   const binFile = f.skipBinaryCopy ? undefined : (f.binFile ?? defaultBinFile);
   if (!f.skipBinaryCopy && !binFile)

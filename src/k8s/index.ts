@@ -5,7 +5,6 @@
  * node's daemon, or this client) is chosen above, in daemon/kube-factory.ts.
  */
 import type { Logger } from "../log/logger";
-import type { KubeApi } from "./kube-api";
 import type { KubeClientOptions, RestKube } from "./rest-kube";
 import type * as ApiEntry from "./api-entry";
 

@@ -15,10 +15,8 @@ import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
 
-export interface ListFn {
-  /** GET a list (path + query) from the API server, as JSON. */
-  (path: string, query: Record<string, string>): Promise<Record<string, unknown>>;
-}
+/** GET a list (path + query) from the API server, as JSON. */
+export type ListFn = (path: string, query: Record<string, string>) => Promise<Record<string, unknown>>;
 
 export interface WatchCacheOptions {
   /** The kubeconfig as read by kubeconfig.ts (token files normalised), and its path. */

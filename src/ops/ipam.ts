@@ -29,7 +29,7 @@ function ipToBigInt(ip: string): { family: 4 | 6; value: bigint } | undefined {
   const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (v4) {
     const n = ipToBigInt(v4[1]!)!.value;
-    text = text.slice(0, -v4[1]!.length) + `${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`;
+    text = `${text.slice(0, -v4[1]!.length)}${(n >> 16n).toString(16)}:${(n & 0xffffn).toString(16)}`;
   }
   const [head, tail] = text.split("::") as [string, string | undefined];
   const h = head ? head.split(":") : [];

@@ -36,13 +36,11 @@ async function delLocked(
 ): Promise<void> {
   // A record that cannot even be read (an I/O error) is handled as an unreadable one: failing here
   // would fail every DEL for as long as the file system is broken.
-  const read: RecordRead = await deps.records
-    .read(req.containerId, req.ifName)
-    .catch((err: unknown) => ({
-      state: "corrupt",
-      path: deps.records.path(req.containerId, req.ifName),
-      reason: asCniError(err).message,
-    }));
+  const read: RecordRead = await deps.records.read(req.containerId, req.ifName).catch((err: unknown) => ({
+    state: "corrupt",
+    path: deps.records.path(req.containerId, req.ifName),
+    reason: asCniError(err).message,
+  }));
   if (read.state === "found") {
     const { record } = read;
     // The runtime's CNI_ARGS, never the recorded ones: args a plugin refused must not come back on every DEL.

@@ -69,7 +69,6 @@ function libcFlock(): Flock | null {
   flockFn = null;
   if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return flockFn;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     const ffi = require("bun:ffi") as {
       dlopen: (lib: string, s: object) => { symbols: { flock: Flock } };
       FFIType: Record<string, number>;

@@ -3,7 +3,7 @@
  * shared by the e2e files. Every network gets host-local's `dataDir` from the test's scope.
  */
 import { readFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { basename } from "node:path";
 import { expect } from "vitest";
 import { singleJson, type RunResult } from "../support/plexus-bin";
 import { ResultCache } from "../../src/libcni/cache";

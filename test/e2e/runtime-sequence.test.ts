@@ -86,7 +86,7 @@ interface FailureClass {
   what: string;
   code: number;
   /** Sets the pod (and NADs) up; returns extra Plexus config. */
-  arrange(scope: E2eScope, api: FakeApiServer): Record<string, unknown> | void;
+  arrange(scope: E2eScope, api: FakeApiServer): Record<string, unknown> | undefined;
 }
 
 const CLASSES: FailureClass[] = [

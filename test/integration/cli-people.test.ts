@@ -129,7 +129,7 @@ describe("logs for a terminal", () => {
       tty = String((err as { stdout?: Buffer }).stdout ?? "");
     }
     expect(tty).toMatch(
-      /^\d\d:\d\d:\d\d\.\d{3} INFO  \[install\] waiting for the primary network {2}reason="no usable primary network config/m,
+      /^\d\d:\d\d:\d\d\.\d{3} INFO {2}\[install\] waiting for the primary network {2}reason="no usable primary network config/m,
     );
     const piped = await run(args);
     expect(JSON.parse(piped.stderr.split("\n")[0]!)).toMatchObject({

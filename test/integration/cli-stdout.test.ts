@@ -182,7 +182,7 @@ describe("B12 oversized stdin", () => {
     expect(r.code, r.stdout).toBe(0);
     expect(singleJson(r.stdout)).toMatchObject({ ips: [{ address: "10.1.2.3/24" }] });
     const [add] = sb.invocations();
-    expect((add?.stdin as { padding: string }).padding).toHaveLength(900 * 1024);
+    expect((add!.stdin as { padding: string }).padding).toHaveLength(900 * 1024);
   });
 
   it("B12 10⁵-deep nesting is refused with 6, no crash", async () => {

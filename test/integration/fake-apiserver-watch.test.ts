@@ -292,7 +292,7 @@ describe("fake API server watch: faults, latency and shutdown", () => {
 interface RawAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  lines: { type: string; object: Record<string, any> }[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+  lines: { type: string; object: Record<string, any> }[];
   text: string;
 }
 

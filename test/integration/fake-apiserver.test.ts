@@ -10,7 +10,7 @@ import { startFakeApiServer, type FakeApiServer } from "../support/fake-apiserve
 interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  body: any;
 }
 
 function call(

@@ -336,7 +336,7 @@ describe("N7.2 C2.5 B5 B65 B9 ordering and idempotence through the binary", () =
   it("B9 CNI_PATH naming only directories that do not exist → 7 naming the type, nothing run", async () => {
     const { sb } = ctx;
     const conf = twoNetworks();
-    const e = cniError(await sb.run("ADD", conf, { CNI_PATH: join(sb.root, "nope1") + ":" + join(sb.root, "nope2") }));
+    const e = cniError(await sb.run("ADD", conf, { CNI_PATH: `${join(sb.root, "nope1")}:${join(sb.root, "nope2")}` }));
     expect(e.code).toBe(7);
     expect(e.msg).toContain('"noop-a"');
     expect(e.msg).toContain("nope1");

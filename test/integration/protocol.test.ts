@@ -158,7 +158,7 @@ describe("K2 K3 input shaped as containerd sends it", () => {
     const del = await sb.run("DEL", text, { CNI_ARGS: POD_ARGS.join(";") });
     expect(del.code, del.stdout).toBe(0);
     const [a] = sb.invocations();
-    expect((a?.stdin as Record<string, unknown>).runtimeConfig).toEqual({ portMappings: ports });
+    expect((a!.stdin as Record<string, unknown>).runtimeConfig).toEqual({ portMappings: ports });
   });
 });
 
@@ -180,7 +180,7 @@ describe("B18 large runtimeConfig", () => {
     const add = await sb.run("ADD", conf);
     expect(add.code, add.stdout).toBe(0);
     const [a] = sb.invocations();
-    const rc = (a?.stdin as { runtimeConfig: Record<string, unknown> }).runtimeConfig;
+    const rc = (a!.stdin as { runtimeConfig: Record<string, unknown> }).runtimeConfig;
     expect(Object.keys(rc)).toEqual(["portMappings"]); // the annotations capability was not declared by the delegate
     expect(rc.portMappings).toHaveLength(10_000);
     expect((await sb.run("DEL", conf)).code).toBe(0);

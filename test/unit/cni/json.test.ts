@@ -83,7 +83,7 @@ describe("B12 oversized and deeply nested input", () => {
   it("B12 10^5-deep arrays and objects are code 6, not a stack overflow", () => {
     const arrays = "[".repeat(100_000) + "]".repeat(100_000);
     expect(errorOf(() => decodeJson(arrays, { what })).code).toBe(Code.Decoding);
-    const objects = '{"a":'.repeat(100_000) + "1" + "}".repeat(100_000);
+    const objects = `${'{"a":'.repeat(100_000)}1${"}".repeat(100_000)}`;
     expect(errorOf(() => decodeJson(objects, { what, maxBytes: 1 << 21 })).code).toBe(Code.Decoding);
   });
 

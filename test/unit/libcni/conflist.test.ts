@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConfList } from "../../../src/cni/conf";
-import { AggregateCniError, CniError } from "../../../src/cni/errors";
+import { AggregateCniError, type CniError } from "../../../src/cni/errors";
 import { ALL_VERSIONS, versionAtLeast } from "../../../src/cni/version";
 import {
   addNetworkList,

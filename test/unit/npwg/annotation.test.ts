@@ -80,7 +80,7 @@ describe("N4.1 N4.1.1 comma form", () => {
   );
 
   it.each([
-    ["n@" + "a".repeat(16), "longer than 15 bytes"],
+    [`n@${"a".repeat(16)}`, "longer than 15 bytes"],
     ["n@eth0/1", "it contains '/'"],
     ["n@a:b", "':'"],
     ["n@.", "'.' and '..'"],

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
-import { AggregateCniError, CniError } from "../../../src/cni/errors";
+import { AggregateCniError, type CniError } from "../../../src/cni/errors";
 import { ALL_VERSIONS } from "../../../src/cni/version";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { ioError } from "../../../src/store/atomic-file";

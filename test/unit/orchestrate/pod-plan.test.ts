@@ -172,13 +172,11 @@ describe("the tenant model: what a pod's annotations may make the node run", () 
   });
 
   it("B25 a NAD of 1,000 plugins fails with 7 at planning, naming maxPluginsPerNetwork", async () => {
-    kube
-      .addPod("app", "web", { [NETWORKS]: "huge" })
-      .addNad("app", "huge", {
-        cniVersion: "1.0.0",
-        name: "huge",
-        plugins: Array.from({ length: 1000 }, () => ({ type: "tuning" })),
-      });
+    kube.addPod("app", "web", { [NETWORKS]: "huge" }).addNad("app", "huge", {
+      cniVersion: "1.0.0",
+      name: "huge",
+      plugins: Array.from({ length: 1000 }, () => ({ type: "tuning" })),
+    });
     await expect(plan()).rejects.toMatchObject({
       code: 7,
       message: expect.stringMatching(/network app\/huge has 1000 plugins.*"maxPluginsPerNetwork"/),

@@ -413,13 +413,12 @@ describe("B35 5xx and 429", () => {
     };
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH }, { kind: "status", code: 500 });
-      const [err, ms] = await elapsed(() => failure(kube.getPod("ns1", "p1")));
+      const err = await failure(kube.getPod("ns1", "p1"));
       expect(err.code).toBe(Code.ApiFailure);
       expect(err.message).toContain("deadline");
       // Counted, not timed: 1,000 attempts allowed, the 300 ms budget stops them after a few.
       expect(s.requests.length).toBeGreaterThan(2);
       expect(s.requests.length).toBeLessThan(15);
-      expect(ms).toBeGreaterThanOrEqual(250);
     }, o);
   });
 

@@ -15,7 +15,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { type FakeApiServer, otherCaPem, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { cniError, PLEXUS_BIN, singleJson, TEST_PATH, waitFor } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
@@ -82,33 +82,9 @@ describe("HTTPS to the API server from dist/plexus", () => {
 
     const dir = join(ctx.sb.root, "other-ca");
     mkdirSync(dir);
-    spawnSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        join(dir, "k.pem"),
-        "-out",
-        join(dir, "ca.pem"),
-        "-subj",
-        "/CN=other-ca",
-        "-days",
-        "1",
-      ],
-      { stdio: "ignore" },
-    );
+    const otherCa = otherCaPem(dir);
     const before = api.requests.length;
-    const err = cniError(
-      await addThrough(
-        kubeconfigWith(api, "other-ca.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") }),
-      ),
-    );
+    const err = cniError(await addThrough(kubeconfigWith(api, "other-ca.kubeconfig", { caPem: otherCa })));
     expect(err.code).toBe(104);
     expect(err.msg).toMatch(/certificate|self.signed|verify/i);
     expect(calls(api, before)).toEqual([]);
@@ -116,7 +92,7 @@ describe("HTTPS to the API server from dist/plexus", () => {
     // R5: the environment cannot turn verification off (the token would go to an impostor).
     const { sb } = ctx;
     const conf = sb.config([sb.delegate("net-b")], {
-      kubeconfig: kubeconfigWith(api, "other-ca-2.kubeconfig", { caPem: readFileSync(join(dir, "ca.pem"), "utf8") }),
+      kubeconfig: kubeconfigWith(api, "other-ca-2.kubeconfig", { caPem: otherCa }),
       apiRequestTimeoutSeconds: 2,
       apiTotalTimeoutSeconds: 4,
     });

@@ -4,7 +4,6 @@
  * failure of docs/conformance.md B34–B43, the UID precondition (M8) and events (M9).
  * Short timeouts (200 ms per request) keep each fault test well under a second.
  */
-import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import * as tls from "node:tls";
 import { tmpdir } from "node:os";
@@ -16,7 +15,7 @@ import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
-import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { type FakeApiServer, otherCaPem, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { recordingLogger } from "../fakes/fake-exec";
 
 const FAST: ClientNodeOptions = {
@@ -680,28 +679,8 @@ describe("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessD
     await using s = await startFakeApiServer();
     const dir = mkdtempSync(join(tmpdir(), "plx-otherca-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-keyout",
-        join(dir, "k.pem"),
-        "-out",
-        join(dir, "ca.pem"),
-        "-subj",
-        "/CN=other-ca",
-        "-days",
-        "1",
-      ],
-      { stdio: "ignore" },
-    );
-    const other = { url: s.url, token: s.token, caPem: readFileSync(join(dir, "ca.pem"), "utf8") };
+    const otherCa = otherCaPem(dir);
+    const other = { url: s.url, token: s.token, caPem: otherCa };
     const kube = await clientFor(other, { ...FAST, caAsProcessDefault: true }, writeKubeconfig(other, { dir }));
     const err = await failure(kube.getPod("ns1", "p1"));
     expect(err.code).toBe(Code.ApiFailure);

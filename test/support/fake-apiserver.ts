@@ -16,6 +16,7 @@
  * Every socket gets TCP_NODELAY and every response is written in one piece with Content-Length,
  * so benchmarks do not measure delayed ACKs. `await using` (or `close()`) destroys every socket.
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -1067,4 +1068,17 @@ export function writeKubeconfig(
     ].join("\n"),
   );
   return path;
+}
+
+/** A CA the fake server's certificate does not chain to (PEM), made with openssl in `dir`: for "wrong CA" tests. */
+export function otherCaPem(dir: string): string {
+  const args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  execFileSync(
+    "openssl",
+    [...args, "-keyout", join(dir, "k.pem"), "-out", join(dir, "ca.pem"), "-subj", "/CN=other-ca", "-days", "1"],
+    {
+      stdio: "ignore",
+    },
+  );
+  return readFileSync(join(dir, "ca.pem"), "utf8");
 }

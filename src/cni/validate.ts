@@ -10,6 +10,8 @@ export const MAX_CONTAINER_ID_LENGTH = 200;
 /** IFNAMSIZ is 16 including the NUL. */
 export const MAX_IFNAME_LENGTH = 15;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** Network names end up in file names, logs and events: bounded as Kubernetes bounds an object name. */
+export const MAX_NETWORK_NAME_LENGTH = 253;
 
 function show(value: string): string {
   return value.length > 80
@@ -52,6 +54,12 @@ export function validateInterfaceName(name: string, what = "CNI_IFNAME", code: C
 export function validateNetworkName(name: unknown, where: string): string {
   if (typeof name !== "string" || name === "") {
     throw new CniError(Code.InvalidNetworkConfig, `${where}: "name" is missing; every network config needs a name`);
+  }
+  if (name.length > MAX_NETWORK_NAME_LENGTH) {
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${where}: network name ${show(name)} is longer than ${MAX_NETWORK_NAME_LENGTH} characters (a DNS-1123 subdomain's limit); use a shorter "name"`,
+    );
   }
   if (!NETWORK_NAME.test(name)) {
     throw new CniError(

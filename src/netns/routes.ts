@@ -9,6 +9,8 @@ import { CniError, Code } from "../cni/errors";
 
 /** How long one `ip` command may take before it is killed (SIGTERM) and counted as failed. */
 const IP_TIMEOUT_MS = 10_000;
+/** After `ip` exited, how long its stderr may stay open (a child holding it) before we stop reading. */
+const PIPE_GRACE_MS = 200;
 
 export interface DefaultRoute {
   gateway: string;
@@ -20,11 +22,20 @@ function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr
     const child = spawn("nsenter", [`--net=${netns}`, "ip", ...args], {
       stdio: ["ignore", "ignore", "pipe"],
       timeout: IP_TIMEOUT_MS,
+      killSignal: "SIGKILL",
     });
     const stderr: Buffer[] = [];
+    const finish = (ok: boolean, text = Buffer.concat(stderr).toString("utf8").trim()) => resolve({ ok, stderr: text });
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    child.on("error", (err) => resolve({ ok: false, stderr: err.message }));
-    child.on("close", (code) => resolve({ ok: code === 0, stderr: Buffer.concat(stderr).toString("utf8").trim() }));
+    child.on("error", (err) => finish(false, err.message));
+    child.on("close", (code) => finish(code === 0));
+    // Bounded also when something it started holds stderr open: shortly after the exit, stop reading.
+    child.on("exit", (code) =>
+      setTimeout(() => {
+        child.stderr.destroy();
+        finish(code === 0);
+      }, PIPE_GRACE_MS).unref(),
+    );
   });
 }
 

@@ -19,7 +19,7 @@ import { callDeadline, type Deps, type RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
 import { withContainerLock } from "./lock";
 import { newRecord, type Attachment, type RecordRead } from "./record";
-import { teardown } from "./teardown";
+import { type TeardownFailure, teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const deadline = callDeadline("DEL", conf);
@@ -65,9 +65,25 @@ async function delLocked(
     );
   }
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
-  const failures = await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps);
+  const failures = (await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps)).filter(
+    (f) => !refusedItsConfig(f, deps),
+  );
   // Should a delegate fail, this record keeps it, so that the retry is counted.
   return settleDel(failures, newRecord(req, conf.cniVersion, []), req, conf, deps);
+}
+
+/**
+ * Without a record Plexus ran no delegate for this container, so these DELs are precautions. One
+ * that refuses its config (codes 1–7: a cniVersion its binary does not speak, a missing binary, an
+ * invalid config) cannot have attached anything with it: logged, not a failure of the DEL.
+ */
+function refusedItsConfig(f: TeardownFailure, deps: Deps): boolean {
+  if (f.error.code < 1 || f.error.code > 7) return false;
+  deps.log.warn(
+    { network: f.attachment.network, ifName: f.attachment.ifName, err: f.error.message },
+    "DEL without a record: the delegate refused its config; nothing of it can be attached",
+  );
+  return true;
 }
 
 /**

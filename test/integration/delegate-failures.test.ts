@@ -41,8 +41,11 @@ describe("B51 delegate binary cannot be run", () => {
     // C4.1: only delegates that were executed get the rollback DEL; this one never ran, so nothing
     // is left to tear down and the record goes (a kept record would make every later DEL fail).
     expect(sb.recordFiles()).toEqual([]);
-    const del = await sb.run("DEL", conf);
-    expect(del.code).toBe(1); // the runtime's DEL still cannot run the missing delegate: not silent success
+    // M7: without a record Plexus ran nothing for the container; a DEL whose delegate cannot even
+    // be found (code 7) has nothing of it to remove and must not wedge the pod: it succeeds, and says so.
+    const del = await sb.run("DEL", conf, { CNI_NETNS: "" }, {});
+    expect(del.code, del.stdout).toBe(0);
+    expect(del.stdout).toBe("");
   });
 
   it("B51 not executable (mode 0644): error naming the type and why it was skipped", async () => {

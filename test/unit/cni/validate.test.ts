@@ -82,7 +82,17 @@ describe("B14 network names (libcni ValidateNetworkName)", () => {
   });
 
   it("B14 letters, digits, '_', '.', '-' after an alphanumeric pass", () => {
-    for (const n of ["plexus", "k8s-pod-network", "net_1.a", "0"]) expect(validateNetworkName(n, "x")).toBe(n);
+    for (const n of ["plexus", "k8s-pod-network", "net_1.a", "0", "n".repeat(253)])
+      expect(validateNetworkName(n, "x")).toBe(n);
+  });
+
+  it("B14 a name longer than 253 characters (a tenant's NAD config) is code 7 naming the limit", () => {
+    expect(() => validateNetworkName("n".repeat(254), "NAD app/x spec.config")).toThrow(
+      expect.objectContaining({
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringContaining("longer than 253 characters"),
+      }),
+    );
   });
 });
 

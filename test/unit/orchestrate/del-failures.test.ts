@@ -170,6 +170,18 @@ describe("DEL without a record (M7, B65, K1)", () => {
   });
 });
 
+describe("DEL without a record, a delegate refusing its config (M7, C2.3)", () => {
+  it("M7 a precautionary DEL refused with a config code (1–7, e.g. a cniVersion the binary does not speak) is logged, not a failure: no record, no retry", async () => {
+    writeCluster("", []);
+    exec.on({ command: "DEL", type: "bridge" }, { error: { code: 1, msg: "incompatible CNI versions" } });
+    await cmdDel(req("DEL"), conf(), deps);
+    expect(records()).toEqual([]);
+    expect(deps.logs).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: expect.stringContaining("refused its config") }),
+    );
+  });
+});
+
 describe("retryDeleteOnError (M7)", () => {
   const twoNets = () =>
     conf({

@@ -449,3 +449,29 @@ describe("fake API server watch: the wire", () => {
     expect(added).toBe(1000);
   });
 });
+
+describe("one watch window per resource, as kube-apiserver's watch caches", () => {
+  it("a flood of pod events does not expire a NAD watch resuming from before it", async () => {
+    await using s = await startFakeApiServer({ tls: false, historyLimit: 5 });
+    s.addNad({ metadata: { namespace: "ns1", name: "net-a" }, spec: { config: "{}" } });
+    const since = s.resourceVersion();
+    s.addNad({ metadata: { namespace: "ns1", name: "net-b" }, spec: { config: "{}" } });
+    for (let i = 0; i < 20; i++) s.addPod({ metadata: { namespace: "ns1", name: `p${i}` } });
+    const nadWatch = await fetch(
+      `${s.url}/apis/k8s.cni.cncf.io/v1/network-attachment-definitions?watch=true&resourceVersion=${since}`,
+      { headers: { authorization: `Bearer ${s.token}` } },
+    );
+    const reader = nadWatch.body!.getReader();
+    const { value } = await reader.read();
+    const first = JSON.parse(new TextDecoder().decode(value).split("\n")[0]!) as {
+      type: string;
+      object: { metadata: { name: string } };
+    };
+    expect(first).toMatchObject({ type: "ADDED", object: { metadata: { name: "net-b" } } });
+    await reader.cancel();
+    const podWatch = await fetch(`${s.url}/api/v1/pods?watch=true&resourceVersion=${since}`, {
+      headers: { authorization: `Bearer ${s.token}` },
+    });
+    expect(await podWatch.text()).toContain("too old resource version");
+  });
+});

@@ -363,13 +363,26 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const rules: Rule[] = [];
   const sockets = new Set<Socket>();
   const pending = new Set<NodeJS.Timeout>();
-  let resourceVersion = 1000;
+  const FIRST_RV = 1000;
+  let resourceVersion = FIRST_RV;
   let uidCounter = 0;
   const nextRv = () => String(++resourceVersion);
-  /** Retained events are history[historyStart..]; every event with rv > compactedRv is retained. */
-  let history: HistoryEvent[] = [];
-  let historyStart = 0;
-  let compactedRv = resourceVersion;
+  /**
+   * One window of events per resource, as kube-apiserver keeps one watch cache per resource type:
+   * a flood of pod events does not expire a NAD watch. Retained events are events[start..]; every
+   * event of that resource with rv > compactedRv is retained.
+   */
+  interface History {
+    events: HistoryEvent[];
+    start: number;
+    compactedRv: number;
+  }
+  const histories = new Map<Resource, History>();
+  const historyOf = (r: Resource): History => {
+    let h = histories.get(r);
+    if (!h) histories.set(r, (h = { events: [], start: 0, compactedRv: FIRST_RV }));
+    return h;
+  };
   const historyLimit = opts.historyLimit ?? 100_000;
   const watchers = new Set<Watcher>();
 
@@ -442,14 +455,16 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   /** Appends to the history (trimmed to historyLimit) and pushes to the open watches, one write each. */
   function record(evts: HistoryEvent[]): void {
     if (evts.length === 0) return;
-    for (const e of evts) history.push(e);
-    const excess = history.length - historyStart - historyLimit;
-    if (excess > 0) {
-      historyStart += excess;
-      compactedRv = history[historyStart - 1]!.rv;
-      if (historyStart > 1024 && historyStart * 2 > history.length) {
-        history = history.slice(historyStart);
-        historyStart = 0;
+    for (const e of evts) {
+      const h = historyOf(e.resource);
+      h.events.push(e);
+      if (h.events.length - h.start > historyLimit) {
+        h.start += 1;
+        h.compactedRv = h.events[h.start - 1]!.rv;
+        if (h.start > 1024 && h.start * 2 > h.events.length) {
+          h.events = h.events.slice(h.start);
+          h.start = 0;
+        }
       }
     }
     for (const w of watchers) {
@@ -565,8 +580,9 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
 
   /** Starts a watch stream: expiry, the first batch (current state or replayed history), then live. */
   async function startWatch(res: ServerResponse, plan: WatchPlan, fault: Fault | undefined): Promise<void> {
-    if (!plan.sendInitial && plan.since! < compactedRv) {
-      const message = `too old resource version: ${plan.since} (${compactedRv})`;
+    const h = historyOf(plan.resource);
+    if (!plan.sendInitial && plan.since! < h.compactedRv) {
+      const message = `too old resource version: ${plan.since} (${h.compactedRv})`;
       if (opts.expiredWatch === "status") return send(res, 410, statusBody(410, message, "Expired"));
       res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
       res.end(eventLine("ERROR", JSON.stringify(statusBody(410, message, "Expired"))));
@@ -580,14 +596,14 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       if (plan.initialEventsEnd && plan.bookmarks) first += bookmarkLine(plan.resource, true);
     } else {
       // Binary search for the first retained event after `since`.
-      let lo = historyStart;
-      let hi = history.length;
+      let lo = h.start;
+      let hi = h.events.length;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
-        if (history[mid]!.rv > plan.since!) hi = mid;
+        if (h.events[mid]!.rv > plan.since!) hi = mid;
         else lo = mid + 1;
       }
-      for (let i = lo; i < history.length; i++) first += project(w, history[i]!) ?? "";
+      for (let i = lo; i < h.events.length; i++) first += project(w, h.events[i]!) ?? "";
     }
     res.writeHead(200, {
       "content-type": "application/json",
@@ -973,9 +989,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return open.length;
     },
     compactHistory() {
-      history = [];
-      historyStart = 0;
-      compactedRv = resourceVersion;
+      for (const h of histories.values()) Object.assign(h, { events: [], start: 0, compactedRv: resourceVersion });
+      for (const r of ["pods", "nads"] as const) historyOf(r).compactedRv = resourceVersion;
     },
     watchCount: () => watchers.size,
     events: () => [...events],

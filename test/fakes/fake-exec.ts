@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type CniRequest, parseEnv } from "../../src/cni/env";
 import { CniError, Code, passedOnCode } from "../../src/cni/errors";
 import { convertResult } from "../../src/cni/result/convert";
 import type { Result } from "../../src/cni/result/types";
@@ -195,4 +196,20 @@ export function fakeDeps(
     cniDir,
     dispose: () => rmSync(cniDir, { recursive: true, force: true }),
   };
+}
+
+/** The netns path unit tests give verbs: this process's own, which passes the netns check. */
+export const TEST_NETNS = "/proc/self/ns/net";
+
+/** A parsed CNI request for unit tests: container ctr1 on eth0 in {@link TEST_NETNS}; `extra` overrides any variable. */
+export function cniRequest(command: string, extra: Record<string, string> = {}): CniRequest {
+  return parseEnv({
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: TEST_NETNS,
+    CNI_IFNAME: "eth0",
+    CNI_PATH: "/opt/cni/bin",
+    CNI_ARGS: "IgnoreUnknown=1",
+    ...extra,
+  });
 }

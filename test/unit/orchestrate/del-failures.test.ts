@@ -14,21 +14,13 @@ import type { KubeApi } from "../../../src/k8s/kube-api";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdDel } from "../../../src/orchestrate/del";
 import type { ContainerRecord } from "../../../src/orchestrate/record";
-import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
+import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
 const NETNS = "/proc/self/ns/net";
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 
 function req(command: string, extra: Record<string, string> = {}): CniRequest {
-  return parseEnv({
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: "ctr1",
-    CNI_NETNS: NETNS,
-    CNI_IFNAME: "eth0",
-    CNI_PATH: "/opt/cni/bin",
-    CNI_ARGS: POD_ARGS,
-    ...extra,
-  });
+  return cniRequest(command, { CNI_ARGS: POD_ARGS, ...extra });
 }
 
 let exec: FakeExec;

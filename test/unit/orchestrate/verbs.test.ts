@@ -15,21 +15,11 @@ import { cmdDel } from "../../../src/orchestrate/del";
 import { delegatePath } from "../../../src/orchestrate/deps";
 import { cmdGc } from "../../../src/orchestrate/gc";
 import { cmdStatus } from "../../../src/orchestrate/status";
-import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
+import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
 const NETNS = "/proc/self/ns/net";
 
-function req(command: string, extra: Record<string, string> = {}): CniRequest {
-  return parseEnv({
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: "ctr1",
-    CNI_NETNS: NETNS,
-    CNI_IFNAME: "eth0",
-    CNI_PATH: "/opt/cni/bin",
-    CNI_ARGS: "IgnoreUnknown=1",
-    ...extra,
-  });
-}
+const req = cniRequest;
 
 function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): PlexusConf {
   return parsePlexusConf({

@@ -17,7 +17,7 @@ command -v ping >/dev/null 2>&1 || need_apt+=(iputils-ping)
 # as its OCI runtime, and a static busybox as the one-file image the tests import.
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
 command -v runc >/dev/null 2>&1 || need_apt+=(runc)
-[ -x /bin/busybox ] && ldd /bin/busybox 2>&1 | grep -q "not a dynamic" || need_apt+=(busybox-static)
+dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q "ok installed" || need_apt+=(busybox-static)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${need_apt[*]}" >&2

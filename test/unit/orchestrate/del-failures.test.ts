@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseEnv, type CniRequest } from "../../../src/cni/env";
+import { type CniRequest } from "../../../src/cni/env";
 import { CniError, Code } from "../../../src/cni/errors";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { FileCluster } from "../../../src/k8s/file-cluster";
@@ -16,7 +16,7 @@ import { cmdDel } from "../../../src/orchestrate/del";
 import type { ContainerRecord } from "../../../src/orchestrate/record";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
-const NETNS = "/proc/self/ns/net";
+const _NETNS = "/proc/self/ns/net";
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 
 function req(command: string, extra: Record<string, string> = {}): CniRequest {

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseEnv, type CniRequest } from "../../../src/cni/env";
+import { parseEnv, } from "../../../src/cni/env";
 import { AggregateCniError, type CniError } from "../../../src/cni/errors";
 import { ALL_VERSIONS } from "../../../src/cni/version";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
@@ -19,7 +19,7 @@ import { RecordStore, type ContainerRecord } from "../../../src/orchestrate/reco
 import { cmdStatus } from "../../../src/orchestrate/status";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
-const NETNS = "/proc/self/ns/net";
+const _NETNS = "/proc/self/ns/net";
 
 const req = cniRequest;
 

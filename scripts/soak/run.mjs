@@ -1,0 +1,99 @@
+// The soak loop: builds the world, runs cycles until the count or the time limit, accounts after
+// each, and always removes the world (also on SIGINT/SIGTERM and on failure).
+import { account, LEAK_KINDS, scrub } from "./account.mjs";
+import { describePlan, FAULTS, planCycle, runCycle } from "./cycle.mjs";
+import { createWorld } from "./world.mjs";
+
+/** Problems that are not leftovers but fail the soak all the same. */
+export const PROBLEM_KINDS = [...LEAK_KINDS, "add-failed"];
+
+/** Runs one cycle in `world` and accounts for it; returns the plan and what was found. */
+async function oneCycle(world, seed, i, settleMs) {
+  const p = planCycle(seed, i);
+  const nsName = `plx-soak-${world.tag}-${i}`;
+  const netns = world.addNetns(nsName);
+  let found;
+  try {
+    const problems = await runCycle(world, p, netns);
+    found = [...problems, ...(await account(world, nsName, settleMs))];
+  } finally {
+    world.deleteNetns(nsName);
+  }
+  if (found.length > 0) scrub(world, found);
+  return { p, found };
+}
+
+function tally(summary, { p, found }) {
+  summary.cycles++;
+  summary.faults[p.kind]++;
+  if (p.kind !== "none") summary.faulted++;
+  if (found.length === 0) return;
+  for (const k of new Set(found.map(([kind]) => kind))) summary.leaks[k]++;
+  summary.byFault[p.kind] = (summary.byFault[p.kind] ?? 0) + 1;
+  summary.leakyCycles.push({ i: p.i, cycleSeed: p.seed, plan: describePlan(p), kind: p.kind, found });
+}
+
+/**
+ * @param o.cycles how many cycles; o.timeLimitS stops starting new ones after this many seconds;
+ * o.seed, o.start (first cycle index, for replays); o.lanes independent worlds running cycles side
+ * by side (cycle i runs in lane i mod lanes; what it does depends only on seed and i);
+ * o.settleMs how long the accounting waits for a cycle's processes to end;
+ * o.progress(summary) called after each cycle.
+ */
+export async function runSoak(o) {
+  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 2, settleMs = 3000, progress } = o;
+  const summary = { seed, lanes, cycles: 0, faulted: 0, faults: Object.fromEntries(FAULTS.map(([k]) => [k, 0])), leaks: Object.fromEntries(PROBLEM_KINDS.map((k) => [k, 0])), leakyCycles: [], byFault: {}, seconds: 0, interrupted: undefined };
+  const t0 = performance.now();
+  const worlds = [];
+  const cleanup = () => worlds.forEach((w) => w.cleanup());
+  const onSignal = (sig) => {
+    cleanup();
+    process.exit(sig === "SIGINT" ? 130 : 143);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const laneCount = Math.max(1, Math.min(lanes, cycles));
+    for (let lane = 0; lane < laneCount; lane++) worlds.push(await createWorld({ lane }));
+    let next = start;
+    const end = start + cycles;
+    const runLane = async (world) => {
+      while (next < end) {
+        if ((performance.now() - t0) / 1000 > timeLimitS) {
+          summary.interrupted = `time limit (${timeLimitS} s)`;
+          return;
+        }
+        const i = next++;
+        tally(summary, await oneCycle(world, seed, i, settleMs));
+        progress?.(summary);
+      }
+    };
+    await Promise.all(worlds.map(runLane));
+  } finally {
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+    cleanup();
+    summary.seconds = (performance.now() - t0) / 1000;
+  }
+  summary.leakyCycles.sort((a, b) => a.i - b.i);
+  return summary;
+}
+
+/** The closing table: cycles, faults by kind, leaks by kind (cycles with at least one of that kind). */
+export function formatSummary(s, { firstLeaks = 5 } = {}) {
+  const lines = [];
+  const pct = (n) => `${((100 * n) / Math.max(1, s.cycles)).toFixed(1)} %`;
+  const rows = [["cycles", String(s.cycles), `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`], ["faulted cycles", String(s.faulted), pct(s.faulted)]];
+  for (const [k, n] of Object.entries(s.faults)) if (k !== "none") rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
+  for (const [k, n] of Object.entries(s.leaks)) rows.push([`  leak ${k}`, String(n), n ? "MUST BE 0" : ""]);
+  rows.push(["cycles with a leak", String(s.leakyCycles.length), s.leakyCycles.length ? "FAIL" : "ok"]);
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length));
+  for (const [a, b, c] of rows) lines.push(`${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`.trimEnd());
+  for (const l of s.leakyCycles.slice(0, firstLeaks)) {
+    lines.push("", `cycle ${l.i} (cycle seed ${l.cycleSeed}): ${l.plan}`, `  replay: npm run soak -- --seed ${s.seed} --start ${l.i} --cycles 1`);
+    for (const [k, d] of l.found.slice(0, 8)) lines.push(`  ${k}: ${d}`);
+    if (l.found.length > 8) lines.push(`  … ${l.found.length - 8} more`);
+  }
+  return lines.join("\n");
+}

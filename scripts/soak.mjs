@@ -17,6 +17,7 @@ const { values } = parseArgs({
     seed: { type: "string" },
     start: { type: "string", default: "0" },
     lanes: { type: "string", default: "2" },
+    "show-leaks": { type: "string", default: "5" },
     quiet: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
@@ -27,6 +28,7 @@ if (values.help) {
   --time-limit   no new cycle starts after this many seconds (default 3600)
   --seed         makes the run reproducible (default: random, printed)
   --start        index of the first cycle (replay one cycle: --seed S --start I --cycles 1)
+  --show-leaks   how many leaky cycles to print in full (default 5)
   --lanes        independent worlds (bridges, state dirs, API server, daemon) running cycles
                  side by side (default 2); networks use 10.230–10.239.x
 Needs root, iproute2, /usr/lib/cni/{bridge,host-local} and a built dist/plexus (npm run build).`);
@@ -60,5 +62,5 @@ const summary = await runSoak({
     console.error(`soak: ${s.cycles} cycles done, ${s.faulted} faulted, ${s.leakyCycles.length} with leaks`);
   },
 });
-console.log(formatSummary(summary));
+console.log(formatSummary(summary, { firstLeaks: num("show-leaks") }));
 process.exit(summary.leakyCycles.length > 0 ? 1 : 0);

@@ -9,7 +9,7 @@ import { isIP } from "node:net";
 import { join, relative } from "node:path";
 import { killPids, settle } from "./proc.mjs";
 
-export const LEAK_KINDS = ["netns-link", "bridge-port", "ip-reservation", "record", "cache-file", "temp-file", "lock-file", "lock-held", "other-file", "process", "del-failed"];
+export const LEAK_KINDS = ["netns-link", "bridge-port", "ip-reservation", "record", "cache-file", "temp-file", "lock-file", "lock-held", "other-file", "process"];
 
 function walk(dir) {
   if (!existsSync(dir)) return [];
@@ -22,7 +22,7 @@ function walk(dir) {
   return out;
 }
 
-function ipJson(args) {
+export function ipJson(args) {
   try {
     const out = execFileSync("ip", ["-j", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
     return out ? JSON.parse(out) : [];
@@ -42,7 +42,7 @@ function lockedInodes() {
 }
 
 /** Leftovers of the world right now, as [kind, detail] pairs; empty when nothing is left. */
-export function leftovers(world, netnsName) {
+export function leftovers(world, netnsName, procs) {
   const found = [];
   const add = (kind, detail) => found.push([kind, detail]);
   if (netnsName) for (const l of ipJson(["-n", netnsName, "link", "show"])) if (l.ifname !== "lo") add("netns-link", `${netnsName}/${l.ifname}`);
@@ -68,8 +68,16 @@ export function leftovers(world, netnsName) {
     } else add("other-file", rel);
   }
   for (const f of walk(world.dataDir)) if (/\.tmp|~$/.test(f)) add("temp-file", relative(world.root, f));
-  for (const p of world.processes()) add("process", `${p.pid} ${p.cmd.slice(0, 160)}`);
+  for (const p of procs) add("process", `${p.pid} ${p.cmd.slice(0, 160)}`);
   return found;
+}
+
+/** The world's processes present in two scans 100 ms apart (not one caught starting or exiting). */
+async function lingering(world) {
+  const first = new Map(world.processes().map((p) => [p.pid, p.cmd]));
+  if (first.size === 0) return [];
+  await new Promise((r) => setTimeout(r, 100));
+  return world.processes().filter((p) => first.get(p.pid) === p.cmd);
 }
 
 /**
@@ -78,7 +86,7 @@ export function leftovers(world, netnsName) {
  */
 export async function account(world, netnsName, settleMs) {
   await settle(() => world.processes(), settleMs);
-  return leftovers(world, netnsName);
+  return leftovers(world, netnsName, await lingering(world));
 }
 
 /** Removes every leftover so the next cycle starts from nothing. */

@@ -3,6 +3,7 @@
 // DEL, then DEL with CNI_NETNS=""). Everything a cycle does follows from (seed, cycle index), so
 // a cycle that leaked can be replayed alone with `--seed S --start I --cycles 1`.
 import { MAX_EXTRA, NAMESPACE, PLEXUS, ifName } from "./world.mjs";
+import { ipJson } from "./account.mjs";
 import { sleep, start } from "./proc.mjs";
 
 /** Fault kinds and their weights (out of 100); "none" is a plain ADD/DEL. */
@@ -62,7 +63,9 @@ export function planCycle(seed, i, faults = FAULTS) {
   if (kind === "kill-add" || kind === "kill-del" || kind === "daemon-kill") p.killAfterMs = Math.round(r() * addMs);
   if (kind.startsWith("delegate-")) {
     p.target = ifName(target);
-    p.when = r() < 0.5 ? "before" : "after";
+    const when = r() < 0.5 ? "before" : "after";
+    // A sleeping delegate runs bridge after its sleep; the others misbehave before or after it.
+    if (kind !== "delegate-sleep-past-kill") p.when = when;
   }
   if (kind === "delegate-sleep-past-kill") {
     p.sleepMs = Math.round(300 + r() * 300);
@@ -161,12 +164,33 @@ async function runtimeDel(call, over, problems) {
   problems.push(["del-failed", `DEL${over.netns === "" ? ' with CNI_NETNS=""' : ""} exit ${r.code}: ${r.stdout.slice(0, 300)}`]);
 }
 
+/** ADDs whose success must be visible: every interface the result puts in the sandbox exists. */
+const RESULT_CHECKED = new Set(["none", "daemon-kill", "concurrent-add-add", "api-5xx", "api-reset", "api-hang", "api-409"]);
+
+function missingInterfaces(adds, netnsName) {
+  const present = new Set(ipJson(["-n", netnsName, "link", "show"]).map((l) => l.ifname));
+  const missing = [];
+  for (const a of adds) {
+    if (a.code !== 0) continue;
+    let result;
+    try {
+      result = JSON.parse(a.stdout);
+    } catch {
+      missing.push(`ADD exit 0 with unparsable stdout: ${a.stdout.slice(0, 200)}`);
+      continue;
+    }
+    for (const i of result.interfaces ?? []) if (i.sandbox && !present.has(i.name)) missing.push(`ADD succeeded with ${i.name}, not in the netns`);
+  }
+  return missing;
+}
+
 /**
  * Runs cycle `p` in its own netns; returns the problems found by its own calls (a DEL that kept
- * failing, a must-succeed ADD that failed). The caller does the accounting while the netns lives.
+ * failing, a must-succeed ADD that failed, a successful ADD whose interfaces are not there). The
+ * caller does the accounting while the netns lives.
  */
 export async function runCycle(world, p, netns) {
-  const ctx = { containerId: `soak${world.tag}c${p.i}`, netns, pod: `p${p.k}` };
+  const ctx = { containerId: `soak${world.tag}c${p.i}`, netns: netns.path, pod: `p${p.k}` };
   const conf = world.confs[p.mode];
   const call = (cmd, over = {}) => start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
   const problems = [];
@@ -181,9 +205,14 @@ export async function runCycle(world, p, netns) {
   } else {
     const adds = await addPhase(world, p, call);
     if (ADD_MUST_SUCCEED.has(p.kind)) for (const a of adds) if (a.code !== 0) problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`]);
+    if (RESULT_CHECKED.has(p.kind)) for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
   }
   world.setFault([]);
-  await runtimeDel(call, {}, problems);
+  if (p.kind === "concurrent-add-del") {
+    // The racing DEL was the runtime's StopPodSandbox; it then removes the netns, and
+    // RemovePodSandbox's DEL comes without one. What the ADD left must go with those two.
+    world.deleteNetns(netns.name);
+  } else await runtimeDel(call, {}, problems);
   world.api.clearFaults();
   await runtimeDel(call, { netns: "" }, problems);
   return problems;

@@ -85,6 +85,9 @@ export function ownedProcesses(marker, { exclude = new Set(), foreign = [] } = {
     } catch {
       continue;
     }
+    // An exiting process has no environment left to read: not a leftover (yet); a stuck one
+    // shows up in the second scan (see account.mjs).
+    if (env.length === 0) continue;
     const ours = env.includes(needle) || (descends(pid) && !others.some((o) => env.includes(o)));
     if (ours) out.push({ pid, cmd: cmdline(pid) });
   }

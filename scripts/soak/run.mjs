@@ -4,8 +4,12 @@ import { account, LEAK_KINDS, scrub } from "./account.mjs";
 import { describePlan, FAULTS, planCycle, runCycle } from "./cycle.mjs";
 import { createWorld } from "./world.mjs";
 
-/** Problems that are not leftovers but fail the soak all the same. */
-export const PROBLEM_KINDS = [...LEAK_KINDS, "add-failed"];
+/**
+ * Problems that are not leftovers but fail the soak all the same: a DEL that kept failing, an ADD
+ * that should have succeeded and did not, an ADD that reported an interface the netns lacks.
+ */
+export const FAILURE_KINDS = ["del-failed", "add-failed", "add-result-missing"];
+export const PROBLEM_KINDS = [...LEAK_KINDS, ...FAILURE_KINDS];
 
 /** Runs one cycle in `world` and accounts for it; returns the plan and what was found. */
 async function oneCycle(world, seed, i, settleMs) {
@@ -14,7 +18,7 @@ async function oneCycle(world, seed, i, settleMs) {
   const netns = world.addNetns(nsName);
   let found;
   try {
-    const problems = await runCycle(world, p, netns);
+    const problems = await runCycle(world, p, { name: nsName, path: netns });
     found = [...problems, ...(await account(world, nsName, settleMs))];
   } finally {
     world.deleteNetns(nsName);
@@ -42,7 +46,7 @@ function tally(summary, { p, found }) {
  */
 export async function runSoak(o) {
   const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 2, settleMs = 3000, progress } = o;
-  const summary = { seed, lanes, cycles: 0, faulted: 0, faults: Object.fromEntries(FAULTS.map(([k]) => [k, 0])), leaks: Object.fromEntries(PROBLEM_KINDS.map((k) => [k, 0])), leakyCycles: [], byFault: {}, seconds: 0, interrupted: undefined };
+  const summary = { seed, lanes, cycles: 0, faulted: 0, faults: Object.fromEntries(FAULTS.map(([k]) => [k, 0])), leaks: Object.fromEntries(PROBLEM_KINDS.map((k) => [k, 0])), leakyCycles: [], byFault: {}, seconds: 0, interrupted: undefined, tags: [], roots: [] };
   const t0 = performance.now();
   const worlds = [];
   const cleanup = () => worlds.forEach((w) => w.cleanup());
@@ -55,6 +59,8 @@ export async function runSoak(o) {
   try {
     const laneCount = Math.max(1, Math.min(lanes, cycles));
     for (let lane = 0; lane < laneCount; lane++) worlds.push(await createWorld({ lane }));
+    summary.tags = worlds.map((w) => w.tag);
+    summary.roots = worlds.map((w) => w.root);
     let next = start;
     const end = start + cycles;
     const runLane = async (world) => {
@@ -85,8 +91,8 @@ export function formatSummary(s, { firstLeaks = 5 } = {}) {
   const pct = (n) => `${((100 * n) / Math.max(1, s.cycles)).toFixed(1)} %`;
   const rows = [["cycles", String(s.cycles), `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`], ["faulted cycles", String(s.faulted), pct(s.faulted)]];
   for (const [k, n] of Object.entries(s.faults)) if (k !== "none") rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
-  for (const [k, n] of Object.entries(s.leaks)) rows.push([`  leak ${k}`, String(n), n ? "MUST BE 0" : ""]);
-  rows.push(["cycles with a leak", String(s.leakyCycles.length), s.leakyCycles.length ? "FAIL" : "ok"]);
+  for (const [k, n] of Object.entries(s.leaks)) rows.push([`  ${FAILURE_KINDS.includes(k) ? "failure" : "leak"} ${k}`, String(n), n ? "MUST BE 0" : ""]);
+  rows.push(["cycles with a leak or failure", String(s.leakyCycles.length), s.leakyCycles.length ? "FAIL" : "ok"]);
   const w0 = Math.max(...rows.map((r) => r[0].length));
   const w1 = Math.max(...rows.map((r) => r[1].length));
   for (const [a, b, c] of rows) lines.push(`${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`.trimEnd());

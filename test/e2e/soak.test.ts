@@ -1,0 +1,45 @@
+/**
+ * The fault soak (issue 13 item 7, scripts/soak.mjs) in its short form: 300 seeded cycles of
+ * dist/plexus on real namespaces with bridge + host-local, about half of them faulted (SIGKILL in
+ * ADD and DEL, delegates that hang, crash, print garbage or sleep past the kill, concurrent
+ * ADD/ADD and ADD/DEL, API 5xx/resets/hangs/409s, daemon kills), each followed by the runtime's
+ * DEL sequence and accounted for: no link, bridge port, IP reservation, record, cache, temp or
+ * lock file, or process may be left. Same code as `npm run soak`; subnets 10.230–10.239.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { expect, it } from "vitest";
+import { formatSummary, runSoak } from "../../scripts/soak/run.mjs";
+import { describeE2e } from "../support/netns";
+
+const SEED = 13;
+const CYCLES = 300;
+
+/**
+ * Fault kinds that still leak because of a known bug not fixed yet. Their leaks are printed but
+ * do not fail this test; `npm run soak` reports them all the same. Empty when every bug is fixed.
+ */
+const KNOWN_FAILING = new Map<string, string>([]);
+
+describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
+  it("300 seeded ADD/DEL cycles, ≥ 30 % faulted with every fault kind: nothing left behind, every unfaulted ADD succeeds", async () => {
+    const s = await runSoak({ cycles: CYCLES, seed: SEED, lanes: 3 });
+    const table = formatSummary(s, { firstLeaks: 10 });
+    console.log(table);
+    expect(s.cycles).toBe(CYCLES);
+    expect(s.faulted / s.cycles).toBeGreaterThanOrEqual(0.3);
+    for (const [kind, n] of Object.entries(s.faults)) expect(n, `cycles with fault ${kind}`).toBeGreaterThan(0);
+    const known = s.leakyCycles.filter((l) => KNOWN_FAILING.has(l.kind));
+    if (known.length > 0) console.warn(`known failing (${[...new Set(known.map((l) => `${l.kind}: ${KNOWN_FAILING.get(l.kind)}`))].join("; ")}): ${known.length} leaky cycles`);
+    const unexpected = s.leakyCycles.filter((l) => !KNOWN_FAILING.has(l.kind)).map((l) => `cycle ${l.i} ${l.plan}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`);
+    expect(unexpected, table).toEqual([]);
+    // The soak removed everything it made: namespaces, bridges, temp dirs.
+    for (const root of s.roots) expect(existsSync(root), root).toBe(false);
+    const netns = execFileSync("ip", ["netns", "list"], { encoding: "utf8" });
+    const hostLinks = execFileSync("ip", ["-o", "link", "show"], { encoding: "utf8" });
+    for (const tag of s.tags) {
+      expect(netns).not.toContain(`plx-soak-${tag}-`);
+      expect(hostLinks).not.toContain(`plxs${tag}`);
+    }
+  }, 240_000);
+});

@@ -1,5 +1,6 @@
 // The soak loop: builds the world, runs cycles until the count or the time limit, accounts after
 // each, and always removes the world (also on SIGINT/SIGTERM and on failure).
+import { readFileSync } from "node:fs";
 import { account, LEAK_KINDS, scrub } from "./account.mjs";
 import { describePlan, FAULTS, planCycle, runCycle } from "./cycle.mjs";
 import { createWorld } from "./world.mjs";
@@ -10,6 +11,7 @@ import { createWorld } from "./world.mjs";
  */
 export const FAILURE_KINDS = ["del-failed", "add-failed", "add-result-missing"];
 export const PROBLEM_KINDS = [...LEAK_KINDS, ...FAILURE_KINDS];
+export { LEAK_KINDS };
 
 /** Runs one cycle in `world` and accounts for it; returns the plan and what was found. */
 async function oneCycle(world, seed, i, settleMs) {
@@ -102,4 +104,47 @@ export function formatSummary(s, { firstLeaks = 5 } = {}) {
     if (l.found.length > 8) lines.push(`  … ${l.found.length - 8} more`);
   }
   return lines.join("\n");
+}
+
+/**
+ * Plants one leftover of every kind in a fresh world and returns the kinds the accounting finds
+ * (the soak's own test: an accounting that sees nothing would pass every soak). Cleans up after.
+ */
+export async function accountingSelfCheck() {
+  const { mkdirSync, writeFileSync } = await import("node:fs");
+  const { execFileSync } = await import("node:child_process");
+  const { join } = await import("node:path");
+  const world = await createWorld({ lane: 0 });
+  const sh = (args) => execFileSync(args[0], args.slice(1), { stdio: "ignore" });
+  try {
+    const ns = `plx-soak-${world.tag}-check`;
+    world.addNetns(ns);
+    sh(["ip", "-n", ns, "link", "add", "leak0", "type", "veth", "peer", "name", "leak1"]);
+    sh(["ip", "link", "add", `plxs${world.tag}v`, "type", "veth", "peer", "name", `plxs${world.tag}w`]);
+    sh(["ip", "link", "set", `plxs${world.tag}v`, "master", world.bridges[0]]);
+    mkdirSync(join(world.dataDir, "cbr0"), { recursive: true });
+    writeFileSync(join(world.dataDir, "cbr0", "10.230.0.99"), "x");
+    for (const d of ["records", "results", "locks"]) mkdirSync(join(world.cniDir, d), { recursive: true });
+    writeFileSync(join(world.cniDir, "records", "c-eth0.json"), "{}");
+    writeFileSync(join(world.cniDir, "results", "cbr0-c-eth0"), "{}");
+    writeFileSync(join(world.cniDir, "records", ".c-eth0.json.tmp-1-1-a"), "");
+    writeFileSync(join(world.cniDir, "locks", "old.lock"), "");
+    writeFileSync(join(world.cniDir, "stray"), "");
+    // A marked process holding a lock: "lock-held" and "process".
+    const [k, v] = world.marker.split("=");
+    const { spawn } = await import("node:child_process");
+    const holder = spawn("flock", [join(world.cniDir, "locks", "held.lock"), "sleep", "30"], { env: { ...process.env, [k]: v }, stdio: "ignore" });
+    for (let i = 0; i < 100 && !readLocks().includes(" FLOCK "); i++) await new Promise((r) => setTimeout(r, 20));
+    const found = await account(world, ns, 0);
+    scrub(world, found);
+    holder.kill("SIGKILL");
+    world.deleteNetns(ns);
+    return { kinds: [...new Set(found.map(([kind]) => kind))].sort(), found, after: await account(world, undefined, 1000) };
+  } finally {
+    world.cleanup();
+  }
+}
+
+function readLocks() {
+  return readFileSync("/proc/locks", "utf8");
 }

@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { expect, it } from "vitest";
-import { formatSummary, runSoak } from "../../scripts/soak/run.mjs";
+import { accountingSelfCheck, formatSummary, LEAK_KINDS, runSoak } from "../../scripts/soak/run.mjs";
 import { describeE2e } from "../support/netns";
 
 const SEED = 13;
@@ -22,6 +22,12 @@ const CYCLES = 300;
 const KNOWN_FAILING = new Map<string, string>([]);
 
 describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
+  it("the accounting sees one planted leftover of every kind, and scrubbing removes them", async () => {
+    const r = await accountingSelfCheck();
+    expect(r.kinds).toEqual([...LEAK_KINDS].sort());
+    expect(r.after).toEqual([]);
+  });
+
   it("300 seeded ADD/DEL cycles, ≥ 30 % faulted with every fault kind: nothing left behind, every unfaulted ADD succeeds", async () => {
     const s = await runSoak({ cycles: CYCLES, seed: SEED, lanes: 3 });
     const table = formatSummary(s, { firstLeaks: 10 });

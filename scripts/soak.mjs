@@ -16,7 +16,7 @@ const { values } = parseArgs({
     "time-limit": { type: "string", default: "3600" },
     seed: { type: "string" },
     start: { type: "string", default: "0" },
-    lanes: { type: "string", default: "2" },
+    lanes: { type: "string", default: "3" },
     "show-leaks": { type: "string", default: "5" },
     quiet: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
@@ -30,7 +30,7 @@ if (values.help) {
   --start        index of the first cycle (replay one cycle: --seed S --start I --cycles 1)
   --show-leaks   how many leaky cycles to print in full (default 5)
   --lanes        independent worlds (bridges, state dirs, API server, daemon) running cycles
-                 side by side (default 2); networks use 10.230–10.239.x
+                 side by side (default 3); networks use 10.230–10.239.x
 Needs root, iproute2, /usr/lib/cni/{bridge,host-local} and a built dist/plexus (npm run build).`);
   process.exit(0);
 }

@@ -47,7 +47,7 @@ function tally(summary, { p, found }) {
  * o.progress(summary) called after each cycle.
  */
 export async function runSoak(o) {
-  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 2, settleMs = 3000, progress } = o;
+  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 3, settleMs = 3000, progress } = o;
   const summary = { seed, lanes, cycles: 0, faulted: 0, faults: Object.fromEntries(FAULTS.map(([k]) => [k, 0])), leaks: Object.fromEntries(PROBLEM_KINDS.map((k) => [k, 0])), leakyCycles: [], byFault: {}, seconds: 0, interrupted: undefined, tags: [], roots: [] };
   const t0 = performance.now();
   const worlds = [];

@@ -9,17 +9,25 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { expect, it } from "vitest";
-import { accountingSelfCheck, formatSummary, LEAK_KINDS, runSoak } from "../../scripts/soak/run.mjs";
+import { accountingSelfCheck, formatSummary, LEAK_KINDS, runSoak, type LeakyCycle } from "../../scripts/soak/run.mjs";
 import { describeE2e } from "../support/netns";
 
 const SEED = 13;
 const CYCLES = 300;
 
 /**
- * Fault kinds that still leak because of a known bug not fixed yet. Their leaks are printed but
- * do not fail this test; `npm run soak` reports them all the same. Empty when every bug is fixed.
+ * Leaks of known bugs not fixed yet, as (fault kind, leak kind): a leaky cycle is excused only when
+ * its fault is listed and every leftover it left is of the listed kind; its leaks are printed.
+ * `npm run soak` reports them all the same. Remove an entry when its bug is fixed.
  */
-const KNOWN_FAILING = new Map<string, string>([]);
+const KNOWN_FAILING: Array<{ fault: string; leak: string; bug: string }> = [
+  // A SIGKILLed writer's temp file (`records/.<name>.tmp-<pid>-…`, `results/.…tmp-…`) is swept only
+  // by the next write in that directory (sweepDeadWriters in RecordStore.write / ResultCache.set);
+  // the runtime's DEL and DEL without netns write nothing there, so it outlives the container.
+  ...["kill-add", "kill-del", "delegate-sleep-past-kill"].map((fault) => ({ fault, leak: "temp-file", bug: "DEL does not sweep a killed writer's temp files" })),
+];
+
+const excused = (l: LeakyCycle): boolean => l.found.every(([leak]) => KNOWN_FAILING.some((k) => k.fault === l.kind && k.leak === leak));
 
 describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
   it("the accounting sees one planted leftover of every kind, and scrubbing removes them", async () => {
@@ -35,9 +43,9 @@ describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
     expect(s.cycles).toBe(CYCLES);
     expect(s.faulted / s.cycles).toBeGreaterThanOrEqual(0.3);
     for (const [kind, n] of Object.entries(s.faults)) expect(n, `cycles with fault ${kind}`).toBeGreaterThan(0);
-    const known = s.leakyCycles.filter((l) => KNOWN_FAILING.has(l.kind));
-    if (known.length > 0) console.warn(`known failing (${[...new Set(known.map((l) => `${l.kind}: ${KNOWN_FAILING.get(l.kind)}`))].join("; ")}): ${known.length} leaky cycles`);
-    const unexpected = s.leakyCycles.filter((l) => !KNOWN_FAILING.has(l.kind)).map((l) => `cycle ${l.i} ${l.plan}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`);
+    const known = s.leakyCycles.filter(excused);
+    if (known.length > 0) console.warn(`KNOWN_FAILING excused ${known.length} leaky cycles: ${known.map((l) => `cycle ${l.i} ${l.kind}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`).join(" | ")}`);
+    const unexpected = s.leakyCycles.filter((l) => !excused(l)).map((l) => `cycle ${l.i} ${l.plan}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`);
     expect(unexpected, table).toEqual([]);
     // The soak removed everything it made: namespaces, bridges, temp dirs.
     for (const root of s.roots) expect(existsSync(root), root).toBe(false);

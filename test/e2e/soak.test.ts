@@ -22,7 +22,7 @@ const CYCLES = 300;
  */
 const KNOWN_FAILING: Array<{ fault: string; leak: string; bug: string }> = [
   // A SIGKILLed writer's temp file (`records/.<name>.tmp-<pid>-…`, `results/.…tmp-…`) is swept only
-  // by the next write in that directory (sweepDeadWriters in RecordStore.write / ResultCache.set);
+  // by the next write in that directory (sweepDeadWriters in JsonFileStore.write, src/store/json-store.ts);
   // the runtime's DEL and DEL without netns write nothing there, so it outlives the container.
   ...["kill-add", "kill-del", "delegate-sleep-past-kill"].map((fault) => ({ fault, leak: "temp-file", bug: "DEL does not sweep a killed writer's temp files" })),
 ];

@@ -23,7 +23,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log(`usage: npm run soak -- [--cycles N] [--time-limit SECONDS] [--seed S] [--start I] [--subnet-base B]
+  console.log(`usage: npm run soak -- [--cycles N] [--time-limit SECONDS] [--seed S] [--start I] [--lanes N] [--show-leaks N]
   --cycles       cycles to run (default 10000)
   --time-limit   no new cycle starts after this many seconds (default 3600)
   --seed         makes the run reproducible (default: random, printed)

@@ -1,0 +1,219 @@
+// One soak cycle: a pod with 0–4 extra networks is ADDed with at most one fault, then torn down
+// by the runtime's DEL sequence (DEL with the netns, retried as the kubelet retries a failing
+// DEL, then DEL with CNI_NETNS=""). Everything a cycle does follows from (seed, cycle index), so
+// a cycle that leaked can be replayed alone with `--seed S --start I --cycles 1`.
+import { MAX_EXTRA, NAMESPACE, PLEXUS, ifName } from "./world.mjs";
+import { ipJson } from "./account.mjs";
+import { sleep, start } from "./proc.mjs";
+
+/** Fault kinds and their weights (out of 100); "none" is a plain ADD/DEL. */
+export const FAULTS = [
+  ["none", 50],
+  ["kill-add", 7],
+  ["kill-del", 5],
+  ["delegate-hang", 3],
+  ["delegate-crash", 4],
+  ["delegate-garbage", 4],
+  ["delegate-sleep-past-kill", 6],
+  ["concurrent-add-add", 4],
+  ["concurrent-add-del", 4],
+  ["api-5xx", 3],
+  ["api-reset", 3],
+  ["api-hang", 2],
+  ["api-409", 2],
+  ["daemon-kill", 3],
+];
+
+/** Fault kinds after which ADD must still succeed (the daemon's absence has a fallback). */
+const ADD_MUST_SUCCEED = new Set(["none", "daemon-kill"]);
+
+function mulberry32(a) {
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function cycleSeed(seed, i) {
+  let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x7feb352d) >>> 0;
+  return (h ^ (h >>> 15)) >>> 0;
+}
+
+function pick(r, weighted) {
+  const total = weighted.reduce((s, [, w]) => s + w, 0);
+  let x = r() * total;
+  for (const [v, w] of weighted) if ((x -= w) < 0) return v;
+  return weighted[0][0];
+}
+
+/** What cycle `i` of a run with `seed` does. */
+export function planCycle(seed, i, faults = FAULTS) {
+  const r = mulberry32(cycleSeed(seed, i));
+  const k = Math.floor(r() * (MAX_EXTRA + 1));
+  const kind = pick(r, faults);
+  const mode = kind.startsWith("api-") ? "thin" : kind === "daemon-kill" ? "daemon" : r() < 0.5 ? "thin" : "daemon";
+  const target = Math.floor(r() * (k + 1));
+  const p = { i, seed: cycleSeed(seed, i), k, kind, mode };
+  // Roughly how long a clean ADD of k+1 networks takes here; kills land anywhere in it.
+  const addMs = 60 + 45 * (k + 1);
+  if (kind === "kill-add" || kind === "kill-del" || kind === "daemon-kill") p.killAfterMs = Math.round(r() * addMs);
+  if (kind.startsWith("delegate-")) {
+    p.target = ifName(target);
+    const when = r() < 0.5 ? "before" : "after";
+    // A sleeping delegate runs bridge after its sleep; the others misbehave before or after it.
+    if (kind !== "delegate-sleep-past-kill") p.when = when;
+  }
+  if (kind === "delegate-sleep-past-kill") {
+    p.sleepMs = Math.round(300 + r() * 300);
+    // The sleeping delegate starts after Plexus and the delegates before it; the kill lands in its sleep.
+    p.killAfterMs = Math.round(50 + 45 * target + r() * (p.sleepMs - 100));
+  }
+  if (kind === "concurrent-add-add" || kind === "concurrent-add-del") p.gapMs = Math.round(r() * (kind === "concurrent-add-add" ? 30 : addMs));
+  if (kind.startsWith("api-")) {
+    const routes = ["pod", "status", "event", ...(k > 0 ? ["nad"] : [])];
+    p.route = routes[Math.floor(r() * routes.length)];
+    p.times = 1 + Math.floor(r() * 3);
+    const code = [500, 503, 504][Math.floor(r() * 3)];
+    if (kind === "api-5xx") p.code = code;
+  }
+  return p;
+}
+
+export function describePlan(p) {
+  const extra = Object.entries(p)
+    .filter(([key]) => !["i", "seed", "kind", "k", "mode"].includes(key))
+    .map(([key, v]) => `${key}=${v}`)
+    .join(" ");
+  return `${p.kind} (${p.k} extra networks, ${p.mode}${extra ? `, ${extra}` : ""})`;
+}
+
+function apiFault(world, p) {
+  const pod = `p${p.k}`;
+  const path = {
+    pod: `/api/v1/namespaces/${NAMESPACE}/pods/${pod}`,
+    status: `/api/v1/namespaces/${NAMESPACE}/pods/${pod}/status`,
+    event: /\/events$/,
+    nad: /network-attachment-definitions/,
+  }[p.route];
+  const method = { pod: "GET", status: "PATCH", event: "POST", nad: "GET" }[p.route];
+  const fault = { "api-5xx": { kind: "status", code: p.code }, "api-reset": { kind: "reset" }, "api-hang": { kind: "hang" }, "api-409": { kind: "status", code: 409, reason: "Conflict" } }[p.kind];
+  world.api.inject({ method, path, times: p.times, watch: false }, fault);
+}
+
+const delegateFaultLine = (p, mode, arg = "-") => `${p.target} ADD ${mode} ${p.when ?? "before"} ${arg}`;
+
+/** The ADD phase of a cycle, faulted as planned. Returns the ADD results that finished. */
+async function addPhase(world, p, call) {
+  switch (p.kind) {
+    case "kill-add": {
+      const a = call("ADD");
+      await sleep(p.killAfterMs);
+      a.kill();
+      return [await a.done];
+    }
+    case "delegate-hang":
+    case "delegate-crash":
+    case "delegate-garbage":
+      world.setFault([delegateFaultLine(p, p.kind.slice("delegate-".length))]);
+      return [await call("ADD").done];
+    case "delegate-sleep-past-kill": {
+      world.setFault([delegateFaultLine(p, "sleep", (p.sleepMs / 1000).toFixed(3))]);
+      const a = call("ADD");
+      await sleep(p.killAfterMs);
+      a.kill();
+      return [await a.done];
+    }
+    case "concurrent-add-add": {
+      const a = call("ADD");
+      await sleep(p.gapMs);
+      const b = call("ADD");
+      return Promise.all([a.done, b.done]);
+    }
+    case "concurrent-add-del": {
+      const a = call("ADD");
+      await sleep(p.gapMs);
+      const d = call("DEL");
+      return [(await Promise.all([a.done, d.done]))[0]];
+    }
+    case "daemon-kill": {
+      const a = call("ADD");
+      await sleep(p.killAfterMs);
+      await world.killDaemon();
+      const r = await a.done;
+      await world.startDaemon();
+      return [r];
+    }
+    default:
+      if (p.kind.startsWith("api-")) apiFault(world, p);
+      return [await call("ADD").done];
+  }
+}
+
+/** DEL as the kubelet does it: retried while it fails (a few times here). */
+async function runtimeDel(call, over, problems) {
+  let r;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    r = await call("DEL", over).done;
+    if (r.code === 0) return;
+    await sleep(50);
+  }
+  problems.push(["del-failed", `DEL${over.netns === "" ? ' with CNI_NETNS=""' : ""} exit ${r.code}: ${r.stdout.slice(0, 300)}`]);
+}
+
+/** ADDs whose success must be visible: every interface the result puts in the sandbox exists. */
+const RESULT_CHECKED = new Set(["none", "daemon-kill", "concurrent-add-add", "api-5xx", "api-reset", "api-hang", "api-409"]);
+
+function missingInterfaces(adds, netnsName) {
+  const present = new Set(ipJson(["-n", netnsName, "link", "show"]).map((l) => l.ifname));
+  const missing = [];
+  for (const a of adds) {
+    if (a.code !== 0) continue;
+    let result;
+    try {
+      result = JSON.parse(a.stdout);
+    } catch {
+      missing.push(`ADD exit 0 with unparsable stdout: ${a.stdout.slice(0, 200)}`);
+      continue;
+    }
+    for (const i of result.interfaces ?? []) if (i.sandbox && !present.has(i.name)) missing.push(`ADD succeeded with ${i.name}, not in the netns`);
+  }
+  return missing;
+}
+
+/**
+ * Runs cycle `p` in its own netns; returns the problems found by its own calls (a DEL that kept
+ * failing, a must-succeed ADD that failed, a successful ADD whose interfaces are not there). The
+ * caller does the accounting while the netns lives.
+ */
+export async function runCycle(world, p, netns) {
+  const ctx = { containerId: `soak${world.tag}c${p.i}`, netns: netns.path, pod: `p${p.k}` };
+  const conf = world.confs[p.mode];
+  const call = (cmd, over = {}) => start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
+  const problems = [];
+  if (p.mode === "daemon" && (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null)) await world.startDaemon();
+  if (p.kind === "kill-del") {
+    const a = await call("ADD").done;
+    if (a.code !== 0) problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
+    const d = call("DEL");
+    await sleep(p.killAfterMs * 0.7);
+    d.kill();
+    await d.done;
+  } else {
+    const adds = await addPhase(world, p, call);
+    if (ADD_MUST_SUCCEED.has(p.kind)) for (const a of adds) if (a.code !== 0) problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`]);
+    if (RESULT_CHECKED.has(p.kind)) for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
+  }
+  world.setFault([]);
+  if (p.kind === "concurrent-add-del") {
+    // The racing DEL was the runtime's StopPodSandbox; it then removes the netns, and
+    // RemovePodSandbox's DEL comes without one. What the ADD left must go with those two.
+    world.deleteNetns(netns.name);
+  } else await runtimeDel(call, {}, problems);
+  world.api.clearFaults();
+  await runtimeDel(call, { netns: "" }, problems);
+  return problems;
+}

@@ -1,0 +1,236 @@
+// What the soak runs in: host bridges, a temp root (cniDir, host-local's dataDir, confDir, a bin
+// dir whose `bridge` is a wrapper that misbehaves as the fault file says), the fake API server
+// (HTTPS) with pods of 0–4 extra networks, and `dist/plexus daemon`. Everything it makes is
+// tracked and removed by cleanup(), which is synchronous so it also runs from a signal handler.
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { killPids, ownedProcesses, sleep } from "./proc.mjs";
+
+export const PLEXUS = resolve(import.meta.dirname, "../../dist/plexus");
+const CNI_BIN = "/usr/lib/cni";
+export const NODE_NAME = "soak-node";
+export const NAMESPACE = "soak";
+export const MAX_EXTRA = 4;
+/** Worlds not yet cleaned up: each one's accounting leaves the others' processes alone. */
+const live = new Set();
+
+/**
+ * The delegate every network uses: /usr/lib/cni/bridge, unless a line `<ifname> <COMMAND> <mode>
+ * <before|after> <arg>` of the fault file matches this call. No fd redirections around the exec:
+ * the delegate must keep every descriptor Plexus gave it (the per-container lock is one).
+ */
+function wrapperScript(faultFile) {
+  return `#!/bin/sh
+B=${CNI_BIN}/bridge
+L=$(grep -s "^$CNI_IFNAME $CNI_COMMAND " '${faultFile}' | head -n 1)
+[ -n "$L" ] || exec $B
+set -- $L
+case "$3" in
+  sleep) sleep "$5"; exec $B ;;
+  hang) [ "$4" = after ] && $B >/dev/null; exec sleep 120 ;;
+  crash) [ "$4" = after ] && $B >/dev/null; kill -SEGV $$ ;;
+  garbage) [ "$4" = after ] && $B >/dev/null; printf '{"cniVersion":"1.0.0","interfaces":[{"na'; exit 0 ;;
+esac
+exec $B
+`;
+}
+
+function ip(args) {
+  return execFileSync("ip", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function ipQuiet(args) {
+  try {
+    execFileSync("ip", args, { stdio: "ignore" });
+  } catch {}
+}
+
+function socketStatus(socketPath, path) {
+  return new Promise((done) => {
+    const req = request({ socketPath, path, timeout: 1000 }, (res) => {
+      res.resume();
+      done(res.statusCode ?? 0);
+    });
+    req.on("error", () => done(0));
+    req.on("timeout", () => req.destroy());
+    req.end();
+  });
+}
+
+export const ifName = (k) => (k === 0 ? "eth0" : `net${k}`);
+export const networkName = (k) => (k === 0 ? "cbr0" : `net${k}`);
+
+/**
+ * Lane 0 uses 10.230–10.234, lane 1 10.235–10.239, lane 2 10.230–… again: no network is a gateway,
+ * so the host has no address or route in any of them and two lanes' equal subnets (on their own
+ * bridges, in their own namespaces and host-local stores) cannot meet.
+ */
+const subnet = (lane, k) => `10.${230 + ((lane * (MAX_EXTRA + 1) + k) % 10)}.0.0/16`;
+
+function networkConf(world, k) {
+  return {
+    cniVersion: "1.0.0",
+    name: networkName(k),
+    type: "bridge",
+    bridge: world.bridges[k],
+    isGateway: false,
+    ipam: { type: "host-local", subnet: subnet(world.lane, k), dataDir: world.dataDir },
+  };
+}
+
+function writeFiles(world) {
+  for (const d of [world.binDir, world.confDir]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(world.binDir, "bridge"), wrapperScript(world.faultFile), { mode: 0o755 });
+  symlinkSync(join(CNI_BIN, "host-local"), join(world.binDir, "host-local"));
+  writeFileSync(join(world.confDir, "10-cbr0.conf"), JSON.stringify(networkConf(world, 0)));
+}
+
+function seedApi(world) {
+  const { api } = world;
+  for (let k = 1; k <= MAX_EXTRA; k++) api.addNad({ metadata: { namespace: NAMESPACE, name: networkName(k) }, spec: { config: JSON.stringify(networkConf(world, k)) } });
+  for (let k = 0; k <= MAX_EXTRA; k++) {
+    const nets = Array.from({ length: k }, (_, j) => networkName(j + 1)).join(",");
+    api.addPod({ metadata: { namespace: NAMESPACE, name: `p${k}`, uid: `uid-p${k}`, annotations: nets ? { "k8s.v1.cni.cncf.io/networks": nets } : {} }, spec: { nodeName: NODE_NAME } });
+  }
+}
+
+function plexusConfs(world) {
+  const base = {
+    cniVersion: "1.0.0",
+    name: "plexus-soak",
+    type: "plexus",
+    cniDir: world.cniDir,
+    clusterNetwork: join(world.confDir, "10-cbr0.conf"),
+    confDir: world.confDir,
+    kubeconfig: world.kubeconfig,
+    // Short deadlines keep a faulted cycle short; they are what the faults run into.
+    delegateTimeoutSeconds: 1,
+    apiRequestTimeoutSeconds: 0.5,
+    apiTotalTimeoutSeconds: 3,
+  };
+  return {
+    thin: JSON.stringify({ ...base, daemonSocket: "" }),
+    daemon: JSON.stringify({ ...base, daemonSocket: world.socket, daemonTimeoutMilliseconds: 300 }),
+  };
+}
+
+/** Builds the world; on any failure what was made is removed before the error propagates. */
+export async function createWorld({ lane = 0 } = {}) {
+  const tag = randomBytes(2).toString("hex");
+  const root = mkdtempSync(join(tmpdir(), "plx-soak-"));
+  const world = {
+    tag,
+    root,
+    lane,
+    binDir: join(root, "bin"),
+    cniDir: join(root, "cni"),
+    dataDir: join(root, "ipam"),
+    confDir: join(root, "net.d"),
+    faultFile: join(root, "fault"),
+    socket: join(root, "plexus.sock"),
+    marker: `PLX_SOAK_MARK=${randomBytes(8).toString("hex")}`,
+    bridges: Array.from({ length: MAX_EXTRA + 1 }, (_, k) => `plxs${tag}${k}`),
+    netns: new Set(),
+    daemon: undefined,
+    daemonStderr: "",
+    api: undefined,
+    cleaned: false,
+  };
+  Object.assign(world, methods(world));
+  live.add(world);
+  try {
+    for (const b of world.bridges) {
+      ip(["link", "add", b, "type", "bridge"]);
+      ip(["link", "set", b, "up"]);
+    }
+    writeFiles(world);
+    const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
+    world.api = await startFakeApiServer();
+    seedApi(world);
+    world.kubeconfig = writeKubeconfig(world.api, { dir: root });
+    world.confs = plexusConfs(world);
+    await world.startDaemon({ waitReady: true });
+  } catch (err) {
+    world.cleanup();
+    throw err;
+  }
+  return world;
+}
+
+function methods(world) {
+  const [markName, markValue] = world.marker.split("=");
+  return {
+    /** The environment of one dist/plexus call, as a runtime gives it. */
+    env(command, { containerId, netns, pod }) {
+      return {
+        PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+        [markName]: markValue,
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: containerId,
+        CNI_NETNS: netns,
+        CNI_IFNAME: "eth0",
+        CNI_PATH: world.binDir,
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NAMESPACE};K8S_POD_NAME=${pod};K8S_POD_UID=uid-${pod}`,
+      };
+    },
+    addNetns(name) {
+      world.netns.add(name);
+      ip(["netns", "add", name]);
+      ip(["-n", name, "link", "set", "lo", "up"]);
+      return `/var/run/netns/${name}`;
+    },
+    deleteNetns(name) {
+      ipQuiet(["netns", "del", name]);
+      world.netns.delete(name);
+    },
+    setFault(lines) {
+      writeFileSync(world.faultFile, lines.map((l) => `${l}\n`).join(""));
+    },
+    async startDaemon({ waitReady = false } = {}) {
+      const d = spawn(PLEXUS, ["daemon", "--kubeconfig", world.kubeconfig, "--node-name", NODE_NAME, "--socket", world.socket, "--log-level", "warn"], { stdio: ["ignore", "ignore", "pipe"] });
+      d.stderr.on("data", (c) => (world.daemonStderr = (world.daemonStderr + c).slice(-4000)));
+      world.daemon = d;
+      if (!waitReady) return;
+      const end = Date.now() + 30_000;
+      while ((await socketStatus(world.socket, "/readyz")) !== 200) {
+        if (d.exitCode !== null) throw new Error(`plexus daemon exited (${d.exitCode}): ${world.daemonStderr}`);
+        if (Date.now() > end) throw new Error(`plexus daemon not ready after 30 s: ${world.daemonStderr}`);
+        await sleep(20);
+      }
+    },
+    /** SIGKILL, as the kubelet's OOM killer or a node crash would; resolves once it is reaped. */
+    killDaemon() {
+      const d = world.daemon;
+      world.daemon = undefined;
+      if (!d || d.exitCode !== null || d.signalCode !== null) return Promise.resolve();
+      return new Promise((done) => {
+        d.once("exit", () => done());
+        d.kill("SIGKILL");
+      });
+    },
+    processes() {
+      const exclude = new Set([...live].map((w) => w.daemon?.pid).filter(Boolean));
+      const foreign = [...live].filter((w) => w !== world).map((w) => w.marker);
+      return ownedProcesses(world.marker, { exclude, foreign });
+    },
+    /** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
+    cleanup() {
+      if (world.cleaned) return;
+      world.cleaned = true;
+      live.delete(world);
+      try {
+        world.daemon?.kill("SIGKILL");
+      } catch {}
+      const others = [...live];
+      killPids(ownedProcesses(world.marker, { foreign: others.map((w) => w.marker), exclude: new Set(others.map((w) => w.daemon?.pid)) }).map((p) => p.pid));
+      world.api?.close().catch(() => {});
+      for (const n of [...world.netns]) world.deleteNetns(n);
+      for (const b of world.bridges) ipQuiet(["link", "del", b]);
+      rmSync(world.root, { recursive: true, force: true });
+    },
+  };
+}

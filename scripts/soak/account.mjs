@@ -9,7 +9,18 @@ import { isIP } from "node:net";
 import { join, relative } from "node:path";
 import { killPids, settle } from "./proc.mjs";
 
-export const LEAK_KINDS = ["netns-link", "bridge-port", "ip-reservation", "record", "cache-file", "temp-file", "lock-file", "lock-held", "other-file", "process"];
+export const LEAK_KINDS = [
+  "netns-link",
+  "bridge-port",
+  "ip-reservation",
+  "record",
+  "cache-file",
+  "temp-file",
+  "lock-file",
+  "lock-held",
+  "other-file",
+  "process",
+];
 
 function walk(dir) {
   if (!existsSync(dir)) return [];
@@ -45,7 +56,9 @@ function lockedInodes() {
 export function leftovers(world, netnsName, procs) {
   const found = [];
   const add = (kind, detail) => found.push([kind, detail]);
-  if (netnsName) for (const l of ipJson(["-n", netnsName, "link", "show"])) if (l.ifname !== "lo") add("netns-link", `${netnsName}/${l.ifname}`);
+  if (netnsName)
+    for (const l of ipJson(["-n", netnsName, "link", "show"]))
+      if (l.ifname !== "lo") add("netns-link", `${netnsName}/${l.ifname}`);
   const bridges = new Set(world.bridges);
   for (const l of ipJson(["link", "show"])) if (bridges.has(l.master)) add("bridge-port", `${l.master}/${l.ifname}`);
   for (const f of walk(world.dataDir)) {

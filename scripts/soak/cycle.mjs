@@ -72,7 +72,8 @@ export function planCycle(seed, i, faults = FAULTS) {
     // The sleeping delegate starts after Plexus and the delegates before it; the kill lands in its sleep.
     p.killAfterMs = Math.round(50 + 45 * target + r() * (p.sleepMs - 100));
   }
-  if (kind === "concurrent-add-add" || kind === "concurrent-add-del") p.gapMs = Math.round(r() * (kind === "concurrent-add-add" ? 30 : addMs));
+  if (kind === "concurrent-add-add" || kind === "concurrent-add-del")
+    p.gapMs = Math.round(r() * (kind === "concurrent-add-add" ? 30 : addMs));
   if (kind.startsWith("api-")) {
     const routes = ["pod", "status", "event", ...(k > 0 ? ["nad"] : [])];
     p.route = routes[Math.floor(r() * routes.length)];
@@ -100,7 +101,12 @@ function apiFault(world, p) {
     nad: /network-attachment-definitions/,
   }[p.route];
   const method = { pod: "GET", status: "PATCH", event: "POST", nad: "GET" }[p.route];
-  const fault = { "api-5xx": { kind: "status", code: p.code }, "api-reset": { kind: "reset" }, "api-hang": { kind: "hang" }, "api-409": { kind: "status", code: 409, reason: "Conflict" } }[p.kind];
+  const fault = {
+    "api-5xx": { kind: "status", code: p.code },
+    "api-reset": { kind: "reset" },
+    "api-hang": { kind: "hang" },
+    "api-409": { kind: "status", code: 409, reason: "Conflict" },
+  }[p.kind];
   world.api.inject({ method, path, times: p.times, watch: false }, fault);
 }
 
@@ -161,11 +167,22 @@ async function runtimeDel(call, over, problems) {
     if (r.code === 0) return;
     await sleep(50);
   }
-  problems.push(["del-failed", `DEL${over.netns === "" ? ' with CNI_NETNS=""' : ""} exit ${r.code}: ${r.stdout.slice(0, 300)}`]);
+  problems.push([
+    "del-failed",
+    `DEL${over.netns === "" ? ' with CNI_NETNS=""' : ""} exit ${r.code}: ${r.stdout.slice(0, 300)}`,
+  ]);
 }
 
 /** ADDs whose success must be visible: every interface the result puts in the sandbox exists. */
-const RESULT_CHECKED = new Set(["none", "daemon-kill", "concurrent-add-add", "api-5xx", "api-reset", "api-hang", "api-409"]);
+const RESULT_CHECKED = new Set([
+  "none",
+  "daemon-kill",
+  "concurrent-add-add",
+  "api-5xx",
+  "api-reset",
+  "api-hang",
+  "api-409",
+]);
 
 function missingInterfaces(adds, netnsName) {
   const present = new Set(ipJson(["-n", netnsName, "link", "show"]).map((l) => l.ifname));
@@ -179,7 +196,8 @@ function missingInterfaces(adds, netnsName) {
       missing.push(`ADD exit 0 with unparsable stdout: ${a.stdout.slice(0, 200)}`);
       continue;
     }
-    for (const i of result.interfaces ?? []) if (i.sandbox && !present.has(i.name)) missing.push(`ADD succeeded with ${i.name}, not in the netns`);
+    for (const i of result.interfaces ?? [])
+      if (i.sandbox && !present.has(i.name)) missing.push(`ADD succeeded with ${i.name}, not in the netns`);
   }
   return missing;
 }
@@ -194,7 +212,8 @@ export async function runCycle(world, p, netns) {
   const conf = world.confs[p.mode];
   const call = (cmd, over = {}) => start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
   const problems = [];
-  if (p.mode === "daemon" && (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null)) await world.startDaemon();
+  if (p.mode === "daemon" && (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null))
+    await world.startDaemon();
   if (p.kind === "kill-del") {
     const a = await call("ADD").done;
     if (a.code !== 0) problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
@@ -204,8 +223,12 @@ export async function runCycle(world, p, netns) {
     await d.done;
   } else {
     const adds = await addPhase(world, p, call);
-    if (ADD_MUST_SUCCEED.has(p.kind)) for (const a of adds) if (a.code !== 0) problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`]);
-    if (RESULT_CHECKED.has(p.kind)) for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
+    if (ADD_MUST_SUCCEED.has(p.kind))
+      for (const a of adds)
+        if (a.code !== 0)
+          problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`]);
+    if (RESULT_CHECKED.has(p.kind))
+      for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
   }
   world.setFault([]);
   if (p.kind === "concurrent-add-del") {

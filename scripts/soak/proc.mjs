@@ -23,8 +23,18 @@ export function start(bin, args, { env, stdin = "" }) {
   child.stdin.end(stdin);
   const t0 = performance.now();
   const done = new Promise((resolve) => {
-    child.on("error", (e) => resolve({ code: -1, signal: null, stdout: "", stderr: String(e), ms: performance.now() - t0 }));
-    child.on("close", (code, signal) => resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), ms: performance.now() - t0 }));
+    child.on("error", (e) =>
+      resolve({ code: -1, signal: null, stdout: "", stderr: String(e), ms: performance.now() - t0 }),
+    );
+    child.on("close", (code, signal) =>
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+        ms: performance.now() - t0,
+      }),
+    );
   });
   return {
     pid: child.pid,

@@ -25,10 +25,22 @@ export interface SoakSummary {
 
 export const PROBLEM_KINDS: string[];
 
-export function runSoak(o: { cycles: number; seed: number; timeLimitS?: number; start?: number; lanes?: number; settleMs?: number; progress?: (s: SoakSummary) => void }): Promise<SoakSummary>;
+export function runSoak(o: {
+  cycles: number;
+  seed: number;
+  timeLimitS?: number;
+  start?: number;
+  lanes?: number;
+  settleMs?: number;
+  progress?: (s: SoakSummary) => void;
+}): Promise<SoakSummary>;
 
 export function formatSummary(s: SoakSummary, o?: { firstLeaks?: number }): string;
 
 export const LEAK_KINDS: string[];
 
-export function accountingSelfCheck(): Promise<{ kinds: string[]; found: Array<[string, string]>; after: Array<[string, string]> }>;
+export function accountingSelfCheck(): Promise<{
+  kinds: string[];
+  found: Array<[string, string]>;
+  after: Array<[string, string]>;
+}>;

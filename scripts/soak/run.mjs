@@ -48,7 +48,20 @@ function tally(summary, { p, found }) {
  */
 export async function runSoak(o) {
   const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 3, settleMs = 3000, progress } = o;
-  const summary = { seed, lanes, cycles: 0, faulted: 0, faults: Object.fromEntries(FAULTS.map(([k]) => [k, 0])), leaks: Object.fromEntries(PROBLEM_KINDS.map((k) => [k, 0])), leakyCycles: [], byFault: {}, seconds: 0, interrupted: undefined, tags: [], roots: [] };
+  const summary = {
+    seed,
+    lanes,
+    cycles: 0,
+    faulted: 0,
+    faults: Object.fromEntries(FAULTS.map(([k]) => [k, 0])),
+    leaks: Object.fromEntries(PROBLEM_KINDS.map((k) => [k, 0])),
+    leakyCycles: [],
+    byFault: {},
+    seconds: 0,
+    interrupted: undefined,
+    tags: [],
+    roots: [],
+  };
   const t0 = performance.now();
   const worlds = [];
   const cleanup = () => worlds.forEach((w) => w.cleanup());
@@ -91,15 +104,28 @@ export async function runSoak(o) {
 export function formatSummary(s, { firstLeaks = 5 } = {}) {
   const lines = [];
   const pct = (n) => `${((100 * n) / Math.max(1, s.cycles)).toFixed(1)} %`;
-  const rows = [["cycles", String(s.cycles), `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`], ["faulted cycles", String(s.faulted), pct(s.faulted)]];
-  for (const [k, n] of Object.entries(s.faults)) if (k !== "none") rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
-  for (const [k, n] of Object.entries(s.leaks)) rows.push([`  ${FAILURE_KINDS.includes(k) ? "failure" : "leak"} ${k}`, String(n), n ? "MUST BE 0" : ""]);
+  const rows = [
+    [
+      "cycles",
+      String(s.cycles),
+      `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`,
+    ],
+    ["faulted cycles", String(s.faulted), pct(s.faulted)],
+  ];
+  for (const [k, n] of Object.entries(s.faults))
+    if (k !== "none") rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
+  for (const [k, n] of Object.entries(s.leaks))
+    rows.push([`  ${FAILURE_KINDS.includes(k) ? "failure" : "leak"} ${k}`, String(n), n ? "MUST BE 0" : ""]);
   rows.push(["cycles with a leak or failure", String(s.leakyCycles.length), s.leakyCycles.length ? "FAIL" : "ok"]);
   const w0 = Math.max(...rows.map((r) => r[0].length));
   const w1 = Math.max(...rows.map((r) => r[1].length));
   for (const [a, b, c] of rows) lines.push(`${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`.trimEnd());
   for (const l of s.leakyCycles.slice(0, firstLeaks)) {
-    lines.push("", `cycle ${l.i} (cycle seed ${l.cycleSeed}): ${l.plan}`, `  replay: npm run soak -- --seed ${s.seed} --start ${l.i} --cycles 1`);
+    lines.push(
+      "",
+      `cycle ${l.i} (cycle seed ${l.cycleSeed}): ${l.plan}`,
+      `  replay: npm run soak -- --seed ${s.seed} --start ${l.i} --cycles 1`,
+    );
     for (const [k, d] of l.found.slice(0, 8)) lines.push(`  ${k}: ${d}`);
     if (l.found.length > 8) lines.push(`  … ${l.found.length - 8} more`);
   }
@@ -133,13 +159,20 @@ export async function accountingSelfCheck() {
     // A marked process holding a lock: "lock-held" and "process".
     const [k, v] = world.marker.split("=");
     const { spawn } = await import("node:child_process");
-    const holder = spawn("flock", [join(world.cniDir, "locks", "held.lock"), "sleep", "30"], { env: { ...process.env, [k]: v }, stdio: "ignore" });
+    const holder = spawn("flock", [join(world.cniDir, "locks", "held.lock"), "sleep", "30"], {
+      env: { ...process.env, [k]: v },
+      stdio: "ignore",
+    });
     for (let i = 0; i < 100 && !readLocks().includes(" FLOCK "); i++) await new Promise((r) => setTimeout(r, 20));
     const found = await account(world, ns, 0);
     scrub(world, found);
     holder.kill("SIGKILL");
     world.deleteNetns(ns);
-    return { kinds: [...new Set(found.map(([kind]) => kind))].sort(), found, after: await account(world, undefined, 1000) };
+    return {
+      kinds: [...new Set(found.map(([kind]) => kind))].sort(),
+      found,
+      after: await account(world, undefined, 1000),
+    };
   } finally {
     world.cleanup();
   }

@@ -91,10 +91,22 @@ function writeFiles(world) {
 
 function seedApi(world) {
   const { api } = world;
-  for (let k = 1; k <= MAX_EXTRA; k++) api.addNad({ metadata: { namespace: NAMESPACE, name: networkName(k) }, spec: { config: JSON.stringify(networkConf(world, k)) } });
+  for (let k = 1; k <= MAX_EXTRA; k++)
+    api.addNad({
+      metadata: { namespace: NAMESPACE, name: networkName(k) },
+      spec: { config: JSON.stringify(networkConf(world, k)) },
+    });
   for (let k = 0; k <= MAX_EXTRA; k++) {
     const nets = Array.from({ length: k }, (_, j) => networkName(j + 1)).join(",");
-    api.addPod({ metadata: { namespace: NAMESPACE, name: `p${k}`, uid: `uid-p${k}`, annotations: nets ? { "k8s.v1.cni.cncf.io/networks": nets } : {} }, spec: { nodeName: NODE_NAME } });
+    api.addPod({
+      metadata: {
+        namespace: NAMESPACE,
+        name: `p${k}`,
+        uid: `uid-p${k}`,
+        annotations: nets ? { "k8s.v1.cni.cncf.io/networks": nets } : {},
+      },
+      spec: { nodeName: NODE_NAME },
+    });
   }
 }
 
@@ -191,7 +203,21 @@ function methods(world) {
       writeFileSync(world.faultFile, lines.map((l) => `${l}\n`).join(""));
     },
     async startDaemon({ waitReady = false } = {}) {
-      const d = spawn(PLEXUS, ["daemon", "--kubeconfig", world.kubeconfig, "--node-name", NODE_NAME, "--socket", world.socket, "--log-level", "warn"], { stdio: ["ignore", "ignore", "pipe"] });
+      const d = spawn(
+        PLEXUS,
+        [
+          "daemon",
+          "--kubeconfig",
+          world.kubeconfig,
+          "--node-name",
+          NODE_NAME,
+          "--socket",
+          world.socket,
+          "--log-level",
+          "warn",
+        ],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
       d.stderr.on("data", (c) => (world.daemonStderr = (world.daemonStderr + c).slice(-4000)));
       world.daemon = d;
       if (!waitReady) return;
@@ -226,7 +252,12 @@ function methods(world) {
         world.daemon?.kill("SIGKILL");
       } catch {}
       const others = [...live];
-      killPids(ownedProcesses(world.marker, { foreign: others.map((w) => w.marker), exclude: new Set(others.map((w) => w.daemon?.pid)) }).map((p) => p.pid));
+      killPids(
+        ownedProcesses(world.marker, {
+          foreign: others.map((w) => w.marker),
+          exclude: new Set(others.map((w) => w.daemon?.pid)),
+        }).map((p) => p.pid),
+      );
       world.api?.close().catch(() => {});
       for (const n of [...world.netns]) world.deleteNetns(n);
       for (const b of world.bridges) ipQuiet(["link", "del", b]);

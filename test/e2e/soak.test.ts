@@ -24,10 +24,15 @@ const KNOWN_FAILING: Array<{ fault: string; leak: string; bug: string }> = [
   // A SIGKILLed writer's temp file (`records/.<name>.tmp-<pid>-…`, `results/.…tmp-…`) is swept only
   // by the next write in that directory (sweepDeadWriters in JsonFileStore.write, src/store/json-store.ts);
   // the runtime's DEL and DEL without netns write nothing there, so it outlives the container.
-  ...["kill-add", "kill-del", "delegate-sleep-past-kill"].map((fault) => ({ fault, leak: "temp-file", bug: "DEL does not sweep a killed writer's temp files" })),
+  ...["kill-add", "kill-del", "delegate-sleep-past-kill"].map((fault) => ({
+    fault,
+    leak: "temp-file",
+    bug: "DEL does not sweep a killed writer's temp files",
+  })),
 ];
 
-const excused = (l: LeakyCycle): boolean => l.found.every(([leak]) => KNOWN_FAILING.some((k) => k.fault === l.kind && k.leak === leak));
+const excused = (l: LeakyCycle): boolean =>
+  l.found.every(([leak]) => KNOWN_FAILING.some((k) => k.fault === l.kind && k.leak === leak));
 
 describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
   it("the accounting sees one planted leftover of every kind, and scrubbing removes them", async () => {
@@ -44,8 +49,13 @@ describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
     expect(s.faulted / s.cycles).toBeGreaterThanOrEqual(0.3);
     for (const [kind, n] of Object.entries(s.faults)) expect(n, `cycles with fault ${kind}`).toBeGreaterThan(0);
     const known = s.leakyCycles.filter(excused);
-    if (known.length > 0) console.warn(`KNOWN_FAILING excused ${known.length} leaky cycles: ${known.map((l) => `cycle ${l.i} ${l.kind}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`).join(" | ")}`);
-    const unexpected = s.leakyCycles.filter((l) => !excused(l)).map((l) => `cycle ${l.i} ${l.plan}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`);
+    if (known.length > 0)
+      console.warn(
+        `KNOWN_FAILING excused ${known.length} leaky cycles: ${known.map((l) => `cycle ${l.i} ${l.kind}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`).join(" | ")}`,
+      );
+    const unexpected = s.leakyCycles
+      .filter((l) => !excused(l))
+      .map((l) => `cycle ${l.i} ${l.plan}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`);
     expect(unexpected, table).toEqual([]);
     // The soak removed everything it made: namespaces, bridges, temp dirs.
     for (const root of s.roots) expect(existsSync(root), root).toBe(false);

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type CniRequest } from "../../../src/cni/env";
+import type { CniRequest } from "../../../src/cni/env";
 import { CniError, Code } from "../../../src/cni/errors";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { FileCluster } from "../../../src/k8s/file-cluster";

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseEnv, } from "../../../src/cni/env";
+import { parseEnv } from "../../../src/cni/env";
 import { AggregateCniError, type CniError } from "../../../src/cni/errors";
 import { ALL_VERSIONS } from "../../../src/cni/version";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseEnv, } from "../../../src/cni/env";
+import { parseEnv } from "../../../src/cni/env";
 import type { CniError } from "../../../src/cni/errors";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { cmdAdd } from "../../../src/orchestrate/add";

@@ -72,6 +72,8 @@ export class JsonFileStore<T> implements JsonStore<T> {
   }
 
   async delete(identity: readonly string[]): Promise<void> {
+    // A DEL writes nothing: it is where the temp files of a writer killed mid-ADD go (B64).
+    sweepDeadWriters(this.dir);
     const path = this.path(identity);
     await removeFile(path);
     const legacy = this.legacyPath(identity);

@@ -20,16 +20,7 @@ const CYCLES = 300;
  * its fault is listed and every leftover it left is of the listed kind; its leaks are printed.
  * `npm run soak` reports them all the same. Remove an entry when its bug is fixed.
  */
-const KNOWN_FAILING: Array<{ fault: string; leak: string; bug: string }> = [
-  // A SIGKILLed writer's temp file (`records/.<name>.tmp-<pid>-…`, `results/.…tmp-…`) is swept only
-  // by the next write in that directory (sweepDeadWriters in JsonFileStore.write, src/store/json-store.ts);
-  // the runtime's DEL and DEL without netns write nothing there, so it outlives the container.
-  ...["kill-add", "kill-del", "delegate-sleep-past-kill"].map((fault) => ({
-    fault,
-    leak: "temp-file",
-    bug: "DEL does not sweep a killed writer's temp files",
-  })),
-];
+const KNOWN_FAILING: Array<{ fault: string; leak: string; bug: string }> = [];
 
 const excused = (l: LeakyCycle): boolean =>
   l.found.every(([leak]) => KNOWN_FAILING.some((k) => k.fault === l.kind && k.leak === leak));

@@ -98,6 +98,14 @@ describe("HTTPS to the API server from dist/plexus", () => {
     });
     const insecureEnv = cniError(await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_TLS_REJECT_UNAUTHORIZED: "0" }));
     expect(insecureEnv.code).toBe(104);
+    // Nor can the host's CA settings naming the CA that signed this server, which the kubeconfig
+    // does not name (an impostor's): the kubeconfig's CA is the process's only trust anchor.
+    const impostorCa = join(dir, "server-ca.pem");
+    writeFileSync(impostorCa, api.caPem);
+    const widened = cniError(
+      await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_EXTRA_CA_CERTS: impostorCa, SSL_CERT_FILE: impostorCa }),
+    );
+    expect(widened.code).toBe(104);
     expect(calls(api, before)).toEqual([]);
   });
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { tuningVariables, withoutTuning } from "../../../src/cli/runtime-env";
 
 describe("runtime-tuning variables", () => {
-  it("B18 Bun's and Node's knobs are recognised; the CNI variables, PATH, proxies and the rest are kept", () => {
+  it("B18 Bun's and Node's knobs are recognised; the CNI variables, PATH, proxies, the hosts' CA settings and the rest are kept", () => {
     const env = {
       BUN_OPTIONS: "--preload /x.js",
       BUN_BE_BUN: "1",
@@ -27,13 +27,13 @@ describe("runtime-tuning variables", () => {
         "BUN_INSPECT",
         "BUN_JSC_useJIT",
         "BUN_OPTIONS",
-        "NODE_EXTRA_CA_CERTS",
         "NODE_OPTIONS",
         "NODE_TLS_REJECT_UNAUTHORIZED",
-        "SSL_CERT_FILE",
       ].sort(),
     );
     expect(withoutTuning(env)).toEqual({
+      NODE_EXTRA_CA_CERTS: "/ca.pem",
+      SSL_CERT_FILE: "/ca.pem",
       CNI_COMMAND: "ADD",
       CNI_ARGS: "IgnoreUnknown=1",
       PATH: "/usr/bin",

@@ -8,12 +8,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
 import { describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
-import { PLEXUS_BIN } from "../support/plexus-bin";
+import { PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -31,17 +30,6 @@ function stopDaemon(d: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promis
   return new Promise((resolve) => {
     d.once("exit", () => resolve());
     d.kill(signal);
-  });
-}
-
-function get(socket: string, path: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ socketPath: socket, path }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("error", () => resolve(0));
-    req.end();
   });
 }
 
@@ -65,7 +53,7 @@ async function startDaemon(
   daemons.add(d);
   if (waitReady)
     await expect
-      .poll(() => get(socket, "/readyz"), { timeout: 10_000, interval: 20 })
+      .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 20 })
       .toBe(200)
       .catch((err: unknown) => {
         throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
@@ -245,7 +233,7 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     expect(cniPodReads).toBeLessThan(done);
     // A SIGKILLed daemon leaves its socket file; the next one claims it. End on a live one.
     if (daemon.exitCode !== null || daemon.signalCode !== null) daemon = await startDaemon(scope, kubeconfig, socket);
-    else await expect.poll(() => get(socket, "/readyz"), { timeout: 10_000, interval: 20 }).toBe(200);
+    else await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 20 }).toBe(200);
     await expectNothingLeft(scope, socket);
   }, 240_000);
 });

@@ -6,12 +6,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { type FakePodResources, podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
-import { cniError, PLEXUS_BIN } from "../support/plexus-bin";
+import { cniError, PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
@@ -193,17 +192,6 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
   });
 });
 
-function socketGet(socket: string, path: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ socketPath: socket, path }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("error", () => resolve(0));
-    req.end();
-  });
-}
-
 async function stopDaemon(daemon: ChildProcess): Promise<void> {
   if (daemon.exitCode !== null || daemon.signalCode !== null) return;
   const exited = new Promise((r) => daemon.once("exit", r));
@@ -243,7 +231,7 @@ async function startDaemon(
       await new Promise((r) => daemon.once("exit", r));
     }
   });
-  await expect.poll(() => socketGet(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
   return { socket, daemon, stderr: () => stderr };
 }
 

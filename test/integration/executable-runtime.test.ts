@@ -12,11 +12,10 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type FakeApiServer, otherCaPem, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
-import { cniError, PLEXUS_BIN, singleJson, TEST_PATH, waitFor } from "../support/plexus-bin";
+import { cniError, PLEXUS_BIN, singleJson, TEST_PATH, unixSocketStatus, waitFor } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
@@ -285,17 +284,6 @@ describe("plexus install on the executable", () => {
   });
 });
 
-function socketGet(socket: string, path: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = request({ socketPath: socket, path }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("error", () => resolve(0));
-    req.end();
-  });
-}
-
 describe("plexus daemon on the executable", () => {
   it("its unix-socket HTTP server answers the CNI binary's client: an ADD reads nothing from the API; SIGTERM ends it with exit 0 and removes the socket", async () => {
     const { sb } = ctx;
@@ -308,7 +296,7 @@ describe("plexus daemon on the executable", () => {
       { cwd: "/", stdio: ["ignore", "pipe", "pipe"] },
     );
     const out = track(daemon);
-    await expect.poll(() => socketGet(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+    await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
 
     const before = api.requests.length;
     const conf = sb.config([sb.delegate("net-a")], { kubeconfig, daemonSocket: socket });

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { spawn } from "node:child_process";
+import { request } from "node:http";
 import {
   chmodSync,
   copyFileSync,
@@ -420,4 +421,16 @@ export function sortedCompactJson(v: unknown): string {
     return x;
   };
   return JSON.stringify(sort(v));
+}
+
+/** GET `path` over a unix socket (the daemon's); resolves with the status, 0 when nothing answered. */
+export function unixSocketStatus(socket: string, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request({ socketPath: socket, path }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("error", () => resolve(0));
+    req.end();
+  });
 }

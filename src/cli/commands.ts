@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
 import { addOpsCommands } from "./ops-commands";
+import { addUninstallCommand } from "./uninstall-command";
 
 declare const PLEXUS_VERSION: string | undefined;
 export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.0.0-dev";
@@ -25,6 +26,9 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     });
   let exitCode = 0;
   addInstallCommand(program, (code) => {
+    exitCode = code;
+  });
+  addUninstallCommand(program, (code) => {
     exitCode = code;
   });
   program

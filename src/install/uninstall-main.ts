@@ -25,7 +25,10 @@ export async function uninstallMain(flags: Record<string, unknown>): Promise<num
   if (!f.wait) return code;
   log.info("--wait: waiting for SIGTERM");
   await new Promise<void>((resolve) => {
+    // Signal listeners alone do not keep the process alive; a timer does.
+    const alive = setInterval(() => undefined, 2 ** 30);
     const done = (): void => {
+      clearInterval(alive);
       process.off("SIGTERM", done);
       process.off("SIGINT", done);
       resolve();

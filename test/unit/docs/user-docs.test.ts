@@ -131,6 +131,18 @@ function pluginConfKeys(): string[] {
   return keys;
 }
 
+/** The fields of InstallFlags in src/install/options.ts (commander's camelCase of each flag), read from the source. */
+function installFlagFields(): string[] {
+  const file = join(REPO_ROOT, "src/install/options.ts");
+  const src = ts.createSourceFile(file, read(file), ts.ScriptTarget.Latest, true);
+  const fields: string[] = [];
+  src.forEachChild((n) => {
+    if (ts.isInterfaceDeclaration(n) && n.name.text === "InstallFlags")
+      for (const m of n.members) if (ts.isPropertySignature(m)) fields.push(m.name.getText(src));
+  });
+  return fields;
+}
+
 describe("user docs: README.md and docs/*.md", () => {
   it("the README is at most 300 lines and links every task page, each of which exists", () => {
     const readme = read(README);
@@ -200,6 +212,18 @@ describe("user docs: README.md and docs/*.md", () => {
     const runtimeKeys = new Set(["prevResult", "cni.dev/valid-attachments"]);
     const missing = keys.filter((k) =>
       runtimeKeys.has(k) ? !conf.includes(`\`${k}\``) : !conf.includes(`\n| \`${k}\` |`),
+    );
+    expect(missing).toEqual([]);
+  });
+
+  it("docs/configuration.md lists every `plexus install` flag (InstallFlags) in its flags table", () => {
+    const fields = installFlagFields();
+    expect(fields).toContain("cniConfDir");
+    const conf = read(join(DOCS, "configuration.md"));
+    const kebab = (f: string) => f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    // commander turns `--no-log-to-stderr` into logToStderr: either spelling may be the documented one.
+    const missing = fields.filter(
+      (f) => !conf.includes(`\n| \`--${kebab(f)}\` |`) && !conf.includes(`\n| \`--no-${kebab(f)}\` |`),
     );
     expect(missing).toEqual([]);
   });

@@ -241,7 +241,7 @@ describe("deploy/ manifests", () => {
     expect(readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8")).toContain('"--cleanup-config-on-exit"');
   });
 
-  it("the daemon container: `plexus daemon` with flags it knows, the socket on the host where the plugin looks, in-cluster credentials, probes on --health-address", () => {
+  it("the daemon container: `plexus daemon` with flags it knows, the socket on the host where the plugin looks, in-cluster credentials, metrics on a non-loopback --health-address (the `metrics` port) that the probes reach on 127.0.0.1", () => {
     const ds = find("DaemonSet");
     const pod = ds.spec.template.spec;
     const d = pod.containers.find((x: any) => x.name === "daemon");

@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
 import { addOpsCommands } from "./ops-commands";
+import { addUninstallCommand } from "./uninstall-command";
 
 declare const PLEXUS_VERSION: string | undefined;
 export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.0.0-dev";
@@ -27,6 +28,9 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
   addInstallCommand(program, (code) => {
     exitCode = code;
   });
+  addUninstallCommand(program, (code) => {
+    exitCode = code;
+  });
   program
     .command("daemon")
     .description(
@@ -48,7 +52,7 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     .option(
       "--health-address <host:port>",
       "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
-        "(default: off). Any host:port is accepted; the DaemonSet uses 127.0.0.1:9405 with hostNetwork, so only the node itself reaches it",
+        "(default: off). Any host:port is accepted; the DaemonSet uses 0.0.0.0:9405 with hostNetwork (the node's port, for Prometheus); 127.0.0.1:9405 keeps it on the node",
     )
     .option(
       "--pod-resources-socket <path>",

@@ -14,7 +14,7 @@
  * Bun applies `BUN_OPTIONS` before any of Plexus's code runs: a `--preload` there has run once
  * already when this check sees it. What the re-exec guarantees is that the call itself (its
  * delegates, its API client, its lock) runs clean: no debugger port stays open, no foreign settings
- * apply. Keep such variables out of the container runtime's environment (README).
+ * apply. Keep such variables out of the container runtime's environment (docs/security.md).
  */
 const TUNING =
   /^(BUN_OPTIONS|BUN_BE_BUN|BUN_INSPECT.*|BUN_CONFIG_.*|BUN_JSC_.*|BUN_RUNTIME_TRANSPILER_CACHE_PATH|NODE_OPTIONS|NODE_TLS_REJECT_UNAUTHORIZED|NODE_PATH|NODE_COMPILE_CACHE|NODE_DEBUG|NODE_DEBUG_NATIVE|NODE_V8_COVERAGE)$/;

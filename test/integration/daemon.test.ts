@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { connect as netConnect } from "node:net";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
@@ -274,6 +274,39 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     ).toBeUndefined();
     // The same route on the root-only socket answers.
     expect((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).status).toBe(200);
+  });
+
+  it("as deploy/ runs it, bound to 0.0.0.0: /metrics answers on the node's own non-loopback address (an in-cluster Prometheus) and the probes' 127.0.0.1, /v1/* is 404 on both", async () => {
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+    expect(external, "this test needs a non-loopback IPv4 address on the host").toBeDefined();
+    const c = await cluster();
+    const d = await daemon(c, "0.0.0.0:0");
+    expect(d.healthAddress!.host).toBe("0.0.0.0");
+    const port = d.healthAddress!.port;
+    for (const host of [external!, "127.0.0.1"]) {
+      await expect.poll(async () => (await tcpRequest({ host, port }, "/readyz")).status, { timeout: 5000 }).toBe(200);
+      expect((await tcpRequest({ host, port }, "/healthz")).status, host).toBe(200);
+      const metrics = await tcpRequest({ host, port }, "/metrics");
+      expect(metrics.status, host).toBe(200);
+      expect(metrics.text, host).toContain('plexus_daemon_cache_objects{kind="pod"} 1');
+      for (const path of ["/v1/pod?namespace=app&name=web", "/v1/nad?namespace=app&name=net-a", "/v1/pod-devices"]) {
+        const r = await tcpRequest({ host, port }, path);
+        expect(r.status, `${host} ${path}`).toBe(404);
+        expect(r.text, `${host} ${path}`).not.toContain("uid-web");
+      }
+      const post = await tcpRequest(
+        { host, port },
+        "/v1/network-status",
+        "POST",
+        JSON.stringify({ namespace: "app", name: "web", status: "[]" }),
+      );
+      expect(post.status, host).toBe(404);
+    }
+    expect(
+      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION],
+    ).toBeUndefined();
   });
 
   it("a request-target the URL parser rejects gets 400 on TCP and on the socket, and the daemon keeps serving", async () => {

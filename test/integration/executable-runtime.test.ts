@@ -1,7 +1,8 @@
 /**
  * The Node APIs dist/plexus relies on, proven on the executable itself (a Bun single executable
  * since issue 11, so Node's semantics come from Bun's node: modules). What other files already
- * prove through dist/plexus is listed in README "Why Bun"; this file adds what they did not:
+ * prove through dist/plexus is listed in docs/benchmarks.md ("What the executable relies on");
+ * this file adds what they did not:
  * - HTTPS with the kubeconfig's CA as the process's only trust anchor (tls.setDefaultCACertificates)
  *   and the TLS SNI name (tls-server-name, the URL's host name, none for an IP);
  * - stdout written whole before process.exit through a pipe that is not read at once;

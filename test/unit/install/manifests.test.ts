@@ -1,12 +1,15 @@
 /**
- * deploy/ validated offline against the Kubernetes OpenAPI schemas (kubernetes-models' JSON-schema
- * validators), the CRD against N3.1, the RBAC against exactly the calls Plexus makes (the methods
- * of src/k8s/kube-api.ts KubeApi, and the list+watch of each informer src/k8s/watch-cache.ts
- * WatchCaches builds, read from the source), and the DaemonSet against what the installer and the
- * daemon need.
+ * deploy/ as `kubectl kustomize` renders it (test/support/deploy-render.ts), validated offline
+ * against the Kubernetes OpenAPI schemas (kubernetes-models' JSON-schema validators): the default
+ * kustomization (service account, RBAC, DaemonSet; never the CRD, so `kubectl delete -k deploy/`
+ * keeps every NAD), the CRD's own kustomization against N3.1, the RBAC against exactly the calls
+ * Plexus makes (the methods of src/k8s/kube-api.ts KubeApi, and the list+watch of each informer
+ * src/k8s/watch-cache.ts WatchCaches builds, read from the source), the DaemonSet against what the
+ * installer and the daemon need (no config removal on SIGTERM, metrics on a non-loopback address),
+ * the PodMonitor example against the DaemonSet, and the uninstall patch applied to the DaemonSet.
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { loadAll } from "js-yaml";
 import * as apiextensions from "kubernetes-models/apiextensions.k8s.io/v1";
 import * as apps from "kubernetes-models/apps/v1";
@@ -16,17 +19,32 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../../../src/config/plugin-conf";
 import { SERVICE_ACCOUNT_DIR } from "../../../src/k8s/kubeconfig";
+import { DEPLOY, type Manifest, patchLocally, renderKustomization } from "../../support/deploy-render";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
-const DEPLOY = join(REPO_ROOT, "deploy");
-type Doc = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
-
-function docs(file: string): Doc[] {
-  return loadAll(readFileSync(join(DEPLOY, file), "utf8")).filter((d) => d !== null && d !== undefined) as Doc[];
-}
-const manifestFiles = readdirSync(DEPLOY).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
-const all = manifestFiles.flatMap((f) => docs(f).map((d) => ({ file: f, doc: d })));
+type Doc = Manifest;
+const rendered = renderKustomization(".");
+const crdRendered = renderKustomization("crd");
+const all = [
+  ...rendered.map((d) => ({ file: "deploy/", doc: d })),
+  ...crdRendered.map((d) => ({ file: "deploy/crd/", doc: d })),
+];
 const find = (kind: string) => all.find((x) => x.doc.kind === kind)!.doc as Doc & Record<string, any>;
+
+/** Every YAML file under deploy/, relative to it. */
+function deployFiles(dir = DEPLOY): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return deployFiles(path);
+    return name.endsWith(".yaml") ? [relative(DEPLOY, path)] : [];
+  });
+}
+
+/** A flag's value in a container's command (`--name=value`), or undefined. */
+function flagValue(command: string[], flag: string): string | undefined {
+  const arg = command.find((a) => a.startsWith(`${flag}=`));
+  return arg === undefined ? undefined : arg.slice(flag.length + 1);
+}
 
 const MODELS: Record<string, Record<string, unknown>> = {
   v1: core,
@@ -45,13 +63,15 @@ async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): voi
 }
 
 describe("deploy/ manifests", () => {
-  it("every manifest validates against the Kubernetes schemas (kubernetes-models)", async () => {
-    expect(all.map((x) => `${x.file}:${x.doc.kind}`).sort()).toEqual([
-      "crd.yaml:CustomResourceDefinition",
-      "daemonset.yaml:DaemonSet",
-      "rbac.yaml:ClusterRole",
-      "rbac.yaml:ClusterRoleBinding",
-      "serviceaccount.yaml:ServiceAccount",
+  it("every manifest validates against the Kubernetes schemas (kubernetes-models); deploy/ holds no CRD, deploy/crd/ only the CRD", async () => {
+    expect(rendered.map((d) => d.kind).sort()).toEqual([
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "DaemonSet",
+      "ServiceAccount",
+    ]);
+    expect(crdRendered.map((d) => `${d.kind} ${d.metadata.name}`)).toEqual([
+      "CustomResourceDefinition network-attachment-definitions.k8s.cni.cncf.io",
     ]);
     for (const { file, doc } of all) {
       const Model = await modelFor(doc);
@@ -69,10 +89,23 @@ describe("deploy/ manifests", () => {
     expect(() => new Model(noSelector).validate()).toThrow(/selector/);
   });
 
-  it("kustomization.yaml lists every manifest, so `kubectl apply -k deploy/` installs everything", () => {
-    const k = docs("kustomization.yaml")[0] as unknown as { kind: string; resources: string[] };
-    expect(k.kind).toBe("Kustomization");
-    expect([...k.resources].sort()).toEqual([...manifestFiles].sort());
+  it("every file under deploy/ is used: listed by a kustomization, or the uninstall patch; none lists a missing file", () => {
+    const used = new Set<string>();
+    for (const k of deployFiles().filter((f) => f.endsWith("kustomization.yaml"))) {
+      used.add(k);
+      const doc = loadAll(readFileSync(join(DEPLOY, k), "utf8"))[0] as { kind: string; resources: string[] };
+      expect(doc.kind, k).toBe("Kustomization");
+      for (const r of doc.resources) {
+        const path = join(dirname(k), r);
+        expect(() => statSync(join(DEPLOY, path)), `${k} lists ${r}`).not.toThrow();
+        used.add(path);
+      }
+    }
+    used.add("uninstall/daemonset-patch.yaml");
+    expect(deployFiles().filter((f) => !used.has(f))).toEqual([]);
+    // The CRD is reachable only through deploy/crd/ (`kubectl delete -k deploy/` keeps every NAD).
+    const root = loadAll(readFileSync(join(DEPLOY, "kustomization.yaml"), "utf8"))[0] as { resources: string[] };
+    expect(root.resources.some((r) => r.startsWith("crd"))).toBe(false);
   });
 
   it("N3.1 the CRD: k8s.cni.cncf.io/v1, namespaced, the NPWG names, short name net-attach-def, structural schema with spec.config a string", () => {
@@ -195,7 +228,20 @@ describe("deploy/ manifests", () => {
     for (const arg of c.command.slice(2)) expect(commands, `flag ${arg}`).toContain(`"${arg.split("=")[0]}`);
   });
 
-  it("the daemon container: `plexus daemon` with flags it knows, the socket on the host where the plugin looks, in-cluster credentials, probes on --health-address", () => {
+  it("upgrade: the installer is not told to remove the config on SIGTERM, so a rolling update leaves no window in which new pods get the primary network only", () => {
+    const pod = find("DaemonSet").spec.template.spec;
+    for (const c of pod.containers as Array<{ name: string; command?: string[]; args?: string[] }>) {
+      const argv = [...(c.command ?? []), ...(c.args ?? [])];
+      expect(
+        argv.filter((a) => a.split("=")[0] === "--cleanup-config-on-exit"),
+        c.name,
+      ).toEqual([]);
+    }
+    // The flag this guards against still exists (the check would be empty otherwise).
+    expect(readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8")).toContain('"--cleanup-config-on-exit"');
+  });
+
+  it("the daemon container: `plexus daemon` with flags it knows, the socket on the host where the plugin looks, in-cluster credentials, metrics on a non-loopback --health-address (the `metrics` port) that the probes reach on 127.0.0.1", () => {
     const ds = find("DaemonSet");
     const pod = ds.spec.template.spec;
     const d = pod.containers.find((x: any) => x.name === "daemon");
@@ -255,14 +301,17 @@ describe("deploy/ manifests", () => {
     expect(paths).toEqual(expect.arrayContaining(["token", "ca.crt"]));
     expect(pod.automountServiceAccountToken).toBe(false);
 
-    // Probes: HTTP GET on exactly the address --health-address sets (loopback, hostNetwork).
-    const m = /^(.+):(\d+)$/.exec(flags["--health-address"] ?? "");
+    // Metrics for an in-cluster Prometheus: --health-address binds every address of the node
+    // (hostNetwork), not loopback, on the port declared as `metrics`; the kubelet's probes reach
+    // the same listener on the node's loopback, which a wildcard bind includes.
+    const m = /^\[?([^\]]+)\]?:(\d+)$/.exec(flags["--health-address"] ?? "");
     expect(m, "--health-address HOST:PORT").not.toBeNull();
     const [host, port] = [m![1], Number(m![2])];
-    expect(host).toBe("127.0.0.1");
+    expect(["0.0.0.0", "::"]).toContain(host);
     expect(pod.hostNetwork).toBe(true);
-    expect(d.livenessProbe.httpGet).toEqual({ host, port, path: "/healthz" });
-    expect(d.readinessProbe.httpGet).toEqual({ host, port, path: "/readyz" });
+    expect(d.ports).toEqual([{ name: "metrics", containerPort: port, protocol: "TCP" }]);
+    expect(d.livenessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/healthz" });
+    expect(d.readinessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/readyz" });
 
     expect(d.resources).toEqual({ requests: { cpu: "20m", memory: "64Mi" }, limits: { memory: "256Mi" } });
     expect(d.securityContext).toEqual({
@@ -271,6 +320,51 @@ describe("deploy/ manifests", () => {
       readOnlyRootFilesystem: true,
       capabilities: { drop: ["ALL"] },
     });
+  });
+
+  it("deploy/monitoring/: a PodMonitor (not in deploy/) that scrapes the daemon's metrics port on the DaemonSet's pods", () => {
+    expect(rendered.map((d) => d.kind)).not.toContain("PodMonitor");
+    const monitors = renderKustomization("monitoring");
+    expect(monitors.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual(["monitoring.coreos.com/v1 PodMonitor"]);
+    const pm = monitors[0]!;
+    const ds = find("DaemonSet");
+    const labels = ds.spec.template.metadata.labels as Record<string, string>;
+    for (const [k, v] of Object.entries(pm.spec.selector.matchLabels as Record<string, string>))
+      expect(labels[k], `selector ${k}`).toBe(v);
+    expect(pm.spec.selector.matchExpressions).toBeUndefined();
+    expect(pm.spec.namespaceSelector).toEqual({ matchNames: [ds.metadata.namespace] });
+    const daemon = ds.spec.template.spec.containers.find((c: any) => c.name === "daemon");
+    const endpoints = pm.spec.podMetricsEndpoints as Array<Record<string, unknown>>;
+    expect(endpoints).toHaveLength(1);
+    const ep = endpoints[0]!;
+    expect(daemon.ports.map((p: any) => p.name)).toContain(ep.port);
+    expect(ep).toMatchObject({ path: "/metrics", scheme: "http" });
+  });
+
+  it("deploy/uninstall/: the patch turns the rendered DaemonSet into `plexus uninstall --wait` on every node, with the installer's paths, the same image, no daemon", () => {
+    const ds = find("DaemonSet");
+    const patched = patchLocally(ds, "uninstall/daemonset-patch.yaml");
+    const pod = patched.spec.template.spec;
+    expect(pod.containers.map((c: any) => c.name)).toEqual(["install"]);
+    const [c] = pod.containers;
+    const install = ds.spec.template.spec.containers[0];
+    expect(c.image).toBe(install.image);
+    expect(c.volumeMounts).toEqual(install.volumeMounts);
+    expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "uninstall"]);
+    expect(c.command).toContain("--wait");
+    expect(c.command).not.toContain("--remove-state");
+    // Every path the installer was given, the uninstall is given the same (it finds what was written).
+    for (const flag of ["--cni-conf-dir", "--cni-bin-dir", "--host-prefix", "--kubeconfig-file-host", "--cni-dir"])
+      expect(flagValue(c.command, flag), flag).toBe(flagValue(install.command, flag));
+    // Every flag is one the `uninstall` subcommand declares.
+    const cmd = readFileSync(join(REPO_ROOT, "src/cli/uninstall-command.ts"), "utf8");
+    for (const arg of c.command.slice(2))
+      expect(cmd, `uninstall flag ${arg}`).toMatch(new RegExp(`"${arg.split("=")[0]}[ "]`));
+    expect(patched.spec.updateStrategy.rollingUpdate.maxUnavailable).toBe("100%");
+    // Everything else of the DaemonSet stays (service account, host paths, tolerations).
+    expect(pod.volumes).toEqual(ds.spec.template.spec.volumes);
+    expect(pod.serviceAccountName).toBe(ds.spec.template.spec.serviceAccountName);
+    expect(pod.tolerations).toEqual(ds.spec.template.spec.tolerations);
   });
 });
 

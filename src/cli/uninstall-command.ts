@@ -1,0 +1,34 @@
+/**
+ * `plexus uninstall`: takes Plexus's config, kubeconfig and binary off a node (the DaemonSet of
+ * deploy/uninstall/ runs it on every node; by hand on a node it takes the node's own paths). Same
+ * path flags and defaults as `plexus install`, so it finds what the installer wrote.
+ */
+import type { Command } from "commander";
+
+export function addUninstallCommand(program: Command, setExitCode: (code: number) => void): void {
+  program
+    .command("uninstall")
+    .description(
+      "remove Plexus's CNI config, its kubeconfig and the plexus binary from this node; the primary network's config stays (run by deploy/uninstall/)",
+    )
+    .option("--cni-conf-dir <dir>", "the node's CNI config dir, as mounted in this container", "/host/etc/cni/net.d")
+    .option("--cni-bin-dir <dir>", "the node's CNI bin dir, as mounted in this container", "/host/opt/cni/bin")
+    .option(
+      "--host-prefix <dir>",
+      'where the node\'s / is mounted in this container ("" when not in a container)',
+      "/host",
+    )
+    .option(
+      "--kubeconfig-file-host <path>",
+      "the installed kubeconfig's path on the node (the token and CA copies beside it go too)",
+      "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
+    )
+    .option("--cni-dir <dir>", "the plugin's state dir on the node", "/var/lib/cni/plexus")
+    .option("--remove-state", "also remove the state dir (container records)")
+    .option("--wait", "after the removal, keep running until SIGTERM (for a DaemonSet)")
+    .option("--log-level <level>", "this command's log level (stderr)", "info")
+    .action(async (flags: Record<string, unknown>) => {
+      const { uninstallMain } = await import("../install/uninstall-main");
+      setExitCode(await uninstallMain(flags));
+    });
+}

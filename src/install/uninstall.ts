@@ -1,0 +1,146 @@
+/**
+ * `plexus uninstall`: takes off a node what `plexus install` put there, in the order that keeps
+ * new pods working: first Plexus's config (from then on the runtime runs the primary network's
+ * config alone), then the plugin's kubeconfig and credential copies, then the binary. Only the
+ * names the installer writes are removed (and the temp files its atomic writes leave when killed);
+ * the primary network's config, anything else in the conf dir and the NetworkAttachmentDefinitions
+ * are never touched. Plexus's state dir (container records) stays unless asked: a record is what a
+ * later reinstall needs to tear down a pod Plexus attached.
+ */
+import { readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { basename, dirname, join, posix } from "node:path";
+import { asCniError, CniError, Code } from "../cni/errors";
+import type { Logger } from "../log/logger";
+import { removeFile } from "../store/atomic-file";
+import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
+
+/** The flags as commander hands them over. */
+export interface UninstallFlags {
+  cniConfDir: string;
+  cniBinDir: string;
+  hostPrefix: string;
+  kubeconfigFileHost: string;
+  cniDir: string;
+  removeState?: boolean | undefined;
+  wait?: boolean | undefined;
+}
+
+export interface UninstallPlan {
+  plexusConf: HostPath;
+  /** The kubeconfig and the token and CA copies the installer keeps beside it. */
+  credentials: HostPath[];
+  credentialsDir: HostPath;
+  binary: HostPath;
+  cniDir: HostPath;
+  removeState: boolean;
+}
+
+function absolute(value: string, flag: string): string {
+  if (!posix.isAbsolute(value))
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `plexus uninstall: ${flag} must be an absolute path, got ${JSON.stringify(value)}`,
+    );
+  return posix.normalize(value);
+}
+
+/** The files to remove, as the installer named them (same flags, same defaults). */
+export function planUninstall(f: UninstallFlags): UninstallPlan {
+  const prefix = f.hostPrefix;
+  if (prefix !== "" && !posix.isAbsolute(prefix))
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `plexus uninstall: --host-prefix must be absolute or empty, got ${JSON.stringify(prefix)}`,
+    );
+  const fromLocal = (local: string): HostPath => ({ local, host: toHost(local, prefix) });
+  const fromHost = (host: string): HostPath => ({ local: toLocal(host, prefix), host });
+  const confDir = absolute(f.cniConfDir, "--cni-conf-dir");
+  const binDir = absolute(f.cniBinDir, "--cni-bin-dir");
+  const kubeconfig = fromHost(absolute(f.kubeconfigFileHost, "--kubeconfig-file-host"));
+  const credDir = posix.dirname(kubeconfig.host);
+  return {
+    plexusConf: fromLocal(join(confDir, PLEXUS_CONF_NAME)),
+    credentials: [kubeconfig, fromHost(posix.join(credDir, "token")), fromHost(posix.join(credDir, "ca.crt"))],
+    credentialsDir: fromHost(credDir),
+    binary: fromLocal(join(binDir, "plexus")),
+    cniDir: fromHost(absolute(f.cniDir, "--cni-dir")),
+    removeState: f.removeState ?? false,
+  };
+}
+
+/** Removes `path` and the temp files an atomic write of it leaves when killed (`.<name>.tmp-…`). */
+async function removeWithTemps(path: HostPath, log: Logger): Promise<void> {
+  const dir = dirname(path.local);
+  const temp = `.${basename(path.local)}.tmp-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    names = [];
+  }
+  for (const name of names) if (name.startsWith(temp)) await removeFile(join(dir, name));
+  if (!names.includes(basename(path.local))) return;
+  await removeFile(path.local);
+  log.info({ path: path.host }, "removed");
+}
+
+/** Removes the credentials dir when it is empty now; anything else in it is someone else's. */
+function removeDirIfEmpty(dir: HostPath, log: Logger): void {
+  try {
+    if (readdirSync(dir.local).length > 0) {
+      log.warn({ dir: dir.host }, "left in place: it holds files Plexus did not write");
+      return;
+    }
+    rmdirSync(dir.local);
+    log.info({ dir: dir.host }, "removed");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
+function countRecords(cniDir: string): number {
+  try {
+    return readdirSync(join(cniDir, "records")).filter((n) => !n.startsWith(".")).length;
+  } catch {
+    return 0;
+  }
+}
+
+function handleState(plan: UninstallPlan, log: Logger): void {
+  const records = countRecords(plan.cniDir.local);
+  if (plan.removeState) {
+    rmSync(plan.cniDir.local, { recursive: true, force: true });
+    log.info({ dir: plan.cniDir.host, records }, "state dir removed (--remove-state)");
+    return;
+  }
+  let exists = false;
+  try {
+    exists = statSync(plan.cniDir.local).isDirectory();
+  } catch {
+    exists = false;
+  }
+  if (!exists) return;
+  if (records > 0)
+    log.warn(
+      { dir: plan.cniDir.host, records },
+      "state dir kept: it records pods Plexus attached; deleting such a pod from now on tears down its default network only, so its secondary networks' IP reservations may leak",
+    );
+  else log.info({ dir: plan.cniDir.host }, "state dir kept (no pod records in it; --remove-state removes it)");
+}
+
+/** Removes everything the plan names; returns 0, or 1 when a removal failed (logged). */
+export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<number> {
+  try {
+    // The config first: from this moment the runtime no longer runs Plexus for new pods.
+    await removeWithTemps(plan.plexusConf, log);
+    for (const file of plan.credentials) await removeWithTemps(file, log);
+    removeDirIfEmpty(plan.credentialsDir, log);
+    await removeWithTemps(plan.binary, log);
+    handleState(plan, log);
+  } catch (err) {
+    log.error({ err: asCniError(err).message }, "plexus uninstall failed");
+    return 1;
+  }
+  log.info({ config: plan.plexusConf.host, binary: plan.binary.host }, "Plexus removed from this node");
+  return 0;
+}

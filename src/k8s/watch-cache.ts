@@ -190,7 +190,7 @@ export function trimWatchedPod(o: Record<string, unknown>): Pod | undefined {
   const status = o.status as Record<string, unknown> | undefined;
   if (typeof meta.deletionTimestamp === "string") pod.metadata.deletionTimestamp = meta.deletionTimestamp;
   if (spec?.hostNetwork === true) pod.spec = { ...pod.spec, hostNetwork: true };
-  if (typeof status?.phase === "string") pod.status = { phase: status.phase };
+  if (typeof status?.phase === "string") pod.status = { ...pod.status, phase: status.phase };
   return pod;
 }
 

@@ -249,7 +249,7 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
   });
 });
 
-async function startDaemon(api: FakeApiServer, kubeconfig: string): Promise<{ socket: string; daemon: ChildProcess }> {
+async function startDaemon(kubeconfig: string): Promise<{ socket: string; daemon: ChildProcess }> {
   const socket = join(ctx.sb.root, "run", "plexus.sock");
   const daemon = spawn(
     PLEXUS_BIN,
@@ -265,14 +265,17 @@ async function startDaemon(api: FakeApiServer, kubeconfig: string): Promise<{ so
     }
   });
   await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
-  void api;
   return { socket, daemon };
 }
 
 describe("M10 DRA device networks through the daemon's caches", () => {
   it("M10 the same devices, and the ADD reads nothing from the API server (claims and slices from the daemon's watches)", async () => {
     const { api, conf } = await apiSetup();
-    const d = await startDaemon(api, conf.kubeconfig as string);
+    const d = await startDaemon(conf.kubeconfig as string);
+    // The DRA caches are not part of readiness: wait until both watches are open.
+    const watching = (r: string) =>
+      api.requests.some((q) => q.path === `/apis/resource.k8s.io/v1/${r}` && q.query.includes("watch=true"));
+    await expect.poll(() => watching("resourceclaims") && watching("resourceslices"), { timeout: 10_000 }).toBe(true);
     const before = api.requests.length;
     const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -280,5 +283,8 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(deviceAdds()).toEqual(EXPECTED);
     const reads = api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"));
     expect(reads).toEqual([]);
+    const exited = new Promise((r) => d.daemon.once("exit", r));
+    d.daemon.kill("SIGTERM");
+    await exited;
   });
 });

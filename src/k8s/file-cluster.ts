@@ -83,6 +83,11 @@ export class FileCluster implements KubeApi {
     );
   }
 
+  /** The ResourceSlices of one node (`plexus validate`: which resource names its drivers publish). */
+  async listNodeSlices(nodeName: string): Promise<ResourceSlice[]> {
+    return (await this.load()).slices.filter((s) => s.spec.nodeName === nodeName);
+  }
+
   /** Every NAD of the directory (`plexus validate --all`). */
   async listNads(): Promise<Nad[]> {
     return [...(await this.load()).nads.values()];

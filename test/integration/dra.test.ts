@@ -223,6 +223,14 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
         "GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dnode-1%2Cspec.driver%3Dgpu.example.com",
       ].sort(),
     );
+    // The rest of the ADD as for any pod: the pod, its two NADs, the status write, the event.
+    expect(api.requests.filter((q) => !q.path.startsWith("/apis/resource.k8s.io/")).map((q) => q.method)).toEqual([
+      "GET",
+      "GET",
+      "GET",
+      "PATCH",
+      "POST",
+    ]);
     await expectCleanDel(conf);
   });
 
@@ -237,6 +245,19 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
     expect(err.code).toBe(11);
     expect(err.msg).toMatch(/pod-resources socket/);
     expect(draRequests(api)).toEqual([]);
+  });
+
+  it("M10 a claim the API server does not have (404): 11 naming it; nothing attached", async () => {
+    const { conf } = await apiSetup((sc) => sc.claims.splice(0, 1));
+    const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(11);
+    expect(err.msg).toMatch(
+      new RegExp(
+        `pod app/web: the device of network\\(s\\) app/netdra-a .*ResourceClaim app/${NET_CLAIM} does not exist`,
+      ),
+    );
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    await expectCleanDel(conf);
   });
 
   it("M10 a claim not allocated yet: 11 through the API too; nothing attached", async () => {
@@ -283,6 +304,26 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(deviceAdds()).toEqual(EXPECTED);
     const reads = api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"));
     expect(reads).toEqual([]);
+    // A claim the daemon's cache holds unallocated is read live (never answered stale): still 11.
+    api.addDra("resourceclaims", {
+      ...draScenario({ nadConfig }).claims[1]!,
+      status: {},
+    } as never);
+    await new Promise((r) => setTimeout(r, 200));
+    const again = await ctx.sb.run(
+      "ADD",
+      { ...conf, daemonSocket: d.socket },
+      { CNI_ARGS: POD_ARGS, CNI_CONTAINERID: "ctr2" },
+    );
+    expect(cniError(again)).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining(`ResourceClaim app/${GPU_CLAIM} is not allocated yet`),
+    });
+    expect(
+      api.requests
+        .slice(before)
+        .filter((q) => q.path === `/apis/resource.k8s.io/v1/namespaces/app/resourceclaims/${GPU_CLAIM}`),
+    ).toHaveLength(1);
     const exited = new Promise((r) => d.daemon.once("exit", r));
     d.daemon.kill("SIGTERM");
     await exited;

@@ -241,7 +241,12 @@ export async function validate(
       : [];
     const nodeName = f.nodeName || env.NODE_NAME || hostname();
     const slices = lists?.slices
-      ? await lists.slices(nodeName).catch(note("listing this node's ResourceSlices"))
+      ? await lists.slices(nodeName).catch((err: unknown) => {
+          notes.push(
+            `listing this node's ResourceSlices failed (${messageOf(err)}): resourceNames not checked against DRA drivers`,
+          );
+          return undefined;
+        })
       : undefined;
     const nads = await selectNads(name, f, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();

@@ -93,23 +93,27 @@ export async function podClaimDevices(pod: Pod, reader: DraReader, log: Logger):
   const out: PodClaimDevices = { byResource: new Map(), claims: [], notInSlice: 0 };
   const add = (d: ClaimDevice) =>
     out.byResource.set(d.resourceName, [...(out.byResource.get(d.resourceName) ?? []), d]);
-  for (const ref of podClaimRefs(pod)) {
-    const claim = await allocatedClaim(reader, namespace, ref);
+  // Independent reads in parallel: every claim, then each driver's slices (one list per driver).
+  const claims = await Promise.all(podClaimRefs(pod).map((ref) => allocatedClaim(reader, namespace, ref)));
+  const located = await Promise.all(
+    claims.map((c) => Promise.all(c.status!.allocation!.devices.results.map((r) => slices.locate(r)))),
+  );
+  claims.forEach((claim, i) => {
     out.claims.push(claim.metadata.name);
-    for (const r of claim.status!.allocation!.devices.results) {
-      const at = await slices.locate(r);
+    claim.status!.allocation!.devices.results.forEach((r, j) => {
+      const at = located[i]![j]!;
       if (at.state === "no-slice") {
         out.notInSlice++;
         log.warn(
           { claim: claim.metadata.name, driver: r.driver, pool: r.pool, device: r.device, node: pod.spec?.nodeName },
           "allocated device found in no ResourceSlice of its driver and pool on this node; skipped",
         );
-        continue;
+        return;
       }
       const d = networkDevice(at.device, r, { claim: claim.metadata.name, strict: undefined, log });
       if (d) add(d);
-    }
-  }
+    });
+  });
   await addExtendedDevices(pod, { reader, slices, out, add, log });
   return out;
 }

@@ -253,6 +253,10 @@ export function stringAttribute(
   if (!device.attributes || !(name in device.attributes)) return { state: "absent" };
   const v = device.attributes[name];
   if (isPlainObject(v) && typeof v.string === "string" && v.string !== "") return { state: "found", value: v.string };
-  const got = isPlainObject(v) ? Object.keys(v).join(", ") || "an empty object" : JSON.stringify(v);
+  const got = isPlainObject(v)
+    ? v.string === ""
+      ? "an empty string"
+      : Object.keys(v).join(", ") || "an empty object"
+    : JSON.stringify(v);
   return { state: "wrong-type", got: String(got).slice(0, 80) };
 }

@@ -92,6 +92,7 @@ export async function startDaemon(
   const metrics = new DaemonMetrics({
     cacheStats: () => caches.stats(),
     synced: () => caches.synced,
+    draStats: () => dra.stats(),
     apiRequests: () => api.requestCount ?? 0,
     podsMissingNetworks: () => detector.flagged,
   });

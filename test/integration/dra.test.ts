@@ -7,6 +7,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import {
@@ -270,6 +271,18 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
   });
 });
 
+function metricsText(socket: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: socket, path: "/metrics" }, (res) => {
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve(text));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
 async function startDaemon(kubeconfig: string): Promise<{ socket: string; daemon: ChildProcess }> {
   const socket = join(ctx.sb.root, "run", "plexus.sock");
   const daemon = spawn(
@@ -297,6 +310,10 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     const watching = (r: string) =>
       api.requests.some((q) => q.path === `/apis/resource.k8s.io/v1/${r}` && q.query.includes("watch=true"));
     await expect.poll(() => watching("resourceclaims") && watching("resourceslices"), { timeout: 10_000 }).toBe(true);
+    // Both caches in /metrics: the two claims (this node's, allocated) and the three slices of node-1.
+    await expect
+      .poll(() => metricsText(d.socket), { timeout: 5000 })
+      .toMatch(/plexus_daemon_cache_objects\{kind="resourceclaim"\} 2\n[^]*kind="resourceslice"\} 3\n/);
     const before = api.requests.length;
     const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);

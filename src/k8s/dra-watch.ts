@@ -44,6 +44,7 @@ export class DraCaches {
   private readonly claims: Informer<ResourceClaim>;
   private readonly slices: Informer<ResourceSlice>;
   private served: boolean | undefined;
+  private stopped = false;
 
   constructor(
     private readonly o: Pick<WatchCacheOptions, "kubeconfig" | "nodeName" | "list" | "log"> & {
@@ -100,6 +101,8 @@ export class DraCaches {
         return;
       }
     }
+    // stop() while the probe was out: start nothing.
+    if (this.stopped) return;
     await Promise.all([this.claims.start(), this.slices.start()]);
   }
 
@@ -114,16 +117,12 @@ export class DraCaches {
     return this.slices.all().filter((s) => s.spec.driver === q.driver);
   }
 
-  /** Every slice of this node (validate: which resource names its drivers publish). */
-  allNodeSlices(): ResourceSlice[] | undefined {
-    return this.slices.synced ? this.slices.all() : undefined;
-  }
-
   stats(): DraCacheStats {
     return { claims: this.claims.size, slices: this.slices.size, served: this.served };
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.served === false) return;
     await Promise.all([this.claims.stop(), this.slices.stop()]);
   }

@@ -345,4 +345,26 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     d.daemon.kill("SIGTERM");
     await exited;
   });
+
+  it("M10 an API server without resource.k8s.io/v1 (404): no DRA watch, the daemon stays ready and reads claims and slices live", async () => {
+    const { api, conf } = await apiSetup();
+    api.inject(
+      { path: "/apis/resource.k8s.io/v1/resourceslices", method: "GET", times: 1 },
+      { kind: "status", code: 404 },
+    );
+    const d = await startDaemon(conf.kubeconfig as string);
+    await expect.poll(() => api.watchCount()).toBe(2);
+    const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()).toEqual(EXPECTED);
+    // Read live by the daemon (its user agent), not by the CNI process.
+    const live = api.requests.filter(
+      (q) => q.path.startsWith("/apis/resource.k8s.io/") && !q.query.includes("limit=1"),
+    );
+    expect(live.map((q) => q.userAgent)).toEqual(Array(4).fill("plexus-daemon"));
+    expect(api.watchCount()).toBe(2);
+    const exited = new Promise((res) => d.daemon.once("exit", res));
+    d.daemon.kill("SIGTERM");
+    await exited;
+  });
 });

@@ -35,21 +35,21 @@ function reader(api: KubeApi) {
   return { getResourceClaim: getResourceClaim.bind(api), listResourceSlices: listResourceSlices.bind(api) };
 }
 
-export function getResourceClaimRoute(o: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+export function getResourceClaimRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
   return async (_req, url) => {
     const namespace = validateDns1123Label(param(url, "namespace", true)!, "ResourceClaim namespace");
     const name = param(url, "name", true)!;
-    const cached = o.dra?.claim(namespace, name);
+    const cached = deps.dra?.claim(namespace, name);
     if (cached?.status?.allocation) return [200, { claim: cached, source: "cache" }];
-    return [200, { claim: (await reader(o.api).getResourceClaim(namespace, name)) ?? null, source: "api" }];
+    return [200, { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" }];
   };
 }
 
-export function getResourceSlicesRoute(o: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+export function getResourceSlicesRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
   return async (_req, url) => {
     const q = { driver: param(url, "driver", true)!, nodeName: param(url, "nodeName", false) };
-    const cached = o.dra?.nodeSlices(q);
+    const cached = deps.dra?.nodeSlices(q);
     if (cached) return [200, { slices: cached, source: "cache" }];
-    return [200, { slices: await reader(o.api).listResourceSlices(q), source: "api" }];
+    return [200, { slices: await reader(deps.api).listResourceSlices(q), source: "api" }];
   };
 }

@@ -47,29 +47,29 @@ export class DraCaches {
   private stopped = false;
 
   constructor(
-    private readonly o: Pick<WatchCacheOptions, "kubeconfig" | "nodeName" | "list" | "log"> & {
+    private readonly opts: Pick<WatchCacheOptions, "kubeconfig" | "nodeName" | "list" | "log"> & {
       backoff?: { minMs: number; maxMs: number };
     },
   ) {
     const claimPath = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceclaims`;
     const slicePath = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
-    const fieldSelector = `spec.nodeName=${o.nodeName}`;
+    const fieldSelector = `spec.nodeName=${opts.nodeName}`;
     const trimC = (x: Record<string, unknown>): Trimmed | undefined => {
       const c = trimResourceClaim(x, "");
-      if (c?.status && !allocatedToNode(c, o.nodeName)) delete c.status;
+      if (c?.status && !allocatedToNode(c, opts.nodeName)) delete c.status;
       return c as unknown as Trimmed | undefined;
     };
     const trimS = (x: Record<string, unknown>) => trimResourceSlice(x) as unknown as Trimmed | undefined;
     const common = {
-      kc: watchKubeConfig(o.kubeconfig),
-      log: o.log,
-      backoff: o.backoff ?? { minMs: 500, maxMs: 30_000 },
+      kc: watchKubeConfig(opts.kubeconfig),
+      log: opts.log,
+      backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
     };
     this.claims = new Informer<ResourceClaim>({
       ...common,
       kind: "resourceclaims",
       path: claimPath,
-      list: pagedList(o.list, { path: claimPath, query: {}, trim: trimC }),
+      list: pagedList(opts.list, { path: claimPath, query: {}, trim: trimC }),
       trim: trimC,
       decode: (x) => x as unknown as ResourceClaim,
     });
@@ -78,7 +78,7 @@ export class DraCaches {
       kind: "resourceslices",
       path: slicePath,
       fieldSelector,
-      list: pagedList(o.list, { path: slicePath, query: { fieldSelector }, trim: trimS }),
+      list: pagedList(opts.list, { path: slicePath, query: { fieldSelector }, trim: trimS }),
       trim: trimS,
       decode: (x) => x as unknown as ResourceSlice,
     });
@@ -87,15 +87,15 @@ export class DraCaches {
   /** Probes once whether resource.k8s.io/v1 is served; starts the two watches only then. */
   async start(): Promise<void> {
     try {
-      await this.o.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { limit: "1" });
+      await this.opts.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { limit: "1" });
       this.served = true;
     } catch (err) {
       if (!isApiStatus((err as Error).cause, 404)) {
         // Any other failure: the informers' own restart-with-backoff takes it from here.
-        this.o.log.warn({ err: (err as Error).message }, "DRA caches: first list failed; watching anyway");
+        this.opts.log.warn({ err: (err as Error).message }, "DRA caches: first list failed; watching anyway");
       } else {
         this.served = false;
-        this.o.log.info(
+        this.opts.log.info(
           "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims read it live)",
         );
         return;
@@ -113,7 +113,7 @@ export class DraCaches {
 
   /** This node's slices of one driver, or undefined when the cache cannot answer (not synced, another node). */
   nodeSlices(q: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined {
-    if (!this.slices.synced || q.nodeName !== this.o.nodeName) return undefined;
+    if (!this.slices.synced || q.nodeName !== this.opts.nodeName) return undefined;
     return this.slices.all().filter((s) => s.spec.driver === q.driver);
   }
 

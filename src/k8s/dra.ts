@@ -47,9 +47,9 @@ const str = (v: unknown): string | undefined => (typeof v === "string" && v !== 
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** The fields of a ResourceClaim Plexus reads, or undefined for anything else. */
-export function trimResourceClaim(o: Record<string, unknown>, fallbackNamespace: string): ResourceClaim | undefined {
-  if (o.kind !== undefined && o.kind !== "ResourceClaim") return undefined;
-  const m = isPlainObject(o.metadata) ? o.metadata : undefined;
+export function trimResourceClaim(obj: Record<string, unknown>, fallbackNamespace: string): ResourceClaim | undefined {
+  if (obj.kind !== undefined && obj.kind !== "ResourceClaim") return undefined;
+  const m = isPlainObject(obj.metadata) ? obj.metadata : undefined;
   const name = str(m?.name);
   if (!m || !name) return undefined;
   const claim: ResourceClaim = {
@@ -60,7 +60,7 @@ export function trimResourceClaim(o: Record<string, unknown>, fallbackNamespace:
       ...(str(m.resourceVersion) ? { resourceVersion: m.resourceVersion as string } : {}),
     },
   };
-  const status = isPlainObject(o.status) ? o.status : undefined;
+  const status = isPlainObject(obj.status) ? obj.status : undefined;
   const allocation = isPlainObject(status?.allocation) ? status.allocation : undefined;
   if (!allocation) return claim;
   const devices = isPlainObject(allocation.devices) ? allocation.devices : {};
@@ -79,10 +79,10 @@ export function trimResourceClaim(o: Record<string, unknown>, fallbackNamespace:
 }
 
 /** The fields of a ResourceSlice Plexus reads: driver, node, pool, and each device's two attributes. */
-export function trimResourceSlice(o: Record<string, unknown>): ResourceSlice | undefined {
-  if (o.kind !== undefined && o.kind !== "ResourceSlice") return undefined;
-  const m = isPlainObject(o.metadata) ? o.metadata : undefined;
-  const spec = isPlainObject(o.spec) ? o.spec : undefined;
+export function trimResourceSlice(obj: Record<string, unknown>): ResourceSlice | undefined {
+  if (obj.kind !== undefined && obj.kind !== "ResourceSlice") return undefined;
+  const m = isPlainObject(obj.metadata) ? obj.metadata : undefined;
+  const spec = isPlainObject(obj.spec) ? obj.spec : undefined;
   const pool = isPlainObject(spec?.pool) ? spec.pool : undefined;
   const [name, driver, poolName] = [str(m?.name), str(spec?.driver), str(pool?.name)];
   if (!m || !spec || !name || !driver || !poolName) return undefined;
@@ -108,9 +108,9 @@ export function trimResourceSlice(o: Record<string, unknown>): ResourceSlice | u
  * status.extendedResourceClaimStatus, the containers' extended resources), only when it has
  * claims: a pod without any keeps its trimmed shape unchanged.
  */
-export function trimPodClaims(o: Record<string, unknown>): { spec?: PodClaimSpec; status?: PodClaimStatus } {
-  const spec = isPlainObject(o.spec) ? o.spec : {};
-  const status = isPlainObject(o.status) ? o.status : {};
+export function trimPodClaims(obj: Record<string, unknown>): { spec?: PodClaimSpec; status?: PodClaimStatus } {
+  const spec = isPlainObject(obj.spec) ? obj.spec : {};
+  const status = isPlainObject(obj.status) ? obj.status : {};
   const resourceClaims = arr(spec.resourceClaims).flatMap((c) => {
     if (!isPlainObject(c) || !str(c.name)) return [];
     return [

@@ -221,7 +221,8 @@ export interface PodClaimRef {
 /**
  * The pod's claims, in spec order: a claim named directly (`resourceClaimName`), or generated from
  * a template, whose name is in `status.resourceClaimStatuses` (an entry without a name: no claim
- * was needed, nothing to read). Status entries of no spec entry count too, as Multus reads only those.
+ * was needed, nothing to read). Status entries of no spec entry count too, as Multus reads only
+ * those. A claim named by two entries is read once.
  */
 export function podClaimRefs(pod: Pod): PodClaimRef[] {
   const statuses = new Map((pod.status?.resourceClaimStatuses ?? []).map((s) => [s.name, s]));
@@ -242,7 +243,8 @@ export function podClaimRefs(pod: Pod): PodClaimRef[] {
   }
   for (const s of statuses.values())
     if (!seen.has(s.name) && s.resourceClaimName) out.push({ podClaim: s.name, claim: s.resourceClaimName });
-  return out;
+  // One claim named by two entries gives its devices once.
+  return out.filter((r, i) => !r.claim || out.findIndex((x) => x.claim === r.claim) === i);
 }
 
 /** The string of a typed attribute value (`{ "string": "…" }`), "absent", or "wrong type" (with what it is). */

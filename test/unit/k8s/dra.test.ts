@@ -57,7 +57,7 @@ describe("M10 DRA: trimmed shapes", () => {
     expect(trimPod(pod as never, "app")).toEqual(pod);
   });
 
-  it("M10 claims: by name, from a template once generated; a template's entry without a name needs none; an entry not generated yet has no name", () => {
+  it("M10 claims: by name, from a template once generated; a template's entry without a name needs none; an entry not generated yet has no name; a claim named twice counts once", () => {
     const pod: Pod = {
       metadata: { name: "p", namespace: "n" },
       spec: {
@@ -66,6 +66,7 @@ describe("M10 DRA: trimmed shapes", () => {
           { name: "b", resourceClaimTemplateName: "t" },
           { name: "c", resourceClaimTemplateName: "t" },
           { name: "d", resourceClaimTemplateName: "t2" },
+          { name: "e", resourceClaimName: "direct" },
         ],
       },
       status: { resourceClaimStatuses: [{ name: "b", resourceClaimName: "p-b-1" }, { name: "c" }] },

@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
 import { HttpTransport } from "../k8s/http-transport";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import { type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "../k8s/dra";
 import { trimNad, trimPod } from "../k8s/rest-kube";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
@@ -103,6 +104,45 @@ export class DaemonKube implements KubeApi {
     );
   }
 
+  /** M10, DRA: the daemon's cached claim (or its live read); an older daemon (404) means thin mode. */
+  getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+    return this.via(
+      "get ResourceClaim",
+      async () => {
+        const r = await this.ask(
+          "GET",
+          `${DAEMON_API.resourceClaim}?${new URLSearchParams({ namespace, name })}`,
+          undefined,
+          this.o.timeoutMs,
+        );
+        if (r.claim === null) return undefined;
+        const claim =
+          typeof r.claim === "object" && r.claim !== undefined
+            ? trimResourceClaim(r.claim as Record<string, unknown>, namespace)
+            : undefined;
+        if (!claim || claim.metadata.name !== name)
+          throw new DaemonUnavailable("the daemon answered a claim request without a claim");
+        return claim;
+      },
+      (k) => directOnly(k.getResourceClaim, "get ResourceClaim").call(k, namespace, name),
+    );
+  }
+
+  /** M10, DRA: this node's slices of one driver, from the daemon's watch. */
+  listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    return this.via(
+      "list ResourceSlices",
+      async () => {
+        const params = new URLSearchParams({ driver: q.driver, ...(q.nodeName ? { nodeName: q.nodeName } : {}) });
+        const r = await this.ask("GET", `${DAEMON_API.resourceSlices}?${params}`, undefined, this.o.timeoutMs);
+        if (!Array.isArray(r.slices))
+          throw new DaemonUnavailable("the daemon answered a slices request without slices");
+        return r.slices.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
+      },
+      (k) => directOnly(k.listResourceSlices, "list ResourceSlices").call(k, q),
+    );
+  }
+
   setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
     return this.via(
       "write network-status",
@@ -176,6 +216,11 @@ export class DaemonKube implements KubeApi {
     }
     throw new DaemonUnavailable(`the daemon answered HTTP ${answer.status}`);
   }
+}
+
+function directOnly<F>(f: F | undefined, what: string): F {
+  if (!f) throw new CniError(Code.Internal, `${what}: the direct API client cannot read DRA objects`);
+  return f;
 }
 
 function parseError(body: Buffer): { code: number; msg: string } | undefined {

@@ -82,6 +82,7 @@ export async function startDaemon(
   const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
   const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
   const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
+  const dra = new bundle.DraCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
   const detector = new MissingNetworksDetector({
     pods: () => caches.listPods(),
     api,
@@ -91,6 +92,7 @@ export async function startDaemon(
   const metrics = new DaemonMetrics({
     cacheStats: () => caches.stats(),
     synced: () => caches.synced,
+    draStats: () => dra.stats(),
     apiRequests: () => api.requestCount ?? 0,
     podsMissingNetworks: () => detector.flagged,
   });
@@ -105,11 +107,12 @@ export async function startDaemon(
     : undefined;
   let server: Awaited<ReturnType<typeof startDaemonServer>>;
   try {
-    server = await startDaemonServer({ socketPath, cache: caches, api, log, healthAddress, metrics, podDevices });
+    server = await startDaemonServer({ socketPath, cache: caches, dra, api, log, healthAddress, metrics, podDevices });
   } catch (err) {
     await api.close();
     throw err;
   }
+  void dra.start();
   void caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
   detector.start();
   return {
@@ -121,6 +124,7 @@ export async function startDaemon(
       await detector.stop();
       await server.close();
       await caches.stop();
+      await dra.stop();
       kubelet?.close();
       await api.close();
     },

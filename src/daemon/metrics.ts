@@ -16,6 +16,8 @@ export interface ScrapeSources {
     errors: { pods: number; nads: number };
   };
   synced(): boolean;
+  /** M10: the DRA caches' sizes (k8s/dra-watch.ts), when the daemon keeps them. */
+  draStats?(): { claims: number; slices: number };
   apiRequests(): number;
   /** Pods of this node that are Running without a network their annotation asks for. */
   podsMissingNetworks(): number;
@@ -92,6 +94,11 @@ function cacheSeries(sources: ScrapeSources, registers: Registry[]): void {
       const s = sources.cacheStats();
       this.set({ kind: "pod" }, s.pods);
       this.set({ kind: "nad" }, s.nads);
+      const dra = sources.draStats?.();
+      if (dra) {
+        this.set({ kind: "resourceclaim" }, dra.claims);
+        this.set({ kind: "resourceslice" }, dra.slices);
+      }
     },
   });
   new Gauge({

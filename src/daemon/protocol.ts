@@ -11,6 +11,7 @@
  *   GET  /v1/pod-devices?namespace=&name=&resourceNames=a,b&timeoutMs=
  *                                         → { devices: { resourceName: [deviceID, …] } } (M10: from
  *                            kubelet's pod-resources API over the daemon's one channel)
+ *   GET  /v1/resource-claim, /v1/resource-slices   (M10, DRA: daemon/dra-routes.ts)
  *   GET  /healthz  /readyz  /metrics (Prometheus text)
  *   error: HTTP 422 { error: { code, msg } }; HTTP 5xx means the daemon itself is unwell.
  */
@@ -20,6 +21,9 @@ export const DAEMON_API = {
   networkStatus: "/v1/network-status",
   event: "/v1/event",
   podDevices: "/v1/pod-devices",
+  /** M10, DRA (dra-routes.ts). */
+  resourceClaim: "/v1/resource-claim",
+  resourceSlices: "/v1/resource-slices",
   healthz: "/healthz",
   readyz: "/readyz",
   metrics: "/metrics",

@@ -16,6 +16,7 @@ import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
 import type { DaemonMetrics } from "./metrics";
+import { type DraCacheView, getResourceClaimRoute, getResourceSlicesRoute } from "./dra-routes";
 import { DAEMON_API } from "./protocol";
 
 export interface CacheView {
@@ -34,6 +35,8 @@ export interface CacheView {
 export interface DaemonServerOptions {
   socketPath: string;
   cache: CacheView;
+  /** M10: the DRA caches (claims, this node's slices); undefined: DRA reads are live. */
+  dra?: DraCacheView | undefined;
   /** Live reads on a miss, status writes and events. */
   api: KubeApi;
   log: Logger;
@@ -155,7 +158,7 @@ async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> 
 
 type Answer = [status: number, body: unknown, type?: string];
 type Route = (req: IncomingMessage, url: URL) => Promise<Answer>;
-type RouterDeps = Pick<DaemonServerOptions, "cache" | "api" | "log" | "metrics" | "podDevices">;
+type RouterDeps = Pick<DaemonServerOptions, "cache" | "api" | "log" | "metrics" | "podDevices" | "dra">;
 
 /** GET /v1/pod: the cached pod when its UID matches, else a live read (never a stale "not found"). */
 function getPod({ cache, api, metrics }: RouterDeps): Route {
@@ -269,6 +272,8 @@ function router(d: RouterDeps): Route {
     [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(d),
     [`POST ${DAEMON_API.event}`]: postEvent(d),
     [`GET ${DAEMON_API.podDevices}`]: getPodDevices(d),
+    [`GET ${DAEMON_API.resourceClaim}`]: getResourceClaimRoute(d),
+    [`GET ${DAEMON_API.resourceSlices}`]: getResourceSlicesRoute(d),
     [`GET ${DAEMON_API.metrics}`]: async () => [200, await metrics.render(), metrics.contentType],
   };
   return async (req, url) => {

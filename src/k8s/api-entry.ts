@@ -5,3 +5,4 @@
  */
 export { pluginKubeSource } from "./client-node-auth";
 export { WatchCaches } from "./watch-cache";
+export { DraCaches } from "./dra-watch";

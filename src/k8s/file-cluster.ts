@@ -14,6 +14,7 @@ import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import { writeFileAtomic } from "../store/atomic-file";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
+import { DRA_GROUP, type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "./dra";
 import type { KubeApi, PodEvent } from "./kube-api";
 
 export const STATUS_DIR = "status";
@@ -23,6 +24,9 @@ const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 interface Objects {
   pods: Map<string, Pod>;
   nads: Map<string, Nad>;
+  /** M10, DRA: ResourceClaims by namespace/name, ResourceSlices (cluster-scoped) in file order. */
+  claims: Map<string, ResourceClaim>;
+  slices: ResourceSlice[];
 }
 
 export class FileCluster implements KubeApi {
@@ -67,6 +71,23 @@ export class FileCluster implements KubeApi {
     await appendFile(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
   }
 
+  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+    this.requestCount++;
+    return (await this.load()).claims.get(`${namespace}/${name}`);
+  }
+
+  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    this.requestCount++;
+    return (await this.load()).slices.filter(
+      (s) => s.spec.driver === q.driver && (!q.nodeName || s.spec.nodeName === q.nodeName),
+    );
+  }
+
+  /** The ResourceSlices of one node (`plexus validate`: which resource names its drivers publish). */
+  async listNodeSlices(nodeName: string): Promise<ResourceSlice[]> {
+    return (await this.load()).slices.filter((s) => s.spec.nodeName === nodeName);
+  }
+
   /** Every NAD of the directory (`plexus validate --all`). */
   async listNads(): Promise<Nad[]> {
     return [...(await this.load()).nads.values()];
@@ -83,7 +104,7 @@ export class FileCluster implements KubeApi {
 
   private async load(): Promise<Objects> {
     if (this.objects) return this.objects;
-    const objects: Objects = { pods: new Map(), nads: new Map() };
+    const objects: Objects = { pods: new Map(), nads: new Map(), claims: new Map(), slices: [] };
     let names: string[];
     try {
       names = (await readdir(this.dir)).filter((n) => MANIFEST.test(n)).sort();
@@ -158,5 +179,18 @@ function index(objects: Objects, doc: unknown, path: string): void {
       );
     }
     objects.nads.set(key, { ...(doc as object), metadata } as Nad);
+  } else if (typeof doc.apiVersion === "string" && doc.apiVersion.startsWith(`${DRA_GROUP}/`)) {
+    indexDra(objects, doc, { key, namespace });
+  }
+}
+
+/** M10, DRA: a ResourceClaim or ResourceSlice of resource.k8s.io (trimmed as the API path trims it). */
+function indexDra(objects: Objects, doc: Record<string, unknown>, at: { key: string; namespace: string }): void {
+  if (doc.kind === "ResourceClaim") {
+    const claim = trimResourceClaim(doc, at.namespace);
+    if (claim) objects.claims.set(at.key, claim);
+  } else if (doc.kind === "ResourceSlice") {
+    const slice = trimResourceSlice(doc);
+    if (slice) objects.slices.push(slice);
   }
 }

@@ -5,6 +5,7 @@
  * never on the paths that do not need it).
  */
 import type { Nad, Pod } from "../npwg/types";
+import type { ResourceClaim, ResourceSlice } from "./dra";
 
 export interface PodEvent {
   type: "Normal" | "Warning";
@@ -28,6 +29,13 @@ export interface KubeApi {
   setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void>;
   /** Best effort: failures are logged, never fail the ADD (M9). */
   recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void>;
+  /**
+   * M10, DRA: a ResourceClaim of the pod's namespace (`undefined` when it does not exist). Asked
+   * only for a pod with claims whose NADs carry a resourceName (dra-devices.ts).
+   */
+  getResourceClaim?(namespace: string, name: string): Promise<ResourceClaim | undefined>;
+  /** M10, DRA: the ResourceSlices of one driver on one node (cluster-scoped). */
+  listResourceSlices?(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
   /** Requests made so far (benchmarks: API requests per ADD). */
   readonly requestCount?: number;
   /** Releases connections (B36); safe to call more than once. */

@@ -20,6 +20,15 @@ import {
   type HttpAnswer,
   type HttpTransportOptions,
 } from "./http-transport";
+import {
+  DRA_GROUP,
+  DRA_VERSION,
+  type ResourceClaim,
+  type ResourceSlice,
+  trimPodClaims,
+  trimResourceClaim,
+  trimResourceSlice,
+} from "./dra";
 import type { KubeApi, PodEvent } from "./kube-api";
 import type { KubeSource } from "./kubeconfig";
 import {
@@ -127,6 +136,9 @@ export function trimPod(o: Record<string, unknown>, fallbackNamespace: string): 
   if (o.kind !== undefined && o.kind !== "Pod") return undefined;
   if (!m || typeof m.name !== "string" || !m.name) return undefined;
   const spec = o.spec as Record<string, unknown> | undefined;
+  // M10, DRA: a pod with claims keeps them (and its containers' extended resources); others nothing more.
+  const claims = trimPodClaims(o);
+  const nodeName = typeof spec?.nodeName === "string" && spec.nodeName ? { nodeName: spec.nodeName } : {};
   return {
     metadata: {
       name: m.name,
@@ -135,7 +147,8 @@ export function trimPod(o: Record<string, unknown>, fallbackNamespace: string): 
       ...(typeof m.resourceVersion === "string" && m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
       ...(isStringMap(m.annotations) ? { annotations: { ...m.annotations } } : {}),
     },
-    ...(typeof spec?.nodeName === "string" && spec.nodeName ? { spec: { nodeName: spec.nodeName } } : {}),
+    ...(nodeName.nodeName || claims.spec ? { spec: { ...nodeName, ...claims.spec } } : {}),
+    ...(claims.status ? { status: claims.status } : {}),
   };
 }
 
@@ -230,6 +243,41 @@ export class RestKube implements KubeApi {
         `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a NetworkAttachmentDefinition`,
       );
     return nad;
+  }
+
+  /** M10, DRA: GET one ResourceClaim (an ADD asks only for a pod with claims and a device network). */
+  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+    validateDns1123Label(namespace, "ResourceClaim namespace");
+    validatePodName(name, "ResourceClaim name");
+    const what = `get ResourceClaim ${namespace}/${name}`;
+    let obj: Record<string, unknown>;
+    try {
+      obj = await this.call("GET", `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${namespace}/resourceclaims/${name}`);
+    } catch (err) {
+      if (isApiStatus(err, 404)) return undefined;
+      throw this.toCniError(err, what);
+    }
+    const claim = obj.kind === "ResourceClaim" ? trimResourceClaim(obj, namespace) : undefined;
+    if (!claim)
+      throw new CniError(
+        Code.Decoding,
+        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a ResourceClaim`,
+      );
+    return claim;
+  }
+
+  /** M10, DRA: LIST the ResourceSlices of one driver on one node (server-side field selectors). */
+  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    const fieldSelector = [...(q.nodeName ? [`spec.nodeName=${q.nodeName}`] : []), `spec.driver=${q.driver}`].join(",");
+    const l = await this.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { fieldSelector });
+    if (l.kind !== "ResourceSliceList" || !Array.isArray(l.items))
+      throw new CniError(
+        Code.Decoding,
+        `list ResourceSlices (${fieldSelector}): the API server answered with kind ${JSON.stringify(l.kind ?? null)} instead of a ResourceSliceList`,
+      );
+    return l.items.flatMap(
+      (x) => trimResourceSlice({ kind: "ResourceSlice", ...(x as Record<string, unknown>) }) ?? [],
+    );
   }
 
   /**

@@ -41,12 +41,12 @@ export interface CacheStats {
   errors: { pods: number; nads: number };
 }
 
-type Trimmed = KubernetesObject & Record<string, unknown>;
+export type Trimmed = KubernetesObject & Record<string, unknown>;
 
 /** Objects per list page. */
 export const LIST_PAGE = 500;
 
-interface InformerOptions<T> {
+export interface InformerOptions<T> {
   /** "pods", "nads": for logs and counters. */
   kind: string;
   kc: KubeConfig;
@@ -64,7 +64,7 @@ interface InformerOptions<T> {
 }
 
 /** One kind's informer with restart-on-error and trimmed storage. */
-class Informer<T> {
+export class Informer<T> {
   readonly kind: string;
   private readonly lw: ListWatch<Trimmed>;
   private stopped = false;
@@ -190,8 +190,46 @@ export function trimWatchedPod(o: Record<string, unknown>): Pod | undefined {
   const status = o.status as Record<string, unknown> | undefined;
   if (typeof meta.deletionTimestamp === "string") pod.metadata.deletionTimestamp = meta.deletionTimestamp;
   if (spec?.hostNetwork === true) pod.spec = { ...pod.spec, hostNetwork: true };
-  if (typeof status?.phase === "string") pod.status = { phase: status.phase };
+  if (typeof status?.phase === "string") pod.status = { ...pod.status, phase: status.phase };
   return pod;
+}
+
+/**
+ * One full list, paged: LIST_PAGE objects a page (as client-go's reflector does), so the daemon's
+ * peak memory is one page of full objects plus what it keeps (trimmed), not one response of all.
+ */
+export function pagedList(
+  list: ListFn,
+  q: { path: string; query: Record<string, string>; trim: (x: Record<string, unknown>) => Trimmed | undefined },
+): () => Promise<{ metadata: { resourceVersion: string }; items: Trimmed[] }> {
+  const { path, query, trim } = q;
+  return async () => {
+    const items: Trimmed[] = [];
+    let resourceVersion = "";
+    let cont: string | undefined;
+    do {
+      const l = await list(path, { ...query, limit: String(LIST_PAGE), ...(cont ? { continue: cont } : {}) });
+      for (const x of Array.isArray(l.items) ? l.items : []) {
+        const t = trim(x as Record<string, unknown>);
+        if (t) items.push(t);
+      }
+      const meta = (l.metadata ?? {}) as Record<string, unknown>;
+      // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
+      if (!cont && typeof meta.resourceVersion === "string") resourceVersion = meta.resourceVersion;
+      cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
+    } while (cont);
+    return { metadata: { resourceVersion }, items };
+  };
+}
+
+/** client-node's KubeConfig for watches: the kubeconfig as read by kubeconfig.ts, else in-cluster. */
+export function watchKubeConfig(kubeconfig: WatchCacheOptions["kubeconfig"]): KubeConfig {
+  const kc = new KubeConfig();
+  if (kubeconfig) {
+    kc.loadFromString(JSON.stringify(kubeconfig.raw));
+    kc.makePathsAbsolute(dirname(kubeconfig.path));
+  } else kc.loadFromCluster();
+  return kc;
 }
 
 export class WatchCaches {
@@ -199,35 +237,15 @@ export class WatchCaches {
   private readonly nads: Informer<Nad>;
 
   constructor(o: WatchCacheOptions) {
-    const kc = new KubeConfig();
-    if (o.kubeconfig) {
-      kc.loadFromString(JSON.stringify(o.kubeconfig.raw));
-      kc.makePathsAbsolute(dirname(o.kubeconfig.path));
-    } else kc.loadFromCluster();
+    const kc = watchKubeConfig(o.kubeconfig);
     const min = o.minRestartDelayMs ?? 500;
     const max = o.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${o.nodeName}`;
-    // Lists come in pages of LIST_PAGE (as client-go's reflector does): the daemon's peak memory is
-    // one page of full objects plus what it keeps (trimmed), not one response of every NAD.
-    const listOf =
-      (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) =>
-      async () => {
-        const items: Trimmed[] = [];
-        let resourceVersion = "";
-        let cont: string | undefined;
-        do {
-          const l = await o.list(path, { ...query, limit: String(LIST_PAGE), ...(cont ? { continue: cont } : {}) });
-          for (const x of Array.isArray(l.items) ? l.items : []) {
-            const t = trim(x as Record<string, unknown>);
-            if (t) items.push(t);
-          }
-          const meta = (l.metadata ?? {}) as Record<string, unknown>;
-          // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
-          if (!cont && typeof meta.resourceVersion === "string") resourceVersion = meta.resourceVersion;
-          cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
-        } while (cont);
-        return { metadata: { resourceVersion }, items };
-      };
+    const listOf = (
+      path: string,
+      query: Record<string, string>,
+      trim: (x: Record<string, unknown>) => Trimmed | undefined,
+    ) => pagedList(o.list, { path, query, trim });
     const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";

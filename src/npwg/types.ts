@@ -15,8 +15,32 @@ export interface Pod {
     deletionTimestamp?: string;
   };
   /** `hostNetwork`, and `status.phase` below: kept by the daemon's watch cache only. */
-  spec?: { nodeName?: string; hostNetwork?: boolean };
-  status?: { phase?: string };
+  spec?: { nodeName?: string; hostNetwork?: boolean } & PodClaimSpec;
+  status?: { phase?: string } & PodClaimStatus;
+}
+
+/**
+ * A pod's Dynamic Resource Allocation fields (resource.k8s.io/v1), kept only for a pod that has
+ * claims (k8s/dra.ts trims them): its claims, and the extended resources its containers request.
+ */
+export interface PodClaimSpec {
+  resourceClaims?: Array<{ name: string; resourceClaimName?: string; resourceClaimTemplateName?: string }>;
+  /** Only the extended resources (names with a domain) of each container's requests and limits. */
+  containers?: Array<{
+    name: string;
+    resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  }>;
+  initContainers?: PodClaimSpec["containers"];
+}
+
+export interface PodClaimStatus {
+  /** The claims generated from templates: `name` (the pod's entry) → `resourceClaimName` (unset: none needed). */
+  resourceClaimStatuses?: Array<{ name: string; resourceClaimName?: string }>;
+  /** Extended resources satisfied by DRA: one claim, each request mapped to a container's resource. */
+  extendedResourceClaimStatus?: {
+    resourceClaimName: string;
+    requestMappings: Array<{ containerName: string; resourceName: string; requestName: string }>;
+  };
 }
 
 /** NetworkAttachmentDefinition, k8s.cni.cncf.io/v1 (N3.1, N3.2). */

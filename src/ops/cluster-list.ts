@@ -6,12 +6,15 @@ import type { PlexusConf } from "../config/plugin-conf";
 import { loadKubeApi } from "../k8s/index";
 import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../k8s/rest-kube";
 import type { Logger } from "../log/logger";
+import { DRA_GROUP, DRA_VERSION, type ResourceSlice, trimResourceSlice } from "../k8s/dra";
 import type { Nad, Pod } from "../npwg/types";
 
 export interface ClusterLists {
   nads(): Promise<Nad[]>;
   /** Pods of `nodeName` (all pods of a manifest directory). */
   pods(nodeName: string): Promise<Pod[]>;
+  /** M10, DRA: the ResourceSlices of `nodeName`. */
+  slices?(nodeName: string): Promise<ResourceSlice[]>;
   close(): Promise<void>;
 }
 
@@ -23,7 +26,12 @@ export async function clusterLists(
   if (conf.fileClusterDir) {
     const { FileCluster } = await import("../k8s/file-cluster");
     const fc = new FileCluster(conf.fileClusterDir);
-    return { nads: () => fc.listNads(), pods: () => fc.listPods(), close: async () => {} };
+    return {
+      nads: () => fc.listNads(),
+      pods: () => fc.listPods(),
+      slices: (nodeName) => fc.listNodeSlices(nodeName),
+      close: async () => {},
+    };
   }
   const api = await loadKubeApi(conf, {
     env,
@@ -55,6 +63,10 @@ export async function clusterLists(
   return {
     nads: () => all(`/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`, {}, (o) => trimNad(o, "")),
     pods: (nodeName) => all("/api/v1/pods", { fieldSelector: `spec.nodeName=${nodeName}` }, (o) => trimPod(o, "")),
+    slices: (nodeName) =>
+      all(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { fieldSelector: `spec.nodeName=${nodeName}` }, (o) =>
+        trimResourceSlice(o),
+      ),
     close: () => api.close(),
   };
 }

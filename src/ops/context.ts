@@ -5,6 +5,7 @@
  * its output goes. Nothing here runs in a CNI call.
  */
 import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
+import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import { createLogger, type Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
@@ -79,6 +80,13 @@ export class ReadOnlyKube implements KubeApi {
   }
   getNad(namespace: string, name: string): Promise<Nad | undefined> {
     return this.inner.getNad(namespace, name);
+  }
+  /** DRA reads pass through (reads only). */
+  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+    return this.inner.getResourceClaim?.(namespace, name);
+  }
+  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    return (await this.inner.listResourceSlices?.(q)) ?? [];
   }
   async setNetworkStatus(): Promise<void> {}
   async recordEvent(_pod: unknown, event: PodEvent): Promise<void> {

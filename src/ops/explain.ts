@@ -225,6 +225,14 @@ async function attachmentPlan(
   };
 }
 
+/** Where a network's device came from, in words (DRA: the claim and its allocated device). */
+function deviceSource(d: AttachmentDevice): string {
+  if (d.from === "pod") return "the pod's own deviceID";
+  if (d.from === "claim" && d.claim)
+    return `ResourceClaim ${d.claim.name}, request ${d.claim.request}: device ${d.claim.device} of driver ${d.claim.driver}, pool ${d.claim.pool}`;
+  return "allocated by kubelet";
+}
+
 function indent(text: string, by: string): string {
   return text
     .split("\n")
@@ -250,9 +258,7 @@ export function renderExplanation(r: Explanation): string {
       `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`,
     );
     if (a.device)
-      lines.push(
-        `    device: ${a.device.deviceID} of ${a.device.resourceName} (${a.device.from === "pod" ? "the pod's own deviceID" : "allocated by kubelet"})`,
-      );
+      lines.push(`    device: ${a.device.deviceID} of ${a.device.resourceName} (${deviceSource(a.device)})`);
     if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);

@@ -1,12 +1,14 @@
 /**
  * A cluster-less dry run (`plexus explain --file pod.yaml --nads DIR`): the pod from one manifest
- * file, the NADs from a directory of manifests (the file-backed cluster's reader). Read-only.
+ * file, the NADs (and DRA's ResourceClaims and ResourceSlices) from a directory of manifests (the
+ * file-backed cluster's reader). Read-only.
  */
 import { readFileSync } from "node:fs";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import { FileCluster } from "../k8s/file-cluster";
+import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Nad, Pod } from "../npwg/types";
 
@@ -51,6 +53,15 @@ export class ManifestKube implements KubeApi {
 
   async getNad(namespace: string, name: string): Promise<Nad | undefined> {
     return this.nads?.getNad(namespace, name);
+  }
+
+  /** DRA: ResourceClaims and ResourceSlices from the same directory as the NADs. */
+  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+    return this.nads?.getResourceClaim(namespace, name);
+  }
+
+  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    return (await this.nads?.listResourceSlices(q)) ?? [];
   }
 
   async setNetworkStatus(): Promise<void> {}

@@ -19,7 +19,9 @@ import type { Logger } from "../log/logger";
 import { clusterLists } from "./cluster-list";
 import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput } from "./context";
 import { checkIpam, overlaps, type AddressRange } from "./ipam";
+import { checkResourceName } from "./dra-check";
 import { readManifest } from "./manifest-kube";
+import type { ResourceSlice } from "../k8s/dra";
 
 export interface ValidateFlags extends CommonFlags {
   file?: string | undefined;
@@ -145,6 +147,8 @@ interface Scope {
   files: ConfFile[];
   others: Footprint[];
   pods: Pod[];
+  /** M10, DRA: this node's ResourceSlices (undefined: unknown, a note says why). */
+  slices?: { nodeName: string; list: ResourceSlice[] | undefined };
 }
 
 async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<NadReport> {
@@ -178,6 +182,8 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     }
   }
   await checkPods(nad, conf, scope.pods, ctx, report.findings);
+  const dra = scope.slices && checkResourceName(nad, scope.slices.list, scope.slices.nodeName);
+  if (dra) report.findings.push(dra);
   return report;
 }
 
@@ -233,6 +239,15 @@ export async function validate(
     const pods = lists
       ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? [])
       : [];
+    const nodeName = f.nodeName || env.NODE_NAME || hostname();
+    const slices = lists?.slices
+      ? await lists.slices(nodeName).catch((err: unknown) => {
+          notes.push(
+            `listing this node's ResourceSlices failed (${messageOf(err)}): resourceNames not checked against DRA drivers`,
+          );
+          return undefined;
+        })
+      : undefined;
     const nads = await selectNads(name, f, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
     const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
@@ -243,7 +258,10 @@ export async function validate(
           nad: n.missing,
           findings: [{ level: "error", msg: `no NetworkAttachmentDefinition ${n.missing} exists` }],
         });
-      else reports.push(await validateNad(n, ctx, { files, others, pods }));
+      else
+        reports.push(
+          await validateNad(n, ctx, { files, others, pods, slices: { nodeName, list: slices ?? undefined } }),
+        );
     }
     return { reports, notes };
   } finally {

@@ -8,10 +8,15 @@
  * Several attachments of one resource take the pod's devices in order (sorted, across all its
  * containers, as Multus does), one each. A `deviceID` in the pod's own selection wins and takes
  * none of them. The record keeps the device, so DEL asks kubelet nothing.
+ *
+ * DRA (resource.k8s.io/v1): a pod with ResourceClaims also gets the network devices its claims
+ * were allocated (k8s/dra-devices.ts), combined with kubelet's and sorted, as Multus combines them.
  */
 import type { PodRef } from "../cni/args";
-import { CniError, Code } from "../cni/errors";
+import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
+import { podHasClaims, RESOURCE_NAME_ATTRIBUTE, requestedExtendedResources } from "../k8s/dra";
+import { type ClaimDevice, type DraReader, type PodClaimDevices, podClaimDevices } from "../k8s/dra-devices";
 import type { Logger } from "../log/logger";
 import {
   cniDeviceInfoPath,
@@ -20,7 +25,7 @@ import {
   removeCniDeviceInfo,
   writeCniDeviceInfo,
 } from "../npwg/device-info";
-import { RESOURCE_NAME_ANNOTATION } from "../npwg/types";
+import { type Pod, RESOURCE_NAME_ANNOTATION } from "../npwg/types";
 import type { Attachment, AttachmentDevice } from "./record";
 
 export type { AttachmentDevice };
@@ -45,12 +50,21 @@ export interface AssignContext {
   conf: Pick<PlexusConf, "deviceInfoDir">;
   /** Wired by the caller (daemon/pod-devices-lookup.ts: the daemon, else kubelet's socket). */
   lookup?: PodDevicesLookup | undefined;
+  /** DRA: the pod as read (its claims), and what reads its ResourceClaims and ResourceSlices. */
+  pod?: Pod | undefined;
+  dra?: Partial<DraReader> | undefined;
   log: Logger;
   /**
    * DEL without a record: a device that cannot be learnt (kubelet down, the pod's allocation gone)
    * leaves the attachment without one, with a warning, instead of failing the plan.
    */
   bestEffort?: boolean | undefined;
+}
+
+interface Wanted {
+  att: Attachment;
+  i: number;
+  resourceName: string;
 }
 
 /** The attachments with their devices; `resourceNames[i]` is attachment i's NAD annotation. */
@@ -61,55 +75,144 @@ export async function assignDevices(
 ): Promise<Attachment[]> {
   const wanted = attachments
     .map((att, i) => ({ att, i, resourceName: resourceNames[i] }))
-    .filter((w): w is { att: Attachment; i: number; resourceName: string } => !!w.resourceName);
+    .filter((w): w is Wanted => !!w.resourceName);
   if (wanted.length === 0) return attachments;
-  const fromKubelet = wanted.filter((w) => !w.att.selection?.deviceID);
-  const resources = [...new Set(fromKubelet.map((w) => w.resourceName))];
-  const allocated = resources.length ? await lookupDevices(resources, ctx) : new Map<string, string[]>();
-  for (const r of ctx.bestEffort ? [] : resources) {
-    const asking = fromKubelet.filter((w) => w.resourceName === r);
-    const have = allocated.get(r) ?? [];
-    if (asking.length > have.length) {
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        `resource ${r}: ${asking.length} network(s) (${asking.map((w) => w.att.network).join(", ")}) need a device each, but kubelet allocated ${have.length} to the pod; request ${asking.length} of ${r} in the pod's container resources`,
-      );
-    }
-  }
+  const fromAllocation = wanted.filter((w) => !w.att.selection?.deviceID);
+  const allocated = await allocatedDevices(fromAllocation, ctx);
+  if (!ctx.bestEffort) checkEnoughDevices(fromAllocation, allocated);
   const next = new Map<string, number>();
   const out = [...attachments];
   for (const w of wanted) {
     const own = w.att.selection?.deviceID;
     const k = next.get(w.resourceName) ?? 0;
     if (!own) next.set(w.resourceName, k + 1);
-    const deviceID = own ?? allocated.get(w.resourceName)?.[k];
-    if (deviceID === undefined) {
+    const got = own ? { deviceID: own } : allocated.byResource.get(w.resourceName)?.[k];
+    if (got === undefined) {
       ctx.log.warn(
         { network: w.att.network, resourceName: w.resourceName },
         "no device known for this network; its delegate gets no deviceID",
       );
       continue;
     }
-    const device: AttachmentDevice = { resourceName: w.resourceName, deviceID, from: own ? "pod" : "kubelet" };
-    const infoFile = cniDeviceInfoPath(ctx.conf.deviceInfoDir, {
-      network: w.att.conf.name,
-      containerId: ctx.containerId,
-      ifName: w.att.ifName,
-    });
-    if (infoFile) device.infoFile = infoFile;
-    ctx.log.info(
-      {
-        network: w.att.network,
-        ifName: w.att.ifName,
-        resourceName: device.resourceName,
-        deviceID: device.deviceID,
-        from: device.from,
-      },
-      "device chosen",
-    );
-    out[w.i] = withDevice(w.att, device);
+    out[w.i] = withDevice(w.att, deviceOf(w, got, { own: !!own, ctx }));
   }
   return out;
+}
+
+/** One device a network can take: from kubelet (a device plugin), or from a claim (DRA). */
+interface Allocated {
+  deviceID: string;
+  claim?: ClaimDevice;
+}
+
+interface AllocatedDevices {
+  /** Per resource name, sorted by device ID (as Multus sorts the combined list). */
+  byResource: Map<string, Allocated[]>;
+  kubelet: { asked: Set<string>; counts: Map<string, number> };
+  claims?: PodClaimDevices;
+}
+
+function deviceOf(w: Wanted, got: Allocated, o: { own: boolean; ctx: AssignContext }): AttachmentDevice {
+  const c = got.claim;
+  const device: AttachmentDevice = {
+    resourceName: w.resourceName,
+    deviceID: got.deviceID,
+    from: o.own ? "pod" : c ? "claim" : "kubelet",
+    ...(c ? { claim: { name: c.claim, driver: c.driver, pool: c.pool, device: c.device, request: c.request } } : {}),
+  };
+  const infoFile = cniDeviceInfoPath(o.ctx.conf.deviceInfoDir, {
+    network: w.att.conf.name,
+    containerId: o.ctx.containerId,
+    ifName: w.att.ifName,
+  });
+  if (infoFile) device.infoFile = infoFile;
+  o.ctx.log.info(
+    {
+      network: w.att.network,
+      ifName: w.att.ifName,
+      resourceName: device.resourceName,
+      deviceID: device.deviceID,
+      from: device.from,
+      ...(c ? { claim: c.claim, device: c.device } : {}),
+    },
+    "device chosen",
+  );
+  return device;
+}
+
+/**
+ * The devices of the resources the networks need. A pod without claims: kubelet's, for every
+ * resource (as before DRA). A pod with claims: its claims' devices, plus kubelet's for the
+ * resources a container requests as extended resources (not those DRA maps); both combined and
+ * sorted per resource, as Multus does.
+ */
+async function allocatedDevices(wanted: Wanted[], ctx: AssignContext): Promise<AllocatedDevices> {
+  const resources = [...new Set(wanted.map((w) => w.resourceName))];
+  const pod = ctx.pod;
+  const dra = pod !== undefined && podHasClaims(pod) && resources.length > 0;
+  const mapped = new Set(pod?.status?.extendedResourceClaimStatus?.requestMappings.map((m) => m.resourceName));
+  const requested = pod ? requestedExtendedResources(pod) : new Set<string>();
+  const asked = new Set(dra ? resources.filter((r) => requested.has(r) && !mapped.has(r)) : resources);
+  const [kubelet, claims] = await Promise.all([
+    asked.size ? lookupDevices([...asked], ctx) : new Map<string, string[]>(),
+    dra ? readClaimDevices(pod, wanted, ctx) : undefined,
+  ]);
+  const byResource = new Map<string, Allocated[]>();
+  for (const r of resources) {
+    const all: Allocated[] = [
+      ...(kubelet.get(r) ?? []).map((deviceID) => ({ deviceID })),
+      ...(claims?.byResource.get(r) ?? []).map((c) => ({ deviceID: c.deviceID, claim: c })),
+    ];
+    byResource.set(
+      r,
+      all.sort((a, b) => (a.deviceID < b.deviceID ? -1 : a.deviceID > b.deviceID ? 1 : 0)),
+    );
+  }
+  const counts = new Map([...kubelet].map(([r, ids]) => [r, ids.length]));
+  return { byResource, kubelet: { asked, counts }, ...(claims ? { claims } : {}) };
+}
+
+async function readClaimDevices(pod: Pod, wanted: Wanted[], ctx: AssignContext): Promise<PodClaimDevices | undefined> {
+  const { getResourceClaim, listResourceSlices } = ctx.dra ?? {};
+  const networks = [...new Set(wanted.map((w) => `${w.att.network} (resourceName ${w.resourceName})`))].join(", ");
+  try {
+    if (!getResourceClaim || !listResourceSlices)
+      throw new CniError(Code.Internal, "the Kubernetes access in use cannot read ResourceClaims: a bug in the wiring");
+    const reader: DraReader = {
+      getResourceClaim: getResourceClaim.bind(ctx.dra),
+      listResourceSlices: listResourceSlices.bind(ctx.dra),
+    };
+    return await podClaimDevices(pod, reader, ctx.log);
+  } catch (err) {
+    if (!ctx.bestEffort) throw asCniError(err).withContext(`the device of network(s) ${networks}`);
+    ctx.log.warn({ err: (err as Error).message }, "the pod's claimed devices could not be learnt");
+    return undefined;
+  }
+}
+
+/** More networks of a resource than devices: 7, or 11 when a device missing from its slice may appear. */
+function checkEnoughDevices(wanted: Wanted[], allocated: AllocatedDevices): void {
+  for (const r of new Set(wanted.map((w) => w.resourceName))) {
+    const asking = wanted.filter((w) => w.resourceName === r);
+    const have = allocated.byResource.get(r)?.length ?? 0;
+    if (asking.length <= have) continue;
+    const networks = `${asking.length} network(s) (${asking.map((w) => w.att.network).join(", ")})`;
+    const claims = allocated.claims;
+    if (!claims)
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `resource ${r}: ${networks} need a device each, but kubelet allocated ${have} to the pod; request ${asking.length} of ${r} in the pod's container resources`,
+      );
+    const fromClaims = claims.byResource.get(r)?.length ?? 0;
+    const kubelet = allocated.kubelet.asked.has(r)
+      ? `${allocated.kubelet.counts.get(r) ?? 0} from kubelet`
+      : "kubelet not asked (no container requests it as an extended resource)";
+    const missing = claims.notInSlice ? `; ${claims.notInSlice} allocated device(s) are in no ResourceSlice yet` : "";
+    throw new CniError(
+      claims.notInSlice ? Code.TryAgainLater : Code.InvalidNetworkConfig,
+      `resource ${r}: ${networks} need a device each, but only ${have} carry ${RESOURCE_NAME_ATTRIBUTE}=${r}: ${fromClaims} from ResourceClaim(s) ${claims.claims.join(", ") || "(none)"}, ${kubelet}${missing}; allocate ${asking.length} devices of ${r} to the pod`,
+    );
+  }
 }
 
 async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promise<Map<string, string[]>> {

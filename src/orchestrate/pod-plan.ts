@@ -85,6 +85,9 @@ export async function planForPod(
       containerId: req.containerId,
       conf,
       lookup: ctx.podDevices,
+      // DRA: the pod's claims, read through the same Kubernetes access (API, daemon or files).
+      pod,
+      dra: kube,
       log: ctx.log,
       bestEffort: ctx.devicesBestEffort,
     });
@@ -119,10 +122,21 @@ async function planPodNetworks(
     checkPluginTypes(defaults.clusterNetwork.conf, conf.allowedPluginTypes, defaults.clusterNetwork.network);
   for (const s of selected) checkPluginTypes(s.conf, conf.allowedPluginTypes, s.network);
 
-  // Interface names: the default networks from the config first, then the annotation's (Multus's numbering).
+  return buildAttachments({ req, defaults, selections, selected, multusNamespace: conf.multusNamespace });
+}
+
+/** The attachments in order, each with its interface name (the default networks' first, as Multus numbers them). */
+function buildAttachments(o: {
+  req: CniRequest;
+  defaults: Awaited<ReturnType<typeof resolveDefaultNetworks>>;
+  selections: NetworkSelection[];
+  selected: Awaited<ReturnType<typeof resolveSelections>>;
+  multusNamespace: string;
+}): { attachments: Attachment[]; resourceNames: Array<string | undefined> } {
+  const { req, defaults, selections, selected } = o;
   const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({
     name: d.network,
-    namespace: conf.multusNamespace,
+    namespace: o.multusNamespace,
   }));
   const nDefaults = defaultSelections.length;
   const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName, {
@@ -152,7 +166,7 @@ async function planPodNetworks(
       const applied = applySelection(c, sel, { deviceNetwork: resourceNameOf(nad) !== undefined });
       const att: Attachment = {
         network,
-        ifName: ifNames[defaultSelections.length + i]!,
+        ifName: ifNames[nDefaults + i]!,
         isDefault: false,
         conf: applied.conf,
         selection: sel,

@@ -14,8 +14,13 @@ import type { NetworkSelection } from "../npwg/types";
 export interface AttachmentDevice {
   resourceName: string;
   deviceID: string;
-  /** Where it came from: kubelet's allocation, or the pod's own `deviceID` in its selection. */
-  from: "kubelet" | "pod";
+  /**
+   * Where it came from: kubelet's allocation (device plugin), a ResourceClaim's allocation (DRA),
+   * or the pod's own `deviceID` in its selection.
+   */
+  from: "kubelet" | "claim" | "pod";
+  /** DRA: the ResourceClaim (of the pod's namespace) and the allocated device it came from. */
+  claim?: { name: string; driver: string; pool: string; device: string; request: string };
   /** Plexus's device-info copy for this attachment (NPWG device-info), when the names allow one. */
   infoFile?: string;
 }

@@ -118,7 +118,8 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
       spec: { nodeName: "node-1" },
     });
     await startDaemon(scope, kubeconfig, socket);
-    await expect.poll(() => api.watchCount()).toBe(2);
+    // Pods, NADs, and the DRA caches' ResourceClaims and ResourceSlices.
+    await expect.poll(() => api.watchCount()).toBe(4);
     const before = api.requests.length;
     const ns = scope.addNetns();
     expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));

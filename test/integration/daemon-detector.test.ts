@@ -131,7 +131,11 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
     await new Promise((r) => setTimeout(r, 2500));
     expect(missing()).toHaveLength(2);
     const reads = s.requests.filter(
-      (q) => q.method === "GET" && !/^\/api\/v1\/pods$|network-attachment-definitions$/.test(q.path),
+      (q) =>
+        q.method === "GET" &&
+        !/^\/api\/v1\/pods$|network-attachment-definitions$|^\/apis\/resource\.k8s\.io\/v1\/resource(claims|slices)$/.test(
+          q.path,
+        ),
     );
     expect(reads).toEqual([]);
   });

@@ -48,7 +48,8 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   );
   cleanups.push(() => d.stop());
   await expect.poll(() => metric(socket, "plexus_daemon_cache_synced"), { timeout: 5000 }).toBe(1);
-  await expect.poll(() => s.watchCount()).toBe(2);
+  // Pods, NADs, and the DRA caches' ResourceClaims and ResourceSlices.
+  await expect.poll(() => s.watchCount()).toBe(4);
   const podLists = await metric(socket, 'plexus_daemon_watch_lists_total{kind="pod"}');
   const nadLists = await metric(socket, 'plexus_daemon_watch_lists_total{kind="nad"}');
   expect([podLists, nadLists]).toEqual([1, 1]);
@@ -62,9 +63,9 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
     .toBeGreaterThanOrEqual(2);
   await new Promise((r) => setTimeout(r, 400));
   s.compactHistory();
-  expect(s.dropWatches()).toBe(2);
-  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(2);
-  const resumed = s.requests.filter((r) => r.query.includes("watch=true")).slice(-2);
+  expect(s.dropWatches()).toBe(4);
+  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(4);
+  const resumed = s.requests.filter((r) => r.query.includes("watch=true")).slice(-4);
   for (const r of resumed)
     expect(Number(new URLSearchParams(r.query).get("resourceVersion"))).toBeGreaterThanOrEqual(now);
   expect(await metric(socket, 'plexus_daemon_watch_lists_total{kind="pod"}')).toBe(1);

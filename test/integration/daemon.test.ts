@@ -177,7 +177,8 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     const c = await cluster();
     await daemon(c);
     await ready(c.socket);
-    await expect.poll(() => c.s.watchCount()).toBe(2);
+    // Pods, NADs, and the DRA caches' ResourceClaims and ResourceSlices.
+    await expect.poll(() => c.s.watchCount()).toBe(4);
     c.s.dropWatches();
     c.s.addPod({ metadata: { name: "after-drop", namespace: "app" }, spec: { nodeName: "node-1" } });
     const metric = async (name: string) =>

@@ -23,6 +23,14 @@ import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import {
+  DRA_API_VERSION,
+  DRA_RESOURCES,
+  type DraResource,
+  draKey,
+  isDraResource,
+  matchDraPath,
+} from "./fake-apiserver-dra";
 
 const TLS_DIR = join(import.meta.dirname, "tls");
 export const TEST_CA_PEM = readFileSync(join(TLS_DIR, "ca.crt"), "utf8");
@@ -126,6 +134,11 @@ export interface FakeApiServer extends AsyncDisposable {
   /** Many NADs at once (one write per open watch): linear in the count. */
   addNads(nads: NadInput[]): KubeObject[];
   deleteNad(namespace: string, name: string): boolean;
+  /** Adds or replaces a ResourceClaim or ResourceSlice (fake-apiserver-dra.ts). */
+  addDra(
+    resource: DraResource,
+    obj: Partial<KubeObject> & { metadata: { name: string; namespace?: string } },
+  ): KubeObject;
   /** The current global resourceVersion. */
   resourceVersion(): string;
   /** Ends every open watch stream cleanly (terminating chunk); with `abort`, destroys their
@@ -179,7 +192,7 @@ class HttpError extends Error {
   }
 }
 
-type Resource = "pods" | "nads";
+type Resource = "pods" | "nads" | DraResource;
 type Filter = (o: KubeObject) => boolean;
 
 /** One change, as kube-apiserver's watch cache keeps it: the object after and before. */
@@ -243,8 +256,12 @@ function parseFieldSelector(sel: string | null, resource: Resource): Filter {
     const m = /^([^!=\s]+)\s*(==|!=|=)\s*(.*)$/.exec(term);
     if (!m) throw new HttpError(400, `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`);
     const [, field, op, value] = m as unknown as [string, string, string, string];
-    if (!(resource === "pods" ? POD_FIELDS : NAD_FIELDS).has(field))
-      throw new HttpError(400, `field label not supported: ${field}`);
+    const fields = isDraResource(resource)
+      ? DRA_RESOURCES[resource].fields
+      : resource === "pods"
+        ? POD_FIELDS
+        : NAD_FIELDS;
+    if (!(fields as ReadonlySet<string>).has(field)) throw new HttpError(400, `field label not supported: ${field}`);
     terms.push(op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value);
   }
   return terms.length === 0 ? () => true : (o) => terms.every((t) => t(o));
@@ -358,6 +375,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const started = performance.now();
   const pods = new Map<string, KubeObject>();
   const nads = new Map<string, KubeObject>();
+  const draStores: Partial<Record<DraResource, Map<string, KubeObject>>> = {};
   const events: KubeObject[] = [];
   const requests: LoggedRequest[] = [];
   const rules: Rule[] = [];
@@ -475,6 +493,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   function storeOf(resource: Resource): Map<string, KubeObject> {
+    if (isDraResource(resource)) return (draStores[resource] ??= new Map());
     return resource === "pods" ? pods : nads;
   }
 
@@ -496,8 +515,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   function bookmarkLine(resource: Resource, initialEventsEnd = false): string {
-    const [apiVersion, kind] =
-      resource === "pods" ? ["v1", "Pod"] : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
+    const [apiVersion, kind] = isDraResource(resource)
+      ? [DRA_API_VERSION, DRA_RESOURCES[resource].kind]
+      : resource === "pods"
+        ? ["v1", "Pod"]
+        : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
     const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
     if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
     return eventLine("BOOKMARK", JSON.stringify({ kind, apiVersion, metadata }));
@@ -572,9 +594,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
     return [
       200,
-      resource === "pods"
-        ? { apiVersion: "v1", kind: "PodList", metadata, items }
-        : { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinitionList", metadata, items },
+      isDraResource(resource)
+        ? { apiVersion: DRA_API_VERSION, kind: `${DRA_RESOURCES[resource].kind}List`, metadata, items }
+        : resource === "pods"
+          ? { apiVersion: "v1", kind: "PodList", metadata, items }
+          : { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinitionList", metadata, items },
     ];
   }
 
@@ -799,6 +823,14 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       if (m[2] === undefined) return handleList(method, "nads", ns, q);
       return handleNads(method, ns, decodeURIComponent(m[2]));
     }
+    const dra = matchDraPath(path);
+    if (dra && dra.name === undefined) return handleList(method, dra.resource, dra.namespace, q);
+    if (dra && method === "GET")
+      return [
+        200,
+        storeOf(dra.resource).get(draKey(dra.resource, dra.namespace, dra.name!)) ??
+          notFound(`${dra.resource}.resource.k8s.io`, dra.name!),
+      ];
     if ((m = CORE_EVENTS.exec(path))) return handleEvent(method, decodeURIComponent(m[1]!), body, "v1");
     if ((m = EVENTS_V1.exec(path))) return handleEvent(method, decodeURIComponent(m[1]!), body, "events.k8s.io/v1");
     throw new HttpError(404, "the server could not find the requested resource");
@@ -982,6 +1014,17 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return out;
     },
     deleteNad: (ns, name) => remove("nads", ns, name),
+    addDra(resource, obj) {
+      const key = draKey(resource, obj.metadata.namespace, obj.metadata.name);
+      const stored: KubeObject = {
+        apiVersion: DRA_API_VERSION,
+        kind: DRA_RESOURCES[resource].kind,
+        ...obj,
+        metadata: { uid: `dra-uid-${++uidCounter}`, ...obj.metadata, resourceVersion: nextRv() },
+      };
+      record([put(resource, key, stored)]);
+      return stored;
+    },
     resourceVersion: () => String(resourceVersion),
     dropWatches(o = {}) {
       const open = [...watchers];

@@ -154,12 +154,19 @@ describe("deploy/ manifests", () => {
       getNad: ["k8s.cni.cncf.io/network-attachment-definitions get"],
       setNetworkStatus: ["/pods/status patch"],
       recordEvent: ["/events create"],
+      getResourceClaim: ["resource.k8s.io/resourceclaims get"],
+      listResourceSlices: ["resource.k8s.io/resourceslices list"],
       close: [],
     };
     expect(methods.sort()).toEqual(Object.keys(calls).sort());
     // The daemon's informers, read from the source: a new or changed one fails here until granted.
     const informers = daemonInformers();
-    expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods"]);
+    expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods", "resourceclaims", "resourceslices"]);
+    expect(informers).toContainEqual({
+      kind: "resourceslices",
+      list: "resource.k8s.io/resourceslices",
+      watch: "resource.k8s.io/resourceslices",
+    });
     expect(informers).toContainEqual({ kind: "pods", list: "/pods", watch: "/pods" });
     expect(informers).toContainEqual({
       kind: "nads",
@@ -172,7 +179,7 @@ describe("deploy/ manifests", () => {
       role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>
     ).flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`))));
     // Exactly: a grant missing, extra or repeated fails.
-    expect(granted.sort()).toEqual([...Object.values(calls).flat(), ...daemonCalls].sort());
+    expect(granted.sort()).toEqual([...new Set([...Object.values(calls).flat(), ...daemonCalls])].sort());
     expect((role.rules as Array<{ resourceNames?: string[] }>).every((r) => r.resourceNames === undefined)).toBe(true);
     expect(granted.join(" ")).not.toContain("*");
     const binding = find("ClusterRoleBinding");
@@ -376,7 +383,7 @@ describe("deploy/ manifests", () => {
 function daemonInformers(): Array<{ kind: string; list: string; watch: string }> {
   const parse = (file: string) =>
     ts.createSourceFile(file, readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"), ts.ScriptTarget.Latest, true);
-  const files = [parse("watch-cache.ts"), parse("rest-kube.ts")];
+  const files = [parse("watch-cache.ts"), parse("dra-watch.ts"), parse("rest-kube.ts"), parse("dra.ts")];
   const consts = new Map<string, ts.Expression>();
   const collect = (n: ts.Node) => {
     if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer) consts.set(n.name.text, n.initializer);
@@ -410,14 +417,27 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
       const [kind, watchPath, lister] = [prop("kind"), prop("path"), prop("list")];
       if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0])
         throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
+      // `listOf(path, …)`, or `pagedList(list, { path, … })`.
+      const q = lister.arguments[1];
+      const listPath =
+        ts.isIdentifier(lister.expression) &&
+        lister.expression.text === "pagedList" &&
+        q &&
+        ts.isObjectLiteralExpression(q)
+          ? q.properties.flatMap((p) =>
+              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === "path" ? [p.initializer] : [],
+            )[0]
+          : lister.arguments[0];
+      if (!listPath) throw new Error(`unexpected Informer list ${lister.getText()}`);
       found.push({
         kind: evaluate(kind),
-        list: resource(evaluate(lister.arguments[0])),
+        list: resource(evaluate(listPath)),
         watch: resource(evaluate(watchPath)),
       });
     }
     n.forEachChild(visit);
   };
   visit(files[0]!);
+  visit(files[1]!);
   return found;
 }

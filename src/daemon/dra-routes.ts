@@ -1,0 +1,55 @@
+/**
+ * The daemon's DRA routes (M10): a pod's ResourceClaims and this node's ResourceSlices from the
+ * daemon's watches (k8s/dra-watch.ts), so an ADD with a device network through DRA reads nothing
+ * from the API server. A claim the cache does not hold allocated (created or allocated a moment
+ * ago, or the watches not synced) and slices of another node are read live, never answered stale.
+ *
+ *   GET /v1/resource-claim?namespace=&name=      → { claim | null, source: "cache" | "api" }
+ *   GET /v1/resource-slices?driver=&nodeName=    → { slices: [...], source }
+ */
+import { CniError, Code } from "../cni/errors";
+import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
+import type { KubeApi } from "../k8s/kube-api";
+import { validateDns1123Label } from "../npwg/dns1123";
+
+export interface DraCacheView {
+  claim(namespace: string, name: string): ResourceClaim | undefined;
+  nodeSlices(q: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined;
+}
+
+/** The shape of server.ts routes (the request itself is not needed: GETs with a query). */
+type DraRoute = (req: unknown, url: URL) => Promise<[number, unknown]>;
+
+function param(url: URL, key: string, required: boolean): string | undefined {
+  const v = url.searchParams.get(key);
+  if (v && v.length <= 253) return v;
+  if (required || v)
+    throw new CniError(Code.InvalidNetworkConfig, `daemon request: "${key}" is missing or longer than 253 characters`);
+  return undefined;
+}
+
+function reader(api: KubeApi) {
+  const { getResourceClaim, listResourceSlices } = api;
+  if (!getResourceClaim || !listResourceSlices)
+    throw new CniError(Code.Internal, "the daemon's API client cannot read DRA objects");
+  return { getResourceClaim: getResourceClaim.bind(api), listResourceSlices: listResourceSlices.bind(api) };
+}
+
+export function getResourceClaimRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+  return async (_req, url) => {
+    const namespace = validateDns1123Label(param(url, "namespace", true)!, "ResourceClaim namespace");
+    const name = param(url, "name", true)!;
+    const cached = deps.dra?.claim(namespace, name);
+    if (cached?.status?.allocation) return [200, { claim: cached, source: "cache" }];
+    return [200, { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" }];
+  };
+}
+
+export function getResourceSlicesRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+  return async (_req, url) => {
+    const q = { driver: param(url, "driver", true)!, nodeName: param(url, "nodeName", false) };
+    const cached = deps.dra?.nodeSlices(q);
+    if (cached) return [200, { slices: cached, source: "cache" }];
+    return [200, { slices: await reader(deps.api).listResourceSlices(q), source: "api" }];
+  };
+}

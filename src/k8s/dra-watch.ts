@@ -1,0 +1,129 @@
+/**
+ * The daemon's DRA caches (M10): this node's ResourceSlices (field selector `spec.nodeName`) and
+ * the ResourceClaims, so an ADD of a pod with claims reads nothing from the API server.
+ *
+ * ResourceClaims have no field selector for a node, so the claims of every namespace are watched
+ * and each is trimmed as it arrives: a claim allocated to this node (its allocation's node
+ * selector names it, or it has none) keeps its allocation results; any other keeps its name only
+ * (~150 bytes), which is what a deleted or deallocated claim must still replace. Every claim write
+ * of the cluster reaches every node's daemon (as EndpointSlices reach every kube-proxy).
+ *
+ * Not part of readiness: a cluster without resource.k8s.io/v1 (before Kubernetes 1.34, or the API
+ * off) answers 404, logged once; the routes then read the API server live (daemon/dra-routes.ts).
+ */
+import {
+  DRA_GROUP,
+  DRA_VERSION,
+  type ResourceClaim,
+  type ResourceSlice,
+  trimResourceClaim,
+  trimResourceSlice,
+} from "./dra";
+import { isApiStatus } from "./rest-kube";
+import { Informer, pagedList, type Trimmed, type WatchCacheOptions, watchKubeConfig } from "./watch-cache";
+
+export interface DraCacheStats {
+  claims: number;
+  slices: number;
+  /** Whether the API server serves resource.k8s.io/v1 (undefined: not asked yet). */
+  served: boolean | undefined;
+}
+
+/** Whether a claim's allocation is usable on this node: its node selector names it, or it has none. */
+export function allocatedToNode(claim: ResourceClaim, nodeName: string): boolean {
+  const sel = claim.status?.allocation?.nodeSelector as
+    | { nodeSelectorTerms?: Array<{ matchFields?: Array<{ key?: string; operator?: string; values?: string[] }> }> }
+    | undefined;
+  if (!sel?.nodeSelectorTerms) return true;
+  return sel.nodeSelectorTerms.some((t) =>
+    (t.matchFields ?? []).some((f) => f.key === "metadata.name" && f.operator === "In" && f.values?.includes(nodeName)),
+  );
+}
+
+export class DraCaches {
+  private readonly claims: Informer<ResourceClaim>;
+  private readonly slices: Informer<ResourceSlice>;
+  private served: boolean | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly opts: Pick<WatchCacheOptions, "kubeconfig" | "nodeName" | "list" | "log"> & {
+      backoff?: { minMs: number; maxMs: number };
+    },
+  ) {
+    const claimPath = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceclaims`;
+    const slicePath = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
+    const fieldSelector = `spec.nodeName=${opts.nodeName}`;
+    const trimC = (x: Record<string, unknown>): Trimmed | undefined => {
+      const c = trimResourceClaim(x, "");
+      if (c?.status && !allocatedToNode(c, opts.nodeName)) delete c.status;
+      return c as unknown as Trimmed | undefined;
+    };
+    const trimS = (x: Record<string, unknown>) => trimResourceSlice(x) as unknown as Trimmed | undefined;
+    const common = {
+      kc: watchKubeConfig(opts.kubeconfig),
+      log: opts.log,
+      backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
+    };
+    this.claims = new Informer<ResourceClaim>({
+      ...common,
+      kind: "resourceclaims",
+      path: claimPath,
+      list: pagedList(opts.list, { path: claimPath, query: {}, trim: trimC }),
+      trim: trimC,
+      decode: (x) => x as unknown as ResourceClaim,
+    });
+    this.slices = new Informer<ResourceSlice>({
+      ...common,
+      kind: "resourceslices",
+      path: slicePath,
+      fieldSelector,
+      list: pagedList(opts.list, { path: slicePath, query: { fieldSelector }, trim: trimS }),
+      trim: trimS,
+      decode: (x) => x as unknown as ResourceSlice,
+    });
+  }
+
+  /** Probes once whether resource.k8s.io/v1 is served; starts the two watches only then. */
+  async start(): Promise<void> {
+    try {
+      await this.opts.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { limit: "1" });
+      this.served = true;
+    } catch (err) {
+      if (!isApiStatus((err as Error).cause, 404)) {
+        // Any other failure: the informers' own restart-with-backoff takes it from here.
+        this.opts.log.warn({ err: (err as Error).message }, "DRA caches: first list failed; watching anyway");
+      } else {
+        this.served = false;
+        this.opts.log.info(
+          "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims read it live)",
+        );
+        return;
+      }
+    }
+    // stop() while the probe was out: start nothing.
+    if (this.stopped) return;
+    await Promise.all([this.claims.start(), this.slices.start()]);
+  }
+
+  /** A claim of the cache, only when it is current enough to trust (synced); else undefined (read live). */
+  claim(namespace: string, name: string): ResourceClaim | undefined {
+    return this.claims.synced ? this.claims.get(namespace, name) : undefined;
+  }
+
+  /** This node's slices of one driver, or undefined when the cache cannot answer (not synced, another node). */
+  nodeSlices(q: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined {
+    if (!this.slices.synced || q.nodeName !== this.opts.nodeName) return undefined;
+    return this.slices.all().filter((s) => s.spec.driver === q.driver);
+  }
+
+  stats(): DraCacheStats {
+    return { claims: this.claims.size, slices: this.slices.size, served: this.served };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.served === false) return;
+    await Promise.all([this.claims.stop(), this.slices.stop()]);
+  }
+}

@@ -101,6 +101,15 @@ function statusOf(body: Buffer): ApiStatus {
   }
 }
 
+/** The API server's answer behind an error (followed through CniError and RetriesExhausted causes). */
+export function apiStatusIn(err: unknown): ApiStatusError | undefined {
+  for (let e = err, depth = 0; e && depth < 8; depth++) {
+    if (e instanceof ApiStatusError) return e;
+    e = e instanceof RetriesExhausted ? e.lastError : (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
 export function isUidChangeRefused(err: unknown): err is ApiStatusError {
   return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
@@ -140,6 +149,9 @@ export function classifyForRetry(err: unknown, now = Date.now(), idempotent = tr
       ? { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) }
       : { retry: false };
   }
+  // The watch cache waited for a resourceVersion it has not seen: the caller lists at "" instead (client-go's reflector).
+  if (err instanceof ApiStatusError && (err.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge"))
+    return { retry: false };
   if (err instanceof ApiStatusError) {
     if (err.code === 429 || err.code === 500 || err.code === 502 || err.code === 503 || err.code === 504) {
       return { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) };

@@ -107,6 +107,8 @@ export interface FaultMatcher {
   method?: string;
   /** Exact pathname, or a RegExp tested against it. */
   path?: string | RegExp;
+  /** Tested against the query string (`?a=b&…`). */
+  query?: RegExp;
   /** How many matching requests get the fault (default: all). */
   times?: number;
   /** Only watch requests (`true`) or only non-watch requests (`false`); default both. */
@@ -684,12 +686,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     });
   }
 
-  function takeFault(method: string, path: string, isWatch: boolean): Fault[] {
+  function takeFault(method: string, path: string, isWatch: boolean, query: string): Fault[] {
     const out: Fault[] = [];
     for (const r of rules) {
       if (r.left <= 0) continue;
       if (r.match.watch !== undefined && r.match.watch !== isWatch) continue;
       if (r.match.method && r.match.method.toUpperCase() !== method) continue;
+      if (r.match.query && !r.match.query.test(query)) continue;
       if (
         r.match.path !== undefined &&
         (typeof r.match.path === "string" ? r.match.path !== path : !r.match.path.test(path))
@@ -1165,7 +1168,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return send(res, 403, statusBody(403, forbidden, "Forbidden", details && JSON.parse(JSON.stringify(details))));
     }
 
-    const faults = takeFault(method, path, isWatch);
+    const faults = takeFault(method, path, isWatch, url.search);
     for (const f of faults) if (f.kind === "delay") await later(f.ms);
     const fault = faults.find((f) => f.kind !== "delay");
     if (fault?.kind === "status") {

@@ -6,8 +6,9 @@
  * - Authentication: the bearer token authenticates as the service account `deploy/` ships; with
  *   `clientCertificates`, a client certificate signed by the test CA as its CN (user) and O
  *   (groups). Anything else is 401.
- * - Authorization: RBAC from the roles and bindings `deploy/` ships (fake-apiserver-rbac.ts), on by
- *   default: a request they do not grant is 403 Forbidden, worded as kube-apiserver words it.
+ * - Authorization: RBAC from the roles and bindings `deploy/` ships (the RBAC section below), on by
+ *   default: a request they do not grant is 403 Forbidden, worded as kube-apiserver words it;
+ *   the cluster administrator token (`ADMIN_TOKEN`, system:masters) is not subject to it.
  * - Resources come from one registry table (`RESOURCES`): pods and their status subresource (GET,
  *   LIST, WATCH, PUT, merge and strategic-merge PATCH), NetworkAttachmentDefinitions (GET, LIST,
  *   WATCH), Events (create, core v1 and events.k8s.io/v1). A new resource is a row and a handler.
@@ -33,22 +34,14 @@
  * so benchmarks do not measure delayed ACKs. `await using` (or `close()`) destroys every socket.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { TLSSocket } from "node:tls";
-import {
-  authorize,
-  forbiddenMessage,
-  loadShippedRbac,
-  type RbacPolicy,
-  type RequestAttributes,
-  serviceAccountUser,
-  type UserInfo,
-} from "./fake-apiserver-rbac";
+import { loadAll } from "js-yaml";
 
 const TLS_DIR = join(import.meta.dirname, "tls");
 /**
@@ -207,6 +200,153 @@ export interface FakeApiServer extends AsyncDisposable {
   connectionCount(): number;
   /** Destroys every connection, watch streams included. */
   close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC, as kube-apiserver's RBAC authorizer decides it: the rules of every (Cluster)Role bound to
+// the user, its name or one of its groups, by a (Cluster)RoleBinding; a request no rule grants is
+// 403 Forbidden with kube-apiserver's wording. The roles and the identity come from the manifests
+// Plexus ships (`deploy/`, followed through its kustomization.yaml), read at test time: a test that
+// makes a request the shipped RBAC does not grant fails, whatever the manifests grant later.
+// (Here rather than in a module of its own: the benchmarks load this file with Node's type
+// stripping, which resolves no extension-less relative import.)
+// ---------------------------------------------------------------------------------------------
+
+/** Who a request is from (kube-apiserver's user.Info): a token's service account or a certificate's CN/O. */
+export interface UserInfo {
+  name: string;
+  groups: string[];
+}
+
+/** What a request asks to do (kube-apiserver's authorizer.Attributes for a resource request). */
+export interface RequestAttributes {
+  verb: string;
+  apiGroup: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+}
+
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+interface Binding {
+  kind: "ClusterRoleBinding" | "RoleBinding";
+  /** A RoleBinding's namespace: it grants only there. */
+  namespace: string | undefined;
+  roleRef: { kind: string; name: string };
+  subjects: { kind: string; name: string; namespace?: string }[];
+}
+
+export interface RbacPolicy {
+  clusterRoles: Map<string, PolicyRule[]>;
+  /** "namespace/name" → rules. */
+  roles: Map<string, PolicyRule[]>;
+  bindings: Binding[];
+  /** The service accounts the manifests define, as user names (`system:serviceaccount:<ns>:<name>`). */
+  serviceAccounts: UserInfo[];
+}
+
+export const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
+
+type Doc = Record<string, any>;
+
+/** The YAML documents a kustomization directory renders from (its `resources`, directories followed). */
+function kustomizationDocs(dir: string, seen = new Set<string>()): Doc[] {
+  if (seen.has(dir)) return [];
+  seen.add(dir);
+  const file = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+    .map((f) => join(dir, f))
+    .find((f) => existsSync(f));
+  if (!file) throw new Error(`fake API server RBAC: no kustomization file in ${dir}`);
+  const k = loadAll(readFileSync(file, "utf8"))[0] as Doc;
+  const out: Doc[] = [];
+  for (const r of (k.resources ?? []) as string[]) {
+    const p = join(dirname(file), r);
+    if (statSync(p).isDirectory()) out.push(...kustomizationDocs(p, seen));
+    else for (const d of loadAll(readFileSync(p, "utf8"))) if (d && typeof d === "object") out.push(d as Doc);
+  }
+  return out;
+}
+
+/** The RBAC objects and service accounts Plexus ships (default: everything `kubectl apply -k deploy/` creates). */
+export function loadShippedRbac(dir = DEPLOY_DIR): RbacPolicy {
+  const policy: RbacPolicy = { clusterRoles: new Map(), roles: new Map(), bindings: [], serviceAccounts: [] };
+  for (const d of kustomizationDocs(dir)) {
+    const ns = d.metadata?.namespace as string | undefined;
+    if (d.kind === "ClusterRole") policy.clusterRoles.set(d.metadata.name, d.rules ?? []);
+    else if (d.kind === "Role") policy.roles.set(`${ns ?? "default"}/${d.metadata.name}`, d.rules ?? []);
+    else if (d.kind === "ClusterRoleBinding" || d.kind === "RoleBinding")
+      policy.bindings.push({
+        kind: d.kind,
+        namespace: d.kind === "RoleBinding" ? (ns ?? "default") : undefined,
+        roleRef: d.roleRef,
+        subjects: d.subjects ?? [],
+      });
+    else if (d.kind === "ServiceAccount")
+      policy.serviceAccounts.push(serviceAccountUser(ns ?? "default", d.metadata.name));
+  }
+  return policy;
+}
+
+/** The user a service account's token authenticates as (serviceaccount.MakeUsername and its groups). */
+export function serviceAccountUser(namespace: string, name: string): UserInfo {
+  return {
+    name: `system:serviceaccount:${namespace}:${name}`,
+    groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+  };
+}
+
+function appliesTo(s: Binding["subjects"][number], user: UserInfo, bindingNs: string | undefined): boolean {
+  if (s.kind === "User") return s.name === user.name;
+  if (s.kind === "Group") return user.groups.includes(s.name);
+  if (s.kind === "ServiceAccount") return user.name === `system:serviceaccount:${s.namespace ?? bindingNs}:${s.name}`;
+  return false;
+}
+
+const has = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === "*" || x === v);
+
+function ruleAllows(r: PolicyRule, a: RequestAttributes): boolean {
+  if (!has(r.verbs, a.verb) || !has(r.apiGroups, a.apiGroup)) return false;
+  const combined = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const resourceOk = (r.resources ?? []).some(
+    (x) =>
+      x === "*" ||
+      x === combined ||
+      (a.subresource && x === `*/${a.subresource}`) ||
+      (!a.subresource && x === a.resource),
+  );
+  if (!resourceOk) return false;
+  return !r.resourceNames?.length || r.resourceNames.includes(a.name);
+}
+
+/** Whether any binding that applies to the user grants the request (RBAC is allow-only: no deny rules). */
+export function authorize(policy: RbacPolicy, user: UserInfo, a: RequestAttributes): boolean {
+  for (const b of policy.bindings) {
+    if (b.namespace !== undefined && b.namespace !== a.namespace) continue;
+    if (!b.subjects.some((s) => appliesTo(s, user, b.namespace))) continue;
+    const rules =
+      b.roleRef.kind === "ClusterRole"
+        ? policy.clusterRoles.get(b.roleRef.name)
+        : policy.roles.get(`${b.namespace}/${b.roleRef.name}`);
+    if ((rules ?? []).some((r) => ruleAllows(r, a))) return true;
+  }
+  return false;
+}
+
+/** kube-apiserver's words for a denied resource request (responsewriters.forbiddenMessage, errors.NewForbidden). */
+export function forbiddenMessage(user: UserInfo, a: RequestAttributes): string {
+  const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const where = a.namespace ? `in the namespace "${a.namespace}"` : "at the cluster scope";
+  const qualified = a.apiGroup ? `${a.resource}.${a.apiGroup}` : a.resource;
+  const subject = a.name ? `${qualified} "${a.name}"` : qualified;
+  return `${subject} is forbidden: User "${user.name}" cannot ${a.verb} resource "${resource}" in API group "${a.apiGroup}" ${where}`;
 }
 
 const REASONS: Record<number, string> = {

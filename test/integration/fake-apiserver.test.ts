@@ -9,10 +9,19 @@
  * Requests Plexus never makes (PUT of a pod, events.k8s.io, nodes) go with the administrator's
  * token (system:masters); everything else with the service account's, under the shipped RBAC.
  */
-import { readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { request } from "node:https";
-import { describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, clientCertFiles, startFakeApiServer, type FakeApiServer } from "../support/fake-apiserver";
+import { dump, loadAll } from "js-yaml";
+import { describe, expect, it, onTestFinished } from "vitest";
+import {
+  ADMIN_TOKEN,
+  clientCertFiles,
+  DEPLOY_DIR,
+  startFakeApiServer,
+  type FakeApiServer,
+} from "../support/fake-apiserver";
 
 interface Answer {
   status: number;
@@ -384,6 +393,26 @@ describe("fake API server: RBAC from deploy/", () => {
       // The administrator (system:masters) is not subject to RBAC.
       expect((await call(s, "GET", "/api/v1/secrets", { token: ADMIN_TOKEN })).status).toBe(404);
     });
+  });
+
+  it("the rules are derived from the manifests, not written into the fake: a deploy/ without the pods/status rule denies the status write", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plx-deploy-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    cpSync(DEPLOY_DIR, dir, { recursive: true });
+    const docs = loadAll(readFileSync(join(dir, "rbac.yaml"), "utf8")) as {
+      kind: string;
+      rules?: { resources?: string[] }[];
+    }[];
+    for (const d of docs)
+      if (d.kind === "ClusterRole") d.rules = d.rules!.filter((r) => !r.resources?.includes("pods/status"));
+    writeFileSync(join(dir, "rbac.yaml"), docs.map((d) => dump(d)).join("---\n"));
+    await using s = await startFakeApiServer({ rbac: { deployDir: dir } });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const patch = { body: { metadata: { annotations: { a: "1" } } }, contentType: "application/merge-patch+json" };
+    const denied = await call(s, "PATCH", `${POD}/status`, patch);
+    expect(denied.status).toBe(403);
+    expect(denied.body.message).toContain('cannot patch resource "pods/status" in API group "" in the namespace "ns1"');
+    expect((await call(s, "GET", POD)).status).toBe(200);
   });
 
   it("with rbac: false nothing is enforced (only for tests about something else)", async () => {

@@ -144,7 +144,7 @@ class Informer<T> {
     return l;
   }
 
-  private synced(obj: unknown): void {
+  private sawResourceVersion(obj: unknown): void {
     const rv = (obj as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
     if (typeof rv === "string" && rv) this.lastSynced = rv;
   }
@@ -165,7 +165,7 @@ class Informer<T> {
           // the reconnect after the server's timeout resumes instead of hitting 410 and relisting.
           { ...q, allowWatchBookmarks: true },
           (phase, obj, raw) => {
-            if (phase !== "ERROR") this.synced(obj);
+            if (phase !== "ERROR") this.sawResourceVersion(obj);
             if (phase === "ERROR" || phase === "BOOKMARK") return cb(phase, obj, raw);
             const t = this.o.trim(obj as Record<string, unknown>);
             if (t) cb(phase, t, raw);
@@ -182,7 +182,7 @@ class Informer<T> {
     } as unknown as Watch;
   }
 
-  get isSynced(): boolean {
+  get synced(): boolean {
     return this.listedOnce && this.healthy && !this.stopped;
   }
 
@@ -300,7 +300,7 @@ export class WatchCaches {
   }
 
   get synced(): boolean {
-    return this.pods.isSynced && this.nads.isSynced;
+    return this.pods.synced && this.nads.synced;
   }
 
   pod(namespace: string, name: string): Pod | undefined {

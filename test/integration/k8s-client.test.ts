@@ -803,6 +803,16 @@ describe("client certificates in the kubeconfig, over TLS", () => {
     expect(err.message).toContain(path);
   });
 
+  it("B15 a client certificate without its key is 7 naming the user, before any request", async () => {
+    await using s = await startFakeApiServer({ clientCertificates: true });
+    const path = writeKubeconfig(s, { clientCertificate: { name: "plexus", as: "data" } });
+    writeFileSync(path, readFileSync(path, "utf8").replace(/^ {4}client-key-data: .*\n/m, ""));
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(Code.InvalidNetworkConfig);
+    expect(err.message).toContain(`kubeconfig ${path}: user "plexus" has client-certificate but no client-key`);
+    expect(s.requests).toHaveLength(0);
+  });
+
   it("B15 a client-key file that cannot be read is 7 before any request", async () => {
     await using s = await startFakeApiServer({ clientCertificates: true });
     const path = writeKubeconfig(s, { clientCertificate: { name: "plexus", as: "file" } });

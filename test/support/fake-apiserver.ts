@@ -379,6 +379,7 @@ class HttpError extends Error {
   }
 }
 
+/** A stored, watchable resource (a key of the registry table); events are create-only, not stored as one. */
 type Resource = "pods" | "nads";
 
 /** One request on its way to a handler. */
@@ -440,10 +441,17 @@ const POD_FIELDS = new Set([
 ]);
 const NAD_FIELDS = new Set(["metadata.name", "metadata.namespace"]);
 
-/** One resource the fake serves: the registry table routing, RBAC attributes and LIST read from. */
+/**
+ * One resource the fake serves: routing, RBAC attributes, LIST, WATCH and bookmarks read it from
+ * this table. Serving another resource is a row here (a stored key gets its own store and watch
+ * history), a handler for its named objects in `startFakeApiServer`'s `objectHandlers` (reads only
+ * by default), and test controls to add objects.
+ */
 interface ResourceDef {
   /** The store and the watch history are per key. */
   key: Resource | "events";
+  /** Cluster-scoped resources have no namespace in their path. */
+  namespaced: boolean;
   group: string;
   version: string;
   plural: string;
@@ -457,6 +465,7 @@ interface ResourceDef {
 const RESOURCES: readonly ResourceDef[] = [
   {
     key: "pods",
+    namespaced: true,
     group: "",
     version: "v1",
     plural: "pods",
@@ -467,6 +476,7 @@ const RESOURCES: readonly ResourceDef[] = [
   },
   {
     key: "nads",
+    namespaced: true,
     group: "k8s.cni.cncf.io",
     version: "v1",
     plural: "network-attachment-definitions",
@@ -477,6 +487,7 @@ const RESOURCES: readonly ResourceDef[] = [
   },
   ...["", "events.k8s.io"].map((group) => ({
     key: "events" as const,
+    namespaced: true,
     group,
     version: "v1",
     plural: "events",
@@ -745,8 +756,15 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   const tls = opts.tls ?? true;
   const started = performance.now();
-  const pods = new Map<string, KubeObject>();
-  const nads = new Map<string, KubeObject>();
+  /** The stored objects of each resource, by "namespace/name" ("/name" when cluster-scoped). */
+  const stores = new Map<Resource, Map<string, KubeObject>>();
+  const storeOf = (resource: Resource): Map<string, KubeObject> => {
+    let store = stores.get(resource);
+    if (!store) stores.set(resource, (store = new Map()));
+    return store;
+  };
+  const pods = storeOf("pods");
+  const nads = storeOf("nads");
   const events: KubeObject[] = [];
   const requests: LoggedRequest[] = [];
   const rules: Rule[] = [];
@@ -897,10 +915,6 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
   }
 
-  function storeOf(resource: Resource): Map<string, KubeObject> {
-    return resource === "pods" ? pods : nads;
-  }
-
   function put(resource: Resource, key: string, obj: KubeObject): HistoryEvent {
     const store = storeOf(resource);
     const prev = store.get(key);
@@ -919,8 +933,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   function bookmarkLine(resource: Resource, initialEventsEnd = false): string {
-    const [apiVersion, kind] =
-      resource === "pods" ? ["v1", "Pod"] : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
+    const def = defOf(resource);
+    const [apiVersion, kind] = [apiVersionOf(def), def.kind];
     const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
     if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
     return eventLine("BOOKMARK", JSON.stringify({ kind, apiVersion, metadata }));
@@ -1225,12 +1239,18 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     throw new HttpError(405, `method ${method} not allowed`);
   }
 
-  function handleNads(c: Call, ns: string, name: string): [number, unknown] {
+  /** GET of a named object of a read-only resource (the default handler). */
+  function handleGet(c: Call, def: ResourceDef, ns: string, name: string): [number, unknown] {
     if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);
-    const nad = nads.get(podKey(ns, name));
-    if (!nad) notFound("network-attachment-definitions.k8s.cni.cncf.io", name);
-    return [200, nad];
+    const obj = storeOf(def.key as Resource).get(podKey(ns, name));
+    if (!obj) notFound(def.group ? `${def.plural}.${def.group}` : def.plural, name);
+    return [200, obj];
   }
+
+  /** Resources whose named objects take more than GET. */
+  const objectHandlers: Partial<Record<Resource, (c: Call, ns: string, name: string) => [number, unknown]>> = {
+    pods: (c, ns, name) => handlePods(c, ns, name, c.info.subresource === "status"),
+  };
 
   function handleEvent(c: Call, def: ResourceDef): [number, unknown] {
     const ns = c.info.namespace;
@@ -1267,10 +1287,9 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);
       return handleList(c, def.key, ns);
     }
-    if (!ns) throw new HttpError(404, "the server could not find the requested resource");
-    return def.key === "pods"
-      ? handlePods(c, ns, info.name, info.subresource === "status")
-      : handleNads(c, ns, info.name);
+    if (def.namespaced !== Boolean(ns)) throw new HttpError(404, "the server could not find the requested resource");
+    const handler = objectHandlers[def.key];
+    return handler ? handler(c, ns ?? "", info.name) : handleGet(c, def, ns ?? "", info.name);
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -1481,7 +1500,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     },
     compactHistory() {
       for (const h of histories.values()) Object.assign(h, { events: [], start: 0, compactedRv: resourceVersion });
-      for (const r of ["pods", "nads"] as const) historyOf(r).compactedRv = resourceVersion;
+      for (const d of RESOURCES) if (d.key !== "events") historyOf(d.key).compactedRv = resourceVersion;
     },
     watchCount: () => watchers.size,
     events: () => [...events],

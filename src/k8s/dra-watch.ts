@@ -20,7 +20,7 @@ import {
   trimResourceSlice,
 } from "./dra";
 import { isApiStatus } from "./rest-kube";
-import { Informer, pagedList, type Trimmed, type WatchCacheOptions, watchKubeConfig } from "./watch-cache";
+import { Informer, lister, type Trimmed, type WatchCacheOptions, watchKubeConfig } from "./watch-cache";
 
 export interface DraCacheStats {
   claims: number;
@@ -69,7 +69,7 @@ export class DraCaches {
       ...common,
       kind: "resourceclaims",
       path: claimPath,
-      list: pagedList(opts.list, { path: claimPath, query: {}, trim: trimC }),
+      list: lister(opts.list, { path: claimPath, query: {}, trim: trimC }),
       trim: trimC,
       decode: (x) => x as unknown as ResourceClaim,
     });
@@ -78,7 +78,7 @@ export class DraCaches {
       kind: "resourceslices",
       path: slicePath,
       fieldSelector,
-      list: pagedList(opts.list, { path: slicePath, query: { fieldSelector }, trim: trimS }),
+      list: lister(opts.list, { path: slicePath, query: { fieldSelector }, trim: trimS }),
       trim: trimS,
       decode: (x) => x as unknown as ResourceSlice,
     });
@@ -87,7 +87,12 @@ export class DraCaches {
   /** Probes once whether resource.k8s.io/v1 is served; starts the two watches only then. */
   async start(): Promise<void> {
     try {
-      await this.opts.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { limit: "1" });
+      // From the watch cache (resourceVersion 0) and only this node's slices: a cheap read for
+      // the API server, as every node's daemon makes it at once in a rollout.
+      await this.opts.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, {
+        fieldSelector: `spec.nodeName=${this.opts.nodeName}`,
+        resourceVersion: "0",
+      });
       this.served = true;
     } catch (err) {
       if (!isApiStatus((err as Error).cause, 404)) {

@@ -1,8 +1,8 @@
 /**
  * The seam between orchestration and the Kubernetes API (STYLE "a seam you can fake").
  * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
- * without a cluster; the API server through @kubernetes/client-node comes next (loaded lazily,
- * never on the paths that do not need it).
+ * without a cluster; the API server's REST protocol (rest-kube.ts, loaded only on the paths that
+ * need it); the node daemon's caches over its socket (daemon/client.ts).
  */
 import type { Nad, Pod } from "../npwg/types";
 import type { ResourceClaim, ResourceSlice } from "./dra";

@@ -137,6 +137,11 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
     ...(insecure ? { rejectUnauthorized: false } : {}),
     ...(str(cluster["tls-server-name"]) ? { servername: str(cluster["tls-server-name"]) } : {}),
   };
+  // As client-go: a certificate needs its key and a key its certificate (else TLS fails later, vaguely).
+  if (Boolean(tls.cert) !== Boolean(tls.key))
+    throw fail(
+      `user ${JSON.stringify(str(context.user) ?? "")} has ${tls.cert ? "client-certificate but no client-key" : "client-key but no client-certificate"} (or their -data forms)`,
+    );
   let auth: Auth = { headers: async () => ({}) };
   const token = str(user.token);
   const tokenFile = str(user["token-file"]);

@@ -67,12 +67,20 @@ export interface KubeClientOptions {
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_CONFLICT_RETRIES = 5;
 
+/** What a metav1.Status says, as far as Plexus reads it. */
+export interface ApiStatus {
+  message?: string;
+  reason?: string;
+  /** `details.causes`: which field a 422 Invalid is about, what a 504 Timeout was (ResourceVersionTooLarge). */
+  causes?: { reason?: string; field?: string; message?: string }[];
+}
+
 /** A non-2xx answer: its code and the metav1.Status it carried, if any. */
 export class ApiStatusError extends Error {
   override name = "ApiStatusError";
   readonly code: number;
   readonly headers: Record<string, string>;
-  readonly status: { message?: string; reason?: string };
+  readonly status: ApiStatus;
   constructor(answer: HttpAnswer) {
     const status = statusOf(answer.body);
     super(
@@ -84,17 +92,36 @@ export class ApiStatusError extends Error {
   }
 }
 
-function statusOf(body: Buffer): { message?: string; reason?: string } {
+function statusOf(body: Buffer): ApiStatus {
   try {
     const b = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
     if (typeof b !== "object" || b === null) return {};
+    const details = b.details as { causes?: unknown } | undefined;
+    const causes = Array.isArray(details?.causes)
+      ? details.causes.filter((c): c is NonNullable<ApiStatus["causes"]>[number] => typeof c === "object" && c !== null)
+      : [];
     return {
       ...(typeof b.message === "string" ? { message: b.message } : {}),
       ...(typeof b.reason === "string" ? { reason: b.reason } : {}),
+      ...(causes.length ? { causes } : {}),
     };
   } catch {
     return {};
   }
+}
+
+/** The API server's answer behind an error (followed through CniError and RetriesExhausted causes). */
+export function apiStatusIn(err: unknown): ApiStatusError | undefined {
+  for (let e = err, depth = 0; e && depth < 8; depth++) {
+    if (e instanceof ApiStatusError) return e;
+    e = e instanceof RetriesExhausted ? e.lastError : (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
+export function isUidChangeRefused(err: unknown): err is ApiStatusError {
+  return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
 }
 
 /** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
@@ -109,13 +136,31 @@ export function validatePodName(value: string, what: string): string {
   return value;
 }
 
+/** Transport failures before the request could reach the server. */
+const NEVER_SENT: ReadonlySet<TransportError["kind"]> = new Set(["refused", "dns"]);
+
 export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
   return err instanceof ApiStatusError && err.code === code;
 }
 
-/** B34, B35, B36: what is worth another attempt. */
-export function classifyForRetry(err: unknown, now = Date.now()): RetryVerdict {
-  if (err instanceof TransportError) return RETRYABLE_TRANSPORT.has(err.kind) ? { retry: true } : { retry: false };
+/**
+ * B34, B35, B36: what is worth another attempt. A request that is not idempotent (an event's
+ * create) is repeated only when it surely never reached the server (refused, no such host) or the
+ * server said it did nothing (429): after a reset, a timeout or a 5xx it may have been applied.
+ */
+export function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): RetryVerdict {
+  if (err instanceof TransportError) {
+    const retry = idempotent ? RETRYABLE_TRANSPORT.has(err.kind) : NEVER_SENT.has(err.kind);
+    return { retry };
+  }
+  if (err instanceof ApiStatusError && !idempotent) {
+    return err.code === 429
+      ? { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) }
+      : { retry: false };
+  }
+  // The watch cache waited for a resourceVersion it has not seen: the caller lists at "" instead (client-go's reflector).
+  if (err instanceof ApiStatusError && (err.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge"))
+    return { retry: false };
   if (err instanceof ApiStatusError) {
     if (err.code === 429 || err.code === 500 || err.code === 502 || err.code === 503 || err.code === 504) {
       return { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) };
@@ -282,10 +327,14 @@ export class RestKube implements KubeApi {
 
   /**
    * N5, M6: a JSON merge patch of the annotation on `pods/{name}/status`. With `uid` the patch
-   * carries `metadata.uid`, which the API server treats as a precondition (M8: a recreated pod
-   * must not receive the old sandbox's status); a 409 is then re-checked against the pod.
+   * carries `metadata.uid`. PATCH sets no storage precondition, but the UID is immutable: a pod
+   * recreated under the same name (another UID) refuses the patch with 422 Invalid on
+   * `metadata.uid`, so the old sandbox's status never lands on the new pod (M8) — code 3.
    *
-   * B42: a 409 that persists after `conflictRetries` attempts fails with 104 (the ADD tears down).
+   * B42: a merge patch without resourceVersion is retried inside kube-apiserver (GuaranteedUpdate)
+   * and never answers 409; a 409 comes only from something between (an aggregator, a webhook, a
+   * server that is not kube-apiserver). It is retried up to `conflictRetries` times, the UID
+   * re-checked each time, then fails with 104 (the ADD tears down).
    * B43: 404 (the pod was deleted during the ADD) fails with 3, unlike Multus, which tolerates it
    * (k8snetworkplumbingwg/multus-cni#1407): the sandbox is going away, so tearing the ADD down
    * costs nothing, while reporting success would leave a status-less attachment behind if the
@@ -310,22 +359,40 @@ export class RestKube implements KubeApi {
       } catch (err) {
         if (isApiStatus(err, 404))
           throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`);
-        if (!isApiStatus(err, 409)) throw this.toCniError(err, what);
-        conflicts++;
-        if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
-        if (conflicts > this.conflictRetries) {
+        if (isUidChangeRefused(err)) {
           throw new CniError(
-            Code.ApiFailure,
-            `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${err.status.message ?? "conflict"})`,
+            Code.UnknownContainer,
+            `${what}: the pod was deleted and recreated: the API server refused the runtime's K8S_POD_UID ${pod.uid} as a change of the pod's UID (HTTP 422 Invalid: ${err.status.message ?? "metadata.uid is immutable"})`,
           );
         }
-        const delay = backoffMs(conflicts, this.policy, this.clock.random);
-        if (this.clock.now() + delay >= deadlineAt)
-          throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`);
-        this.opts.log?.debug({ conflicts, delay }, "network-status write conflicted; retrying");
-        await this.clock.sleep(delay);
+        if (!isApiStatus(err, 409)) throw this.toCniError(err, what);
+        conflicts++;
+        await this.afterConflict({ pod, what, conflicts, err, deadlineAt });
       }
     }
+  }
+
+  /** One 409 on the status write: the UID re-checked, then a backoff, or 104 when out of attempts or time. */
+  private async afterConflict(o: {
+    pod: { namespace: string; name: string; uid?: string };
+    what: string;
+    conflicts: number;
+    err: ApiStatusError;
+    deadlineAt: number;
+  }): Promise<void> {
+    const { pod, what, conflicts } = o;
+    if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
+    if (conflicts > this.conflictRetries) {
+      throw new CniError(
+        Code.ApiFailure,
+        `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${o.err.status.message ?? "conflict"})`,
+      );
+    }
+    const delay = backoffMs(conflicts, this.policy, this.clock.random);
+    if (this.clock.now() + delay >= o.deadlineAt)
+      throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`);
+    this.opts.log?.debug({ conflicts, delay }, "network-status write conflicted; retrying");
+    await this.clock.sleep(delay);
   }
 
   private async checkUid(pod: { namespace: string; name: string; uid: string }, what: string): Promise<void> {
@@ -342,7 +409,11 @@ export class RestKube implements KubeApi {
     }
   }
 
-  /** M9: a core/v1 Event on the pod. Best effort: one attempt plus one retry, the caller logs failures. */
+  /**
+   * M9: a core/v1 Event on the pod. Best effort, the caller logs failures. A create is not
+   * idempotent: a second attempt after a 5xx, a reset or a timeout could record the event twice,
+   * so it follows only a refused connection or a 429 (see {@link classifyForRetry}).
+   */
   async recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void> {
     validateDns1123Label(pod.namespace, "pod namespace");
     validatePodName(pod.name, "pod name");
@@ -374,6 +445,7 @@ export class RestKube implements KubeApi {
         body: JSON.stringify(body),
         contentType: "application/json",
         maxAttempts: 2,
+        idempotent: false,
       });
     } catch (err) {
       throw this.toCniError(err, `record event ${event.reason} on pod ${pod.namespace}/${pod.name}`);
@@ -403,7 +475,7 @@ export class RestKube implements KubeApi {
   private call(
     method: string,
     path: string,
-    o: { body?: string; contentType?: string; deadlineAt?: number; maxAttempts?: number } = {},
+    o: { body?: string; contentType?: string; deadlineAt?: number; maxAttempts?: number; idempotent?: boolean } = {},
   ): Promise<Record<string, unknown>> {
     const url = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
     return withRetry(
@@ -425,7 +497,7 @@ export class RestKube implements KubeApi {
       },
       {
         policy: o.maxAttempts ? { ...this.policy, maxAttempts: o.maxAttempts } : this.policy,
-        classify: (err) => classifyForRetry(err, this.clock.now()),
+        classify: (err) => classifyForRetry(err, this.clock.now(), o.idempotent ?? true),
         deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
         clock: this.clock,
         onRetry: (err, attempt, delayMs) =>

@@ -1,10 +1,14 @@
 /**
- * The node daemon's watch caches (issue 5): the pods of one node (field selector on
- * `spec.nodeName`) and every NetworkAttachmentDefinition, kept by @kubernetes/client-node's
- * ListWatch informer — list, then watch from the list's resourceVersion, resume from the last
- * resourceVersion after a dropped stream (bookmarks keep it current while nothing changes), relist
- * on 410 Gone/Expired, reconnect after a quiet 30 s. Objects are trimmed to the fields Plexus reads before the informer stores them (a pod's
- * spec and status never stay in memory), so 10,000 NADs and 110 pods cost a few MiB.
+ * The node daemon's watch caches: the pods of one node (field selector on `spec.nodeName`) and
+ * every NetworkAttachmentDefinition, kept by @kubernetes/client-node's ListWatch informer — list,
+ * then watch from the list's resourceVersion, resume from the last resourceVersion after a dropped
+ * stream (bookmarks keep it current while nothing changes), relist on 410 Gone/Expired, reconnect
+ * after a quiet 30 s. Objects are trimmed to the fields Plexus reads before the informer stores
+ * them (a pod's spec and status never stay in memory), so 10,000 NADs and 110 pods cost a few MiB.
+ *
+ * Every LIST is read as client-go's reflector reads it ({@link listResourceVersion}), so that a
+ * DaemonSet rollout on thousands of nodes is served from the API servers' watch caches, not by one
+ * quorum read of every pod from etcd per node.
  *
  * A list or watch that fails (network error, 5xx) stops client-node's informer; here it is
  * restarted with exponential backoff, and `synced` turns false until it has listed again.
@@ -13,15 +17,18 @@ import { KubeConfig, ListWatch, Watch, type KubernetesObject } from "@kubernetes
 import { dirname } from "node:path";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
-import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
+import { apiStatusIn, NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
 
 /** GET a list (path + query) from the API server, as JSON. */
 export type ListFn = (path: string, query: Record<string, string>) => Promise<Record<string, unknown>>;
 
 export interface WatchCacheOptions {
-  /** The kubeconfig as read by kubeconfig.ts (token files normalised), and its path. */
+  /**
+   * The kubeconfig as read by kubeconfig.ts (token files normalised), and its path; without one,
+   * in-cluster (KUBERNETES_SERVICE_HOST/PORT and the service account).
+   */
   kubeconfig?: { path: string; raw: Record<string, unknown> } | undefined;
-  /** In-cluster when no kubeconfig (KUBERNETES_SERVICE_HOST/PORT and the service account). */
+  /** This node: only its pods are watched (`spec.nodeName=<nodeName>`). */
   nodeName: string;
   /** Lists go through the daemon's own REST client (timeouts, size cap); watches through client-node. */
   list: ListFn;
@@ -42,9 +49,32 @@ export interface CacheStats {
 }
 
 export type Trimmed = KubernetesObject & Record<string, unknown>;
+type Listed = { metadata: { resourceVersion: string }; items: Trimmed[] };
 
-/** Objects per list page. */
+/** Objects per list page (client-go's pager). */
 export const LIST_PAGE = 500;
+
+/**
+ * The resourceVersion of the next LIST, as client-go's reflector chooses it (relistResourceVersion):
+ * "0" for the first (any state the watch cache holds), the last one synced for a relist (not older
+ * than what this cache has seen: also from the watch cache), and "" — a quorum read from etcd —
+ * only after the server said that one is unavailable (410 Expired, or too large for its cache).
+ */
+export function listResourceVersion(o: { lastSynced: string; unavailable: boolean }): string {
+  if (o.unavailable) return "";
+  return o.lastSynced || "0";
+}
+
+/** 410 Expired/Gone, or the watch cache's "Too large resource version": list again with "". */
+export function isResourceVersionUnavailable(err: unknown): boolean {
+  const s = apiStatusIn(err);
+  if (!s) return false;
+  if (s.code === 410) return true;
+  return s.code === 504 && (s.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge");
+}
+
+/** A continue token the server no longer honours (410 on a later page). */
+const isExpired = (err: unknown) => apiStatusIn(err)?.code === 410;
 
 export interface InformerOptions<T> {
   /** "pods", "nads": for logs and counters. */
@@ -53,8 +83,8 @@ export interface InformerOptions<T> {
   /** The collection's API path. */
   path: string;
   fieldSelector?: string | undefined;
-  /** One full list (paged), its objects trimmed. */
-  list: () => Promise<{ metadata: { resourceVersion: string }; items: Trimmed[] }>;
+  /** One full list at a resourceVersion (see {@link listAt}), its objects trimmed. */
+  list: (resourceVersion: string) => Promise<Listed>;
   /** What the cache keeps of an object (undefined: not kept). */
   trim: (o: Record<string, unknown>) => Trimmed | undefined;
   decode: (o: Trimmed) => T | undefined;
@@ -72,26 +102,51 @@ export class Informer<T> {
   private timer: NodeJS.Timeout | undefined;
   private listedOnce = false;
   private healthy = false;
+  /** The newest resourceVersion seen, from a list, a watch event or a bookmark (the reflector's lastSyncResourceVersion). */
+  private lastSynced = "";
+  /** The server refused `lastSynced` (410, too large): the next list is a quorum read. */
+  private unavailable = false;
   readonly counters = { restarts: 0, lists: 0, errors: 0 };
 
   constructor(private readonly o: InformerOptions<T>) {
     this.kind = o.kind;
     this.delay = o.backoff.minMs;
-    const listing = async () => {
-      this.counters.lists++;
-      const l = await o.list();
-      this.listedOnce = true;
-      return l;
-    };
     this.lw = new ListWatch<Trimmed>(
       o.path,
       this.trimmingWatch(new Watch(o.kc)),
-      listing as never,
+      (() => this.relist()) as never,
       false,
       undefined,
       o.fieldSelector,
     );
     this.lw.on("error", (err) => this.onError(err));
+  }
+
+  /** The informer's list (the first and every relist), at the reflector's resourceVersion. */
+  private async relist(): Promise<Listed> {
+    this.counters.lists++;
+    const rv = listResourceVersion({ lastSynced: this.lastSynced, unavailable: this.unavailable });
+    let l: Listed;
+    try {
+      l = await this.o.list(rv);
+    } catch (err) {
+      if (rv === "" || !isResourceVersionUnavailable(err)) throw err;
+      this.o.log.info(
+        { kind: this.kind, resourceVersion: rv },
+        "watch cache: resourceVersion unavailable; listing from etcd",
+      );
+      this.unavailable = true;
+      l = await this.o.list("");
+    }
+    this.unavailable = false;
+    this.lastSynced = l.metadata.resourceVersion;
+    this.listedOnce = true;
+    return l;
+  }
+
+  private sawResourceVersion(obj: unknown): void {
+    const rv = (obj as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
+    if (typeof rv === "string" && rv) this.lastSynced = rv;
   }
 
   /** A Watch that trims every watched object before the informer stores it. */
@@ -110,6 +165,7 @@ export class Informer<T> {
           // the reconnect after the server's timeout resumes instead of hitting 410 and relisting.
           { ...q, allowWatchBookmarks: true },
           (phase, obj, raw) => {
+            if (phase !== "ERROR") this.sawResourceVersion(obj);
             if (phase === "ERROR" || phase === "BOOKMARK") return cb(phase, obj, raw);
             const t = this.o.trim(obj as Record<string, unknown>);
             if (t) cb(phase, t, raw);
@@ -194,34 +250,6 @@ export function trimWatchedPod(o: Record<string, unknown>): Pod | undefined {
   return pod;
 }
 
-/**
- * One full list, paged: LIST_PAGE objects a page (as client-go's reflector does), so the daemon's
- * peak memory is one page of full objects plus what it keeps (trimmed), not one response of all.
- */
-export function pagedList(
-  list: ListFn,
-  q: { path: string; query: Record<string, string>; trim: (x: Record<string, unknown>) => Trimmed | undefined },
-): () => Promise<{ metadata: { resourceVersion: string }; items: Trimmed[] }> {
-  const { path, query, trim } = q;
-  return async () => {
-    const items: Trimmed[] = [];
-    let resourceVersion = "";
-    let cont: string | undefined;
-    do {
-      const l = await list(path, { ...query, limit: String(LIST_PAGE), ...(cont ? { continue: cont } : {}) });
-      for (const x of Array.isArray(l.items) ? l.items : []) {
-        const t = trim(x as Record<string, unknown>);
-        if (t) items.push(t);
-      }
-      const meta = (l.metadata ?? {}) as Record<string, unknown>;
-      // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
-      if (!cont && typeof meta.resourceVersion === "string") resourceVersion = meta.resourceVersion;
-      cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
-    } while (cont);
-    return { metadata: { resourceVersion }, items };
-  };
-}
-
 /** client-node's KubeConfig for watches: the kubeconfig as read by kubeconfig.ts, else in-cluster. */
 export function watchKubeConfig(kubeconfig: WatchCacheOptions["kubeconfig"]): KubeConfig {
   const kc = new KubeConfig();
@@ -241,11 +269,10 @@ export class WatchCaches {
     const min = o.minRestartDelayMs ?? 500;
     const max = o.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${o.nodeName}`;
-    const listOf = (
-      path: string,
-      query: Record<string, string>,
-      trim: (x: Record<string, unknown>) => Trimmed | undefined,
-    ) => pagedList(o.list, { path, query, trim });
+    const listOf =
+      (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) =>
+      (resourceVersion: string) =>
+        listAt({ list: o.list, path, query, trim, resourceVersion });
     const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
@@ -308,4 +335,65 @@ export class WatchCaches {
   async stop(): Promise<void> {
     await Promise.all([this.pods.stop(), this.nads.stop()]);
   }
+}
+
+/**
+ * One LIST at `resourceVersion`, as client-go's pager sends it: "" and "0" in pages of LIST_PAGE
+ * (the daemon's peak memory is one page of full objects plus what it keeps, trimmed); a watch cache
+ * answers "0" whole, ignoring the limit (servers before paging from the cache), and that is the
+ * point: no etcd read. N is sent without a limit, since a limit would send it to etcd. A
+ * continuation carries no resourceVersion (its token holds one); one that expired mid-way is
+ * followed by one full list at "", as the pager's FullListIfExpired does.
+ */
+/** The `list` of an Informer: {@link listAt} of one collection, at the resourceVersion the informer asks for. */
+export function lister(
+  list: ListFn,
+  q: { path: string; query: Record<string, string>; trim: (x: Record<string, unknown>) => Trimmed | undefined },
+): (resourceVersion: string) => Promise<Listed> {
+  return (resourceVersion) => listAt({ list, ...q, resourceVersion });
+}
+
+export async function listAt(o: {
+  list: ListFn;
+  path: string;
+  query: Record<string, string>;
+  trim: (x: Record<string, unknown>) => Trimmed | undefined;
+  resourceVersion: string;
+}): Promise<Listed> {
+  const rv = o.resourceVersion;
+  const paged = rv === "" || rv === "0";
+  const first = { ...o.query, ...(rv ? { resourceVersion: rv } : {}), ...(paged ? { limit: String(LIST_PAGE) } : {}) };
+  const out: Listed = { metadata: { resourceVersion: "" }, items: [] };
+  let cont: string | undefined;
+  do {
+    let page: Record<string, unknown>;
+    try {
+      page = await o.list(o.path, cont ? { ...o.query, limit: String(LIST_PAGE), continue: cont } : first);
+    } catch (err) {
+      if (!cont || !isExpired(err)) throw err;
+      const whole = await o.list(o.path, o.query);
+      return collect({ metadata: { resourceVersion: "" }, items: [] }, whole, o.trim, true);
+    }
+    // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
+    collect(out, page, o.trim, !cont);
+    const meta = (page.metadata ?? {}) as Record<string, unknown>;
+    cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
+  } while (cont);
+  return out;
+}
+
+/** Adds a page's trimmed items to `into` (and, for the first page, its resourceVersion). */
+function collect(
+  into: Listed,
+  page: Record<string, unknown>,
+  trim: (x: Record<string, unknown>) => Trimmed | undefined,
+  first: boolean,
+): Listed {
+  for (const x of Array.isArray(page.items) ? page.items : []) {
+    const t = trim(x as Record<string, unknown>);
+    if (t) into.items.push(t);
+  }
+  const rv = (page.metadata as Record<string, unknown> | undefined)?.resourceVersion;
+  if (first && typeof rv === "string") into.metadata.resourceVersion = rv;
+  return into;
 }

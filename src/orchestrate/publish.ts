@@ -49,7 +49,10 @@ export async function publishNetworkStatus(
 ): Promise<void> {
   const value = buildNetworkStatusAnnotation(networkStatuses(attached));
   checkAnnotationBudget(pod.metadata.annotations ?? {}, value);
-  const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, ...(uid ? { uid } : {}) };
+  // M8: the UID guards the write (a recreated pod refuses it); without the runtime's K8S_POD_UID,
+  // the UID of the pod this ADD read guards it just as well.
+  const guard = uid ?? pod.metadata.uid;
+  const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, ...(guard ? { uid: guard } : {}) };
   await kube.setNetworkStatus(ref, value);
   // M9: best effort, after the status is written.
   const message = attached

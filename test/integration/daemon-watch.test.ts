@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { startDaemon } from "../../src/daemon/main";
 import { silentLogger } from "../../src/log/logger";
-import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { type FakeApiServer, type LoggedRequest, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -77,7 +77,7 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(2);
 });
 
-it("lists in pages of 500 (continue tokens) and watches from the first page's resourceVersion", async () => {
+async function daemonWith1200Nads() {
   const s = await startFakeApiServer();
   cleanups.push(() => s.close());
   const dir = mkdtempSync(join(tmpdir(), "plx-daemon-pages-"));
@@ -97,13 +97,90 @@ it("lists in pages of 500 (continue tokens) and watches from the first page's re
   cleanups.push(() => d.stop());
   await expect.poll(() => metric(socket, "plexus_daemon_cache_synced"), { timeout: 5000 }).toBe(1);
   expect(await metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_200);
-  const nadLists = s.requests.filter(
-    (r) => r.path.endsWith("/network-attachment-definitions") && !r.query.includes("watch=true"),
+  return { s, socket };
+}
+
+const NADS = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions";
+/** The NAD LISTs (not watches), answered or not. */
+const nadGets = (s: FakeApiServer) => s.requests.filter((r) => r.path === NADS && !r.query.includes("watch=true"));
+const param = (r: LoggedRequest, name: string) => new URLSearchParams(r.query).get(name);
+
+it("the first LIST is resourceVersion=0, served whole from the watch cache (its limit ignored): no quorum read; the watch starts at its resourceVersion", async () => {
+  const { s } = await daemonWith1200Nads();
+  const lists = s.requests.filter((r) => r.list);
+  expect(lists.map((r) => [r.path, param(r, "resourceVersion"), param(r, "limit"), r.list!.servedFrom])).toEqual(
+    expect.arrayContaining([
+      ["/api/v1/pods", "0", "500", "watch-cache"],
+      [NADS, "0", "500", "watch-cache"],
+    ]),
   );
-  expect(nadLists.map((r) => new URLSearchParams(r.query).get("limit"))).toEqual(["500", "500", "500"]);
-  expect(nadLists.map((r) => new URLSearchParams(r.query).has("continue"))).toEqual([false, true, true]);
-  const nadWatch = s.requests.find(
-    (r) => r.path.endsWith("/network-attachment-definitions") && r.query.includes("watch=true"),
+  // Pods, NADs, and the DRA caches' probe and their two kinds: every one from the watch cache.
+  expect(lists.filter((r) => r.list!.servedFrom !== "watch-cache")).toEqual([]);
+  expect(lists).toHaveLength(5);
+  const nadWatch = s.requests.find((r) => r.path === NADS && r.query.includes("watch=true"));
+  expect(param(nadWatch!, "resourceVersion")).toBe(s.resourceVersion());
+});
+
+it("a relist after 410 Expired is at the last resourceVersion synced, from the watch cache; etcd is read only when the server says that one is unavailable, in pages of 500, and an expired continue token ends in one full list", async () => {
+  const { s, socket } = await daemonWith1200Nads();
+  await expect.poll(() => s.watchCount()).toBe(4);
+  s.addNad({ metadata: { name: "late", namespace: "ns-0" }, spec: { config: "{}" } });
+  await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_201);
+  const synced = s.resourceVersion();
+  // The cluster moves on where the NAD watch sees nothing, then its history goes: the watch's
+  // resume is 410 Expired and the informer lists again.
+  const elsewhere = (name: string) => s.addPod({ metadata: { name, namespace: "app" }, spec: { nodeName: "node-2" } });
+  elsewhere("o1");
+  s.compactHistory();
+  s.dropWatches();
+  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(2);
+  const relist = nadGets(s)[1]!;
+  expect([param(relist, "resourceVersion"), param(relist, "limit"), relist.list?.servedFrom]).toEqual([
+    synced,
+    null,
+    "watch-cache",
+  ]);
+  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(4);
+  // What the relist answered (the cache's newest) is what this node has synced now.
+  const relisted = s.resourceVersion();
+
+  // Next time the server says that resourceVersion is too large for its cache (504
+  // ResourceVersionTooLarge): the list goes to etcd at "", in pages; the second page is held
+  // until the revision of the first is compacted.
+  s.inject(
+    { method: "GET", path: NADS, watch: false, times: 1 },
+    {
+      kind: "status",
+      code: 504,
+      reason: "Timeout",
+      message: "Too large resource version",
+      details: { causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }] },
+    },
   );
-  expect(new URLSearchParams(nadWatch!.query).get("resourceVersion")).toBe(s.resourceVersion());
+  s.inject({ method: "GET", path: NADS, watch: false, query: /continue=/, times: 1 }, { kind: "delay", ms: 300 });
+  elsewhere("o2");
+  s.compactHistory();
+  s.dropWatches();
+  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(5);
+  s.addNad({ metadata: { name: "later", namespace: "ns-1" }, spec: { config: "{}" } });
+  s.compactHistory();
+  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(6);
+  const [, , refused, firstPage, expiredPage, whole] = nadGets(s);
+  expect(param(refused!, "resourceVersion")).toBe(relisted);
+  expect(refused!.list, "answered by the injected 504").toBeUndefined();
+  expect([param(firstPage!, "resourceVersion"), param(firstPage!, "limit"), firstPage!.list?.servedFrom]).toEqual([
+    null,
+    "500",
+    "etcd",
+  ]);
+  expect(param(expiredPage!, "continue")).toBeTruthy();
+  expect(expiredPage!.list, "410 Expired").toBeUndefined();
+  expect([param(whole!, "resourceVersion"), param(whole!, "limit"), param(whole!, "continue")]).toEqual([
+    null,
+    null,
+    null,
+  ]);
+  await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}'), { timeout: 5000 }).toBe(1_202);
+  // Quorum reads of NADs: only the ones after the server refused the resourceVersion.
+  expect(nadGets(s).filter((r) => r.list?.servedFrom === "etcd")).toEqual([firstPage, whole]);
 });

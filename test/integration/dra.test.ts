@@ -313,7 +313,7 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     // Both caches in /metrics: the two claims (this node's, allocated) and the three slices of node-1.
     await expect
       .poll(() => metricsText(d.socket), { timeout: 5000 })
-      .toMatch(/plexus_daemon_cache_objects\{kind="resourceclaim"\} 2\n[^]*kind="resourceslice"\} 3\n/);
+      .toMatch(/plexus_daemon_cache_objects\{kind="resourceclaim"\} 2\n[\s\S]*kind="resourceslice"\} 3\n/);
     const before = api.requests.length;
     const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -359,7 +359,7 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(deviceAdds()).toEqual(EXPECTED);
     // Read live by the daemon (its user agent), not by the CNI process.
     const live = api.requests.filter(
-      (q) => q.path.startsWith("/apis/resource.k8s.io/") && !q.query.includes("limit=1"),
+      (q) => q.path.startsWith("/apis/resource.k8s.io/") && !q.query.includes("resourceVersion=0"),
     );
     expect(live.map((q) => q.userAgent)).toEqual(Array(4).fill("plexus-daemon"));
     expect(api.watchCount()).toBe(2);

@@ -20,6 +20,7 @@ import {
 } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  ADMIN_TOKEN,
   type FakeApiServer,
   type FakeApiServerOptions,
   startFakeApiServer,
@@ -101,9 +102,12 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
     await expect.poll(() => names(inf)).toEqual(["ns1/a", "ns1/b"]);
     await expect.poll(() => inf.get("a", "ns1")?.metadata?.labels).toEqual({ v: "2" });
 
-    // A write through the API (the status subresource) reaches the informer as MODIFIED.
+    // A write through the API (an administrator's update of the status subresource: the shipped
+    // RBAC grants Plexus only its patch) reaches the informer as MODIFIED.
+    const admin = new KubeConfig();
+    admin.loadFromFile(writeKubeconfig(s, { token: ADMIN_TOKEN, fileName: "admin" }));
     const pod = await core.readNamespacedPod({ name: "b", namespace: "ns1" });
-    await core.replaceNamespacedPodStatus({
+    await admin.makeApiClient(CoreV1Api).replaceNamespacedPodStatus({
       name: "b",
       namespace: "ns1",
       body: { ...pod, status: { phase: "Running" } },

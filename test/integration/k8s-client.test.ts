@@ -15,7 +15,13 @@ import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
-import { type FakeApiServer, otherCaPem, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import {
+  clientCertFiles,
+  type FakeApiServer,
+  otherCaPem,
+  startFakeApiServer,
+  writeKubeconfig,
+} from "../support/fake-apiserver";
 import { recordingLogger } from "../fakes/fake-exec";
 
 const FAST: ClientNodeOptions = {
@@ -111,17 +117,50 @@ describe("reads and writes through the REST client", () => {
     });
   });
 
-  it("M8 a recreated pod (other UID) does not receive the status: code 3, nothing written", async () => {
+  it("M8 a recreated pod (other UID) does not receive the status: the server's 422 Invalid on metadata.uid is code 3, nothing written", async () => {
     await withCluster(async (s, kube) => {
       const err = await failure(
         kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-of-the-old-pod" }, "[]"),
       );
       expect(err.code).toBe(Code.UnknownContainer);
       expect(err.message).toContain("uid-of-the-old-pod");
-      expect(err.message).toContain("uid-1");
+      expect(err.message).toContain("deleted and recreated");
+      expect(err.message).toContain("HTTP 422 Invalid");
       expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({ keep: "me" });
-      // One rejected patch, one read to tell a UID mismatch from an ordinary conflict: no retry loop.
-      expect(s.requests.map((r) => r.method)).toEqual(["PATCH", "GET"]);
+      // One refused patch, nothing else: a 422 is final.
+      expect(s.requests.map((r) => r.method)).toEqual(["PATCH"]);
+    });
+  });
+
+  it("M8 a 422 about another field (an annotation too large) is 104 naming the server's message, not code 3", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject(
+        { method: "PATCH", path: STATUS_PATH },
+        {
+          kind: "status",
+          code: 422,
+          message: 'Pod "p1" is invalid: metadata.annotations: Too long: must have at most 262144 bytes',
+          details: {
+            name: "p1",
+            kind: "Pod",
+            causes: [{ reason: "FieldValueTooLong", field: "metadata.annotations" }],
+          },
+        },
+      );
+      const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toContain("metadata.annotations: Too long");
+      expect(s.requests.map((r) => r.method)).toEqual(["PATCH"]);
+    });
+  });
+
+  it("N5 a write that races another inside the server is retried there (GuaranteedUpdate): one PATCH, no 409 reaches the client", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ method: "PATCH", path: STATUS_PATH, times: 1 }, { kind: "racing-write" });
+      await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '["raced"]');
+      expect(s.storageRetries()).toBe(1);
+      expect(s.requests.map((r) => r.method)).toEqual(["PATCH"]);
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toMatchObject({ [NETWORK_STATUS_ANNOTATION]: '["raced"]' });
     });
   });
 
@@ -503,25 +542,20 @@ describe("B37 401/403", () => {
     expect(s.requests).toHaveLength(1);
   });
 
-  it("B37 403 (RBAC): 104 with the status, the server's message and the kubeconfig path", async () => {
-    await using s = await startFakeApiServer();
-    const path = writeKubeconfig(s);
+  it("B37 403 (RBAC): 104 with the status, the server's message and the kubeconfig path, not retried", async () => {
+    // A user the shipped RBAC binds nothing to (client-other.crt: plexus-test-user): the fake's RBAC answers.
+    await using s = await startFakeApiServer({ clientCertificates: true });
+    const path = writeKubeconfig(s, { clientCertificate: { name: "other", as: "data" } });
     const kube = await clientFor(s, FAST, path);
-    s.inject(
-      { method: "PATCH" },
-      {
-        kind: "status",
-        code: 403,
-        message:
-          'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot patch resource "pods/status"',
-      },
-    );
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1" }, "[]"));
     expect(err.code).toBe(Code.ApiFailure);
-    expect(err.message).toContain("403");
-    expect(err.message).toContain("cannot patch resource");
+    expect(err.message).toContain("403 Forbidden");
+    expect(err.message).toContain(
+      'User "plexus-test-user" cannot patch resource "pods/status" in API group "" in the namespace "ns1"',
+    );
     expect(err.message).toContain(path);
+    expect(s.requests).toHaveLength(1);
   });
 });
 
@@ -590,8 +624,10 @@ describe("B41 response size cap", () => {
   });
 });
 
-describe("B42 409 on the status write", () => {
-  it("B42 409 forever: conflictRetries + 1 patches, then 104", async () => {
+// kube-apiserver never answers a merge patch without resourceVersion with 409 (it retries inside);
+// these 409s are injected, standing for something between the client and the apiserver that does.
+describe("B42 an injected 409 fault on the status write", () => {
+  it("B42 injected 409 forever: conflictRetries + 1 patches, then 104", async () => {
     await withCluster(
       async (s, kube) => {
         s.inject(
@@ -607,7 +643,7 @@ describe("B42 409 on the status write", () => {
     );
   });
 
-  it("B42 409 twice, then the write lands (the UID is re-checked after each conflict)", async () => {
+  it("B42 injected 409 twice, then the write lands (the UID is re-checked after each conflict)", async () => {
     await withCluster(async (s, kube) => {
       s.inject({ method: "PATCH", path: STATUS_PATH, times: 2 }, { kind: "status", code: 409 });
       await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '["ok"]');
@@ -686,5 +722,104 @@ describe("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessD
     expect(err.code).toBe(Code.ApiFailure);
     expect(err.message).toMatch(/certificate|self.signed|verify/i);
     expect(s.requests).toEqual([]);
+  });
+});
+
+describe("events are created once: a create is repeated only when it surely never reached the server", () => {
+  const EVENTS = "/api/v1/namespaces/ns1/events";
+  const event = { type: "Normal", reason: "AddedInterface", message: "Add net1" } as const;
+
+  for (const fault of [{ kind: "status", code: 500 }, { kind: "status", code: 503 }, { kind: "reset" }] as const) {
+    it(`M9 ${fault.kind === "status" ? `HTTP ${fault.code}` : "a reset"} on the event POST: one attempt, 104, no duplicate`, async () => {
+      await withCluster(async (s, kube) => {
+        s.inject({ method: "POST", path: EVENTS, times: 1 }, fault);
+        const err = await failure(kube.recordEvent({ namespace: "ns1", name: "p1" }, event));
+        expect(err.code).toBe(Code.ApiFailure);
+        expect(s.requests.filter((r) => r.method === "POST")).toHaveLength(1);
+      });
+    });
+  }
+
+  it("M9 429 (the server did nothing) on the event POST: retried, one event", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject({ method: "POST", path: EVENTS, times: 1 }, { kind: "status", code: 429, retryAfter: "0" });
+      await kube.recordEvent({ namespace: "ns1", name: "p1" }, event);
+      expect(s.requests.filter((r) => r.method === "POST")).toHaveLength(2);
+      expect(s.events()).toHaveLength(1);
+    });
+  });
+
+  it("M9 connection refused on the event POST: retried once (it never reached a server)", async () => {
+    const s = await startFakeApiServer();
+    const dir = mkdtempSync(join(tmpdir(), "plx-refused-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = writeKubeconfig(s, { dir });
+    await s.close();
+    const kube = await clientFor(s, FAST, path);
+    const err = await failure(kube.recordEvent({ namespace: "ns1", name: "p1" }, event));
+    expect(err.message).toMatch(/ECONNREFUSED/);
+    expect(kube.requestCount).toBe(2);
+  });
+});
+
+describe("client certificates in the kubeconfig, over TLS", () => {
+  for (const as of ["data", "file"] as const) {
+    it(`M1 client-certificate${as === "data" ? "-data / client-key-data" : " / client-key (paths)"}: the certificate authenticates every request (no token)`, async () => {
+      await using s = await startFakeApiServer({ clientCertificates: true });
+      s.addPod({ metadata: { name: "p1", namespace: "ns1", uid: "uid-1" } });
+      const kubeconfig = writeKubeconfig(s, { clientCertificate: { name: "plexus", as } });
+      expect(readFileSync(kubeconfig, "utf8")).not.toContain("token");
+      const kube = await clientFor(s, FAST, kubeconfig);
+      expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
+      await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]");
+      expect(s.requests.map((r) => [r.user, r.authenticatedBy])).toEqual([
+        ["system:serviceaccount:kube-system:plexus", "client-certificate"],
+        ["system:serviceaccount:kube-system:plexus", "client-certificate"],
+      ]);
+    });
+  }
+
+  it("M1 relative client-certificate / client-key paths are read relative to the kubeconfig", async () => {
+    await using s = await startFakeApiServer({ clientCertificates: true });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const dir = mkdtempSync(join(tmpdir(), "plx-cert-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const files = clientCertFiles("plexus");
+    writeFileSync(join(dir, "node.crt"), readFileSync(files.cert));
+    writeFileSync(join(dir, "node.key"), readFileSync(files.key));
+    const path = writeKubeconfig(s, { dir, clientCertificate: { name: "plexus", as: "file" } });
+    writeFileSync(path, readFileSync(path, "utf8").replace(files.cert, "node.crt").replace(files.key, "node.key"));
+    const kube = await clientFor(s, FAST, path);
+    expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+  });
+
+  it("B37 a certificate the API server's CA did not sign: 401, 104 naming the kubeconfig", async () => {
+    await using s = await startFakeApiServer({ clientCertificates: true });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const path = writeKubeconfig(s, { clientCertificate: { name: "selfsigned", as: "data" } });
+    const err = await failure((await clientFor(s, FAST, path)).getPod("ns1", "p1"));
+    expect(err.code).toBe(Code.ApiFailure);
+    expect(err.message).toContain("401 Unauthorized");
+    expect(err.message).toContain(path);
+  });
+
+  it("B15 a client certificate without its key is 7 naming the user, before any request", async () => {
+    await using s = await startFakeApiServer({ clientCertificates: true });
+    const path = writeKubeconfig(s, { clientCertificate: { name: "plexus", as: "data" } });
+    writeFileSync(path, readFileSync(path, "utf8").replace(/^ {4}client-key-data: .*\n/m, ""));
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(Code.InvalidNetworkConfig);
+    expect(err.message).toContain(`kubeconfig ${path}: user "plexus" has client-certificate but no client-key`);
+    expect(s.requests).toHaveLength(0);
+  });
+
+  it("B15 a client-key file that cannot be read is 7 before any request", async () => {
+    await using s = await startFakeApiServer({ clientCertificates: true });
+    const path = writeKubeconfig(s, { clientCertificate: { name: "plexus", as: "file" } });
+    writeFileSync(path, readFileSync(path, "utf8").replace(clientCertFiles("plexus").key, "/nonexistent/node.key"));
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(Code.InvalidNetworkConfig);
+    expect(err.message).toContain("client-key /nonexistent/node.key");
+    expect(s.requests).toHaveLength(0);
   });
 });

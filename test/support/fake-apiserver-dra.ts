@@ -1,50 +1,40 @@
 /**
  * The fake API server's Dynamic Resource Allocation resources (resource.k8s.io/v1): namespaced
  * ResourceClaims and cluster-scoped ResourceSlices, with the field selectors kube-apiserver
- * indexes for them (ResourceSlice: `spec.nodeName`, `spec.driver`, `spec.pool.name`). The server
- * (fake-apiserver.ts) stores, lists and watches them with the same machinery as pods and NADs.
+ * indexes for them (ResourceSlice: `spec.nodeName`, `spec.driver`, `spec.pool.name`). They are two
+ * rows of the server's registry table (fake-apiserver.ts), so they are stored, listed, watched and
+ * authorized (RBAC) with the same machinery as pods and NADs.
  */
 
-export const DRA_RESOURCES = {
-  resourceclaims: {
-    kind: "ResourceClaim",
+export type DraResource = "resourceclaims" | "resourceslices";
+export const DRA_GROUP = "resource.k8s.io";
+export const DRA_API_VERSION = `${DRA_GROUP}/v1`;
+
+/** The registry rows (the shape of fake-apiserver.ts's ResourceDef). */
+export const DRA_RESOURCE_DEFS = [
+  {
+    key: "resourceclaims" as DraResource,
     namespaced: true,
+    group: DRA_GROUP,
+    version: "v1",
+    plural: "resourceclaims",
+    kind: "ResourceClaim",
+    listKind: "ResourceClaimList",
     fields: new Set(["metadata.name", "metadata.namespace"]),
+    subresources: [],
   },
-  resourceslices: {
-    kind: "ResourceSlice",
+  {
+    key: "resourceslices" as DraResource,
     namespaced: false,
+    group: DRA_GROUP,
+    version: "v1",
+    plural: "resourceslices",
+    kind: "ResourceSlice",
+    listKind: "ResourceSliceList",
     fields: new Set(["metadata.name", "spec.nodeName", "spec.driver", "spec.pool.name"]),
+    subresources: [],
   },
-} as const;
+] as const;
 
-export type DraResource = keyof typeof DRA_RESOURCES;
-export const DRA_API_VERSION = "resource.k8s.io/v1";
-
-const NAMESPACED = /^\/apis\/resource\.k8s\.io\/v1\/namespaces\/([^/]+)\/(resourceclaims)(?:\/([^/]+))?$/;
-const CLUSTER = /^\/apis\/resource\.k8s\.io\/v1\/(resourceclaims|resourceslices)(?:\/([^/]+))?$/;
-
-/** A DRA path: the resource, the namespace (undefined: all, or cluster-scoped) and the name (undefined: the collection). */
-export function matchDraPath(
-  path: string,
-): { resource: DraResource; namespace: string | undefined; name: string | undefined } | undefined {
-  let m = NAMESPACED.exec(path);
-  if (m) return { resource: m[2] as DraResource, namespace: decodeURIComponent(m[1]!), name: opt(m[3]) };
-  m = CLUSTER.exec(path);
-  if (!m) return undefined;
-  const resource = m[1] as DraResource;
-  // GET of one claim needs its namespace; a cluster-wide path names only the collection.
-  if (DRA_RESOURCES[resource].namespaced && m[2] !== undefined) return undefined;
-  return { resource, namespace: undefined, name: opt(m[2]) };
-}
-
-const opt = (s: string | undefined) => (s === undefined ? undefined : decodeURIComponent(s));
-
-export function isDraResource(r: string): r is DraResource {
-  return Object.hasOwn(DRA_RESOURCES, r);
-}
-
-/** The store key of a DRA object (cluster-scoped objects have an empty namespace). */
-export function draKey(resource: DraResource, namespace: string | undefined, name: string): string {
-  return `${DRA_RESOURCES[resource].namespaced ? (namespace ?? "default") : ""}/${name}`;
-}
+export const draKindOf = (r: DraResource): string => DRA_RESOURCE_DEFS.find((d) => d.key === r)!.kind;
+export const isNamespacedDra = (r: DraResource): boolean => DRA_RESOURCE_DEFS.find((d) => d.key === r)!.namespaced;

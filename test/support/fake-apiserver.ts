@@ -1,38 +1,57 @@
 /**
- * A fake Kubernetes API server the project owns (issue 3): real node:https (or node:http) on
- * 127.0.0.1:0, speaking enough of the REST protocol for @kubernetes/client-node — pods and their
- * status subresource (GET, PUT, merge and strategic-merge PATCH, resourceVersion and UID
- * preconditions → 409), NetworkAttachmentDefinitions (GET, LIST), Events (core v1 and
- * events.k8s.io/v1) — with a `metav1.Status` body for every error, a request log, and faults
- * injected per route (STYLE: modelled on client-node's `setupMockSystem` test server).
+ * A fake Kubernetes API server the project owns: real node:https (or node:http) on 127.0.0.1:0,
+ * answering as kube-apiserver does where Plexus depends on it (STYLE: modelled on client-node's
+ * `setupMockSystem` test server; kube-apiserver is the reference for every answer):
  *
- * LIST and WATCH of pods and NADs, per namespace and across namespaces, for informers
- * (client-node's `ListWatch`): field and label selectors, one global resourceVersion, a history
- * of events that watches resume from, and — as kube-apiserver's watch cache — a resume from a
- * resourceVersion older than that history answered with a 200 stream whose only event is
- * `ERROR` carrying a 410 `Expired` Status (the client then relists). Test controls:
- * `dropWatches()`, `compactHistory()`, `watchCount()`.
+ * - Authentication: the bearer token authenticates as the service account `deploy/` ships; with
+ *   `clientCertificates`, a client certificate signed by the test CA as its CN (user) and O
+ *   (groups). Anything else is 401.
+ * - Authorization: RBAC from the roles and bindings `deploy/` ships (the RBAC section below), on by
+ *   default: a request they do not grant is 403 Forbidden, worded as kube-apiserver words it;
+ *   the cluster administrator token (`ADMIN_TOKEN`, system:masters) is not subject to it.
+ * - Resources come from one registry table (`RESOURCES`): pods and their status subresource (GET,
+ *   LIST, WATCH, PUT, merge and strategic-merge PATCH), NetworkAttachmentDefinitions (GET, LIST,
+ *   WATCH), Events (create, core v1 and events.k8s.io/v1). A new resource is a row and a handler.
+ * - Writes as the generic registry store does them: PUT carries the object's UID as a storage
+ *   precondition (409); PATCH carries none, so a UID change is a validation error (422 Invalid,
+ *   `metadata.uid` "field is immutable"); a resourceVersion that does not match is 409; a write
+ *   that races another is re-read and re-applied inside the server (GuaranteedUpdate), never a 409
+ *   to a patch without resourceVersion (the `racing-write` fault shows it; an injected 409 is the
+ *   only way a client ever sees one).
+ * - LIST as the cacher decides: resourceVersion unset is a quorum read from "etcd"; "0", or N
+ *   without limit, is served from the watch cache (limit ignored, as before servers could page
+ *   from it); limit with N, Exact and continue go to "etcd", at a snapshot of the requested
+ *   revision, 410 Expired once compacted — continue tokens included, with the inconsistent-
+ *   continue token kube-apiserver hands back. Every LIST is logged with where it was served from.
+ * - WATCH of pods and NADs, per namespace and across namespaces: field and label selectors, one
+ *   global resourceVersion, a history of events that watches resume from, and — as the watch
+ *   cache — a resume from a compacted resourceVersion answered with a 200 stream whose only event
+ *   is `ERROR` carrying a 410 `Expired` Status. Test controls: `dropWatches()`, `compactHistory()`,
+ *   `watchCount()`.
+ * - Every error is a `metav1.Status`; faults are injected per route; every request is logged.
  *
  * Every socket gets TCP_NODELAY and every response is written in one piece with Content-Length,
  * so benchmarks do not measure delayed ACKs. `await using` (or `close()`) destroys every socket.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import {
-  DRA_API_VERSION,
-  DRA_RESOURCES,
-  type DraResource,
-  draKey,
-  isDraResource,
-  matchDraPath,
-} from "./fake-apiserver-dra";
+import { dirname, join } from "node:path";
+import type { TLSSocket } from "node:tls";
+import { loadAll } from "js-yaml";
+import { DRA_API_VERSION, DRA_RESOURCE_DEFS, type DraResource, draKindOf, isNamespacedDra } from "./fake-apiserver-dra";
 
 const TLS_DIR = join(import.meta.dirname, "tls");
+/**
+ * A cluster administrator's token (group system:masters, which kube-apiserver authorizes before
+ * RBAC): for tests of the fake's own protocol on requests Plexus never makes. Plexus's own
+ * requests carry the service account's token and meet the shipped RBAC.
+ */
+export const ADMIN_TOKEN = "plexus-test-admin";
+const ADMIN_USER: UserInfo = { name: "kubernetes-admin", groups: ["system:masters", "system:authenticated"] };
 export const TEST_CA_PEM = readFileSync(join(TLS_DIR, "ca.crt"), "utf8");
 const SERVER_CERT = readFileSync(join(TLS_DIR, "server.crt"), "utf8");
 const SERVER_KEY = readFileSync(join(TLS_DIR, "server.key"), "utf8");
@@ -46,7 +65,19 @@ export type KubeObject = {
 
 /** What a matching request gets instead of (or before) normal handling. */
 export type Fault =
-  | { kind: "status"; code: number; reason?: string; message?: string; retryAfter?: string }
+  | {
+      kind: "status";
+      code: number;
+      reason?: string;
+      message?: string;
+      retryAfter?: string;
+      details?: Record<string, unknown>;
+    }
+  /**
+   * Another client writes the object between this request's read and its write (etcd's
+   * compare-and-swap fails): the fake re-reads and re-applies the update, as GuaranteedUpdate does.
+   */
+  | { kind: "racing-write" }
   /** Close the connection without an answer (RST). */
   | { kind: "reset" }
   /** Never answer; the socket stays open until the client gives up. */
@@ -70,6 +101,8 @@ export interface FaultMatcher {
   method?: string;
   /** Exact pathname, or a RegExp tested against it. */
   path?: string | RegExp;
+  /** Tested against the query string (`?a=b&…`). */
+  query?: RegExp;
   /** How many matching requests get the fault (default: all). */
   times?: number;
   /** Only watch requests (`true`) or only non-watch requests (`false`); default both. */
@@ -87,6 +120,12 @@ export interface LoggedRequest {
   body: string;
   /** The TLS SNI name the client sent (HTTPS only; undefined without one). */
   servername?: string | undefined;
+  /** Who the request authenticated as (undefined: 401). */
+  user?: string | undefined;
+  /** How the credentials were presented. */
+  authenticatedBy?: "token" | "client-certificate" | undefined;
+  /** For a LIST: where the cacher served it from ("etcd": a quorum read of storage). */
+  list?: { servedFrom: "watch-cache" | "etcd"; resourceVersion: string } | undefined;
 }
 
 interface Rule {
@@ -108,6 +147,14 @@ export interface FakeApiServerOptions {
    * kube-apiserver's watch cache: 200 and one ERROR event with a 410 Expired Status) or
    * "status" (HTTP 410 with the Status as the body). client-node relists on both. */
   expiredWatch?: "event" | "status";
+  /**
+   * RBAC, on by default: the roles and bindings of `deploy/` (or `deployDir`), for the service
+   * account `deploy/` defines, which the bearer token authenticates as. `false` only for a test
+   * about something else than the API's permissions.
+   */
+  rbac?: false | { deployDir?: string };
+  /** Ask for a client certificate (TLS only) and authenticate one the test CA signed as its CN/O. */
+  clientCertificates?: boolean;
   /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 60 s, about what kube-apiserver sends; tests of bookmarks set it short). */
   bookmarkIntervalMs?: number;
 }
@@ -149,6 +196,10 @@ export interface FakeApiServer extends AsyncDisposable {
   /** Open watch streams right now. */
   watchCount(): number;
   events(): KubeObject[];
+  /** Updates re-read and re-applied after a racing write (GuaranteedUpdate's retries). */
+  storageRetries(): number;
+  /** The user the bearer token authenticates as. */
+  readonly user: UserInfo;
   inject(match: FaultMatcher, fault: Fault): void;
   clearFaults(): void;
   /** Open TCP connections right now. */
@@ -157,12 +208,152 @@ export interface FakeApiServer extends AsyncDisposable {
   close(): Promise<void>;
 }
 
-const PODS = /^\/api\/v1\/namespaces\/([^/]+)\/pods(?:\/([^/]+)(\/status)?)?$/;
-const ALL_PODS = /^\/api\/v1\/pods$/;
-const ALL_NADS = /^\/apis\/k8s\.cni\.cncf\.io\/v1\/network-attachment-definitions$/;
-const NADS = /^\/apis\/k8s\.cni\.cncf\.io\/v1\/namespaces\/([^/]+)\/network-attachment-definitions(?:\/([^/]+))?$/;
-const CORE_EVENTS = /^\/api\/v1\/namespaces\/([^/]+)\/events$/;
-const EVENTS_V1 = /^\/apis\/events\.k8s\.io\/v1\/namespaces\/([^/]+)\/events$/;
+// ---------------------------------------------------------------------------------------------
+// RBAC, as kube-apiserver's RBAC authorizer decides it: the rules of every (Cluster)Role bound to
+// the user, its name or one of its groups, by a (Cluster)RoleBinding; a request no rule grants is
+// 403 Forbidden with kube-apiserver's wording. The roles and the identity come from the manifests
+// Plexus ships (`deploy/`, followed through its kustomization.yaml), read at test time: a test that
+// makes a request the shipped RBAC does not grant fails, whatever the manifests grant later.
+// (Here rather than in a module of its own: the benchmarks load this file with Node's type
+// stripping, which resolves no extension-less relative import.)
+// ---------------------------------------------------------------------------------------------
+
+/** Who a request is from (kube-apiserver's user.Info): a token's service account or a certificate's CN/O. */
+export interface UserInfo {
+  name: string;
+  groups: string[];
+}
+
+/** What a request asks to do (kube-apiserver's authorizer.Attributes for a resource request). */
+export interface RequestAttributes {
+  verb: string;
+  apiGroup: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+}
+
+export interface PolicyRule {
+  apiGroups?: string[];
+  resources?: string[];
+  verbs: string[];
+  resourceNames?: string[];
+  nonResourceURLs?: string[];
+}
+
+interface Binding {
+  kind: "ClusterRoleBinding" | "RoleBinding";
+  /** A RoleBinding's namespace: it grants only there. */
+  namespace: string | undefined;
+  roleRef: { kind: string; name: string };
+  subjects: { kind: string; name: string; namespace?: string }[];
+}
+
+export interface RbacPolicy {
+  clusterRoles: Map<string, PolicyRule[]>;
+  /** "namespace/name" → rules. */
+  roles: Map<string, PolicyRule[]>;
+  bindings: Binding[];
+  /** The service accounts the manifests define, as user names (`system:serviceaccount:<ns>:<name>`). */
+  serviceAccounts: UserInfo[];
+}
+
+export const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
+
+type Doc = Record<string, any>;
+
+/** The YAML documents a kustomization directory renders from (its `resources`, directories followed). */
+function kustomizationDocs(dir: string, seen = new Set<string>()): Doc[] {
+  if (seen.has(dir)) return [];
+  seen.add(dir);
+  const file = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+    .map((f) => join(dir, f))
+    .find((f) => existsSync(f));
+  if (!file) throw new Error(`fake API server RBAC: no kustomization file in ${dir}`);
+  const k = loadAll(readFileSync(file, "utf8"))[0] as Doc;
+  const out: Doc[] = [];
+  for (const r of (k.resources ?? []) as string[]) {
+    const p = join(dirname(file), r);
+    if (statSync(p).isDirectory()) out.push(...kustomizationDocs(p, seen));
+    else for (const d of loadAll(readFileSync(p, "utf8"))) if (d && typeof d === "object") out.push(d as Doc);
+  }
+  return out;
+}
+
+/** The RBAC objects and service accounts Plexus ships (default: everything `kubectl apply -k deploy/` creates). */
+export function loadShippedRbac(dir = DEPLOY_DIR): RbacPolicy {
+  const policy: RbacPolicy = { clusterRoles: new Map(), roles: new Map(), bindings: [], serviceAccounts: [] };
+  for (const d of kustomizationDocs(dir)) {
+    const ns = d.metadata?.namespace as string | undefined;
+    if (d.kind === "ClusterRole") policy.clusterRoles.set(d.metadata.name, d.rules ?? []);
+    else if (d.kind === "Role") policy.roles.set(`${ns ?? "default"}/${d.metadata.name}`, d.rules ?? []);
+    else if (d.kind === "ClusterRoleBinding" || d.kind === "RoleBinding")
+      policy.bindings.push({
+        kind: d.kind,
+        namespace: d.kind === "RoleBinding" ? (ns ?? "default") : undefined,
+        roleRef: d.roleRef,
+        subjects: d.subjects ?? [],
+      });
+    else if (d.kind === "ServiceAccount")
+      policy.serviceAccounts.push(serviceAccountUser(ns ?? "default", d.metadata.name));
+  }
+  return policy;
+}
+
+/** The user a service account's token authenticates as (serviceaccount.MakeUsername and its groups). */
+export function serviceAccountUser(namespace: string, name: string): UserInfo {
+  return {
+    name: `system:serviceaccount:${namespace}:${name}`,
+    groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+  };
+}
+
+function appliesTo(s: Binding["subjects"][number], user: UserInfo, bindingNs: string | undefined): boolean {
+  if (s.kind === "User") return s.name === user.name;
+  if (s.kind === "Group") return user.groups.includes(s.name);
+  if (s.kind === "ServiceAccount") return user.name === `system:serviceaccount:${s.namespace ?? bindingNs}:${s.name}`;
+  return false;
+}
+
+const has = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === "*" || x === v);
+
+function ruleAllows(r: PolicyRule, a: RequestAttributes): boolean {
+  if (!has(r.verbs, a.verb) || !has(r.apiGroups, a.apiGroup)) return false;
+  const combined = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const resourceOk = (r.resources ?? []).some(
+    (x) =>
+      x === "*" ||
+      x === combined ||
+      (a.subresource && x === `*/${a.subresource}`) ||
+      (!a.subresource && x === a.resource),
+  );
+  if (!resourceOk) return false;
+  return !r.resourceNames?.length || r.resourceNames.includes(a.name);
+}
+
+/** Whether any binding that applies to the user grants the request (RBAC is allow-only: no deny rules). */
+export function authorize(policy: RbacPolicy, user: UserInfo, a: RequestAttributes): boolean {
+  for (const b of policy.bindings) {
+    if (b.namespace !== undefined && b.namespace !== a.namespace) continue;
+    if (!b.subjects.some((s) => appliesTo(s, user, b.namespace))) continue;
+    const rules =
+      b.roleRef.kind === "ClusterRole"
+        ? policy.clusterRoles.get(b.roleRef.name)
+        : policy.roles.get(`${b.namespace}/${b.roleRef.name}`);
+    if ((rules ?? []).some((r) => ruleAllows(r, a))) return true;
+  }
+  return false;
+}
+
+/** kube-apiserver's words for a denied resource request (responsewriters.forbiddenMessage, errors.NewForbidden). */
+export function forbiddenMessage(user: UserInfo, a: RequestAttributes): string {
+  const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+  const where = a.namespace ? `in the namespace "${a.namespace}"` : "at the cluster scope";
+  const qualified = a.apiGroup ? `${a.resource}.${a.apiGroup}` : a.resource;
+  const subject = a.name ? `${qualified} "${a.name}"` : qualified;
+  return `${subject} is forbidden: User "${user.name}" cannot ${a.verb} resource "${resource}" in API group "${a.apiGroup}" ${where}`;
+}
 
 const REASONS: Record<number, string> = {
   400: "BadRequest",
@@ -185,6 +376,8 @@ class HttpError extends Error {
   readonly code: number;
   readonly details?: Record<string, unknown>;
   reason?: string;
+  /** A Status's own `metadata.continue` (an expired continuation's replacement token). */
+  listContinue?: string;
   constructor(code: number, message: string, details?: Record<string, unknown>) {
     super(message);
     this.code = code;
@@ -192,7 +385,20 @@ class HttpError extends Error {
   }
 }
 
+/** A stored, watchable resource (a key of the registry table); events are create-only, not stored as one. */
 type Resource = "pods" | "nads" | DraResource;
+
+/** One request on its way to a handler. */
+interface Call {
+  method: string;
+  info: RequestInfo;
+  q: URLSearchParams;
+  req: IncomingMessage;
+  body: string;
+  /** The fault injected for this request, if it is one a handler plays out (`racing-write`). */
+  fault: Fault | undefined;
+  logged: LoggedRequest;
+}
 type Filter = (o: KubeObject) => boolean;
 
 /** One change, as kube-apiserver's watch cache keeps it: the object after and before. */
@@ -241,6 +447,98 @@ const POD_FIELDS = new Set([
 ]);
 const NAD_FIELDS = new Set(["metadata.name", "metadata.namespace"]);
 
+/**
+ * One resource the fake serves: routing, RBAC attributes, LIST, WATCH and bookmarks read it from
+ * this table. Serving another resource is a row here (a stored key gets its own store and watch
+ * history), a handler for its named objects in `startFakeApiServer`'s `objectHandlers` (reads only
+ * by default), and test controls to add objects.
+ */
+interface ResourceDef {
+  /** The store and the watch history are per key. */
+  key: Resource | "events";
+  /** Cluster-scoped resources have no namespace in their path. */
+  namespaced: boolean;
+  group: string;
+  version: string;
+  plural: string;
+  kind: string;
+  listKind: string;
+  /** Fields the apiserver indexes for field selectors. */
+  fields: ReadonlySet<string>;
+  subresources: readonly string[];
+}
+
+const RESOURCES: readonly ResourceDef[] = [
+  {
+    key: "pods",
+    namespaced: true,
+    group: "",
+    version: "v1",
+    plural: "pods",
+    kind: "Pod",
+    listKind: "PodList",
+    fields: POD_FIELDS,
+    subresources: ["status"],
+  },
+  {
+    key: "nads",
+    namespaced: true,
+    group: "k8s.cni.cncf.io",
+    version: "v1",
+    plural: "network-attachment-definitions",
+    kind: "NetworkAttachmentDefinition",
+    listKind: "NetworkAttachmentDefinitionList",
+    fields: NAD_FIELDS,
+    subresources: [],
+  },
+  ...["", "events.k8s.io"].map((group) => ({
+    key: "events" as const,
+    namespaced: true,
+    group,
+    version: "v1",
+    plural: "events",
+    kind: "Event",
+    listKind: "EventList",
+    fields: NAD_FIELDS,
+    subresources: [],
+  })),
+  ...DRA_RESOURCE_DEFS,
+];
+
+const defOf = (r: Resource): ResourceDef => RESOURCES.find((d) => d.key === r)!;
+
+/** A request as kube-apiserver's RequestInfoFactory reads its path: the attributes RBAC decides on. */
+interface RequestInfo extends RequestAttributes {
+  apiVersion: string;
+}
+
+const VERBS: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch" };
+
+/** `/api/v1/…` or `/apis/<group>/<version>/…`; undefined for a non-resource path (`/version`, `/healthz`). */
+function requestInfo(method: string, path: string, q: URLSearchParams): RequestInfo | undefined {
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  let apiGroup = "";
+  let rest: string[];
+  if (parts[0] === "api" && parts.length >= 3) rest = parts.slice(2);
+  else if (parts[0] === "apis" && parts.length >= 4) {
+    apiGroup = parts[1]!;
+    rest = parts.slice(3);
+  } else return undefined;
+  const apiVersion = parts[0] === "api" ? parts[1]! : parts[2]!;
+  let namespace = "";
+  if (rest[0] === "namespaces" && rest.length > 2) {
+    namespace = rest[1]!;
+    rest = rest.slice(2);
+  }
+  const [resource = "", name = "", subresource = ""] = rest;
+  let verb = VERBS[method] ?? (method === "DELETE" ? (name ? "delete" : "deletecollection") : name ? "get" : "list");
+  if (TRUE.has(q.get("watch") ?? "")) verb = "watch";
+  return { verb, apiGroup, apiVersion, namespace, resource, name, subresource };
+}
+
+/** Paths kube-apiserver's default roles (system:discovery, system:public-info-viewer) open to any authenticated user. */
+const DISCOVERY = /^\/(api|apis|version|healthz|livez|readyz)(\/.*)?$/;
+
 function fieldValue(o: KubeObject, field: string): string {
   let v: unknown = o;
   for (const k of field.split(".")) v = isObject(v) ? v[k] : undefined;
@@ -256,12 +554,7 @@ function parseFieldSelector(sel: string | null, resource: Resource): Filter {
     const m = /^([^!=\s]+)\s*(==|!=|=)\s*(.*)$/.exec(term);
     if (!m) throw new HttpError(400, `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`);
     const [, field, op, value] = m as unknown as [string, string, string, string];
-    const fields = isDraResource(resource)
-      ? DRA_RESOURCES[resource].fields
-      : resource === "pods"
-        ? POD_FIELDS
-        : NAD_FIELDS;
-    if (!(fields as ReadonlySet<string>).has(field)) throw new HttpError(400, `field label not supported: ${field}`);
+    if (!defOf(resource).fields.has(field)) throw new HttpError(400, `field label not supported: ${field}`);
     terms.push(op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value);
   }
   return terms.length === 0 ? () => true : (o) => terms.every((t) => t(o));
@@ -310,16 +603,113 @@ function parseLabelSelector(sel: string | null): Filter {
 
 const TRUE = new Set(["1", "t", "T", "true", "TRUE", "True"]);
 
+const apiVersionOf = (d: ResourceDef) => (d.group ? `${d.group}/${d.version}` : d.version);
+
+/** A LIST's options, validated as kube-apiserver validates ListOptions (422 for a bad combination, as it). */
+interface ListOptions {
+  resourceVersion: string;
+  match: string;
+  limit: number;
+  continue: string;
+}
+
+interface ListPage {
+  metadata: Record<string, unknown>;
+  items: KubeObject[];
+}
+
+function listOptions(q: URLSearchParams): ListOptions {
+  const o = {
+    resourceVersion: q.get("resourceVersion") ?? "",
+    match: q.get("resourceVersionMatch") ?? "",
+    limit: Math.max(0, Number(q.get("limit") ?? 0) || 0),
+    continue: q.get("continue") ?? "",
+  };
+  if (o.resourceVersion !== "" && !/^\d+$/.test(o.resourceVersion))
+    throw new HttpError(400, `invalid resource version: ${JSON.stringify(o.resourceVersion)}`);
+  const forbidden: string[] = [];
+  if (o.match) {
+    if (!o.resourceVersion) forbidden.push("resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (o.continue) forbidden.push("resourceVersionMatch is forbidden when continue is provided");
+    if (o.match !== "Exact" && o.match !== "NotOlderThan")
+      throw invalidListOptions(`resourceVersionMatch: Unsupported value: "${o.match}"`);
+    if (o.match === "Exact" && o.resourceVersion === "0")
+      forbidden.push('resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+  }
+  if (forbidden.length)
+    throw invalidListOptions(forbidden.map((f) => `resourceVersionMatch: Forbidden: ${f}`).join(", "));
+  if (o.continue && o.resourceVersion !== "" && o.resourceVersion !== "0")
+    throw new HttpError(400, "specifying resource version is not allowed when using continue");
+  return o;
+}
+
+function invalidListOptions(why: string): HttpError {
+  return new HttpError(422, `ListOptions.meta.k8s.io "" is invalid: ${why}`, {
+    group: "meta.k8s.io",
+    kind: "ListOptions",
+  });
+}
+
+/**
+ * The cacher's choice (as before consistent reads from the cache): etcd for a quorum read (no
+ * resourceVersion), a continuation, a limit with a resourceVersion other than "0", or Exact; the
+ * watch cache for "0" (its limit ignored) and "not older than N" without a limit.
+ */
+function servesFromStorage(o: ListOptions): boolean {
+  return (
+    o.resourceVersion === "" ||
+    o.continue !== "" ||
+    (o.limit > 0 && o.resourceVersion !== "0") ||
+    (o.match !== "" && o.match !== "NotOlderThan")
+  );
+}
+
+/** The cacher (after waiting for its cache) and etcd (a future revision) both answer 504 with this cause. */
+function tooLargeResourceVersion(rv: number, current: number): HttpError {
+  const e = new HttpError(504, `Too large resource version: ${rv}, current: ${current}`, {
+    causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+    retryAfterSeconds: 1,
+  });
+  e.reason = "Timeout";
+  return e;
+}
+
+/** A continue token: the revision of the first page and the key to resume at (base64url JSON). */
+function encodeContinue(rv: number, start: string): string {
+  return Buffer.from(JSON.stringify({ v: "meta.k8s.io/v1", rv, start })).toString("base64url");
+}
+
+function decodeContinue(token: string): { rv: number; start: string } {
+  try {
+    const t = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Record<string, unknown>;
+    if (t.v !== "meta.k8s.io/v1" || typeof t.rv !== "number" || typeof t.start !== "string") throw new Error();
+    return { rv: t.rv, start: t.start };
+  } catch {
+    throw new HttpError(400, "continue key is not valid: the token does not decode");
+  }
+}
+
+/** A continuation from a compacted revision: 410, with a token that resumes at the newest revision (inconsistently). */
+function continueExpired(start: string): HttpError {
+  const e = new HttpError(
+    410,
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+  );
+  e.listContinue = encodeContinue(-1, start);
+  return e;
+}
+
 export function statusBody(
   code: number,
   message: string,
   reason = REASONS[code] ?? "Unknown",
   details?: Record<string, unknown>,
+  listContinue?: string,
 ): Record<string, unknown> {
   return {
     kind: "Status",
     apiVersion: "v1",
-    metadata: {},
+    metadata: listContinue ? { continue: listContinue } : {},
     status: "Failure",
     message,
     reason,
@@ -373,9 +763,15 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   const tls = opts.tls ?? true;
   const started = performance.now();
-  const pods = new Map<string, KubeObject>();
-  const nads = new Map<string, KubeObject>();
-  const draStores: Partial<Record<DraResource, Map<string, KubeObject>>> = {};
+  /** The stored objects of each resource, by "namespace/name" ("/name" when cluster-scoped). */
+  const stores = new Map<Resource, Map<string, KubeObject>>();
+  const storeOf = (resource: Resource): Map<string, KubeObject> => {
+    let store = stores.get(resource);
+    if (!store) stores.set(resource, (store = new Map()));
+    return store;
+  };
+  const pods = storeOf("pods");
+  const nads = storeOf("nads");
   const events: KubeObject[] = [];
   const requests: LoggedRequest[] = [];
   const rules: Rule[] = [];
@@ -405,6 +801,39 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const watchers = new Set<Watcher>();
 
   const state = { token: opts.token ?? "plexus-test-token" };
+  let storageRetries = 0;
+  const rbac: RbacPolicy | undefined = opts.rbac === false ? undefined : loadShippedRbac(opts.rbac?.deployDir);
+  // The token is the shipped service account's (the DaemonSet's projected token, the installer's kubeconfig).
+  const tokenUser: UserInfo =
+    (rbac ?? loadShippedRbac()).serviceAccounts[0] ?? serviceAccountUser("default", "default");
+
+  /** kube-apiserver's authenticators, x509 first: a verified client certificate, else the bearer token. */
+  function authenticate(req: IncomingMessage): { user: UserInfo; by: "token" | "client-certificate" } | undefined {
+    const socket = req.socket as Partial<TLSSocket>;
+    if (opts.clientCertificates && socket.authorized) {
+      const subject = socket.getPeerCertificate?.()?.subject as Record<string, string | string[]> | undefined;
+      const cn = subject?.CN;
+      if (typeof cn === "string" && cn) {
+        const o = subject?.O;
+        const groups = [...(Array.isArray(o) ? o : o ? [o] : []), "system:authenticated"];
+        return { user: { name: cn, groups }, by: "client-certificate" };
+      }
+    }
+    if (req.headers.authorization === `Bearer ${state.token}`) return { user: tokenUser, by: "token" };
+    if (req.headers.authorization === `Bearer ${ADMIN_TOKEN}`) return { user: ADMIN_USER, by: "token" };
+    return undefined;
+  }
+
+  /** RBAC's decision, or undefined when allowed: discovery paths are open to every authenticated user. */
+  function denied(user: UserInfo, info: RequestInfo | undefined, method: string, path: string): string | undefined {
+    // kube-apiserver authorizes the system:masters group before RBAC is asked.
+    if (!rbac || user.groups.includes("system:masters")) return undefined;
+    if (!info) {
+      if (method === "GET" && DISCOVERY.test(path)) return undefined;
+      return `forbidden: User "${user.name}" cannot ${method.toLowerCase()} path "${path}"`;
+    }
+    return authorize(rbac, user, info) ? undefined : forbiddenMessage(user, info);
+  }
 
   function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
     const buf = Buffer.from(JSON.stringify(body));
@@ -422,12 +851,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     });
   }
 
-  function takeFault(method: string, path: string, isWatch: boolean): Fault[] {
+  function takeFault(method: string, path: string, isWatch: boolean, query: string): Fault[] {
     const out: Fault[] = [];
     for (const r of rules) {
       if (r.left <= 0) continue;
       if (r.match.watch !== undefined && r.match.watch !== isWatch) continue;
       if (r.match.method && r.match.method.toUpperCase() !== method) continue;
+      if (r.match.query && !r.match.query.test(query)) continue;
       if (
         r.match.path !== undefined &&
         (typeof r.match.path === "string" ? r.match.path !== path : !r.match.path.test(path))
@@ -492,11 +922,6 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
   }
 
-  function storeOf(resource: Resource): Map<string, KubeObject> {
-    if (isDraResource(resource)) return (draStores[resource] ??= new Map());
-    return resource === "pods" ? pods : nads;
-  }
-
   function put(resource: Resource, key: string, obj: KubeObject): HistoryEvent {
     const store = storeOf(resource);
     const prev = store.get(key);
@@ -515,11 +940,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   function bookmarkLine(resource: Resource, initialEventsEnd = false): string {
-    const [apiVersion, kind] = isDraResource(resource)
-      ? [DRA_API_VERSION, DRA_RESOURCES[resource].kind]
-      : resource === "pods"
-        ? ["v1", "Pod"]
-        : ["k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition"];
+    const def = defOf(resource);
+    const [apiVersion, kind] = [apiVersionOf(def), def.kind];
     const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
     if (initialEventsEnd) metadata.annotations = { "k8s.io/initial-events-end": "true" };
     return eventLine("BOOKMARK", JSON.stringify({ kind, apiVersion, metadata }));
@@ -538,68 +960,95 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   /** LIST, or the plan of a WATCH, of a collection (`ns` undefined: all namespaces). */
-  function handleList(
-    method: string,
-    resource: Resource,
-    ns: string | undefined,
-    q: URLSearchParams,
-  ): [number, unknown] | WatchPlan {
-    if (method !== "GET") throw new HttpError(405, `method ${method} not allowed`);
+  function handleList(c: Call, resource: Resource, ns: string | undefined): [number, unknown] | WatchPlan {
+    const { q } = c;
     const fieldFilter = parseFieldSelector(q.get("fieldSelector"), resource);
     const labelFilter = parseLabelSelector(q.get("labelSelector"));
     const filter: Filter = (o) => (ns === undefined || o.metadata.namespace === ns) && fieldFilter(o) && labelFilter(o);
-    if (TRUE.has(q.get("watch") ?? "")) {
-      const rvParam = q.get("resourceVersion") ?? "";
-      if (rvParam !== "" && !/^\d+$/.test(rvParam))
-        throw new HttpError(400, `invalid resource version: ${JSON.stringify(rvParam)}`);
-      const since = rvParam === "" || rvParam === "0" ? undefined : Number(rvParam);
-      const initialEventsEnd = TRUE.has(q.get("sendInitialEvents") ?? "");
-      const timeout = q.get("timeoutSeconds");
-      return {
-        resource,
-        filter,
-        since,
-        sendInitial: since === undefined || initialEventsEnd,
-        initialEventsEnd,
-        bookmarks: TRUE.has(q.get("allowWatchBookmarks") ?? ""),
-        timeoutMs: timeout ? Number(timeout) * 1000 : undefined,
-      };
-    }
-    const matching: [string, KubeObject][] = [];
-    for (const [key, o] of storeOf(resource)) if (filter(o)) matching.push([key, o]);
-    const metadata: Record<string, unknown> = { resourceVersion: String(resourceVersion) };
-    let items = matching.map(([, o]) => o);
-    const limit = Number(q.get("limit") ?? 0);
-    const cont = q.get("continue");
-    if (limit > 0 || cont) {
-      // Pages in key order (as etcd), the continue token is the last key handed out.
-      matching.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      let from = 0;
-      if (cont) {
-        let after: string;
-        try {
-          after = (JSON.parse(Buffer.from(cont, "base64url").toString("utf8")) as { after: string }).after;
-        } catch {
-          throw new HttpError(400, "continue key is not valid: illegal base64 data");
-        }
-        while (from < matching.length && matching[from]![0] <= after) from++;
+    if (c.info.verb === "watch") return watchPlan(resource, filter, q);
+    const o = listOptions(q);
+    const servedFrom = servesFromStorage(o) ? "etcd" : "watch-cache";
+    const page = servedFrom === "etcd" ? listFromStorage(resource, filter, o) : listFromCache(resource, filter, o);
+    c.logged.list = { servedFrom, resourceVersion: o.resourceVersion };
+    const def = defOf(resource);
+    return [200, { apiVersion: apiVersionOf(def), kind: def.listKind, metadata: page.metadata, items: page.items }];
+  }
+
+  function watchPlan(resource: Resource, filter: Filter, q: URLSearchParams): WatchPlan {
+    const rvParam = q.get("resourceVersion") ?? "";
+    if (rvParam !== "" && !/^\d+$/.test(rvParam))
+      throw new HttpError(400, `invalid resource version: ${JSON.stringify(rvParam)}`);
+    const since = rvParam === "" || rvParam === "0" ? undefined : Number(rvParam);
+    const initialEventsEnd = TRUE.has(q.get("sendInitialEvents") ?? "");
+    const timeout = q.get("timeoutSeconds");
+    return {
+      resource,
+      filter,
+      since,
+      sendInitial: since === undefined || initialEventsEnd,
+      initialEventsEnd,
+      bookmarks: TRUE.has(q.get("allowWatchBookmarks") ?? ""),
+      timeoutMs: timeout ? Number(timeout) * 1000 : undefined,
+    };
+  }
+
+  /** The watch cache: always caught up here, so "0" and "not older than N ≤ now" are the current state, whole (no paging). */
+  function listFromCache(resource: Resource, filter: Filter, o: ListOptions): ListPage {
+    const rv = Number(o.resourceVersion || 0);
+    if (rv > resourceVersion) throw tooLargeResourceVersion(rv, resourceVersion);
+    return {
+      metadata: { resourceVersion: String(resourceVersion) },
+      items: [...storeOf(resource).values()].filter(filter),
+    };
+  }
+
+  /**
+   * etcd: a quorum read at the newest revision, or at the requested one (Exact, and a limit with a
+   * resourceVersion), in key order, paged by `limit`; a continuation reads the first page's revision.
+   */
+  function listFromStorage(resource: Resource, filter: Filter, o: ListOptions): ListPage {
+    const h = historyOf(resource);
+    let at = resourceVersion;
+    let start = "";
+    if (o.continue) {
+      const token = decodeContinue(o.continue);
+      start = token.start;
+      // -1: the inconsistent continuation handed out with a 410, at the newest revision.
+      if (token.rv !== -1) {
+        if (token.rv < h.compactedRv) throw continueExpired(token.start);
+        at = token.rv;
       }
-      const page = matching.slice(from, limit > 0 ? from + limit : undefined);
-      items = page.map(([, o]) => o);
-      const left = matching.length - from - page.length;
-      if (left > 0 && page.length > 0) {
-        metadata.continue = Buffer.from(JSON.stringify({ after: page.at(-1)![0] })).toString("base64url");
-        metadata.remainingItemCount = left;
-      }
+    } else if (o.resourceVersion !== "" && o.resourceVersion !== "0" && o.match !== "NotOlderThan" && o.limit > 0) {
+      at = Number(o.resourceVersion);
+    } else if (o.match === "Exact") at = Number(o.resourceVersion);
+    const from = Number(o.resourceVersion || 0);
+    if (at > resourceVersion || from > resourceVersion)
+      throw tooLargeResourceVersion(Math.max(at, from), resourceVersion);
+    if (at < h.compactedRv) throw new HttpError(410, "The resourceVersion for the provided list is too old.");
+    const matching = [...snapshotAt(resource, at)].filter(([key, obj]) => key >= start && filter(obj));
+    matching.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const page = o.limit > 0 ? matching.slice(0, o.limit) : matching;
+    const metadata: Record<string, unknown> = { resourceVersion: String(at) };
+    if (page.length < matching.length) {
+      metadata.continue = encodeContinue(at, `${page.at(-1)![0]}\u0000`);
+      metadata.remainingItemCount = matching.length - page.length;
     }
-    return [
-      200,
-      isDraResource(resource)
-        ? { apiVersion: DRA_API_VERSION, kind: `${DRA_RESOURCES[resource].kind}List`, metadata, items }
-        : resource === "pods"
-          ? { apiVersion: "v1", kind: "PodList", metadata, items }
-          : { apiVersion: "k8s.cni.cncf.io/v1", kind: "NetworkAttachmentDefinitionList", metadata, items },
-    ];
+    return { metadata, items: page.map(([, obj]) => obj) };
+  }
+
+  /** The store as it was at revision `rv`: the retained history undone back to it. */
+  function snapshotAt(resource: Resource, rv: number): Map<string, KubeObject> {
+    const store = storeOf(resource);
+    if (rv >= resourceVersion) return store;
+    const h = historyOf(resource);
+    const snap = new Map(store);
+    for (let i = h.events.length - 1; i >= h.start && h.events[i]!.rv > rv; i--) {
+      const e = h.events[i]!;
+      const key = podKey(e.obj.metadata.namespace ?? "", e.obj.metadata.name);
+      if (e.prev) snap.set(key, e.prev);
+      else snap.delete(key);
+    }
+    return snap;
   }
 
   /** Starts a watch stream: expiry, the first batch (current state or replayed history), then live. */
@@ -694,98 +1143,126 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
   }
 
-  function writePod(
-    ns: string,
-    name: string,
-    sub: boolean,
-    next: Record<string, unknown>,
-    current: KubeObject,
-  ): KubeObject {
-    const meta = (isObject(next.metadata) ? next.metadata : {}) as Record<string, unknown>;
-    const curMeta = current.metadata;
-    if (meta.uid !== undefined && meta.uid !== curMeta.uid) {
-      throw new HttpError(
-        409,
-        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${String(meta.uid)}, UID in object meta: ${String(curMeta.uid)}`,
-        {
-          name,
-          kind: "pods",
+  /**
+   * An update as the generic registry store makes it: `preconditions` (PUT: the object's UID) are
+   * checked against storage (409); `mutate` turns the stored object into the new one (PATCH applies
+   * the patch to it); a resourceVersion in the result other than the stored one is 409; then the
+   * update is validated (a changed UID is 422 Invalid). A racing write makes the compare-and-swap
+   * fail: the object is re-read and `mutate` re-applied, as GuaranteedUpdate does.
+   */
+  function updatePod(u: {
+    ns: string;
+    name: string;
+    sub: boolean;
+    uidPrecondition: unknown;
+    mutate: (current: KubeObject) => Record<string, unknown>;
+    racingWrite: boolean;
+  }): KubeObject {
+    const key = podKey(u.ns, u.name);
+    for (let attempt = 0; ; attempt++) {
+      const current = pods.get(key);
+      if (!current) notFound("pods", u.name);
+      const curMeta = current.metadata;
+      if (u.uidPrecondition !== undefined && u.uidPrecondition !== curMeta.uid) {
+        const why = `Precondition failed: UID in precondition: ${String(u.uidPrecondition)}, UID in object meta: ${String(curMeta.uid)}`;
+        conflict("pods", u.name, why);
+      }
+      const next = u.mutate(current);
+      const meta = (isObject(next.metadata) ? next.metadata : {}) as Record<string, unknown>;
+      if (meta.resourceVersion !== undefined && meta.resourceVersion !== curMeta.resourceVersion) {
+        conflict(
+          "pods",
+          u.name,
+          "the object has been modified; please apply your changes to the latest version and try again",
+        );
+      }
+      if (meta.uid !== undefined && meta.uid !== "" && meta.uid !== curMeta.uid) invalidUid(u.name, meta.uid);
+      if (u.racingWrite && attempt === 0) {
+        // Another writer lands first: this write's compare-and-swap on the old revision fails.
+        const racer = { ...current, metadata: { ...curMeta, resourceVersion: nextRv() } };
+        record([put("pods", key, racer)]);
+        storageRetries++;
+        continue;
+      }
+      // The status subresource keeps the spec; the main resource keeps the status (as the apiserver).
+      const merged: KubeObject = {
+        ...(next as KubeObject),
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          ...meta,
+          name: u.name,
+          namespace: u.ns,
+          uid: curMeta.uid,
+          creationTimestamp: curMeta.creationTimestamp,
+          resourceVersion: nextRv(),
         },
-      );
+      };
+      if (u.sub) merged.spec = current.spec;
+      else merged.status = current.status;
+      record([put("pods", key, merged)]);
+      return merged;
     }
-    if (meta.resourceVersion !== undefined && meta.resourceVersion !== curMeta.resourceVersion) {
-      conflict(
-        "pods",
-        name,
-        "the object has been modified; please apply your changes to the latest version and try again",
-      );
-    }
-    // The status subresource keeps the spec; the main resource keeps the status (as the apiserver).
-    const merged: KubeObject = {
-      ...(next as KubeObject),
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: {
-        ...meta,
-        name,
-        namespace: ns,
-        uid: curMeta.uid,
-        creationTimestamp: curMeta.creationTimestamp,
-        resourceVersion: nextRv(),
-      },
-    };
-    if (sub) merged.spec = current.spec;
-    else merged.status = current.status;
-    record([put("pods", podKey(ns, name), merged)]);
-    return merged;
   }
 
-  function handlePods(
-    method: string,
-    ns: string,
-    name: string,
-    sub: boolean,
-    req: IncomingMessage,
-    body: string,
-  ): [number, unknown] {
-    const current = pods.get(podKey(ns, name));
-    if (!current) notFound("pods", name);
-    if (method === "GET") return [200, current];
+  /** rest.BeforeUpdate's validation of object meta: the UID is immutable. */
+  function invalidUid(name: string, uid: unknown): never {
+    const what = `Invalid value: ${JSON.stringify(String(uid))}: field is immutable`;
+    const e = new HttpError(422, `Pod "${name}" is invalid: metadata.uid: ${what}`, {
+      name,
+      kind: "Pod",
+      causes: [{ reason: "FieldValueInvalid", message: what, field: "metadata.uid" }],
+    });
+    throw e;
+  }
+
+  function handlePods(c: Call, ns: string, name: string, sub: boolean): [number, unknown] {
+    const { method } = c;
+    if (method === "GET") {
+      const current = pods.get(podKey(ns, name));
+      if (!current) notFound("pods", name);
+      return [200, current];
+    }
+    const racingWrite = c.fault?.kind === "racing-write";
     if (method === "PUT") {
-      const next = parseBody(body);
+      const next = parseBody(c.body);
       if (next.kind !== undefined && next.kind !== "Pod")
         throw new HttpError(400, `kind ${String(next.kind)} does not match Pod`);
-      return [200, writePod(ns, name, sub, next, current)];
+      // An update's object carries its UID, which becomes a storage precondition (409, not 422).
+      const uid = isObject(next.metadata) && next.metadata.uid ? next.metadata.uid : undefined;
+      return [200, updatePod({ ns, name, sub, uidPrecondition: uid, mutate: () => next, racingWrite })];
     }
     if (method === "PATCH") {
-      const ct = (req.headers["content-type"] ?? "").split(";")[0]!.trim();
+      const ct = (c.req.headers["content-type"] ?? "").split(";")[0]!.trim();
       if (ct !== "application/merge-patch+json" && ct !== "application/strategic-merge-patch+json") {
         throw new HttpError(415, `the fake API server does not implement patch type ${JSON.stringify(ct)}`);
       }
-      const patch = parseBody(body);
-      const next =
-        ct === "application/merge-patch+json" ? mergePatch(current, patch) : strategicMergePatch(current, patch);
-      // A precondition in the patch is checked against the stored object, not the merge result.
-      const pMeta = isObject(patch.metadata) ? patch.metadata : {};
-      const nextObj = next as Record<string, unknown>;
-      const nextMeta = { ...(nextObj.metadata as Record<string, unknown>) };
-      if (pMeta.uid === undefined) delete nextMeta.uid;
-      if (pMeta.resourceVersion === undefined) delete nextMeta.resourceVersion;
-      return [200, writePod(ns, name, sub, { ...nextObj, metadata: nextMeta }, current)];
+      const patch = parseBody(c.body);
+      const apply = ct === "application/merge-patch+json" ? mergePatch : strategicMergePatch;
+      // No storage precondition: the patch applies to whatever is stored, UID and resourceVersion included.
+      const mutate = (current: KubeObject) => apply(current, patch) as Record<string, unknown>;
+      return [200, updatePod({ ns, name, sub, uidPrecondition: undefined, mutate, racingWrite })];
     }
     throw new HttpError(405, `method ${method} not allowed`);
   }
 
-  function handleNads(method: string, ns: string, name: string): [number, unknown] {
-    if (method !== "GET") throw new HttpError(405, `method ${method} not allowed`);
-    const nad = nads.get(podKey(ns, name));
-    if (!nad) notFound("network-attachment-definitions.k8s.cni.cncf.io", name);
-    return [200, nad];
+  /** GET of a named object of a read-only resource (the default handler). */
+  function handleGet(c: Call, def: ResourceDef, ns: string, name: string): [number, unknown] {
+    if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);
+    const obj = storeOf(def.key as Resource).get(podKey(ns, name));
+    if (!obj) notFound(def.group ? `${def.plural}.${def.group}` : def.plural, name);
+    return [200, obj];
   }
 
-  function handleEvent(method: string, ns: string, body: string, apiVersion: string): [number, unknown] {
-    if (method !== "POST") throw new HttpError(405, `method ${method} not allowed`);
-    const ev = parseBody(body) as KubeObject;
+  /** Resources whose named objects take more than GET. */
+  const objectHandlers: Partial<Record<Resource, (c: Call, ns: string, name: string) => [number, unknown]>> = {
+    pods: (c, ns, name) => handlePods(c, ns, name, c.info.subresource === "status"),
+  };
+
+  function handleEvent(c: Call, def: ResourceDef): [number, unknown] {
+    const ns = c.info.namespace;
+    if (c.method !== "POST" || c.info.name || !ns) throw new HttpError(405, `method ${c.method} not allowed`);
+    const ev = parseBody(c.body) as KubeObject;
     const meta = (isObject(ev.metadata) ? ev.metadata : {}) as Record<string, unknown>;
     if (meta.namespace !== undefined && meta.namespace !== ns)
       throw new HttpError(400, "the namespace of the provided object does not match the namespace sent on the request");
@@ -795,7 +1272,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         : `${String(meta.generateName ?? "event.")}${(++uidCounter).toString(36)}`;
     const stored = {
       ...ev,
-      apiVersion,
+      apiVersion: apiVersionOf(def),
       kind: "Event",
       metadata: { ...meta, name, namespace: ns, uid: `event-uid-${++uidCounter}`, resourceVersion: nextRv() },
     } as KubeObject;
@@ -803,37 +1280,23 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     return [201, stored];
   }
 
-  function route(
-    method: string,
-    path: string,
-    q: URLSearchParams,
-    req: IncomingMessage,
-    body: string,
-  ): [number, unknown] | WatchPlan {
-    let m: RegExpExecArray | null;
-    if (ALL_PODS.test(path)) return handleList(method, "pods", undefined, q);
-    if (ALL_NADS.test(path)) return handleList(method, "nads", undefined, q);
-    if ((m = PODS.exec(path))) {
-      const ns = decodeURIComponent(m[1]!);
-      if (m[2] === undefined) return handleList(method, "pods", ns, q);
-      return handlePods(method, ns, decodeURIComponent(m[2]), m[3] !== undefined, req, body);
+  /** The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or create-only). */
+  function route(c: Call): [number, unknown] | WatchPlan {
+    const { info } = c;
+    const def = RESOURCES.find(
+      (d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource,
+    );
+    if (!def || (info.subresource && !def.subresources.includes(info.subresource)))
+      throw new HttpError(404, "the server could not find the requested resource");
+    if (def.key === "events") return handleEvent(c, def);
+    const ns = info.namespace || undefined;
+    if (!info.name) {
+      if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);
+      return handleList(c, def.key, ns);
     }
-    if ((m = NADS.exec(path))) {
-      const ns = decodeURIComponent(m[1]!);
-      if (m[2] === undefined) return handleList(method, "nads", ns, q);
-      return handleNads(method, ns, decodeURIComponent(m[2]));
-    }
-    const dra = matchDraPath(path);
-    if (dra && dra.name === undefined) return handleList(method, dra.resource, dra.namespace, q);
-    if (dra && method === "GET")
-      return [
-        200,
-        storeOf(dra.resource).get(draKey(dra.resource, dra.namespace, dra.name!)) ??
-          notFound(`${dra.resource}.resource.k8s.io`, dra.name!),
-      ];
-    if ((m = CORE_EVENTS.exec(path))) return handleEvent(method, decodeURIComponent(m[1]!), body, "v1");
-    if ((m = EVENTS_V1.exec(path))) return handleEvent(method, decodeURIComponent(m[1]!), body, "events.k8s.io/v1");
-    throw new HttpError(404, "the server could not find the requested resource");
+    if (def.namespaced !== Boolean(ns)) throw new HttpError(404, "the server could not find the requested resource");
+    const handler = objectHandlers[def.key];
+    return handler ? handler(c, ns ?? "", info.name) : handleGet(c, def, ns ?? "", info.name);
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -845,7 +1308,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const path = url.pathname;
     const isWatch = TRUE.has(url.searchParams.get("watch") ?? "");
     const sni = (req.socket as { servername?: string | false }).servername;
-    requests.push({
+    const logged: LoggedRequest = {
       method,
       path,
       query: url.search,
@@ -854,19 +1317,31 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       time: performance.now() - started,
       body,
       ...(sni ? { servername: sni } : {}),
-    });
+    };
+    requests.push(logged);
 
     if (opts.latencyMs) await later(opts.latencyMs);
-    if (req.headers.authorization !== `Bearer ${state.token}`) return send(res, 401, statusBody(401, "Unauthorized"));
+    const who = authenticate(req);
+    if (!who) return send(res, 401, statusBody(401, "Unauthorized"));
+    logged.user = who.user.name;
+    logged.authenticatedBy = who.by;
+    const info = requestInfo(method, path, url.searchParams);
+    const forbidden = denied(who.user, info, method, path);
+    if (forbidden) {
+      const details = info
+        ? { name: info.name || undefined, group: info.apiGroup || undefined, kind: info.resource }
+        : undefined;
+      return send(res, 403, statusBody(403, forbidden, "Forbidden", details && JSON.parse(JSON.stringify(details))));
+    }
 
-    const faults = takeFault(method, path, isWatch);
+    const faults = takeFault(method, path, isWatch, url.search);
     for (const f of faults) if (f.kind === "delay") await later(f.ms);
     const fault = faults.find((f) => f.kind !== "delay");
     if (fault?.kind === "status") {
       return send(
         res,
         fault.code,
-        statusBody(fault.code, fault.message ?? `injected ${fault.code}`, fault.reason),
+        statusBody(fault.code, fault.message ?? `injected ${fault.code}`, fault.reason, fault.details),
         fault.retryAfter ? { "retry-after": fault.retryAfter } : {},
       );
     }
@@ -898,10 +1373,17 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
 
     let routed: [number, unknown] | WatchPlan;
     try {
-      routed = route(method, path, url.searchParams, req, body);
+      if (!info) throw new HttpError(404, "the server could not find the requested resource");
+      routed = route({ method, info, q: url.searchParams, req, body, fault, logged });
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
-      return send(res, err.code, statusBody(err.code, err.message, err.reason, err.details));
+      const retryAfter = err.details?.retryAfterSeconds;
+      return send(
+        res,
+        err.code,
+        statusBody(err.code, err.message, err.reason, err.details, err.listContinue),
+        typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {},
+      );
     }
     if (!Array.isArray(routed)) return startWatch(res, routed, fault);
     const [code, answer] = routed;
@@ -937,8 +1419,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       else res.destroy();
     });
   };
+  // As kube-apiserver with --client-ca-file: a certificate is asked for, not required; one that does
+  // not verify authenticates nobody (the request then needs a token).
+  const clientCa = opts.clientCertificates ? { requestCert: true, rejectUnauthorized: false, ca: [TEST_CA_PEM] } : {};
   const server: Server = tls
-    ? createHttpsServer({ cert: SERVER_CERT, key: SERVER_KEY }, handler)
+    ? createHttpsServer({ cert: SERVER_CERT, key: SERVER_KEY, ...clientCa }, handler)
     : createHttpServer(handler);
   server.keepAliveTimeout = 30_000;
   server.on("connection", (s: Socket) => {
@@ -1015,12 +1500,19 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     },
     deleteNad: (ns, name) => remove("nads", ns, name),
     addDra(resource, obj) {
-      const key = draKey(resource, obj.metadata.namespace, obj.metadata.name);
+      const ns = isNamespacedDra(resource) ? (obj.metadata.namespace ?? "default") : "";
+      const key = podKey(ns, obj.metadata.name);
+      const existing = storeOf(resource).get(key)?.metadata;
       const stored: KubeObject = {
         apiVersion: DRA_API_VERSION,
-        kind: DRA_RESOURCES[resource].kind,
+        kind: draKindOf(resource),
         ...obj,
-        metadata: { uid: `dra-uid-${++uidCounter}`, ...obj.metadata, resourceVersion: nextRv() },
+        metadata: {
+          uid: existing?.uid ?? `dra-uid-${++uidCounter}`,
+          ...obj.metadata,
+          ...(ns ? { namespace: ns } : {}),
+          resourceVersion: nextRv(),
+        },
       };
       record([put(resource, key, stored)]);
       return stored;
@@ -1033,10 +1525,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     },
     compactHistory() {
       for (const h of histories.values()) Object.assign(h, { events: [], start: 0, compactedRv: resourceVersion });
-      for (const r of ["pods", "nads"] as const) historyOf(r).compactedRv = resourceVersion;
+      for (const d of RESOURCES) if (d.key !== "events") historyOf(d.key).compactedRv = resourceVersion;
     },
     watchCount: () => watchers.size,
     events: () => [...events],
+    storageRetries: () => storageRetries,
+    user: tokenUser,
     inject(match, fault) {
       rules.push({ match, fault, left: match.times ?? Number.POSITIVE_INFINITY });
     },
@@ -1074,6 +1568,18 @@ export interface KubeconfigOptions {
   token?: string;
   /** Write the token to a file and reference it with `tokenFile` instead. */
   tokenFile?: boolean;
+  /**
+   * Authenticate with a test client certificate (test/support/tls/README.md) instead of a token:
+   * inline (`client-certificate-data`/`client-key-data`) or as file paths (`client-certificate`/`client-key`).
+   */
+  clientCertificate?: { name: ClientCertName; as: "data" | "file" };
+}
+
+/** The client certificates in test/support/tls (see its README). */
+export type ClientCertName = "plexus" | "other" | "selfsigned";
+
+export function clientCertFiles(name: ClientCertName): { cert: string; key: string } {
+  return { cert: join(TLS_DIR, `client-${name}.crt`), key: join(TLS_DIR, `client-${name}.key`) };
 }
 
 /** Temp dirs writeKubeconfig made for a server, removed by that server's close(). */
@@ -1093,7 +1599,13 @@ export function writeKubeconfig(
   const path = join(dir, o.fileName ?? "kubeconfig");
   const token = o.token ?? server.token;
   let auth = `    token: ${token}`;
-  if (o.tokenFile) {
+  if (o.clientCertificate) {
+    const files = clientCertFiles(o.clientCertificate.name);
+    auth =
+      o.clientCertificate.as === "file"
+        ? `    client-certificate: ${files.cert}\n    client-key: ${files.key}`
+        : `    client-certificate-data: ${readFileSync(files.cert).toString("base64")}\n    client-key-data: ${readFileSync(files.key).toString("base64")}`;
+  } else if (o.tokenFile) {
     const tokenPath = join(dir, `${o.fileName ?? "kubeconfig"}.token`);
     writeFileSync(tokenPath, token);
     auth = `    tokenFile: ${tokenPath}`;

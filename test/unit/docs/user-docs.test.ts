@@ -38,7 +38,7 @@ const TASK_PAGES = [
   "security",
 ];
 
-/** Requirement IDs (N4.2, M11, C2.2, B52, R1, K3, N3.4.x) standing as words of their own. */
+/** Requirement IDs (a capital letter, then dotted numbers, as docs/conformance.md lists them) standing as words of their own. */
 const REQUIREMENT_ID = /(?<![\w/.-])[NCMKBR][0-9]+(?:\.[0-9x]+)*(?![\w-])/g;
 /** "issue 11", "issues 10–15", "#1527". */
 const ISSUE_REFERENCE = /\bissues?\s+#?\d+|(?<![\w&/])#\d+\b/gi;

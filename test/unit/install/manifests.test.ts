@@ -417,11 +417,11 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
       const [kind, watchPath, lister] = [prop("kind"), prop("path"), prop("list")];
       if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0])
         throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
-      // `listOf(path, …)`, or `pagedList(list, { path, … })`.
+      // `listOf(path, …)`, or `lister(list, { path, … })`.
       const q = lister.arguments[1];
       const listPath =
         ts.isIdentifier(lister.expression) &&
-        lister.expression.text === "pagedList" &&
+        lister.expression.text === "lister" &&
         q &&
         ts.isObjectLiteralExpression(q)
           ? q.properties.flatMap((p) =>

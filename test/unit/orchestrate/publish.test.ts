@@ -85,6 +85,12 @@ describe("publishNetworkStatus", () => {
     await expect(publishNetworkStatus(pod(), "uid-web", attached, kube, log)).rejects.toMatchObject({ code: 3 });
   });
 
+  it("M8 without the runtime's K8S_POD_UID, the UID of the pod the ADD read guards the write", async () => {
+    const kube = new FakeKube().addPod("app", "web", {}, "uid-other");
+    await expect(publishNetworkStatus(pod(), undefined, attached, kube, log)).rejects.toMatchObject({ code: 3 });
+    expect(kube.statuses).toEqual([]);
+  });
+
   it("B26 annotations that would pass the API server's 256 KiB limit fail before any write", async () => {
     const kube = new FakeKube().addPod("app", "web");
     await expect(

@@ -6,6 +6,7 @@ import * as z from "zod/mini";
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { assertNoCaseCollisions, isPlainObject } from "../cni/json";
+import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet } from "../cni/keys";
 import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
@@ -76,6 +77,7 @@ const schema = z.looseObject({
   podResourcesSocket: z.optional(z.string().check(z.minLength(1))),
   podResourcesTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
   deviceInfoDir: z.optional(z.string().check(z.minLength(1))),
+  withoutKubernetes: z.optional(z.boolean()),
   prevResult: z.optional(z.unknown()),
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
@@ -147,11 +149,17 @@ export interface PlexusConf {
   deviceInfoDir: string;
   /** GC (C2.9): the attachments the runtime still knows; undefined outside GC. */
   validAttachments?: Array<{ containerID: string; ifname: string }>;
-  /** Keys Plexus does not know, logged at debug (M1). */
+  /**
+   * This node runs pods without Kubernetes on purpose: an ADD whose CNI_ARGS name a pod attaches
+   * the default network(s) only. Without it, such an ADD with no way to reach Kubernetes fails (7).
+   */
+  withoutKubernetes: boolean;
+  /** Keys Plexus does not know, as given (M1); reported by ops commands, the installer and the log file. */
   unknownKeys: string[];
 }
 
-const KNOWN = new Set([...Object.keys(schema.shape), "args", "capabilities", "ipam", "dns"]);
+/** Every key Plexus reads from its config, canonically spelled; matched as Go matches them (M1). */
+export const PLEXUS_KEYS = new KeySet([...Object.keys(schema.shape), "args", "ipam", "dns"]);
 
 function splitList(v: string | string[] | undefined): string[] {
   if (v === undefined) return [];
@@ -171,8 +179,11 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     throw new CniError(Code.Decoding, `stdin config must be a JSON object, got ${kind}`);
   }
   assertNoCaseCollisions(value, "stdin config");
-  const cniVersion = requireSupportedVersion(value.cniVersion, "stdin config");
-  const c = parseWithSchema(schema, value, "stdin config");
+  const { value: canonical, unknown } = canonicalizeKeys(value, PLEXUS_KEYS);
+  assertNotConflist(canonical);
+  assertNoAuxiliaryChain(canonical);
+  const cniVersion = requireSupportedVersion(canonical.cniVersion, "stdin config");
+  const c = parseWithSchema(schema, canonical, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");
   assertLogLevel(c.logLevel);
   const delegates = (c.delegates ?? []).map((d, i) =>
@@ -215,10 +226,46 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     podResourcesSocket: c.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
     podResourcesTimeoutMs: (c.podResourcesTimeoutSeconds ?? 10) * 1000,
     deviceInfoDir: c.deviceInfoDir ?? DEFAULT_DEVICE_INFO_DIR,
-    unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
+    withoutKubernetes: c.withoutKubernetes ?? false,
+    unknownKeys: unknown,
   };
   setOptionalKeys(conf, c);
   return conf;
+}
+
+/**
+ * A conflist given as Plexus's own config (e.g. `00-plexus.conflist` piped in by hand): libcni
+ * never does that, it hands each plugin its own entry. Say so, and show what it would hand over.
+ */
+function assertNotConflist(value: Record<string, unknown>): void {
+  if (!hasKeyFold(value, "plugins") || "delegates" in value || "clusterNetwork" in value) return;
+  const plugins = getKeyFold(value, "plugins");
+  const entry = Array.isArray(plugins)
+    ? plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus")
+    : undefined;
+  const handed = isPlainObject(entry)
+    ? JSON.stringify({ ...entry, name: value.name, cniVersion: value.cniVersion })
+    : undefined;
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `stdin config is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never passes a list to a plugin; it runs each entry of "plugins" in turn, with the list's "name" and "cniVersion" injected${
+      handed ? `. For this list it would hand Plexus: ${handed}` : ', and this list has no plugin of type "plexus"'
+    }`,
+  );
+}
+
+/**
+ * Multus 4.3's `auxiliaryCNIChainName` (an extra chain from a subdirectory of the config dir, run
+ * for every pod) is not implemented: refused rather than ignored, or the chain would silently
+ * never run.
+ */
+function assertNoAuxiliaryChain(value: Record<string, unknown>): void {
+  const aux = getKeyFold(value, "auxiliaryCNIChainName");
+  if (aux === undefined || aux === "") return;
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `stdin config: key "auxiliaryCNIChainName" (${JSON.stringify(aux)}) is not supported by Plexus: the chain in ${JSON.stringify(aux)} beside the clusterNetwork file would never run. Remove the key, and add its plugins to the default network's conflist or run them as a network of their own`,
+  );
 }
 
 function assertLogLevel(level: string | undefined): void {

@@ -9,6 +9,8 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseConfList, type ConfList } from "../cni/conf";
+import { isPlainObject } from "../cni/json";
+import { getKeyFold } from "../cni/keys";
 import { firstConfigFile, MAX_CONF_FILE_BYTES, type ConfFile } from "../npwg/conf-dir";
 import { PLEXUS_CONF_NAME } from "./options";
 
@@ -31,11 +33,9 @@ export interface ChoosePrimaryOptions {
 }
 
 function isPlexusType(value: Record<string, unknown>): boolean {
-  if (value.type === "plexus") return true;
-  return (
-    Array.isArray(value.plugins) &&
-    value.plugins.some((p) => typeof p === "object" && p !== null && (p as Record<string, unknown>).type === "plexus")
-  );
+  if (getKeyFold(value, "type") === "plexus") return true;
+  const plugins = getKeyFold(value, "plugins");
+  return Array.isArray(plugins) && plugins.some((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus");
 }
 
 /** Pure: picks the primary config from the conf dir's files. */

@@ -47,6 +47,18 @@ function podName(ref: PodRef): string {
   return `${ref.namespace}/${ref.name}`;
 }
 
+/**
+ * An ADD for a pod of a cluster that Plexus cannot reach would attach the default network only and
+ * succeed, silently dropping every network the pod asks for (Multus does that). Refused, unless the
+ * config says this node runs without Kubernetes on purpose.
+ */
+function noKubernetesError(ref: PodRef): CniError {
+  return new CniError(
+    Code.InvalidNetworkConfig,
+    `pod ${podName(ref)}: CNI_ARGS name a pod, but the config gives no way to reach Kubernetes: no "kubeconfig" key, no in-cluster environment (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT) and no "fileClusterDir"; set one of them (plexus install writes "kubeconfig"), or set "withoutKubernetes": true if this node attaches the default network(s) only on purpose`,
+  );
+}
+
 export async function planForPod(
   req: CniRequest,
   conf: PlexusConf,
@@ -55,6 +67,7 @@ export async function planForPod(
   const ref = podFromArgs(req.args);
   const kube = ref ? await ctx.kube() : undefined;
   const source = new FsNetworkSource(conf.confDir, kube);
+  if (ref && !kube && req.command === "ADD" && !conf.withoutKubernetes) throw noKubernetesError(ref);
   if (!ref || !kube) {
     ctx.log.info(
       { reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" },

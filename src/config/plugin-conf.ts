@@ -234,6 +234,25 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
 }
 
 /**
+ * The plugin entry of type `plexus` with the list's name and cniVersion injected as libcni injects
+ * them (replacing any spelling of them in the entry), or the single config itself; undefined when
+ * the config does not run Plexus.
+ */
+export function plexusEntry(value: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (getKeyFold(value, "type") === "plexus") return value;
+  const plugins = getKeyFold(value, "plugins");
+  if (!Array.isArray(plugins)) return undefined;
+  const plugin = plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus") as
+    | Record<string, unknown>
+    | undefined;
+  if (!plugin) return undefined;
+  const entry = Object.fromEntries(
+    Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())),
+  );
+  return { ...entry, name: getKeyFold(value, "name"), cniVersion: getKeyFold(value, "cniVersion") };
+}
+
+/**
  * A conflist given as Plexus's own config (e.g. `00-plexus.conflist` piped in by hand): libcni
  * never does that, it hands each plugin its own entry. Say so, and show what it would hand over.
  */

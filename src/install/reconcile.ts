@@ -34,7 +34,7 @@ export function newReconcileState(): ReconcileState {
 
 export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
 
-function readText(path: string): string | undefined {
+export function readText(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8");
   } catch {
@@ -65,19 +65,39 @@ export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Lo
   return { ready: true, primary: choice.primary };
 }
 
-/** The kubeconfig's node path when credentials could be written, else undefined (logged once). */
-async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Logger): Promise<string | undefined> {
-  const problem = (why: string): string | undefined => {
-    if (state.credentialsProblem !== why)
-      log.warn(
-        { kubeconfig: o.kubeconfig.host },
-        `${why}; the plugin config gets no kubeconfig, so pods get the default network only until this is fixed`,
-      );
-    state.credentialsProblem = why;
-    return undefined;
-  };
-  if (!o.apiServer) return problem("no API server: neither --api-server nor KUBERNETES_SERVICE_HOST/PORT is set");
+/**
+ * What keeps the installer from writing a kubeconfig, or undefined: no API server (flag or
+ * in-cluster env), no token, no CA. Checked before anything is installed (M11).
+ */
+export function missingCredentials(o: InstallOptions): string | undefined {
+  if (o.withoutKubernetes) return undefined;
+  if (!o.apiServer)
+    return "no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are set";
   const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
+  return "missing" in creds
+    ? `no usable Kubernetes credentials: ${creds.missing} (--token-file, --ca-file)`
+    : undefined;
+}
+
+/** The kubeconfig's node path (undefined with --without-kubernetes); throws when none can be written. */
+export async function syncCredentials(
+  o: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+): Promise<string | undefined> {
+  if (o.withoutKubernetes) return undefined;
+  // No silent "default network only" (M11): credentials that vanish later keep the last copies
+  // the kubeconfig points at; with none written yet, nothing is installed.
+  const problem = (why: string): string | undefined => {
+    if (!existsSync(o.kubeconfig.local))
+      throw new Error(`${why}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
+    if (state.credentialsProblem !== why)
+      log.error({ kubeconfig: o.kubeconfig.host }, `${why}; the kubeconfig keeps the last token copied`);
+    state.credentialsProblem = why;
+    return o.kubeconfig.host;
+  };
+  const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
+  if (!o.apiServer) return problem(missingCredentials(o) ?? "no Kubernetes API server");
   if ("missing" in creds) return problem(creds.missing);
   if (state.credentialsProblem) log.info("service-account credentials available again");
   delete state.credentialsProblem;
@@ -98,7 +118,7 @@ async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Lo
 }
 
 /** The binary was removed or replaced by something else since the full copy: copy again. */
-function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
+export function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
   if (!o.binFile || state.binarySize === undefined) return;
   const dest = join(o.binDir.local, "plexus");
   let size: number | undefined;

@@ -7,8 +7,7 @@
 import { readFileSync } from "node:fs";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
-import { getKeyFold } from "../cni/keys";
-import { DEFAULT_CONF_DIR, parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
+import { DEFAULT_CONF_DIR, parsePlexusConf, plexusEntry, type PlexusConf } from "../config/plugin-conf";
 import { readConfDir } from "../install/primary";
 import { firstConfigFile } from "../npwg/conf-dir";
 
@@ -26,21 +25,7 @@ export interface NodeConfig {
   conf: PlexusConf;
 }
 
-/** The plugin entry of type `plexus` with the list's name and cniVersion, or the single config itself. */
-export function plexusEntry(value: Record<string, unknown>): Record<string, unknown> | undefined {
-  if (getKeyFold(value, "type") === "plexus") return value;
-  const plugins = getKeyFold(value, "plugins");
-  if (!Array.isArray(plugins)) return undefined;
-  const plugin = plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus") as
-    | Record<string, unknown>
-    | undefined;
-  if (!plugin) return undefined;
-  // libcni injects the list's name and cniVersion (replacing any spelling of them in the entry).
-  const entry = Object.fromEntries(
-    Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())),
-  );
-  return { ...entry, name: getKeyFold(value, "name"), cniVersion: getKeyFold(value, "cniVersion") };
-}
+export { plexusEntry };
 
 /** What the runtime picks from `confDir` (libcni order). */
 export function runtimeConfig(confDir: string): RuntimeChoice {

@@ -524,7 +524,7 @@ describe("plexus records: list, show, rm --teardown", () => {
 
   it("an unknown ID is an error naming the directory", async () => {
     const c = capture();
-    expect(await recordsMain("show", "nope", { cniDir: sb.cniDir, cniConfDir: join(sb.root, "none") }, c.io)).toBe(2);
+    expect(await recordsMain("show", "nope", { cniDir: sb.cniDir, cniConfDir: join(sb.root, "none") }, c.io)).toBe(1);
     expect(c.err.join("")).toContain(`no record "nope" in ${join(sb.cniDir, "records")}`);
   });
 });

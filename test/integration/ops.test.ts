@@ -175,6 +175,31 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     expect(add).toContain(needle);
   });
 
+  it("M9 B28 explain reports every problem of the pod (all missing NADs, every bad network), ADD's first one first", async () => {
+    const objects = [
+      nad("bad", '{"cniVersion":"1.0.0","type":"noop",}'),
+      nad("good", noopConf()),
+      pod("web", "missing-1,good,bad,missing-2"),
+    ];
+    const n = node(objects, { extra: { clusterNetwrok: "typo", SocketDir: "/run/multus" } });
+    const r = await explain(`${NS}/web`, n.flags, n.env);
+    const add = await addError(n.stdinConf, "web");
+    expect(r.errors[0]!.msg).toBe(add);
+    expect(r.errors.map((e) => e.msg)).toEqual([
+      expect.stringMatching(/network demo\/missing-1 requested .*no NetworkAttachmentDefinition missing-1/),
+      expect.stringMatching(/network demo\/bad: .*spec\.config is not valid JSON/),
+      expect.stringMatching(/network demo\/missing-2 requested .*no NetworkAttachmentDefinition missing-2/),
+    ]);
+    expect(renderExplanation(r)).toContain("ADD would fail (it stops at the first; all 3 problems found)");
+    // M1: the node config's unknown keys are named too.
+    expect(r.notes).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/),
+        expect.stringMatching(/`SocketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/),
+      ]),
+    );
+  });
+
   it("M10 shows the device chosen for a NAD with a resourceName, and the deviceID its plugins get", async () => {
     const socket = join(sb.root, "kubelet.sock");
     const kubelet = await startFakePodResources(socket, [

@@ -179,7 +179,9 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     throw new CniError(Code.Decoding, `stdin config must be a JSON object, got ${kind}`);
   }
   assertNoCaseCollisions(value, "stdin config");
-  const { value: canonical, unknown } = canonicalizeKeys(value, PLEXUS_KEYS);
+  const top = canonicalizeKeys(value, PLEXUS_KEYS);
+  const canonical = withCanonicalLogOptions(top.value);
+  const unknown = top.unknown;
   assertNotConflist(canonical);
   assertNoAuxiliaryChain(canonical);
   const cniVersion = requireSupportedVersion(canonical.cniVersion, "stdin config");
@@ -231,6 +233,17 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
   };
   setOptionalKeys(conf, c);
   return conf;
+}
+
+const LOG_OPTION_KEYS = new KeySet(["maxAge", "maxSize", "maxBackups", "compress"]);
+
+/** Multus's logOptions is a Go struct too: its keys match in any case (a copy when any is renamed). */
+function withCanonicalLogOptions(conf: Record<string, unknown>): Record<string, unknown> {
+  const opts = conf.logOptions;
+  if (!isPlainObject(opts)) return conf;
+  assertNoCaseCollisions(opts, "stdin config logOptions");
+  const logOptions = canonicalizeKeys(opts, LOG_OPTION_KEYS).value;
+  return logOptions === opts ? conf : { ...conf, logOptions };
 }
 
 /**

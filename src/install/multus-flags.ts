@@ -22,8 +22,6 @@ const ALIASES: Readonly<Record<string, string>> = {
 const REFUSED: Readonly<Record<string, string>> = {
   "--multus-cni-conf-dir":
     "Plexus has no config directory of its own: NAD configs without spec.config are read from --cni-conf-dir (the plugin's confDir key)",
-  "--multus-autoconfig-dir":
-    "Plexus reads the primary network's config from --cni-conf-dir; use that flag (with --primary-config-file-name to pick a file)",
   "--override-network-name": "name the generated conflist with --network-name",
   "--rename-conf-file":
     "Plexus never renames the primary network's config: its own 00-plexus.conflist sorts before it; drop the flag",
@@ -46,6 +44,32 @@ const BOOLEANS = new Set([
 
 export class MultusFlagError extends Error {}
 
+/** The default of --cni-conf-dir (and of Multus's --multus-autoconfig-dir). */
+const DEFAULT_CONF_DIR = "/host/etc/cni/net.d";
+
+/** The value given to `flag` (`--flag=v` or `--flag v`), or undefined. */
+function flagValue(args: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === flag) return args[i + 1];
+    if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
+  }
+  return undefined;
+}
+
+/**
+ * Multus's --multus-autoconfig-dir is where it finds the primary network's config; Plexus finds it
+ * in --cni-conf-dir. Multus's own DaemonSet passes both with one value: accepted when they agree.
+ */
+function checkAutoconfigDir(args: readonly string[]): void {
+  const auto = flagValue(args, "--multus-autoconfig-dir");
+  if (auto === undefined) return;
+  const confDir = flagValue(args, "--cni-conf-dir") ?? DEFAULT_CONF_DIR;
+  if (auto.replace(/\/+$/, "") !== confDir.replace(/\/+$/, ""))
+    throw new MultusFlagError(
+      `--multus-autoconfig-dir ${auto} differs from --cni-conf-dir ${confDir}: Plexus reads the primary network's config from --cni-conf-dir (pick a file there with --primary-config-file-name)`,
+    );
+}
+
 function booleanFlag(name: string, value: string | undefined): string[] {
   if (value !== undefined && value !== "true" && value !== "false")
     throw new MultusFlagError(`${name}=${value}: expected true or false`);
@@ -57,8 +81,15 @@ function booleanFlag(name: string, value: string | undefined): string[] {
 
 /** The `install` arguments with Multus's flags rewritten; throws MultusFlagError for a refused one. */
 export function translateMultusFlags(args: readonly string[]): string[] {
+  checkAutoconfigDir(args);
   const out: string[] = [];
-  for (const arg of args) {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--multus-autoconfig-dir") {
+      i++; // its value, checked above
+      continue;
+    }
+    if (arg.startsWith("--multus-autoconfig-dir=")) continue;
     if (!arg.startsWith("--")) {
       out.push(arg);
       continue;

@@ -29,7 +29,7 @@ describe("M1 keys in other cases and unknown keys, through the binary", () => {
     expect(r.code, r.stdout).toBe(0);
     expect(singleJson(r.stdout)).toMatchObject({ ips: [{ address: "10.1.2.3/24" }] });
     // The delegate got the keys Plexus reads spelled canonically, its own keys as given.
-    expect(sb.invocations().map((i) => i.stdin.type)).toEqual(["noop"]);
+    expect(sb.invocations().map((i) => (i.stdin as Record<string, unknown>).type)).toEqual(["noop"]);
   });
 
   it("M1 unknown keys are written to the log file even at Multus's default level (panic), with a suggestion", async () => {

@@ -36,7 +36,7 @@ describe("M11 Multus installer flags", () => {
   });
 
   it.each([
-    ["--multus-autoconfig-dir=/host/etc/cni/net.d", /--multus-autoconfig-dir .*--cni-conf-dir/],
+    ["--multus-autoconfig-dir=/host/etc/cni/other", /--multus-autoconfig-dir .*differs from --cni-conf-dir/],
     ["--multus-cni-conf-dir=/host/etc/cni/multus/net.d", /--multus-cni-conf-dir .*--cni-conf-dir/],
     ["--override-network-name", /--network-name/],
     ["--rename-conf-file=true", /never renames/],
@@ -44,6 +44,17 @@ describe("M11 Multus installer flags", () => {
     ["--force-cni-version=true", /use --cni-version/],
   ])("M11 %s is refused, naming what to use instead", (flag, message) => {
     expect(() => translateMultusFlags([flag])).toThrow(message);
+  });
+
+  it("M11 Multus's DaemonSet args are accepted as they are (its autoconfig dir agrees with --cni-conf-dir)", () => {
+    expect(
+      translateMultusFlags([
+        "--multus-conf-file=auto",
+        "--multus-autoconfig-dir=/host/etc/cni/net.d",
+        "--cni-conf-dir=/host/etc/cni/net.d",
+      ]),
+    ).toEqual(["--plexus-conf-file=auto", "--cni-conf-dir=/host/etc/cni/net.d"]);
+    expect(translateMultusFlags(["--multus-autoconfig-dir", "/host/etc/cni/net.d/"])).toEqual([]);
   });
 
   it("M11 a boolean given a value other than true or false is refused", () => {

@@ -10,6 +10,8 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { removeFile } from "../store/atomic-file";
+import { LIST_KEYS } from "../cni/conf";
+import { reportUnknownKeys } from "../config/unknown-keys";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
 import { readCredentials, renderKubeconfig, syncFile } from "./kubeconfig";
@@ -117,6 +119,12 @@ export async function syncCredentials(
   return o.kubeconfig.host;
 }
 
+/** M1: unknown keys are never silent, also in the primary config the installer reads. */
+function logUnknownKeys(primary: PrimaryConfig, log: Logger): void {
+  for (const r of reportUnknownKeys(primary.unknownKeys, LIST_KEYS.names, `primary config ${primary.path}`))
+    log.warn(r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"));
+}
+
 /** The binary was removed or replaced by something else since the full copy: copy again. */
 export function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
   if (!o.binFile || state.binarySize === undefined) return;
@@ -167,6 +175,7 @@ export async function reconcile(o: InstallOptions, state: ReconcileState, log: L
     return r;
   }
   delete state.notReadyReason;
+  if (state.primary?.content !== r.primary.content) logUnknownKeys(r.primary, log);
   const kubeconfigHost = await syncCredentials(o, state, log);
   const text = renderPlexusConfig({
     primary: r.primary.conf,

@@ -6,7 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import type { CniRequest } from "../cni/env";
-import { asCniError, CniError, Code } from "../cni/errors";
+import { asCniError, Code } from "../cni/errors";
 import { parseCniArgs } from "../cni/args";
 import { buildPluginConf, envFor } from "../libcni/conflist";
 import { findInPath } from "../invoke/find";
@@ -148,11 +148,10 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
   try {
     const { kube, manifest } = await kubeFor(ctx, f);
     const ref = podArg(pod, manifest);
+    // No Kubernetes access: ADD's planner says what ADD would (fail, or the default network only
+    // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
     if (ref && !kube)
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        `config ${ctx.path} gives no Kubernetes access (no kubeconfig, fileClusterDir or in-cluster environment): ADD would fail for a pod; use --file POD.yaml --nads DIR for a dry run`,
-      );
+      notes.push(`config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`);
     const ro = kube ? new ReadOnlyKube(kube) : undefined;
     // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
     const found = ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;

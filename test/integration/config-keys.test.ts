@@ -123,6 +123,15 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
     expect((await run(["doctor", "--config", missing, "--cni-conf-dir", sb.root])).code).toBe(1);
   });
 
+  it("M1 explain of a pod on a node whose config cannot reach Kubernetes: exit 1 with the error ADD gives", async () => {
+    const { sb } = ctx;
+    const file = join(sb.root, "p.conf");
+    writeFileSync(file, JSON.stringify(sb.config([sb.delegate("net-a")], { withoutKubernetes: false })));
+    const r = await run(["explain", "app/web", "--config", file]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toContain("CNI_ARGS name a pod, but the config gives no way to reach Kubernetes");
+  });
+
   it("M1 doctor names a mistyped key with the nearest known one", async () => {
     const { sb } = ctx;
     const file = join(sb.root, "p.conf");

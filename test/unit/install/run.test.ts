@@ -268,6 +268,20 @@ describe("plexus install (in-process, temp dirs)", () => {
   });
 });
 
+describe("M1 the installer names unknown keys of the configs it reads", () => {
+  it("M1 a conflist-level key of the primary config that libcni does not read is logged with a suggestion", async () => {
+    writeFileSync(
+      join(confDir, "10-bridge.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "mynet", disableChek: true, plugins: [{ type: "bridge" }] }),
+    );
+    const { done, log } = start(options({ once: true }));
+    expect(await done).toBe(0);
+    expect(log.text()).toMatch(
+      /`disableChek` is not a conflist key \(libcni reads no such key\); did you mean `disableCheck`\?/,
+    );
+  });
+});
+
 describe("M11 no silent default network only: credentials", () => {
   it.each([
     ["the token", () => unlinkSync(join(saDir, "token")), /service-account token .*token is missing or empty/],

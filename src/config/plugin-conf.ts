@@ -172,18 +172,23 @@ export interface ParsePlexusConfOptions {
   requireNetworks?: boolean;
 }
 
+/** M1: the keys as Go matches them, and the configs that can never work refused by name. */
+function decodeKeys(value: Record<string, unknown>): { canonical: Record<string, unknown>; unknown: string[] } {
+  assertNoCaseCollisions(value, "stdin config");
+  const top = canonicalizeKeys(value, PLEXUS_KEYS);
+  const canonical = withCanonicalLogOptions(top.value);
+  assertNotConflist(canonical);
+  assertNoAuxiliaryChain(canonical);
+  return { canonical, unknown: top.unknown };
+}
+
 /** Parses the decoded stdin config (M1, B13–B17). */
 export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {}): PlexusConf {
   if (!isPlainObject(value)) {
     const kind = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
     throw new CniError(Code.Decoding, `stdin config must be a JSON object, got ${kind}`);
   }
-  assertNoCaseCollisions(value, "stdin config");
-  const top = canonicalizeKeys(value, PLEXUS_KEYS);
-  const canonical = withCanonicalLogOptions(top.value);
-  const unknown = top.unknown;
-  assertNotConflist(canonical);
-  assertNoAuxiliaryChain(canonical);
+  const { canonical, unknown } = decodeKeys(value);
   const cniVersion = requireSupportedVersion(canonical.cniVersion, "stdin config");
   const c = parseWithSchema(schema, canonical, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");

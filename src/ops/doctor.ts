@@ -311,10 +311,10 @@ export function renderChecks(checks: readonly Check[]): string {
   return `${checks.map((c) => `${c.level.padEnd(7)} ${c.subject.padEnd(w)}  ${c.msg}`).join("\n")}\n`;
 }
 
-export async function doctorMain(f: CommonFlags, out: Output = processOutput): Promise<number> {
+export async function doctorMain(flags: CommonFlags, out: Output = processOutput): Promise<number> {
   try {
-    const json = wantsJson(f.output);
-    const checks = await doctor(f);
+    const json = wantsJson(flags.output);
+    const checks = await doctor(flags);
     out.out(json ? `${JSON.stringify(checks, null, 2)}\n` : renderChecks(checks));
     return checks.some((c) => c.level === "error") ? 1 : 0;
   } catch (err) {

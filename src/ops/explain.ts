@@ -136,8 +136,8 @@ function readinessError(ctx: OpsContext): { code: number; msg: string } | undefi
   };
 }
 
-export async function explain(pod: string | undefined, f: ExplainFlags, env = process.env): Promise<Explanation> {
-  const ctx = await opsContext(f, env);
+export async function explain(pod: string | undefined, flags: ExplainFlags, env = process.env): Promise<Explanation> {
+  const ctx = await opsContext(flags, env);
   const notes: string[] = [];
   const report: Explanation = { config: ctx.path, cniPath: ctx.cniPath, attachments: [], errors: [], notes };
   for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path)) notes.push(r.msg);
@@ -146,7 +146,7 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     if (!report.errors.some((x) => x.msg === e.message)) report.errors.push({ code: e.code, msg: e.message });
   };
   try {
-    const { kube, manifest } = await kubeFor(ctx, f);
+    const { kube, manifest } = await kubeFor(ctx, flags);
     const ref = podArg(pod, manifest);
     // No Kubernetes access: ADD's planner says what ADD would (fail, or the default network only
     // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
@@ -156,7 +156,7 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
     const found = ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;
     if (ref) report.pod = `${ref.namespace}/${ref.name}`;
-    const req = addRequest(ref, f.uid ?? found?.metadata.uid, f.ifname ?? "eth0", ctx.cniPath);
+    const req = addRequest(ref, flags.uid ?? found?.metadata.uid, flags.ifname ?? "eth0", ctx.cniPath);
     const readiness = readinessError(ctx);
     if (readiness) report.errors.push(readiness);
     try {
@@ -296,20 +296,20 @@ export function renderExplanation(r: Explanation): string {
 
 export async function explainMain(
   pod: string | undefined,
-  f: ExplainFlags,
+  flags: ExplainFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  if (!pod && !f.file) {
+  if (!pod && !flags.file) {
     out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
     return 2;
   }
   let r: Explanation;
   try {
-    r = await explain(pod, f);
+    r = await explain(pod, flags);
   } catch (err) {
     out.err(`plexus explain: ${messageOf(err)}\n`);
     return exitCodeOf(err);
   }
-  out.out(f.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
+  out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
   return r.errors.length ? 1 : 0;
 }

@@ -42,8 +42,8 @@ export function runtimeConfig(confDir: string): RuntimeChoice {
 }
 
 /** Reads and parses the Plexus config (the same parser as a CNI call's stdin). */
-export function loadNodeConfig(o: { config?: string | undefined; confDir?: string | undefined }): NodeConfig {
-  let path = o.config;
+export function loadNodeConfig(source: { config?: string | undefined; confDir?: string | undefined }): NodeConfig {
+  let path = source.config;
   let value: unknown;
   if (path) {
     let text: string;
@@ -59,7 +59,7 @@ export function loadNodeConfig(o: { config?: string | undefined; confDir?: strin
     }
     value = decodeJson(text, { what: `config ${path}` });
   } else {
-    const dir = o.confDir ?? DEFAULT_CONF_DIR;
+    const dir = source.confDir ?? DEFAULT_CONF_DIR;
     const choice = runtimeConfig(dir);
     if (!choice.path || !choice.value) {
       throw new CniError(

@@ -183,12 +183,12 @@ async function removeIdleLock(cniDir: string, containerId: string, ifName: strin
 export async function recordsMain(
   action: "list" | "show" | "rm",
   id: string | undefined,
-  f: RecordsFlags,
+  flags: RecordsFlags,
   out: Output = processOutput,
 ): Promise<number> {
   try {
-    const json = wantsJson(f.output);
-    const conf = confFor(f);
+    const json = wantsJson(flags.output);
+    const conf = confFor(flags);
     const store = new RecordStore(conf.cniDir);
     if (action === "list") {
       const list = await listRecords(store);
@@ -200,8 +200,8 @@ export async function recordsMain(
       out.out(`${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`);
       return 0;
     }
-    if (f.teardown && read.state === "found") {
-      const errors = await tearDownRecord(read.record, conf, f);
+    if (flags.teardown && read.state === "found") {
+      const errors = await tearDownRecord(read.record, conf, flags);
       if (errors.length) {
         out.err(
           `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,

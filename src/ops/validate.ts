@@ -251,10 +251,10 @@ function allFootprints(nads: readonly Nad[], files: ConfFile[]): Footprint[] {
 
 export async function validate(
   name: string | undefined,
-  f: ValidateFlags,
+  flags: ValidateFlags,
   env = process.env,
 ): Promise<{ reports: NadReport[]; notes: string[] }> {
-  const ctx = await opsContext(f, env);
+  const ctx = await opsContext(flags, env);
   const notes: string[] = [];
   const note = (what: string) => (err: unknown) =>
     void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
@@ -265,9 +265,10 @@ export async function validate(
   try {
     const listed = lists ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined) : undefined;
     const pods = lists
-      ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? [])
+      ? ((await lists.pods(flags.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ??
+        [])
       : [];
-    const nads = await selectNads(name, f, ctx, listed);
+    const nads = await selectNads(name, flags, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
     const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
     const reports: NadReport[] = [];
@@ -304,16 +305,18 @@ export function renderFindings(reports: readonly NadReport[], notes: readonly st
 
 export async function validateMain(
   name: string | undefined,
-  f: ValidateFlags,
+  flags: ValidateFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  if (!name && !f.file && !f.all) {
+  if (!name && !flags.file && !flags.all) {
     out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
     return 2;
   }
   try {
-    const { reports, notes } = await validate(name, f);
-    out.out(f.output === "json" ? `${JSON.stringify({ reports, notes }, null, 2)}\n` : renderFindings(reports, notes));
+    const { reports, notes } = await validate(name, flags);
+    out.out(
+      flags.output === "json" ? `${JSON.stringify({ reports, notes }, null, 2)}\n` : renderFindings(reports, notes),
+    );
     return reports.some((r) => r.findings.some((x) => x.level === "error")) ? 1 : 0;
   } catch (err) {
     out.err(`plexus validate: ${messageOf(err)}\n`);

@@ -278,6 +278,35 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
 });
 
 describe("plexus validate: can this node run the NAD", () => {
+  it("M1 names the node config's unknown keys and a NAD conflist's unread top-level keys, each with a suggestion; keys in other cases are read", async () => {
+    const n = node(
+      [
+        nad("listy", {
+          CNIVersion: "1.0.0",
+          Name: "listy",
+          disableChek: true,
+          Plugins: [{ TYPE: "noop" }],
+        }),
+      ],
+      { extra: { namespaceIsolaton: true } },
+    );
+    const { reports, notes } = await validate(`${NS}/listy`, n.flags, n.env);
+    expect(notes).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/`namespaceIsolaton` is not a Plexus key; did you mean `namespaceIsolation`\?/),
+      ]),
+    );
+    expect(reports[0]!.findings).toEqual(
+      expect.arrayContaining([
+        {
+          level: "warning",
+          msg: expect.stringMatching(/`disableChek` is not a conflist key .*did you mean `disableCheck`\?/),
+        },
+        { level: "ok", msg: expect.stringContaining("config parses (from spec.config): noop") },
+      ]),
+    );
+  });
+
   it("reports a missing binary, a typo, overlapping ranges on one bridge, an undeclared capability a pod requests, and a cniVersion the plugin does not speak", async () => {
     const old = join(sb.binDir, "old-plugin");
     writeFileSync(old, `#!/bin/sh\necho '{"cniVersion":"0.4.0","supportedVersions":["0.3.1","0.4.0"]}'\n`);

@@ -104,7 +104,8 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
   return out;
 }
 
-function parsePlugin(raw: unknown, what: string): PluginConf {
+/** One plugin's config (a `.conf` of a chain directory, an entry of `plugins`): `type` validated, keys as Go reads them. */
+export function parsePlugin(raw: unknown, what: string): PluginConf {
   if (!isPlainObject(raw)) throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);
   assertNoCaseCollisions(raw, what);
   let value = canonicalizeKeys(raw, PLUGIN_KEYS).value;

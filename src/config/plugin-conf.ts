@@ -78,6 +78,7 @@ const schema = z.looseObject({
   podResourcesTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
   deviceInfoDir: z.optional(z.string().check(z.minLength(1))),
   withoutKubernetes: z.optional(z.boolean()),
+  auxiliaryCNIChainName: z.optional(z.string()),
   prevResult: z.optional(z.unknown()),
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
@@ -154,6 +155,11 @@ export interface PlexusConf {
    * the default network(s) only. Without it, such an ADD with no way to reach Kubernetes fails (7).
    */
   withoutKubernetes: boolean;
+  /**
+   * M12: the name of an extra chain whose plugins are the `.conf` files of
+   * `<directory of clusterNetwork>/<name>/`, run for every pod after its networks (orchestrate/aux-chain.ts).
+   */
+  auxiliaryCNIChainName?: string;
   /** Keys Plexus does not know, as given (M1); reported by ops commands, the installer and the log file. */
   unknownKeys: string[];
 }
@@ -178,7 +184,6 @@ function decodeKeys(value: Record<string, unknown>): { canonical: Record<string,
   const top = canonicalizeKeys(value, PLEXUS_KEYS);
   const canonical = withCanonicalLogOptions(top.value);
   assertNotConflist(canonical);
-  assertNoAuxiliaryChain(canonical);
   return { canonical, unknown: top.unknown };
 }
 
@@ -291,20 +296,6 @@ function assertNotConflist(value: Record<string, unknown>): void {
   );
 }
 
-/**
- * Multus 4.3's `auxiliaryCNIChainName` (an extra chain from a subdirectory of the config dir, run
- * for every pod) is not implemented: refused rather than ignored, or the chain would silently
- * never run.
- */
-function assertNoAuxiliaryChain(value: Record<string, unknown>): void {
-  const aux = getKeyFold(value, "auxiliaryCNIChainName");
-  if (aux === undefined || aux === "") return;
-  throw new CniError(
-    Code.InvalidNetworkConfig,
-    `stdin config: key "auxiliaryCNIChainName" (${JSON.stringify(aux)}) is not supported by Plexus: the chain in ${JSON.stringify(aux)} beside the clusterNetwork file would never run. Remove the key, and add its plugins to the default network's conflist or run them as a network of their own`,
-  );
-}
-
 function assertLogLevel(level: string | undefined): void {
   if (level !== undefined && toPinoLevel(level) === undefined) {
     throw new CniError(
@@ -328,6 +319,7 @@ function setOptionalKeys(conf: PlexusConf, c: z.output<typeof schema>): void {
     "readinessindicatorfile",
     "logFile",
     "logLevel",
+    "auxiliaryCNIChainName",
   ] as const) {
     if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
   }

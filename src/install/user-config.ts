@@ -11,6 +11,7 @@ import { getKeyFold } from "../cni/keys";
 import { parsePlexusConf, PLEXUS_KEYS, plexusEntry, type PlexusConf } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
+import { auxiliaryChainDir } from "../orchestrate/aux-chain";
 import type { Logger } from "../log/logger";
 import { syncFile } from "./kubeconfig";
 import { toLocal, type InstallOptions } from "./options";
@@ -75,6 +76,7 @@ export function loadUserConfig(path: string, hostPrefix: string): UserConfig {
   const warnings = reportUnknownKeys(conf.unknownKeys, PLEXUS_KEYS.names, `--plexus-conf-file ${path}`).map(
     (r) => r.msg,
   );
+  if (conf.auxiliaryCNIChainName) auxiliaryChainDir(conf); // M12: throws for a chain that can never run
   const problem = kubernetesProblem(conf, hostPrefix, path);
   if (problem) throw new UserConfigError(problem);
   return { text: `${JSON.stringify(asConflist(value, entry), null, 2)}\n`, conf, warnings };

@@ -13,6 +13,7 @@ import { PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../k8s/index";
 import { resolveDefaultNetworks } from "../npwg/default-network";
+import { auxiliaryChainDir, loadAuxiliaryChain } from "../orchestrate/aux-chain";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import { RecordStore } from "../orchestrate/record";
 import {
@@ -260,6 +261,28 @@ async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
   }
 }
 
+/** M12: the auxiliary chain every ADD runs, as ADD would load it. */
+async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
+  const { conf } = ctx;
+  if (!conf.auxiliaryCNIChainName) return;
+  try {
+    const chain = await loadAuxiliaryChain(conf, new FsNetworkSource(conf.confDir, undefined));
+    if (!chain)
+      return add(
+        "warning",
+        "auxiliary chain",
+        `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs (auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
+      );
+    add(
+      "ok",
+      "auxiliary chain",
+      `${chain.name}: ${chain.plugins.map((p) => p.type).join(" → ")} from ${auxiliaryChainDir(conf)}, after every pod's networks`,
+    );
+  } catch (err) {
+    add("error", "auxiliary chain", `${messageOf(err)}: every ADD fails`);
+  }
+}
+
 function checkReadiness(conf: OpsContext["conf"], add: Add): void {
   if (!conf.readinessindicatorfile) return;
   if (existsSync(conf.readinessindicatorfile)) add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
@@ -287,6 +310,7 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
     const { conf } = ctx;
     checkKeys(ctx, add);
     await checkDefaultNetwork(ctx, add);
+    await checkAuxiliaryChain(ctx, add);
     checkReadiness(conf, add);
     await checkApi(ctx, add);
     if (conf.fileClusterDir) add("ok", "daemon", "not used: the cluster is the manifest directory");

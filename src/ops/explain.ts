@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import type { CniRequest } from "../cni/env";
 import { asCniError, Code } from "../cni/errors";
 import { parseCniArgs } from "../cni/args";
-import { buildPluginConf, envFor } from "../libcni/conflist";
+import { buildPluginConf, envFor, isBuiltinPassthru } from "../libcni/conflist";
 import { findInPath } from "../invoke/find";
 import { resolveNadConfig } from "../npwg/nad";
 import type { KubeApi } from "../k8s/kube-api";
@@ -213,7 +213,9 @@ async function attachmentPlan(
       env: envFor("ADD", runtime),
     };
     try {
-      step.binary = await findInPath(plugin.type, runtime.path);
+      step.binary = isBuiltinPassthru(plugin)
+        ? "(built into Plexus: the auxiliary chain's passthru)"
+        : await findInPath(plugin.type, runtime.path);
     } catch (err) {
       // The same context as ADD puts around it (conflist.ts runPlugin, add.ts).
       const e = inPod(

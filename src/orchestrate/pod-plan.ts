@@ -20,6 +20,7 @@ import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
 import type { Loaders } from "./deps";
+import { withAuxiliaryChain } from "./aux-chain";
 import { assignDevices, resourceNameOf, type PodDevicesLookup } from "./devices";
 import { FsNetworkSource } from "./network-source";
 import { planFromDelegates } from "./plan";
@@ -60,6 +61,22 @@ function noKubernetesError(ref: PodRef): CniError {
 }
 
 export async function planForPod(
+  req: CniRequest,
+  conf: PlexusConf,
+  ctx: PlanContext,
+): Promise<PodPlan & { kube?: KubeApi }> {
+  const plan = await planNetworks(req, conf, ctx);
+  // M12: ADD runs the auxiliary chain after the pod's networks (DEL has it in the record).
+  if (req.command !== "ADD" || !conf.auxiliaryCNIChainName) return plan;
+  try {
+    const source = new FsNetworkSource(conf.confDir, undefined);
+    return { ...plan, attachments: bounded(await withAuxiliaryChain(plan.attachments, conf, source), conf) };
+  } catch (err) {
+    throw plan.ref ? asCniError(err).withContext(`pod ${podName(plan.ref)}`) : err;
+  }
+}
+
+async function planNetworks(
   req: CniRequest,
   conf: PlexusConf,
   ctx: PlanContext,

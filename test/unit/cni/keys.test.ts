@@ -127,19 +127,13 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
     );
   });
 
-  it("M1 auxiliaryCNIChainName (any case) is refused loudly (7), never silently ignored", () => {
-    expect(() =>
-      parsePlexusConf({
-        cniVersion: "1.0.0",
-        name: "p",
-        clusterNetwork: "/etc/cni/net.d/a.conf",
-        AuxiliaryCNIChainName: "chain",
-      }),
-    ).toThrow(
-      expect.objectContaining({
-        code: 7,
-        message: expect.stringMatching(/"auxiliaryCNIChainName" \("chain"\) is not supported by Plexus/),
-      }),
-    );
+  it("M1 M12 auxiliaryCNIChainName is a Plexus key in any case (Multus 4.3's auxiliary chain)", () => {
+    const c = parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "p",
+      clusterNetwork: "/etc/cni/net.d/a.conf",
+      AuxiliaryCNIChainName: "chain",
+    });
+    expect([c.auxiliaryCNIChainName, c.unknownKeys]).toEqual(["chain", []]);
   });
 });

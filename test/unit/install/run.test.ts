@@ -360,15 +360,16 @@ describe("M11 a user-supplied config (--plexus-conf-file, Multus's --multus-conf
       /names no network/,
     ],
     [
-      "an auxiliary chain",
+      "an auxiliary chain that can never run",
       JSON.stringify({
         cniVersion: "1.0.0",
         name: "x",
         type: "plexus",
-        clusterNetwork: "/a/b.conf",
+        clusterNetwork: "cbr0",
         auxiliaryCNIChainName: "c",
+        withoutKubernetes: true,
       }),
-      /auxiliaryCNIChainName.*not supported/,
+      /needs .{1,3}clusterNetwork.{1,3} to be a file path/,
     ],
     [
       "no way to Kubernetes",

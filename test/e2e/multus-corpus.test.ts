@@ -8,6 +8,7 @@
  * flannel (not installed here) becomes the bridge + host-local config flannel itself delegates to.
  * Subnets 10.221.x.0/24.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -153,11 +154,18 @@ function statusOf(n: Node, namespace: string, name: string): Array<Record<string
 }
 
 /** One pod's ADD then DEL; returns its interfaces and network-status. */
-async function addAndDel(scope: E2eScope, n: Node, conf: unknown, pod: { namespace: string; name: string }) {
+async function addAndDel(
+  scope: E2eScope,
+  n: Node,
+  conf: unknown,
+  pod: { namespace: string; name: string },
+  inspect: (ns: Netns) => void = () => {},
+) {
   n.api.addPod({ metadata: { ...pod, uid: `uid-${pod.name}` } });
   const ns = scope.addNetns();
   const env = podEnv(ns, pod.namespace, pod.name);
   expectOk(await scope.run("ADD", conf, env));
+  inspect(ns);
   const result = { interfaces: ifNames(ns), status: statusOf(n, pod.namespace, pod.name) };
   expectSilentOk(await scope.run("DEL", conf, env));
   return result;
@@ -169,6 +177,33 @@ const configurationMdQuoted = () =>
     corpus("configuration-md-example.txt").replace("allowTryDeleteOnErr:", '"allowTryDeleteOnErr":'),
   ) as Record<string, unknown>;
 
+/**
+ * configuration.md's example on this node: its clusterNetwork file (flannel's 99-flannel.conf, as
+ * a bridge) and its two defaultNetworks as NADs in multusNamespace, subnets 10.221.<base*10+k>.0/24.
+ * As published the defaultNetworks' names have capitals, which no Kubernetes object name may
+ * (see the test of that); here the NADs and the config name them in lower case.
+ */
+function configurationMdNode(scope: E2eScope, n: Node, base: number): Record<string, unknown> {
+  const clusterFile = join(n.netd, "99-flannel.conf");
+  const subnet = (k: number) => `10.221.${base * 10 + k}.0/24`;
+  writeFileSync(
+    clusterFile,
+    JSON.stringify(flannelAsBridge(scope, { cniVersion: "0.3.1", name: "cbr0", type: "flannel" }, subnet(0))),
+  );
+  const defaultNetworks = ["sidecarcrd", "examplenetwork"];
+  for (const [i, name] of defaultNetworks.entries()) {
+    const config = {
+      cniVersion: "0.3.1",
+      name,
+      type: "bridge",
+      bridge: scope.bridgeName(),
+      ipam: hostLocal(scope, subnet(i + 1)),
+    };
+    n.api.addNad({ metadata: { namespace: "kube-system", name }, spec: { config: JSON.stringify(config) } });
+  }
+  return { ...adapt(configurationMdQuoted(), scope, n, subnet(0)), clusterNetwork: clusterFile, defaultNetworks };
+}
+
 describeE2e("e2e Multus's own configs (corpus), as published and with their keys in other cases", () => {
   it("M1 configuration.md's example as published is not JSON (an unquoted key): decode error 6, as Multus's json.Unmarshal fails", async () => {
     const { scope } = t;
@@ -177,53 +212,57 @@ describeE2e("e2e Multus's own configs (corpus), as published and with their keys
     expect(e.msg).toMatch(/stdin config is not valid JSON/);
   });
 
-  it("M1 configuration.md's example with its auxiliaryCNIChainName: refused (7) by name, never silently skipped", async () => {
+  it("M12 configuration.md's auxiliary chain with the docs' own mytuning.conf (a sysctl on IFNAME): the chain runs on net3, which does not exist, so tuning fails; ADD fails and rolls back, as in Multus", async () => {
     const { scope } = t;
     const n = await node(scope);
-    const conf = adapt(configurationMdQuoted(), scope, n, "10.221.1.0/24");
-    const e = cniError(await scope.run("ADD", conf, noPodEnv(scope)));
-    expect([e.code, e.msg]).toEqual([
-      7,
-      expect.stringMatching(/"auxiliaryCNIChainName" \("cni-chain-config"\) is not supported/),
-    ]);
+    const conf = configurationMdNode(scope, n, 1);
+    // configuration.md: /etc/cni/net.d/cni-chain-config/mytuning.conf, verbatim.
+    mkdirSync(join(n.netd, "cni-chain-config"));
+    writeFileSync(
+      join(n.netd, "cni-chain-config", "mytuning.conf"),
+      JSON.stringify({ name: "mytuning", type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.arp_filter": "1" } }),
+    );
+    n.api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web" } });
+    const ns = scope.addNetns();
+    const e = cniError(await scope.run("ADD", conf, podEnv(ns, "app", "web")));
+    expect(e.msg).toMatch(/cni-chain-config.*net3.*\/proc\/sys\/net\/ipv4\/conf\/net3\/arp_filter/);
+    expect(ifNames(ns)).toEqual([]);
+    expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "app", "web")));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
   it.each(STYLES)(
-    "M1 M2 M3 configuration.md's example (%s): clusterNetwork file on eth0, both defaultNetworks on net1 and net2; a systemNamespaces pod gets eth0 only; unknown key logged",
+    "M1 M2 M3 M12 configuration.md's example (%s): clusterNetwork file on eth0, both defaultNetworks on net1 and net2, the auxiliary chain for every pod; a systemNamespaces pod gets eth0 only; unknown key logged",
     async (style) => {
       const { scope } = t;
       const n = await node(scope);
-      // The clusterNetwork file (flannel's 99-flannel.conf) and the two defaultNetworks NADs in multusNamespace.
-      const clusterFile = join(n.netd, "99-flannel.conf");
-      const flannel = flannelAsBridge(scope, { cniVersion: "0.3.1", name: "cbr0", type: "flannel" }, "10.221.2.0/24");
-      writeFileSync(clusterFile, JSON.stringify(flannel));
-      // As published the names are not Kubernetes object names (capitals): no NAD can carry them
-      // (see the next test); the NADs here carry them in lower case, and so does the config.
-      for (const [i, name] of ["sidecarcrd", "examplenetwork"].entries()) {
-        const config = {
+      // The chain of Multus's own e2e test (subdirectory-chaining-passthru.yml.j2: sysctltwiddle.conf).
+      mkdirSync(join(n.netd, "cni-chain-config"));
+      writeFileSync(
+        join(n.netd, "cni-chain-config", "sysctltwiddle.conf"),
+        JSON.stringify({
           cniVersion: "0.3.1",
-          name,
-          type: "bridge",
-          bridge: scope.bridgeName(),
-          ipam: hostLocal(scope, `10.221.${3 + i}.0/24`),
-        };
-        n.api.addNad({ metadata: { namespace: "kube-system", name }, spec: { config: JSON.stringify(config) } });
-      }
-      const { auxiliaryCNIChainName: _aux, ...published } = configurationMdQuoted();
-      const defaultNetworks = ["sidecarcrd", "examplenetwork"];
-      const conf = recase(
-        { ...adapt(published, scope, n, "10.221.2.0/24"), clusterNetwork: clusterFile, defaultNetworks },
-        style,
+          name: "sysctltwiddle",
+          type: "tuning",
+          sysctl: { "net.ipv4.conf.eth0.arp_filter": "1" },
+        }),
       );
+      const conf = recase(configurationMdNode(scope, n, 2), style);
+      const arpFilter = (ns: Netns) =>
+        expect(
+          execFileSync("ip", ["netns", "exec", ns.name, "cat", "/proc/sys/net/ipv4/conf/eth0/arp_filter"])
+            .toString()
+            .trim(),
+        ).toBe("1");
 
-      const app = await addAndDel(scope, n, conf, { namespace: "app", name: "web" });
+      const app = await addAndDel(scope, n, conf, { namespace: "app", name: "web" }, arpFilter);
       expect(app.interfaces).toEqual(["eth0", "net1", "net2"]);
       expect(app.status.map((s) => [s.name, s.interface, s.ips, s.default])).toEqual([
-        ["cbr0", "eth0", ["10.221.2.2"], true],
-        ["kube-system/sidecarcrd", "net1", ["10.221.3.2"], false],
-        ["kube-system/examplenetwork", "net2", ["10.221.4.2"], false],
+        ["cbr0", "eth0", ["10.221.20.2"], true],
+        ["kube-system/sidecarcrd", "net1", ["10.221.21.2"], false],
+        ["kube-system/examplenetwork", "net2", ["10.221.22.2"], false],
       ]);
-      const admin = await addAndDel(scope, n, conf, { namespace: "admin", name: "tool" });
+      const admin = await addAndDel(scope, n, conf, { namespace: "admin", name: "tool" }, arpFilter);
       expect(admin.interfaces).toEqual(["eth0"]);
       expect(admin.status.map((s) => s.name)).toEqual(["cbr0"]);
       expect(readFileSync(n.log, "utf8").toLowerCase()).toContain("`allowtrydeleteonerr` is not a plexus key");

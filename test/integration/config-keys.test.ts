@@ -4,7 +4,7 @@
  * explained, an ADD naming a pod without a way to Kubernetes fails (7), and the person-facing
  * commands exit 0/1/2/3 (usage errors 2).
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cniError, runPlexus, singleJson, TEST_PATH } from "../support/plexus-bin";
@@ -130,6 +130,26 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
     const r = await run(["explain", "app/web", "--config", file]);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain("CNI_ARGS name a pod, but the config gives no way to reach Kubernetes");
+  });
+
+  it("M12 doctor shows the auxiliary chain ADD would run, and an error for one that cannot run", async () => {
+    const { sb } = ctx;
+    const netd = join(sb.root, "netd");
+    mkdirSync(join(netd, "chain"), { recursive: true });
+    writeFileSync(join(netd, "10-a.conf"), JSON.stringify({ cniVersion: "1.0.0", name: "a", type: "noop" }));
+    writeFileSync(join(netd, "chain", "t.conf"), JSON.stringify({ type: "tuning" }));
+    const file = join(sb.root, "p.conf");
+    const write = (extra: Record<string, unknown>) =>
+      writeFileSync(file, JSON.stringify(sb.config([], { auxiliaryCNIChainName: "chain", confDir: netd, ...extra })));
+    write({ clusterNetwork: join(netd, "10-a.conf") });
+    const ok = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
+    expect(ok.stdout).toMatch(
+      /ok +auxiliary chain +chain: passthru → tuning from .*netd\/chain, after every pod's networks/,
+    );
+    write({ clusterNetwork: "a" });
+    const bad = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(/error +auxiliary chain +.*needs "clusterNetwork" to be a file path.*every ADD fails/);
   });
 
   it("M1 doctor names a mistyped key with the nearest known one", async () => {

@@ -1,23 +1,41 @@
 /** The person-facing command line (commander), used when CNI_COMMAND is not set. */
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
+import { translateMultusFlags } from "../install/multus-flags";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 
 declare const PLEXUS_VERSION: string | undefined;
 export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.0.0-dev";
 
+/** Exit codes of the person-facing commands (documented; the CNI verbs keep their own). */
+const EXIT_USAGE = 2;
+const EXIT_CANNOT_RUN = 3;
+
+function newProgram(): Command {
+  return (
+    new Command("plexus")
+      .description(
+        "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
+          "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
+          "The commands below are for people on a node, and for the DaemonSet (install, daemon).\n\n" +
+          "Exit codes: 0 fine, 1 a problem found, 2 a usage error, 3 the command could not run.",
+      )
+      .version(VERSION, "-v, --version")
+      // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
+      .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+      .exitOverride()
+  );
+}
+
+/** Commander's own exits: help and --version are answers (0); anything else it reports is a usage error. */
+function commanderExit(err: { code?: unknown; exitCode?: number }): number {
+  const answers = ["commander.helpDisplayed", "commander.help", "commander.version"];
+  return answers.includes(String(err.code)) ? 0 : EXIT_USAGE;
+}
+
 export async function runCommands(argv: readonly string[]): Promise<number> {
-  const program = new Command("plexus")
-    .description(
-      "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
-        "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
-        "The commands below are for people on a node, and for the DaemonSet (install, daemon).",
-    )
-    .version(VERSION, "-v, --version")
-    // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
-    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
-    .exitOverride();
+  const program = newProgram();
   program
     .command("cni-versions")
     .description("list the CNI spec versions Plexus speaks")
@@ -25,12 +43,36 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
       process.stdout.write(`${ALL_VERSIONS.join("\n")}\n`);
     });
   let exitCode = 0;
-  addInstallCommand(program, (code) => {
+  const setExitCode = (code: number) => {
     exitCode = code;
-  });
-  addUninstallCommand(program, (code) => {
-    exitCode = code;
-  });
+  };
+  addInstallCommand(program, setExitCode);
+  addUninstallCommand(program, setExitCode);
+  addDaemonCommand(program, setExitCode);
+  addOpsCommands(program, setExitCode);
+  if (argv.length === 0) {
+    program.outputHelp();
+    return 0;
+  }
+  let args: string[];
+  try {
+    args = argv[0] === "install" ? ["install", ...translateMultusFlags(argv.slice(1))] : [...argv];
+  } catch (err) {
+    process.stderr.write(`plexus install: ${(err as Error).message}\n`);
+    return EXIT_USAGE;
+  }
+  try {
+    await program.parseAsync(args, { from: "user" });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) return commanderExit(err);
+    // A command crashed: never silently (issue 10 item 8).
+    process.stderr.write(`plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return EXIT_CANNOT_RUN;
+  }
+}
+
+function addDaemonCommand(program: Command, setExitCode: (code: number) => void): void {
   program
     .command("daemon")
     .description(
@@ -66,38 +108,39 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     )
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
-      exitCode = await daemonMain(flags);
+      setExitCode(await daemonMain(flags));
     });
-  addOpsCommands(program, (code) => {
-    exitCode = code;
-  });
-  if (argv.length === 0) {
-    program.outputHelp();
-    return 0;
-  }
-  try {
-    await program.parseAsync([...argv], { from: "user" });
-    return exitCode;
-  } catch (err) {
-    const code = (err as { exitCode?: number }).exitCode;
-    if (typeof code === "number") return code; // commander's own exit (help, a usage error it printed)
-    // A command crashed: never silently (issue 10 item 8).
-    process.stderr.write(`plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    return 1;
-  }
 }
 
 /**
  * `plexus install`: the DaemonSet container's command (M11, N6.1). Flags as Multus's thin
- * entrypoint names them where it has one (without its `multus-` prefixes); the installer itself is
- * loaded only when this command runs.
+ * entrypoint names them where it has one (without its `multus-` prefixes; the prefixed names are
+ * accepted as aliases, install/multus-flags.ts); the installer itself is loaded only when this
+ * command runs.
  */
 function addInstallCommand(program: Command, setExitCode: (code: number) => void): void {
-  program
+  const install = program
     .command("install")
     .description(
       "install the plexus binary, its CNI config and kubeconfig on this node, and keep them right (run by the DaemonSet)",
-    )
+    );
+  addInstallPathOptions(install);
+  addInstallConfigOptions(install);
+  install
+    .option("--cleanup-config-on-exit", "remove the Plexus config on SIGTERM")
+    .option("--skip-config-watch", "install once, then only wait for SIGTERM")
+    .option("--once", "install and exit (tests, init containers)")
+    .option("--primary-config-timeout <seconds>", "how long to wait for the primary network before exiting 1", "600")
+    .option("--poll-interval <ms>", "how often to re-check when no file event arrives", "2000")
+    .option("--installer-log-level <level>", "this installer's log level (stderr)", "info")
+    .action(async (flags: Record<string, unknown>) => {
+      const { installMain } = await import("../install/main");
+      setExitCode(await installMain(flags));
+    });
+}
+
+function addInstallPathOptions(install: Command): void {
+  install
     .option("--cni-conf-dir <dir>", "the node's CNI config dir, as mounted in this container", "/host/etc/cni/net.d")
     .option("--cni-bin-dir <dir>", "the node's CNI bin dir, as mounted in this container", "/host/opt/cni/bin")
     .option(
@@ -105,7 +148,6 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
       'where the node\'s / is mounted in this container ("" when not in a container)',
       "/host",
     )
-    .option("--cni-version <version>", "cniVersion of the generated config (default: the primary config's)")
     .option("--bin-file <path>", "the plexus binary to install (default: this executable)")
     .option("--skip-binary-copy", "do not install the binary")
     .option(
@@ -132,6 +174,19 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
       "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)",
     )
     .option(
+      "--without-kubernetes",
+      "this node runs without Kubernetes: no credentials needed, the config says withoutKubernetes (pods get their default network(s) only)",
+    )
+    .option(
+      "--plexus-conf-file <path>",
+      'install this Plexus config (validated) instead of generating one; "auto": generate (Multus: --multus-conf-file)',
+    );
+}
+
+function addInstallConfigOptions(install: Command): void {
+  install
+    .option("--cni-version <version>", "cniVersion of the generated config (default: the primary config's)")
+    .option(
       "--readiness-indicator-file <path>",
       "node path of the primary network's readiness file: no Plexus config until it exists",
     )
@@ -142,15 +197,5 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
     .option("--no-log-to-stderr", "config key logToStderr false for the plugin")
     .option("--additional-bin-dir <dir>", "config key binDir: another dir for delegate binaries (a node path)")
     .option("--cni-dir <dir>", "config key cniDir: the plugin's state dir on the node (default /var/lib/cni/plexus)")
-    .option("--network-name <name>", "the generated conflist's name", "plexus-cni-network")
-    .option("--cleanup-config-on-exit", "remove the Plexus config on SIGTERM")
-    .option("--skip-config-watch", "install once, then only wait for SIGTERM")
-    .option("--once", "install and exit (tests, init containers)")
-    .option("--primary-config-timeout <seconds>", "how long to wait for the primary network before exiting 1", "600")
-    .option("--poll-interval <ms>", "how often to re-check when no file event arrives", "2000")
-    .option("--installer-log-level <level>", "this installer's log level (stderr)", "info")
-    .action(async (flags: Record<string, unknown>) => {
-      const { installMain } = await import("../install/main");
-      setExitCode(await installMain(flags));
-    });
+    .option("--network-name <name>", "the generated conflist's name", "plexus-cni-network");
 }

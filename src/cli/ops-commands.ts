@@ -24,6 +24,14 @@ function common(cmd: Command): Command {
 }
 
 export function addOpsCommands(program: Command, setExit: SetExit): void {
+  addExplainCommand(program, setExit);
+  addValidateCommand(program, setExit);
+  addDoctorCommand(program, setExit);
+  addRecordsCommand(program, setExit);
+  addCompletionCommand(program, setExit);
+}
+
+function addExplainCommand(program: Command, setExit: SetExit): void {
   common(
     program
       .command("explain")
@@ -40,6 +48,9 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
       const { explainMain } = await import("../ops/explain");
       setExit(await explainMain(pod, flags));
     });
+}
+
+function addValidateCommand(program: Command, setExit: SetExit): void {
   common(
     program
       .command("validate")
@@ -59,6 +70,9 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
       const { validateMain } = await import("../ops/validate");
       setExit(await validateMain(nad, flags as never));
     });
+}
+
+function addDoctorCommand(program: Command, setExit: SetExit): void {
   common(
     program
       .command("doctor")
@@ -69,7 +83,9 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
     const { doctorMain } = await import("../ops/doctor");
     setExit(await doctorMain(flags));
   });
-  addRecordsCommand(program, setExit);
+}
+
+function addCompletionCommand(program: Command, setExit: SetExit): void {
   program
     .command("completion")
     .argument("<shell>", "bash")
@@ -91,7 +107,7 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
   records.allowExcessArguments(true).action(() => {
     if (records.args.length === 0) return records.outputHelp();
     process.stderr.write(`error: unknown command '${records.args[0]}' for plexus records (list, show, rm)\n`);
-    setExit(1);
+    setExit(2);
   });
   const run = async (
     action: "list" | "show" | "rm",

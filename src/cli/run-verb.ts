@@ -3,8 +3,8 @@ import { parseEnv } from "../cni/env";
 import { asCniError } from "../cni/errors";
 import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
-import { parsePlexusConf } from "../config/plugin-conf";
-import { createLogger } from "../log/logger";
+import { parsePlexusConf, PLEXUS_KEYS, type PlexusConf } from "../config/plugin-conf";
+import { createLogger, type Logger } from "../log/logger";
 import { readStdin, type MainIo } from "./stdio";
 import { verbDeps } from "./verb-deps";
 
@@ -30,7 +30,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     containerId: req.containerId || undefined,
     ifName: req.ifName || undefined,
   });
-  if (conf.unknownKeys.length) log.debug({ keys: conf.unknownKeys }, "ignoring unknown config keys");
+  if (conf.unknownKeys.length) await reportUnknownKeys(conf, log);
   const deps = verbDeps(conf, log, io.env);
   try {
     switch (req.command) {
@@ -64,4 +64,24 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
   } finally {
     await deps.kube.close();
   }
+}
+
+/**
+ * M1: unknown keys are never silent. At a level that shows warnings they go to the call's log; when
+ * it shows none (Multus's default `panic`), they still go to the log file, if one is configured.
+ * Costs nothing for a config without unknown keys.
+ */
+async function reportUnknownKeys(conf: PlexusConf, log: Logger): Promise<void> {
+  const { reportUnknownKeys: report } = await import("../config/unknown-keys");
+  const lines = report(conf.unknownKeys, PLEXUS_KEYS.names).map((r) => r.msg);
+  let target = log;
+  if (!isWarnShown(log.level)) {
+    if (!conf.logFile) return;
+    target = await createLogger({ ...conf, logLevel: "warn", logToStderr: false }, { cmd: "config" });
+  }
+  for (const msg of lines) target.warn({ keys: conf.unknownKeys }, msg);
+}
+
+function isWarnShown(level: string): boolean {
+  return ["trace", "debug", "info", "warn"].includes(level);
 }

@@ -5,6 +5,7 @@
 import * as z from "zod/mini";
 import { CniError, Code } from "./errors";
 import { assertNoCaseCollisions, isPlainObject } from "./json";
+import { canonicalizeKeys, hasKeyFold, KeySet } from "./keys";
 import { parseWithSchema } from "./schema-error";
 import { validateNetworkName, validatePluginType } from "./validate";
 import { requireSupportedVersion } from "./version";
@@ -39,6 +40,24 @@ const listSchema = z.looseObject({
   plugins: z.array(z.unknown()).check(z.minLength(1, { error: 'a conflist needs at least one plugin in "plugins"' })),
 });
 
+/** What libcni reads of a conflist (M1: matched as Go matches them, case-insensitively). */
+export const LIST_KEYS = new KeySet(["cniVersion", "cniVersions", "name", "disableCheck", "disableGC", "plugins"]);
+/**
+ * The keys of a plugin config that Plexus itself reads or sets (type, capabilities, the IPAM type
+ * for allowedPluginTypes, and what libcni injects). They are passed on spelled canonically, which a
+ * Go plugin reads the same; every other key and every value goes to the delegate as given.
+ */
+export const PLUGIN_KEYS = new KeySet([
+  "cniVersion",
+  "name",
+  "type",
+  "capabilities",
+  "ipam",
+  "runtimeConfig",
+  "prevResult",
+]);
+const IPAM_KEYS = new KeySet(["type"]);
+
 function asBool(v: boolean | "true" | "false" | undefined): boolean | undefined {
   return v === undefined ? undefined : v === true || v === "true";
 }
@@ -66,15 +85,16 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
     );
   }
   assertNoCaseCollisions(value, what);
-  const isList = "plugins" in value;
-  const rawName = value.name ?? opts.defaultName;
+  const isList = hasKeyFold(value, "plugins");
+  const top = canonicalizeKeys(value, isList ? LIST_KEYS : PLUGIN_KEYS).value;
+  const rawName = top.name ?? opts.defaultName;
   const name = validateNetworkName(rawName, what);
-  const cniVersion = requireSupportedVersion(value.cniVersion ?? opts.defaultVersion, what);
+  const cniVersion = requireSupportedVersion(top.cniVersion ?? opts.defaultVersion, what);
   if (!isList) {
-    const plugin = parsePlugin(value, `${what} (network ${name})`);
+    const plugin = parsePlugin(top, `${what} (network ${name})`);
     return { cniVersion, name, plugins: [{ ...plugin, name, cniVersion }] };
   }
-  const list = parseWithSchema(listSchema, value, what);
+  const list = parseWithSchema(listSchema, top, what);
   const plugins = list.plugins.map((p, i) => parsePlugin(p, `${what} (network ${name}) plugin ${i}`));
   const out: ConfList = { cniVersion, name, plugins };
   const disableCheck = asBool(list.disableCheck);
@@ -84,9 +104,17 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
   return out;
 }
 
-function parsePlugin(value: unknown, what: string): PluginConf {
-  if (!isPlainObject(value)) throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);
-  assertNoCaseCollisions(value, what);
+/** One plugin's config (a `.conf` of a chain directory, an entry of `plugins`): `type` validated, keys as Go reads them. */
+export function parsePlugin(raw: unknown, what: string): PluginConf {
+  if (!isPlainObject(raw)) throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);
+  assertNoCaseCollisions(raw, what);
+  let value = canonicalizeKeys(raw, PLUGIN_KEYS).value;
+  if (isPlainObject(value.ipam)) {
+    assertNoCaseCollisions(value.ipam, `${what} ipam`);
+    const ipam = canonicalizeKeys(value.ipam, IPAM_KEYS).value;
+    // A copy: the input may be shared (a cached NAD), and must not change under its owner.
+    if (ipam !== value.ipam) value = { ...value, ipam };
+  }
   if (!("type" in value)) throw new CniError(Code.InvalidNetworkConfig, `${what}: plugin has no "type"`);
   validatePluginType(value.type, what);
   return parseWithSchema(pluginSchema, value, what) as PluginConf;

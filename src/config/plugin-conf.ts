@@ -6,6 +6,7 @@ import * as z from "zod/mini";
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { assertNoCaseCollisions, isPlainObject } from "../cni/json";
+import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet } from "../cni/keys";
 import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
@@ -76,6 +77,8 @@ const schema = z.looseObject({
   podResourcesSocket: z.optional(z.string().check(z.minLength(1))),
   podResourcesTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
   deviceInfoDir: z.optional(z.string().check(z.minLength(1))),
+  withoutKubernetes: z.optional(z.boolean()),
+  auxiliaryCNIChainName: z.optional(z.string()),
   prevResult: z.optional(z.unknown()),
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
@@ -147,11 +150,22 @@ export interface PlexusConf {
   deviceInfoDir: string;
   /** GC (C2.9): the attachments the runtime still knows; undefined outside GC. */
   validAttachments?: Array<{ containerID: string; ifname: string }>;
-  /** Keys Plexus does not know, logged at debug (M1). */
+  /**
+   * This node runs pods without Kubernetes on purpose: an ADD whose CNI_ARGS name a pod attaches
+   * the default network(s) only. Without it, such an ADD with no way to reach Kubernetes fails (7).
+   */
+  withoutKubernetes: boolean;
+  /**
+   * M12: the name of an extra chain whose plugins are the `.conf` files of
+   * `<directory of clusterNetwork>/<name>/`, run for every pod after its networks (orchestrate/aux-chain.ts).
+   */
+  auxiliaryCNIChainName?: string;
+  /** Keys Plexus does not know, as given (M1); reported by ops commands, the installer and the log file. */
   unknownKeys: string[];
 }
 
-const KNOWN = new Set([...Object.keys(schema.shape), "args", "capabilities", "ipam", "dns"]);
+/** Every key Plexus reads from its config, canonically spelled; matched as Go matches them (M1). */
+export const PLEXUS_KEYS = new KeySet([...Object.keys(schema.shape), "args", "ipam", "dns"]);
 
 function splitList(v: string | string[] | undefined): string[] {
   if (v === undefined) return [];
@@ -164,15 +178,24 @@ export interface ParsePlexusConfOptions {
   requireNetworks?: boolean;
 }
 
+/** M1: the keys as Go matches them, and the configs that can never work refused by name. */
+function decodeKeys(value: Record<string, unknown>): { canonical: Record<string, unknown>; unknown: string[] } {
+  assertNoCaseCollisions(value, "stdin config");
+  const top = canonicalizeKeys(value, PLEXUS_KEYS);
+  const canonical = withCanonicalLogOptions(top.value);
+  assertNotConflist(canonical);
+  return { canonical, unknown: top.unknown };
+}
+
 /** Parses the decoded stdin config (M1, B13–B17). */
 export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {}): PlexusConf {
   if (!isPlainObject(value)) {
     const kind = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
     throw new CniError(Code.Decoding, `stdin config must be a JSON object, got ${kind}`);
   }
-  assertNoCaseCollisions(value, "stdin config");
-  const cniVersion = requireSupportedVersion(value.cniVersion, "stdin config");
-  const c = parseWithSchema(schema, value, "stdin config");
+  const { canonical, unknown } = decodeKeys(value);
+  const cniVersion = requireSupportedVersion(canonical.cniVersion, "stdin config");
+  const c = parseWithSchema(schema, canonical, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");
   assertLogLevel(c.logLevel);
   const delegates = (c.delegates ?? []).map((d, i) =>
@@ -215,10 +238,62 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     podResourcesSocket: c.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
     podResourcesTimeoutMs: (c.podResourcesTimeoutSeconds ?? 10) * 1000,
     deviceInfoDir: c.deviceInfoDir ?? DEFAULT_DEVICE_INFO_DIR,
-    unknownKeys: Object.keys(value).filter((k) => !KNOWN.has(k)),
+    withoutKubernetes: c.withoutKubernetes ?? false,
+    unknownKeys: unknown,
   };
   setOptionalKeys(conf, c);
   return conf;
+}
+
+const LOG_OPTION_KEYS = new KeySet(["maxAge", "maxSize", "maxBackups", "compress"]);
+
+/** Multus's logOptions is a Go struct too: its keys match in any case (a copy when any is renamed). */
+function withCanonicalLogOptions(conf: Record<string, unknown>): Record<string, unknown> {
+  const opts = conf.logOptions;
+  if (!isPlainObject(opts)) return conf;
+  assertNoCaseCollisions(opts, "stdin config logOptions");
+  const logOptions = canonicalizeKeys(opts, LOG_OPTION_KEYS).value;
+  return logOptions === opts ? conf : { ...conf, logOptions };
+}
+
+/**
+ * The plugin entry of type `plexus` with the list's name and cniVersion injected as libcni injects
+ * them (replacing any spelling of them in the entry), or the single config itself; undefined when
+ * the config does not run Plexus.
+ */
+export function plexusEntry(value: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (getKeyFold(value, "type") === "plexus") return value;
+  const plugins = getKeyFold(value, "plugins");
+  if (!Array.isArray(plugins)) return undefined;
+  const plugin = plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus") as
+    | Record<string, unknown>
+    | undefined;
+  if (!plugin) return undefined;
+  const entry = Object.fromEntries(
+    Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())),
+  );
+  return { ...entry, name: getKeyFold(value, "name"), cniVersion: getKeyFold(value, "cniVersion") };
+}
+
+/**
+ * A conflist given as Plexus's own config (e.g. `00-plexus.conflist` piped in by hand): libcni
+ * never does that, it hands each plugin its own entry. Say so, and show what it would hand over.
+ */
+function assertNotConflist(value: Record<string, unknown>): void {
+  if (!hasKeyFold(value, "plugins") || "delegates" in value || "clusterNetwork" in value) return;
+  const plugins = getKeyFold(value, "plugins");
+  const entry = Array.isArray(plugins)
+    ? plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus")
+    : undefined;
+  const handed = isPlainObject(entry)
+    ? JSON.stringify({ ...entry, name: value.name, cniVersion: value.cniVersion })
+    : undefined;
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `stdin config is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never passes a list to a plugin; it runs each entry of "plugins" in turn, with the list's "name" and "cniVersion" injected${
+      handed ? `. For this list it would hand Plexus: ${handed}` : ', and this list has no plugin of type "plexus"'
+    }`,
+  );
 }
 
 function assertLogLevel(level: string | undefined): void {
@@ -244,6 +319,7 @@ function setOptionalKeys(conf: PlexusConf, c: z.output<typeof schema>): void {
     "readinessindicatorfile",
     "logFile",
     "logLevel",
+    "auxiliaryCNIChainName",
   ] as const) {
     if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
   }

@@ -41,6 +41,9 @@ export interface InstallFlags {
   primaryConfigTimeout: string | number;
   pollInterval: string | number;
   installerLogLevel: string;
+  withoutKubernetes?: boolean | undefined;
+  /** --plexus-conf-file (alias --multus-conf-file): a user-supplied config instead of the generated one ("auto"). */
+  plexusConfFile?: string | undefined;
 }
 
 /** A path as the installer opens it (`local`) and as the node names it (`host`). */
@@ -79,6 +82,12 @@ export interface InstallOptions {
   primaryConfigTimeoutMs: number;
   pollIntervalMs: number;
   installerLogLevel: string;
+  /** --without-kubernetes: no credentials, no kubeconfig; the config says `withoutKubernetes`. */
+  withoutKubernetes: boolean;
+  /** A user-supplied config (validated) installed instead of the generated one. */
+  userConfFile?: string;
+  /** --host-prefix, to map the node paths a user-supplied config names. */
+  hostPrefix: string;
 }
 
 function bad(msg: string): CniError {
@@ -137,65 +146,89 @@ export function apiServerFrom(
   return `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
+function checkFlagValues(flags: InstallFlags): void {
+  if (flags.cniVersion !== undefined && !isSupportedVersion(flags.cniVersion)) {
+    throw bad(
+      `--cni-version ${JSON.stringify(flags.cniVersion)} is not one Plexus speaks (${ALL_VERSIONS.join(", ")})`,
+    );
+  }
+  if (flags.logLevel !== undefined && toPinoLevel(flags.logLevel) === undefined)
+    throw bad(`--log-level ${JSON.stringify(flags.logLevel)}: expected debug, verbose, error or panic`);
+  if (toPinoLevel(flags.installerLogLevel) === undefined)
+    throw bad(`--installer-log-level ${JSON.stringify(flags.installerLogLevel)} is not a log level`);
+  if (flags.primaryConfigFileName?.includes("/"))
+    throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
+}
+
+/** Keys copied into the generated plugin config as given (M1 names). */
+function pluginKeysOf(flags: InstallFlags): Record<string, unknown> {
+  const keys: Record<string, unknown> = {};
+  if (flags.namespaceIsolation) keys.namespaceIsolation = true;
+  if (flags.globalNamespaces) keys.globalNamespaces = flags.globalNamespaces;
+  if (flags.logLevel) keys.logLevel = flags.logLevel.toLowerCase();
+  if (flags.logFile) keys.logFile = absolute(flags.logFile, "--log-file");
+  if (flags.logToStderr === false) keys.logToStderr = false;
+  if (flags.additionalBinDir) keys.binDir = absolute(flags.additionalBinDir, "--additional-bin-dir");
+  if (flags.withoutKubernetes) keys.withoutKubernetes = true;
+  return keys;
+}
+
 /** Validates the flags and derives every path (M11). Throws CniError naming the flag. */
 export function resolveOptions(
-  f: InstallFlags,
+  flags: InstallFlags,
   env: Readonly<Record<string, string | undefined>>,
   defaultBinFile?: string,
 ): InstallOptions {
-  const prefix = f.hostPrefix;
+  const prefix = flags.hostPrefix;
   if (prefix !== "" && !posix.isAbsolute(prefix))
     throw bad(`--host-prefix must be absolute or empty, got ${JSON.stringify(prefix)}`);
-  const confDir = hostPathFromLocal(absolute(f.cniConfDir, "--cni-conf-dir"), prefix);
-  const binDir = hostPathFromLocal(absolute(f.cniBinDir, "--cni-bin-dir"), prefix);
-  const kubeconfig = hostPathFromHost(absolute(f.kubeconfigFileHost, "--kubeconfig-file-host"), prefix);
-  const credDir = posix.dirname(kubeconfig.host);
-  if (f.cniVersion !== undefined && !isSupportedVersion(f.cniVersion)) {
-    throw bad(`--cni-version ${JSON.stringify(f.cniVersion)} is not one Plexus speaks (${ALL_VERSIONS.join(", ")})`);
-  }
-  if (f.logLevel !== undefined && toPinoLevel(f.logLevel) === undefined)
-    throw bad(`--log-level ${JSON.stringify(f.logLevel)}: expected debug, verbose, error or panic`);
-  if (toPinoLevel(f.installerLogLevel) === undefined)
-    throw bad(`--installer-log-level ${JSON.stringify(f.installerLogLevel)} is not a log level`);
-  if (f.primaryConfigFileName?.includes("/"))
-    throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
-  const binFile = f.skipBinaryCopy ? undefined : (f.binFile ?? defaultBinFile);
-  if (!f.skipBinaryCopy && !binFile)
+  checkFlagValues(flags);
+  const binFile = flags.skipBinaryCopy ? undefined : (flags.binFile ?? defaultBinFile);
+  if (!flags.skipBinaryCopy && !binFile)
     throw bad("--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)");
-
-  const pluginKeys: Record<string, unknown> = {};
-  if (f.namespaceIsolation) pluginKeys.namespaceIsolation = true;
-  if (f.globalNamespaces) pluginKeys.globalNamespaces = f.globalNamespaces;
-  if (f.logLevel) pluginKeys.logLevel = f.logLevel.toLowerCase();
-  if (f.logFile) pluginKeys.logFile = absolute(f.logFile, "--log-file");
-  if (f.logToStderr === false) pluginKeys.logToStderr = false;
-  if (f.additionalBinDir) pluginKeys.binDir = absolute(f.additionalBinDir, "--additional-bin-dir");
-
+  const confDir = hostPathFromLocal(absolute(flags.cniConfDir, "--cni-conf-dir"), prefix);
+  const kubeconfig = hostPathFromHost(absolute(flags.kubeconfigFileHost, "--kubeconfig-file-host"), prefix);
+  const credDir = posix.dirname(kubeconfig.host);
   const o: InstallOptions = {
     confDir,
-    binDir,
+    binDir: hostPathFromLocal(absolute(flags.cniBinDir, "--cni-bin-dir"), prefix),
     plexusConf: { local: join(confDir.local, PLEXUS_CONF_NAME), host: posix.join(confDir.host, PLEXUS_CONF_NAME) },
     kubeconfig,
     token: hostPathFromHost(posix.join(credDir, "token"), prefix),
     ca: hostPathFromHost(posix.join(credDir, "ca.crt"), prefix),
-    sourceTokenFile: absolute(f.tokenFile, "--token-file"),
-    sourceCaFile: absolute(f.caFile, "--ca-file"),
-    networkName: f.networkName,
-    pluginKeys,
-    cleanupConfigOnExit: f.cleanupConfigOnExit ?? false,
-    watch: !(f.skipConfigWatch ?? false),
-    once: f.once ?? false,
-    primaryConfigTimeoutMs: number(f.primaryConfigTimeout, "--primary-config-timeout", 0) * 1000,
-    pollIntervalMs: number(f.pollInterval, "--poll-interval", 10),
-    installerLogLevel: f.installerLogLevel,
+    sourceTokenFile: absolute(flags.tokenFile, "--token-file"),
+    sourceCaFile: absolute(flags.caFile, "--ca-file"),
+    networkName: flags.networkName,
+    pluginKeys: pluginKeysOf(flags),
+    cleanupConfigOnExit: flags.cleanupConfigOnExit ?? false,
+    watch: !(flags.skipConfigWatch ?? false),
+    once: flags.once ?? false,
+    primaryConfigTimeoutMs: number(flags.primaryConfigTimeout, "--primary-config-timeout", 0) * 1000,
+    pollIntervalMs: number(flags.pollInterval, "--poll-interval", 10),
+    installerLogLevel: flags.installerLogLevel,
+    withoutKubernetes: flags.withoutKubernetes ?? false,
+    hostPrefix: prefix,
   };
-  if (binFile) o.binFile = binFile;
-  if (f.primaryConfigFileName) o.primaryConfigFileName = f.primaryConfigFileName;
-  const server = apiServerFrom(f.apiServer, env);
-  if (server) o.apiServer = server;
-  if (f.readinessIndicatorFile)
-    o.readinessIndicator = hostPathFromHost(absolute(f.readinessIndicatorFile, "--readiness-indicator-file"), prefix);
-  if (f.cniDir) o.cniDir = hostPathFromHost(absolute(f.cniDir, "--cni-dir"), prefix);
-  if (f.cniVersion) o.cniVersion = f.cniVersion;
+  setOptionalPaths(o, flags, { env, prefix, binFile });
   return o;
+}
+
+function setOptionalPaths(
+  o: InstallOptions,
+  flags: InstallFlags,
+  ctx: { env: Readonly<Record<string, string | undefined>>; prefix: string; binFile: string | undefined },
+): void {
+  if (ctx.binFile) o.binFile = ctx.binFile;
+  if (flags.primaryConfigFileName) o.primaryConfigFileName = flags.primaryConfigFileName;
+  const server = apiServerFrom(flags.apiServer, ctx.env);
+  if (server) o.apiServer = server;
+  if (flags.readinessIndicatorFile)
+    o.readinessIndicator = hostPathFromHost(
+      absolute(flags.readinessIndicatorFile, "--readiness-indicator-file"),
+      ctx.prefix,
+    );
+  if (flags.cniDir) o.cniDir = hostPathFromHost(absolute(flags.cniDir, "--cni-dir"), ctx.prefix);
+  if (flags.cniVersion) o.cniVersion = flags.cniVersion;
+  if (flags.plexusConfFile && flags.plexusConfFile !== "auto")
+    o.userConfFile = absolute(flags.plexusConfFile, "--plexus-conf-file");
 }

@@ -8,7 +8,9 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
-import { parseConfList, type ConfList } from "../cni/conf";
+import { LIST_KEYS, parseConfList, type ConfList } from "../cni/conf";
+import { isPlainObject } from "../cni/json";
+import { canonicalizeKeys, getKeyFold, hasKeyFold } from "../cni/keys";
 import { firstConfigFile, MAX_CONF_FILE_BYTES, type ConfFile } from "../npwg/conf-dir";
 import { PLEXUS_CONF_NAME } from "./options";
 
@@ -17,6 +19,8 @@ export interface PrimaryConfig {
   /** The file's text, to notice when it changes. */
   content: string;
   conf: ConfList;
+  /** Top-level keys of a conflist that libcni reads no such key of (M1: named in the log, never silent). */
+  unknownKeys: string[];
 }
 
 export interface PrimaryChoice {
@@ -31,11 +35,9 @@ export interface ChoosePrimaryOptions {
 }
 
 function isPlexusType(value: Record<string, unknown>): boolean {
-  if (value.type === "plexus") return true;
-  return (
-    Array.isArray(value.plugins) &&
-    value.plugins.some((p) => typeof p === "object" && p !== null && (p as Record<string, unknown>).type === "plexus")
-  );
+  if (getKeyFold(value, "type") === "plexus") return true;
+  const plugins = getKeyFold(value, "plugins");
+  return Array.isArray(plugins) && plugins.some((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus");
 }
 
 /** Pure: picks the primary config from the conf dir's files. */
@@ -66,7 +68,9 @@ export function choosePrimary(files: readonly ConfFile[], opts: ChoosePrimaryOpt
     }
     try {
       const conf = parseConfList(value, { what: path });
-      return { primary: { path, content: candidates.find((f) => f.path === path)!.content, conf }, warnings };
+      const content = candidates.find((f) => f.path === path)!.content;
+      const unknownKeys = hasKeyFold(value, "plugins") ? canonicalizeKeys(value, LIST_KEYS).unknown : [];
+      return { primary: { path, content, conf, unknownKeys }, warnings };
     } catch (err) {
       warnings.push(`${(err as Error).message}; refused as the primary config`);
     }

@@ -10,6 +10,8 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { removeFile } from "../store/atomic-file";
+import { LIST_KEYS } from "../cni/conf";
+import { reportUnknownKeys } from "../config/unknown-keys";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
 import { readCredentials, renderKubeconfig, syncFile } from "./kubeconfig";
@@ -34,7 +36,7 @@ export function newReconcileState(): ReconcileState {
 
 export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
 
-function readText(path: string): string | undefined {
+export function readText(path: string): string | undefined {
   try {
     return readFileSync(path, "utf8");
   } catch {
@@ -65,19 +67,39 @@ export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Lo
   return { ready: true, primary: choice.primary };
 }
 
-/** The kubeconfig's node path when credentials could be written, else undefined (logged once). */
-async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Logger): Promise<string | undefined> {
-  const problem = (why: string): string | undefined => {
-    if (state.credentialsProblem !== why)
-      log.warn(
-        { kubeconfig: o.kubeconfig.host },
-        `${why}; the plugin config gets no kubeconfig, so pods get the default network only until this is fixed`,
-      );
-    state.credentialsProblem = why;
-    return undefined;
-  };
-  if (!o.apiServer) return problem("no API server: neither --api-server nor KUBERNETES_SERVICE_HOST/PORT is set");
+/**
+ * What keeps the installer from writing a kubeconfig, or undefined: no API server (flag or
+ * in-cluster env), no token, no CA. Checked before anything is installed (M11).
+ */
+export function missingCredentials(o: InstallOptions): string | undefined {
+  if (o.withoutKubernetes) return undefined;
+  if (!o.apiServer)
+    return "no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are set";
   const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
+  return "missing" in creds
+    ? `no usable Kubernetes credentials: ${creds.missing} (--token-file, --ca-file)`
+    : undefined;
+}
+
+/** The kubeconfig's node path (undefined with --without-kubernetes); throws when none can be written. */
+export async function syncCredentials(
+  o: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+): Promise<string | undefined> {
+  if (o.withoutKubernetes) return undefined;
+  // No silent "default network only" (M11): credentials that vanish later keep the last copies
+  // the kubeconfig points at; with none written yet, nothing is installed.
+  const problem = (why: string): string | undefined => {
+    if (!existsSync(o.kubeconfig.local))
+      throw new Error(`${why}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
+    if (state.credentialsProblem !== why)
+      log.error({ kubeconfig: o.kubeconfig.host }, `${why}; the kubeconfig keeps the last token copied`);
+    state.credentialsProblem = why;
+    return o.kubeconfig.host;
+  };
+  const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
+  if (!o.apiServer) return problem(missingCredentials(o) ?? "no Kubernetes API server");
   if ("missing" in creds) return problem(creds.missing);
   if (state.credentialsProblem) log.info("service-account credentials available again");
   delete state.credentialsProblem;
@@ -97,8 +119,14 @@ async function syncCredentials(o: InstallOptions, state: ReconcileState, log: Lo
   return o.kubeconfig.host;
 }
 
+/** M1: unknown keys are never silent, also in the primary config the installer reads. */
+function logUnknownKeys(primary: PrimaryConfig, log: Logger): void {
+  for (const r of reportUnknownKeys(primary.unknownKeys, LIST_KEYS.names, `primary config ${primary.path}`))
+    log.warn(r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"));
+}
+
 /** The binary was removed or replaced by something else since the full copy: copy again. */
-function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
+export function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
   if (!o.binFile || state.binarySize === undefined) return;
   const dest = join(o.binDir.local, "plexus");
   let size: number | undefined;
@@ -147,6 +175,7 @@ export async function reconcile(o: InstallOptions, state: ReconcileState, log: L
     return r;
   }
   delete state.notReadyReason;
+  if (state.primary?.content !== r.primary.content) logUnknownKeys(r.primary, log);
   const kubeconfigHost = await syncCredentials(o, state, log);
   const text = renderPlexusConfig({
     primary: r.primary.conf,

@@ -10,13 +10,19 @@ import { asCniError } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
 import type { InstallOptions } from "./options";
-import { newReconcileState, reconcile, removePlexusConfig, type ReconcileState } from "./reconcile";
+import { missingCredentials, newReconcileState, reconcile, removePlexusConfig, type ReconcileState } from "./reconcile";
+import { reconcileUserConfig } from "./user-config";
 import { ChangeNotifier } from "./watch";
 
 export interface InstallDeps {
   log: Logger;
   /** Aborted on SIGTERM/SIGINT (the CLI wires the signals; tests abort directly). */
   signal: AbortSignal;
+}
+
+/** One pass: the generated config, or the user-supplied one (--plexus-conf-file). */
+function pass(o: InstallOptions, state: ReconcileState, log: Logger): Promise<{ ready: boolean; reason?: string }> {
+  return o.userConfFile ? reconcileUserConfig(o, state, log) : reconcile(o, state, log);
 }
 
 /** How often "still waiting" is repeated while the primary network is not ready. */
@@ -53,7 +59,7 @@ async function waitUntilReady(
   const started = Date.now();
   let lastLog = started;
   for (;;) {
-    const r = await reconcile(o, state, deps.log);
+    const r = await pass(o, state, deps.log);
     if (r.ready) return true;
     const waited = Date.now() - started;
     if (waited >= o.primaryConfigTimeoutMs) {
@@ -85,7 +91,7 @@ async function watchUntilAborted(
     await notifier.next(deps.signal);
     if (deps.signal.aborted) return;
     try {
-      await reconcile(o, state, deps.log);
+      await pass(o, state, deps.log);
     } catch (err) {
       deps.log.error({ err: asCniError(err).message }, "reconcile failed; retrying at the next change or poll");
     }
@@ -95,6 +101,7 @@ async function watchUntilAborted(
 function watchedDirs(o: InstallOptions): string[] {
   const dirs = [o.confDir.local, dirname(o.kubeconfig.local), dirname(o.sourceTokenFile), o.binDir.local];
   if (o.readinessIndicator) dirs.push(dirname(o.readinessIndicator.local));
+  if (o.userConfFile) dirs.push(dirname(o.userConfFile));
   return dirs.filter((d) => existsSync(d));
 }
 
@@ -105,6 +112,12 @@ export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<
   try {
     requireDir(o.confDir.local, "--cni-conf-dir");
     requireDir(o.binDir.local, "--cni-bin-dir");
+    // A user-supplied config brings its own way to Kubernetes (checked at each pass).
+    const missing = o.userConfFile ? undefined : missingCredentials(o);
+    if (missing)
+      throw new Error(`${missing}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
+    if (o.withoutKubernetes)
+      log.warn("--without-kubernetes: the plugin config has no kubeconfig; pods get their default network(s) only");
     if (o.cniDir) mkdirSync(o.cniDir.local, { recursive: true, mode: 0o700 });
     copyBinary(o, state, log);
     notifier = new ChangeNotifier(watchedDirs(o), o.pollIntervalMs);

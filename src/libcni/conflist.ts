@@ -78,6 +78,25 @@ export function envFor(verb: Verb, rt: RuntimeConf): Env {
   return env;
 }
 
+/**
+ * M12: the first plugin of an auxiliary chain, as Multus builds it. Plexus answers for it itself,
+ * as Multus's `passthru` binary does (an empty result on ADD, nothing else), so no such binary has
+ * to be installed; every other plugin runs its binary.
+ */
+export const PASSTHRU_PLUGIN: Readonly<PluginConf> = { type: "passthru", name: "passthru-cni" };
+
+export function isBuiltinPassthru(plugin: PluginConf): boolean {
+  return plugin.type === PASSTHRU_PLUGIN.type && plugin.name === PASSTHRU_PLUGIN.name;
+}
+
+function passthruOutput(verb: Verb, list: ConfList): Uint8Array {
+  if (verb !== "ADD") return new Uint8Array();
+  const empty = versionAtLeast(list.cniVersion, "0.3.0")
+    ? { cniVersion: list.cniVersion, interfaces: [], ips: [], routes: [], dns: {} }
+    : { cniVersion: list.cniVersion, dns: {} };
+  return Buffer.from(JSON.stringify(empty));
+}
+
 async function runPlugin(
   verb: Verb,
   list: ConfList,
@@ -88,6 +107,10 @@ async function runPlugin(
   onStart?: () => void,
 ): Promise<Uint8Array> {
   const what = describe(plugin, list, verb);
+  if (isBuiltinPassthru(plugin)) {
+    onStart?.();
+    return passthruOutput(verb, list);
+  }
   const path = await deps.exec.findInPath(plugin.type, rt.path).catch((err: unknown) => {
     throw err instanceof CniError ? err.withContext(`network ${JSON.stringify(list.name)}`) : err;
   });

@@ -6,6 +6,7 @@
  * not take every pod down.
  */
 import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
+import { getKeyFold, hasKeyFold } from "../cni/keys";
 
 export interface ConfFile {
   path: string;
@@ -65,7 +66,7 @@ export function pickByName(files: readonly ConfFile[], name: string): Picked {
   for (const group of [LIST_FILE, SINGLE_FILE]) {
     for (const file of files.filter((f) => group.test(f.path)).sort(byPath)) {
       const value = decode(file, warnings);
-      if (value && value.name === name) matches.push({ path: file.path, value });
+      if (value && getKeyFold(value, "name") === name) matches.push({ path: file.path, value });
     }
   }
   const [picked, ...others] = matches;
@@ -79,10 +80,12 @@ export function pickByName(files: readonly ConfFile[], name: string): Picked {
 
 /** Structurally usable: a conflist with a non-empty `plugins` list, or a single config with a `type`. */
 function usableProblem(value: Record<string, unknown>): string | undefined {
-  if ("plugins" in value) {
-    return Array.isArray(value.plugins) && value.plugins.length > 0 ? undefined : 'has no plugins in "plugins"';
+  if (hasKeyFold(value, "plugins")) {
+    const plugins = getKeyFold(value, "plugins");
+    return Array.isArray(plugins) && plugins.length > 0 ? undefined : 'has no plugins in "plugins"';
   }
-  return typeof value.type === "string" && value.type !== "" ? undefined : 'has no "type" (and no "plugins")';
+  const type = getKeyFold(value, "type");
+  return typeof type === "string" && type !== "" ? undefined : 'has no "type" (and no "plugins")';
 }
 
 export interface FirstConfigOptions {

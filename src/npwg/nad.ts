@@ -7,6 +7,7 @@
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
+import { getKeyFold } from "../cni/keys";
 import { pickByName, type ConfFile } from "./conf-dir";
 import type { Nad } from "./types";
 
@@ -83,9 +84,10 @@ function parse(value: unknown, what: string, nad: Nad, opts: ResolveNadOptions, 
     );
   }
   // N3.4.3: a name other than the NAD's is kept (delegates key their state by it) but worth a warning.
-  if (typeof value.name === "string" && value.name !== nad.metadata.name) {
+  const name = getKeyFold(value, "name");
+  if (typeof name === "string" && name !== nad.metadata.name) {
     warnings.push(
-      `${what}: the config's name ${JSON.stringify(value.name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(value.name)}`,
+      `${what}: the config's name ${JSON.stringify(name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(name)}`,
     );
   }
   // N3.4.2: a config without a name gets the NAD's. B30, B31: parseConfList names `what`.

@@ -45,11 +45,31 @@ export function cniPathOf(flag: string | undefined, env: Readonly<Record<string,
   return (flag ?? env.CNI_PATH ?? DEFAULT_CNI_PATH).split(":").filter(Boolean);
 }
 
+/**
+ * Exit codes of the person-facing commands (the CNI verbs keep theirs: 0 or 1 with a CNI error).
+ * 0: fine; 1: a problem was found (a check failed, ADD would fail, no such record); 2: the command
+ * line is wrong (commander's parse errors and Plexus's own); 3: the command could not run (the API
+ * server unreachable, a config or state that cannot be read).
+ */
+export const ExitCode = { Ok: 0, Problem: 1, Usage: 2, CannotRun: 3 } as const;
+
+/** The command line asks for something that cannot be (exit 2). */
+export class UsageError extends Error {}
+/** What the command was asked about is not there, or not right (exit 1). */
+export class ProblemError extends Error {}
+
+/** The exit code for an error that stopped a command. */
+export function exitCodeOf(err: unknown): number {
+  if (err instanceof UsageError) return ExitCode.Usage;
+  if (err instanceof ProblemError) return ExitCode.Problem;
+  return ExitCode.CannotRun;
+}
+
 /** Whether --output asks for JSON (text otherwise); anything else is refused. */
 export function wantsJson(output: string | undefined): boolean {
   if (output === undefined || output === "text") return false;
   if (output === "json") return true;
-  throw new Error(`--output ${JSON.stringify(output)}: expected text or json`);
+  throw new UsageError(`--output ${JSON.stringify(output)}: expected text or json`);
 }
 
 export async function opsContext(

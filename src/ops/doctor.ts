@@ -9,11 +9,15 @@ import { request } from "node:http";
 import { dirname } from "node:path";
 import { load } from "js-yaml";
 import { isPlainObject } from "../cni/json";
+import { PLEXUS_KEYS } from "../config/plugin-conf";
+import { reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../k8s/index";
 import { resolveDefaultNetworks } from "../npwg/default-network";
+import { auxiliaryChainDir, loadAuxiliaryChain } from "../orchestrate/aux-chain";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import { RecordStore } from "../orchestrate/record";
 import {
+  exitCodeOf,
   messageOf,
   opsContext,
   type CommonFlags,
@@ -148,7 +152,17 @@ async function checkApi(ctx: OpsContext, add: Add): Promise<void> {
       `manifest directory ${conf.fileClusterDir} (fileClusterDir) instead of an API server`,
     );
   if (!conf.kubeconfig && !(ctx.env.KUBERNETES_SERVICE_HOST && ctx.env.KUBERNETES_SERVICE_PORT)) {
-    return add("warning", "kubernetes", "no kubeconfig in the config: pods get their default network(s) only, no NADs");
+    if (conf.withoutKubernetes)
+      return add(
+        "ok",
+        "kubernetes",
+        "withoutKubernetes: this node runs without Kubernetes; pods get their default network(s) only",
+      );
+    return add(
+      "error",
+      "kubernetes",
+      'no kubeconfig, fileClusterDir or in-cluster environment: every ADD of a pod fails (code 7); is plexus install running? (set "withoutKubernetes": true for a node without Kubernetes)',
+    );
   }
   if (conf.kubeconfig) checkToken(conf.kubeconfig, add);
   try {
@@ -204,10 +218,7 @@ function checkDisk(cniDir: string, add: Add): void {
   }
 }
 
-export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]> {
-  const checks: Check[] = [];
-  const add: Add = (level, subject, msg) => void checks.push({ level, subject, msg });
-  const confDir = f.cniConfDir ?? "/etc/cni/net.d";
+function checkRuntimeConfig(confDir: string, add: Add): void {
   const choice = runtimeConfig(confDir);
   if (!choice.path)
     add(
@@ -223,9 +234,73 @@ export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]
       `the runtime uses ${choice.path}, not Plexus: Plexus's config must sort first in ${confDir} (plexus install writes 00-plexus.conflist)`,
     );
   for (const w of choice.warnings) add("warning", "runtime config", w);
+}
+
+/** M1: every key Plexus does not read, with the nearest known one (Go would ignore it silently). */
+function checkKeys(ctx: OpsContext, add: Add): void {
+  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path))
+    add("warning", "config keys", r.msg);
+}
+
+async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
+  const { conf } = ctx;
+  const kube = await ctx.kube().catch(() => undefined);
+  try {
+    const d = await resolveDefaultNetworks(
+      undefined,
+      { ...conf, defaultNetworks: [] },
+      new FsNetworkSource(conf.confDir, kube),
+    );
+    add(
+      "ok",
+      "default network",
+      `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`,
+    );
+  } catch (err) {
+    add("error", "default network", messageOf(err));
+  }
+}
+
+/** M12: the auxiliary chain every ADD runs, as ADD would load it. */
+async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
+  const { conf } = ctx;
+  if (!conf.auxiliaryCNIChainName) return;
+  try {
+    const chain = await loadAuxiliaryChain(conf, new FsNetworkSource(conf.confDir, undefined));
+    if (!chain)
+      return add(
+        "warning",
+        "auxiliary chain",
+        `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs (auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
+      );
+    add(
+      "ok",
+      "auxiliary chain",
+      `${chain.name}: ${chain.plugins.map((p) => p.type).join(" → ")} from ${auxiliaryChainDir(conf)}, after every pod's networks`,
+    );
+  } catch (err) {
+    add("error", "auxiliary chain", `${messageOf(err)}: every ADD fails`);
+  }
+}
+
+function checkReadiness(conf: OpsContext["conf"], add: Add): void {
+  if (!conf.readinessindicatorfile) return;
+  if (existsSync(conf.readinessindicatorfile)) add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
+  else
+    add(
+      "error",
+      "readiness",
+      `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`,
+    );
+}
+
+export async function doctor(flags: CommonFlags, env = process.env): Promise<Check[]> {
+  const checks: Check[] = [];
+  const add: Add = (level, subject, msg) => void checks.push({ level, subject, msg });
+  checkRuntimeConfig(flags.cniConfDir ?? "/etc/cni/net.d", add);
   let ctx: OpsContext;
   try {
-    ctx = await opsContext(f, env);
+    ctx = await opsContext(flags, env);
     add("ok", "plexus config", `${ctx.path} parses`);
   } catch (err) {
     add("error", "plexus config", messageOf(err));
@@ -233,30 +308,10 @@ export async function doctor(f: CommonFlags, env = process.env): Promise<Check[]
   }
   try {
     const { conf } = ctx;
-    const kube = await ctx.kube().catch(() => undefined);
-    try {
-      const d = await resolveDefaultNetworks(
-        undefined,
-        { ...conf, defaultNetworks: [] },
-        new FsNetworkSource(conf.confDir, kube),
-      );
-      add(
-        "ok",
-        "default network",
-        `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`,
-      );
-    } catch (err) {
-      add("error", "default network", messageOf(err));
-    }
-    if (conf.readinessindicatorfile) {
-      if (existsSync(conf.readinessindicatorfile)) add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
-      else
-        add(
-          "error",
-          "readiness",
-          `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`,
-        );
-    }
+    checkKeys(ctx, add);
+    await checkDefaultNetwork(ctx, add);
+    await checkAuxiliaryChain(ctx, add);
+    checkReadiness(conf, add);
     await checkApi(ctx, add);
     if (conf.fileClusterDir) add("ok", "daemon", "not used: the cluster is the manifest directory");
     else await checkDaemon(conf.daemonSocket, add);
@@ -280,14 +335,14 @@ export function renderChecks(checks: readonly Check[]): string {
   return `${checks.map((c) => `${c.level.padEnd(7)} ${c.subject.padEnd(w)}  ${c.msg}`).join("\n")}\n`;
 }
 
-export async function doctorMain(f: CommonFlags, out: Output = processOutput): Promise<number> {
+export async function doctorMain(flags: CommonFlags, out: Output = processOutput): Promise<number> {
   try {
-    const json = wantsJson(f.output);
-    const checks = await doctor(f);
+    const json = wantsJson(flags.output);
+    const checks = await doctor(flags);
     out.out(json ? `${JSON.stringify(checks, null, 2)}\n` : renderChecks(checks));
     return checks.some((c) => c.level === "error") ? 1 : 0;
   } catch (err) {
     out.err(`plexus doctor: ${messageOf(err)}\n`);
-    return 2;
+    return exitCodeOf(err);
   }
 }

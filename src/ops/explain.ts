@@ -6,9 +6,9 @@
  */
 import { existsSync } from "node:fs";
 import type { CniRequest } from "../cni/env";
-import { asCniError, CniError, Code } from "../cni/errors";
+import { asCniError, Code } from "../cni/errors";
 import { parseCniArgs } from "../cni/args";
-import { buildPluginConf, envFor } from "../libcni/conflist";
+import { buildPluginConf, envFor, isBuiltinPassthru } from "../libcni/conflist";
 import { findInPath } from "../invoke/find";
 import { resolveNadConfig } from "../npwg/nad";
 import type { KubeApi } from "../k8s/kube-api";
@@ -19,6 +19,7 @@ import { planForPod } from "../orchestrate/pod-plan";
 import type { AttachmentDevice } from "../orchestrate/devices";
 import type { Attachment } from "../orchestrate/record";
 import {
+  exitCodeOf,
   messageOf,
   opsContext,
   type CommonFlags,
@@ -28,6 +29,9 @@ import {
   ReadOnlyKube,
 } from "./context";
 import { podDevicesLookup } from "../daemon/pod-devices-lookup";
+import { PLEXUS_KEYS } from "../config/plugin-conf";
+import { reportUnknownKeys } from "../config/unknown-keys";
+import { sweepPodNetworks } from "./explain-sweep";
 import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
 import { noteLogger } from "./note-logger";
@@ -132,47 +136,36 @@ function readinessError(ctx: OpsContext): { code: number; msg: string } | undefi
   };
 }
 
-export async function explain(pod: string | undefined, f: ExplainFlags, env = process.env): Promise<Explanation> {
-  const ctx = await opsContext(f, env);
+export async function explain(pod: string | undefined, flags: ExplainFlags, env = process.env): Promise<Explanation> {
+  const ctx = await opsContext(flags, env);
   const notes: string[] = [];
   const report: Explanation = { config: ctx.path, cniPath: ctx.cniPath, attachments: [], errors: [], notes };
+  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path)) notes.push(r.msg);
   const fail = (err: unknown) => {
     const e = asCniError(err);
-    report.errors.push({ code: e.code, msg: e.message });
+    if (!report.errors.some((x) => x.msg === e.message)) report.errors.push({ code: e.code, msg: e.message });
   };
   try {
-    const { kube, manifest } = await kubeFor(ctx, f);
+    const { kube, manifest } = await kubeFor(ctx, flags);
     const ref = podArg(pod, manifest);
+    // No Kubernetes access: ADD's planner says what ADD would (fail, or the default network only
+    // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
     if (ref && !kube)
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        `config ${ctx.path} gives no Kubernetes access (no kubeconfig, fileClusterDir or in-cluster environment): ADD would attach the default network(s) only; use --file POD.yaml --nads DIR for a dry run`,
-      );
+      notes.push(`config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`);
     const ro = kube ? new ReadOnlyKube(kube) : undefined;
     // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
-    const uid =
-      f.uid ??
-      (ref && kube ? (await kube.getPod(ref.namespace, ref.name).catch(() => undefined))?.metadata.uid : undefined);
+    const found = ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;
     if (ref) report.pod = `${ref.namespace}/${ref.name}`;
-    const req = addRequest(ref, uid, f.ifname ?? "eth0", ctx.cniPath);
+    const req = addRequest(ref, flags.uid ?? found?.metadata.uid, flags.ifname ?? "eth0", ctx.cniPath);
     const readiness = readinessError(ctx);
     if (readiness) report.errors.push(readiness);
     try {
-      const log = noteLogger(notes, ctx.log);
-      const plan = await planForPod(req, ctx.conf, {
-        kube: async () => ro,
-        log,
-        load: eagerLoaders,
-        podDevices: podDevicesLookup(ctx.conf, log),
-      });
-      const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
-      for (const att of plan.attachments) {
-        const step = await attachmentPlan(att, rt, req, ctx, fail);
-        const source = att.selection && ro ? await nadSource(ro, att, ctx) : undefined;
-        report.attachments.push(source ? { ...step, source } : step);
-      }
+      await planInto(report, { req, ctx, ro, fail });
     } catch (err) {
       fail(err);
+      // ADD stops at its first error; a person wants every one (all missing NADs, all bad networks).
+      if (found && ref && ro)
+        for (const e of await sweepPodNetworks(found, ref, { conf: ctx.conf, kube: ro, ifName: req.ifName })) fail(e);
     } finally {
       for (const e of ro?.withheldEvents ?? [])
         notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);
@@ -181,6 +174,27 @@ export async function explain(pod: string | undefined, f: ExplainFlags, env = pr
     await ctx.kube.close();
   }
   return report;
+}
+
+/** ADD's own plan for the request, each attachment's plugins, environment and binaries. */
+async function planInto(
+  report: Explanation,
+  o: { req: CniRequest; ctx: OpsContext; ro: ReadOnlyKube | undefined; fail: (err: unknown) => void },
+): Promise<void> {
+  const { req, ctx, ro } = o;
+  const log = noteLogger(report.notes, ctx.log);
+  const plan = await planForPod(req, ctx.conf, {
+    kube: async () => ro,
+    log,
+    load: eagerLoaders,
+    podDevices: podDevicesLookup(ctx.conf, log),
+  });
+  const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  for (const att of plan.attachments) {
+    const step = await attachmentPlan(att, rt, req, ctx, o.fail);
+    const source = att.selection && ro ? await nadSource(ro, att, ctx) : undefined;
+    report.attachments.push(source ? { ...step, source } : step);
+  }
 }
 
 async function attachmentPlan(
@@ -199,7 +213,9 @@ async function attachmentPlan(
       env: envFor("ADD", runtime),
     };
     try {
-      step.binary = await findInPath(plugin.type, runtime.path);
+      step.binary = isBuiltinPassthru(plugin)
+        ? "(built into Plexus: the auxiliary chain's passthru)"
+        : await findInPath(plugin.type, runtime.path);
     } catch (err) {
       // The same context as ADD puts around it (conflist.ts runPlugin, add.ts).
       const e = inPod(
@@ -279,7 +295,7 @@ export function renderExplanation(r: Explanation): string {
   if (r.errors.length === 0) lines.push("ADD would succeed as far as can be told without running the plugins.");
   else {
     lines.push(
-      `ADD would fail${r.errors.length > 1 ? ` (it stops at the first of these ${r.errors.length} errors)` : ""}:`,
+      `ADD would fail${r.errors.length > 1 ? ` (it stops at the first; all ${r.errors.length} problems found)` : ""}:`,
     );
     for (const e of r.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
   }
@@ -288,20 +304,20 @@ export function renderExplanation(r: Explanation): string {
 
 export async function explainMain(
   pod: string | undefined,
-  f: ExplainFlags,
+  flags: ExplainFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  if (!pod && !f.file) {
+  if (!pod && !flags.file) {
     out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
     return 2;
   }
   let r: Explanation;
   try {
-    r = await explain(pod, f);
+    r = await explain(pod, flags);
   } catch (err) {
     out.err(`plexus explain: ${messageOf(err)}\n`);
-    return 2;
+    return exitCodeOf(err);
   }
-  out.out(f.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
+  out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
   return r.errors.length ? 1 : 0;
 }

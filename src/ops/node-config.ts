@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
-import { DEFAULT_CONF_DIR, parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
+import { DEFAULT_CONF_DIR, parsePlexusConf, plexusEntry, type PlexusConf } from "../config/plugin-conf";
 import { readConfDir } from "../install/primary";
 import { firstConfigFile } from "../npwg/conf-dir";
 
@@ -25,15 +25,7 @@ export interface NodeConfig {
   conf: PlexusConf;
 }
 
-/** The plugin entry of type `plexus` with the list's name and cniVersion, or the single config itself. */
-export function plexusEntry(value: Record<string, unknown>): Record<string, unknown> | undefined {
-  if (value.type === "plexus") return value;
-  if (!Array.isArray(value.plugins)) return undefined;
-  const plugin = value.plugins.find((p) => isPlainObject(p) && p.type === "plexus") as
-    | Record<string, unknown>
-    | undefined;
-  return plugin ? { ...plugin, name: value.name, cniVersion: value.cniVersion } : undefined;
-}
+export { plexusEntry };
 
 /** What the runtime picks from `confDir` (libcni order). */
 export function runtimeConfig(confDir: string): RuntimeChoice {
@@ -50,8 +42,8 @@ export function runtimeConfig(confDir: string): RuntimeChoice {
 }
 
 /** Reads and parses the Plexus config (the same parser as a CNI call's stdin). */
-export function loadNodeConfig(o: { config?: string | undefined; confDir?: string | undefined }): NodeConfig {
-  let path = o.config;
+export function loadNodeConfig(source: { config?: string | undefined; confDir?: string | undefined }): NodeConfig {
+  let path = source.config;
   let value: unknown;
   if (path) {
     let text: string;
@@ -67,7 +59,7 @@ export function loadNodeConfig(o: { config?: string | undefined; confDir?: strin
     }
     value = decodeJson(text, { what: `config ${path}` });
   } else {
-    const dir = o.confDir ?? DEFAULT_CONF_DIR;
+    const dir = source.confDir ?? DEFAULT_CONF_DIR;
     const choice = runtimeConfig(dir);
     if (!choice.path || !choice.value) {
       throw new CniError(

@@ -18,7 +18,17 @@ import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestra
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
 import { silentLogger } from "../log/logger";
-import { cniPathOf, messageOf, type CommonFlags, type Output, processOutput, wantsJson } from "./context";
+import {
+  cniPathOf,
+  exitCodeOf,
+  ProblemError,
+  UsageError,
+  messageOf,
+  type CommonFlags,
+  type Output,
+  processOutput,
+  wantsJson,
+} from "./context";
 import { opsWiring } from "./loaders";
 import { loadNodeConfig } from "./node-config";
 
@@ -94,9 +104,10 @@ async function find(store: RecordStore, id: string): Promise<{ read: RecordRead;
     const s = summarise(r, store);
     return s.id === id || s.containerId === id;
   });
-  if (matches.length === 0) throw new Error(`no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`);
+  if (matches.length === 0)
+    throw new ProblemError(`no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`);
   if (matches.length > 1)
-    throw new Error(
+    throw new UsageError(
       `${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`,
     );
   return { read: matches[0]!, summary: summarise(matches[0]!, store) };
@@ -172,12 +183,12 @@ async function removeIdleLock(cniDir: string, containerId: string, ifName: strin
 export async function recordsMain(
   action: "list" | "show" | "rm",
   id: string | undefined,
-  f: RecordsFlags,
+  flags: RecordsFlags,
   out: Output = processOutput,
 ): Promise<number> {
   try {
-    const json = wantsJson(f.output);
-    const conf = confFor(f);
+    const json = wantsJson(flags.output);
+    const conf = confFor(flags);
     const store = new RecordStore(conf.cniDir);
     if (action === "list") {
       const list = await listRecords(store);
@@ -189,8 +200,8 @@ export async function recordsMain(
       out.out(`${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`);
       return 0;
     }
-    if (f.teardown && read.state === "found") {
-      const errors = await tearDownRecord(read.record, conf, f);
+    if (flags.teardown && read.state === "found") {
+      const errors = await tearDownRecord(read.record, conf, flags);
       if (errors.length) {
         out.err(
           `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,
@@ -212,6 +223,6 @@ export async function recordsMain(
     return 0;
   } catch (err) {
     out.err(`plexus records ${action}: ${messageOf(err)}\n`);
-    return 2;
+    return exitCodeOf(err);
   }
 }

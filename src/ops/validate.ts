@@ -8,7 +8,11 @@
  */
 import { hostname } from "node:os";
 import { asCniError } from "../cni/errors";
-import type { ConfList, PluginConf } from "../cni/conf";
+import { LIST_KEYS, type ConfList, type PluginConf } from "../cni/conf";
+import { isPlainObject } from "../cni/json";
+import { canonicalizeKeys, hasKeyFold } from "../cni/keys";
+import { PLEXUS_KEYS } from "../config/plugin-conf";
+import { reportUnknownKeys } from "../config/unknown-keys";
 import { findInPath } from "../invoke/find";
 import { RawExec } from "../invoke/raw-exec";
 import { applySelection } from "../npwg/delegate-args";
@@ -17,7 +21,15 @@ import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import type { Logger } from "../log/logger";
 import { clusterLists } from "./cluster-list";
-import { messageOf, opsContext, type CommonFlags, type OpsContext, type Output, processOutput } from "./context";
+import {
+  exitCodeOf,
+  messageOf,
+  opsContext,
+  type CommonFlags,
+  type OpsContext,
+  type Output,
+  processOutput,
+} from "./context";
 import { checkIpam, overlaps, type AddressRange } from "./ipam";
 import { checkResourceName } from "./dra-check";
 import { readManifest } from "./manifest-kube";
@@ -151,6 +163,26 @@ interface Scope {
   slices?: { nodeName: string; list: ResourceSlice[] | undefined };
 }
 
+/**
+ * M1: the top-level keys of a NAD's conflist that libcni does not read (a plugin's own keys belong
+ * to the plugin and are not judged here), with the nearest known key.
+ */
+function listKeyWarnings(nad: Nad): string[] {
+  const text = nad.spec?.config;
+  if (typeof text !== "string" || text === "") return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return []; // reported by resolveNadConfig
+  }
+  if (!isPlainObject(value) || !hasKeyFold(value, "plugins")) return [];
+  const unknown = canonicalizeKeys(value, LIST_KEYS).unknown;
+  return reportUnknownKeys(unknown, LIST_KEYS.names, "spec.config (a conflist)").map((r) =>
+    r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"),
+  );
+}
+
 async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<NadReport> {
   const ref = `${nad.metadata.namespace}/${nad.metadata.name}`;
   const report: NadReport = { nad: ref, findings: [] };
@@ -160,6 +192,7 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     conf = resolved.conf;
     report.source = resolved.source;
     for (const w of resolved.warnings) report.findings.push({ level: "warning", msg: w });
+    for (const msg of listKeyWarnings(nad)) report.findings.push({ level: "warning", msg });
     report.findings.push({
       level: "ok",
       msg: `config parses (from ${resolved.source}): ${conf.plugins.map((p) => p.type).join(" → ")}`,
@@ -224,22 +257,24 @@ function allFootprints(nads: readonly Nad[], files: ConfFile[]): Footprint[] {
 
 export async function validate(
   name: string | undefined,
-  f: ValidateFlags,
+  flags: ValidateFlags,
   env = process.env,
 ): Promise<{ reports: NadReport[]; notes: string[] }> {
-  const ctx = await opsContext(f, env);
+  const ctx = await opsContext(flags, env);
   const notes: string[] = [];
   const note = (what: string) => (err: unknown) =>
     void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
+  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path)) notes.push(r.msg);
   const lists = await clusterLists(ctx.conf, env, ctx.log).catch(note("connecting to the cluster"));
   if (lists === undefined && !notes.length)
     notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
   try {
     const listed = lists ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined) : undefined;
     const pods = lists
-      ? ((await lists.pods(f.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ?? [])
+      ? ((await lists.pods(flags.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ??
+        [])
       : [];
-    const nodeName = f.nodeName || env.NODE_NAME || hostname();
+    const nodeName = flags.nodeName || env.NODE_NAME || hostname();
     const slices = lists?.slices
       ? await lists.slices(nodeName).catch((err: unknown) => {
           notes.push(
@@ -248,7 +283,7 @@ export async function validate(
           return undefined;
         })
       : undefined;
-    const nads = await selectNads(name, f, ctx, listed);
+    const nads = await selectNads(name, flags, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
     const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
     const reports: NadReport[] = [];
@@ -288,19 +323,21 @@ export function renderFindings(reports: readonly NadReport[], notes: readonly st
 
 export async function validateMain(
   name: string | undefined,
-  f: ValidateFlags,
+  flags: ValidateFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  if (!name && !f.file && !f.all) {
+  if (!name && !flags.file && !flags.all) {
     out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
     return 2;
   }
   try {
-    const { reports, notes } = await validate(name, f);
-    out.out(f.output === "json" ? `${JSON.stringify({ reports, notes }, null, 2)}\n` : renderFindings(reports, notes));
+    const { reports, notes } = await validate(name, flags);
+    out.out(
+      flags.output === "json" ? `${JSON.stringify({ reports, notes }, null, 2)}\n` : renderFindings(reports, notes),
+    );
     return reports.some((r) => r.findings.some((x) => x.level === "error")) ? 1 : 0;
   } catch (err) {
     out.err(`plexus validate: ${messageOf(err)}\n`);
-    return 2;
+    return exitCodeOf(err);
   }
 }

@@ -20,6 +20,7 @@ import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
 import type { Loaders } from "./deps";
+import { withAuxiliaryChain } from "./aux-chain";
 import { assignDevices, resourceNameOf, type PodDevicesLookup } from "./devices";
 import { FsNetworkSource } from "./network-source";
 import { planFromDelegates } from "./plan";
@@ -47,7 +48,35 @@ function podName(ref: PodRef): string {
   return `${ref.namespace}/${ref.name}`;
 }
 
+/**
+ * An ADD for a pod of a cluster that Plexus cannot reach would attach the default network only and
+ * succeed, silently dropping every network the pod asks for (Multus does that). Refused, unless the
+ * config says this node runs without Kubernetes on purpose.
+ */
+function noKubernetesError(ref: PodRef): CniError {
+  return new CniError(
+    Code.InvalidNetworkConfig,
+    `pod ${podName(ref)}: CNI_ARGS name a pod, but the config gives no way to reach Kubernetes: no "kubeconfig" key, no in-cluster environment (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT) and no "fileClusterDir"; set one of them (plexus install writes "kubeconfig"), or set "withoutKubernetes": true if this node attaches the default network(s) only on purpose`,
+  );
+}
+
 export async function planForPod(
+  req: CniRequest,
+  conf: PlexusConf,
+  ctx: PlanContext,
+): Promise<PodPlan & { kube?: KubeApi }> {
+  const plan = await planNetworks(req, conf, ctx);
+  // M12: ADD runs the auxiliary chain after the pod's networks (DEL has it in the record).
+  if (req.command !== "ADD" || !conf.auxiliaryCNIChainName) return plan;
+  try {
+    const source = new FsNetworkSource(conf.confDir, undefined);
+    return { ...plan, attachments: bounded(await withAuxiliaryChain(plan.attachments, conf, source), conf) };
+  } catch (err) {
+    throw plan.ref ? asCniError(err).withContext(`pod ${podName(plan.ref)}`) : err;
+  }
+}
+
+async function planNetworks(
   req: CniRequest,
   conf: PlexusConf,
   ctx: PlanContext,
@@ -55,6 +84,7 @@ export async function planForPod(
   const ref = podFromArgs(req.args);
   const kube = ref ? await ctx.kube() : undefined;
   const source = new FsNetworkSource(conf.confDir, kube);
+  if (ref && !kube && req.command === "ADD" && !conf.withoutKubernetes) throw noKubernetesError(ref);
   if (!ref || !kube) {
     ctx.log.info(
       { reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" },

@@ -27,8 +27,15 @@ export function verifySelection(a: Attached): void {
   if (a.attachment.selection) verifyAttachment(toResult(a.result), a.attachment.selection, a.attachment.ifName);
 }
 
+/** M12: as Multus, an auxiliary chain that created no interface and no address has no status entry. */
+function hasStatus({ attachment, result }: Attached): boolean {
+  if (!attachment.auxiliary) return true;
+  const r = toResult(result);
+  return (r.interfaces?.length ?? 0) > 0 || (r.ips?.length ?? 0) > 0;
+}
+
 export function networkStatuses(attached: readonly Attached[]): NetworkStatus[] {
-  return attached.map(({ attachment, result, deviceInfo }) =>
+  return attached.filter(hasStatus).map(({ attachment, result, deviceInfo }) =>
     buildNetworkStatus({
       name: attachment.network,
       isDefault: attachment.isDefault,

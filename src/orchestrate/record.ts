@@ -44,6 +44,8 @@ export interface Attachment {
   failedDels?: number;
   /** M10: the device of a NAD with a resourceName, kept so DEL asks kubelet nothing. */
   device?: AttachmentDevice;
+  /** M12: the auxiliary chain (no network-status entry unless its result names an interface or IP). */
+  auxiliary?: true;
 }
 
 export interface ContainerRecord {

@@ -175,6 +175,31 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     expect(add).toContain(needle);
   });
 
+  it("M9 B28 explain reports every problem of the pod (all missing NADs, every bad network), ADD's first one first", async () => {
+    const objects = [
+      nad("bad", '{"cniVersion":"1.0.0","type":"noop",}'),
+      nad("good", noopConf()),
+      pod("web", "missing-1,good,bad,missing-2"),
+    ];
+    const n = node(objects, { extra: { clusterNetwrok: "typo", SocketDir: "/run/multus" } });
+    const r = await explain(`${NS}/web`, n.flags, n.env);
+    const add = await addError(n.stdinConf, "web");
+    expect(r.errors[0]!.msg).toBe(add);
+    expect(r.errors.map((e) => e.msg)).toEqual([
+      expect.stringMatching(/network demo\/missing-1 requested .*no NetworkAttachmentDefinition missing-1/),
+      expect.stringMatching(/network demo\/bad: .*spec\.config is not valid JSON/),
+      expect.stringMatching(/network demo\/missing-2 requested .*no NetworkAttachmentDefinition missing-2/),
+    ]);
+    expect(renderExplanation(r)).toContain("ADD would fail (it stops at the first; all 3 problems found)");
+    // M1: the node config's unknown keys are named too.
+    expect(r.notes).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/),
+        expect.stringMatching(/`SocketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/),
+      ]),
+    );
+  });
+
   it("M10 shows the device chosen for a NAD with a resourceName, and the deviceID its plugins get", async () => {
     const socket = join(sb.root, "kubelet.sock");
     const kubelet = await startFakePodResources(socket, [
@@ -253,6 +278,35 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
 });
 
 describe("plexus validate: can this node run the NAD", () => {
+  it("M1 names the node config's unknown keys and a NAD conflist's unread top-level keys, each with a suggestion; keys in other cases are read", async () => {
+    const n = node(
+      [
+        nad("listy", {
+          CNIVersion: "1.0.0",
+          Name: "listy",
+          disableChek: true,
+          Plugins: [{ TYPE: "noop" }],
+        }),
+      ],
+      { extra: { namespaceIsolaton: true } },
+    );
+    const { reports, notes } = await validate(`${NS}/listy`, n.flags, n.env);
+    expect(notes).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/`namespaceIsolaton` is not a Plexus key; did you mean `namespaceIsolation`\?/),
+      ]),
+    );
+    expect(reports[0]!.findings).toEqual(
+      expect.arrayContaining([
+        {
+          level: "warning",
+          msg: expect.stringMatching(/`disableChek` is not a conflist key .*did you mean `disableCheck`\?/),
+        },
+        { level: "ok", msg: expect.stringContaining("config parses (from spec.config): noop") },
+      ]),
+    );
+  });
+
   it("reports a missing binary, a typo, overlapping ranges on one bridge, an undeclared capability a pod requests, and a cniVersion the plugin does not speak", async () => {
     const old = join(sb.binDir, "old-plugin");
     writeFileSync(old, `#!/bin/sh\necho '{"cniVersion":"0.4.0","supportedVersions":["0.3.1","0.4.0"]}'\n`);
@@ -524,7 +578,7 @@ describe("plexus records: list, show, rm --teardown", () => {
 
   it("an unknown ID is an error naming the directory", async () => {
     const c = capture();
-    expect(await recordsMain("show", "nope", { cniDir: sb.cniDir, cniConfDir: join(sb.root, "none") }, c.io)).toBe(2);
+    expect(await recordsMain("show", "nope", { cniDir: sb.cniDir, cniConfDir: join(sb.root, "none") }, c.io)).toBe(1);
     expect(c.err.join("")).toContain(`no record "nope" in ${join(sb.cniDir, "records")}`);
   });
 });

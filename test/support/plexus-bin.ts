@@ -254,8 +254,21 @@ export class Sandbox {
   }
 
   /** Plexus's own (Multus thin) config with a temp cniDir. */
+  /**
+   * A Plexus config over these delegates. It says `withoutKubernetes` (a node without a cluster, as
+   * most of these tests are): an ADD naming a pod then attaches the delegates instead of failing
+   * for want of a kubeconfig. A test of that failure passes `withoutKubernetes: false`.
+   */
   config(delegates: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-    return { cniVersion: "1.0.0", name: "plexus-test", type: "plexus", cniDir: this.cniDir, delegates, ...extra };
+    return {
+      cniVersion: "1.0.0",
+      name: "plexus-test",
+      type: "plexus",
+      cniDir: this.cniDir,
+      delegates,
+      withoutKubernetes: true,
+      ...extra,
+    };
   }
 
   env(command: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {

@@ -267,3 +267,131 @@ describe("plexus install (in-process, temp dirs)", () => {
     expect(log.text()).toMatch(/--cni-bin-dir .*nope is not a directory/);
   });
 });
+
+describe("M1 the installer names unknown keys of the configs it reads", () => {
+  it("M1 a conflist-level key of the primary config that libcni does not read is logged with a suggestion", async () => {
+    writeFileSync(
+      join(confDir, "10-bridge.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "mynet", disableChek: true, plugins: [{ type: "bridge" }] }),
+    );
+    const { done, log } = start(options({ once: true }));
+    expect(await done).toBe(0);
+    expect(log.text()).toMatch(
+      /`disableChek` is not a conflist key \(libcni reads no such key\); did you mean `disableCheck`\?/,
+    );
+  });
+});
+
+describe("M11 no silent default network only: credentials", () => {
+  it.each([
+    ["the token", () => unlinkSync(join(saDir, "token")), /service-account token .*token is missing or empty/],
+    ["the CA", () => unlinkSync(join(saDir, "ca.crt")), /service-account CA .*ca\.crt is missing or empty/],
+  ])("M11 without %s: exit 1 naming what is missing, and no Plexus config written", async (_what, remove, message) => {
+    writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
+    remove();
+    const { done, log } = start(options({ once: true }));
+    expect(await done).toBe(1);
+    expect(log.text()).toMatch(message);
+    expect(log.text()).toMatch(/no Plexus config written \(pass --without-kubernetes/);
+    expect(existsSync(plexusConf())).toBe(false);
+  });
+
+  it("M11 without an API server (no --api-server, no in-cluster env): exit 1 naming both, no config", async () => {
+    writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
+    const f = { ...options({ once: true }) };
+    delete f.apiServer;
+    const { done, log } = start(f);
+    expect(await done).toBe(1);
+    expect(log.text()).toMatch(/no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST/);
+    expect(existsSync(plexusConf())).toBe(false);
+  });
+
+  it("M11 --without-kubernetes: no credentials needed; the config says withoutKubernetes and has no kubeconfig", async () => {
+    writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
+    unlinkSync(join(saDir, "token"));
+    const { done, log } = start(options({ once: true, withoutKubernetes: true }));
+    expect(await done).toBe(0);
+    expect(readConf().plugins[0]).toMatchObject({ type: "plexus", withoutKubernetes: true });
+    expect(readConf().plugins[0]).not.toHaveProperty("kubeconfig");
+    expect(log.text()).toMatch(/--without-kubernetes: the plugin config has no kubeconfig/);
+  });
+
+  it("M11 token gone after install: the config keeps its kubeconfig (the last copy), logged as an error", async () => {
+    writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
+    const { log } = start(options());
+    await waitFor(() => existsSync(plexusConf()), 3000, "config");
+    unlinkSync(join(saDir, "token"));
+    writeFileSync(join(confDir, "10-bridge.conflist"), primaryText("0.4.0"));
+    await waitFor(() => readConf().cniVersion === "0.4.0", 3000, "regenerated config");
+    expect(readConf().plugins[0]!.kubeconfig).toBe(join(confDir, "plexus.d", "plexus.kubeconfig"));
+    expect(log.text()).toMatch(/token .* is missing or empty; the kubeconfig keeps the last token copied/);
+  });
+});
+
+describe("M11 a user-supplied config (--plexus-conf-file, Multus's --multus-conf-file)", () => {
+  const userFile = () => join(root, "my-plexus.conf");
+  const writeUser = (value: Record<string, unknown>) => writeFileSync(userFile(), JSON.stringify(value));
+
+  it("M11 M1 a valid single config is validated and installed as 00-plexus.conflist; unknown keys are logged with a suggestion", async () => {
+    writeUser({
+      CNIVersion: "1.0.0",
+      name: "mine",
+      Type: "plexus",
+      ClusterNetwork: "/etc/cni/net.d/10-bridge.conflist",
+      kubeconfig: join(confDir, "plexus.d", "plexus.kubeconfig"),
+      clusterNetwrok: "typo",
+      socketDir: "/run/multus",
+    });
+    const { done, log } = start(options({ once: true, plexusConfFile: userFile() }));
+    expect(await done).toBe(0);
+    const installed = JSON.parse(readFileSync(plexusConf(), "utf8"));
+    expect(installed).toMatchObject({ cniVersion: "1.0.0", name: "mine", plugins: [{ Type: "plexus" }] });
+    expect(log.text()).toMatch(/`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/);
+    expect(log.text()).toMatch(/`socketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/);
+    expect(log.text()).toMatch(/user-supplied Plexus config validated and installed/);
+  });
+
+  it.each([
+    ["not JSON", "{nope", /is not valid JSON/],
+    ["not a Plexus config", JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "bridge" }), /not a Plexus config/],
+    [
+      "no network",
+      JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "plexus", kubeconfig: "/k" }),
+      /names no network/,
+    ],
+    [
+      "an auxiliary chain that can never run",
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "x",
+        type: "plexus",
+        clusterNetwork: "cbr0",
+        auxiliaryCNIChainName: "c",
+        withoutKubernetes: true,
+      }),
+      /needs .{1,3}clusterNetwork.{1,3} to be a file path/,
+    ],
+    [
+      "no way to Kubernetes",
+      JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "plexus", clusterNetwork: "/a/b.conf" }),
+      /has no .{1,3}kubeconfig.{1,3} \(nor .{1,3}fileClusterDir/,
+    ],
+    [
+      "a kubeconfig that is not there",
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "x",
+        type: "plexus",
+        clusterNetwork: "/a/b.conf",
+        kubeconfig: "/nope/kc",
+      }),
+      /its kubeconfig \/nope\/kc does not exist on the node/,
+    ],
+  ])("M11 one that cannot work (%s) is refused: exit 1, nothing installed", async (_what, text, message) => {
+    writeFileSync(userFile(), text);
+    const { done, log } = start(options({ once: true, plexusConfFile: userFile() }));
+    expect(await done).toBe(1);
+    expect(log.text()).toMatch(message);
+    expect(existsSync(plexusConf())).toBe(false);
+  });
+});

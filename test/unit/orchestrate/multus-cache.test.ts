@@ -299,7 +299,7 @@ describe("DEL of a container Multus attached", () => {
   });
 
   it("a Plexus record wins over a Multus file for the same container", async () => {
-    await cmdAdd(req("ADD"), conf(), deps);
+    await cmdAdd(req("ADD"), conf({ withoutKubernetes: true }), deps);
     writeMultusCache(dir, CID, [cluster]);
     exec.calls.length = 0;
     await cmdDel(req("DEL"), conf(), deps);

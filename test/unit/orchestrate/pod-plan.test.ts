@@ -196,3 +196,36 @@ describe("planDefaultsOnly (DEL without a record, B38)", () => {
     expect(without.map((a) => [a.network, a.ifName])).toEqual([["cbr0", "eth0"]]);
   });
 });
+
+describe("M1 M11 no silent default network only", () => {
+  const noKube = (c: PlexusConf, r: CniRequest) =>
+    planForPod(r, c, { kube: async () => undefined, log, load: eagerLoaders });
+
+  it("M1 an ADD that names a pod, with no way to reach Kubernetes, fails with 7 naming what is missing", async () => {
+    await expect(noKube(conf(), req())).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(
+        /pod app\/web: .*no "kubeconfig" key.*KUBERNETES_SERVICE_HOST.*"fileClusterDir".*"withoutKubernetes": true/,
+      ),
+    });
+  });
+
+  it('M1 "withoutKubernetes": true (also spelled WithoutKubernetes) attaches the default network only, on purpose', async () => {
+    const p = await noKube(
+      parsePlexusConf({
+        cniVersion: "1.0.0",
+        name: "plexus",
+        clusterNetwork: "cbr0",
+        confDir,
+        WithoutKubernetes: true,
+      }),
+      req(),
+    );
+    expect(p.attachments.map((a) => a.network)).toEqual(["cbr0"]);
+  });
+
+  it("B7 without a pod in CNI_ARGS (cnitool, podman) the default network is attached as before", async () => {
+    const p = await noKube(conf(), req("IgnoreUnknown=1"));
+    expect(p.attachments.map((a) => a.network)).toEqual(["cbr0"]);
+  });
+});

@@ -245,6 +245,7 @@ describe("the runtime's own requests (issue 10 item 7)", () => {
     const c = parsePlexusConf({
       cniVersion: "1.0.0",
       name: "plexus",
+      withoutKubernetes: true,
       runtimeConfig: { ips: ["10.9.0.50/24"], mac: "02:00:00:00:00:50", portMappings: [{ hostPort: 80 }] },
       delegates: [
         { cniVersion: "1.0.0", name: "cluster", type: "bridge", capabilities: caps },

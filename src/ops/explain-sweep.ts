@@ -1,0 +1,87 @@
+/**
+ * For `plexus explain`: every problem of a pod's networks, not only the first. ADD stops at the
+ * first error (nothing has run yet, so there is nothing to gain by going on); a person fixing a
+ * pod wants them all at once. This goes through the same checks ADD makes, one network at a time,
+ * with ADD's own functions and messages: each network the annotation selects (namespace access,
+ * the NAD's existence, its config, the allowed plugin types) and each default network.
+ */
+import type { PodRef } from "../cni/args";
+import { asCniError, CniError, Code } from "../cni/errors";
+import type { PlexusConf } from "../config/plugin-conf";
+import type { KubeApi } from "../k8s/kube-api";
+import { parseNetworksAnnotation } from "../npwg/annotation";
+import { resolveDefaultNetworks } from "../npwg/default-network";
+import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
+import { resolveNadConfig } from "../npwg/nad";
+import { checkPluginTypes } from "../npwg/policy";
+import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
+import { FsNetworkSource } from "../orchestrate/network-source";
+
+export interface SweepContext {
+  conf: PlexusConf;
+  kube: KubeApi;
+  ifName: string;
+}
+
+/** One selected network's problem, with the context ADD would put around it; undefined when fine. */
+async function selectionProblem(
+  sel: NetworkSelection,
+  ref: PodRef,
+  ctx: SweepContext & { source: FsNetworkSource },
+): Promise<CniError | undefined> {
+  const reference = `${sel.namespace}/${sel.name}`;
+  try {
+    checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf: ctx.conf });
+    const nad = await ctx.kube.getNad(sel.namespace, sel.name);
+    if (!nad)
+      return new CniError(
+        Code.InvalidNetworkConfig,
+        `network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+      );
+    const files = await ctx.source.confDirFiles();
+    try {
+      const { conf } = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
+      checkPluginTypes(conf, ctx.conf.allowedPluginTypes, reference);
+    } catch (err) {
+      return asCniError(err).withContext(`network ${reference}`);
+    }
+    return undefined;
+  } catch (err) {
+    return asCniError(err);
+  }
+}
+
+/** Each default network on its own: the cluster network, then every `defaultNetworks` entry. */
+async function defaultNetworkProblems(pod: Pod, ctx: SweepContext & { source: FsNetworkSource }): Promise<CniError[]> {
+  const problems: CniError[] = [];
+  const one = async (defaultNetworks: string[]) => {
+    try {
+      await resolveDefaultNetworks(pod, { ...ctx.conf, defaultNetworks }, ctx.source);
+    } catch (err) {
+      problems.push(asCniError(err));
+    }
+  };
+  await one([]);
+  for (const name of ctx.conf.defaultNetworks) await one([name]);
+  return problems;
+}
+
+/** Every problem of the pod's networks, each message as ADD would give it (the pod named first). */
+export async function sweepPodNetworks(pod: Pod, ref: PodRef, ctx: SweepContext): Promise<CniError[]> {
+  const withSource = { ...ctx, source: new FsNetworkSource(ctx.conf.confDir, ctx.kube) };
+  const problems = await defaultNetworkProblems(pod, withSource);
+  let selections: NetworkSelection[] = [];
+  try {
+    selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
+      maxSelections: ctx.conf.maxNetworks,
+      reservedIfName: ctx.ifName,
+    });
+  } catch (err) {
+    problems.push(asCniError(err));
+  }
+  for (const sel of selections) {
+    const problem = await selectionProblem(sel, ref, withSource);
+    if (problem) problems.push(problem);
+  }
+  return problems.map((p) => p.withContext(`pod ${ref.namespace}/${ref.name}`));
+}

@@ -16,6 +16,7 @@ import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";
+import { retryPendingDels } from "./pending";
 import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
 
 export interface AddOutcome {
@@ -27,9 +28,14 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
-  return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
-    addLocked(req, conf, locked, deadline),
-  );
+  try {
+    return await withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+      addLocked(req, conf, locked, deadline),
+    );
+  } finally {
+    // After its own work: the oldest record of a failed DEL on this node gets a retry (pending.ts).
+    await retryPendingDels(req, conf, deps, { limit: 1 });
+  }
 }
 
 async function addLocked(
@@ -105,16 +111,18 @@ async function addLocked(
       throw cause;
     }
     // The record keeps only what is left, for the runtime's DEL (which follows a failed ADD, K1).
-    await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch(() => {});
+    // Should that write fail, the record still names every attachment: DEL tries them all again.
+    const errors = rollback.map((f) => f.error);
+    await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch((err: unknown) => {
+      errors.push(
+        asCniError(err).withContext("the record could not be narrowed to what is left (it still names every network)"),
+      );
+    });
     deps.log.error(
-      { errors: rollback.map((f) => f.error.message) },
+      { errors: errors.map((e) => e.message) },
       "rollback after failed ADD left attachments; the record keeps them for DEL",
     );
-    throw oneError(
-      rollback.map((f) => f.error),
-      "rollback also failed",
-      { lead: cause },
-    )!;
+    throw oneError(errors, "rollback also failed", { lead: cause })!;
   }
 }
 

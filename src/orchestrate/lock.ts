@@ -32,10 +32,11 @@ export async function withContainerLock<T>(
     })
     .catch((err: unknown) => {
       const e = asCniError(err);
-      // A lock file that cannot even be made (cniDir read-only, or a file) must not fail every DEL
-      // of the pod: DEL goes on unlocked. ADD and CHECK fail, before any delegate runs (B44, B45).
-      if (o.verb !== "DEL" || e.code !== Code.IoFailure) throw e;
-      deps.log.warn({ err: e.message }, "DEL without the container's lock");
+      // A lock that cannot be taken for any reason but another call holding it (cniDir full,
+      // read-only, or a file; too many open files) must not fail every DEL of the pod: DEL goes on
+      // unlocked, logged. ADD and CHECK fail, before any delegate runs (B44, B45).
+      if (o.verb !== "DEL" || e.code === Code.TryAgainLater) throw e;
+      deps.log.warn({ err: e.message, code: e.code }, "DEL without the container's lock");
       return NO_LOCK;
     });
   try {

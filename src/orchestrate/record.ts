@@ -3,10 +3,13 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { join } from "node:path";
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
+import { validateContainerId, validateInterfaceName } from "../cni/validate";
 import type { ConfList } from "../cni/conf";
+import { removeFile, writeFileAtomic } from "../store/atomic-file";
 import { JsonFileStore, type JsonStore, type StoreRead } from "../store/json-store";
 import type { NetworkSelection } from "../npwg/types";
 
@@ -51,6 +54,20 @@ export interface ContainerRecord {
   cniArgs: string;
   pod?: { namespace: string; name: string; uid?: string };
   attachments: Attachment[];
+  /**
+   * When a DEL of this container first failed (ISO time): from then on the record is "pending", and
+   * later calls on the node and GC retry it until it succeeds or `failedDelRetrySeconds` has passed
+   * (pending.ts), for runtimes that call DEL only once.
+   */
+  delFailedAt?: string;
+}
+
+/** A pending record's entry in `<cniDir>/pending/` (its modification time: the last retry). */
+export interface PendingEntry {
+  containerId: string;
+  ifName: string;
+  /** Epoch ms of the entry's last write (the failed DEL, or the last retry). */
+  touchedAt: number;
 }
 
 export type RecordRead =
@@ -60,7 +77,13 @@ export type RecordRead =
 
 export class RecordStore {
   private readonly store: JsonStore<ContainerRecord>;
+  /**
+   * `<cniDir>/pending/`: one small file per record whose DEL failed, named as the record, so that
+   * every call can find them with one readdir of a directory that is usually empty or missing.
+   */
+  private readonly pendingDir: string;
   constructor(cniDir: string) {
+    this.pendingDir = join(cniDir, "pending");
     this.store = new JsonFileStore<ContainerRecord>({
       dir: join(cniDir, "records"),
       kind: "plexusRecordV1",
@@ -92,8 +115,59 @@ export class RecordStore {
     return asRecordRead(this.store.read([containerId, ifName]));
   }
 
+  /** The record and its pending entry. */
   async delete(containerId: string, ifName: string): Promise<void> {
     await this.store.delete([containerId, ifName]);
+    await removeFile(this.pendingPath(containerId, ifName));
+  }
+
+  /** Writes (or touches) the pending entry of a record whose DEL failed. */
+  async markPending(containerId: string, ifName: string): Promise<void> {
+    await writeFileAtomic(this.pendingPath(containerId, ifName), JSON.stringify({ containerId, ifName }));
+  }
+
+  async unmarkPending(containerId: string, ifName: string): Promise<void> {
+    await removeFile(this.pendingPath(containerId, ifName));
+  }
+
+  /** Pending entries, least recently retried first; unreadable ones are skipped. */
+  listPending(): PendingEntry[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.pendingDir).filter((n) => n.endsWith(".json"));
+    } catch {
+      return [];
+    }
+    const out: PendingEntry[] = [];
+    for (const name of names) {
+      const entry = this.readPending(join(this.pendingDir, name));
+      if (entry) out.push(entry);
+    }
+    return out.sort((a, b) => a.touchedAt - b.touchedAt);
+  }
+
+  /**
+   * An entry is input, not truth: only a small regular file (no FIFO, no symlink) whose names are
+   * valid container and interface names and give back its own file name is used.
+   */
+  private readPending(path: string): PendingEntry | undefined {
+    try {
+      const st = lstatSync(path);
+      if (!st.isFile() || st.size > 4096) return undefined;
+      const v = JSON.parse(readFileSync(path, "utf8")) as { containerId?: unknown; ifName?: unknown };
+      const { containerId, ifName } = v;
+      if (typeof containerId !== "string" || typeof ifName !== "string") return undefined;
+      validateContainerId(containerId); // throws: a name that is no CNI_CONTAINERID is no entry
+      validateInterfaceName(ifName);
+      if (this.pendingPath(containerId, ifName) !== path) return undefined;
+      return { containerId, ifName, touchedAt: st.mtimeMs };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private pendingPath(containerId: string, ifName: string): string {
+    return join(this.pendingDir, basename(this.path(containerId, ifName)));
   }
 
   /** Every record on the node (GC); corrupt ones are returned as such. */

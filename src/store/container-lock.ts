@@ -14,9 +14,10 @@
  * (another tool, or a delegate that cleared its environment): the waiter waits for it, up to its
  * deadline.
  *
- * Taking the lock writes the owner into the file. Should that write fail (a full cniDir), ADD and
- * CHECK fail with 5 before any delegate runs; a DEL keeps the lock without an owner (a waiter then
- * only waits) and goes on, so a full disk never fails a DEL.
+ * Taking the lock writes the owner into the file. Should that write fail (a full cniDir), the call
+ * keeps the lock without an owner (a waiter then only waits, it kills nothing) and goes on: a DEL
+ * that writes nothing succeeds on a full disk, an ADD fails with 5 when it writes its record,
+ * before any delegate runs, and its lock file goes as it releases the lock.
  *
  * flock has no Node or Bun API: the executable (Bun) calls libc's through bun:ffi. Under Node
  * (development and unit tests) there is no lock; the integration and end-to-end tests run the
@@ -139,11 +140,7 @@ function heldLock(fd: number, path: string, r: LockRequest): ContainerLock {
     writeSync(fd, buf, 0, buf.byteLength, 0);
   } catch (err) {
     const e = ioError(`cannot write the owner of the container's lock ${path}`, err);
-    if (r.verb !== "DEL") {
-      closeSync(fd);
-      throw e;
-    }
-    r.log.warn({ err: e.message }, "DEL holds the container's lock without naming its owner in the lock file");
+    r.log.warn({ err: e.message }, "holding the container's lock without naming its owner in the lock file");
   }
   return {
     fd,

@@ -30,7 +30,7 @@ export interface RecordsFlags extends CommonFlags {
 export interface RecordSummary {
   id: string;
   path: string;
-  state: "ok" | "stale" | "corrupt";
+  state: "ok" | "stale" | "pending" | "corrupt";
   /** Why stale or corrupt. */
   why?: string;
   pod?: string;
@@ -39,6 +39,8 @@ export interface RecordSummary {
   netns?: string;
   networks?: string[];
   modified?: string;
+  /** When its first DEL failed (state "pending"). */
+  delFailedAt?: string;
 }
 
 /** The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the directory. */
@@ -77,7 +79,11 @@ export function summarise(read: RecordRead, store: RecordStore): RecordSummary {
   } catch {
     // removed meanwhile
   }
-  if (r.netns && !existsSync(r.netns)) {
+  if (r.delFailedAt) {
+    s.state = "pending";
+    s.delFailedAt = r.delFailedAt;
+    s.why = `its DEL failed at ${r.delFailedAt}; later calls on this node and GC retry it, and abandon it once failedDelRetrySeconds have passed`;
+  } else if (r.netns && !existsSync(r.netns)) {
     s.state = "stale";
     s.why = `its network namespace ${r.netns} is gone (the sandbox was removed, but no DEL succeeded)`;
   }

@@ -47,6 +47,7 @@ import { stateFileName } from "./state-names";
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const POLL_MS = 20;
+const ORPHAN_SCAN_MS = 500;
 
 /** A held lock. */
 export interface ContainerLock {
@@ -80,6 +81,8 @@ export const acquireContainerLock: LockFactory = async (r) => {
   const flock = libc()?.flock;
   if (!flock) return NO_LOCK;
   const path = lockPath(r.cniDir, r.containerId, r.ifName);
+  // /proc is read for a dead owner's leftovers at the first busy poll, then every ORPHAN_SCAN_MS.
+  let scanAt = 0;
   for (;;) {
     const fd = openLockFile(path);
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {
@@ -90,7 +93,10 @@ export const acquireContainerLock: LockFactory = async (r) => {
       continue;
     }
     closeSync(fd);
-    killOrphans(path, r.log);
+    if (Date.now() >= scanAt) {
+      killOrphans(path, r.log);
+      scanAt = Date.now() + ORPHAN_SCAN_MS;
+    }
     if (Date.now() >= r.deadlineAt) {
       const owner = readOwner(path);
       throw new CniError(

@@ -4,11 +4,12 @@
  * that misbehave as real plugins do (a slow DEL, a `setsid` grandchild), real namespaces.
  * Subnets 10.224.x.0/24.
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { expect, it } from "vitest";
-import { cniError } from "../support/plexus-bin";
+import { lockPath } from "../../src/store/container-lock";
+import { cniError, TEST_PATH } from "../support/plexus-bin";
 import { CNI_BIN_DIR, describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
@@ -161,6 +162,52 @@ fi`,
     expect(check).toMatchObject({ code: 1, cniVersion: "0.3.1" });
     expect(check.msg).toContain("config version does not allow CHECK");
     expectSilentOk(await scope.run("DEL", conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+});
+
+describeE2e("e2e R1 the lock waiter kills only what carries its dead owner's mark", () => {
+  /** A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x … sleep`. */
+  function holdLock(scope: E2eScope, containerId: string, mark: Record<string, string>): ChildProcess {
+    const path = lockPath(scope.cniDir, containerId, "eth0");
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, JSON.stringify({ pid: 4194305, verb: "ADD", marker: "dead-owner-mark" }));
+    const [mk, mv] = scope.marker.split("=") as [string, string];
+    const holder = spawn("flock", ["-x", path, "sleep", "30"], {
+      env: { PATH: TEST_PATH, [mk]: mv, ...mark },
+      stdio: "ignore",
+      detached: true,
+    });
+    return holder;
+  }
+
+  it("R1 a process holding the dead owner's lock without the owner's PLEXUS_CALL mark is not killed: DEL waits to its deadline (11); once it lets go, DEL succeeds", async () => {
+    const { scope } = t;
+    const conf = plexusConf(scope, [defaultNet(scope, "10.224.9.0/24")], { delTimeoutSeconds: 1 });
+    const holder = holdLock(scope, "ctr-foreign", {});
+    await settle(200);
+    const env = { CNI_CONTAINERID: "ctr-foreign", CNI_NETNS: "", CNI_IFNAME: "eth0" };
+    expect(cniError(await scope.run("DEL", conf, env)).code).toBe(11);
+    expect(holder.exitCode).toBeNull();
+    // flock and its sleep hold the file: the test lets go of both (their process group).
+    process.kill(-holder.pid!, "SIGKILL");
+    await new Promise((r) => holder.once("exit", r));
+    expectSilentOk(await scope.run("DEL", conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("R1 B64 processes holding the dead owner's lock with its mark (its delegates' leftovers) are killed, and DEL goes on at once", async () => {
+    const { scope } = t;
+    const conf = plexusConf(scope, [defaultNet(scope, "10.224.10.0/24")], { delTimeoutSeconds: 5 });
+    const holder = holdLock(scope, "ctr-marked", { PLEXUS_CALL: "dead-owner-mark" });
+    await settle(200);
+    const started = Date.now();
+    expectSilentOk(await scope.run("DEL", conf, { CNI_CONTAINERID: "ctr-marked", CNI_NETNS: "", CNI_IFNAME: "eth0" }));
+    expect(Date.now() - started).toBeLessThan(3000);
+    await new Promise((r) =>
+      holder.exitCode !== null || holder.signalCode !== null ? r(undefined) : holder.once("exit", r),
+    );
+    expect(holder.signalCode).toBe("SIGKILL");
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 });

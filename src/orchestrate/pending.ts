@@ -34,14 +34,14 @@ export async function retryPendingDels(
   req: CniRequest,
   conf: PlexusConf,
   deps: Deps,
-  opts: { limit: number },
+  opts: { limit: number; exclude?: { containerId: string; ifName: string } },
 ): Promise<CniError[]> {
   const errors: CniError[] = [];
   try {
     const interval = opts.limit === Number.POSITIVE_INFINITY ? 0 : Math.min(RETRY_INTERVAL_MS, conf.failedDelRetryMs);
     const due = deps.records
       .listPending()
-      .filter((e) => !(e.containerId === req.containerId && e.ifName === req.ifName))
+      .filter((e) => !(e.containerId === opts.exclude?.containerId && e.ifName === opts.exclude.ifName))
       .filter((e) => Date.now() - e.touchedAt >= interval)
       .slice(0, opts.limit);
     for (const entry of due) errors.push(...(await retryOne(entry, req, conf, deps)));

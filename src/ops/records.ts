@@ -13,7 +13,8 @@ import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
 import { ResultCache } from "../libcni/cache";
 import { RawExec } from "../invoke/raw-exec";
 import { createLogger } from "../log/logger";
-import { baseEnvOf, type Deps } from "../orchestrate/deps";
+import { baseEnvOf, callDeadline, type Deps } from "../orchestrate/deps";
+import { withContainerLock } from "../orchestrate/lock";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
@@ -140,6 +141,7 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     records: new RecordStore(conf.cniDir),
     log,
     baseEnv: baseEnvOf(process.env),
+    locks: acquireContainerLock,
     ...opsWiring,
   };
   // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
@@ -153,12 +155,11 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     rawArgs: record.cniArgs,
     path: cniPathOf(f.cniPath, process.env),
   };
-  const errors = await teardown(
-    record.attachments,
-    { containerId: record.containerId, netns, cniArgs: record.cniArgs },
-    req,
-    conf,
-    deps,
+  // The same lock and deadline as the runtime's DEL: never at the same time as a call for this container.
+  const deadline = callDeadline("DEL", conf);
+  const ctx = { containerId: record.containerId, netns, cniArgs: record.cniArgs, deadline };
+  const errors = await withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+    teardown(record.attachments, ctx, req, conf, locked),
   );
   return errors.map((f) => f.error.message);
 }

@@ -40,9 +40,8 @@ export async function retryPendingDels(
   try {
     const interval = opts.limit === Number.POSITIVE_INFINITY ? 0 : Math.min(RETRY_INTERVAL_MS, conf.failedDelRetryMs);
     const due = deps.records
-      .listPending()
+      .listPending({ dueAt: Date.now() - interval, limit: opts.limit + 1 })
       .filter((e) => !(e.containerId === opts.exclude?.containerId && e.ifName === opts.exclude.ifName))
-      .filter((e) => Date.now() - e.touchedAt >= interval)
       .slice(0, opts.limit);
     for (const entry of due) errors.push(...(await retryOne(entry, req, conf, deps)));
   } catch (err) {

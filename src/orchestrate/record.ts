@@ -3,7 +3,7 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { lstatSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
@@ -75,6 +75,9 @@ export type RecordRead =
   | { state: "missing" }
   | { state: "corrupt"; path: string; reason: string };
 
+/** A pending entry is two names in JSON: anything bigger is not one. */
+const MAX_PENDING_BYTES = 4096;
+
 export class RecordStore {
   private readonly store: JsonStore<ContainerRecord>;
   /**
@@ -130,39 +133,63 @@ export class RecordStore {
     await removeFile(this.pendingPath(containerId, ifName));
   }
 
-  /** Pending entries, least recently retried first; unreadable ones are skipped. */
-  listPending(): PendingEntry[] {
+  /**
+   * Pending entries last written at or before `dueAt` (epoch ms), least recently retried first, at
+   * most `limit`: every entry is lstat'ed (one readdir, one lstat each), only the ones returned are
+   * read. Entries that are not valid are skipped.
+   */
+  listPending(o: { dueAt?: number; limit?: number } = {}): PendingEntry[] {
+    const { dueAt = Number.POSITIVE_INFINITY, limit = Number.POSITIVE_INFINITY } = o;
     let names: string[];
     try {
       names = readdirSync(this.pendingDir).filter((n) => n.endsWith(".json"));
     } catch {
       return [];
     }
-    const out: PendingEntry[] = [];
+    const candidates: Array<{ path: string; touchedAt: number }> = [];
     for (const name of names) {
-      const entry = this.readPending(join(this.pendingDir, name));
-      if (entry) out.push(entry);
+      const path = join(this.pendingDir, name);
+      try {
+        const st = lstatSync(path);
+        if (st.isFile() && st.mtimeMs <= dueAt) candidates.push({ path, touchedAt: st.mtimeMs });
+      } catch {
+        // Gone meanwhile.
+      }
     }
-    return out.sort((a, b) => a.touchedAt - b.touchedAt);
+    const out: PendingEntry[] = [];
+    for (const c of candidates.sort((a, b) => a.touchedAt - b.touchedAt)) {
+      if (out.length >= limit) break;
+      const entry = this.readPending(c.path);
+      if (entry) out.push({ ...entry, touchedAt: c.touchedAt });
+    }
+    return out;
   }
 
   /**
-   * An entry is input, not truth: only a small regular file (no FIFO, no symlink) whose names are
-   * valid container and interface names and give back its own file name is used.
+   * An entry is input, not truth: only a small regular file (opened without following a symlink
+   * and without blocking on a FIFO) whose names are a valid container ID and interface name and
+   * give back its own file name is used.
    */
-  private readPending(path: string): PendingEntry | undefined {
+  private readPending(path: string): Omit<PendingEntry, "touchedAt"> | undefined {
+    let fd: number | undefined;
     try {
-      const st = lstatSync(path);
-      if (!st.isFile() || st.size > 4096) return undefined;
-      const v = JSON.parse(readFileSync(path, "utf8")) as { containerId?: unknown; ifName?: unknown };
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > MAX_PENDING_BYTES) return undefined;
+      const buf = Buffer.alloc(st.size);
+      const v = JSON.parse(buf.subarray(0, readSync(fd, buf, 0, st.size, 0)).toString("utf8")) as {
+        containerId?: unknown;
+        ifName?: unknown;
+      };
       const { containerId, ifName } = v;
       if (typeof containerId !== "string" || typeof ifName !== "string") return undefined;
       validateContainerId(containerId); // throws: a name that is no CNI_CONTAINERID is no entry
       validateInterfaceName(ifName);
-      if (this.pendingPath(containerId, ifName) !== path) return undefined;
-      return { containerId, ifName, touchedAt: st.mtimeMs };
+      return this.pendingPath(containerId, ifName) === path ? { containerId, ifName } : undefined;
     } catch {
       return undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
     }
   }
 

@@ -204,11 +204,17 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     ).toEqual(["app/ctr1", "app/ctr2"]);
   });
 
-  it("M7 a pending entry that is not a regular file or names no valid container is ignored, not followed", async () => {
+  it("M7 a pending entry that is not a regular file (symlink, FIFO), names no valid container, or is not its own file name is ignored, not followed", async () => {
     const { symlinkSync } = await import("node:fs");
     mkdirSync(join(deps.cniDir, "pending"), { recursive: true });
     writeFileSync(join(deps.cniDir, "pending", "x-eth0.json"), JSON.stringify({ containerId: "../x", ifName: "eth0" }));
     symlinkSync("/etc/passwd", join(deps.cniDir, "pending", "y-eth0.json"));
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("mkfifo", [join(deps.cniDir, "pending", "z-eth0.json")]);
+    writeFileSync(
+      join(deps.cniDir, "pending", "w-eth0.json"),
+      JSON.stringify({ containerId: "other", ifName: "eth0" }),
+    );
     expect(deps.records.listPending()).toEqual([]);
   });
 });

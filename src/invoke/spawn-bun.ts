@@ -87,12 +87,17 @@ async function drain(
 
 const running = new Set<number>();
 
-export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: RunLimits): Promise<ProcessOutcome> {
+export async function runProcessBun(spawn: BunSpawn, request: ExecRequest, limits: RunLimits): Promise<ProcessOutcome> {
   becomeSubreaper();
   let child: BunSubprocess;
   try {
-    const extra = r.inheritFd === undefined ? [] : [r.inheritFd];
-    child = spawn({ cmd: [r.path], env: r.env, stdio: [r.stdin, "pipe", "pipe", ...extra], detached: true });
+    const extra = request.inheritFd === undefined ? [] : [request.inheritFd];
+    child = spawn({
+      cmd: [request.path],
+      env: request.env,
+      stdio: [request.stdin, "pipe", "pipe", ...extra],
+      detached: true,
+    });
   } catch (e) {
     // ENOENT, EACCES, ETXTBSY… are thrown here, before any process exists.
     return {
@@ -106,7 +111,7 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
     };
   }
   running.add(child.pid);
-  const watch = watchChild(child, r, limits);
+  const watch = watchChild(child, request, limits);
   try {
     const [stdout, stderr, status] = await Promise.all([
       drain(child.stdout, limits.maxStdoutBytes, watch.readers, () => {
@@ -146,7 +151,7 @@ async function afterExit(child: BunSubprocess): Promise<number[]> {
  * delegate has exited while a child of it still holds stdout (B63), the same grace: what it wrote
  * is in the pipe already; after the grace its group is killed and the pipes let go.
  */
-function watchChild(child: BunSubprocess, r: ExecRequest, limits: RunLimits) {
+function watchChild(child: BunSubprocess, request: ExecRequest, limits: RunLimits) {
   const readers: Array<ReadableStreamDefaultReader<Uint8Array>> = [];
   const state = { overflow: false, timedOut: false };
   let grace: NodeJS.Timeout | undefined;
@@ -158,7 +163,7 @@ function watchChild(child: BunSubprocess, r: ExecRequest, limits: RunLimits) {
     state.timedOut = true;
     killGroup(child.pid);
     grace = setTimeout(letGo, limits.pipeGraceMs);
-  }, r.deadlineMs);
+  }, request.deadlineMs);
   void child.exited.then(() => {
     lingering = setTimeout(() => {
       killGroup(child.pid);

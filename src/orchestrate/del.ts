@@ -72,7 +72,7 @@ async function delLocked(
   } else {
     deps.log.info(
       { containerId: req.containerId },
-      "no container record (Plexus ran no delegate for it); tearing down the networks worked out from the config",
+      "no container record (its DEL succeeded already, or Plexus ran no delegate for it); tearing down the networks worked out from the config as a precaution",
     );
   }
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };

@@ -128,6 +128,27 @@ fi`,
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
+  it("B52 a delegate that succeeds but leaves a detached process behind (setsid, every descriptor closed): the process is gone when ADD returns", async () => {
+    const { scope } = t;
+    const bin = wrapperDir(
+      scope,
+      "leaver",
+      `[ "$CNI_COMMAND" = ADD ] && setsid sleep 30 </dev/null >/dev/null 2>&1 3>&- &`,
+    );
+    const conf = plexusConf(scope, [{ ...defaultNet(scope, "10.224.11.0/24"), type: "leaver" }]);
+    const ns = scope.addNetns();
+    const env = {
+      CNI_CONTAINERID: "ctr-leaver",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+    };
+    expectOk(await scope.run("ADD", conf, env));
+    expect(scope.processes()).toEqual([]);
+    expectSilentOk(await scope.run("DEL", conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
   it("B44 C2.5 a full 64 KiB tmpfs cniDir: DEL of a recorded container succeeds, DEL with no record exits 0, ADD fails with 5 (never 999) and leaves nothing", async () => {
     const { scope } = t;
     mkdirSync(scope.cniDir, { recursive: true });

@@ -63,6 +63,8 @@ async function retryOne(entry: PendingEntry, req: CniRequest, conf: PlexusConf, 
     return retryRecord(read.record, req, conf, locked);
   }).catch((err: unknown) => {
     deps.log.debug({ ...target, err: asCniError(err).message }, "pending record not retried now");
+    // Its turn is over: a container that stays busy must not keep the others from theirs.
+    deps.records.touchPending(entry.containerId, entry.ifName);
     return [];
   });
 }

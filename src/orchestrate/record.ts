@@ -3,7 +3,7 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, lutimesSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
@@ -127,6 +127,16 @@ export class RecordStore {
   /** Writes (or touches) the pending entry of a record whose DEL failed. */
   async markPending(containerId: string, ifName: string): Promise<void> {
     await writeFileAtomic(this.pendingPath(containerId, ifName), JSON.stringify({ containerId, ifName }));
+  }
+
+  /** Moves a pending entry to the end of the queue; never creates one (a missing entry stays missing). */
+  touchPending(containerId: string, ifName: string): void {
+    try {
+      const now = new Date();
+      lutimesSync(this.pendingPath(containerId, ifName), now, now); // never through a symlink
+    } catch {
+      // Gone meanwhile, or not writable: the next retry finds out.
+    }
   }
 
   async unmarkPending(containerId: string, ifName: string): Promise<void> {

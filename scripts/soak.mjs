@@ -2,7 +2,9 @@
 // plugins (bridge + host-local), driven as a runtime drives it. Every cycle ADDs a pod with 0–4
 // extra networks, about half of them with one fault (SIGKILL of Plexus in ADD or DEL, delegates
 // that hang, crash, print garbage or sleep past the kill, concurrent ADD/ADD and ADD/DEL of one
-// container, API server 5xx/resets/hangs/409s, daemon kills), runs the runtime's DEL sequence,
+// container, API server 5xx/resets/hangs/409s, daemon kills; DEL's own faults: a delegate DEL
+// that fails once its state is gone, DELs slower than the DEL deadline, a `setsid` grandchild that
+// would attach late, a full cniDir, a runtime that calls DEL once), runs the runtime's DEL sequence,
 // and accounts for every link, IP reservation, record, cache, temp and lock file and process.
 // Ends with one table; exits 1 on any leak (the first few printed with their replay command).
 //

@@ -18,6 +18,7 @@ export const LEAK_KINDS = [
   "temp-file",
   "lock-file",
   "lock-held",
+  "pending-file",
   "other-file",
   "process",
 ];
@@ -71,6 +72,7 @@ export function leftovers(world, netnsName, procs) {
     if (/\.tmp-/.test(rel)) add("temp-file", rel);
     else if (rel.startsWith("records/")) add("record", rel);
     else if (rel.startsWith("results/")) add("cache-file", rel);
+    else if (rel.startsWith("pending/")) add("pending-file", rel);
     else if (rel.startsWith("locks/")) {
       let ino;
       try {
@@ -113,5 +115,7 @@ export function scrub(world, found) {
     }
   }
   for (const f of walk(world.dataDir)) if (isIP(f.split("/").pop() ?? "") !== 0) rmSync(f, { force: true });
-  rmSync(world.cniDir, { recursive: true, force: true });
+  // cniDir is a mount point (world.mjs): its contents go, it stays.
+  for (const name of existsSync(world.cniDir) ? readdirSync(world.cniDir) : [])
+    rmSync(join(world.cniDir, name), { recursive: true, force: true });
 }

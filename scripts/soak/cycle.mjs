@@ -8,7 +8,7 @@ import { sleep, start } from "./proc.mjs";
 
 /** Fault kinds and their weights (out of 100); "none" is a plain ADD/DEL. */
 export const FAULTS = [
-  ["none", 50],
+  ["none", 40],
   ["kill-add", 7],
   ["kill-del", 5],
   ["delegate-hang", 3],
@@ -22,10 +22,18 @@ export const FAULTS = [
   ["api-hang", 2],
   ["api-409", 2],
   ["daemon-kill", 3],
+  // DEL's own faults: a delegate DEL that fails once its state is gone, DELs slower than the DEL
+  // deadline, a grandchild that leaves its session to attach late, a full cniDir, a runtime that
+  // calls DEL once (podman).
+  ["del-non-idempotent", 2],
+  ["del-slow", 2],
+  ["delegate-setsid", 2],
+  ["full-cnidir", 2],
+  ["runtime-del-once", 2],
 ];
 
 /** Fault kinds after which ADD must still succeed (the daemon's absence has a fallback). */
-const ADD_MUST_SUCCEED = new Set(["none", "daemon-kill"]);
+const ADD_MUST_SUCCEED = new Set(["none", "daemon-kill", "del-non-idempotent", "del-slow"]);
 
 function mulberry32(a) {
   return () => {
@@ -58,6 +66,7 @@ export function planCycle(seed, i, faults = FAULTS) {
   const mode = kind.startsWith("api-") ? "thin" : kind === "daemon-kill" ? "daemon" : r() < 0.5 ? "thin" : "daemon";
   const target = Math.floor(r() * (k + 1));
   const p = { i, seed: cycleSeed(seed, i), k, kind, mode };
+  planDelFault(p, r);
   // Roughly how long a clean ADD of k+1 networks takes here; kills land anywhere in it.
   const addMs = 60 + 45 * (k + 1);
   if (kind === "kill-add" || kind === "kill-del" || kind === "daemon-kill") p.killAfterMs = Math.round(r() * addMs);
@@ -82,6 +91,36 @@ export function planCycle(seed, i, faults = FAULTS) {
     if (kind === "api-5xx") p.code = code;
   }
   return p;
+}
+
+/** The plan of the DEL fault classes (their mode picks a config of world.mjs where they need one). */
+function planDelFault(p, r) {
+  const anyIf = () => ifName(Math.floor(r() * (p.k + 1)));
+  switch (p.kind) {
+    case "del-non-idempotent":
+      p.target = anyIf();
+      break;
+    case "del-slow":
+      p.k = Math.max(p.k, 2);
+      p.mode = "delDeadline";
+      p.sleepS = 5;
+      break;
+    case "delegate-setsid":
+      p.target = anyIf();
+      p.sleepS = Number((1.5 + r()).toFixed(2));
+      break;
+    case "full-cnidir":
+      p.when = r() < 0.5 ? "before" : "after";
+      break;
+    case "runtime-del-once":
+      p.k = Math.max(p.k, 1);
+      p.mode = "delOnce";
+      p.target = ifName(1 + Math.floor(r() * p.k));
+      p.when = r() < 0.5 ? "before" : "after";
+      // After a failure past bridge's ADD, the retry must succeed (abandoning it would leak by design).
+      p.fixed = p.when === "after" || r() < 0.5;
+      break;
+  }
 }
 
 export function describePlan(p) {
@@ -145,6 +184,15 @@ async function addPhase(world, p, call) {
       const d = call("DEL");
       return [(await Promise.all([a.done, d.done]))[0]];
     }
+    case "delegate-setsid":
+      world.setFault([`${p.target} ADD setsid - ${p.sleepS}`]);
+      return [await call("ADD").done];
+    case "full-cnidir":
+      if (p.when === "before") world.fillCniDir();
+      return [await call("ADD").done];
+    case "runtime-del-once":
+      world.setFault([`${p.target} ADD fail ${p.when} -`, `${p.target} DEL fail before -`]);
+      return [await call("ADD").done];
     case "daemon-kill": {
       const a = call("ADD");
       await sleep(p.killAfterMs);
@@ -176,6 +224,8 @@ async function runtimeDel(call, over, problems) {
 /** ADDs whose success must be visible: every interface the result puts in the sandbox exists. */
 const RESULT_CHECKED = new Set([
   "none",
+  "del-non-idempotent",
+  "del-slow",
   "daemon-kill",
   "concurrent-add-add",
   "api-5xx",
@@ -212,6 +262,10 @@ export async function runCycle(world, p, netns) {
   const conf = world.confs[p.mode];
   const call = (cmd, over = {}) => start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
   const problems = [];
+  let adds = [];
+  // The delegates' state of the cycle before (cleared now, not at its end: a grandchild that
+  // survived it must still find its config and show up as the leak it is).
+  world.clearState();
   if (p.mode === "daemon" && (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null))
     await world.startDaemon();
   if (p.kind === "kill-del") {
@@ -222,7 +276,7 @@ export async function runCycle(world, p, netns) {
     d.kill();
     await d.done;
   } else {
-    const adds = await addPhase(world, p, call);
+    adds = await addPhase(world, p, call);
     if (ADD_MUST_SUCCEED.has(p.kind))
       for (const a of adds)
         if (a.code !== 0)
@@ -231,6 +285,8 @@ export async function runCycle(world, p, netns) {
       for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
   }
   world.setFault([]);
+  if (p.kind === "runtime-del-once") return runtimeDelsOnce(world, p, { call, netns, problems });
+  if (DEL_FAULTS.has(p.kind)) return delFaultDels(world, p, { call, netns, adds, problems });
   if (p.kind === "concurrent-add-del") {
     // The racing DEL was the runtime's StopPodSandbox; it then removes the netns, and
     // RemovePodSandbox's DEL comes without one. What the ADD left must go with those two.
@@ -238,5 +294,81 @@ export async function runCycle(world, p, netns) {
   } else await runtimeDel(call, {}, problems);
   world.api.clearFaults();
   await runtimeDel(call, { netns: "" }, problems);
+  return problems;
+}
+
+const DEL_FAULTS = new Set(["del-non-idempotent", "del-slow", "full-cnidir"]);
+
+/** One DEL that must exit 0 the first time (no retry hides a failure, or a flip-flop). */
+async function delOnceOk(call, over, problems, what) {
+  const r = await call("DEL", over).done;
+  if (r.code !== 0) problems.push(["del-failed", `${what}: DEL exit ${r.code}: ${r.stdout.slice(0, 300)}`]);
+}
+
+/** The DEL phase of the DEL fault classes (each DEL is judged on its own, see delOnceOk). */
+async function delFaultDels(world, p, { call, netns, adds, problems }) {
+  try {
+    if (p.kind === "full-cnidir") {
+      checkFullAdd(p, adds, problems);
+      // Topped up before every DEL: what the one before freed must not make the next one easy.
+      for (const over of [{}, { netns: "" }, { netns: "" }]) {
+        world.fillCniDir();
+        await delOnceOk(call, over, problems, "full cniDir");
+      }
+    } else if (p.kind === "del-non-idempotent") {
+      world.setFault([`${p.target} DEL nonidem - -`]);
+      await runtimeDel(call, {}, problems);
+      for (const over of [{}, { netns: "" }, { netns: "" }])
+        await delOnceOk(call, over, problems, `DEL without a record, ${p.target}'s DEL failing`);
+    } else {
+      world.setFault(["net1", "net2"].map((n) => `${n} DEL sleeponce - ${p.sleepS}`));
+      await call("DEL").done;
+      // Whatever the slow ones did, the default network's DEL got its turn within the deadline.
+      const left = ipJson(["-n", netns.name, "link", "show"]).map((l) => l.ifname);
+      if (left.includes("eth0")) problems.push(["del-failed", "slow DELs: the default network's DEL did not run"]);
+      await runtimeDel(call, {}, problems);
+      await runtimeDel(call, { netns: "" }, problems);
+    }
+  } finally {
+    world.setFault([]);
+    world.unfillCniDir();
+  }
+  return problems;
+}
+
+/** A full cniDir: an ADD must fail with 5 (an I/O error, never 999) and the DELs succeed. */
+function checkFullAdd(p, adds, problems) {
+  if (p.when !== "before") return;
+  for (const a of adds) {
+    let code;
+    try {
+      code = JSON.parse(a.stdout).code;
+    } catch {}
+    if (a.code === 0 || code !== 5)
+      problems.push(["add-failed", `full cniDir: ADD exit ${a.code}, ${a.stdout.slice(0, 200)}`]);
+  }
+}
+
+/**
+ * podman's sequence: the failed ADD, one DEL (it may fail: nothing retries it), the container
+ * removed; then another container is run and removed on the node, and must take the record of
+ * the failed DEL with it (retried, or abandoned at once with failedDelRetrySeconds 0).
+ */
+async function runtimeDelsOnce(world, p, { call, netns, problems }) {
+  world.setFault([`${p.target} DEL fail before -`]);
+  await call("DEL").done;
+  world.deleteNetns(netns.name); // podman rm: the sandbox and its netns go, no DEL comes again
+  if (p.fixed) world.setFault([]);
+  const nextNs = `${netns.name}n`;
+  const next = { containerId: `soak${world.tag}c${p.i}n`, pod: "p0", netns: world.addNetns(nextNs) };
+  try {
+    const a = await call("ADD", next).done;
+    if (a.code !== 0) problems.push(["add-failed", `next container's ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
+    await runtimeDel(call, next, problems);
+  } finally {
+    world.deleteNetns(nextNs);
+  }
+  await runtimeDel(call, { ...next, netns: "" }, problems);
+  world.setFault([]);
   return problems;
 }

@@ -150,7 +150,8 @@ export async function accountingSelfCheck() {
     sh(["ip", "link", "set", `plxs${world.tag}v`, "master", world.bridges[0]]);
     mkdirSync(join(world.dataDir, "cbr0"), { recursive: true });
     writeFileSync(join(world.dataDir, "cbr0", "10.230.0.99"), "x");
-    for (const d of ["records", "results", "locks"]) mkdirSync(join(world.cniDir, d), { recursive: true });
+    for (const d of ["records", "results", "locks", "pending"]) mkdirSync(join(world.cniDir, d), { recursive: true });
+    writeFileSync(join(world.cniDir, "pending", "c-eth0.json"), "{}");
     writeFileSync(join(world.cniDir, "records", "c-eth0.json"), "{}");
     writeFileSync(join(world.cniDir, "results", "cbr0-c-eth0"), "{}");
     writeFileSync(join(world.cniDir, "records", ".c-eth0.json.tmp-1-1-a"), "");

@@ -15,6 +15,8 @@ const CNI_BIN = "/usr/lib/cni";
 export const NODE_NAME = "soak-node";
 export const NAMESPACE = "soak";
 export const MAX_EXTRA = 4;
+/** Each world's cniDir: a tmpfs this big (records, results and locks of one container at a time). */
+const CNI_DIR_BYTES = 4 * 1024 * 1024;
 /** Worlds not yet cleaned up: each one's accounting leaves the others' processes alone. */
 const live = new Set();
 
@@ -22,18 +24,29 @@ const live = new Set();
  * The delegate every network uses: /usr/lib/cni/bridge, unless a line `<ifname> <COMMAND> <mode>
  * <before|after> <arg>` of the fault file matches this call. No fd redirections around the exec:
  * the delegate must keep every descriptor Plexus gave it (the per-container lock is one).
+ * Modes: sleep, hang, crash, garbage (ADD faults); setsid (a grandchild in its own session runs
+ * bridge with this call's config after <arg> seconds, while the delegate hangs); fail (an error,
+ * before or after bridge); nonidem (bridge, then every later call for this attachment fails, as a
+ * plugin whose DEL fails once its state is gone); sleeponce (sleeps <arg> seconds on the first call
+ * for this attachment only, then bridge). Per-attachment state goes to stateDir, outside cniDir.
  */
-function wrapperScript(faultFile) {
+function wrapperScript(faultFile, stateDir) {
   return `#!/bin/sh
 B=${CNI_BIN}/bridge
 L=$(grep -s "^$CNI_IFNAME $CNI_COMMAND " '${faultFile}' | head -n 1)
 [ -n "$L" ] || exec $B
 set -- $L
+S='${stateDir}'/$CNI_CONTAINERID-$CNI_IFNAME
 case "$3" in
   sleep) sleep "$5"; exec $B ;;
   hang) [ "$4" = after ] && $B >/dev/null; exec sleep 120 ;;
   crash) [ "$4" = after ] && $B >/dev/null; kill -SEGV $$ ;;
   garbage) [ "$4" = after ] && $B >/dev/null; printf '{"cniVersion":"1.0.0","interfaces":[{"na'; exit 0 ;;
+  setsid) cat > "$S.conf"; setsid sh -c "sleep $5; exec $B < '$S.conf'" & exec sleep 120 ;;
+  fail) [ "$4" = after ] && $B >/dev/null; printf '{"cniVersion":"1.0.0","code":999,"msg":"soak: injected failure"}'; exit 1 ;;
+  nonidem) if [ -e "$S.gone" ]; then printf '{"cniVersion":"1.0.0","code":999,"msg":"Link missing"}'; exit 1; fi
+    touch "$S.gone"; exec $B ;;
+  sleeponce) [ -e "$S.slept" ] || { touch "$S.slept"; sleep "$5"; }; exec $B ;;
 esac
 exec $B
 `;
@@ -84,7 +97,8 @@ function networkConf(world, k) {
 
 function writeFiles(world) {
   for (const d of [world.binDir, world.confDir]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(world.binDir, "bridge"), wrapperScript(world.faultFile), { mode: 0o755 });
+  mkdirSync(world.stateDir, { recursive: true });
+  writeFileSync(join(world.binDir, "bridge"), wrapperScript(world.faultFile, world.stateDir), { mode: 0o755 });
   symlinkSync(join(CNI_BIN, "host-local"), join(world.binDir, "host-local"));
   writeFileSync(join(world.confDir, "10-cbr0.conf"), JSON.stringify(networkConf(world, 0)));
 }
@@ -124,9 +138,14 @@ function plexusConfs(world) {
     apiRequestTimeoutSeconds: 0.5,
     apiTotalTimeoutSeconds: 3,
   };
+  const thin = { ...base, daemonSocket: "" };
   return {
-    thin: JSON.stringify({ ...base, daemonSocket: "" }),
+    thin: JSON.stringify(thin),
     daemon: JSON.stringify({ ...base, daemonSocket: world.socket, daemonTimeoutMilliseconds: 300 }),
+    // Slow DELs run into a short DEL deadline, shared between the networks.
+    delDeadline: JSON.stringify({ ...thin, delTimeoutSeconds: 2 }),
+    // A runtime that calls DEL once: the record of its failed DEL is abandoned by the next call.
+    delOnce: JSON.stringify({ ...thin, failedDelRetrySeconds: 0 }),
   };
 }
 
@@ -143,6 +162,7 @@ export async function createWorld({ lane = 0 } = {}) {
     dataDir: join(root, "ipam"),
     confDir: join(root, "net.d"),
     faultFile: join(root, "fault"),
+    stateDir: join(root, "state"),
     socket: join(root, "plexus.sock"),
     marker: `PLX_SOAK_MARK=${randomBytes(8).toString("hex")}`,
     bridges: Array.from({ length: MAX_EXTRA + 1 }, (_, k) => `plxs${tag}${k}`),
@@ -159,6 +179,10 @@ export async function createWorld({ lane = 0 } = {}) {
       ip(["link", "add", b, "type", "bridge"]);
       ip(["link", "set", b, "up"]);
     }
+    // cniDir is a small tmpfs of its own, so that a cycle can fill it (the full-cnidir fault).
+    mkdirSync(world.cniDir, { recursive: true });
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${CNI_DIR_BYTES},mode=0700`, "tmpfs", world.cniDir]);
+    world.mounted = true;
     writeFiles(world);
     const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
     world.api = await startFakeApiServer();
@@ -198,6 +222,22 @@ function methods(world) {
     deleteNetns(name) {
       ipQuiet(["netns", "del", name]);
       world.netns.delete(name);
+    },
+    /** Fills cniDir (its tmpfs) to the last byte; unfill() gives the space back. */
+    fillCniDir() {
+      const filler = join(world.cniDir, ".filler");
+      try {
+        writeFileSync(filler, Buffer.alloc(CNI_DIR_BYTES));
+      } catch (err) {
+        if (err.code !== "ENOSPC") throw err;
+      }
+    },
+    unfillCniDir() {
+      rmSync(join(world.cniDir, ".filler"), { force: true });
+    },
+    clearState() {
+      rmSync(world.stateDir, { recursive: true, force: true });
+      mkdirSync(world.stateDir, { recursive: true });
     },
     setFault(lines) {
       writeFileSync(world.faultFile, lines.map((l) => `${l}\n`).join(""));
@@ -261,6 +301,10 @@ function methods(world) {
       world.api?.close().catch(() => {});
       for (const n of [...world.netns]) world.deleteNetns(n);
       for (const b of world.bridges) ipQuiet(["link", "del", b]);
+      if (world.mounted)
+        try {
+          execFileSync("umount", ["-l", world.cniDir], { stdio: "ignore" });
+        } catch {}
       rmSync(world.root, { recursive: true, force: true });
     },
   };

@@ -77,8 +77,20 @@ export function isCniError(err: unknown): err is CniError {
   return err instanceof CniError;
 }
 
+/**
+ * File-system failures on Plexus's own state (a full or read-only cniDir, a disk error, too many
+ * open files): the node's condition, not a bug, so an I/O error (5) the runtime can report, never
+ * the catch-all 999.
+ */
+const FS_ERROR_CODES = new Set(["ENOSPC", "EDQUOT", "EIO", "EROFS", "EACCES", "EPERM", "EMFILE", "ENFILE"]);
+
 export function asCniError(err: unknown): CniError {
   if (isCniError(err)) return err;
+  const errno = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && typeof errno === "string" && FS_ERROR_CODES.has(errno)) {
+    const message = err.message.startsWith(errno) ? err.message : `${errno}: ${err.message}`;
+    return new CniError(Code.IoFailure, message, undefined, { cause: err });
+  }
   if (err instanceof Error) return new CniError(Code.Internal, err.message, undefined, { cause: err });
   return new CniError(Code.Internal, String(err));
 }

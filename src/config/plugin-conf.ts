@@ -23,6 +23,8 @@ export const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
  * which containerd and CRI-O run the plugin, so Plexus fails and rolls back before it is killed.
  */
 export const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
+/** An hour of retries by later calls and GC before a failed DEL's record is abandoned. */
+export const DEFAULT_FAILED_DEL_RETRY_SECONDS = 3600;
 /** Real conflists have a handful of plugins; 16 leaves room and bounds a tenant's NAD. */
 export const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
 /** maxNetworks (32) networks of a few plugins each, with room. */
@@ -71,6 +73,7 @@ const schema = z.looseObject({
   maxDelegateCalls: z.optional(z.int().check(z.positive(), z.maximum(100_000))),
   addTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
   delTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
+  failedDelRetrySeconds: z.optional(z.number().check(z.nonnegative(), z.maximum(7 * 86400))),
   allowedPluginTypes: z.optional(z.array(z.string())),
   daemonSocket: z.optional(z.string()),
   daemonTimeoutMilliseconds: z.optional(z.number().check(z.positive(), z.maximum(60_000))),
@@ -136,6 +139,11 @@ export interface PlexusConf {
   addTimeoutMs: number;
   /** The whole DEL's deadline for its delegates. */
   delTimeoutMs: number;
+  /**
+   * How long the record of a container whose DEL failed is retried by later calls on the node and
+   * by GC before it is abandoned (a runtime such as podman calls DEL once); orchestrate/pending.ts.
+   */
+  failedDelRetryMs: number;
   /** Plugin types (and IPAM types) a pod's annotations may select; undefined: any. */
   allowedPluginTypes?: string[];
   /** The node daemon's unix socket (issue 5); "" turns the daemon off. */
@@ -233,6 +241,7 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     maxDelegateCalls: c.maxDelegateCalls ?? DEFAULT_MAX_DELEGATE_CALLS,
     addTimeoutMs: (c.addTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
     delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
+    failedDelRetryMs: (c.failedDelRetrySeconds ?? DEFAULT_FAILED_DEL_RETRY_SECONDS) * 1000,
     daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
     daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? 1000,
     podResourcesSocket: c.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,

@@ -37,4 +37,6 @@ export interface ProcessOutcome {
   /** stdout passed the stdout cap (raw-exec.ts MAX_STDOUT_BYTES): the group was killed, the output dropped (B61). */
   overflow: boolean;
   timedOut: boolean;
+  /** Processes the delegate left running (re-parented to Plexus) that were killed when it ended. */
+  orphansKilled?: number[];
 }

@@ -70,6 +70,11 @@ export class RawExec implements PluginExec {
           pipeGraceMs: PIPE_GRACE_MS,
         })
       : await runProcess(r);
+    if (res.orphansKilled?.length)
+      this.log.warn(
+        { delegate: r.what, killed: res.orphansKilled },
+        "the delegate left processes running outside its process group; killed them",
+      );
     const stderrText = tail(res.stderr);
     if (stderrText) this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
 

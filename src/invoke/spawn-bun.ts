@@ -3,9 +3,11 @@
  * (dist/plexus). Same contract as `runProcess` in raw-exec.ts, which stays for Node (tests): no
  * shell, its own process group (`detached`), the config on stdin, stdout kept up to a cap and
  * stderr up to another, the whole group SIGKILLed at the deadline, then a grace for pipes held open
- * by children that escaped the group (B52, B61, B63). Bun's node:child_process builds Node
+ * by children that escaped the group (B52, B61, B63); and whatever the delegate left running outside
+ * its group (a `setsid` grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node
  * streams for every child; Bun.spawn does not, which saves a few milliseconds per delegate.
  */
+import { becomeSubreaper, killOrphans } from "./orphans";
 import type { ExecRequest, ProcessOutcome } from "./plugin-exec";
 
 interface BunSubprocess {
@@ -83,11 +85,19 @@ async function drain(
   return Buffer.concat(chunks);
 }
 
-export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: RunLimits): Promise<ProcessOutcome> {
+const running = new Set<number>();
+
+export async function runProcessBun(spawn: BunSpawn, request: ExecRequest, limits: RunLimits): Promise<ProcessOutcome> {
+  becomeSubreaper();
   let child: BunSubprocess;
   try {
-    const extra = r.inheritFd === undefined ? [] : [r.inheritFd];
-    child = spawn({ cmd: [r.path], env: r.env, stdio: [r.stdin, "pipe", "pipe", ...extra], detached: true });
+    const extra = request.inheritFd === undefined ? [] : [request.inheritFd];
+    child = spawn({
+      cmd: [request.path],
+      env: request.env,
+      stdio: [request.stdin, "pipe", "pipe", ...extra],
+      detached: true,
+    });
   } catch (e) {
     // ENOENT, EACCES, ETXTBSY… are thrown here, before any process exists.
     return {
@@ -100,37 +110,20 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
       timedOut: false,
     };
   }
-  let overflow = false;
-  let timedOut = false;
-  let grace: NodeJS.Timeout | undefined;
-  const readers: Array<ReadableStreamDefaultReader<Uint8Array>> = [];
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    killGroup(child.pid);
-    grace = setTimeout(() => {
-      for (const reader of readers) reader.cancel().catch(() => {});
-    }, limits.pipeGraceMs);
-  }, r.deadlineMs);
-  // The delegate has exited but a child of it still holds stdout (B63): what it wrote is in the
-  // pipe already; after the grace, its group is killed and the pipes let go, not the deadline's wait.
-  let lingering: NodeJS.Timeout | undefined;
-  void child.exited.then(() => {
-    lingering = setTimeout(() => {
-      killGroup(child.pid);
-      for (const reader of readers) reader.cancel().catch(() => {});
-    }, limits.pipeGraceMs);
-  });
+  running.add(child.pid);
+  const watch = watchChild(child, request, limits);
   try {
     const [stdout, stderr, status] = await Promise.all([
-      drain(child.stdout, limits.maxStdoutBytes, readers, () => {
-        overflow = true;
+      drain(child.stdout, limits.maxStdoutBytes, watch.readers, () => {
+        watch.state.overflow = true;
         killGroup(child.pid);
       }),
       // stderr is only for the log: read and truncated, so a chatty delegate never fails a good ADD.
-      drain(child.stderr, limits.maxStderrBytes, readers),
+      drain(child.stderr, limits.maxStderrBytes, watch.readers),
       child.exited,
     ]);
     const signal = (child.signalCode as NodeJS.Signals | null) ?? null;
+    const { overflow, timedOut } = watch.state;
     return {
       stdout: overflow ? Buffer.alloc(0) : stdout,
       stderr,
@@ -139,10 +132,51 @@ export async function runProcessBun(spawn: BunSpawn, r: ExecRequest, limits: Run
       spawnError: undefined,
       overflow,
       timedOut,
+      orphansKilled: await afterExit(child),
     };
   } finally {
-    clearTimeout(deadline);
-    clearTimeout(grace);
-    clearTimeout(lingering);
+    watch.stop();
   }
+}
+
+/** After the delegate ended: its group and whatever it left re-parented to Plexus are killed (orphans.ts). */
+async function afterExit(child: BunSubprocess): Promise<number[]> {
+  await child.exited.catch(() => {});
+  running.delete(child.pid);
+  return killOrphans(running);
+}
+
+/**
+ * The deadline (the group SIGKILLed, then a grace for pipes held by escaped children) and, once the
+ * delegate has exited while a child of it still holds stdout (B63), the same grace: what it wrote
+ * is in the pipe already; after the grace its group is killed and the pipes let go.
+ */
+function watchChild(child: BunSubprocess, request: ExecRequest, limits: RunLimits) {
+  const readers: Array<ReadableStreamDefaultReader<Uint8Array>> = [];
+  const state = { overflow: false, timedOut: false };
+  let grace: NodeJS.Timeout | undefined;
+  let lingering: NodeJS.Timeout | undefined;
+  const letGo = () => {
+    for (const reader of readers) reader.cancel().catch(() => {});
+  };
+  const deadline = setTimeout(() => {
+    state.timedOut = true;
+    killGroup(child.pid);
+    grace = setTimeout(letGo, limits.pipeGraceMs);
+  }, request.deadlineMs);
+  void child.exited.then(() => {
+    lingering = setTimeout(() => {
+      killGroup(child.pid);
+      letGo();
+    }, limits.pipeGraceMs);
+  });
+  return {
+    readers,
+    state,
+    stop: () => {
+      clearTimeout(deadline);
+      clearTimeout(grace);
+      clearTimeout(lingering);
+    },
+  };
 }

@@ -11,7 +11,7 @@ import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
 import type { Logger } from "../log/logger";
 import type { ResultCache } from "./cache";
-import type { ContainerLock } from "../store/container-lock";
+import { CALL_MARK_ENV, type ContainerLock } from "../store/container-lock";
 import type { Env, PluginExec } from "../invoke/plugin-exec";
 
 export interface RuntimeConf {
@@ -118,10 +118,12 @@ async function runPlugin(
   onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
   const inheritFd = deps.lock?.fd;
+  const marker = deps.lock?.marker;
   return deps.exec.execPlugin({
     path,
     stdin: Buffer.from(JSON.stringify(conf)),
-    env: envFor(verb, rt),
+    // The call's mark: a later call may kill what this delegate leaves running, and only that.
+    env: marker === undefined ? envFor(verb, rt) : { ...envFor(verb, rt), [CALL_MARK_ENV]: marker },
     deadlineMs,
     what,
     ...(inheritFd === undefined ? {} : { inheritFd }),

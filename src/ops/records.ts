@@ -13,7 +13,8 @@ import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
 import { ResultCache } from "../libcni/cache";
 import { RawExec } from "../invoke/raw-exec";
 import { createLogger } from "../log/logger";
-import { baseEnvOf, type Deps } from "../orchestrate/deps";
+import { baseEnvOf, callDeadline, type Deps } from "../orchestrate/deps";
+import { withContainerLock } from "../orchestrate/lock";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
@@ -40,7 +41,7 @@ export interface RecordsFlags extends CommonFlags {
 export interface RecordSummary {
   id: string;
   path: string;
-  state: "ok" | "stale" | "corrupt";
+  state: "ok" | "stale" | "pending" | "corrupt";
   /** Why stale or corrupt. */
   why?: string;
   pod?: string;
@@ -49,6 +50,8 @@ export interface RecordSummary {
   netns?: string;
   networks?: string[];
   modified?: string;
+  /** When its first DEL failed (state "pending"). */
+  delFailedAt?: string;
 }
 
 /** The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the directory. */
@@ -87,7 +90,11 @@ export function summarise(read: RecordRead, store: RecordStore): RecordSummary {
   } catch {
     // removed meanwhile
   }
-  if (r.netns && !existsSync(r.netns)) {
+  if (r.delFailedAt) {
+    s.state = "pending";
+    s.delFailedAt = r.delFailedAt;
+    s.why = `its DEL failed at ${r.delFailedAt}; later calls on this node and GC retry it, and abandon it once failedDelRetrySeconds have passed`;
+  } else if (r.netns && !existsSync(r.netns)) {
     s.state = "stale";
     s.why = `its network namespace ${r.netns} is gone (the sandbox was removed, but no DEL succeeded)`;
   }
@@ -145,6 +152,7 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     records: new RecordStore(conf.cniDir),
     log,
     baseEnv: baseEnvOf(process.env),
+    locks: acquireContainerLock,
     ...opsWiring,
   };
   // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
@@ -158,12 +166,11 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     rawArgs: record.cniArgs,
     path: cniPathOf(f.cniPath, process.env),
   };
-  const errors = await teardown(
-    record.attachments,
-    { containerId: record.containerId, netns, cniArgs: record.cniArgs },
-    req,
-    conf,
-    deps,
+  // The same lock and deadline as the runtime's DEL: never at the same time as a call for this container.
+  const deadline = callDeadline("DEL", conf);
+  const ctx = { containerId: record.containerId, netns, cniArgs: record.cniArgs, deadline };
+  const errors = await withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+    teardown(record.attachments, ctx, req, conf, locked),
   );
   return errors.map((f) => f.error.message);
 }

@@ -16,6 +16,7 @@ import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";
+import { retryPendingDels } from "./pending";
 import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
 
 export interface AddOutcome {
@@ -27,9 +28,14 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
-  return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
-    addLocked(req, conf, locked, deadline),
-  );
+  try {
+    return await withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+      addLocked(req, conf, locked, deadline),
+    );
+  } finally {
+    // After its own work: the oldest record of a failed DEL on this node gets a retry (pending.ts).
+    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req });
+  }
 }
 
 async function addLocked(
@@ -95,27 +101,46 @@ async function addLocked(
     if (pod && kube) await publish(pod, ref?.uid, results, kube, deps);
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
-    const cause = inPod(req, err);
-    // The rollback has a teardown's own deadline: an ADD that ran out of time must still undo itself.
-    const rollback = (await teardown(done, { ...ctx, deadline: callDeadline("DEL", conf) }, req, conf, deps)).filter(
-      (f) => !neverAttached(f, failed),
-    );
-    if (rollback.length === 0) {
-      await deps.records.delete(req.containerId, req.ifName).catch(() => {});
-      throw cause;
-    }
-    // The record keeps only what is left, for the runtime's DEL (which follows a failed ADD, K1).
-    await deps.records.write({ ...record, attachments: failedAttachments(rollback) }).catch(() => {});
-    deps.log.error(
-      { errors: rollback.map((f) => f.error.message) },
-      "rollback after failed ADD left attachments; the record keeps them for DEL",
-    );
-    throw oneError(
-      rollback.map((f) => f.error),
-      "rollback also failed",
-      { lead: cause },
-    )!;
+    throw await rollBack({ cause: inPod(req, err), done, failed, record, ctx }, req, conf, deps);
   }
+}
+
+/**
+ * Undoes a failed ADD (C4.1): tears down what was attached and returns the error to throw. What
+ * could not be removed stays in the record, for the runtime's DEL (which follows a failed ADD,
+ * K1). Should narrowing the record fail, it still names every attachment (DEL tries them all
+ * again) and that failure is part of the error, not swallowed.
+ */
+async function rollBack(
+  o: {
+    cause: CniError;
+    done: Attachment[];
+    failed: { attachment: Attachment; code: Code } | undefined;
+    record: ContainerRecord;
+    ctx: RuntimeFor;
+  },
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<CniError> {
+  // The rollback has a teardown's own deadline: an ADD that ran out of time must still undo itself.
+  const ctx = { ...o.ctx, deadline: callDeadline("DEL", conf) };
+  const rollback = (await teardown(o.done, ctx, req, conf, deps)).filter((f) => !neverAttached(f, o.failed));
+  if (rollback.length === 0) {
+    await deps.records.delete(req.containerId, req.ifName).catch(() => {});
+    return o.cause;
+  }
+  const errors = rollback.map((f) => f.error);
+  await deps.records.write({ ...o.record, attachments: failedAttachments(rollback) }).catch((err: unknown) => {
+    errors.push(
+      asCniError(err).withContext("the record could not be narrowed to what is left (it still names every network)"),
+    );
+  });
+  deps.log.error(
+    { errors: errors.map((e) => e.message) },
+    "rollback after failed ADD left attachments; the record keeps them for DEL",
+  );
+  return oneError(errors, "rollback also failed", { lead: o.cause })!;
 }
 
 /** M4: an attachment with `default-route` carries the pod's default route. */

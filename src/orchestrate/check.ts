@@ -1,6 +1,7 @@
 /** CHECK (C2.6): every attachment of the record, in order, against its cached result. */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
+import { versionAtLeast } from "../cni/version";
 import type { PlexusConf } from "../config/plugin-conf";
 import { checkNetworkList } from "../libcni/conflist";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps } from "./deps";
@@ -8,6 +9,13 @@ import { withContainerLock } from "./lock";
 import type { Attachment } from "./record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
+  // CHECK exists from 0.4.0 on: a runtime that sends it with an older config gets what libcni's
+  // skel answers (code 1). Older delegate networks are another matter (checkNetworkList skips them).
+  if (!versionAtLeast(conf.cniVersion, "0.4.0"))
+    throw new CniError(
+      Code.IncompatibleVersion,
+      `config version does not allow CHECK: Plexus's config has cniVersion ${conf.cniVersion}, CHECK needs 0.4.0 or later`,
+    );
   await deps.netns.assertUsable(req.netns);
   // Under the container's lock: a CHECK never reads a record an ADD or DEL is rewriting.
   return withContainerLock({ verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at }, (locked) =>

@@ -7,6 +7,11 @@
  * a `TeardownAbandoned` warning event on the pod and an error log naming what may have leaked, and
  * the DEL succeeds. On, it stays in the record and every DEL fails until its delegates succeed.
  *
+ * Only a DEL that ran and failed counts: an attachment whose DEL never started (the call's
+ * deadline passed first, teardown.ts) stays in the record uncounted, and is never abandoned. A
+ * record kept after a failed DEL is "pending" (it names when the first DEL failed): later calls on
+ * the node and GC retry it, for runtimes that call DEL only once (pending.ts).
+ *
  * Either way, a NAD attachment whose recorded config fails is also tried with the NAD's current
  * config: an admin who fixes a broken NAD un-wedges its pods (B33 still holds: the recorded bytes
  * are tried first).
@@ -32,22 +37,24 @@ export async function settleDel(
   conf: PlexusConf,
   deps: Deps,
 ): Promise<void> {
-  const counted = failures.map((f) => ({
-    ...f,
-    attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 },
-  }));
-  const abandoned = conf.retryDeleteOnError ? [] : counted.filter((f) => f.attachment.failedDels >= 2);
+  const counted = failures.map((f) =>
+    f.notRun ? f : { ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } },
+  );
+  const abandoned = conf.retryDeleteOnError
+    ? []
+    : counted.filter((f) => !f.notRun && (f.attachment.failedDels ?? 0) >= 2);
   let kept = counted.filter((f) => !abandoned.includes(f));
   if (kept.length > 0) {
     try {
-      await deps.records.write({ ...record, attachments: failedAttachments(kept) });
+      await keepForRetry(kept, record, deps);
     } catch (err) {
       const e = asCniError(err);
       if (conf.retryDeleteOnError) throw delError(kept, req, [e]);
-      // Nothing could count the retries: abandoning now is the only way the pod can go.
+      // Nothing could count the retries: abandoning what ran is the only way the pod can go. What
+      // never ran stays in the record as it was, for the next DEL.
       deps.log.error({ err: e.message }, "cannot keep the failed attachments for a retry; abandoning them now");
-      abandoned.push(...kept);
-      kept = [];
+      abandoned.push(...kept.filter((f) => !f.notRun));
+      kept = kept.filter((f) => f.notRun);
     }
   }
   if (abandoned.length > 0) await abandon(abandoned, record.pod, req, deps);
@@ -55,6 +62,15 @@ export async function settleDel(
   await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
     // Everything is torn down; a record left behind is removed by the next ADD or a GC.
     deps.log.warn({ err: asCniError(err).message }, "container torn down, but its record could not be removed");
+  });
+}
+
+/** The record with only what failed, marked pending (pending.ts) from the first failed DEL on. */
+async function keepForRetry(kept: readonly TeardownFailure[], record: ContainerRecord, deps: Deps): Promise<void> {
+  const delFailedAt = record.delFailedAt ?? new Date().toISOString();
+  await deps.records.write({ ...record, attachments: failedAttachments(kept), delFailedAt });
+  await deps.records.markPending(record.containerId, record.ifName).catch((err: unknown) => {
+    deps.log.warn({ err: asCniError(err).message }, "cannot mark the record for a retry by later calls");
   });
 }
 
@@ -68,7 +84,7 @@ export function delError(kept: readonly TeardownFailure[], req: CniRequest, extr
 export async function abandon(
   failures: readonly TeardownFailure[],
   pod: ContainerRecord["pod"],
-  req: CniRequest,
+  req: Pick<CniRequest, "containerId">,
   deps: Deps,
 ): Promise<void> {
   const lines: string[] = [];

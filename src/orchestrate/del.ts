@@ -5,11 +5,17 @@
  *
  * No input, failure or state may make a DEL fail forever (M7, K1): the kubelet retries it without
  * end, and meanwhile the pod hangs in Terminating with its netns and IPs leaked. So:
- * - without a record, Plexus ran no delegate for the container (ADD writes the record first): the
- *   networks are worked out as ADD would, as a bounded best effort, falling back to the default
- *   network(s); what cannot be worked out (an invalid annotation, a missing NAD, the API server
- *   down) is logged, never an error;
- * - only a delegate's own DEL failure fails a DEL, and del-failures.ts decides how often.
+ * - without a record, either the container's earlier DEL succeeded or Plexus ran no delegate for
+ *   it (ADD writes the record first). The networks are worked out as ADD would, as a bounded best
+ *   effort, falling back to the default network(s), and torn down as a precaution: the DEL exits 0
+ *   whatever those delegates answer, and writes nothing. (Failing it, or keeping a record of it,
+ *   made a plugin that is not idempotent, whose second DEL fails once its state is gone, flip the
+ *   DEL between failure and success for ever.) What cannot be worked out (an invalid annotation, a
+ *   missing NAD, the API server down) is logged;
+ * - an unreadable record is handled the same way, then removed;
+ * - only a recorded delegate's own DEL failure fails a DEL, and del-failures.ts decides how often.
+ *
+ * After its own work, a DEL retries the oldest record whose DEL failed earlier (pending.ts).
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, Code } from "../cni/errors";
@@ -18,14 +24,19 @@ import { settleDel, retryWithCurrentNads } from "./del-failures";
 import { callDeadline, type Deps, type RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
 import { withContainerLock } from "./lock";
-import { newRecord, type Attachment, type RecordRead } from "./record";
-import { type TeardownFailure, teardown } from "./teardown";
+import { retryPendingDels } from "./pending";
+import type { Attachment, RecordRead } from "./record";
+import { teardown } from "./teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const deadline = callDeadline("DEL", conf);
-  return withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
-    delLocked(req, conf, locked, deadline),
-  );
+  try {
+    return await withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+      delLocked(req, conf, locked, deadline),
+    );
+  } finally {
+    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req });
+  }
 }
 
 async function delLocked(
@@ -61,29 +72,19 @@ async function delLocked(
   } else {
     deps.log.info(
       { containerId: req.containerId },
-      "no container record (Plexus ran no delegate for it); tearing down the networks worked out from the config",
+      "no container record (its DEL succeeded already, or Plexus ran no delegate for it); tearing down the networks worked out from the config as a precaution",
     );
   }
   const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
-  const failures = (await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps)).filter(
-    (f) => !refusedItsConfig(f, deps),
-  );
-  // Should a delegate fail, this record keeps it, so that the retry is counted.
-  return settleDel(failures, newRecord(req, conf.cniVersion, []), req, conf, deps);
-}
-
-/**
- * Without a record Plexus ran no delegate for this container, so these DELs are precautions. One
- * that refuses its config (codes 1–7: a cniVersion its binary does not speak, a missing binary, an
- * invalid config) cannot have attached anything with it: logged, not a failure of the DEL.
- */
-function refusedItsConfig(f: TeardownFailure, deps: Deps): boolean {
-  if (f.error.code < 1 || f.error.code > 7) return false;
-  deps.log.warn(
-    { network: f.attachment.network, ifName: f.attachment.ifName, err: f.error.message },
-    "DEL without a record: the delegate refused its config; nothing of it can be attached",
-  );
-  return true;
+  for (const f of await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps))
+    deps.log.warn(
+      { network: f.attachment.network, ifName: f.attachment.ifName, code: f.error.code, err: f.error.message },
+      "DEL without a record: this precautionary DEL failed; nothing recorded it as attached, so the DEL succeeds",
+    );
+  if (read.state === "corrupt")
+    await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
+      deps.log.warn({ err: asCniError(err).message }, "cannot remove the unreadable container record");
+    });
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * GC (C2.9): every container record whose (container ID, interface) the runtime no longer
- * lists is torn down; then GC is forwarded to every delegate network with the delegate-level
- * attachments that are still valid. Keeps going on errors and reports them all at the end.
+ * GC (C2.9): first every pending record (a container whose DEL failed, pending.ts) is retried;
+ * then every container record whose (container ID, interface) the runtime no longer lists is torn
+ * down (one that fails becomes pending, so it is abandoned in time like a failed DEL); then GC is
+ * forwarded to every delegate network with the delegate-level attachments that are still valid.
+ * Keeps going on errors and reports them all at the end.
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
@@ -9,9 +11,10 @@ import type { ConfList } from "../cni/conf";
 import type { PlexusConf } from "../config/plugin-conf";
 import { gcNetworkList, type GcAttachment } from "../libcni/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
+import { retryPendingDels } from "./pending";
 import type { ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";
-import { teardown } from "./teardown";
+import { failedAttachments, teardown } from "./teardown";
 
 /** How long GC waits for one container's lock before leaving it to the next GC. */
 const GC_LOCK_WAIT_MS = 1000;
@@ -24,9 +27,8 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
     );
   }
   const valid = new Set(conf.validAttachments.map((a) => `${a.containerID}\n${a.ifname}`));
-  const errors: CniError[] = [];
+  const errors = await retryPendingDels(req, conf, deps, { limit: Number.POSITIVE_INFINITY });
   const kept: ContainerRecord[] = [];
-
   for (const read of await deps.records.list()) {
     if (read.state !== "found") {
       if (read.state === "corrupt")
@@ -34,27 +36,44 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
       continue;
     }
     const rec = read.record;
-    if (valid.has(`${rec.containerId}\n${rec.ifName}`)) {
-      kept.push(rec);
-      continue;
-    }
-    deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
-    // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
-    // not stale after all, and the next GC looks again.
-    const errs = await withContainerLock(
-      { verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS },
-      async (locked) => {
-        const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
-        const failed = (await teardown(rec.attachments, ctx, req, conf, locked)).map((f) => f.error);
-        if (failed.length === 0)
-          await locked.records.delete(rec.containerId, rec.ifName).catch((e: unknown) => failed.push(asCniError(e)));
-        return failed;
-      },
-    ).catch((e: unknown) => [asCniError(e)]);
-    errors.push(...errs.map((e) => e.withContext(`GC of container ${rec.containerId}`)));
+    if (valid.has(`${rec.containerId}\n${rec.ifName}`)) kept.push(rec);
+    // A pending record was retried just above (or its container is busy): not twice in one GC.
+    else if (!rec.delFailedAt) errors.push(...(await gcRecord(rec, req, conf, deps)));
   }
+  errors.push(...(await gcNetworks(kept, req, conf, deps)));
+  failIfAny(errors, `GC: ${errors.length} failures`);
+}
 
-  // Delegate networks: configured ones and the ones live records use, each forwarded GC once.
+/** Tears down a container the runtime no longer lists; what fails stays in its record, pending. */
+async function gcRecord(rec: ContainerRecord, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<CniError[]> {
+  deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
+  // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
+  // not stale after all, and the next GC looks again.
+  const errs = await withContainerLock(
+    { verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS },
+    async (locked) => {
+      const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
+      const failures = await teardown(rec.attachments, ctx, req, conf, locked);
+      const failed = failures.map((f) => f.error);
+      try {
+        if (failed.length === 0) await locked.records.delete(rec.containerId, rec.ifName);
+        else {
+          const delFailedAt = rec.delFailedAt ?? new Date().toISOString();
+          await locked.records.write({ ...rec, attachments: failedAttachments(failures), delFailedAt });
+          await locked.records.markPending(rec.containerId, rec.ifName);
+        }
+      } catch (e) {
+        failed.push(asCniError(e));
+      }
+      return failed;
+    },
+  ).catch((e: unknown) => [asCniError(e)]);
+  return errs.map((e) => e.withContext(`GC of container ${rec.containerId}`));
+}
+
+/** Delegate networks: configured ones and the ones live records use, each forwarded GC once. */
+async function gcNetworks(kept: ContainerRecord[], req: CniRequest, conf: PlexusConf, deps: Deps): Promise<CniError[]> {
+  const errors: CniError[] = [];
   const networks = new Map<string, ConfList>();
   for (const d of conf.delegates) networks.set(d.name, d);
   for (const rec of kept)
@@ -77,5 +96,5 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
       errors.push(asCniError(err).withContext(`GC of network ${JSON.stringify(name)}`));
     }
   }
-  failIfAny(errors, `GC: ${errors.length} failures`);
+  return errors;
 }

@@ -10,7 +10,7 @@ import { NO_LOCK, type ContainerLock } from "../store/container-lock";
 import type { Deps } from "./deps";
 
 export async function withContainerLock<T>(
-  o: {
+  call: {
     verb: string;
     req: Pick<CniRequest, "containerId" | "ifName">;
     conf: PlexusConf;
@@ -19,23 +19,24 @@ export async function withContainerLock<T>(
   },
   fn: (deps: Deps) => Promise<T>,
 ): Promise<T> {
-  const { req, deps } = o;
+  const { req, deps } = call;
   if (!deps.locks) return fn(deps);
   const lock: ContainerLock = await deps
     .locks({
-      cniDir: o.conf.cniDir,
+      cniDir: call.conf.cniDir,
       containerId: req.containerId,
       ifName: req.ifName,
-      deadlineAt: o.deadlineAt,
-      verb: o.verb,
+      deadlineAt: call.deadlineAt,
+      verb: call.verb,
       log: deps.log,
     })
     .catch((err: unknown) => {
       const e = asCniError(err);
-      // A lock file that cannot even be made (cniDir read-only, or a file) must not fail every DEL
-      // of the pod: DEL goes on unlocked. ADD and CHECK fail, before any delegate runs (B44, B45).
-      if (o.verb !== "DEL" || e.code !== Code.IoFailure) throw e;
-      deps.log.warn({ err: e.message }, "DEL without the container's lock");
+      // A lock that cannot be taken for any reason but another call holding it (cniDir full,
+      // read-only, or a file; too many open files) must not fail every DEL of the pod: DEL goes on
+      // unlocked, logged. ADD and CHECK fail, before any delegate runs (B44, B45).
+      if (call.verb !== "DEL" || e.code === Code.TryAgainLater) throw e;
+      deps.log.warn({ err: e.message, code: e.code }, "DEL without the container's lock");
       return NO_LOCK;
     });
   try {

@@ -3,10 +3,13 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { join } from "node:path";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, lutimesSync } from "node:fs";
+import { basename, join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
+import { validateContainerId, validateInterfaceName } from "../cni/validate";
 import type { ConfList } from "../cni/conf";
+import { removeFile, writeFileAtomic } from "../store/atomic-file";
 import { JsonFileStore, type JsonStore, type StoreRead } from "../store/json-store";
 import type { NetworkSelection } from "../npwg/types";
 
@@ -58,6 +61,20 @@ export interface ContainerRecord {
   cniArgs: string;
   pod?: { namespace: string; name: string; uid?: string };
   attachments: Attachment[];
+  /**
+   * When a DEL of this container first failed (ISO time): from then on the record is "pending", and
+   * later calls on the node and GC retry it until it succeeds or `failedDelRetrySeconds` has passed
+   * (pending.ts), for runtimes that call DEL only once.
+   */
+  delFailedAt?: string;
+}
+
+/** A pending record's entry in `<cniDir>/pending/` (its modification time: the last retry). */
+export interface PendingEntry {
+  containerId: string;
+  ifName: string;
+  /** Epoch ms of the entry's last write (the failed DEL, or the last retry). */
+  touchedAt: number;
 }
 
 export type RecordRead =
@@ -65,9 +82,18 @@ export type RecordRead =
   | { state: "missing" }
   | { state: "corrupt"; path: string; reason: string };
 
+/** A pending entry is two names in JSON: anything bigger is not one. */
+const MAX_PENDING_BYTES = 4096;
+
 export class RecordStore {
   private readonly store: JsonStore<ContainerRecord>;
+  /**
+   * `<cniDir>/pending/`: one small file per record whose DEL failed, named as the record, so that
+   * every call can find them with one readdir of a directory that is usually empty or missing.
+   */
+  private readonly pendingDir: string;
   constructor(cniDir: string) {
+    this.pendingDir = join(cniDir, "pending");
     this.store = new JsonFileStore<ContainerRecord>({
       dir: join(cniDir, "records"),
       kind: "plexusRecordV1",
@@ -99,8 +125,93 @@ export class RecordStore {
     return asRecordRead(this.store.read([containerId, ifName]));
   }
 
+  /** The record and its pending entry. */
   async delete(containerId: string, ifName: string): Promise<void> {
     await this.store.delete([containerId, ifName]);
+    await removeFile(this.pendingPath(containerId, ifName));
+  }
+
+  /** Writes (or touches) the pending entry of a record whose DEL failed. */
+  async markPending(containerId: string, ifName: string): Promise<void> {
+    await writeFileAtomic(this.pendingPath(containerId, ifName), JSON.stringify({ containerId, ifName }));
+  }
+
+  /** Moves a pending entry to the end of the queue; never creates one (a missing entry stays missing). */
+  touchPending(containerId: string, ifName: string): void {
+    try {
+      const now = new Date();
+      lutimesSync(this.pendingPath(containerId, ifName), now, now); // never through a symlink
+    } catch {
+      // Gone meanwhile, or not writable: the next retry finds out.
+    }
+  }
+
+  async unmarkPending(containerId: string, ifName: string): Promise<void> {
+    await removeFile(this.pendingPath(containerId, ifName));
+  }
+
+  /**
+   * Pending entries last written at or before `dueAt` (epoch ms), least recently retried first, at
+   * most `limit`: every entry is lstat'ed (one readdir, one lstat each), only the ones returned are
+   * read. Entries that are not valid are skipped.
+   */
+  listPending(o: { dueAt?: number; limit?: number } = {}): PendingEntry[] {
+    const { dueAt = Number.POSITIVE_INFINITY, limit = Number.POSITIVE_INFINITY } = o;
+    let names: string[];
+    try {
+      names = readdirSync(this.pendingDir).filter((n) => n.endsWith(".json"));
+    } catch {
+      return [];
+    }
+    const candidates: Array<{ path: string; touchedAt: number }> = [];
+    for (const name of names) {
+      const path = join(this.pendingDir, name);
+      try {
+        const st = lstatSync(path);
+        if (st.isFile() && st.mtimeMs <= dueAt) candidates.push({ path, touchedAt: st.mtimeMs });
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+    const out: PendingEntry[] = [];
+    for (const c of candidates.sort((a, b) => a.touchedAt - b.touchedAt)) {
+      if (out.length >= limit) break;
+      const entry = this.readPending(c.path);
+      if (entry) out.push({ ...entry, touchedAt: c.touchedAt });
+    }
+    return out;
+  }
+
+  /**
+   * An entry is input, not truth: only a small regular file (opened without following a symlink
+   * and without blocking on a FIFO) whose names are a valid container ID and interface name and
+   * give back its own file name is used.
+   */
+  private readPending(path: string): Omit<PendingEntry, "touchedAt"> | undefined {
+    let fd: number | undefined;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > MAX_PENDING_BYTES) return undefined;
+      const buf = Buffer.alloc(st.size);
+      const v = JSON.parse(buf.subarray(0, readSync(fd, buf, 0, st.size, 0)).toString("utf8")) as {
+        containerId?: unknown;
+        ifName?: unknown;
+      };
+      const { containerId, ifName } = v;
+      if (typeof containerId !== "string" || typeof ifName !== "string") return undefined;
+      validateContainerId(containerId); // throws: a name that is no CNI_CONTAINERID is no entry
+      validateInterfaceName(ifName);
+      return this.pendingPath(containerId, ifName) === path ? { containerId, ifName } : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  private pendingPath(containerId: string, ifName: string): string {
+    return join(this.pendingDir, basename(this.path(containerId, ifName)));
   }
 
   /** Every record on the node (GC); corrupt ones are returned as such. */

@@ -1,9 +1,16 @@
 /**
  * Tearing attachments down in reverse (N7.2): every one is tried, failures are collected (in
- * teardown order) with the attachment they belong to. Shared by DEL, by ADD's rollback and by GC.
+ * teardown order) with the attachment they belong to. Shared by DEL, by ADD's rollback, by the
+ * retry of failed DELs (pending.ts) and by GC.
+ *
+ * The call's deadline (`delTimeoutSeconds`) is shared between the attachments: each gets what is
+ * left divided by the number still to go, and what one leaves unused passes on to the next. So
+ * slow secondary networks (torn down first) cannot use up the time of the default network, which
+ * comes last and always gets at least its share: its DEL runs. An attachment whose DEL could not
+ * even start (no time left) is marked `notRun`: it never counts as a failed DEL (del-failures.ts).
  */
 import type { CniRequest } from "../cni/env";
-import { asCniError, type CniError } from "../cni/errors";
+import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { delNetworkList } from "../libcni/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
@@ -14,6 +21,8 @@ import type { Attachment } from "./record";
 export interface TeardownFailure {
   attachment: Attachment;
   error: CniError;
+  /** Its DEL never started (the call's deadline had passed): not a failure of its delegates. */
+  notRun?: boolean;
 }
 
 export async function teardown(
@@ -24,9 +33,24 @@ export async function teardown(
   deps: Deps,
 ): Promise<TeardownFailure[]> {
   const failures: TeardownFailure[] = [];
-  for (const att of [...attachments].reverse()) {
+  const order = [...attachments].reverse();
+  for (const [i, att] of order.entries()) {
+    const share = shareOf(ctx.deadline, order.length - i);
+    if (share && share.at <= Date.now()) {
+      const error = new CniError(
+        Code.TryAgainLater,
+        `DEL of ${describeAttachment(att)}: not run, the call's deadline passed (${share.key} in Plexus's config); the next DEL runs it`,
+      );
+      deps.log.warn({ network: att.network, ifName: att.ifName }, error.message);
+      failures.push({ attachment: att, error, notRun: true });
+      continue;
+    }
     try {
-      await delNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps);
+      await delNetworkList(
+        att.conf,
+        runtimeConfFor(att, { ...ctx, ...(share ? { deadline: share } : {}) }, req, conf, deps),
+        deps,
+      );
       if (att.device) removeDeviceInfo(att, ctx, conf, deps.log); // M10: the device-info copy goes with it
       deps.log.debug({ network: att.network, ifName: att.ifName }, "detached");
     } catch (err) {
@@ -36,6 +60,13 @@ export async function teardown(
     }
   }
   return failures;
+}
+
+/** This attachment's part of the call's deadline: what is left, divided by the attachments still to go. */
+function shareOf(deadline: RuntimeFor["deadline"], toGo: number): RuntimeFor["deadline"] {
+  if (!deadline) return undefined;
+  const now = Date.now();
+  return { at: now + Math.floor((deadline.at - now) / toGo), key: deadline.key };
 }
 
 /** The failed attachments in attachment order (failures come in teardown order), for a record. */

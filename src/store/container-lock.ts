@@ -6,9 +6,18 @@
  * Every delegate inherits the locked descriptor (as its fd 3): the lock is released only when the
  * last process holding it exits. A runtime that SIGKILLs Plexus at its deadline leaves the running
  * delegate alive; the DEL that follows cannot take the lock while that delegate could still create
- * its interface or reserve its IP. The lock file names its owner (pid, verb): a waiter that finds
- * the owner dead kills the processes still holding the file open (the orphaned delegates and their
- * children, with their process groups), so the DEL goes on at once instead of waiting for them.
+ * its interface or reserve its IP. The lock file names its owner (pid, verb, and a random mark
+ * that every delegate of that call carries in its environment as PLEXUS_CALL): a waiter that finds
+ * the owner dead kills the processes that hold the file open AND carry the owner's mark (the
+ * orphaned delegates and their children, with their process groups), so the DEL goes on at once
+ * instead of waiting for them. A process holding the file without the mark is not Plexus's to kill
+ * (another tool, or a delegate that cleared its environment): the waiter waits for it, up to its
+ * deadline.
+ *
+ * Taking the lock writes the owner into the file. Should that write fail (a full cniDir), the call
+ * keeps the lock without an owner (a waiter then only waits, it kills nothing) and goes on: a DEL
+ * that writes nothing succeeds on a full disk, an ADD fails with 5 when it writes its record,
+ * before any delegate runs, and its lock file goes as it releases the lock.
  *
  * flock has no Node or Bun API: the executable (Bun) calls libc's through bun:ffi. Under Node
  * (development and unit tests) there is no lock; the integration and end-to-end tests run the
@@ -31,17 +40,21 @@ import {
 import { dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
+import { libc } from "../invoke/libc";
 import { ioError } from "./atomic-file";
 import { stateFileName } from "./state-names";
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const POLL_MS = 20;
+const ORPHAN_SCAN_MS = 500;
 
 /** A held lock. */
 export interface ContainerLock {
   /** The locked descriptor, for delegates to inherit (undefined: no flock here). */
   readonly fd: number | undefined;
+  /** The call's mark, set as PLEXUS_CALL in every delegate's environment (undefined: no lock). */
+  readonly marker?: string;
   /** Unlocks; with `remove`, first unlinks the file (the container has no state left). */
   release(o: { remove: boolean }): void;
 }
@@ -59,50 +72,31 @@ export interface LockRequest {
 
 export type LockFactory = (r: LockRequest) => Promise<ContainerLock>;
 
-type Flock = (fd: number, op: number) => number;
-
-let flockFn: Flock | null | undefined;
-
-/** libc's flock through bun:ffi, or null where that is not available (Node). */
-function libcFlock(): Flock | null {
-  if (flockFn !== undefined) return flockFn;
-  flockFn = null;
-  if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return flockFn;
-  try {
-    const ffi = require("bun:ffi") as {
-      dlopen: (lib: string, s: object) => { symbols: { flock: Flock } };
-      FFIType: Record<string, number>;
-    };
-    const lib = ffi.dlopen("libc.so.6", {
-      flock: { args: [ffi.FFIType.i32, ffi.FFIType.i32], returns: ffi.FFIType.i32 },
-    });
-    flockFn = lib.symbols.flock;
-  } catch {
-    flockFn = null;
-  }
-  return flockFn;
-}
-
 export function lockPath(cniDir: string, containerId: string, ifName: string): string {
   return join(cniDir, "locks", stateFileName([containerId, ifName], ".lock"));
 }
 
 /** The container lock with flock where the runtime has it (the executable), else a no-op. */
 export const acquireContainerLock: LockFactory = async (r) => {
-  const flock = libcFlock();
+  const flock = libc()?.flock;
   if (!flock) return NO_LOCK;
   const path = lockPath(r.cniDir, r.containerId, r.ifName);
+  // /proc is read for a dead owner's leftovers at the first busy poll, then every ORPHAN_SCAN_MS.
+  let scanAt = 0;
   for (;;) {
     const fd = openLockFile(path);
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {
       // The file may have been removed (by the holder that finished) after we opened it: then
       // this lock is on a dead inode, and the next caller would lock a new file. Start over.
-      if (sameFile(fd, path)) return heldLock(fd, path, r.verb);
+      if (sameFile(fd, path)) return heldLock(fd, path, r);
       closeSync(fd);
       continue;
     }
     closeSync(fd);
-    killOrphans(path, r.log);
+    if (Date.now() >= scanAt) {
+      killOrphans(path, r.log);
+      scanAt = Date.now() + ORPHAN_SCAN_MS;
+    }
     if (Date.now() >= r.deadlineAt) {
       const owner = readOwner(path);
       throw new CniError(
@@ -137,14 +131,26 @@ function sameFile(fd: number, path: string): boolean {
 interface Owner {
   pid: number;
   verb: string;
+  /** The PLEXUS_CALL value of the owner's delegates (absent in files of older Plexus versions). */
+  marker?: string;
 }
 
-function heldLock(fd: number, path: string, verb: string): ContainerLock {
-  const buf = Buffer.from(JSON.stringify({ pid: process.pid, verb } satisfies Owner));
-  ftruncateSync(fd, 0);
-  writeSync(fd, buf, 0, buf.byteLength, 0);
+/** The environment variable that marks a delegate (and what it starts) as this call's. */
+export const CALL_MARK_ENV = "PLEXUS_CALL";
+
+function heldLock(fd: number, path: string, r: LockRequest): ContainerLock {
+  const marker = crypto.randomUUID();
+  const buf = Buffer.from(JSON.stringify({ pid: process.pid, verb: r.verb, marker } satisfies Owner));
+  try {
+    ftruncateSync(fd, 0);
+    writeSync(fd, buf, 0, buf.byteLength, 0);
+  } catch (err) {
+    const e = ioError(`cannot write the owner of the container's lock ${path}`, err);
+    r.log.warn({ err: e.message }, "holding the container's lock without naming its owner in the lock file");
+  }
   return {
     fd,
+    marker,
     release: ({ remove }) => {
       if (remove) {
         try {
@@ -161,7 +167,8 @@ function heldLock(fd: number, path: string, verb: string): ContainerLock {
 function readOwner(path: string): Owner | undefined {
   try {
     const v = JSON.parse(readFileSync(path, "utf8")) as Partial<Owner>;
-    return typeof v.pid === "number" && typeof v.verb === "string" ? (v as Owner) : undefined;
+    if (typeof v.pid !== "number" || typeof v.verb !== "string") return undefined;
+    return typeof v.marker === "string" ? { pid: v.pid, verb: v.verb, marker: v.marker } : { pid: v.pid, verb: v.verb };
   } catch {
     return undefined;
   }
@@ -180,13 +187,13 @@ function alive(pid: number): boolean {
 /**
  * The owner was killed (the runtime's deadline) while a delegate ran: that delegate and its
  * children hold the lock through their inherited descriptor and may still attach. They are found
- * by the file they hold open and killed with their process groups, so that the waiting DEL tears
- * down from the record with nothing racing it. Another Plexus (a waiter polling the lock) is never
- * killed: only processes running another executable are.
+ * by the file they hold open and the owner's mark in their environment, and killed with their
+ * process groups, so that the waiting DEL tears down from the record with nothing racing it. A
+ * process without the mark is never killed (see the file's doc); nor is another Plexus.
  */
 function killOrphans(path: string, log: Logger): void {
   const owner = readOwner(path);
-  if (!owner || alive(owner.pid)) return;
+  if (!owner?.marker || alive(owner.pid)) return;
   let target: { dev: number; ino: number };
   try {
     target = statSync(path);
@@ -194,7 +201,7 @@ function killOrphans(path: string, log: Logger): void {
     return;
   }
   const killed: number[] = [];
-  for (const pid of holders(path, target)) {
+  for (const pid of holders(path, target, owner.marker)) {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {
@@ -214,8 +221,8 @@ function killOrphans(path: string, log: Logger): void {
     );
 }
 
-/** Processes other than Plexus with `path` open (the inode, not just the name). */
-function holders(path: string, target: { dev: number; ino: number }): number[] {
+/** Processes other than Plexus with `path` open (the inode, not just the name) and `marker` in their environment. */
+function holders(path: string, target: { dev: number; ino: number }, marker: string): number[] {
   const self = safeReadlink("/proc/self/exe");
   const out: number[] = [];
   for (const name of safeReaddir("/proc")) {
@@ -232,9 +239,17 @@ function holders(path: string, target: { dev: number; ino: number }): number[] {
         return false;
       }
     });
-    if (holds && safeReadlink(`/proc/${pid}/exe`) !== self) out.push(pid);
+    if (holds && safeReadlink(`/proc/${pid}/exe`) !== self && carriesMark(pid, marker)) out.push(pid);
   }
   return out;
+}
+
+function carriesMark(pid: number, marker: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${CALL_MARK_ENV}=${marker}`);
+  } catch {
+    return false;
+  }
 }
 
 function safeReaddir(dir: string): string[] {

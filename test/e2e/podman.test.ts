@@ -6,7 +6,7 @@
  * saw and at what is left afterwards. Subnets 10.222.x.0/24.
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -46,8 +46,9 @@ function podmanOk(args: readonly string[]): string {
 }
 
 /** A podman network that is Plexus with inline delegates (no Kubernetes), state in the test's scope. */
-function writeNetwork(scope: E2eScope, name: string, delegates: unknown[]): void {
+function writeNetwork(scope: E2eScope, name: string, delegates: unknown[], extra: Record<string, unknown> = {}): void {
   const plexus = {
+    ...extra,
     type: "plexus",
     cniDir: scope.cniDir,
     logLevel: "debug",
@@ -163,6 +164,40 @@ describeE2e(
       const out = podmanOk(["run", "--rm", ...ULIMITS, "--network", "plx-full", IMAGE, "ip", "-o", "-4", "addr"]);
       expect(addresses(out)).toEqual({ eth0: ["10.222.4.3/24"], net1: ["10.222.5.10/24"] });
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    });
+
+    it("M7 K1 podman calls DEL once: a second network whose ADD and DEL both fail (an invalid subnet), then `rm -f`; the next container run and removed on the node retries the record, abandons it (failedDelRetrySeconds 0) and leaves no record, lock or result file", async () => {
+      const { scope } = t;
+      const bad = hostLocal(scope, "10.222.7.128/33");
+      writeNetwork(
+        scope,
+        "plx-once",
+        [
+          defaultNet(scope, "10.222.6.0/24", "pm-once"),
+          bridgeNet({ name: "pm-bad", bridge: scope.bridgeName(), ipam: bad }),
+        ],
+        { failedDelRetrySeconds: 0 },
+      );
+      // The node's setting: every network of this node runs Plexus with the same bound.
+      writeNetwork(scope, "plx-next", [defaultNet(scope, "10.222.8.0/24", "pm-next")], { failedDelRetrySeconds: 0 });
+      const r = podman(["run", "-d", "--name", "once", ...ULIMITS, "--network", "plx-once", IMAGE, "sleep", "600"]);
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toContain("invalid CIDR address");
+      podman(["rm", "-f", "--time", "0", "once"]);
+      // podman's one DEL failed: the record waits, shown as pending, for a retry by a later call.
+      expect(scope.recordFiles()).toHaveLength(1);
+      expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
+      const list = JSON.parse(
+        spawnSync(PLEXUS_BIN, ["records", "list", "--cni-dir", scope.cniDir, "--output", "json"], { encoding: "utf8" })
+          .stdout,
+      ) as Array<{ state: string }>;
+      expect(list.map((x) => x.state)).toEqual(["pending"]);
+      podmanOk(["run", "--rm", ...ULIMITS, "--network", "plx-next", IMAGE, "sleep", "0"]);
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+      // No pod in the record (no Kubernetes here): the abandonment is a log line naming the network.
+      expect(readFileSync(join(scope.root, "plexus.log"), "utf8")).toMatch(
+        /"network":"pm-bad".*giving up on this attachment/,
+      );
     });
   },
   { tools: TOOLS },

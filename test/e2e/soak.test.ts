@@ -2,7 +2,9 @@
  * The fault soak (issue 13 item 7, scripts/soak.mjs) in its short form: 300 seeded cycles of
  * dist/plexus on real namespaces with bridge + host-local, about half of them faulted (SIGKILL in
  * ADD and DEL, delegates that hang, crash, print garbage or sleep past the kill, concurrent
- * ADD/ADD and ADD/DEL, API 5xx/resets/hangs/409s, daemon kills), each followed by the runtime's
+ * ADD/ADD and ADD/DEL, API 5xx/resets/hangs/409s, daemon kills; a delegate DEL that fails once its
+ * state is gone, DELs slower than the DEL deadline, a `setsid` grandchild, a full cniDir, a runtime
+ * that calls DEL once), each followed by the runtime's
  * DEL sequence and accounted for: no link, bridge port, IP reservation, record, cache, temp or
  * lock file, or process may be left. Same code as `npm run soak`; subnets 10.230–10.239.
  */

@@ -265,6 +265,8 @@ export interface AttachmentLeftovers {
   cacheFiles: string[];
   /** Container lock files (`<cniDir>/locks/`): gone once the container has no record. */
   lockFiles: string[];
+  /** Entries of records whose DEL failed (`<cniDir>/pending/`): gone with their record. */
+  pendingFiles: string[];
   /** Live processes started on behalf of this test (plexus, delegates, their children). */
   processes: string[];
 }
@@ -276,6 +278,7 @@ export const NOTHING_LEFT: AttachmentLeftovers = {
   records: [],
   cacheFiles: [],
   lockFiles: [],
+  pendingFiles: [],
   processes: [],
 };
 
@@ -438,6 +441,7 @@ export class E2eScope {
       records: this.recordFiles(),
       cacheFiles: this.cacheFiles(),
       lockFiles: this.lockFiles(),
+      pendingFiles: walk(join(this.cniDir, "pending")).sort(),
       processes: this.processes(),
     };
   }

@@ -56,6 +56,16 @@ describe("C2.3 error codes", () => {
     expect(isCniError({ code: 5, message: "x" })).toBe(false);
   });
 
+  it.each(["ENOSPC", "EDQUOT", "EIO", "EROFS", "EACCES", "EMFILE"])(
+    "C2.3 B44 a file-system error (%s) on Plexus's state is an I/O error (5), never 999",
+    (errno) => {
+      const err = Object.assign(new Error(`${errno}: no luck, write`), { code: errno, syscall: "write" });
+      expect(asCniError(err)).toMatchObject({ code: Code.IoFailure, message: `${errno}: no luck, write` });
+      // Another errno is no state of the node's disks: it stays the catch-all.
+      expect(asCniError(Object.assign(new Error("ENOENT: gone"), { code: "ENOENT" })).code).toBe(Code.Internal);
+    },
+  );
+
   it("C2.9 an aggregate keeps the first failure's code, every message in order, and each error with its code and cause", () => {
     const first = new CniError(5, "a", "da", { cause: new Error("disk") });
     const e = oneError([first, new CniError(7, "b"), new CniError(11, "c", "dc")], "DEL had 3 failures");

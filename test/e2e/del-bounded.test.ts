@@ -1,0 +1,243 @@
+/**
+ * DEL is idempotent and bounded, played as runtimes play it (M7, K1, C2.5, C2.6; B52, B44): the real
+ * dist/plexus, the reference plugins (host-device, bridge, host-local) and wrappers around bridge
+ * that misbehave as real plugins do (a slow DEL, a `setsid` grandchild), real namespaces.
+ * Subnets 10.224.x.0/24.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { expect, it } from "vitest";
+import { lockPath } from "../../src/store/container-lock";
+import { cniError, TEST_PATH } from "../support/plexus-bin";
+import { CNI_BIN_DIR, describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
+import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
+
+const t = useE2eScope();
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A bin dir with one shell delegate `name` (a wrapper that ends by exec'ing the real bridge). */
+function wrapperDir(scope: E2eScope, name: string, body: string): string {
+  const dir = join(scope.root, `bin-${name}`);
+  mkdirSync(join(dir, "state"), { recursive: true });
+  writeFileSync(join(dir, name), `#!/bin/sh\nS=${join(dir, "state")}\nB=${CNI_BIN_DIR}/bridge\n${body}\nexec $B\n`);
+  chmodSync(join(dir, name), 0o755);
+  return dir;
+}
+
+const podLinks = (netns: string) =>
+  links(netns)
+    .map((l) => l.name)
+    .filter((n) => n !== "lo")
+    .sort();
+
+describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
+  it("M7 K1 C2.5 ADD, then five DELs with host-device (whose DEL fails once its link is gone): every DEL exits 0, no record or lock file is left", async () => {
+    const { scope } = t;
+    const [dev] = scope.addVethPair();
+    const conf = plexusConf(scope, [
+      defaultNet(scope, "10.224.1.0/24"),
+      { cniVersion: "1.0.0", name: "hostdev", type: "host-device", device: dev },
+    ]);
+    const ns = scope.addNetns();
+    const env = { CNI_CONTAINERID: "ctr-hd", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
+    expectOk(await scope.run("ADD", conf, env));
+    expect(podLinks(ns.name)).toEqual(["eth0", "net1"]);
+    for (const netns of [ns.path, ns.path, "", ns.path, ""]) {
+      expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: netns }));
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    }
+    // retryDeleteOnError changes nothing here: there is no record, so nothing to retry.
+    expectSilentOk(await scope.run("DEL", { ...conf, retryDeleteOnError: true }, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("M7 two secondary networks whose DEL is slow, delTimeoutSeconds 2: the default network's DEL still runs on the first DEL; DEL repeated until exit 0 leaves nothing", async () => {
+    const { scope } = t;
+    // Slow (5 s) on the first DEL of each interface only: a plugin stuck on something that clears.
+    const bin = wrapperDir(
+      scope,
+      "slowdel",
+      `[ "$CNI_COMMAND" = DEL ] && [ ! -e "$S/$CNI_IFNAME" ] && { touch "$S/$CNI_IFNAME"; sleep 5; }`,
+    );
+    const slow = (name: string, subnet: string) => ({
+      ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
+      type: "slowdel",
+    });
+    const conf = plexusConf(
+      scope,
+      [defaultNet(scope, "10.224.2.0/24", "main"), slow("slow-a", "10.224.3.0/24"), slow("slow-b", "10.224.4.0/24")],
+      { delTimeoutSeconds: 2 },
+    );
+    const ns = scope.addNetns();
+    const env = {
+      CNI_CONTAINERID: "ctr-slow",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+    };
+    expectOk(await scope.run("ADD", conf, env));
+    const started = Date.now();
+    const first = await scope.run("DEL", conf, env);
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(cniError(first).msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
+    // The default network got its turn: its veth and its IP are gone already.
+    expect(scope.ipReservations().filter((r) => r.startsWith("main/"))).toEqual([]);
+    expect(podLinks(ns.name)).toEqual(["net1", "net2"]);
+    let attempts = 1;
+    for (let r = first; r.code !== 0 && attempts < 5; attempts++) r = await scope.run("DEL", conf, env);
+    expect(attempts).toBe(2);
+    expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("B52 a delegate whose grandchild leaves its session (setsid) and would attach 3 s later: ADD times out and rolls back, DEL exits 0, and 5 s later the netns has only lo and no reservation is left", async () => {
+    const { scope } = t;
+    const bin = wrapperDir(
+      scope,
+      "forker",
+      `if [ "$CNI_COMMAND" = ADD ]; then
+  cat > "$S/conf-$CNI_IFNAME"
+  setsid sh -c "sleep 3; exec $B < '$S/conf-$CNI_IFNAME'" &
+  exec sleep 1000
+fi`,
+    );
+    const conf = plexusConf(
+      scope,
+      [
+        defaultNet(scope, "10.224.5.0/24", "main"),
+        {
+          ...bridgeNet({ name: "late", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.224.6.0/24") }),
+          type: "forker",
+        },
+      ],
+      { delegateTimeoutSeconds: 1 },
+    );
+    const ns = scope.addNetns();
+    const env = {
+      CNI_CONTAINERID: "ctr-setsid",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+    };
+    expect(cniError(await scope.run("ADD", conf, env)).code).toBe(101);
+    expectSilentOk(await scope.run("DEL", conf, env));
+    expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
+    await settle(5000);
+    expect(podLinks(ns.name)).toEqual([]);
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("B52 a delegate that succeeds but leaves a detached process behind (setsid, every descriptor closed): the process is gone when ADD returns", async () => {
+    const { scope } = t;
+    const bin = wrapperDir(
+      scope,
+      "leaver",
+      `[ "$CNI_COMMAND" = ADD ] && setsid sleep 30 </dev/null >/dev/null 2>&1 3>&- &`,
+    );
+    const conf = plexusConf(scope, [{ ...defaultNet(scope, "10.224.11.0/24"), type: "leaver" }]);
+    const ns = scope.addNetns();
+    const env = {
+      CNI_CONTAINERID: "ctr-leaver",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+    };
+    expectOk(await scope.run("ADD", conf, env));
+    expect(scope.processes()).toEqual([]);
+    expectSilentOk(await scope.run("DEL", conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("B44 C2.5 a full 64 KiB tmpfs cniDir: DEL of a recorded container succeeds, DEL with no record exits 0, ADD fails with 5 (never 999) and leaves nothing", async () => {
+    const { scope } = t;
+    mkdirSync(scope.cniDir, { recursive: true });
+    execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", scope.cniDir]);
+    try {
+      const conf = plexusConf(scope, [defaultNet(scope, "10.224.7.0/24")]);
+      const ns = scope.addNetns();
+      const env = { CNI_CONTAINERID: "ctr-full", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
+      expectOk(await scope.run("ADD", conf, env));
+      fill(join(scope.cniDir, "filler"));
+      expectSilentOk(await scope.run("DEL", conf, env));
+      expect(podLinks(ns.name)).toEqual([]);
+      for (const netns of [ns.path, ""]) expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: netns }));
+      fill(join(scope.cniDir, "filler2")); // what the DELs freed
+      const add = cniError(await scope.run("ADD", conf, env));
+      expect(add.code, add.msg).toBe(5);
+      expect(add.msg).toMatch(/ENOSPC/);
+      expectSilentOk(await scope.run("DEL", conf, env));
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    } finally {
+      execFileSync("umount", ["-l", scope.cniDir]);
+    }
+  });
+
+  it("C2.6 CHECK with a Plexus config of cniVersion 0.3.1: error code 1, as libcni's skel answers", async () => {
+    const { scope } = t;
+    const conf = { ...plexusConf(scope, [defaultNet(scope, "10.224.8.0/24")]), cniVersion: "0.3.1" };
+    const ns = scope.addNetns();
+    const env = { CNI_CONTAINERID: "ctr-check", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
+    expectOk(await scope.run("ADD", conf, env));
+    const check = cniError(await scope.run("CHECK", conf, env));
+    expect(check).toMatchObject({ code: 1, cniVersion: "0.3.1" });
+    expect(check.msg).toContain("config version does not allow CHECK");
+    expectSilentOk(await scope.run("DEL", conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+});
+
+describeE2e("e2e R1 the lock waiter kills only what carries its dead owner's mark", () => {
+  /** A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x … sleep`. */
+  function holdLock(scope: E2eScope, containerId: string, mark: Record<string, string>): ChildProcess {
+    const path = lockPath(scope.cniDir, containerId, "eth0");
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, JSON.stringify({ pid: 4194305, verb: "ADD", marker: "dead-owner-mark" }));
+    const [mk, mv] = scope.marker.split("=") as [string, string];
+    const holder = spawn("flock", ["-x", path, "sleep", "30"], {
+      env: { PATH: TEST_PATH, [mk]: mv, ...mark },
+      stdio: "ignore",
+      detached: true,
+    });
+    return holder;
+  }
+
+  it("R1 a process holding the dead owner's lock without the owner's PLEXUS_CALL mark is not killed: DEL waits to its deadline (11); once it lets go, DEL succeeds", async () => {
+    const { scope } = t;
+    const conf = plexusConf(scope, [defaultNet(scope, "10.224.9.0/24")], { delTimeoutSeconds: 1 });
+    const holder = holdLock(scope, "ctr-foreign", {});
+    await settle(200);
+    const env = { CNI_CONTAINERID: "ctr-foreign", CNI_NETNS: "", CNI_IFNAME: "eth0" };
+    expect(cniError(await scope.run("DEL", conf, env)).code).toBe(11);
+    expect(holder.exitCode).toBeNull();
+    // flock and its sleep hold the file: the test lets go of both (their process group).
+    process.kill(-holder.pid!, "SIGKILL");
+    await new Promise((r) => holder.once("exit", r));
+    expectSilentOk(await scope.run("DEL", conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("R1 B64 processes holding the dead owner's lock with its mark (its delegates' leftovers) are killed, and DEL goes on at once", async () => {
+    const { scope } = t;
+    const conf = plexusConf(scope, [defaultNet(scope, "10.224.10.0/24")], { delTimeoutSeconds: 5 });
+    const holder = holdLock(scope, "ctr-marked", { PLEXUS_CALL: "dead-owner-mark" });
+    await settle(200);
+    const started = Date.now();
+    expectSilentOk(await scope.run("DEL", conf, { CNI_CONTAINERID: "ctr-marked", CNI_NETNS: "", CNI_IFNAME: "eth0" }));
+    expect(Date.now() - started).toBeLessThan(3000);
+    await new Promise((r) =>
+      holder.exitCode !== null || holder.signalCode !== null ? r(undefined) : holder.once("exit", r),
+    );
+    expect(holder.signalCode).toBe("SIGKILL");
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+});
+
+/** Writes zeros to `path` until the file system is full. */
+function fill(path: string): void {
+  try {
+    writeFileSync(path, Buffer.alloc(1024 * 1024));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+  }
+}

@@ -7,12 +7,13 @@
  * Writes go under `<dir>/status/` (never read back as manifests): the pod's network-status as a
  * pod-shaped JSON document, `<namespace>.<name>.json`, and events as JSON lines in `events.jsonl`.
  */
-import { appendFile, lstat, mkdir, readdir, readFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import { writeFileAtomic } from "../store/atomic-file";
+import { readSharedFile } from "../store/shared-file";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import type { KubeApi, PodEvent } from "./kube-api";
 
@@ -97,7 +98,7 @@ export class FileCluster implements KubeApi {
     }
     for (const name of names) {
       const path = join(this.dir, name);
-      const text = await readManifest(path);
+      const text = readManifest(path);
       if (text === undefined) continue;
       let docs: unknown[];
       try {
@@ -120,26 +121,18 @@ export class FileCluster implements KubeApi {
 }
 
 /**
- * A manifest's text, checked before it is read: only a regular file (a FIFO named `*.yaml` would
- * block the call forever, a directory is no manifest; both are skipped), only up to the size cap
- * (a 50 MB file is refused from its size, not after reading it whole).
+ * A manifest's text, read through the shared-file helper: only a regular file (a FIFO named
+ * `*.yaml` would block the call forever, a symlink may point anywhere, a directory is no manifest;
+ * all are skipped, B72, B73), only up to the size cap (a 50 MB file is refused from its size, not
+ * after reading it whole), and read from the descriptor that was checked.
  */
-async function readManifest(path: string): Promise<string | undefined> {
-  const fail = (why: string, cause?: unknown) =>
-    new CniError(Code.InvalidNetworkConfig, `${path} ${why}`, undefined, { cause });
-  let st;
-  try {
-    st = await lstat(path);
-  } catch (err) {
-    throw fail(`cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
-  }
-  if (!st.isFile()) return undefined;
-  if (st.size > MAX_MANIFEST_BYTES)
-    throw fail(`is ${st.size} bytes, larger than the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
-  const text = await readFile(path, "utf8");
-  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES)
-    throw fail(`grew past the ${MAX_MANIFEST_BYTES}-byte limit for a manifest while being read`);
-  return text;
+function readManifest(path: string): string | undefined {
+  const file = readSharedFile(path, { maxBytes: MAX_MANIFEST_BYTES });
+  if (file.state === "found") return file.data.toString("utf8");
+  if (file.state === "missing" || file.why === "not-regular") return undefined;
+  if (file.why !== "too-large") throw new CniError(Code.InvalidNetworkConfig, `${path} cannot be read: ${file.reason}`);
+  const size = file.size === undefined ? "grew past" : `is ${file.size} bytes, larger than`;
+  throw new CniError(Code.InvalidNetworkConfig, `${path} ${size} the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
 }
 
 function index(objects: Objects, doc: unknown, path: string): void {

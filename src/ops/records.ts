@@ -13,7 +13,8 @@ import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
 import { ResultCache } from "../libcni/cache";
 import { RawExec } from "../invoke/raw-exec";
 import { createLogger } from "../log/logger";
-import { baseEnvOf, type Deps } from "../orchestrate/deps";
+import { baseEnvOf, callDeadline, type Deps } from "../orchestrate/deps";
+import { withContainerLock } from "../orchestrate/lock";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
@@ -122,11 +123,16 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
   return `${[fmt(head), ...rows.map(fmt)].join("\n")}\n`;
 }
 
-/** Runs DEL's teardown for a record's attachments (in reverse, every one tried); returns the failures. */
-async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
+/**
+ * Runs DEL's teardown for a record's attachments (in reverse, every one tried) as the runtime's DEL
+ * does: under the container's lock and within `delTimeoutSeconds`, so it never races a DEL or ADD
+ * of the container. The record is read again under the lock (a DEL may have finished meanwhile)
+ * and removed there when every attachment came down. Returns the failures.
+ */
+async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
   const log = await createLogger(
     { logLevel: f.logLevel ?? "info", logToStderr: true },
-    { component: "records", containerId: record.containerId },
+    { component: "records", containerId: found.containerId },
   );
   const deps: Deps = {
     exec: new RawExec(log),
@@ -134,27 +140,31 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     records: new RecordStore(conf.cniDir),
     log,
     baseEnv: baseEnvOf(process.env),
+    locks: acquireContainerLock,
     ...opsWiring,
   };
-  // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
-  const netns = record.netns && existsSync(record.netns) ? record.netns : "";
-  const req: CniRequest = {
-    command: "DEL",
-    containerId: record.containerId,
-    netns,
-    ifName: record.ifName,
-    args: parseCniArgs(record.cniArgs),
-    rawArgs: record.cniArgs,
-    path: cniPathOf(f.cniPath, process.env),
-  };
-  const errors = await teardown(
-    record.attachments,
-    { containerId: record.containerId, netns, cniArgs: record.cniArgs },
-    req,
-    conf,
-    deps,
-  );
-  return errors.map((f) => f.error.message);
+  const deadline = callDeadline("DEL", conf);
+  const lock = { verb: "DEL", req: found, conf, deps, deadlineAt: deadline.at };
+  return withContainerLock(lock, async (locked) => {
+    const read = await locked.records.read(found.containerId, found.ifName);
+    if (read.state !== "found") return [];
+    const record = read.record;
+    // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
+    const netns = record.netns && existsSync(record.netns) ? record.netns : "";
+    const req: CniRequest = {
+      command: "DEL",
+      containerId: record.containerId,
+      netns,
+      ifName: record.ifName,
+      args: parseCniArgs(record.cniArgs),
+      rawArgs: record.cniArgs,
+      path: cniPathOf(f.cniPath, process.env),
+    };
+    const ctx = { containerId: record.containerId, netns, cniArgs: record.cniArgs, deadline };
+    const errors = await teardown(record.attachments, ctx, req, conf, locked);
+    if (errors.length === 0) await locked.records.delete(record.containerId, record.ifName);
+    return errors.map((e) => e.error.message);
+  });
 }
 
 async function removeIdleLock(cniDir: string, containerId: string, ifName: string): Promise<void> {
@@ -203,11 +213,11 @@ export async function recordsMain(
         `removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`,
       );
     }
-    if (read.state === "found") {
+    if (read.state === "found" && !f.teardown) {
       await store.delete(read.record.containerId, read.record.ifName);
       // The container has no state left: its lock file goes too (unless a call holds it now).
       await removeIdleLock(conf.cniDir, read.record.containerId, read.record.ifName);
-    } else await rm(summary.path, { force: true });
+    } else if (read.state !== "found") await rm(summary.path, { force: true });
     out.out(`removed record ${summary.id}\n`);
     return 0;
   } catch (err) {

@@ -14,6 +14,7 @@ import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import { writeFileAtomic } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
+import { dns1123LabelProblem } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import type { KubeApi, PodEvent } from "./kube-api";
 
@@ -78,7 +79,14 @@ export class FileCluster implements KubeApi {
     return [...(await this.load()).pods.values()];
   }
 
+  /** B71: the names become a file name, so they are the names Kubernetes allows, or the call fails (4). */
   statusPath(namespace: string, name: string): string {
+    const problem = objectNameProblem(namespace, name);
+    if (problem)
+      throw new CniError(
+        Code.InvalidEnv,
+        `pod ${JSON.stringify(`${namespace}/${name}`)}: ${problem}; no status written`,
+      );
     return join(this.dir, STATUS_DIR, `${namespace}.${name}.json`);
   }
 
@@ -140,6 +148,9 @@ function index(objects: Objects, doc: unknown, path: string): void {
   const namespace =
     typeof doc.metadata.namespace === "string" && doc.metadata.namespace ? doc.metadata.namespace : "default";
   const key = `${namespace}/${doc.metadata.name}`;
+  const problem = objectNameProblem(namespace, doc.metadata.name);
+  if (problem && (doc.kind === "Pod" || doc.kind === "NetworkAttachmentDefinition"))
+    throw new CniError(Code.InvalidNetworkConfig, `${path}: ${String(doc.kind)} ${JSON.stringify(key)}: ${problem}`);
   const metadata = { ...doc.metadata, namespace } as Pod["metadata"];
   if (doc.kind === "Pod" && (doc.apiVersion === "v1" || doc.apiVersion === undefined)) {
     objects.pods.set(key, { ...(doc as object), metadata } as Pod);
@@ -152,4 +163,16 @@ function index(objects: Objects, doc: unknown, path: string): void {
     }
     objects.nads.set(key, { ...(doc as object), metadata } as Nad);
   }
+}
+
+/** A DNS-1123 subdomain (an object's name, as the API server checks it): no `/`, no `..`. */
+const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why a namespace (a DNS-1123 label) or object name (a subdomain) is not one Kubernetes allows. */
+function objectNameProblem(namespace: string, name: string): string | undefined {
+  const ns = dns1123LabelProblem(namespace);
+  if (ns) return `the namespace is not a valid DNS-1123 label (${ns})`;
+  if (name.length > 253 || !SUBDOMAIN.test(name))
+    return "the name is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)";
+  return undefined;
 }

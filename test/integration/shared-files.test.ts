@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { runPlexus, TEST_PATH } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
@@ -125,5 +126,35 @@ describe("B72 FIFOs where state files belong", () => {
     expect(gc.code, gc.stdout + gc.stderr).toBe(0);
     expect(sb.calls()).toEqual(["ADD net-a", "DEL net-a", "GC net-a"]);
     expect(existsSync(join(sb.cniDir, "records", "fifo-eth0.json"))).toBe(true);
+  });
+});
+
+describe("B74 log rotation in the executable", () => {
+  it("B74 an ADD that rotates a 2 MiB log with compress returns without gzipping; a detached child writes the .gz; sibling logs stay", async () => {
+    const { sb } = ctx;
+    const logDir = join(sb.root, "logs");
+    mkdirSync(logDir);
+    const logFile = join(logDir, "plexus.log");
+    const body = "old line\n".repeat(240_000); // ~2.1 MiB
+    writeFileSync(logFile, body);
+    writeFileSync(join(logDir, "plexus-daemon.log"), "daemon");
+    const conf = sb.config([sb.delegate("net-a")], {
+      logFile,
+      logLevel: "info",
+      logToStderr: false,
+      logOptions: { maxSize: 1, maxBackups: 3, maxAge: 1, compress: true },
+    });
+    const r = await sb.run("ADD", conf);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    await expect
+      .poll(() => readdirSync(logDir).sort(), { timeout: 10_000, interval: 50 })
+      .toEqual([
+        expect.stringMatching(/^plexus-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z\.log\.gz$/),
+        "plexus-daemon.log",
+        "plexus.log",
+      ]);
+    const gz = readdirSync(logDir).find((n) => n.endsWith(".gz"))!;
+    expect(gunzipSync(readFileSync(join(logDir, gz))).toString()).toBe(body);
+    expect(readFileSync(join(logDir, "plexus-daemon.log"), "utf8")).toBe("daemon");
   });
 });

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { cniError } from "../support/plexus-bin";
+import { cniError, TEST_PATH } from "../support/plexus-bin";
 import { describeE2e, links, NOTHING_LEFT, routes, useE2eScope, type E2eScope, type Netns } from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
@@ -258,6 +258,39 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
       { dst: "default", gateway: "10.216.14.1", dev: "net1" },
     ]);
     expect(c.status("app", "gw")[1]).toMatchObject({ name: "app/egress", gateway: ["10.216.14.1"] });
+    expectSilentOk(await scope.run("DEL", c.conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("M4 default-route runs no nsenter or ip found through $PATH: impostors first in PATH never run, the route is still set", async () => {
+    const { scope } = t;
+    const c = cluster(scope, 17, [
+      pod("app", "gwpath", {
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.18.1"] }]),
+      }),
+      nad(
+        "app",
+        "egress",
+        bridgeNet({
+          name: "egress",
+          bridge: scope.bridgeName(),
+          isGateway: true,
+          ipam: hostLocal(scope, "10.216.18.0/24"),
+        }),
+      ),
+    ]);
+    const impostors = join(scope.root, "impostors");
+    const marker = join(scope.root, "impostor-ran");
+    mkdirSync(impostors);
+    for (const tool of ["nsenter", "ip"])
+      writeFileSync(join(impostors, tool), `#!/bin/sh\necho ${tool} >> ${marker}\nexit 1\n`, { mode: 0o755 });
+    const ns = scope.addNetns();
+    const env = { ...podEnv(ns, "app", "gwpath"), PATH: `${impostors}:${TEST_PATH}` };
+    expectOk(await scope.run("ADD", c.conf, env));
+    expect(existsSync(marker)).toBe(false);
+    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([
+      { dst: "default", gateway: "10.216.18.1", dev: "net1" },
+    ]);
     expectSilentOk(await scope.run("DEL", c.conf, env));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });

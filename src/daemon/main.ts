@@ -150,7 +150,7 @@ function podDevicesChannel(socket: string) {
 }
 
 /** Runs `stop`, but returns after STOP_TIMEOUT_MS whatever it still waits for, with a warning. */
-async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
+export async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), timeoutMs);

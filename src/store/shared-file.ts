@@ -17,13 +17,22 @@ export type SharedFileRead =
   /** Not read: what is at the path is not a regular file, is too large, or cannot be opened. */
   | { state: "refused"; why: "not-regular" | "too-large" | "unreadable"; reason: string; size?: number };
 
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
-/** Reads `path` as described above; never blocks, never follows a symlink at the path. */
-export function readSharedFile(path: string, limits: { maxBytes: number }): SharedFileRead {
+export interface SharedFileLimits {
+  maxBytes: number;
+  /**
+   * Follow a symlink at the path: only for a directory where links are how admins work (the CNI
+   * config dir, as libcni reads it). The target is still checked through the same descriptor.
+   */
+  followSymlink?: boolean;
+}
+
+/** Reads `path` as described above; never blocks, never follows a symlink at the path (unless asked). */
+export function readSharedFile(path: string, limits: SharedFileLimits): SharedFileRead {
   let fd: number;
   try {
-    fd = openSync(path, OPEN_FLAGS);
+    fd = openSync(path, limits.followSymlink ? OPEN_FLAGS : OPEN_FLAGS | constants.O_NOFOLLOW);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // ENOTDIR: a component of the path is a file, so there is nothing at the path.

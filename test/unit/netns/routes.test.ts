@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { findTool, TOOL_PATHS } from "../../../src/netns/routes";
+import { ipBytes, netlinkAvailable } from "../../../src/netns/rtnetlink";
 
 describe("M4 default-route's tools: fixed absolute paths, never $PATH", () => {
   let dir: string;
@@ -40,5 +41,22 @@ describe("M4 default-route's tools: fixed absolute paths, never $PATH", () => {
     });
     expect((err as Error).message).toContain(candidates.join(", "));
     expect((err as Error).message).toContain("never $PATH");
+  });
+});
+
+describe("M4 rtnetlink's gateway bytes", () => {
+  it.each([
+    ["10.216.14.1", 4, "0ad80e01"],
+    ["fd00::1", 6, "fd000000000000000000000000000001"],
+    ["::1", 6, "00000000000000000000000000000001"],
+    ["2001:db8:1:2:3:4:5:6", 6, "20010db8000100020003000400050006"],
+    ["fe80::1:2", 6, "fe800000000000000000000000010002"],
+    ["::ffff:1.2.3.4", 6, "00000000000000000000ffff01020304"],
+  ] as const)("M4 %s is %s", (ip, version, hex) => {
+    expect(ipBytes(ip, version).toString("hex")).toBe(hex);
+  });
+
+  it("M4 under Node there is no bun:ffi: routes fall back to the tools", () => {
+    expect(netlinkAvailable()).toBe(false);
   });
 });

@@ -115,7 +115,14 @@ function setDefaultRoutesNetlink(netns: string, routes: readonly DefaultRoute[])
       const wanted = routes.filter((r) => familyOf(r) === family);
       if (wanted.length === 0) continue;
       // Remove the family's default routes (those of the default network included), then add ours.
-      for (let i = 0; i < 16 && sock.deleteDefault(family); i++);
+      try {
+        for (let i = 0; i < 16 && sock.deleteDefault(family); i++);
+      } catch (err) {
+        const e = err as NetlinkError;
+        throw new CniError(Code.Internal, `default-route: ${e.message} (${errnoName(e.errno)})`, undefined, {
+          cause: err,
+        });
+      }
       for (const [i, r] of wanted.entries()) {
         try {
           sock.addDefault({ gateway: r.gateway, ifName: r.ifName, mode: i === 0 ? "replace" : "append" });

@@ -134,7 +134,8 @@ export class RouteSocket {
   /** Removes one default route of the family; false when there is none left (ESRCH). */
   deleteDefault(family: 4 | 6): boolean {
     const errno = this.request(RTM_DELROUTE, 0, routeMessage(family, RT_SCOPE_NOWHERE, 0), []);
-    if (errno === 3 /* ESRCH */) return false;
+    // None left: IPv4 answers ESRCH, IPv6 ENOENT.
+    if (errno === 3 /* ESRCH */ || errno === 2 /* ENOENT */) return false;
     if (errno !== 0) throw new NetlinkError(errno, "cannot remove a default route");
     return true;
   }

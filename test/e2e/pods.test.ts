@@ -3,6 +3,7 @@
  * a directory of manifests (`fileClusterDir`: the same code path as the API server, N4, N5, N6).
  * Subnets 10.216.x.0/24.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
@@ -291,6 +292,33 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([
       { dst: "default", gateway: "10.216.18.1", dev: "net1" },
     ]);
+    expectSilentOk(await scope.run("DEL", c.conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("M4 default-route with an IPv6 gateway: the pod's IPv6 default route goes via it (rtnetlink, no host tool)", async () => {
+    const { scope } = t;
+    const c = cluster(scope, 19, [
+      pod("app", "gw6", {
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress6", "default-route": ["fd00:216:20::1"] }]),
+      }),
+      nad(
+        "app",
+        "egress6",
+        bridgeNet({
+          name: "egress6",
+          bridge: scope.bridgeName(),
+          isGateway: true,
+          ipam: hostLocal(scope, "fd00:216:20::/64"),
+        }),
+      ),
+    ]);
+    const ns = scope.addNetns();
+    const env = podEnv(ns, "app", "gw6");
+    expectOk(await scope.run("ADD", c.conf, env));
+    const v6 = execFileSync("ip", ["-n", ns.name, "-6", "route", "show", "default"], { encoding: "utf8" });
+    expect(v6.trim()).toMatch(/^default via fd00:216:20::1 dev net1 /);
+    expect(v6.trim().split("\n")).toHaveLength(1);
     expectSilentOk(await scope.run("DEL", c.conf, env));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });

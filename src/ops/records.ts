@@ -127,9 +127,10 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
  * Runs DEL's teardown for a record's attachments (in reverse, every one tried) as the runtime's DEL
  * does: under the container's lock and within `delTimeoutSeconds`, so it never races a DEL or ADD
  * of the container. The record is read again under the lock (a DEL may have finished meanwhile)
- * and removed there when every attachment came down. Returns the failures.
+ * and removed there when every attachment came down. Returns the failures, or "gone" when the
+ * record was removed meanwhile (the runtime's DEL, or an ADD's rollback, did the work).
  */
-async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
+async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[] | "gone"> {
   const log = await createLogger(
     { logLevel: f.logLevel ?? "info", logToStderr: true },
     { component: "records", containerId: found.containerId },
@@ -145,9 +146,9 @@ async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: Recor
   };
   const deadline = callDeadline("DEL", conf);
   const lock = { verb: "DEL", req: found, conf, deps, deadlineAt: deadline.at };
-  return withContainerLock(lock, async (locked) => {
+  return withContainerLock(lock, async (locked): Promise<string[] | "gone"> => {
     const read = await locked.records.read(found.containerId, found.ifName);
-    if (read.state !== "found") return [];
+    if (read.state !== "found") return "gone";
     const record = read.record;
     // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
     const netns = record.netns && existsSync(record.netns) ? record.netns : "";
@@ -201,6 +202,10 @@ export async function recordsMain(
     }
     if (f.teardown && read.state === "found") {
       const errors = await tearDownRecord(read.record, conf, f);
+      if (errors === "gone") {
+        out.out(`record ${summary.id} was removed while this waited for the container's lock (a DEL ran)\n`);
+        return 0;
+      }
       if (errors.length) {
         out.err(
           `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,

@@ -158,3 +158,27 @@ describe("B74 log rotation in the executable", () => {
     expect(readFileSync(join(logDir, "plexus-daemon.log"), "utf8")).toBe("daemon");
   });
 });
+
+describe("records rm --teardown takes the container's lock", () => {
+  it("records rm --teardown waits for an ADD that holds the container's lock, then finds its rollback did the work: one DEL, never alongside the ADD", async () => {
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } })], { addTimeoutSeconds: 2 });
+    const add = sb.run("ADD", conf);
+    await expect.poll(() => sb.calls(), { timeout: 5000, interval: 20 }).toEqual(["ADD net-a"]);
+    expect(sb.recordFiles()).toEqual(["ctr1-eth0.json"]);
+    const started = performance.now();
+    const rm = await runPlexus({
+      args: ["records", "rm", "ctr1-eth0", "--teardown", "--cni-dir", sb.cniDir],
+      env: { ...OPS_ENV, CNI_PATH: sb.binDir },
+      timeoutMs: 15_000,
+    });
+    const waitedMs = performance.now() - started;
+    expect((await add).code).toBe(1);
+    expect(rm.code, rm.stderr).toBe(0);
+    expect(rm.stdout).toContain("was removed while this waited for the container's lock");
+    // It waited for the ADD's deadline and rollback instead of tearing down under the running ADD.
+    expect(waitedMs).toBeGreaterThan(1000);
+    expect(sb.calls()).toEqual(["ADD net-a", "DEL net-a"]);
+    expect(sb.recordFiles()).toEqual([]);
+  });
+});

@@ -7,7 +7,8 @@
  * Writes go under `<dir>/status/` (never read back as manifests): the pod's network-status as a
  * pod-shaped JSON document, `<namespace>.<name>.json`, and events as JSON lines in `events.jsonl`.
  */
-import { appendFile, mkdir, readdir } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, writeSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
@@ -66,7 +67,7 @@ export class FileCluster implements KubeApi {
     const dir = join(this.dir, STATUS_DIR);
     await mkdir(dir, { recursive: true });
     const line = { time: new Date().toISOString(), involvedObject: { kind: "Pod", ...pod }, ...event };
-    await appendFile(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
+    appendEvent(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
   }
 
   /** Every NAD of the directory (`plexus validate --all`). */
@@ -175,4 +176,16 @@ function objectNameProblem(namespace: string, name: string): string | undefined 
   if (name.length > 253 || !SUBDOMAIN.test(name))
     return "the name is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)";
   return undefined;
+}
+
+/** Appends to the events file, never through a symlink and never blocking on a FIFO planted in its place (B72, B73). */
+function appendEvent(path: string, text: string): void {
+  const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
+  const fd = openSync(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o644);
+  try {
+    if (!fstatSync(fd).isFile()) throw new CniError(Code.IoFailure, `${path} is not a regular file; event not written`);
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -106,10 +106,18 @@ export class JsonFileStore<T> implements JsonStore<T> {
       });
   }
 
-  /** Whether `name` is a file name this value's identity is stored under (current or legacy). */
+  /**
+   * Whether `name` is a file name this value's identity is stored under: the current one, the
+   * legacy one, or libcni's `<a>-<b>-<c>` (what Plexus wrote before hashed names, and another
+   * runtime's cache). The names are valid ones by now, so none of these leaves the directory.
+   */
   private foundUnder(value: T, name: string): boolean {
     const identity = this.opts.identity(value);
-    return basename(this.path(identity)) === name || this.opts.legacyName?.(identity) === name;
+    return (
+      basename(this.path(identity)) === name ||
+      this.opts.legacyName?.(identity) === name ||
+      `${identity.join("-")}${this.opts.ext ?? ""}` === name
+    );
   }
 
   private misnamed(value: T): string {

@@ -67,6 +67,14 @@ describe("state files are input: names are checked before they become paths", ()
     expect((await cache.list()).map((e) => e.containerId)).toEqual(["ctr1"]);
   });
 
+  it("an entry under libcni's <network>-<container>-<interface> name (what Plexus wrote before hashed names) is still listed", async () => {
+    const cache = new ResultCache(cniDir);
+    const entry = { kind: "cniCacheV1", networkName: "net-a", containerId: "ctr1", ifName: "net1-x", config: "{}" };
+    expect(cache.path(entry).split("/").pop()).toMatch(/^~/);
+    writeFileSync(join(cniDir, "results", "net-a-ctr1-net1-x"), JSON.stringify(entry));
+    expect((await cache.list()).map((e) => e.ifName)).toEqual(["net1-x"]);
+  });
+
   it("B72 B73 a FIFO, a directory or a symlink in records/ or results/ is reported at once, not read", async () => {
     const store = new RecordStore(cniDir);
     execFileSync("mkfifo", [join(cniDir, "records", "fifo-eth0.json")]);

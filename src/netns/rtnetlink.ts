@@ -91,28 +91,28 @@ export class NetlinkError extends Error {
 
 /** A route netlink socket in `netns`, and each interface's index there. */
 export function openRouteSocket(netns: string, ifNames: readonly string[]): RouteSocket {
-  const c = loadLibc();
-  if (!c) throw new Error("rtnetlink needs bun:ffi (the executable)");
+  const lib = loadLibc();
+  if (!lib) throw new Error("rtnetlink needs bun:ffi (the executable)");
   const self = openSync("/proc/thread-self/ns/net", constants.O_RDONLY);
   let target: number | undefined;
   try {
     target = openSync(netns, constants.O_RDONLY);
-    if (c.fns.setns(target, CLONE_NEWNET) !== 0) throw new NetlinkError(c.errno(), `cannot enter ${netns}`);
+    if (lib.fns.setns(target, CLONE_NEWNET) !== 0) throw new NetlinkError(lib.errno(), `cannot enter ${netns}`);
     let sock = -1;
     const indexes = new Map<string, number>();
     try {
-      sock = c.fns.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-      if (sock < 0) throw new NetlinkError(c.errno(), "cannot open a route netlink socket");
-      for (const name of ifNames) indexes.set(name, c.fns.if_nametoindex(Buffer.from(`${name}\0`)));
+      sock = lib.fns.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+      if (sock < 0) throw new NetlinkError(lib.errno(), "cannot open a route netlink socket");
+      for (const name of ifNames) indexes.set(name, lib.fns.if_nametoindex(Buffer.from(`${name}\0`)));
     } finally {
       // Back to the node's namespace before anything else runs on this thread (delegates are spawned from it).
-      if (c.fns.setns(self, CLONE_NEWNET) !== 0) {
-        if (sock >= 0) c.fns.close(sock);
+      if (lib.fns.setns(self, CLONE_NEWNET) !== 0) {
+        if (sock >= 0) lib.fns.close(sock);
         // biome-ignore lint/correctness/noUnsafeFinally: staying in the pod's namespace is worse than any error in flight.
-        throw new Error(`cannot return to the node's network namespace (errno ${c.errno()})`);
+        throw new Error(`cannot return to the node's network namespace (errno ${lib.errno()})`);
       }
     }
-    return new RouteSocket(c, sock, indexes);
+    return new RouteSocket(lib, sock, indexes);
   } finally {
     closeSync(self);
     if (target !== undefined) closeSync(target);
@@ -122,13 +122,13 @@ export function openRouteSocket(netns: string, ifNames: readonly string[]): Rout
 export class RouteSocket {
   private seq = 0;
   constructor(
-    private readonly c: { fns: Libc; errno(): number },
+    private readonly lib: { fns: Libc; errno(): number },
     private readonly fd: number,
     private readonly indexes: ReadonlyMap<string, number>,
   ) {}
 
   close(): void {
-    this.c.fns.close(this.fd);
+    this.lib.fns.close(this.fd);
   }
 
   /** Removes one default route of the family; false when there is none left (ESRCH). */
@@ -164,8 +164,8 @@ export class RouteSocket {
     msg.writeUInt16LE(NLM_F_REQUEST | NLM_F_ACK | flags, 6);
     msg.writeUInt32LE(seq, 8);
     payload.copy(msg, 16);
-    if (Number(this.c.fns.send(this.fd, msg, msg.length, 0)) < 0)
-      throw new NetlinkError(this.c.errno(), "cannot talk to the kernel");
+    if (Number(this.lib.fns.send(this.fd, msg, msg.length, 0)) < 0)
+      throw new NetlinkError(this.lib.errno(), "cannot talk to the kernel");
     return this.ack(seq);
   }
 
@@ -173,8 +173,8 @@ export class RouteSocket {
   private ack(seq: number): number {
     const buf = Buffer.alloc(8192);
     for (let tries = 0; tries < 100; tries++) {
-      const n = Number(this.c.fns.recv(this.fd, buf, buf.length, MSG_DONTWAIT));
-      if (n < 0) throw new NetlinkError(this.c.errno(), "no answer from the kernel");
+      const n = Number(this.lib.fns.recv(this.fd, buf, buf.length, MSG_DONTWAIT));
+      if (n < 0) throw new NetlinkError(this.lib.errno(), "no answer from the kernel");
       for (let off = 0; off + 16 <= n; ) {
         const len = buf.readUInt32LE(off);
         if (len < 16) break;

@@ -4,7 +4,7 @@
  * and FIFOs where records and cached results belong hang neither `records list`, `doctor` nor GC.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
@@ -130,14 +130,22 @@ describe("B72 FIFOs where state files belong", () => {
 });
 
 describe("B74 log rotation in the executable", () => {
-  it("B74 an ADD that rotates a 2 MiB log with compress returns without gzipping; a detached child writes the .gz; sibling logs stay", async () => {
+  it("B74 an ADD rotates a 2 MiB log past a stale rotate lock; a detached child writes the .gz; ten-day-old sibling logs stay under maxAge 1", async () => {
     const { sb } = ctx;
     const logDir = join(sb.root, "logs");
     mkdirSync(logDir);
     const logFile = join(logDir, "plexus.log");
     const body = "old line\n".repeat(240_000); // ~2.1 MiB
     writeFileSync(logFile, body);
-    writeFileSync(join(logDir, "plexus-daemon.log"), "daemon");
+    // Siblings ten days old (maxAge 1 would take them if they counted as backups), and a rotate
+    // lock left two minutes ago by a killed process.
+    const old = Date.now() / 1000 - 10 * 86_400;
+    for (const sibling of ["plexus-daemon.log", "plexus-install.log"]) {
+      writeFileSync(join(logDir, sibling), sibling);
+      utimesSync(join(logDir, sibling), old, old);
+    }
+    writeFileSync(join(logDir, "plexus.log.rotate-lock"), "");
+    utimesSync(join(logDir, "plexus.log.rotate-lock"), Date.now() / 1000 - 120, Date.now() / 1000 - 120);
     const conf = sb.config([sb.delegate("net-a")], {
       logFile,
       logLevel: "info",
@@ -151,11 +159,12 @@ describe("B74 log rotation in the executable", () => {
       .toEqual([
         expect.stringMatching(/^plexus-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z\.log\.gz$/),
         "plexus-daemon.log",
+        "plexus-install.log",
         "plexus.log",
       ]);
     const gz = readdirSync(logDir).find((n) => n.endsWith(".gz"))!;
     expect(gunzipSync(readFileSync(join(logDir, gz))).toString()).toBe(body);
-    expect(readFileSync(join(logDir, "plexus-daemon.log"), "utf8")).toBe("daemon");
+    expect(readFileSync(join(logDir, "plexus-daemon.log"), "utf8")).toBe("plexus-daemon.log");
   });
 });
 

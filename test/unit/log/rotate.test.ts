@@ -26,15 +26,16 @@ describe("M1 logOptions: log rotation on open", () => {
     expect(readdirSync(dir)).toEqual(["plexus.log"]);
   });
 
-  it("M1 renames a file over maxSize to a timestamped backup; compression happens after the call returns, in a detached child", async () => {
+  it("M1 B74 renames a file over maxSize to a timestamped backup; compression happens after the call returns, in a detached child", async () => {
     const file = join(dir, "plexus.log");
     const body = "line\n".repeat(300_000); // ~1.4 MiB
     writeFileSync(file, body);
     const started = performance.now();
     rotateIfNeeded(file, { maxSize: 1, compress: true }, new Date("2026-01-02T03:04:05Z"));
     const tookMs = performance.now() - started;
-    // The call only renamed: the backup is there uncompressed (or the child already finished).
-    expect(readdirSync(dir).some((n) => n.startsWith("plexus-2026-01-02T03-04-05.000Z.log"))).toBe(true);
+    // The call only renamed: when it returns the backup is there uncompressed (a child process
+    // takes tens of milliseconds just to start), so no CNI call waits for gzip.
+    expect(readdirSync(dir)).toEqual(["plexus-2026-01-02T03-04-05.000Z.log"]);
     expect(tookMs).toBeLessThan(1000);
     await expect
       .poll(() => readdirSync(dir), { timeout: 10_000, interval: 50 })

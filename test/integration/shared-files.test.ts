@@ -4,7 +4,7 @@
  * and FIFOs where records and cached results belong hang neither `records list`, `doctor` nor GC.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
@@ -126,6 +126,28 @@ describe("B72 FIFOs where state files belong", () => {
     expect(gc.code, gc.stdout + gc.stderr).toBe(0);
     expect(sb.calls()).toEqual(["ADD net-a", "DEL net-a", "GC net-a"]);
     expect(existsSync(join(sb.cniDir, "records", "fifo-eth0.json"))).toBe(true);
+  });
+});
+
+describe("B72 a FIFO in place of a container's cached result", () => {
+  it("B72 DEL goes on without prevResult (a warning), finishes at once, exits 0 and removes the FIFO", async () => {
+    const { sb } = ctx;
+    const logFile = join(sb.root, "plexus.log");
+    const conf = sb.config([sb.delegate("net-a")], { logFile, logLevel: "verbose", logToStderr: false });
+    expect((await sb.run("ADD", conf)).code).toBe(0);
+    const [entry] = sb.resultFiles();
+    rmSync(join(sb.cniDir, "results", entry!));
+    execFileSync("mkfifo", [join(sb.cniDir, "results", entry!)]);
+    const del = await sb.run("DEL", conf, {}, { timeoutMs: 10_000 });
+    expect(del.timedOut).toBe(false);
+    expect(del.durationMs).toBeLessThan(5000);
+    expect(del.code, del.stdout).toBe(0);
+    expect(del.stdout).toBe("");
+    const delStdin = sb.invocations().find((i) => i.command === "DEL")!.stdin as Record<string, unknown>;
+    expect(delStdin).not.toHaveProperty("prevResult");
+    expect(readFileSync(logFile, "utf8")).toMatch(/cached result unreadable; DEL without it/);
+    expect(sb.resultFiles()).toEqual([]);
+    expect(sb.recordFiles()).toEqual([]);
   });
 });
 

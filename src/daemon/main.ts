@@ -50,25 +50,55 @@ export function parseHealthAddress(value: string): { host: string; port: number 
   return { host, port };
 }
 
-/** Starts the daemon; resolves once the socket listens (the caches fill in the background). */
-export async function startDaemon(
-  f: DaemonFlags,
-  env: Readonly<Record<string, string | undefined>>,
-  log: Logger,
-): Promise<RunningDaemon> {
-  const nodeName = f.nodeName || env.NODE_NAME || hostname();
-  const socketPath = f.socket || DEFAULT_DAEMON_SOCKET;
-  const healthAddress = f.healthAddress !== undefined ? parseHealthAddress(f.healthAddress) : undefined;
+/** The daemon's flags, checked and with their defaults: a wrong value is a usage error before anything starts. */
+export interface DaemonSettings {
+  kubeconfig: string | undefined;
+  nodeName: string;
+  socketPath: string;
+  healthAddress: { host: string; port: number } | undefined;
+  requestTimeoutMs: number;
+  totalTimeoutMs: number;
+  missingNetworksGraceMs: number;
+  podResourcesSocket: string;
+}
+
+/** A flag in seconds: a finite number above 0 (`abc` would make every timeout NaN, that is none). */
+function seconds(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback * 1000;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n <= 0)
+    throw new Error(
+      `--${flag} ${JSON.stringify(value)}: expected a number of seconds greater than 0, e.g. ${fallback}`,
+    );
+  return n * 1000;
+}
+
+export function resolveDaemonFlags(f: DaemonFlags, env: Readonly<Record<string, string | undefined>>): DaemonSettings {
+  return {
+    kubeconfig: f.kubeconfig,
+    nodeName: f.nodeName || env.NODE_NAME || hostname(),
+    socketPath: f.socket || DEFAULT_DAEMON_SOCKET,
+    healthAddress: f.healthAddress !== undefined ? parseHealthAddress(f.healthAddress) : undefined,
+    requestTimeoutMs: seconds(f.apiRequestTimeout, "api-request-timeout", 10),
+    totalTimeoutMs: seconds(f.apiTotalTimeout, "api-total-timeout", 30),
+    missingNetworksGraceMs: seconds(f.missingNetworksGrace, "missing-networks-grace", 30),
+    podResourcesSocket: f.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
+  };
+}
+
+/** How long stop() may take: a watch or an API close that hangs must not keep a terminating pod alive. */
+export const STOP_TIMEOUT_MS = 10_000;
+
+type ApiClient = NonNullable<Awaited<ReturnType<typeof loadKubeApi>>>;
+
+async function connectApi(s: DaemonSettings, env: Readonly<Record<string, string | undefined>>, log: Logger) {
   const api = await loadKubeApi(
-    { kubeconfig: f.kubeconfig },
+    { kubeconfig: s.kubeconfig },
     {
       env,
       log,
       client: {
-        retry: {
-          requestTimeoutMs: Number(f.apiRequestTimeout ?? 10) * 1000,
-          totalTimeoutMs: Number(f.apiTotalTimeout ?? 30) * 1000,
-        },
+        retry: { requestTimeoutMs: s.requestTimeoutMs, totalTimeoutMs: s.totalTimeoutMs },
         // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
         // process keeps its 4 MiB cap.
         maxResponseBytes: 256 * 1024 * 1024,
@@ -78,16 +108,31 @@ export async function startDaemon(
   );
   if (!api)
     throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
+  return api;
+}
+
+/** The watch caches, the missing-networks detector and the metrics over them (none started yet). */
+async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
   // prom-client (metrics.ts) loads with the daemon only: a CNI call never needs it.
   const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
-  const kubeconfig = f.kubeconfig ? { path: f.kubeconfig, raw: await readKubeconfig(f.kubeconfig) } : undefined;
-  const caches = new bundle.WatchCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
-  const dra = new bundle.DraCaches({ kubeconfig, nodeName, list: (path, query) => api.list(path, query), log });
+  const kubeconfig = s.kubeconfig ? { path: s.kubeconfig, raw: await readKubeconfig(s.kubeconfig) } : undefined;
+  const caches = new bundle.WatchCaches({
+    kubeconfig,
+    nodeName: s.nodeName,
+    list: (path, query) => api.list(path, query),
+    log,
+  });
+  const dra = new bundle.DraCaches({
+    kubeconfig,
+    nodeName: s.nodeName,
+    list: (path, query) => api.list(path, query),
+    log,
+  });
   const detector = new MissingNetworksDetector({
     pods: () => caches.listPods(),
     api,
     log,
-    graceMs: Number(f.missingNetworksGrace ?? 30) * 1000,
+    graceMs: s.missingNetworksGraceMs,
   });
   const metrics = new DaemonMetrics({
     cacheStats: () => caches.stats(),
@@ -96,42 +141,88 @@ export async function startDaemon(
     apiRequests: () => api.requestCount ?? 0,
     podsMissingNetworks: () => detector.flagged,
   });
-  // M10: one channel to kubelet for the daemon's life, opened on the first query.
-  const podResourcesSocket = f.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET;
+  return { caches, dra, detector, metrics };
+}
+
+/** M10: one channel to kubelet for the daemon's life, opened on the first query ("" turns it off). */
+function podDevicesChannel(socket: string) {
   let kubelet: PodResourcesClient | undefined;
-  const podDevices = podResourcesSocket
+  const query = socket
     ? async (q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) => {
-        kubelet ??= new (await import("../k8s/pod-resources")).PodResourcesClient(podResourcesSocket);
+        kubelet ??= new (await import("../k8s/pod-resources")).PodResourcesClient(socket);
         return kubelet.devices(q);
       }
     : undefined;
+  return { query, close: () => kubelet?.close() };
+}
+
+/** Runs `stop`, but returns after STOP_TIMEOUT_MS whatever it still waits for, with a warning. */
+export async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
+  const outcome = await Promise.race([stop().then(() => "done" as const), timeout]).finally(() => clearTimeout(timer));
+  if (outcome === "timeout")
+    log.warn(
+      { timeoutMs },
+      "the daemon did not stop within its bound (a watch or API connection hangs); exiting anyway",
+    );
+}
+
+/** Starts the daemon; resolves once the socket listens (the caches fill in the background). */
+export async function startDaemon(
+  f: DaemonFlags,
+  env: Readonly<Record<string, string | undefined>>,
+  log: Logger,
+): Promise<RunningDaemon> {
+  const s = resolveDaemonFlags(f, env);
+  const api = await connectApi(s, env, log);
+  const { caches, dra, detector, metrics } = await buildServices(s, api, log);
+  const kubelet = podDevicesChannel(s.podResourcesSocket);
   let server: Awaited<ReturnType<typeof startDaemonServer>>;
   try {
-    server = await startDaemonServer({ socketPath, cache: caches, dra, api, log, healthAddress, metrics, podDevices });
+    server = await startDaemonServer({
+      socketPath: s.socketPath,
+      cache: caches,
+      dra,
+      api,
+      log,
+      healthAddress: s.healthAddress,
+      metrics,
+      podDevices: kubelet.query,
+    });
   } catch (err) {
     await api.close();
     throw err;
   }
   void dra.start();
-  void caches.start().then(() => log.info({ node: nodeName, ...caches.stats() }, "watch caches synced"));
+  void caches.start().then(() => log.info({ node: s.nodeName, ...caches.stats() }, "watch caches synced"));
   detector.start();
   return {
-    socketPath,
+    socketPath: s.socketPath,
     healthAddress: server.healthAddress
       ? { host: server.healthAddress.address, port: server.healthAddress.port }
       : undefined,
-    async stop() {
-      await detector.stop();
-      await server.close();
-      await caches.stop();
-      await dra.stop();
-      kubelet?.close();
-      await api.close();
-    },
+    stop: () =>
+      bounded(async () => {
+        await detector.stop();
+        await server.close();
+        await caches.stop();
+        await dra.stop();
+        kubelet.close();
+        await api.close();
+      }, log),
   };
 }
 
 export async function daemonMain(f: DaemonFlags): Promise<number> {
+  try {
+    resolveDaemonFlags(f, process.env);
+  } catch (err) {
+    process.stderr.write(`plexus daemon: ${(err as Error).message}\n`);
+    return 2;
+  }
   const log = await createLogger(
     { logLevel: f.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true },
     { component: "daemon" },

@@ -6,10 +6,10 @@
  * /healthz, /readyz, /metrics. With `healthAddress`, a second, plain-HTTP TCP listener serves only
  * those three read-only routes (kubelet probes, Prometheus); /v1/* stays on the root-only socket.
  */
-import { chmodSync, existsSync, mkdirSync, unlinkSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, type Stats, unlinkSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect } from "node:net";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { CniError, Code, isCniError } from "../cni/errors";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
@@ -78,10 +78,28 @@ class HttpFailure extends Error {
   }
 }
 
-/** Another daemon answering on the socket is a deployment error; a dead socket file is removed. */
+/**
+ * Claims `path` for the socket. Only a stale socket (one nobody answers on, left by a daemon that
+ * was killed) is removed: another daemon answering there is a deployment error, and anything that
+ * is not a socket (a regular file, a directory, a symlink) is someone's data or a wrong --socket,
+ * never deleted.
+ */
 async function claimSocket(path: string): Promise<void> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-  if (!existsSync(path)) return;
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw new CniError(Code.Internal, `daemon socket ${path}: cannot inspect it: ${(err as Error).message}`);
+  }
+  if (!st.isSocket()) {
+    const kind = st.isSymbolicLink() ? "a symlink" : st.isDirectory() ? "a directory" : "a file that is not a socket";
+    throw new CniError(
+      Code.Internal,
+      `daemon socket ${path}: ${kind} is there; refusing to remove it (remove it yourself if it is a leftover, or pass another --socket)`,
+    );
+  }
   const alive = await new Promise<boolean>((resolve) => {
     const s = connect(path);
     s.once("connect", () => {
@@ -333,21 +351,30 @@ function unlinkSocket(path: string): void {
   }
 }
 
-/** The root-only unix socket (0600, created under umask 0177 so it is never wider), after claiming its path. */
+/**
+ * The root-only unix socket (0600), after claiming its path. It is bound inside a fresh 0700
+ * directory beside `path`, made 0600 there, and renamed into place: nobody can connect before the
+ * mode is right, and the process umask (global, shared with every other await) is never changed.
+ */
 async function listenOnSocket(path: string, handler: Handler, log: Logger): Promise<Server> {
   await claimSocket(path);
   const server: Server = createServer(handler);
   server.keepAliveTimeout = 5_000;
-  const oldMask = process.umask(0o177);
+  const privateDir = mkdtempSync(join(dirname(path), ".plexus-socket-"));
+  const bound = join(privateDir, "s");
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(path, () => resolve());
+      server.listen(bound, () => resolve());
     });
+    chmodSync(bound, 0o600);
+    renameSync(bound, path);
+  } catch (err) {
+    await closeServer(server);
+    throw err;
   } finally {
-    process.umask(oldMask);
+    rmSync(privateDir, { recursive: true, force: true });
   }
-  chmodSync(path, 0o600);
   log.info({ socket: path }, "daemon API listening");
   return server;
 }

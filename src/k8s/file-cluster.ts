@@ -7,12 +7,15 @@
  * Writes go under `<dir>/status/` (never read back as manifests): the pod's network-status as a
  * pod-shaped JSON document, `<namespace>.<name>.json`, and events as JSON lines in `events.jsonl`.
  */
-import { appendFile, lstat, mkdir, readdir, readFile } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, writeSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import { writeFileAtomic } from "../store/atomic-file";
+import { readSharedFile } from "../store/shared-file";
+import { dns1123LabelProblem } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import { DRA_GROUP, type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "./dra";
 import type { KubeApi, PodEvent } from "./kube-api";
@@ -68,7 +71,7 @@ export class FileCluster implements KubeApi {
     const dir = join(this.dir, STATUS_DIR);
     await mkdir(dir, { recursive: true });
     const line = { time: new Date().toISOString(), involvedObject: { kind: "Pod", ...pod }, ...event };
-    await appendFile(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
+    appendEvent(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
   }
 
   async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
@@ -98,7 +101,14 @@ export class FileCluster implements KubeApi {
     return [...(await this.load()).pods.values()];
   }
 
+  /** B71: the names become a file name, so they are the names Kubernetes allows, or the call fails (4). */
   statusPath(namespace: string, name: string): string {
+    const problem = objectNameProblem(namespace, name);
+    if (problem)
+      throw new CniError(
+        Code.InvalidEnv,
+        `pod ${JSON.stringify(`${namespace}/${name}`)}: ${problem}; no status written`,
+      );
     return join(this.dir, STATUS_DIR, `${namespace}.${name}.json`);
   }
 
@@ -118,7 +128,7 @@ export class FileCluster implements KubeApi {
     }
     for (const name of names) {
       const path = join(this.dir, name);
-      const text = await readManifest(path);
+      const text = readManifest(path);
       if (text === undefined) continue;
       let docs: unknown[];
       try {
@@ -141,26 +151,18 @@ export class FileCluster implements KubeApi {
 }
 
 /**
- * A manifest's text, checked before it is read: only a regular file (a FIFO named `*.yaml` would
- * block the call forever, a directory is no manifest; both are skipped), only up to the size cap
- * (a 50 MB file is refused from its size, not after reading it whole).
+ * A manifest's text, read through the shared-file helper: only a regular file (a FIFO named
+ * `*.yaml` would block the call forever, a symlink may point anywhere, a directory is no manifest;
+ * all are skipped, B72, B73), only up to the size cap (a 50 MB file is refused from its size, not
+ * after reading it whole), and read from the descriptor that was checked.
  */
-async function readManifest(path: string): Promise<string | undefined> {
-  const fail = (why: string, cause?: unknown) =>
-    new CniError(Code.InvalidNetworkConfig, `${path} ${why}`, undefined, { cause });
-  let st;
-  try {
-    st = await lstat(path);
-  } catch (err) {
-    throw fail(`cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
-  }
-  if (!st.isFile()) return undefined;
-  if (st.size > MAX_MANIFEST_BYTES)
-    throw fail(`is ${st.size} bytes, larger than the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
-  const text = await readFile(path, "utf8");
-  if (Buffer.byteLength(text) > MAX_MANIFEST_BYTES)
-    throw fail(`grew past the ${MAX_MANIFEST_BYTES}-byte limit for a manifest while being read`);
-  return text;
+function readManifest(path: string): string | undefined {
+  const file = readSharedFile(path, { maxBytes: MAX_MANIFEST_BYTES });
+  if (file.state === "found") return file.data.toString("utf8");
+  if (file.state === "missing" || file.why === "not-regular") return undefined;
+  if (file.why !== "too-large") throw new CniError(Code.InvalidNetworkConfig, `${path} cannot be read: ${file.reason}`);
+  const size = file.size === undefined ? "grew past" : `is ${file.size} bytes, larger than`;
+  throw new CniError(Code.InvalidNetworkConfig, `${path} ${size} the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
 }
 
 function index(objects: Objects, doc: unknown, path: string): void {
@@ -168,6 +170,9 @@ function index(objects: Objects, doc: unknown, path: string): void {
   const namespace =
     typeof doc.metadata.namespace === "string" && doc.metadata.namespace ? doc.metadata.namespace : "default";
   const key = `${namespace}/${doc.metadata.name}`;
+  const problem = objectNameProblem(namespace, doc.metadata.name);
+  if (problem && (doc.kind === "Pod" || doc.kind === "NetworkAttachmentDefinition"))
+    throw new CniError(Code.InvalidNetworkConfig, `${path}: ${String(doc.kind)} ${JSON.stringify(key)}: ${problem}`);
   const metadata = { ...doc.metadata, namespace } as Pod["metadata"];
   if (doc.kind === "Pod" && (doc.apiVersion === "v1" || doc.apiVersion === undefined)) {
     objects.pods.set(key, { ...(doc as object), metadata } as Pod);
@@ -192,5 +197,29 @@ function indexDra(objects: Objects, doc: Record<string, unknown>, at: { key: str
   } else if (doc.kind === "ResourceSlice") {
     const slice = trimResourceSlice(doc);
     if (slice) objects.slices.push(slice);
+  }
+}
+
+/** A DNS-1123 subdomain (an object's name, as the API server checks it): no `/`, no `..`. */
+const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why a namespace (a DNS-1123 label) or object name (a subdomain) is not one Kubernetes allows. */
+function objectNameProblem(namespace: string, name: string): string | undefined {
+  const ns = dns1123LabelProblem(namespace);
+  if (ns) return `the namespace is not a valid DNS-1123 label (${ns})`;
+  if (name.length > 253 || !SUBDOMAIN.test(name))
+    return "the name is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)";
+  return undefined;
+}
+
+/** Appends to the events file, never through a symlink and never blocking on a FIFO planted in its place (B72, B73). */
+function appendEvent(path: string, text: string): void {
+  const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
+  const fd = openSync(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o644);
+  try {
+    if (!fstatSync(fd).isFile()) throw new CniError(Code.IoFailure, `${path} is not a regular file; event not written`);
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
   }
 }

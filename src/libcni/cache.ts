@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import type { AnyResult } from "../cni/result/types";
 import { JsonFileStore, type JsonStore } from "../store/json-store";
+import { stateNamesProblem } from "../store/state-names";
 
 export interface AttachmentKey {
   networkName: string;
@@ -44,6 +45,9 @@ export class ResultCache {
       valid: (v) =>
         typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string",
       identity: identityOf,
+      // B71: GC and DEL remove entries by these names.
+      nameProblem: (e) =>
+        stateNamesProblem({ containerId: e.containerId, ifNames: [e.ifName], networks: [e.networkName] }),
       ...(opts.libcniNames ? { libcniNames: true } : {}),
     });
   }

@@ -199,7 +199,14 @@ async function cachedResult(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Pr
  * so a retried DEL still has it (B62).
  */
 export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
-  const prev = versionAtLeast(list.cniVersion, "0.4.0") ? await cachedResult(list, rt, deps) : undefined;
+  // An entry that exists but cannot be read (a FIFO or directory planted in results/) must not fail
+  // every DEL of the pod: DEL goes on without prevResult, as for a missing entry (B72).
+  const prev = versionAtLeast(list.cniVersion, "0.4.0")
+    ? await cachedResult(list, rt, deps).catch((err: unknown) => {
+        deps.log.warn({ network: list.name, err: asCniError(err).message }, "cached result unreadable; DEL without it");
+        return undefined;
+      })
+    : undefined;
   const errors: CniError[] = [];
   for (const plugin of [...list.plugins].reverse()) {
     const conf = buildPluginConf(list, plugin, rt.capabilityArgs, prev);

@@ -1,21 +1,20 @@
 /**
  * `logOptions` (M1): Multus rotates its log file with lumberjack (maxSize MB, maxBackups, maxAge
  * days, compress). Plexus is a short-lived process per pod, so it rotates when it opens the file:
- * if the file is over maxSize it is renamed to `<name>-<timestamp>.log` (gzipped when compress),
- * and backups beyond maxBackups or older than maxAge days are removed. Best effort: a rotation
- * failure never fails the CNI call.
+ * if the file is over maxSize it is renamed to `<stem>-<timestamp><ext>`, and backups beyond
+ * maxBackups or older than maxAge days are removed. Best effort: a rotation failure never fails
+ * the CNI call.
+ * - Only the backups this code writes are pruned (the stem, then its timestamp, then the
+ *   extension): `plexus-daemon.log` beside `plexus.log` is another log, not a backup (B74).
+ * - Concurrent processes take `<file>.rotate-lock` (O_EXCL) to rotate once; a lock older than a
+ *   minute was left by a process killed mid-rotation (the runtime's SIGKILL) and is taken over,
+ *   so one kill never disables rotation for good (B74).
+ * - Compression (up to maxSize of text) runs in a detached child, so no CNI call waits for it:
+ *   the executable runs itself as Bun (`BUN_BE_BUN`), Node runs itself; the child writes
+ *   `<backup>.gz` by temp file and rename, then removes the backup.
  */
-import {
-  closeSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-  constants,
-} from "node:fs";
+import { spawn } from "node:child_process";
+import { closeSync, constants, openSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 export interface LogRotation {
@@ -27,57 +26,114 @@ export interface LogRotation {
   compress?: boolean;
 }
 
+/** A `.rotate-lock` older than this was left by a killed process: rotation takes only milliseconds. */
+export const STALE_ROTATE_LOCK_MS = 60_000;
+
 export function rotateIfNeeded(file: string, opts: LogRotation, now = new Date()): void {
   try {
     const maxBytes = (opts.maxSize ?? 100) * 1024 * 1024;
-    let size: number;
-    try {
-      size = statSync(file).size;
-    } catch {
-      return;
-    }
-    if (size >= maxBytes) rotate(file, opts, now);
+    if (sizeOf(file) >= maxBytes) rotate(file, opts, now, maxBytes);
     prune(file, opts, now);
   } catch {
     // Logging must never break pod networking.
   }
 }
 
-function backupPrefix(file: string): { dir: string; stem: string; ext: string } {
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return -1;
+  }
+}
+
+function parts(file: string): { dir: string; stem: string; ext: string } {
   const ext = extname(file);
   return { dir: dirname(file), stem: basename(file, ext), ext };
 }
 
-function rotate(file: string, opts: LogRotation, now: Date): void {
-  const { dir, stem, ext } = backupPrefix(file);
-  const stamp = now.toISOString().replace(/[:]/g, "-");
-  const backup = join(dir, `${stem}-${stamp}${ext}`);
-  // A lock file keeps two concurrent Plexus processes from rotating the same file twice.
-  const lock = `${file}.rotate-lock`;
-  let fd: number;
+/** `plexus-2026-01-02T03-04-05.000Z.log`: the ISO time with `:` made file-name safe. */
+export function backupName(file: string, at: Date): string {
+  const { stem, ext } = parts(file);
+  return `${stem}-${at.toISOString().replace(/:/g, "-")}${ext}`;
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** Matches exactly the names backupName gives (and their `.gz`), for this file. */
+function backupPattern(file: string): RegExp {
+  const { stem, ext } = parts(file);
+  return new RegExp(
+    `^${escapeRegExp(stem)}-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z${escapeRegExp(ext)}(\\.gz)?$`,
+  );
+}
+
+function rotate(file: string, opts: LogRotation, now: Date, maxBytes: number): void {
+  const lock = takeRotateLock(`${file}.rotate-lock`, now);
+  if (lock === undefined) return;
   try {
-    fd = openSync(lock, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600);
-  } catch {
-    return;
-  }
-  try {
+    // Another process may have rotated between our stat and our lock.
+    if (sizeOf(file) < maxBytes) return;
+    const backup = join(dirname(file), backupName(file, now));
     renameSync(file, backup);
-    if (opts.compress) {
-      writeFileSync(`${backup}.gz`, process.getBuiltinModule("node:zlib").gzipSync(readFileSync(backup)));
-      unlinkSync(backup);
-    }
+    if (opts.compress) compressDetached(backup);
   } finally {
-    closeSync(fd);
-    unlinkSync(lock);
+    closeSync(lock.fd);
+    unlinkSync(lock.path);
   }
+}
+
+function takeRotateLock(path: string, now: Date): { fd: number; path: string } | undefined {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      return { fd: openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600), path };
+    } catch {
+      let age: number;
+      try {
+        age = now.getTime() - statSync(path).mtimeMs;
+      } catch {
+        continue; // released meanwhile: try again
+      }
+      if (age < STALE_ROTATE_LOCK_MS) return undefined; // a live rotation
+      try {
+        unlinkSync(path);
+      } catch {
+        // Another process took the stale lock over first; the next attempt tells.
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Gzips `backup` in a child that outlives this process (its own session, no stdio, a clean env). */
+const GZIP_SCRIPT = `
+const fs = require("node:fs"), zlib = require("node:zlib");
+const src = process.env.PLEXUS_LOG_BACKUP, tmp = src + ".gz.tmp-" + process.pid;
+fs.createReadStream(src).pipe(zlib.createGzip()).pipe(fs.createWriteStream(tmp, { mode: 0o600, flags: "wx" }))
+  .on("finish", () => { fs.renameSync(tmp, src + ".gz"); fs.unlinkSync(src); })
+  .on("error", () => { try { fs.unlinkSync(tmp); } catch {} });
+`;
+
+function compressDetached(backup: string): void {
+  const child = spawn(process.execPath, ["-e", GZIP_SCRIPT], {
+    detached: true,
+    stdio: "ignore",
+    env: { BUN_BE_BUN: "1", PLEXUS_LOG_BACKUP: backup },
+  });
+  child.on("error", () => {}); // the backup stays uncompressed
+  child.unref();
 }
 
 function prune(file: string, opts: LogRotation, now: Date): void {
   if (opts.maxBackups === undefined && opts.maxAge === undefined) return;
-  const { dir, stem, ext } = backupPrefix(file);
+  const { dir } = parts(file);
+  const mine = backupPattern(file);
   const backups = readdirSync(dir)
-    .filter((n) => n.startsWith(`${stem}-`) && (n.endsWith(ext) || n.endsWith(`${ext}.gz`)))
-    .map((n) => ({ path: join(dir, n), mtime: statSync(join(dir, n)).mtimeMs }))
+    .filter((n) => mine.test(n))
+    .flatMap((n) => {
+      const mtime = sizeOf(join(dir, n)) < 0 ? undefined : statSync(join(dir, n)).mtimeMs;
+      return mtime === undefined ? [] : [{ path: join(dir, n), mtime }];
+    })
     .sort((a, b) => b.mtime - a.mtime);
   backups.forEach((b, i) => {
     const tooMany = opts.maxBackups !== undefined && opts.maxBackups > 0 && i >= opts.maxBackups;

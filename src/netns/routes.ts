@@ -1,11 +1,52 @@
 /**
  * Routes inside a pod's network namespace, for `default-route` (M4): the attachment that asks for
  * it carries the pod's default route, so the default routes of the family its gateway belongs to
- * are replaced. Done with the node's `nsenter` and `ip` (util-linux and iproute2, on every
- * Kubernetes node), through node:child_process, without a shell, each command with a deadline.
+ * are replaced.
+ *
+ * The executable does it over rtnetlink (rtnetlink.ts): no host tool, nothing looked up anywhere.
+ * Under Node (development, unit tests) it uses the node's `nsenter` and `ip` (util-linux and
+ * iproute2) through node:child_process, without a shell, each command with a deadline; the tools
+ * are found only at fixed absolute paths, probed in a fixed order, never through $PATH (whatever
+ * the runtime's environment holds would otherwise run as root in the pod's namespace), and run with
+ * an empty environment. A node without them gets an error naming the tool and the paths looked at,
+ * before any route changes.
  */
 import { spawn } from "node:child_process";
+import { accessSync, constants, statSync } from "node:fs";
+import { getSystemErrorName } from "node:util";
 import { CniError, Code } from "../cni/errors";
+import { type NetlinkError, netlinkAvailable, openRouteSocket, type RouteSocket } from "./rtnetlink";
+
+/** Where util-linux and iproute2 install these on the distributions Kubernetes nodes run. */
+export const TOOL_PATHS = {
+  nsenter: ["/usr/bin/nsenter", "/bin/nsenter", "/usr/sbin/nsenter", "/sbin/nsenter"],
+  ip: ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"],
+} as const;
+
+export type RouteTool = keyof typeof TOOL_PATHS;
+
+/** The first executable regular file among `candidates`, else a CNI error naming the tool. */
+export function findTool(tool: RouteTool, candidates: readonly string[] = TOOL_PATHS[tool]): string {
+  for (const path of candidates) {
+    try {
+      if (!statSync(path).isFile()) continue;
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // not there, or not executable: the next one
+    }
+  }
+  const pkg = tool === "ip" ? "iproute2" : "util-linux";
+  throw new CniError(
+    Code.Internal,
+    `default-route: this node has no ${tool} (${pkg}), needed to change the pod's default route; looked at ${candidates.join(", ")} (never $PATH). Install ${pkg} on the node, or remove "default-route" from the pod's network selection`,
+  );
+}
+
+export interface Tools {
+  nsenter: string;
+  ip: string;
+}
 
 /** How long one `ip` command may take before it is killed (SIGTERM) and counted as failed. */
 const IP_TIMEOUT_MS = 10_000;
@@ -17,9 +58,10 @@ export interface DefaultRoute {
   ifName: string;
 }
 
-function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
+function ipInNetns(tools: Tools, netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn("nsenter", [`--net=${netns}`, "ip", ...args], {
+    const child = spawn(tools.nsenter, [`--net=${netns}`, tools.ip, ...args], {
+      env: {},
       stdio: ["ignore", "ignore", "pipe"],
       timeout: IP_TIMEOUT_MS,
       killSignal: "SIGKILL",
@@ -39,23 +81,86 @@ function ipInNetns(netns: string, args: string[]): Promise<{ ok: boolean; stderr
   });
 }
 
+/**
+ * M4: the default routes of each gateway's family replaced by these. The executable does it over
+ * rtnetlink (no host tool at all); elsewhere (Node) with the node's tools at fixed paths.
+ */
 export async function setDefaultRoutes(netns: string, routes: readonly DefaultRoute[]): Promise<void> {
+  if (netlinkAvailable()) return setDefaultRoutesNetlink(netns, routes);
+  return setDefaultRoutesWithTools(netns, routes, { nsenter: findTool("nsenter"), ip: findTool("ip") });
+}
+
+const familyOf = (r: DefaultRoute): 4 | 6 => (r.gateway.includes(":") ? 6 : 4);
+
+const cannotRoute = (r: DefaultRoute, why: string) =>
+  new CniError(
+    Code.VerificationFailed,
+    `default-route: cannot route the pod's default traffic via ${r.gateway} on ${r.ifName}: ${why} (is the gateway in that network's subnet?)`,
+  );
+
+function setDefaultRoutesNetlink(netns: string, routes: readonly DefaultRoute[]): void {
+  let sock: RouteSocket;
+  try {
+    sock = openRouteSocket(
+      netns,
+      routes.map((r) => r.ifName),
+    );
+  } catch (err) {
+    const e = err as Error & { errno?: number };
+    const why = e.errno ? `${e.message} (${errnoName(e.errno)})` : e.message;
+    throw new CniError(Code.Internal, `default-route: ${why}`, undefined, { cause: err });
+  }
+  try {
+    for (const family of [4, 6] as const) {
+      const wanted = routes.filter((r) => familyOf(r) === family);
+      if (wanted.length === 0) continue;
+      // Remove the family's default routes (those of the default network included), then add ours.
+      try {
+        for (let i = 0; i < 16 && sock.deleteDefault(family); i++);
+      } catch (err) {
+        const e = err as NetlinkError;
+        throw new CniError(Code.Internal, `default-route: ${e.message} (${errnoName(e.errno)})`, undefined, {
+          cause: err,
+        });
+      }
+      for (const [i, r] of wanted.entries()) {
+        try {
+          sock.addDefault({ gateway: r.gateway, ifName: r.ifName, mode: i === 0 ? "replace" : "append" });
+        } catch (err) {
+          const e = err as NetlinkError;
+          throw cannotRoute(r, `${e.message} (${errnoName(e.errno)})`);
+        }
+      }
+    }
+  } finally {
+    sock.close();
+  }
+}
+
+function errnoName(errno: number): string {
+  try {
+    return getSystemErrorName(-errno);
+  } catch {
+    return `errno ${errno}`;
+  }
+}
+
+/** The same with `nsenter` and `ip` (Node: development and unit tests). */
+export async function setDefaultRoutesWithTools(
+  netns: string,
+  routes: readonly DefaultRoute[],
+  tools: Tools,
+): Promise<void> {
   for (const family of ["-4", "-6"] as const) {
-    const wanted = routes.filter((r) => r.gateway.includes(":") === (family === "-6"));
+    const wanted = routes.filter((r) => familyOf(r) === (family === "-6" ? 6 : 4));
     if (wanted.length === 0) continue;
-    // Remove the family's default routes (those of the default network included), then add ours.
     for (let i = 0; i < 16; i++) {
-      if (!(await ipInNetns(netns, [family, "route", "del", "default"])).ok) break;
+      if (!(await ipInNetns(tools, netns, [family, "route", "del", "default"])).ok) break;
     }
     for (const [i, r] of wanted.entries()) {
       const args = [family, "route", i === 0 ? "replace" : "append", "default", "via", r.gateway, "dev", r.ifName];
-      const res = await ipInNetns(netns, args);
-      if (!res.ok) {
-        throw new CniError(
-          Code.VerificationFailed,
-          `default-route: cannot route the pod's default traffic via ${r.gateway} on ${r.ifName}: ${res.stderr || "ip route failed"} (is the gateway in that network's subnet?)`,
-        );
-      }
+      const res = await ipInNetns(tools, netns, args);
+      if (!res.ok) throw cannotRoute(r, res.stderr || "ip route failed");
     }
   }
 }

@@ -8,9 +8,11 @@
  * Paths are built only from names checked here (no `/`, no `..`); reads are bounded. A missing or
  * malformed file is never an error: the ADD goes on without `device-info`, with a warning.
  */
-import { mkdirSync, openSync, readSync, closeSync, unlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, unlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { isPlainObject } from "../cni/json";
+import { writeFileAtomicSync } from "../store/atomic-file";
+import { readSharedFile } from "../store/shared-file";
 
 /** A device-info file is a few hundred bytes; anything larger is not one. */
 export const MAX_DEVICE_INFO_BYTES = 64 * 1024;
@@ -46,27 +48,16 @@ export type DeviceInfoRead =
   | { state: "malformed"; reason: string }
   | { state: "found"; info: Record<string, unknown>; text: string };
 
-/** Reads and checks one device-info file: a JSON object, at most MAX_DEVICE_INFO_BYTES. */
+/**
+ * Reads and checks one device-info file: a JSON object, at most MAX_DEVICE_INFO_BYTES. The device
+ * plugin's directory is shared: a symlink there is not followed (a root-only file's contents would
+ * end up in the pod's network-status), a FIFO does not block the ADD (B72, B73).
+ */
 export function readDeviceInfo(path: string): DeviceInfoRead {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
-    return { state: "malformed", reason: `cannot open it (${(err as Error).message})` };
-  }
-  let text: string;
-  try {
-    const buf = Buffer.alloc(MAX_DEVICE_INFO_BYTES + 1);
-    let n = 0;
-    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
-    if (n > MAX_DEVICE_INFO_BYTES) return { state: "malformed", reason: `larger than ${MAX_DEVICE_INFO_BYTES} bytes` };
-    text = buf.subarray(0, n).toString("utf8");
-  } catch (err) {
-    return { state: "malformed", reason: `cannot read it (${(err as Error).message})` };
-  } finally {
-    closeSync(fd);
-  }
+  const file = readSharedFile(path, { maxBytes: MAX_DEVICE_INFO_BYTES });
+  if (file.state === "missing") return file;
+  if (file.state === "refused") return { state: "malformed", reason: `not read: ${file.reason}` };
+  const text = file.data.toString("utf8");
   let v: unknown;
   try {
     v = JSON.parse(text);
@@ -77,10 +68,14 @@ export function readDeviceInfo(path: string): DeviceInfoRead {
   return { state: "found", info: v, text };
 }
 
-/** Writes Plexus's copy (the directory made if needed); the caller decides what a failure means. */
+/**
+ * Writes Plexus's copy (the directory made if needed) by temp file and rename: whatever was at the
+ * path, a symlink planted there included, is replaced, never written through (B73). The caller
+ * decides what a failure means.
+ */
 export function writeCniDeviceInfo(path: string, text: string): void {
-  mkdirSync(join(path, ".."), { recursive: true, mode: 0o755 });
-  writeFileSync(path, text, { mode: 0o644 });
+  mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
+  writeFileAtomicSync(path, text, 0o644);
 }
 
 /** Removes Plexus's copy; a file already gone is fine. */

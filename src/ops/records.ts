@@ -140,11 +140,17 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
   return `${[fmt(head), ...rows.map(fmt)].join("\n")}\n`;
 }
 
-/** Runs DEL's teardown for a record's attachments (in reverse, every one tried); returns the failures. */
-async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[]> {
+/**
+ * Runs DEL's teardown for a record's attachments (in reverse, every one tried) as the runtime's DEL
+ * does: under the container's lock and within `delTimeoutSeconds`, so it never races a DEL or ADD
+ * of the container. The record is read again under the lock (a DEL may have finished meanwhile)
+ * and removed there when every attachment came down. Returns the failures, or "gone" when the
+ * record was removed meanwhile (the runtime's DEL, or an ADD's rollback, did the work).
+ */
+async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[] | "gone"> {
   const log = await createLogger(
     { logLevel: f.logLevel ?? "info", logToStderr: true },
-    { component: "records", containerId: record.containerId },
+    { component: "records", containerId: found.containerId },
   );
   const deps: Deps = {
     exec: new RawExec(log),
@@ -155,24 +161,28 @@ async function tearDownRecord(record: ContainerRecord, conf: PlexusConf, f: Reco
     locks: acquireContainerLock,
     ...opsWiring,
   };
-  // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
-  const netns = record.netns && existsSync(record.netns) ? record.netns : "";
-  const req: CniRequest = {
-    command: "DEL",
-    containerId: record.containerId,
-    netns,
-    ifName: record.ifName,
-    args: parseCniArgs(record.cniArgs),
-    rawArgs: record.cniArgs,
-    path: cniPathOf(f.cniPath, process.env),
-  };
-  // The same lock and deadline as the runtime's DEL: never at the same time as a call for this container.
   const deadline = callDeadline("DEL", conf);
-  const ctx = { containerId: record.containerId, netns, cniArgs: record.cniArgs, deadline };
-  const errors = await withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
-    teardown(record.attachments, ctx, req, conf, locked),
-  );
-  return errors.map((f) => f.error.message);
+  const lock = { verb: "DEL", req: found, conf, deps, deadlineAt: deadline.at };
+  return withContainerLock(lock, async (locked): Promise<string[] | "gone"> => {
+    const read = await locked.records.read(found.containerId, found.ifName);
+    if (read.state !== "found") return "gone";
+    const record = read.record;
+    // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
+    const netns = record.netns && existsSync(record.netns) ? record.netns : "";
+    const req: CniRequest = {
+      command: "DEL",
+      containerId: record.containerId,
+      netns,
+      ifName: record.ifName,
+      args: parseCniArgs(record.cniArgs),
+      rawArgs: record.cniArgs,
+      path: cniPathOf(f.cniPath, process.env),
+    };
+    const ctx = { containerId: record.containerId, netns, cniArgs: record.cniArgs, deadline };
+    const errors = await teardown(record.attachments, ctx, req, conf, locked);
+    if (errors.length === 0) await locked.records.delete(record.containerId, record.ifName);
+    return errors.map((e) => e.error.message);
+  });
 }
 
 async function removeIdleLock(cniDir: string, containerId: string, ifName: string): Promise<void> {
@@ -209,6 +219,10 @@ export async function recordsMain(
     }
     if (flags.teardown && read.state === "found") {
       const errors = await tearDownRecord(read.record, conf, flags);
+      if (errors === "gone") {
+        out.out(`record ${summary.id} was removed while this waited for the container's lock (a DEL ran)\n`);
+        return 0;
+      }
       if (errors.length) {
         out.err(
           `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,
@@ -221,11 +235,11 @@ export async function recordsMain(
         `removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`,
       );
     }
-    if (read.state === "found") {
+    if (read.state === "found" && !flags.teardown) {
       await store.delete(read.record.containerId, read.record.ifName);
       // The container has no state left: its lock file goes too (unless a call holds it now).
       await removeIdleLock(conf.cniDir, read.record.containerId, read.record.ifName);
-    } else await rm(summary.path, { force: true });
+    } else if (read.state !== "found") await rm(summary.path, { force: true });
     out.out(`removed record ${summary.id}\n`);
     return 0;
   } catch (err) {

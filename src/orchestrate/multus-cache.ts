@@ -13,7 +13,6 @@
  * Everything here is input from disk: bounded in size, validated, and a bad file is a "corrupt"
  * outcome with a reason, never an exception.
  */
-import { closeSync, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import * as z from "zod/mini";
 import { parseConfList } from "../cni/conf";
@@ -21,6 +20,7 @@ import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
 import { parseWithSchema } from "../cni/schema-error";
 import { interfaceNameProblem, validateContainerId } from "../cni/validate";
+import { readSharedFile } from "../store/shared-file";
 import type { Attachment } from "./record";
 
 /** Far above what Multus writes for a pod (a few KiB per network). */
@@ -93,33 +93,12 @@ export async function readMultusCache(q: MultusCacheQuery): Promise<MultusCacheR
   }
 }
 
-/** The file's text; undefined when there is none; a reason when it is not a readable regular file. */
+/** The file's text; undefined when there is none; a reason when it is not a readable regular file (B72, B73). */
 function readBounded(path: string): string | undefined | { reason: string } {
-  try {
-    // lstat first: opening a FIFO would block, a symlink is not what Multus writes.
-    const st = lstatSync(path);
-    if (!st.isFile()) return { reason: "not a regular file" };
-    const fd = openSync(path, "r");
-    try {
-      const size = fstatSync(fd).size;
-      if (size > MAX_MULTUS_CACHE_BYTES)
-        return { reason: `${size} bytes, more than the ${MAX_MULTUS_CACHE_BYTES}-byte limit` };
-      const buf = Buffer.alloc(size);
-      let off = 0;
-      while (off < size) {
-        const n = readSync(fd, buf, off, size - off, off);
-        if (n === 0) break;
-        off += n;
-      }
-      return buf.subarray(0, off).toString("utf8");
-    } finally {
-      closeSync(fd);
-    }
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === "ENOENT" || e.code === "ENOTDIR") return undefined;
-    return { reason: `cannot read it: ${e.code ?? ""} ${e.message}`.trim() };
-  }
+  const file = readSharedFile(path, { maxBytes: MAX_MULTUS_CACHE_BYTES });
+  if (file.state === "missing") return undefined;
+  if (file.state === "refused") return { reason: `not read: ${file.reason}` };
+  return file.data.toString("utf8");
 }
 
 /** Parses the file's text into attachments; throws a CniError naming the first problem. */

@@ -3,11 +3,12 @@
  * (read once per call), and plain paths for `clusterNetwork` given as a file or directory (M2).
  * src/npwg stays pure by receiving this as an interface.
  */
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubeApi } from "../k8s/kube-api";
 import type { NetworkSource } from "../npwg/default-network";
 import type { ConfFile } from "../npwg/nad";
+import { readSharedFile } from "../store/shared-file";
 
 const CONFIG_FILE = /\.(conf|conflist|json)$/;
 /** Conf files are small; anything larger is not a CNI config. */
@@ -30,13 +31,7 @@ export class FsNetworkSource implements NetworkSource {
   }
 
   async readPath(path: string): Promise<string | undefined> {
-    try {
-      const st = await stat(path);
-      if (!st.isFile() || st.size > MAX_CONF_FILE_BYTES) return undefined;
-      return await readFile(path, "utf8");
-    } catch {
-      return undefined;
-    }
+    return readConfFile(path);
   }
 
   async listDir(path: string): Promise<ConfFile[] | undefined> {
@@ -59,12 +54,18 @@ async function readConfigFiles(dir: string): Promise<ConfFile[]> {
   const files: ConfFile[] = [];
   for (const name of names.filter((n) => CONFIG_FILE.test(n) && !n.startsWith(".")).sort()) {
     const path = join(dir, name);
-    try {
-      const st = await stat(path);
-      if (st.isFile() && st.size <= MAX_CONF_FILE_BYTES) files.push({ path, content: await readFile(path, "utf8") });
-    } catch {
-      // Vanished or unreadable: skipped like any broken file.
-    }
+    const content = readConfFile(path);
+    if (content !== undefined) files.push({ path, content });
   }
   return files;
+}
+
+/**
+ * A config file's text; undefined when it is missing, not a regular file (a FIFO would block the
+ * call), too large or unreadable: skipped like any broken file. Symlinks are followed, as libcni
+ * does (installers link their config in), but what is read is the file that was checked.
+ */
+function readConfFile(path: string): string | undefined {
+  const file = readSharedFile(path, { maxBytes: MAX_CONF_FILE_BYTES, followSymlink: true });
+  return file.state === "found" ? file.data.toString("utf8") : undefined;
 }

@@ -10,7 +10,9 @@ import type { CniRequest } from "../cni/env";
 import { validateContainerId, validateInterfaceName } from "../cni/validate";
 import type { ConfList } from "../cni/conf";
 import { removeFile, writeFileAtomic } from "../store/atomic-file";
+import { isPlainObject } from "../cni/json";
 import { JsonFileStore, type JsonStore, type StoreRead } from "../store/json-store";
+import { stateNamesProblem } from "../store/state-names";
 import type { NetworkSelection } from "../npwg/types";
 
 /** M10: the device an attachment got (devices.ts). */
@@ -99,8 +101,19 @@ export class RecordStore {
       kind: "plexusRecordV1",
       what: "container record",
       shape: "a Plexus container record",
-      valid: (v) => Array.isArray(v.attachments) && typeof v.containerId === "string" && typeof v.ifName === "string",
+      valid: (v) =>
+        Array.isArray(v.attachments) &&
+        v.attachments.every((a) => isPlainObject(a) && typeof a.ifName === "string" && isPlainObject(a.conf)) &&
+        typeof v.containerId === "string" &&
+        typeof v.ifName === "string",
       identity: (rec) => [rec.containerId, rec.ifName],
+      // B71: DEL, GC and `records rm` build paths from these names (locks, caches, device-info).
+      nameProblem: (rec) =>
+        stateNamesProblem({
+          containerId: rec.containerId,
+          ifNames: [rec.ifName, ...rec.attachments.map((a) => a.ifName)],
+          networks: rec.attachments.map((a) => a.conf.name),
+        }),
       ext: ".json",
       // Plexus before hashed names wrote every record as <containerId>-<ifName>.json.
       legacyName: (parts) => `${parts.join("-")}.json`,

@@ -6,23 +6,18 @@
  * Synchronous system calls on purpose: a CNI process does one thing at a time, and each
  * `fs/promises` call is a thread-pool round trip that every pod would wait for.
  */
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 
 let seq = 0;
 
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  writeFileAtomicSync(path, data, mode);
+}
+
+/** {@link writeFileAtomic} for callers that are synchronous themselves. */
+export function writeFileAtomicSync(path: string, data: string | Uint8Array, mode = 0o600): void {
   const dir = dirname(path);
   // pid + sequence is unique among live writers; "wx" refuses a leftover of a dead one with the same pid.
   const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${++seq}-${Date.now().toString(36)}`);
@@ -117,14 +112,5 @@ export function listStateFiles(dir: string): string[] {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw ioError(`cannot list ${dir}`, err);
-  }
-}
-
-/** A state file's text, or "" when it vanished or cannot be read (the parsers report that as unusable). */
-export function readOrEmpty(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
   }
 }

@@ -4,12 +4,22 @@
  * tagged with a `kind`, and holding its identity, checked on read (a file of another identity is
  * not this one's). File names come from state-names.ts, or libcni's `<a>-<b>-<c>` for another
  * runtime's cache; an older name can be read and removed as a fallback.
+ *
+ * What a file holds is input (another process, or a person, may have put it there): it is read
+ * without following a symlink or blocking on a FIFO (shared-file.ts), and a value is "found" only
+ * when its names pass `nameProblem` and, when listed, its identity gives back the very file name it
+ * was found under. Callers build paths from those names (DEL's lock, GC's teardown, `records rm`),
+ * so a file naming `../` or another container is reported as corrupt and left alone.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
-import { ioError, listStateFiles, readOrEmpty, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
+import { listStateFiles, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
+import { readSharedFile } from "./shared-file";
 import { stateFileName } from "./state-names";
+
+/** A record or cached result is a few KiB; a file far larger is not one Plexus wrote. */
+export const MAX_STATE_FILE_BYTES = 16 * 1024 * 1024;
 
 export type StoreRead<T> =
   | { state: "found"; value: T }
@@ -38,6 +48,8 @@ export interface JsonFileStoreOptions<T> {
   shape: string;
   /** The value's other required fields, beyond `kind` and its identity. */
   valid(v: Record<string, unknown>): boolean;
+  /** Why a (valid-shaped) value's names cannot become paths, or undefined when they can. */
+  nameProblem(value: T): string | undefined;
   /** The identity a value holds (its file name's parts). */
   identity(value: T): readonly string[];
   /** File name extension (".json"); only files with it are listed. */
@@ -85,10 +97,32 @@ export class JsonFileStore<T> implements JsonStore<T> {
     const ext = this.opts.ext ?? "";
     return listStateFiles(this.dir)
       .filter((n) => n.endsWith(ext))
-      .map((name) => {
+      .flatMap((name): StoreRead<T>[] => {
         const path = join(this.dir, name);
-        return this.parse(readOrEmpty(path), path);
+        const read = this.readFile(path);
+        if (read.state === "missing") return []; // removed since the listing
+        if (read.state !== "found" || this.foundUnder(read.value, name)) return [read];
+        return [{ state: "corrupt", path, reason: this.misnamed(read.value) }];
       });
+  }
+
+  /**
+   * Whether `name` is a file name this value's identity is stored under: the current one, the
+   * legacy one, or libcni's `<a>-<b>-<c>` (what Plexus wrote before hashed names, and another
+   * runtime's cache). The names are valid ones by now, so none of these leaves the directory.
+   */
+  private foundUnder(value: T, name: string): boolean {
+    const identity = this.opts.identity(value);
+    return (
+      basename(this.path(identity)) === name ||
+      this.opts.legacyName?.(identity) === name ||
+      `${identity.join("-")}${this.opts.ext ?? ""}` === name
+    );
+  }
+
+  private misnamed(value: T): string {
+    const identity = this.opts.identity(value);
+    return `its contents (${identity.map((p) => JSON.stringify(p)).join(", ")}) do not match its file name, which should be ${basename(this.path(identity))}; left alone`;
   }
 
   private legacyPath(identity: readonly string[]): string | undefined {
@@ -96,18 +130,23 @@ export class JsonFileStore<T> implements JsonStore<T> {
   }
 
   private readAt(path: string, identity: readonly string[]): StoreRead<T> {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: "missing" };
-      throw ioError(`cannot read ${this.opts.what} ${path}`, err);
-    }
-    const read = this.parse(text, path);
+    const file = readSharedFile(path, { maxBytes: MAX_STATE_FILE_BYTES });
+    // The entry asked for exists but cannot be read: an I/O error (5), not a silent absence.
+    if (file.state === "refused")
+      throw new CniError(Code.IoFailure, `cannot read ${this.opts.what} ${path}: ${file.reason}`);
+    const read = file.state === "missing" ? file : this.parse(file.data.toString("utf8"), path);
     if (read.state !== "found") return read;
     const held = this.opts.identity(read.value);
     const same = held.length === identity.length && held.every((p, i) => p === identity[i]);
     return same ? read : { state: "missing" };
+  }
+
+  /** For listing: what cannot be read is reported as corrupt, and the listing goes on. */
+  private readFile(path: string): StoreRead<T> {
+    const file = readSharedFile(path, { maxBytes: MAX_STATE_FILE_BYTES });
+    if (file.state === "missing") return file;
+    if (file.state === "refused") return { state: "corrupt", path, reason: `not read: ${file.reason}` };
+    return this.parse(file.data.toString("utf8"), path);
   }
 
   private parse(text: string, path: string): StoreRead<T> {
@@ -121,6 +160,8 @@ export class JsonFileStore<T> implements JsonStore<T> {
     if (!isPlainObject(v) || v.kind !== this.opts.kind || !this.opts.valid(v)) {
       return { state: "corrupt", path, reason: `not ${this.opts.shape}` };
     }
+    const problem = this.opts.nameProblem(v as unknown as T);
+    if (problem) return { state: "corrupt", path, reason: `${problem}; left alone` };
     return { state: "found", value: v as unknown as T };
   }
 }

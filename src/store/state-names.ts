@@ -11,6 +11,7 @@
  * Each file also holds its identity, checked on read.
  */
 import { createHash } from "node:crypto";
+import { validateContainerId, validateInterfaceName, validateNetworkName } from "../cni/validate";
 
 /** NAME_MAX of every Linux file system Plexus runs on. */
 const MAX_FILE_NAME_BYTES = 255;
@@ -20,4 +21,25 @@ export function stateFileName(parts: readonly string[], ext = ""): string {
   const unambiguous = parts.slice(1).every((p) => !p.includes("-"));
   if (unambiguous && Buffer.byteLength(readable) <= MAX_FILE_NAME_BYTES) return readable;
   return `~${createHash("sha256").update(parts.join("\n")).digest("hex")}${ext}`;
+}
+
+/**
+ * Why names read back from a state file cannot become part of a path, or undefined when they can:
+ * the rules CNI_CONTAINERID, CNI_IFNAME and a network's `name` were checked against when the file
+ * was written (cni/validate.ts, the same validators). A file failing them was not written by
+ * Plexus for a CNI call.
+ */
+export function stateNamesProblem(names: {
+  containerId: string;
+  ifNames: readonly string[];
+  networks: readonly string[];
+}): string | undefined {
+  try {
+    validateContainerId(names.containerId);
+    for (const ifName of names.ifNames) validateInterfaceName(ifName, "interface name");
+    for (const network of names.networks) validateNetworkName(network, "state file");
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }

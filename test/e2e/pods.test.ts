@@ -3,10 +3,11 @@
  * a directory of manifests (`fileClusterDir`: the same code path as the API server, N4, N5, N6).
  * Subnets 10.216.x.0/24.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { cniError } from "../support/plexus-bin";
+import { cniError, TEST_PATH } from "../support/plexus-bin";
 import { describeE2e, links, NOTHING_LEFT, routes, useE2eScope, type E2eScope, type Netns } from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
@@ -262,6 +263,66 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
+  it("M4 default-route runs no nsenter or ip found through $PATH: impostors first in PATH never run, the route is still set", async () => {
+    const { scope } = t;
+    const c = cluster(scope, 17, [
+      pod("app", "gwpath", {
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.18.1"] }]),
+      }),
+      nad(
+        "app",
+        "egress",
+        bridgeNet({
+          name: "egress",
+          bridge: scope.bridgeName(),
+          isGateway: true,
+          ipam: hostLocal(scope, "10.216.18.0/24"),
+        }),
+      ),
+    ]);
+    const impostors = join(scope.root, "impostors");
+    const marker = join(scope.root, "impostor-ran");
+    mkdirSync(impostors);
+    for (const tool of ["nsenter", "ip"])
+      writeFileSync(join(impostors, tool), `#!/bin/sh\necho ${tool} >> ${marker}\nexit 1\n`, { mode: 0o755 });
+    const ns = scope.addNetns();
+    const env = { ...podEnv(ns, "app", "gwpath"), PATH: `${impostors}:${TEST_PATH}` };
+    expectOk(await scope.run("ADD", c.conf, env));
+    expect(existsSync(marker)).toBe(false);
+    expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([
+      { dst: "default", gateway: "10.216.18.1", dev: "net1" },
+    ]);
+    expectSilentOk(await scope.run("DEL", c.conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("M4 default-route with an IPv6 gateway: the pod's IPv6 default route goes via it (rtnetlink, no host tool)", async () => {
+    const { scope } = t;
+    const c = cluster(scope, 19, [
+      pod("app", "gw6", {
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress6", "default-route": ["fd00:216:20::1"] }]),
+      }),
+      nad(
+        "app",
+        "egress6",
+        bridgeNet({
+          name: "egress6",
+          bridge: scope.bridgeName(),
+          isGateway: true,
+          ipam: hostLocal(scope, "fd00:216:20::/64"),
+        }),
+      ),
+    ]);
+    const ns = scope.addNetns();
+    const env = podEnv(ns, "app", "gw6");
+    expectOk(await scope.run("ADD", c.conf, env));
+    const v6 = execFileSync("ip", ["-n", ns.name, "-6", "route", "show", "default"], { encoding: "utf8" });
+    expect(v6.trim()).toMatch(/^default via fd00:216:20::1 dev net1 /);
+    expect(v6.trim().split("\n")).toHaveLength(1);
+    expectSilentOk(await scope.run("DEL", c.conf, env));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
   it("M4 a default-route gateway outside the network fails the ADD and tears everything down", async () => {
     const { scope } = t;
     const c = cluster(scope, 15, [
@@ -275,10 +336,10 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
       ),
     ]);
     const ns = scope.addNetns();
-    expect(cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "badgw")))).toMatchObject({
-      code: 103,
-      msg: expect.stringContaining("192.0.2.1"),
-    });
+    const err = cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "badgw")));
+    expect(err).toMatchObject({ code: 103, msg: expect.stringContaining("192.0.2.1") });
+    // The kernel's own answer over rtnetlink (iproute2 would say "Nexthop has invalid gateway"): no host tool ran.
+    expect(err.msg).toContain("the kernel refused the route (ENETUNREACH)");
     expect(names(ns)).toEqual([]);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });

@@ -6,7 +6,8 @@
  * API when the daemon is missing, refusing, hanging, answering garbage or failing; and the optional
  * --health-address listener (health and metrics over TCP, never the /v1 API).
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { connect as netConnect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
@@ -14,13 +15,14 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
 import { DaemonKube } from "../../src/daemon/client";
-import { parseHealthAddress, type RunningDaemon, startDaemon } from "../../src/daemon/main";
+import { bounded, parseHealthAddress, type RunningDaemon, startDaemon } from "../../src/daemon/main";
 import { kubeFactory } from "../../src/daemon/kube-factory";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { silentLogger } from "../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import { recordingLogger } from "../unit/install/recording-logger";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { runPlexus } from "../support/plexus-bin";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -344,6 +346,53 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       new RegExp(`health address 127\\.0\\.0\\.1:${port}: cannot listen: EADDRINUSE`),
     );
     expect(() => statSync(c.socket)).toThrow(/ENOENT/);
+  });
+
+  it("--socket PATH removes only a stale socket: a regular file, a directory or a live daemon's socket there is refused, untouched", async () => {
+    const c = await cluster();
+    writeFileSync(c.socket, "someone's data");
+    await expect(daemon(c)).rejects.toThrow(
+      new RegExp(`daemon socket ${c.socket}: a file that is not a socket is there; refusing to remove it`),
+    );
+    expect(readFileSync(c.socket, "utf8")).toBe("someone's data");
+    rmSync(c.socket);
+    mkdirSync(c.socket);
+    await expect(daemon(c)).rejects.toThrow(/a directory is there; refusing to remove it/);
+    rmSync(c.socket, { recursive: true });
+    // A socket nobody answers on (a killed daemon's) is stale: removed, and the daemon starts.
+    execFileSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", c.socket]);
+    expect(statSync(c.socket).isSocket()).toBe(true);
+    const d = await daemon(c);
+    await ready(c.socket);
+    expect(statSync(c.socket).mode & 0o777).toBe(0o600);
+    // Its own socket is live: a second daemon is refused and the first keeps serving.
+    await expect(daemon(c)).rejects.toThrow(/is in use by another process/);
+    expect((await daemonGet(c.socket, "/healthz")).status).toBe(200);
+    // Bound in a private directory and renamed into place: nothing of that is left beside it.
+    expect(readdirSync(c.dir).filter((n) => n.startsWith(".plexus-socket-"))).toEqual([]);
+    await d.stop();
+  });
+
+  it("numeric flags: abc, '' or 0 seconds are a usage error (2) before anything starts", async () => {
+    for (const [flag, value] of [
+      ["--api-request-timeout", "abc"],
+      ["--api-total-timeout", ""],
+      ["--missing-networks-grace", "0"],
+    ]) {
+      const r = await runPlexus({ args: ["daemon", "--socket", "/nonexistent/x.sock", flag!, value!], env: {} });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain(
+        `plexus daemon: ${flag} ${JSON.stringify(value)}: expected a number of seconds greater than 0`,
+      );
+    }
+  });
+
+  it("stop() is bounded: a step that never finishes is left behind with a warning", async () => {
+    const log = recordingLogger();
+    const started = Date.now();
+    await bounded(() => new Promise<void>(() => {}), log, 100);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(log.text()).toMatch(/^warn the daemon did not stop within its bound/m);
   });
 
   it("a malformed --health-address is refused before anything starts", async () => {

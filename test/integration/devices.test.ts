@@ -4,8 +4,8 @@
  * NADs (one with `k8s.v1.cni.cncf.io/resourceName`), and the fixture plugin as the device delegate
  * (it logs the deviceID and runtimeConfig it got and rewrites the device-info file).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
@@ -181,6 +181,44 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
     expect(status(s.api)[1]).not.toHaveProperty("device-info");
     expect(readFileSync(logFile, "utf8")).toMatch(/"level":40.*device plugin's device-info file ignored: malformed/);
+  });
+
+  it("B72 a FIFO at the device plugin's device-info path does not hang the ADD: it goes on without device-info", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    mkdirSync(join(s.devinfo, "dp"), { recursive: true });
+    execFileSync("mkfifo", [join(s.devinfo, "dp", `intel.com-sriov_netdevice-${VF1}-device.json`)]);
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.durationMs).toBeLessThan(5000);
+    expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
+    expect(status(s.api)[1]).not.toHaveProperty("device-info");
+  });
+
+  it("B73 a symlink at the device plugin's path is not followed: a root-only file's contents never reach network-status", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    const secret = join(ctx.sb.root, "secret.json");
+    writeFileSync(secret, JSON.stringify({ type: "pci", secret: "root-only" }), { mode: 0o600 });
+    mkdirSync(join(s.devinfo, "dp"), { recursive: true });
+    symlinkSync(secret, join(s.devinfo, "dp", `intel.com-sriov_netdevice-${VF1}-device.json`));
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
+    expect(JSON.stringify(status(s.api))).not.toContain("root-only");
+  });
+
+  it("B73 a symlink planted at the device-info copy's path is replaced, not written through", async () => {
+    const s = await setup({ networks: "sriov-a" });
+    dpFile(s.devinfo, VF1, JSON.stringify(PCI));
+    const victim = join(ctx.sb.root, "victim");
+    writeFileSync(victim, "untouched");
+    const infoFile = join(s.devinfo, "cni", "sriov-a-ctr1_net1");
+    mkdirSync(join(s.devinfo, "cni"), { recursive: true });
+    symlinkSync(victim, infoFile);
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(readFileSync(victim, "utf8")).toBe("untouched");
+    expect(lstatSync(infoFile).isFile()).toBe(true);
+    expect(JSON.parse(deviceAdds()[0]!.deviceInfoSeen as string)).toEqual(PCI);
   });
 
   it("M10 a delegate leaving a malformed device-info file: ADD succeeds without device-info", async () => {

@@ -251,7 +251,10 @@ describe("M1 where the configuration comes from", () => {
 
   it("B15 a server URL with user:password@ is refused with 7, and the password appears nowhere in the error", async () => {
     await using s = await startFakeApiServer({ tls: false });
-    const path = writeKubeconfig({ ...s, url: s.url.replace("http://", "http://admin:s3cr3t@") });
+    // A copy of the server with another URL owns no temp dir that s.close() removes: write into one that goes with the test.
+    const dir = mkdtempSync(join(tmpdir(), "plx-kubeconfig-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const path = writeKubeconfig({ ...s, url: s.url.replace("http://", "http://admin:s3cr3t@") }, { dir });
     const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
     expect(err.code).toBe(7);
     expect(err.message).toContain("carries credentials");

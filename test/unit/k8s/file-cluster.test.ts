@@ -1,7 +1,16 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileCluster } from "../../../src/k8s/file-cluster";
 import { NETWORK_STATUS_ANNOTATION } from "../../../src/npwg/types";
@@ -46,6 +55,45 @@ describe("FileCluster: manifests standing in for the API server", () => {
       code: 3,
       message: expect.stringContaining("demo/ghost"),
     });
+  });
+
+  it("B71 a manifest pod named ../../../x is refused (7, naming the file); a status for such a name is never written", async () => {
+    writeFileSync(
+      join(dir, "evil.yaml"),
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ../../../x\n  namespace: demo\n",
+    );
+    await expect(new FileCluster(dir).getPod("demo", "../../../x")).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(
+        /evil\.yaml: Pod "demo\/\.\.\/\.\.\/\.\.\/x": the name is not a valid DNS-1123 subdomain/,
+      ),
+    });
+    rmSync(join(dir, "evil.yaml"));
+    const fc = new FileCluster(dir);
+    for (const [namespace, name] of [
+      ["demo", "../../../x"],
+      ["../..", "x"],
+      ["demo", "a/b"],
+      ["Demo", "x"],
+    ] as const) {
+      await expect(fc.setNetworkStatus({ namespace, name }, "[]")).rejects.toMatchObject({ code: 4 });
+    }
+    expect(readdirSync(dir)).toEqual([]);
+    expect(existsSync(join(dir, "..", "x.json"))).toBe(false);
+  });
+
+  it("B72 B73 a FIFO or a symlink named *.yaml is skipped, not read (no hang, not followed)", async () => {
+    execFileSync("mkfifo", [join(dir, "fifo.yaml")]);
+    writeFileSync(
+      join(dir, "..", `${basename(dir)}-outside.yaml`),
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: outside\n",
+    );
+    symlinkSync(join(dir, "..", `${basename(dir)}-outside.yaml`), join(dir, "link.yaml"));
+    try {
+      await expect(new FileCluster(dir).getPod("default", "outside")).rejects.toMatchObject({ code: 3 });
+    } finally {
+      rmSync(join(dir, "..", `${basename(dir)}-outside.yaml`));
+    }
   });
 
   it("a broken manifest is code 7 naming the file", async () => {

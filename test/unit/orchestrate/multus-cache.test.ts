@@ -10,6 +10,7 @@ import {
   readFileSync,
   readdirSync,
   rmSync,
+  symlinkSync,
   truncateSync,
   writeFileSync,
 } from "node:fs";
@@ -174,16 +175,19 @@ describe("reading Multus's delegate cache", () => {
     expect(reasonOf(r)).toMatch(reason);
   });
 
-  it("B47 a file over the size limit is corrupt without being read; a directory or FIFO in its place is corrupt, and reading it does not block", async () => {
+  it("B47 B72 B73 a file over the size limit is corrupt without being read; a directory, FIFO or symlink in its place is corrupt, and reading it does not block", async () => {
     write("[");
     truncateSync(join(dir, CID), MAX_MULTUS_CACHE_BYTES + 1);
     expect(reasonOf(await readMultusCache(query()))).toMatch(/more than the 4194304-byte limit/);
     rmSync(join(dir, CID));
     mkdirSync(join(dir, CID));
-    expect(reasonOf(await readMultusCache(query()))).toBe("not a regular file");
+    expect(reasonOf(await readMultusCache(query()))).toBe("not read: it is a directory, not a regular file");
     rmSync(join(dir, CID), { recursive: true });
-    if (spawnSync("mkfifo", [join(dir, CID)]).status === 0)
-      expect(reasonOf(await readMultusCache(query()))).toBe("not a regular file");
+    symlinkSync("/etc/hostname", join(dir, CID));
+    expect(reasonOf(await readMultusCache(query()))).toBe("not read: it is a symbolic link (not followed)");
+    rmSync(join(dir, CID));
+    expect(spawnSync("mkfifo", [join(dir, CID)]).status).toBe(0);
+    expect(reasonOf(await readMultusCache(query()))).toBe("not read: it is a FIFO, not a regular file");
   });
 
   it("a container ID that could leave the directory is refused (code 4) before any path is built", async () => {

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ioError, listStateFiles, readOrEmpty, removeFile, writeFileAtomic } from "../../../src/store/atomic-file";
+import { ioError, listStateFiles, removeFile, writeFileAtomic } from "../../../src/store/atomic-file";
 
 let dir: string;
 beforeEach(() => {
@@ -157,10 +157,6 @@ describe("helpers", () => {
     expect(listStateFiles(dir)).toEqual(["a.json"]);
     expect(listStateFiles(join(dir, "missing"))).toEqual([]);
     expect(() => listStateFiles(join(dir, "a.json"))).toThrow(expect.objectContaining({ code: 5 }));
-  });
-
-  it("B47 readOrEmpty is '' for a vanished file", () => {
-    expect(readOrEmpty(join(dir, "gone"))).toBe("");
   });
 
   it("C2.3 ioError is code 5 and keeps the errno code in the message", () => {

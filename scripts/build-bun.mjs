@@ -14,7 +14,9 @@ const out = "dist/plexus";
 const tmp = `dist/.plexus.${process.pid}.tmp`;
 rmSync(tmp, { force: true });
 try {
-  execFileSync(bun, compileArgs({ entry: "dist/plexus.cjs", outfile: tmp }), { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync(bun, compileArgs({ entry: "dist/plexus.cjs", outfile: tmp }), {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   renameSync(tmp, out);
 } finally {
   rmSync(tmp, { force: true });

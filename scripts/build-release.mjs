@@ -49,7 +49,8 @@ const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 /** The Bun version package.json pins (the devDependency "bun", an exact version). */
 export function pinnedBunVersion() {
   const version = readJson(join(root, "package.json")).devDependencies.bun;
-  if (!/^\d+\.\d+\.\d+$/.test(version)) throw new Error(`package.json pins bun to ${version}: an exact version is needed`);
+  if (!/^\d+\.\d+\.\d+$/.test(version))
+    throw new Error(`package.json pins bun to ${version}: an exact version is needed`);
   return version;
 }
 
@@ -129,7 +130,8 @@ function compile(bun, t, runtime) {
 export function buildRelease() {
   const bun = bunPath();
   const version = pinnedBunVersion();
-  if (!existsSync(join(root, "dist/plexus.cjs"))) throw new Error("dist/plexus.cjs is missing: run `node esbuild.config.mjs`");
+  if (!existsSync(join(root, "dist/plexus.cjs")))
+    throw new Error("dist/plexus.cjs is missing: run `node esbuild.config.mjs`");
   mkdirSync(RELEASE_DIR, { recursive: true });
   const sums = [];
   for (const t of TARGETS) {
@@ -137,7 +139,9 @@ export function buildRelease() {
     const out = compile(bun, t, fetchRuntime(t, version));
     sums.push(`${sha256(out)}  ${t.file}\n`);
     const mib = (readFileSync(out).length / 2 ** 20).toFixed(1);
-    process.stderr.write(`build-release: dist/release/${t.file} (${t.target}, Bun ${version}, ${mib} MiB, ${Date.now() - started} ms)\n`);
+    process.stderr.write(
+      `build-release: dist/release/${t.file} (${t.target}, Bun ${version}, ${mib} MiB, ${Date.now() - started} ms)\n`,
+    );
   }
   const sumsTmp = join(RELEASE_DIR, `.SHA256SUMS.${process.pid}.tmp`);
   writeFileSync(sumsTmp, sums.join(""));

@@ -25,7 +25,6 @@ command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v qemu-aarch64-static >/dev/null 2>&1 && command -v qemu-x86_64-static >/dev/null 2>&1 ||
   need_apt+=(qemu-user-static)
 command -v readelf >/dev/null 2>&1 || need_apt+=(binutils)
-command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 if ! dpkg-query -W -f='${Status}' libc6:arm64 2>/dev/null | grep -q "ok installed"; then
   dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
   need_apt+=(libc6:arm64)

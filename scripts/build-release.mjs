@@ -12,7 +12,7 @@
 // the one pinned below. A cached tarball is re-checked on every build; nothing else is downloaded.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileArgs } from "./build-flags.mjs";
@@ -133,16 +133,20 @@ export function buildRelease() {
   if (!existsSync(join(root, "dist/plexus.cjs")))
     throw new Error("dist/plexus.cjs is missing: run `node esbuild.config.mjs`");
   mkdirSync(RELEASE_DIR, { recursive: true });
+  // A build that fails half-way leaves no SHA256SUMS that would vouch for a mix of old and new
+  // files; every runtime is fetched and checked before anything is compiled.
+  rmSync(join(RELEASE_DIR, "SHA256SUMS"), { force: true });
+  const runtimes = TARGETS.map((t) => fetchRuntime(t, version));
   const sums = [];
-  for (const t of TARGETS) {
+  TARGETS.forEach((t, i) => {
     const started = Date.now();
-    const out = compile(bun, t, fetchRuntime(t, version));
+    const out = compile(bun, t, runtimes[i]);
     sums.push(`${sha256(out)}  ${t.file}\n`);
-    const mib = (readFileSync(out).length / 2 ** 20).toFixed(1);
+    const mib = (statSync(out).size / 2 ** 20).toFixed(1);
     process.stderr.write(
       `build-release: dist/release/${t.file} (${t.target}, Bun ${version}, ${mib} MiB, ${Date.now() - started} ms)\n`,
     );
-  }
+  });
   const sumsTmp = join(RELEASE_DIR, `.SHA256SUMS.${process.pid}.tmp`);
   writeFileSync(sumsTmp, sums.join(""));
   renameSync(sumsTmp, join(RELEASE_DIR, "SHA256SUMS"));

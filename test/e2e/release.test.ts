@@ -12,7 +12,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { REPO_ROOT, singleJson, TEST_PATH } from "../support/plexus-bin";
-import { describeE2e, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
+import { CNI_BIN_DIR, describeE2e, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
 import {
   avx2ProbeElf,
   ensureRelease,
@@ -101,6 +101,9 @@ describeE2e(
         const conf = JSON.stringify(plexusConf(scope, [defaultNet(scope, e.subnet, "rel-net")]));
         const ns = scope.addNetns();
         const env = { CNI_CONTAINERID: "ctr-rel", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
+        // The delegates are x86-64 executables: qemu-aarch64 could not run them, so an ADD that
+        // works under it shows qemu handed the delegate's execve to the kernel (native, as on a node).
+        expect(readFileSync(join(CNI_BIN_DIR, "bridge")).readUInt16LE(18)).toBe(0x3e);
         const add = await emulated(e, scope, "ADD", conf, env);
         const result = expectOk(add) as unknown as Result100;
         expect(result.ips?.map((i) => i.address)).toEqual([e.subnet.replace(/0\/24$/, "2/24")]);

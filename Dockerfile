@@ -1,9 +1,23 @@
-# Plexus image: the single executable dist/plexus (compiled by Bun; links only glibc, no Node).
-# Build: docker build -t plexus:0.1.0 .     Run by deploy/daemonset.yaml twice: `plexus install …` (the
-# installer) and `plexus daemon …` (the optional node daemon; see README "Daemon mode").
+# Plexus image for one architecture: `FROM scratch` with the release executable(s) and the glibc
+# files they link, no shell, no Node. The same file tree as `npm run image` (offline, podman) builds:
+# both take it from scripts/image-rootfs.mjs.
+#   /usr/local/bin/plexus       the entry (amd64: the baseline build, which starts on every x86-64 CPU)
+#   /usr/local/bin/plexus-avx2  amd64 only: what the installer copies to nodes whose CPUs have AVX2
+#   /lib/<triplet>/…            glibc (libc, libm, libpthread, libdl, the loader) from Debian 12
+# Build (BuildKit; one architecture per build, or both and a manifest list with buildx):
+#   docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/plexus:0.1.0 --push .
+# Run by deploy/daemonset.yaml twice: `plexus install …` (the installer) and `plexus daemon …`.
 
-# --- build stage: the pinned toolchain from package-lock.json (esbuild, the "node" package, bun)
-FROM node:24-bookworm-slim AS build
+# --- build stage, on the build machine's own platform: it cross-compiles (Bun embeds the bundle
+# into the npm runtime of each target) and takes the target's glibc from Debian's multiarch
+# packages, so nothing of the target architecture runs here.
+FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
+ARG TARGETARCH
+RUN arch="${TARGETARCH:-$(dpkg --print-architecture)}" \
+ && { [ "$arch" = "$(dpkg --print-architecture)" ] || dpkg --add-architecture "$arch"; } \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends binutils "libc6:$arch" \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --no-audit --no-fund
@@ -11,10 +25,11 @@ COPY esbuild.config.mjs tsconfig.json ./
 COPY bin ./bin
 COPY scripts ./scripts
 COPY src ./src
-RUN npm run build && ./dist/plexus --version
+RUN npm run build:release \
+ && node scripts/image-rootfs.mjs --arch "${TARGETARCH:-$(dpkg --print-architecture)}" --out /rootfs
 
-# --- final stage: glibc only (what `ldd dist/plexus` lists: libc, libm, libpthread, libdl), no shell, no Node
-FROM gcr.io/distroless/base-debian12
-COPY --from=build /src/dist/plexus /usr/local/bin/plexus
+# --- final stage: the tree, nothing else
+FROM scratch
+COPY --from=build /rootfs/ /
 ENTRYPOINT ["/usr/local/bin/plexus"]
 CMD ["install"]

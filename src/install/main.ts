@@ -6,7 +6,7 @@ import { asCniError } from "../cni/errors";
 import { createLogger } from "../log/logger";
 import { resolveOptions, type InstallFlags } from "./options";
 import { runInstall } from "./run";
-import { ownExecutable } from "./self";
+import { executableToInstall, ownExecutable } from "./self";
 
 export async function installMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as InstallFlags;
@@ -16,7 +16,7 @@ export async function installMain(flags: Record<string, unknown>): Promise<numbe
   );
   let options;
   try {
-    options = resolveOptions(f, process.env, ownExecutable());
+    options = resolveOptions(f, process.env, executableToInstall({ own: ownExecutable() }));
   } catch (err) {
     log.error({ err: asCniError(err).message }, "invalid flags");
     // Also without a logger (--installer-log-level silent): a wrong flag must not pass unnoticed.

@@ -1,3 +1,6 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+
 /**
  * The file to copy into the CNI bin dir when `--bin-file` is not given: this process's own
  * executable, but only when it is the compiled Plexus (a Bun single executable, whose entry lives
@@ -7,4 +10,35 @@
 export function ownExecutable(): string | undefined {
   const bun = (globalThis as { Bun?: { main?: string } }).Bun;
   return bun?.main?.startsWith("/$bunfs/") ? process.execPath : undefined;
+}
+
+/**
+ * In the amd64 image the entry executable is the baseline build (Bun's runtime for x86-64 CPUs
+ * without AVX2), so that the installer and the daemon start on every x86-64 node; the build for
+ * CPUs with AVX2 lies beside it under this name (scripts/image.mjs).
+ */
+export const AVX2_BUILD_NAME = "plexus-avx2";
+
+/** Whether every processor `/proc/cpuinfo` lists has the `avx2` flag (x86; arm64 lists none). */
+export function cpuinfoHasAvx2(cpuinfo: string): boolean {
+  const flagLines = [...cpuinfo.matchAll(/^flags\s*:(.*)$/gm)].map((m) => m[1]!.trim().split(/\s+/));
+  return flagLines.length > 0 && flagLines.every((flags) => flags.includes("avx2"));
+}
+
+/**
+ * The executable the installer copies to the node by default: the AVX2 build beside `own` when
+ * there is one and the node's CPU has AVX2 (read from `cpuinfoPath`), else `own` (the build that
+ * runs on any CPU of its architecture). An unreadable cpuinfo keeps `own`: it is the safe choice.
+ */
+export function executableToInstall(o: { own: string | undefined; cpuinfoPath?: string }): string | undefined {
+  if (o.own === undefined) return undefined;
+  const avx2Build = join(dirname(o.own), AVX2_BUILD_NAME);
+  if (!existsSync(avx2Build)) return o.own;
+  let cpuinfo: string;
+  try {
+    cpuinfo = readFileSync(o.cpuinfoPath ?? "/proc/cpuinfo", "utf8");
+  } catch {
+    return o.own;
+  }
+  return cpuinfoHasAvx2(cpuinfo) ? avx2Build : o.own;
 }

@@ -114,6 +114,12 @@ fs.createReadStream(src).pipe(zlib.createGzip()).pipe(fs.createWriteStream(tmp, 
   .on("error", () => { try { fs.unlinkSync(tmp); } catch {} });
 `;
 
+/**
+ * The compressors this process started: children of Plexus that are meant to outlive it, which the
+ * delegate-orphan sweep (invoke/orphans.ts, Plexus being the child subreaper) must spare.
+ */
+export const detachedCompressors = new Set<number>();
+
 function compressDetached(backup: string): void {
   const child = spawn(process.execPath, ["-e", GZIP_SCRIPT], {
     detached: true,
@@ -121,6 +127,7 @@ function compressDetached(backup: string): void {
     env: { BUN_BE_BUN: "1", PLEXUS_LOG_BACKUP: backup },
   });
   child.on("error", () => {}); // the backup stays uncompressed
+  if (child.pid !== undefined) detachedCompressors.add(child.pid);
   child.unref();
 }
 

@@ -42,7 +42,6 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { loadAll } from "js-yaml";
-import { DRA_API_VERSION, DRA_RESOURCE_DEFS, type DraResource, draKindOf, isNamespacedDra } from "./fake-apiserver-dra";
 
 const TLS_DIR = join(import.meta.dirname, "tls");
 /**
@@ -433,6 +432,47 @@ interface WatchPlan {
   bookmarks: boolean;
   timeoutMs: number | undefined;
 }
+
+/**
+ * The Dynamic Resource Allocation resources (resource.k8s.io/v1): namespaced ResourceClaims and
+ * cluster-scoped ResourceSlices, with the field selectors kube-apiserver indexes for them
+ * (ResourceSlice: `spec.nodeName`, `spec.driver`, `spec.pool.name`). Two rows of the registry
+ * table below, so they are stored, listed, watched and authorized like pods and NADs. (Here, not
+ * in a module of their own: the soak and the benchmarks load this file with Node's type
+ * stripping, which resolves no extension-less import.)
+ */
+export type DraResource = "resourceclaims" | "resourceslices";
+export const DRA_GROUP = "resource.k8s.io";
+export const DRA_API_VERSION = `${DRA_GROUP}/v1`;
+
+/** The registry rows (the shape of fake-apiserver.ts's ResourceDef). */
+export const DRA_RESOURCE_DEFS = [
+  {
+    key: "resourceclaims" as DraResource,
+    namespaced: true,
+    group: DRA_GROUP,
+    version: "v1",
+    plural: "resourceclaims",
+    kind: "ResourceClaim",
+    listKind: "ResourceClaimList",
+    fields: new Set(["metadata.name", "metadata.namespace"]),
+    subresources: [],
+  },
+  {
+    key: "resourceslices" as DraResource,
+    namespaced: false,
+    group: DRA_GROUP,
+    version: "v1",
+    plural: "resourceslices",
+    kind: "ResourceSlice",
+    listKind: "ResourceSliceList",
+    fields: new Set(["metadata.name", "spec.nodeName", "spec.driver", "spec.pool.name"]),
+    subresources: [],
+  },
+] as const;
+
+export const draKindOf = (r: DraResource): string => DRA_RESOURCE_DEFS.find((d) => d.key === r)!.kind;
+export const isNamespacedDra = (r: DraResource): boolean => DRA_RESOURCE_DEFS.find((d) => d.key === r)!.namespaced;
 
 const POD_FIELDS = new Set([
   "metadata.name",

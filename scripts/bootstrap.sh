@@ -29,6 +29,13 @@ if ! dpkg-query -W -f='${Status}' libc6:arm64 2>/dev/null | grep -q "ok installe
   dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
   need_apt+=(libc6:arm64)
 fi
+# kubectl renders deploy/ offline (`kubectl kustomize`, `kubectl patch --local`) for the manifest
+# and install tests. Debian packages none: it comes with the cloud SDKs or from Kubernetes's own
+# apt repository, which this script cannot choose for you.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "bootstrap: kubectl is missing: install it (e.g. the google-cloud-cli or kubernetes apt packages); the deploy/ tests render manifests with 'kubectl kustomize'" >&2
+  exit 1
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

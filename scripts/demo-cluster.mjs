@@ -12,7 +12,9 @@
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import {
+  CNI_PATH,
   DELEGATE_VERSION,
+  PLEXUS,
   callPlexus,
   compactJson,
   ipReservations,
@@ -57,8 +59,66 @@ function manifests(host, macvlanMaster) {
     // The two annotation formats (N4.1.1 comma, N4.1.2 JSON), the same networks.
     pod("web", "blue,demo/green@data0"),
     pod("db", JSON.stringify([{ name: "blue" }, { name: "green", namespace: "demo", interface: "data0" }])),
+    ...draObjects(nad),
   ];
 }
+
+/**
+ * M10, DRA: a pod whose two SR-IOV networks get their VFs from a ResourceClaim (resource.k8s.io/v1)
+ * allocated by a driver on this node. No VF exists here, so the demo only explains this pod: which
+ * claim and device each network gets (a device network's ADD needs the device).
+ */
+function draObjects(nad) {
+  const resourceName = "example.com/sriov-vf";
+  const vf = (name, pci) => ({
+    name,
+    attributes: {
+      "k8s.cni.cncf.io/deviceID": { string: pci },
+      "k8s.cni.cncf.io/resourceName": { string: resourceName },
+    },
+  });
+  const vfNad = (name) => {
+    const o = nad(name, { cniVersion: DELEGATE_VERSION, name, type: "host-device" });
+    o.metadata.annotations = { "k8s.v1.cni.cncf.io/resourceName": resourceName };
+    return o;
+  };
+  const result = (device) => ({ driver: "sriov.example.com", pool: DEMO_NODE, device, request: "vfs" });
+  return [
+    vfNad("fast-a"),
+    vfNad("fast-b"),
+    {
+      apiVersion: "resource.k8s.io/v1",
+      kind: "ResourceClaim",
+      metadata: { namespace: "demo", name: "trader-vfs" },
+      spec: { devices: { requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }] } },
+      status: { allocation: { devices: { results: [result("vf-2"), result("vf-1")] } } },
+    },
+    {
+      apiVersion: "resource.k8s.io/v1",
+      kind: "ResourceSlice",
+      metadata: { name: `${DEMO_NODE}-sriov` },
+      spec: {
+        driver: "sriov.example.com",
+        nodeName: DEMO_NODE,
+        pool: { name: DEMO_NODE, generation: 1, resourceSliceCount: 1 },
+        devices: [vf("vf-1", "0000:07:00.1"), vf("vf-2", "0000:07:00.2")],
+      },
+    },
+    {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        namespace: "demo",
+        name: "trader",
+        uid: "uid-trader",
+        annotations: { "k8s.v1.cni.cncf.io/networks": "fast-a,fast-b" },
+      },
+      spec: { nodeName: DEMO_NODE, resourceClaims: [{ name: "vfs", resourceClaimName: "trader-vfs" }] },
+    },
+  ];
+}
+
+const DEMO_NODE = "demo-node";
 
 function yaml(objects) {
   // JSON is YAML: each object one document, readable as it is.
@@ -108,7 +168,7 @@ export function demoCluster() {
 
       say.section("1. The cluster: manifests in a directory, the default network in confDir");
       say.line(
-        `${clusterDir}/demo.yaml: Pods demo/web, demo/db; NetworkAttachmentDefinitions demo/blue (bridge), demo/green (macvlan on ${master})`,
+        `${clusterDir}/demo.yaml: Pods demo/web, demo/db, demo/trader; NetworkAttachmentDefinitions demo/blue (bridge), demo/green (macvlan on ${master}), demo/fast-a and demo/fast-b (SR-IOV VFs through DRA); a ResourceClaim and a ResourceSlice`,
       );
       for (const o of objects.filter((x) => x.kind === "Pod"))
         say.line(
@@ -158,7 +218,21 @@ export function demoCluster() {
         say.line(`DEL demo/${p.name}: exit ${r.code}${r.code === 0 ? "" : ` ${r.stdout.trim()}`}`);
       }
 
-      say.section("6. What is left");
+      say.section("6. A pod with device networks through DRA (resource.k8s.io/v1), explained");
+      say.line(
+        "demo/trader's networks fast-a, fast-b (host-device, resourceName example.com/sriov-vf) take the VFs its ResourceClaim demo/trader-vfs was allocated; no VF exists here, so Plexus explains what ADD would do:",
+      );
+      const confFile = join(host.root, "plexus.conf");
+      writeFileSync(confFile, JSON.stringify(conf));
+      const explained = run(PLEXUS, ["explain", "demo/trader", "--config", confFile, "--cni-path", CNI_PATH], {
+        allowFail: true,
+      });
+      const devices = explained.stdout.split("\n").filter((l) => /^\s*device: /.test(l));
+      say.block(devices.join("\n"));
+      if (explained.code !== 0 || !/0000:07:00\.1/.test(explained.stdout))
+        throw new Error(`explain demo/trader: exit ${explained.code}: ${explained.stdout} ${explained.stderr}`);
+
+      say.section("7. What is left");
       const left = pods.flatMap((p) => leftovers(host, p.netns));
       if (left.length === 0)
         say.ok(

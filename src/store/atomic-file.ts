@@ -63,7 +63,10 @@ export function ioError(what: string, err: unknown): CniError {
 /** Removes a file; a missing file is fine (DEL is idempotent, C2.5). */
 export async function removeFile(path: string): Promise<void> {
   try {
-    rmSync(path, { force: true });
+    // A directory planted at a state file's name (the name is Plexus's own, built from validated
+    // names) goes too: refusing would fail every DEL of that container for good. rm never follows
+    // a symlink, at the path or inside the tree.
+    rmSync(path, { force: true, recursive: true });
   } catch (err) {
     throw ioError(`cannot remove ${path}`, err);
   }

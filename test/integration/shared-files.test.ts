@@ -151,6 +151,24 @@ describe("B72 a FIFO in place of a container's cached result", () => {
   });
 });
 
+describe("B72 a directory in place of a container's cached result", () => {
+  it("B72 DEL goes on without prevResult, exits 0 and removes the directory: a planted tree never fails DEL for good", async () => {
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-a")]);
+    expect((await sb.run("ADD", conf)).code).toBe(0);
+    const [entry] = sb.resultFiles();
+    const planted = join(sb.cniDir, "results", entry!);
+    rmSync(planted);
+    mkdirSync(join(planted, "inner"), { recursive: true });
+    writeFileSync(join(planted, "inner", "x"), "x");
+    const del = await sb.run("DEL", conf);
+    expect(del.code, del.stdout + del.stderr).toBe(0);
+    expect(existsSync(planted)).toBe(false);
+    expect(sb.recordFiles()).toEqual([]);
+    expect((await sb.run("DEL", conf)).code).toBe(0);
+  });
+});
+
 describe("B74 log rotation in the executable", () => {
   it("B74 an ADD rotates a 2 MiB log past a stale rotate lock; a detached child writes the .gz; ten-day-old sibling logs stay under maxAge 1", async () => {
     const { sb } = ctx;

@@ -67,8 +67,8 @@ function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code)
   }
 }
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**

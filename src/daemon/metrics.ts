@@ -53,12 +53,12 @@ export class DaemonMetrics {
     registers: [this.registry],
   });
 
-  constructor(sources: ScrapeSources, o: { defaultMetrics?: boolean } = {}) {
+  constructor(sources: ScrapeSources, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     cacheSeries(sources, registers);
     watchSeries(sources, registers);
     daemonSeries(sources, registers);
-    if (o.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
   cacheLookup(kind: "pod" | "nad", result: "hit" | "miss" | "stale"): void {

@@ -417,26 +417,26 @@ async function listenForHealth(
   return h;
 }
 
-export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonServer> {
-  const handler = requestHandler(router(o), o);
-  const server = await listenOnSocket(o.socketPath, handler, o.log);
+export async function startDaemonServer(options: DaemonServerOptions): Promise<DaemonServer> {
+  const handler = requestHandler(router(options), options);
+  const server = await listenOnSocket(options.socketPath, handler, options.log);
   let health: Server | undefined;
-  if (o.healthAddress) {
+  if (options.healthAddress) {
     try {
-      health = await listenForHealth(o.healthAddress, handler, o.log);
+      health = await listenForHealth(options.healthAddress, handler, options.log);
     } catch (err) {
       await closeServer(server);
-      unlinkSocket(o.socketPath);
+      unlinkSocket(options.socketPath);
       throw err;
     }
   }
   let closed: Promise<void> | undefined;
   return {
-    metrics: o.metrics,
+    metrics: options.metrics,
     healthAddress: health ? (health.address() as AddressInfo) : undefined,
     close() {
       closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(() =>
-        unlinkSocket(o.socketPath),
+        unlinkSocket(options.socketPath),
       );
       return closed;
     },

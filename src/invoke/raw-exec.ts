@@ -38,14 +38,14 @@ export class RawExec implements PluginExec {
     return findInPath(type, dirs);
   }
 
-  async execPlugin(r: ExecRequest): Promise<Uint8Array> {
+  async execPlugin(request: ExecRequest): Promise<Uint8Array> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.execOnce(r);
+        return await this.execOnce(request);
       } catch (err) {
         if (err instanceof TextFileBusy && attempt < ETXTBSY_RETRIES) {
           this.log.warn(
-            { delegate: r.what, attempt: attempt + 1 },
+            { delegate: request.what, attempt: attempt + 1 },
             "delegate binary is busy (being replaced); retrying",
           );
           await sleep(50 * 2 ** attempt);
@@ -54,7 +54,7 @@ export class RawExec implements PluginExec {
         if (err instanceof TextFileBusy) {
           throw new CniError(
             Code.TryAgainLater,
-            `${r.what}: ${r.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`,
+            `${request.what}: ${request.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`,
           );
         }
         throw err;

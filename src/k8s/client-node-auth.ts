@@ -9,12 +9,12 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { CniError, Code } from "../cni/errors";
 import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfig";
 
-export async function pluginKubeSource(p: PluginKubeconfig): Promise<KubeSource> {
-  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `kubeconfig ${p.path}: ${why}`);
+export async function pluginKubeSource(kubeconfig: PluginKubeconfig): Promise<KubeSource> {
+  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `kubeconfig ${kubeconfig.path}: ${why}`);
   const kc = new KubeConfig();
   try {
-    kc.loadFromString(JSON.stringify(p.raw));
-    kc.makePathsAbsolute(p.path.replace(/\/[^/]*$/, "") || "/");
+    kc.loadFromString(JSON.stringify(kubeconfig.raw));
+    kc.makePathsAbsolute(kubeconfig.path.replace(/\/[^/]*$/, "") || "/");
   } catch (err) {
     throw fail(`is not a usable kubeconfig: ${(err as Error).message}`);
   }
@@ -37,7 +37,7 @@ export async function pluginKubeSource(p: PluginKubeconfig): Promise<KubeSource>
       }
     : undefined;
   return {
-    credentials: `kubeconfig ${p.path}`,
+    credentials: `kubeconfig ${kubeconfig.path}`,
     server,
     tls,
     auth: {

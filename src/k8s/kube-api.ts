@@ -35,7 +35,7 @@ export interface KubeApi {
    */
   getResourceClaim?(namespace: string, name: string): Promise<ResourceClaim | undefined>;
   /** M10, DRA: the ResourceSlices of one driver on one node (cluster-scoped). */
-  listResourceSlices?(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
+  listResourceSlices?(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
   /** Requests made so far (benchmarks: API requests per ADD). */
   readonly requestCount?: number;
   /** Releases connections (B36); safe to call more than once. */

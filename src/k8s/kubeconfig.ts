@@ -55,13 +55,15 @@ export interface KubeSourceOptions {
 }
 
 /** Whether any Kubernetes configuration exists (M1: otherwise inline `delegates` only). */
-export function hasKubeSource(o: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
-  return Boolean(o.kubeconfig) || Boolean(o.env.KUBERNETES_SERVICE_HOST && o.env.KUBERNETES_SERVICE_PORT);
+export function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
+  return (
+    Boolean(options.kubeconfig) || Boolean(options.env.KUBERNETES_SERVICE_HOST && options.env.KUBERNETES_SERVICE_PORT)
+  );
 }
 
-export async function loadKubeSource(o: KubeSourceOptions): Promise<KubeSource | PluginKubeconfig | undefined> {
-  if (o.kubeconfig) return loadKubeconfigFile(o.kubeconfig);
-  if (hasKubeSource(o)) return loadInCluster(o.env, o.inClusterRoot ?? "");
+export async function loadKubeSource(options: KubeSourceOptions): Promise<KubeSource | PluginKubeconfig | undefined> {
+  if (options.kubeconfig) return loadKubeconfigFile(options.kubeconfig);
+  if (hasKubeSource(options)) return loadInCluster(options.env, options.inClusterRoot ?? "");
   return undefined;
 }
 

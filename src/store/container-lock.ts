@@ -77,10 +77,10 @@ export function lockPath(cniDir: string, containerId: string, ifName: string): s
 }
 
 /** The container lock with flock where the runtime has it (the executable), else a no-op. */
-export const acquireContainerLock: LockFactory = async (r) => {
+export const acquireContainerLock: LockFactory = async (request) => {
   const flock = libc()?.flock;
   if (!flock) return NO_LOCK;
-  const path = lockPath(r.cniDir, r.containerId, r.ifName);
+  const path = lockPath(request.cniDir, request.containerId, request.ifName);
   // /proc is read for a dead owner's leftovers at the first busy poll, then every ORPHAN_SCAN_MS.
   let scanAt = 0;
   for (;;) {
@@ -88,20 +88,20 @@ export const acquireContainerLock: LockFactory = async (r) => {
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {
       // The file may have been removed (by the holder that finished) after we opened it: then
       // this lock is on a dead inode, and the next caller would lock a new file. Start over.
-      if (sameFile(fd, path)) return heldLock(fd, path, r);
+      if (sameFile(fd, path)) return heldLock(fd, path, request);
       closeSync(fd);
       continue;
     }
     closeSync(fd);
     if (Date.now() >= scanAt) {
-      killOrphans(path, r.log);
+      killOrphans(path, request.log);
       scanAt = Date.now() + ORPHAN_SCAN_MS;
     }
-    if (Date.now() >= r.deadlineAt) {
+    if (Date.now() >= request.deadlineAt) {
       const owner = readOwner(path);
       throw new CniError(
         Code.TryAgainLater,
-        `container ${r.containerId} (${r.ifName}) is busy: ${owner ? `${owner.verb} by pid ${owner.pid}` : "another call"} holds its lock ${path}; try again`,
+        `container ${request.containerId} (${request.ifName}) is busy: ${owner ? `${owner.verb} by pid ${owner.pid}` : "another call"} holds its lock ${path}; try again`,
       );
     }
     await new Promise((res) => setTimeout(res, POLL_MS));

@@ -27,7 +27,7 @@ export interface PluginExec {
   findInPath(type: string, dirs: readonly string[]): Promise<string>;
 }
 
-/** How one run of a delegate's process ended (raw-exec.ts under Node, spawn-bun.ts under Bun). */
+/** How one run of a delegate's process ended (spawn-bun.ts). */
 export interface ProcessOutcome {
   stdout: Buffer;
   stderr: Buffer;

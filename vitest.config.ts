@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-// Three tiers (STYLE "Tests in three tiers"): unit (pure, fakes), integration (the bundled binary
+// Three tiers: unit (pure, fakes), integration (the bundled binary
 // with fixture delegates; a fake API server over real HTTP), e2e (root, real netns and plugins).
 // The delegate runner that ships (Bun.spawn: deadline, output caps, orphans; invoke/spawn-bun.ts)
 // and the container lock (flock through bun:ffi, store/container-lock.ts) exist only in the Bun

@@ -1,5 +1,5 @@
 /**
- * The seam between orchestration and the Kubernetes API (STYLE "a seam you can fake").
+ * The seam between orchestration and the Kubernetes API, which unit tests fake (test/fakes/fake-kube.ts).
  * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
  * without a cluster; the API server's REST protocol (rest-kube.ts, loaded only on the paths that
  * need it); the node daemon's caches over its socket (daemon/client.ts).

@@ -1,7 +1,7 @@
 /**
  * {@link KubeApi} over the API server's REST protocol: the four calls the plugin makes (get pod,
  * get NAD, merge-patch pods/status, create event) on {@link HttpTransport}, with bounded retries.
- * No @kubernetes/client-node here: its cold load (~130 ms, undici included) would be paid by every
+ * No @kubernetes/client-node here: its initialisation (~21 ms in the executable) would be paid by every
  * pod sandbox, and four JSON requests need none of its generated model classes.
  *
  * Failures become CniErrors: 3 pod not found (B38, B43), 6 undecodable answer (B40), 7 bad names

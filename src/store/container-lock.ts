@@ -42,12 +42,15 @@ import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { libc } from "../invoke/libc";
 import { ioError } from "./atomic-file";
+import { readSharedFile } from "./shared-file";
 import { stateFileName } from "./state-names";
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const POLL_MS = 20;
 const ORPHAN_SCAN_MS = 500;
+/** The owner is a short JSON line; anything larger is not one. */
+const OWNER_MAX_BYTES = 4096;
 
 /** A held lock. */
 export interface ContainerLock {
@@ -110,13 +113,40 @@ export const acquireContainerLock: LockFactory = async (request) => {
 
 export const NO_LOCK: ContainerLock = { fd: undefined, release: () => {} };
 
-/** B44, B45: an unusable cniDir is an I/O error (5) naming the path, before any delegate runs. */
+/**
+ * B44, B45: an unusable cniDir is an I/O error (5) naming the path, before any delegate runs.
+ * Whatever sits at the path is input: a symlink is not followed (the owner written into the lock
+ * file would truncate its target) and a FIFO is opened without waiting. Plexus only ever makes a
+ * regular file under this name, so anything else there is removed once and the file made afresh.
+ */
 function openLockFile(path: string): number {
+  const flags = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+  for (let attempt = 0; ; attempt++) {
+    let fd: number | undefined;
+    try {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      fd = openSync(path, flags, 0o600);
+      if (fstatSync(fd).isFile()) return fd;
+      closeSync(fd);
+    } catch (err) {
+      if (fd !== undefined) closeSync(fd);
+      // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a unix socket.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (attempt > 0 || (code !== "ELOOP" && code !== "ENXIO"))
+        throw ioError(`cannot take the container's lock ${path}`, err);
+    }
+    if (attempt > 0) throw ioError(`cannot take the container's lock ${path}`, new Error("not a regular file"));
+    removePlanted(path);
+  }
+}
+
+/** Removes what is at the lock path (the name, never a symlink's target); gone already is fine. */
+function removePlanted(path: string): void {
   try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    return openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
+    unlinkSync(path);
   } catch (err) {
-    throw ioError(`cannot take the container's lock ${path}`, err);
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT")
+      throw ioError(`cannot take the container's lock ${path}: it is not a regular file`, err);
   }
 }
 
@@ -164,9 +194,12 @@ function heldLock(fd: number, path: string, r: LockRequest): ContainerLock {
   };
 }
 
+/** The owner named in the lock file, read as any shared file is (never blocking on a FIFO planted there). */
 function readOwner(path: string): Owner | undefined {
+  const file = readSharedFile(path, { maxBytes: OWNER_MAX_BYTES });
+  if (file.state !== "found") return undefined;
   try {
-    const v = JSON.parse(readFileSync(path, "utf8")) as Partial<Owner>;
+    const v = JSON.parse(file.data.toString("utf8")) as Partial<Owner>;
     if (typeof v.pid !== "number" || typeof v.verb !== "string") return undefined;
     return typeof v.marker === "string" ? { pid: v.pid, verb: v.verb, marker: v.marker } : { pid: v.pid, verb: v.verb };
   } catch {

@@ -4,7 +4,7 @@
  * it points at, the readiness file, the kubeconfig and its token's expiry, the API server, the
  * daemon socket and its caches, stale or corrupt container records, free space under cniDir.
  */
-import { existsSync, readFileSync, statfsSync } from "node:fs";
+import { existsSync, statfsSync } from "node:fs";
 import { request } from "node:http";
 import { dirname } from "node:path";
 import { load } from "js-yaml";
@@ -12,6 +12,7 @@ import { isPlainObject } from "../cni/json";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../k8s/index";
+import { readCredentialFile } from "../k8s/kubeconfig";
 import { resolveDefaultNetworks } from "../npwg/default-network";
 import { auxiliaryChainDir, loadAuxiliaryChain } from "../orchestrate/aux-chain";
 import { FsNetworkSource } from "../orchestrate/network-source";
@@ -49,7 +50,7 @@ export function tokenExpiry(token: string): Date | undefined {
 }
 
 function tokenOf(kubeconfig: string): { token?: string; from: string } {
-  const raw = load(readFileSync(kubeconfig, "utf8"));
+  const raw = load(readCredentialFile(kubeconfig).toString("utf8"));
   if (!isPlainObject(raw)) throw new Error("not a YAML mapping");
   const ctxName = raw["current-context"];
   const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as
@@ -64,7 +65,7 @@ function tokenOf(kubeconfig: string): { token?: string; from: string } {
   if (typeof user.token === "string") return { token: user.token, from: `${kubeconfig} (inline token)` };
   if (typeof user.tokenFile === "string") {
     const path = user.tokenFile.startsWith("/") ? user.tokenFile : `${dirname(kubeconfig)}/${user.tokenFile}`;
-    return { token: readFileSync(path, "utf8"), from: path };
+    return { token: readCredentialFile(path).toString("utf8"), from: path };
   }
   return { from: `${kubeconfig} (no token: client certificate or credential plugin)` };
 }

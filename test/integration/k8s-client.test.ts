@@ -687,6 +687,8 @@ describe("B50 kubeconfig replaced while it is read", () => {
         const pair = `${src.server} ${(await src.auth.headers()).authorization?.replace("Bearer ", "")}`;
         expect(["https://127.0.0.1:1111 token-old", "https://127.0.0.1:2222 token-new"]).toContain(pair);
         seen.add(pair);
+        // The read is synchronous (one descriptor, no torn read possible): the writer swaps between loads.
+        await new Promise((r) => setImmediate(r));
       }
     } finally {
       stop = true;

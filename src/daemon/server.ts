@@ -12,6 +12,7 @@ import { type AddressInfo, connect } from "node:net";
 import { dirname, join } from "node:path";
 import { CniError, Code, isCniError } from "../cni/errors";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import type { CacheStats } from "../k8s/watch-cache";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
@@ -23,13 +24,7 @@ export interface CacheView {
   readonly synced: boolean;
   pod(namespace: string, name: string): Pod | undefined;
   nad(namespace: string, name: string): Nad | undefined;
-  stats(): {
-    pods: number;
-    nads: number;
-    restarts: { pods: number; nads: number };
-    lists: { pods: number; nads: number };
-    errors: { pods: number; nads: number };
-  };
+  stats(): CacheStats;
 }
 
 export interface DaemonServerOptions {

@@ -1,6 +1,7 @@
 /** The person-facing command line (commander), used when CNI_COMMAND is not set. */
 import { Command, CommanderError } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
+import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/defaults";
 import { translateMultusFlags } from "../install/multus-flags";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
@@ -86,11 +87,15 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option(
       "--socket <path>",
       "the unix socket to listen on (0600); the plugin's daemonSocket key",
-      "/run/plexus/plexus.sock",
+      DEFAULT_DAEMON_SOCKET,
     )
     .option("--log-level <level>", "log level (stderr)", "info")
-    .option("--api-request-timeout <seconds>", "one API request", "10")
-    .option("--api-total-timeout <seconds>", "one API operation, retries included", "30")
+    .option("--api-request-timeout <seconds>", "one API request", String(DAEMON_DEFAULT_SECONDS.apiRequestTimeout))
+    .option(
+      "--api-total-timeout <seconds>",
+      "one API operation, retries included",
+      String(DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
+    )
     .option(
       "--health-address <host:port>",
       "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
@@ -99,12 +104,12 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option(
       "--pod-resources-socket <path>",
       "kubelet's pod-resources socket, asked for the CNI binary's device networks over one channel (\"\": off)",
-      "/var/lib/kubelet/pod-resources/kubelet.sock",
+      DEFAULT_POD_RESOURCES_SOCKET,
     )
     .option(
       "--missing-networks-grace <seconds>",
       "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event",
-      "30",
+      String(DAEMON_DEFAULT_SECONDS.missingNetworksGrace),
     )
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");

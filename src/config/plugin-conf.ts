@@ -11,6 +11,7 @@ import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
 import { toPinoLevel } from "../log/levels";
+import { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET } from "./defaults";
 
 export const DEFAULT_CNI_DIR = "/var/lib/cni/plexus";
 export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
@@ -86,12 +87,7 @@ const schema = z.looseObject({
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
 
-/** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
-export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
-/** M10: kubelet's pod-resources API. */
-export const DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock";
-/** M10: the NPWG device-info specification's base directory. */
-export const DEFAULT_DEVICE_INFO_DIR = "/var/run/k8s.cni.cncf.io/devinfo";
+export { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET };
 
 export interface PlexusConf {
   cniVersion: CniVersion;

@@ -7,7 +7,7 @@
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
-import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/plugin-conf";
+import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/defaults";
 import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { readKubeconfig } from "../k8s/kubeconfig";
@@ -82,9 +82,13 @@ export function resolveDaemonFlags(
     nodeName: flags.nodeName || env.NODE_NAME || hostname(),
     socketPath: flags.socket || DEFAULT_DAEMON_SOCKET,
     healthAddress: flags.healthAddress !== undefined ? parseHealthAddress(flags.healthAddress) : undefined,
-    requestTimeoutMs: seconds(flags.apiRequestTimeout, "api-request-timeout", 10),
-    totalTimeoutMs: seconds(flags.apiTotalTimeout, "api-total-timeout", 30),
-    missingNetworksGraceMs: seconds(flags.missingNetworksGrace, "missing-networks-grace", 30),
+    requestTimeoutMs: seconds(flags.apiRequestTimeout, "api-request-timeout", DAEMON_DEFAULT_SECONDS.apiRequestTimeout),
+    totalTimeoutMs: seconds(flags.apiTotalTimeout, "api-total-timeout", DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
+    missingNetworksGraceMs: seconds(
+      flags.missingNetworksGrace,
+      "missing-networks-grace",
+      DAEMON_DEFAULT_SECONDS.missingNetworksGrace,
+    ),
     podResourcesSocket: flags.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
   };
 }

@@ -19,10 +19,10 @@ import { dirname, isAbsolute, join } from "node:path";
 import { load } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { SERVICE_ACCOUNT_DIR } from "../config/defaults";
 import { readSharedFile } from "../store/shared-file";
 import type { TlsMaterial } from "./http-transport";
 
-export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 const MAX_KUBECONFIG_BYTES = 1024 * 1024;
 /** A token file is re-read at most this often (client-node and client-go: one minute). */
 const TOKEN_FILE_TTL_MS = 60_000;

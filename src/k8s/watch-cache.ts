@@ -14,9 +14,9 @@
  * restarted with exponential backoff, and `synced` turns false until it has listed again.
  */
 import { KubeConfig, ListWatch, Watch, type KubernetesObject } from "@kubernetes/client-node";
-import { dirname } from "node:path";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
+import { clientNodeKubeConfig } from "./client-node-auth";
 import { apiStatusIn, NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
 
 /** GET a list (path + query) from the API server, as JSON. */
@@ -252,11 +252,9 @@ export function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
 
 /** client-node's KubeConfig for watches: the kubeconfig as read by kubeconfig.ts, else in-cluster. */
 export function watchKubeConfig(kubeconfig: WatchCacheOptions["kubeconfig"]): KubeConfig {
+  if (kubeconfig) return clientNodeKubeConfig(kubeconfig);
   const kc = new KubeConfig();
-  if (kubeconfig) {
-    kc.loadFromString(JSON.stringify(kubeconfig.raw));
-    kc.makePathsAbsolute(dirname(kubeconfig.path));
-  } else kc.loadFromCluster();
+  kc.loadFromCluster();
   return kc;
 }
 

@@ -13,7 +13,8 @@ import { Code } from "../../src/cni/errors";
 import type { KubeClientOptions as ClientNodeOptions } from "../../src/k8s/rest-kube";
 import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
 import type { KubeApi } from "../../src/k8s/kube-api";
-import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
+import { SERVICE_ACCOUNT_DIR } from "../../src/config/defaults";
+import { loadKubeSource } from "../../src/k8s/kubeconfig";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import {
   clientCertFiles,

@@ -18,7 +18,7 @@ import * as core from "kubernetes-models/v1";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../../../src/config/plugin-conf";
-import { SERVICE_ACCOUNT_DIR } from "../../../src/k8s/kubeconfig";
+import { SERVICE_ACCOUNT_DIR } from "../../../src/config/defaults";
 import { DEPLOY, type Manifest, patchLocally, renderKustomization } from "../../support/deploy-render";
 import { REPO_ROOT } from "../../support/plexus-bin";
 

@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Code } from "../../../src/cni/errors";
-import { loadKubeSource, SERVICE_ACCOUNT_DIR, type KubeSource } from "../../../src/k8s/kubeconfig";
+import { SERVICE_ACCOUNT_DIR } from "../../../src/config/defaults";
+import { loadKubeSource, type KubeSource } from "../../../src/k8s/kubeconfig";
 
 let dir: string;
 beforeEach(() => {

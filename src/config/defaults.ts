@@ -1,0 +1,21 @@
+/**
+ * Default paths and times named once: the plugin config (plugin-conf.ts), the daemon's flags and
+ * their help (daemon/main.ts, cli/commands.ts), the installer and the in-cluster credentials read
+ * them from here. No imports: the command line's help loads this without zod.
+ */
+
+/** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
+export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
+/** M10: kubelet's pod-resources API. */
+export const DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock";
+/** M10: the NPWG device-info specification's base directory. */
+export const DEFAULT_DEVICE_INFO_DIR = "/var/run/k8s.cni.cncf.io/devinfo";
+/** Where a pod's service-account token and CA are mounted (the in-cluster configuration). */
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/** `plexus daemon`'s time flags, in seconds. */
+export const DAEMON_DEFAULT_SECONDS = {
+  apiRequestTimeout: 10,
+  apiTotalTimeout: 30,
+  missingNetworksGrace: 30,
+} as const;

@@ -4,6 +4,15 @@
  * them from here. No imports: the command line's help loads this without zod.
  */
 
+/** Plexus's state dir on the node: container records, cached results, locks. */
+export const DEFAULT_CNI_DIR = "/var/lib/cni/plexus";
+/** The node's CNI config dir, as runtimes default it. */
+export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
+/** Where the installer container sees the node's / (deploy/daemonset.yaml mounts it there). */
+export const DEFAULT_HOST_PREFIX = "/host";
+/** The kubeconfig the installer writes, as a path on the node. */
+export const DEFAULT_KUBECONFIG_FILE_HOST = "/etc/cni/net.d/plexus.d/plexus.kubeconfig";
+
 /** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
 export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
 /** M10: kubelet's pod-resources API. */

@@ -11,10 +11,15 @@ import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
 import { toPinoLevel } from "../log/levels";
-import { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET } from "./defaults";
+import {
+  DEFAULT_CNI_DIR,
+  DEFAULT_CONF_DIR,
+  DEFAULT_DAEMON_SOCKET,
+  DEFAULT_DEVICE_INFO_DIR,
+  DEFAULT_POD_RESOURCES_SOCKET,
+} from "./defaults";
 
-export const DEFAULT_CNI_DIR = "/var/lib/cni/plexus";
-export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
+export { DEFAULT_CNI_DIR, DEFAULT_CONF_DIR };
 /** Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached. */
 export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
 /** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */

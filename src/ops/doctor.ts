@@ -9,7 +9,7 @@ import { request } from "node:http";
 import { dirname } from "node:path";
 import { load } from "js-yaml";
 import { isPlainObject } from "../cni/json";
-import { PLEXUS_KEYS } from "../config/plugin-conf";
+import { DEFAULT_CONF_DIR, PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../k8s/index";
 import { readCredentialFile } from "../k8s/kubeconfig";
@@ -298,7 +298,7 @@ function checkReadiness(conf: OpsContext["conf"], add: Add): void {
 export async function doctor(flags: CommonFlags, env = process.env): Promise<Check[]> {
   const checks: Check[] = [];
   const add: Add = (level, subject, msg) => void checks.push({ level, subject, msg });
-  checkRuntimeConfig(flags.cniConfDir ?? "/etc/cni/net.d", add);
+  checkRuntimeConfig(flags.cniConfDir ?? DEFAULT_CONF_DIR, add);
   let ctx: OpsContext;
   try {
     ctx = await opsContext(flags, env);

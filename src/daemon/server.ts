@@ -41,7 +41,7 @@ export interface DaemonServerOptions {
   metrics: DaemonMetrics;
   /** M10: the pod's devices from kubelet's pod-resources API; undefined: the route answers 404. */
   podDevices?:
-    | ((q: {
+    | ((query: {
         namespace: string;
         name: string;
         resourceNames: string[];

@@ -18,7 +18,7 @@ export interface BunSubprocess {
   readonly stderr: ReadableStream<Uint8Array>;
 }
 
-export type BunSpawn = (o: {
+export type BunSpawn = (options: {
   cmd: string[];
   env: Record<string, string>;
   /** stdin, stdout, stderr, then descriptors the child inherits as fd 3, 4, … */

@@ -86,8 +86,8 @@ export interface InformerOptions<T> {
   /** One full list at a resourceVersion (see {@link listAt}), its objects trimmed. */
   list: (resourceVersion: string) => Promise<Listed>;
   /** What the cache keeps of an object (undefined: not kept). */
-  trim: (o: Record<string, unknown>) => Trimmed | undefined;
-  decode: (o: Trimmed) => T | undefined;
+  trim: (raw: Record<string, unknown>) => Trimmed | undefined;
+  decode: (trimmed: Trimmed) => T | undefined;
   log: Logger;
   /** Restart backoff after a failed list or watch, doubling from min to max. */
   backoff: { minMs: number; maxMs: number };

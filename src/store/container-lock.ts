@@ -59,7 +59,7 @@ export interface ContainerLock {
   /** The call's mark, set as PLEXUS_CALL in every delegate's environment (undefined: no lock). */
   readonly marker?: string;
   /** Unlocks; with `remove`, first unlinks the file (the container has no state left). */
-  release(o: { remove: boolean }): void;
+  release(options: { remove: boolean }): void;
 }
 
 export interface LockRequest {
@@ -73,7 +73,7 @@ export interface LockRequest {
   log: Logger;
 }
 
-export type LockFactory = (r: LockRequest) => Promise<ContainerLock>;
+export type LockFactory = (request: LockRequest) => Promise<ContainerLock>;
 
 export function lockPath(cniDir: string, containerId: string, ifName: string): string {
   return join(cniDir, "locks", stateFileName([containerId, ifName], ".lock"));

@@ -22,6 +22,12 @@ export const DEFAULT_DEVICE_INFO_DIR = "/var/run/k8s.cni.cncf.io/devinfo";
 /** Where a pod's service-account token and CA are mounted (the in-cluster configuration). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/** One API request, and one API operation with its retries (the plugin's apiRequestTimeoutSeconds, apiTotalTimeoutSeconds). */
+export const DEFAULT_API_REQUEST_TIMEOUT_MS = 5_000;
+export const DEFAULT_API_TOTAL_TIMEOUT_MS = 20_000;
+/** How long the CNI process waits for `plexus daemon`'s answer (daemonTimeoutMilliseconds). */
+export const DEFAULT_DAEMON_TIMEOUT_MS = 1_000;
+
 /** `plexus daemon`'s time flags, in seconds. */
 export const DAEMON_DEFAULT_SECONDS = {
   apiRequestTimeout: 10,

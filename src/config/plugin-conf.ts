@@ -12,9 +12,12 @@ import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
 import { toPinoLevel } from "../log/levels";
 import {
+  DEFAULT_API_REQUEST_TIMEOUT_MS,
+  DEFAULT_API_TOTAL_TIMEOUT_MS,
   DEFAULT_CNI_DIR,
   DEFAULT_CONF_DIR,
   DEFAULT_DAEMON_SOCKET,
+  DEFAULT_DAEMON_TIMEOUT_MS,
   DEFAULT_DEVICE_INFO_DIR,
   DEFAULT_POD_RESOURCES_SOCKET,
 } from "./defaults";
@@ -235,8 +238,8 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     retryDeleteOnError: c.retryDeleteOnError ?? false,
     delegateTimeoutMs: (c.delegateTimeoutSeconds ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS) * 1000,
     readinessTimeoutMs: (c.readinessTimeoutSeconds ?? 45) * 1000,
-    apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? 5) * 1000,
-    apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? 20) * 1000,
+    apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? DEFAULT_API_REQUEST_TIMEOUT_MS / 1000) * 1000,
+    apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? DEFAULT_API_TOTAL_TIMEOUT_MS / 1000) * 1000,
     maxNetworks: c.maxNetworks ?? 32,
     maxPluginsPerNetwork: c.maxPluginsPerNetwork ?? DEFAULT_MAX_PLUGINS_PER_NETWORK,
     maxDelegateCalls: c.maxDelegateCalls ?? DEFAULT_MAX_DELEGATE_CALLS,
@@ -244,7 +247,7 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
     failedDelRetryMs: (c.failedDelRetrySeconds ?? DEFAULT_FAILED_DEL_RETRY_SECONDS) * 1000,
     daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
-    daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? 1000,
+    daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? DEFAULT_DAEMON_TIMEOUT_MS,
     podResourcesSocket: c.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
     podResourcesTimeoutMs: (c.podResourcesTimeoutSeconds ?? 10) * 1000,
     deviceInfoDir: c.deviceInfoDir ?? DEFAULT_DEVICE_INFO_DIR,

@@ -4,6 +4,7 @@
  * deadline. Multus retries `GetPod` with a fixed 250 ms budget, which fails on slow clusters; the
  * numbers here are options (wired to config keys by the caller) with roomier defaults.
  */
+import { DEFAULT_API_REQUEST_TIMEOUT_MS, DEFAULT_API_TOTAL_TIMEOUT_MS } from "../config/defaults";
 
 export interface RetryPolicy {
   /** One attempt, headers and body included (ms). */
@@ -18,8 +19,8 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = {
-  requestTimeoutMs: 5_000,
-  totalTimeoutMs: 20_000,
+  requestTimeoutMs: DEFAULT_API_REQUEST_TIMEOUT_MS,
+  totalTimeoutMs: DEFAULT_API_TOTAL_TIMEOUT_MS,
   baseDelayMs: 100,
   maxDelayMs: 2_000,
   maxAttempts: 6,

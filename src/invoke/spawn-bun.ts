@@ -1,11 +1,12 @@
 /**
  * One run of a delegate through `Bun.spawn`, used where Plexus runs as its Bun executable
  * (dist/plexus), and the only implementation of the runner's contract (under Node, spawn-node.ts
- * gives node:child_process Bun.spawn's shape and this same code runs): no shell, its own process group (`detached`), the config on stdin, stdout kept up to a cap and
- * stderr up to another, the whole group SIGKILLed at the deadline, then a grace for pipes held open
- * by children that escaped the group (B52, B61, B63); and whatever the delegate left running outside
- * its group (a `setsid` grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node
- * streams for every child; Bun.spawn does not, which saves a few milliseconds per delegate.
+ * gives node:child_process Bun.spawn's shape and this same code runs): no shell, its own process
+ * group (`detached`), the config on stdin, stdout kept up to a cap and stderr up to another, the
+ * whole group SIGKILLed at the deadline, then a grace for pipes held open by children that escaped
+ * the group (B52, B61, B63); and whatever the delegate left running outside its group (a `setsid`
+ * grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node streams for
+ * every child; Bun.spawn does not, which saves a few milliseconds per delegate.
  */
 import { becomeSubreaper, killOrphans } from "./orphans";
 import type { ExecRequest, ProcessOutcome } from "./plugin-exec";

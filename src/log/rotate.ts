@@ -114,12 +114,24 @@ fs.createReadStream(src).pipe(zlib.createGzip()).pipe(fs.createWriteStream(tmp, 
   .on("error", () => { try { fs.unlinkSync(tmp); } catch {} });
 `;
 
+/**
+ * The compressors this process started. They are its children, not a delegate's leftovers: the
+ * executable, which kills every child that is not a running delegate after each delegate ends
+ * (invoke/orphans.ts), leaves these alone, or a slow compression would be cut short.
+ */
+const compressors = new Set<number>();
+
+export function logCompressorPids(): ReadonlySet<number> {
+  return compressors;
+}
+
 function compressDetached(backup: string): void {
   const child = spawn(process.execPath, ["-e", GZIP_SCRIPT], {
     detached: true,
     stdio: "ignore",
     env: { BUN_BE_BUN: "1", PLEXUS_LOG_BACKUP: backup },
   });
+  if (child.pid !== undefined) compressors.add(child.pid);
   child.on("error", () => {}); // the backup stays uncompressed
   child.unref();
 }

@@ -1,7 +1,15 @@
 /** The person-facing command line (commander), used when CNI_COMMAND is not set. */
 import { Command, CommanderError } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
+import {
+  DAEMON_DEFAULT_SECONDS,
+  DEFAULT_DAEMON_SOCKET,
+  DEFAULT_KUBECONFIG_FILE_HOST,
+  DEFAULT_POD_RESOURCES_SOCKET,
+  SERVICE_ACCOUNT_DIR,
+} from "../config/defaults";
 import { translateMultusFlags } from "../install/multus-flags";
+import { addNodePathOptions } from "./node-path-options";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 
@@ -86,11 +94,15 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option(
       "--socket <path>",
       "the unix socket to listen on (0600); the plugin's daemonSocket key",
-      "/run/plexus/plexus.sock",
+      DEFAULT_DAEMON_SOCKET,
     )
     .option("--log-level <level>", "log level (stderr)", "info")
-    .option("--api-request-timeout <seconds>", "one API request", "10")
-    .option("--api-total-timeout <seconds>", "one API operation, retries included", "30")
+    .option("--api-request-timeout <seconds>", "one API request", String(DAEMON_DEFAULT_SECONDS.apiRequestTimeout))
+    .option(
+      "--api-total-timeout <seconds>",
+      "one API operation, retries included",
+      String(DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
+    )
     .option(
       "--health-address <host:port>",
       "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
@@ -99,12 +111,12 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option(
       "--pod-resources-socket <path>",
       "kubelet's pod-resources socket, asked for the CNI binary's device networks over one channel (\"\": off)",
-      "/var/lib/kubelet/pod-resources/kubelet.sock",
+      DEFAULT_POD_RESOURCES_SOCKET,
     )
     .option(
       "--missing-networks-grace <seconds>",
       "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event",
-      "30",
+      String(DAEMON_DEFAULT_SECONDS.missingNetworksGrace),
     )
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
@@ -140,14 +152,7 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
 }
 
 function addInstallPathOptions(install: Command): void {
-  install
-    .option("--cni-conf-dir <dir>", "the node's CNI config dir, as mounted in this container", "/host/etc/cni/net.d")
-    .option("--cni-bin-dir <dir>", "the node's CNI bin dir, as mounted in this container", "/host/opt/cni/bin")
-    .option(
-      "--host-prefix <dir>",
-      'where the node\'s / is mounted in this container ("" when not in a container)',
-      "/host",
-    )
+  addNodePathOptions(install)
     .option("--bin-file <path>", "the plexus binary to install (default: this executable)")
     .option("--skip-binary-copy", "do not install the binary")
     .option(
@@ -157,18 +162,14 @@ function addInstallPathOptions(install: Command): void {
     .option(
       "--kubeconfig-file-host <path>",
       "the generated kubeconfig's path on the node (a token and CA file are kept beside it)",
-      "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
+      DEFAULT_KUBECONFIG_FILE_HOST,
     )
     .option(
       "--token-file <path>",
       "the projected service-account token to copy and keep fresh",
-      "/var/run/secrets/kubernetes.io/serviceaccount/token",
+      `${SERVICE_ACCOUNT_DIR}/token`,
     )
-    .option(
-      "--ca-file <path>",
-      "the service-account CA to copy",
-      "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
-    )
+    .option("--ca-file <path>", "the service-account CA to copy", `${SERVICE_ACCOUNT_DIR}/ca.crt`)
     .option(
       "--api-server <url>",
       "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)",

@@ -4,6 +4,7 @@
  * runs (src/ops/), never by a CNI call.
  */
 import type { Command } from "commander";
+import { DEFAULT_CONF_DIR } from "../config/defaults";
 
 type SetExit = (code: number) => void;
 
@@ -13,7 +14,7 @@ function common(cmd: Command): Command {
       "--config <file>",
       "the Plexus config (default: the config file the runtime picks from --cni-conf-dir, if it runs Plexus)",
     )
-    .option("--cni-conf-dir <dir>", "the node's CNI config directory", "/etc/cni/net.d")
+    .option("--cni-conf-dir <dir>", "the node's CNI config directory", DEFAULT_CONF_DIR)
     .option(
       "--cni-path <dirs>",
       "where plugin binaries are looked up, colon-separated (default: $CNI_PATH, else /opt/cni/bin); the config's binDir comes first",

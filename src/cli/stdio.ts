@@ -56,7 +56,7 @@ async function readStream(
   return Buffer.concat(chunks);
 }
 
-/** Writes all of `text` to fd 1, retrying EAGAIN on a non-blocking pipe. The only stdout write. */
+/** Writes all of `text` to fd 1, retrying EAGAIN on a non-blocking pipe. A CNI call's only stdout write. */
 export function writeStdout(text: string): void {
   const buf = Buffer.from(text);
   let off = 0;

@@ -4,26 +4,22 @@
  * path flags and defaults as `plexus install`, so it finds what the installer wrote.
  */
 import type { Command } from "commander";
+import { DEFAULT_CNI_DIR, DEFAULT_KUBECONFIG_FILE_HOST } from "../config/defaults";
+import { addNodePathOptions } from "./node-path-options";
 
 export function addUninstallCommand(program: Command, setExitCode: (code: number) => void): void {
-  program
+  const uninstall = program
     .command("uninstall")
     .description(
       "remove Plexus's CNI config, its kubeconfig and the plexus binary from this node; the primary network's config stays (run by deploy/uninstall/)",
-    )
-    .option("--cni-conf-dir <dir>", "the node's CNI config dir, as mounted in this container", "/host/etc/cni/net.d")
-    .option("--cni-bin-dir <dir>", "the node's CNI bin dir, as mounted in this container", "/host/opt/cni/bin")
-    .option(
-      "--host-prefix <dir>",
-      'where the node\'s / is mounted in this container ("" when not in a container)',
-      "/host",
-    )
+    );
+  addNodePathOptions(uninstall)
     .option(
       "--kubeconfig-file-host <path>",
       "the installed kubeconfig's path on the node (the token and CA copies beside it go too)",
-      "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
+      DEFAULT_KUBECONFIG_FILE_HOST,
     )
-    .option("--cni-dir <dir>", "the plugin's state dir on the node", "/var/lib/cni/plexus")
+    .option("--cni-dir <dir>", "the plugin's state dir on the node", DEFAULT_CNI_DIR)
     .option("--remove-state", "also remove the state dir (container records)")
     .option("--wait", "after the removal, keep running until SIGTERM (for a DaemonSet)")
     .option("--log-level <level>", "this command's log level (stderr)", "info")

@@ -7,14 +7,11 @@
 import type { PlexusConf } from "../config/plugin-conf";
 import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
 import { podDevicesLookup } from "../daemon/pod-devices-lookup";
-import { RawExec } from "../invoke/raw-exec";
-import { ResultCache } from "../libcni/cache";
 import type { Logger } from "../log/logger";
 import { assertNetnsUsable } from "../netns/check";
 import type { NetnsOps } from "../netns/index";
-import { baseEnvOf, type Deps, type Loaders } from "../orchestrate/deps";
-import { RecordStore } from "../orchestrate/record";
-import { acquireContainerLock } from "../store/container-lock";
+import type { Deps, Loaders } from "../orchestrate/deps";
+import { nodeDeps } from "../orchestrate/node-deps";
 
 const lazyLoaders: Loaders = {
   annotation: () => import("../npwg/annotation"),
@@ -41,15 +38,10 @@ export function verbDeps(
     },
   });
   return {
-    exec: new RawExec(log),
-    cache: new ResultCache(conf.cniDir),
-    records: new RecordStore(conf.cniDir),
-    log,
-    baseEnv: baseEnvOf(env),
+    ...nodeDeps(conf, log, env),
     kube,
     netns: lazyNetns,
     load: lazyLoaders,
-    locks: acquireContainerLock,
     podDevices: podDevicesLookup(conf, log),
   };
 }

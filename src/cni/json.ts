@@ -67,8 +67,8 @@ function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code)
   }
 }
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 /**
@@ -88,4 +88,14 @@ export function assertNoCaseCollisions(obj: Record<string, unknown>, what: strin
     }
     seen.set(lower, k);
   }
+}
+
+/** A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood a log or an event. */
+export function showValue(value: unknown): string {
+  if (typeof value === "string")
+    return value.length > 80
+      ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)`
+      : JSON.stringify(value);
+  const s = JSON.stringify(value) ?? String(value);
+  return s.length > 80 ? `${s.slice(0, 80)}… (${s.length} characters)` : s;
 }

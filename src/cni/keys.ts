@@ -1,6 +1,6 @@
 /**
- * Key matching as Go's `encoding/json` does it (M1, STYLE "decode like the Go programs you
- * replace"): a JSON key selects a field whose name equals it exactly, else one whose name equals it
+ * Key matching as Go's `encoding/json` does it (M1; Plexus decodes like the Go programs it
+ * replaces): a JSON key selects a field whose name equals it exactly, else one whose name equals it
  * ignoring case. Multus, libcni and the reference plugins decode their configs this way, so
  * `readinessIndicatorFile`, `ReadinessIndicatorFile` and Multus's own `readinessindicatorfile` are
  * one key. Two keys of one object that differ only in case are refused before this runs

@@ -2,6 +2,7 @@
  * Validators for the identifiers CNI passes around, after libcni's `pkg/utils/utils.go`.
  * Each throws a CniError with the code the caller names (4 for env, 7 for config).
  */
+import { showValue as show } from "./json";
 import { CniError, Code } from "./errors";
 
 const CONTAINER_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
@@ -12,12 +13,6 @@ export const MAX_IFNAME_LENGTH = 15;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** Network names end up in file names, logs and events: bounded as Kubernetes bounds an object name. */
 export const MAX_NETWORK_NAME_LENGTH = 253;
-
-function show(value: string): string {
-  return value.length > 80
-    ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)`
-    : JSON.stringify(value);
-}
 
 /** C2.1: non-empty, starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
 export function validateContainerId(id: string, code: Code = Code.InvalidEnv): string {

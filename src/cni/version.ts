@@ -5,14 +5,14 @@ export const CURRENT_VERSION: CniVersion = "1.1.0";
 
 import { CniError, Code } from "./errors";
 
-export function isSupportedVersion(v: unknown): v is CniVersion {
-  return typeof v === "string" && (ALL_VERSIONS as readonly string[]).includes(v);
+export function isSupportedVersion(version: unknown): version is CniVersion {
+  return typeof version === "string" && (ALL_VERSIONS as readonly string[]).includes(version);
 }
 
 /** Compares dotted versions numerically; `a < b` → negative. Non-numeric parts count as 0. */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split(".").map((x) => Number.parseInt(x, 10) || 0);
-  const pb = b.split(".").map((x) => Number.parseInt(x, 10) || 0);
+export function compareVersions(left: string, right: string): number {
+  const pa = left.split(".").map((x) => Number.parseInt(x, 10) || 0);
+  const pb = right.split(".").map((x) => Number.parseInt(x, 10) || 0);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
     const d = (pa[i] ?? 0) - (pb[i] ?? 0);
     if (d !== 0) return d;
@@ -20,14 +20,14 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export function versionAtLeast(v: string, min: string): boolean {
-  return compareVersions(v, min) >= 0;
+export function versionAtLeast(version: string, min: string): boolean {
+  return compareVersions(version, min) >= 0;
 }
 
 /** Validates a config's `cniVersion` (B13): missing or unknown → code 1, listing what is supported. */
-export function requireSupportedVersion(v: unknown, where: string): CniVersion {
-  if (isSupportedVersion(v)) return v;
-  const got = v === undefined ? "missing" : JSON.stringify(v);
+export function requireSupportedVersion(version: unknown, where: string): CniVersion {
+  if (isSupportedVersion(version)) return version;
+  const got = version === undefined ? "missing" : JSON.stringify(version);
   throw new CniError(
     Code.IncompatibleVersion,
     `${where}: cniVersion ${got} is not supported; supported versions: ${ALL_VERSIONS.join(", ")}`,

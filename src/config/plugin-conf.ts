@@ -11,9 +11,18 @@ import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
 import { toPinoLevel } from "../log/levels";
+import {
+  DEFAULT_API_REQUEST_TIMEOUT_MS,
+  DEFAULT_API_TOTAL_TIMEOUT_MS,
+  DEFAULT_CNI_DIR,
+  DEFAULT_CONF_DIR,
+  DEFAULT_DAEMON_SOCKET,
+  DEFAULT_DAEMON_TIMEOUT_MS,
+  DEFAULT_DEVICE_INFO_DIR,
+  DEFAULT_POD_RESOURCES_SOCKET,
+} from "./defaults";
 
-export const DEFAULT_CNI_DIR = "/var/lib/cni/plexus";
-export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
+export { DEFAULT_CNI_DIR, DEFAULT_CONF_DIR };
 /** Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached. */
 export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
 /** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */
@@ -86,12 +95,7 @@ const schema = z.looseObject({
   "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
 });
 
-/** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
-export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
-/** M10: kubelet's pod-resources API. */
-export const DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock";
-/** M10: the NPWG device-info specification's base directory. */
-export const DEFAULT_DEVICE_INFO_DIR = "/var/run/k8s.cni.cncf.io/devinfo";
+export { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET };
 
 export interface PlexusConf {
   cniVersion: CniVersion;
@@ -234,8 +238,8 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     retryDeleteOnError: c.retryDeleteOnError ?? false,
     delegateTimeoutMs: (c.delegateTimeoutSeconds ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS) * 1000,
     readinessTimeoutMs: (c.readinessTimeoutSeconds ?? 45) * 1000,
-    apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? 5) * 1000,
-    apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? 20) * 1000,
+    apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? DEFAULT_API_REQUEST_TIMEOUT_MS / 1000) * 1000,
+    apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? DEFAULT_API_TOTAL_TIMEOUT_MS / 1000) * 1000,
     maxNetworks: c.maxNetworks ?? 32,
     maxPluginsPerNetwork: c.maxPluginsPerNetwork ?? DEFAULT_MAX_PLUGINS_PER_NETWORK,
     maxDelegateCalls: c.maxDelegateCalls ?? DEFAULT_MAX_DELEGATE_CALLS,
@@ -243,7 +247,7 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
     failedDelRetryMs: (c.failedDelRetrySeconds ?? DEFAULT_FAILED_DEL_RETRY_SECONDS) * 1000,
     daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
-    daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? 1000,
+    daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? DEFAULT_DAEMON_TIMEOUT_MS,
     podResourcesSocket: c.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
     podResourcesTimeoutMs: (c.podResourcesTimeoutSeconds ?? 10) * 1000,
     deviceInfoDir: c.deviceInfoDir ?? DEFAULT_DEVICE_INFO_DIR,

@@ -40,9 +40,9 @@ export class DaemonKube implements KubeApi {
   private daemonRequests = 0;
   private directKube: KubeApi | undefined;
 
-  constructor(o: DaemonKubeOptions) {
-    this.o = o;
-    this.http = new HttpTransport({ socketPath: o.socketPath, maxBytes: 4 * 1024 * 1024, maxSockets: 1 });
+  constructor(options: DaemonKubeOptions) {
+    this.o = options;
+    this.http = new HttpTransport({ socketPath: options.socketPath, maxBytes: 4 * 1024 * 1024, maxSockets: 1 });
   }
 
   /** Whether this CNI call has given up on the daemon, and why. */
@@ -129,17 +129,20 @@ export class DaemonKube implements KubeApi {
   }
 
   /** M10, DRA: this node's slices of one driver, from the daemon's watch. */
-  listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
     return this.via(
       "list ResourceSlices",
       async () => {
-        const params = new URLSearchParams({ driver: q.driver, ...(q.nodeName ? { nodeName: q.nodeName } : {}) });
+        const params = new URLSearchParams({
+          driver: query.driver,
+          ...(query.nodeName ? { nodeName: query.nodeName } : {}),
+        });
         const r = await this.ask("GET", `${DAEMON_API.resourceSlices}?${params}`, undefined, this.o.timeoutMs);
         if (!Array.isArray(r.slices))
           throw new DaemonUnavailable("the daemon answered a slices request without slices");
         return r.slices.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
       },
-      (k) => directOnly(k.listResourceSlices, "list ResourceSlices").call(k, q),
+      (k) => directOnly(k.listResourceSlices, "list ResourceSlices").call(k, query),
     );
   }
 

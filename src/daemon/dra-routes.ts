@@ -14,7 +14,7 @@ import { validateDns1123Label } from "../npwg/dns1123";
 
 export interface DraCacheView {
   claim(namespace: string, name: string): ResourceClaim | undefined;
-  nodeSlices(q: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined;
+  nodeSlices(query: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined;
 }
 
 /** The shape of server.ts routes (the request itself is not needed: GETs with a query). */

@@ -3,6 +3,7 @@
  * directory of manifests (`fileClusterDir`, the embedded default), the node's `plexus daemon` when
  * its socket is there, else the API server directly (k8s/index.ts `loadKubeApi`), or none.
  */
+import { DEFAULT_API_REQUEST_TIMEOUT_MS, DEFAULT_DAEMON_TIMEOUT_MS } from "../config/defaults";
 import { hasKubernetesConfig, loadKubeApi, type KubeConfigKeys, type KubeContext } from "../k8s/index";
 import type { KubeApi } from "../k8s/kube-api";
 
@@ -31,12 +32,12 @@ async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | 
   if (conf.daemonSocket && hasKubernetesConfig(conf, env)) {
     const { DaemonKube, daemonSocketPresent } = await import("./client");
     if (daemonSocketPresent(conf.daemonSocket)) {
-      const timeoutMs = conf.daemonTimeoutMs ?? 1000;
+      const timeoutMs = conf.daemonTimeoutMs ?? DEFAULT_DAEMON_TIMEOUT_MS;
       return new DaemonKube({
         socketPath: conf.daemonSocket,
         timeoutMs,
         // A write waits for the API server behind the daemon: one request's timeout at least.
-        writeTimeoutMs: Math.max(timeoutMs, ctx.client?.retry?.requestTimeoutMs ?? 5000),
+        writeTimeoutMs: Math.max(timeoutMs, ctx.client?.retry?.requestTimeoutMs ?? DEFAULT_API_REQUEST_TIMEOUT_MS),
         direct: () => loadKubeApi(conf, ctx),
         log: ctx.log,
       });

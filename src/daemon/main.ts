@@ -7,7 +7,7 @@
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
-import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/plugin-conf";
+import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/defaults";
 import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { readKubeconfig } from "../k8s/kubeconfig";
@@ -73,16 +73,23 @@ function seconds(value: string | undefined, flag: string, fallback: number): num
   return n * 1000;
 }
 
-export function resolveDaemonFlags(f: DaemonFlags, env: Readonly<Record<string, string | undefined>>): DaemonSettings {
+export function resolveDaemonFlags(
+  flags: DaemonFlags,
+  env: Readonly<Record<string, string | undefined>>,
+): DaemonSettings {
   return {
-    kubeconfig: f.kubeconfig,
-    nodeName: f.nodeName || env.NODE_NAME || hostname(),
-    socketPath: f.socket || DEFAULT_DAEMON_SOCKET,
-    healthAddress: f.healthAddress !== undefined ? parseHealthAddress(f.healthAddress) : undefined,
-    requestTimeoutMs: seconds(f.apiRequestTimeout, "api-request-timeout", 10),
-    totalTimeoutMs: seconds(f.apiTotalTimeout, "api-total-timeout", 30),
-    missingNetworksGraceMs: seconds(f.missingNetworksGrace, "missing-networks-grace", 30),
-    podResourcesSocket: f.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
+    kubeconfig: flags.kubeconfig,
+    nodeName: flags.nodeName || env.NODE_NAME || hostname(),
+    socketPath: flags.socket || DEFAULT_DAEMON_SOCKET,
+    healthAddress: flags.healthAddress !== undefined ? parseHealthAddress(flags.healthAddress) : undefined,
+    requestTimeoutMs: seconds(flags.apiRequestTimeout, "api-request-timeout", DAEMON_DEFAULT_SECONDS.apiRequestTimeout),
+    totalTimeoutMs: seconds(flags.apiTotalTimeout, "api-total-timeout", DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
+    missingNetworksGraceMs: seconds(
+      flags.missingNetworksGrace,
+      "missing-networks-grace",
+      DAEMON_DEFAULT_SECONDS.missingNetworksGrace,
+    ),
+    podResourcesSocket: flags.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
   };
 }
 
@@ -172,11 +179,11 @@ export async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs 
 
 /** Starts the daemon; resolves once the socket listens (the caches fill in the background). */
 export async function startDaemon(
-  f: DaemonFlags,
+  flags: DaemonFlags,
   env: Readonly<Record<string, string | undefined>>,
   log: Logger,
 ): Promise<RunningDaemon> {
-  const s = resolveDaemonFlags(f, env);
+  const s = resolveDaemonFlags(flags, env);
   const api = await connectApi(s, env, log);
   const { caches, dra, detector, metrics } = await buildServices(s, api, log);
   const kubelet = podDevicesChannel(s.podResourcesSocket);
@@ -216,20 +223,20 @@ export async function startDaemon(
   };
 }
 
-export async function daemonMain(f: DaemonFlags): Promise<number> {
+export async function daemonMain(flags: DaemonFlags): Promise<number> {
   try {
-    resolveDaemonFlags(f, process.env);
+    resolveDaemonFlags(flags, process.env);
   } catch (err) {
     process.stderr.write(`plexus daemon: ${(err as Error).message}\n`);
     return 2;
   }
   const log = await createLogger(
-    { logLevel: f.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true },
+    { logLevel: flags.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true },
     { component: "daemon" },
   );
   let daemon: RunningDaemon;
   try {
-    daemon = await startDaemon(f, process.env, log);
+    daemon = await startDaemon(flags, process.env, log);
   } catch (err) {
     log.error({ err: err instanceof Error ? err.message : String(err) }, "daemon failed to start");
     return 1;

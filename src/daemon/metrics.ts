@@ -5,16 +5,11 @@
  * has always exposed; values the watch caches keep are read at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { CacheStats } from "../k8s/watch-cache";
 
 /** What the daemon reads at scrape time. */
 export interface ScrapeSources {
-  cacheStats(): {
-    pods: number;
-    nads: number;
-    restarts: { pods: number; nads: number };
-    lists: { pods: number; nads: number };
-    errors: { pods: number; nads: number };
-  };
+  cacheStats(): CacheStats;
   synced(): boolean;
   /** M10: the DRA caches' sizes (k8s/dra-watch.ts), when the daemon keeps them. */
   draStats?(): { claims: number; slices: number };
@@ -53,12 +48,12 @@ export class DaemonMetrics {
     registers: [this.registry],
   });
 
-  constructor(sources: ScrapeSources, o: { defaultMetrics?: boolean } = {}) {
+  constructor(sources: ScrapeSources, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     cacheSeries(sources, registers);
     watchSeries(sources, registers);
     daemonSeries(sources, registers);
-    if (o.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
   cacheLookup(kind: "pod" | "nad", result: "hit" | "miss" | "stale"): void {

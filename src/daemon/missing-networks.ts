@@ -69,18 +69,18 @@ export class MissingNetworksDetector {
   /** Pods reported and still missing networks (the metric). */
   flagged = 0;
 
-  constructor(private readonly o: DetectorOptions) {}
+  constructor(private readonly options: DetectorOptions) {}
 
   private get graceMs(): number {
-    return this.o.graceMs ?? 30_000;
+    return this.options.graceMs ?? 30_000;
   }
 
   /** One pass over the cache; events for pods past their grace period, once per UID. */
   async scan(): Promise<void> {
-    const now = (this.o.now ?? Date.now)();
+    const now = (this.options.now ?? Date.now)();
     const seen = new Set<string>();
     let flagged = 0;
-    for (const pod of this.o.pods()) {
+    for (const pod of this.options.pods()) {
       const uid = pod.metadata.uid ?? `${pod.metadata.namespace}/${pod.metadata.name}`;
       const missing = missingNetworks(pod);
       if (!missing) continue;
@@ -94,7 +94,9 @@ export class MissingNetworksDetector {
     }
     for (const uid of this.firstSeen.keys()) if (!seen.has(uid)) this.firstSeen.delete(uid);
     // A pod that is gone (or has its networks now) may be reported again only as a new UID.
-    const live = new Set(this.o.pods().map((p) => p.metadata.uid ?? `${p.metadata.namespace}/${p.metadata.name}`));
+    const live = new Set(
+      this.options.pods().map((p) => p.metadata.uid ?? `${p.metadata.namespace}/${p.metadata.name}`),
+    );
     for (const uid of this.reported) if (!live.has(uid)) this.reported.delete(uid);
     this.flagged = flagged;
   }
@@ -107,15 +109,15 @@ export class MissingNetworksDetector {
     const message =
       `pod is Running without network(s) ${missing.join(", ")} that its ${NETWORKS_ANNOTATION} annotation asks for (${status}): ` +
       "its sandbox was set up without Plexus (created before Plexus was installed, or the runtime used another CNI config); recreate the pod, and run plexus doctor on the node";
-    this.o.log.warn({ pod: `${namespace}/${name}`, missing }, "pod is running without networks it asked for");
+    this.options.log.warn({ pod: `${namespace}/${name}`, missing }, "pod is running without networks it asked for");
     try {
-      await this.o.api.recordEvent(
+      await this.options.api.recordEvent(
         { namespace, name, ...(uid ? { uid } : {}) },
         { type: "Warning", reason: "NetworksMissing", message },
       );
       return true;
     } catch (err) {
-      this.o.log.warn(
+      this.options.log.warn(
         { pod: `${namespace}/${name}`, err: err instanceof Error ? err.message : String(err) },
         "could not record the NetworksMissing event; retrying at the next scan",
       );
@@ -124,11 +126,14 @@ export class MissingNetworksDetector {
   }
 
   start(): void {
-    const every = this.o.intervalMs ?? Math.min(10_000, Math.max(1000, this.graceMs / 3));
+    const every = this.options.intervalMs ?? Math.min(10_000, Math.max(1000, this.graceMs / 3));
     this.timer = setInterval(() => {
       this.running ??= this.scan()
         .catch((err: unknown) =>
-          this.o.log.error({ err: err instanceof Error ? err.message : String(err) }, "missing-networks scan failed"),
+          this.options.log.error(
+            { err: err instanceof Error ? err.message : String(err) },
+            "missing-networks scan failed",
+          ),
         )
         .finally(() => (this.running = undefined));
     }, every);

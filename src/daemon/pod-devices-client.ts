@@ -17,21 +17,21 @@ export interface DaemonDevicesQuery {
   timeoutMs: number;
 }
 
-export async function daemonPodDevices(q: DaemonDevicesQuery): Promise<Map<string, string[]>> {
-  const http = new HttpTransport({ socketPath: q.socketPath, maxBytes: 1024 * 1024, maxSockets: 1 });
+export async function daemonPodDevices(query: DaemonDevicesQuery): Promise<Map<string, string[]>> {
+  const http = new HttpTransport({ socketPath: query.socketPath, maxBytes: 1024 * 1024, maxSockets: 1 });
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), q.timeoutMs + 500);
+  const timer = setTimeout(() => ac.abort(), query.timeoutMs + 500);
   try {
     const params = new URLSearchParams({
-      namespace: q.namespace,
-      name: q.name,
-      resourceNames: q.resourceNames.join(","),
-      timeoutMs: String(q.timeoutMs),
+      namespace: query.namespace,
+      name: query.name,
+      resourceNames: query.resourceNames.join(","),
+      timeoutMs: String(query.timeoutMs),
     });
     const answer = await http
       .request({ method: "GET", url: new URL(`http://plexus${DAEMON_API.podDevices}?${params}`), signal: ac.signal })
       .catch((err: unknown) => {
-        throw new DaemonUnavailable(`${(err as Error).message} (${q.socketPath})`);
+        throw new DaemonUnavailable(`${(err as Error).message} (${query.socketPath})`);
       });
     if (answer.status !== 200 || !answer.json)
       throw new DaemonUnavailable(

@@ -12,6 +12,7 @@ import { type AddressInfo, connect } from "node:net";
 import { dirname, join } from "node:path";
 import { CniError, Code, isCniError } from "../cni/errors";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import type { CacheStats } from "../k8s/watch-cache";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
@@ -23,13 +24,7 @@ export interface CacheView {
   readonly synced: boolean;
   pod(namespace: string, name: string): Pod | undefined;
   nad(namespace: string, name: string): Nad | undefined;
-  stats(): {
-    pods: number;
-    nads: number;
-    restarts: { pods: number; nads: number };
-    lists: { pods: number; nads: number };
-    errors: { pods: number; nads: number };
-  };
+  stats(): CacheStats;
 }
 
 export interface DaemonServerOptions {
@@ -46,7 +41,7 @@ export interface DaemonServerOptions {
   metrics: DaemonMetrics;
   /** M10: the pod's devices from kubelet's pod-resources API; undefined: the route answers 404. */
   podDevices?:
-    | ((q: {
+    | ((query: {
         namespace: string;
         name: string;
         resourceNames: string[];
@@ -417,26 +412,26 @@ async function listenForHealth(
   return h;
 }
 
-export async function startDaemonServer(o: DaemonServerOptions): Promise<DaemonServer> {
-  const handler = requestHandler(router(o), o);
-  const server = await listenOnSocket(o.socketPath, handler, o.log);
+export async function startDaemonServer(options: DaemonServerOptions): Promise<DaemonServer> {
+  const handler = requestHandler(router(options), options);
+  const server = await listenOnSocket(options.socketPath, handler, options.log);
   let health: Server | undefined;
-  if (o.healthAddress) {
+  if (options.healthAddress) {
     try {
-      health = await listenForHealth(o.healthAddress, handler, o.log);
+      health = await listenForHealth(options.healthAddress, handler, options.log);
     } catch (err) {
       await closeServer(server);
-      unlinkSocket(o.socketPath);
+      unlinkSocket(options.socketPath);
       throw err;
     }
   }
   let closed: Promise<void> | undefined;
   return {
-    metrics: o.metrics,
+    metrics: options.metrics,
     healthAddress: health ? (health.address() as AddressInfo) : undefined,
     close() {
       closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(() =>
-        unlinkSocket(o.socketPath),
+        unlinkSocket(options.socketPath),
       );
       return closed;
     },

@@ -17,7 +17,7 @@ export interface KubeconfigInput {
 }
 
 /** YAML (every value a JSON string, which is a YAML scalar), as kubectl writes it. */
-export function renderKubeconfig(i: KubeconfigInput): string {
+export function renderKubeconfig(input: KubeconfigInput): string {
   const q = JSON.stringify;
   return [
     "# Written by `plexus install`: the Plexus CNI plugin's credentials on this node.",
@@ -27,12 +27,12 @@ export function renderKubeconfig(i: KubeconfigInput): string {
     "clusters:",
     "- name: plexus",
     "  cluster:",
-    `    server: ${q(i.server)}`,
-    `    certificate-authority: ${q(i.caFileHost)}`,
+    `    server: ${q(input.server)}`,
+    `    certificate-authority: ${q(input.caFileHost)}`,
     "users:",
     "- name: plexus",
     "  user:",
-    `    tokenFile: ${q(i.tokenFileHost)}`,
+    `    tokenFile: ${q(input.tokenFileHost)}`,
     "contexts:",
     "- name: plexus",
     "  context:",

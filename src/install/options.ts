@@ -11,7 +11,7 @@ import { toPinoLevel } from "../log/levels";
 
 export const PLEXUS_CONF_NAME = "00-plexus.conflist";
 export const DEFAULT_NETWORK_NAME = "plexus-cni-network";
-export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+export { SERVICE_ACCOUNT_DIR } from "../config/defaults";
 
 /** The flags as commander hands them over (strings and booleans, unvalidated). */
 export interface InstallFlags {

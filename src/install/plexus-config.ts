@@ -32,19 +32,19 @@ export function primaryCapabilities(primary: ConfList): Record<string, boolean> 
   return Object.fromEntries([...names].sort().map((k) => [k, true]));
 }
 
-export function buildPlexusConfig(i: PlexusConfigInput): Record<string, unknown> {
+export function buildPlexusConfig(input: PlexusConfigInput): Record<string, unknown> {
   const plugin: Record<string, unknown> = { type: "plexus" };
-  const capabilities = primaryCapabilities(i.primary);
+  const capabilities = primaryCapabilities(input.primary);
   if (Object.keys(capabilities).length > 0) plugin.capabilities = capabilities;
-  if (i.kubeconfigHost) plugin.kubeconfig = i.kubeconfigHost;
-  plugin.clusterNetwork = i.primaryHostPath;
-  plugin.confDir = i.confDirHost;
-  if (i.cniDirHost) plugin.cniDir = i.cniDirHost;
-  if (i.readinessIndicatorHost) plugin.readinessindicatorfile = i.readinessIndicatorHost;
-  Object.assign(plugin, i.pluginKeys);
-  return { cniVersion: i.cniVersion ?? i.primary.cniVersion, name: i.networkName, plugins: [plugin] };
+  if (input.kubeconfigHost) plugin.kubeconfig = input.kubeconfigHost;
+  plugin.clusterNetwork = input.primaryHostPath;
+  plugin.confDir = input.confDirHost;
+  if (input.cniDirHost) plugin.cniDir = input.cniDirHost;
+  if (input.readinessIndicatorHost) plugin.readinessindicatorfile = input.readinessIndicatorHost;
+  Object.assign(plugin, input.pluginKeys);
+  return { cniVersion: input.cniVersion ?? input.primary.cniVersion, name: input.networkName, plugins: [plugin] };
 }
 
-export function renderPlexusConfig(i: PlexusConfigInput): string {
-  return `${JSON.stringify(buildPlexusConfig(i), null, 2)}\n`;
+export function renderPlexusConfig(input: PlexusConfigInput): string {
+  return `${JSON.stringify(buildPlexusConfig(input), null, 2)}\n`;
 }

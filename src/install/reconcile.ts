@@ -51,18 +51,18 @@ function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger):
 }
 
 /** N6.1: the primary config and the readiness indicator file, as they are now. */
-export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Logger): Readiness {
-  const dir = readConfDir(o.confDir.local);
-  const choice = choosePrimary(dir.files, { fileName: o.primaryConfigFileName });
+export function checkReadiness(options: InstallOptions, state: ReconcileState, log: Logger): Readiness {
+  const dir = readConfDir(options.confDir.local);
+  const choice = choosePrimary(dir.files, { fileName: options.primaryConfigFileName });
   logNewWarnings([...dir.warnings, ...choice.warnings], state, log);
   if (!choice.primary) {
-    const which = o.primaryConfigFileName
-      ? `${o.primaryConfigFileName} in ${o.confDir.local}`
-      : `any .conf/.conflist/.json in ${o.confDir.local}`;
+    const which = options.primaryConfigFileName
+      ? `${options.primaryConfigFileName} in ${options.confDir.local}`
+      : `any .conf/.conflist/.json in ${options.confDir.local}`;
     return { ready: false, reason: `no usable primary network config (${which})` };
   }
-  if (o.readinessIndicator && !existsSync(o.readinessIndicator.local)) {
-    return { ready: false, reason: `readiness indicator file ${o.readinessIndicator.host} does not exist` };
+  if (options.readinessIndicator && !existsSync(options.readinessIndicator.local)) {
+    return { ready: false, reason: `readiness indicator file ${options.readinessIndicator.host} does not exist` };
   }
   return { ready: true, primary: choice.primary };
 }
@@ -71,11 +71,11 @@ export function checkReadiness(o: InstallOptions, state: ReconcileState, log: Lo
  * What keeps the installer from writing a kubeconfig, or undefined: no API server (flag or
  * in-cluster env), no token, no CA. Checked before anything is installed (M11).
  */
-export function missingCredentials(o: InstallOptions): string | undefined {
-  if (o.withoutKubernetes) return undefined;
-  if (!o.apiServer)
+export function missingCredentials(options: InstallOptions): string | undefined {
+  if (options.withoutKubernetes) return undefined;
+  if (!options.apiServer)
     return "no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are set";
-  const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
+  const creds = readCredentials({ tokenFile: options.sourceTokenFile, caFile: options.sourceCaFile });
   return "missing" in creds
     ? `no usable Kubernetes credentials: ${creds.missing} (--token-file, --ca-file)`
     : undefined;
@@ -83,40 +83,40 @@ export function missingCredentials(o: InstallOptions): string | undefined {
 
 /** The kubeconfig's node path (undefined with --without-kubernetes); throws when none can be written. */
 export async function syncCredentials(
-  o: InstallOptions,
+  options: InstallOptions,
   state: ReconcileState,
   log: Logger,
 ): Promise<string | undefined> {
-  if (o.withoutKubernetes) return undefined;
+  if (options.withoutKubernetes) return undefined;
   // No silent "default network only" (M11): credentials that vanish later keep the last copies
   // the kubeconfig points at; with none written yet, nothing is installed.
   const problem = (why: string): string | undefined => {
-    if (!existsSync(o.kubeconfig.local))
+    if (!existsSync(options.kubeconfig.local))
       throw new Error(`${why}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
     if (state.credentialsProblem !== why)
-      log.error({ kubeconfig: o.kubeconfig.host }, `${why}; the kubeconfig keeps the last token copied`);
+      log.error({ kubeconfig: options.kubeconfig.host }, `${why}; the kubeconfig keeps the last token copied`);
     state.credentialsProblem = why;
-    return o.kubeconfig.host;
+    return options.kubeconfig.host;
   };
-  const creds = readCredentials({ tokenFile: o.sourceTokenFile, caFile: o.sourceCaFile });
-  if (!o.apiServer) return problem(missingCredentials(o) ?? "no Kubernetes API server");
+  const creds = readCredentials({ tokenFile: options.sourceTokenFile, caFile: options.sourceCaFile });
+  if (!options.apiServer) return problem(missingCredentials(options) ?? "no Kubernetes API server");
   if ("missing" in creds) return problem(creds.missing);
   if (state.credentialsProblem) log.info("service-account credentials available again");
   delete state.credentialsProblem;
-  const ca = await syncFile(o.ca.local, creds.ca);
-  const token = await syncFile(o.token.local, creds.token);
+  const ca = await syncFile(options.ca.local, creds.ca);
+  const token = await syncFile(options.token.local, creds.token);
   const kc = await syncFile(
-    o.kubeconfig.local,
-    renderKubeconfig({ server: o.apiServer, tokenFileHost: o.token.host, caFileHost: o.ca.host }),
+    options.kubeconfig.local,
+    renderKubeconfig({ server: options.apiServer, tokenFileHost: options.token.host, caFileHost: options.ca.host }),
   );
-  if (token === "updated") log.info({ tokenFile: o.token.host }, "service-account token rotated: copy refreshed");
-  if (ca === "updated") log.info({ caFile: o.ca.host }, "service-account CA changed: copy refreshed");
+  if (token === "updated") log.info({ tokenFile: options.token.host }, "service-account token rotated: copy refreshed");
+  if (ca === "updated") log.info({ caFile: options.ca.host }, "service-account CA changed: copy refreshed");
   if (kc !== "unchanged")
     log.info(
-      { kubeconfig: o.kubeconfig.host },
+      { kubeconfig: options.kubeconfig.host },
       kc === "created" ? "kubeconfig written" : "kubeconfig rewritten (it was changed or removed)",
     );
-  return o.kubeconfig.host;
+  return options.kubeconfig.host;
 }
 
 /** M1: unknown keys are never silent, also in the primary config the installer reads. */
@@ -126,9 +126,9 @@ function logUnknownKeys(primary: PrimaryConfig, log: Logger): void {
 }
 
 /** The binary was removed or replaced by something else since the full copy: copy again. */
-export function checkBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
-  if (!o.binFile || state.binarySize === undefined) return;
-  const dest = join(o.binDir.local, "plexus");
+export function checkBinary(options: InstallOptions, state: ReconcileState, log: Logger): void {
+  if (!options.binFile || state.binarySize === undefined) return;
+  const dest = join(options.binDir.local, "plexus");
   let size: number | undefined;
   try {
     size = statSync(dest).size;
@@ -136,7 +136,7 @@ export function checkBinary(o: InstallOptions, state: ReconcileState, log: Logge
     size = undefined;
   }
   if (size === state.binarySize) return;
-  installBinary(o.binFile, dest);
+  installBinary(options.binFile, dest);
   log.warn({ binary: dest }, "the installed plexus binary was removed or replaced by another agent: installed again");
 }
 
@@ -157,14 +157,14 @@ function describeChange(current: string | undefined, state: ReconcileState, prim
 }
 
 /** One pass; returns the readiness it found. Throws (CniError 74) when a write fails. */
-export async function reconcile(o: InstallOptions, state: ReconcileState, log: Logger): Promise<Readiness> {
-  checkBinary(o, state, log);
-  const r = checkReadiness(o, state, log);
+export async function reconcile(options: InstallOptions, state: ReconcileState, log: Logger): Promise<Readiness> {
+  checkBinary(options, state, log);
+  const r = checkReadiness(options, state, log);
   if (!r.ready) {
-    if (existsSync(o.plexusConf.local)) {
-      await removeFile(o.plexusConf.local);
+    if (existsSync(options.plexusConf.local)) {
+      await removeFile(options.plexusConf.local);
       log.warn(
-        { config: o.plexusConf.host, reason: r.reason },
+        { config: options.plexusConf.host, reason: r.reason },
         "primary network not ready: Plexus config removed until it is (N6.1)",
       );
       delete state.written;
@@ -176,27 +176,31 @@ export async function reconcile(o: InstallOptions, state: ReconcileState, log: L
   }
   delete state.notReadyReason;
   if (state.primary?.content !== r.primary.content) logUnknownKeys(r.primary, log);
-  const kubeconfigHost = await syncCredentials(o, state, log);
+  const kubeconfigHost = await syncCredentials(options, state, log);
   const text = renderPlexusConfig({
     primary: r.primary.conf,
-    primaryHostPath: join(o.confDir.host, r.primary.path.slice(o.confDir.local.length + 1)),
-    networkName: o.networkName,
-    cniVersion: o.cniVersion,
+    primaryHostPath: join(options.confDir.host, r.primary.path.slice(options.confDir.local.length + 1)),
+    networkName: options.networkName,
+    cniVersion: options.cniVersion,
     kubeconfigHost,
-    confDirHost: o.confDir.host,
-    readinessIndicatorHost: o.readinessIndicator?.host,
-    cniDirHost: o.cniDir?.host,
-    pluginKeys: o.pluginKeys,
+    confDirHost: options.confDir.host,
+    readinessIndicatorHost: options.readinessIndicator?.host,
+    cniDirHost: options.cniDir?.host,
+    pluginKeys: options.pluginKeys,
   });
-  const current = readText(o.plexusConf.local);
+  const current = readText(options.plexusConf.local);
   if (current !== text) {
     const why = describeChange(current, state, r.primary);
-    await syncFile(o.plexusConf.local, text);
-    log.info({ config: o.plexusConf.host, primary: r.primary.path, cniVersion: r.primary.conf.cniVersion }, why);
+    await syncFile(options.plexusConf.local, text);
+    log.info({ config: options.plexusConf.host, primary: r.primary.path, cniVersion: r.primary.conf.cniVersion }, why);
   }
-  if (o.cniVersion && o.cniVersion !== r.primary.conf.cniVersion && state.primary?.content !== r.primary.content) {
+  if (
+    options.cniVersion &&
+    options.cniVersion !== r.primary.conf.cniVersion &&
+    state.primary?.content !== r.primary.content
+  ) {
     log.warn(
-      { cniVersion: o.cniVersion, primaryCniVersion: r.primary.conf.cniVersion },
+      { cniVersion: options.cniVersion, primaryCniVersion: r.primary.conf.cniVersion },
       "--cni-version differs from the primary config's; Plexus converts the primary's results",
     );
   }
@@ -206,8 +210,8 @@ export async function reconcile(o: InstallOptions, state: ReconcileState, log: L
 }
 
 /** SIGTERM with --cleanup-config-on-exit: a half-uninstalled node must not point new pods at Plexus. */
-export async function removePlexusConfig(o: InstallOptions, log: Logger): Promise<void> {
-  if (!existsSync(o.plexusConf.local)) return;
-  await removeFile(o.plexusConf.local);
-  log.info({ config: o.plexusConf.host }, "Plexus config removed on exit (--cleanup-config-on-exit)");
+export async function removePlexusConfig(options: InstallOptions, log: Logger): Promise<void> {
+  if (!existsSync(options.plexusConf.local)) return;
+  await removeFile(options.plexusConf.local);
+  log.info({ config: options.plexusConf.host }, "Plexus config removed on exit (--cleanup-config-on-exit)");
 }

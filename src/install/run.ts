@@ -105,41 +105,41 @@ function watchedDirs(o: InstallOptions): string[] {
   return dirs.filter((d) => existsSync(d));
 }
 
-export async function runInstall(o: InstallOptions, deps: InstallDeps): Promise<number> {
+export async function runInstall(options: InstallOptions, deps: InstallDeps): Promise<number> {
   const { log } = deps;
   const state = newReconcileState();
   let notifier: ChangeNotifier | undefined;
   try {
-    requireDir(o.confDir.local, "--cni-conf-dir");
-    requireDir(o.binDir.local, "--cni-bin-dir");
+    requireDir(options.confDir.local, "--cni-conf-dir");
+    requireDir(options.binDir.local, "--cni-bin-dir");
     // A user-supplied config brings its own way to Kubernetes (checked at each pass).
-    const missing = o.userConfFile ? undefined : missingCredentials(o);
+    const missing = options.userConfFile ? undefined : missingCredentials(options);
     if (missing)
       throw new Error(`${missing}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
-    if (o.withoutKubernetes)
+    if (options.withoutKubernetes)
       log.warn("--without-kubernetes: the plugin config has no kubeconfig; pods get their default network(s) only");
-    if (o.cniDir) mkdirSync(o.cniDir.local, { recursive: true, mode: 0o700 });
-    copyBinary(o, state, log);
-    notifier = new ChangeNotifier(watchedDirs(o), o.pollIntervalMs);
-    const ready = await waitUntilReady(o, state, notifier, deps);
-    if (!ready) return deps.signal.aborted ? await exitOnSignal(o, log) : 1;
-    if (o.once) return 0;
-    if (o.watch) {
+    if (options.cniDir) mkdirSync(options.cniDir.local, { recursive: true, mode: 0o700 });
+    copyBinary(options, state, log);
+    notifier = new ChangeNotifier(watchedDirs(options), options.pollIntervalMs);
+    const ready = await waitUntilReady(options, state, notifier, deps);
+    if (!ready) return deps.signal.aborted ? await exitOnSignal(options, log) : 1;
+    if (options.once) return 0;
+    if (options.watch) {
       notifier.close();
       // The credentials dir exists now: watch it too (a deleted kubeconfig is restored at once).
-      notifier = new ChangeNotifier(watchedDirs(o), o.pollIntervalMs);
+      notifier = new ChangeNotifier(watchedDirs(options), options.pollIntervalMs);
       log.info(
-        { pollIntervalMs: o.pollIntervalMs },
+        { pollIntervalMs: options.pollIntervalMs },
         "watching the primary config, Plexus's files and the service-account token",
       );
-      await watchUntilAborted(o, state, notifier, deps);
+      await watchUntilAborted(options, state, notifier, deps);
     } else {
       log.info("--skip-config-watch: installed; waiting for SIGTERM");
       await new Promise<void>((resolve) =>
         deps.signal.aborted ? resolve() : deps.signal.addEventListener("abort", () => resolve(), { once: true }),
       );
     }
-    return await exitOnSignal(o, log);
+    return await exitOnSignal(options, log);
   } catch (err) {
     log.error({ err: asCniError(err).message }, "plexus install failed");
     return 1;

@@ -30,15 +30,15 @@ export function cpuinfoHasAvx2(cpuinfo: string): boolean {
  * there is one and the node's CPU has AVX2 (read from `cpuinfoPath`), else `own` (the build that
  * runs on any CPU of its architecture). An unreadable cpuinfo keeps `own`: it is the safe choice.
  */
-export function executableToInstall(o: { own: string | undefined; cpuinfoPath?: string }): string | undefined {
-  if (o.own === undefined) return undefined;
-  const avx2Build = join(dirname(o.own), AVX2_BUILD_NAME);
-  if (!existsSync(avx2Build)) return o.own;
+export function executableToInstall(options: { own: string | undefined; cpuinfoPath?: string }): string | undefined {
+  if (options.own === undefined) return undefined;
+  const avx2Build = join(dirname(options.own), AVX2_BUILD_NAME);
+  if (!existsSync(avx2Build)) return options.own;
   let cpuinfo: string;
   try {
-    cpuinfo = readFileSync(o.cpuinfoPath ?? "/proc/cpuinfo", "utf8");
+    cpuinfo = readFileSync(options.cpuinfoPath ?? "/proc/cpuinfo", "utf8");
   } catch {
-    return o.own;
+    return options.own;
   }
-  return cpuinfoHasAvx2(cpuinfo) ? avx2Build : o.own;
+  return cpuinfoHasAvx2(cpuinfo) ? avx2Build : options.own;
 }

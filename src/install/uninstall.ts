@@ -45,8 +45,8 @@ function absolute(value: string, flag: string): string {
 }
 
 /** The files to remove, as the installer named them (same flags, same defaults). */
-export function planUninstall(f: UninstallFlags): UninstallPlan {
-  const prefix = f.hostPrefix;
+export function planUninstall(flags: UninstallFlags): UninstallPlan {
+  const prefix = flags.hostPrefix;
   if (prefix !== "" && !posix.isAbsolute(prefix))
     throw new CniError(
       Code.InvalidNetworkConfig,
@@ -54,17 +54,17 @@ export function planUninstall(f: UninstallFlags): UninstallPlan {
     );
   const fromLocal = (local: string): HostPath => ({ local, host: toHost(local, prefix) });
   const fromHost = (host: string): HostPath => ({ local: toLocal(host, prefix), host });
-  const confDir = absolute(f.cniConfDir, "--cni-conf-dir");
-  const binDir = absolute(f.cniBinDir, "--cni-bin-dir");
-  const kubeconfig = fromHost(absolute(f.kubeconfigFileHost, "--kubeconfig-file-host"));
+  const confDir = absolute(flags.cniConfDir, "--cni-conf-dir");
+  const binDir = absolute(flags.cniBinDir, "--cni-bin-dir");
+  const kubeconfig = fromHost(absolute(flags.kubeconfigFileHost, "--kubeconfig-file-host"));
   const credDir = posix.dirname(kubeconfig.host);
   return {
     plexusConf: fromLocal(join(confDir, PLEXUS_CONF_NAME)),
     credentials: [kubeconfig, fromHost(posix.join(credDir, "token")), fromHost(posix.join(credDir, "ca.crt"))],
     credentialsDir: fromHost(credDir),
     binary: fromLocal(join(binDir, "plexus")),
-    cniDir: fromHost(absolute(f.cniDir, "--cni-dir")),
-    removeState: f.removeState ?? false,
+    cniDir: fromHost(absolute(flags.cniDir, "--cni-dir")),
+    removeState: flags.removeState ?? false,
   };
 }
 

@@ -88,26 +88,27 @@ export function loadUserConfig(path: string, hostPrefix: string): UserConfig {
  * then validate the config and install it as Plexus's config. A config that cannot work throws.
  */
 export async function reconcileUserConfig(
-  o: InstallOptions,
+  options: InstallOptions,
   state: ReconcileState,
   log: Logger,
 ): Promise<{ ready: true } | { ready: false; reason: string }> {
-  const path = o.userConfFile!;
-  checkBinary(o, state, log);
-  if (o.readinessIndicator && !existsSync(o.readinessIndicator.local)) {
-    const reason = `readiness indicator file ${o.readinessIndicator.host} does not exist`;
+  const path = options.userConfFile!;
+  checkBinary(options, state, log);
+  if (options.readinessIndicator && !existsSync(options.readinessIndicator.local)) {
+    const reason = `readiness indicator file ${options.readinessIndicator.host} does not exist`;
     if (state.notReadyReason !== reason) log.info({ reason }, "waiting for the primary network");
     state.notReadyReason = reason;
     return { ready: false, reason };
   }
   delete state.notReadyReason;
-  if (!o.withoutKubernetes && missingCredentials(o) === undefined) await syncCredentials(o, state, log);
-  const user = loadUserConfig(path, o.hostPrefix);
+  if (!options.withoutKubernetes && missingCredentials(options) === undefined)
+    await syncCredentials(options, state, log);
+  const user = loadUserConfig(path, options.hostPrefix);
   for (const w of user.warnings) if (!state.warnings.has(w)) log.warn(w);
   state.warnings = new Set(user.warnings);
-  if (readText(o.plexusConf.local) !== user.text) {
-    await syncFile(o.plexusConf.local, user.text);
-    log.info({ config: o.plexusConf.host, source: path }, "user-supplied Plexus config validated and installed");
+  if (readText(options.plexusConf.local) !== user.text) {
+    await syncFile(options.plexusConf.local, user.text);
+    log.info({ config: options.plexusConf.host, source: path }, "user-supplied Plexus config validated and installed");
   }
   state.written = user.text;
   return { ready: true };

@@ -12,7 +12,7 @@
  * repeats until none is left (bounded).
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { detachedCompressors } from "../log/rotate";
+import { logCompressorPids } from "../log/rotate";
 import { libc } from "./libc";
 
 const PR_SET_CHILD_SUBREAPER = 36;
@@ -30,8 +30,9 @@ export function becomeSubreaper(): boolean {
 }
 
 /**
- * Kills every child of Plexus that is not a running delegate (`running`) nor a log compressor, with its group, until
- * none is left; returns the pids killed (for the log). Zombies are reaped on the way.
+ * Kills every child of Plexus that is not a running delegate (`running`) nor its own log
+ * compressor (log/rotate.ts), with its group, until none is left; returns the pids killed (for the
+ * log). Zombies are reaped on the way.
  */
 export async function killOrphans(running: ReadonlySet<number>): Promise<number[]> {
   const c = libc();
@@ -41,8 +42,8 @@ export async function killOrphans(running: ReadonlySet<number>): Promise<number[
     const reaped = c.waitpid(-1, null, WNOHANG);
     if (reaped > 0) continue; // a zombie (an orphan that ended): look again
     if (reaped < 0) return killed; // ECHILD: no child at all
-    // A log backup's compressor is Plexus's own child, meant to outlive the call: spared.
-    const orphans = childrenOfSelf().filter((pid) => !running.has(pid) && !detachedCompressors.has(pid));
+    const compressors = logCompressorPids();
+    const orphans = childrenOfSelf().filter((pid) => !running.has(pid) && !compressors.has(pid));
     if (orphans.length === 0) return killed; // only running delegates
     for (const pid of orphans) {
       for (const target of [-pid, pid]) {

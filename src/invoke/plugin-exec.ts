@@ -22,12 +22,12 @@ export interface ExecRequest {
 
 export interface PluginExec {
   /** Resolves with stdout when the plugin exits 0; otherwise throws a CniError (C4.1, B51–B63). */
-  execPlugin(r: ExecRequest): Promise<Uint8Array>;
+  execPlugin(request: ExecRequest): Promise<Uint8Array>;
   /** Finds `type` in `dirs`, first hit wins; throws code 7 naming the type and the dirs (B9). */
   findInPath(type: string, dirs: readonly string[]): Promise<string>;
 }
 
-/** How one run of a delegate's process ended (raw-exec.ts under Node, spawn-bun.ts under Bun). */
+/** How one run of a delegate's process ended (spawn-bun.ts). */
 export interface ProcessOutcome {
   stdout: Buffer;
   stderr: Buffer;

@@ -1,10 +1,12 @@
 /**
- * Production {@link PluginExec}: a process without a shell, after libcni `pkg/invoke/raw_exec.go`
- * (Bun.spawn in the executable, spawn-bun.ts; node:child_process under Node).
+ * Production {@link PluginExec}: a process without a shell, after libcni `pkg/invoke/raw_exec.go`.
  * Each delegate runs in its own process group so that a deadline kills everything it started
  * (B52, B63); output is captured up to a cap (B61); ETXTBSY is retried with a fresh process (B51).
+ * One run is spawn-bun.ts's, the only implementation of that contract: Bun.spawn in the executable;
+ * under Node (Plexus's code run in-process by the integration tests of validate and records) the
+ * same run starts its process through spawn-node.ts. The executable's runner and its container lock
+ * are tested by the integration and end-to-end tiers against dist/plexus; unit tests use FakeExec.
  */
-import type { ChildProcess } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
@@ -14,7 +16,8 @@ import { findInPath } from "./find";
 import type { ExecRequest, PluginExec, ProcessOutcome } from "./plugin-exec";
 
 export type { ProcessOutcome };
-import { bunSpawn, killGroup, runProcessBun } from "./spawn-bun";
+import { bunSpawn, runProcessBun, type BunSpawn } from "./spawn-bun";
+import { nodeSpawn } from "./spawn-node";
 
 export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 export const MAX_STDERR_BYTES = 1024 * 1024;
@@ -23,7 +26,9 @@ const ETXTBSY_RETRIES = 5;
 const PIPE_GRACE_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const onBun = bunSpawn();
+let spawner: BunSpawn | undefined;
+/** Bun.spawn in the executable; its shape over node:child_process only where there is no Bun. */
+const spawnerOf = (): BunSpawn => (spawner ??= bunSpawn() ?? nodeSpawn());
 
 function tail(bytes: Uint8Array | undefined, max = 2000): string {
   if (!bytes || bytes.byteLength === 0) return "";
@@ -38,14 +43,14 @@ export class RawExec implements PluginExec {
     return findInPath(type, dirs);
   }
 
-  async execPlugin(r: ExecRequest): Promise<Uint8Array> {
+  async execPlugin(request: ExecRequest): Promise<Uint8Array> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.execOnce(r);
+        return await this.execOnce(request);
       } catch (err) {
         if (err instanceof TextFileBusy && attempt < ETXTBSY_RETRIES) {
           this.log.warn(
-            { delegate: r.what, attempt: attempt + 1 },
+            { delegate: request.what, attempt: attempt + 1 },
             "delegate binary is busy (being replaced); retrying",
           );
           await sleep(50 * 2 ** attempt);
@@ -54,7 +59,7 @@ export class RawExec implements PluginExec {
         if (err instanceof TextFileBusy) {
           throw new CniError(
             Code.TryAgainLater,
-            `${r.what}: ${r.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`,
+            `${request.what}: ${request.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`,
           );
         }
         throw err;
@@ -63,13 +68,11 @@ export class RawExec implements PluginExec {
   }
 
   private async execOnce(r: ExecRequest): Promise<Uint8Array> {
-    const res = onBun
-      ? await runProcessBun(onBun, r, {
-          maxStdoutBytes: MAX_STDOUT_BYTES,
-          maxStderrBytes: MAX_STDERR_BYTES,
-          pipeGraceMs: PIPE_GRACE_MS,
-        })
-      : await runProcess(r);
+    const res = await runProcessBun(spawnerOf(), r, {
+      maxStdoutBytes: MAX_STDOUT_BYTES,
+      maxStderrBytes: MAX_STDERR_BYTES,
+      pipeGraceMs: PIPE_GRACE_MS,
+    });
     if (res.orphansKilled?.length)
       this.log.warn(
         { delegate: r.what, killed: res.orphansKilled },
@@ -108,125 +111,6 @@ export class RawExec implements PluginExec {
     }
     if (res.exitCode === 0) return res.stdout;
     throw pluginError(r.what, res.exitCode ?? -1, res.stdout, stderrText);
-  }
-}
-
-/**
- * One run of a delegate under Node: no shell, its own process group (`detached`), the config on
- * stdin, stdout kept up to a cap and stderr up to another, the whole group SIGKILLed at the deadline.
- * Plain node:child_process: execa did this too, but loading it cost every invocation ~16 ms.
- */
-function runProcess(r: ExecRequest): Promise<ProcessOutcome> {
-  return new Promise((resolve) => {
-    const run = new NodeRun(resolve);
-    let child: ChildProcess;
-    try {
-      // Loaded here: the Bun executable never needs node:child_process for a delegate.
-      const extra = r.inheritFd === undefined ? [] : [r.inheritFd];
-      child = process
-        .getBuiltinModule("node:child_process")
-        .spawn(r.path, [], { env: r.env, stdio: ["pipe", "pipe", "pipe", ...extra], detached: true });
-    } catch (e) {
-      // Arguments Node refuses before any process exists (e.g. a NUL byte in the environment).
-      run.spawnError = e as NodeJS.ErrnoException;
-      run.finish(null, null);
-      return;
-    }
-    child.on("error", (e: NodeJS.ErrnoException) => run.onError(child, e));
-    child.on("close", (code, signal) => run.finish(code, signal));
-    child.on("exit", (code, signal) => run.onExit(child, code, signal));
-    child.stdout!.on("data", (chunk: Buffer) => run.onStdout(child, chunk));
-    child.stderr!.on("data", (chunk: Buffer) => run.onStderr(chunk));
-    // A delegate may exit without reading its config: EPIPE on stdin is its business, not a crash.
-    child.stdin!.on("error", () => {});
-    child.stdin!.end(r.stdin);
-    run.startDeadline(child, r.deadlineMs);
-  });
-}
-
-/** The state of one Node run and its event handlers; `finish` settles it once. */
-class NodeRun {
-  spawnError: NodeJS.ErrnoException | undefined;
-  private readonly out: Buffer[] = [];
-  private readonly err: Buffer[] = [];
-  private outBytes = 0;
-  private errBytes = 0;
-  private overflow = false;
-  private timedOut = false;
-  private settled = false;
-  private deadline: NodeJS.Timeout | undefined;
-  private grace: NodeJS.Timeout | undefined;
-
-  constructor(private readonly resolve: (o: ProcessOutcome) => void) {}
-
-  finish(exitCode: number | null, signal: NodeJS.Signals | null): void {
-    if (this.settled) return;
-    this.settled = true;
-    clearTimeout(this.deadline);
-    clearTimeout(this.grace);
-    const { spawnError, overflow, timedOut } = this;
-    this.resolve({
-      stdout: Buffer.concat(this.out),
-      stderr: Buffer.concat(this.err),
-      exitCode,
-      signal,
-      spawnError,
-      overflow,
-      timedOut,
-    });
-  }
-
-  /** A spawn failure (no pid) ends the run; later errors of a running child wait for its close. */
-  onError(child: ChildProcess, e: NodeJS.ErrnoException): void {
-    this.spawnError ??= e;
-    if (child.pid === undefined) this.finish(null, null);
-  }
-
-  /**
-   * Exited, but a child of it holds stdout (B63): after the grace, that group is killed and what
-   * the delegate wrote is used, instead of waiting for the deadline.
-   */
-  onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    this.grace ??= setTimeout(() => {
-      killGroup(child.pid);
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      this.finish(code, signal);
-    }, PIPE_GRACE_MS);
-  }
-
-  /** stdout up to MAX_STDOUT_BYTES; past it the group is killed and the output dropped (B61). */
-  onStdout(child: ChildProcess, chunk: Buffer): void {
-    if (this.overflow) return;
-    this.outBytes += chunk.byteLength;
-    if (this.outBytes > MAX_STDOUT_BYTES) {
-      this.overflow = true;
-      this.out.length = 0;
-      killGroup(child.pid);
-      return;
-    }
-    this.out.push(chunk);
-  }
-
-  /** stderr is only for the log: read and truncated, so a chatty delegate never fails a good ADD. */
-  onStderr(chunk: Buffer): void {
-    if (this.errBytes >= MAX_STDERR_BYTES) return;
-    const take = chunk.subarray(0, MAX_STDERR_BYTES - this.errBytes);
-    this.err.push(take);
-    this.errBytes += take.byteLength;
-  }
-
-  /** At the deadline the group is SIGKILLed (B52); pipes held open by children that escaped it (B63) must not keep us waiting. */
-  startDeadline(child: ChildProcess, ms: number): void {
-    this.deadline = setTimeout(() => {
-      this.timedOut = true;
-      killGroup(child.pid);
-      this.grace = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        this.finish(null, "SIGKILL");
-      }, PIPE_GRACE_MS);
-    }, ms);
   }
 }
 

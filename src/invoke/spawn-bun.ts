@@ -1,16 +1,17 @@
 /**
  * One run of a delegate through `Bun.spawn`, used where Plexus runs as its Bun executable
- * (dist/plexus). Same contract as `runProcess` in raw-exec.ts, which stays for Node (tests): no
- * shell, its own process group (`detached`), the config on stdin, stdout kept up to a cap and
- * stderr up to another, the whole group SIGKILLed at the deadline, then a grace for pipes held open
- * by children that escaped the group (B52, B61, B63); and whatever the delegate left running outside
- * its group (a `setsid` grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node
- * streams for every child; Bun.spawn does not, which saves a few milliseconds per delegate.
+ * (dist/plexus), and the only implementation of the runner's contract (under Node, spawn-node.ts
+ * gives node:child_process Bun.spawn's shape and this same code runs): no shell, its own process
+ * group (`detached`), the config on stdin, stdout kept up to a cap and stderr up to another, the
+ * whole group SIGKILLed at the deadline, then a grace for pipes held open by children that escaped
+ * the group (B52, B61, B63); and whatever the delegate left running outside its group (a `setsid`
+ * grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node streams for
+ * every child; Bun.spawn does not, which saves a few milliseconds per delegate.
  */
 import { becomeSubreaper, killOrphans } from "./orphans";
 import type { ExecRequest, ProcessOutcome } from "./plugin-exec";
 
-interface BunSubprocess {
+export interface BunSubprocess {
   readonly pid: number;
   readonly exited: Promise<number>;
   readonly signalCode: string | null;
@@ -18,13 +19,13 @@ interface BunSubprocess {
   readonly stderr: ReadableStream<Uint8Array>;
 }
 
-export type BunSpawn = (o: {
+export type BunSpawn = (options: {
   cmd: string[];
   env: Record<string, string>;
   /** stdin, stdout, stderr, then descriptors the child inherits as fd 3, 4, … */
   stdio: [Uint8Array, "pipe", "pipe", ...number[]];
   detached: boolean;
-}) => BunSubprocess;
+}) => BunSubprocess | Promise<BunSubprocess>;
 
 export interface RunLimits {
   maxStdoutBytes: number;
@@ -92,14 +93,14 @@ export async function runProcessBun(spawn: BunSpawn, request: ExecRequest, limit
   let child: BunSubprocess;
   try {
     const extra = request.inheritFd === undefined ? [] : [request.inheritFd];
-    child = spawn({
+    child = await spawn({
       cmd: [request.path],
       env: request.env,
       stdio: [request.stdin, "pipe", "pipe", ...extra],
       detached: true,
     });
   } catch (e) {
-    // ENOENT, EACCES, ETXTBSY… are thrown here, before any process exists.
+    // ENOENT, EACCES, ETXTBSY… are thrown (Bun) or rejected (Node) here, before any process exists.
     return {
       stdout: Buffer.alloc(0),
       stderr: Buffer.alloc(0),

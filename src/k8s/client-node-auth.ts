@@ -5,16 +5,28 @@
  * certificate never pays for client-node (kubeconfig.ts).
  */
 import type * as https from "node:https";
+import { dirname } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { CniError, Code } from "../cni/errors";
 import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfig";
 
-export async function pluginKubeSource(p: PluginKubeconfig): Promise<KubeSource> {
-  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `kubeconfig ${p.path}: ${why}`);
+/**
+ * client-node's KubeConfig from a kubeconfig as kubeconfig.ts read it (token files normalised),
+ * its relative paths taken from the kubeconfig's directory; the one loader for credential plugins
+ * and the daemon's watches (watch-cache.ts). Throws what client-node throws.
+ */
+export function clientNodeKubeConfig(kubeconfig: Pick<PluginKubeconfig, "path" | "raw">): KubeConfig {
   const kc = new KubeConfig();
+  kc.loadFromString(JSON.stringify(kubeconfig.raw));
+  kc.makePathsAbsolute(dirname(kubeconfig.path));
+  return kc;
+}
+
+export async function pluginKubeSource(kubeconfig: PluginKubeconfig): Promise<KubeSource> {
+  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `kubeconfig ${kubeconfig.path}: ${why}`);
+  let kc: KubeConfig;
   try {
-    kc.loadFromString(JSON.stringify(p.raw));
-    kc.makePathsAbsolute(p.path.replace(/\/[^/]*$/, "") || "/");
+    kc = clientNodeKubeConfig(kubeconfig);
   } catch (err) {
     throw fail(`is not a usable kubeconfig: ${(err as Error).message}`);
   }
@@ -37,7 +49,7 @@ export async function pluginKubeSource(p: PluginKubeconfig): Promise<KubeSource>
       }
     : undefined;
   return {
-    credentials: `kubeconfig ${p.path}`,
+    credentials: `kubeconfig ${kubeconfig.path}`,
     server,
     tls,
     auth: {

@@ -33,7 +33,7 @@ export interface DraReader {
   /** `undefined` when the claim does not exist. */
   getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined>;
   /** The slices of one driver on one node (every node's without `nodeName`). */
-  listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
+  listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
 }
 
 /** One network device a claim gave the pod. */

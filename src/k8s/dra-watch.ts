@@ -117,9 +117,9 @@ export class DraCaches {
   }
 
   /** This node's slices of one driver, or undefined when the cache cannot answer (not synced, another node). */
-  nodeSlices(q: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined {
-    if (!this.slices.synced || q.nodeName !== this.opts.nodeName) return undefined;
-    return this.slices.all().filter((s) => s.spec.driver === q.driver);
+  nodeSlices(query: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined {
+    if (!this.slices.synced || query.nodeName !== this.opts.nodeName) return undefined;
+    return this.slices.all().filter((s) => s.spec.driver === query.driver);
   }
 
   stats(): DraCacheStats {

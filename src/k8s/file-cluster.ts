@@ -79,10 +79,10 @@ export class FileCluster implements KubeApi {
     return (await this.load()).claims.get(`${namespace}/${name}`);
   }
 
-  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
     this.requestCount++;
     return (await this.load()).slices.filter(
-      (s) => s.spec.driver === q.driver && (!q.nodeName || s.spec.nodeName === q.nodeName),
+      (s) => s.spec.driver === query.driver && (!query.nodeName || s.spec.nodeName === query.nodeName),
     );
   }
 

@@ -96,14 +96,14 @@ export class HttpTransport {
   private readonly socketPath: string | undefined;
   private readonly servername: string | undefined;
 
-  constructor(o: HttpTransportOptions) {
-    this.maxBytes = o.maxBytes;
-    this.servername = o.tls?.servername;
-    this.socketPath = o.socketPath;
-    const maxSockets = o.maxSockets ?? 4;
+  constructor(options: HttpTransportOptions) {
+    this.maxBytes = options.maxBytes;
+    this.servername = options.tls?.servername;
+    this.socketPath = options.socketPath;
+    const maxSockets = options.maxSockets ?? 4;
     // node:https (tls, crypto) is loaded only for an HTTPS server: the daemon's socket needs none of it.
-    let tls = o.tls;
-    if (tls?.ca !== undefined && o.caAsProcessDefault) {
+    let tls = options.tls;
+    if (tls?.ca !== undefined && options.caAsProcessDefault) {
       process.getBuiltinModule("node:tls").setDefaultCACertificates([tls.ca]);
       const { ca: _, ...rest } = tls;
       tls = rest;
@@ -117,16 +117,16 @@ export class HttpTransport {
   }
 
   /** One request: open it, wait for the answer under the caller's signal, read the body within the cap. */
-  request(r: HttpRequest): Promise<HttpAnswer> {
+  request(asked: HttpRequest): Promise<HttpAnswer> {
     this.sent++;
     return new Promise<HttpAnswer>((resolve, reject) => {
-      const req = this.open(r);
-      const x = new Exchange(req, r, resolve, reject);
-      if (r.signal?.aborted) return x.abort();
-      r.signal?.addEventListener("abort", x.abort, { once: true });
+      const req = this.open(asked);
+      const x = new Exchange(req, asked, resolve, reject);
+      if (asked.signal?.aborted) return x.abort();
+      asked.signal?.addEventListener("abort", x.abort, { once: true });
       req.on("error", (err) => x.fail(err));
-      req.on("response", (res) => this.receive(res, r, x));
-      req.end(r.body);
+      req.on("response", (res) => this.receive(res, asked, x));
+      req.end(asked.body);
     });
   }
 

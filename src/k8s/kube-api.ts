@@ -1,5 +1,5 @@
 /**
- * The seam between orchestration and the Kubernetes API (STYLE "a seam you can fake").
+ * The seam between orchestration and the Kubernetes API, which unit tests fake (test/fakes/fake-kube.ts).
  * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
  * without a cluster; the API server's REST protocol (rest-kube.ts, loaded only on the paths that
  * need it); the node daemon's caches over its socket (daemon/client.ts).
@@ -35,7 +35,7 @@ export interface KubeApi {
    */
   getResourceClaim?(namespace: string, name: string): Promise<ResourceClaim | undefined>;
   /** M10, DRA: the ResourceSlices of one driver on one node (cluster-scoped). */
-  listResourceSlices?(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
+  listResourceSlices?(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
   /** Requests made so far (benchmarks: API requests per ADD). */
   readonly requestCount?: number;
   /** Releases connections (B36); safe to call more than once. */

@@ -4,23 +4,25 @@
  *
  * The CNI process reads the kubeconfig itself: the fields a node plugin's kubeconfig uses (server,
  * CA, client certificate, token, token file, basic auth, insecure-skip-tls-verify,
- * tls-server-name) need no @kubernetes/client-node, whose cold load would cost every pod ~130 ms.
+ * tls-server-name) need no @kubernetes/client-node, whose initialisation would cost every pod ~21 ms
+ * even from the executable's bytecode (docs/benchmarks.md).
  * A user with an `exec` or `auth-provider` credential plugin is handed to client-node's KubeConfig
  * (client-node-auth.ts, loaded only then).
  *
  * B15: a kubeconfig that is missing, unreadable, not YAML or not usable fails with code 7 naming the
- * file, before any request. B50: every file is read with one `readFile`, so a kubeconfig or token
- * replaced by rename (token rotation) is seen whole, old or new, never torn.
+ * file, before any request. B50: every file is read in one go from one descriptor, so a kubeconfig
+ * or token replaced by rename (token rotation) is seen whole, old or new, never torn. Each is read
+ * as input (readSharedFile): a FIFO or device at the path is refused instead of waited on; symlinks
+ * are followed, as a projected service-account token and a mounted secret are symlinks.
  */
-import { readFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { load } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { SERVICE_ACCOUNT_DIR } from "../config/defaults";
+import { readSharedFile } from "../store/shared-file";
 import type { TlsMaterial } from "./http-transport";
 
-export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 const MAX_KUBECONFIG_BYTES = 1024 * 1024;
 /** A token file is re-read at most this often (client-node and client-go: one minute). */
 const TOKEN_FILE_TTL_MS = 60_000;
@@ -55,14 +57,26 @@ export interface KubeSourceOptions {
 }
 
 /** Whether any Kubernetes configuration exists (M1: otherwise inline `delegates` only). */
-export function hasKubeSource(o: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
-  return Boolean(o.kubeconfig) || Boolean(o.env.KUBERNETES_SERVICE_HOST && o.env.KUBERNETES_SERVICE_PORT);
+export function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
+  return (
+    Boolean(options.kubeconfig) || Boolean(options.env.KUBERNETES_SERVICE_HOST && options.env.KUBERNETES_SERVICE_PORT)
+  );
 }
 
-export async function loadKubeSource(o: KubeSourceOptions): Promise<KubeSource | PluginKubeconfig | undefined> {
-  if (o.kubeconfig) return loadKubeconfigFile(o.kubeconfig);
-  if (hasKubeSource(o)) return loadInCluster(o.env, o.inClusterRoot ?? "");
+export async function loadKubeSource(options: KubeSourceOptions): Promise<KubeSource | PluginKubeconfig | undefined> {
+  if (options.kubeconfig) return loadKubeconfigFile(options.kubeconfig);
+  if (hasKubeSource(options)) return loadInCluster(options.env, options.inClusterRoot ?? "");
   return undefined;
+}
+
+/**
+ * The file's bytes, or an Error whose message says why not (`ENOENT`, "it is a FIFO, not a
+ * regular file", …): never blocks, follows symlinks, reads at most `maxBytes`.
+ */
+export function readCredentialFile(path: string, maxBytes = MAX_KUBECONFIG_BYTES): Buffer {
+  const file = readSharedFile(path, { maxBytes, followSymlink: true });
+  if (file.state === "found") return file.data;
+  throw new Error(file.state === "missing" ? "ENOENT" : file.reason);
 }
 
 function bad(path: string, why: string, cause?: unknown): CniError {
@@ -72,13 +86,9 @@ function bad(path: string, why: string, cause?: unknown): CniError {
 export async function readKubeconfig(path: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
-    const buf = await readFile(path);
-    if (buf.length > MAX_KUBECONFIG_BYTES) throw bad(path, `larger than ${MAX_KUBECONFIG_BYTES} bytes`);
-    text = buf.toString("utf8");
+    text = readCredentialFile(path).toString("utf8");
   } catch (err) {
-    if (err instanceof CniError) throw err;
-    const e = err as NodeJS.ErrnoException;
-    throw bad(path, `cannot be read: ${e.code ?? e.message}`);
+    throw bad(path, `cannot be read: ${(err as Error).message}`);
   }
   let raw: unknown;
   try {
@@ -123,9 +133,9 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
     const p = file(f);
     if (!p) return undefined;
     try {
-      return readFileSync(p);
+      return readCredentialFile(p);
     } catch (err) {
-      throw fail(`${what} ${p} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
+      throw fail(`${what} ${p} cannot be read: ${(err as Error).message}`, err);
     }
   };
   const tls: TlsMaterial = {
@@ -163,9 +173,9 @@ function staticHeaders(h: Record<string, string>): Auth {
 function tokenFileAuth(path: string, fail: (why: string, cause?: unknown) => CniError): Auth {
   const read = () => {
     try {
-      return readFileSync(path, "utf8").trim();
+      return readCredentialFile(path).toString("utf8").trim();
     } catch (err) {
-      throw fail(`token file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
+      throw fail(`token file ${path} cannot be read: ${(err as Error).message}`, err);
     }
   };
   let token = read();
@@ -217,9 +227,9 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
     );
   let ca: Buffer;
   try {
-    ca = await readFile(caFile);
+    ca = readCredentialFile(caFile);
   } catch (err) {
-    throw fail(`${caFile} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, err);
+    throw fail(`${caFile} cannot be read: ${(err as Error).message}`, err);
   }
   const auth = tokenFileAuth(tokenFile, (why) => fail(why));
   const host = env.KUBERNETES_SERVICE_HOST!;

@@ -100,12 +100,17 @@ export class PodResourcesClient {
   }
 
   /** The pod's device IDs per resource name, across all its containers, sorted (as Multus orders them). */
-  async devices(q: Omit<PodResourcesQuery, "socket">): Promise<Map<string, string[]>> {
-    const deadline = Date.now() + q.timeoutMs;
+  async devices(query: Omit<PodResourcesQuery, "socket">): Promise<Map<string, string[]>> {
+    const deadline = Date.now() + query.timeoutMs;
     try {
       if (!this.getUnimplemented) {
         try {
-          const got = (await unary(this.client, "Get", { podName: q.name, podNamespace: q.namespace }, deadline)) as {
+          const got = (await unary(
+            this.client,
+            "Get",
+            { podName: query.name, podNamespace: query.namespace },
+            deadline,
+          )) as {
             podResources?: PodResources;
           };
           return devicesOf(got.podResources);
@@ -115,9 +120,9 @@ export class PodResourcesClient {
         }
       }
       const all = (await unary(this.client, "List", {}, deadline)) as { podResources?: PodResources[] };
-      return devicesOf((all.podResources ?? []).find((p) => p.name === q.name && p.namespace === q.namespace));
+      return devicesOf((all.podResources ?? []).find((p) => p.name === query.name && p.namespace === query.namespace));
     } catch (err) {
-      throw failure({ ...q, socket: this.socket }, err);
+      throw failure({ ...query, socket: this.socket }, err);
     }
   }
 
@@ -127,10 +132,10 @@ export class PodResourcesClient {
 }
 
 /** One query on a channel of its own (the CNI process: one ADD, one query). */
-export async function podDeviceIds(q: PodResourcesQuery): Promise<Map<string, string[]>> {
-  const client = new PodResourcesClient(q.socket);
+export async function podDeviceIds(query: PodResourcesQuery): Promise<Map<string, string[]>> {
+  const client = new PodResourcesClient(query.socket);
   try {
-    return await client.devices(q);
+    return await client.devices(query);
   } finally {
     client.close();
   }

@@ -1,7 +1,7 @@
 /**
  * {@link KubeApi} over the API server's REST protocol: the four calls the plugin makes (get pod,
  * get NAD, merge-patch pods/status, create event) on {@link HttpTransport}, with bounded retries.
- * No @kubernetes/client-node here: its cold load (~130 ms, undici included) would be paid by every
+ * No @kubernetes/client-node here: its initialisation (~21 ms in the executable) would be paid by every
  * pod sandbox, and four JSON requests need none of its generated model classes.
  *
  * Failures become CniErrors: 3 pod not found (B38, B43), 6 undecodable answer (B40), 7 bad names
@@ -176,13 +176,13 @@ function isStringMap(v: unknown): v is Record<string, string> {
 }
 
 /** The fields of a v1 Pod Plexus reads (a watch cache keeps only these, too). */
-export function trimPod(o: Record<string, unknown>, fallbackNamespace: string): Pod | undefined {
-  const m = o.metadata as Record<string, unknown> | undefined;
-  if (o.kind !== undefined && o.kind !== "Pod") return undefined;
+export function trimPod(raw: Record<string, unknown>, fallbackNamespace: string): Pod | undefined {
+  const m = raw.metadata as Record<string, unknown> | undefined;
+  if (raw.kind !== undefined && raw.kind !== "Pod") return undefined;
   if (!m || typeof m.name !== "string" || !m.name) return undefined;
-  const spec = o.spec as Record<string, unknown> | undefined;
+  const spec = raw.spec as Record<string, unknown> | undefined;
   // M10, DRA: a pod with claims keeps them (and its containers' extended resources); others nothing more.
-  const claims = trimPodClaims(o);
+  const claims = trimPodClaims(raw);
   const nodeName = typeof spec?.nodeName === "string" && spec.nodeName ? { nodeName: spec.nodeName } : {};
   return {
     metadata: {
@@ -198,13 +198,13 @@ export function trimPod(o: Record<string, unknown>, fallbackNamespace: string): 
 }
 
 /** The fields of a NetworkAttachmentDefinition Plexus reads. */
-export function trimNad(o: Record<string, unknown>, fallbackNamespace: string): Nad | undefined {
-  const meta = o.metadata as Record<string, unknown> | undefined;
-  if (o.kind !== undefined && o.kind !== "NetworkAttachmentDefinition") return undefined;
+export function trimNad(raw: Record<string, unknown>, fallbackNamespace: string): Nad | undefined {
+  const meta = raw.metadata as Record<string, unknown> | undefined;
+  if (raw.kind !== undefined && raw.kind !== "NetworkAttachmentDefinition") return undefined;
   if (typeof meta?.name !== "string") return undefined;
-  const spec = o.spec as Record<string, unknown> | undefined;
+  const spec = raw.spec as Record<string, unknown> | undefined;
   return {
-    apiVersion: typeof o.apiVersion === "string" ? o.apiVersion : `${NAD_GROUP}/${NAD_VERSION}`,
+    apiVersion: typeof raw.apiVersion === "string" ? raw.apiVersion : `${NAD_GROUP}/${NAD_VERSION}`,
     kind: "NetworkAttachmentDefinition",
     metadata: {
       name: meta.name,
@@ -312,8 +312,11 @@ export class RestKube implements KubeApi {
   }
 
   /** M10, DRA: LIST the ResourceSlices of one driver on one node (server-side field selectors). */
-  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
-    const fieldSelector = [...(q.nodeName ? [`spec.nodeName=${q.nodeName}`] : []), `spec.driver=${q.driver}`].join(",");
+  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    const fieldSelector = [
+      ...(query.nodeName ? [`spec.nodeName=${query.nodeName}`] : []),
+      `spec.driver=${query.driver}`,
+    ].join(",");
     const l = await this.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { fieldSelector });
     if (l.kind !== "ResourceSliceList" || !Array.isArray(l.items))
       throw new CniError(

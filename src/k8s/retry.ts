@@ -4,6 +4,7 @@
  * deadline. Multus retries `GetPod` with a fixed 250 ms budget, which fails on slow clusters; the
  * numbers here are options (wired to config keys by the caller) with roomier defaults.
  */
+import { DEFAULT_API_REQUEST_TIMEOUT_MS, DEFAULT_API_TOTAL_TIMEOUT_MS } from "../config/defaults";
 
 export interface RetryPolicy {
   /** One attempt, headers and body included (ms). */
@@ -18,8 +19,8 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = {
-  requestTimeoutMs: 5_000,
-  totalTimeoutMs: 20_000,
+  requestTimeoutMs: DEFAULT_API_REQUEST_TIMEOUT_MS,
+  totalTimeoutMs: DEFAULT_API_TOTAL_TIMEOUT_MS,
   baseDelayMs: 100,
   maxDelayMs: 2_000,
   maxAttempts: 6,
@@ -59,11 +60,11 @@ export class RetriesExhausted extends Error {
 
 /** Backoff before attempt `n + 1` (n ≥ 1): base·2^(n-1) capped, "equal jitter" (half fixed, half random). */
 export function backoffMs(
-  n: number,
+  attempt: number,
   policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">,
   random: () => number,
 ): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, n - 1));
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
@@ -91,24 +92,27 @@ export interface RetryOptions {
  * it is), or attempts/deadline run out (`RetriesExhausted` wrapping the last error). Each attempt's
  * timeout is the policy's, shortened to what is left of the deadline.
  */
-export async function withRetry<T>(attempt: (timeoutMs: number, n: number) => Promise<T>, o: RetryOptions): Promise<T> {
-  const clock = o.clock ?? realClock;
+export async function withRetry<T>(
+  attempt: (timeoutMs: number, n: number) => Promise<T>,
+  options: RetryOptions,
+): Promise<T> {
+  const clock = options.clock ?? realClock;
   const start = clock.now();
-  const deadline = Math.min(start + o.policy.totalTimeoutMs, o.deadlineAt ?? Number.POSITIVE_INFINITY);
+  const deadline = Math.min(start + options.policy.totalTimeoutMs, options.deadlineAt ?? Number.POSITIVE_INFINITY);
   for (let n = 1; ; n++) {
     const left = deadline - clock.now();
-    const timeoutMs = Math.max(1, Math.min(o.policy.requestTimeoutMs, left));
+    const timeoutMs = Math.max(1, Math.min(options.policy.requestTimeoutMs, left));
     try {
       return await attempt(timeoutMs, n);
     } catch (err) {
-      const verdict = o.classify(err);
+      const verdict = options.classify(err);
       if (!verdict.retry) throw err;
       const elapsed = clock.now() - start;
-      if (n >= o.policy.maxAttempts) throw new RetriesExhausted(err, n, elapsed, "attempts");
-      const delay = Math.max(backoffMs(n, o.policy, clock.random), verdict.afterMs ?? 0);
+      if (n >= options.policy.maxAttempts) throw new RetriesExhausted(err, n, elapsed, "attempts");
+      const delay = Math.max(backoffMs(n, options.policy, clock.random), verdict.afterMs ?? 0);
       // Waiting past the deadline only to fail later helps nobody: give up now.
       if (clock.now() + delay >= deadline) throw new RetriesExhausted(err, n, elapsed, "deadline");
-      o.onRetry?.(err, n, delay);
+      options.onRetry?.(err, n, delay);
       await clock.sleep(delay);
     }
   }

@@ -14,9 +14,9 @@
  * restarted with exponential backoff, and `synced` turns false until it has listed again.
  */
 import { KubeConfig, ListWatch, Watch, type KubernetesObject } from "@kubernetes/client-node";
-import { dirname } from "node:path";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
+import { clientNodeKubeConfig } from "./client-node-auth";
 import { apiStatusIn, NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
 
 /** GET a list (path + query) from the API server, as JSON. */
@@ -60,9 +60,9 @@ export const LIST_PAGE = 500;
  * than what this cache has seen: also from the watch cache), and "" — a quorum read from etcd —
  * only after the server said that one is unavailable (410 Expired, or too large for its cache).
  */
-export function listResourceVersion(o: { lastSynced: string; unavailable: boolean }): string {
-  if (o.unavailable) return "";
-  return o.lastSynced || "0";
+export function listResourceVersion(state: { lastSynced: string; unavailable: boolean }): string {
+  if (state.unavailable) return "";
+  return state.lastSynced || "0";
 }
 
 /** 410 Expired/Gone, or the watch cache's "Too large resource version": list again with "". */
@@ -86,8 +86,8 @@ export interface InformerOptions<T> {
   /** One full list at a resourceVersion (see {@link listAt}), its objects trimmed. */
   list: (resourceVersion: string) => Promise<Listed>;
   /** What the cache keeps of an object (undefined: not kept). */
-  trim: (o: Record<string, unknown>) => Trimmed | undefined;
-  decode: (o: Trimmed) => T | undefined;
+  trim: (raw: Record<string, unknown>) => Trimmed | undefined;
+  decode: (trimmed: Trimmed) => T | undefined;
   log: Logger;
   /** Restart backoff after a failed list or watch, doubling from min to max. */
   backoff: { minMs: number; maxMs: number };
@@ -108,16 +108,16 @@ export class Informer<T> {
   private unavailable = false;
   readonly counters = { restarts: 0, lists: 0, errors: 0 };
 
-  constructor(private readonly o: InformerOptions<T>) {
-    this.kind = o.kind;
-    this.delay = o.backoff.minMs;
+  constructor(private readonly options: InformerOptions<T>) {
+    this.kind = options.kind;
+    this.delay = options.backoff.minMs;
     this.lw = new ListWatch<Trimmed>(
-      o.path,
-      this.trimmingWatch(new Watch(o.kc)),
+      options.path,
+      this.trimmingWatch(new Watch(options.kc)),
       (() => this.relist()) as never,
       false,
       undefined,
-      o.fieldSelector,
+      options.fieldSelector,
     );
     this.lw.on("error", (err) => this.onError(err));
   }
@@ -128,15 +128,15 @@ export class Informer<T> {
     const rv = listResourceVersion({ lastSynced: this.lastSynced, unavailable: this.unavailable });
     let l: Listed;
     try {
-      l = await this.o.list(rv);
+      l = await this.options.list(rv);
     } catch (err) {
       if (rv === "" || !isResourceVersionUnavailable(err)) throw err;
-      this.o.log.info(
+      this.options.log.info(
         { kind: this.kind, resourceVersion: rv },
         "watch cache: resourceVersion unavailable; listing from etcd",
       );
       this.unavailable = true;
-      l = await this.o.list("");
+      l = await this.options.list("");
     }
     this.unavailable = false;
     this.lastSynced = l.metadata.resourceVersion;
@@ -167,7 +167,7 @@ export class Informer<T> {
           (phase, obj, raw) => {
             if (phase !== "ERROR") this.sawResourceVersion(obj);
             if (phase === "ERROR" || phase === "BOOKMARK") return cb(phase, obj, raw);
-            const t = this.o.trim(obj as Record<string, unknown>);
+            const t = this.options.trim(obj as Record<string, unknown>);
             if (t) cb(phase, t, raw);
           },
           (err) => {
@@ -188,7 +188,7 @@ export class Informer<T> {
 
   recovered(): void {
     this.healthy = true;
-    this.delay = this.o.backoff.minMs;
+    this.delay = this.options.backoff.minMs;
   }
 
   get size(): number {
@@ -202,11 +202,11 @@ export class Informer<T> {
 
   get(namespace: string, name: string): T | undefined {
     const o = this.lw.get(name, namespace);
-    return o ? this.o.decode(o) : undefined;
+    return o ? this.options.decode(o) : undefined;
   }
 
   all(): T[] {
-    return this.lw.list().flatMap((o) => this.o.decode(o) ?? []);
+    return this.lw.list().flatMap((o) => this.options.decode(o) ?? []);
   }
 
   private onError(err: unknown): void {
@@ -214,8 +214,8 @@ export class Informer<T> {
     this.counters.errors++;
     this.healthy = false;
     const delay = this.delay;
-    this.delay = Math.min(this.delay * 2, this.o.backoff.maxMs);
-    this.o.log.warn(
+    this.delay = Math.min(this.delay * 2, this.options.backoff.maxMs);
+    this.options.log.warn(
       { kind: this.kind, err: err instanceof Error ? err.message : String(err), retryInMs: delay },
       "watch cache: list or watch failed; restarting",
     );
@@ -238,12 +238,12 @@ export class Informer<T> {
  * A pod as the daemon keeps it: what the CNI binary reads (trimPod), plus what the
  * missing-networks detector needs: the phase, hostNetwork and a pending deletion.
  */
-export function trimWatchedPod(o: Record<string, unknown>): Pod | undefined {
-  const pod = trimPod(o, "");
+export function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
+  const pod = trimPod(raw, "");
   if (!pod) return undefined;
-  const meta = o.metadata as Record<string, unknown>;
-  const spec = o.spec as Record<string, unknown> | undefined;
-  const status = o.status as Record<string, unknown> | undefined;
+  const meta = raw.metadata as Record<string, unknown>;
+  const spec = raw.spec as Record<string, unknown> | undefined;
+  const status = raw.status as Record<string, unknown> | undefined;
   if (typeof meta.deletionTimestamp === "string") pod.metadata.deletionTimestamp = meta.deletionTimestamp;
   if (spec?.hostNetwork === true) pod.spec = { ...pod.spec, hostNetwork: true };
   if (typeof status?.phase === "string") pod.status = { ...pod.status, phase: status.phase };
@@ -252,11 +252,9 @@ export function trimWatchedPod(o: Record<string, unknown>): Pod | undefined {
 
 /** client-node's KubeConfig for watches: the kubeconfig as read by kubeconfig.ts, else in-cluster. */
 export function watchKubeConfig(kubeconfig: WatchCacheOptions["kubeconfig"]): KubeConfig {
+  if (kubeconfig) return clientNodeKubeConfig(kubeconfig);
   const kc = new KubeConfig();
-  if (kubeconfig) {
-    kc.loadFromString(JSON.stringify(kubeconfig.raw));
-    kc.makePathsAbsolute(dirname(kubeconfig.path));
-  } else kc.loadFromCluster();
+  kc.loadFromCluster();
   return kc;
 }
 
@@ -264,15 +262,15 @@ export class WatchCaches {
   private readonly pods: Informer<Pod>;
   private readonly nads: Informer<Nad>;
 
-  constructor(o: WatchCacheOptions) {
-    const kc = watchKubeConfig(o.kubeconfig);
-    const min = o.minRestartDelayMs ?? 500;
-    const max = o.maxRestartDelayMs ?? 30_000;
-    const fieldSelector = `spec.nodeName=${o.nodeName}`;
+  constructor(options: WatchCacheOptions) {
+    const kc = watchKubeConfig(options.kubeconfig);
+    const min = options.minRestartDelayMs ?? 500;
+    const max = options.maxRestartDelayMs ?? 30_000;
+    const fieldSelector = `spec.nodeName=${options.nodeName}`;
     const listOf =
       (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) =>
       (resourceVersion: string) =>
-        listAt({ list: o.list, path, query, trim, resourceVersion });
+        listAt({ list: options.list, path, query, trim, resourceVersion });
     const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
@@ -286,7 +284,7 @@ export class WatchCaches {
       list: listOf(podPath, { fieldSelector }, trimP),
       trim: trimP,
       decode: (x) => x as unknown as Pod,
-      log: o.log,
+      log: options.log,
       backoff,
     });
     this.nads = new Informer<Nad>({
@@ -296,7 +294,7 @@ export class WatchCaches {
       list: listOf(nadPath, {}, trimN),
       trim: trimN,
       decode: (x) => x as unknown as Nad,
-      log: o.log,
+      log: options.log,
       backoff,
     });
   }
@@ -348,34 +346,41 @@ export class WatchCaches {
 /** The `list` of an Informer: {@link listAt} of one collection, at the resourceVersion the informer asks for. */
 export function lister(
   list: ListFn,
-  q: { path: string; query: Record<string, string>; trim: (x: Record<string, unknown>) => Trimmed | undefined },
+  spec: { path: string; query: Record<string, string>; trim: (x: Record<string, unknown>) => Trimmed | undefined },
 ): (resourceVersion: string) => Promise<Listed> {
-  return (resourceVersion) => listAt({ list, ...q, resourceVersion });
+  return (resourceVersion) => listAt({ list, ...spec, resourceVersion });
 }
 
-export async function listAt(o: {
+export async function listAt(options: {
   list: ListFn;
   path: string;
   query: Record<string, string>;
   trim: (x: Record<string, unknown>) => Trimmed | undefined;
   resourceVersion: string;
 }): Promise<Listed> {
-  const rv = o.resourceVersion;
+  const rv = options.resourceVersion;
   const paged = rv === "" || rv === "0";
-  const first = { ...o.query, ...(rv ? { resourceVersion: rv } : {}), ...(paged ? { limit: String(LIST_PAGE) } : {}) };
+  const first = {
+    ...options.query,
+    ...(rv ? { resourceVersion: rv } : {}),
+    ...(paged ? { limit: String(LIST_PAGE) } : {}),
+  };
   const out: Listed = { metadata: { resourceVersion: "" }, items: [] };
   let cont: string | undefined;
   do {
     let page: Record<string, unknown>;
     try {
-      page = await o.list(o.path, cont ? { ...o.query, limit: String(LIST_PAGE), continue: cont } : first);
+      page = await options.list(
+        options.path,
+        cont ? { ...options.query, limit: String(LIST_PAGE), continue: cont } : first,
+      );
     } catch (err) {
       if (!cont || !isExpired(err)) throw err;
-      const whole = await o.list(o.path, o.query);
-      return collect({ metadata: { resourceVersion: "" }, items: [] }, whole, o.trim, true);
+      const whole = await options.list(options.path, options.query);
+      return collect({ metadata: { resourceVersion: "" }, items: [] }, whole, options.trim, true);
     }
     // Every page is of the first page's snapshot; its resourceVersion is where the watch starts.
-    collect(out, page, o.trim, !cont);
+    collect(out, page, options.trim, !cont);
     const meta = (page.metadata ?? {}) as Record<string, unknown>;
     cont = typeof meta.continue === "string" && meta.continue !== "" ? meta.continue : undefined;
   } while (cont);

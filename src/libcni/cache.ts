@@ -56,8 +56,8 @@ export class ResultCache {
     return this.store.dir;
   }
 
-  path(k: AttachmentKey): string {
-    return this.store.path(identityOf(k));
+  path(key: AttachmentKey): string {
+    return this.store.path(identityOf(key));
   }
 
   async set(entry: Omit<CachedAttachment, "kind">): Promise<void> {
@@ -68,13 +68,13 @@ export class ResultCache {
    * Missing or unreadable entries are `undefined`: a DEL then runs without `prevResult`, as libcni's
    * does. So is an entry whose identity is not the one asked for.
    */
-  async get(k: AttachmentKey): Promise<CachedAttachment | undefined> {
-    const read = this.store.read(identityOf(k));
+  async get(key: AttachmentKey): Promise<CachedAttachment | undefined> {
+    const read = this.store.read(identityOf(key));
     return read.state === "found" ? read.value : undefined;
   }
 
-  async delete(k: AttachmentKey): Promise<void> {
-    await this.store.delete(identityOf(k));
+  async delete(key: AttachmentKey): Promise<void> {
+    await this.store.delete(identityOf(key));
   }
 
   /** Every readable entry, optionally only those of one network (GC). */

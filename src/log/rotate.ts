@@ -115,10 +115,15 @@ fs.createReadStream(src).pipe(zlib.createGzip()).pipe(fs.createWriteStream(tmp, 
 `;
 
 /**
- * The compressors this process started: children of Plexus that are meant to outlive it, which the
- * delegate-orphan sweep (invoke/orphans.ts, Plexus being the child subreaper) must spare.
+ * The compressors this process started. They are its children, not a delegate's leftovers: the
+ * executable, which kills every child that is not a running delegate after each delegate ends
+ * (invoke/orphans.ts), leaves these alone, or a slow compression would be cut short.
  */
-export const detachedCompressors = new Set<number>();
+const compressors = new Set<number>();
+
+export function logCompressorPids(): ReadonlySet<number> {
+  return compressors;
+}
 
 function compressDetached(backup: string): void {
   const child = spawn(process.execPath, ["-e", GZIP_SCRIPT], {
@@ -126,8 +131,8 @@ function compressDetached(backup: string): void {
     stdio: "ignore",
     env: { BUN_BE_BUN: "1", PLEXUS_LOG_BACKUP: backup },
   });
+  if (child.pid !== undefined) compressors.add(child.pid);
   child.on("error", () => {}); // the backup stays uncompressed
-  if (child.pid !== undefined) detachedCompressors.add(child.pid);
   child.unref();
 }
 

@@ -141,15 +141,15 @@ export class RouteSocket {
   }
 
   /** `ip route replace|append default via gateway dev ifName`. */
-  addDefault(o: { gateway: string; ifName: string; mode: "replace" | "append" }): void {
-    const v = isIP(o.gateway);
-    if (v !== 4 && v !== 6) throw new NetlinkError(22, `${o.gateway} is not an IP address`);
-    const index = this.indexes.get(o.ifName) ?? 0;
-    if (index === 0) throw new NetlinkError(19, `the pod has no interface ${o.ifName} for it`);
-    const flags = NLM_F_CREATE | (o.mode === "replace" ? NLM_F_REPLACE : NLM_F_APPEND);
+  addDefault(route: { gateway: string; ifName: string; mode: "replace" | "append" }): void {
+    const v = isIP(route.gateway);
+    if (v !== 4 && v !== 6) throw new NetlinkError(22, `${route.gateway} is not an IP address`);
+    const index = this.indexes.get(route.ifName) ?? 0;
+    if (index === 0) throw new NetlinkError(19, `the pod has no interface ${route.ifName} for it`);
+    const flags = NLM_F_CREATE | (route.mode === "replace" ? NLM_F_REPLACE : NLM_F_APPEND);
     const oif = Buffer.alloc(4);
     oif.writeUInt32LE(index);
-    const attrs = [attribute(RTA_GATEWAY, ipBytes(o.gateway, v)), attribute(RTA_OIF, oif)];
+    const attrs = [attribute(RTA_GATEWAY, ipBytes(route.gateway, v)), attribute(RTA_OIF, oif)];
     const errno = this.request(RTM_NEWROUTE, flags, routeMessage(v, RT_SCOPE_UNIVERSE, RTN_UNICAST), attrs);
     if (errno !== 0) throw new NetlinkError(errno, "the kernel refused the route");
   }

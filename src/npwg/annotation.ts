@@ -7,6 +7,7 @@
  * request is worse than failing, so any invalid part fails the ADD with code 7 naming the item
  * (1-based), the key and the value.
  */
+import { showValue as show } from "../cni/json";
 import { Address4, Address6 } from "ip-address";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
@@ -27,11 +28,6 @@ const MAX_ANNOTATION_BYTES = 256 * 1024;
 
 function fail(item: string, msg: string): never {
   throw new CniError(Code.InvalidNetworkConfig, `networks annotation ${item}: ${msg}`);
-}
-
-function show(v: unknown): string {
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 80 ? `${s.slice(0, 80)}… (${s.length} characters)` : s;
 }
 
 /**

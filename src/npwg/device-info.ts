@@ -38,9 +38,9 @@ export interface CniDeviceInfoName {
 }
 
 /** Plexus's copy for one attachment, or undefined when a name cannot be part of a path. */
-export function cniDeviceInfoPath(dir: string, n: CniDeviceInfoName): string | undefined {
-  if (!safe(n.network) || !safe(n.containerId) || !safe(n.ifName)) return undefined;
-  return join(dir, "cni", `${n.network}-${n.containerId}_${n.ifName}`);
+export function cniDeviceInfoPath(dir: string, name: CniDeviceInfoName): string | undefined {
+  if (!safe(name.network) || !safe(name.containerId) || !safe(name.ifName)) return undefined;
+  return join(dir, "cni", `${name.network}-${name.containerId}_${name.ifName}`);
 }
 
 export type DeviceInfoRead =

@@ -2,6 +2,7 @@
  * N3.3: object names and namespaces are DNS-1123 labels. Checked before a name reaches a URL or a
  * message, so `.`, `..` or `%2e` can never turn into a different request (B20).
  */
+import { showValue as show } from "../cni/json";
 import { CniError, Code } from "../cni/errors";
 
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -15,13 +16,6 @@ export function dns1123LabelProblem(value: string): string | undefined {
   if (!LABEL.test(value))
     return "it must consist of lower-case letters, digits and '-', and start and end with a letter or digit";
   return undefined;
-}
-
-/** A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood the log. */
-function show(value: string): string {
-  return value.length > 80
-    ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)`
-    : JSON.stringify(value);
 }
 
 /** Throws code 7 naming `what` (e.g. `pod namespace`) and the value; returns the value. */

@@ -19,7 +19,7 @@ export interface InterfaceNameOptions {
    * A caller that puts other selections first (the config's `defaultNetworks`) says so here, so the
    * item numbers in a message are the user's.
    */
-  label?: (sel: NetworkSelection, i: number) => string;
+  label?: (sel: NetworkSelection, index: number) => string;
 }
 
 const annotationItem = (sel: NetworkSelection, i: number) =>

@@ -37,20 +37,20 @@ export interface NamespaceAccess {
   allowMultusNamespace?: boolean;
 }
 
-export function checkNamespaceAccess(o: NamespaceAccess): void {
-  const { podNamespace, ref, conf } = o;
+export function checkNamespaceAccess(access: NamespaceAccess): void {
+  const { podNamespace, ref, conf } = access;
   if (!conf.namespaceIsolation) return;
   const globals = effectiveGlobalNamespaces(conf);
   if (ref.namespace === podNamespace || globals.includes(ref.namespace)) return;
-  if (o.allowMultusNamespace && ref.namespace === conf.multusNamespace) return;
+  if (access.allowMultusNamespace && ref.namespace === conf.multusNamespace) return;
   const allowed = [
     `the pod's namespace`,
-    ...(o.allowMultusNamespace ? [`multusNamespace ${conf.multusNamespace}`] : []),
+    ...(access.allowMultusNamespace ? [`multusNamespace ${conf.multusNamespace}`] : []),
     `globalNamespaces (${globals.join(", ")})`,
   ];
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `${o.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
+    `${access.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
   );
 }
 

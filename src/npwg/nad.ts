@@ -103,10 +103,14 @@ function parse(value: unknown, what: string, nad: Nad, opts: ResolveNadOptions, 
  * namespace searched and where the reference came from; it avoids the words "not found", which
  * runtimes match on DEL to mean "already gone" (B62).
  */
-export function missingNadError(o: { pod?: string; ref: { namespace: string; name: string }; from: string }): CniError {
-  const { namespace, name } = o.ref;
+export function missingNadError(options: {
+  pod?: string;
+  ref: { namespace: string; name: string };
+  from: string;
+}): CniError {
+  const { namespace, name } = options.ref;
   return new CniError(
     Code.InvalidNetworkConfig,
-    `${o.pod ? `pod ${o.pod}: ` : ""}network ${namespace}/${name} (${o.from}): no NetworkAttachmentDefinition named ${JSON.stringify(name)} exists in namespace ${namespace}`,
+    `${options.pod ? `pod ${options.pod}: ` : ""}network ${namespace}/${name} (${options.from}): no NetworkAttachmentDefinition named ${JSON.stringify(name)} exists in namespace ${namespace}`,
   );
 }

@@ -73,19 +73,19 @@ export function wantsJson(output: string | undefined): boolean {
 }
 
 export async function opsContext(
-  f: CommonFlags,
+  flags: CommonFlags,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<OpsContext> {
-  const json = wantsJson(f.output);
-  const node = loadNodeConfig({ config: f.config, confDir: f.cniConfDir });
-  if (f.kubeconfig) node.conf.kubeconfig = f.kubeconfig;
-  const log = await createLogger({ logLevel: f.logLevel ?? "panic", logToStderr: true }, { component: "ops" });
+  const json = wantsJson(flags.output);
+  const node = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir });
+  if (flags.kubeconfig) node.conf.kubeconfig = flags.kubeconfig;
+  const log = await createLogger({ logLevel: flags.logLevel ?? "panic", logToStderr: true }, { component: "ops" });
   const kube = kubeFactory(node.conf, {
     env,
     log,
     client: { retry: { requestTimeoutMs: node.conf.apiRequestTimeoutMs, totalTimeoutMs: node.conf.apiTotalTimeoutMs } },
   });
-  return { ...node, cniPath: cniPathOf(f.cniPath, env), kube, log, json, env };
+  return { ...node, cniPath: cniPathOf(flags.cniPath, env), kube, log, json, env };
 }
 
 /**
@@ -105,8 +105,8 @@ export class ReadOnlyKube implements KubeApi {
   async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
     return this.inner.getResourceClaim?.(namespace, name);
   }
-  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
-    return (await this.inner.listResourceSlices?.(q)) ?? [];
+  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    return (await this.inner.listResourceSlices?.(query)) ?? [];
   }
   async setNetworkStatus(): Promise<void> {}
   async recordEvent(_pod: unknown, event: PodEvent): Promise<void> {

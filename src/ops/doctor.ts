@@ -4,14 +4,14 @@
  * it points at, the readiness file, the kubeconfig and its token's expiry, the API server, the
  * daemon socket and its caches, stale or corrupt container records, free space under cniDir.
  */
-import { existsSync, readFileSync, statfsSync } from "node:fs";
+import { existsSync, statfsSync } from "node:fs";
 import { request } from "node:http";
 import { dirname } from "node:path";
-import { load } from "js-yaml";
 import { isPlainObject } from "../cni/json";
-import { PLEXUS_KEYS } from "../config/plugin-conf";
+import { DEFAULT_CONF_DIR, PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../k8s/index";
+import { readCredentialFile, readKubeconfig } from "../k8s/kubeconfig";
 import { resolveDefaultNetworks } from "../npwg/default-network";
 import { auxiliaryChainDir, loadAuxiliaryChain } from "../orchestrate/aux-chain";
 import { FsNetworkSource } from "../orchestrate/network-source";
@@ -48,9 +48,9 @@ export function tokenExpiry(token: string): Date | undefined {
   }
 }
 
-function tokenOf(kubeconfig: string): { token?: string; from: string } {
-  const raw = load(readFileSync(kubeconfig, "utf8"));
-  if (!isPlainObject(raw)) throw new Error("not a YAML mapping");
+/** The token the kubeconfig's current user sends, read as the plugin reads it (k8s/kubeconfig.ts). */
+async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
+  const raw = await readKubeconfig(kubeconfig);
   const ctxName = raw["current-context"];
   const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as
     | Record<string, unknown>
@@ -62,17 +62,16 @@ function tokenOf(kubeconfig: string): { token?: string; from: string } {
     | undefined;
   const user = isPlainObject(entry?.user) ? entry.user : {};
   if (typeof user.token === "string") return { token: user.token, from: `${kubeconfig} (inline token)` };
-  if (typeof user.tokenFile === "string") {
-    const path = user.tokenFile.startsWith("/") ? user.tokenFile : `${dirname(kubeconfig)}/${user.tokenFile}`;
-    return { token: readFileSync(path, "utf8"), from: path };
-  }
+  // readKubeconfig made `tokenFile` or `token-file` one absolute `token-file`.
+  const path = user["token-file"];
+  if (typeof path === "string") return { token: readCredentialFile(path).toString("utf8"), from: path };
   return { from: `${kubeconfig} (no token: client certificate or credential plugin)` };
 }
 
-function checkToken(kubeconfig: string, add: Add, now = Date.now()): void {
-  let t: ReturnType<typeof tokenOf>;
+async function checkToken(kubeconfig: string, add: Add, now = Date.now()): Promise<void> {
+  let t: Awaited<ReturnType<typeof tokenOf>>;
   try {
-    t = tokenOf(kubeconfig);
+    t = await tokenOf(kubeconfig);
   } catch (err) {
     return add(
       "error",
@@ -164,7 +163,7 @@ async function checkApi(ctx: OpsContext, add: Add): Promise<void> {
       'no kubeconfig, fileClusterDir or in-cluster environment: every ADD of a pod fails (code 7); is plexus install running? (set "withoutKubernetes": true for a node without Kubernetes)',
     );
   }
-  if (conf.kubeconfig) checkToken(conf.kubeconfig, add);
+  if (conf.kubeconfig) await checkToken(conf.kubeconfig, add);
   try {
     const api = await loadKubeApi(conf, {
       env: ctx.env,
@@ -297,7 +296,7 @@ function checkReadiness(conf: OpsContext["conf"], add: Add): void {
 export async function doctor(flags: CommonFlags, env = process.env): Promise<Check[]> {
   const checks: Check[] = [];
   const add: Add = (level, subject, msg) => void checks.push({ level, subject, msg });
-  checkRuntimeConfig(flags.cniConfDir ?? "/etc/cni/net.d", add);
+  checkRuntimeConfig(flags.cniConfDir ?? DEFAULT_CONF_DIR, add);
   let ctx: OpsContext;
   try {
     ctx = await opsContext(flags, env);

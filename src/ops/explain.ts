@@ -256,14 +256,16 @@ function indent(text: string, by: string): string {
     .join("\n");
 }
 
-export function renderExplanation(r: Explanation): string {
+export function renderExplanation(explanation: Explanation): string {
   const lines: string[] = [];
   lines.push(
-    `${r.pod ? `pod ${r.pod}` : "no pod (default networks only)"}; Plexus config ${r.config}; plugins looked up in ${r.cniPath.join(":")}`,
+    `${explanation.pod ? `pod ${explanation.pod}` : "no pod (default networks only)"}; Plexus config ${explanation.config}; plugins looked up in ${explanation.cniPath.join(":")}`,
   );
-  if (r.attachments.length) lines.push(`ADD would attach ${r.attachments.length} network(s), in this order:`);
-  else lines.push(r.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
-  for (const a of r.attachments) {
+  if (explanation.attachments.length)
+    lines.push(`ADD would attach ${explanation.attachments.length} network(s), in this order:`);
+  else
+    lines.push(explanation.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
+  for (const a of explanation.attachments) {
     lines.push("");
     const from = a.source
       ? a.source === "spec.config"
@@ -287,17 +289,18 @@ export function renderExplanation(r: Explanation): string {
       lines.push(indent(JSON.stringify(p.stdin, null, 2), "      "));
     });
   }
-  if (r.notes.length) {
+  if (explanation.notes.length) {
     lines.push("", "notes:");
-    for (const n of r.notes) lines.push(`  - ${n}`);
+    for (const n of explanation.notes) lines.push(`  - ${n}`);
   }
   lines.push("");
-  if (r.errors.length === 0) lines.push("ADD would succeed as far as can be told without running the plugins.");
+  if (explanation.errors.length === 0)
+    lines.push("ADD would succeed as far as can be told without running the plugins.");
   else {
     lines.push(
-      `ADD would fail${r.errors.length > 1 ? ` (it stops at the first; all ${r.errors.length} problems found)` : ""}:`,
+      `ADD would fail${explanation.errors.length > 1 ? ` (it stops at the first; all ${explanation.errors.length} problems found)` : ""}:`,
     );
-    for (const e of r.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
+    for (const e of explanation.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
   }
   return `${lines.join("\n")}\n`;
 }

@@ -143,6 +143,6 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
   return out;
 }
 
-export function overlaps(a: AddressRange, b: AddressRange): boolean {
-  return a.family === b.family && a.start <= b.end && b.start <= a.end;
+export function overlaps(left: AddressRange, right: AddressRange): boolean {
+  return left.family === right.family && left.start <= right.end && right.start <= left.end;
 }

@@ -60,8 +60,8 @@ export class ManifestKube implements KubeApi {
     return this.nads?.getResourceClaim(namespace, name);
   }
 
-  async listResourceSlices(q: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
-    return (await this.nads?.listResourceSlices(q)) ?? [];
+  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+    return (await this.nads?.listResourceSlices(query)) ?? [];
   }
 
   async setNetworkStatus(): Promise<void> {}

@@ -10,11 +10,10 @@ import { basename } from "node:path";
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
-import { ResultCache } from "../libcni/cache";
-import { RawExec } from "../invoke/raw-exec";
 import { createLogger } from "../log/logger";
-import { baseEnvOf, callDeadline, type Deps } from "../orchestrate/deps";
+import { callDeadline, type Deps } from "../orchestrate/deps";
 import { withContainerLock } from "../orchestrate/lock";
+import { nodeDeps } from "../orchestrate/node-deps";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
@@ -152,15 +151,7 @@ async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: Recor
     { logLevel: f.logLevel ?? "info", logToStderr: true },
     { component: "records", containerId: found.containerId },
   );
-  const deps: Deps = {
-    exec: new RawExec(log),
-    cache: new ResultCache(conf.cniDir),
-    records: new RecordStore(conf.cniDir),
-    log,
-    baseEnv: baseEnvOf(process.env),
-    locks: acquireContainerLock,
-    ...opsWiring,
-  };
+  const deps: Deps = { ...nodeDeps(conf, log, process.env), ...opsWiring };
   const deadline = callDeadline("DEL", conf);
   const lock = { verb: "DEL", req: found, conf, deps, deadlineAt: deadline.at };
   return withContainerLock(lock, async (locked): Promise<string[] | "gone"> => {

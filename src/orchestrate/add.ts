@@ -73,18 +73,8 @@ async function addLocked(
       if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
       const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
         (err: unknown) => {
-          // …but only its plugins that were actually executed.
-          const started = pluginsStartedOf(err);
-          done.pop();
-          const ran =
-            started === undefined
-              ? att
-              : started > 0
-                ? { ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } }
-                : undefined;
-          if (ran) done.push(ran);
           const e = asCniError(err);
-          if (ran) failed = { attachment: ran, code: e.code };
+          failed = keepWhatRan(att, pluginsStartedOf(err), done, e.code);
           throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
         },
       );
@@ -103,6 +93,29 @@ async function addLocked(
   } catch (err) {
     throw await rollBack({ cause: inPod(req, err), done, failed, record, ctx }, req, conf, deps);
   }
+}
+
+/**
+ * C4.1: the attachment whose ADD failed (the last in `done`) is torn down too, but only with its
+ * plugins that were actually executed (`started`, undefined when unknown); none executed, it
+ * leaves `done`. Returns the attachment as it is now in `done`, with that ADD's code.
+ */
+function keepWhatRan(
+  att: Attachment,
+  started: number | undefined,
+  done: Attachment[],
+  code: Code,
+): { attachment: Attachment; code: Code } | undefined {
+  done.pop();
+  const ran =
+    started === undefined
+      ? att
+      : started > 0
+        ? { ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } }
+        : undefined;
+  if (!ran) return undefined;
+  done.push(ran);
+  return { attachment: ran, code };
 }
 
 /**

@@ -31,7 +31,7 @@ import type { Attachment, AttachmentDevice } from "./record";
 export type { AttachmentDevice };
 
 /** The pod's device IDs per resource name (kubelet's pod-resources API, or a fake in tests). */
-export type PodDevicesLookup = (q: {
+export type PodDevicesLookup = (query: {
   namespace: string;
   name: string;
   resourceNames: string[];

@@ -80,14 +80,14 @@ export function multusCachePath(dir: string, containerId: string): string {
   return join(dir, containerId);
 }
 
-export async function readMultusCache(q: MultusCacheQuery): Promise<MultusCacheRead> {
-  if (q.dir === "") return { state: "off" };
-  const path = multusCachePath(q.dir, q.containerId);
+export async function readMultusCache(query: MultusCacheQuery): Promise<MultusCacheRead> {
+  if (query.dir === "") return { state: "off" };
+  const path = multusCachePath(query.dir, query.containerId);
   const text = readBounded(path);
   if (text === undefined) return { state: "missing", path };
   if (typeof text !== "string") return { state: "corrupt", path, reason: text.reason };
   try {
-    return { state: "found", path, ...parseMultusCache(text, q) };
+    return { state: "found", path, ...parseMultusCache(text, query) };
   } catch (err) {
     return { state: "corrupt", path, reason: err instanceof Error ? err.message : String(err) };
   }
@@ -102,10 +102,10 @@ function readBounded(path: string): string | undefined | { reason: string } {
 }
 
 /** Parses the file's text into attachments; throws a CniError naming the first problem. */
-export function parseMultusCache(text: string, q: MultusCacheQuery): Omit<MultusCacheFound, "state" | "path"> {
+export function parseMultusCache(text: string, query: MultusCacheQuery): Omit<MultusCacheFound, "state" | "path"> {
   const value = decodeJson(text, { what: "the file", maxBytes: MAX_MULTUS_CACHE_BYTES });
   const entries = parseWithSchema(fileSchema, value, "the file");
-  const attachments = entries.map((e, i) => toAttachment(e, i, q));
+  const attachments = entries.map((e, i) => toAttachment(e, i, query));
   const failedDels = Math.max(...entries.map((e) => e[ATTEMPTS_KEY] ?? 0));
   return { attachments, failedDels, raw: value as Array<Record<string, unknown>> };
 }

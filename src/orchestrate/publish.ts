@@ -23,8 +23,9 @@ export interface Attached {
 }
 
 /** N4.1.2.1.3/4: throws VerificationFailed (103) naming the network, interface, wanted and got. */
-export function verifySelection(a: Attached): void {
-  if (a.attachment.selection) verifyAttachment(toResult(a.result), a.attachment.selection, a.attachment.ifName);
+export function verifySelection(attached: Attached): void {
+  if (attached.attachment.selection)
+    verifyAttachment(toResult(attached.result), attached.attachment.selection, attached.attachment.ifName);
 }
 
 /** M12: as Multus, an auxiliary chain that created no interface and no address has no status entry. */

@@ -168,8 +168,8 @@ export class RecordStore {
    * most `limit`: every entry is lstat'ed (one readdir, one lstat each), only the ones returned are
    * read. Entries that are not valid are skipped.
    */
-  listPending(o: { dueAt?: number; limit?: number } = {}): PendingEntry[] {
-    const { dueAt = Number.POSITIVE_INFINITY, limit = Number.POSITIVE_INFINITY } = o;
+  listPending(options: { dueAt?: number; limit?: number } = {}): PendingEntry[] {
+    const { dueAt = Number.POSITIVE_INFINITY, limit = Number.POSITIVE_INFINITY } = options;
     let names: string[];
     try {
       names = readdirSync(this.pendingDir).filter((n) => n.endsWith(".json"));

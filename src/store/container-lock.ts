@@ -42,12 +42,15 @@ import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { libc } from "../invoke/libc";
 import { ioError } from "./atomic-file";
+import { readSharedFile } from "./shared-file";
 import { stateFileName } from "./state-names";
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const POLL_MS = 20;
 const ORPHAN_SCAN_MS = 500;
+/** The owner is a short JSON line; anything larger is not one. */
+const OWNER_MAX_BYTES = 4096;
 
 /** A held lock. */
 export interface ContainerLock {
@@ -56,7 +59,7 @@ export interface ContainerLock {
   /** The call's mark, set as PLEXUS_CALL in every delegate's environment (undefined: no lock). */
   readonly marker?: string;
   /** Unlocks; with `remove`, first unlinks the file (the container has no state left). */
-  release(o: { remove: boolean }): void;
+  release(options: { remove: boolean }): void;
 }
 
 export interface LockRequest {
@@ -70,17 +73,17 @@ export interface LockRequest {
   log: Logger;
 }
 
-export type LockFactory = (r: LockRequest) => Promise<ContainerLock>;
+export type LockFactory = (request: LockRequest) => Promise<ContainerLock>;
 
 export function lockPath(cniDir: string, containerId: string, ifName: string): string {
   return join(cniDir, "locks", stateFileName([containerId, ifName], ".lock"));
 }
 
 /** The container lock with flock where the runtime has it (the executable), else a no-op. */
-export const acquireContainerLock: LockFactory = async (r) => {
+export const acquireContainerLock: LockFactory = async (request) => {
   const flock = libc()?.flock;
   if (!flock) return NO_LOCK;
-  const path = lockPath(r.cniDir, r.containerId, r.ifName);
+  const path = lockPath(request.cniDir, request.containerId, request.ifName);
   // /proc is read for a dead owner's leftovers at the first busy poll, then every ORPHAN_SCAN_MS.
   let scanAt = 0;
   for (;;) {
@@ -88,20 +91,20 @@ export const acquireContainerLock: LockFactory = async (r) => {
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {
       // The file may have been removed (by the holder that finished) after we opened it: then
       // this lock is on a dead inode, and the next caller would lock a new file. Start over.
-      if (sameFile(fd, path)) return heldLock(fd, path, r);
+      if (sameFile(fd, path)) return heldLock(fd, path, request);
       closeSync(fd);
       continue;
     }
     closeSync(fd);
     if (Date.now() >= scanAt) {
-      killOrphans(path, r.log);
+      killOrphans(path, request.log);
       scanAt = Date.now() + ORPHAN_SCAN_MS;
     }
-    if (Date.now() >= r.deadlineAt) {
+    if (Date.now() >= request.deadlineAt) {
       const owner = readOwner(path);
       throw new CniError(
         Code.TryAgainLater,
-        `container ${r.containerId} (${r.ifName}) is busy: ${owner ? `${owner.verb} by pid ${owner.pid}` : "another call"} holds its lock ${path}; try again`,
+        `container ${request.containerId} (${request.ifName}) is busy: ${owner ? `${owner.verb} by pid ${owner.pid}` : "another call"} holds its lock ${path}; try again`,
       );
     }
     await new Promise((res) => setTimeout(res, POLL_MS));
@@ -110,13 +113,40 @@ export const acquireContainerLock: LockFactory = async (r) => {
 
 export const NO_LOCK: ContainerLock = { fd: undefined, release: () => {} };
 
-/** B44, B45: an unusable cniDir is an I/O error (5) naming the path, before any delegate runs. */
+/**
+ * B44, B45: an unusable cniDir is an I/O error (5) naming the path, before any delegate runs.
+ * Whatever sits at the path is input: a symlink is not followed (the owner written into the lock
+ * file would truncate its target) and a FIFO is opened without waiting. Plexus only ever makes a
+ * regular file under this name, so anything else there is removed once and the file made afresh.
+ */
 function openLockFile(path: string): number {
+  const flags = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+  for (let attempt = 0; ; attempt++) {
+    let fd: number | undefined;
+    try {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      fd = openSync(path, flags, 0o600);
+      if (fstatSync(fd).isFile()) return fd;
+      closeSync(fd);
+    } catch (err) {
+      if (fd !== undefined) closeSync(fd);
+      // ELOOP: a symlink (O_NOFOLLOW); ENXIO: a unix socket.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (attempt > 0 || (code !== "ELOOP" && code !== "ENXIO"))
+        throw ioError(`cannot take the container's lock ${path}`, err);
+    }
+    if (attempt > 0) throw ioError(`cannot take the container's lock ${path}`, new Error("not a regular file"));
+    removePlanted(path);
+  }
+}
+
+/** Removes what is at the lock path (the name, never a symlink's target); gone already is fine. */
+function removePlanted(path: string): void {
   try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    return openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
+    unlinkSync(path);
   } catch (err) {
-    throw ioError(`cannot take the container's lock ${path}`, err);
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT")
+      throw ioError(`cannot take the container's lock ${path}: it is not a regular file`, err);
   }
 }
 
@@ -164,9 +194,12 @@ function heldLock(fd: number, path: string, r: LockRequest): ContainerLock {
   };
 }
 
+/** The owner named in the lock file, read as any shared file is (never blocking on a FIFO planted there). */
 function readOwner(path: string): Owner | undefined {
+  const file = readSharedFile(path, { maxBytes: OWNER_MAX_BYTES });
+  if (file.state !== "found") return undefined;
   try {
-    const v = JSON.parse(readFileSync(path, "utf8")) as Partial<Owner>;
+    const v = JSON.parse(file.data.toString("utf8")) as Partial<Owner>;
     if (typeof v.pid !== "number" || typeof v.verb !== "string") return undefined;
     return typeof v.marker === "string" ? { pid: v.pid, verb: v.verb, marker: v.marker } : { pid: v.pid, verb: v.verb };
   } catch {

@@ -47,7 +47,7 @@ export interface JsonFileStoreOptions<T> {
   /** For the corrupt reason: "a Plexus container record". */
   shape: string;
   /** The value's other required fields, beyond `kind` and its identity. */
-  valid(v: Record<string, unknown>): boolean;
+  valid(value: Record<string, unknown>): boolean;
   /** Why a (valid-shaped) value's names cannot become paths, or undefined when they can. */
   nameProblem(value: T): string | undefined;
   /** The identity a value holds (its file name's parts). */

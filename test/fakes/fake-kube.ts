@@ -1,5 +1,5 @@
 /**
- * An in-memory {@link KubeApi} for unit tests (STYLE "a seam you can fake"): pods and NADs in maps,
+ * An in-memory {@link KubeApi} for unit tests (the seam src/k8s/kube-api.ts defines): pods and NADs in maps,
  * every call recorded in order, per-method failures to inject. The integration tier runs the real
  * REST client against the fake API server instead; this one lets the planner and the status
  * publisher be tested without processes or sockets.

@@ -4,7 +4,8 @@
  * failure of docs/conformance.md B34–B43, the UID precondition (M8) and events (M9).
  * Short timeouts (200 ms per request) keep each fault test well under a second.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as tls from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +14,8 @@ import { Code } from "../../src/cni/errors";
 import type { KubeClientOptions as ClientNodeOptions } from "../../src/k8s/rest-kube";
 import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
 import type { KubeApi } from "../../src/k8s/kube-api";
-import { loadKubeSource, SERVICE_ACCOUNT_DIR } from "../../src/k8s/kubeconfig";
+import { SERVICE_ACCOUNT_DIR } from "../../src/config/defaults";
+import { loadKubeSource } from "../../src/k8s/kubeconfig";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import {
   clientCertFiles,
@@ -668,18 +670,32 @@ describe("B50 kubeconfig replaced while it is read", () => {
     const render = (v: (typeof versions)[number]) =>
       `${pad}apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ${v.server}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: ${v.token}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n${pad}`;
     writeFileSync(path, render(versions[0]!));
-    let stop = false;
-    let swaps = 0;
-    const writer = (async () => {
-      for (let i = 0; !stop; i++) {
-        const tmp = `${path}.tmp`;
-        writeFileSync(tmp, render(versions[i % 2]!));
-        renameSync(tmp, path);
-        swaps++;
-        await new Promise((r) => setImmediate(r));
-      }
-    })();
+    writeFileSync(join(dir, "v0"), render(versions[0]!));
+    writeFileSync(join(dir, "v1"), render(versions[1]!));
+    // The writer is another process, so its renames land while a load reads, not only between loads.
+    const writer = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const fs = require("node:fs"); const [path, dir] = process.argv.slice(1);
+         const v = [fs.readFileSync(dir + "/v0"), fs.readFileSync(dir + "/v1")];
+         let swaps = 0;
+         process.stdout.write("started\\n");
+         while (!fs.existsSync(dir + "/stop")) { fs.writeFileSync(path + ".tmp", v[swaps % 2]); fs.renameSync(path + ".tmp", path); swaps++; }
+         process.stdout.write(String(swaps));`,
+        path,
+        dir,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let out = "";
+    writer.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    const exited = new Promise((resolve) => writer.once("exit", resolve));
+    await new Promise((resolve) => writer.stdout.once("data", resolve));
     const seen = new Set<string>();
+    let swaps = 0;
     try {
       for (let i = 0; i < 100; i++) {
         const src = await loadKubeSource({ kubeconfig: path, env: {} });
@@ -689,8 +705,9 @@ describe("B50 kubeconfig replaced while it is read", () => {
         seen.add(pair);
       }
     } finally {
-      stop = true;
-      await writer;
+      writeFileSync(join(dir, "stop"), "");
+      await exited;
+      swaps = Number(out.split("\n").at(-1));
       chmodSync(dir, 0o755);
       rmSync(dir, { recursive: true, force: true });
     }

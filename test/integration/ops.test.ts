@@ -6,6 +6,7 @@
  * speak the NAD's cniVersion, `doctor` an expired token, refused credentials, a stale record and a
  * runtime config that is not Plexus's, and `records` lists, shows and tears down a record.
  */
+import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -449,6 +450,22 @@ describe("plexus doctor: the node in one screen", () => {
       msg: expect.stringContaining("expired at"),
     });
     expect(level(checks, "api server")).toEqual(["ok"]);
+  });
+
+  it("B72 a FIFO where the kubeconfig's token file is: doctor finishes at once and names it as an error", async () => {
+    api = await startFakeApiServer();
+    const kubeconfig = writeKubeconfig(api, { dir: sb.root, tokenFile: true });
+    rmSync(`${kubeconfig}.token`);
+    execFileSync("mkfifo", [`${kubeconfig}.token`]);
+    const n = node([], { kubeconfig });
+    const started = performance.now();
+    const checks = await doctor(n.flags, n.env);
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(checks.find((c) => c.subject === "kubeconfig")).toMatchObject({
+      level: "error",
+      msg: expect.stringContaining("it is a FIFO, not a regular file"),
+    });
+    expect(api.requests).toEqual([]);
   });
 
   it("the daemon's socket: synced caches with their sizes; a socket file nobody answers on is an error", async () => {

@@ -3,11 +3,21 @@
  * a planted record naming `../` makes no path outside cniDir (records rm, GC, the lock clean-up),
  * and FIFOs where records and cached results belong hang neither `records list`, `doctor` nor GC.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 import { gunzipSync } from "node:zlib";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { runPlexus, TEST_PATH } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
@@ -229,5 +239,45 @@ describe("records rm --teardown takes the container's lock", () => {
     expect(waitedMs).toBeGreaterThan(1000);
     expect(sb.calls()).toEqual(["ADD net-a", "DEL net-a"]);
     expect(sb.recordFiles()).toEqual([]);
+  });
+});
+
+describe("B72 what sits at a container's lock path", () => {
+  it("B72 a FIFO at the lock path, flocked by another process: ADD neither reads it nor waits for it, makes its own lock file, and DEL leaves nothing", async () => {
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-a")]);
+    const lock = join(sb.cniDir, "locks", "ctr1-eth0.lock");
+    mkdirSync(join(sb.cniDir, "locks"), { recursive: true });
+    execFileSync("mkfifo", [lock]);
+    // Held open read-write (so reading it would wait for data, not for a writer) and flocked.
+    const holder = spawn("bash", ["-c", 'exec 9<>"$1"; flock 9; echo locked; exec sleep 30', "_", lock], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    onTestFinished(() => void holder.kill("SIGKILL"));
+    await new Promise((resolve) => holder.stdout.once("data", resolve));
+    const add = await sb.run("ADD", conf, {}, { timeoutMs: 10_000 });
+    expect(add.timedOut).toBe(false);
+    expect(add.durationMs).toBeLessThan(5000);
+    expect(add.code, add.stdout + add.stderr).toBe(0);
+    const del = await sb.run("DEL", conf, {}, { timeoutMs: 10_000 });
+    expect(del.code, del.stdout + del.stderr).toBe(0);
+    expect(existsSync(lock)).toBe(false);
+    expect(sb.calls()).toEqual(["ADD net-a", "DEL net-a"]);
+  });
+
+  it("B72 a symlink at the lock path is not followed: its target keeps its content, the link is replaced", async () => {
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-a")]);
+    const victim = join(sb.root, "victim");
+    writeFileSync(victim, "keep me");
+    const lock = join(sb.cniDir, "locks", "ctr1-eth0.lock");
+    mkdirSync(join(sb.cniDir, "locks"), { recursive: true });
+    symlinkSync(victim, lock);
+    const add = await sb.run("ADD", conf);
+    expect(add.code, add.stdout + add.stderr).toBe(0);
+    expect(readFileSync(victim, "utf8")).toBe("keep me");
+    expect(lstatSync(lock).isSymbolicLink()).toBe(false);
+    expect((await sb.run("DEL", conf)).code).toBe(0);
+    expect(readFileSync(victim, "utf8")).toBe("keep me");
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A fake Kubernetes API server the project owns: real node:https (or node:http) on 127.0.0.1:0,
- * answering as kube-apiserver does where Plexus depends on it (STYLE: modelled on client-node's
+ * answering as kube-apiserver does where Plexus depends on it (modelled on client-node's
  * `setupMockSystem` test server; kube-apiserver is the reference for every answer):
  *
  * - Authentication: the bearer token authenticates as the service account `deploy/` ships; with

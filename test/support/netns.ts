@@ -1,5 +1,5 @@
 /**
- * Helpers for the end-to-end tier (STYLE "Tests in three tiers", modelled on the reference
+ * Helpers for the end-to-end tier (modelled on the reference
  * plugins' `pkg/testutils/netns_linux.go`): real network namespaces, host bridges and veths, `ip -j`
  * read inside a namespace, and a per-test {@link E2eScope} that tracks everything a test creates
  * and removes it even when the test fails, then reports what could still be left behind

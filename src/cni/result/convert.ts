@@ -86,17 +86,17 @@ const fromCanonical: Record<VersionFamily, (r: Result, version: string) => AnyRe
 };
 
 /** Brings any supported result to the 1.x shape (keeping its own `cniVersion`). */
-export function toResult(r: AnyResult): Result {
-  return toCanonical[familyOf(String(r.cniVersion))](r);
+export function toResult(result: AnyResult): Result {
+  return toCanonical[familyOf(String(result.cniVersion))](result);
 }
 
 /** Converts a result of any version to `version` (C5.1). */
-export function convertResult(r: AnyResult, version: string): AnyResult {
+export function convertResult(result: AnyResult, version: string): AnyResult {
   if (!(ALL_VERSIONS as readonly string[]).includes(version)) {
     throw new CniError(
       Code.IncompatibleVersion,
       `cannot convert a result to unknown CNI version ${JSON.stringify(version)}; supported: ${ALL_VERSIONS.join(", ")}`,
     );
   }
-  return fromCanonical[familyOf(version)](toResult(r), version);
+  return fromCanonical[familyOf(version)](toResult(result), version);
 }

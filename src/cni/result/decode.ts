@@ -58,14 +58,14 @@ export function errorCodeOf(code: number): Code {
 }
 
 /** A CNI error object: `code` and `msg`, and none of a result's keys. */
-export function looksLikeCniError(v: unknown): v is { code: number; msg?: string; details?: string } {
+export function looksLikeCniError(value: unknown): value is { code: number; msg?: string; details?: string } {
   return (
-    isPlainObject(v) &&
-    typeof v.code === "number" &&
-    !("ips" in v) &&
-    !("interfaces" in v) &&
-    !("ip4" in v) &&
-    !("ip6" in v)
+    isPlainObject(value) &&
+    typeof value.code === "number" &&
+    !("ips" in value) &&
+    !("interfaces" in value) &&
+    !("ip4" in value) &&
+    !("ip6" in value)
   );
 }
 

@@ -18,7 +18,7 @@ import * as core from "kubernetes-models/v1";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../../../src/config/plugin-conf";
-import { SERVICE_ACCOUNT_DIR } from "../../../src/k8s/kubeconfig";
+import { SERVICE_ACCOUNT_DIR } from "../../../src/config/defaults";
 import { DEPLOY, type Manifest, patchLocally, renderKustomization } from "../../support/deploy-render";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
@@ -231,7 +231,10 @@ describe("deploy/ manifests", () => {
     ).mountPath;
     expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "install"]);
     expect(c.command).toContain(`--token-file=${tokenMount}/token`);
-    const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
+    // install's flags: commands.ts and the node path flags it shares with uninstall.
+    const commands = ["src/cli/commands.ts", "src/cli/node-path-options.ts"]
+      .map((f) => readFileSync(join(REPO_ROOT, f), "utf8"))
+      .join("\n");
     for (const arg of c.command.slice(2)) expect(commands, `flag ${arg}`).toContain(`"${arg.split("=")[0]}`);
   });
 
@@ -364,7 +367,9 @@ describe("deploy/ manifests", () => {
     for (const flag of ["--cni-conf-dir", "--cni-bin-dir", "--host-prefix", "--kubeconfig-file-host", "--cni-dir"])
       expect(flagValue(c.command, flag), flag).toBe(flagValue(install.command, flag));
     // Every flag is one the `uninstall` subcommand declares.
-    const cmd = readFileSync(join(REPO_ROOT, "src/cli/uninstall-command.ts"), "utf8");
+    const cmd = ["src/cli/uninstall-command.ts", "src/cli/node-path-options.ts"]
+      .map((f) => readFileSync(join(REPO_ROOT, f), "utf8"))
+      .join("\n");
     for (const arg of c.command.slice(2))
       expect(cmd, `uninstall flag ${arg}`).toMatch(new RegExp(`"${arg.split("=")[0]}[ "]`));
     expect(patched.spec.updateStrategy.rollingUpdate.maxUnavailable).toBe("100%");

@@ -1,0 +1,28 @@
+/**
+ * What every verb run on this node uses, wired one way for the CNI verbs (cli/verb-deps.ts) and
+ * for the ops commands that run one (ops/records.ts): the delegate runner, the result cache and the
+ * records under `cniDir`, the container lock, and the environment delegates inherit.
+ */
+import { RawExec } from "../invoke/raw-exec";
+import { ResultCache } from "../libcni/cache";
+import type { Logger } from "../log/logger";
+import { acquireContainerLock } from "../store/container-lock";
+import { baseEnvOf, type Deps } from "./deps";
+import { RecordStore } from "./record";
+
+export type NodeDeps = Pick<Deps, "exec" | "cache" | "records" | "log" | "baseEnv" | "locks">;
+
+export function nodeDeps(
+  conf: { cniDir: string },
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+): NodeDeps {
+  return {
+    exec: new RawExec(log),
+    cache: new ResultCache(conf.cniDir),
+    records: new RecordStore(conf.cniDir),
+    log,
+    baseEnv: baseEnvOf(env),
+    locks: acquireContainerLock,
+  };
+}

@@ -15,6 +15,7 @@ import { benchParallel } from "./bench/parallel.mjs";
 import { benchDaemon } from "./bench/daemon.mjs";
 import { benchDevices } from "./bench/devices.mjs";
 import { benchMultus } from "./bench/multus.mjs";
+import { benchBreakdown } from "./bench/breakdown.mjs";
 import { fmt, measureFloor, rel } from "./bench/lib.mjs";
 import { MULTUS_NODE_MS } from "./bench/pods-api.mjs";
 import { bunPath } from "./bun-path.mjs";
@@ -95,6 +96,7 @@ const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
 const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
 const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
+const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
 const multus = want("multus") ? await benchMultus(runs) : undefined;
 
 // The start-up targets. Each figure with its ratio to `node -e 0` in this run, each target with its

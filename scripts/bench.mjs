@@ -16,6 +16,7 @@ import { benchDaemon } from "./bench/daemon.mjs";
 import { benchDevices } from "./bench/devices.mjs";
 import { benchMultus } from "./bench/multus.mjs";
 import { benchBreakdown } from "./bench/breakdown.mjs";
+import { benchScale } from "./bench/scale.mjs";
 import { fmt, measureFloor, rel } from "./bench/lib.mjs";
 import { MULTUS_NODE_MS } from "./bench/pods-api.mjs";
 import { bunPath } from "./bun-path.mjs";
@@ -97,6 +98,7 @@ const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(r
 const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
 const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
+if (want("scale")) await benchScale();
 const multus = want("multus") ? await benchMultus(runs) : undefined;
 
 // The start-up targets. Each figure with its ratio to `node -e 0` in this run, each target with its

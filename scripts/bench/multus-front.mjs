@@ -37,6 +37,7 @@ export async function startProtobufFront(api) {
           { method: req.method, headers: { ...req.headers, host: new URL(api.url).host }, agent },
           (upRes) => {
             res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+            res.flushHeaders();
             upRes.on("data", (c) => {
               entry.outBytes += c.length;
               res.write(c);

@@ -42,7 +42,7 @@ export function multusMissing() {
  * multus-daemon v4.0.2 only takes the in-cluster config: run it in a private mount namespace with
  * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed after).
  */
-async function startMultusThick({ front, root, confDir, clusterNetwork }) {
+export async function startMultusThick({ front, root, confDir, clusterNetwork }) {
   const socketDir = join(root, "multus-run");
   const sa = join(root, "sa");
   mkdirSync(sa, { recursive: true });

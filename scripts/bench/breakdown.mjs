@@ -11,6 +11,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { compileArgs } from "../build-flags.mjs";
 import { bunPath } from "../bun-path.mjs";
 import { CNI_PATH, cni, importFakeApiServer, median, needsRoot, scratch, table, timed } from "./lib.mjs";
 
@@ -103,10 +104,10 @@ export function phasesFromStrace(text) {
 
 async function bunHelloPeak(dir) {
   const src = join(dir, "hello.js");
-  writeFileSync(src, 'process.stdout.write("{}\\n");\n');
-  execFileSync(bunPath(), ["build", src, "--compile", "--bytecode", "--outfile", join(dir, "hello")], {
-    stdio: "ignore",
-  });
+  // fd 1 written as Plexus writes it (process.stdout alone would add Bun's stream set-up).
+  writeFileSync(src, 'require("node:fs").writeSync(1, "{}\\n");\n');
+  // The same flags as dist/plexus, so what is above it is Plexus's own.
+  execFileSync(bunPath(), compileArgs({ entry: src, outfile: join(dir, "hello") }), { stdio: "ignore" });
   const rss = [];
   const ms = [];
   for (let i = 0; i < 6; i++) {

@@ -150,7 +150,7 @@ for (const [K, limit] of [
 ]) {
   const r = vs(K);
   if (!r) continue;
-  const ratio = r.thin.own / r.multus.own;
+  const ratio = r.thinVsMultus;
   lines.push(
     `K=${K} own ADD+DEL, thin, ÷ Multus thin's: ${ratio.toFixed(2)}× (target ≤ ${limit}×): ${verdict(ratio <= limit)}`,
   );

@@ -206,14 +206,18 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
             [`${k}Add`, []],
             [`${k}Del`, []],
             [`${k}Rss`, []],
+            [`${k}Own`, []],
           ]),
         );
         m.fAdd = [];
         m.fDel = [];
         m.multusReq = [];
+        m.thinVsMultus = [];
         for (let i = 0; i < runs + 1; i++) {
           const round = {};
-          for (const [name, [bin, conf]] of Object.entries(pairs)) {
+          // Every other round in reverse order, so no contender always runs right after another.
+          const order = i % 2 ? Object.entries(pairs).reverse() : Object.entries(pairs);
+          for (const [name, [bin, conf]] of order) {
             const before = front.log.length;
             const a = await cni(bin, { ...env, CNI_COMMAND: "ADD" }, conf);
             if (name === "multus") round.req = front.log.length - before;
@@ -226,7 +230,10 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
             m[`${name}Add`].push(a.ms);
             m[`${name}Del`].push(d.ms);
             m[`${name}Rss`].push(a.rssKiB ?? 0, d.rssKiB ?? 0);
+            m[`${name}Own`].push(a.ms + d.ms - direct.add - direct.del);
           }
+          // Round by round: a host whose speed drifts between rounds still compares like with like.
+          m.thinVsMultus.push(m.thinOwn.at(-1) / m.multusOwn.at(-1));
           m.fAdd.push(direct.add);
           m.fDel.push(direct.del);
           m.multusReq.push(round.req);
@@ -237,12 +244,13 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
           r[name] = {
             add: median(m[`${name}Add`]),
             del: median(m[`${name}Del`]),
-            own: median(m[`${name}Add`]) + median(m[`${name}Del`]) - floorMs,
-            // Per-pair own time: each round's own, so a drifting host cancels out pair by pair.
+            // Each round's ADD + DEL − that round's direct delegates, then the median.
+            own: median(m[`${name}Own`]),
             rssMiB: max(m[`${name}Rss`]) / 1024,
           };
         }
         r.multusReq = max(m.multusReq);
+        r.thinVsMultus = median(m.thinVsMultus);
         results.push(r);
       } finally {
         await thick?.stop();
@@ -260,7 +268,7 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
     "== Multus v4.0.2 beside Plexus: a pod with the default network + K NAD networks, fake API server (HTTPS, 0 ms), interleaved (ms, medians)",
   );
   console.log(
-    "   own = ADD + DEL − the same delegates run directly; ratio = Plexus / Multus (below 1: Plexus cheaper)",
+    "   own = ADD + DEL − the same delegates run directly in that round (median of rounds); thin ratio = Plexus / Multus own, the median of each round's ratio (below 1: Plexus cheaper)",
   );
   table(
     [
@@ -278,7 +286,7 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
       r.K,
       rel(r.thin.own),
       rel(r.multus.own),
-      ratio(r.thin.own, r.multus.own),
+      `${r.thinVsMultus.toFixed(2)}×`,
       `${r.daemon.add.toFixed(1)} / ${r.daemon.del.toFixed(1)}`,
       r.thick ? `${r.thick.add.toFixed(1)} / ${r.thick.del.toFixed(1)}` : "—",
       r.thick ? ratio(r.daemon.add, r.thick.add) : "",

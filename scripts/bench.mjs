@@ -97,7 +97,7 @@ const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
 const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
 const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
-const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
+if (want("breakdown")) await benchBreakdown(runs);
 if (want("scale")) await benchScale();
 const multus = want("multus") ? await benchMultus(runs) : undefined;
 

@@ -14,6 +14,9 @@ import { benchPodsApi } from "./bench/pods-api.mjs";
 import { benchParallel } from "./bench/parallel.mjs";
 import { benchDaemon } from "./bench/daemon.mjs";
 import { benchDevices } from "./bench/devices.mjs";
+import { benchMultus } from "./bench/multus.mjs";
+import { benchBreakdown } from "./bench/breakdown.mjs";
+import { benchScale } from "./bench/scale.mjs";
 import { fmt, measureFloor, rel } from "./bench/lib.mjs";
 import { MULTUS_NODE_MS } from "./bench/pods-api.mjs";
 import { bunPath } from "./bun-path.mjs";
@@ -94,8 +97,11 @@ const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
 const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
 const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
+if (want("breakdown")) await benchBreakdown(runs);
+if (want("scale")) await benchScale();
+const multus = want("multus") ? await benchMultus(runs) : undefined;
 
-// Issue 11's targets. Each figure with its ratio to `node -e 0` in this run, each target with its
+// The start-up targets. Each figure with its ratio to `node -e 0` in this run, each target with its
 // ratio to the ~21 ms node -e 0 of the run that set it, so a busier host can be read fairly.
 const lines = [];
 const verdict = (ok) => (ok ? "met" : "NOT met");
@@ -126,7 +132,7 @@ if (api?.length) {
   );
 }
 if (daemon) target("daemon RSS at 10,000 NADs + 110 pods", daemon.rssMiB, 100, mib);
-// Issue 15: a device network's ADD costs at most a plain network's + 10 ms.
+// A device network's ADD costs at most a plain network's + 10 ms.
 if (devices) {
   lines.push(
     `device network ADD − plain network ADD, thin: ${rel(devices.thinExtra)} (target ≤ 10 ms): ${verdict(devices.thinExtra <= 10)}`,
@@ -135,4 +141,36 @@ if (devices) {
     `device network ADD − plain network ADD, daemon: ${rel(devices.daemonExtra)} (target ≤ 10 ms): ${verdict(devices.daemonExtra <= 10)}`,
   );
 }
-if (lines.length) console.log(`== targets (issues 11, 15)\n${lines.map((l) => `- ${l}`).join("\n")}`);
+// Against Multus v4.0.2 measured in the same run (the optional peer), when it was built.
+const vs = (K) => multus?.find((r) => r.K === K);
+for (const [K, limit] of [
+  [0, 1.0],
+  [2, 1.0],
+  [8, 0.2],
+]) {
+  const r = vs(K);
+  if (!r) continue;
+  const ratio = r.thinVsMultus;
+  lines.push(
+    `K=${K} own ADD+DEL, thin, ÷ Multus thin's: ${ratio.toFixed(2)}× (target ≤ ${limit}×): ${verdict(ratio <= limit)}`,
+  );
+}
+for (const r of multus ?? []) {
+  if (!r.thick) continue;
+  lines.push(
+    `K=${r.K} daemon-mode ADD ${fmt(r.daemon.add)} ms ÷ Multus thick's ${fmt(r.thick.add)} ms: ${(r.daemon.add / r.thick.add).toFixed(2)}×, ÷ Plexus thin's ${fmt(r.thin.add)} ms: ${(r.daemon.add / r.thin.add).toFixed(2)}× (targets ≤ 1×): ${verdict(r.daemon.add <= r.thick.add && r.daemon.add <= r.thin.add)}`,
+  );
+}
+if (multus?.length) {
+  const small = multus.filter((r) => r.K <= 2).map((r) => Math.max(r.thin.rssMiB, r.daemon.rssMiB));
+  const k8 = vs(8);
+  const k2 = vs(2);
+  if (small.length) target("peak RSS of one CNI call at K ≤ 2", Math.max(...small), 36, mib);
+  if (k8 && k2) {
+    const per = (k8.thin.rssMiB - k2.thin.rssMiB) / 6;
+    lines.push(
+      `peak RSS per extra network (K=2 → 8, thin): ${per.toFixed(2)} MiB (target < 1 MiB): ${verdict(per < 1)}`,
+    );
+  }
+}
+if (lines.length) console.log(`== targets\n${lines.map((l) => `- ${l}`).join("\n")}`);

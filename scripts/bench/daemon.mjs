@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rel, relMiB, startDaemon, table } from "./lib.mjs";
+import { rel, relMiB, startDaemon, table, importFakeApiServer } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 
@@ -65,7 +65,7 @@ function pod(i, nodeName) {
 }
 
 export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsewhere = 1_000) {
-  const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
+  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchd-"));
   const api = await startFakeApiServer();
   let daemon;

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { CNI_PATH, median, needsRoot, rel, scratch, startDaemon, table, cni } from "./lib.mjs";
+import { CNI_PATH, median, needsRoot, rel, scratch, startDaemon, table, cni, importFakeApiServer } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 const RESOURCE = "intel.com/sriov_netdevice";
@@ -30,7 +30,7 @@ async function loadFakeKubelet(dir) {
 
 export async function benchDevices(runs) {
   if (!needsRoot("device-plugin networks")) return undefined;
-  const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
+  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchdev-"));
   const { startFakePodResources, podWithDevices } = await loadFakeKubelet(tmp);
   const s = scratch("plx-benchdev");

@@ -2,6 +2,25 @@
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
+import { registerHooks } from "node:module";
+
+// The fake API server is TypeScript that imports its siblings without an extension, as the
+// bundler and vitest resolve them; Node's own resolver needs the ".ts" added.
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    try {
+      return nextResolve(specifier, context);
+    } catch (err) {
+      if (!specifier.startsWith(".") || err?.code !== "ERR_MODULE_NOT_FOUND") throw err;
+      return nextResolve(`${specifier}.ts`, context);
+    }
+  },
+});
+
+/** The project's fake API server (test/support/fake-apiserver.ts). */
+export function importFakeApiServer() {
+  return import("../../test/support/fake-apiserver.ts");
+}
 
 export const NODE = process.execPath;
 

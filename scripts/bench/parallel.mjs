@@ -5,14 +5,14 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, cni, needsRoot, percentile, rel, scratch, startDaemon, table } from "./lib.mjs";
+import { CNI_PATH, cni, needsRoot, percentile, rel, scratch, startDaemon, table, importFakeApiServer } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 const K = 2;
 
 export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   if (!needsRoot("pods in parallel")) return undefined;
-  const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
+  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchpar-"));
   const s = scratch("plx-benchpar");
   for (let k = 0; k <= K; k++) s.link(`plxpar${k}`);

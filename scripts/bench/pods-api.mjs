@@ -21,6 +21,7 @@ import {
   startDaemon,
   table,
   timed,
+  importFakeApiServer,
 } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
@@ -42,7 +43,7 @@ function countRequests(api, from) {
 export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [0, 5]) {
   if (!needsRoot("pods through the API server")) return undefined;
   // Node 24 runs the TypeScript fake server directly (type stripping).
-  const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
+  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchapi-"));
   const s = scratch("plx-bencha");
   const netnsPath = s.netns(`plx-bencha-${process.pid}`);

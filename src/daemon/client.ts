@@ -9,7 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
-import { HttpTransport } from "../k8s/http-transport";
+import { type SocketTransport, socketTransport } from "../k8s/http-transport";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import { type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "../k8s/dra";
 import { trimNad, trimPod } from "../k8s/rest-kube";
@@ -34,7 +34,7 @@ export interface DaemonKubeOptions {
 }
 
 export class DaemonKube implements KubeApi {
-  private readonly http: HttpTransport;
+  private readonly http: SocketTransport;
   private readonly o: DaemonKubeOptions;
   private fellBack: string | undefined;
   private daemonRequests = 0;
@@ -42,7 +42,7 @@ export class DaemonKube implements KubeApi {
 
   constructor(options: DaemonKubeOptions) {
     this.o = options;
-    this.http = new HttpTransport({ socketPath: options.socketPath, maxBytes: 4 * 1024 * 1024, maxSockets: 1 });
+    this.http = socketTransport({ socketPath: options.socketPath, maxBytes: 4 * 1024 * 1024 });
   }
 
   /** Whether this CNI call has given up on the daemon, and why. */

@@ -4,7 +4,7 @@
  * neither gRPC's load nor a connection set-up. Any failure of the daemon (missing, slow, refusing,
  * kubelet unreachable from it) is a DaemonUnavailable: the caller asks kubelet itself.
  */
-import { HttpTransport } from "../k8s/http-transport";
+import { socketTransport } from "../k8s/http-transport";
 import { DaemonUnavailable } from "./client";
 import { DAEMON_API } from "./protocol";
 
@@ -18,7 +18,7 @@ export interface DaemonDevicesQuery {
 }
 
 export async function daemonPodDevices(query: DaemonDevicesQuery): Promise<Map<string, string[]>> {
-  const http = new HttpTransport({ socketPath: query.socketPath, maxBytes: 1024 * 1024, maxSockets: 1 });
+  const http = socketTransport({ socketPath: query.socketPath, maxBytes: 1024 * 1024 });
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), query.timeoutMs + 500);
   try {

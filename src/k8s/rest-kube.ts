@@ -60,6 +60,8 @@ export interface KubeClientOptions {
   clock?: RetryClock | undefined;
   /** See {@link HttpTransportOptions.caAsProcessDefault}: the CNI binary sets it. */
   caAsProcessDefault?: boolean | undefined;
+  /** Connections kept to the API server at once (default 4). */
+  maxSockets?: number | undefined;
   /** User-Agent of every request, so audit logs tell the CNI binary from the daemon. */
   userAgent?: string | undefined;
 }
@@ -235,6 +237,7 @@ export class RestKube implements KubeApi {
       tls: source.tls,
       maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
       caAsProcessDefault: opts.caAsProcessDefault,
+      maxSockets: opts.maxSockets,
     });
     this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
     this.conflictRetries = opts.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;

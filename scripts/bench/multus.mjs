@@ -1,0 +1,300 @@
+// The optional peer: Multus v4.0.2 thin (`multus`) and thick (`multus-daemon` + `multus-shim`),
+// built by scripts/bench/multus-peer.sh into the cache dir, run on the same pods, delegates and
+// fake API server as Plexus, round by round interleaved with Plexus thin, Plexus daemon mode and
+// the delegates run directly. Skipped, with the reason, when the binaries are not there.
+// Multus's protobuf writes go through a small front (multus-front.mjs): Multus's requests take one
+// more loopback hop than Plexus's, which counts against Multus.
+import { spawn, execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  CNI_PATH,
+  cni,
+  importFakeApiServer,
+  max,
+  median,
+  needsRoot,
+  rel,
+  runDirect,
+  scratch,
+  startDaemon,
+  table,
+} from "./lib.mjs";
+import { startProtobufFront } from "./multus-front.mjs";
+
+const NODE_NAME = "bench-node";
+export const MULTUS_DIR = join(
+  process.env.PLEXUS_BENCH_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "plexus-bench"),
+  "multus-v4.0.2",
+);
+
+/** Why the peer cannot run here, or undefined. */
+export function multusMissing() {
+  for (const b of ["multus", "multus-daemon", "multus-shim"])
+    if (!existsSync(join(MULTUS_DIR, b)))
+      return `${join(MULTUS_DIR, b)} is missing (build it: scripts/bench/multus-peer.sh, see docs/benchmarks.md)`;
+  if (!existsSync("/usr/bin/unshare")) return "unshare(1) is missing (Multus thick needs a private mount namespace)";
+  return undefined;
+}
+
+/**
+ * multus-daemon v4.0.2 only takes the in-cluster config: run it in a private mount namespace with
+ * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed after).
+ */
+export async function startMultusThick({ front, root, confDir, clusterNetwork }) {
+  const socketDir = join(root, "multus-run");
+  const sa = join(root, "sa");
+  mkdirSync(sa, { recursive: true });
+  writeFileSync(join(sa, "token"), front.token);
+  writeFileSync(join(sa, "ca.crt"), front.caPem);
+  const thickConfDir = join(root, "multus-net.d");
+  mkdirSync(thickConfDir, { recursive: true });
+  const config = join(root, "daemon-config.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      chrootDir: "",
+      logLevel: "panic",
+      logToStderr: true,
+      cniConfigDir: thickConfDir,
+      multusAutoconfigDir: confDir,
+      multusConfigFile: "auto",
+      socketDir,
+      binDir: CNI_PATH,
+      cniDir: join(root, "multus-thick-cache"),
+      clusterNetwork,
+    }),
+  );
+  const made = !existsSync("/run/secrets");
+  const script = [
+    "set -e",
+    "mount --make-rprivate /",
+    "mkdir -p /run/secrets",
+    "mount -t tmpfs -o size=1m,mode=0700 tmpfs /run/secrets",
+    "mkdir -p /run/secrets/kubernetes.io/serviceaccount",
+    `cp ${sa}/token ${sa}/ca.crt /run/secrets/kubernetes.io/serviceaccount/`,
+    `exec ${join(MULTUS_DIR, "multus-daemon")} -config ${config}`,
+  ].join("\n");
+  const { port } = new URL(front.url);
+  const child = spawn("unshare", ["-m", "sh", "-c", script], {
+    env: { ...process.env, KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: port },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (c) => (stderr += c));
+  const socket = join(socketDir, "multus.sock");
+  const t0 = performance.now();
+  while (!existsSync(socket)) {
+    if (child.exitCode !== null || performance.now() - t0 > 20_000) {
+      child.kill("SIGKILL");
+      throw new Error(`multus-daemon did not start: ${stderr.slice(-500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    pid: child.pid,
+    shimConf: JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "multus-cni-network",
+      type: "multus-shim",
+      daemonSocketDir: socketDir,
+    }),
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }
+      if (made)
+        try {
+          execFileSync("rmdir", ["/run/secrets"], { stdio: "ignore" });
+        } catch {}
+    },
+  };
+}
+
+export async function benchMultus(runs, counts = [0, 2, 8]) {
+  const missing = multusMissing();
+  if (missing) {
+    console.log(`== Multus v4.0.2 beside Plexus: skipped: ${missing}\n`);
+    return undefined;
+  }
+  if (!needsRoot("Multus v4.0.2 beside Plexus")) return undefined;
+  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const tmp = mkdtempSync(join(tmpdir(), "plx-benchmultus-"));
+  const s = scratch("plx-benchm");
+  const netnsPath = s.netns(`plx-benchm-${process.pid}`);
+  for (let k = 0; k <= Math.max(...counts); k++) s.link(`plxm${k}`);
+  const results = [];
+  let thickNote = "";
+  try {
+    for (const K of counts) {
+      // Multus ships its own ClusterRole (update pods/status); Plexus's shipped RBAC would refuse it.
+      const api = await startFakeApiServer({ rbac: false });
+      const front = await startProtobufFront(api);
+      let daemon;
+      let thick;
+      try {
+        const root = join(tmp, `k${K}`);
+        const dataDir = join(root, "ipam");
+        const confDir = join(root, "net.d");
+        mkdirSync(confDir, { recursive: true });
+        const net = (name, k) => ({
+          cniVersion: "1.0.0",
+          name,
+          type: "bridge",
+          bridge: `plxm${k}`,
+          ipam: { type: "host-local", subnet: `10.236.${k}.0/24`, dataDir },
+        });
+        const cluster = net("cbr0", 0);
+        const clusterNetwork = join(confDir, "10-cbr0.conf");
+        writeFileSync(clusterNetwork, JSON.stringify(cluster));
+        const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
+        api.addPod({
+          metadata: {
+            namespace: "b",
+            name: "p",
+            uid: "u",
+            annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
+          },
+          spec: { nodeName: NODE_NAME },
+        });
+        for (const n of nads)
+          api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+        const kubeconfig = writeKubeconfig(api, { dir: root });
+        const multusKubeconfig = writeKubeconfig(front, { dir: root, fileName: "multus.kubeconfig" });
+        const socket = join(root, "plexus.sock");
+        daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
+        try {
+          thick = await startMultusThick({ front, root, confDir, clusterNetwork });
+        } catch (err) {
+          thickNote = `Multus thick not run: ${err.message}`;
+        }
+        const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork, confDir, kubeconfig };
+        const thinConf = JSON.stringify({ ...base, cniDir: join(root, "cni"), daemonSocket: "" });
+        const daemonConf = JSON.stringify({ ...base, cniDir: join(root, "cni"), daemonSocket: socket });
+        const multusConf = JSON.stringify({
+          cniVersion: "1.0.0",
+          name: "multus-cni-network",
+          type: "multus",
+          kubeconfig: multusKubeconfig,
+          clusterNetwork,
+          confDir,
+          cniDir: join(root, "multus-cache"),
+          binDir: CNI_PATH,
+        });
+        const env = {
+          ...process.env,
+          CNI_CONTAINERID: `benchm${K}`,
+          CNI_NETNS: netnsPath,
+          CNI_PATH,
+          CNI_IFNAME: "eth0",
+          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u;K8S_POD_INFRA_CONTAINER_ID=benchm${K}`,
+        };
+        const M = (b) => join(MULTUS_DIR, b);
+        const pairs = {
+          thin: ["dist/plexus", thinConf],
+          daemon: ["dist/plexus", daemonConf],
+          multus: [M("multus"), multusConf],
+          ...(thick ? { thick: [M("multus-shim"), thick.shimConf] } : {}),
+        };
+        const m = Object.fromEntries(
+          Object.keys(pairs).flatMap((k) => [
+            [`${k}Add`, []],
+            [`${k}Del`, []],
+            [`${k}Rss`, []],
+            [`${k}Own`, []],
+          ]),
+        );
+        m.fAdd = [];
+        m.fDel = [];
+        m.multusReq = [];
+        m.thinVsMultus = [];
+        for (let i = 0; i < runs + 1; i++) {
+          const round = {};
+          // Every other round in reverse order, so no contender always runs right after another.
+          const order = i % 2 ? Object.entries(pairs).reverse() : Object.entries(pairs);
+          for (const [name, [bin, conf]] of order) {
+            const before = front.log.length;
+            const a = await cni(bin, { ...env, CNI_COMMAND: "ADD" }, conf);
+            if (name === "multus") round.req = front.log.length - before;
+            const d = await cni(bin, { ...env, CNI_COMMAND: "DEL" }, conf);
+            round[name] = [a, d];
+          }
+          const direct = await runDirect([cluster, ...nads], env);
+          if (i === 0) continue;
+          for (const [name, [a, d]] of Object.entries(round).filter(([k]) => k !== "req")) {
+            m[`${name}Add`].push(a.ms);
+            m[`${name}Del`].push(d.ms);
+            m[`${name}Rss`].push(a.rssKiB ?? 0, d.rssKiB ?? 0);
+            m[`${name}Own`].push(a.ms + d.ms - direct.add - direct.del);
+          }
+          // Round by round: a host whose speed drifts between rounds still compares like with like.
+          m.thinVsMultus.push(m.thinOwn.at(-1) / m.multusOwn.at(-1));
+          m.fAdd.push(direct.add);
+          m.fDel.push(direct.del);
+          m.multusReq.push(round.req);
+        }
+        const floorMs = median(m.fAdd) + median(m.fDel);
+        const r = { K, floorMs };
+        for (const name of Object.keys(pairs)) {
+          r[name] = {
+            add: median(m[`${name}Add`]),
+            del: median(m[`${name}Del`]),
+            // Each round's ADD + DEL − that round's direct delegates, then the median.
+            own: median(m[`${name}Own`]),
+            rssMiB: max(m[`${name}Rss`]) / 1024,
+          };
+        }
+        r.multusReq = max(m.multusReq);
+        r.thinVsMultus = median(m.thinVsMultus);
+        results.push(r);
+      } finally {
+        await thick?.stop();
+        await daemon?.stop();
+        await front.close();
+        await api.close();
+      }
+    }
+  } finally {
+    s.cleanup();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}×` : "");
+  console.log(
+    "== Multus v4.0.2 beside Plexus: a pod with the default network + K NAD networks, fake API server (HTTPS, 0 ms), interleaved (ms, medians)",
+  );
+  console.log(
+    "   own = ADD + DEL − the same delegates run directly in that round (median of rounds); thin ratio = Plexus / Multus own, the median of each round's ratio (below 1: Plexus cheaper)",
+  );
+  table(
+    [
+      "K",
+      "Plexus thin own",
+      "Multus thin own",
+      "thin ratio",
+      "Plexus daemon ADD / DEL",
+      "Multus thick ADD / DEL",
+      "daemon/thick ADD",
+      "peak RSS Plexus / Multus thin / shim",
+      "Multus req",
+    ],
+    results.map((r) => [
+      r.K,
+      rel(r.thin.own),
+      rel(r.multus.own),
+      `${r.thinVsMultus.toFixed(2)}×`,
+      `${r.daemon.add.toFixed(1)} / ${r.daemon.del.toFixed(1)}`,
+      r.thick ? `${r.thick.add.toFixed(1)} / ${r.thick.del.toFixed(1)}` : "—",
+      r.thick ? ratio(r.daemon.add, r.thick.add) : "",
+      `${Math.max(r.thin.rssMiB, r.daemon.rssMiB).toFixed(1)} / ${r.multus.rssMiB.toFixed(1)} / ${r.thick ? r.thick.rssMiB.toFixed(1) : "—"} MiB`,
+      r.multusReq,
+    ]),
+  );
+  if (thickNote) console.log(`   ${thickNote}`);
+  console.log("");
+  return results;
+}

@@ -32,7 +32,7 @@ const podLinks = (netns: string) =>
     .sort();
 
 describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
-  it("M7 K1 C2.5 ADD, then five DELs with host-device (whose DEL fails once its link is gone): every DEL exits 0, no record or lock file is left", async () => {
+  it("B67 M7 K1 C2.5 ADD, then five DELs with host-device (whose DEL fails once its link is gone): every DEL exits 0, no record or lock file is left", async () => {
     const { scope } = t;
     const [dev] = scope.addVethPair();
     const conf = plexusConf(scope, [
@@ -52,7 +52,7 @@ describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("M7 two secondary networks whose DEL is slow, delTimeoutSeconds 2: the default network's DEL still runs on the first DEL; DEL repeated until exit 0 leaves nothing", async () => {
+  it("B68 M7 two secondary networks whose DEL is slow, delTimeoutSeconds 2: the default network's DEL still runs on the first DEL; DEL repeated until exit 0 leaves nothing", async () => {
     const { scope } = t;
     // Slow (5 s) on the first DEL of each interface only: a plugin stuck on something that clears.
     const bin = wrapperDir(
@@ -91,7 +91,7 @@ describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("B52 a delegate whose grandchild leaves its session (setsid) and would attach 3 s later: ADD times out and rolls back, DEL exits 0, and 5 s later the netns has only lo and no reservation is left", async () => {
+  it("B69 B52 a delegate whose grandchild leaves its session (setsid) and would attach 3 s later: ADD times out and rolls back, DEL exits 0, and 5 s later the netns has only lo and no reservation is left", async () => {
     const { scope } = t;
     const bin = wrapperDir(
       scope,
@@ -128,7 +128,7 @@ fi`,
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("B52 a delegate that succeeds but leaves a detached process behind (setsid, every descriptor closed): the process is gone when ADD returns", async () => {
+  it("B69 B52 a delegate that succeeds but leaves a detached process behind (setsid, every descriptor closed): the process is gone when ADD returns", async () => {
     const { scope } = t;
     const bin = wrapperDir(
       scope,
@@ -149,7 +149,7 @@ fi`,
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("B44 C2.5 a full 64 KiB tmpfs cniDir: DEL of a recorded container succeeds, DEL with no record exits 0, ADD fails with 5 (never 999) and leaves nothing", async () => {
+  it("B70 B44 C2.5 a full 64 KiB tmpfs cniDir: DEL of a recorded container succeeds, DEL with no record exits 0, ADD fails with 5 (never 999) and leaves nothing", async () => {
     const { scope } = t;
     mkdirSync(scope.cniDir, { recursive: true });
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", scope.cniDir]);

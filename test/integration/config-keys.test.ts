@@ -14,7 +14,7 @@ const ctx = useSandbox();
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 
 describe("M1 keys in other cases and unknown keys, through the binary", () => {
-  it("M1 a Multus config with its keys in other cases attaches its delegate (Delegates, CNIVersion, Type…)", async () => {
+  it("B75 M1 a Multus config with its keys in other cases attaches its delegate (Delegates, CNIVersion, Type…)", async () => {
     const { sb } = ctx;
     const delegate = sb.delegate("net-a") as Record<string, unknown>;
     const upper = Object.fromEntries(Object.entries(delegate).map(([k, v]) => [k === "type" ? "Type" : k, v]));
@@ -54,7 +54,7 @@ describe("M1 keys in other cases and unknown keys, through the binary", () => {
     expect(r.stderr).toBe("");
   });
 
-  it("M1 the installed conflist fed to the binary by hand: code 7 saying it is a conflist and what libcni hands over", async () => {
+  it("B75 M1 the installed conflist fed to the binary by hand: code 7 saying it is a conflist and what libcni hands over", async () => {
     const { sb } = ctx;
     const conflist = {
       cniVersion: "1.0.0",
@@ -152,7 +152,7 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
     expect(bad.stdout).toMatch(/error +auxiliary chain +.*needs "clusterNetwork" to be a file path.*every ADD fails/);
   });
 
-  it("M1 doctor names a mistyped key with the nearest known one", async () => {
+  it("B75 M1 doctor names a mistyped key with the nearest known one", async () => {
     const { sb } = ctx;
     const file = join(sb.root, "p.conf");
     writeFileSync(file, JSON.stringify(sb.config([sb.delegate("net-a")], { clusterNetwrok: "x" })));

@@ -153,7 +153,7 @@ describe("M10 DRA device networks from a manifest directory (fileClusterDir), no
     ],
   ];
   it.each(bad)(
-    "M10 %s: a CNI error naming pod, NAD and claim; nothing attached; DEL clean",
+    "B76 M10 %s: a CNI error naming pod, NAD and claim; nothing attached; DEL clean",
     async (_, edit, code, why) => {
       const conf = fileCluster(draScenario({ nadConfig, edit }));
       const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));

@@ -81,10 +81,11 @@ async function delLocked(
       { network: f.attachment.network, ifName: f.attachment.ifName, code: f.error.code, err: f.error.message },
       "DEL without a record: this precautionary DEL failed; nothing recorded it as attached, so the DEL succeeds",
     );
-  if (read.state === "corrupt")
-    await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
-      deps.log.warn({ err: asCniError(err).message }, "cannot remove the unreadable container record");
-    });
+  // An unreadable record goes; so do the temp files of a writer killed mid-ADD before its record
+  // was renamed into place (B64): removing is not writing, and nothing else would ever take them.
+  await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
+    deps.log.warn({ err: asCniError(err).message }, "cannot remove the container's record files");
+  });
 }
 
 /**

@@ -3,7 +3,7 @@
  * a planted record naming `../` makes no path outside cniDir (records rm, GC, the lock clean-up),
  * and FIFOs where records and cached results belong hang neither `records list`, `doctor` nor GC.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawnSync, spawn } from "node:child_process";
 import {
   existsSync,
   lstatSync,
@@ -176,6 +176,20 @@ describe("B72 a directory in place of a container's cached result", () => {
     expect(existsSync(planted)).toBe(false);
     expect(sb.recordFiles()).toEqual([]);
     expect((await sb.run("DEL", conf)).code).toBe(0);
+  });
+});
+
+describe("B64 the temp file of a record writer killed before its rename", () => {
+  it("B64 a DEL that finds no record still removes it (the writer's pid is dead): the ADD it belonged to left nothing else", async () => {
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-a")]);
+    const dead = spawnSync(process.execPath, ["-e", "0"]).pid;
+    mkdirSync(join(sb.cniDir, "records"), { recursive: true });
+    const temp = join(sb.cniDir, "records", `.ctr1-eth0.json.tmp-${dead}-1-k1ll3d`);
+    writeFileSync(temp, '{"containerId":"ctr1"');
+    const del = await sb.run("DEL", conf);
+    expect(del.code, del.stdout + del.stderr).toBe(0);
+    expect(existsSync(temp)).toBe(false);
   });
 });
 

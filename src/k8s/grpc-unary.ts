@@ -94,7 +94,8 @@ export class UnixGrpcChannel {
         ":path": call.path,
         "content-type": "application/grpc",
         te: "trailers",
-        "grpc-timeout": `${Math.ceil(budget)}m`,
+        // The header takes at most 8 digits (gRPC over HTTP/2); the local timer bounds the call anyway.
+        "grpc-timeout": `${Math.min(Math.ceil(budget), 99_999_999)}m`,
       });
       const answer = new Answer(this.maxMessageBytes);
       let done = false;
@@ -151,10 +152,10 @@ class Answer {
     this.maxMessageBytes = maxMessageBytes;
   }
 
-  headers(h: http2.IncomingHttpHeaders): void {
-    if (h[":status"] !== undefined) this.httpStatus = Number(h[":status"]);
-    if (h["grpc-status"] !== undefined) this.status = Number(h["grpc-status"]);
-    const msg = h["grpc-message"];
+  headers(fields: http2.IncomingHttpHeaders): void {
+    if (fields[":status"] !== undefined) this.httpStatus = Number(fields[":status"]);
+    if (fields["grpc-status"] !== undefined) this.status = Number(fields["grpc-status"]);
+    const msg = fields["grpc-message"];
     if (typeof msg === "string") this.message = percentDecoded(msg);
   }
 

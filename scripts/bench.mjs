@@ -124,6 +124,10 @@ for (const K of [0, 1, 2, 8]) {
 }
 if (parallel?.thin10) target("10 pods × K=2 in parallel, ADD total, thin", parallel.thin10.wall, 420);
 if (parallel?.daemon10) target("10 pods × K=2 in parallel, ADD total, daemon", parallel.daemon10.wall, 420);
+if (parallel?.thinVsMultus !== undefined)
+  lines.push(
+    `10 pods × K=2 in parallel, ADD total, Plexus thin / Multus thin: ${parallel.thinVsMultus.toFixed(2)}× (target ≤ 1.0×): ${verdict(parallel.thinVsMultus <= 1)}`,
+  );
 if (api?.length) {
   const peak = api.reduce((a, r) => Math.max(a, r.peakRssMiB), 0);
   target("peak RSS of one CNI call", peak, 40, mib);

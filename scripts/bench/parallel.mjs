@@ -2,13 +2,34 @@
 // deleted all at once, through the fake API server (HTTPS, 0 ms), in thin and in daemon mode:
 // wall time for the whole batch and the p50 / p99 / max of single ADDs. A request-rate stall
 // (Multus thick: one rate-limited client for the node, 8.9 s for 10 pods) shows as a long tail.
+// With the optional peer built (scripts/bench/multus-peer.sh), Multus v4.0.2 thin runs the same
+// 10-pod batches, interleaved with Plexus batch by batch (through multus-front.mjs, which answers
+// its protobuf writes), and the thin/Multus ratio is the median of each round's ratio.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, cni, needsRoot, percentile, rel, scratch, startDaemon, table, importFakeApiServer } from "./lib.mjs";
+import {
+  CNI_PATH,
+  cni,
+  median,
+  needsRoot,
+  percentile,
+  rel,
+  scratch,
+  startDaemon,
+  table,
+  importFakeApiServer,
+} from "./lib.mjs";
+import { startProtobufFront } from "./multus-front.mjs";
+import { MULTUS_DIR, multusMissing } from "./multus.mjs";
 
 const NODE_NAME = "bench-node";
 const K = 2;
+
+const spreadOf = ([lo, hi]) => `${lo.toFixed(0)}–${hi.toFixed(0)}`;
+
+/** Multus thin runs the batches of this size only (its 50-pod batches would add minutes, not news). */
+const MULTUS_SIZE = 10;
 
 export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   if (!needsRoot("pods in parallel")) return undefined;
@@ -16,7 +37,10 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchpar-"));
   const s = scratch("plx-benchpar");
   for (let k = 0; k <= K; k++) s.link(`plxpar${k}`);
-  const api = await startFakeApiServer();
+  const multusSkip = multusMissing();
+  // Multus ships its own ClusterRole (update pods/status); Plexus's shipped RBAC would refuse it.
+  const api = await startFakeApiServer(multusSkip ? {} : { rbac: false });
+  const front = multusSkip ? undefined : await startProtobufFront(api);
   const rows = [];
   const results = {};
   let daemon;
@@ -64,58 +88,91 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
       thin: JSON.stringify({ ...base, daemonSocket: "" }),
       daemon: JSON.stringify({ ...base, daemonSocket: socket }),
     };
+    const bins = { thin: "dist/plexus", daemon: "dist/plexus" };
+    if (front) {
+      confs.multus = JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "multus-cni-network",
+        type: "multus",
+        kubeconfig: writeKubeconfig(front, { dir: tmp, fileName: "multus.kubeconfig" }),
+        clusterNetwork: base.clusterNetwork,
+        confDir,
+        cniDir: join(tmp, "multus-cache"),
+        binDir: CNI_PATH,
+      });
+      bins.multus = join(MULTUS_DIR, "multus");
+    }
     const envOf = (p, n) => ({
       ...process.env,
       CNI_CONTAINERID: `par-${p.name}-${n}`,
       CNI_NETNS: p.netns,
       CNI_PATH,
       CNI_IFNAME: "eth0",
-      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=${p.name};K8S_POD_UID=u${p.name.slice(1)}`,
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=${p.name};K8S_POD_UID=u${p.name.slice(1)};K8S_POD_INFRA_CONTAINER_ID=par-${p.name}-${n}`,
     });
     let n = 0;
     for (const size of sizes) {
-      const acc = { thin: { wall: [], add: [], delWall: [] }, daemon: { wall: [], add: [], delWall: [] } };
+      const modes = Object.keys(confs).filter((m) => m !== "multus" || size === MULTUS_SIZE);
+      const acc = Object.fromEntries(modes.map((m) => [m, { wall: [], add: [], delWall: [] }]));
+      const thinVsMultus = [];
       for (let round = 0; round < rounds + 1; round++) {
-        for (const mode of ["thin", "daemon"]) {
+        // Every other round in reverse order, so no contender always runs right after another.
+        for (const mode of round % 2 ? [...modes].reverse() : modes) {
           const batch = pods.slice(0, size);
           n++;
           const t0 = performance.now();
           const adds = await Promise.all(
-            batch.map((p) => cni("dist/plexus", { ...envOf(p, n), CNI_COMMAND: "ADD" }, confs[mode])),
+            batch.map((p) => cni(bins[mode], { ...envOf(p, n), CNI_COMMAND: "ADD" }, confs[mode])),
           );
           const wall = performance.now() - t0;
           const t1 = performance.now();
-          await Promise.all(batch.map((p) => cni("dist/plexus", { ...envOf(p, n), CNI_COMMAND: "DEL" }, confs[mode])));
+          await Promise.all(batch.map((p) => cni(bins[mode], { ...envOf(p, n), CNI_COMMAND: "DEL" }, confs[mode])));
           const delWall = performance.now() - t1;
           if (round === 0) continue; // warm-up
           acc[mode].wall.push(wall);
           acc[mode].delWall.push(delWall);
           acc[mode].add.push(...adds.map((a) => a.ms));
         }
+        // Round by round: a host whose speed drifts between rounds still compares like with like.
+        if (round > 0 && acc.multus && size === MULTUS_SIZE)
+          thinVsMultus.push(acc.thin.wall.at(-1) / acc.multus.wall.at(-1));
       }
-      for (const mode of ["thin", "daemon"]) {
+      for (const mode of modes) {
         const a = acc[mode];
         const r = {
           wall: percentile(a.wall, 50),
+          spread: [Math.min(...a.wall), Math.max(...a.wall)],
           p50: percentile(a.add, 50),
           p99: percentile(a.add, 99),
           max: Math.max(...a.add),
           delWall: percentile(a.delWall, 50),
         };
         results[`${mode}${size}`] = r;
-        rows.push([size, mode, rel(r.wall), rel(r.p50), rel(r.p99), rel(r.max), rel(r.delWall)]);
+        const name = mode === "multus" ? "Multus thin" : mode;
+        rows.push([size, name, rel(r.wall), spreadOf(r.spread), rel(r.p50), rel(r.p99), rel(r.max), rel(r.delWall)]);
+      }
+      if (thinVsMultus.length) {
+        results.thinVsMultus = median(thinVsMultus);
+        results.thinVsMultusSpread = [Math.min(...thinVsMultus), Math.max(...thinVsMultus)];
       }
     }
   } finally {
     await daemon?.stop();
+    await front?.close();
     await api.close();
     s.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
   console.log(
-    `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ${rounds} batches; ms, × node -e 0). Multus thin, 10 pods: 424 in all (issue 11's run, node -e 0 = 21 ms: 20.2×); thick: 8,865`,
+    `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ${rounds} batches, interleaved; ms, × node -e 0). Multus thick, 10 pods (issue 11's run): 8,865`,
   );
-  table(["pods", "mode", "ADD wall (all)", "ADD p50", "ADD p99", "ADD max", "DEL wall (all)"], rows);
+  table(["pods", "mode", "ADD wall (all)", "min–max", "ADD p50", "ADD p99", "ADD max", "DEL wall (all)"], rows);
+  if (results.thinVsMultus !== undefined) {
+    const [lo, hi] = results.thinVsMultusSpread;
+    console.log(
+      `   ${MULTUS_SIZE} pods, ADD wall, Plexus thin / Multus thin: ${results.thinVsMultus.toFixed(2)}× (median of each round's ratio; ${lo.toFixed(2)}–${hi.toFixed(2)}×)`,
+    );
+  } else console.log(`   Multus v4.0.2 thin beside it: skipped: ${multusSkip}`);
   console.log("");
   return results;
 }

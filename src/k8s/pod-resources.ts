@@ -5,14 +5,16 @@
  * `Get` (one pod; kubelet ≥ 1.27 with KubeletPodResourcesGet) is asked first, `List` (every pod of
  * the node) when kubelet answers UNIMPLEMENTED. Every call is bounded by one deadline.
  *
- * Loaded only for a NAD with `k8s.v1.cni.cncf.io/resourceName` (a dynamic import): gRPC's start-up
- * is not paid by a plain ADD. The few messages needed are a static protobuf descriptor (field
+ * Loaded only for a NAD with `k8s.v1.cni.cncf.io/resourceName` (a dynamic import): the HTTP/2
+ * client's start-up is not paid by a plain ADD. The calls go over a minimal gRPC unary client
+ * (./grpc-unary), not @grpc/grpc-js, whose load and channel set-up cost the CNI process more.
+ * The few messages needed are a static protobuf descriptor (field
  * numbers of kubelet's pkg/kubelet/apis/podresources/v1 api.proto): nothing is read from disk,
  * so it works inside the single executable. Fields Plexus does not need are skipped on decode.
  */
-import * as grpc from "@grpc/grpc-js";
 import * as protobuf from "protobufjs/light";
 import { CniError, Code } from "../cni/errors";
+import { type GrpcError, GrpcStatus, grpcStatusName, UnixGrpcChannel } from "./grpc-unary";
 
 const str = (id: number) => ({ type: "string", id });
 const many = (type: string, id: number) => ({ rule: "repeated", type, id });
@@ -83,20 +85,17 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 /**
  * One channel to kubelet's socket: the CNI process makes one per query (podDeviceIds), the daemon
- * keeps one for its life (grpc-js reconnects it when kubelet restarts).
+ * keeps one for its life (reconnected on the next query after kubelet restarts).
  */
 export class PodResourcesClient {
   readonly socket: string;
-  private readonly client: grpc.Client;
+  private readonly channel: UnixGrpcChannel;
   /** Learnt once: kubelet without `Get` is asked with `List` from then on. */
   private getUnimplemented = false;
 
   constructor(socket: string) {
     this.socket = socket;
-    this.client = new grpc.Client(`unix:${socket}`, grpc.credentials.createInsecure(), {
-      "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
-      "grpc.enable_retries": 0,
-    });
+    this.channel = new UnixGrpcChannel({ socket, maxMessageBytes: MAX_MESSAGE_BYTES });
   }
 
   /** The pod's device IDs per resource name, across all its containers, sorted (as Multus orders them). */
@@ -105,29 +104,30 @@ export class PodResourcesClient {
     try {
       if (!this.getUnimplemented) {
         try {
-          const got = (await unary(
-            this.client,
-            "Get",
-            { podName: query.name, podNamespace: query.namespace },
-            deadline,
-          )) as {
+          const got = (await this.unary("Get", { podName: query.name, podNamespace: query.namespace }, deadline)) as {
             podResources?: PodResources;
           };
           return devicesOf(got.podResources);
         } catch (err) {
-          if ((err as grpc.ServiceError).code !== grpc.status.UNIMPLEMENTED) throw err;
+          if ((err as GrpcError).code !== GrpcStatus.UNIMPLEMENTED) throw err;
           this.getUnimplemented = true;
         }
       }
-      const all = (await unary(this.client, "List", {}, deadline)) as { podResources?: PodResources[] };
+      const all = (await this.unary("List", {}, deadline)) as { podResources?: PodResources[] };
       return devicesOf((all.podResources ?? []).find((p) => p.name === query.name && p.namespace === query.namespace));
     } catch (err) {
       throw failure({ ...query, socket: this.socket }, err);
     }
   }
 
+  private async unary(method: keyof typeof PodResourcesMethods, arg: object, deadline: number): Promise<unknown> {
+    const m = PodResourcesMethods[method];
+    const answer = await this.channel.unary({ path: m.path, request: m.serialize(arg), deadline });
+    return m.deserialize(answer);
+  }
+
   close(): void {
-    this.client.close();
+    this.channel.close();
   }
 }
 
@@ -139,20 +139,6 @@ export async function podDeviceIds(query: PodResourcesQuery): Promise<Map<string
   } finally {
     client.close();
   }
-}
-
-function unary(
-  client: grpc.Client,
-  method: keyof typeof PodResourcesMethods,
-  arg: object,
-  deadline: number,
-): Promise<unknown> {
-  const m = PodResourcesMethods[method];
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(m.path, m.serialize, m.deserialize, arg, new grpc.Metadata(), { deadline }, (err, value) =>
-      err ? reject(err) : resolve(value),
-    );
-  });
 }
 
 export function devicesOf(pod: PodResources | undefined): Map<string, string[]> {
@@ -169,13 +155,13 @@ export function devicesOf(pod: PodResources | undefined): Map<string, string[]> 
 }
 
 function failure(q: PodResourcesQuery, err: unknown): CniError {
-  const e = err as Partial<grpc.ServiceError>;
+  const e = err as Partial<GrpcError>;
   const why =
-    e.code === grpc.status.DEADLINE_EXCEEDED
+    e.code === GrpcStatus.DEADLINE_EXCEEDED
       ? `no answer within ${q.timeoutMs} ms`
-      : e.code === grpc.status.UNAVAILABLE
+      : e.code === GrpcStatus.UNAVAILABLE
         ? `cannot connect (${e.details || e.message}); is kubelet running and the socket mounted into the pod running Plexus?`
-        : `kubelet answered ${e.code !== undefined ? grpc.status[e.code] : "an error"}: ${e.details || e.message || String(err)}`;
+        : `kubelet answered ${e.code !== undefined ? grpcStatusName(e.code) : "an error"}: ${e.details || e.message || String(err)}`;
   return new CniError(
     Code.TryAgainLater,
     `cannot learn the devices of resource ${q.resourceNames.join(", ")} allocated to pod ${q.namespace}/${q.name} from kubelet's pod-resources socket ${q.socket} (podResourcesSocket): ${why}`,

@@ -212,7 +212,8 @@ describeE2e("e2e plexus install", () => {
     let stderr = "";
     child.stdout!.on("data", (b: Buffer) => (stdout += b.toString()));
     child.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    // "close", not "exit": stderr is read to its end before the last assertions on it.
+    const exited = new Promise<number | null>((r) => child.once("close", (code) => r(code)));
     try {
       await waitFor(() => existsSync(confPath), 15_000, "config written by the running installer");
       const primary = JSON.parse(readFileSync(d.primary, "utf8"));
@@ -224,7 +225,8 @@ describeE2e("e2e plexus install", () => {
       );
       unlinkSync(confPath);
       await waitFor(() => existsSync(confPath), 5000, "config restored");
-      expect(stderr).toMatch(/deleted or renamed by another agent: restored/);
+      // The log line follows the restore, through a pipe: wait for it rather than race it.
+      await waitFor(() => /deleted or renamed by another agent: restored/.test(stderr), 5000, "the restore logged");
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
       expect(existsSync(confPath)).toBe(false);

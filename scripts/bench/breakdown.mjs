@@ -8,12 +8,12 @@
 // hello-world executable (the runtime's floor), VERSION (+ the bundle's load), a DEL from the
 // record (+ the core's initialisation) and ADDs at K = 0 / 2 / 8 (+ the work).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compileArgs } from "../build-flags.mjs";
 import { bunPath } from "../bun-path.mjs";
-import { CNI_PATH, cni, importFakeApiServer, median, needsRoot, scratch, table, timed } from "./lib.mjs";
+import { CNI_PATH, cni, importFakeApiServer, median, needsRoot, scratch, table, timed, benchNetworks } from "./lib.mjs";
 
 // Only what the phases need: seccomp filtering leaves every other call untraced and unslowed.
 const TRACED = "execve,read,write,sendto,recvfrom,connect,openat,close,fsync,rename,flock,wait4,exit_group";
@@ -131,17 +131,7 @@ export async function benchBreakdown(runs) {
   for (let k = 0; k <= 8; k++) s.link(`plxbd${k}`);
   const api = await startFakeApiServer();
   try {
-    const dataDir = join(tmp, "ipam");
-    const confDir = join(tmp, "net.d");
-    mkdirSync(confDir, { recursive: true });
-    const net = (name, k) => ({
-      cniVersion: "1.0.0",
-      name,
-      type: "bridge",
-      bridge: `plxbd${k}`,
-      ipam: { type: "host-local", subnet: `10.238.${k}.0/24`, dataDir },
-    });
-    writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(net("cbr0", 0)));
+    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxbd", octet: 238 });
     const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
     for (const n of nads)
       api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
@@ -165,7 +155,7 @@ export async function benchBreakdown(runs) {
       cniVersion: "1.0.0",
       name: "plexus",
       type: "plexus",
-      clusterNetwork: join(confDir, "10-cbr0.conf"),
+      clusterNetwork: clusterNetwork,
       confDir,
       kubeconfig,
       cniDir: join(tmp, "cni"),

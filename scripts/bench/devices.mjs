@@ -4,11 +4,22 @@
 // server (grpc-js on a unix socket), in thin mode (the CNI process asks kubelet itself) and daemon
 // mode (the daemon asks kubelet over its one channel), interleaved round by round. Target: a
 // device network's ADD costs at most a plain one's + 10 ms.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { CNI_PATH, median, needsRoot, rel, scratch, startDaemon, table, cni, importFakeApiServer } from "./lib.mjs";
+import {
+  CNI_PATH,
+  median,
+  needsRoot,
+  rel,
+  scratch,
+  startDaemon,
+  table,
+  cni,
+  importFakeApiServer,
+  benchNetworks,
+} from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 const RESOURCE = "intel.com/sriov_netdevice";
@@ -43,17 +54,7 @@ export async function benchDevices(runs) {
   ]);
   let daemon;
   try {
-    const dataDir = join(tmp, "ipam");
-    const confDir = join(tmp, "net.d");
-    mkdirSync(confDir, { recursive: true });
-    const net = (name, k) => ({
-      cniVersion: "1.0.0",
-      name,
-      type: "bridge",
-      bridge: `plxd${k}`,
-      ipam: { type: "host-local", subnet: `10.235.${k}.0/24`, dataDir },
-    });
-    writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(net("cbr0", 0)));
+    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxd", octet: 235 });
     api.addNad({ metadata: { namespace: "b", name: "plain" }, spec: { config: JSON.stringify(net("plain", 1)) } });
     api.addNad({
       metadata: { namespace: "b", name: "dev", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } },
@@ -75,7 +76,7 @@ export async function benchDevices(runs) {
       cniVersion: "1.0.0",
       name: "plexus",
       type: "plexus",
-      clusterNetwork: join(confDir, "10-cbr0.conf"),
+      clusterNetwork: clusterNetwork,
       confDir,
       kubeconfig,
       cniDir: join(tmp, "cni"),

@@ -1,8 +1,9 @@
 // Shared benchmark helpers: timed child processes with peak RSS, interleaved rounds, medians.
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { registerHooks } from "node:module";
+import { join } from "node:path";
 
 // The fake API server is TypeScript that imports its siblings without an extension, as the
 // bundler and vitest resolve them; Node's own resolver needs the ".ts" added.
@@ -249,4 +250,25 @@ export async function runDirect(confs, env) {
       )
     ).ms;
   return { add, del };
+}
+
+/**
+ * A node's CNI set-up for a bench section, under `root`: `net.d/10-cbr0.conf` (the cluster
+ * default network) and `net(name, k)`, a bridge + host-local network on bridge `<bridgePrefix><k>`
+ * and subnet `10.<octet>.<k>.0/24` (k = 0 is the default network's).
+ */
+export function benchNetworks({ root, bridgePrefix, octet }) {
+  const dataDir = join(root, "ipam");
+  const confDir = join(root, "net.d");
+  mkdirSync(confDir, { recursive: true });
+  const net = (name, k) => ({
+    cniVersion: "1.0.0",
+    name,
+    type: "bridge",
+    bridge: `${bridgePrefix}${k}`,
+    ipam: { type: "host-local", subnet: `10.${octet}.${k}.0/24`, dataDir },
+  });
+  const clusterNetwork = join(confDir, "10-cbr0.conf");
+  writeFileSync(clusterNetwork, JSON.stringify(net("cbr0", 0)));
+  return { dataDir, confDir, clusterNetwork, net };
 }

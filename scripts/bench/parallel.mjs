@@ -5,7 +5,7 @@
 // With the optional peer built (scripts/bench/multus-peer.sh), Multus v4.0.2 thin runs the same
 // 10-pod batches, interleaved with Plexus batch by batch (through multus-front.mjs, which answers
 // its protobuf writes), and the thin/Multus ratio is the median of each round's ratio.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -19,6 +19,7 @@ import {
   startDaemon,
   table,
   importFakeApiServer,
+  benchNetworks,
 } from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 import { MULTUS_DIR, multusMissing } from "./multus.mjs";
@@ -45,17 +46,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   const results = {};
   let daemon;
   try {
-    const dataDir = join(tmp, "ipam");
-    const confDir = join(tmp, "net.d");
-    mkdirSync(confDir, { recursive: true });
-    const net = (name, k) => ({
-      cniVersion: "1.0.0",
-      name,
-      type: "bridge",
-      bridge: `plxpar${k}`,
-      ipam: { type: "host-local", subnet: `10.235.${k}.0/24`, dataDir },
-    });
-    writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(net("cbr0", 0)));
+    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxpar", octet: 235 });
     const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
     for (const n of nads)
       api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
@@ -79,7 +70,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
       cniVersion: "1.0.0",
       name: "plexus",
       type: "plexus",
-      clusterNetwork: join(confDir, "10-cbr0.conf"),
+      clusterNetwork: clusterNetwork,
       confDir,
       kubeconfig,
       cniDir: join(tmp, "cni"),

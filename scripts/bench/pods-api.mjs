@@ -3,7 +3,7 @@
 // (dist/plexus asks `dist/plexus daemon` over its unix socket), interleaved round by round with
 // the same delegates run directly (the floor) and a bare `node -e 0`, at 0 and 5 ms injected
 // latency. API requests per ADD are counted by the server (reads / writes; watches excluded).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -22,6 +22,7 @@ import {
   table,
   timed,
   importFakeApiServer,
+  benchNetworks,
 } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
@@ -57,18 +58,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
         let daemon;
         try {
           const root = join(tmp, `l${latencyMs}k${K}`);
-          const dataDir = join(root, "ipam");
-          const confDir = join(root, "net.d");
-          mkdirSync(confDir, { recursive: true });
-          const net = (name, k) => ({
-            cniVersion: "1.0.0",
-            name,
-            type: "bridge",
-            bridge: `plxa${k}`,
-            ipam: { type: "host-local", subnet: `10.234.${k}.0/24`, dataDir },
-          });
-          const cluster = net("cbr0", 0);
-          writeFileSync(join(confDir, "10-cbr0.conf"), JSON.stringify(cluster));
+          const { confDir, clusterNetwork, net } = benchNetworks({ root: root, bridgePrefix: "plxa", octet: 234 });
           const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
           api.addPod({
             metadata: {
@@ -88,7 +78,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
             cniVersion: "1.0.0",
             name: "plexus",
             type: "plexus",
-            clusterNetwork: join(confDir, "10-cbr0.conf"),
+            clusterNetwork: clusterNetwork,
             confDir,
             kubeconfig,
             cniDir: join(root, "cni"),
@@ -103,7 +93,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
             CNI_IFNAME: "eth0",
             CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u",
           };
-          const all = [cluster, ...nads];
+          const all = [net("cbr0", 0), ...nads];
           const m = {
             tAdd: [],
             tDel: [],

@@ -3,10 +3,10 @@
 // built, by Multus v4.0.2 thin and thick, every request going through a counting front to the
 // project's fake API server (bytes = request and response bodies, without HTTP/TLS framing).
 // docs/scale.md scales these up to 5,000 nodes × 110 pods.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, cni, importFakeApiServer, needsRoot, scratch, startDaemon, table } from "./lib.mjs";
+import { CNI_PATH, cni, importFakeApiServer, needsRoot, scratch, startDaemon, table, benchNetworks } from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 import { MULTUS_DIR, multusMissing, startMultusThick } from "./multus.mjs";
 
@@ -43,18 +43,7 @@ export async function benchScale() {
   const phases = [];
   const mark = (mode, what, from) => phases.push({ mode, what, ...summariseFlat(front.log.slice(from)) });
   try {
-    const dataDir = join(tmp, "ipam");
-    const confDir = join(tmp, "net.d");
-    mkdirSync(confDir, { recursive: true });
-    const net = (name, k) => ({
-      cniVersion: "1.0.0",
-      name,
-      type: "bridge",
-      bridge: `plxs${k}`,
-      ipam: { type: "host-local", subnet: `10.239.${k}.0/24`, dataDir },
-    });
-    const clusterNetwork = join(confDir, "10-cbr0.conf");
-    writeFileSync(clusterNetwork, JSON.stringify(net("cbr0", 0)));
+    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxs", octet: 239 });
     const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
     for (const n of nads)
       api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });

@@ -237,21 +237,14 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
   });
   it("M4 M6 default-route: the selected network carries the pod's default route, and the status names its gateway", async () => {
     const { scope } = t;
-    const c = cluster(scope, 13, [
-      pod("app", "gw", {
-        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.14.1"] }]),
-      }),
-      nad(
-        "app",
-        "egress",
-        bridgeNet({
-          name: "egress",
-          bridge: scope.bridgeName(),
-          isGateway: true,
-          ipam: hostLocal(scope, "10.216.14.0/24"),
-        }),
-      ),
-    ]);
+    const c = egressCluster({
+      scope,
+      index: 13,
+      pod: "gw",
+      network: "egress",
+      gateway: "10.216.14.1",
+      subnet: "10.216.14.0/24",
+    });
     const ns = scope.addNetns();
     const env = podEnv(ns, "app", "gw");
     expectOk(await scope.run("ADD", c.conf, env));
@@ -265,21 +258,14 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
 
   it("M4 default-route runs no nsenter or ip found through $PATH: impostors first in PATH never run, the route is still set", async () => {
     const { scope } = t;
-    const c = cluster(scope, 17, [
-      pod("app", "gwpath", {
-        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["10.216.18.1"] }]),
-      }),
-      nad(
-        "app",
-        "egress",
-        bridgeNet({
-          name: "egress",
-          bridge: scope.bridgeName(),
-          isGateway: true,
-          ipam: hostLocal(scope, "10.216.18.0/24"),
-        }),
-      ),
-    ]);
+    const c = egressCluster({
+      scope,
+      index: 17,
+      pod: "gwpath",
+      network: "egress",
+      gateway: "10.216.18.1",
+      subnet: "10.216.18.0/24",
+    });
     const impostors = join(scope.root, "impostors");
     const marker = join(scope.root, "impostor-ran");
     mkdirSync(impostors);
@@ -298,21 +284,14 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
 
   it("M4 default-route with an IPv6 gateway: the pod's IPv6 default route goes via it (rtnetlink, no host tool)", async () => {
     const { scope } = t;
-    const c = cluster(scope, 19, [
-      pod("app", "gw6", {
-        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress6", "default-route": ["fd00:216:20::1"] }]),
-      }),
-      nad(
-        "app",
-        "egress6",
-        bridgeNet({
-          name: "egress6",
-          bridge: scope.bridgeName(),
-          isGateway: true,
-          ipam: hostLocal(scope, "fd00:216:20::/64"),
-        }),
-      ),
-    ]);
+    const c = egressCluster({
+      scope,
+      index: 19,
+      pod: "gw6",
+      network: "egress6",
+      gateway: "fd00:216:20::1",
+      subnet: "fd00:216:20::/64",
+    });
     const ns = scope.addNetns();
     const env = podEnv(ns, "app", "gw6");
     expectOk(await scope.run("ADD", c.conf, env));
@@ -344,3 +323,24 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 });
+
+/** A pod whose one selected network (a gateway bridge) is to carry its default route (`default-route`). */
+function egressCluster(o: {
+  scope: E2eScope;
+  index: number;
+  pod: string;
+  network: string;
+  gateway: string;
+  subnet: string;
+}) {
+  return cluster(o.scope, o.index, [
+    pod("app", o.pod, {
+      "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: o.network, "default-route": [o.gateway] }]),
+    }),
+    nad(
+      "app",
+      o.network,
+      bridgeNet({ name: o.network, bridge: o.scope.bridgeName(), isGateway: true, ipam: hostLocal(o.scope, o.subnet) }),
+    ),
+  ]);
+}

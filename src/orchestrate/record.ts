@@ -3,7 +3,7 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, lutimesSync } from "node:fs";
+import { lstatSync, readdirSync, lutimesSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
@@ -12,6 +12,7 @@ import type { ConfList } from "../cni/conf";
 import { removeFile, writeFileAtomic } from "../store/atomic-file";
 import { isPlainObject } from "../cni/json";
 import { JsonFileStore, type JsonStore, type StoreRead } from "../store/json-store";
+import { readSharedFile } from "../store/shared-file";
 import { stateNamesProblem } from "../store/state-names";
 import type { NetworkSelection } from "../npwg/types";
 
@@ -196,21 +197,15 @@ export class RecordStore {
   }
 
   /**
-   * An entry is input, not truth: only a small regular file (opened without following a symlink
-   * and without blocking on a FIFO) whose names are a valid container ID and interface name and
-   * give back its own file name is used.
+   * An entry is input, not truth: only a small regular file (read as shared-file.ts reads any file
+   * others can write) whose names are a valid container ID and interface name and give back its
+   * own file name is used.
    */
   private readPending(path: string): Omit<PendingEntry, "touchedAt"> | undefined {
-    let fd: number | undefined;
+    const file = readSharedFile(path, { maxBytes: MAX_PENDING_BYTES });
+    if (file.state !== "found") return undefined;
     try {
-      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      const st = fstatSync(fd);
-      if (!st.isFile() || st.size > MAX_PENDING_BYTES) return undefined;
-      const buf = Buffer.alloc(st.size);
-      const v = JSON.parse(buf.subarray(0, readSync(fd, buf, 0, st.size, 0)).toString("utf8")) as {
-        containerId?: unknown;
-        ifName?: unknown;
-      };
+      const v = JSON.parse(file.data.toString("utf8")) as { containerId?: unknown; ifName?: unknown };
       const { containerId, ifName } = v;
       if (typeof containerId !== "string" || typeof ifName !== "string") return undefined;
       validateContainerId(containerId); // throws: a name that is no CNI_CONTAINERID is no entry
@@ -218,8 +213,6 @@ export class RecordStore {
       return this.pendingPath(containerId, ifName) === path ? { containerId, ifName } : undefined;
     } catch {
       return undefined;
-    } finally {
-      if (fd !== undefined) closeSync(fd);
     }
   }
 

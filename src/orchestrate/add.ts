@@ -34,7 +34,7 @@ export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
     );
   } finally {
     // After its own work: the oldest record of a failed DEL on this node gets a retry (pending.ts).
-    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req });
+    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req, deadlineAt: deadline.at });
   }
 }
 

@@ -35,7 +35,7 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
       delLocked(req, conf, locked, deadline),
     );
   } finally {
-    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req });
+    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req, deadlineAt: deadline.at });
   }
 }
 

@@ -4,7 +4,8 @@
  * retry that never comes. Such a record is "pending" (del-failures.ts marks it) and is retried:
  * - by every ADD and DEL on the node, after its own work: the least recently retried record
  *   alone, skipped when its container's lock is busy, and not again within a retry interval
- *   (bounded work: at most one teardown per call, under a budget of its own);
+ *   (bounded work: at most one teardown per call, under a budget of its own that never runs past
+ *   the calling ADD's or DEL's deadline);
  * - by GC, every pending record.
  * A retry that succeeds removes the record, its lock file and cached results. One that fails after
  * `failedDelRetrySeconds` since the first failed DEL abandons the record (del-failures.ts
@@ -23,6 +24,8 @@ import { failedAttachments, teardown } from "./teardown";
 
 /** Most time one retry's delegates get, whatever `delTimeoutSeconds` says: it rides on another call. */
 const RETRY_BUDGET_MS = 10_000;
+/** Less time than this left of the calling ADD's or DEL's deadline: no retry is started. */
+const MIN_RETRY_MS = 1_000;
 /** A record is not retried again by ADD and DEL within this long (at most `failedDelRetrySeconds`). */
 const RETRY_INTERVAL_MS = 10_000;
 
@@ -34,7 +37,12 @@ export async function retryPendingDels(
   req: CniRequest,
   conf: PlexusConf,
   deps: Deps,
-  opts: { limit: number; exclude?: { containerId: string; ifName: string } },
+  opts: {
+    limit: number;
+    exclude?: { containerId: string; ifName: string };
+    /** The calling ADD's or DEL's own deadline: a retry never runs past it (the runtime would kill the call). */
+    deadlineAt?: number;
+  },
 ): Promise<CniError[]> {
   const errors: CniError[] = [];
   try {
@@ -43,14 +51,26 @@ export async function retryPendingDels(
       .listPending({ dueAt: Date.now() - interval, limit: opts.limit + 1 })
       .filter((e) => !(e.containerId === opts.exclude?.containerId && e.ifName === opts.exclude.ifName))
       .slice(0, opts.limit);
-    for (const entry of due) errors.push(...(await retryOne(entry, req, conf, deps)));
+    for (const entry of due) {
+      // Each retry's budget of its own, within what is left of the calling call's deadline.
+      const untilAt = Math.min(opts.deadlineAt ?? Number.POSITIVE_INFINITY, Date.now() + RETRY_BUDGET_MS);
+      if (untilAt - Date.now() < MIN_RETRY_MS) break;
+      errors.push(...(await retryOne({ entry, req, conf, deps, untilAt })));
+    }
   } catch (err) {
     deps.log.warn({ err: asCniError(err).message }, "retrying the records of failed DELs failed");
   }
   return errors;
 }
 
-async function retryOne(entry: PendingEntry, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<CniError[]> {
+async function retryOne(o: {
+  entry: PendingEntry;
+  req: CniRequest;
+  conf: PlexusConf;
+  deps: Deps;
+  untilAt: number;
+}): Promise<CniError[]> {
+  const { entry, req, conf, deps, untilAt } = o;
   const target = { containerId: entry.containerId, ifName: entry.ifName };
   // The lock is tried once: a container busy with a call of its own is that call's to finish.
   return withContainerLock({ verb: "RETRY", req: target, conf, deps, deadlineAt: Date.now() }, async (locked) => {
@@ -60,7 +80,7 @@ async function retryOne(entry: PendingEntry, req: CniRequest, conf: PlexusConf, 
       await locked.records.unmarkPending(entry.containerId, entry.ifName);
       return [];
     }
-    return retryRecord(read.record, req, conf, locked);
+    return retryRecord(read.record, req, conf, locked, untilAt);
   }).catch((err: unknown) => {
     deps.log.debug({ ...target, err: asCniError(err).message }, "pending record not retried now");
     // Its turn is over: a container that stays busy must not keep the others from theirs.
@@ -74,9 +94,10 @@ async function retryRecord(
   req: CniRequest,
   conf: PlexusConf,
   deps: Deps,
+  untilAt: number,
 ): Promise<CniError[]> {
   const { containerId, ifName } = record;
-  const deadline = { at: Date.now() + Math.min(conf.delTimeoutMs, RETRY_BUDGET_MS), key: "delTimeoutSeconds" };
+  const deadline = { at: Math.min(Date.now() + conf.delTimeoutMs, untilAt), key: "delTimeoutSeconds" };
   const ctx: RuntimeFor = { containerId, netns: "", cniArgs: record.cniArgs, deadline };
   const failures = await teardown(record.attachments, ctx, req, conf, deps);
   if (failures.length === 0) {

@@ -117,9 +117,7 @@ export class DaemonKube implements KubeApi {
         );
         if (r.claim === null) return undefined;
         const claim =
-          typeof r.claim === "object" && r.claim !== undefined
-            ? trimResourceClaim(r.claim as Record<string, unknown>, namespace)
-            : undefined;
+          typeof r.claim === "object" ? trimResourceClaim(r.claim as Record<string, unknown>, namespace) : undefined;
         if (!claim || claim.metadata.name !== name)
           throw new DaemonUnavailable("the daemon answered a claim request without a claim");
         return claim;

@@ -123,18 +123,14 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
   // prom-client (metrics.ts) loads with the daemon only: a CNI call never needs it.
   const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
   const kubeconfig = s.kubeconfig ? { path: s.kubeconfig, raw: await readKubeconfig(s.kubeconfig) } : undefined;
-  const caches = new bundle.WatchCaches({
+  const watchOptions = {
     kubeconfig,
     nodeName: s.nodeName,
-    list: (path, query) => api.list(path, query),
+    list: (path: string, query: Record<string, string>) => api.list(path, query),
     log,
-  });
-  const dra = new bundle.DraCaches({
-    kubeconfig,
-    nodeName: s.nodeName,
-    list: (path, query) => api.list(path, query),
-    log,
-  });
+  };
+  const caches = new bundle.WatchCaches(watchOptions);
+  const dra = new bundle.DraCaches(watchOptions);
   const detector = new MissingNetworksDetector({
     pods: () => caches.listPods(),
     api,

@@ -40,6 +40,9 @@ export function allocatedToNode(claim: ResourceClaim, nodeName: string): boolean
   );
 }
 
+const CLAIM_PATH = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceclaims`;
+const SLICE_PATH = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
+
 export class DraCaches {
   private readonly claims: Informer<ResourceClaim>;
   private readonly slices: Informer<ResourceSlice>;
@@ -51,9 +54,7 @@ export class DraCaches {
       backoff?: { minMs: number; maxMs: number };
     },
   ) {
-    const claimPath = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceclaims`;
-    const slicePath = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
-    const fieldSelector = `spec.nodeName=${opts.nodeName}`;
+    const fieldSelector = this.sliceSelector();
     const trimC = (x: Record<string, unknown>): Trimmed | undefined => {
       const c = trimResourceClaim(x, "");
       if (c?.status && !allocatedToNode(c, opts.nodeName)) delete c.status;
@@ -68,17 +69,17 @@ export class DraCaches {
     this.claims = new Informer<ResourceClaim>({
       ...common,
       kind: "resourceclaims",
-      path: claimPath,
-      list: lister(opts.list, { path: claimPath, query: {}, trim: trimC }),
+      path: CLAIM_PATH,
+      list: lister(opts.list, { path: CLAIM_PATH, query: {}, trim: trimC }),
       trim: trimC,
       decode: (x) => x as unknown as ResourceClaim,
     });
     this.slices = new Informer<ResourceSlice>({
       ...common,
       kind: "resourceslices",
-      path: slicePath,
+      path: SLICE_PATH,
       fieldSelector,
-      list: lister(opts.list, { path: slicePath, query: { fieldSelector }, trim: trimS }),
+      list: lister(opts.list, { path: SLICE_PATH, query: { fieldSelector }, trim: trimS }),
       trim: trimS,
       decode: (x) => x as unknown as ResourceSlice,
     });
@@ -89,26 +90,27 @@ export class DraCaches {
     try {
       // From the watch cache (resourceVersion 0) and only this node's slices: a cheap read for
       // the API server, as every node's daemon makes it at once in a rollout.
-      await this.opts.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, {
-        fieldSelector: `spec.nodeName=${this.opts.nodeName}`,
-        resourceVersion: "0",
-      });
+      await this.opts.list(SLICE_PATH, { fieldSelector: this.sliceSelector(), resourceVersion: "0" });
       this.served = true;
     } catch (err) {
-      if (!isApiStatus((err as Error).cause, 404)) {
-        // Any other failure: the informers' own restart-with-backoff takes it from here.
-        this.opts.log.warn({ err: (err as Error).message }, "DRA caches: first list failed; watching anyway");
-      } else {
+      if (isApiStatus((err as Error).cause, 404)) {
         this.served = false;
         this.opts.log.info(
           "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims read it live)",
         );
         return;
       }
+      // Any other failure: the informers' own restart-with-backoff takes it from here.
+      this.opts.log.warn({ err: (err as Error).message }, "DRA caches: first list failed; watching anyway");
     }
     // stop() while the probe was out: start nothing.
     if (this.stopped) return;
     await Promise.all([this.claims.start(), this.slices.start()]);
+  }
+
+  /** This node's slices: the watch's and the probe's field selector. */
+  private sliceSelector(): string {
+    return `spec.nodeName=${this.opts.nodeName}`;
   }
 
   /** A claim of the cache, only when it is current enough to trust (synced); else undefined (read live). */

@@ -287,10 +287,12 @@ function listPlexusEntry(list: Record<string, unknown>): Record<string, unknown>
     | Record<string, unknown>
     | undefined;
   if (!plugin) return undefined;
-  const entry = Object.fromEntries(
-    Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())),
-  );
-  return { ...entry, name: getKeyFold(list, "name"), cniVersion: getKeyFold(list, "cniVersion") };
+  return { ...withoutListKeys(plugin), name: getKeyFold(list, "name"), cniVersion: getKeyFold(list, "cniVersion") };
+}
+
+/** A plugin entry without the keys libcni takes from the list (any spelling of name and cniVersion). */
+export function withoutListKeys(plugin: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())));
 }
 
 /**

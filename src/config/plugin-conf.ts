@@ -276,16 +276,23 @@ function withCanonicalLogOptions(conf: Record<string, unknown>): Record<string, 
  */
 export function plexusEntry(value: Record<string, unknown>): Record<string, unknown> | undefined {
   if (getKeyFold(value, "type") === "plexus") return value;
-  const plugins = getKeyFold(value, "plugins");
+  return listPlexusEntry(value);
+}
+
+/** The `plexus` entry of a conflist's "plugins" as libcni hands it over; undefined when there is none. */
+function listPlexusEntry(list: Record<string, unknown>): Record<string, unknown> | undefined {
+  const plugins = getKeyFold(list, "plugins");
   if (!Array.isArray(plugins)) return undefined;
   const plugin = plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus") as
     | Record<string, unknown>
     | undefined;
   if (!plugin) return undefined;
-  const entry = Object.fromEntries(
-    Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())),
-  );
-  return { ...entry, name: getKeyFold(value, "name"), cniVersion: getKeyFold(value, "cniVersion") };
+  return { ...withoutListKeys(plugin), name: getKeyFold(list, "name"), cniVersion: getKeyFold(list, "cniVersion") };
+}
+
+/** A plugin entry without the keys libcni takes from the list (any spelling of name and cniVersion). */
+export function withoutListKeys(plugin: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())));
 }
 
 /**
@@ -294,13 +301,8 @@ export function plexusEntry(value: Record<string, unknown>): Record<string, unkn
  */
 function assertNotConflist(value: Record<string, unknown>): void {
   if (!hasKeyFold(value, "plugins") || "delegates" in value || "clusterNetwork" in value) return;
-  const plugins = getKeyFold(value, "plugins");
-  const entry = Array.isArray(plugins)
-    ? plugins.find((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus")
-    : undefined;
-  const handed = isPlainObject(entry)
-    ? JSON.stringify({ ...entry, name: value.name, cniVersion: value.cniVersion })
-    : undefined;
+  const entry = listPlexusEntry(value);
+  const handed = entry ? JSON.stringify(entry) : undefined;
   throw new CniError(
     Code.InvalidNetworkConfig,
     `stdin config is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never passes a list to a plugin; it runs each entry of "plugins" in turn, with the list's "name" and "cniVersion" injected${

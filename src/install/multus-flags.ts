@@ -5,6 +5,7 @@
  * flag or config key to use instead, never ignored. pflag's spellings are accepted too:
  * `--flag=value`, and `--flag=true|false` for a boolean. Pure: argv in, argv out.
  */
+import { DEFAULT_CONF_DIR, DEFAULT_HOST_PREFIX } from "../config/defaults";
 
 /** Multus flag → the Plexus flag of the same meaning. */
 const ALIASES: Readonly<Record<string, string>> = {
@@ -44,8 +45,8 @@ const BOOLEANS = new Set([
 
 export class MultusFlagError extends Error {}
 
-/** The default of --cni-conf-dir (and of Multus's --multus-autoconfig-dir). */
-const DEFAULT_CONF_DIR = "/host/etc/cni/net.d";
+/** The default of --cni-conf-dir (cli/node-path-options.ts; Multus's --multus-autoconfig-dir has the same). */
+const DEFAULT_INSTALL_CONF_DIR = `${DEFAULT_HOST_PREFIX}${DEFAULT_CONF_DIR}`;
 
 /** The value given to `flag` (`--flag=v` or `--flag v`), or undefined. */
 function flagValue(args: readonly string[], flag: string): string | undefined {
@@ -63,7 +64,7 @@ function flagValue(args: readonly string[], flag: string): string | undefined {
 function checkAutoconfigDir(args: readonly string[]): void {
   const auto = flagValue(args, "--multus-autoconfig-dir");
   if (auto === undefined) return;
-  const confDir = flagValue(args, "--cni-conf-dir") ?? DEFAULT_CONF_DIR;
+  const confDir = flagValue(args, "--cni-conf-dir") ?? DEFAULT_INSTALL_CONF_DIR;
   if (auto.replace(/\/+$/, "") !== confDir.replace(/\/+$/, ""))
     throw new MultusFlagError(
       `--multus-autoconfig-dir ${auto} differs from --cni-conf-dir ${confDir}: Plexus reads the primary network's config from --cni-conf-dir (pick a file there with --primary-config-file-name)`,

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { getKeyFold } from "../cni/keys";
-import { parsePlexusConf, PLEXUS_KEYS, plexusEntry, type PlexusConf } from "../config/plugin-conf";
+import { parsePlexusConf, PLEXUS_KEYS, plexusEntry, type PlexusConf, withoutListKeys } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import { auxiliaryChainDir } from "../orchestrate/aux-chain";
@@ -45,10 +45,11 @@ function readUserFile(path: string): Record<string, unknown> {
 /** The config as a conflist: a single Plexus config becomes the one plugin of a list. */
 function asConflist(value: Record<string, unknown>, entry: Record<string, unknown>): Record<string, unknown> {
   if (entry !== value) return value;
-  const plugin = Object.fromEntries(
-    Object.entries(value).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())),
-  );
-  return { cniVersion: getKeyFold(value, "cniVersion"), name: getKeyFold(value, "name"), plugins: [plugin] };
+  return {
+    cniVersion: getKeyFold(value, "cniVersion"),
+    name: getKeyFold(value, "name"),
+    plugins: [withoutListKeys(value)],
+  };
 }
 
 /** Whether the config's way to Kubernetes works on this node (paths are the node's). */

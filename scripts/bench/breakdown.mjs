@@ -13,7 +13,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compileArgs } from "../build-flags.mjs";
 import { bunPath } from "../bun-path.mjs";
-import { CNI_PATH, cni, importFakeApiServer, median, needsRoot, scratch, table, timed, benchNetworks } from "./lib.mjs";
+import {
+  CNI_PATH,
+  cni,
+  importFakeApiServer,
+  median,
+  needsRoot,
+  scratch,
+  table,
+  timed,
+  benchNetworks,
+  RUNTIME_ENV,
+  nodeKubeconfig,
+} from "./lib.mjs";
 
 // Only what the phases need: seccomp filtering leaves every other call untraced and unslowed.
 const TRACED = "execve,read,write,sendto,recvfrom,connect,openat,close,fsync,rename,flock,wait4,exit_group";
@@ -124,7 +136,7 @@ export async function benchBreakdown(runs) {
     console.log("== one ADD's breakdown: skipped (strace is not installed)\n");
     return undefined;
   }
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchbd-"));
   const s = scratch("plx-benchbd");
   const netnsPath = s.netns(`plx-benchbd-${process.pid}`);
@@ -150,7 +162,7 @@ export async function benchBreakdown(runs) {
         },
         spec: { nodeName: "bench-node" },
       });
-    const kubeconfig = writeKubeconfig(api, { dir: tmp });
+    const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
     const conf = JSON.stringify({
       cniVersion: "1.0.0",
       name: "plexus",
@@ -162,7 +174,7 @@ export async function benchBreakdown(runs) {
       daemonSocket: "",
     });
     const env = (K) => ({
-      ...process.env,
+      ...RUNTIME_ENV,
       CNI_CONTAINERID: `bd${K}`,
       CNI_NETNS: netnsPath,
       CNI_PATH,
@@ -179,7 +191,7 @@ export async function benchBreakdown(runs) {
         if (K === 2) mem.addMs.push(a.ms);
         if (K === 0) mem.del.push(d.rssKiB);
       }
-      const v = await timed("dist/plexus", [], { env: { ...process.env, CNI_COMMAND: "VERSION" } });
+      const v = await timed("dist/plexus", [], { env: { ...RUNTIME_ENV, CNI_COMMAND: "VERSION" } });
       if (i) mem.version.push(v.rssKiB);
     }
     const trace = join(tmp, "add.strace");

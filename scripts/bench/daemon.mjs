@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rel, relMiB, startDaemon, table, importFakeApiServer } from "./lib.mjs";
+import { rel, relMiB, startDaemon, table, importFakeApiServer, nodeKubeconfig } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
 
@@ -65,7 +65,7 @@ function pod(i, nodeName) {
 }
 
 export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsewhere = 1_000) {
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchd-"));
   const api = await startFakeApiServer();
   let daemon;
@@ -73,7 +73,7 @@ export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsew
     api.addNads(Array.from({ length: nadCount }, (_, i) => nad(i)));
     for (let i = 0; i < podsOnNode; i++) api.addPod(pod(i, NODE_NAME));
     for (let i = 0; i < podsElsewhere; i++) api.addPod(pod(i, `other-${i % 50}`));
-    const kubeconfig = writeKubeconfig(api, { dir: tmp });
+    const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
     daemon = await startDaemon({ kubeconfig, socket: join(tmp, "plexus.sock"), nodeName: NODE_NAME });
     const atReady = daemon.rssKiB();
     // Churn: 10% of the node's pods replaced, then a NAD edited, over ~2 s.

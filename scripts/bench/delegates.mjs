@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { CNI_PATH, cni, fmt, max, median, needsRoot, rel, relMiB, runDirect, table } from "./lib.mjs";
+import { CNI_PATH, cni, fmt, max, median, needsRoot, rel, relMiB, runDirect, table, RUNTIME_ENV } from "./lib.mjs";
 
 function delegateConf(k, dataDir) {
   return {
@@ -37,7 +37,7 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
         delegates,
       });
       const base = {
-        ...process.env,
+        ...RUNTIME_ENV,
         CNI_CONTAINERID: `bench${K}`,
         CNI_NETNS: netns,
         CNI_PATH,

@@ -19,6 +19,8 @@ import {
   cni,
   importFakeApiServer,
   benchNetworks,
+  RUNTIME_ENV,
+  nodeKubeconfig,
 } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
@@ -41,7 +43,7 @@ async function loadFakeKubelet(dir) {
 
 export async function benchDevices(runs) {
   if (!needsRoot("device-plugin networks")) return undefined;
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchdev-"));
   const { startFakePodResources, podWithDevices } = await loadFakeKubelet(tmp);
   const s = scratch("plx-benchdev");
@@ -69,7 +71,7 @@ export async function benchDevices(runs) {
         spec: { nodeName: NODE_NAME },
       });
     }
-    const kubeconfig = writeKubeconfig(api, { dir: tmp });
+    const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
     const socket = join(tmp, "plexus.sock");
     daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME, podResourcesSocket: kubeletSocket });
     const base = {
@@ -92,7 +94,7 @@ export async function benchDevices(runs) {
       for (const [mode, conf] of Object.entries(modes)) {
         for (const pod of ["plain", "dev"]) {
           const env = {
-            ...process.env,
+            ...RUNTIME_ENV,
             CNI_CONTAINERID: `benchdev-${pod}`,
             CNI_NETNS: netnsPath,
             CNI_PATH,

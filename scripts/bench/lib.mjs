@@ -26,6 +26,31 @@ export function importFakeApiServer() {
 export const NODE = process.execPath;
 
 /**
+ * The environment a CNI call gets from containerd or CRI-O started by systemd: their PATH and the
+ * CNI_* variables, nothing of the shell that runs the bench. A developer's shell often sets
+ * NODE_EXTRA_CA_CERTS, which makes Bun load that bundle in every process that opens a TLS
+ * connection (~2.5 ms and ~1.3 MiB per call, measured): the runtime's environment has no such thing.
+ */
+export const RUNTIME_ENV = Object.freeze({ PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" });
+
+/**
+ * A kubeconfig for `server` as `plexus install` writes it on a node (JSON naming a token file and
+ * a CA file beside it), in `dir`: what every thin-mode CNI call reads, Multus's too.
+ */
+export async function nodeKubeconfig(server, { dir, fileName = "kubeconfig" }) {
+  const { renderKubeconfig } = await import("../../src/install/kubeconfig-text.ts");
+  const path = join(dir, fileName);
+  writeFileSync(`${path}.token`, server.token, { mode: 0o600 });
+  writeFileSync(`${path}.ca.crt`, server.caPem);
+  writeFileSync(
+    path,
+    renderKubeconfig({ server: server.url, tokenFileHost: `${path}.token`, caFileHost: `${path}.ca.crt` }),
+    { mode: 0o600 },
+  );
+  return path;
+}
+
+/**
  * Runs a command, feeding `stdin`; resolves with wall time (ms), exit code, stdout and peak RSS
  * (KiB, from /usr/bin/time when present, else undefined).
  */

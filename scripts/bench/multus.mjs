@@ -20,6 +20,8 @@ import {
   scratch,
   startDaemon,
   table,
+  RUNTIME_ENV,
+  nodeKubeconfig,
 } from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 
@@ -123,7 +125,7 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
     return undefined;
   }
   if (!needsRoot("Multus v4.0.2 beside Plexus")) return undefined;
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchmultus-"));
   const s = scratch("plx-benchm");
   const netnsPath = s.netns(`plx-benchm-${process.pid}`);
@@ -164,8 +166,8 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
         });
         for (const n of nads)
           api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
-        const kubeconfig = writeKubeconfig(api, { dir: root });
-        const multusKubeconfig = writeKubeconfig(front, { dir: root, fileName: "multus.kubeconfig" });
+        const kubeconfig = await nodeKubeconfig(api, { dir: root });
+        const multusKubeconfig = await nodeKubeconfig(front, { dir: root, fileName: "multus.kubeconfig" });
         const socket = join(root, "plexus.sock");
         daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
         try {
@@ -187,7 +189,7 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
           binDir: CNI_PATH,
         });
         const env = {
-          ...process.env,
+          ...RUNTIME_ENV,
           CNI_CONTAINERID: `benchm${K}`,
           CNI_NETNS: netnsPath,
           CNI_PATH,

@@ -20,6 +20,8 @@ import {
   table,
   importFakeApiServer,
   benchNetworks,
+  RUNTIME_ENV,
+  nodeKubeconfig,
 } from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 import { MULTUS_DIR, multusMissing } from "./multus.mjs";
@@ -34,7 +36,7 @@ const MULTUS_SIZE = 10;
 
 export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   if (!needsRoot("pods in parallel")) return undefined;
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchpar-"));
   const s = scratch("plx-benchpar");
   for (let k = 0; k <= K; k++) s.link(`plxpar${k}`);
@@ -63,7 +65,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
       });
       return { name: `p${i}`, netns: s.netns(`plx-benchpar-${process.pid}-${i}`) };
     });
-    const kubeconfig = writeKubeconfig(api, { dir: tmp });
+    const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
     const socket = join(tmp, "plexus.sock");
     daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
     const base = {
@@ -85,7 +87,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
         cniVersion: "1.0.0",
         name: "multus-cni-network",
         type: "multus",
-        kubeconfig: writeKubeconfig(front, { dir: tmp, fileName: "multus.kubeconfig" }),
+        kubeconfig: await nodeKubeconfig(front, { dir: tmp, fileName: "multus.kubeconfig" }),
         clusterNetwork: base.clusterNetwork,
         confDir,
         cniDir: join(tmp, "multus-cache"),
@@ -94,7 +96,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
       bins.multus = join(MULTUS_DIR, "multus");
     }
     const envOf = (p, n) => ({
-      ...process.env,
+      ...RUNTIME_ENV,
       CNI_CONTAINERID: `par-${p.name}-${n}`,
       CNI_NETNS: p.netns,
       CNI_PATH,

@@ -23,6 +23,8 @@ import {
   timed,
   importFakeApiServer,
   benchNetworks,
+  RUNTIME_ENV,
+  nodeKubeconfig,
 } from "./lib.mjs";
 
 const NODE_NAME = "bench-node";
@@ -44,7 +46,7 @@ function countRequests(api, from) {
 export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [0, 5]) {
   if (!needsRoot("pods through the API server")) return undefined;
   // Node 24 runs the TypeScript fake server directly (type stripping).
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchapi-"));
   const s = scratch("plx-bencha");
   const netnsPath = s.netns(`plx-bencha-${process.pid}`);
@@ -71,7 +73,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
           });
           for (const n of nads)
             api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
-          const kubeconfig = writeKubeconfig(api, { dir: root });
+          const kubeconfig = await nodeKubeconfig(api, { dir: root });
           const socket = join(root, "plexus.sock");
           daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
           const base = {
@@ -86,7 +88,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
           const thinConf = JSON.stringify({ ...base, daemonSocket: "" });
           const daemonConf = JSON.stringify({ ...base, daemonSocket: socket });
           const env = {
-            ...process.env,
+            ...RUNTIME_ENV,
             CNI_CONTAINERID: `bencha${K}`,
             CNI_NETNS: netnsPath,
             CNI_PATH,

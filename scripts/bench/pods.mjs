@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { CNI_PATH, cni, median, needsRoot, rel, runDirect, table } from "./lib.mjs";
+import { CNI_PATH, cni, median, needsRoot, rel, runDirect, table, RUNTIME_ENV } from "./lib.mjs";
 
 export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
   if (!needsRoot("pods")) return;
@@ -63,7 +63,7 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
         cniDir: join(root, "cni"),
       });
       const base = {
-        ...process.env,
+        ...RUNTIME_ENV,
         CNI_CONTAINERID: `benchp${K}`,
         CNI_NETNS: `/var/run/netns/${netnsName}`,
         CNI_PATH,

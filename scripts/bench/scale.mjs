@@ -6,7 +6,18 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, cni, importFakeApiServer, needsRoot, scratch, startDaemon, table, benchNetworks } from "./lib.mjs";
+import {
+  CNI_PATH,
+  cni,
+  importFakeApiServer,
+  needsRoot,
+  scratch,
+  startDaemon,
+  table,
+  benchNetworks,
+  RUNTIME_ENV,
+  nodeKubeconfig,
+} from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 import { MULTUS_DIR, multusMissing, startMultusThick } from "./multus.mjs";
 
@@ -33,7 +44,7 @@ function summarise(log) {
 
 export async function benchScale() {
   if (!needsRoot("API load per node")) return undefined;
-  const { startFakeApiServer, writeKubeconfig } = await importFakeApiServer();
+  const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchscale-"));
   const s = scratch("plx-benchs");
   const netnsPath = s.netns(`plx-benchs-${process.pid}`);
@@ -47,7 +58,7 @@ export async function benchScale() {
     const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
     for (const n of nads)
       api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
-    const kubeconfig = writeKubeconfig(front, { dir: tmp });
+    const kubeconfig = await nodeKubeconfig(front, { dir: tmp });
     const pod = (name) =>
       api.addPod({
         metadata: {
@@ -59,7 +70,7 @@ export async function benchScale() {
         spec: { nodeName: "bench-node" },
       });
     const env = (name) => ({
-      ...process.env,
+      ...RUNTIME_ENV,
       CNI_CONTAINERID: `c-${name}`,
       CNI_NETNS: netnsPath,
       CNI_PATH,

@@ -1,8 +1,8 @@
 // (a) VERSION through dist/plexus (the Bun executable) against `node -e 0` on the pinned Node.
-import { NODE, timed, median, max, fmt, relMiB, table } from "./lib.mjs";
+import { NODE, timed, median, max, fmt, relMiB, table, RUNTIME_ENV } from "./lib.mjs";
 
 export async function benchVersion(runs) {
-  const env = { ...process.env, CNI_COMMAND: "VERSION" };
+  const env = { ...RUNTIME_ENV, CNI_COMMAND: "VERSION" };
   const cases = [
     ["node -e 0 (floor)", NODE, ["-e", "0"]],
     ["dist/plexus VERSION", "dist/plexus", []],

@@ -5,12 +5,6 @@
  * Only the CNI verbs are imported eagerly; the person-facing commands (commander, the installer)
  * are initialised on first use, so an ADD never pays for them.
  */
-import { config } from "zod/mini";
-
-// zod 4 compiles object parsers with `new Function` on first use: a cost every short-lived CNI
-// process would pay again, and code no V8 code cache can hold. Interpreted parsing is faster here.
-config({ jitless: true });
-
 export { runVerb } from "./run-verb";
 
 export async function runCommands(argv: readonly string[]): Promise<number> {

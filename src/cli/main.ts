@@ -6,7 +6,7 @@
  * own output from commands.ts and ops/.
  *
  * VERSION is answered here; everything else lives in the core bundle (load-core.ts), so VERSION
- * loads neither zod nor pino.
+ * loads neither the config shapes nor pino.
  */
 import { parseCommand } from "../cni/env";
 import { asCniError } from "../cni/errors";

@@ -2,7 +2,7 @@
  * Network configurations as libcni reads them: a single plugin config (`.conf`) or a list
  * (`.conflist`). Both are normalised to a {@link ConfList} (what containerd does too, K3).
  */
-import * as z from "zod/mini";
+import * as z from "./shape";
 import { CniError, Code } from "./errors";
 import { assertNoCaseCollisions, isPlainObject } from "./json";
 import { canonicalizeKeys, hasKeyFold, KeySet } from "./keys";
@@ -27,17 +27,17 @@ export interface ConfList {
   plugins: PluginConf[];
 }
 
-const capabilities = z.optional(z.record(z.string(), z.boolean()));
-const pluginSchema = z.looseObject({
-  type: z.string({ error: 'a plugin needs a string "type"' }),
+const capabilities = z.optional(z.record(z.boolean()));
+const pluginSchema = z.object({
+  type: z.string({ message: 'a plugin needs a string "type"' }),
   capabilities,
 });
-const listSchema = z.looseObject({
+const listSchema = z.object({
   cniVersion: z.optional(z.string()),
   name: z.optional(z.string()),
-  disableCheck: z.optional(z.union([z.boolean(), z.literal("true"), z.literal("false")])),
-  disableGC: z.optional(z.union([z.boolean(), z.literal("true"), z.literal("false")])),
-  plugins: z.array(z.unknown()).check(z.minLength(1, { error: 'a conflist needs at least one plugin in "plugins"' })),
+  disableCheck: z.optional(z.literal(true, false, "true", "false")),
+  disableGC: z.optional(z.literal(true, false, "true", "false")),
+  plugins: z.array(z.unknown(), { min: 1, message: 'a conflist needs at least one plugin in "plugins"' }),
 });
 
 /** What libcni reads of a conflist (M1: matched as Go matches them, case-insensitively). */

@@ -1,6 +1,6 @@
-/** Maps zod issues to a CNI error that names the key path and the value found (N4.1.x, C2.3: docs/conformance.md). */
-import type * as z from "zod/mini";
+/** Maps a shape's problems to a CNI error that names the key path and the value found (N4.1.x, C2.3: docs/conformance.md). */
 import { CniError, Code } from "./errors";
+import { check, type Shape } from "./shape";
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let v = root;
@@ -25,18 +25,18 @@ export function formatPath(path: readonly PropertyKey[]): string {
 }
 
 /** Parses `value` with `schema`; on failure throws code 7 (or `code`) naming the first issues. */
-export function parseWithSchema<S extends z.ZodMiniType>(
-  schema: S,
+export function parseWithSchema<T>(
+  schema: Shape<T>,
   value: unknown,
   what: string,
   code: Code = Code.InvalidNetworkConfig,
-): z.output<S> {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issues = r.error.issues.slice(0, 3).map((issue) => {
+): T {
+  const r = check(schema, value);
+  if (r.ok) return r.value;
+  const issues = r.problems.slice(0, 3).map((issue) => {
     const at = formatPath(issue.path);
     return `${at ? `key ${JSON.stringify(at)}` : "the value"}: ${issue.message} (found ${showValue(valueAt(value, issue.path))})`;
   });
-  const more = r.error.issues.length > 3 ? ` and ${r.error.issues.length - 3} more` : "";
+  const more = r.problems.length > 3 ? ` and ${r.problems.length - 3} more` : "";
   throw new CniError(code, `${what} is invalid: ${issues.join("; ")}${more}`);
 }

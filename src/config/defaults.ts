@@ -1,7 +1,7 @@
 /**
  * Default paths and times named once: the plugin config (plugin-conf.ts), the daemon's flags and
  * their help (daemon/main.ts, cli/commands.ts), the installer and the in-cluster credentials read
- * them from here. No imports: the command line's help loads this without zod.
+ * them from here. No imports: the command line's help loads this without the core.
  */
 
 /** Plexus's state dir on the node: container records, cached results, locks. */

@@ -1,8 +1,8 @@
 /**
  * Plexus's own network config (what the runtime passes on stdin): the Multus thin keys with
- * Multus's meaning and defaults (M1), validated with zod, no side effects.
+ * Multus's meaning and defaults (M1), validated by shape (src/cni/shape.ts), no side effects.
  */
-import * as z from "zod/mini";
+import * as z from "../cni/shape";
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { assertNoCaseCollisions, isPlainObject } from "../cni/json";
@@ -39,15 +39,15 @@ export const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
 /** maxNetworks (32) networks of a few plugins each, with room. */
 export const DEFAULT_MAX_DELEGATE_CALLS = 128;
 
-const stringOrList = z.union([z.string(), z.array(z.string())]);
+const stringOrList = z.union([z.string(), z.array(z.string())], "a string or a list of strings");
 
-const schema = z.looseObject({
+const schema = z.object({
   cniVersion: z.optional(z.string()),
   name: z.optional(z.string()),
   type: z.optional(z.string()),
   kubeconfig: z.optional(z.string()),
-  confDir: z.optional(z.string().check(z.minLength(1))),
-  cniDir: z.optional(z.string().check(z.minLength(1))),
+  confDir: z.optional(z.string({ nonEmpty: true })),
+  cniDir: z.optional(z.string({ nonEmpty: true })),
   multusCacheDir: z.optional(z.string()),
   binDir: z.optional(z.string()),
   delegates: z.optional(z.array(z.unknown())),
@@ -62,37 +62,37 @@ const schema = z.looseObject({
   logLevel: z.optional(z.string()),
   logToStderr: z.optional(z.boolean()),
   logOptions: z.optional(
-    z.looseObject({
+    z.object({
       maxAge: z.optional(z.number()),
       maxSize: z.optional(z.number()),
       maxBackups: z.optional(z.number()),
       compress: z.optional(z.boolean()),
     }),
   ),
-  capabilities: z.optional(z.record(z.string(), z.boolean())),
-  runtimeConfig: z.optional(z.record(z.string(), z.unknown())),
+  capabilities: z.optional(z.record(z.boolean())),
+  runtimeConfig: z.optional(z.record(z.unknown())),
   retryDeleteOnError: z.optional(z.boolean()),
-  delegateTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
-  readinessTimeoutSeconds: z.optional(z.number().check(z.nonnegative(), z.maximum(3600))),
-  fileClusterDir: z.optional(z.string().check(z.minLength(1))),
-  apiRequestTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
-  apiTotalTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(600))),
-  maxNetworks: z.optional(z.int().check(z.positive(), z.maximum(1024))),
-  maxPluginsPerNetwork: z.optional(z.int().check(z.positive(), z.maximum(1024))),
-  maxDelegateCalls: z.optional(z.int().check(z.positive(), z.maximum(100_000))),
-  addTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
-  delTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(3600))),
-  failedDelRetrySeconds: z.optional(z.number().check(z.nonnegative(), z.maximum(7 * 86400))),
+  delegateTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
+  readinessTimeoutSeconds: z.optional(z.number({ nonnegative: true, max: 3600 })),
+  fileClusterDir: z.optional(z.string({ nonEmpty: true })),
+  apiRequestTimeoutSeconds: z.optional(z.number({ positive: true, max: 300 })),
+  apiTotalTimeoutSeconds: z.optional(z.number({ positive: true, max: 600 })),
+  maxNetworks: z.optional(z.number({ int: true, positive: true, max: 1024 })),
+  maxPluginsPerNetwork: z.optional(z.number({ int: true, positive: true, max: 1024 })),
+  maxDelegateCalls: z.optional(z.number({ int: true, positive: true, max: 100_000 })),
+  addTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
+  delTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
+  failedDelRetrySeconds: z.optional(z.number({ nonnegative: true, max: 7 * 86400 })),
   allowedPluginTypes: z.optional(z.array(z.string())),
   daemonSocket: z.optional(z.string()),
-  daemonTimeoutMilliseconds: z.optional(z.number().check(z.positive(), z.maximum(60_000))),
-  podResourcesSocket: z.optional(z.string().check(z.minLength(1))),
-  podResourcesTimeoutSeconds: z.optional(z.number().check(z.positive(), z.maximum(300))),
-  deviceInfoDir: z.optional(z.string().check(z.minLength(1))),
+  daemonTimeoutMilliseconds: z.optional(z.number({ positive: true, max: 60_000 })),
+  podResourcesSocket: z.optional(z.string({ nonEmpty: true })),
+  podResourcesTimeoutSeconds: z.optional(z.number({ positive: true, max: 300 })),
+  deviceInfoDir: z.optional(z.string({ nonEmpty: true })),
   withoutKubernetes: z.optional(z.boolean()),
   auxiliaryCNIChainName: z.optional(z.string()),
   prevResult: z.optional(z.unknown()),
-  "cni.dev/valid-attachments": z.optional(z.array(z.looseObject({ containerID: z.string(), ifname: z.string() }))),
+  "cni.dev/valid-attachments": z.optional(z.array(z.object({ containerID: z.string(), ifname: z.string() }))),
 });
 
 export { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET };
@@ -177,7 +177,7 @@ export interface PlexusConf {
 }
 
 /** Every key Plexus reads from its config, canonically spelled; matched as Go matches them (M1). */
-export const PLEXUS_KEYS = new KeySet([...Object.keys(schema.shape), "args", "ipam", "dns"]);
+export const PLEXUS_KEYS = new KeySet([...Object.keys(schema.keys), "args", "ipam", "dns"]);
 
 function splitList(v: string | string[] | undefined): string[] {
   if (v === undefined) return [];
@@ -321,7 +321,7 @@ function assertLogLevel(level: string | undefined): void {
 }
 
 /** The keys that stay absent from PlexusConf unless given (and not ""). */
-function setOptionalKeys(conf: PlexusConf, c: z.output<typeof schema>): void {
+function setOptionalKeys(conf: PlexusConf, c: z.Infer<typeof schema>): void {
   if (c.logOptions) conf.logOptions = c.logOptions;
   if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
   const valid = c["cni.dev/valid-attachments"];

@@ -9,39 +9,7 @@
 import { readFileSync } from "node:fs";
 import { writeFileAtomic } from "../store/atomic-file";
 
-export interface KubeconfigInput {
-  server: string;
-  /** The token and CA copies' paths on the node. */
-  tokenFileHost: string;
-  caFileHost: string;
-}
-
-/** YAML (every value a JSON string, which is a YAML scalar), as kubectl writes it. */
-export function renderKubeconfig(input: KubeconfigInput): string {
-  const q = JSON.stringify;
-  return [
-    "# Written by `plexus install`: the Plexus CNI plugin's credentials on this node.",
-    "# The token and CA files are refreshed by the installer; do not edit.",
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    "- name: plexus",
-    "  cluster:",
-    `    server: ${q(input.server)}`,
-    `    certificate-authority: ${q(input.caFileHost)}`,
-    "users:",
-    "- name: plexus",
-    "  user:",
-    `    tokenFile: ${q(input.tokenFileHost)}`,
-    "contexts:",
-    "- name: plexus",
-    "  context:",
-    "    cluster: plexus",
-    "    user: plexus",
-    "current-context: plexus",
-    "",
-  ].join("\n");
-}
+export { type KubeconfigInput, renderKubeconfig } from "./kubeconfig-text";
 
 function readOrUndefined(path: string): Buffer | undefined {
   try {

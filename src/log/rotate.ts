@@ -13,7 +13,6 @@
  *   the executable runs itself as Bun (`BUN_BE_BUN`), Node runs itself; the child writes
  *   `<backup>.gz` by temp file and rename, then removes the backup.
  */
-import { spawn } from "node:child_process";
 import { closeSync, constants, openSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
@@ -126,6 +125,8 @@ export function logCompressorPids(): ReadonlySet<number> {
 }
 
 function compressDetached(backup: string): void {
+  // Loaded here, not at start-up: most calls never rotate, and every call would pay for the module.
+  const { spawn } = process.getBuiltinModule("node:child_process");
   const child = spawn(process.execPath, ["-e", GZIP_SCRIPT], {
     detached: true,
     stdio: "ignore",

@@ -11,7 +11,6 @@
  * an empty environment. A node without them gets an error naming the tool and the paths looked at,
  * before any route changes.
  */
-import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { getSystemErrorName } from "node:util";
 import { CniError, Code } from "../cni/errors";
@@ -59,6 +58,8 @@ export interface DefaultRoute {
 }
 
 function ipInNetns(tools: Tools, netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
+  // Loaded on use: only this fallback path spawns, and every CNI call would pay for the module.
+  const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
     const child = spawn(tools.nsenter, [`--net=${netns}`, tools.ip, ...args], {
       env: {},

@@ -8,12 +8,12 @@
  * (1-based), the key and the value.
  */
 import { showValue as show } from "../cni/json";
-import { Address4, Address6 } from "ip-address";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { interfaceNameProblem } from "../cni/validate";
 import { dns1123LabelProblem } from "./dns1123";
 import type { NetworkSelection } from "./types";
+import { isIpText } from "./ip-text";
 
 export interface ParseAnnotationOptions {
   /** B25: more selections than this is refused before any further work (default 32, config `maxNetworks`). */
@@ -203,8 +203,9 @@ const PREFIX = /^(0|[1-9][0-9]{0,2})$/;
 function isIp(v: string, allowPrefix: boolean): boolean {
   const slash = v.indexOf("/");
   if (slash >= 0 && (!allowPrefix || !PREFIX.test(v.slice(slash + 1)))) return false;
-  if (v.includes("%")) return false;
-  return v.includes(":") ? Address6.isValid(v) : Address4.isValid(v);
+  const addr = slash >= 0 ? v.slice(0, slash) : v;
+  if (addr.includes("%") || !isIpText(addr)) return false;
+  return slash < 0 || Number(v.slice(slash + 1)) <= (addr.includes(":") ? 128 : 32);
 }
 
 /** N4.1.2.1.3: a non-empty list of IPv4/IPv6 addresses, a CIDR suffix allowed (as Multus accepts). */

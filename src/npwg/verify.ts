@@ -3,9 +3,9 @@
  * N4.1.2.1.4): requested IPs assigned to the attachment's sandbox interface, the requested MAC on
  * it. A delegate that ignores `args.cni` would otherwise succeed silently with other addresses.
  */
-import { Address4, Address6 } from "ip-address";
 import { CniError, Code } from "../cni/errors";
 import type { Result } from "../cni/result/types";
+import { canonicalIp } from "./ip-text";
 import type { NetworkSelection } from "./types";
 
 interface ParsedIp {
@@ -19,12 +19,9 @@ function parseIp(text: unknown): ParsedIp | undefined {
   if (typeof text !== "string") return undefined;
   const [bare = "", prefix, extra] = text.split("/");
   if (extra !== undefined || (prefix !== undefined && !/^[0-9]{1,3}$/.test(prefix))) return undefined;
-  try {
-    const addr = bare.includes(":") ? new Address6(bare).correctForm() : new Address4(bare).correctForm();
-    return prefix === undefined ? { addr } : { addr, prefix: Number(prefix) };
-  } catch {
-    return undefined;
-  }
+  const addr = canonicalIp(bare);
+  if (addr === undefined) return undefined;
+  return prefix === undefined ? { addr } : { addr, prefix: Number(prefix) };
 }
 
 /** A request without a prefix matches the address alone; with one, the prefix must match too. */

@@ -40,7 +40,7 @@ export interface Deps extends ExecDeps {
  * calls `import()` itself, and an ADD without a pod or without selections never loads them.
  */
 export interface Loaders {
-  /** The networks annotation parser (and ip-address): only a pod of a cluster needs it. */
+  /** The networks annotation parser: only a pod of a cluster needs it. */
   annotation(): Promise<Pick<typeof Annotation, "parseNetworksAnnotation">>;
   /** Verification of what the annotation asked for, and the pod's network-status. */
   publish(): Promise<Pick<typeof Publish, "verifySelection" | "publishNetworkStatus">>;

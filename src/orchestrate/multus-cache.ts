@@ -14,7 +14,7 @@
  * outcome with a reason, never an exception.
  */
 import { join } from "node:path";
-import * as z from "zod/mini";
+import * as z from "../cni/shape";
 import { parseConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
@@ -29,22 +29,22 @@ export const MAX_MULTUS_CACHE_BYTES = 4 * 1024 * 1024;
 /** Plexus's mark on an entry after a failed DEL (retryDeleteOnError); Multus's decoder ignores it. */
 export const ATTEMPTS_KEY = "plexusDelAttempts";
 
-const entrySchema = z.looseObject({
+const entrySchema = z.object({
   Name: z.optional(z.string()),
-  Bytes: z.string({ error: "expected the delegate's config as a base64 string" }),
+  Bytes: z.string({ message: "expected the delegate's config as a base64 string" }),
   ifnameRequest: z.optional(z.string()),
   macRequest: z.optional(z.string()),
   infinibandGUIDRequest: z.optional(z.string()),
   ipRequest: z.optional(z.nullable(z.array(z.string()))),
   deviceID: z.optional(z.string()),
-  [ATTEMPTS_KEY]: z.optional(z.int().check(z.nonnegative())),
+  [ATTEMPTS_KEY]: z.optional(z.number({ int: true, nonnegative: true })),
 });
-const fileSchema = z
-  .array(entrySchema, {
-    error: (iss) => (iss.code === "invalid_type" ? "expected a JSON list of Multus delegates" : undefined),
-  })
-  .check(z.minLength(1, { error: "the list of delegates is empty" }));
-type Entry = z.output<typeof entrySchema>;
+const fileSchema = z.array(entrySchema, {
+  typeMessage: "expected a JSON list of Multus delegates",
+  min: 1,
+  message: "the list of delegates is empty",
+});
+type Entry = z.Infer<typeof entrySchema>;
 
 export interface MultusCacheFound {
   state: "found";

@@ -139,7 +139,7 @@ async function planPodNetworks(
   const defaults = await resolveDefaultNetworks(pod, conf, source);
   for (const w of defaults.warnings) ctx.log.warn({ pod: podName(ref) }, w);
 
-  // Loaded on first use, not at start-up: only a pod of a cluster parses annotations (ip-address and all).
+  // Loaded on first use, not at start-up: only a pod of a cluster parses annotations.
   const { parseNetworksAnnotation } = await ctx.load.annotation();
   const selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
     maxSelections: conf.maxNetworks,

@@ -10,7 +10,6 @@
  * - `~` never occurs in a readable name, so the two forms cannot collide.
  * Each file also holds its identity, checked on read.
  */
-import { createHash } from "node:crypto";
 import { validateContainerId, validateInterfaceName, validateNetworkName } from "../cni/validate";
 
 /** NAME_MAX of every Linux file system Plexus runs on. */
@@ -20,6 +19,9 @@ export function stateFileName(parts: readonly string[], ext = ""): string {
   const readable = `${parts.join("-")}${ext}`;
   const unambiguous = parts.slice(1).every((p) => !p.includes("-"));
   if (unambiguous && Buffer.byteLength(readable) <= MAX_FILE_NAME_BYTES) return readable;
+  // node:crypto only here, when a name needs it: loading it costs every call ~1.5 ms (it brings
+  // the stream classes with it).
+  const { createHash } = process.getBuiltinModule("node:crypto");
   return `~${createHash("sha256").update(parts.join("\n")).digest("hex")}${ext}`;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Decoding what a delegate printed on success into a typed result (B55, B56, B58, B59).
  */
-import * as z from "zod/mini";
+import * as z from "../shape";
 import { CniError, Code, passedOnCode } from "../errors";
 import { decodeJson, isPlainObject } from "../json";
 import { parseWithSchema } from "../schema-error";
@@ -11,40 +11,40 @@ import { familyOf, type AnyResult } from "./types";
 /** Delegate output larger than this is not a CNI result (B61 caps the capture itself). */
 export const MAX_RESULT_BYTES = 4 * 1024 * 1024;
 
-const opt = <T extends z.core.SomeType>(t: T) => z.optional(t);
-const route = z.looseObject({ dst: z.string(), gw: opt(z.string()) });
+const opt = z.optional;
+const route = z.object({ dst: z.string(), gw: opt(z.string()) });
 const dns = opt(
-  z.looseObject({
+  z.object({
     nameservers: opt(z.array(z.string())),
     domain: opt(z.string()),
     search: opt(z.array(z.string())),
     options: opt(z.array(z.string())),
   }),
 );
-const iface = z.looseObject({ name: z.string(), mac: opt(z.string()), sandbox: opt(z.string()), mtu: opt(z.number()) });
-const ipShape = { address: z.string(), gateway: opt(z.string()), interface: opt(z.int()) };
-const ip = z.looseObject(ipShape);
+const iface = z.object({ name: z.string(), mac: opt(z.string()), sandbox: opt(z.string()), mtu: opt(z.number()) });
+const ipShape = { address: z.string(), gateway: opt(z.string()), interface: opt(z.number({ int: true })) };
+const ip = z.object(ipShape);
 
 const schemas = {
-  "100": z.looseObject({
+  "100": z.object({
     cniVersion: z.string(),
     interfaces: opt(z.array(iface)),
     ips: opt(z.array(ip)),
     routes: opt(z.array(route)),
     dns,
   }),
-  "040": z.looseObject({
+  "040": z.object({
     cniVersion: z.string(),
     interfaces: opt(z.array(iface)),
     // libcni's 040 decoder does not require `version` (convert.ts derives it from the address).
-    ips: opt(z.array(z.looseObject({ ...ipShape, version: opt(z.enum(["4", "6"])) }))),
+    ips: opt(z.array(z.object({ ...ipShape, version: opt(z.literal("4", "6")) }))),
     routes: opt(z.array(route)),
     dns,
   }),
-  "020": z.looseObject({
+  "020": z.object({
     cniVersion: z.string(),
-    ip4: opt(z.looseObject({ ip: z.string(), gateway: opt(z.string()), routes: opt(z.array(route)) })),
-    ip6: opt(z.looseObject({ ip: z.string(), gateway: opt(z.string()), routes: opt(z.array(route)) })),
+    ip4: opt(z.object({ ip: z.string(), gateway: opt(z.string()), routes: opt(z.array(route)) })),
+    ip6: opt(z.object({ ip: z.string(), gateway: opt(z.string()), routes: opt(z.array(route)) })),
     dns,
   }),
 } as const;

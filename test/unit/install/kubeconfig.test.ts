@@ -26,7 +26,7 @@ describe("node kubeconfig", () => {
     const path = join(dir, "plexus.kubeconfig");
     await syncFile(path, renderKubeconfig({ server: "https://10.96.0.1:443", tokenFileHost: token, caFileHost: ca }));
     const text = readFileSync(path, "utf8");
-    expect(text).toContain(`tokenFile: ${JSON.stringify(token)}`);
+    expect(JSON.parse(text).users[0].user.tokenFile).toBe(token);
     expect(text).not.toMatch(/^\s*token:/m);
     expect(text).not.toContain("secret-token-1");
     const load = async () => {
@@ -83,5 +83,44 @@ describe("node kubeconfig", () => {
     expect(r.reads).toBeGreaterThan(10);
     // Every read was one whole version: length 300000 of A's or 200001 of B's, one distinct character.
     expect(r.seen.every((s) => s === "300000:AA:1" || s === "200001:BB:1")).toBe(true);
+  });
+});
+
+describe("node kubeconfig: JSON, as the installer writes it, or YAML, as people write it", () => {
+  it("M11 the same kubeconfig as JSON, as block YAML and as a YAML flow mapping loads the same", async () => {
+    const token = join(dir, "token");
+    const ca = join(dir, "ca.crt");
+    writeFileSync(token, "t1");
+    writeFileSync(ca, "ca");
+    const input = { server: "https://10.96.0.1:443", tokenFileHost: token, caFileHost: ca };
+    const json = renderKubeconfig(input);
+    const obj = JSON.parse(json);
+    const blockYaml = [
+      "apiVersion: v1",
+      "clusters:",
+      `- {name: plexus, cluster: {server: "${input.server}", certificate-authority: "${ca}"}}`,
+      "users:",
+      `- name: plexus`,
+      "  user:",
+      `    tokenFile: "${token}"`,
+      "contexts: [{name: plexus, context: {cluster: plexus, user: plexus}}]",
+      "current-context: plexus",
+    ].join("\n");
+    // Starts with "{" but is not JSON: the YAML parser must still get it.
+    const flowYaml = `{apiVersion: v1, current-context: plexus, clusters: [{name: plexus, cluster: {server: "${input.server}", certificate-authority: "${ca}"}}], users: [{name: plexus, user: {tokenFile: "${token}"}}], contexts: [{name: plexus, context: {cluster: plexus, user: plexus}}]}`;
+    expect(obj.extensions[0].name).toBe("plexus");
+    const texts: [string, string][] = [
+      ["json", json],
+      ["block", blockYaml],
+      ["flow", flowYaml],
+    ];
+    for (const [name, text] of texts) {
+      const path = join(dir, `${name}.kubeconfig`);
+      writeFileSync(path, text);
+      const src = await loadKubeconfigFile(path);
+      if ("plugin" in src) throw new Error(`${name}: expected a token-file kubeconfig`);
+      expect({ name, server: src.server, ca: String(src.tls?.ca) }).toEqual({ name, server: input.server, ca: "ca" });
+      expect((await src.auth.headers()).authorization).toBe("Bearer t1");
+    }
   });
 });

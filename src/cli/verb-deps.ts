@@ -35,6 +35,8 @@ export function verbDeps(
     client: {
       retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs },
       caAsProcessDefault: true,
+      // A CNI call exits after its few requests: Bun's fetch, which loads no Node HTTP modules.
+      shortLived: true,
       // One connection: the pod and its NADs are read one after the other on it. A second
       // connection's TCP + TLS handshake costs two round trips and ~1.5 ms of CPU, more than the
       // one round trip it saves for K ≤ 3 networks (measured in docs/benchmarks.md).

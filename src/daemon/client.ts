@@ -9,7 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
-import { type SocketTransport, socketTransport } from "../k8s/http-transport";
+import { type ApiTransport, socketTransport } from "../k8s/http-transport";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import { type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "../k8s/dra";
 import { trimNad, trimPod } from "../k8s/rest-kube";
@@ -34,7 +34,7 @@ export interface DaemonKubeOptions {
 }
 
 export class DaemonKube implements KubeApi {
-  private readonly http: SocketTransport;
+  private readonly http: ApiTransport;
   private readonly o: DaemonKubeOptions;
   private fellBack: string | undefined;
   private daemonRequests = 0;

@@ -250,43 +250,70 @@ export function parseJsonObject(contentType: string | undefined, body: Buffer): 
   return v as Record<string, unknown>;
 }
 
-/** What the daemon's clients need of a transport: one request, one complete answer. */
-export interface SocketTransport {
+/** What a client needs of a transport: one request, one complete answer. */
+export interface ApiTransport {
   readonly sent: number;
   request(request: HttpRequest): Promise<HttpAnswer>;
   close(): void;
 }
 
-type BunFetch = (url: URL, init: RequestInit & { unix?: string }) => Promise<Response>;
+type BunFetch = (
+  url: URL,
+  init: RequestInit & { unix?: string; proxy?: false; tls?: Record<string, unknown> },
+) => Promise<Response>;
+
+const inBun = (): boolean => (globalThis as { Bun?: unknown }).Bun !== undefined;
 
 /**
  * A transport to a local unix socket (the daemon). In the Bun executable it is Bun's own fetch,
  * whose `unix` option connects to the socket natively: loading `node:http` in a Bun process costs
  * ~8 ms of CPU and ~9 MiB of memory, Bun's fetch ~1 ms and ~4 MiB (measured in
- * docs/benchmarks.md). It never goes through a proxy (a unix socket has no host to proxy).
- * Elsewhere (Node, the unit tests) it is {@link HttpTransport}.
+ * docs/benchmarks.md). Elsewhere (Node, the unit tests) it is {@link HttpTransport}.
  */
-export function socketTransport(options: { socketPath: string; maxBytes: number }): SocketTransport {
-  const bun = (globalThis as { Bun?: unknown }).Bun !== undefined;
-  return bun
-    ? new FetchSocketTransport(options.socketPath, options.maxBytes)
-    : new HttpTransport({ ...options, maxSockets: 1 });
+export function socketTransport(options: { socketPath: string; maxBytes: number }): ApiTransport {
+  return inBun() ? new FetchTransport(options) : new HttpTransport({ ...options, maxSockets: 1 });
 }
 
-class FetchSocketTransport implements SocketTransport {
+/**
+ * The API server's transport for a process that makes a few requests and exits (the CNI call): in
+ * the Bun executable Bun's own fetch, which loads none of Node's HTTP, TLS and stream modules
+ * (~4 ms of a thin ADD's CPU before its first request, measured in docs/benchmarks.md) and keeps
+ * one connection for the call's sequential requests. Its pooled connection cannot be closed on
+ * demand, so a long-lived process (the daemon) keeps {@link HttpTransport}. Elsewhere (Node) it is
+ * {@link HttpTransport} too.
+ */
+export function shortLivedTransport(options: HttpTransportOptions): ApiTransport {
+  return inBun() ? new FetchTransport(options) : new HttpTransport(options);
+}
+
+/**
+ * Bun's fetch with what {@link HttpTransport} guarantees: the kubeconfig's CA as the only trust
+ * anchor and verification on unless the kubeconfig turns it off (never the environment), the SNI
+ * name given, no proxy from the environment (as the Node transport: a cluster's HTTPS_PROXY is for
+ * image pulls), no redirects followed, the size cap, the caller's deadline, and its errors mapped
+ * to the same {@link TransportError} kinds (Bun's codes are Node's: ECONNREFUSED, ECONNRESET, …).
+ */
+class FetchTransport implements ApiTransport {
   sent = 0;
-  constructor(
-    private readonly socketPath: string,
-    private readonly maxBytes: number,
-  ) {}
+  private readonly socketPath: string | undefined;
+  private readonly maxBytes: number;
+  private readonly tls: Record<string, unknown> | undefined;
+
+  constructor(options: HttpTransportOptions) {
+    this.socketPath = options.socketPath;
+    this.maxBytes = options.maxBytes;
+    const t = options.tls;
+    this.tls = t && {
+      ...(t.ca !== undefined ? { ca: t.ca } : {}),
+      ...(t.cert !== undefined ? { cert: t.cert } : {}),
+      ...(t.key !== undefined ? { key: t.key } : {}),
+      ...(t.servername ? { serverName: t.servername } : {}),
+      rejectUnauthorized: t.rejectUnauthorized !== false,
+    };
+  }
 
   async request(request: HttpRequest): Promise<HttpAnswer> {
     this.sent++;
-    const timeout = () =>
-      new TransportError(
-        "timeout",
-        `no complete answer within the request timeout (${request.method} ${request.url.pathname})`,
-      );
     try {
       const res = await (fetch as unknown as BunFetch)(request.url, {
         method: request.method,
@@ -294,7 +321,9 @@ class FetchSocketTransport implements SocketTransport {
         ...(request.body !== undefined ? { body: request.body } : {}),
         ...(request.signal ? { signal: request.signal } : {}),
         redirect: "manual",
-        unix: this.socketPath,
+        proxy: false,
+        ...(this.socketPath ? { unix: this.socketPath } : {}),
+        ...(this.tls && request.url.protocol === "https:" ? { tls: this.tls } : {}),
       });
       const body = await this.readCapped(res);
       const headers: Record<string, string> = {};
@@ -306,18 +335,25 @@ class FetchSocketTransport implements SocketTransport {
       return a;
     } catch (err) {
       if (err instanceof TransportError || err instanceof DecodeError) throw err;
-      throw request.signal?.aborted ? timeout() : transportError(err);
+      if (request.signal?.aborted)
+        throw new TransportError(
+          "timeout",
+          `no complete answer within the request timeout (${request.method} ${request.url.pathname})`,
+          { cause: err },
+        );
+      throw transportError(err);
     }
   }
 
   /** The body within `maxBytes` (declared or streamed). */
   private async readCapped(res: Response): Promise<Buffer> {
     const declared = Number(res.headers.get("content-length"));
+    // The messages are HttpTransport's, word for word.
     const tooLarge = (what: string) =>
-      new TransportError("too-large", `response ${what} exceeds the ${this.maxBytes}-byte limit`);
+      new TransportError("too-large", `response${what} exceeds the ${this.maxBytes}-byte limit`);
     if (declared > this.maxBytes) {
       await res.body?.cancel();
-      throw tooLarge(`of ${declared} bytes`);
+      throw tooLarge(` of ${declared} bytes`);
     }
     const chunks: Uint8Array[] = [];
     let size = 0;
@@ -328,7 +364,7 @@ class FetchSocketTransport implements SocketTransport {
       size += next.value.byteLength;
       if (size > this.maxBytes) {
         await reader?.cancel();
-        throw tooLarge("body");
+        throw tooLarge("");
       }
       chunks.push(next.value);
     }
@@ -336,6 +372,6 @@ class FetchSocketTransport implements SocketTransport {
   }
 
   close(): void {
-    // Bun's fetch keeps no socket this process must release: each request's connection ends with it.
+    // Bun's fetch pools its connections itself; the process that uses this transport exits soon.
   }
 }

@@ -13,9 +13,11 @@ import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import {
+  type ApiTransport,
   DecodeError,
   HttpTransport,
   RETRYABLE_TRANSPORT,
+  shortLivedTransport,
   TransportError,
   type HttpAnswer,
   type HttpTransportOptions,
@@ -60,6 +62,12 @@ export interface KubeClientOptions {
   clock?: RetryClock | undefined;
   /** See {@link HttpTransportOptions.caAsProcessDefault}: the CNI binary sets it. */
   caAsProcessDefault?: boolean | undefined;
+  /**
+   * A process that makes its few requests and exits (the CNI binary): Bun's fetch where it runs
+   * in Bun (see {@link shortLivedTransport}), whose pooled connection {@link RestKube.close} cannot
+   * release. Never for the daemon.
+   */
+  shortLived?: boolean | undefined;
   /** Connections kept to the API server at once (default 4). */
   maxSockets?: number | undefined;
   /** User-Agent of every request, so audit logs tell the CNI binary from the daemon. */
@@ -221,7 +229,7 @@ export function trimNad(raw: Record<string, unknown>, fallbackNamespace: string)
 }
 
 export class RestKube implements KubeApi {
-  private readonly http: HttpTransport;
+  private readonly http: ApiTransport;
   private readonly policy: RetryPolicy;
   private readonly conflictRetries: number;
   private readonly clock: RetryClock;
@@ -233,12 +241,13 @@ export class RestKube implements KubeApi {
     this.source = source;
     this.opts = opts;
     this.base = new URL(source.server);
-    this.http = new HttpTransport({
+    const transport = {
       tls: source.tls,
       maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
       caAsProcessDefault: opts.caAsProcessDefault,
       maxSockets: opts.maxSockets,
-    });
+    };
+    this.http = opts.shortLived ? shortLivedTransport(transport) : new HttpTransport(transport);
     this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
     this.conflictRetries = opts.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
     this.clock = opts.clock ?? realClock;

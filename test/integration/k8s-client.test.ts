@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import * as tls from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { Code } from "../../src/cni/errors";
 import type { KubeClientOptions as ClientNodeOptions } from "../../src/k8s/rest-kube";
 import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
@@ -25,6 +25,7 @@ import {
   writeKubeconfig,
 } from "../support/fake-apiserver";
 import { recordingLogger } from "../fakes/fake-exec";
+import { bunKubeApi } from "../support/bun-kube";
 
 const FAST: ClientNodeOptions = {
   retry: { requestTimeoutMs: 200, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 },
@@ -37,12 +38,32 @@ afterEach(async () => {
   for (const k of opened.splice(0)) await k.close?.();
 });
 
+/**
+ * Where the client runs: in this Node process (node:https), or in a Bun process as the executable
+ * builds it for a CNI call (Bun's fetch, test/support/bun-kube.ts). The transport's suites run on both.
+ */
+type Runtime = "node" | "bun";
+let runtime: Runtime = "node";
+
+function bothRuntimes(name: string, body: (rt: Runtime) => void): void {
+  for (const rt of ["node", "bun"] as const)
+    describe(`${name} [${rt === "node" ? "Node's https" : "Bun's fetch, as the executable"}]`, () => {
+      beforeAll(() => {
+        runtime = rt;
+      });
+      afterAll(() => {
+        runtime = "node";
+      });
+      body(rt);
+    });
+}
+
 async function clientFor(
   s: Pick<FakeApiServer, "url" | "caPem" | "token">,
   o: ClientNodeOptions = FAST,
   kubeconfig = writeKubeconfig(s),
 ): Promise<KubeApi> {
-  const kube = await loadKubeApi({ kubeconfig }, { client: o });
+  const kube = runtime === "bun" ? await bunKubeApi(kubeconfig, o) : await loadKubeApi({ kubeconfig }, { client: o });
   if (!kube) throw new Error("no client");
   opened.push(kube);
   return kube;
@@ -74,7 +95,7 @@ const elapsed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
   return [r, performance.now() - t0];
 };
 
-describe("reads and writes through the REST client", () => {
+bothRuntimes("reads and writes through the REST client", () => {
   it("getPod returns the trimmed pod; getNad the NAD, undefined on 404 (B28)", async () => {
     await withCluster(async (s, kube) => {
       const pod = await kube.getPod("ns1", "p1");
@@ -395,7 +416,7 @@ describe("B20 invalid names never become a request", () => {
   });
 });
 
-describe("B34 connection refused / reset", () => {
+bothRuntimes("B34 connection refused / reset", () => {
   it("B34 refused: bounded attempts, then 104", async () => {
     const s = await startFakeApiServer();
     const dir = mkdtempSync(join(tmpdir(), "plx-refused-"));
@@ -429,7 +450,7 @@ describe("B34 connection refused / reset", () => {
   });
 });
 
-describe("B35 5xx and 429", () => {
+bothRuntimes("B35 5xx and 429", () => {
   it("B35 500 then 503 then OK: retried", async () => {
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH, times: 1 }, { kind: "status", code: 500 });
@@ -502,7 +523,7 @@ describe("B35 5xx and 429", () => {
   });
 });
 
-describe("B36 hang / slow body: the request timeout fires, no socket left", () => {
+bothRuntimes("B36 hang / slow body: the request timeout fires, no socket left", (rt) => {
   const o: ClientNodeOptions = { retry: { ...FAST.retry, maxAttempts: 2 } };
   for (const fault of [
     { kind: "hang" },
@@ -523,7 +544,9 @@ describe("B36 hang / slow body: the request timeout fires, no socket left", () =
     });
   }
 
-  it("B36 close() releases keep-alive sockets after successful requests", async () => {
+  // Node's client releases its keep-alive socket on close(); Bun's fetch pools its one connection
+  // until the CNI process exits, which is what close() does to the Bun process here.
+  it(`B36 ${rt === "node" ? "close()" : "the CNI process's exit"} releases the keep-alive connection after successful requests`, async () => {
     await withCluster(async (s, kube) => {
       await kube.getPod("ns1", "p1");
       await kube.getNad("ns1", "net-a");
@@ -534,7 +557,7 @@ describe("B36 hang / slow body: the request timeout fires, no socket left", () =
   });
 });
 
-describe("B37 401/403", () => {
+bothRuntimes("B37 401/403", () => {
   it("B37 401 (expired token): 104 with the status and the kubeconfig path, not retried", async () => {
     await using s = await startFakeApiServer();
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
@@ -564,7 +587,7 @@ describe("B37 401/403", () => {
   });
 });
 
-describe("B38 / B43 pod not found", () => {
+bothRuntimes("B38 / B43 pod not found", () => {
   it("B38 404 pod on ADD's read: code 3", async () => {
     await withCluster(async (s, kube) => {
       const err = await failure(kube.getPod("ns1", "gone"));
@@ -585,7 +608,7 @@ describe("B38 / B43 pod not found", () => {
   });
 });
 
-describe("B40 a 200 that is not the object: code 6, not a crash", () => {
+bothRuntimes("B40 a 200 that is not the object: code 6, not a crash", () => {
   for (const kind of ["html", "truncated", "wrong-kind"] as const) {
     it(`B40 ${kind} for a pod and for a NAD`, async () => {
       await withCluster(async (s, kube) => {
@@ -601,7 +624,7 @@ describe("B40 a 200 that is not the object: code 6, not a crash", () => {
   }
 });
 
-describe("B41 response size cap", () => {
+bothRuntimes("B41 response size cap", () => {
   it("B41 a 10 MiB answer is refused (104 naming the limit) without reading it all", async () => {
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH }, { kind: "huge-body" });
@@ -631,7 +654,7 @@ describe("B41 response size cap", () => {
 
 // kube-apiserver never answers a merge patch without resourceVersion with 409 (it retries inside);
 // these 409s are injected, standing for something between the client and the apiserver that does.
-describe("B42 an injected 409 fault on the status write", () => {
+bothRuntimes("B42 an injected 409 fault on the status write", () => {
   it("B42 injected 409 forever: conflictRetries + 1 patches, then 104", async () => {
     await withCluster(
       async (s, kube) => {
@@ -716,7 +739,7 @@ describe("B50 kubeconfig replaced while it is read", () => {
   });
 });
 
-describe("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessDefault)", () => {
+bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessDefault)", () => {
   // The CNI binary sets it (src/cli/run-verb.ts): Node then skips parsing its bundled root
   // certificates. Trust must be exactly what `ca` per connection gave: that CA, nothing else.
   const restore = () => tls.setDefaultCACertificates(tls.getCACertificates("bundled"));
@@ -745,7 +768,7 @@ describe("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessD
   });
 });
 
-describe("events are created once: a create is repeated only when it surely never reached the server", () => {
+bothRuntimes("events are created once: a create is repeated only when it surely never reached the server", () => {
   const EVENTS = "/api/v1/namespaces/ns1/events";
   const event = { type: "Normal", reason: "AddedInterface", message: "Add net1" } as const;
 
@@ -782,7 +805,7 @@ describe("events are created once: a create is repeated only when it surely neve
   });
 });
 
-describe("client certificates in the kubeconfig, over TLS", () => {
+bothRuntimes("client certificates in the kubeconfig, over TLS", () => {
   for (const as of ["data", "file"] as const) {
     it(`M1 client-certificate${as === "data" ? "-data / client-key-data" : " / client-key (paths)"}: the certificate authenticates every request (no token)`, async () => {
       await using s = await startFakeApiServer({ clientCertificates: true });

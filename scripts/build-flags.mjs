@@ -8,8 +8,11 @@
 // Bytecode: every target Bun cross-compiles to here (linux x64, x64-baseline, aarch64) takes it.
 const JIT_POLICY = 16;
 
-/** `bun build` arguments for the bundle `entry` compiled into `outfile` (the host's runtime unless `runtime`). */
-export function compileArgs({ entry, outfile, target, runtime }) {
+/**
+ * `bun build` arguments for the bundle `entry` compiled into `outfile` (the host's runtime unless
+ * `runtime`), its bytecode laid out by the `order` files when given (scripts/bytecode-order.mjs).
+ */
+export function compileArgs({ entry, outfile, target, runtime, order }) {
   const args = [
     "build",
     entry,
@@ -21,6 +24,7 @@ export function compileArgs({ entry, outfile, target, runtime }) {
   ];
   if (target) args.push(`--target=${target}`);
   if (runtime) args.push(`--compile-executable-path=${runtime}`);
+  if (order?.length) args.push(`--bytecode-order=${order.join(",")}`);
   args.push("--outfile", outfile);
   return args;
 }

@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileArgs } from "./build-flags.mjs";
 import { bunPath } from "./bun-path.mjs";
+import { recordLayout } from "./bytecode-order.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const RELEASE_DIR = join(root, "dist/release");
@@ -111,12 +112,12 @@ function fetchRuntime(t, version) {
 
 const sha256 = (path) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
-function compile(bun, t, runtime) {
+function compile(bun, t, runtime, order) {
   const out = join(RELEASE_DIR, t.file);
   const tmp = join(RELEASE_DIR, `.${t.file}.${process.pid}.tmp`);
   rmSync(tmp, { force: true });
   try {
-    execFileSync(bun, compileArgs({ entry: "dist/plexus.cjs", outfile: tmp, target: t.target, runtime }), {
+    execFileSync(bun, compileArgs({ entry: "dist/plexus.cjs", outfile: tmp, target: t.target, runtime, order }), {
       cwd: root,
       stdio: ["ignore", "ignore", "inherit"],
     });
@@ -127,7 +128,7 @@ function compile(bun, t, runtime) {
   return out;
 }
 
-export function buildRelease() {
+export async function buildRelease() {
   const bun = bunPath();
   const version = pinnedBunVersion();
   if (!existsSync(join(root, "dist/plexus.cjs")))
@@ -137,10 +138,12 @@ export function buildRelease() {
   // files; every runtime is fetched and checked before anything is compiled.
   rmSync(join(RELEASE_DIR, "SHA256SUMS"), { force: true });
   const runtimes = TARGETS.map((t) => fetchRuntime(t, version));
+  // The layout recorded on the host's executable: the bytecode is the same on every target.
+  const order = await recordLayout({ bun, entry: join(root, "dist/plexus.cjs") });
   const sums = [];
   TARGETS.forEach((t, i) => {
     const started = Date.now();
-    const out = compile(bun, t, runtimes[i]);
+    const out = compile(bun, t, runtimes[i], order);
     sums.push(`${sha256(out)}  ${t.file}\n`);
     const mib = (statSync(out).size / 2 ** 20).toFixed(1);
     process.stderr.write(
@@ -154,7 +157,7 @@ export function buildRelease() {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   try {
-    buildRelease();
+    await buildRelease();
   } catch (err) {
     process.stderr.write(`build-release: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);

@@ -97,7 +97,7 @@ const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
 const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
 const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
-if (want("breakdown")) await benchBreakdown(runs);
+const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
 if (want("scale")) await benchScale();
 const multus = want("multus") ? await benchMultus(runs) : undefined;
 
@@ -170,6 +170,10 @@ if (multus?.length) {
   const k8 = vs(8);
   const k2 = vs(2);
   if (small.length) target("peak RSS of one CNI call at K ≤ 2", Math.max(...small), 36, mib);
+  if (small.length && breakdown?.floorMiB)
+    lines.push(
+      `  the floor below it: a Bun program built alike that only loads libc through bun:ffi, runs one child and makes one HTTPS GET peaks at ${mib(breakdown.floorMiB)}; Plexus's own share is ${mib(Math.max(...small) - breakdown.floorMiB)}`,
+    );
   if (k8 && k2) {
     const per = (k8.thin.rssMiB - k2.thin.rssMiB) / 6;
     lines.push(

@@ -28,7 +28,8 @@ import {
 } from "./lib.mjs";
 
 // Only what the phases need: seccomp filtering leaves every other call untraced and unslowed.
-const TRACED = "execve,read,write,sendto,recvfrom,connect,openat,close,fsync,rename,flock,wait4,exit_group";
+const TRACED =
+  "execve,clone,clone3,read,write,sendto,recvfrom,connect,openat,close,fsync,rename,flock,wait4,exit_group";
 const LINE = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/;
 
 /** Phases of one traced ADD: [{ label, start, ms }] with start relative to the execve (ms). */
@@ -42,7 +43,14 @@ export function phasesFromStrace(text) {
   const t0 = events[0].t;
   const out = [];
   const add = (label, from, to) => out.push({ label, start: from - t0, ms: to - from });
-  const mine = events.filter((e) => e.pid === main);
+  // Plexus's process is its main thread and the threads it starts (Bun's fetch runs on its own
+  // HTTP thread): a delegate's threads are not Plexus's.
+  const own = new Set([main]);
+  for (const e of events) {
+    const thread = own.has(e.pid) && /CLONE_THREAD/.test(e.call) && /= (\d+)$/.exec(e.call);
+    if (thread) own.add(Number(thread[1]));
+  }
+  const mine = events.filter((e) => own.has(e.pid));
   const first = (re, after = 0) => mine.find((e) => e.t >= after && re.test(e.call));
   const stdin = first(/^read\(0,/);
   if (stdin) add("process start + module initialisation (exec → stdin read)", t0, stdin.t);
@@ -90,13 +98,13 @@ export function phasesFromStrace(text) {
     const reapedResumed = reaped ?? events.find((e) => e.t > x.t && new RegExp(`resumed>.*= ${x.pid}$`).test(e.call));
     if (reapedResumed)
       add(
-        `delegate ${name} (pid ${x.pid}) exec → reaped${reapedResumed.pid === main ? "" : " by its parent"}`,
+        `delegate ${name} (pid ${x.pid}) exec → reaped${own.has(reapedResumed.pid) ? "" : " by its parent"}`,
         x.t,
         reapedResumed.t,
       );
   }
   const stdout = mine.findLast((e) => /^write\(1,/.test(e.call));
-  const exited = mine.findLast((e) => /^\+\+\+ exited/.test(e.call));
+  const exited = events.findLast((e) => e.pid === main && /^\+\+\+ exited/.test(e.call));
   if (stdout && exited) add("result written → process gone (exit)", stdout.t, exited.t);
   out.sort((a, b) => a.start - b.start);
   // What lies between the phases above in the Plexus process itself: its own JavaScript (and
@@ -114,21 +122,48 @@ export function phasesFromStrace(text) {
   return out;
 }
 
-async function bunHelloPeak(dir) {
-  const src = join(dir, "hello.js");
-  // fd 1 written as Plexus writes it (process.stdout alone would add Bun's stream set-up).
-  writeFileSync(src, 'require("node:fs").writeSync(1, "{}\\n");\n');
+/** Compiles `code` with dist/plexus's flags and returns its median peak RSS (MiB) and wall time over 5 runs. */
+async function bunProgramPeak(dir, name, code, env = {}) {
+  const src = join(dir, `${name}.js`);
+  writeFileSync(src, code);
   // The same flags as dist/plexus, so what is above it is Plexus's own.
-  execFileSync(bunPath(), compileArgs({ entry: src, outfile: join(dir, "hello") }), { stdio: "ignore" });
+  execFileSync(bunPath(), compileArgs({ entry: src, outfile: join(dir, name) }), { stdio: "ignore" });
   const rss = [];
   const ms = [];
   for (let i = 0; i < 6; i++) {
-    const r = await timed(join(dir, "hello"), []);
+    const r = await timed(join(dir, name), [], { env: { ...RUNTIME_ENV, ...env } });
+    if (r.code !== 0) throw new Error(`${name}: exit ${r.code}: ${r.stderr}`);
     if (i) rss.push(r.rssKiB);
     if (i) ms.push(r.ms);
   }
   return { rssMiB: median(rss) / 1024, ms: median(ms) };
 }
+
+// fd 1 written as Plexus writes it (process.stdout alone would add Bun's stream set-up).
+const HELLO = 'require("node:fs").writeSync(1, "{}\\n");\n';
+
+/**
+ * What any thin-mode ADD must do, and nothing else, in a Bun program built as Plexus is: libc
+ * through bun:ffi (the container lock), one child process run to its end (a delegate), one HTTPS
+ * GET with the kubeconfig's CA through Bun's fetch (the pod). Its peak RSS is the floor a Bun CNI
+ * plugin cannot go below.
+ */
+const FLOOR = `(async () => {
+  const { dlopen, FFIType } = require("bun:ffi");
+  dlopen("libc.so.6", { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
+  const child = Bun.spawn(["/bin/true"], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  await child.exited;
+  await new Response(child.stdout).text();
+  const res = await fetch(process.env.FLOOR_URL, {
+    headers: { authorization: "Bearer " + process.env.FLOOR_TOKEN },
+    tls: { ca: process.env.FLOOR_CA },
+    proxy: false,
+  });
+  await res.text();
+  require("node:fs").writeSync(1, "{}\\n");
+  process.exit(0);
+})();
+`;
 
 export async function benchBreakdown(runs) {
   if (!needsRoot("one ADD's breakdown")) return undefined;
@@ -211,13 +246,25 @@ export async function benchBreakdown(runs) {
       ["at (ms)", "took (ms)", "≈ untraced", "phase"],
       phases.map((p) => [p.start.toFixed(1), p.ms.toFixed(1), ((p.ms * untraced) / total).toFixed(1), p.label]),
     );
-    const hello = await bunHelloPeak(tmp);
+    const hello = await bunProgramPeak(tmp, "hello", HELLO);
+    const floorProgram = await bunProgramPeak(tmp, "floor", FLOOR, {
+      FLOOR_URL: `${api.url}/api/v1/namespaces/b/pods/p0`,
+      FLOOR_TOKEN: api.token,
+      FLOOR_CA: api.caPem,
+    });
     const mib = (xs) => median(xs) / 1024;
+    console.log(
+      `== the floor of a Bun CNI call: a program built as dist/plexus that only loads libc through bun:ffi, runs /bin/true and makes one HTTPS GET through fetch peaks at ${floorProgram.rssMiB.toFixed(1)} MiB (${(floorProgram.rssMiB - hello.rssMiB).toFixed(1)} over a hello-world)`,
+    );
     const rows = [
       ["Bun hello-world executable", hello.rssMiB, "the runtime's floor (JavaScriptCore, Bun's own start-up)"],
       ["VERSION", mib(mem.version), "+ the executable's bundle and bytecode mapped, main()"],
-      ["DEL from the record, K = 0", mib(mem.del), "+ the core initialised (schemas, logger), one delegate run"],
-      ["ADD thin, K = 0", mib(mem.add[0]), "+ kubeconfig, TLS, HTTP client, API answers, status write"],
+      [
+        "DEL from the record, K = 0",
+        mib(mem.del),
+        "+ the core initialised (config shapes, logger, libc), one delegate run",
+      ],
+      ["ADD thin, K = 0", mib(mem.add[0]), "+ kubeconfig, TLS (Bun's fetch), API answers, status write"],
       ["ADD thin, K = 2", mib(mem.add[2]), "+ two networks"],
       ["ADD thin, K = 8", mib(mem.add[8]), "+ eight networks"],
     ];
@@ -227,7 +274,7 @@ export async function benchBreakdown(runs) {
       rows.map((r, i) => [r[0], r[1].toFixed(1), i ? (r[1] - rows[i - 1][1]).toFixed(1) : "", r[2]]),
     );
     console.log(`   per extra network (K = 2 → 8): ${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`);
-    return { phases, untraced, rss: Object.fromEntries(rows.map((r) => [r[0], r[1]])) };
+    return { phases, untraced, rss: Object.fromEntries(rows.map((r) => [r[0], r[1]])), floorMiB: floorProgram.rssMiB };
   } finally {
     await api.close();
     s.cleanup();

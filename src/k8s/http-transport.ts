@@ -298,10 +298,16 @@ class FetchTransport implements ApiTransport {
   private readonly socketPath: string | undefined;
   private readonly maxBytes: number;
   private readonly tls: Record<string, unknown> | undefined;
+  private readonly oneAtATime: boolean;
+  /** The request in flight, when they go one at a time. */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(options: HttpTransportOptions) {
     this.socketPath = options.socketPath;
     this.maxBytes = options.maxBytes;
+    // Bun's fetch opens a connection per concurrent request: with maxSockets 1 the requests wait
+    // for each other instead, on one connection (one TLS handshake per call, as HttpTransport's agent).
+    this.oneAtATime = options.maxSockets === 1;
     const t = options.tls;
     this.tls = t && {
       ...(t.ca !== undefined ? { ca: t.ca } : {}),
@@ -312,7 +318,17 @@ class FetchTransport implements ApiTransport {
     };
   }
 
-  async request(request: HttpRequest): Promise<HttpAnswer> {
+  request(request: HttpRequest): Promise<HttpAnswer> {
+    if (!this.oneAtATime) return this.exchange(request);
+    const mine = this.last.then(
+      () => this.exchange(request),
+      () => this.exchange(request),
+    );
+    this.last = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private async exchange(request: HttpRequest): Promise<HttpAnswer> {
     this.sent++;
     try {
       const res = await (fetch as unknown as BunFetch)(request.url, {

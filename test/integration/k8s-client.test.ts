@@ -124,6 +124,22 @@ bothRuntimes("reads and writes through the REST client", () => {
     });
   });
 
+  it("N5 with maxSockets 1 (as the CNI binary sets it) concurrent reads share one connection: one TLS handshake per call", async () => {
+    await withCluster(
+      async (s, kube) => {
+        const nads = await Promise.all([
+          kube.getNad("ns1", "net-a"),
+          kube.getNad("ns1", "net-a"),
+          kube.getPod("ns1", "p1"),
+        ]);
+        expect(nads.map((n) => n?.metadata.name)).toEqual(["net-a", "net-a", "p1"]);
+        expect(s.requests).toHaveLength(3);
+        expect(s.connectionCount()).toBe(1);
+      },
+      { ...FAST, maxSockets: 1 },
+    );
+  });
+
   it("N5 setNetworkStatus is one merge patch on pods/status with the UID precondition; other annotations stay", async () => {
     await withCluster(async (s, kube) => {
       await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '[{"name":"net-a"}]');

@@ -29,16 +29,16 @@ async function answer(ask: Ask): Promise<unknown> {
   return fn.apply(kube, ask.args ?? []);
 }
 
-for await (const line of console as unknown as AsyncIterable<string>) {
-  const ask = JSON.parse(line) as Ask;
+async function reply(ask: Ask): Promise<void> {
   try {
     const value = await answer(ask);
     process.stdout.write(`${JSON.stringify({ id: ask.id, ok: true, value, requestCount: kube?.requestCount ?? 0 })}\n`);
   } catch (err) {
     const e = err as { code?: unknown; message?: string; name?: string };
     const error = { code: e.code, message: e.message ?? String(err), name: e.name };
-    process.stdout.write(
-      `${JSON.stringify({ id: ask.id, ok: false, error, requestCount: kube?.requestCount ?? 0 })}\n`,
-    );
+    process.stdout.write(`${JSON.stringify({ id: ask.id, ok: false, error, requestCount: kube?.requestCount ?? 0 })}\n`);
   }
 }
+
+// Each request is answered when it is done, not in turn: calls a test makes at once run at once.
+for await (const line of console as unknown as AsyncIterable<string>) void reply(JSON.parse(line) as Ask);

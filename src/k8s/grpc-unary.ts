@@ -1,15 +1,14 @@
 /**
- * A minimal gRPC client for unary calls over a unix socket (h2c), on `node:http2`: what kubelet's
+ * A minimal gRPC client for unary calls over a unix socket (h2c, ./h2c): what kubelet's
  * pod-resources API needs and no more. One request is HEADERS (POST, the method's path,
  * `application/grpc`, `te: trailers`, `grpc-timeout`) and one DATA frame holding the length-prefixed
  * message; the answer is the DATA frames' message and the trailers' `grpc-status`/`grpc-message`.
  *
- * Why not @grpc/grpc-js: in the Bun executable its module load and channel set-up (resolver,
- * load balancer, subchannel pool) cost a CNI process that asks one question far more than the
- * question (docs/benchmarks.md, "Levers, measured"). No compression is offered, so none comes back.
+ * Why not @grpc/grpc-js, nor `node:http2`: in the Bun executable their module load (and grpc-js's
+ * channel set-up) cost a CNI process that asks one question far more than the question
+ * (docs/benchmarks.md, "Levers, measured"). No compression is offered, so none comes back.
  */
-import * as http2 from "node:http2";
-import * as net from "node:net";
+import { H2Connection, openUnixSocket, type SocketOpener } from "./h2c";
 
 /** gRPC status codes (grpc/doc/statuscodes.md), by name and by number. */
 export const GrpcStatus = {
@@ -61,74 +60,75 @@ export interface UnaryCall {
  * (the daemon keeps one across kubelet restarts; a CNI process makes one and closes it).
  */
 export class UnixGrpcChannel {
-  private session: http2.ClientHttp2Session | undefined;
+  private connection: H2Connection | undefined;
   private readonly socket: string;
   private readonly maxMessageBytes: number;
+  private readonly open: SocketOpener;
 
-  constructor(options: { socket: string; maxMessageBytes: number }) {
+  constructor(options: { socket: string; maxMessageBytes: number; open?: SocketOpener }) {
     this.socket = options.socket;
     this.maxMessageBytes = options.maxMessageBytes;
+    this.open = options.open ?? openUnixSocket;
   }
 
-  private connect(): http2.ClientHttp2Session {
-    const open = this.session;
-    if (open && !open.closed && !open.destroyed) return open;
-    const session = http2.connect("http://localhost", { createConnection: () => net.connect(this.socket) });
-    // A connection error fails the calls on it (their own handlers); it must not crash the process.
-    session.on("error", () => {});
-    session.on("close", () => {
-      if (this.session === session) this.session = undefined;
-    });
-    this.session = session;
-    return session;
+  private connect(): H2Connection {
+    if (this.connection && !this.connection.closed) return this.connection;
+    this.connection = new H2Connection(this.socket, this.open);
+    return this.connection;
   }
 
   /** The answer's message bytes; a GrpcError for any status but OK, a dead connection or the deadline. */
   unary(call: UnaryCall): Promise<Buffer> {
     const budget = call.deadline - Date.now();
     if (budget <= 0) return Promise.reject(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded"));
-    const session = this.connect();
+    const connection = this.connect();
     return new Promise((resolve, reject) => {
-      const stream = session.request({
-        ":method": "POST",
-        ":path": call.path,
-        "content-type": "application/grpc",
-        te: "trailers",
-        // The header takes at most 8 digits (gRPC over HTTP/2); the local timer bounds the call anyway.
-        "grpc-timeout": `${Math.min(Math.ceil(budget), 99_999_999)}m`,
-      });
       const answer = new Answer(this.maxMessageBytes);
       let done = false;
       const settle = (err: GrpcError | undefined, value?: Buffer) => {
         if (done) return;
         done = true;
         clearTimeout(timer);
-        session.off("error", onSessionError);
-        if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (err) connection.cancel(stream);
         err ? reject(err) : resolve(value as Buffer);
       };
-      const timer = setTimeout(() => settle(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded")), budget);
-      const onSessionError = (err: Error) => settle(new GrpcError(GrpcStatus.UNAVAILABLE, err.message));
-      session.on("error", onSessionError);
-      stream.on("error", (err: Error) => settle(new GrpcError(GrpcStatus.UNAVAILABLE, err.message)));
-      stream.on("response", (headers) => answer.headers(headers));
-      stream.on("trailers", (trailers) => answer.headers(trailers));
-      stream.on("data", (chunk: Buffer) => {
-        const tooLarge = answer.data(chunk);
-        if (tooLarge) settle(tooLarge);
-      });
-      stream.on("close", () => {
+      const finish = () => {
         const result = answer.result();
         result instanceof GrpcError ? settle(result) : settle(undefined, result);
+      };
+      const timer = setTimeout(() => settle(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded")), budget);
+      const stream = connection.request(requestHeaders(call.path, budget), frame(call.request), {
+        headers: (fields, end) => {
+          answer.headers(fields);
+          if (end) finish();
+        },
+        data: (bytes, end) => {
+          const tooLarge = answer.data(bytes);
+          if (tooLarge) settle(tooLarge);
+          else if (end) finish();
+        },
+        failed: (why) => settle(new GrpcError(GrpcStatus.UNAVAILABLE, why)),
       });
-      stream.end(frame(call.request));
     });
   }
 
   close(): void {
-    this.session?.close();
-    this.session = undefined;
+    this.connection?.close();
+    this.connection = undefined;
   }
+}
+
+function requestHeaders(path: string, budgetMs: number): [string, string][] {
+  return [
+    [":method", "POST"],
+    [":scheme", "http"],
+    [":path", path],
+    [":authority", "localhost"],
+    ["content-type", "application/grpc"],
+    ["te", "trailers"],
+    // The header takes at most 8 digits (gRPC over HTTP/2); the local timer bounds the call anyway.
+    ["grpc-timeout", `${Math.min(Math.ceil(budgetMs), 99_999_999)}m`],
+  ];
 }
 
 /** The 5-byte gRPC message prefix (not compressed, big-endian length) and the message. */
@@ -141,7 +141,7 @@ function frame(message: Uint8Array): Buffer {
 
 /** One call's answer as it arrives: status headers (in the trailers, or alone), message bytes. */
 class Answer {
-  private readonly chunks: Buffer[] = [];
+  private readonly chunks: Uint8Array[] = [];
   private bytes = 0;
   private httpStatus: number | undefined;
   private status: number | undefined;
@@ -152,14 +152,15 @@ class Answer {
     this.maxMessageBytes = maxMessageBytes;
   }
 
-  headers(fields: http2.IncomingHttpHeaders): void {
-    if (fields[":status"] !== undefined) this.httpStatus = Number(fields[":status"]);
-    if (fields["grpc-status"] !== undefined) this.status = Number(fields["grpc-status"]);
-    const msg = fields["grpc-message"];
-    if (typeof msg === "string") this.message = percentDecoded(msg);
+  headers(fields: readonly (readonly [string, string])[]): void {
+    for (const [name, value] of fields) {
+      if (name === ":status") this.httpStatus = Number(value);
+      else if (name === "grpc-status") this.status = Number(value);
+      else if (name === "grpc-message") this.message = percentDecoded(value);
+    }
   }
 
-  data(chunk: Buffer): GrpcError | undefined {
+  data(chunk: Uint8Array): GrpcError | undefined {
     this.bytes += chunk.length;
     this.chunks.push(chunk);
     if (this.bytes > this.maxMessageBytes + 5)

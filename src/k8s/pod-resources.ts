@@ -7,68 +7,27 @@
  *
  * Loaded only for a NAD with `k8s.v1.cni.cncf.io/resourceName` (a dynamic import): the HTTP/2
  * client's start-up is not paid by a plain ADD. The calls go over a minimal gRPC unary client
- * (./grpc-unary), not @grpc/grpc-js, whose load and channel set-up cost the CNI process more.
- * The few messages needed are a static protobuf descriptor (field
- * numbers of kubelet's pkg/kubelet/apis/podresources/v1 api.proto): nothing is read from disk,
- * so it works inside the single executable. Fields Plexus does not need are skipped on decode.
+ * (./grpc-unary), not @grpc/grpc-js, whose load and channel set-up cost the CNI process more, and
+ * the few messages are written and read by hand (./pod-resources-wire), not by a protobuf
+ * library. Fields Plexus does not need are skipped on decode.
  */
-import * as protobuf from "protobufjs/light";
 import { CniError, Code } from "../cni/errors";
 import { type GrpcError, GrpcStatus, grpcStatusName, UnixGrpcChannel } from "./grpc-unary";
+import {
+  decodeGetResponse,
+  decodeListResponse,
+  encodeGetRequest,
+  LIST_REQUEST,
+  type PodResources,
+} from "./pod-resources-wire";
 
-const str = (id: number) => ({ type: "string", id });
-const many = (type: string, id: number) => ({ rule: "repeated", type, id });
+export type { ContainerDevices, PodResources } from "./pod-resources-wire";
 
-const root = protobuf.Root.fromJSON({
-  nested: {
-    v1: {
-      nested: {
-        ListPodResourcesRequest: { fields: {} },
-        ListPodResourcesResponse: { fields: { podResources: many("PodResources", 1) } },
-        GetPodResourcesRequest: { fields: { podName: str(1), podNamespace: str(2) } },
-        GetPodResourcesResponse: { fields: { podResources: { type: "PodResources", id: 1 } } },
-        PodResources: { fields: { name: str(1), namespace: str(2), containers: many("ContainerResources", 3) } },
-        ContainerResources: { fields: { name: str(1), devices: many("ContainerDevices", 2) } },
-        ContainerDevices: { fields: { resourceName: str(1), deviceIds: many("string", 2) } },
-      },
-    },
-  },
-});
-
-export interface ContainerDevices {
-  resourceName?: string;
-  deviceIds?: string[];
-}
-export interface PodResources {
-  name?: string;
-  namespace?: string;
-  containers?: Array<{ name?: string; devices?: ContainerDevices[] }>;
-}
-
-const type = (name: string) => root.lookupType(`v1.${name}`);
-const codec = (req: string, res: string) => {
-  const reqType = type(req);
-  const resType = type(res);
-  return {
-    serialize: (v: object) => Buffer.from(reqType.encode(reqType.fromObject(v)).finish()),
-    deserialize: (b: Buffer) => resType.toObject(resType.decode(b), { arrays: true, defaults: false }),
-  };
-};
-/** Both directions, also for the fake kubelet in the tests. */
-export const PodResourcesMethods = {
-  List: {
-    path: "/v1.PodResourcesLister/List",
-    ...codec("ListPodResourcesRequest", "ListPodResourcesResponse"),
-    request: type("ListPodResourcesRequest"),
-    response: type("ListPodResourcesResponse"),
-  },
-  Get: {
-    path: "/v1.PodResourcesLister/Get",
-    ...codec("GetPodResourcesRequest", "GetPodResourcesResponse"),
-    request: type("GetPodResourcesRequest"),
-    response: type("GetPodResourcesResponse"),
-  },
-};
+/** The two methods of `v1.PodResourcesLister` Plexus calls. */
+export const PodResourcesPaths = {
+  List: "/v1.PodResourcesLister/List",
+  Get: "/v1.PodResourcesLister/Get",
+} as const;
 
 export interface PodResourcesQuery {
   socket: string;
@@ -104,26 +63,23 @@ export class PodResourcesClient {
     try {
       if (!this.getUnimplemented) {
         try {
-          const got = (await this.unary("Get", { podName: query.name, podNamespace: query.namespace }, deadline)) as {
-            podResources?: PodResources;
-          };
+          const request = encodeGetRequest({ podName: query.name, podNamespace: query.namespace });
+          const got = decodeGetResponse(await this.unary(PodResourcesPaths.Get, request, deadline));
           return devicesOf(got.podResources);
         } catch (err) {
           if ((err as GrpcError).code !== GrpcStatus.UNIMPLEMENTED) throw err;
           this.getUnimplemented = true;
         }
       }
-      const all = (await this.unary("List", {}, deadline)) as { podResources?: PodResources[] };
-      return devicesOf((all.podResources ?? []).find((p) => p.name === query.name && p.namespace === query.namespace));
+      const all = decodeListResponse(await this.unary(PodResourcesPaths.List, LIST_REQUEST, deadline));
+      return devicesOf(all.podResources.find((p) => p.name === query.name && p.namespace === query.namespace));
     } catch (err) {
       throw failure({ ...query, socket: this.socket }, err);
     }
   }
 
-  private async unary(method: keyof typeof PodResourcesMethods, arg: object, deadline: number): Promise<unknown> {
-    const m = PodResourcesMethods[method];
-    const answer = await this.channel.unary({ path: m.path, request: m.serialize(arg), deadline });
-    return m.deserialize(answer);
+  private unary(path: string, request: Uint8Array, deadline: number): Promise<Buffer> {
+    return this.channel.unary({ path, request, deadline });
   }
 
   close(): void {

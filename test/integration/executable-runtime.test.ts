@@ -67,7 +67,7 @@ function addThrough(kubeconfig: string, extra: Record<string, unknown> = {}) {
 }
 
 describe("HTTPS to the API server from dist/plexus", () => {
-  it("M1 the kubeconfig's CA is the only trust anchor (tls.setDefaultCACertificates): the pod is read and its status written; another CA is refused with 104 before any request", async () => {
+  it("M1 the kubeconfig's CA is the only trust anchor: the pod is read and its status written; another CA is refused with 104 before any request", async () => {
     const api = await apiWithPod();
     const r = await addThrough(writeKubeconfig(api, { dir: ctx.sb.root }));
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -107,6 +107,32 @@ describe("HTTPS to the API server from dist/plexus", () => {
     );
     expect(widened.code).toBe(104);
     expect(calls(api, before)).toEqual([]);
+  });
+
+  it("M1 proxy settings in the runtime's environment are not followed: the API server is reached directly", async () => {
+    const api = await apiWithPod();
+    const { sb } = ctx;
+    const conf = sb.config([sb.delegate("net-a")], {
+      kubeconfig: writeKubeconfig(api, { dir: sb.root, fileName: "proxy.kubeconfig" }),
+      apiRequestTimeoutSeconds: 2,
+      apiTotalTimeoutSeconds: 4,
+    });
+    // Port 9 on loopback: nothing listens there, so a request sent to this "proxy" fails.
+    const proxy = "http://127.0.0.1:9";
+    const r = await sb.run("ADD", conf, {
+      CNI_ARGS: POD_ARGS,
+      HTTPS_PROXY: proxy,
+      https_proxy: proxy,
+      HTTP_PROXY: proxy,
+      http_proxy: proxy,
+      ALL_PROXY: proxy,
+    });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(calls(api)).toEqual([
+      "GET /api/v1/namespaces/app/pods/web",
+      "PATCH /api/v1/namespaces/app/pods/web/status",
+      "POST /api/v1/namespaces/app/events",
+    ]);
   });
 
   it("M1 SNI: tls-server-name is sent and checked against the certificate; a URL's host name is sent, an IP literal sends none; a name the certificate lacks is 104", async () => {

@@ -1,11 +1,53 @@
 /**
  * A fake kubelet pod-resources server (M10): grpc-js on a unix socket serving
  * `v1.PodResourcesLister` List and Get from a table of pods, with switchable failures
- * (UNIMPLEMENTED Get, an error, a hang) and a count of the calls it got.
+ * (UNIMPLEMENTED Get, an error, a hang) and a count of the calls it got. Its messages go through
+ * protobufjs from kubelet's api.proto field numbers, independent of Plexus's own hand-written
+ * codec (src/k8s/pod-resources-wire.ts), which they so test.
  */
 import * as grpc from "@grpc/grpc-js";
-import type { Type } from "protobufjs/light";
-import { PodResourcesMethods, type PodResources } from "../../src/k8s/pod-resources";
+import * as protobuf from "protobufjs/light";
+import { PodResourcesPaths, type PodResources } from "../../src/k8s/pod-resources";
+
+const str = (id: number) => ({ type: "string", id });
+const many = (type: string, id: number) => ({ rule: "repeated", type, id });
+
+/** kubelet's pkg/kubelet/apis/podresources/v1 api.proto, the messages of List and Get (and a field Plexus skips). */
+const root = protobuf.Root.fromJSON({
+  nested: {
+    v1: {
+      nested: {
+        ListPodResourcesRequest: { fields: {} },
+        ListPodResourcesResponse: { fields: { podResources: many("PodResources", 1) } },
+        GetPodResourcesRequest: { fields: { podName: str(1), podNamespace: str(2) } },
+        GetPodResourcesResponse: { fields: { podResources: { type: "PodResources", id: 1 } } },
+        PodResources: { fields: { name: str(1), namespace: str(2), containers: many("ContainerResources", 3) } },
+        ContainerResources: {
+          fields: {
+            name: str(1),
+            devices: many("ContainerDevices", 2),
+            cpuIds: { rule: "repeated", type: "int64", id: 3 },
+          },
+        },
+        ContainerDevices: { fields: { resourceName: str(1), deviceIds: many("string", 2) } },
+      },
+    },
+  },
+});
+const type = (name: string) => root.lookupType(`v1.${name}`);
+const PodResourcesMethods = {
+  List: {
+    path: PodResourcesPaths.List,
+    request: type("ListPodResourcesRequest"),
+    response: type("ListPodResourcesResponse"),
+  },
+  Get: {
+    path: PodResourcesPaths.Get,
+    request: type("GetPodResourcesRequest"),
+    response: type("GetPodResourcesResponse"),
+  },
+};
+type Type = protobuf.Type;
 
 export type FakeMode = "ok" | "get-unimplemented" | "error" | "hang";
 
@@ -41,6 +83,8 @@ export function podWithDevices(
     containers: Object.entries(containers).map(([c, res]) => ({
       name: c,
       devices: Object.entries(res).map(([resourceName, deviceIds]) => ({ resourceName, deviceIds })),
+      // A field kubelet sends that Plexus does not read: the client must skip it.
+      cpuIds: [2, 3],
     })),
   };
 }

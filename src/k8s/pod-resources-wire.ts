@@ -1,0 +1,121 @@
+/**
+ * The protobuf wire form of the few pod-resources messages Plexus sends and reads (field numbers
+ * of kubelet's pkg/kubelet/apis/podresources/v1 api.proto), by hand: a protobuf library costs
+ * the CNI process ~4 ms to load and to build its reflection before the first byte (measured,
+ * docs/benchmarks.md), for two strings out and a few nested lists back. Fields Plexus does not
+ * read (CPU ids, memory, topology, dynamic resources) are skipped by their wire type, so what
+ * newer kubelets add does not matter.
+ */
+
+export interface ContainerDevices {
+  resourceName?: string;
+  deviceIds?: string[];
+}
+export interface PodResources {
+  name?: string;
+  namespace?: string;
+  containers?: Array<{ name?: string; devices?: ContainerDevices[] }>;
+}
+
+export class WireError extends Error {
+  override name = "WireError";
+}
+
+const WIRE = { VARINT: 0, I64: 1, LEN: 2, I32: 5 };
+
+/** The fields of one message, in order: number, wire type, and the bytes of a length-delimited one. */
+function* fieldsOf(bytes: Uint8Array): Generator<{ field: number; wire: number; data: Uint8Array }> {
+  let pos = 0;
+  const varint = (): number => {
+    let value = 0;
+    for (let shift = 0; shift < 64; shift += 7) {
+      if (pos >= bytes.length) throw new WireError("a varint runs past the message");
+      const b = bytes[pos++]!;
+      value += (b & 0x7f) * 2 ** shift;
+      if (!(b & 0x80)) return value;
+    }
+    throw new WireError("a varint longer than 10 bytes");
+  };
+  const skip = (n: number) => {
+    if (pos + n > bytes.length) throw new WireError("a field runs past the message");
+    pos += n;
+  };
+  while (pos < bytes.length) {
+    const tag = varint();
+    const field = Math.floor(tag / 8);
+    const wire = tag % 8;
+    if (wire === WIRE.LEN) {
+      const length = varint();
+      const start = pos;
+      skip(length);
+      yield { field, wire, data: bytes.subarray(start, start + length) };
+    } else if (wire === WIRE.VARINT) varint();
+    else if (wire === WIRE.I64) skip(8);
+    else if (wire === WIRE.I32) skip(4);
+    else throw new WireError(`wire type ${wire} (groups) is not used by pod-resources`);
+  }
+}
+
+const text = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
+
+/** The length-delimited fields `field` of `bytes`, each read by `read`. */
+function repeated<T>(bytes: Uint8Array, field: number, read: (data: Uint8Array) => T): T[] {
+  const out: T[] = [];
+  for (const f of fieldsOf(bytes)) if (f.field === field && f.wire === WIRE.LEN) out.push(read(f.data));
+  return out;
+}
+
+/** The last length-delimited field `field` (proto3: the last one wins), if any. */
+function single<T>(bytes: Uint8Array, field: number, read: (data: Uint8Array) => T): T | undefined {
+  return repeated(bytes, field, read).at(-1);
+}
+
+function containerDevices(bytes: Uint8Array): ContainerDevices {
+  return { resourceName: single(bytes, 1, text) ?? "", deviceIds: repeated(bytes, 2, text) };
+}
+
+function podResources(bytes: Uint8Array): PodResources {
+  return {
+    name: single(bytes, 1, text) ?? "",
+    namespace: single(bytes, 2, text) ?? "",
+    containers: repeated(bytes, 3, (c) => ({
+      name: single(c, 1, text) ?? "",
+      devices: repeated(c, 2, containerDevices),
+    })),
+  };
+}
+
+/** GetPodResourcesResponse: `pod_resources = 1`. */
+export function decodeGetResponse(bytes: Uint8Array): { podResources?: PodResources } {
+  const pod = single(bytes, 1, podResources);
+  return pod ? { podResources: pod } : {};
+}
+
+/** ListPodResourcesResponse: `repeated pod_resources = 1`. */
+export function decodeListResponse(bytes: Uint8Array): { podResources: PodResources[] } {
+  return { podResources: repeated(bytes, 1, podResources) };
+}
+
+function lengthDelimited(field: number, value: string): number[] {
+  const bytes = Buffer.from(value, "utf8");
+  const out = [field * 8 + WIRE.LEN];
+  for (let n = bytes.length; ; n = Math.floor(n / 128)) {
+    if (n < 128) {
+      out.push(n);
+      break;
+    }
+    out.push((n % 128) | 0x80);
+  }
+  return [...out, ...bytes];
+}
+
+/** GetPodResourcesRequest: `pod_name = 1`, `pod_namespace = 2` (empty strings are not sent, as proto3). */
+export function encodeGetRequest(request: { podName: string; podNamespace: string }): Uint8Array {
+  const out: number[] = [];
+  if (request.podName) out.push(...lengthDelimited(1, request.podName));
+  if (request.podNamespace) out.push(...lengthDelimited(2, request.podNamespace));
+  return Uint8Array.from(out);
+}
+
+/** ListPodResourcesRequest has no fields. */
+export const LIST_REQUEST = new Uint8Array(0);

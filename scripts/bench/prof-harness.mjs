@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, benchNetworks, importFakeApiServer, scratch, nodeKubeconfig } from "./lib.mjs";
+import { CNI_PATH, benchNetworks, importFakeApiServer, nodeKubeconfig, scratch, startDaemon } from "./lib.mjs";
 
 const out = process.argv[2] ?? "/tmp/prof";
 mkdirSync(out, { recursive: true });
@@ -45,6 +45,13 @@ const conf = {
   daemonSocket: "",
 };
 writeFileSync(join(out, "conf.json"), JSON.stringify(conf));
+// Daemon mode: the same, with a daemon of the same executable on its socket.
+const socket = join(tmp, "plexus.sock");
+const daemon = await startDaemon({ kubeconfig, socket, nodeName: "bench-node" });
+writeFileSync(
+  join(out, "conf-daemon.json"),
+  JSON.stringify({ ...conf, daemonSocket: socket, cniDir: join(tmp, "cni-d") }),
+);
 writeFileSync(join(out, "multus.json"), JSON.stringify({ ...conf, type: "multus", kubeconfig, cniDir: undefined }));
 for (const K of [0, 2, 8])
   writeFileSync(
@@ -60,6 +67,7 @@ for (const K of [0, 2, 8])
   );
 console.log(`ready: ${out}`);
 const stop = async () => {
+  await daemon.stop();
   await api.close();
   s.cleanup();
   rmSync(tmp, { recursive: true, force: true });

@@ -23,6 +23,14 @@ export const LEAK_KINDS = [
   "process",
 ];
 
+function reservationText(path) {
+  try {
+    return JSON.stringify(readFileSync(path, "utf8").slice(0, 80));
+  } catch (err) {
+    return `(unreadable: ${err.code ?? err.message})`;
+  }
+}
+
 function walk(dir) {
   if (!existsSync(dir)) return [];
   const out = [];
@@ -64,7 +72,9 @@ export function leftovers(world, netnsName, procs) {
   for (const l of ipJson(["link", "show"])) if (bridges.has(l.master)) add("bridge-port", `${l.master}/${l.ifname}`);
   for (const f of walk(world.dataDir)) {
     const rel = relative(world.dataDir, f);
-    if (isIP(rel.split("/").pop() ?? "") !== 0) add("ip-reservation", rel);
+    // With what the file holds: a complete reservation (container and interface) points at a DEL
+    // that never ran; an empty one at host-local killed between creating and writing it.
+    if (isIP(rel.split("/").pop() ?? "") !== 0) add("ip-reservation", `${rel} holding ${reservationText(f)}`);
   }
   const held = lockedInodes();
   for (const f of walk(world.cniDir)) {

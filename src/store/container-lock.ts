@@ -8,11 +8,13 @@
  * delegate alive; the DEL that follows cannot take the lock while that delegate could still create
  * its interface or reserve its IP. The lock file names its owner (pid, verb, and a random mark
  * that every delegate of that call carries in its environment as PLEXUS_CALL): a waiter that finds
- * the owner dead kills the processes that hold the file open AND carry the owner's mark (the
- * orphaned delegates and their children, with their process groups), so the DEL goes on at once
- * instead of waiting for them. A process holding the file without the mark is not Plexus's to kill
- * (another tool, or a delegate that cleared its environment): the waiter waits for it, up to its
- * deadline.
+ * the owner dead first gives the orphaned delegates ORPHAN_GRACE_MS to finish on their own (a
+ * delegate killed half-way through its own bookkeeping, host-local between creating an IP's
+ * reservation file and writing the container into it, leaves state its DEL cannot match), then
+ * kills the processes that hold the file open AND carry the owner's mark (the orphaned delegates
+ * and their children, with their process groups), so a hung one holds the DEL up for the grace
+ * only. A process holding the file without the mark is not Plexus's to kill (another tool, or a
+ * delegate that cleared its environment): the waiter waits for it, up to its deadline.
  *
  * Taking the lock writes the owner into the file. Should that write fail (a full cniDir), the call
  * keeps the lock without an owner (a waiter then only waits, it kills nothing) and goes on: a DEL
@@ -49,6 +51,8 @@ const LOCK_EX = 2;
 const LOCK_NB = 4;
 const POLL_MS = 20;
 const ORPHAN_SCAN_MS = 500;
+/** How long orphaned delegates may run on before a waiter kills them: a delegate's usual run, with room. */
+export const ORPHAN_GRACE_MS = 1000;
 /** The owner is a short JSON line; anything larger is not one. */
 const OWNER_MAX_BYTES = 4096;
 
@@ -84,8 +88,9 @@ export const acquireContainerLock: LockFactory = async (request) => {
   const flock = libc()?.flock;
   if (!flock) return NO_LOCK;
   const path = lockPath(request.cniDir, request.containerId, request.ifName);
-  // /proc is read for a dead owner's leftovers at the first busy poll, then every ORPHAN_SCAN_MS.
-  let scanAt = 0;
+  // A dead owner's leftovers are killed once the grace has passed (never later than the grace
+  // before this call's own deadline), then /proc is read for them every ORPHAN_SCAN_MS.
+  let scanAt = Math.min(Date.now() + ORPHAN_GRACE_MS, request.deadlineAt - ORPHAN_GRACE_MS);
   for (;;) {
     const fd = openLockFile(path);
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {

@@ -4,7 +4,7 @@
  * (K5, B60) and result version conversion (B58).
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cniError, isAlive, singleJson, waitFor } from "../support/plexus-bin";
@@ -100,6 +100,28 @@ describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
       expect(sb.resultFiles()).toEqual([]);
     },
   );
+});
+
+describe("B64 an orphaned delegate that is only slow", () => {
+  it("B64 R1 killed while a delegate's ADD takes 400 ms: the runtime's DEL lets it finish on its own (no kill half-way through its bookkeeping), then tears everything down", async () => {
+    const { sb } = ctx;
+    const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
+    const done = join(sb.root, "net-b.done");
+    sb.setBehaviours("net-b", { ADD: { delayMs: 400, doneFile: done } });
+    let plexusPid = 0;
+    const run = sb.run("ADD", conf, {}, { onSpawn: (pid) => (plexusPid = pid) });
+    await waitFor(() => sb.calls().includes("ADD net-b"), 10_000, "the ADD of net-b to start");
+    process.kill(plexusPid, "SIGKILL");
+    expect((await run).signal).toBe("SIGKILL");
+    expect(existsSync(done), "the slow delegate is still at work when the runtime's DEL comes").toBe(false);
+    sb.setBehaviours("net-b", {});
+    const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
+    expect(r.code, r.stdout).toBe(0);
+    // It finished its ADD (wrote its proof after its result) before the DEL tore it down.
+    expect(existsSync(done), "the orphaned delegate finished on its own").toBe(true);
+    expect(sb.calls().filter((c) => c.startsWith("DEL"))).toEqual(["DEL net-b", "DEL net-a"]);
+    expect(sb.recordFiles()).toEqual([]);
+  });
 });
 
 describe("B44 B45 unusable cniDir", () => {

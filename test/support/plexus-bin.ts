@@ -175,6 +175,10 @@ export interface Behaviour {
   stream?: "stdout" | "stderr";
   bytes?: number;
   signal?: string;
+  /** The delegate's work takes this long (a slow delegate). */
+  delayMs?: number;
+  /** Written by a "result" ADD just before it prints its result: proof that it finished its work. */
+  doneFile?: string;
 }
 export type Behaviours = Partial<Record<"ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION", Behaviour>>;
 

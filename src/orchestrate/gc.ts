@@ -50,7 +50,7 @@ async function gcRecord(rec: ContainerRecord, req: CniRequest, conf: PlexusConf,
   // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
   // not stale after all, and the next GC looks again.
   const errs = await withContainerLock(
-    { verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS },
+    { verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS, killsOrphans: false },
     async (locked) => {
       const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
       const failures = await teardown(rec.attachments, ctx, req, conf, locked);

@@ -16,6 +16,8 @@ export async function withContainerLock<T>(
     conf: PlexusConf;
     deps: Deps;
     deadlineAt: number;
+    /** See LockRequest.killsOrphans: false for housekeeping on another container's behalf. */
+    killsOrphans?: boolean;
   },
   fn: (deps: Deps) => Promise<T>,
 ): Promise<T> {
@@ -29,6 +31,7 @@ export async function withContainerLock<T>(
       deadlineAt: call.deadlineAt,
       verb: call.verb,
       log: deps.log,
+      ...(call.killsOrphans === false ? { killsOrphans: false } : {}),
     })
     .catch((err: unknown) => {
       const e = asCniError(err);

@@ -73,15 +73,18 @@ async function retryOne(o: {
   const { entry, req, conf, deps, untilAt } = o;
   const target = { containerId: entry.containerId, ifName: entry.ifName };
   // The lock is tried once: a container busy with a call of its own is that call's to finish.
-  return withContainerLock({ verb: "RETRY", req: target, conf, deps, deadlineAt: Date.now() }, async (locked) => {
-    const read = await locked.records.read(entry.containerId, entry.ifName);
-    if (read.state !== "found" || !read.record.delFailedAt) {
-      // A record that succeeded meanwhile, or was replaced by a new ADD: not pending any more.
-      await locked.records.unmarkPending(entry.containerId, entry.ifName);
-      return [];
-    }
-    return retryRecord(read.record, req, conf, locked, untilAt);
-  }).catch((err: unknown) => {
+  return withContainerLock(
+    { verb: "RETRY", req: target, conf, deps, deadlineAt: Date.now(), killsOrphans: false },
+    async (locked) => {
+      const read = await locked.records.read(entry.containerId, entry.ifName);
+      if (read.state !== "found" || !read.record.delFailedAt) {
+        // A record that succeeded meanwhile, or was replaced by a new ADD: not pending any more.
+        await locked.records.unmarkPending(entry.containerId, entry.ifName);
+        return [];
+      }
+      return retryRecord(read.record, req, conf, locked, untilAt);
+    },
+  ).catch((err: unknown) => {
     deps.log.debug({ ...target, err: asCniError(err).message }, "pending record not retried now");
     // Its turn is over: a container that stays busy must not keep the others from theirs.
     deps.records.touchPending(entry.containerId, entry.ifName);

@@ -52,7 +52,7 @@ const LOCK_NB = 4;
 const POLL_MS = 20;
 const ORPHAN_SCAN_MS = 500;
 /** How long orphaned delegates may run on before a waiter kills them: a delegate's usual run, with room. */
-export const ORPHAN_GRACE_MS = 1000;
+const ORPHAN_GRACE_MS = 1000;
 /** The owner is a short JSON line; anything larger is not one. */
 const OWNER_MAX_BYTES = 4096;
 
@@ -75,6 +75,12 @@ export interface LockRequest {
   /** ADD, DEL, … for the file's content and messages. */
   verb: string;
   log: Logger;
+  /**
+   * False for housekeeping on another container's behalf (a pending DEL's retry, GC): it never
+   * kills a dead call's delegates (its short wait could not give them their grace), it only finds
+   * the lock busy and tries again later; the runtime's own call for the container does the killing.
+   */
+  killsOrphans?: boolean;
 }
 
 export type LockFactory = (request: LockRequest) => Promise<ContainerLock>;
@@ -90,7 +96,10 @@ export const acquireContainerLock: LockFactory = async (request) => {
   const path = lockPath(request.cniDir, request.containerId, request.ifName);
   // A dead owner's leftovers are killed once the grace has passed (never later than the grace
   // before this call's own deadline), then /proc is read for them every ORPHAN_SCAN_MS.
-  let scanAt = Math.min(Date.now() + ORPHAN_GRACE_MS, request.deadlineAt - ORPHAN_GRACE_MS);
+  let scanAt =
+    request.killsOrphans === false
+      ? Number.POSITIVE_INFINITY
+      : Math.min(Date.now() + ORPHAN_GRACE_MS, request.deadlineAt - ORPHAN_GRACE_MS);
   for (;;) {
     const fd = openLockFile(path);
     if (flock(fd, LOCK_EX | LOCK_NB) === 0) {

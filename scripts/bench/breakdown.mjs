@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { compileArgs } from "../build-flags.mjs";
 import { bunPath } from "../bun-path.mjs";
 import {
+  addBenchPods,
   CNI_PATH,
   cni,
   importFakeApiServer,
@@ -180,23 +181,7 @@ export async function benchBreakdown(runs) {
   try {
     const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxbd", octet: 238 });
     const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
-    for (const n of nads)
-      api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
-    for (const K of [0, 2, 8])
-      api.addPod({
-        metadata: {
-          namespace: "b",
-          name: `p${K}`,
-          uid: `u${K}`,
-          annotations: {
-            "k8s.v1.cni.cncf.io/networks": nads
-              .slice(0, K)
-              .map((n) => n.name)
-              .join(","),
-          },
-        },
-        spec: { nodeName: "bench-node" },
-      });
+    addBenchPods(api, nads);
     const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
     const conf = JSON.stringify({
       cniVersion: "1.0.0",

@@ -297,3 +297,27 @@ export function benchNetworks({ root, bridgePrefix, octet }) {
   writeFileSync(clusterNetwork, JSON.stringify(net("cbr0", 0)));
   return { dataDir, confDir, clusterNetwork, net };
 }
+
+/**
+ * The bench pods of a one-ADD measurement in the fake API server `api`: the NADs `nads` (from
+ * benchNetworks' `net`) in namespace `b`, and pods `p0`, `p2`, `p8` (uid `u<K>`) on `bench-node`
+ * whose networks annotation names the first K of them.
+ */
+export function addBenchPods(api, nads) {
+  for (const n of nads) api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+  for (const K of [0, 2, 8])
+    api.addPod({
+      metadata: {
+        namespace: "b",
+        name: `p${K}`,
+        uid: `u${K}`,
+        annotations: {
+          "k8s.v1.cni.cncf.io/networks": nads
+            .slice(0, K)
+            .map((n) => n.name)
+            .join(","),
+        },
+      },
+      spec: { nodeName: "bench-node" },
+    });
+}

@@ -5,7 +5,15 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CNI_PATH, benchNetworks, importFakeApiServer, nodeKubeconfig, scratch, startDaemon } from "./lib.mjs";
+import {
+  addBenchPods,
+  CNI_PATH,
+  benchNetworks,
+  importFakeApiServer,
+  nodeKubeconfig,
+  scratch,
+  startDaemon,
+} from "./lib.mjs";
 
 const out = process.argv[2] ?? "/tmp/prof";
 mkdirSync(out, { recursive: true });
@@ -17,22 +25,7 @@ for (let k = 0; k <= 8; k++) s.link(`plxpf${k}`);
 const api = await startFakeApiServer();
 const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxpf", octet: 237 });
 const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
-for (const n of nads) api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
-for (const K of [0, 2, 8])
-  api.addPod({
-    metadata: {
-      namespace: "b",
-      name: `p${K}`,
-      uid: `u${K}`,
-      annotations: {
-        "k8s.v1.cni.cncf.io/networks": nads
-          .slice(0, K)
-          .map((n) => n.name)
-          .join(","),
-      },
-    },
-    spec: { nodeName: "bench-node" },
-  });
+addBenchPods(api, nads);
 const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
 const conf = {
   cniVersion: "1.0.0",

@@ -31,10 +31,8 @@ export function verbDeps(
   const kube = kubeFactory(conf, {
     env,
     log,
-    // One process, one API server: its CA is the process's only trust anchor (see caAsProcessDefault).
     client: {
       retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs },
-      caAsProcessDefault: true,
       // A CNI call exits after its few requests: Bun's fetch, which loads no Node HTTP modules.
       shortLived: true,
       // One connection: the pod and its NADs are read one after the other on it. A second

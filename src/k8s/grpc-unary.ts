@@ -8,7 +8,7 @@
  * channel set-up) cost a CNI process that asks one question far more than the question
  * (docs/benchmarks.md, "Levers, measured"). No compression is offered, so none comes back.
  */
-import { H2Connection, openUnixSocket, type SocketOpener } from "./h2c";
+import { H2Connection, openUnixSocket } from "./h2c";
 
 /** gRPC status codes (grpc/doc/statuscodes.md), by name and by number. */
 export const GrpcStatus = {
@@ -63,17 +63,15 @@ export class UnixGrpcChannel {
   private connection: H2Connection | undefined;
   private readonly socket: string;
   private readonly maxMessageBytes: number;
-  private readonly open: SocketOpener;
 
-  constructor(options: { socket: string; maxMessageBytes: number; open?: SocketOpener }) {
+  constructor(options: { socket: string; maxMessageBytes: number }) {
     this.socket = options.socket;
     this.maxMessageBytes = options.maxMessageBytes;
-    this.open = options.open ?? openUnixSocket;
   }
 
   private connect(): H2Connection {
     if (this.connection && !this.connection.closed) return this.connection;
-    this.connection = new H2Connection(this.socket, this.open);
+    this.connection = new H2Connection(this.socket, openUnixSocket);
     return this.connection;
   }
 

@@ -71,14 +71,6 @@ export interface HttpTransportOptions {
   /** A unix socket to connect to instead of the URL's host (the daemon's API). */
   socketPath?: string | undefined;
   maxSockets?: number | undefined;
-  /**
-   * Make `tls.ca` the process's only trusted CA (tls.setDefaultCACertificates) instead of passing
-   * it per connection. Trust is that CA alone (as client-go), and Node never builds its root
-   * store (~140 bundled certificates, plus a NODE_EXTRA_CA_CERTS bundle): ~2 ms saved per CNI
-   * process, ~11 ms where NODE_EXTRA_CA_CERTS names the system bundle. Only for a process that talks
-   * to a single API server (the CNI binary); never in a long-lived or shared one.
-   */
-  caAsProcessDefault?: boolean | undefined;
 }
 
 const https = () => process.getBuiltinModule("node:https");
@@ -102,12 +94,7 @@ export class HttpTransport {
     this.socketPath = options.socketPath;
     const maxSockets = options.maxSockets ?? 4;
     // node:https (tls, crypto) is loaded only for an HTTPS server: the daemon's socket needs none of it.
-    let tls = options.tls;
-    if (tls?.ca !== undefined && options.caAsProcessDefault) {
-      process.getBuiltinModule("node:tls").setDefaultCACertificates([tls.ca]);
-      const { ca: _, ...rest } = tls;
-      tls = rest;
-    }
+    const tls = options.tls;
     // Verification is explicit: only the kubeconfig's insecure-skip-tls-verify turns it off, never
     // the environment (NODE_TLS_REJECT_UNAUTHORIZED=0 would send the token to an impostor).
     const verify = { rejectUnauthorized: tls?.rejectUnauthorized !== false };
@@ -186,13 +173,7 @@ class Exchange {
   ) {}
 
   /** The caller's signal fired: no complete answer in time. */
-  readonly abort = (): void =>
-    this.fail(
-      new TransportError(
-        "timeout",
-        `no complete answer within the request timeout (${this.r.method} ${this.r.url.pathname})`,
-      ),
-    );
+  readonly abort = (): void => this.fail(requestTimedOut(this.r));
 
   /** Fails the request (the first failure wins): the socket destroyed, the error as a TransportError. */
   fail(err: unknown): void {
@@ -216,6 +197,15 @@ class Exchange {
   private release(): void {
     this.r.signal?.removeEventListener("abort", this.abort);
   }
+}
+
+/** The caller's signal fired before the whole answer was in (both transports say it so). */
+function requestTimedOut(r: HttpRequest, cause?: unknown): TransportError {
+  return new TransportError(
+    "timeout",
+    `no complete answer within the request timeout (${r.method} ${r.url.pathname})`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /** The complete answer: headers flattened; a 2xx body parsed as a JSON object unless `expectJson` is false. */
@@ -320,10 +310,8 @@ class FetchTransport implements ApiTransport {
 
   request(request: HttpRequest): Promise<HttpAnswer> {
     if (!this.oneAtATime) return this.exchange(request);
-    const mine = this.last.then(
-      () => this.exchange(request),
-      () => this.exchange(request),
-    );
+    // `last` never rejects: each request starts when the one before it has settled, either way.
+    const mine = this.last.then(() => this.exchange(request));
     this.last = mine.catch(() => undefined);
     return mine;
   }
@@ -351,13 +339,7 @@ class FetchTransport implements ApiTransport {
       return a;
     } catch (err) {
       if (err instanceof TransportError || err instanceof DecodeError) throw err;
-      if (request.signal?.aborted)
-        throw new TransportError(
-          "timeout",
-          `no complete answer within the request timeout (${request.method} ${request.url.pathname})`,
-          { cause: err },
-        );
-      throw transportError(err);
+      throw request.signal?.aborted ? requestTimedOut(request, err) : transportError(err);
     }
   }
 

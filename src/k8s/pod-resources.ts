@@ -21,7 +21,7 @@ import {
   type PodResources,
 } from "./pod-resources-wire";
 
-export type { ContainerDevices, PodResources } from "./pod-resources-wire";
+export type { PodResources } from "./pod-resources-wire";
 
 /** The two methods of `v1.PodResourcesLister` Plexus calls. */
 export const PodResourcesPaths = {

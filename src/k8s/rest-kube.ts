@@ -20,7 +20,6 @@ import {
   shortLivedTransport,
   TransportError,
   type HttpAnswer,
-  type HttpTransportOptions,
 } from "./http-transport";
 import {
   DRA_GROUP,
@@ -60,8 +59,6 @@ export interface KubeClientOptions {
   deadlineAt?: number | undefined;
   log?: Logger | undefined;
   clock?: RetryClock | undefined;
-  /** See {@link HttpTransportOptions.caAsProcessDefault}: the CNI binary sets it. */
-  caAsProcessDefault?: boolean | undefined;
   /**
    * A process that makes its few requests and exits (the CNI binary): Bun's fetch where it runs
    * in Bun (see {@link shortLivedTransport}), whose pooled connection {@link RestKube.close} cannot
@@ -244,7 +241,6 @@ export class RestKube implements KubeApi {
     const transport = {
       tls: source.tls,
       maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
-      caAsProcessDefault: opts.caAsProcessDefault,
       maxSockets: opts.maxSockets,
     };
     this.http = opts.shortLived ? shortLivedTransport(transport) : new HttpTransport(transport);
@@ -335,9 +331,8 @@ export class RestKube implements KubeApi {
         Code.Decoding,
         `list ResourceSlices (${fieldSelector}): the API server answered with kind ${JSON.stringify(l.kind ?? null)} instead of a ResourceSliceList`,
       );
-    return l.items.flatMap(
-      (x) => trimResourceSlice({ kind: "ResourceSlice", ...(x as Record<string, unknown>) }) ?? [],
-    );
+    // An item without `kind` (as list items come) is taken as a ResourceSlice by the trim.
+    return l.items.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
   }
 
   /**

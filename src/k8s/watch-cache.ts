@@ -267,10 +267,6 @@ export class WatchCaches {
     const min = options.minRestartDelayMs ?? 500;
     const max = options.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${options.nodeName}`;
-    const listOf =
-      (path: string, query: Record<string, string>, trim: (x: Record<string, unknown>) => Trimmed | undefined) =>
-      (resourceVersion: string) =>
-        listAt({ list: options.list, path, query, trim, resourceVersion });
     const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
@@ -281,7 +277,7 @@ export class WatchCaches {
       kc,
       path: podPath,
       fieldSelector,
-      list: listOf(podPath, { fieldSelector }, trimP),
+      list: lister(options.list, { path: podPath, query: { fieldSelector }, trim: trimP }),
       trim: trimP,
       decode: (x) => x as unknown as Pod,
       log: options.log,
@@ -291,7 +287,7 @@ export class WatchCaches {
       kind: "nads",
       kc,
       path: nadPath,
-      list: listOf(nadPath, {}, trimN),
+      list: lister(options.list, { path: nadPath, query: {}, trim: trimN }),
       trim: trimN,
       decode: (x) => x as unknown as Nad,
       log: options.log,
@@ -335,14 +331,6 @@ export class WatchCaches {
   }
 }
 
-/**
- * One LIST at `resourceVersion`, as client-go's pager sends it: "" and "0" in pages of LIST_PAGE
- * (the daemon's peak memory is one page of full objects plus what it keeps, trimmed); a watch cache
- * answers "0" whole, ignoring the limit (servers before paging from the cache), and that is the
- * point: no etcd read. N is sent without a limit, since a limit would send it to etcd. A
- * continuation carries no resourceVersion (its token holds one); one that expired mid-way is
- * followed by one full list at "", as the pager's FullListIfExpired does.
- */
 /** The `list` of an Informer: {@link listAt} of one collection, at the resourceVersion the informer asks for. */
 export function lister(
   list: ListFn,
@@ -351,6 +339,14 @@ export function lister(
   return (resourceVersion) => listAt({ list, ...spec, resourceVersion });
 }
 
+/**
+ * One LIST at `resourceVersion`, as client-go's pager sends it: "" and "0" in pages of LIST_PAGE
+ * (the daemon's peak memory is one page of full objects plus what it keeps, trimmed); a watch cache
+ * answers "0" whole, ignoring the limit (servers before paging from the cache), and that is the
+ * point: no etcd read. N is sent without a limit, since a limit would send it to etcd. A
+ * continuation carries no resourceVersion (its token holds one); one that expired mid-way is
+ * followed by one full list at "", as the pager's FullListIfExpired does.
+ */
 export async function listAt(options: {
   list: ListFn;
   path: string;

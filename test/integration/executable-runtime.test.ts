@@ -3,7 +3,7 @@
  * since issue 11, so Node's semantics come from Bun's node: modules). What other files already
  * prove through dist/plexus is listed in docs/benchmarks.md ("What the executable relies on");
  * this file adds what they did not:
- * - HTTPS with the kubeconfig's CA as the process's only trust anchor (tls.setDefaultCACertificates)
+ * - HTTPS with the kubeconfig's CA as the only trust anchor (passed with every connection)
  *   and the TLS SNI name (tls-server-name, the URL's host name, none for an IP);
  * - stdout written whole before process.exit through a pipe that is not read at once;
  * - the installer woken by fs.watch alone, SIGTERM ending it, and its copy of itself

@@ -6,7 +6,6 @@
  */
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import * as tls from "node:tls";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
@@ -755,19 +754,12 @@ describe("B50 kubeconfig replaced while it is read", () => {
   });
 });
 
-bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor (caAsProcessDefault)", () => {
-  // The CNI binary sets it (src/cli/run-verb.ts): Node then skips parsing its bundled root
-  // certificates. Trust must be exactly what `ca` per connection gave: that CA, nothing else.
-  const restore = () => tls.setDefaultCACertificates(tls.getCACertificates("bundled"));
-  afterEach(restore);
-
+bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor", () => {
+  // The kubeconfig's CA is passed with every connection: trust is that CA, nothing else.
   it("the server signed by the kubeconfig's CA is trusted", async () => {
-    await withCluster(
-      async (_s, kube) => {
-        expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
-      },
-      { ...FAST, caAsProcessDefault: true },
-    );
+    await withCluster(async (_s, kube) => {
+      expect((await kube.getPod("ns1", "p1")).metadata.uid).toBe("uid-1");
+    }, FAST);
   });
 
   it("a kubeconfig naming another CA is refused: 104 naming the certificate problem, no request served", async () => {
@@ -776,7 +768,7 @@ bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor (caAsProc
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const otherCa = otherCaPem(dir);
     const other = { url: s.url, token: s.token, caPem: otherCa };
-    const kube = await clientFor(other, { ...FAST, caAsProcessDefault: true }, writeKubeconfig(other, { dir }));
+    const kube = await clientFor(other, FAST, writeKubeconfig(other, { dir }));
     const err = await failure(kube.getPod("ns1", "p1"));
     expect(err.code).toBe(Code.ApiFailure);
     expect(err.message).toMatch(/certificate|self.signed|verify/i);

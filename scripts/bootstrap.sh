@@ -30,12 +30,11 @@ if ! dpkg-query -W -f='${Status}' libc6:arm64 2>/dev/null | grep -q "ok installe
   need_apt+=(libc6:arm64)
 fi
 # kubectl renders deploy/ offline (`kubectl kustomize`, `kubectl patch --local`) for the manifest
-# and install tests. Debian packages none: it comes with the cloud SDKs or from Kubernetes's own
-# apt repository, which this script cannot choose for you.
-if ! command -v kubectl >/dev/null 2>&1; then
-  echo "bootstrap: kubectl is missing: install it (e.g. the google-cloud-cli or kubernetes apt packages); the deploy/ tests render manifests with 'kubectl kustomize'" >&2
-  exit 1
-fi
+# and install tests: Debian's kubernetes-client.
+command -v kubectl >/dev/null 2>&1 || need_apt+=(kubernetes-client)
+# Go builds the peers the tests compare against (Go's encoding/json, a grpc-go pod-resources
+# server, Multus from its source snapshot), offline.
+command -v go >/dev/null 2>&1 || need_apt+=(golang-go)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "bootstrap: apt-get install ${need_apt[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,10 @@
+/** Types of scripts/build-info.mjs for the tests that read a build's identity. */
+export interface BuildInfo {
+  version: string;
+  commit: string;
+  time: number;
+  dirty: boolean;
+  source: string | undefined;
+}
+export function buildInfo(): BuildInfo;
+export function imageTag(info: { version: string; commit: string }): string;

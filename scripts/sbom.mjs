@@ -126,3 +126,31 @@ export function bunRuntimeComponent({ pkg, version, integrity }) {
     licenses: [{ license: { id: "MIT" } }],
   };
 }
+
+/**
+ * The SBOM of the image for `arch`: the bundled npm packages, each executable it holds (by path and
+ * SHA-256) with the Bun runtime it embeds (the component of its own SBOM), and the Debian glibc
+ * package its libraries come from.
+ */
+export function imageSbom({ info, arch, executables, libc }) {
+  const files = executables.map((e) => ({
+    "bom-ref": `file:${e.path}`,
+    type: "file",
+    name: e.path,
+    version: info.version,
+    hashes: [{ alg: "SHA-256", content: e.sha256 }],
+  }));
+  const runtimes = executables.map((e) => e.runtime);
+  const glibc = {
+    "bom-ref": `libc6@${libc.version}`,
+    type: "library",
+    name: "libc6",
+    version: libc.version,
+    purl: `pkg:deb/debian/libc6@${encodeURIComponent(libc.version)}?arch=${arch}`,
+    licenses: [{ expression: "LGPL-2.1-or-later" }],
+  };
+  const subject = plexusComponent({ info, name: `plexus-image-linux-${arch}`, type: "container" });
+  const byRef = new Map([...files, ...runtimes, glibc].map((c) => [c["bom-ref"], c]));
+  const unique = [...byRef.values()];
+  return sealSbom(baseSbom({ info, subject, extra: unique }));
+}

@@ -6,5 +6,5 @@ export interface BuildInfo {
   dirty: boolean;
   source: string | undefined;
 }
-export function buildInfo(): BuildInfo;
+export function buildInfo(o?: { root?: string; env?: Record<string, string | undefined> }): BuildInfo;
 export function imageTag(info: { version: string; commit: string }): string;

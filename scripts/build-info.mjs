@@ -13,11 +13,12 @@
 // PLEXUS_BUILD_COMMIT when set, else package.json's version and commit "unknown".
 import { execFileSync } from "node:child_process";
 import { readFileSync, realpathSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-function git(args) {
+function git(root, args) {
   try {
     const o = { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] };
     return execFileSync("git", args, o).trim();
@@ -27,8 +28,8 @@ function git(args) {
 }
 
 /** Whether `root` is the top of a git checkout (not a tarball unpacked inside someone else's). */
-function inOwnCheckout() {
-  const top = git(["rev-parse", "--show-toplevel"]);
+function inOwnCheckout(root) {
+  const top = git(root, ["rev-parse", "--show-toplevel"]);
   if (!top) return false;
   try {
     return realpathSync(top) === realpathSync(root);
@@ -37,33 +38,36 @@ function inOwnCheckout() {
   }
 }
 
-function fromGit(pkgVersion) {
-  const commit = git(["rev-parse", "--verify", "HEAD"]);
+function fromGit(root, pkgVersion) {
+  const commit = git(root, ["rev-parse", "--verify", "HEAD"]);
   if (!commit) return undefined;
   // Only tracked files count: an untracked build product or a node_modules link is not a change.
-  const dirty = git(["status", "--porcelain", "--untracked-files=no"]) !== "";
-  const described = git(["describe", "--tags", "--match", "v[0-9]*", "--abbrev=12", "--dirty"]);
+  const dirty = git(root, ["status", "--porcelain", "--untracked-files=no"]) !== "";
+  const described = git(root, ["describe", "--tags", "--match", "v[0-9]*", "--abbrev=12", "--dirty"]);
   const version = described
     ? described.replace(/^v/, "")
     : `${pkgVersion}+g${commit.slice(0, 12)}${dirty ? ".dirty" : ""}`;
-  const time = Number(git(["log", "-1", "--format=%ct", commit]));
+  const time = Number(git(root, ["log", "-1", "--format=%ct", commit]));
   return { version, commit, time: Number.isInteger(time) ? time : 0, dirty };
 }
 
-/** The build's identity: `{ version, commit, time, dirty, source }` (see the top of this file). */
-export function buildInfo() {
-  const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8"));
+/**
+ * The build's identity, `{ version, commit, time, dirty, source }` (see the top of this file), of
+ * the checkout at `root` (this one unless given), with the variables of `env`.
+ */
+export function buildInfo({ root = ROOT, env = process.env } = {}) {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
   const pkgVersion = pkg.version;
-  const epoch = Number(process.env.SOURCE_DATE_EPOCH);
-  const info = (inOwnCheckout() && fromGit(pkgVersion)) || {
-    version: process.env.PLEXUS_BUILD_VERSION || pkgVersion,
-    commit: process.env.PLEXUS_BUILD_COMMIT || "unknown",
+  const epoch = env.SOURCE_DATE_EPOCH ? Number(env.SOURCE_DATE_EPOCH) : Number.NaN;
+  const info = (inOwnCheckout(root) && fromGit(root, pkgVersion)) || {
+    version: env.PLEXUS_BUILD_VERSION || pkgVersion,
+    commit: env.PLEXUS_BUILD_COMMIT || "unknown",
     time: 0,
     dirty: false,
   };
   if (Number.isInteger(epoch) && epoch >= 0) info.time = epoch;
   const repo = typeof pkg.repository === "string" ? pkg.repository : pkg.repository?.url;
-  info.source = repo?.replace(/^git\+/, "") || process.env.PLEXUS_SOURCE_URL || undefined;
+  info.source = repo?.replace(/^git\+/, "") || env.PLEXUS_SOURCE_URL || undefined;
   return info;
 }
 

@@ -43,7 +43,8 @@ function fromGit(root, pkgVersion) {
   if (!commit) return undefined;
   // Only tracked files count: an untracked build product or a node_modules link is not a change.
   const dirty = git(root, ["status", "--porcelain", "--untracked-files=no"]) !== "";
-  const described = git(root, ["describe", "--tags", "--match", "v[0-9]*", "--abbrev=12", "--dirty"]);
+  const describe = ["describe", "--tags", "--match", "v[0-9]*", "--abbrev=12", "--dirty"];
+  const described = git(root, describe);
   const version = described
     ? described.replace(/^v/, "")
     : `${pkgVersion}+g${commit.slice(0, 12)}${dirty ? ".dirty" : ""}`;

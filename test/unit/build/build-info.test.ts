@@ -40,7 +40,7 @@ const noEnv = {};
 describe("scripts/build-info.mjs", () => {
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-  it("no tag: package.json's version plus the commit; the commit's time; dirty only for tracked files", () => {
+  it("no tag: package.json's version plus the commit, its time; dirty for tracked files only", () => {
     const dir = repo("untagged");
     const commit = git(dir, "rev-parse", "HEAD");
     const info = buildInfo({ root: dir, env: noEnv });
@@ -49,8 +49,9 @@ describe("scripts/build-info.mjs", () => {
     writeFileSync(join(dir, "untracked.txt"), "x");
     expect(buildInfo({ root: dir, env: noEnv }).dirty).toBe(false);
     writeFileSync(join(dir, "package.json"), JSON.stringify({ version: "0.1.0", x: 1 }));
-    expect(buildInfo({ root: dir, env: noEnv }).version).toBe(`0.1.0+g${commit.slice(0, 12)}.dirty`);
-    expect(imageTag(buildInfo({ root: dir, env: noEnv }))).toMatch(TAG_CHARS);
+    const dirty = buildInfo({ root: dir, env: noEnv });
+    expect(dirty.version).toBe(`0.1.0+g${commit.slice(0, 12)}.dirty`);
+    expect(imageTag(dirty)).toMatch(TAG_CHARS);
   });
 
   it("a tag: its version (no v); commits after it: git describe's count and commit", () => {
@@ -67,7 +68,7 @@ describe("scripts/build-info.mjs", () => {
     expect(imageTag(after)).toBe(after.version);
   });
 
-  it("a source tree without .git (a tarball), even inside another repository: commit unknown", () => {
+  it("a tree without .git (a tarball), even inside another repository: commit unknown", () => {
     const outer = repo("outer");
     const tree = join(outer, "unpacked");
     mkdirSync(tree);
@@ -75,10 +76,8 @@ describe("scripts/build-info.mjs", () => {
     const info = buildInfo({ root: tree, env: noEnv });
     expect(info).toMatchObject({ version: "0.3.0", commit: "unknown", time: 0 });
     expect(imageTag(info)).toBe("0.3.0-nogit");
-    const named = buildInfo({
-      root: tree,
-      env: { PLEXUS_BUILD_VERSION: "0.3.0+gabc", PLEXUS_BUILD_COMMIT: "a".repeat(40), SOURCE_DATE_EPOCH: "42" },
-    });
+    const env = { PLEXUS_BUILD_VERSION: "0.3.0+gabc", PLEXUS_BUILD_COMMIT: "a".repeat(40) };
+    const named = buildInfo({ root: tree, env: { ...env, SOURCE_DATE_EPOCH: "42" } });
     expect(named).toMatchObject({ version: "0.3.0+gabc", commit: "a".repeat(40), time: 42 });
   });
 });

@@ -6,5 +6,9 @@ export interface BuildInfo {
   dirty: boolean;
   source: string | undefined;
 }
-export function buildInfo(o?: { root?: string; env?: Record<string, string | undefined> }): BuildInfo;
+export interface BuildInfoOptions {
+  root?: string;
+  env?: Record<string, string | undefined>;
+}
+export function buildInfo(o?: BuildInfoOptions): BuildInfo;
 export function imageTag(info: { version: string; commit: string }): string;

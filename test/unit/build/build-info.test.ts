@@ -40,7 +40,7 @@ const noEnv = {};
 describe("scripts/build-info.mjs", () => {
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-  it("no tag: package.json's version plus the commit, its time; dirty for tracked files only", () => {
+  it("no tag: package.json's version plus the commit, its time; dirty: tracked files", () => {
     const dir = repo("untagged");
     const commit = git(dir, "rev-parse", "HEAD");
     const info = buildInfo({ root: dir, env: noEnv });

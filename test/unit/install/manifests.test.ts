@@ -108,7 +108,7 @@ describe("deploy/ manifests", () => {
     expect(root.resources.some((r) => r.startsWith("crd"))).toBe(false);
   });
 
-  it("N3.1 the CRD: k8s.cni.cncf.io/v1, namespaced, the NPWG names, short names nad and net-attach-def, structural schema with spec.config a string", () => {
+  it("N3.1 the CRD: k8s.cni.cncf.io/v1, namespaced, NPWG names, spec.config a string", () => {
     const crd = find("CustomResourceDefinition");
     expect(crd.apiVersion).toBe("apiextensions.k8s.io/v1");
     expect(crd.metadata.name).toBe("network-attachment-definitions.k8s.cni.cncf.io");

@@ -73,7 +73,7 @@ describe("Dockerfile", () => {
     expect(imageScript).toContain('CMD ["install"]');
   });
 
-  it("M11 the Dockerfile's image has the OCI labels of `npm run image` and the license", async () => {
+  it("M11 the Dockerfile's image: the OCI labels of `npm run image`, the license", async () => {
     const { ociLabels } = await import("../../scripts/image.mjs");
     const source = "https://example.test/x";
     const info = { version: "1.2.3", commit: "c".repeat(40), time: 0, source };

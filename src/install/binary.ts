@@ -69,7 +69,7 @@ function fsyncPath(path: string, flags: string): void {
  * syncs it. At most one chunk is in this process's memory and at most FLUSH_BYTES of the file's
  * pages are dirty at any time.
  */
-export function streamCopy(source: string, tmp: string): void {
+function streamCopy(source: string, tmp: string): void {
   const from = openSync(source, constants.O_RDONLY);
   try {
     const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;

@@ -4,10 +4,12 @@
 // @kubernetes/client-node) is still imported dynamically: esbuild keeps such modules in the one
 // file but evaluates them only on first import, so VERSION and a DEL from the record never
 // initialise them.
+// The version and commit (scripts/build-info.mjs) are baked in: `plexus --version` prints them.
+import { writeFileSync } from "node:fs";
 import { build } from "esbuild";
-import { readFileSync } from "node:fs";
+import { buildInfo } from "./scripts/build-info.mjs";
 
-const pkg = JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8"));
+const info = buildInfo();
 
 export const bundles = [
   {
@@ -19,7 +21,10 @@ export const bundles = [
     target: "node24",
     minify: true,
     legalComments: "none",
-    define: { PLEXUS_VERSION: JSON.stringify(pkg.version) },
+    define: {
+      PLEXUS_VERSION: JSON.stringify(info.version),
+      PLEXUS_COMMIT: JSON.stringify(info.commit),
+    },
     logLevel: "warning",
     metafile: true,
     // Bun's built-in FFI (libc's flock for the container lock), present only in the executable.
@@ -31,6 +36,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const options of bundles) {
     const result = await build(options);
     const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-    process.stderr.write(`esbuild: ${options.outfile} ${(bytes / 1024).toFixed(0)} KiB\n`);
+    // What went into the bundle, for the SBOMs (scripts/sbom.mjs picks the npm packages from it).
+    const inputs = Object.keys(result.metafile.inputs).sort();
+    writeFileSync(`${options.outfile}.inputs.json`, `${JSON.stringify(inputs)}\n`);
+    const what = `${options.outfile} ${Math.round(bytes / 1024)} KiB`;
+    process.stderr.write(`esbuild: ${what} (${info.version}, commit ${info.commit})\n`);
   }
 }

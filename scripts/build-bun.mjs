@@ -4,7 +4,7 @@
 // out by a recorded CNI call (scripts/bytecode-order.mjs). The release executables for every
 // architecture: scripts/build-release.mjs.
 import { execFileSync } from "node:child_process";
-import { renameSync, rmSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { compileArgs } from "./build-flags.mjs";
 import { bunPath } from "./bun-path.mjs";
 import { recordLayout } from "./bytecode-order.mjs";
@@ -12,10 +12,13 @@ import { recordLayout } from "./bytecode-order.mjs";
 const bun = bunPath();
 const entry = "dist/plexus.cjs";
 const out = "dist/plexus";
-// Per-process name: two builds at once (a developer and a test watcher) must not collide, and a
-// rename (never a write in place) lets a running dist/plexus keep its inode (no "text file busy").
-const tmp = `dist/.plexus.${process.pid}.tmp`;
+// A per-process directory: two builds at once (a developer and a test watcher) must not collide,
+// and a rename (never a write in place) lets a running dist/plexus keep its inode (no "text file
+// busy"). The file in it has the final name, which the executable embeds (its Bun.main).
+const scratch = `dist/.build-${process.pid}`;
+const tmp = `${scratch}/plexus`;
 try {
+  mkdirSync(scratch, { recursive: true });
   const order = await recordLayout({ bun, entry });
   execFileSync(bun, compileArgs({ entry, outfile: tmp, order }), { stdio: ["ignore", "ignore", "inherit"] });
   renameSync(tmp, out);
@@ -25,5 +28,5 @@ try {
   process.stderr.write(`build-bun: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = 1;
 } finally {
-  rmSync(tmp, { force: true });
+  rmSync(scratch, { recursive: true, force: true });
 }

@@ -8,6 +8,17 @@
 // Bytecode: every target Bun cross-compiles to here (linux x64, x64-baseline, aarch64) takes it.
 const JIT_POLICY = 16;
 
+// Reproducible builds: Bun inlines the bundle's own absolute path for `__dirname`/`__filename`
+// (used only by pino's and undici's unused worker and transport code), which would make the bytes
+// depend on where the checkout lies. They name the embedded entry's directory instead, the same
+// everywhere. The executable's own name (`Bun.main`) is the outfile's base name: build-bun.mjs and
+// build-release.mjs compile into a temp directory under the final name, never a temp file name.
+const EMBEDDED_ROOT = "/$bunfs/root";
+const PATH_DEFINES = [
+  `__dirname=${JSON.stringify(EMBEDDED_ROOT)}`,
+  `__filename=${JSON.stringify(`${EMBEDDED_ROOT}/plexus`)}`,
+];
+
 /**
  * `bun build` arguments for the bundle `entry` compiled into `outfile` (the host's runtime unless
  * `runtime`), its bytecode laid out by the `order` files when given (scripts/bytecode-order.mjs).
@@ -21,6 +32,7 @@ export function compileArgs({ entry, outfile, target, runtime, order }) {
     "--no-compile-autoload-dotenv",
     "--no-compile-autoload-bunfig",
     `--compile-jit-policy=${JIT_POLICY}`,
+    ...PATH_DEFINES.flatMap((d) => ["--define", d]),
   ];
   if (target) args.push(`--target=${target}`);
   if (runtime) args.push(`--compile-executable-path=${runtime}`);

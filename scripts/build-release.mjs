@@ -3,7 +3,11 @@
 //   plexus-linux-amd64           x86-64 (Bun's default x64 runtime)
 //   plexus-linux-amd64-baseline  x86-64 CPUs without AVX2 (Bun's baseline runtime: Nehalem and up)
 //   plexus-linux-arm64           aarch64
-//   SHA256SUMS                   `sha256sum -c SHA256SUMS` in that directory checks them
+//   <each>.cdx.json              its CycloneDX SBOM: the bundled npm packages and the Bun runtime
+//   SHA256SUMS                   `sha256sum -c SHA256SUMS` in that directory checks them all
+// The build is reproducible: one commit gives the same bytes wherever and whenever it is built
+// (no PID, time or checkout path lands in a file; test/e2e/reproducible.test.ts builds twice), so
+// SHA256SUMS vouches for the source: anyone can rebuild the commit and compare.
 // Bun embeds the bundle into the runtime of the target (`--compile-executable-path`): the runtimes
 // are the npm packages @oven/bun-linux-* at the pinned Bun version. npm installs only the host's
 // (the others' `cpu` differs), so each is fetched with `npm pack` from the npm registry into
@@ -17,7 +21,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileArgs } from "./build-flags.mjs";
 import { bunPath } from "./bun-path.mjs";
+import { buildInfo } from "./build-info.mjs";
 import { recordLayout } from "./bytecode-order.mjs";
+import { baseSbom, bunRuntimeComponent, plexusComponent, SBOM_SUFFIX, sealSbom } from "./sbom.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const RELEASE_DIR = join(root, "dist/release");
@@ -114,8 +120,12 @@ const sha256 = (path) => createHash("sha256").update(readFileSync(path)).digest(
 
 function compile(bun, t, runtime, order) {
   const out = join(RELEASE_DIR, t.file);
-  const tmp = join(RELEASE_DIR, `.${t.file}.${process.pid}.tmp`);
-  rmSync(tmp, { force: true });
+  // The executable embeds its outfile's base name (its Bun.main): compiled under the final name in
+  // a per-process directory, then renamed, so no build's PID lands in the bytes.
+  const scratch = join(RELEASE_DIR, `.build-${process.pid}`);
+  const tmp = join(scratch, t.file);
+  rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch);
   try {
     execFileSync(bun, compileArgs({ entry: "dist/plexus.cjs", outfile: tmp, target: t.target, runtime, order }), {
       cwd: root,
@@ -123,9 +133,28 @@ function compile(bun, t, runtime, order) {
     });
     renameSync(tmp, out);
   } finally {
-    rmSync(tmp, { force: true });
+    rmSync(scratch, { recursive: true, force: true });
   }
   return out;
+}
+
+/** Writes the SBOM of the executable `t` beside it; returns its file name. */
+function writeSbom({ t, info, bunVersion }) {
+  const file = join(RELEASE_DIR, t.file);
+  const runtime = bunRuntimeComponent({
+    pkg: t.pkg,
+    version: bunVersion,
+    integrity: expectedIntegrity(t.pkg, bunVersion),
+  });
+  const subject = plexusComponent({
+    info,
+    name: t.file,
+    type: "application",
+    hashes: [{ alg: "SHA-256", content: sha256(file) }],
+  });
+  const name = `${t.file}${SBOM_SUFFIX}`;
+  writeFileSync(join(RELEASE_DIR, name), sealSbom(baseSbom({ info, subject, extra: [runtime] })));
+  return name;
 }
 
 export async function buildRelease() {
@@ -140,11 +169,14 @@ export async function buildRelease() {
   const runtimes = TARGETS.map((t) => fetchRuntime(t, version));
   // The layout recorded on the host's executable: the bytecode is the same on every target.
   const order = await recordLayout({ bun, entry: join(root, "dist/plexus.cjs") });
+  const info = buildInfo();
   const sums = [];
   TARGETS.forEach((t, i) => {
     const started = Date.now();
     const out = compile(bun, t, runtimes[i], order);
     sums.push(`${sha256(out)}  ${t.file}\n`);
+    const sbom = writeSbom({ t, info, bunVersion: version });
+    sums.push(`${sha256(join(RELEASE_DIR, sbom))}  ${sbom}\n`);
     const mib = (statSync(out).size / 2 ** 20).toFixed(1);
     process.stderr.write(
       `build-release: dist/release/${t.file} (${t.target}, Bun ${version}, ${mib} MiB, ${Date.now() - started} ms)\n`,

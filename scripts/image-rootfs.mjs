@@ -7,14 +7,20 @@
 //   /usr/local/bin/plexus-avx2   amd64 only: the build for CPUs with AVX2, which the installer
 //                                copies to nodes whose CPUs all have AVX2 (src/install/self.ts)
 //   /lib/<triplet>/…, the dynamic loader at the path the executables name, glibc's copyright
+//   /usr/share/doc/plexus/LICENSE        Plexus's license (Apache-2.0)
+//   /usr/share/doc/plexus/sbom.cdx.json  the image's CycloneDX SBOM (scripts/sbom.mjs)
 // The glibc files come from this machine's Debian multiarch directories (libc6, libc6:arm64), the
 // ones each executable names (readelf -d: NEEDED; readelf -l: its interpreter).
 //   node scripts/image-rootfs.mjs --arch amd64|arm64 --out DIR
 import { execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import { buildInfo } from "./build-info.mjs";
+import { imageSbom, SBOM_SUFFIX } from "./sbom.mjs";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -54,6 +60,36 @@ function copyInto(out, src, dest, mode) {
   chmodSync(to, mode);
 }
 
+/** The Debian version of this machine's glibc package for `arch` (the libraries' source). */
+function libcVersion(arch) {
+  const pkg = `libc6:${arch}`;
+  const o = { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] };
+  try {
+    // Its default output: the package, a tab, the version.
+    return execFileSync("dpkg-query", ["-W", pkg], o).trim().split("\t")[1] || "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Plexus's license and the image's SBOM, under /usr/share/doc/plexus. */
+function writeDocs({ arch, out, releaseDir, executables }) {
+  const doc = "usr/share/doc/plexus";
+  copyInto(out, join(root, "LICENSE"), `${doc}/LICENSE`, 0o644);
+  const listed = Object.entries(executables).map(([name, file]) => {
+    const own = JSON.parse(readFileSync(join(releaseDir, `${file}${SBOM_SUFFIX}`), "utf8"));
+    const runtime = own.components.find((c) => c.name.startsWith("@oven/bun-linux-"));
+    const sha256 = createHash("sha256")
+      .update(readFileSync(join(releaseDir, file)))
+      .digest("hex");
+    return { path: `/usr/local/bin/${name}`, sha256, runtime };
+  });
+  const libc = { version: libcVersion(arch) };
+  const sbom = imageSbom({ info: buildInfo(), arch, executables: listed, libc });
+  writeFileSync(join(out, doc, "sbom.cdx.json"), sbom, { mode: 0o644 });
+  return [`/${doc}/LICENSE`, `/${doc}/sbom.cdx.json`];
+}
+
 /** Writes the image's file tree for `arch` into `out` (emptied first). Returns the paths written. */
 export function assembleRootfs({ arch, out, releaseDir = join(root, "dist/release") }) {
   const spec = ARCHES[arch];
@@ -87,6 +123,7 @@ export function assembleRootfs({ arch, out, releaseDir = join(root, "dist/releas
   }
   const copyright = "/usr/share/doc/libc6/copyright";
   if (existsSync(copyright)) copyInto(out, copyright, copyright.slice(1), 0o644);
+  written.push(...writeDocs({ arch, out, releaseDir, executables: spec.executables }));
   return written;
 }
 

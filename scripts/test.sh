@@ -3,7 +3,7 @@
 # three tiers. Under CI=true an end-to-end prerequisite that is missing fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh test
 export PATH="$PWD/node_modules/.bin:$PATH"
 echo "test: node $(node --version), typecheck, layers and build" >&2
 tsc --noEmit -p tsconfig.json

@@ -13,8 +13,14 @@ import { addNodePathOptions } from "./node-path-options";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 
+// Baked in by the build (esbuild.config.mjs from scripts/build-info.mjs): the version from the
+// git tag, or package.json's plus the commit; the commit id, or "unknown" for a build without git.
 declare const PLEXUS_VERSION: string | undefined;
+declare const PLEXUS_COMMIT: string | undefined;
 export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.0.0-dev";
+export const COMMIT = typeof PLEXUS_COMMIT === "string" ? PLEXUS_COMMIT : "unknown";
+/** What `plexus --version` prints: the version, then the commit it was built from. */
+export const VERSION_LINE = `${VERSION} (commit ${COMMIT})`;
 
 /** Exit codes of the person-facing commands (documented; the CNI verbs keep their own). */
 const EXIT_USAGE = 2;
@@ -29,7 +35,7 @@ function newProgram(): Command {
           "The commands below are for people on a node, and for the DaemonSet (install, daemon).\n\n" +
           "Exit codes: 0 fine, 1 a problem found, 2 a usage error, 3 the command could not run.",
       )
-      .version(VERSION, "-v, --version")
+      .version(VERSION_LINE, "-v, --version")
       // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
       .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
       .exitOverride()

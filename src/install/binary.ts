@@ -3,18 +3,25 @@
  * chmod, rename. Writing over the old file in place fails with ETXTBSY while a runtime executes it
  * (the "text file busy" Multus users hit), and a kubelet could exec a half-written file; a rename
  * swaps the directory entry, so a running process keeps its inode and a new exec sees a whole file.
+ *
+ * The copy streams through one small buffer and flushes the written pages to disk every few MiB:
+ * page cache counts against the install container's memory limit, and dirty pages cannot be
+ * reclaimed until they are written back, so an unbounded in-kernel copy (copy_file_range) of the
+ * whole executable stalls or is OOM-killed under a small limit. Clean pages are reclaimed at once.
  */
 import { createHash } from "node:crypto";
 import {
   chmodSync,
   closeSync,
-  copyFileSync,
+  constants,
+  fdatasyncSync,
   fsyncSync,
   openSync,
   readSync,
   renameSync,
   rmSync,
   statSync,
+  writeSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ioError } from "../store/atomic-file";
@@ -30,10 +37,15 @@ function sameContent(a: string, b: string): boolean {
   return hashFile(a) === hashFile(b);
 }
 
-/** In 1 MiB reads: the binary is over 100 MiB and the installer's memory limit is small. */
+/** The copy's and the hash's read size. */
+const CHUNK_BYTES = 1024 * 1024;
+/** How much the copy writes before it waits for those pages to reach the disk (fdatasync). */
+const FLUSH_BYTES = 8 * CHUNK_BYTES;
+
+/** In chunks: the binary is large and the installer's memory limit is small. */
 function hashFile(path: string): string {
   const h = createHash("sha256");
-  const buf = Buffer.alloc(1024 * 1024);
+  const buf = Buffer.alloc(CHUNK_BYTES);
   const fd = openSync(path, "r");
   try {
     for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) h.update(buf.subarray(0, n));
@@ -52,6 +64,36 @@ function fsyncPath(path: string, flags: string): void {
   }
 }
 
+/**
+ * Copies `source` into the new file `tmp` (created here, never an existing one or a symlink) and
+ * syncs it. At most one chunk is in this process's memory and at most FLUSH_BYTES of the file's
+ * pages are dirty at any time.
+ */
+function streamCopy(source: string, tmp: string): void {
+  const from = openSync(source, constants.O_RDONLY);
+  try {
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+    const to = openSync(tmp, flags, 0o700);
+    try {
+      const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+      let unflushed = 0;
+      for (let n = readSync(from, buf); n > 0; n = readSync(from, buf)) {
+        for (let off = 0; off < n; ) off += writeSync(to, buf, off, n - off);
+        unflushed += n;
+        if (unflushed >= FLUSH_BYTES) {
+          fdatasyncSync(to);
+          unflushed = 0;
+        }
+      }
+      fsyncSync(to);
+    } finally {
+      closeSync(to);
+    }
+  } finally {
+    closeSync(from);
+  }
+}
+
 /** Installs `source` as `dest` (mode 0755) unless `dest` already has the same bytes and mode. */
 export function installBinary(source: string, dest: string): CopyOutcome {
   try {
@@ -61,7 +103,7 @@ export function installBinary(source: string, dest: string): CopyOutcome {
   }
   const tmp = join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}-${Date.now().toString(36)}`);
   try {
-    copyFileSync(source, tmp);
+    streamCopy(source, tmp);
     chmodSync(tmp, 0o755);
     fsyncPath(tmp, "r");
     renameSync(tmp, dest);

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { load } from "js-yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { buildInfo } from "../../scripts/build-info.mjs";
 import { cpuinfoHasAvx2 } from "../../src/install/self";
 import { REPO_ROOT, TEST_PATH } from "../support/plexus-bin";
 import { describeE2e } from "../support/netns";
@@ -28,8 +29,12 @@ const TOOLS = [
 ];
 /** This sandbox refuses podman's default rlimits (see the project brief). */
 const ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=1024:1024"];
-const VERSION = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
-const IMAGE = `localhost/plexus:${VERSION}`;
+const INFO = buildInfo();
+/** What `plexus --version` prints for this build. */
+const VERSION_LINE = `${INFO.version} (commit ${INFO.commit})`;
+/** The manifest list scripts/image.mjs built (the name it prints: version and commit). */
+let IMAGE: string;
+const image = (arch: string) => `${IMAGE}-${arch}`;
 const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 let home: string;
@@ -127,6 +132,7 @@ describeE2e(
         timeout: 240_000,
       });
       if (r.status !== 0) throw new Error(`scripts/image.mjs failed (${r.status ?? r.signal}): ${r.stderr}`);
+      IMAGE = r.stdout.trim();
       timings.push(`npm run image (both architectures) ${Math.round(performance.now() - started)} ms`);
       timings.push(r.stderr.trim().replaceAll("\n", "; "));
     }, 300_000);
@@ -151,7 +157,27 @@ describeE2e(
         expect(podmanOk(["image", "inspect", "--format", "{{.Architecture}}", `${IMAGE}-${arch}`]).trim()).toBe(arch);
       const config = JSON.parse(podmanOk(["image", "inspect", `${IMAGE}-amd64`]))[0].Config as { Entrypoint: string[] };
       expect(config.Entrypoint).toEqual(["/usr/local/bin/plexus"]);
-      expect(podmanOk(["run", "--rm", "--network", "none", ...ULIMITS, IMAGE, "--version"]).trim()).toBe(VERSION);
+      const run = ["run", "--rm", "--network", "none", ...ULIMITS];
+      const version = podmanOk([...run, IMAGE, "--version"]);
+      expect(version.trim()).toBe(VERSION_LINE);
+    });
+
+    it("the name has version and commit; OCI labels: source, revision, version, licenses", () => {
+      expect(IMAGE).toMatch(/^localhost\/plexus:/);
+      expect(IMAGE).toContain(INFO.commit.slice(0, 12));
+      for (const arch of ["amd64", "arm64"]) {
+        const inspect = podmanOk(["image", "inspect", "--format", "{{json .Labels}}", image(arch)]);
+        const labels = JSON.parse(inspect) as Record<string, string>;
+        expect(labels["org.opencontainers.image.revision"]).toBe(INFO.commit);
+        expect(labels["org.opencontainers.image.version"]).toBe(INFO.version);
+        expect(labels["org.opencontainers.image.licenses"]).toMatch(/^Apache-2\.0( AND .+)?$/);
+        const created = new Date(INFO.time * 1000).toISOString().replace(/\.000Z$/, "Z");
+        expect(labels["org.opencontainers.image.created"]).toBe(created);
+        if (INFO.source) expect(labels["org.opencontainers.image.source"]).toBe(INFO.source);
+        // The commit's time, not the build's: one commit, one image.
+        const when = podmanOk(["image", "inspect", "--format", "{{.Created.Unix}}", image(arch)]);
+        expect(Number(when.trim())).toBe(INFO.time);
+      }
     });
 
     it("M11 install --once from the image, under the installer's memory limit: the binary for this CPU and 00-plexus.conflist land in the bind-mounted host dir", () => {
@@ -210,7 +236,15 @@ describeE2e(
         timeout: 60_000,
       });
       expect(r.status, r.stderr).toBe(0);
-      expect(r.stdout.trim()).toBe(VERSION);
+      expect(r.stdout.trim()).toBe(VERSION_LINE);
+      // The image's own SBOM names this executable by its SHA-256, and its license is there.
+      const doc = join(tree, "usr/share/doc/plexus");
+      const sbom = JSON.parse(readFileSync(join(doc, "sbom.cdx.json"), "utf8"));
+      const entry = "/usr/local/bin/plexus";
+      const listed = sbom.components.find((c: { name: string }) => c.name === entry);
+      expect(listed.hashes).toEqual([{ alg: "SHA-256", content: sha256(exe) }]);
+      expect(sbom.components.map((c: { name: string }) => c.name)).toContain("libc6");
+      expect(readFileSync(join(doc, "LICENSE"), "utf8")).toMatch(/Apache License/);
     });
   },
   { tools: TOOLS },

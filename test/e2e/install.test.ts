@@ -3,17 +3,22 @@
  * temp dirs standing in for /etc/cni/net.d and /opt/cni/bin, with a bridge + host-local conflist as
  * the primary network; then a real ADD and DEL run through the generated config and the INSTALLED
  * binary in a namespace `plx-inst-<random>` (subnet 10.219.x.0/24). Also: the binary replaced
- * while another copy of it executes, and SIGTERM with --cleanup-config-on-exit.
+ * while another copy of it executes, the copy under the install container's memory limit (a memory
+ * cgroup), and SIGTERM with --cleanup-config-on-exit.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { load } from "js-yaml";
 import { expect, it } from "vitest";
-import { isAlive, PLEXUS_BIN, singleJson, TEST_PATH, waitFor } from "../support/plexus-bin";
+import { makeMemoryCgroup, runInCgroup } from "../support/memory-cgroup";
+import { isAlive, PLEXUS_BIN, REPO_ROOT, singleJson, TEST_PATH } from "../support/plexus-bin";
+import { waitFor } from "../support/plexus-bin";
 import {
   CNI_BIN_DIR,
   describeE2e,
+  isCi,
   ip,
   ipTry,
   links,
@@ -120,6 +125,21 @@ function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record
 
 const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
 
+/** The install container's memory limit in deploy/daemonset.yaml, in bytes (written in Mi). */
+function installerMemoryLimit(): number {
+  type Container = { name: string; resources: any };
+  type Ds = { spec: { template: { spec: { containers: Container[] } } } };
+  const ds = load(readFileSync(join(REPO_ROOT, "deploy/daemonset.yaml"), "utf8")) as Ds;
+  const install = ds.spec.template.spec.containers.find((c) => c.name === "install");
+  const limit = install?.resources.limits.memory;
+  const m = /^(\d+)Mi$/.exec(String(limit));
+  if (!m) throw new Error(`deploy/daemonset.yaml: install's memory limit ${limit} is not in Mi`);
+  return Number(m[1]) * 2 ** 20;
+}
+
+/** Dirty page cache the copy may leave at once: its flush interval plus a chunk, and slack. */
+const DIRTY_BOUND = 16 * 2 ** 20;
+
 describeE2e("e2e plexus install", () => {
   it("M11 N6.1 install --once, then a real ADD/DEL through the generated config and the installed binary", async () => {
     const { scope } = t;
@@ -196,6 +216,37 @@ describeE2e("e2e plexus install", () => {
       await new Promise((r) =>
         running.exitCode !== null || running.signalCode !== null ? r(null) : running.once("exit", r),
       );
+    }
+  });
+
+  it("B51 M11 the copy under install's memory limit: whole, little dirty", async (ctx) => {
+    const { scope } = t;
+    const d = nodeDirs(scope, "10.219.4.0/24");
+    const limit = installerMemoryLimit();
+    const cg = makeMemoryCgroup(`plx-install-${randomHex(4)}`, limit);
+    if (typeof cg === "string") {
+      if (isCi()) throw new Error(`${cg} (CI=true: a missing e2e prerequisite is a failure)`);
+      process.stderr.write(`*** SKIPPING the memory-limited copy: ${cg} ***\n`);
+      return ctx.skip();
+    }
+    try {
+      const r = await runInCgroup(cg, [PLEXUS_BIN, ...installArgs(scope, d, ["--once"])], {
+        env: installEnv(scope),
+        timeoutMs: 60_000,
+      });
+      const mib = (n: number | undefined) => (n === undefined ? "?" : (n / 2 ** 20).toFixed(1));
+      process.stderr.write(
+        `install under ${mib(limit)} MiB (cgroup v${cg.version}): ${Math.round(r.ms)} ms, ` +
+          `dirty at most ${mib(r.maxDirtyBytes)} MiB, peak usage ${mib(cg.peakBytes())} MiB\n`,
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toMatch(/plexus binary installed \(copy \+ rename\)/);
+      expect(sha(join(d.binDir, "plexus"))).toBe(sha(PLEXUS_BIN));
+      // An unbounded copy leaves the whole file dirty until the kernel writes it back.
+      expect(statSync(PLEXUS_BIN).size).toBeGreaterThan(4 * DIRTY_BOUND);
+      expect(r.maxDirtyBytes).toBeLessThanOrEqual(DIRTY_BOUND);
+    } finally {
+      cg.remove();
     }
   });
 

@@ -70,18 +70,40 @@ describeE2e(
       process.stderr.write(`release e2e timings: ${timings.join("; ")}\n`);
     });
 
-    it("SHA256SUMS names the three executables and verifies with `sha256sum -c`; each is an ELF for its machine", () => {
+    it("SHA256SUMS names executables and SBOMs, `sha256sum -c` passes; ELFs for their CPUs", () => {
       const sums = readFileSync(join(RELEASE_DIR, "SHA256SUMS"), "utf8");
       expect(
         sums
           .trim()
           .split("\n")
           .map((l) => l.split(/\s+/)[1]),
-      ).toEqual([...RELEASE_FILES]);
+      ).toEqual(RELEASE_FILES.flatMap((f) => [f, `${f}.cdx.json`]));
       const check = spawnSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: RELEASE_DIR, encoding: "utf8" });
       expect(check.status, check.stdout + check.stderr).toBe(0);
       const machine = (f: ReleaseFile) => readFileSync(releasePath(f)).readUInt16LE(18);
       expect(RELEASE_FILES.map(machine)).toEqual([0x3e, 0x3e, 0xb7]); // x86-64, x86-64, aarch64
+    });
+
+    it("each SBOM names its executable's SHA-256, the bundled packages, the Bun runtime", () => {
+      type Pkg = { devDependencies: { bun: string } };
+      const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as Pkg;
+      const production = ["@kubernetes/client-node", "commander", "js-yaml", "pino", "prom-client"];
+      for (const f of RELEASE_FILES) {
+        const sbom = JSON.parse(readFileSync(join(RELEASE_DIR, `${f}.cdx.json`), "utf8"));
+        const subject = sbom.metadata.component;
+        expect(sbom.bomFormat).toBe("CycloneDX");
+        expect(subject.name).toBe(f);
+        expect(subject.hashes).toEqual([{ alg: "SHA-256", content: sha256(releasePath(f)) }]);
+        expect(subject.licenses).toEqual([{ license: { id: "Apache-2.0" } }]);
+        const names = sbom.components.map((c: { name: string }) => c.name);
+        // The production dependencies package.json names, all bundled; no dev dependency.
+        expect(names).toEqual(expect.arrayContaining(production));
+        expect(names).not.toContain("vitest");
+        const runtime = names.find((n: string) => n.startsWith("@oven/bun-linux-"));
+        const bun = sbom.components.find((c: { name: string }) => c.name === runtime);
+        expect(bun.version).toBe(pkg.devDependencies.bun);
+        expect(sbom.serialNumber).toMatch(/^urn:uuid:[0-9a-f-]{36}$/);
+      }
     });
 
     it(`control: the emulator withholds AVX2 on the ${NO_AVX2_CPU} model (an AVX2 probe dies of SIGILL there and runs on the host's model)`, () => {

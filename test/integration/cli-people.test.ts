@@ -37,7 +37,8 @@ describe("people's output", () => {
   it("--help and --version go to stdout; every command's help is free of spec IDs", async () => {
     const v = await run(["--version"]);
     expect(v.code).toBe(0);
-    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    // The version (from the git tag, or package.json's plus the commit), then the commit.
+    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+\S* \(commit ([0-9a-f]{40}|unknown)\)$/);
     const commands = [
       [],
       ["explain"],

@@ -73,6 +73,19 @@ describe("Dockerfile", () => {
     expect(imageScript).toContain('CMD ["install"]');
   });
 
+  it("M11 the Dockerfile's image: the OCI labels of `npm run image`, the license", async () => {
+    const { ociLabels } = await import("../../scripts/image.mjs");
+    const source = "https://example.test/x";
+    const info = { version: "1.2.3", commit: "c".repeat(40), time: 0, source };
+    const keys = Object.keys(ociLabels(info)).sort();
+    expect(keys).toEqual(expect.arrayContaining(["org.opencontainers.image.created"]));
+    const finalStage = dockerfile.split(/^FROM /m).at(-1)!;
+    const label = /(org\.opencontainers\.image\.[a-z]+)=/g;
+    const labelled = [...finalStage.matchAll(label)].map((m) => m[1]);
+    expect(labelled.sort()).toEqual(keys);
+    expect(copies().some((c) => !c.from && c.sources.includes("LICENSE"))).toBe(true);
+  });
+
   it("M11 the executable links only glibc (what the image carries beside it: no libstdc++, no libgcc_s)", () => {
     requirePlexusBinary();
     accessSync(PLEXUS_BIN, constants.X_OK);

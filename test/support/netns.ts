@@ -78,7 +78,7 @@ function missingTools(tools: readonly E2eTool[]): string[] {
   };
   return tools
     .filter((t) => !found(t.command))
-    .map((t) => `no ${t.command} (install ${t.pkg}; scripts/bootstrap.sh does)`);
+    .map((t) => `no ${t.command} (install ${t.pkg}; "scripts/bootstrap.sh test" does)`);
 }
 
 export function describeE2e(name: string, fn: () => void, o: { tools?: readonly E2eTool[] } = {}): void {

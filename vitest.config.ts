@@ -11,6 +11,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     reporters: ["default"],
+    // A killed run's namespaces, links, mounts, temp dirs and processes are swept first.
+    globalSetup: ["test/support/global-setup.ts"],
     projects: [
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"], sequence: { groupOrder: 0 } } },
       {

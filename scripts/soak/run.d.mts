@@ -33,6 +33,7 @@ export function runSoak(o: {
   lanes?: number;
   settleMs?: number;
   progress?: (s: SoakSummary) => void;
+  signal?: AbortSignal;
 }): Promise<SoakSummary>;
 
 export function formatSummary(s: SoakSummary, o?: { firstLeaks?: number }): string;

@@ -44,10 +44,12 @@ function tally(summary, { p, found }) {
  * o.seed, o.start (first cycle index, for replays); o.lanes independent worlds running cycles side
  * by side (cycle i runs in lane i mod lanes; what it does depends only on seed and i);
  * o.settleMs how long the accounting waits for a cycle's processes to end;
- * o.progress(summary) called after each cycle.
+ * o.progress(summary) called after each cycle; o.signal stops starting new cycles once aborted (a
+ * test's deadline): the cycles under way finish and the world is removed as on any other end.
  */
 export async function runSoak(o) {
-  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 3, settleMs = 3000, progress } = o;
+  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 3, settleMs = 3000 } = o;
+  const { progress, signal } = o;
   const summary = {
     seed,
     lanes,
@@ -84,6 +86,10 @@ export async function runSoak(o) {
           summary.interrupted = `time limit (${timeLimitS} s)`;
           return;
         }
+        if (signal?.aborted) {
+          summary.interrupted = "the caller's abort";
+          return;
+        }
         const i = next++;
         tally(summary, await oneCycle(world, seed, i, settleMs));
         progress?.(summary);
@@ -108,7 +114,9 @@ export function formatSummary(s, { firstLeaks = 5 } = {}) {
     [
       "cycles",
       String(s.cycles),
-      `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`,
+      `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s, ` +
+        `${(s.cycles / Math.max(s.seconds, 0.001)).toFixed(2)} cycles/s` +
+        `${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`,
     ],
     ["faulted cycles", String(s.faulted), pct(s.faulted)],
   ];

@@ -16,12 +16,13 @@ import { isIP } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from "vitest";
+import { TEST_NAME_PREFIX } from "./leftovers";
 import { requirePlexusBinary, runPlexus, TEST_PATH, type RunResult } from "./plexus-bin";
 
 export const CNI_BIN_DIR = "/usr/lib/cni";
 export const NETNS_DIR = "/var/run/netns";
 /** Every namespace, bridge and veth these tests make starts with this, so a stray one is recognisable. */
-export const NAME_PREFIX = "plx";
+export const NAME_PREFIX = TEST_NAME_PREFIX;
 /** Plugins every e2e file uses; others (macvlan, tuning, static, ipvlan) are probed where used. */
 const REQUIRED_PLUGINS = ["bridge", "host-local"];
 

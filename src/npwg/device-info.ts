@@ -21,7 +21,7 @@ export const MAX_DEVICE_INFO_BYTES = 64 * 1024;
 
 /** A file-name component: letters, digits, `.`, `_`, `-`, `:` (PCI addresses), not starting with `.`. */
 const SAFE = /^[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$/;
-/** Linux's NAME_MAX: a longer file name cannot exist. */
+/** Linux's NAME_MAX: a longer file name cannot exist (the names here are ASCII: bytes = length). */
 const MAX_FILE_NAME = 255;
 
 const safe = (s: string) => SAFE.test(s) && s.length <= 253;
@@ -33,8 +33,8 @@ const safe = (s: string) => SAFE.test(s) && s.length <= 253;
 export function dpDeviceInfoPath(dir: string, resourceName: string, deviceID: string): string | undefined {
   if (deviceTextProblem(resourceName, "resourceName")) return undefined;
   if (deviceTextProblem(deviceID)) return undefined;
-  const name = `${resourceName.replace("/", "-")}-${deviceID}-device.json`;
-  return Buffer.byteLength(name) <= MAX_FILE_NAME ? join(dir, "dp", name) : undefined;
+  const file = `${resourceName.replace("/", "-")}-${deviceID}-device.json`;
+  return file.length <= MAX_FILE_NAME ? join(dir, "dp", file) : undefined;
 }
 
 export interface CniDeviceInfoName {
@@ -47,7 +47,8 @@ export interface CniDeviceInfoName {
 /** Plexus's copy for one attachment, or undefined when a name cannot be part of a path. */
 export function cniDeviceInfoPath(dir: string, name: CniDeviceInfoName): string | undefined {
   if (!safe(name.network) || !safe(name.containerId) || !safe(name.ifName)) return undefined;
-  return join(dir, "cni", `${name.network}-${name.containerId}_${name.ifName}`);
+  const file = `${name.network}-${name.containerId}_${name.ifName}`;
+  return file.length <= MAX_FILE_NAME ? join(dir, "cni", file) : undefined;
 }
 
 export type DeviceInfoRead =

@@ -114,7 +114,7 @@ function duplicateDevice(r: AllocationResult, listed: Listed): CniError {
   const by =
     new Set(names).size === 1
       ? `ResourceSlice ${names[0]} lists it ${names.length} times`
-      : `ResourceSlices ${names.join(", ")} all list it`;
+      : `ResourceSlices ${names.join(", ")} each list it`;
   const pool = `driver ${r.driver}, pool ${r.pool}, generation ${listed.generation}`;
   const device = `device ${r.device} (${pool})`;
   return new CniError(

@@ -271,6 +271,73 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
   });
 });
 
+describe("M10 B76 what a driver publishes is checked before any delegate runs (thin mode)", () => {
+  type Spec = { devices: unknown[] };
+  const sriovSlice = (sc: DraScenario) => sc.slices[1]!;
+
+  it("M10 B76 a device two slices of one pool and generation list: 7 naming the device and both slices, whatever their order; nothing attached", async () => {
+    for (const order of ["copy last", "copy first"]) {
+      const { conf } = await apiSetup((sc) => {
+        const copy = structuredClone(sriovSlice(sc));
+        copy.metadata.name = "node-1-sriov-copy";
+        (copy.spec as Spec).devices = [vfDevice("vf-1", "0000:07:00.9")];
+        if (order === "copy last") sc.slices.push(copy);
+        else sc.slices.unshift(copy);
+      });
+      const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+      expect(err.code, order).toBe(7);
+      expect(err.msg).toMatch(/^pod app\/web: the device of network\(s\) app\/netdra-a/);
+      expect(err.msg).toContain(
+        "device vf-1 (driver sriov.example.com, pool node-1, generation 2): " +
+          "ResourceSlices node-1-sriov, node-1-sriov-copy each list it",
+      );
+      expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+      await expectCleanDel(conf);
+    }
+  });
+
+  it("M10 B76 a deviceID attribute with a path in it: 7 naming the claim, the device and the value; nothing attached", async () => {
+    const { conf } = await apiSetup((sc) => {
+      (sriovSlice(sc).spec as Spec).devices[0] = vfDevice("vf-1", "../../../sys/class/net/eth0");
+    });
+    const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toContain(
+      `ResourceClaim ${NET_CLAIM}: device vf-1 (driver sriov.example.com, pool node-1): ` +
+        'attribute k8s.cni.cncf.io/deviceID "../../../sys/class/net/eth0" is not a valid device ID',
+    );
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    await expectCleanDel(conf);
+  });
+
+  it("M10 a pod's deviceID that is one of its claimed devices takes that one; any other fails with 7 naming both IDs", async () => {
+    const networks = JSON.stringify([{ name: "netdra-a" }, { name: "netdra-b", deviceID: VF1 }]);
+    const { conf } = await apiSetup((sc) => {
+      (sc.pod.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/networks"] = networks;
+    });
+    const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()).toEqual([
+      ["netdra-a", "net1", VF2],
+      ["netdra-b", "net2", VF1],
+    ]);
+    await expectCleanDel(conf);
+
+    const stolen = JSON.stringify([{ name: "netdra-a", deviceID: "0000:07:00.3" }]);
+    const other = await apiSetup((sc) => {
+      (sc.pod.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/networks"] = stolen;
+    });
+    const before = ctx.sb.invocations().length;
+    const err = cniError(await ctx.sb.run("ADD", other.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toMatch(/^pod app\/web: network app\/netdra-a \(resource example\.com\/netdra\): /);
+    expect(err.msg).toContain('asks for deviceID "0000:07:00.3"');
+    expect(err.msg).toContain(`${VF1} (ResourceClaim ${NET_CLAIM}), ${VF2} (ResourceClaim ${NET_CLAIM})`);
+    expect(ctx.sb.invocations().slice(before)).toEqual([]);
+    expect(ctx.sb.recordFiles()).toEqual([]);
+  });
+});
+
 function metricsText(socket: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request({ socketPath: socket, path: "/metrics" }, (res) => {

@@ -274,8 +274,12 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
 describe("M10 B76 what a driver publishes is checked before any delegate runs (thin mode)", () => {
   type Spec = { devices: unknown[] };
   const sriovSlice = (sc: DraScenario) => sc.slices[1]!;
+  const annotate = (sc: DraScenario, networks: unknown[]) => {
+    const annotations = sc.pod.metadata.annotations as Record<string, string>;
+    annotations["k8s.v1.cni.cncf.io/networks"] = JSON.stringify(networks);
+  };
 
-  it("M10 B76 a device two slices of one pool and generation list: 7 naming the device and both slices, whatever their order; nothing attached", async () => {
+  it("M10 B76 a device twice in one pool and generation: 7 naming both slices", async () => {
     for (const order of ["copy last", "copy first"]) {
       const { conf } = await apiSetup((sc) => {
         const copy = structuredClone(sriovSlice(sc));
@@ -296,7 +300,7 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     }
   });
 
-  it("M10 B76 a deviceID attribute with a path in it: 7 naming the claim, the device and the value; nothing attached", async () => {
+  it("M10 B76 a deviceID attribute with a path: 7 naming claim, device, value", async () => {
     const { conf } = await apiSetup((sc) => {
       (sriovSlice(sc).spec as Spec).devices[0] = vfDevice("vf-1", "../../../sys/class/net/eth0");
     });
@@ -310,11 +314,9 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     await expectCleanDel(conf);
   });
 
-  it("M10 a pod's deviceID that is one of its claimed devices takes that one; any other fails with 7 naming both IDs", async () => {
-    const networks = JSON.stringify([{ name: "netdra-a" }, { name: "netdra-b", deviceID: VF1 }]);
-    const { conf } = await apiSetup((sc) => {
-      (sc.pod.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/networks"] = networks;
-    });
+  it("M10 a pod's deviceID among its claimed devices takes that one, else 7", async () => {
+    const networks = [{ name: "netdra-a" }, { name: "netdra-b", deviceID: VF1 }];
+    const { conf } = await apiSetup((sc) => annotate(sc, networks));
     const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(deviceAdds()).toEqual([
@@ -323,16 +325,16 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     ]);
     await expectCleanDel(conf);
 
-    const stolen = JSON.stringify([{ name: "netdra-a", deviceID: "0000:07:00.3" }]);
-    const other = await apiSetup((sc) => {
-      (sc.pod.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/networks"] = stolen;
-    });
+    const stolen = [{ name: "netdra-a", deviceID: "0000:07:00.3" }];
+    const other = await apiSetup((sc) => annotate(sc, stolen));
     const before = ctx.sb.invocations().length;
     const err = cniError(await ctx.sb.run("ADD", other.conf, { CNI_ARGS: POD_ARGS }));
     expect(err.code).toBe(7);
-    expect(err.msg).toMatch(/^pod app\/web: network app\/netdra-a \(resource example\.com\/netdra\): /);
+    const where = `pod app/web: network app/netdra-a (resource ${NETDRA}): `;
+    expect(err.msg.startsWith(where)).toBe(true);
     expect(err.msg).toContain('asks for deviceID "0000:07:00.3"');
-    expect(err.msg).toContain(`${VF1} (ResourceClaim ${NET_CLAIM}), ${VF2} (ResourceClaim ${NET_CLAIM})`);
+    const claimed = (id: string) => `${id} (ResourceClaim ${NET_CLAIM})`;
+    expect(err.msg).toContain(`${claimed(VF1)}, ${claimed(VF2)}`);
     expect(ctx.sb.invocations().slice(before)).toEqual([]);
     expect(ctx.sb.recordFiles()).toEqual([]);
   });

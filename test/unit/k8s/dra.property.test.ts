@@ -11,7 +11,8 @@ import { describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors";
 import { isPlainObject } from "../../../src/cni/json";
 import { trimResourceClaim, trimResourceSlice } from "../../../src/k8s/dra";
-import { type DraReader, type PodClaimDevices, podClaimDevices } from "../../../src/k8s/dra-devices";
+import { type DraReader, podClaimDevices } from "../../../src/k8s/dra-devices";
+import type { PodClaimDevices } from "../../../src/k8s/dra-devices";
 import { silentLogger } from "../../../src/log/logger";
 import { deviceTextProblem } from "../../../src/npwg/device-id";
 import type { Pod } from "../../../src/npwg/types";
@@ -21,6 +22,13 @@ const BOUND_MS = 2000;
 const DRIVER = "sriov.example.com";
 const RESOURCE = "example.com/netdra";
 const CLAIM = "web-net";
+type JsonObject = Record<string, unknown>;
+const resourceNameOf = (parts: string[]) => `example.com/${parts.join("")}`;
+const ID_ATTR = "k8s.cni.cncf.io/deviceID";
+const RN_ATTR = "k8s.cni.cncf.io/resourceName";
+const VF_A = "0000:07:00.1";
+const VF_B = "0000:07:00.9";
+const deviceNames = fc.constantFrom("vf-1", "vf-2", "vf-3", "gone");
 const POD: Pod = {
   metadata: { name: "web", namespace: "app" },
   spec: { nodeName: "node-1", resourceClaims: [{ name: "net", resourceClaimName: CLAIM }] },
@@ -28,74 +36,49 @@ const POD: Pod = {
 
 /** Objects near the real shapes, with any field replaced by junk now and then. */
 const junk = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: "binary", maxLength: 20 }));
-const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 4, arbitrary: a }, { weight: 1, arbitrary: junk });
-const str = fc.oneof(fc.constantFrom("node-1", "vf-1", "vf-2", DRIVER, ""), fc.string({ maxLength: 12 }));
-const attr = maybe(fc.record({ string: maybe(str) }, { requiredKeys: [] }));
+function maybe<T>(a: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.oneof({ weight: 4, arbitrary: a }, { weight: 1, arbitrary: junk });
+}
+/** An object whose every key may be absent, or the whole of it junk. */
+function obj(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> {
+  return maybe(fc.record(fields, { requiredKeys: [] }));
+}
+const names = fc.constantFrom("node-1", "vf-1", "vf-2", DRIVER, "");
+const str = fc.oneof(names, fc.string({ maxLength: 12 }));
+const attr = obj({ string: maybe(str) });
 
-const rawClaim = fc.record(
-  {
-    kind: maybe(fc.constant("ResourceClaim")),
-    metadata: maybe(fc.record({ name: maybe(str), namespace: maybe(str), uid: maybe(str) }, { requiredKeys: [] })),
-    status: maybe(
-      fc.record({
-        allocation: maybe(
-          fc.record({
-            devices: maybe(
-              fc.record({
-                results: maybe(
-                  fc.array(
-                    maybe(fc.record({ driver: maybe(str), pool: maybe(str), device: maybe(str), request: str })),
-                    {
-                      maxLength: 5,
-                    },
-                  ),
-                ),
-              }),
-            ),
-          }),
-        ),
-      }),
-    ),
-  },
-  { requiredKeys: [] },
-);
+const result = obj({ driver: maybe(str), pool: maybe(str), device: maybe(str), request: str });
+const results = maybe(fc.array(result, { maxLength: 5 }));
+const rawClaim = obj({
+  kind: maybe(fc.constant("ResourceClaim")),
+  metadata: obj({ name: maybe(str), namespace: maybe(str), uid: maybe(str) }),
+  status: obj({ allocation: obj({ devices: obj({ results }) }) }),
+});
 
-const rawDevice = fc.record(
-  {
-    name: maybe(str),
-    attributes: maybe(
-      fc.record(
-        { "k8s.cni.cncf.io/deviceID": attr, "k8s.cni.cncf.io/resourceName": attr, other: attr },
-        { requiredKeys: [] },
-      ),
-    ),
-  },
-  { requiredKeys: [] },
-);
-const rawSlice = fc.record(
-  {
-    kind: maybe(fc.constant("ResourceSlice")),
-    metadata: maybe(fc.record({ name: maybe(str) }, { requiredKeys: [] })),
-    spec: maybe(
-      fc.record(
-        {
-          driver: maybe(str),
-          nodeName: maybe(str),
-          pool: maybe(fc.record({ name: maybe(str), generation: maybe(fc.integer({ min: 0, max: 3 })) })),
-          devices: maybe(fc.array(maybe(rawDevice), { maxLength: 6 })),
-        },
-        { requiredKeys: [] },
-      ),
-    ),
-  },
-  { requiredKeys: [] },
-);
+const rawDevice = obj({
+  name: maybe(str),
+  attributes: obj({ [ID_ATTR]: attr, [RN_ATTR]: attr, other: attr }),
+});
+const rawSlice = obj({
+  kind: maybe(fc.constant("ResourceSlice")),
+  metadata: obj({ name: maybe(str) }),
+  spec: obj({
+    driver: maybe(str),
+    nodeName: maybe(str),
+    pool: obj({ name: maybe(str), generation: maybe(fc.integer({ min: 0, max: 3 })) }),
+    devices: maybe(fc.array(rawDevice, { maxLength: 6 })),
+  }),
+});
 
 describe("M10 DRA objects on generated input: the trimmed shapes", () => {
+  /** What every reader hands the decoders: a JSON object (each checks the rest). */
+  const objects = (a: fc.Arbitrary<unknown>) =>
+    fc.oneof(a, fc.dictionary(str, junk)).filter((v): v is JsonObject => isPlainObject(v));
+
   it("M10 a ResourceClaim: undefined or a well-formed claim, never an exception", () => {
     fc.assert(
-      fc.property(fc.oneof(rawClaim, fc.dictionary(str, junk)), (obj) => {
-        const claim = trimResourceClaim(obj as Record<string, unknown>, "app");
+      fc.property(objects(rawClaim), (raw) => {
+        const claim = trimResourceClaim(raw, "app");
         if (claim === undefined) return;
         expect(typeof claim.metadata.name).toBe("string");
         expect(claim.metadata.name).not.toBe("");
@@ -106,16 +89,15 @@ describe("M10 DRA objects on generated input: the trimmed shapes", () => {
     );
   });
 
-  it("M10 a ResourceSlice: undefined or a well-formed slice keeping only the two network attributes", () => {
+  it("M10 a ResourceSlice: undefined or well-formed, only the two network attributes", () => {
     fc.assert(
-      fc.property(fc.oneof(rawSlice, fc.dictionary(str, junk)), (obj) => {
-        const slice = trimResourceSlice(obj as Record<string, unknown>);
+      fc.property(objects(rawSlice), (raw) => {
+        const slice = trimResourceSlice(raw);
         if (slice === undefined) return;
         expect(typeof slice.spec.pool.generation).toBe("number");
         for (const d of slice.spec.devices) {
           expect(d.name).toMatch(/./);
-          for (const k of Object.keys(d.attributes ?? {}))
-            expect(["k8s.cni.cncf.io/deviceID", "k8s.cni.cncf.io/resourceName"]).toContain(k);
+          for (const k of Object.keys(d.attributes ?? {})) expect([ID_ATTR, RN_ATTR]).toContain(k);
         }
       }),
       { seed: SEED, numRuns: 500 },
@@ -156,7 +138,7 @@ async function claimed(claims: unknown[], slices: unknown[]): Promise<PodClaimDe
 
 const vf = (name: string, deviceID: unknown, resourceName: unknown = { string: RESOURCE }) => ({
   name,
-  attributes: { "k8s.cni.cncf.io/deviceID": deviceID, "k8s.cni.cncf.io/resourceName": resourceName },
+  attributes: { [ID_ATTR]: deviceID, [RN_ATTR]: resourceName },
 });
 const slice = (name: string, o: { pool?: string; generation?: number; devices: unknown[] }) => ({
   kind: "ResourceSlice",
@@ -168,11 +150,14 @@ const slice = (name: string, o: { pool?: string; generation?: number; devices: u
     devices: o.devices,
   },
 });
+function allocated(device: string, pool: string) {
+  return { driver: DRIVER, pool, device, request: "vfs" };
+}
 const claim = (devices: string[], pool = "node-1") => ({
   kind: "ResourceClaim",
   metadata: { name: CLAIM, namespace: "app" },
   status: {
-    allocation: { devices: { results: devices.map((device) => ({ driver: DRIVER, pool, device, request: "vfs" })) } },
+    allocation: { devices: { results: devices.map((device) => allocated(device, pool)) } },
   },
 });
 
@@ -182,12 +167,13 @@ const idValue = fc.oneof(
   fc.constantFrom("../x", "a/b", "x\u0000", "\u202ex", "-x", "..", "x".repeat(200)),
   fc.string({ unit: "binary", maxLength: 30 }),
 );
-const rnValue = fc.oneof(fc.constant(RESOURCE), fc.constantFrom("a/b/c", "../x", "x", "example.com/net\n"), str);
+const badRn = fc.constantFrom("a/b/c", "../x", "x", "example.com/net\n");
+const rnValue = fc.oneof(fc.constant(RESOURCE), badRn, str);
 
 describe("M10 B76 a pod's claimed devices over generated claims and slices", () => {
-  it("M10 B76 well-formed device IDs and resource names, or 7 / 11; never another exception", async () => {
+  it("M10 B76 well-formed device IDs and resource names, or 7 / 11; nothing else", async () => {
     const scenario = fc.record({
-      allocated: fc.array(fc.constantFrom("vf-1", "vf-2", "vf-3", "gone"), { minLength: 1, maxLength: 3 }),
+      allocated: fc.array(deviceNames, { minLength: 1, maxLength: 3 }),
       slices: fc.array(
         fc.record({
           generation: fc.integer({ min: 1, max: 2 }),
@@ -206,7 +192,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
     await fc.assert(
       fc.asyncProperty(scenario, async (sc) => {
         const slices = sc.slices.map((s, i) =>
-          slice(`s${i}`, { generation: s.generation, devices: s.devices.map(([n, id, rn]) => vf(n, id, rn)) }),
+          slice(`s${i}`, { generation: s.generation, devices: s.devices.map((d) => vf(...d)) }),
         );
         const got = await claimed([claim(sc.allocated)], slices);
         if (got instanceof CniError) {
@@ -222,7 +208,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
     );
   });
 
-  it("M10 B76 an allocated device whose deviceID or resourceName attribute fails the device rule: 7 naming the attribute", async () => {
+  it("M10 B76 an attribute value the device rule refuses: 7 naming it", async () => {
     const bad = fc.oneof(
       fc
         .tuple(
@@ -238,7 +224,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
           fc.constantFrom("..", "\u0000", "\u202e", "//"),
           fc.string({ maxLength: 8 }),
         )
-        .map(([a, p, b]) => ({ which: "resourceName" as const, value: `example.com/${a}${p}${b}` })),
+        .map((parts) => ({ which: "resourceName" as const, value: resourceNameOf(parts) })),
     );
     await fc.assert(
       fc.asyncProperty(bad, async ({ which, value }) => {
@@ -257,7 +243,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
     );
   });
 
-  it("M10 B76 a device listed twice in one pool and generation is refused (7) whatever the order of the slices; once per pool and generation it is found", async () => {
+  it("M10 B76 a device twice in one pool and generation: 7, in any order", async () => {
     const permutation = <T>(items: T[]) =>
       fc.shuffledSubarray(items, { minLength: items.length, maxLength: items.length });
     const layout = fc
@@ -265,17 +251,17 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
         copies: fc.integer({ min: 2, max: 3 }),
         sameSlice: fc.boolean(),
         others: fc.array(fc.constantFrom("vf-2", "vf-3"), { maxLength: 2 }),
-        ids: fc.array(fc.constantFrom("0000:07:00.1", "0000:07:00.9"), { minLength: 3, maxLength: 3 }),
+        ids: fc.array(fc.constantFrom(VF_A, VF_B), { minLength: 3, maxLength: 3 }),
       })
       .chain((l) => {
-        const copies = Array.from({ length: l.copies }, (_, i) => vf("vf-1", { string: l.ids[i]! }));
+        const copies = l.ids.slice(0, l.copies).map((id) => vf("vf-1", { string: id }));
         const others = l.others.map((o) => vf(o, { string: "0000:07:00.5" }));
         const dup = l.sameSlice
           ? [slice("dup", { generation: 2, devices: [...copies, ...others] })]
           : copies.map((c, i) => slice(`dup-${i}`, { generation: 2, devices: [c] }));
         const rest = [
           slice("old", { generation: 1, devices: [vf("vf-1", { string: "0000:99:00.1" })] }),
-          slice("p2", { pool: "node-2", generation: 2, devices: [vf("vf-1", { string: "0000:08:00.1" })] }),
+          slice("p2", { pool: "node-2", generation: 2, devices: [vf("vf-1", { string: VF_B })] }),
         ];
         const once = slice("once", { generation: 2, devices: [copies[0], ...others] });
         return fc.record({
@@ -290,11 +276,12 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
         expect(got).toBeInstanceOf(CniError);
         expect(got).toMatchObject({
           code: 7,
-          message: expect.stringMatching(/^device vf-1 \(driver .*, generation 2\): .*must be unique/),
+          message: expect.stringMatching(/^device vf-1 \(.*, generation 2\): .*must be unique/),
         });
         const ok = await claimed([claim(["vf-1"])], once);
         expect(ok).not.toBeInstanceOf(CniError);
-        expect((ok as PodClaimDevices).byResource.get(RESOURCE)?.map((d) => d.deviceID)).toEqual([first]);
+        const ids = (ok as PodClaimDevices).byResource.get(RESOURCE)?.map((d) => d.deviceID);
+        expect(ids).toEqual([first]);
       }),
       { seed: SEED, numRuns: 200 },
     );

@@ -16,7 +16,7 @@ const SEED = 20261126;
 /** Far above what one decode takes, far below a hang: the bound is what is asserted. */
 const BOUND_MS = 2000;
 
-/** The decoder's outcome: selections, or the CniError it refused with (anything else fails the test). */
+/** The decoder's outcome: selections, or the CniError it refused with (anything else fails). */
 function decode(value: string): NetworkSelection[] | CniError {
   const started = performance.now();
   try {
@@ -60,9 +60,11 @@ const junk = fc.oneof(
 );
 const nameLike = fc.oneof({ weight: 3, arbitrary: label }, { weight: 1, arbitrary: junk });
 
-const commaItem = fc
-  .tuple(fc.option(nameLike), nameLike, fc.option(nameLike))
-  .map(([ns, name, ifName]) => `${ns === null ? "" : `${ns}/`}${name}${ifName === null ? "" : `@${ifName}`}`);
+function commaRef([ns, name, ifName]: [string | null, string, string | null]): string {
+  const prefix = ns === null ? "" : `${ns}/`;
+  return ifName === null ? prefix + name : `${prefix}${name}@${ifName}`;
+}
+const commaItem = fc.tuple(fc.option(nameLike), nameLike, fc.option(nameLike)).map(commaRef);
 const commaForm = fc
   .tuple(fc.array(commaItem, { minLength: 1, maxLength: 40 }), fc.constantFrom(",", ", ", " ,"))
   .map(([items, sep]) => items.join(sep));
@@ -88,7 +90,9 @@ const selectionObject = fc.record(
   { requiredKeys: ["name"] },
 );
 const jsonForm = fc.oneof(
-  fc.array(fc.oneof({ weight: 5, arbitrary: selectionObject }, fc.jsonValue({ maxDepth: 3 })), { maxLength: 40 }),
+  fc.array(fc.oneof({ weight: 5, arbitrary: selectionObject }, fc.jsonValue({ maxDepth: 3 })), {
+    maxLength: 40,
+  }),
   fc.jsonValue({ maxDepth: 4 }),
   fc.dictionary(label, selectionObject),
 );
@@ -127,9 +131,10 @@ describe("N4.1 B21 B25 the networks annotation on generated input", () => {
     );
   });
 
-  it("M10 a deviceID with '/', '..', a control or non-ASCII character, or overlong, is refused naming the key", () => {
+  it("M10 a deviceID with '/', '..', a control character, or overlong: 7 naming the key", () => {
+    const part = fc.string({ maxLength: 10 });
     const bad = fc.oneof(
-      fc.tuple(fc.string({ maxLength: 10 }), fc.constantFrom("/", "..", "\\"), fc.string({ maxLength: 10 })),
+      fc.tuple(part, fc.constantFrom("/", "..", "\\"), part),
       fc.tuple(
         fc.string({ maxLength: 10 }),
         fc.integer({ min: 0, max: 0x1f }).map((c) => String.fromCharCode(c)),

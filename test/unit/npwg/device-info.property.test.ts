@@ -31,7 +31,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Names as a device plugin, a NAD or an attacker might write them. */
 const name = fc.oneof(
-  fc.constantFrom("0000:3b:02.1", "intel.com/sriov_netdevice", "..", ".", "../../etc/shadow", "a/../../b", "/abs"),
+  fc.constantFrom("0000:3b:02.1", "intel.com/sriov_netdevice", "..", ".", "../../etc/shadow"),
+  fc.constantFrom("a/../../b", "/abs"),
   fc.string({ maxLength: 40 }),
   fc.string({ unit: "binary", maxLength: 40 }),
   fc
@@ -54,12 +55,13 @@ function expectInside(path: string | undefined, sub: string): void {
 }
 
 describe("M10 device-info paths from generated names", () => {
-  it("M10 the device plugin's path: only for names the device rule accepts, always one file in <dir>/dp", () => {
+  it("M10 the device plugin's path: only for names the rule accepts, one file in <dir>/dp", () => {
     fc.assert(
       fc.property(name, name, (resourceName, deviceID) => {
         const path = dpDeviceInfoPath(dir, resourceName, deviceID);
         if (deviceTextProblem(deviceID) !== undefined) expect(path).toBeUndefined();
-        if (deviceTextProblem(resourceName, "resourceName") !== undefined) expect(path).toBeUndefined();
+        const badResource = deviceTextProblem(resourceName, "resourceName") !== undefined;
+        if (badResource) expect(path).toBeUndefined();
         expectInside(path, "dp");
       }),
       { seed: SEED, numRuns: 1000 },
@@ -87,7 +89,7 @@ type Planted =
 
 const planted: fc.Arbitrary<Planted> = fc.oneof(
   fc.uint8Array({ maxLength: 512 }).map((data) => ({ kind: "bytes" as const, data })),
-  fc.jsonValue({ maxDepth: 4 }).map((v) => ({ kind: "text" as const, text: JSON.stringify(v) ?? "" })),
+  fc.jsonValue({ maxDepth: 4 }).map((v) => ({ kind: "text" as const, text: JSON.stringify(v) })),
   fc.string({ maxLength: 200 }).map((text) => ({ kind: "text" as const, text })),
   fc.integer({ min: MAX_DEVICE_INFO_BYTES - 2, max: MAX_DEVICE_INFO_BYTES + 1024 }).map((size) => ({
     kind: "big" as const,
@@ -110,7 +112,7 @@ function plant(p: Planted): string {
 }
 
 describe("M10 B72 B73 reading generated device-info files", () => {
-  it("M10 B72 B73 found (a JSON object within the cap), missing or malformed; never an exception, never blocking", () => {
+  it("M10 B72 B73 found (a JSON object within the cap) or malformed; no throw, no hang", () => {
     fc.assert(
       fc.property(planted, (p) => {
         const path = plant(p);
@@ -131,7 +133,7 @@ describe("M10 B72 B73 reading generated device-info files", () => {
 
   it("M10 a JSON object written as Plexus's copy reads back as the same object", () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string({ maxLength: 10 }), fc.jsonValue({ maxDepth: 3 })), (info) => {
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })), (info) => {
         const path = join(dir, "cni", `copy${serial++}`);
         writeCniDeviceInfo(path, JSON.stringify(info));
         const read = readDeviceInfo(path);

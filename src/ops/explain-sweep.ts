@@ -44,12 +44,13 @@ async function selectionProblem(
     try {
       const { conf } = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
       checkPluginTypes(conf, ctx.conf.allowedPluginTypes, reference);
-      const hasResourceName = resourceNameOf(nad) !== undefined;
-      const { deviceID } = sel;
-      checkDeviceChoice({ network: reference, deviceID, hasResourceName, conf: ctx.conf });
     } catch (err) {
       return asCniError(err).withContext(`network ${reference}`);
     }
+    // Its message names the network itself, as ADD's does.
+    const hasResourceName = resourceNameOf(nad) !== undefined;
+    const { deviceID } = sel;
+    checkDeviceChoice({ network: reference, deviceID, hasResourceName, conf: ctx.conf });
     return undefined;
   } catch (err) {
     return asCniError(err);

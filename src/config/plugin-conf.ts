@@ -84,6 +84,7 @@ const schema = z.object({
   delTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
   failedDelRetrySeconds: z.optional(z.number({ nonnegative: true, max: 7 * 86400 })),
   allowedPluginTypes: z.optional(z.array(z.string())),
+  allowUnallocatedDeviceIDs: z.optional(z.boolean()),
   daemonSocket: z.optional(z.string()),
   daemonTimeoutMilliseconds: z.optional(z.number({ positive: true, max: 60_000 })),
   podResourcesSocket: z.optional(z.string({ nonEmpty: true })),
@@ -150,6 +151,11 @@ export interface PlexusConf {
   failedDelRetryMs: number;
   /** Plugin types (and IPAM types) a pod's annotations may select; undefined: any. */
   allowedPluginTypes?: string[];
+  /**
+   * M10: under namespaceIsolation, a pod's selection may still name a `deviceID` for a network
+   * whose NAD has no resourceName (hardware no allocation backs); npwg/isolation.ts.
+   */
+  allowUnallocatedDeviceIDs: boolean;
   /** The node daemon's unix socket (issue 5); "" turns the daemon off. */
   daemonSocket: string;
   /** How long one request to the daemon may take before the API is asked directly. */
@@ -231,6 +237,7 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     systemNamespaces: c.systemNamespaces ?? ["kube-system"],
     multusNamespace: c.multusNamespace ?? "kube-system",
     namespaceIsolation: c.namespaceIsolation ?? false,
+    allowUnallocatedDeviceIDs: c.allowUnallocatedDeviceIDs ?? false,
     globalNamespaces: splitList(c.globalNamespaces),
     logToStderr: c.logToStderr ?? true,
     capabilities: c.capabilities ?? {},

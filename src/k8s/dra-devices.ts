@@ -9,12 +9,15 @@
  * Skipped as Multus skips them: a device with neither attribute (a GPU of the same pod) silently,
  * one with only one of the two, and one in no slice, with a warning. Stricter than Multus: a claim
  * missing, not generated or not allocated yet fails with 11 (kubelet retries; Multus fails too,
- * without the hint), an attribute of the wrong type with 7 (Multus ignores the attribute).
+ * without the hint), an attribute of the wrong type with 7 (Multus ignores the attribute), and so
+ * do a value the one device rule refuses (npwg/device-id.ts) and a device that two slices of one
+ * pool and generation list.
  * Pods using the extended-resource mapping (`status.extendedResourceClaimStatus`): every device of
  * a mapped request must carry both attributes, with the mapping's resource name (else 7).
  */
 import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
+import { type DeviceTextKind, validateDeviceText } from "../npwg/device-id";
 import type { Pod } from "../npwg/types";
 import {
   DEVICE_ID_ATTRIBUTE,
@@ -55,9 +58,21 @@ export interface PodClaimDevices {
 
 type Located = { state: "found"; device: SliceDevice } | { state: "no-slice" };
 
-/** Slices per driver, listed once per call; the pool's latest generation wins (older ones are stale). */
+/** A device as the pool's latest generation lists it, and the slices that list it. */
+interface Listed {
+  device: SliceDevice;
+  generation: number;
+  slices: string[];
+}
+
+/**
+ * Slices per driver, listed once per call; the pool's latest generation wins (older ones are
+ * stale). A device that two slices of one pool and generation list (or one slice twice) is
+ * refused when a claim's device is looked up there: which copy's attributes count would depend on
+ * the order of the list, and Kubernetes counts such a pool as invalid.
+ */
 class SliceIndex {
-  private readonly byDriver = new Map<string, Promise<Map<string, SliceDevice>>>();
+  private readonly byDriver = new Map<string, Promise<Map<string, Listed>>>();
   constructor(
     private readonly reader: DraReader,
     private readonly nodeName: string | undefined,
@@ -66,24 +81,47 @@ class SliceIndex {
   async locate(r: AllocationResult): Promise<Located> {
     let index = this.byDriver.get(r.driver);
     if (!index) this.byDriver.set(r.driver, (index = this.load(r.driver)));
-    const device = (await index).get(`${r.pool}\u0000${r.device}`);
-    return device ? { state: "found", device } : { state: "no-slice" };
+    const listed = (await index).get(`${r.pool}\u0000${r.device}`);
+    if (!listed) return { state: "no-slice" };
+    if (listed.slices.length > 1) throw duplicateDevice(r, listed);
+    return { state: "found", device: listed.device };
   }
 
-  private async load(driver: string): Promise<Map<string, SliceDevice>> {
+  private async load(driver: string): Promise<Map<string, Listed>> {
     const slices = (await this.reader.listResourceSlices({ nodeName: this.nodeName, driver })).filter(
       (s) => s.spec.driver === driver && (!this.nodeName || !s.spec.nodeName || s.spec.nodeName === this.nodeName),
     );
     const latest = new Map<string, number>();
     for (const s of slices)
       latest.set(s.spec.pool.name, Math.max(latest.get(s.spec.pool.name) ?? 0, s.spec.pool.generation));
-    const out = new Map<string, SliceDevice>();
+    const out = new Map<string, Listed>();
     for (const s of slices) {
-      if (s.spec.pool.generation !== latest.get(s.spec.pool.name)) continue;
-      for (const d of s.spec.devices) out.set(`${s.spec.pool.name}\u0000${d.name}`, d);
+      const generation = s.spec.pool.generation;
+      if (generation !== latest.get(s.spec.pool.name)) continue;
+      for (const d of s.spec.devices) {
+        const key = `${s.spec.pool.name}\u0000${d.name}`;
+        const seen = out.get(key);
+        if (seen) seen.slices.push(s.metadata.name);
+        else out.set(key, { device: d, generation, slices: [s.metadata.name] });
+      }
     }
     return out;
   }
+}
+
+function duplicateDevice(r: AllocationResult, listed: Listed): CniError {
+  const names = [...listed.slices].sort();
+  const by =
+    new Set(names).size === 1
+      ? `ResourceSlice ${names[0]} lists it ${names.length} times`
+      : `ResourceSlices ${names.join(", ")} each list it`;
+  const pool = `driver ${r.driver}, pool ${r.pool}, generation ${listed.generation}`;
+  const device = `device ${r.device} (${pool})`;
+  return new CniError(
+    Code.InvalidNetworkConfig,
+    `${device}: ${by}; a pool's devices must be unique within one generation, so Plexus does ` +
+      `not pick one copy; the driver ${r.driver} must republish the pool`,
+  );
 }
 
 /** The pod's claims' network devices. Read only for a pod with claims and a NAD with a resourceName. */
@@ -149,16 +187,8 @@ function networkDevice(
   const id = stringAttribute(device, DEVICE_ID_ATTRIBUTE);
   const rn = stringAttribute(device, RESOURCE_NAME_ATTRIBUTE);
   const where = `ResourceClaim ${o.claim}: device ${r.device} (driver ${r.driver}, pool ${r.pool})`;
-  for (const [name, a] of [
-    [DEVICE_ID_ATTRIBUTE, id],
-    [RESOURCE_NAME_ATTRIBUTE, rn],
-  ] as const) {
-    if (a.state === "wrong-type")
-      throw new CniError(
-        Code.InvalidNetworkConfig,
-        `${where}: attribute ${name} must be a string ({"string": "…"}) in its ResourceSlice, but has ${a.got}`,
-      );
-  }
+  checkAttribute(id, { where, name: DEVICE_ID_ATTRIBUTE, kind: "deviceID" });
+  checkAttribute(rn, { where, name: RESOURCE_NAME_ATTRIBUTE, kind: "resourceName" });
   if (o.strict !== undefined) {
     if (id.state !== "found" || rn.state !== "found" || rn.value !== o.strict)
       throw new CniError(
@@ -175,6 +205,22 @@ function networkDevice(
     return undefined;
   }
   return { ...r, deviceID: id.value, resourceName: rn.value, claim: o.claim };
+}
+
+/**
+ * An attribute the device has is a typed string, and its value passes the one device rule
+ * (npwg/device-id.ts): it reaches a delegate as `deviceID`, and a file name. Else 7.
+ */
+function checkAttribute(
+  a: ReturnType<typeof stringAttribute>,
+  o: { where: string; name: string; kind: DeviceTextKind },
+): void {
+  const what = `${o.where}: attribute ${o.name}`;
+  if (a.state === "wrong-type") {
+    const msg = `${what} must be a string ({"string": "…"}) in its ResourceSlice, but has ${a.got}`;
+    throw new CniError(Code.InvalidNetworkConfig, msg);
+  }
+  if (a.state === "found") validateDeviceText(a.value, { what, kind: o.kind });
 }
 
 /** `status.extendedResourceClaimStatus`: each mapped request's devices, strictly (Multus's rule). */

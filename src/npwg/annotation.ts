@@ -14,6 +14,7 @@ import { interfaceNameProblem } from "../cni/validate";
 import { dns1123LabelProblem } from "./dns1123";
 import type { NetworkSelection } from "./types";
 import { isIpText } from "./ip-text";
+import { deviceTextProblem } from "./device-id";
 
 export interface ParseAnnotationOptions {
   /** B25: more selections than this is refused before any further work (default 32, config `maxNetworks`). */
@@ -83,6 +84,13 @@ function checkInterface(item: string, key: string, ifName: string, ctx: ItemCont
   if (ifName === ctx.reservedIfName)
     fail(item, `${key} ${show(ifName)} is the default network's interface (CNI_IFNAME); pick another name`);
   return ifName;
+}
+
+/** M10: the one device-ID rule (device-id.ts): it reaches a delegate, and maybe a file name. */
+function checkDeviceId(item: string, deviceID: string): string {
+  const problem = deviceTextProblem(deviceID);
+  if (problem) fail(item, `key "deviceID" ${show(deviceID)} is not a valid device ID: ${problem}`);
+  return deviceID;
 }
 
 /** N4.1.1: `name`, `ns/name`, `name@ifname`, `ns/name@ifname`, separated by commas. */
@@ -169,7 +177,10 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
   if (el.ips !== undefined) sel.ips = parseIps(item, el.ips);
   if (el.mac !== undefined) sel.mac = parseMac(item, el.mac as string);
   if (el["infiniband-guid"] !== undefined) sel.infinibandGuid = el["infiniband-guid"] as string;
-  if (el.deviceID !== undefined) sel.deviceID = el.deviceID as string;
+  // An empty deviceID asks for nothing, as in Multus (Go's omitempty).
+  if (el.deviceID !== undefined && el.deviceID !== "") {
+    sel.deviceID = checkDeviceId(item, el.deviceID as string);
+  }
   if (el["cni-args"] !== undefined) {
     if (!isPlainObject(el["cni-args"])) fail(item, `key "cni-args" must be an object, got ${show(el["cni-args"])}`);
     sel.cniArgs = el["cni-args"];

@@ -5,29 +5,36 @@
  * as `runtimeConfig.CNIDeviceInfoFile`, may rewrite it), reads that copy back after ADD for the
  * attachment's network-status `device-info`, and removes it on DEL.
  *
- * Paths are built only from names checked here (no `/`, no `..`); reads are bounded. A missing or
- * malformed file is never an error: the ADD goes on without `device-info`, with a warning.
+ * Paths are built only from names checked here (no `/`, no `..`; device IDs and resource names by
+ * the one rule of device-id.ts); reads are bounded. A missing or malformed file is never an error:
+ * the ADD goes on without `device-info`, with a warning.
  */
 import { mkdirSync, unlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { isPlainObject } from "../cni/json";
 import { writeFileAtomicSync } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
+import { deviceTextProblem } from "./device-id";
 
 /** A device-info file is a few hundred bytes; anything larger is not one. */
 export const MAX_DEVICE_INFO_BYTES = 64 * 1024;
 
 /** A file-name component: letters, digits, `.`, `_`, `-`, `:` (PCI addresses), not starting with `.`. */
 const SAFE = /^[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$/;
-/** An extended resource name: `domain/name`. */
-const RESOURCE = /^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+/** Linux's NAME_MAX: a longer file name cannot exist (the names here are ASCII: bytes = length). */
+const MAX_FILE_NAME = 255;
 
 const safe = (s: string) => SAFE.test(s) && s.length <= 253;
 
-/** The device plugin's file, or undefined when a name cannot be part of a path. */
+/**
+ * The device plugin's file, or undefined when a name cannot be part of a path: the resource name
+ * and the device ID pass the one device rule (device-id.ts), so the file stays in `<dir>/dp`.
+ */
 export function dpDeviceInfoPath(dir: string, resourceName: string, deviceID: string): string | undefined {
-  if (!RESOURCE.test(resourceName) || resourceName.length > 253 || !safe(deviceID)) return undefined;
-  return join(dir, "dp", `${resourceName.replace("/", "-")}-${deviceID}-device.json`);
+  if (deviceTextProblem(resourceName, "resourceName")) return undefined;
+  if (deviceTextProblem(deviceID)) return undefined;
+  const file = `${resourceName.replace("/", "-")}-${deviceID}-device.json`;
+  return file.length <= MAX_FILE_NAME ? join(dir, "dp", file) : undefined;
 }
 
 export interface CniDeviceInfoName {
@@ -40,7 +47,8 @@ export interface CniDeviceInfoName {
 /** Plexus's copy for one attachment, or undefined when a name cannot be part of a path. */
 export function cniDeviceInfoPath(dir: string, name: CniDeviceInfoName): string | undefined {
   if (!safe(name.network) || !safe(name.containerId) || !safe(name.ifName)) return undefined;
-  return join(dir, "cni", `${name.network}-${name.containerId}_${name.ifName}`);
+  const file = `${name.network}-${name.containerId}_${name.ifName}`;
+  return file.length <= MAX_FILE_NAME ? join(dir, "cni", file) : undefined;
 }
 
 export type DeviceInfoRead =

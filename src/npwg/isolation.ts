@@ -67,3 +67,37 @@ export function nadMayUseConfDir(nadNamespace: string, conf: IsolationConf): boo
     effectiveGlobalNamespaces(conf).includes(nadNamespace)
   );
 }
+
+/** What the device check reads of Plexus's config. */
+export interface DeviceChoiceConf {
+  namespaceIsolation: boolean;
+  allowUnallocatedDeviceIDs: boolean;
+}
+
+/**
+ * M10: a `deviceID` in a pod's selection for a network whose NAD has no resourceName names
+ * hardware no allocation backs (with host-device, any host interface): under namespaceIsolation a
+ * tenant may not choose it, unless `allowUnallocatedDeviceIDs` says so. On a network with a
+ * resourceName the allocation decides instead (orchestrate/devices.ts).
+ */
+export function checkDeviceChoice(choice: {
+  network: string;
+  deviceID: string | undefined;
+  hasResourceName: boolean;
+  conf: DeviceChoiceConf;
+}): void {
+  const { conf, deviceID } = choice;
+  if (!deviceID || choice.hasResourceName) return;
+  if (!conf.namespaceIsolation || conf.allowUnallocatedDeviceIDs) return;
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    [
+      `network ${choice.network}: the pod's selection asks for deviceID`,
+      `${JSON.stringify(deviceID)}, but the network's NAD has no k8s.v1.cni.cncf.io/resourceName,`,
+      "so no allocation gives the pod that device; under namespaceIsolation a pod may not choose",
+      "hardware itself. Give the NAD a",
+      "resourceName (the device then comes from the pod's allocation), or set",
+      '"allowUnallocatedDeviceIDs": true in Plexus\'s config',
+    ].join(" "),
+  );
+}

@@ -3,7 +3,8 @@
  * first error (nothing has run yet, so there is nothing to gain by going on); a person fixing a
  * pod wants them all at once. This goes through the same checks ADD makes, one network at a time,
  * with ADD's own functions and messages: each network the annotation selects (namespace access,
- * the NAD's existence, its config, the allowed plugin types) and each default network.
+ * the NAD's existence, its config, the allowed plugin types, a deviceID no allocation backs) and
+ * each default network.
  */
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
@@ -11,10 +12,11 @@ import type { PlexusConf } from "../config/plugin-conf";
 import type { KubeApi } from "../k8s/kube-api";
 import { parseNetworksAnnotation } from "../npwg/annotation";
 import { resolveDefaultNetworks } from "../npwg/default-network";
-import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
+import { checkDeviceChoice, checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
 import { resolveNadConfig } from "../npwg/nad";
 import { checkPluginTypes } from "../npwg/policy";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
+import { resourceNameOf } from "../orchestrate/devices";
 import { FsNetworkSource } from "../orchestrate/network-source";
 
 export interface SweepContext {
@@ -45,6 +47,10 @@ async function selectionProblem(
     } catch (err) {
       return asCniError(err).withContext(`network ${reference}`);
     }
+    // Its message names the network itself, as ADD's does.
+    const hasResourceName = resourceNameOf(nad) !== undefined;
+    const { deviceID } = sel;
+    checkDeviceChoice({ network: reference, deviceID, hasResourceName, conf: ctx.conf });
     return undefined;
   } catch (err) {
     return asCniError(err);

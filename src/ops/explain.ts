@@ -243,7 +243,7 @@ async function attachmentPlan(
 
 /** Where a network's device came from, in words (DRA: the claim and its allocated device). */
 function deviceSource(d: AttachmentDevice): string {
-  if (d.from === "pod") return "the pod's own deviceID";
+  if (d.from === "pod") return "named by the pod's deviceID, one of its allocated devices";
   if (d.from === "claim" && d.claim)
     return `ResourceClaim ${d.claim.name}, request ${d.claim.request}: device ${d.claim.device} of driver ${d.claim.driver}, pool ${d.claim.pool}`;
   return "allocated by kubelet";

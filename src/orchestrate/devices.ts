@@ -6,14 +6,18 @@
  * before the delegate runs and read back into network-status after.
  *
  * Several attachments of one resource take the pod's devices in order (sorted, across all its
- * containers, as Multus does), one each. A `deviceID` in the pod's own selection wins and takes
- * none of them. The record keeps the device, so DEL asks kubelet nothing.
+ * containers, as Multus does), one each. The allocation wins, as in Multus: a `deviceID` in the
+ * pod's own selection is taken only when it is one of those devices (it then takes that one), else
+ * the ADD fails (7); a tenant who may annotate a pod must not move a device it was never allocated
+ * (another tenant's VF, the host's) into it. Every device ID passes npwg/device-id.ts. The record
+ * keeps the device, so DEL asks kubelet nothing.
  *
  * DRA (resource.k8s.io/v1): a pod with ResourceClaims also gets the network devices its claims
  * were allocated (k8s/dra-devices.ts), combined with kubelet's and sorted, as Multus combines them.
  */
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
+import { showValue } from "../cni/json";
 import type { PlexusConf } from "../config/plugin-conf";
 import { podHasClaims, RESOURCE_NAME_ATTRIBUTE, requestedExtendedResources } from "../k8s/dra";
 import { type ClaimDevice, type DraReader, type PodClaimDevices, podClaimDevices } from "../k8s/dra-devices";
@@ -25,6 +29,7 @@ import {
   removeCniDeviceInfo,
   writeCniDeviceInfo,
 } from "../npwg/device-info";
+import { deviceTextProblem } from "../npwg/device-id";
 import { type Pod, RESOURCE_NAME_ANNOTATION } from "../npwg/types";
 import type { Attachment, AttachmentDevice } from "./record";
 
@@ -77,26 +82,79 @@ export async function assignDevices(
     .map((att, i) => ({ att, i, resourceName: resourceNames[i] }))
     .filter((w): w is Wanted => !!w.resourceName);
   if (wanted.length === 0) return attachments;
-  const fromAllocation = wanted.filter((w) => !w.att.selection?.deviceID);
-  const allocated = await allocatedDevices(fromAllocation, ctx);
-  if (!ctx.bestEffort) checkEnoughDevices(fromAllocation, allocated);
-  const next = new Map<string, number>();
+  const allocated = await allocatedDevices(wanted, ctx);
+  const picks = pickDevices(wanted, allocated, ctx);
   const out = [...attachments];
   for (const w of wanted) {
-    const own = w.att.selection?.deviceID;
-    const k = next.get(w.resourceName) ?? 0;
-    if (!own) next.set(w.resourceName, k + 1);
-    const got = own ? { deviceID: own } : allocated.byResource.get(w.resourceName)?.[k];
+    const got = picks.get(w.i);
     if (got === undefined) {
       ctx.log.warn(
         { network: w.att.network, resourceName: w.resourceName },
         "no device known for this network; its delegate gets no deviceID",
       );
+      out[w.i] = withoutDevice(w.att);
       continue;
     }
-    out[w.i] = withDevice(w.att, deviceOf(w, got, { own: !!own, ctx }));
+    out[w.i] = withDevice(w.att, deviceOf(w, got, { own: !!w.att.selection?.deviceID, ctx }));
   }
   return out;
+}
+
+/**
+ * Which allocated device each network of a resource takes: a selection's own `deviceID` first,
+ * only when it is one of the pod's devices of that resource (the allocation wins, as in Multus: a
+ * tenant must not move a device it was never given into its pod), then the others in order.
+ */
+function pickDevices(wanted: Wanted[], allocated: AllocatedDevices, ctx: AssignContext): Picks {
+  const picks: Picks = new Map();
+  const taken = new Map<Allocated, Wanted>();
+  for (const w of wanted) {
+    const own = w.att.selection?.deviceID;
+    if (!own) continue;
+    const devices = allocated.byResource.get(w.resourceName) ?? [];
+    const device = devices.find((d) => d.deviceID === own && !taken.has(d));
+    if (device) {
+      taken.set(device, w);
+      picks.set(w.i, device);
+    } else if (!ctx.bestEffort) throw notAllocated(w, { own, devices, taken });
+  }
+  if (!ctx.bestEffort) checkEnoughDevices(wanted, allocated);
+  const untaken = (devices: Allocated[]) => devices.filter((d) => !taken.has(d));
+  const free = new Map([...allocated.byResource].map(([r, devices]) => [r, untaken(devices)]));
+  for (const w of wanted) {
+    if (w.att.selection?.deviceID) continue;
+    const device = free.get(w.resourceName)?.shift();
+    if (device) picks.set(w.i, device);
+  }
+  return picks;
+}
+
+/** Attachment index → its device. */
+type Picks = Map<number, Allocated>;
+
+/** A selection's own deviceID, the pod's devices of that network's resource, and who took which. */
+interface OwnChoice {
+  own: string;
+  devices: Allocated[];
+  taken: Map<Allocated, Wanted>;
+}
+
+/** A selection's deviceID that is not one of the pod's devices of the network's resource: 7. */
+function notAllocated(w: Wanted, o: OwnChoice): CniError {
+  const source = (d: Allocated) => (d.claim ? `ResourceClaim ${d.claim.claim}` : "kubelet");
+  const ids = o.devices.map((d) => `${d.deviceID} (${source(d)})`);
+  const more = ids.length > 8 ? `, … (${ids.length} in all)` : "";
+  const shown = ids.slice(0, 8).join(", ") + more;
+  const other = [...o.taken].find(([d]) => d.deviceID === o.own)?.[1];
+  const why = other
+    ? `the network ${other.att.network} on ${other.att.ifName} already takes it`
+    : `the devices allocated to the pod for ${w.resourceName} are ${shown || "none"}`;
+  const msg = [
+    `network ${w.att.network} (resource ${w.resourceName}):`,
+    `the pod's selection asks for deviceID ${JSON.stringify(o.own)}, but ${why};`,
+    'the allocated device wins: drop "deviceID" from the selection or name one of those devices',
+  ];
+  return new CniError(Code.InvalidNetworkConfig, msg.join(" "));
 }
 
 /** One device a network can take: from kubelet (a device plugin), or from a claim (DRA). */
@@ -223,12 +281,45 @@ async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promi
       `no pod-resources lookup given for ${resourceNames.join(", ")}: a bug in the wiring (Deps.podDevices)`,
     );
   try {
-    return await lookup({ namespace: ctx.ref.namespace, name: ctx.ref.name, resourceNames });
+    const { namespace, name } = ctx.ref;
+    const devices = await lookup({ namespace, name, resourceNames });
+    return new Map(resourceNames.map((r) => [r, checkedKubeletIds(r, devices.get(r) ?? [], ctx)]));
   } catch (err) {
     if (!ctx.bestEffort) throw err;
     ctx.log.warn({ resourceNames, err: (err as Error).message }, "the pod's devices could not be learnt from kubelet");
     return new Map();
   }
+}
+
+/**
+ * kubelet's device IDs pass the one device rule (npwg/device-id.ts): a device plugin publishes
+ * them, and each may reach a delegate and a file name. One that fails it fails the ADD (7); a DEL
+ * without a record leaves it out, with a warning.
+ */
+function checkedKubeletIds(resourceName: string, ids: string[], ctx: AssignContext): string[] {
+  return ids.filter((id) => {
+    const problem = deviceTextProblem(id);
+    if (!problem) return true;
+    if (!ctx.bestEffort)
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `resource ${resourceName}: kubelet's pod-resources API lists device ${showValue(id)} ` +
+          `for the pod, which is not a valid device ID: ${problem}; ` +
+          `the device plugin serving ${resourceName} publishes it`,
+      );
+    ctx.log.warn({ resourceName, problem }, "a device ID from kubelet is not valid; left out");
+    return false;
+  });
+}
+
+/** A network that gets no device: no `deviceID` capability value either. */
+function withoutDevice(att: Attachment): Attachment {
+  if (att.capabilityArgs?.deviceID === undefined) return att;
+  const { deviceID: _, ...caps } = att.capabilityArgs;
+  const out: Attachment = { ...att };
+  if (Object.keys(caps).length) out.capabilityArgs = caps;
+  else delete out.capabilityArgs;
+  return out;
 }
 
 /** The delegate's view: `deviceID` in every plugin, the capability values for those that declare them. */

@@ -20,6 +20,7 @@ import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
 import { parseWithSchema } from "../cni/schema-error";
 import { interfaceNameProblem, validateContainerId } from "../cni/validate";
+import { validateDeviceText } from "../npwg/device-id";
 import { readSharedFile } from "../store/shared-file";
 import type { Attachment } from "./record";
 
@@ -134,7 +135,7 @@ function toAttachment(e: Entry, i: number, q: MultusCacheQuery): Attachment {
     if (e.ipRequest && e.ipRequest.length > 0) caps.ips = e.ipRequest;
     if (e.macRequest) caps.mac = e.macRequest;
     if (e.infinibandGUIDRequest) caps.infinibandGUID = e.infinibandGUIDRequest;
-    if (e.deviceID) caps.deviceID = e.deviceID;
+    if (e.deviceID) caps.deviceID = validateDeviceText(e.deviceID, { what: `${what}: "deviceID"` });
     if (Object.keys(caps).length > 0) att.capabilityArgs = caps;
   }
   return att;

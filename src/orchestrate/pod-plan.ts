@@ -15,7 +15,7 @@ import type { Logger } from "../log/logger";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveDefaultNetworks, type ResolvedNetwork } from "../npwg/default-network";
 import { assignInterfaceNames } from "../npwg/ifnames";
-import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
+import { checkDeviceChoice, checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
 import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
@@ -151,6 +151,10 @@ async function planPodNetworks(
   if (defaults.clusterNetwork.byPod)
     checkPluginTypes(defaults.clusterNetwork.conf, conf.allowedPluginTypes, defaults.clusterNetwork.network);
   for (const s of selected) checkPluginTypes(s.conf, conf.allowedPluginTypes, s.network);
+  for (const s of selected) {
+    const hasResourceName = resourceNameOf(s.nad) !== undefined;
+    checkDeviceChoice({ network: s.network, deviceID: s.sel.deviceID, hasResourceName, conf });
+  }
 
   return buildAttachments({ req, defaults, selections, selected, multusNamespace: conf.multusNamespace });
 }

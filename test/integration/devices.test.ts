@@ -20,6 +20,9 @@ const RESOURCE = "intel.com/sriov_netdevice";
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 const VF1 = "0000:3b:02.1";
 const VF2 = "0000:3b:02.2";
+/** A VF the pod was never allocated. */
+const OTHER = "0000:af:00.7";
+const stdinOf = (i: { stdin: unknown }) => i.stdin as Record<string, unknown>;
 
 interface Setup {
   api: FakeApiServer;
@@ -107,22 +110,79 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(s.kubelet.calls).toEqual(["Get"]);
   });
 
-  it("M10 two networks of one resource get two different devices, in order; the pod's own deviceID wins", async () => {
-    const s = await setup({
-      networks: JSON.stringify([
-        { name: "sriov-a" },
-        { name: "sriov-a", deviceID: "0000:af:00.7" },
-        { name: "sriov-a" },
-      ]),
-      devices: [VF2, VF1],
-    });
+  it("M10 three networks of one resource: a pod's allocated deviceID takes that one", async () => {
+    const VF3 = "0000:3b:02.3";
+    const plain = { name: "sriov-a" };
+    const networks = JSON.stringify([plain, { ...plain, deviceID: VF2 }, plain]);
+    const s = await setup({ networks, devices: [VF3, VF2, VF1] });
     const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(deviceAdds().map((i) => [i.cniEnv.CNI_IFNAME, (i.stdin as Record<string, unknown>).deviceID])).toEqual([
+    const seen = deviceAdds().map((i) => [i.cniEnv.CNI_IFNAME, stdinOf(i).deviceID]);
+    expect(seen).toEqual([
       ["net1", VF1],
-      ["net2", "0000:af:00.7"],
-      ["net3", VF2],
+      ["net2", VF2],
+      ["net3", VF3],
     ]);
+  });
+
+  it("M10 a pod's deviceID kubelet did not allocate: 7 naming pod, network, both IDs", async () => {
+    const s = await setup({ networks: JSON.stringify([{ name: "sriov-a", deviceID: OTHER }]) });
+    const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toContain(
+      `pod app/web: network app/sriov-a (resource ${RESOURCE}): ` +
+        `the pod's selection asks for deviceID "${OTHER}", ` +
+        `but the devices allocated to the pod for ${RESOURCE} are ${VF1} (kubelet); ` +
+        "the allocated device wins",
+    );
+    // Before any delegate, record or device-info copy.
+    expect(ctx.sb.invocations()).toEqual([]);
+    expect(ctx.sb.recordFiles()).toEqual([]);
+    expect(existsSync(join(s.devinfo, "cni"))).toBe(false);
+  });
+
+  it("M10 a device ID from kubelet with a path in it: 7 naming resource and value", async () => {
+    const s = await setup({ networks: "sriov-a", devices: ["../../../sys/bus/pci"] });
+    const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toContain(
+      `resource ${RESOURCE}: kubelet's pod-resources API lists device "../../../sys/bus/pci" ` +
+        "for the pod, which is not a valid device ID: has '..'",
+    );
+    expect(ctx.sb.invocations()).toEqual([]);
+    expect(ctx.sb.recordFiles()).toEqual([]);
+  });
+
+  it("M10 a pod's deviceID with a control character: 7 naming item, key and value", async () => {
+    const deviceID = `${VF1}\n`;
+    const s = await setup({ networks: JSON.stringify([{ name: "sriov-a", deviceID }]) });
+    const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    const shown = JSON.stringify(deviceID);
+    const why = "is not a valid device ID: has U+000A at position 13";
+    expect(err.msg).toContain(`key "deviceID" ${shown} ${why}`);
+    expect(ctx.sb.invocations()).toEqual([]);
+    expect(s.kubelet.calls).toEqual([]);
+  });
+
+  it("M10 N7.4 under namespaceIsolation a deviceID with no resourceName: 7, or a key", async () => {
+    const s = await setup({ networks: JSON.stringify([{ name: "hw", deviceID: VF1 }]) });
+    const extra = { capabilities: { deviceID: true } };
+    const config = JSON.stringify(ctx.sb.delegate("hw", { type: "sriov", extra }));
+    s.api.addNad({ metadata: { namespace: "app", name: "hw" }, spec: { config } });
+    const isolated = { ...s.conf, namespaceIsolation: true };
+    const err = cniError(await ctx.sb.run("ADD", isolated, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toMatch(/^pod app\/web: network app\/hw: the pod's selection asks for /);
+    expect(err.msg).toContain('"allowUnallocatedDeviceIDs": true');
+    expect(ctx.sb.invocations()).toEqual([]);
+
+    const allowed = { ...isolated, allowUnallocatedDeviceIDs: true };
+    const r = await ctx.sb.run("ADD", allowed, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const add = ctx.sb.invocations().find((i) => i.command === "ADD" && i.network === "hw")!;
+    expect(stdinOf(add).runtimeConfig).toEqual({ deviceID: VF1 });
+    expect(s.kubelet.calls).toEqual([]);
   });
 
   it("M10 more networks than devices fails with 7 naming the resource and both counts, before any delegate runs", async () => {

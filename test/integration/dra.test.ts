@@ -271,6 +271,75 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
   });
 });
 
+describe("M10 B76 what a driver publishes is checked before any delegate runs (thin mode)", () => {
+  type Spec = { devices: unknown[] };
+  const sriovSlice = (sc: DraScenario) => sc.slices[1]!;
+  const annotate = (sc: DraScenario, networks: unknown[]) => {
+    const annotations = sc.pod.metadata.annotations as Record<string, string>;
+    annotations["k8s.v1.cni.cncf.io/networks"] = JSON.stringify(networks);
+  };
+
+  it("M10 B76 a device twice in one pool and generation: 7 naming both slices", async () => {
+    for (const order of ["copy last", "copy first"]) {
+      const { conf } = await apiSetup((sc) => {
+        const copy = structuredClone(sriovSlice(sc));
+        copy.metadata.name = "node-1-sriov-copy";
+        (copy.spec as Spec).devices = [vfDevice("vf-1", "0000:07:00.9")];
+        if (order === "copy last") sc.slices.push(copy);
+        else sc.slices.unshift(copy);
+      });
+      const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+      expect(err.code, order).toBe(7);
+      expect(err.msg).toMatch(/^pod app\/web: the device of network\(s\) app\/netdra-a/);
+      expect(err.msg).toContain(
+        "device vf-1 (driver sriov.example.com, pool node-1, generation 2): " +
+          "ResourceSlices node-1-sriov, node-1-sriov-copy each list it",
+      );
+      expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+      await expectCleanDel(conf);
+    }
+  });
+
+  it("M10 B76 a deviceID attribute with a path: 7 naming claim, device, value", async () => {
+    const { conf } = await apiSetup((sc) => {
+      (sriovSlice(sc).spec as Spec).devices[0] = vfDevice("vf-1", "../../../sys/class/net/eth0");
+    });
+    const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toContain(
+      `ResourceClaim ${NET_CLAIM}: device vf-1 (driver sriov.example.com, pool node-1): ` +
+        'attribute k8s.cni.cncf.io/deviceID "../../../sys/class/net/eth0" is not a valid device ID',
+    );
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    await expectCleanDel(conf);
+  });
+
+  it("M10 a pod's deviceID among its claimed devices takes that one, else 7", async () => {
+    const networks = [{ name: "netdra-a" }, { name: "netdra-b", deviceID: VF1 }];
+    const { conf } = await apiSetup((sc) => annotate(sc, networks));
+    const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()).toEqual([
+      ["netdra-a", "net1", VF2],
+      ["netdra-b", "net2", VF1],
+    ]);
+    await expectCleanDel(conf);
+
+    const stolen = [{ name: "netdra-a", deviceID: "0000:07:00.3" }];
+    const other = await apiSetup((sc) => annotate(sc, stolen));
+    const before = ctx.sb.invocations().length;
+    const err = cniError(await ctx.sb.run("ADD", other.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    const where = `pod app/web: network app/netdra-a (resource ${NETDRA}): `;
+    expect(err.msg.startsWith(where)).toBe(true);
+    expect(err.msg).toContain('asks for deviceID "0000:07:00.3"');
+    const claimed = (id: string) => `${id} (ResourceClaim ${NET_CLAIM})`;
+    expect(err.msg).toContain(`${claimed(VF1)}, ${claimed(VF2)}`);
+    expect(ctx.sb.invocations().slice(before)).toEqual([]);
+    expect(ctx.sb.recordFiles()).toEqual([]);
+  });
+});
+
 function metricsText(socket: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request({ socketPath: socket, path: "/metrics" }, (res) => {

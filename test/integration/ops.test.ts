@@ -176,6 +176,17 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     expect(add).toContain(needle);
   });
 
+  it("M10 N7.4 explain reports a deviceID no allocation backs, as ADD words it", async () => {
+    const chosen = JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]);
+    const blue = nad("blue", noopConf({ capabilities: { deviceID: true } }));
+    const objects = [blue, pod("web", chosen)];
+    const n = node(objects, { extra: { namespaceIsolation: true } });
+    const r = await explain(`${NS}/web`, n.flags, n.env);
+    const add = await addError(n.stdinConf, "web");
+    expect(r.errors.map((e) => e.msg)).toEqual([add]);
+    expect(add).toContain('"allowUnallocatedDeviceIDs": true');
+  });
+
   it("M9 B28 explain reports every problem of the pod (all missing NADs, every bad network), ADD's first one first", async () => {
     const objects = [
       nad("bad", '{"cniVersion":"1.0.0","type":"noop",}'),

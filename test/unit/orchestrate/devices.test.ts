@@ -20,11 +20,18 @@ import {
   type PodDevicesLookup,
 } from "../../../src/orchestrate/devices";
 import { planForPod } from "../../../src/orchestrate/pod-plan";
+import type { Attachment } from "../../../src/orchestrate/record";
 import { FakeKube } from "../../fakes/fake-kube";
 import { recordingLogger } from "../../fakes/fake-exec";
 
 const NETWORKS = "k8s.v1.cni.cncf.io/networks";
-const RESOURCE = { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov_netdevice" };
+const SRIOV = "intel.com/sriov_netdevice";
+const RESOURCE = { "k8s.v1.cni.cncf.io/resourceName": SRIOV };
+const [VF1, VF2, OTHER] = ["0000:3b:02.1", "0000:3b:02.2", "0000:af:00.7"];
+/** The networks annotation in JSON form. */
+const picks = (...selections: object[]) => ({ [NETWORKS]: JSON.stringify(selections) });
+/** The deviceID at the top level of an attachment's first plugin (where sriov-cni reads it). */
+const top = (a: Attachment) => a.conf.plugins[0]!.deviceID;
 const log = silentLogger();
 let dir: string;
 let kube: FakeKube;
@@ -97,27 +104,50 @@ describe("assignDevices (M10)", () => {
     expect(p.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", "0000:3b:02.2"]);
   });
 
-  it("M10 the pod's own deviceID wins and takes none of the allocated devices", async () => {
-    kube
-      .addPod("app", "web", {
-        [NETWORKS]: JSON.stringify([{ name: "sriov-a", deviceID: "0000:af:00.7" }, { name: "sriov-a" }]),
-      })
-      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
-    const p = await plan(fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }));
-    expect(
-      p.attachments.slice(1).map((a) => [a.device?.deviceID, a.device?.from, a.conf.plugins[0]!.deviceID]),
-    ).toEqual([
-      ["0000:af:00.7", "pod", "0000:af:00.7"],
-      ["0000:3b:02.1", "kubelet", "0000:3b:02.1"],
+  it("M10 the allocation wins: a pod's deviceID among its devices takes that one", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a" }, { name: "sriov-a", deviceID: VF1 }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const p = await plan(fakeLookup({ [SRIOV]: [VF1, VF2] }));
+    const seen = p.attachments.slice(1).map((a) => [a.device?.deviceID, a.device?.from, top(a)]);
+    expect(seen).toEqual([
+      [VF2, "kubelet", VF2],
+      [VF1, "pod", VF1],
     ]);
+    expect(p.attachments[2]!.capabilityArgs?.deviceID).toBe(VF1);
   });
 
-  it("M10 only pod-chosen devices: kubelet is not asked", async () => {
-    kube
-      .addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-a", deviceID: "0000:af:00.7" }]) })
-      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
-    await plan(fakeLookup({}));
-    expect(lookups).toEqual([]);
+  it("M10 a pod's deviceID not allocated to it: 7 naming pod, network, both IDs", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", deviceID: OTHER }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const err = await plan(fakeLookup({ [SRIOV]: [VF1] })).then(
+      () => expect.fail("expected a failure"),
+      (e: unknown) => e as { code: number; message: string },
+    );
+    expect(err.code).toBe(7);
+    const where = `pod app/web: network app/sriov-a (resource ${SRIOV}): `;
+    expect(err.message.startsWith(where)).toBe(true);
+    expect(err.message).toContain(`asks for deviceID "${OTHER}"`);
+    expect(err.message).toContain(`are ${VF1} (kubelet)`);
+    expect(lookups).toEqual([{ namespace: "app", name: "web", resourceNames: [SRIOV] }]);
+  });
+
+  it("M10 two selections naming one allocated device: 7 naming the first", async () => {
+    const one = { name: "sriov-a", deviceID: VF1 };
+    kube.addPod("app", "web", picks(one, one));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    await expect(plan(fakeLookup({ [SRIOV]: [VF1, VF2] }))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("the network app/sriov-a on net1 already takes it"),
+    });
+  });
+
+  it("M10 a device ID from kubelet the device rule refuses: 7 naming it", async () => {
+    kube.addPod("app", "web", { [NETWORKS]: "sriov-a" });
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    await expect(plan(fakeLookup({ [SRIOV]: ["../../etc"] }))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining('lists device "../../etc" for the pod, which is not'),
+    });
   });
 
   it("M10 more networks than devices fails with 7 naming the resource and both counts", async () => {
@@ -261,13 +291,72 @@ describe("the pod's deviceID on a device network (M10, M4)", () => {
     kube
       .addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-b", deviceID: "0000:af:00.7" }]) })
       .addNad("app", "sriov-b", plain, RESOURCE);
-    const att = (await plan(fakeLookup({}))).attachments[1]!;
+    const att = (await plan(fakeLookup({ [SRIOV]: ["0000:af:00.7"] }))).attachments[1]!;
     expect(att.conf.plugins[0]!.deviceID).toBe("0000:af:00.7");
     kube.addNad("app", "sriov-b", plain);
     await expect(plan(fakeLookup({}))).rejects.toMatchObject({
       code: 7,
       message: expect.stringMatching(/"deviceID", but no plugin of the network declares/),
     });
+  });
+});
+
+describe("a deviceID no allocation backs (M10, N7.4)", () => {
+  const hostDevice = { cniVersion: "1.0.0", name: "hw", type: "host-device" };
+  const isolated = (extra: Record<string, unknown> = {}) =>
+    parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "plexus",
+      clusterNetwork: "cbr0",
+      confDir: join(dir, "conf"),
+      deviceInfoDir: join(dir, "devinfo"),
+      namespaceIsolation: true,
+      ...extra,
+    });
+  const planDeps = { kube: async () => kube, log, load: eagerLoaders };
+  const planWith = (c: PlexusConf) => {
+    return planForPod(req(), c, { ...planDeps, podDevices: fakeLookup({}) });
+  };
+
+  it("M10 N7.4 under namespaceIsolation: 7 naming network, ID and the key", async () => {
+    kube.addPod("app", "web", picks({ name: "hw", deviceID: OTHER }));
+    kube.addNad("app", "hw", { ...hostDevice, capabilities: { deviceID: true } });
+    const err = await planWith(isolated()).then(
+      () => expect.fail("expected a failure"),
+      (e: unknown) => e as { code: number; message: string },
+    );
+    expect(err.code).toBe(7);
+    expect(err.message).toMatch(/^pod app\/web: network app\/hw: the pod's selection asks for /);
+    expect(err.message).toContain('"allowUnallocatedDeviceIDs": true');
+    const allowed = await planWith(isolated({ allowUnallocatedDeviceIDs: true }));
+    expect(allowed.attachments[1]!.capabilityArgs).toEqual({ deviceID: OTHER });
+    const open = await planWith(conf());
+    expect(open.attachments[1]!.capabilityArgs).toEqual({ deviceID: OTHER });
+    expect(lookups).toEqual([]);
+  });
+
+  it("M10 allowUnallocatedDeviceIDs defaults to false and must be a boolean", () => {
+    expect(isolated().allowUnallocatedDeviceIDs).toBe(false);
+    const notBoolean = () => isolated({ allowUnallocatedDeviceIDs: "yes" });
+    expect(notBoolean).toThrow(/allowUnallocatedDeviceIDs/);
+  });
+
+  it("M10 M7 DEL without a record: an unallocated deviceID reaches no delegate", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", deviceID: OTHER }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const p = await planForPod(req(), conf(), {
+      kube: async () => kube,
+      log,
+      load: eagerLoaders,
+      devicesBestEffort: true,
+      podDevices: fakeLookup({ [SRIOV]: [VF1] }),
+    });
+    const att = p.attachments[1]!;
+    expect([att.device, att.capabilityArgs, att.conf.plugins.map((x) => x.deviceID)]).toEqual([
+      undefined,
+      undefined,
+      [undefined, undefined],
+    ]);
   });
 });
 

@@ -168,6 +168,11 @@ describe("reading Multus's delegate cache", () => {
       JSON.stringify([multusEntry(cluster), multusEntry({ ...blue, ifnameRequest: "../x" })]),
       /entry 1.*interface name/,
     ],
+    [
+      "a deviceID with a path in it (M10: the one device rule)",
+      JSON.stringify([multusEntry(cluster), { ...multusEntry(blue), deviceID: "../../sys/bus" }]),
+      /entry 1.*"deviceID" "\.\.\/\.\.\/sys\/bus" is not a valid device ID/,
+    ],
   ])("B47 a file that is %s is corrupt, with a reason", async (_what, text, reason) => {
     write(text);
     const r = await readMultusCache(query());

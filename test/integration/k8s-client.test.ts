@@ -623,6 +623,68 @@ bothRuntimes("B38 / B43 pod not found", () => {
   });
 });
 
+bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; an API not served is 104", () => {
+  const CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1";
+  const NAD_PATH = "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a";
+
+  it("B38 a server without resource.k8s.io/v1 and the NAD CRD: claim, slices and NAD reads are 104 naming the API, once each", async () => {
+    await using s = await startFakeApiServer({ unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"] });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const kube = await clientFor(s);
+    expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+    const claim = await failure(kube.getResourceClaim!("ns1", "c1"));
+    expect(claim.code).toBe(Code.ApiFailure);
+    expect(claim.message).toContain("get ResourceClaim ns1/c1");
+    expect(claim.message).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
+    expect(claim.message).toContain('"404 page not found"');
+    const slices = await failure(kube.listResourceSlices!({ nodeName: "node-1", driver: "d.example.com" }));
+    expect(slices.code).toBe(Code.ApiFailure);
+    expect(slices.message).toContain("does not serve resourceslices of API resource.k8s.io/v1");
+    const nad = await failure(kube.getNad("ns1", "net-a"));
+    expect(nad.code).toBe(Code.ApiFailure);
+    expect(nad.message).toContain("does not serve network-attachment-definitions of API k8s.cni.cncf.io/v1");
+    expect(nad.message).toContain("CRD");
+    // Not retried: a 404 is an answer.
+    expect(s.requests.map((r) => r.path)).toEqual([
+      POD_PATH,
+      CLAIM_PATH,
+      "/apis/resource.k8s.io/v1/resourceslices",
+      NAD_PATH,
+    ]);
+  });
+
+  it("B38 the same server serving both: a missing claim and a missing NAD are undefined (their Status names them)", async () => {
+    await withCluster(async (s, kube) => {
+      expect(await kube.getResourceClaim!("ns1", "c1")).toBeUndefined();
+      expect(await kube.getNad("ns1", "missing")).toBeUndefined();
+      expect(s.requests).toHaveLength(2);
+    });
+  });
+
+  it("B38 a 404 whose Status names no object (a proxy, an aggregator) is 104 for the pod, not 'pod deleted' (3)", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject(
+        { path: POD_PATH, times: 1 },
+        { kind: "status", code: 404, message: "the server could not find the requested resource" },
+      );
+      const err = await failure(kube.getPod("ns1", "p1"));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toContain("does not serve pods of API v1");
+      s.inject(
+        { path: POD_PATH, times: 1 },
+        {
+          kind: "status",
+          code: 404,
+          message: 'pods "other" not found',
+          details: { name: "other", kind: "pods" },
+        },
+      );
+      expect((await failure(kube.getPod("ns1", "p1"))).code).toBe(Code.ApiFailure);
+      expect(s.requests).toHaveLength(2);
+    });
+  });
+});
+
 bothRuntimes("B40 a 200 that is not the object: code 6, not a crash", () => {
   for (const kind of ["html", "truncated", "wrong-kind"] as const) {
     it(`B40 ${kind} for a pod and for a NAD`, async () => {

@@ -385,6 +385,58 @@ describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
   });
 });
 
+describe("B15 kubeconfig fields Plexus does not implement are refused, naming the field and the entry", () => {
+  const cases: [string, string, string, string][] = [
+    ["user", "as", "    as: admin", 'user "plexus" sets "as" (impersonation of another user)'],
+    ["user", "as-uid", "    as-uid: 1234", 'user "plexus" sets "as-uid"'],
+    ["user", "as-groups", "    as-groups: [system:masters]", 'user "plexus" sets "as-groups"'],
+    ["user", "as-user-extra", "    as-user-extra: {scopes: [a]}", 'user "plexus" sets "as-user-extra"'],
+    ["user", "As (Go's decoder matches keys case-insensitively)", "    As: admin", 'sets "as"'],
+    ["cluster", "proxy-url", "    proxy-url: http://proxy:3128", 'cluster "fake" sets "proxy-url" (a proxy'],
+  ];
+  for (const [entry, field, line, expected] of cases) {
+    it(`B15 ${entry} ${field}: 7 naming it, before any request`, async () => {
+      await using s = await startFakeApiServer();
+      const path = writeKubeconfig(s);
+      const text = readFileSync(path, "utf8");
+      const at = entry === "user" ? "  user:\n" : "  cluster:\n";
+      writeFileSync(path, text.replace(at, `${at}${line}\n`));
+      const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+      expect(err.code).toBe(Code.InvalidNetworkConfig);
+      expect(err.message).toContain(path);
+      expect(err.message).toContain(expected);
+      expect(s.requests).toHaveLength(0);
+    });
+  }
+
+  it("B15 an exec user with impersonation is refused too (the credential-plugin path), and `extensions`, a context namespace and disable-compression are accepted", async () => {
+    await using s = await startFakeApiServer();
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const path = writeKubeconfig(s);
+    const text = readFileSync(path, "utf8");
+    writeFileSync(
+      path,
+      text
+        .replace("    cluster: fake\n", "    cluster: fake\n    namespace: other\n")
+        .replace(
+          "  cluster:\n",
+          "  cluster:\n    disable-compression: true\n    extensions: [{name: x, extension: {a: 1}}]\n",
+        ),
+    );
+    expect((await (await clientFor(s, FAST, path)).getPod("ns1", "p1")).metadata.name).toBe("p1");
+    writeFileSync(
+      path,
+      text.replace(
+        / {4}token: .*\n/,
+        "    as: admin\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/false}\n",
+      ),
+    );
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(Code.InvalidNetworkConfig);
+    expect(err.message).toContain('sets "as"');
+  });
+});
+
 describe("B20 invalid names never become a request", () => {
   const bad = ["A", "-a", "a".repeat(64), ".", "..", "%2e", "a/b", "a%2fb", "", "a..b"];
   // Pod names are subdomains: dots between labels and up to 253 characters are fine.

@@ -50,7 +50,7 @@ export class DraCaches {
   private stopped = false;
 
   constructor(
-    private readonly opts: Pick<WatchCacheOptions, "kubeconfig" | "nodeName" | "list" | "log"> & {
+    private readonly opts: Pick<WatchCacheOptions, "source" | "nodeName" | "list" | "log"> & {
       backoff?: { minMs: number; maxMs: number };
     },
   ) {
@@ -62,7 +62,7 @@ export class DraCaches {
     };
     const trimS = (x: Record<string, unknown>) => trimResourceSlice(x) as unknown as Trimmed | undefined;
     const common = {
-      kc: watchKubeConfig(opts.kubeconfig),
+      kc: watchKubeConfig(opts.source),
       log: opts.log,
       backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
     };

@@ -29,6 +29,7 @@ import {
 import { runtimeConfig } from "./node-config";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
+import { missingPluginBinaries, pluginDirs } from "./plugin-binaries";
 
 export interface Check extends Finding {
   subject: string;
@@ -250,11 +251,16 @@ async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
       { ...conf, defaultNetworks: [] },
       new FsNetworkSource(conf.confDir, kube),
     );
-    add(
-      "ok",
-      "default network",
-      `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`,
-    );
+    const plugins = d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ");
+    // A primary network whose plugin binary is missing fails every ADD: looked up as a call would.
+    const missing = await missingPluginBinaries(d.clusterNetwork.conf, pluginDirs(conf, ctx.cniPath));
+    if (missing.length)
+      return add(
+        "error",
+        "default network",
+        `${d.clusterNetwork.network} (${plugins}): ${missing.map((e) => e.message).join("; ")}: every ADD fails`,
+      );
+    add("ok", "default network", `${d.clusterNetwork.network}: ${plugins}`);
   } catch (err) {
     add("error", "default network", messageOf(err));
   }

@@ -16,38 +16,43 @@ import { resolveNadConfig } from "../npwg/nad";
 import { checkPluginTypes } from "../npwg/policy";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "../orchestrate/network-source";
+import { missingPluginBinaries } from "./plugin-binaries";
 
 export interface SweepContext {
   conf: PlexusConf;
   kube: KubeApi;
   ifName: string;
+  /** Where a call looks plugins up (plugin-binaries.ts): a missing binary is a problem too. */
+  pluginDirs: readonly string[];
 }
 
-/** One selected network's problem, with the context ADD would put around it; undefined when fine. */
+/** One selected network's problems, with the context ADD would put around each; empty when fine. */
 async function selectionProblem(
   sel: NetworkSelection,
   ref: PodRef,
   ctx: SweepContext & { source: FsNetworkSource },
-): Promise<CniError | undefined> {
+): Promise<CniError[]> {
   const reference = `${sel.namespace}/${sel.name}`;
   try {
     checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf: ctx.conf });
     const nad = await ctx.kube.getNad(sel.namespace, sel.name);
     if (!nad)
-      return new CniError(
-        Code.InvalidNetworkConfig,
-        `network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
-      );
+      return [
+        new CniError(
+          Code.InvalidNetworkConfig,
+          `network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+        ),
+      ];
     const files = await ctx.source.confDirFiles();
     try {
       const { conf } = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
       checkPluginTypes(conf, ctx.conf.allowedPluginTypes, reference);
+      return (await missingPluginBinaries(conf, ctx.pluginDirs)).map((e) => e.withContext(`network ${reference}`));
     } catch (err) {
-      return asCniError(err).withContext(`network ${reference}`);
+      return [asCniError(err).withContext(`network ${reference}`)];
     }
-    return undefined;
   } catch (err) {
-    return asCniError(err);
+    return [asCniError(err)];
   }
 }
 
@@ -56,7 +61,10 @@ async function defaultNetworkProblems(pod: Pod, ctx: SweepContext & { source: Fs
   const problems: CniError[] = [];
   const one = async (defaultNetworks: string[]) => {
     try {
-      await resolveDefaultNetworks(pod, { ...ctx.conf, defaultNetworks }, ctx.source);
+      const d = await resolveDefaultNetworks(pod, { ...ctx.conf, defaultNetworks }, ctx.source);
+      // The cluster network is resolved by each call: its binaries are checked with the first.
+      const lists = defaultNetworks.length ? d.defaultNetworks : [d.clusterNetwork];
+      for (const n of lists) problems.push(...(await missingPluginBinaries(n.conf, ctx.pluginDirs)));
     } catch (err) {
       problems.push(asCniError(err));
     }
@@ -80,8 +88,7 @@ export async function sweepPodNetworks(pod: Pod, ref: PodRef, ctx: SweepContext)
     problems.push(asCniError(err));
   }
   for (const sel of selections) {
-    const problem = await selectionProblem(sel, ref, withSource);
-    if (problem) problems.push(problem);
+    problems.push(...(await selectionProblem(sel, ref, withSource)));
   }
   return problems.map((p) => p.withContext(`pod ${ref.namespace}/${ref.name}`));
 }

@@ -7,6 +7,9 @@
  * and at most `maxConnections` are open at once: a new one past that replaces the longest-idle
  * connection, so a probe always gets in (a connection only refused when all of them are busy
  * answering, which a health answer never is for long).
+ *
+ * In the Bun executable the server sees a connection once its first bytes arrive: one that never
+ * sends a byte is not counted here, and Bun closes it after its own idle timeout.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";

@@ -552,7 +552,7 @@ describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)
 });
 
 describe("the health port bounds its connections: idle ones cannot starve the probes or the socket", () => {
-  it("B36 100 idle connections (half with half-sent headers): the longest idle are closed past 64, /healthz and the socket answer at once, the rest close when idle 5 s", async () => {
+  it("B36 100 connections that never finish their headers: the longest idle are closed past 64, /healthz and the socket answer at once, the rest close when idle 5 s", async () => {
     const c = await cluster();
     const d = await binaryDaemon(c, ["--health-address", "127.0.0.1:0"]);
     const listening = () =>
@@ -571,7 +571,9 @@ describe("the health port bounds its connections: idle ones cannot starve the pr
       sock.on("error", () => {});
       sock.on("close", () => closedByServer++);
       await new Promise<void>((r) => sock.once("connect", () => r()));
-      if (i % 2) sock.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+      // Headers never finished (a slow client, or one that stalls on purpose): the connection is
+      // held open; one that sends nothing at all Bun closes itself after its own idle timeout.
+      sock.write(i % 2 ? "GET /healthz HTTP/1.1\r\nHost: x\r\n" : "G");
       idle.push(sock);
     }
     cleanups.push(() => {

@@ -278,6 +278,9 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
         "auxiliary chain",
         `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs (auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
       );
+    const missing = await missingPluginBinaries(chain, pluginDirs(conf, ctx.cniPath));
+    if (missing.length)
+      return add("error", "auxiliary chain", `${missing.map((e) => e.message).join("; ")}: every ADD fails`);
     add(
       "ok",
       "auxiliary chain",

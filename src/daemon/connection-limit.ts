@@ -28,7 +28,7 @@ interface Tracked {
   timer: NodeJS.Timeout | undefined;
 }
 
-export function limitConnections(server: Server, limits: ConnectionLimits = HEALTH_CONNECTION_LIMITS): void {
+export function limitConnections(server: Server, limits = HEALTH_CONNECTION_LIMITS): void {
   // In order of last use: the first idle one is the longest idle.
   const open = new Map<Socket, Tracked>();
   const arm = (socket: Socket, t: Tracked) => {

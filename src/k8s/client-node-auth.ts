@@ -75,7 +75,8 @@ export async function pluginKubeSource(kubeconfig: PluginKubeconfig): Promise<Ku
  */
 export function sourceKubeConfig(source: KubeSource): KubeConfig {
   const tls = source.tls;
-  const b64 = (v: Buffer | string | undefined) => (v === undefined ? undefined : Buffer.from(v).toString("base64"));
+  const b64 = (pem: Buffer | string | undefined) =>
+    pem === undefined ? undefined : Buffer.from(pem).toString("base64");
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [

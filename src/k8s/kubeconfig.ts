@@ -215,8 +215,10 @@ function refuseUnimplemented(o: {
   for (const [kind, name, entry, fields] of entries) {
     for (const [field, what] of Object.entries(fields)) {
       if (!hasKeyFold(entry, field)) continue;
+      const where = `${kind} ${JSON.stringify(name)} sets "${field}" (${what})`;
       throw o.fail(
-        `${kind} ${JSON.stringify(name)} sets "${field}" (${what}), which Plexus does not implement: remove it, or give Plexus a kubeconfig without it (its requests would otherwise go out without it)`,
+        `${where}, which Plexus does not implement: remove it, or give Plexus a kubeconfig ` +
+          "without it (its requests would otherwise go out without it)",
       );
     }
   }

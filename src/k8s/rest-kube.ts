@@ -9,6 +9,7 @@
  */
 import { hostname } from "node:os";
 import { CniError, Code, isCniError } from "../cni/errors";
+import { isPlainObject } from "../cni/json";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
@@ -80,7 +81,10 @@ export interface ApiStatus {
   reason?: string;
   /** `details.causes`: which field a 422 Invalid is about, what a 504 Timeout was (ResourceVersionTooLarge). */
   causes?: { reason?: string; field?: string; message?: string }[];
-  /** `details.name`, `details.kind` (the resource, e.g. `pods`), `details.group`: which object a 404 is about. */
+  /**
+   * `details.name`, `details.kind` (the resource, e.g. `pods`), `details.group`: which object a
+   * 404 is about.
+   */
   details?: { name?: string; kind?: string; group?: string };
 }
 
@@ -90,7 +94,7 @@ export class ApiStatusError extends Error {
   readonly code: number;
   readonly headers: Record<string, string>;
   readonly status: ApiStatus;
-  /** The body's first bytes, for a message when it is not a Status (a plain-text `404 page not found`). */
+  /** The body's first bytes, for a message when it is no Status (a plain `404 page not found`). */
   readonly bodyStart: string;
   constructor(answer: HttpAnswer) {
     const status = statusOf(answer.body);
@@ -116,7 +120,7 @@ function statusOf(body: Buffer): ApiStatus {
       ...(typeof b.message === "string" ? { message: b.message } : {}),
       ...(typeof b.reason === "string" ? { reason: b.reason } : {}),
       ...(causes.length ? { causes } : {}),
-      ...(typeof details === "object" && details !== null ? { details: namedDetails(details) } : {}),
+      ...(isPlainObject(details) ? { details: namedDetails(details) } : {}),
     };
   } catch {
     return {};
@@ -138,7 +142,7 @@ export function apiStatusIn(err: unknown): ApiStatusError | undefined {
   return undefined;
 }
 
-/** One API resource: how a request path and a 404's Status name it (`group` "" is the core group). */
+/** One API resource, as a request path and a 404's Status name it (`group` "": the core group). */
 export interface ApiResource {
   group: string;
   version: string;
@@ -146,9 +150,23 @@ export interface ApiResource {
 }
 
 export const POD_RESOURCE: ApiResource = { group: "", version: "v1", plural: "pods" };
-export const NAD_RESOURCE: ApiResource = { group: NAD_GROUP, version: NAD_VERSION, plural: NAD_PLURAL };
-export const CLAIM_RESOURCE: ApiResource = { group: DRA_GROUP, version: DRA_VERSION, plural: "resourceclaims" };
-export const SLICE_RESOURCE: ApiResource = { group: DRA_GROUP, version: DRA_VERSION, plural: "resourceslices" };
+export const NAD_RESOURCE: ApiResource = {
+  group: NAD_GROUP,
+  version: NAD_VERSION,
+  plural: NAD_PLURAL,
+};
+export const CLAIM_RESOURCE: ApiResource = {
+  group: DRA_GROUP,
+  version: DRA_VERSION,
+  plural: "resourceclaims",
+};
+export const SLICE_RESOURCE: ApiResource = {
+  group: DRA_GROUP,
+  version: DRA_VERSION,
+  plural: "resourceslices",
+};
+
+export type NotFound = "missing" | "not-served";
 
 /**
  * What a 404 means, read as kube-apiserver writes it: a missing object is a NotFound Status whose
@@ -156,9 +174,10 @@ export const SLICE_RESOURCE: ApiResource = { group: DRA_GROUP, version: DRA_VERS
  * the server does not serve (a CRD not installed, an API not enabled) falls through its handler
  * chain to Go's `http.NotFound`, the plain text `404 page not found`, with no Status at all. So a
  * 404 is "missing" only when its Status names the object asked for; any other 404 (a list has no
- * name) is "not-served". Undefined: not a 404. The one classifier of every read (pods, NADs, claims).
+ * name) is "not-served". Undefined: not a 404. The one classifier of every read (pods, NADs,
+ * claims, slices).
  */
-export function notFoundIn(err: unknown, resource: ApiResource, name?: string): "missing" | "not-served" | undefined {
+export function notFoundIn(err: unknown, api: ApiResource, name?: string): NotFound | undefined {
   const s = apiStatusIn(err);
   if (s?.code !== 404) return undefined;
   const d = s.status.details;
@@ -166,8 +185,8 @@ export function notFoundIn(err: unknown, resource: ApiResource, name?: string): 
     name !== undefined &&
     s.status.reason === "NotFound" &&
     d?.name === name &&
-    d.kind === resource.plural &&
-    (d.group ?? "") === resource.group;
+    d.kind === api.plural &&
+    (d.group ?? "") === api.group;
   return namesIt ? "missing" : "not-served";
 }
 
@@ -175,18 +194,28 @@ export function notFoundIn(err: unknown, resource: ApiResource, name?: string): 
 const NOT_SERVED_HINT: Record<string, string> = {
   "": "is the kubeconfig's server URL the API server itself, without a path of a proxy in front?",
   [NAD_GROUP]: `is the NetworkAttachmentDefinition CRD (${NAD_PLURAL}.${NAD_GROUP}) installed?`,
-  [DRA_GROUP]: `Dynamic Resource Allocation (${DRA_GROUP}/${DRA_VERSION}) is not enabled on this cluster, so a pod's ResourceClaims cannot be read`,
+  [DRA_GROUP]: "Dynamic Resource Allocation is not enabled on the cluster",
 };
 
 /** Code 104 for a resource the API server does not serve, naming its API and what to check. */
-export function notServedError(o: { what: string; server: string; resource: ApiResource; err: unknown }): CniError {
+export interface NotServed {
+  what: string;
+  server: string;
+  resource: ApiResource;
+  err: unknown;
+}
+
+export function notServedError(o: NotServed): CniError {
   const { group, version, plural } = o.resource;
   const api = group ? `${group}/${version}` : version;
   const s = apiStatusIn(o.err);
   const answer = s?.status.message ?? s?.bodyStart ?? "";
+  const said = `HTTP 404${answer ? ` ${JSON.stringify(answer)}` : ""}`;
+  const hint = NOT_SERVED_HINT[group] ?? "is that API installed?";
+  const served = `the API server ${o.server} does not serve ${plural} of API ${api}`;
   return new CniError(
     Code.ApiFailure,
-    `${o.what}: the API server ${o.server} does not serve ${plural} of API ${api} (HTTP 404${answer ? ` ${JSON.stringify(answer)}` : ""}, not a NotFound status naming the object): ${NOT_SERVED_HINT[group] ?? "is that API installed?"}`,
+    `${o.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
     undefined,
     { cause: o.err },
   );
@@ -289,6 +318,13 @@ export function trimNad(raw: Record<string, unknown>, fallbackNamespace: string)
       ? { spec: typeof spec.config === "string" ? { config: spec.config } : {} }
       : {}),
   };
+}
+
+/** One object's read, for {@link RestKube}'s 404 handling. */
+interface ObjectRead {
+  resource: ApiResource;
+  name: string;
+  what: string;
 }
 
 export class RestKube implements KubeApi {
@@ -549,8 +585,8 @@ export class RestKube implements KubeApi {
     this.http.close();
   }
 
-  /** A 404 naming the object: true; one for a resource not served: 104 thrown; anything else: false. */
-  private isMissing(err: unknown, o: { resource: ApiResource; name: string; what: string }): boolean {
+  /** A 404 naming the object: true; a resource not served: 104 thrown; anything else: false. */
+  private isMissing(err: unknown, o: ObjectRead): boolean {
     const verdict = notFoundIn(err, o.resource, o.name);
     if (verdict === "not-served")
       throw notServedError({ what: o.what, server: this.source.server, resource: o.resource, err });
@@ -607,7 +643,8 @@ export class RestKube implements KubeApi {
     if (err instanceof ApiStatusError) {
       const s = err.status;
       // A body that is no Status (a 404 for a path not served is plain text) is quoted as it came.
-      const said = s.message ?? (s.reason ? undefined : err.bodyStart ? JSON.stringify(err.bodyStart) : undefined);
+      const plain = !s.reason && err.bodyStart ? JSON.stringify(err.bodyStart) : undefined;
+      const said = s.message ?? plain;
       const detail = said ? `: ${said}` : "";
       if (err.code === 401 || err.code === 403) {
         // B37: the status and where the credentials came from, so the operator knows what to fix.

@@ -24,7 +24,7 @@ import { apiStatusIn, NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } fro
 export type ListFn = (path: string, query: Record<string, string>) => Promise<Record<string, unknown>>;
 
 export interface WatchCacheOptions {
-  /** The server and credentials of the daemon's REST client (kubeconfig.ts, the CNI binary's loader). */
+  /** The daemon REST client's server and credentials (kubeconfig.ts, the binary's loader). */
   source: KubeSource;
   /** This node: only its pods are watched (`spec.nodeName=<nodeName>`). */
   nodeName: string;
@@ -248,7 +248,7 @@ export function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
   return pod;
 }
 
-/** client-node's KubeConfig for watches, from the REST client's source (see {@link sourceKubeConfig}). */
+/** client-node's KubeConfig for watches, from the REST client's source (sourceKubeConfig). */
 export function watchKubeConfig(source: KubeSource): KubeConfig {
   return sourceKubeConfig(source);
 }

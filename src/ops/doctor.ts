@@ -242,6 +242,9 @@ function checkKeys(ctx: OpsContext, add: Add): void {
     add("warning", "config keys", r.msg);
 }
 
+/** What a network whose plugin binary is missing means. */
+const FAILS = "every ADD fails";
+
 async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
   const { conf } = ctx;
   const kube = await ctx.kube().catch(() => undefined);
@@ -253,13 +256,12 @@ async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
     );
     const plugins = d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ");
     // A primary network whose plugin binary is missing fails every ADD: looked up as a call would.
-    const missing = await missingPluginBinaries(d.clusterNetwork.conf, pluginDirs(conf, ctx.cniPath));
-    if (missing.length)
-      return add(
-        "error",
-        "default network",
-        `${d.clusterNetwork.network} (${plugins}): ${missing.map((e) => e.message).join("; ")}: every ADD fails`,
-      );
+    const dirs = pluginDirs(conf, ctx.cniPath);
+    const primary = d.clusterNetwork;
+    const missing = await missingPluginBinaries(primary.conf, dirs);
+    const why = missing.map((e) => e.message).join("; ");
+    const network = `${primary.network} (${plugins})`;
+    if (why) return add("error", "default network", `${network}: ${why}: ${FAILS}`);
     add("ok", "default network", `${d.clusterNetwork.network}: ${plugins}`);
   } catch (err) {
     add("error", "default network", messageOf(err));
@@ -278,9 +280,9 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
         "auxiliary chain",
         `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs (auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
       );
-    const missing = await missingPluginBinaries(chain, pluginDirs(conf, ctx.cniPath));
-    if (missing.length)
-      return add("error", "auxiliary chain", `${missing.map((e) => e.message).join("; ")}: every ADD fails`);
+    const dirs = pluginDirs(conf, ctx.cniPath);
+    const missing = (await missingPluginBinaries(chain, dirs)).map((e) => e.message).join("; ");
+    if (missing) return add("error", "auxiliary chain", `${missing}: ${FAILS}`);
     add(
       "ok",
       "auxiliary chain",

@@ -26,45 +26,47 @@ export interface SweepContext {
   pluginDirs: readonly string[];
 }
 
-/** One selected network's problems, with the context ADD would put around each; empty when fine. */
+/** One selected network's problem, with the context ADD would put around it; undefined when fine. */
 async function selectionProblem(
   sel: NetworkSelection,
   ref: PodRef,
   ctx: SweepContext & { source: FsNetworkSource },
-): Promise<CniError[]> {
+): Promise<CniError | undefined> {
   const reference = `${sel.namespace}/${sel.name}`;
   try {
     checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf: ctx.conf });
     const nad = await ctx.kube.getNad(sel.namespace, sel.name);
     if (!nad)
-      return [
-        new CniError(
-          Code.InvalidNetworkConfig,
-          `network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
-        ),
-      ];
+      return new CniError(
+        Code.InvalidNetworkConfig,
+        `network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+      );
     const files = await ctx.source.confDirFiles();
     try {
       const { conf } = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
       checkPluginTypes(conf, ctx.conf.allowedPluginTypes, reference);
-      return (await missingPluginBinaries(conf, ctx.pluginDirs)).map((e) => e.withContext(`network ${reference}`));
+      // The first missing binary, as ADD stops at it for this network.
+      const [missing] = await missingPluginBinaries(conf, ctx.pluginDirs);
+      if (missing) return missing.withContext(`network ${reference}`);
     } catch (err) {
-      return [asCniError(err).withContext(`network ${reference}`)];
+      return asCniError(err).withContext(`network ${reference}`);
     }
+    return undefined;
   } catch (err) {
-    return [asCniError(err)];
+    return asCniError(err);
   }
 }
 
 /** Each default network on its own: the cluster network, then every `defaultNetworks` entry. */
 async function defaultNetworkProblems(pod: Pod, ctx: SweepContext & { source: FsNetworkSource }): Promise<CniError[]> {
   const problems: CniError[] = [];
+  const dirs = ctx.pluginDirs;
   const one = async (defaultNetworks: string[]) => {
     try {
       const d = await resolveDefaultNetworks(pod, { ...ctx.conf, defaultNetworks }, ctx.source);
       // The cluster network is resolved by each call: its binaries are checked with the first.
       const lists = defaultNetworks.length ? d.defaultNetworks : [d.clusterNetwork];
-      for (const n of lists) problems.push(...(await missingPluginBinaries(n.conf, ctx.pluginDirs)));
+      for (const n of lists) problems.push(...(await missingPluginBinaries(n.conf, dirs)));
     } catch (err) {
       problems.push(asCniError(err));
     }
@@ -88,7 +90,8 @@ export async function sweepPodNetworks(pod: Pod, ref: PodRef, ctx: SweepContext)
     problems.push(asCniError(err));
   }
   for (const sel of selections) {
-    problems.push(...(await selectionProblem(sel, ref, withSource)));
+    const problem = await selectionProblem(sel, ref, withSource);
+    if (problem) problems.push(problem);
   }
   return problems.map((p) => p.withContext(`pod ${ref.namespace}/${ref.name}`));
 }

@@ -18,16 +18,18 @@ const HOST_LINK_KEYS: Readonly<Record<string, string>> = {
   "host-device": "device",
 };
 
-/** Linux's rule for interface names (dev_valid_name): 1–15 bytes, no `/`, `:` or whitespace, not `.` or `..`. */
+/** Linux's rule (dev_valid_name): 1–15 bytes, no `/`, `:` or whitespace, not `.` or `..`. */
 function validLinkName(name: string): boolean {
   return Buffer.byteLength(name) <= 15 && /^[^/:\s]+$/.test(name) && name !== "." && name !== "..";
 }
+
+const INVALID_NAME = "not a valid interface name (1–15 bytes, no / : or spaces)";
 
 export function linkExistsOnNode(name: string): boolean {
   return existsSync(`/sys/class/net/${name}`);
 }
 
-/** One problem per plugin whose host interface is missing or not a valid name (empty: all there). */
+/** One problem per plugin whose host interface is missing or no valid name (empty: all there). */
 export function hostLinkProblems(
   plugins: readonly PluginConf[],
   linkExists: (name: string) => boolean = linkExistsOnNode,
@@ -39,11 +41,11 @@ export function hostLinkProblems(
     const name = key ? getKeyFold(p, key) : undefined;
     if (typeof name !== "string" || name === "") continue;
     const what = `plugin ${p.type}: ${key} ${JSON.stringify(name)}`;
-    if (!validLinkName(name))
-      problems.push(`${what} is not a valid interface name (1 to 15 characters, no "/", ":" or spaces)`);
+    if (!validLinkName(name)) problems.push(`${what} is ${INVALID_NAME}`);
     else if (!linkExists(name))
       problems.push(
-        `${what} does not exist on this node (no /sys/class/net/${name}): every ADD of this network would fail; create the interface or change "${key}"`,
+        `${what} does not exist on this node (no /sys/class/net/${name}): every ADD of this ` +
+          `network would fail; create the interface or change "${key}"`,
       );
   }
   return problems;

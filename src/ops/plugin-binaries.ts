@@ -9,13 +9,16 @@ import { asCniError, type CniError } from "../cni/errors";
 import { findInPath } from "../invoke/find";
 import { isBuiltinPassthru } from "../libcni/conflist";
 
+type Dirs = readonly string[];
+
 /** The directories a call searches: `binDir` first, then CNI_PATH, each made absolute. */
-export function pluginDirs(conf: { binDir?: string | undefined }, cniPath: readonly string[]): string[] {
-  return (conf.binDir ? [conf.binDir, ...cniPath] : [...cniPath]).filter((p) => p !== "").map((p) => resolve(p));
+export function pluginDirs(conf: { binDir?: string | undefined }, cniPath: Dirs): string[] {
+  const dirs = conf.binDir ? [conf.binDir, ...cniPath] : [...cniPath];
+  return dirs.filter((dir) => dir !== "").map((dir) => resolve(dir));
 }
 
 /** ADD's error for each plugin of the list whose executable is not in `dirs` (empty: all found). */
-export async function missingPluginBinaries(conf: ConfList, dirs: readonly string[]): Promise<CniError[]> {
+export async function missingPluginBinaries(conf: ConfList, dirs: Dirs): Promise<CniError[]> {
   const missing: CniError[] = [];
   for (const plugin of conf.plugins) {
     if (isBuiltinPassthru(plugin)) continue;

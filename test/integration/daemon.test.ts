@@ -511,7 +511,8 @@ async function binaryDaemon(
   c: { kubeconfig: string; socket: string },
   extra: string[] = [],
 ): Promise<{ daemon: ChildProcess; stderr: () => string }> {
-  const args = ["daemon", "--kubeconfig", c.kubeconfig, "--node-name", "node-1", "--socket", c.socket];
+  const args = ["daemon", "--kubeconfig", c.kubeconfig, "--node-name", "node-1"];
+  args.push("--socket", c.socket);
   const daemon = spawn(PLEXUS_BIN, [...args, "--pod-resources-socket", "", ...extra], {
     cwd: "/",
     stdio: ["ignore", "ignore", "pipe"],
@@ -529,7 +530,7 @@ async function binaryDaemon(
 }
 
 describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)", () => {
-  it("M1 a plain-http kubeconfig (kubectl proxy): the watches start, /readyz turns 200 and pods and NADs come from the cache", async () => {
+  it("M1 a plain-http kubeconfig: the watches start, /readyz is 200, pods and NADs come from the cache", async () => {
     const s = await startFakeApiServer({ tls: false });
     cleanups.push(() => s.close());
     const dir = mkdtempSync(join(tmpdir(), "plx-daemon-http-"));
@@ -539,7 +540,8 @@ describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)
     const c = { kubeconfig: writeKubeconfig(s, { dir, tokenFile: true }), socket: join(dir, "plexus.sock") };
     const d = await binaryDaemon(c);
     await expect.poll(() => unixSocketStatus(c.socket, "/readyz"), { timeout: 10_000, interval: 50 }).toBe(200);
-    const watched = s.requests.filter((r) => new URLSearchParams(r.query).get("watch") === "true").map((r) => r.path);
+    const watches = s.requests.filter((r) => new URLSearchParams(r.query).get("watch") === "true");
+    const watched = watches.map((r) => r.path);
     expect(watched).toEqual(
       expect.arrayContaining(["/api/v1/pods", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions"]),
     );
@@ -551,8 +553,8 @@ describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)
   });
 });
 
-describe("the health port bounds its connections: idle ones cannot starve the probes or the socket", () => {
-  it("B36 100 connections that never finish their headers: the longest idle are closed past 64, /healthz and the socket answer at once, the rest close when idle 5 s", async () => {
+describe("the health port bounds its connections: idle ones starve neither probes nor socket", () => {
+  it("B36 100 stalled connections: the longest idle go past 64, probes and socket answer, the rest close", async () => {
     const c = await cluster();
     const d = await binaryDaemon(c, ["--health-address", "127.0.0.1:0"]);
     const listening = () =>

@@ -262,7 +262,7 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
     await expectCleanDel(conf);
   });
 
-  it("M10 a cluster that does not serve resource.k8s.io/v1: 104 naming the API (not 11, which the runtime retries forever); one read, nothing attached", async () => {
+  it("M10 a cluster without resource.k8s.io/v1: 104 naming the API, not 11 (retried forever)", async () => {
     const { api, conf } = await apiSetup(undefined, { unserved: ["resource.k8s.io/v1"] });
     const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
     expect(err.code).toBe(104);
@@ -364,7 +364,7 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     await exited;
   });
 
-  it("M10 the daemon on a cluster that does not serve resource.k8s.io/v1: the ADD fails with 104 naming the API, not 11", async () => {
+  it("M10 the daemon on a cluster without resource.k8s.io/v1: the ADD fails with 104, not 11", async () => {
     const { api, conf } = await apiSetup(undefined, { unserved: ["resource.k8s.io/v1"] });
     const d = await startDaemon(conf.kubeconfig as string);
     const err = cniError(await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }));

@@ -106,7 +106,7 @@ describe("fake API server: errors are metav1.Status", () => {
 });
 
 describe("fake API server: an API group it does not serve", () => {
-  it("answers as kube-apiserver's notfoundhandler: 404, plain text '404 page not found', no Status; a missing object's Status names it", async () => {
+  it("as kube-apiserver's notfoundhandler: a plain-text 404, no Status; a missing object's names it", async () => {
     await using s = await startFakeApiServer({ unserved: ["resource.k8s.io/v1"] });
     for (const path of [
       "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1",

@@ -385,7 +385,7 @@ describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
   });
 });
 
-describe("B15 kubeconfig fields Plexus does not implement are refused, naming the field and the entry", () => {
+describe("B15 kubeconfig fields Plexus does not implement: refused, naming the field and entry", () => {
   const cases: [string, string, string, string][] = [
     ["user", "as", "    as: admin", 'user "plexus" sets "as" (impersonation of another user)'],
     ["user", "as-uid", "    as-uid: 1234", 'user "plexus" sets "as-uid"'],
@@ -409,7 +409,7 @@ describe("B15 kubeconfig fields Plexus does not implement are refused, naming th
     });
   }
 
-  it("B15 an exec user with impersonation is refused too (the credential-plugin path), and `extensions`, a context namespace and disable-compression are accepted", async () => {
+  it("B15 impersonation on an exec user is refused too; extensions, namespace, disable-compression pass", async () => {
     await using s = await startFakeApiServer();
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const path = writeKubeconfig(s);
@@ -675,11 +675,11 @@ bothRuntimes("B38 / B43 pod not found", () => {
   });
 });
 
-bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; an API not served is 104", () => {
+bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; else 104", () => {
   const CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1";
   const NAD_PATH = "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a";
 
-  it("B38 a server without resource.k8s.io/v1 and the NAD CRD: claim, slices and NAD reads are 104 naming the API, once each", async () => {
+  it("B38 no resource.k8s.io/v1, no NAD CRD: claim, slices, NAD reads are 104 naming the API, once", async () => {
     await using s = await startFakeApiServer({ unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"] });
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const kube = await clientFor(s);
@@ -705,7 +705,7 @@ bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; an A
     ]);
   });
 
-  it("B38 the same server serving both: a missing claim and a missing NAD are undefined (their Status names them)", async () => {
+  it("B38 served: a missing claim and a missing NAD are undefined (their Status names them)", async () => {
     await withCluster(async (s, kube) => {
       expect(await kube.getResourceClaim!("ns1", "c1")).toBeUndefined();
       expect(await kube.getNad("ns1", "missing")).toBeUndefined();
@@ -713,7 +713,7 @@ bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; an A
     });
   });
 
-  it("B38 a 404 whose Status names no object (a proxy, an aggregator) is 104 for the pod, not 'pod deleted' (3)", async () => {
+  it("B38 a 404 whose Status names no object is 104 for the pod, not 'pod deleted' (3)", async () => {
     await withCluster(async (s, kube) => {
       s.inject(
         { path: POD_PATH, times: 1 },

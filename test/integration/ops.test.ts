@@ -201,7 +201,7 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     );
   });
 
-  it("M1 a primary network whose plugin binary is missing is one of 'all N problems', beside a missing NAD", async () => {
+  it("M1 a missing primary plugin binary is one of 'all N problems', beside a missing NAD", async () => {
     const n = node([pod("web", "missing-1")]);
     writeFileSync(
       join(n.confDir, "10-default.conflist"),
@@ -371,7 +371,7 @@ describe("plexus validate: can this node run the NAD", () => {
     expect(of("old").join()).toContain("does not speak the network's cniVersion 1.0.0 (it speaks 0.3.1, 0.4.0)");
   });
 
-  it("a macvlan, ipvlan or vlan master and a host-device device must exist on the node; a bridge need not", async () => {
+  it("macvlan, ipvlan, vlan master and host-device device must exist on the node; a bridge not", async () => {
     for (const t of ["macvlan", "ipvlan", "vlan", "host-device", "bridge"]) sb.installPlugin(t);
     const n = node([
       nad("mv-absent", noopConf({ type: "macvlan", master: "plx-absent0" })),
@@ -485,7 +485,7 @@ describe("plexus doctor: the node in one screen", () => {
     );
   });
 
-  it("M1 a primary network whose plugin binary is missing is an error, looked up in binDir and CNI_PATH as a call does", async () => {
+  it("M1 a missing primary plugin binary is an error, looked up in binDir and CNI_PATH as a call does", async () => {
     const n = node([]);
     const primary = (type: string) =>
       writeFileSync(

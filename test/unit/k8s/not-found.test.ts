@@ -32,7 +32,7 @@ const notFound = (r: ApiResource, name: string) => ({
 });
 
 describe("notFoundIn: what a 404 means", () => {
-  it("B38 kube-apiserver's NotFound naming the object is 'missing', also behind a CniError's cause", () => {
+  it("B38 a NotFound naming the object is 'missing', also behind a CniError's cause", () => {
     for (const r of [POD_RESOURCE, NAD_RESOURCE, CLAIM_RESOURCE]) {
       const err = new ApiStatusError(answer(404, notFound(r, "x1")));
       expect(notFoundIn(err, r, "x1")).toBe("missing");
@@ -40,7 +40,7 @@ describe("notFoundIn: what a 404 means", () => {
     }
   });
 
-  it("B38 the notfoundhandler's plain text, a Status without details, or one naming another object is 'not-served'", () => {
+  it("B38 plain text, a Status without details or naming another object: 'not-served'", () => {
     const cases = [
       answer(404, "404 page not found\n"),
       answer(404, { kind: "Status", reason: "NotFound", message: "the server could not find the requested resource" }),
@@ -54,7 +54,7 @@ describe("notFoundIn: what a 404 means", () => {
     expect(notFoundIn(new Error("x"), POD_RESOURCE, "x1")).toBeUndefined();
   });
 
-  it("B38 generated 404 bodies: 'missing' exactly when the Status names the object asked for", () => {
+  it("B38 generated 404 bodies: 'missing' exactly when the Status names the object", () => {
     const resources = fc.constantFrom(POD_RESOURCE, NAD_RESOURCE, CLAIM_RESOURCE);
     const field = (values: string[]) =>
       fc.option(fc.oneof(fc.constantFrom(...values), fc.string()), { nil: undefined });

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { hostLinkProblems } from "../../../src/ops/host-links";
 
 describe("hostLinkProblems", () => {
-  it("macvlan, ipvlan, vlan master and host-device device are looked up (key matched as Go does); bridge and a left-out master are not", () => {
+  it("macvlan, ipvlan, vlan master and host-device device are looked up; bridge, no master are not", () => {
     const asked: string[] = [];
     const exists = (name: string) => (asked.push(name), name === "eth0");
     const problems = hostLinkProblems(
@@ -30,7 +30,7 @@ describe("hostLinkProblems", () => {
     ]);
   });
 
-  it("B20 a name that is not a valid interface name is reported and never looked up (no path from it)", () => {
+  it("B20 an invalid interface name is reported and never looked up (no path from it)", () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 40 }), (name) => {
         const asked: string[] = [];

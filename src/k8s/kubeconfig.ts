@@ -7,7 +7,8 @@
  * tls-server-name) need no @kubernetes/client-node, whose initialisation would cost every pod ~21 ms
  * even from the executable's bytecode (docs/benchmarks.md).
  * A user with an `exec` or `auth-provider` credential plugin is handed to client-node's KubeConfig
- * (client-node-auth.ts, loaded only then).
+ * (client-node-auth.ts, loaded only then). A field of client-go's schema that would change where
+ * requests go or whom they act as, and that is not implemented, is refused (refuseUnimplemented).
  *
  * B15: a kubeconfig that is missing, unreadable, not YAML or not usable fails with code 7 naming the
  * file, before any request. B50: every file is read in one go from one descriptor, so a kubeconfig

@@ -10,7 +10,6 @@ import { hostname } from "node:os";
 import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/defaults";
 import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
-import { readKubeconfig } from "../k8s/kubeconfig";
 import { createLogger, type Logger } from "../log/logger";
 import { MissingNetworksDetector } from "./missing-networks";
 import { startDaemonServer } from "./server";
@@ -122,9 +121,8 @@ async function connectApi(s: DaemonSettings, env: Readonly<Record<string, string
 async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
   // prom-client (metrics.ts) loads with the daemon only: a CNI call never needs it.
   const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
-  const kubeconfig = s.kubeconfig ? { path: s.kubeconfig, raw: await readKubeconfig(s.kubeconfig) } : undefined;
   const watchOptions = {
-    kubeconfig,
+    source: api.source,
     nodeName: s.nodeName,
     list: (path: string, query: Record<string, string>) => api.list(path, query),
     log,

@@ -17,6 +17,7 @@ import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
 import type { DaemonMetrics } from "./metrics";
+import { limitConnections } from "./connection-limit";
 import { type DraCacheView, getResourceClaimRoute, getResourceSlicesRoute } from "./dra-routes";
 import { DAEMON_API } from "./protocol";
 
@@ -392,6 +393,7 @@ async function listenForHealth(
     send(res, e.status, { error: { code: e.code, msg: e.message } });
   });
   h.keepAliveTimeout = 5_000;
+  limitConnections(h);
   const { host, port } = address;
   try {
     await new Promise<void>((resolve, reject) => {

@@ -6,7 +6,7 @@
  */
 import type * as https from "node:https";
 import { dirname } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig, type RequestContext } from "@kubernetes/client-node";
 import { CniError, Code } from "../cni/errors";
 import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfig";
 
@@ -64,4 +64,39 @@ export async function pluginKubeSource(kubeconfig: PluginKubeconfig): Promise<Ku
       },
     },
   };
+}
+
+/**
+ * client-node's KubeConfig for its Watch (the daemon's watch caches), built from the source the
+ * REST client uses, so that the watches and the CNI binary accept exactly the same kubeconfigs (one
+ * loader, kubeconfig.ts): the same server, the same TLS material, the same per-request credentials
+ * (a rotated token file, a plugin's refreshed token). client-node's own loader refuses a plain
+ * `http://` server unless `insecure-skip-tls-verify` is set; here TLS is set up only for https.
+ */
+export function sourceKubeConfig(source: KubeSource): KubeConfig {
+  const tls = source.tls;
+  const b64 = (pem: Buffer | string | undefined) =>
+    pem === undefined ? undefined : Buffer.from(pem).toString("base64");
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [
+      {
+        name: "plexus",
+        server: source.server,
+        skipTLSVerify: tls?.rejectUnauthorized === false,
+        caData: b64(tls?.ca),
+        ...(tls?.servername ? { tlsServerName: tls.servername } : {}),
+      },
+    ],
+    users: [{ name: "plexus", certData: b64(tls?.cert), keyData: b64(tls?.key) }],
+    contexts: [{ name: "plexus", cluster: "plexus", user: "plexus" }],
+    currentContext: "plexus",
+  });
+  const withTls = kc.applySecurityAuthentication.bind(kc);
+  kc.applySecurityAuthentication = async (ctx: RequestContext) => {
+    // The TLS dispatcher (CA, client certificate, SNI name) for https; plain http has none.
+    if (source.server.startsWith("https:")) await withTls(ctx);
+    for (const [k, v] of Object.entries(await source.auth.headers())) ctx.setHeaderParam(k, v);
+  };
+  return kc;
 }

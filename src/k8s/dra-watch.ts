@@ -19,7 +19,7 @@ import {
   trimResourceClaim,
   trimResourceSlice,
 } from "./dra";
-import { apiStatusIn } from "./rest-kube";
+import { notFoundIn, SLICE_RESOURCE } from "./rest-kube";
 import { Informer, lister, type Trimmed, type WatchCacheOptions, watchKubeConfig } from "./watch-cache";
 
 export interface DraCacheStats {
@@ -50,7 +50,7 @@ export class DraCaches {
   private stopped = false;
 
   constructor(
-    private readonly opts: Pick<WatchCacheOptions, "kubeconfig" | "nodeName" | "list" | "log"> & {
+    private readonly opts: Pick<WatchCacheOptions, "source" | "nodeName" | "list" | "log"> & {
       backoff?: { minMs: number; maxMs: number };
     },
   ) {
@@ -62,7 +62,7 @@ export class DraCaches {
     };
     const trimS = (x: Record<string, unknown>) => trimResourceSlice(x) as unknown as Trimmed | undefined;
     const common = {
-      kc: watchKubeConfig(opts.kubeconfig),
+      kc: watchKubeConfig(opts.source),
       log: opts.log,
       backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
     };
@@ -93,7 +93,7 @@ export class DraCaches {
       await this.opts.list(SLICE_PATH, { fieldSelector: this.sliceSelector(), resourceVersion: "0" });
       this.served = true;
     } catch (err) {
-      if (apiStatusIn(err)?.code === 404) {
+      if (notFoundIn(err, SLICE_RESOURCE) === "not-served") {
         this.served = false;
         this.opts.log.info(
           "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims read it live)",

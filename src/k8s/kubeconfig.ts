@@ -7,7 +7,8 @@
  * tls-server-name) need no @kubernetes/client-node, whose initialisation would cost every pod ~21 ms
  * even from the executable's bytecode (docs/benchmarks.md).
  * A user with an `exec` or `auth-provider` credential plugin is handed to client-node's KubeConfig
- * (client-node-auth.ts, loaded only then).
+ * (client-node-auth.ts, loaded only then). A field of client-go's schema that would change where
+ * requests go or whom they act as, and that is not implemented, is refused (refuseUnimplemented).
  *
  * B15: a kubeconfig that is missing, unreadable, not YAML or not usable fails with code 7 naming the
  * file, before any request. B50: every file is read in one go from one descriptor, so a kubeconfig
@@ -18,6 +19,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { hasKeyFold } from "../cni/keys";
 import { SERVICE_ACCOUNT_DIR } from "../config/defaults";
 import { readSharedFile } from "../store/shared-file";
 import type { TlsMaterial } from "./http-transport";
@@ -141,6 +143,7 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
   const insecure = cluster["insecure-skip-tls-verify"] === true;
   const server = checkServer(str(cluster.server) ?? "", clusterName, fail);
   const user = named(raw.users, str(context.user) ?? "", "user") ?? {};
+  refuseUnimplemented({ cluster, clusterName, user, userName: str(context.user) ?? "", fail });
   if (user.exec !== undefined || user["auth-provider"] !== undefined) return { plugin: true, path, raw };
 
   const file = (v: unknown) => (typeof v === "string" && v ? (isAbsolute(v) ? v : join(dir, v)) : undefined);
@@ -179,6 +182,47 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
     });
   }
   return { credentials: `kubeconfig ${path}`, server, tls: server.startsWith("https:") ? tls : undefined, auth };
+}
+
+/**
+ * Fields of client-go's clientcmd v1 schema that change where requests go or whom they act as, and
+ * that neither this loader nor the transports implement: ignoring one would send the requests
+ * somewhere else than the operator meant (past no proxy) or as someone else (not the impersonated
+ * user). Matched as Go's decoder matches keys (case-insensitively). Fields that change nothing of
+ * the kind are accepted: `extensions` (for tools), a context's `namespace` (Plexus reads each
+ * pod's own), `disable-compression` (a hint; the answers are small JSON either way).
+ */
+const UNIMPLEMENTED = {
+  cluster: { "proxy-url": "a proxy for the API server" },
+  user: {
+    as: "impersonation of another user",
+    "as-uid": "impersonation of a user's UID",
+    "as-groups": "impersonation of groups",
+    "as-user-extra": "impersonation with extra user fields",
+  },
+} as const;
+
+function refuseUnimplemented(o: {
+  cluster: Record<string, unknown>;
+  clusterName: string;
+  user: Record<string, unknown>;
+  userName: string;
+  fail: (why: string) => CniError;
+}): void {
+  const entries = [
+    ["cluster", o.clusterName, o.cluster, UNIMPLEMENTED.cluster],
+    ["user", o.userName, o.user, UNIMPLEMENTED.user],
+  ] as const;
+  for (const [kind, name, entry, fields] of entries) {
+    for (const [field, what] of Object.entries(fields)) {
+      if (!hasKeyFold(entry, field)) continue;
+      const where = `${kind} ${JSON.stringify(name)} sets "${field}" (${what})`;
+      throw o.fail(
+        `${where}, which Plexus does not implement: remove it, or give Plexus a kubeconfig ` +
+          "without it (its requests would otherwise go out without it)",
+      );
+    }
+  }
 }
 
 function staticHeaders(h: Record<string, string>): Auth {

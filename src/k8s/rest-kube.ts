@@ -9,6 +9,7 @@
  */
 import { hostname } from "node:os";
 import { CniError, Code, isCniError } from "../cni/errors";
+import { isPlainObject } from "../cni/json";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
@@ -80,6 +81,11 @@ export interface ApiStatus {
   reason?: string;
   /** `details.causes`: which field a 422 Invalid is about, what a 504 Timeout was (ResourceVersionTooLarge). */
   causes?: { reason?: string; field?: string; message?: string }[];
+  /**
+   * `details.name`, `details.kind` (the resource, e.g. `pods`), `details.group`: which object a
+   * 404 is about.
+   */
+  details?: { name?: string; kind?: string; group?: string };
 }
 
 /** A non-2xx answer: its code and the metav1.Status it carried, if any. */
@@ -88,6 +94,8 @@ export class ApiStatusError extends Error {
   readonly code: number;
   readonly headers: Record<string, string>;
   readonly status: ApiStatus;
+  /** The body's first bytes, for a message when it is no Status (a plain `404 page not found`). */
+  readonly bodyStart: string;
   constructor(answer: HttpAnswer) {
     const status = statusOf(answer.body);
     super(
@@ -96,6 +104,7 @@ export class ApiStatusError extends Error {
     this.code = answer.status;
     this.headers = answer.headers;
     this.status = status;
+    this.bodyStart = answer.body.subarray(0, 80).toString("utf8").trim();
   }
 }
 
@@ -103,7 +112,7 @@ function statusOf(body: Buffer): ApiStatus {
   try {
     const b = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
     if (typeof b !== "object" || b === null) return {};
-    const details = b.details as { causes?: unknown } | undefined;
+    const details = b.details as Record<string, unknown> | undefined;
     const causes = Array.isArray(details?.causes)
       ? details.causes.filter((c): c is NonNullable<ApiStatus["causes"]>[number] => typeof c === "object" && c !== null)
       : [];
@@ -111,10 +120,17 @@ function statusOf(body: Buffer): ApiStatus {
       ...(typeof b.message === "string" ? { message: b.message } : {}),
       ...(typeof b.reason === "string" ? { reason: b.reason } : {}),
       ...(causes.length ? { causes } : {}),
+      ...(isPlainObject(details) ? { details: namedDetails(details) } : {}),
     };
   } catch {
     return {};
   }
+}
+
+function namedDetails(d: Record<string, unknown>): NonNullable<ApiStatus["details"]> {
+  const out: NonNullable<ApiStatus["details"]> = {};
+  for (const k of ["name", "kind", "group"] as const) if (typeof d[k] === "string") out[k] = d[k];
+  return out;
 }
 
 /** The API server's answer behind an error (followed through CniError and RetriesExhausted causes). */
@@ -124,6 +140,85 @@ export function apiStatusIn(err: unknown): ApiStatusError | undefined {
     e = e instanceof RetriesExhausted ? e.lastError : (e as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/** One API resource, as a request path and a 404's Status name it (`group` "": the core group). */
+export interface ApiResource {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export const POD_RESOURCE: ApiResource = { group: "", version: "v1", plural: "pods" };
+export const NAD_RESOURCE: ApiResource = {
+  group: NAD_GROUP,
+  version: NAD_VERSION,
+  plural: NAD_PLURAL,
+};
+export const CLAIM_RESOURCE: ApiResource = {
+  group: DRA_GROUP,
+  version: DRA_VERSION,
+  plural: "resourceclaims",
+};
+export const SLICE_RESOURCE: ApiResource = {
+  group: DRA_GROUP,
+  version: DRA_VERSION,
+  plural: "resourceslices",
+};
+
+export type NotFound = "missing" | "not-served";
+
+/**
+ * What a 404 means, read as kube-apiserver writes it: a missing object is a NotFound Status whose
+ * `details` name it (its name, its resource as `kind`, its `group`); a group, version or resource
+ * the server does not serve (a CRD not installed, an API not enabled) falls through its handler
+ * chain to Go's `http.NotFound`, the plain text `404 page not found`, with no Status at all. So a
+ * 404 is "missing" only when its Status names the object asked for; any other 404 (a list has no
+ * name) is "not-served". Undefined: not a 404. The one classifier of every read (pods, NADs,
+ * claims, slices).
+ */
+export function notFoundIn(err: unknown, api: ApiResource, name?: string): NotFound | undefined {
+  const s = apiStatusIn(err);
+  if (s?.code !== 404) return undefined;
+  const d = s.status.details;
+  const namesIt =
+    name !== undefined &&
+    s.status.reason === "NotFound" &&
+    d?.name === name &&
+    d.kind === api.plural &&
+    (d.group ?? "") === api.group;
+  return namesIt ? "missing" : "not-served";
+}
+
+/** What the operator can do when a resource is not served, by API group. */
+const NOT_SERVED_HINT: Record<string, string> = {
+  "": "is the kubeconfig's server URL the API server itself, without a path of a proxy in front?",
+  [NAD_GROUP]: `is the NetworkAttachmentDefinition CRD (${NAD_PLURAL}.${NAD_GROUP}) installed?`,
+  [DRA_GROUP]: "Dynamic Resource Allocation is not enabled on the cluster",
+};
+
+/** Code 104 for a resource the API server does not serve, naming its API and what to check. */
+export interface NotServed {
+  what: string;
+  server: string;
+  resource: ApiResource;
+  err: unknown;
+}
+
+export function notServedError(o: NotServed): CniError {
+  const { group, version, plural } = o.resource;
+  const api = group ? `${group}/${version}` : version;
+  const s = apiStatusIn(o.err);
+  const answer = s?.status.message ?? s?.bodyStart ?? "";
+  const said = `HTTP 404${answer ? ` ${JSON.stringify(answer)}` : ""}`;
+  const hint = NOT_SERVED_HINT[group] ?? "is that API installed?";
+  const served = `the API server ${o.server} does not serve ${plural} of API ${api}`;
+  return new CniError(
+    Code.ApiFailure,
+    `${o.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
+    undefined,
+    { cause: o.err },
+  );
 }
 
 /** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
@@ -225,12 +320,20 @@ export function trimNad(raw: Record<string, unknown>, fallbackNamespace: string)
   };
 }
 
+/** One object's read, for {@link RestKube}'s 404 handling. */
+interface ObjectRead {
+  resource: ApiResource;
+  name: string;
+  what: string;
+}
+
 export class RestKube implements KubeApi {
   private readonly http: ApiTransport;
   private readonly policy: RetryPolicy;
   private readonly conflictRetries: number;
   private readonly clock: RetryClock;
-  private readonly source: KubeSource;
+  /** Where the server and credentials came from (the daemon's watches use the same). */
+  readonly source: KubeSource;
   private readonly opts: KubeClientOptions;
   private readonly base: URL;
 
@@ -261,7 +364,7 @@ export class RestKube implements KubeApi {
     try {
       obj = await this.call("GET", `/api/v1/namespaces/${namespace}/pods/${name}`);
     } catch (err) {
-      if (isApiStatus(err, 404))
+      if (this.isMissing(err, { resource: POD_RESOURCE, name, what }))
         throw new CniError(
           Code.UnknownContainer,
           `${what}: the pod does not exist (HTTP 404 from ${this.source.server})`,
@@ -286,7 +389,7 @@ export class RestKube implements KubeApi {
     try {
       obj = await this.call("GET", `/apis/${NAD_GROUP}/${NAD_VERSION}/namespaces/${namespace}/${NAD_PLURAL}/${name}`);
     } catch (err) {
-      if (isApiStatus(err, 404)) return undefined;
+      if (this.isMissing(err, { resource: NAD_RESOURCE, name, what })) return undefined;
       throw this.toCniError(err, what);
     }
     const nad = obj.kind === "NetworkAttachmentDefinition" ? trimNad(obj, namespace) : undefined;
@@ -307,7 +410,7 @@ export class RestKube implements KubeApi {
     try {
       obj = await this.call("GET", `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${namespace}/resourceclaims/${name}`);
     } catch (err) {
-      if (isApiStatus(err, 404)) return undefined;
+      if (this.isMissing(err, { resource: CLAIM_RESOURCE, name, what })) return undefined;
       throw this.toCniError(err, what);
     }
     const claim = obj.kind === "ResourceClaim" ? trimResourceClaim(obj, namespace) : undefined;
@@ -325,7 +428,12 @@ export class RestKube implements KubeApi {
       ...(query.nodeName ? [`spec.nodeName=${query.nodeName}`] : []),
       `spec.driver=${query.driver}`,
     ].join(",");
-    const l = await this.list(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { fieldSelector });
+    const path = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
+    const l = await this.list(path, { fieldSelector }).catch((err: unknown) => {
+      if (notFoundIn(err, SLICE_RESOURCE) !== "not-served") throw err;
+      const what = `list ResourceSlices (${fieldSelector})`;
+      throw notServedError({ what, server: this.source.server, resource: SLICE_RESOURCE, err });
+    });
     if (l.kind !== "ResourceSliceList" || !Array.isArray(l.items))
       throw new CniError(
         Code.Decoding,
@@ -367,7 +475,7 @@ export class RestKube implements KubeApi {
         });
         return;
       } catch (err) {
-        if (isApiStatus(err, 404))
+        if (this.isMissing(err, { resource: POD_RESOURCE, name: pod.name, what }))
           throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`);
         if (isUidChangeRefused(err)) {
           throw new CniError(
@@ -477,6 +585,14 @@ export class RestKube implements KubeApi {
     this.http.close();
   }
 
+  /** A 404 naming the object: true; a resource not served: 104 thrown; anything else: false. */
+  private isMissing(err: unknown, o: ObjectRead): boolean {
+    const verdict = notFoundIn(err, o.resource, o.name);
+    if (verdict === "not-served")
+      throw notServedError({ what: o.what, server: this.source.server, resource: o.resource, err });
+    return verdict === "missing";
+  }
+
   private operationDeadline(): number {
     return Math.min(this.clock.now() + this.policy.totalTimeoutMs, this.opts.deadlineAt ?? Number.POSITIVE_INFINITY);
   }
@@ -526,7 +642,10 @@ export class RestKube implements KubeApi {
       return new CniError(Code.Decoding, `${what}: the API server answered ${err.message}`, undefined, { cause: err });
     if (err instanceof ApiStatusError) {
       const s = err.status;
-      const detail = s.message ? `: ${s.message}` : "";
+      // A body that is no Status (a 404 for a path not served is plain text) is quoted as it came.
+      const plain = !s.reason && err.bodyStart ? JSON.stringify(err.bodyStart) : undefined;
+      const said = s.message ?? plain;
+      const detail = said ? `: ${said}` : "";
       if (err.code === 401 || err.code === 403) {
         // B37: the status and where the credentials came from, so the operator knows what to fix.
         return new CniError(

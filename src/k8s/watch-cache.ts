@@ -13,21 +13,19 @@
  * A list or watch that fails (network error, 5xx) stops client-node's informer; here it is
  * restarted with exponential backoff, and `synced` turns false until it has listed again.
  */
-import { KubeConfig, ListWatch, Watch, type KubernetesObject } from "@kubernetes/client-node";
+import { type KubeConfig, ListWatch, Watch, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
-import { clientNodeKubeConfig } from "./client-node-auth";
+import { sourceKubeConfig } from "./client-node-auth";
+import type { KubeSource } from "./kubeconfig";
 import { apiStatusIn, NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
 
 /** GET a list (path + query) from the API server, as JSON. */
 export type ListFn = (path: string, query: Record<string, string>) => Promise<Record<string, unknown>>;
 
 export interface WatchCacheOptions {
-  /**
-   * The kubeconfig as read by kubeconfig.ts (token files normalised), and its path; without one,
-   * in-cluster (KUBERNETES_SERVICE_HOST/PORT and the service account).
-   */
-  kubeconfig?: { path: string; raw: Record<string, unknown> } | undefined;
+  /** The daemon REST client's server and credentials (kubeconfig.ts, the binary's loader). */
+  source: KubeSource;
   /** This node: only its pods are watched (`spec.nodeName=<nodeName>`). */
   nodeName: string;
   /** Lists go through the daemon's own REST client (timeouts, size cap); watches through client-node. */
@@ -250,12 +248,9 @@ export function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
   return pod;
 }
 
-/** client-node's KubeConfig for watches: the kubeconfig as read by kubeconfig.ts, else in-cluster. */
-export function watchKubeConfig(kubeconfig: WatchCacheOptions["kubeconfig"]): KubeConfig {
-  if (kubeconfig) return clientNodeKubeConfig(kubeconfig);
-  const kc = new KubeConfig();
-  kc.loadFromCluster();
-  return kc;
+/** client-node's KubeConfig for watches, from the REST client's source (sourceKubeConfig). */
+export function watchKubeConfig(source: KubeSource): KubeConfig {
+  return sourceKubeConfig(source);
 }
 
 export class WatchCaches {
@@ -263,7 +258,7 @@ export class WatchCaches {
   private readonly nads: Informer<Nad>;
 
   constructor(options: WatchCacheOptions) {
-    const kc = watchKubeConfig(options.kubeconfig);
+    const kc = watchKubeConfig(options.source);
     const min = options.minRestartDelayMs ?? 500;
     const max = options.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${options.nodeName}`;

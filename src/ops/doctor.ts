@@ -29,6 +29,7 @@ import {
 import { runtimeConfig } from "./node-config";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
+import { missingPluginBinaries, pluginDirs } from "./plugin-binaries";
 
 export interface Check extends Finding {
   subject: string;
@@ -241,6 +242,9 @@ function checkKeys(ctx: OpsContext, add: Add): void {
     add("warning", "config keys", r.msg);
 }
 
+/** What a network whose plugin binary is missing means. */
+const FAILS = "every ADD fails";
+
 async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
   const { conf } = ctx;
   const kube = await ctx.kube().catch(() => undefined);
@@ -250,11 +254,15 @@ async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
       { ...conf, defaultNetworks: [] },
       new FsNetworkSource(conf.confDir, kube),
     );
-    add(
-      "ok",
-      "default network",
-      `${d.clusterNetwork.network}: ${d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ")}`,
-    );
+    const plugins = d.clusterNetwork.conf.plugins.map((p) => p.type).join(" → ");
+    // A primary network whose plugin binary is missing fails every ADD: looked up as a call would.
+    const dirs = pluginDirs(conf, ctx.cniPath);
+    const primary = d.clusterNetwork;
+    const missing = await missingPluginBinaries(primary.conf, dirs);
+    const why = missing.map((e) => e.message).join("; ");
+    const network = `${primary.network} (${plugins})`;
+    if (why) return add("error", "default network", `${network}: ${why}: ${FAILS}`);
+    add("ok", "default network", `${d.clusterNetwork.network}: ${plugins}`);
   } catch (err) {
     add("error", "default network", messageOf(err));
   }
@@ -272,6 +280,9 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
         "auxiliary chain",
         `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs (auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
       );
+    const dirs = pluginDirs(conf, ctx.cniPath);
+    const missing = (await missingPluginBinaries(chain, dirs)).map((e) => e.message).join("; ");
+    if (missing) return add("error", "auxiliary chain", `${missing}: ${FAILS}`);
     add(
       "ok",
       "auxiliary chain",

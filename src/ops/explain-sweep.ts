@@ -18,11 +18,14 @@ import { checkPluginTypes } from "../npwg/policy";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
 import { resourceNameOf } from "../orchestrate/devices";
 import { FsNetworkSource } from "../orchestrate/network-source";
+import { missingPluginBinaries } from "./plugin-binaries";
 
 export interface SweepContext {
   conf: PlexusConf;
   kube: KubeApi;
   ifName: string;
+  /** Where a call looks plugins up (plugin-binaries.ts): a missing binary is a problem too. */
+  pluginDirs: readonly string[];
 }
 
 /** One selected network's problem, with the context ADD would put around it; undefined when fine. */
@@ -44,6 +47,9 @@ async function selectionProblem(
     try {
       const { conf } = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
       checkPluginTypes(conf, ctx.conf.allowedPluginTypes, reference);
+      // The first missing binary, as ADD stops at it for this network.
+      const [missing] = await missingPluginBinaries(conf, ctx.pluginDirs);
+      if (missing) return missing.withContext(`network ${reference}`);
     } catch (err) {
       return asCniError(err).withContext(`network ${reference}`);
     }
@@ -60,9 +66,13 @@ async function selectionProblem(
 /** Each default network on its own: the cluster network, then every `defaultNetworks` entry. */
 async function defaultNetworkProblems(pod: Pod, ctx: SweepContext & { source: FsNetworkSource }): Promise<CniError[]> {
   const problems: CniError[] = [];
+  const dirs = ctx.pluginDirs;
   const one = async (defaultNetworks: string[]) => {
     try {
-      await resolveDefaultNetworks(pod, { ...ctx.conf, defaultNetworks }, ctx.source);
+      const d = await resolveDefaultNetworks(pod, { ...ctx.conf, defaultNetworks }, ctx.source);
+      // The cluster network is resolved by each call: its binaries are checked with the first.
+      const lists = defaultNetworks.length ? d.defaultNetworks : [d.clusterNetwork];
+      for (const n of lists) problems.push(...(await missingPluginBinaries(n.conf, dirs)));
     } catch (err) {
       problems.push(asCniError(err));
     }

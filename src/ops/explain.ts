@@ -35,6 +35,7 @@ import { sweepPodNetworks } from "./explain-sweep";
 import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
 import { noteLogger } from "./note-logger";
+import { pluginDirs } from "./plugin-binaries";
 
 export interface ExplainFlags extends CommonFlags {
   file?: string | undefined;
@@ -165,7 +166,13 @@ export async function explain(pod: string | undefined, flags: ExplainFlags, env 
       fail(err);
       // ADD stops at its first error; a person wants every one (all missing NADs, all bad networks).
       if (found && ref && ro)
-        for (const e of await sweepPodNetworks(found, ref, { conf: ctx.conf, kube: ro, ifName: req.ifName })) fail(e);
+        for (const e of await sweepPodNetworks(found, ref, {
+          conf: ctx.conf,
+          kube: ro,
+          ifName: req.ifName,
+          pluginDirs: pluginDirs(ctx.conf, ctx.cniPath),
+        }))
+          fail(e);
     } finally {
       for (const e of ro?.withheldEvents ?? [])
         notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);

@@ -32,6 +32,7 @@ import {
 } from "./context";
 import { checkIpam, overlaps, type AddressRange } from "./ipam";
 import { checkResourceName } from "./dra-check";
+import { hostLinkProblems } from "./host-links";
 import { readManifest } from "./manifest-kube";
 import type { ResourceSlice } from "../k8s/dra";
 
@@ -202,6 +203,7 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     return report;
   }
   await checkPlugins(conf, ctx, report.findings);
+  for (const msg of hostLinkProblems(conf.plugins)) report.findings.push({ level: "error", msg });
   for (const mine of footprints(ref, conf)) {
     for (const other of scope.others.filter((o) => o.nad !== ref && o.key === mine.key)) {
       for (const a of mine.ranges) {

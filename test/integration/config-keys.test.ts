@@ -139,9 +139,17 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
     writeFileSync(join(netd, "10-a.conf"), JSON.stringify({ cniVersion: "1.0.0", name: "a", type: "noop" }));
     writeFileSync(join(netd, "chain", "t.conf"), JSON.stringify({ type: "tuning" }));
     const file = join(sb.root, "p.conf");
+    // The plugins are looked up as a call would: binDir first.
     const write = (extra: Record<string, unknown>) =>
-      writeFileSync(file, JSON.stringify(sb.config([], { auxiliaryCNIChainName: "chain", confDir: netd, ...extra })));
+      writeFileSync(
+        file,
+        JSON.stringify(sb.config([], { auxiliaryCNIChainName: "chain", confDir: netd, binDir: sb.binDir, ...extra })),
+      );
     write({ clusterNetwork: join(netd, "10-a.conf") });
+    const noTuning = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
+    expect(noTuning.stdout).toMatch(/error +auxiliary chain +network "chain": plugin type="tuning" is missing/);
+    sb.installPlugin("noop");
+    sb.installPlugin("tuning");
     const ok = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
     expect(ok.stdout).toMatch(
       /ok +auxiliary chain +chain: passthru → tuning from .*netd\/chain, after every pod's networks/,

@@ -6,10 +6,10 @@
  * API when the daemon is missing, refusing, hanging, answering garbage or failing; and the optional
  * --health-address listener (health and metrics over TCP, never the /v1 API).
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { connect as netConnect } from "node:net";
+import { connect as netConnect, type Socket } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -22,7 +22,7 @@ import { silentLogger } from "../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import { recordingLogger } from "../unit/install/recording-logger";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
-import { runPlexus } from "../support/plexus-bin";
+import { PLEXUS_BIN, runPlexus, unixSocketStatus } from "../support/plexus-bin";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -503,5 +503,92 @@ describe("the CNI side falls back to the API server when the daemon cannot answe
     const k = await via();
     expect(k?.constructor.name).toBe("DaemonKube");
     expect((await k!.getPod("app", "web")).metadata.name).toBe("web");
+  });
+});
+
+/** `dist/plexus daemon` (the Bun executable, as the DaemonSet runs it); stopped after the test. */
+async function binaryDaemon(
+  c: { kubeconfig: string; socket: string },
+  extra: string[] = [],
+): Promise<{ daemon: ChildProcess; stderr: () => string }> {
+  const args = ["daemon", "--kubeconfig", c.kubeconfig, "--node-name", "node-1"];
+  args.push("--socket", c.socket);
+  const daemon = spawn(PLEXUS_BIN, [...args, "--pod-resources-socket", "", ...extra], {
+    cwd: "/",
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  daemon.stderr!.on("data", (b: Buffer) => (stderr += b.toString()));
+  cleanups.push(async () => {
+    if (daemon.exitCode !== null || daemon.signalCode !== null) return;
+    const exited = new Promise((r) => daemon.once("exit", r));
+    daemon.kill("SIGTERM");
+    await exited;
+  });
+  await expect.poll(() => unixSocketStatus(c.socket, "/healthz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  return { daemon, stderr: () => stderr };
+}
+
+describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)", () => {
+  it("M1 a plain-http kubeconfig: the watches start, /readyz is 200, pods and NADs come from the cache", async () => {
+    const s = await startFakeApiServer({ tls: false });
+    cleanups.push(() => s.close());
+    const dir = mkdtempSync(join(tmpdir(), "plx-daemon-http-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web" }, spec: { nodeName: "node-1" } });
+    s.addNad({ metadata: { name: "net-a", namespace: "app" }, spec: { config: NAD_CONF } });
+    const c = { kubeconfig: writeKubeconfig(s, { dir, tokenFile: true }), socket: join(dir, "plexus.sock") };
+    const d = await binaryDaemon(c);
+    await expect.poll(() => unixSocketStatus(c.socket, "/readyz"), { timeout: 10_000, interval: 50 }).toBe(200);
+    const watches = s.requests.filter((r) => new URLSearchParams(r.query).get("watch") === "true");
+    const watched = watches.map((r) => r.path);
+    expect(watched).toEqual(
+      expect.arrayContaining(["/api/v1/pods", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions"]),
+    );
+    expect(JSON.parse((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).text).source).toBe("cache");
+    expect(JSON.parse((await daemonGet(c.socket, "/v1/nad?namespace=app&name=net-a")).text).source).toBe("cache");
+    // The watches carried the kubeconfig's token, as the REST client's requests do.
+    expect(s.requests.every((r) => r.user !== undefined)).toBe(true);
+    expect(d.stderr()).not.toMatch(/HTTP protocol is not allowed/);
+  });
+});
+
+describe("the health port bounds its connections: idle ones starve neither probes nor socket", () => {
+  it("B36 100 stalled connections: the longest idle go past 64, probes and socket answer, the rest close", async () => {
+    const c = await cluster();
+    const d = await binaryDaemon(c, ["--health-address", "127.0.0.1:0"]);
+    const listening = () =>
+      d
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes("daemon health and metrics listening"));
+    await expect.poll(listening, { timeout: 5000 }).toBeTruthy();
+    const port = Number(JSON.parse(listening()!).port);
+    await ready(c.socket);
+    expect(port).toBeGreaterThan(0);
+    const idle: Socket[] = [];
+    let closedByServer = 0;
+    for (let i = 0; i < 100; i++) {
+      const sock = netConnect({ host: "127.0.0.1", port });
+      sock.on("error", () => {});
+      sock.on("close", () => closedByServer++);
+      await new Promise<void>((r) => sock.once("connect", () => r()));
+      // Headers never finished (a slow client, or one that stalls on purpose): the connection is
+      // held open; one that sends nothing at all Bun closes itself after its own idle timeout.
+      sock.write(i % 2 ? "GET /healthz HTTP/1.1\r\nHost: x\r\n" : "G");
+      idle.push(sock);
+    }
+    cleanups.push(() => {
+      for (const sock of idle) sock.destroy();
+    });
+    const t0 = performance.now();
+    expect((await tcpRequest({ host: "127.0.0.1", port }, "/healthz")).status).toBe(200);
+    expect((await tcpRequest({ host: "127.0.0.1", port }, "/readyz")).status).toBe(200);
+    expect((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).status).toBe(200);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    // At most 64 open at once: the oldest idle ones made room for the probes.
+    await expect.poll(() => closedByServer, { timeout: 2000 }).toBeGreaterThanOrEqual(100 - 64);
+    // The others are closed once idle past the bound.
+    await expect.poll(() => closedByServer, { timeout: 9000, interval: 100 }).toBe(100);
   });
 });

@@ -199,8 +199,9 @@ function onApi(api: FakeApiServer, sc: DraScenario): void {
 
 async function apiSetup(
   edit?: (sc: DraScenario) => void,
+  server: Parameters<typeof startFakeApiServer>[0] = {},
 ): Promise<{ api: FakeApiServer; conf: Record<string, unknown> }> {
-  const api = await startFakeApiServer();
+  const api = await startFakeApiServer(server);
   onTestFinished(() => api.close());
   onApi(api, draScenario({ nadConfig, ...(edit ? { edit } : {}) }));
   const conf = baseConf({ kubeconfig: writeKubeconfig(api, { dir: ctx.sb.root }), apiRequestTimeoutSeconds: 2 });
@@ -257,6 +258,23 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
         `pod app/web: the device of network\\(s\\) app/netdra-a .*ResourceClaim app/${NET_CLAIM} does not exist`,
       ),
     );
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    await expectCleanDel(conf);
+  });
+
+  it("M10 a cluster without resource.k8s.io/v1: 104 naming the API, not 11 (retried forever)", async () => {
+    const { api, conf } = await apiSetup(undefined, { unserved: ["resource.k8s.io/v1"] });
+    const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(104);
+    expect(err.msg).toContain(`get ResourceClaim app/${NET_CLAIM}`);
+    expect(err.msg).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
+    expect(err.msg).toContain("Dynamic Resource Allocation");
+    // One GET per claim, none repeated; no slice is listed.
+    const claimGets = draRequests(api);
+    expect(claimGets.every((r) => r.startsWith("GET /apis/resource.k8s.io/v1/namespaces/app/resourceclaims/"))).toBe(
+      true,
+    );
+    expect(new Set(claimGets).size).toBe(claimGets.length);
     expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
     await expectCleanDel(conf);
   });
@@ -411,6 +429,22 @@ describe("M10 DRA device networks through the daemon's caches", () => {
         .filter((q) => q.path === `/apis/resource.k8s.io/v1/namespaces/app/resourceclaims/${GPU_CLAIM}`),
     ).toHaveLength(1);
     const exited = new Promise((r) => d.daemon.once("exit", r));
+    d.daemon.kill("SIGTERM");
+    await exited;
+  });
+
+  it("M10 the daemon on a cluster without resource.k8s.io/v1: the ADD fails with 104, not 11", async () => {
+    const { api, conf } = await apiSetup(undefined, { unserved: ["resource.k8s.io/v1"] });
+    const d = await startDaemon(conf.kubeconfig as string);
+    const err = cniError(await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(104);
+    expect(err.msg).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    // The daemon's probe found the API not served: no DRA watch was opened.
+    expect(api.requests.some((q) => q.path.startsWith("/apis/resource.k8s.io/") && q.query.includes("watch"))).toBe(
+      false,
+    );
+    const exited = new Promise((res) => d.daemon.once("exit", res));
     d.daemon.kill("SIGTERM");
     await exited;
   });

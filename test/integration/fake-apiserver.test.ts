@@ -105,6 +105,31 @@ describe("fake API server: errors are metav1.Status", () => {
   });
 });
 
+describe("fake API server: an API group it does not serve", () => {
+  it("as kube-apiserver's notfoundhandler: a plain-text 404, no Status; a missing object's names it", async () => {
+    await using s = await startFakeApiServer({ unserved: ["resource.k8s.io/v1"] });
+    for (const path of [
+      "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1",
+      "/apis/resource.k8s.io/v1/resourceslices",
+      "/apis/resource.k8s.io/v1/resourceslices?watch=true",
+    ]) {
+      const r = await call(s, "GET", path, { token: ADMIN_TOKEN });
+      expect(r.status, path).toBe(404);
+      expect(r.headers["content-type"], path).toBe("text/plain; charset=utf-8");
+      expect(r.headers["x-content-type-options"], path).toBe("nosniff");
+      expect(r.body, path).toBe("404 page not found\n");
+    }
+    // A served group's missing object: NewNotFound's Status, the resource as kind and its group.
+    const nad = await call(s, "GET", "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/nope");
+    expect(nad.status).toBe(404);
+    expect(nad.body).toMatchObject({
+      reason: "NotFound",
+      message: 'network-attachment-definitions.k8s.cni.cncf.io "nope" not found',
+      details: { name: "nope", group: "k8s.cni.cncf.io", kind: "network-attachment-definitions" },
+    });
+  });
+});
+
 describe("fake API server: writes and preconditions", () => {
   it("PUT with the current resourceVersion succeeds and bumps it; a stale one is 409 Conflict", async () => {
     await withPod(async (s) => {

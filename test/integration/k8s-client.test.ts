@@ -385,6 +385,58 @@ describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
   });
 });
 
+describe("B15 kubeconfig fields Plexus does not implement: refused, naming the field and entry", () => {
+  const cases: [string, string, string, string][] = [
+    ["user", "as", "    as: admin", 'user "plexus" sets "as" (impersonation of another user)'],
+    ["user", "as-uid", "    as-uid: 1234", 'user "plexus" sets "as-uid"'],
+    ["user", "as-groups", "    as-groups: [system:masters]", 'user "plexus" sets "as-groups"'],
+    ["user", "as-user-extra", "    as-user-extra: {scopes: [a]}", 'user "plexus" sets "as-user-extra"'],
+    ["user", "As (Go's decoder matches keys case-insensitively)", "    As: admin", 'sets "as"'],
+    ["cluster", "proxy-url", "    proxy-url: http://proxy:3128", 'cluster "fake" sets "proxy-url" (a proxy'],
+  ];
+  for (const [entry, field, line, expected] of cases) {
+    it(`B15 ${entry} ${field}: 7 naming it, before any request`, async () => {
+      await using s = await startFakeApiServer();
+      const path = writeKubeconfig(s);
+      const text = readFileSync(path, "utf8");
+      const at = entry === "user" ? "  user:\n" : "  cluster:\n";
+      writeFileSync(path, text.replace(at, `${at}${line}\n`));
+      const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+      expect(err.code).toBe(Code.InvalidNetworkConfig);
+      expect(err.message).toContain(path);
+      expect(err.message).toContain(expected);
+      expect(s.requests).toHaveLength(0);
+    });
+  }
+
+  it("B15 impersonation on an exec user is refused too; extensions, namespace, disable-compression pass", async () => {
+    await using s = await startFakeApiServer();
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const path = writeKubeconfig(s);
+    const text = readFileSync(path, "utf8");
+    writeFileSync(
+      path,
+      text
+        .replace("    cluster: fake\n", "    cluster: fake\n    namespace: other\n")
+        .replace(
+          "  cluster:\n",
+          "  cluster:\n    disable-compression: true\n    extensions: [{name: x, extension: {a: 1}}]\n",
+        ),
+    );
+    expect((await (await clientFor(s, FAST, path)).getPod("ns1", "p1")).metadata.name).toBe("p1");
+    writeFileSync(
+      path,
+      text.replace(
+        / {4}token: .*\n/,
+        "    as: admin\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/false}\n",
+      ),
+    );
+    const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
+    expect(err.code).toBe(Code.InvalidNetworkConfig);
+    expect(err.message).toContain('sets "as"');
+  });
+});
+
 describe("B20 invalid names never become a request", () => {
   const bad = ["A", "-a", "a".repeat(64), ".", "..", "%2e", "a/b", "a%2fb", "", "a..b"];
   // Pod names are subdomains: dots between labels and up to 253 characters are fine.
@@ -619,6 +671,68 @@ bothRuntimes("B38 / B43 pod not found", () => {
       const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"));
       expect(err.code).toBe(Code.UnknownContainer);
       expect(s.requests.map((r) => r.method)).toEqual(["GET", "PATCH"]);
+    });
+  });
+});
+
+bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; else 104", () => {
+  const CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1";
+  const NAD_PATH = "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a";
+
+  it("B38 no resource.k8s.io/v1, no NAD CRD: claim, slices, NAD reads are 104 naming the API, once", async () => {
+    await using s = await startFakeApiServer({ unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"] });
+    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+    const kube = await clientFor(s);
+    expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+    const claim = await failure(kube.getResourceClaim!("ns1", "c1"));
+    expect(claim.code).toBe(Code.ApiFailure);
+    expect(claim.message).toContain("get ResourceClaim ns1/c1");
+    expect(claim.message).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
+    expect(claim.message).toContain('"404 page not found"');
+    const slices = await failure(kube.listResourceSlices!({ nodeName: "node-1", driver: "d.example.com" }));
+    expect(slices.code).toBe(Code.ApiFailure);
+    expect(slices.message).toContain("does not serve resourceslices of API resource.k8s.io/v1");
+    const nad = await failure(kube.getNad("ns1", "net-a"));
+    expect(nad.code).toBe(Code.ApiFailure);
+    expect(nad.message).toContain("does not serve network-attachment-definitions of API k8s.cni.cncf.io/v1");
+    expect(nad.message).toContain("CRD");
+    // Not retried: a 404 is an answer.
+    expect(s.requests.map((r) => r.path)).toEqual([
+      POD_PATH,
+      CLAIM_PATH,
+      "/apis/resource.k8s.io/v1/resourceslices",
+      NAD_PATH,
+    ]);
+  });
+
+  it("B38 served: a missing claim and a missing NAD are undefined (their Status names them)", async () => {
+    await withCluster(async (s, kube) => {
+      expect(await kube.getResourceClaim!("ns1", "c1")).toBeUndefined();
+      expect(await kube.getNad("ns1", "missing")).toBeUndefined();
+      expect(s.requests).toHaveLength(2);
+    });
+  });
+
+  it("B38 a 404 whose Status names no object is 104 for the pod, not 'pod deleted' (3)", async () => {
+    await withCluster(async (s, kube) => {
+      s.inject(
+        { path: POD_PATH, times: 1 },
+        { kind: "status", code: 404, message: "the server could not find the requested resource" },
+      );
+      const err = await failure(kube.getPod("ns1", "p1"));
+      expect(err.code).toBe(Code.ApiFailure);
+      expect(err.message).toContain("does not serve pods of API v1");
+      s.inject(
+        { path: POD_PATH, times: 1 },
+        {
+          kind: "status",
+          code: 404,
+          message: 'pods "other" not found',
+          details: { name: "other", kind: "pods" },
+        },
+      );
+      expect((await failure(kube.getPod("ns1", "p1"))).code).toBe(Code.ApiFailure);
+      expect(s.requests).toHaveLength(2);
     });
   });
 });

@@ -212,6 +212,22 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     );
   });
 
+  it("M1 a missing primary plugin binary is one of 'all N problems', beside a missing NAD", async () => {
+    const n = node([pod("web", "missing-1")]);
+    writeFileSync(
+      join(n.confDir, "10-default.conflist"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "default-net", plugins: [{ type: "gone-primary" }] }),
+    );
+    const r = await explain(`${NS}/web`, n.flags, n.env);
+    expect(r.errors.map((e) => e.msg)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/no NetworkAttachmentDefinition missing-1/),
+        expect.stringMatching(/network "default-net": plugin type="gone-primary" is missing/),
+      ]),
+    );
+    expect(renderExplanation(r)).toContain("all 2 problems found");
+  });
+
   it("M10 shows the device chosen for a NAD with a resourceName, and the deviceID its plugins get", async () => {
     const socket = join(sb.root, "kubelet.sock");
     const kubelet = await startFakePodResources(socket, [
@@ -366,6 +382,36 @@ describe("plexus validate: can this node run the NAD", () => {
     expect(of("old").join()).toContain("does not speak the network's cniVersion 1.0.0 (it speaks 0.3.1, 0.4.0)");
   });
 
+  it("macvlan, ipvlan, vlan master and host-device device must exist on the node; a bridge not", async () => {
+    for (const t of ["macvlan", "ipvlan", "vlan", "host-device", "bridge"]) sb.installPlugin(t);
+    const n = node([
+      nad("mv-absent", noopConf({ type: "macvlan", master: "plx-absent0" })),
+      nad("mv-lo", noopConf({ type: "macvlan", master: "lo" })),
+      nad("mv-default", noopConf({ type: "macvlan" })),
+      nad("ipv-case", noopConf({ type: "ipvlan", Master: "plx-absent1" })),
+      nad("vlan-bad-name", noopConf({ type: "vlan", master: "../../etc", vlanId: 5 })),
+      nad("hd-absent", noopConf({ type: "host-device", device: "plx-absent2" })),
+      nad("br-new", noopConf({ type: "bridge", bridge: "plx-absent3" })),
+    ]);
+    const { reports } = await validate(undefined, { ...n.flags, all: true }, n.env);
+    const of = (name: string) =>
+      reports
+        .find((r) => r.nad === `${NS}/${name}`)!
+        .findings.filter((f) => f.level === "error")
+        .map((f) => f.msg);
+    expect(of("mv-absent")).toEqual([
+      expect.stringContaining('plugin macvlan: master "plx-absent0" does not exist on this node'),
+    ]);
+    expect(of("mv-lo")).toEqual([]);
+    expect(of("mv-default")).toEqual([]);
+    expect(of("ipv-case")).toEqual([expect.stringContaining('plugin ipvlan: master "plx-absent1" does not exist')]);
+    expect(of("vlan-bad-name")).toEqual([expect.stringContaining("is not a valid interface name")]);
+    expect(of("hd-absent")).toEqual([
+      expect.stringContaining('plugin host-device: device "plx-absent2" does not exist'),
+    ]);
+    expect(of("br-new")).toEqual([]);
+  });
+
   it("one NAD by name, or from --file; a NAD that does not exist is an error", async () => {
     const n = node([nad("blue", noopConf())]);
     const one = await validate(`${NS}/blue`, n.flags, n.env);
@@ -448,6 +494,29 @@ describe("plexus doctor: the node in one screen", () => {
         "log",
       ]),
     );
+  });
+
+  it("M1 a missing primary plugin binary is an error, looked up in binDir and CNI_PATH as a call does", async () => {
+    const n = node([]);
+    const primary = (type: string) =>
+      writeFileSync(
+        join(n.confDir, "10-default.conflist"),
+        JSON.stringify({ cniVersion: "1.0.0", name: "default-net", plugins: [{ type }] }),
+      );
+    primary("gone-primary");
+    const checks = await doctor(n.flags, n.env);
+    const d = checks.filter((c) => c.subject === "default network");
+    expect(d).toEqual([
+      {
+        level: "error",
+        subject: "default network",
+        msg: expect.stringMatching(/default-net .*plugin type="gone-primary" is missing.*: every ADD fails/),
+      },
+    ]);
+    expect(d[0]!.msg).toContain(sb.binDir);
+    // The same binary present under another name in CNI_PATH: ok.
+    primary("noop");
+    expect(level(await doctor(n.flags, n.env), "default network")).toEqual(["ok"]);
   });
 
   it("an expired token is an error with what to do; the API server accepting it still answers", async () => {

@@ -62,6 +62,8 @@ export async function bunKubeApi(kubeconfig: string, client: KubeClientOptions):
     getNad: call("getNad") as KubeApi["getNad"],
     setNetworkStatus: call("setNetworkStatus") as KubeApi["setNetworkStatus"],
     recordEvent: call("recordEvent") as KubeApi["recordEvent"],
+    getResourceClaim: call("getResourceClaim") as KubeApi["getResourceClaim"],
+    listResourceSlices: call("listResourceSlices") as KubeApi["listResourceSlices"],
     get requestCount() {
       return requestCount;
     },

@@ -156,6 +156,12 @@ export interface FakeApiServerOptions {
   clientCertificates?: boolean;
   /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 60 s, about what kube-apiserver sends; tests of bookmarks set it short). */
   bookmarkIntervalMs?: number;
+  /**
+   * API group versions this server does not serve (`resource.k8s.io/v1`: DRA off;
+   * `k8s.cni.cncf.io/v1`: the NAD CRD not installed). Every path under one is answered as
+   * kube-apiserver answers a path no handler serves (see {@link notServed}).
+   */
+  unserved?: string[];
 }
 
 type NadInput = {
@@ -739,6 +745,22 @@ function continueExpired(start: string): HttpError {
   return e;
 }
 
+/**
+ * A path no handler serves (a CRD not installed, an API group not enabled): kube-apiserver's
+ * handler chain ends in its notfoundhandler, which answers with Go's `http.NotFound`: 404, the
+ * plain text `404 page not found`, no metav1.Status (staging/src/k8s.io/apiserver/pkg/util/
+ * notfoundhandler). Only a missing object gets a NotFound Status naming it.
+ */
+function notServed(res: ServerResponse): void {
+  const body = "404 page not found\n";
+  res.writeHead(404, {
+    "content-type": "text/plain; charset=utf-8",
+    "x-content-type-options": "nosniff",
+    "content-length": String(Buffer.byteLength(body)),
+  });
+  res.end(body);
+}
+
 export function statusBody(
   code: number,
   message: string,
@@ -1290,7 +1312,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   function handleGet(c: Call, def: ResourceDef, ns: string, name: string): [number, unknown] {
     if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);
     const obj = storeOf(def.key as Resource).get(podKey(ns, name));
-    if (!obj) notFound(def.group ? `${def.plural}.${def.group}` : def.plural, name);
+    // kube-apiserver's NewNotFound: the resource as `kind`, its group beside it (omitted for core).
+    if (!obj)
+      throw new HttpError(404, `${def.group ? `${def.plural}.${def.group}` : def.plural} "${name}" not found`, {
+        name,
+        ...(def.group ? { group: def.group } : {}),
+        kind: def.plural,
+      });
     return [200, obj];
   }
 
@@ -1411,6 +1439,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return send(res, 200, { apiVersion: "v1", kind: "List", metadata: {}, items: [] });
     }
 
+    if (info && opts.unserved?.includes(`${info.apiGroup}/${info.apiVersion}`)) return notServed(res);
     let routed: [number, unknown] | WatchPlan;
     try {
       if (!info) throw new HttpError(404, "the server could not find the requested resource");

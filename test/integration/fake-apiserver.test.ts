@@ -418,7 +418,7 @@ describe("fake API server: RBAC from deploy/", () => {
   });
 
   it("with rbac: false nothing is enforced (only for tests about something else)", async () => {
-    await using s = await startFakeApiServer({ rbac: false, admission: false });
+    await using s = await startFakeApiServer({ rbac: false });
     expect(
       (await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", { body: { metadata: {} } })).status,
     ).toBe(201);

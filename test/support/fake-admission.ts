@@ -360,7 +360,7 @@ export function admit(p: AdmissionPolicies, r: AdmissionRequest, paramsOf: Param
   const base = { request: requestValue(r), object: toCel(r.object), oldObject: toCel(r.oldObject) };
   for (const binding of p.bindings) {
     const policy = p.policies.find((x) => x.name === binding.policy);
-    if (!policy || !policy.rules.some((rule) => ruleMatches(rule, r))) continue;
+    if (!policy?.rules.some((rule) => ruleMatches(rule, r))) continue;
     const matched = conditionsMatch(policy, { ...base, params: null, variables: new Map() });
     if (matched === false) continue;
     const decisions = matched === true ? decisionsFor({ policy, binding, base, r, paramsOf }) : [matched];

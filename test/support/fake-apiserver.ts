@@ -158,7 +158,7 @@ export interface FakeApiServerOptions {
   /**
    * Admission, on by default: the ValidatingAdmissionPolicies and bindings of `deploy/` (or
    * `deployDir`), evaluated on every write (test/support/fake-admission.ts). `false`: none, as a
-   * cluster without the node-scoped-writes component.
+   * cluster without the node-scoped-writes component. Off by default with `rbac: false`.
    */
   admission?: false | { deployDir?: string };
   /** The node the server's own token was issued on (default "node-1", the fixtures' node). */
@@ -835,7 +835,9 @@ async function loadFakeAdmission(
   o: { user: UserInfo; pods: () => Iterable<KubeObject> },
 ): Promise<FakeAdmission> {
   const mod = (await import(new URL("./fake-admission.ts", import.meta.url).href)) as typeof import("./fake-admission");
-  const dir = opts.admission === false ? undefined : (opts.admission?.deployDir ?? DEPLOY_DIR);
+  // rbac: false (a test about something else than permissions) turns admission off unless asked for.
+  const off = opts.admission === false || (opts.rbac === false && opts.admission === undefined);
+  const dir = off ? undefined : ((opts.admission || undefined)?.deployDir ?? DEPLOY_DIR);
   return mod.createFakeAdmission({ docs: dir ? kustomizationDocs(dir) : [], ...o });
 }
 

@@ -1386,14 +1386,14 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   /** The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or create-only). */
   function route(c: Call): [number, unknown] | WatchPlan {
     const { info } = c;
+    const policyObject = admission.serve(info, c.method);
+    if (policyObject) return policyObject;
     const def = RESOURCES.find(
       (d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource,
     );
     if (!def || (info.subresource && !def.subresources.includes(info.subresource)))
       throw new HttpError(404, "the server could not find the requested resource");
     if (def.key === "events") return handleEvent(c, def);
-    const policyObject = admission.serve(info, c.method);
-    if (policyObject) return policyObject;
     const ns = info.namespace || undefined;
     if (!info.name) {
       if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);

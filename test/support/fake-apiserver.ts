@@ -3,9 +3,13 @@
  * answering as kube-apiserver does where Plexus depends on it (modelled on client-node's
  * `setupMockSystem` test server; kube-apiserver is the reference for every answer):
  *
- * - Authentication: the bearer token authenticates as the service account `deploy/` ships; with
- *   `clientCertificates`, a client certificate signed by the test CA as its CN (user) and O
- *   (groups). Anything else is 401.
+ * - Authentication: the bearer token authenticates as the service account `deploy/` ships, with
+ *   the extra of a token bound to a pod on `node` (default node-1); so does a bound token the
+ *   server issued (`issueToken`: a signed JWT with the `kubernetes.io` claims, its own node or
+ *   none). With `clientCertificates`, a client certificate signed by the test CA as its CN (user)
+ *   and O (groups). Anything else is 401.
+ * - Admission: the ValidatingAdmissionPolicies `deploy/` ships, on every write
+ *   (test/support/fake-admission.ts), on by default.
  * - Authorization: RBAC from the roles and bindings `deploy/` ships (the RBAC section below), on by
  *   default: a request they do not grant is 403 Forbidden, worded as kube-apiserver words it;
  *   the cluster administrator token (`ADMIN_TOKEN`, system:masters) is not subject to it.
@@ -139,7 +143,7 @@ interface Rule {
 export interface FakeApiServerOptions {
   /** Default true (the kubeconfig then carries the test CA). */
   tls?: boolean;
-  /** Bearer token every request must carry (default "plexus-test-token"). */
+  /** Bearer token every request must carry (default: a bound token the server issued on `node`). */
   token?: string;
   /** Added to every request, before faults (ms); for a watch, before the stream starts. */
   latencyMs?: number;

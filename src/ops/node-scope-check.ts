@@ -104,7 +104,8 @@ export async function checkNodeScope(o: {
     // The kubeconfig check above already said why the token cannot be read.
   }
   try {
-    const api = await loadKubeApi(conf, { env: o.ctx.env, log: o.ctx.log });
+    const retry = { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs };
+    const api = await loadKubeApi(conf, { env: o.ctx.env, log: o.ctx.log, client: { retry } });
     if (!api) return;
     try {
       await checkPolicies(api, o.add);

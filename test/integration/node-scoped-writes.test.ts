@@ -90,6 +90,24 @@ async function refusal(p: Promise<unknown>): Promise<string | undefined> {
 const annotationsOf = (api: FakeApiServer, name: string) =>
   api.getPod("app", name)!.metadata.annotations as Record<string, string>;
 
+/** `plexus doctor` on a node whose plugin config names `kubeconfig`. */
+function doctorWith(kubeconfig: string) {
+  const { sb } = ctx;
+  const confDir = join(sb.root, "net.d");
+  mkdirSync(confDir, { recursive: true });
+  const plexus = {
+    type: "plexus",
+    clusterNetwork: "default-net",
+    confDir,
+    cniDir: sb.cniDir,
+    daemonSocket: "",
+    kubeconfig,
+  };
+  const conflist = { cniVersion: "1.0.0", name: "plexus-net", plugins: [plexus] };
+  writeFileSync(join(confDir, "00-plexus.conflist"), JSON.stringify(conflist));
+  return doctor({ cniConfDir: confDir }, { PATH: process.env.PATH });
+}
+
 function addThrough(kubeconfig: string, pod: string, extra: Record<string, unknown> = {}) {
   const { sb } = ctx;
   const conf = sb.config([sb.delegate("net-a")], { kubeconfig, apiTotalTimeoutSeconds: 4, ...extra });
@@ -223,22 +241,7 @@ describe.each([
 
   it("plexus doctor says the token names node A and whether the policies are installed and bound", async () => {
     const api = await cluster(policy);
-    const { sb } = ctx;
-    const confDir = join(sb.root, "net.d");
-    mkdirSync(confDir, { recursive: true });
-    const plexus = {
-      type: "plexus",
-      clusterNetwork: "default-net",
-      confDir,
-      cniDir: sb.cniDir,
-      daemonSocket: "",
-      kubeconfig: nodeKubeconfig(api),
-    };
-    writeFileSync(
-      join(confDir, "00-plexus.conflist"),
-      JSON.stringify({ cniVersion: "1.0.0", name: "plexus-net", plugins: [plexus] }),
-    );
-    const checks = await doctor({ cniConfDir: confDir }, { PATH: process.env.PATH });
+    const checks = await doctorWith(nodeKubeconfig(api));
     expect(checks.find((c) => c.subject === "token node")).toMatchObject({
       level: "ok",
       msg: expect.stringContaining("was issued on node node-a"),
@@ -249,4 +252,15 @@ describe.each([
         : { level: "warning", msg: expect.stringContaining("not installed") },
     );
   });
+});
+
+it("plexus doctor, when the credentials may not read the policies, says it could not tell", async () => {
+  await using api = await startFakeApiServer({ clientCertificates: true });
+  const kubeconfig = writeKubeconfig(api, { dir: ctx.sb.root, clientCertificate: { name: "other", as: "data" } });
+  const checks = await doctorWith(kubeconfig);
+  expect(checks.find((c) => c.subject === "node-scoped writes")).toMatchObject({
+    level: "warning",
+    msg: expect.stringMatching(/^could not tell whether the policies are installed: the credentials may not read/),
+  });
+  expect(checks.find((c) => c.subject === "token node")).toBeUndefined();
 });

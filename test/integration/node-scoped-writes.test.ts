@@ -9,7 +9,7 @@
  * the same writes go through. That second run is what shows each refusal is the policy's.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
@@ -17,7 +17,13 @@ import { isCniError } from "../../src/cni/errors";
 import { loadKubeApi } from "../../src/k8s/index";
 import type { RestKube } from "../../src/k8s/rest-kube";
 import { doctor } from "../../src/ops/doctor";
-import { type FakeApiServer, type KubeObject, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import {
+  DEPLOY_DIR,
+  type FakeApiServer,
+  type KubeObject,
+  startFakeApiServer,
+  writeKubeconfig,
+} from "../support/fake-apiserver";
 import { cniError, PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
@@ -263,4 +269,35 @@ it("plexus doctor, when the credentials may not read the policies, says it could
     msg: expect.stringMatching(/^could not tell whether the policies are installed: the credentials may not read/),
   });
   expect(checks.find((c) => c.subject === "token node")).toBeUndefined();
+});
+
+it("with the switch (allow-tokens-without-node), a token that names no node writes, with a Warning the binary logs and an audit entry", async () => {
+  const { sb } = ctx;
+  const deployDir = join(sb.root, "deploy");
+  cpSync(DEPLOY_DIR, deployDir, { recursive: true });
+  const k = join(deployDir, "kustomization.yaml");
+  const withSwitch = readFileSync(k, "utf8").replace(
+    "  - components/node-scoped-writes\n",
+    "  - components/node-scoped-writes\n  - components/allow-tokens-without-node\n",
+  );
+  expect(withSwitch).toContain("allow-tokens-without-node");
+  writeFileSync(k, withSwitch);
+  await using api = await startFakeApiServer({ node: "node-a", admission: { deployDir } });
+  api.addPod({ metadata: { namespace: "app", name: "web-a", uid: "uid-web-a" }, spec: { nodeName: "node-a" } });
+  const logFile = join(sb.root, "plexus.log");
+  const kubeconfig = nodeKubeconfig(api, { node: "", name: "legacy" });
+  const r = await addThrough(kubeconfig, "web-a", { logFile, logLevel: "warn" }).run("ADD");
+  expect(r.code, r.stderr).toBe(0);
+  expect(annotationsOf(api, "web-a")[STATUS]).toBeDefined();
+  const patch = api.requests.find((q) => q.method === "PATCH")!;
+  expect(patch.warnings).toEqual([expect.stringContaining("plexus-node-claim-required")]);
+  expect(api.admissionAudit()).not.toHaveLength(0);
+  const logged = readFileSync(logFile, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { msg: string; warning?: string });
+  expect(logged.find((l) => l.msg === "the API server answered with a warning")?.warning).toContain("names no node");
+  // A token that names another node is still refused.
+  const other = await addThrough(nodeKubeconfig(api, { node: "node-b", name: "b" }), "web-a").run("ADD");
+  expect(cniError(other)).toMatchObject({ code: 104, msg: expect.stringContaining("is not on node node-b") });
 });

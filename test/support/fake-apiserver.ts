@@ -287,22 +287,25 @@ export const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
 
 type Doc = Record<string, any>;
 
-/** The YAML documents a kustomization directory renders from (its `resources`, directories followed). */
-function kustomizationDocs(dir: string, seen = new Set<string>()): Doc[] {
-  if (seen.has(dir)) return [];
+/**
+ * The YAML documents a kustomization directory renders from: its `resources` (directories
+ * followed), then its `components` in order, each adding to and patching the set so far, as
+ * kustomize applies them; a `patches` entry is a file naming its target by kind and name, merged in.
+ */
+function kustomizationDocs(dir: string, seen = new Set<string>(), out: Doc[] = []): Doc[] {
+  if (seen.has(dir)) return out;
   seen.add(dir);
   const file = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
     .map((f) => join(dir, f))
     .find((f) => existsSync(f));
   if (!file) throw new Error(`fake API server RBAC: no kustomization file in ${dir}`);
   const k = loadAll(readFileSync(file, "utf8"))[0] as Doc;
-  const out: Doc[] = [];
-  for (const r of [...(k.resources ?? []), ...(k.components ?? [])] as string[]) {
+  for (const r of (k.resources ?? []) as string[]) {
     const p = join(dirname(file), r);
     if (statSync(p).isDirectory()) out.push(...kustomizationDocs(p, seen));
     else for (const d of loadAll(readFileSync(p, "utf8"))) if (d && typeof d === "object") out.push(d as Doc);
   }
-  // A component's patches (`path:` files, each naming its target by kind and name) as merge patches.
+  for (const c of (k.components ?? []) as string[]) kustomizationDocs(join(dirname(file), c), seen, out);
   for (const { path } of (k.patches ?? []) as { path: string }[]) {
     const patch = loadAll(readFileSync(join(dirname(file), path), "utf8"))[0] as Doc;
     const i = out.findIndex((d) => d.kind === patch.kind && d.metadata?.name === patch.metadata?.name);

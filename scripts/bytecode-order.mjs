@@ -54,7 +54,7 @@ export async function recordBytecodeOrder({ exe, dir }) {
   writeFileSync(join(bin, "noop"), NOOP_DELEGATE);
   chmodSync(join(bin, "noop"), 0o755);
   const { startFakeApiServer } = await importFakeApiServer();
-  const api = await startFakeApiServer();
+  const api = await startFakeApiServer({ node: "train-node" });
   try {
     const nad = (name) => ({
       metadata: { namespace: "train", name },

@@ -177,7 +177,7 @@ export async function benchBreakdown(runs) {
   const s = scratch("plx-benchbd");
   const netnsPath = s.netns(`plx-benchbd-${process.pid}`);
   for (let k = 0; k <= 8; k++) s.link(`plxbd${k}`);
-  const api = await startFakeApiServer();
+  const api = await startFakeApiServer({ node: "bench-node" });
   try {
     const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxbd", octet: 238 });
     const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));

@@ -67,7 +67,7 @@ function pod(i, nodeName) {
 export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsewhere = 1_000) {
   const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchd-"));
-  const api = await startFakeApiServer();
+  const api = await startFakeApiServer({ node: NODE_NAME });
   let daemon;
   try {
     api.addNads(Array.from({ length: nadCount }, (_, i) => nad(i)));

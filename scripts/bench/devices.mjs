@@ -49,7 +49,7 @@ export async function benchDevices(runs) {
   const s = scratch("plx-benchdev");
   const netnsPath = s.netns(`plx-benchdev-${process.pid}`);
   for (const k of [0, 1]) s.link(`plxd${k}`);
-  const api = await startFakeApiServer();
+  const api = await startFakeApiServer({ node: NODE_NAME });
   const kubeletSocket = join(tmp, "kubelet.sock");
   const kubelet = await startFakePodResources(kubeletSocket, [
     podWithDevices("b", "dev", { app: { [RESOURCE]: ["0000:3b:02.1"] } }),

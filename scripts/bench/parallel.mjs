@@ -42,7 +42,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   for (let k = 0; k <= K; k++) s.link(`plxpar${k}`);
   const multusSkip = multusMissing();
   // Multus ships its own ClusterRole (update pods/status); Plexus's shipped RBAC would refuse it.
-  const api = await startFakeApiServer(multusSkip ? {} : { rbac: false });
+  const api = await startFakeApiServer(multusSkip ? { node: NODE_NAME } : { rbac: false });
   const front = multusSkip ? undefined : await startProtobufFront(api);
   const rows = [];
   const results = {};

@@ -56,7 +56,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
   try {
     for (const latencyMs of latencies) {
       for (const K of counts) {
-        const api = await startFakeApiServer({ latencyMs });
+        const api = await startFakeApiServer({ latencyMs, node: NODE_NAME });
         let daemon;
         try {
           const root = join(tmp, `l${latencyMs}k${K}`);

@@ -22,7 +22,7 @@ const tmp = mkdtempSync(join(tmpdir(), "plx-prof-"));
 const s = scratch("plx-prof");
 const netnsPath = s.netns(`plx-prof-${process.pid}`);
 for (let k = 0; k <= 8; k++) s.link(`plxpf${k}`);
-const api = await startFakeApiServer();
+const api = await startFakeApiServer({ node: "bench-node" });
 const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxpf", octet: 237 });
 const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
 addBenchPods(api, nads);

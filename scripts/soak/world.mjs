@@ -185,7 +185,7 @@ export async function createWorld({ lane = 0 } = {}) {
     world.mounted = true;
     writeFiles(world);
     const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
-    world.api = await startFakeApiServer();
+    world.api = await startFakeApiServer({ node: NODE_NAME });
     seedApi(world);
     world.kubeconfig = writeKubeconfig(world.api, { dir: root });
     world.confs = plexusConfs(world);

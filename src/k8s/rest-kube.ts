@@ -615,6 +615,9 @@ export class RestKube implements KubeApi {
             ...(o.contentType ? { "content-type": o.contentType } : {}),
           };
           const answer = await this.http.request({ method, url, headers, body: o.body, signal: ac.signal });
+          // An admission policy's Warn action (a token that names no node, docs/node-scoped-writes.md).
+          const warning = answer.headers.warning;
+          if (warning) this.opts.log?.warn({ method, path, warning }, "the API server answered with a warning");
           if (answer.status < 200 || answer.status >= 300) throw new ApiStatusError(answer);
           return answer.json ?? {};
         } finally {

@@ -27,6 +27,7 @@ import {
   wantsJson,
 } from "./context";
 import { runtimeConfig } from "./node-config";
+import { checkNodeScope } from "./node-scope-check";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
 import { missingPluginBinaries, pluginDirs } from "./plugin-binaries";
@@ -50,7 +51,7 @@ export function tokenExpiry(token: string): Date | undefined {
 }
 
 /** The token the kubeconfig's current user sends, read as the plugin reads it (k8s/kubeconfig.ts). */
-async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
+export async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
   const raw = await readKubeconfig(kubeconfig);
   const ctxName = raw["current-context"];
   const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as
@@ -323,6 +324,7 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
     await checkAuxiliaryChain(ctx, add);
     checkReadiness(conf, add);
     await checkApi(ctx, add);
+    await checkNodeScope({ ctx, add, readToken: tokenOf });
     if (conf.fileClusterDir) add("ok", "daemon", "not used: the cluster is the manifest directory");
     else await checkDaemon(conf.daemonSocket, add);
     await checkRecords(conf.cniDir, add);

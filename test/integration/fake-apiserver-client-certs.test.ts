@@ -18,7 +18,9 @@ const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD
 const SA = "system:serviceaccount:kube-system:plexus";
 
 async function apiWithPod(): Promise<FakeApiServer> {
-  const api = await startFakeApiServer({ clientCertificates: true });
+  // A certificate names no node: the node-scoped-writes policy would refuse its writes by default
+  // (docs/node-scoped-writes.md); these tests are about authentication.
+  const api = await startFakeApiServer({ clientCertificates: true, admission: false });
   onTestFinished(() => api.close());
   api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web" }, spec: { nodeName: "node-1" } });
   api.addNad({ metadata: { namespace: "app", name: "net-b" }, spec: { config: "{}" } });

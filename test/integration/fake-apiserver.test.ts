@@ -61,8 +61,10 @@ function call(
 
 const POD = "/api/v1/namespaces/ns1/pods/p1";
 
+// The service account's writes here change labels and make bare Events: the protocol, not what
+// the node-scoped-writes policy lets a node write (test/integration/node-scoped-writes.test.ts).
 async function withPod(fn: (s: FakeApiServer) => Promise<void>) {
-  await using s = await startFakeApiServer();
+  await using s = await startFakeApiServer({ admission: false });
   s.addPod({ metadata: { name: "p1", namespace: "ns1", annotations: { keep: "me" } } });
   await fn(s);
 }
@@ -298,7 +300,7 @@ describe("fake API server: NADs and events", () => {
   });
 
   it("POST events to core v1 and events.k8s.io/v1; a namespace mismatch is 400", async () => {
-    await using s = await startFakeApiServer();
+    await using s = await startFakeApiServer({ admission: false });
     const core = await call(s, "POST", "/api/v1/namespaces/ns1/events", {
       body: { metadata: { generateName: "p1." }, reason: "AddedInterface" },
     });

@@ -3,9 +3,13 @@
  * answering as kube-apiserver does where Plexus depends on it (modelled on client-node's
  * `setupMockSystem` test server; kube-apiserver is the reference for every answer):
  *
- * - Authentication: the bearer token authenticates as the service account `deploy/` ships; with
- *   `clientCertificates`, a client certificate signed by the test CA as its CN (user) and O
- *   (groups). Anything else is 401.
+ * - Authentication: the bearer token authenticates as the service account `deploy/` ships, with
+ *   the extra of a token bound to a pod on `node` (default node-1); so does a bound token the
+ *   server issued (`issueToken`: a signed JWT with the `kubernetes.io` claims, its own node or
+ *   none). With `clientCertificates`, a client certificate signed by the test CA as its CN (user)
+ *   and O (groups). Anything else is 401.
+ * - Admission: the ValidatingAdmissionPolicies `deploy/` ships, on every write
+ *   (test/support/fake-admission.ts), on by default.
  * - Authorization: RBAC from the roles and bindings `deploy/` ships (the RBAC section below), on by
  *   default: a request they do not grant is 403 Forbidden, worded as kube-apiserver words it;
  *   the cluster administrator token (`ADMIN_TOKEN`, system:masters) is not subject to it.
@@ -42,6 +46,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { loadAll } from "js-yaml";
+import type { AdmissionOutcome, FakeAdmission, TokenBinding } from "./fake-admission";
 
 const TLS_DIR = join(import.meta.dirname, "tls");
 /**
@@ -121,6 +126,8 @@ export interface LoggedRequest {
   servername?: string | undefined;
   /** Who the request authenticated as (undefined: 401). */
   user?: string | undefined;
+  /** Admission's `Warning` headers on the answer (a binding's Warn action). */
+  warnings?: string[];
   /** How the credentials were presented. */
   authenticatedBy?: "token" | "client-certificate" | undefined;
   /** For a LIST: where the cacher served it from ("etcd": a quorum read of storage). */
@@ -136,7 +143,7 @@ interface Rule {
 export interface FakeApiServerOptions {
   /** Default true (the kubeconfig then carries the test CA). */
   tls?: boolean;
-  /** Bearer token every request must carry (default "plexus-test-token"). */
+  /** Bearer token every request must carry (default: a bound token the server issued on `node`). */
   token?: string;
   /** Added to every request, before faults (ms); for a watch, before the stream starts. */
   latencyMs?: number;
@@ -152,6 +159,14 @@ export interface FakeApiServerOptions {
    * about something else than the API's permissions.
    */
   rbac?: false | { deployDir?: string };
+  /**
+   * Admission, on by default: the ValidatingAdmissionPolicies and bindings of `deploy/` (or
+   * `deployDir`), evaluated on every write (test/support/fake-admission.ts). `false`: none, as a
+   * cluster without the node-scoped-writes component. Off by default with `rbac: false`.
+   */
+  admission?: false | { deployDir?: string };
+  /** The node the server's own token was issued on (default "node-1", the fixtures' node). */
+  node?: string;
   /** Ask for a client certificate (TLS only) and authenticate one the test CA signed as its CN/O. */
   clientCertificates?: boolean;
   /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 60 s, about what kube-apiserver sends; tests of bookmarks set it short). */
@@ -205,6 +220,13 @@ export interface FakeApiServer extends AsyncDisposable {
   storageRetries(): number;
   /** The user the bearer token authenticates as. */
   readonly user: UserInfo;
+  /**
+   * A bound token (a JWT with the `kubernetes.io` claims) of the shipped service account, issued
+   * on `node` (none: a token that names no node), which the server then authenticates.
+   */
+  issueToken(b?: Omit<TokenBinding, "namespace" | "serviceAccount">): string;
+  /** What bindings with the Audit action recorded. */
+  admissionAudit(): string[];
   inject(match: FaultMatcher, fault: Fault): void;
   clearFaults(): void;
   /** Open TCP connections right now. */
@@ -227,6 +249,9 @@ export interface FakeApiServer extends AsyncDisposable {
 export interface UserInfo {
   name: string;
   groups: string[];
+  uid?: string;
+  /** A bound token's extra (`authentication.kubernetes.io/node-name`, …): fake-admission.ts. */
+  extra?: Record<string, string[]>;
 }
 
 /** What a request asks to do (kube-apiserver's authorizer.Attributes for a resource request). */
@@ -268,20 +293,30 @@ export const DEPLOY_DIR = join(import.meta.dirname, "..", "..", "deploy");
 
 type Doc = Record<string, any>;
 
-/** The YAML documents a kustomization directory renders from (its `resources`, directories followed). */
-function kustomizationDocs(dir: string, seen = new Set<string>()): Doc[] {
-  if (seen.has(dir)) return [];
+/**
+ * The YAML documents a kustomization directory renders from: its `resources` (directories
+ * followed), then its `components` in order, each adding to and patching the set so far, as
+ * kustomize applies them; a `patches` entry is a file naming its target by kind and name, merged in.
+ */
+function kustomizationDocs(dir: string, seen = new Set<string>(), out: Doc[] = []): Doc[] {
+  if (seen.has(dir)) return out;
   seen.add(dir);
   const file = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
     .map((f) => join(dir, f))
     .find((f) => existsSync(f));
   if (!file) throw new Error(`fake API server RBAC: no kustomization file in ${dir}`);
   const k = loadAll(readFileSync(file, "utf8"))[0] as Doc;
-  const out: Doc[] = [];
   for (const r of (k.resources ?? []) as string[]) {
     const p = join(dirname(file), r);
     if (statSync(p).isDirectory()) out.push(...kustomizationDocs(p, seen));
     else for (const d of loadAll(readFileSync(p, "utf8"))) if (d && typeof d === "object") out.push(d as Doc);
+  }
+  for (const c of (k.components ?? []) as string[]) kustomizationDocs(join(dirname(file), c), seen, out);
+  for (const { path } of (k.patches ?? []) as { path: string }[]) {
+    const patch = loadAll(readFileSync(join(dirname(file), path), "utf8"))[0] as Doc;
+    const i = out.findIndex((d) => d.kind === patch.kind && d.metadata?.name === patch.metadata?.name);
+    if (i < 0) throw new Error(`fake API server: patch ${path} in ${dir} matches no object`);
+    out[i] = mergePatch(out[i], patch) as Doc;
   }
   return out;
 }
@@ -403,6 +438,7 @@ interface Call {
   /** The fault injected for this request, if it is one a handler plays out (`racing-write`). */
   fault: Fault | undefined;
   logged: LoggedRequest;
+  user: UserInfo;
 }
 type Filter = (o: KubeObject) => boolean;
 
@@ -822,6 +858,18 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** fake-admission.ts, imported by its file name: this file is also loaded with Node's type stripping. */
+async function loadFakeAdmission(
+  opts: FakeApiServerOptions,
+  o: { user: UserInfo; pods: () => Iterable<KubeObject> },
+): Promise<FakeAdmission> {
+  const mod = (await import(new URL("./fake-admission.ts", import.meta.url).href)) as typeof import("./fake-admission");
+  // rbac: false (a test about something else than permissions) turns admission off unless asked for.
+  const off = opts.admission === false || (opts.rbac === false && opts.admission === undefined);
+  const dir = off ? undefined : ((opts.admission || undefined)?.deployDir ?? DEPLOY_DIR);
+  return mod.createFakeAdmission({ docs: dir ? kustomizationDocs(dir) : [], ...o });
+}
+
 export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   const tls = opts.tls ?? true;
   const started = performance.now();
@@ -862,12 +910,16 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const historyLimit = opts.historyLimit ?? 100_000;
   const watchers = new Set<Watcher>();
 
-  const state = { token: opts.token ?? "plexus-test-token" };
+  const state = { token: opts.token ?? "" };
   let storageRetries = 0;
   const rbac: RbacPolicy | undefined = opts.rbac === false ? undefined : loadShippedRbac(opts.rbac?.deployDir);
   // The token is the shipped service account's (the DaemonSet's projected token, the installer's kubeconfig).
-  const tokenUser: UserInfo =
-    (rbac ?? loadShippedRbac()).serviceAccounts[0] ?? serviceAccountUser("default", "default");
+  const saUser: UserInfo = (rbac ?? loadShippedRbac()).serviceAccounts[0] ?? serviceAccountUser("default", "default");
+  const admission = await loadFakeAdmission(opts, { user: saUser, pods: () => pods.values() });
+  // The DaemonSet's pod-bound token on the fixtures' node: a test-chosen `token` stands for it too.
+  const ownToken = admission.issueToken({ node: opts.node ?? "node-1", pod: "plexus-fake" });
+  const tokenUser: UserInfo = admission.authenticate(ownToken)!;
+  state.token ||= ownToken;
 
   /** kube-apiserver's authenticators, x509 first: a verified client certificate, else the bearer token. */
   function authenticate(req: IncomingMessage): { user: UserInfo; by: "token" | "client-certificate" } | undefined {
@@ -883,7 +935,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     }
     if (req.headers.authorization === `Bearer ${state.token}`) return { user: tokenUser, by: "token" };
     if (req.headers.authorization === `Bearer ${ADMIN_TOKEN}`) return { user: ADMIN_USER, by: "token" };
-    return undefined;
+    const bound = admission.authenticate(req.headers.authorization?.replace(/^Bearer /, "") ?? "");
+    return bound ? { user: bound, by: "token" } : undefined;
   }
 
   /** RBAC's decision, or undefined when allowed: discovery paths are open to every authenticated user. */
@@ -1219,6 +1272,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     uidPrecondition: unknown;
     mutate: (current: KubeObject) => Record<string, unknown>;
     racingWrite: boolean;
+    admit: (old: KubeObject, next: KubeObject) => void;
   }): KubeObject {
     const key = podKey(u.ns, u.name);
     for (let attempt = 0; ; attempt++) {
@@ -1262,6 +1316,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       };
       if (u.sub) merged.spec = current.spec;
       else merged.status = current.status;
+      u.admit(current, { ...merged, metadata: { ...merged.metadata, resourceVersion: curMeta.resourceVersion } });
       record([put("pods", key, merged)]);
       return merged;
     }
@@ -1292,7 +1347,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         throw new HttpError(400, `kind ${String(next.kind)} does not match Pod`);
       // An update's object carries its UID, which becomes a storage precondition (409, not 422).
       const uid = isObject(next.metadata) && next.metadata.uid ? next.metadata.uid : undefined;
-      return [200, updatePod({ ns, name, sub, uidPrecondition: uid, mutate: () => next, racingWrite })];
+      const admit = admitter(c, "UPDATE");
+      return [200, updatePod({ ns, name, sub, uidPrecondition: uid, mutate: () => next, racingWrite, admit })];
     }
     if (method === "PATCH") {
       const ct = (c.req.headers["content-type"] ?? "").split(";")[0]!.trim();
@@ -1303,9 +1359,22 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       const apply = ct === "application/merge-patch+json" ? mergePatch : strategicMergePatch;
       // No storage precondition: the patch applies to whatever is stored, UID and resourceVersion included.
       const mutate = (current: KubeObject) => apply(current, patch) as Record<string, unknown>;
-      return [200, updatePod({ ns, name, sub, uidPrecondition: undefined, mutate, racingWrite })];
+      const admit = admitter(c, "UPDATE");
+      return [200, updatePod({ ns, name, sub, uidPrecondition: undefined, mutate, racingWrite, admit })];
     }
     throw new HttpError(405, `method ${method} not allowed`);
+  }
+
+  /** Admission of a write: a denial thrown as kube-apiserver answers it, warnings on the answer. */
+  function admitter(c: Call, operation: "CREATE" | "UPDATE") {
+    return (oldObject: KubeObject | null, object: KubeObject) => {
+      const outcome: AdmissionOutcome = admission.review({ info: c.info, user: c.user, operation, object, oldObject });
+      if (outcome.warnings.length) (c.logged.warnings ??= []).push(...outcome.warnings);
+      if (!outcome.denial) return;
+      const e = new HttpError(outcome.denial.code, outcome.denial.message, outcome.denial.details);
+      e.reason = outcome.denial.reason;
+      throw e;
+    };
   }
 
   /** GET of a named object of a read-only resource (the default handler). */
@@ -1344,6 +1413,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       kind: "Event",
       metadata: { ...meta, name, namespace: ns, uid: `event-uid-${++uidCounter}`, resourceVersion: nextRv() },
     } as KubeObject;
+    admitter(c, "CREATE")(null, stored);
     events.push(stored);
     return [201, stored];
   }
@@ -1351,6 +1421,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   /** The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or create-only). */
   function route(c: Call): [number, unknown] | WatchPlan {
     const { info } = c;
+    const policyObject = admission.serve(info, c.method);
+    if (policyObject) return policyObject;
     const def = RESOURCES.find(
       (d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource,
     );
@@ -1443,7 +1515,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     let routed: [number, unknown] | WatchPlan;
     try {
       if (!info) throw new HttpError(404, "the server could not find the requested resource");
-      routed = route({ method, info, q: url.searchParams, req, body, fault, logged });
+      routed = route({ method, info, q: url.searchParams, req, body, fault, logged, user: who.user });
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
       const retryAfter = err.details?.retryAfterSeconds;
@@ -1478,7 +1550,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       }
       return void res.end();
     }
-    res.writeHead(code, { "content-type": "application/json", "content-length": String(buf.length) });
+    const headers: Record<string, string | string[]> = {
+      "content-type": "application/json",
+      "content-length": String(buf.length),
+    };
+    if (logged.warnings) headers.warning = logged.warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+    res.writeHead(code, headers);
     res.end(buf);
   }
 
@@ -1600,6 +1677,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     events: () => [...events],
     storageRetries: () => storageRetries,
     user: tokenUser,
+    issueToken: (b = {}) => admission.issueToken(b),
+    admissionAudit: () => admission.audit,
     inject(match, fault) {
       rules.push({ match, fault, left: match.times ?? Number.POSITIVE_INFINITY });
     },

@@ -11,6 +11,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { loadAll } from "js-yaml";
+import * as admission from "kubernetes-models/admissionregistration.k8s.io/v1";
 import * as apiextensions from "kubernetes-models/apiextensions.k8s.io/v1";
 import * as apps from "kubernetes-models/apps/v1";
 import * as rbac from "kubernetes-models/rbac.authorization.k8s.io/v1";
@@ -29,7 +30,9 @@ const all = [
   ...rendered.map((d) => ({ file: "deploy/", doc: d })),
   ...crdRendered.map((d) => ({ file: "deploy/crd/", doc: d })),
 ];
-const find = (kind: string) => all.find((x) => x.doc.kind === kind)!.doc as Doc & Record<string, any>;
+const find = (kind: string, name?: string) =>
+  all.find((x) => x.doc.kind === kind && (name === undefined || x.doc.metadata.name === name))!.doc as Doc &
+    Record<string, any>;
 
 /** Every YAML file under deploy/, relative to it. */
 function deployFiles(dir = DEPLOY): string[] {
@@ -51,6 +54,7 @@ const MODELS: Record<string, Record<string, unknown>> = {
   "apps/v1": apps,
   "rbac.authorization.k8s.io/v1": rbac,
   "apiextensions.k8s.io/v1": apiextensions,
+  "admissionregistration.k8s.io/v1": admission,
 };
 
 /** The kubernetes-models class for a manifest's apiVersion and kind. */
@@ -66,9 +70,13 @@ describe("deploy/ manifests", () => {
   it("every manifest validates against the Kubernetes schemas (kubernetes-models); deploy/ holds no CRD, deploy/crd/ only the CRD", async () => {
     expect(rendered.map((d) => d.kind).sort()).toEqual([
       "ClusterRole",
+      "ClusterRole",
+      "ClusterRoleBinding",
       "ClusterRoleBinding",
       "DaemonSet",
       "ServiceAccount",
+      ...Array(3).fill("ValidatingAdmissionPolicy"),
+      ...Array(3).fill("ValidatingAdmissionPolicyBinding"),
     ]);
     expect(crdRendered.map((d) => `${d.kind} ${d.metadata.name}`)).toEqual([
       "CustomResourceDefinition network-attachment-definitions.k8s.cni.cncf.io",
@@ -93,9 +101,15 @@ describe("deploy/ manifests", () => {
     const used = new Set<string>();
     for (const k of deployFiles().filter((f) => f.endsWith("kustomization.yaml"))) {
       used.add(k);
-      const doc = loadAll(readFileSync(join(DEPLOY, k), "utf8"))[0] as { kind: string; resources: string[] };
-      expect(doc.kind, k).toBe("Kustomization");
-      for (const r of doc.resources) {
+      const doc = loadAll(readFileSync(join(DEPLOY, k), "utf8"))[0] as {
+        kind: string;
+        resources?: string[];
+        components?: string[];
+        patches?: { path: string }[];
+      };
+      expect(doc.kind, k).toBe(k.startsWith("components/") ? "Component" : "Kustomization");
+      const listed = [...(doc.resources ?? []), ...(doc.components ?? []), ...(doc.patches ?? []).map((p) => p.path)];
+      for (const r of listed) {
         const path = join(dirname(k), r);
         expect(() => statSync(join(DEPLOY, path)), `${k} lists ${r}`).not.toThrow();
         used.add(path);
@@ -173,7 +187,7 @@ describe("deploy/ manifests", () => {
       watch: "k8s.cni.cncf.io/network-attachment-definitions",
     });
     const daemonCalls = informers.flatMap((i) => [`${i.list} list`, `${i.watch} watch`]);
-    const role = find("ClusterRole");
+    const role = find("ClusterRole", "plexus");
     const granted = (
       role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>
     ).flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`))));
@@ -181,7 +195,7 @@ describe("deploy/ manifests", () => {
     expect(granted.sort()).toEqual([...new Set([...Object.values(calls).flat(), ...daemonCalls])].sort());
     expect((role.rules as Array<{ resourceNames?: string[] }>).every((r) => r.resourceNames === undefined)).toBe(true);
     expect(granted.join(" ")).not.toContain("*");
-    const binding = find("ClusterRoleBinding");
+    const binding = find("ClusterRoleBinding", "plexus");
     const sa = find("ServiceAccount");
     const ds = find("DaemonSet");
     expect(binding.roleRef).toEqual({

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { describeYamlError } from "../cni/json-syntax";
 import { writeFileAtomic } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
 import { dns1123LabelProblem } from "../npwg/dns1123";
@@ -134,10 +135,8 @@ export class FileCluster implements KubeApi {
       try {
         docs = loadAll(text);
       } catch (err) {
-        throw new CniError(
-          Code.InvalidNetworkConfig,
-          `${path} is not valid YAML/JSON: ${(err as Error).message.split("\n")[0]}`,
-        );
+        const where = describeYamlError(err);
+        throw new CniError(Code.InvalidNetworkConfig, `${path} is not valid YAML/JSON ${where}`);
       }
       for (const doc of docs.flatMap((d) =>
         isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d],

@@ -18,6 +18,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { describeYamlError } from "../cni/json-syntax";
 import { SERVICE_ACCOUNT_DIR } from "../config/defaults";
 import { readSharedFile } from "../store/shared-file";
 import type { TlsMaterial } from "./http-transport";
@@ -110,7 +111,7 @@ export async function readKubeconfig(path: string): Promise<Record<string, unkno
   try {
     raw = await parseKubeconfigText(text);
   } catch (err) {
-    throw bad(path, `is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+    throw bad(path, `is not valid YAML ${describeYamlError(err)}`);
   }
   if (!isPlainObject(raw))
     throw bad(path, "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)");

@@ -132,7 +132,7 @@ describe("B64 a dead call's leftovers are found by its lock, not by a path strin
       "through a symlink",
       (root: string, real: string) => {
         mkdirSync(real, { recursive: true });
-      symlinkSync(real, join(root, "cni-link"));
+        symlinkSync(real, join(root, "cni-link"));
         return join(root, "cni-link");
       },
     ],

@@ -92,6 +92,7 @@ function close(s: Scan): void {
   s.state = "after";
 }
 
+const ANY_VALUE = "a value (an object, array, string, number, true, false or null)";
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
 function scanValue(s: Scan, c: string): void {
@@ -109,7 +110,7 @@ function scanValue(s: Scan, c: string): void {
       return;
     }
   NUMBER.lastIndex = s.pos;
-  if (!NUMBER.test(s.text)) throw new Stop(s.pos, "a value (an object, array, string, number, true, false or null)");
+  if (!NUMBER.test(s.text)) throw new Stop(s.pos, ANY_VALUE);
   s.pos = NUMBER.lastIndex;
 }
 
@@ -165,5 +166,6 @@ export function describeYamlError(err: unknown): string {
     typeof e.mark?.line === "number" && typeof e.mark.column === "number"
       ? `at line ${e.mark.line + 1}, column ${e.mark.column + 1}`
       : "(no position known)";
-  return typeof e.reason === "string" && /^[A-Za-z ,-]+$/.test(e.reason) ? `${at}: ${e.reason}` : at;
+  const words = typeof e.reason === "string" && /^[A-Za-z ,-]+$/.test(e.reason);
+  return words ? `${at}: ${e.reason}` : at;
 }

@@ -63,7 +63,8 @@ export function installBinary(source: string, dest: string): CopyOutcome {
   }
   const tmp = join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}-${Date.now().toString(36)}`);
   // The copy reads the source: only a regular file (a FIFO would block the installer for good).
-  if (!statSync(source).isFile()) throw ioError(`cannot install ${source} as ${dest}`, new Error("not a regular file"));
+  const what = `cannot install ${source} as ${dest}`;
+  if (!statSync(source).isFile()) throw ioError(what, new Error("not a regular file"));
   try {
     copyFileSync(source, tmp);
     chmodSync(tmp, 0o755);

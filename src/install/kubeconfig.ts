@@ -18,6 +18,11 @@ export const MAX_NODE_FILE_BYTES = 1024 * 1024;
 
 const NOT_THERE = "it does not exist";
 
+export interface NodeFileOptions {
+  follow: boolean;
+  maxBytes?: number;
+}
+
 export type NodeFileRead = { data: Buffer } | { problem: string };
 
 /**
@@ -26,7 +31,7 @@ export type NodeFileRead = { data: Buffer } | { problem: string };
  * reading. `follow`: the source files Kubernetes mounts (a projected token, a ConfigMap) are
  * symlinks by design; what the installer wrote itself is read without following one.
  */
-export function readNodeFile(path: string, opts: { follow: boolean; maxBytes?: number }): NodeFileRead {
+export function readNodeFile(path: string, opts: NodeFileOptions): NodeFileRead {
   const maxBytes = opts.maxBytes ?? MAX_NODE_FILE_BYTES;
   const file = readSharedFile(path, { maxBytes, followSymlink: opts.follow });
   if (file.state === "found") return { data: file.data };
@@ -86,6 +91,7 @@ export function readCredentials(src: CredentialSources): { token: Buffer; ca: Bu
 function readSource(path: string, what: string): { data: Buffer } | { missing: string } {
   const read = readNodeFile(path, { follow: true });
   if ("data" in read && read.data.length > 0) return read;
-  if ("data" in read || read.problem === NOT_THERE) return { missing: `${what} ${path} is missing or empty` };
+  const absent = "data" in read || read.problem === NOT_THERE;
+  if (absent) return { missing: `${what} ${path} is missing or empty` };
   return { missing: `${what} ${path} is not usable: ${read.problem}` };
 }

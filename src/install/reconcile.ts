@@ -37,7 +37,7 @@ export function newReconcileState(): ReconcileState {
 
 export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
 
-/** A file the installer wrote (its config), read as input: never through a symlink, never blocking. */
+/** A file the installer wrote (its config), read as input: no symlink followed, never blocking. */
 export function readText(path: string): string | undefined {
   const read = readNodeFile(path, { follow: false, maxBytes: MAX_CONF_FILE_BYTES });
   return "data" in read ? read.data.toString("utf8") : undefined;

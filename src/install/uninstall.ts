@@ -12,7 +12,7 @@ import { basename, dirname, join, posix } from "node:path";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { ioError, removeFile } from "../store/atomic-file";
-import { isOwnStateName, notStateDirReason, parseTempName, removeOwnState } from "../store/own-names";
+import * as own from "../store/own-names";
 import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
 
 /** The flags as commander hands them over. */
@@ -47,12 +47,14 @@ function absolute(value: string, flag: string): string {
   return posix.normalize(value);
 }
 
-/** The node's root (and the container's, when --host-prefix is set) is never a state dir to empty. */
+/** The node's root (the container's, with --host-prefix) is never a state dir to empty. */
 function stateDir(dir: HostPath, removeState: boolean): HostPath {
   if (removeState && (dir.host === "/" || posix.normalize(dir.local) === "/"))
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `plexus uninstall: --cni-dir ${JSON.stringify(dir.host)} is the root of the node (or of --host-prefix); --remove-state removes Plexus's state dir only (default /var/lib/cni/plexus)`,
+      `plexus uninstall: --cni-dir ${JSON.stringify(dir.host)} is the root of the node ` +
+        "(or of --host-prefix); --remove-state removes Plexus's state dir only " +
+        "(default /var/lib/cni/plexus)",
     );
   return dir;
 }
@@ -85,14 +87,16 @@ export function planUninstall(flags: UninstallFlags): UninstallPlan {
 /** Removes `path` and the temp files an atomic write of it leaves when killed (`.<name>.tmp-…`). */
 async function removeWithTemps(path: HostPath, log: Logger): Promise<void> {
   const dir = dirname(path.local);
-  const own = basename(path.local);
+  const target = basename(path.local);
   let names: string[] = [];
   try {
     names = readdirSync(dir);
   } catch {
     names = [];
   }
-  for (const name of names) if (parseTempName(name)?.target === own) await removeFile(join(dir, name));
+  for (const name of names) {
+    if (own.parseTempName(name)?.target === target) await removeFile(join(dir, name));
+  }
   if (!names.includes(basename(path.local))) return;
   await removeFile(path.local);
   log.info({ path: path.host }, "removed");
@@ -122,8 +126,8 @@ function removeDirIfEmpty(dir: HostPath, log: Logger): void {
 
 function countRecords(cniDir: string): number {
   try {
-    return readdirSync(join(cniDir, "records")).filter((n) => isOwnStateName("records", n) && !n.startsWith("."))
-      .length;
+    const names = readdirSync(join(cniDir, "records"));
+    return names.filter((n) => own.isOwnStateName("records", n) && !n.startsWith(".")).length;
   } catch {
     return 0;
   }
@@ -138,7 +142,7 @@ function removeState(plan: UninstallPlan, log: Logger): void {
   const dir = plan.cniDir;
   let why: string | undefined;
   try {
-    why = notStateDirReason(dir.local);
+    why = own.notStateDirReason(dir.local);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
     throw ioError(`cannot read the state dir ${dir.host}`, err);
@@ -146,14 +150,17 @@ function removeState(plan: UninstallPlan, log: Logger): void {
   if (why)
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `--remove-state: ${dir.host} does not look like Plexus's state dir (records/, results/, locks/, pending/): ${why}; nothing in it was removed (is --cni-dir the plugin's cniDir?)`,
+      `--remove-state: ${dir.host} does not look like Plexus's state dir ` +
+        `(records/, results/, locks/, pending/): ${why}; nothing in it was removed ` +
+        "(is --cni-dir the plugin's cniDir?)",
     );
   const records = countRecords(dir.local);
-  const { removed, left } = removeOwnState(dir.local);
+  const { removed, left } = own.removeOwnState(dir.local);
+  const shown = left.slice(0, 20).map((p) => toHost(p, plan.hostPrefix));
   if (left.length > 0)
     log.warn(
-      { dir: dir.host, removed, records, left: left.slice(0, 20).map((p) => toHost(p, plan.hostPrefix)) },
-      "state dir: Plexus's own files removed; the files listed were not written by Plexus and are left in place",
+      { dir: dir.host, removed, records, left: shown },
+      "state dir: Plexus's own files removed; the files listed are not Plexus's and stay in place",
     );
   else log.info({ dir: dir.host, removed, records }, "state dir removed (--remove-state)");
 }
@@ -184,7 +191,7 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
     if (isSymlink(plan.credentialsDir.local))
       log.warn(
         { dir: plan.credentialsDir.host },
-        "left in place: the credentials dir is a symbolic link, and Plexus removes nothing through one",
+        "left in place: the credentials dir is a symbolic link; Plexus removes nothing through one",
       );
     else {
       for (const file of plan.credentials) await removeWithTemps(file, log);

@@ -31,8 +31,9 @@ export class UserConfigError extends Error {}
 function readUserFile(path: string): Record<string, unknown> {
   // A ConfigMap's file is a symlink (into ..data/): followed, but only to a regular file.
   const read = readNodeFile(path, { follow: true, maxBytes: MAX_CONF_FILE_BYTES });
-  if ("problem" in read) throw new UserConfigError(`--plexus-conf-file ${path} cannot be read: ${read.problem}`);
-  const value = decodeJson(read.data, { what: `--plexus-conf-file ${path}`, maxBytes: MAX_CONF_FILE_BYTES });
+  const what = `--plexus-conf-file ${path}`;
+  if ("problem" in read) throw new UserConfigError(`${what} cannot be read: ${read.problem}`);
+  const value = decodeJson(read.data, { what, maxBytes: MAX_CONF_FILE_BYTES });
   if (!isPlainObject(value)) throw new UserConfigError(`--plexus-conf-file ${path} is not a JSON object`);
   return value;
 }

@@ -39,6 +39,10 @@ interface Objects {
   broken: string[];
 }
 
+function emptyObjects(): Objects {
+  return { pods: new Map(), nads: new Map(), claims: new Map(), slices: [], broken: [] };
+}
+
 export class FileCluster implements KubeApi {
   requestCount = 0;
   private objects?: Objects;
@@ -59,7 +63,8 @@ export class FileCluster implements KubeApi {
     this.requestCount++;
     const objects = await this.load();
     const nad = objects.nads.get(`${namespace}/${name}`);
-    if (!nad) throwIfBroken(objects, `NetworkAttachmentDefinition ${namespace}/${name} is not among the manifests`);
+    const missing = `NetworkAttachmentDefinition ${namespace}/${name} is not among the manifests`;
+    if (!nad) throwIfBroken(objects, missing);
     return nad;
   }
 
@@ -124,7 +129,7 @@ export class FileCluster implements KubeApi {
     return join(this.dir, STATUS_DIR, `${namespace}.${name}.json`);
   }
 
-  /** For the listings (`plexus validate`): a left-out file makes any list incomplete, so it is an error. */
+  /** For the listings (`plexus validate`): a left-out file makes a list incomplete, an error. */
   private async complete(): Promise<Objects> {
     const objects = await this.load();
     throwIfBroken(objects, `the manifests in ${this.dir} cannot all be listed`);
@@ -133,7 +138,7 @@ export class FileCluster implements KubeApi {
 
   private async load(): Promise<Objects> {
     if (this.objects) return this.objects;
-    const objects: Objects = { pods: new Map(), nads: new Map(), claims: new Map(), slices: [], broken: [] };
+    const objects = emptyObjects();
     let names: string[];
     try {
       names = (await readdir(this.dir)).filter((n) => MANIFEST.test(n)).sort();
@@ -158,7 +163,7 @@ export class FileCluster implements KubeApi {
   }
 }
 
-/** Indexes one manifest file's objects; a document that cannot be indexed is reported, the rest kept. */
+/** Indexes one manifest file's objects; a document that cannot be indexed is reported. */
 function loadManifest(objects: Objects, path: string): void {
   const text = readManifest(path);
   if (text === undefined) return;
@@ -185,7 +190,8 @@ function throwIfBroken(objects: Objects, missing: string): void {
   if (objects.broken.length === 0) return;
   const shown = objects.broken.slice(0, 3).join("; ");
   const more = objects.broken.length > 3 ? `; and ${objects.broken.length - 3} more` : "";
-  throw new CniError(Code.InvalidNetworkConfig, `${missing}, and some manifests were left out: ${shown}${more}`);
+  const msg = `${missing}, and some manifests were left out: ${shown}${more}`;
+  throw new CniError(Code.InvalidNetworkConfig, msg);
 }
 
 /**

@@ -13,7 +13,8 @@
  *   the executable runs itself as Bun (`BUN_BE_BUN`), Node runs itself; the child writes
  *   `<backup>.gz` by temp file and rename, then removes the backup.
  */
-import { closeSync, constants, lstatSync, openSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { closeSync, constants, openSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 export interface LogRotation {
@@ -59,12 +60,13 @@ export function backupName(file: string, at: Date): string {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+/** backupName's timestamp: the ISO time with `-` for `:`. */
+const STAMP = "\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z";
+
 /** Matches exactly the names backupName gives (and their `.gz`), for this file. */
 function backupPattern(file: string): RegExp {
   const { stem, ext } = parts(file);
-  return new RegExp(
-    `^${escapeRegExp(stem)}-(\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z)${escapeRegExp(ext)}(?:\\.gz)?$`,
-  );
+  return new RegExp(`^${escapeRegExp(stem)}-(${STAMP})${escapeRegExp(ext)}(?:\\.gz)?$`);
 }
 
 function rotate(file: string, opts: LogRotation, now: Date, maxBytes: number): void {
@@ -157,12 +159,13 @@ function prune(file: string, opts: LogRotation, now: Date): void {
     .sort((a, b) => b.at - a.at || (a.path < b.path ? 1 : -1));
   backups.forEach((b, i) => {
     const tooMany = opts.maxBackups !== undefined && opts.maxBackups > 0 && i >= opts.maxBackups;
-    const tooOld = opts.maxAge !== undefined && opts.maxAge > 0 && now.getTime() - b.at > opts.maxAge * 86_400_000;
+    const maxAgeMs = (opts.maxAge ?? 0) * 86_400_000;
+    const tooOld = maxAgeMs > 0 && now.getTime() - b.at > maxAgeMs;
     if (tooMany || tooOld) unlinkSync(b.path);
   });
 }
 
-/** The epoch ms a backup's name holds, or undefined for a name that is not one of this file's backups. */
+/** The epoch ms in a backup's name; undefined for a name that is not one of this file's backups. */
 function backupTime(mine: RegExp, name: string): number | undefined {
   const stamp = mine.exec(name)?.[1];
   if (stamp === undefined) return undefined;

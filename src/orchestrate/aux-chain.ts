@@ -45,7 +45,9 @@ export async function loadAuxiliaryChain(conf: PlexusConf, source: FsNetworkSour
   const plugins = files.map((f) => {
     const what = `auxiliary chain ${conf.auxiliaryCNIChainName} file ${f.path}`;
     // A .conf that cannot be read is not skipped: the chain would run without it, silently.
-    if ("problem" in f) throw new CniError(Code.InvalidNetworkConfig, `${what} cannot be read: ${f.problem}`);
+    if ("problem" in f) {
+      throw new CniError(Code.InvalidNetworkConfig, `${what} cannot be read: ${f.problem}`);
+    }
     const value = decodeJson(f.content, { what, maxBytes: MAX_CONF_FILE_BYTES, code: Code.InvalidNetworkConfig });
     return parsePlugin(value, what);
   });

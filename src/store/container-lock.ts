@@ -278,13 +278,21 @@ function deadLockHolders(name: string, target: { dev: number; ino: number }): nu
   for (const entry of safeReaddir("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
-    const holds = safeReaddir(`/proc/${pid}/fd`).some((fd) => holdsDeadLock({ pid, fd, name, target }));
+    const fds = safeReaddir(`/proc/${pid}/fd`);
+    const holds = fds.some((fd) => holdsDeadLock({ pid, fd, name, target }));
     if (holds && safeReadlink(`/proc/${pid}/exe`) !== self) out.push(pid);
   }
   return out;
 }
 
-function holdsDeadLock(o: { pid: number; fd: string; name: string; target: { dev: number; ino: number } }): boolean {
+interface FdQuery {
+  pid: number;
+  fd: string;
+  name: string;
+  target: { dev: number; ino: number };
+}
+
+function holdsDeadLock(o: FdQuery): boolean {
   // The link's file name is only a cheap first filter (it is the same however cniDir was
   // reached); the identity is the inode, and the lock.
   const link = safeReadlink(`/proc/${o.pid}/fd/${o.fd}`);
@@ -299,7 +307,11 @@ function holdsDeadLock(o: { pid: number; fd: string; name: string; target: { dev
   return taker !== undefined && (taker <= 0 || !alive(taker));
 }
 
-const FDINFO_FLOCK = /^lock:\s+\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/gm;
+/** `lock: <n>: FLOCK <kind> WRITE <pid> <major>:<minor>:<inode> …`, pid and inode captured. */
+const FDINFO_FLOCK = new RegExp(
+  String.raw`^lock:\s+\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s`,
+  "gm",
+);
 
 /**
  * The pid that took the flock this descriptor holds (`lock: 1: FLOCK ADVISORY WRITE <pid>
@@ -309,7 +321,9 @@ function flockTaker(fdinfo: string, ino: number): number | undefined {
   // fdinfo reports a size of 0: read to the end, as the shared-file reader does.
   const file = readSharedFile(fdinfo, { maxBytes: 64 * 1024 });
   if (file.state !== "found") return undefined;
-  for (const m of file.data.toString("latin1").matchAll(FDINFO_FLOCK)) if (Number(m[2]) === ino) return Number(m[1]);
+  for (const m of file.data.toString("latin1").matchAll(FDINFO_FLOCK)) {
+    if (Number(m[2]) === ino) return Number(m[1]);
+  }
   return undefined;
 }
 

@@ -5,7 +5,8 @@
  * directory that holds anything but Plexus's four subdirectories is not Plexus's state dir at all
  * (the parent of the state dir, copied from a Multus DaemonSet, holds host-local's reservations).
  * - records/, pending/: `<containerId>-<ifName>.json`; locks/: the same with `.lock`;
- *   results/: `<network>-<containerId>-<ifName>`; or `~<sha256>` plus the extension (state-names.ts);
+ *   results/: `<network>-<containerId>-<ifName>`; or `~<sha256>` plus the extension
+ *   (state-names.ts);
  * - the temp files of Plexus's atomic writes, `.<one of those names>.tmp-<pid>-<seq>-<time>`.
  */
 import { lstatSync, readdirSync, rmdirSync, unlinkSync } from "node:fs";
@@ -22,16 +23,19 @@ export const STATE_SUBDIRS: Readonly<Record<string, string>> = {
 
 const HASHED = /^~[0-9a-f]{64}$/;
 const NAME_PART = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-/** `.<name>.tmp-<pid>-<seq>-<base36 time>` (atomic-file.ts) or `.<name>.tmp-<pid>-<time>` (the binary's copy). */
+/**
+ * `.<name>.tmp-<pid>-<seq>-<base36 time>` (atomic-file.ts), or `.<name>.tmp-<pid>-<time>` (the
+ * installer's copy of the binary).
+ */
 const TEMP = /^\.(.+)\.tmp-(\d+)(?:-\d+)?-[0-9a-z]+$/;
 
-/** The name a temp file stands for and its writer's pid, or undefined for a name that is no temp file. */
+/** The name a temp file stands for and its writer's pid; undefined for any other name. */
 export function parseTempName(name: string): { target: string; pid: number } | undefined {
   const m = TEMP.exec(name);
   return m ? { target: m[1]!, pid: Number(m[2]) } : undefined;
 }
 
-/** Whether `name` in `<stateDir>/<subdir>/` is one Plexus would have written (a temp file included). */
+/** Whether `name` in `<stateDir>/<subdir>/` is one Plexus would have written (temp files too). */
 export function isOwnStateName(subdir: string, name: string): boolean {
   const ext = STATE_SUBDIRS[subdir];
   if (ext === undefined) return false;
@@ -49,15 +53,20 @@ export function isOwnStateName(subdir: string, name: string): boolean {
 /** Why `dir` is not a Plexus state dir (names what else it holds), or undefined when it is one. */
 export function notStateDirReason(dir: string): string | undefined {
   const names = readdirSync(dir);
-  const foreign = names.filter((n) => STATE_SUBDIRS[n] === undefined || !lstatSync(join(dir, n)).isDirectory());
+  const foreign = names.filter((n) => !isStateSubdir(dir, n));
   if (foreign.length > 0) {
     const shown = foreign.slice(0, 5).map((n) => JSON.stringify(n));
-    return `it holds ${shown.join(", ")}${foreign.length > 5 ? ` and ${foreign.length - 5} more` : ""}, which Plexus never writes there`;
+    const more = foreign.length > 5 ? ` and ${foreign.length - 5} more` : "";
+    return `it holds ${shown.join(", ")}${more}, which Plexus never writes there`;
   }
   // libcni's own cache dir is also called results/: alone, it is no sign of Plexus.
   if (names.length === 1 && names[0] === "results")
-    return "it holds only results/ (also the name of libcni's cache), none of records/, locks/, pending/";
+    return "it holds only results/ (libcni's cache has that name too), no records/ locks/ pending/";
   return undefined;
+}
+
+function isStateSubdir(dir: string, name: string): boolean {
+  return STATE_SUBDIRS[name] !== undefined && lstatSync(join(dir, name)).isDirectory();
 }
 
 export interface OwnStateRemoval {
@@ -93,12 +102,14 @@ export function removeOwnState(dir: string): OwnStateRemoval {
   return out;
 }
 
+/** rmdir's answers that mean "leave it": not empty, gone, or not a directory (a symlink). */
+const KEPT = new Set(["ENOTEMPTY", "EEXIST", "ENOENT", "ENOTDIR"]);
+
 function removeIfEmpty(dir: string): void {
   try {
     rmdirSync(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    // Not empty (someone else's files), gone, or a symlink to the state dir: left as it is.
-    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "ENOENT" && code !== "ENOTDIR") throw err;
+    if (!KEPT.has(code ?? "")) throw err;
   }
 }

@@ -13,7 +13,8 @@
  * - Only up to a size cap, checked before reading and while reading.
  * Synchronous on purpose, as atomic-file.ts is: a CNI process does one thing at a time.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync } from "node:fs";
+import type { Stats } from "node:fs";
 
 export type SharedFileRead =
   | { state: "found"; data: Buffer }
@@ -52,7 +53,7 @@ export function readSharedFile(path: string, limits: SharedFileLimits): SharedFi
   }
 }
 
-/** Read to the end, not to fstat's size: the file may grow meanwhile; one byte past the cap is enough. */
+/** To the end, not to fstat's size: the file may grow meanwhile; one byte past the cap will do. */
 function readToEnd(fd: number, size: number, maxBytes: number): SharedFileRead {
   const chunks: Buffer[] = [];
   let total = 0;
@@ -66,7 +67,7 @@ function readToEnd(fd: number, size: number, maxBytes: number): SharedFileRead {
   }
 }
 
-/** A read descriptor of the regular file at `path`, or why there is none; nothing else is opened. */
+/** A read descriptor of the regular file at `path`, or why there is none; nothing else opened. */
 function openRegularFile(path: string, limits: SharedFileLimits): Opened {
   const nofollow = limits.followSymlink ? 0 : constants.O_NOFOLLOW;
   let handle: number;
@@ -92,7 +93,7 @@ function openRegularFile(path: string, limits: SharedFileLimits): Opened {
   }
 }
 
-/** No /proc (a bare chroot): lstat (stat, when following) first, then the file it saw, or nothing. */
+/** No /proc (a bare chroot): lstat (stat when following) first, then the file it saw, or none. */
 function openWithoutProc(path: string, limits: SharedFileLimits): Opened {
   let before: Stats;
   try {
@@ -113,20 +114,25 @@ function openWithoutProc(path: string, limits: SharedFileLimits): Opened {
   return { state: "refused", why: "unreadable", reason: "it was replaced while being opened" };
 }
 
+const SYMLINK = "it is a symbolic link (not followed)";
+
+function refused(why: "not-regular" | "unreadable", reason: string): Opened {
+  return { state: "refused", why, reason };
+}
+
 function openFailure(err: unknown): Opened {
   const code = (err as NodeJS.ErrnoException).code;
   // ENOTDIR: a component of the path is a file, so there is nothing at the path.
   if (code === "ENOENT" || code === "ENOTDIR") return { state: "missing" };
   // O_NOFOLLOW without O_PATH on a symlink fails with ELOOP; opening a unix socket with ENXIO.
-  if (code === "ELOOP") return { state: "refused", why: "not-regular", reason: "it is a symbolic link (not followed)" };
-  if (code === "ENXIO") return { state: "refused", why: "not-regular", reason: "it is a socket, not a regular file" };
-  return { state: "refused", why: "unreadable", reason: `it cannot be opened (${code ?? (err as Error).message})` };
+  if (code === "ELOOP") return refused("not-regular", SYMLINK);
+  if (code === "ENXIO") return refused("not-regular", "it is a socket, not a regular file");
+  return refused("unreadable", `it cannot be opened (${code ?? (err as Error).message})`);
 }
 
 function notRegular(st: Stats): Opened {
-  if (st.isSymbolicLink())
-    return { state: "refused", why: "not-regular", reason: "it is a symbolic link (not followed)" };
-  return { state: "refused", why: "not-regular", reason: `it is ${kindOf(st)}, not a regular file` };
+  if (st.isSymbolicLink()) return refused("not-regular", SYMLINK);
+  return refused("not-regular", `it is ${kindOf(st)}, not a regular file`);
 }
 
 function tooLarge(maxBytes: number, size?: number): SharedFileRead {

@@ -87,7 +87,8 @@ function openRegularFile(path: string, limits: SharedFileLimits): Opened {
       if (code !== "ENOENT" && code !== "ENOTDIR") return openFailure(err);
       return openWithoutProc(path, limits);
     }
-    return { fd, st: fstatSync(fd) };
+    // The same inode as the O_PATH descriptor: its fstat stands.
+    return { fd, st };
   } finally {
     closeSync(handle);
   }

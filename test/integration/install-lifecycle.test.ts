@@ -205,16 +205,23 @@ describe("uninstall: `plexus uninstall` with deploy/uninstall/'s arguments", () 
 });
 
 describe("the installer never blocks on what sits at a path it reads (B72)", () => {
+  const CREDENTIALS = "/etc/cni/net.d/plexus.d";
+  const CONFLIST = "/etc/cni/net.d/00-plexus.conflist";
+  const KUBECONFIG = `${CREDENTIALS}/plexus.kubeconfig`;
   /** Each path the installer reads, as (container path under the temp root, extra flags). */
-  const cases: Array<[string, (n: ReturnType<typeof node>) => { fifo: string; extra: string[] }]> = [
-    ["its conflist output", (n) => ({ fifo: n.host("/etc/cni/net.d/00-plexus.conflist"), extra: [] })],
-    ["its kubeconfig output", (n) => ({ fifo: n.host("/etc/cni/net.d/plexus.d/plexus.kubeconfig"), extra: [] })],
-    ["its token copy", (n) => ({ fifo: n.host("/etc/cni/net.d/plexus.d/token"), extra: [] })],
+  type Where = (n: ReturnType<typeof node>) => { fifo: string; extra: string[] };
+  const cases: Array<[string, Where]> = [
+    ["its conflist output", (n) => ({ fifo: n.host(CONFLIST), extra: [] })],
+    ["its kubeconfig output", (n) => ({ fifo: n.host(KUBECONFIG), extra: [] })],
+    ["its token copy", (n) => ({ fifo: n.host(`${CREDENTIALS}/token`), extra: [] })],
     ["--token-file", (n) => ({ fifo: flagPath(n, "--token-file"), extra: [] })],
     ["--ca-file", (n) => ({ fifo: flagPath(n, "--ca-file"), extra: [] })],
     [
       "--plexus-conf-file",
-      (n) => ({ fifo: join(n.root, "user.conf"), extra: [`--plexus-conf-file=${join(n.root, "user.conf")}`] }),
+      (n) => {
+        const fifo = join(n.root, "user.conf");
+        return { fifo, extra: [`--plexus-conf-file=${fifo}`] };
+      },
     ],
   ];
 
@@ -235,7 +242,8 @@ describe("the installer never blocks on what sits at a path it reads (B72)", () 
     await new Promise((res) => setTimeout(res, 500));
     const signalled = Date.now();
     p.child.kill("SIGTERM");
-    const code = await Promise.race([p.exit, new Promise((res) => setTimeout(() => res("hung"), 5000))]);
+    const hung = new Promise((res) => setTimeout(() => res("hung"), 5000));
+    const code = await Promise.race([p.exit, hung]);
     expect(code, p.stderr()).not.toBe("hung");
     expect(Date.now() - signalled).toBeLessThan(5000);
     if (fifo.includes("/host/")) {

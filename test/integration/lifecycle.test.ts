@@ -112,8 +112,9 @@ describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
 });
 
 describe("B64 a dead call's leftovers are found by its lock, not by a path string or their environment", () => {
-  /** ADD hangs in net-b, Plexus is SIGKILLed, the runtime's DEL comes: it must end the leftovers and succeed. */
-  async function killedAddThenDel(conf: Record<string, unknown>, behaviour: Record<string, unknown>) {
+  type Json = Record<string, unknown>;
+  /** ADD hangs in net-b, Plexus is SIGKILLed, the runtime's DEL comes: it ends the leftovers. */
+  async function killedAddThenDel(conf: Json, behaviour: Json) {
     const { sb } = ctx;
     sb.setBehaviours("net-b", { ADD: { do: "hang", ...behaviour } });
     let plexusPid = 0;
@@ -150,7 +151,8 @@ describe("B64 a dead call's leftovers are found by its lock, not by a path strin
     const { sb } = ctx;
     const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
     const { r } = await killedAddThenDel(conf, { child: "clean-env" });
-    const child = sb.invocations().find((i) => i.command === "ADD" && i.network === "net-b")!.childPid as number;
+    const add = sb.invocations().find((i) => i.command === "ADD" && i.network === "net-b")!;
+    const child = add.childPid as number;
     expect(child).toBeGreaterThan(0);
     expect(r.code, r.stdout).toBe(0);
     await waitFor(() => !isAlive(child), 2000, "the grandchild to be gone");

@@ -4,7 +4,8 @@
  * the installer sees the old token or the new one, never a torn or empty file.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -131,7 +132,8 @@ describe("what the installer reads and writes on the node is input (B72, B73)", 
     mkdirSync(join(dir, "elsewhere"));
     writeFileSync(join(dir, "elsewhere", "token"), "theirs");
     symlinkSync(join(dir, "elsewhere"), join(dir, "plexus.d"));
-    await expect(syncFile(join(dir, "plexus.d", "token"), "mine")).rejects.toThrow(/is a symbolic link/);
+    const write = syncFile(join(dir, "plexus.d", "token"), "mine");
+    await expect(write).rejects.toThrow(/is a symbolic link/);
     expect(readFileSync(join(dir, "elsewhere", "token"), "utf8")).toBe("theirs");
     expect(readdirSync(join(dir, "elsewhere"))).toEqual(["token"]);
   });
@@ -141,8 +143,9 @@ describe("what the installer reads and writes on the node is input (B72, B73)", 
     expect(await syncFile(join(dir, "out"), "text")).toBe("created");
     expect(readFileSync(join(dir, "out"), "utf8")).toBe("text");
     writeFileSync(join(dir, "ca.crt"), "ca");
-    expect(readCredentials({ tokenFile: join(dir, "token"), caFile: join(dir, "ca.crt") })).toEqual({
-      missing: `service-account token ${join(dir, "token")} is not usable: it is a FIFO, not a regular file`,
+    const tokenFile = join(dir, "token");
+    expect(readCredentials({ tokenFile, caFile: join(dir, "ca.crt") })).toEqual({
+      missing: `service-account token ${tokenFile} is not usable: it is a FIFO, not a regular file`,
     });
   });
 });

@@ -76,7 +76,8 @@ describe("M1 logOptions: log rotation on open", () => {
     // Names of backups from the future, which are not backups: a directory and a symlink.
     mkdirSync(join(dir, backupName(file, new Date("2027-01-01T00:00:00Z"))));
     writeFileSync(join(dir, "elsewhere"), "keep");
-    symlinkSync(join(dir, "elsewhere"), join(dir, backupName(file, new Date("2027-01-02T00:00:00Z"))));
+    const future = backupName(file, new Date("2027-01-02T00:00:00Z"));
+    symlinkSync(join(dir, "elsewhere"), join(dir, future));
     writeFileSync(file, "x".repeat(2 * 1024 * 1024));
     rotateIfNeeded(file, { maxSize: 1, maxBackups: 1 }, now);
     const rotated = backupName(file, now);

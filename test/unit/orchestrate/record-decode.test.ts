@@ -25,20 +25,23 @@ const OUTSIDE_NETNS = "/outside/the/state/dir";
 const goodName = fc.stringMatching(/^[a-z0-9][a-z0-9_.-]{0,12}$/);
 const goodIf = fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/);
 const hostileName = fc.oneof(
-  fc.constantFrom("../../etc", "a/b", "", "..", ".", "x".repeat(300), "a\u0000b", "net1 x", "é", "~abc"),
+  fc.constantFrom("../../etc", "a/b", "", "..", ".", "x".repeat(300), "a\u0000b", "net1 x", "é"),
   fc.string({ maxLength: 20 }),
 );
 const anyName = fc.oneof({ weight: 3, arbitrary: goodName }, { weight: 1, arbitrary: hostileName });
 const anyIf = fc.oneof({ weight: 3, arbitrary: goodIf }, { weight: 1, arbitrary: hostileName });
 /** A value of the wrong type for a field. */
-const wrongType = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }));
+const shortArray = fc.array(fc.integer(), { maxLength: 2 });
+const wrongType = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), shortArray);
 
+const withSecret = (text: string) => ({ kind: "text" as const, text: text + SECRET });
+const BREAKABLE = fc.constantFrom("kind", "containerId", "ifName", "attachments", "conf");
 const recordValue = fc
   .record({
     containerId: anyName,
     ifName: anyIf,
     attachments: fc.array(fc.record({ ifName: anyIf, network: anyName }), { maxLength: 3 }),
-    breakField: fc.option(fc.constantFrom("kind", "containerId", "ifName", "attachments", "conf"), { nil: undefined }),
+    breakField: fc.option(BREAKABLE, { nil: undefined }),
     wrong: wrongType,
   })
   .map((r) => {
@@ -68,10 +71,10 @@ const recordFile = fc.record({
     { weight: 4, arbitrary: recordValue.map((value) => ({ kind: "json" as const, value })) },
     {
       weight: 2,
-      arbitrary: fc.string({ maxLength: 40 }).map((t) => ({ kind: "text" as const, text: `${t}${SECRET}` })),
+      arbitrary: fc.string({ maxLength: 40 }).map(withSecret),
     },
     { weight: 1, arbitrary: fc.constantFrom({ kind: "huge" as const }, { kind: "fifo" as const }) },
-    { weight: 1, arbitrary: fc.constantFrom({ kind: "dir" as const }, { kind: "symlink" as const }) },
+    { weight: 1, arbitrary: fc.constantFrom({ kind: "dir" as const }, { kind: "link" as const }) },
   ),
   /** own: the name its identity gives; other: a name of another (valid) identity. */
   named: fc.oneof(
@@ -104,7 +107,9 @@ function writeFiles(store: RecordStore, files: FileSpec[]): Array<[string, strin
   const asked: Array<[string, string]> = [];
   for (const f of files) {
     const [cid, ifName] = identityOf(f);
-    const nameIdentity: [string, string] = f.named.as === "own" ? [cid, ifName] : [f.named.cid, f.named.ifName];
+    const { named } = f;
+    type Identity = [string, string];
+    const nameIdentity: Identity = named.as === "own" ? [cid, ifName] : [named.cid, named.ifName];
     let path: string;
     try {
       path = store.path(...nameIdentity);
@@ -131,7 +136,8 @@ function plant(path: string, f: FileSpec): void {
   } else if (h.kind === "fifo") execFileSync("mkfifo", [path]);
   else if (h.kind === "dir") mkdirSync(path);
   else {
-    writeFileSync(outside, JSON.stringify({ ...validRecord(f.cid, f.ifName), netns: OUTSIDE_NETNS }));
+    const record = { ...validRecord(f.cid, f.ifName), netns: OUTSIDE_NETNS };
+    writeFileSync(outside, JSON.stringify(record));
     symlinkSync(outside, path);
   }
 }
@@ -165,7 +171,8 @@ function checkRead(store: RecordStore, read: RecordRead, asked?: [string, string
     names.networks.push(a.conf.name);
   }
   expect(stateNamesProblem(names)).toBeUndefined();
-  for (const path of [store.path(rec.containerId, rec.ifName), lockPath(root, rec.containerId, rec.ifName)])
+  const { containerId, ifName } = rec;
+  for (const path of [store.path(containerId, ifName), lockPath(root, containerId, ifName)])
     expect(resolve(path).startsWith(`${resolve(root)}/`)).toBe(true);
 }
 

@@ -4,6 +4,7 @@
  * never a crash or a polluted object (B11, B12, B17).
  */
 import { CniError, Code } from "./errors";
+import { describeJsonSyntaxError } from "./json-syntax";
 
 export const MAX_STDIN_BYTES = 1024 * 1024;
 export const MAX_JSON_DEPTH = 64;
@@ -30,8 +31,9 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
   let value: unknown;
   try {
     value = JSON.parse(text);
-  } catch (err) {
-    throw new CniError(code, `${opts.what} is not valid JSON: ${(err as Error).message}`);
+  } catch {
+    // The engine's message quotes the input: the position and what was expected say enough.
+    throw new CniError(code, `${opts.what} is not valid JSON ${describeJsonSyntaxError(text)}`);
   }
   // Too deep is malformed input (the caller's code); a prototype key in a config is 7 (B17), but in
   // a delegate's output (code 100) it is that delegate's fault, not the network config's.

@@ -30,7 +30,9 @@ export type CopyOutcome = "installed" | "unchanged";
 
 function sameContent(a: string, b: string): boolean {
   try {
-    if (statSync(a).size !== statSync(b).size) return false;
+    const have = statSync(b);
+    // Only a regular file is hashed: a FIFO planted at the destination would block the read.
+    if (!have.isFile() || statSync(a).size !== have.size) return false;
   } catch {
     return false;
   }
@@ -102,6 +104,9 @@ export function installBinary(source: string, dest: string): CopyOutcome {
     // Unreadable destination: replace it.
   }
   const tmp = join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}-${Date.now().toString(36)}`);
+  // The copy reads the source: only a regular file (a FIFO would block the installer for good).
+  const what = `cannot install ${source} as ${dest}`;
+  if (!statSync(source).isFile()) throw ioError(what, new Error("not a regular file"));
   try {
     streamCopy(source, tmp);
     chmodSync(tmp, 0o755);

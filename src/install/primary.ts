@@ -6,7 +6,8 @@
  * copy would make Plexus delegate to itself) and hidden files, where atomic writers (Plexus
  * included) keep their temp files (B49).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync } from "node:fs";
+import { readSharedFile } from "../store/shared-file";
 import { basename, join } from "node:path";
 import { LIST_KEYS, parseConfList, type ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
@@ -90,15 +91,11 @@ export function readConfDir(dir: string): { files: ConfFile[]; warnings: string[
   for (const name of names) {
     if (!/\.(conf|conflist|json)$/.test(name)) continue;
     const path = join(dir, name);
-    try {
-      const st = statSync(path);
-      if (!st.isFile()) continue;
-      if (st.size > MAX_CONF_FILE_BYTES)
-        warnings.push(`${path} is larger than ${MAX_CONF_FILE_BYTES} bytes; not a CNI config`);
-      else files.push({ path, content: readFileSync(path, "utf8") });
-    } catch {
-      // Vanished between readdir and read: the next pass sees the directory as it is then.
-    }
+    // libcni follows symlinks in the conf dir; the target is still checked (shared-file.ts).
+    const file = readSharedFile(path, { maxBytes: MAX_CONF_FILE_BYTES, followSymlink: true });
+    // Missing: vanished between readdir and read; the next pass sees the directory as it is then.
+    if (file.state === "found") files.push({ path, content: file.data.toString("utf8") });
+    else if (file.state === "refused") warnings.push(`${path} is not a CNI config: ${file.reason}`);
   }
   return { files, warnings };
 }

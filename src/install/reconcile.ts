@@ -7,14 +7,15 @@
  * rewritten whenever they differ from what they should be: the primary config changed or was
  * replaced, another agent deleted, renamed or edited them, or the token rotated.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { removeFile } from "../store/atomic-file";
 import { LIST_KEYS } from "../cni/conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
-import { readCredentials, renderKubeconfig, syncFile } from "./kubeconfig";
+import { readCredentials, readNodeFile, renderKubeconfig, syncFile } from "./kubeconfig";
+import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import type { InstallOptions } from "./options";
 import { renderPlexusConfig } from "./plexus-config";
 import { choosePrimary, readConfDir, type PrimaryConfig } from "./primary";
@@ -36,12 +37,10 @@ export function newReconcileState(): ReconcileState {
 
 export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
 
+/** A file the installer wrote (its config), read as input: no symlink followed, never blocking. */
 export function readText(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return undefined;
-  }
+  const read = readNodeFile(path, { follow: false, maxBytes: MAX_CONF_FILE_BYTES });
+  return "data" in read ? read.data.toString("utf8") : undefined;
 }
 
 function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger): void {

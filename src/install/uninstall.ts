@@ -7,11 +7,12 @@
  * are never touched. Plexus's state dir (container records) stays unless asked: a record is what a
  * later reinstall needs to tear down a pod Plexus attached.
  */
-import { readdirSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, rmdirSync, statSync } from "node:fs";
 import { basename, dirname, join, posix } from "node:path";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
-import { removeFile } from "../store/atomic-file";
+import { ioError, removeFile } from "../store/atomic-file";
+import * as own from "../store/own-names";
 import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
 
 /** The flags as commander hands them over. */
@@ -33,6 +34,8 @@ export interface UninstallPlan {
   binary: HostPath;
   cniDir: HostPath;
   removeState: boolean;
+  /** --host-prefix: where the node's root is mounted ("" on the node itself). */
+  hostPrefix: string;
 }
 
 function absolute(value: string, flag: string): string {
@@ -42,6 +45,18 @@ function absolute(value: string, flag: string): string {
       `plexus uninstall: ${flag} must be an absolute path, got ${JSON.stringify(value)}`,
     );
   return posix.normalize(value);
+}
+
+/** The node's root (the container's, with --host-prefix) is never a state dir to empty. */
+function stateDir(dir: HostPath, removeState: boolean): HostPath {
+  if (removeState && (dir.host === "/" || posix.normalize(dir.local) === "/"))
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `plexus uninstall: --cni-dir ${JSON.stringify(dir.host)} is the root of the node ` +
+        "(or of --host-prefix); --remove-state removes Plexus's state dir only " +
+        "(default /var/lib/cni/plexus)",
+    );
+  return dir;
 }
 
 /** The files to remove, as the installer named them (same flags, same defaults). */
@@ -63,25 +78,36 @@ export function planUninstall(flags: UninstallFlags): UninstallPlan {
     credentials: [kubeconfig, fromHost(posix.join(credDir, "token")), fromHost(posix.join(credDir, "ca.crt"))],
     credentialsDir: fromHost(credDir),
     binary: fromLocal(join(binDir, "plexus")),
-    cniDir: fromHost(absolute(flags.cniDir, "--cni-dir")),
+    cniDir: stateDir(fromHost(absolute(flags.cniDir, "--cni-dir")), flags.removeState ?? false),
     removeState: flags.removeState ?? false,
+    hostPrefix: prefix,
   };
 }
 
 /** Removes `path` and the temp files an atomic write of it leaves when killed (`.<name>.tmp-…`). */
 async function removeWithTemps(path: HostPath, log: Logger): Promise<void> {
   const dir = dirname(path.local);
-  const temp = `.${basename(path.local)}.tmp-`;
+  const target = basename(path.local);
   let names: string[] = [];
   try {
     names = readdirSync(dir);
   } catch {
     names = [];
   }
-  for (const name of names) if (name.startsWith(temp)) await removeFile(join(dir, name));
+  for (const name of names) {
+    if (own.parseTempName(name)?.target === target) await removeFile(join(dir, name));
+  }
   if (!names.includes(basename(path.local))) return;
   await removeFile(path.local);
   log.info({ path: path.host }, "removed");
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** Removes the credentials dir when it is empty now; anything else in it is someone else's. */
@@ -100,19 +126,48 @@ function removeDirIfEmpty(dir: HostPath, log: Logger): void {
 
 function countRecords(cniDir: string): number {
   try {
-    return readdirSync(join(cniDir, "records")).filter((n) => !n.startsWith(".")).length;
+    const names = readdirSync(join(cniDir, "records"));
+    return names.filter((n) => own.isOwnStateName("records", n) && !n.startsWith(".")).length;
   } catch {
     return 0;
   }
 }
 
-function handleState(plan: UninstallPlan, log: Logger): void {
-  const records = countRecords(plan.cniDir.local);
-  if (plan.removeState) {
-    rmSync(plan.cniDir.local, { recursive: true, force: true });
-    log.info({ dir: plan.cniDir.host, records }, "state dir removed (--remove-state)");
-    return;
+/**
+ * --remove-state: only Plexus's own entries go (own-names.ts), then the dirs left empty. A dir
+ * that is not Plexus's state (the parent of the state dir, a Multus DaemonSet's value, holds
+ * host-local's reservations) is refused whole, before anything in it is removed.
+ */
+function removeState(plan: UninstallPlan, log: Logger): void {
+  const dir = plan.cniDir;
+  let why: string | undefined;
+  try {
+    why = own.notStateDirReason(dir.local);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw ioError(`cannot read the state dir ${dir.host}`, err);
   }
+  if (why)
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `--remove-state: ${dir.host} does not look like Plexus's state dir ` +
+        `(records/, results/, locks/, pending/): ${why}; nothing in it was removed ` +
+        "(is --cni-dir the plugin's cniDir?)",
+    );
+  const records = countRecords(dir.local);
+  const { removed, left } = own.removeOwnState(dir.local);
+  const shown = left.slice(0, 20).map((p) => toHost(p, plan.hostPrefix));
+  if (left.length > 0)
+    log.warn(
+      { dir: dir.host, removed, records, left: shown },
+      "state dir: Plexus's own files removed; the files listed are not Plexus's and stay in place",
+    );
+  else log.info({ dir: dir.host, removed, records }, "state dir removed (--remove-state)");
+}
+
+function handleState(plan: UninstallPlan, log: Logger): void {
+  if (plan.removeState) return removeState(plan, log);
+  const records = countRecords(plan.cniDir.local);
   let exists = false;
   try {
     exists = statSync(plan.cniDir.local).isDirectory();
@@ -133,8 +188,15 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
   try {
     // The config first: from this moment the runtime no longer runs Plexus for new pods.
     await removeWithTemps(plan.plexusConf, log);
-    for (const file of plan.credentials) await removeWithTemps(file, log);
-    removeDirIfEmpty(plan.credentialsDir, log);
+    if (isSymlink(plan.credentialsDir.local))
+      log.warn(
+        { dir: plan.credentialsDir.host },
+        "left in place: the credentials dir is a symbolic link; Plexus removes nothing through one",
+      );
+    else {
+      for (const file of plan.credentials) await removeWithTemps(file, log);
+      removeDirIfEmpty(plan.credentialsDir, log);
+    }
     await removeWithTemps(plan.binary, log);
     handleState(plan, log);
   } catch (err) {

@@ -5,7 +5,7 @@
  * A single config (`"type": "plexus"`) is installed as a one-plugin conflist, so that the file
  * sorts first under Plexus's own name and the runtime reads it as it reads the generated one.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { getKeyFold } from "../cni/keys";
 import { parsePlexusConf, PLEXUS_KEYS, plexusEntry, type PlexusConf, withoutListKeys } from "../config/plugin-conf";
@@ -13,7 +13,7 @@ import { reportUnknownKeys } from "../config/unknown-keys";
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import { auxiliaryChainDir } from "../orchestrate/aux-chain";
 import type { Logger } from "../log/logger";
-import { syncFile } from "./kubeconfig";
+import { readNodeFile, syncFile } from "./kubeconfig";
 import { toLocal, type InstallOptions } from "./options";
 import { checkBinary, missingCredentials, readText, syncCredentials, type ReconcileState } from "./reconcile";
 
@@ -29,15 +29,11 @@ export interface UserConfig {
 export class UserConfigError extends Error {}
 
 function readUserFile(path: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (err) {
-    throw new UserConfigError(
-      `--plexus-conf-file ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-    );
-  }
-  const value = decodeJson(text, { what: `--plexus-conf-file ${path}`, maxBytes: MAX_CONF_FILE_BYTES });
+  // A ConfigMap's file is a symlink (into ..data/): followed, but only to a regular file.
+  const read = readNodeFile(path, { follow: true, maxBytes: MAX_CONF_FILE_BYTES });
+  const what = `--plexus-conf-file ${path}`;
+  if ("problem" in read) throw new UserConfigError(`${what} cannot be read: ${read.problem}`);
+  const value = decodeJson(read.data, { what, maxBytes: MAX_CONF_FILE_BYTES });
   if (!isPlainObject(value)) throw new UserConfigError(`--plexus-conf-file ${path} is not a JSON object`);
   return value;
 }

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { describeYamlError } from "../cni/json-syntax";
 import { writeFileAtomic } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
 import { dns1123LabelProblem } from "../npwg/dns1123";
@@ -30,6 +31,16 @@ interface Objects {
   /** M10, DRA: ResourceClaims by namespace/name, ResourceSlices (cluster-scoped) in file order. */
   claims: Map<string, ResourceClaim>;
   slices: ResourceSlice[];
+  /**
+   * Why a file or a document was left out (invalid YAML, too large, a bad name): reported only to
+   * a call that looks for an object that is missing, since it may be in there. One invalid
+   * manifest fails only the pods that need what it holds, not every ADD on the node.
+   */
+  broken: string[];
+}
+
+function emptyObjects(): Objects {
+  return { pods: new Map(), nads: new Map(), claims: new Map(), slices: [], broken: [] };
 }
 
 export class FileCluster implements KubeApi {
@@ -40,15 +51,21 @@ export class FileCluster implements KubeApi {
 
   async getPod(namespace: string, name: string): Promise<Pod> {
     this.requestCount++;
-    const pod = (await this.load()).pods.get(`${namespace}/${name}`);
-    if (!pod)
-      throw new CniError(Code.UnknownContainer, `pod ${namespace}/${name} is not among the manifests in ${this.dir}`);
-    return pod;
+    const objects = await this.load();
+    const pod = objects.pods.get(`${namespace}/${name}`);
+    if (pod) return pod;
+    const missing = `pod ${namespace}/${name} is not among the manifests in ${this.dir}`;
+    throwIfBroken(objects, missing);
+    throw new CniError(Code.UnknownContainer, missing);
   }
 
   async getNad(namespace: string, name: string): Promise<Nad | undefined> {
     this.requestCount++;
-    return (await this.load()).nads.get(`${namespace}/${name}`);
+    const objects = await this.load();
+    const nad = objects.nads.get(`${namespace}/${name}`);
+    const missing = `NetworkAttachmentDefinition ${namespace}/${name} is not among the manifests`;
+    if (!nad) throwIfBroken(objects, missing);
+    return nad;
   }
 
   async setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
@@ -88,17 +105,17 @@ export class FileCluster implements KubeApi {
 
   /** The ResourceSlices of one node (`plexus validate`: which resource names its drivers publish). */
   async listNodeSlices(nodeName: string): Promise<ResourceSlice[]> {
-    return (await this.load()).slices.filter((s) => s.spec.nodeName === nodeName);
+    return (await this.complete()).slices.filter((s) => s.spec.nodeName === nodeName);
   }
 
   /** Every NAD of the directory (`plexus validate --all`). */
   async listNads(): Promise<Nad[]> {
-    return [...(await this.load()).nads.values()];
+    return [...(await this.complete()).nads.values()];
   }
 
   /** Every pod of the directory (`plexus validate`: what pods request of a NAD). */
   async listPods(): Promise<Pod[]> {
-    return [...(await this.load()).pods.values()];
+    return [...(await this.complete()).pods.values()];
   }
 
   /** B71: the names become a file name, so they are the names Kubernetes allows, or the call fails (4). */
@@ -112,9 +129,16 @@ export class FileCluster implements KubeApi {
     return join(this.dir, STATUS_DIR, `${namespace}.${name}.json`);
   }
 
+  /** For the listings (`plexus validate`): a left-out file makes a list incomplete, an error. */
+  private async complete(): Promise<Objects> {
+    const objects = await this.load();
+    throwIfBroken(objects, `the manifests in ${this.dir} cannot all be listed`);
+    return objects;
+  }
+
   private async load(): Promise<Objects> {
     if (this.objects) return this.objects;
-    const objects: Objects = { pods: new Map(), nads: new Map(), claims: new Map(), slices: [] };
+    const objects = emptyObjects();
     let names: string[];
     try {
       names = (await readdir(this.dir)).filter((n) => MANIFEST.test(n)).sort();
@@ -127,27 +151,47 @@ export class FileCluster implements KubeApi {
       );
     }
     for (const name of names) {
-      const path = join(this.dir, name);
-      const text = readManifest(path);
-      if (text === undefined) continue;
-      let docs: unknown[];
       try {
-        docs = loadAll(text);
+        loadManifest(objects, join(this.dir, name));
       } catch (err) {
-        throw new CniError(
-          Code.InvalidNetworkConfig,
-          `${path} is not valid YAML/JSON: ${(err as Error).message.split("\n")[0]}`,
-        );
-      }
-      for (const doc of docs.flatMap((d) =>
-        isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d],
-      )) {
-        index(objects, doc, path);
+        if (!(err instanceof CniError)) throw err;
+        objects.broken.push(err.message);
       }
     }
     this.objects = objects;
     return objects;
   }
+}
+
+/** Indexes one manifest file's objects; a document that cannot be indexed is reported. */
+function loadManifest(objects: Objects, path: string): void {
+  const text = readManifest(path);
+  if (text === undefined) return;
+  let docs: unknown[];
+  try {
+    docs = loadAll(text);
+  } catch (err) {
+    const where = describeYamlError(err);
+    throw new CniError(Code.InvalidNetworkConfig, `${path} is not valid YAML/JSON ${where}`);
+  }
+  for (const doc of docs.flatMap((d) =>
+    isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d],
+  ))
+    try {
+      index(objects, doc, path);
+    } catch (err) {
+      if (!(err instanceof CniError)) throw err;
+      objects.broken.push(err.message);
+    }
+}
+
+/** A missing object may be in a file that was left out: the error names those files (7). */
+function throwIfBroken(objects: Objects, missing: string): void {
+  if (objects.broken.length === 0) return;
+  const shown = objects.broken.slice(0, 3).join("; ");
+  const more = objects.broken.length > 3 ? `; and ${objects.broken.length - 3} more` : "";
+  const msg = `${missing}, and some manifests were left out: ${shown}${more}`;
+  throw new CniError(Code.InvalidNetworkConfig, msg);
 }
 
 /**

@@ -19,6 +19,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { describeYamlError } from "../cni/json-syntax";
 import { hasKeyFold } from "../cni/keys";
 import { SERVICE_ACCOUNT_DIR } from "../config/defaults";
 import { readSharedFile } from "../store/shared-file";
@@ -112,7 +113,7 @@ export async function readKubeconfig(path: string): Promise<Record<string, unkno
   try {
     raw = await parseKubeconfigText(text);
   } catch (err) {
-    throw bad(path, `is not valid YAML: ${(err as Error).message.split("\n")[0]}`);
+    throw bad(path, `is not valid YAML ${describeYamlError(err)}`);
   }
   if (!isPlainObject(raw))
     throw bad(path, "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)");

@@ -14,6 +14,7 @@
  *   `<backup>.gz` by temp file and rename, then removes the backup.
  */
 import { closeSync, constants, openSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 export interface LogRotation {
@@ -59,12 +60,13 @@ export function backupName(file: string, at: Date): string {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+/** backupName's timestamp: the ISO time with `-` for `:`. */
+const STAMP = "\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z";
+
 /** Matches exactly the names backupName gives (and their `.gz`), for this file. */
 function backupPattern(file: string): RegExp {
   const { stem, ext } = parts(file);
-  return new RegExp(
-    `^${escapeRegExp(stem)}-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z${escapeRegExp(ext)}(\\.gz)?$`,
-  );
+  return new RegExp(`^${escapeRegExp(stem)}-(${STAMP})${escapeRegExp(ext)}(?:\\.gz)?$`);
 }
 
 function rotate(file: string, opts: LogRotation, now: Date, maxBytes: number): void {
@@ -137,20 +139,45 @@ function compressDetached(backup: string): void {
   child.unref();
 }
 
+/**
+ * Backups are ordered and aged by the time in their names (what this code wrote there), not by
+ * mtime: a file copied or touched later is not younger. Only regular files count: a directory or
+ * a symlink given a backup's name is not a backup, so it can neither take a place among the kept
+ * ones (and push out the backup just rotated) nor be removed.
+ */
 function prune(file: string, opts: LogRotation, now: Date): void {
   if (opts.maxBackups === undefined && opts.maxAge === undefined) return;
   const { dir } = parts(file);
   const mine = backupPattern(file);
   const backups = readdirSync(dir)
-    .filter((n) => mine.test(n))
-    .flatMap((n) => {
-      const mtime = sizeOf(join(dir, n)) < 0 ? undefined : statSync(join(dir, n)).mtimeMs;
-      return mtime === undefined ? [] : [{ path: join(dir, n), mtime }];
+    .flatMap((name) => {
+      const at = backupTime(mine, name);
+      if (at === undefined) return [];
+      const path = join(dir, name);
+      return isRegularFile(path) ? [{ path, at }] : [];
     })
-    .sort((a, b) => b.mtime - a.mtime);
+    .sort((a, b) => b.at - a.at || (a.path < b.path ? 1 : -1));
   backups.forEach((b, i) => {
     const tooMany = opts.maxBackups !== undefined && opts.maxBackups > 0 && i >= opts.maxBackups;
-    const tooOld = opts.maxAge !== undefined && opts.maxAge > 0 && now.getTime() - b.mtime > opts.maxAge * 86_400_000;
+    const maxAgeMs = (opts.maxAge ?? 0) * 86_400_000;
+    const tooOld = maxAgeMs > 0 && now.getTime() - b.at > maxAgeMs;
     if (tooMany || tooOld) unlinkSync(b.path);
   });
+}
+
+/** The epoch ms in a backup's name; undefined for a name that is not one of this file's backups. */
+function backupTime(mine: RegExp, name: string): number | undefined {
+  const stamp = mine.exec(name)?.[1];
+  if (stamp === undefined) return undefined;
+  const [date, time] = stamp.split("T") as [string, string];
+  const at = Date.parse(`${date}T${time.replace(/-/g, ":")}`);
+  return Number.isNaN(at) ? undefined : at;
+}
+
+function isRegularFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
 }

@@ -12,6 +12,7 @@
 import { mkdirSync, unlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { isPlainObject } from "../cni/json";
+import { describeJsonSyntaxError } from "../cni/json-syntax";
 import { writeFileAtomicSync } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
 import { deviceTextProblem } from "./device-id";
@@ -69,8 +70,8 @@ export function readDeviceInfo(path: string): DeviceInfoRead {
   let v: unknown;
   try {
     v = JSON.parse(text);
-  } catch (err) {
-    return { state: "malformed", reason: `not valid JSON (${(err as Error).message})` };
+  } catch {
+    return { state: "malformed", reason: `not valid JSON ${describeJsonSyntaxError(text)}` };
   }
   if (!isPlainObject(v)) return { state: "malformed", reason: "not a JSON object" };
   return { state: "found", info: v, text };

@@ -41,9 +41,13 @@ export function auxiliaryChainDir(conf: Pick<PlexusConf, "auxiliaryCNIChainName"
 /** The chain as a conflist, or undefined when its directory adds no plugin (no chain, as in Multus). */
 export async function loadAuxiliaryChain(conf: PlexusConf, source: FsNetworkSource): Promise<ConfList | undefined> {
   const dir = auxiliaryChainDir(conf);
-  const files = ((await source.listDir(dir)) ?? []).filter((f) => f.path.endsWith(".conf"));
+  const files = (await source.listChainDir(dir)) ?? [];
   const plugins = files.map((f) => {
     const what = `auxiliary chain ${conf.auxiliaryCNIChainName} file ${f.path}`;
+    // A .conf that cannot be read is not skipped: the chain would run without it, silently.
+    if ("problem" in f) {
+      throw new CniError(Code.InvalidNetworkConfig, `${what} cannot be read: ${f.problem}`);
+    }
     const value = decodeJson(f.content, { what, maxBytes: MAX_CONF_FILE_BYTES, code: Code.InvalidNetworkConfig });
     return parsePlugin(value, what);
   });

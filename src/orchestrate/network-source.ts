@@ -14,6 +14,12 @@ const CONFIG_FILE = /\.(conf|conflist|json)$/;
 /** Conf files are small; anything larger is not a CNI config. */
 const MAX_CONF_FILE_BYTES = 1024 * 1024;
 
+/** A directory entry that could not be read as a config file, and why. */
+export interface Unreadable {
+  path: string;
+  problem: string;
+}
+
 export class FsNetworkSource implements NetworkSource {
   private confDirCache?: Promise<ConfFile[]>;
   readonly getNad: NetworkSource["getNad"];
@@ -41,6 +47,30 @@ export class FsNetworkSource implements NetworkSource {
       return undefined;
     }
     return readConfigFiles(path);
+  }
+
+  /**
+   * M12: the auxiliary chain's `.conf` entries, each read or with why it cannot be (a FIFO, a
+   * directory, a file over the cap): the chain reports those instead of skipping them. Undefined
+   * when `path` is not a directory; hidden names (atomic writers' temp files) are left out.
+   */
+  async listChainDir(path: string): Promise<Array<ConfFile | Unreadable> | undefined> {
+    let names: string[];
+    try {
+      if (!(await stat(path)).isDirectory()) return undefined;
+      names = await readdir(path);
+    } catch {
+      return undefined;
+    }
+    return names
+      .filter((n) => n.endsWith(".conf") && !n.startsWith("."))
+      .sort()
+      .flatMap((name): Array<ConfFile | Unreadable> => {
+        const file = join(path, name);
+        const read = readSharedFile(file, { maxBytes: MAX_CONF_FILE_BYTES, followSymlink: true });
+        if (read.state === "found") return [{ path: file, content: read.data.toString("utf8") }];
+        return read.state === "missing" ? [] : [{ path: file, problem: read.reason }];
+      });
   }
 }
 

@@ -9,6 +9,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
+import { parseTempName } from "./own-names";
 
 let seq = 0;
 
@@ -89,7 +90,7 @@ export function sweepDeadWriters(dir: string): void {
     return;
   }
   for (const name of names) {
-    const pid = Number(/^\..*\.tmp-(\d+)-\d+-[0-9a-z]+$/.exec(name)?.[1]);
+    const pid = parseTempName(name)?.pid;
     if (!pid || pid === process.pid || isRunning(pid)) continue;
     try {
       rmSync(join(dir, name), { force: true });

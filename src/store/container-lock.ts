@@ -6,18 +6,16 @@
  * Every delegate inherits the locked descriptor (as its fd 3): the lock is released only when the
  * last process holding it exits. A runtime that SIGKILLs Plexus at its deadline leaves the running
  * delegate alive; the DEL that follows cannot take the lock while that delegate could still create
- * its interface or reserve its IP. The lock file names its owner (pid, verb, and a random mark
- * that every delegate of that call carries in its environment as PLEXUS_CALL): a waiter that finds
- * the owner dead first gives the orphaned delegates ORPHAN_GRACE_MS to finish on their own (a
- * delegate killed half-way through its own bookkeeping, host-local between creating an IP's
- * reservation file and writing the container into it, leaves state its DEL cannot match), then
- * kills the processes that hold the file open AND carry the owner's mark (the orphaned delegates
- * and their children, with their process groups), so a hung one holds the DEL up for the grace
- * only. A process holding the file without the mark is not Plexus's to kill (another tool, or a
- * delegate that cleared its environment): the waiter waits for it, up to its deadline.
+ * its interface or reserve its IP. A waiter that finds the lock's taker dead first gives the
+ * orphaned delegates ORPHAN_GRACE_MS to finish on their own (a delegate killed half-way through
+ * its own bookkeeping, host-local between creating an IP's reservation file and writing the
+ * container into it, leaves state its DEL cannot match), then kills the processes that still hold
+ * that dead call's lock (the orphaned delegates and their children, with their process groups),
+ * so a hung one holds the DEL up for the grace only. The lock file names its owner (pid, verb, and
+ * a random mark every delegate carries as PLEXUS_CALL), for messages and for an admin's `ps`.
  *
  * Taking the lock writes the owner into the file. Should that write fail (a full cniDir), the call
- * keeps the lock without an owner (a waiter then only waits, it kills nothing) and goes on: a DEL
+ * keeps the lock without an owner (its leftovers are still found by the lock) and goes on: a DEL
  * that writes nothing succeeds on a full disk, an ADD fails with 5 when it writes its record,
  * before any delegate runs, and its lock file goes as it releases the lock.
  *
@@ -39,7 +37,7 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { libc } from "../invoke/libc";
@@ -234,13 +232,16 @@ function alive(pid: number): boolean {
 /**
  * The owner was killed (the runtime's deadline) while a delegate ran: that delegate and its
  * children hold the lock through their inherited descriptor and may still attach. They are found
- * by the file they hold open and the owner's mark in their environment, and killed with their
- * process groups, so that the waiting DEL tears down from the record with nothing racing it. A
- * process without the mark is never killed (see the file's doc); nor is another Plexus.
+ * by the lock itself, not by a path string nor by their environment: a process whose descriptor
+ * is the lock file (the same device and inode, however cniDir was spelt: through a symlink or
+ * relative) and holds the flock (its /proc/<pid>/fdinfo lists it) taken by a process that is no
+ * longer running is that dead call's leftover, whatever its environment says (a delegate that
+ * clears it cannot wedge the pod). /proc/locks names the lock's taker but not who holds it now,
+ * so fdinfo is what tells. Each is killed with its process group, so that the waiting DEL tears
+ * down from the record with nothing racing it; a live call's lock (its taker running) and another
+ * Plexus are never touched.
  */
 function killOrphans(path: string, log: Logger): void {
-  const owner = readOwner(path);
-  if (!owner?.marker || alive(owner.pid)) return;
   let target: { dev: number; ino: number };
   try {
     target = statSync(path);
@@ -248,7 +249,7 @@ function killOrphans(path: string, log: Logger): void {
     return;
   }
   const killed: number[] = [];
-  for (const pid of holders(path, target, owner.marker)) {
+  for (const pid of deadLockHolders(basename(path), target)) {
     try {
       process.kill(-pid, "SIGKILL");
     } catch {
@@ -261,42 +262,69 @@ function killOrphans(path: string, log: Logger): void {
       // Gone meanwhile.
     }
   }
-  if (killed.length)
+  if (killed.length) {
+    const owner = readOwner(path);
     log.warn(
-      { ownerPid: owner.pid, verb: owner.verb, killed },
+      { ownerPid: owner?.pid, verb: owner?.verb, killed },
       "the call holding this container's lock was killed; killed the delegates it left running",
     );
+  }
 }
 
-/** Processes other than Plexus with `path` open (the inode, not just the name) and `marker` in their environment. */
-function holders(path: string, target: { dev: number; ino: number }, marker: string): number[] {
+/** Processes other than Plexus holding the flock on the file `target` whose taker is dead. */
+function deadLockHolders(name: string, target: { dev: number; ino: number }): number[] {
   const self = safeReadlink("/proc/self/exe");
   const out: number[] = [];
-  for (const name of safeReaddir("/proc")) {
-    const pid = Number(name);
+  for (const entry of safeReaddir("/proc")) {
+    const pid = Number(entry);
     if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
     const fds = safeReaddir(`/proc/${pid}/fd`);
-    const holds = fds.some((fd) => {
-      const link = safeReadlink(`/proc/${pid}/fd/${fd}`);
-      if (link !== path) return false;
-      try {
-        const st = statSync(`/proc/${pid}/fd/${fd}`);
-        return st.ino === target.ino && st.dev === target.dev;
-      } catch {
-        return false;
-      }
-    });
-    if (holds && safeReadlink(`/proc/${pid}/exe`) !== self && carriesMark(pid, marker)) out.push(pid);
+    const holds = fds.some((fd) => holdsDeadLock({ pid, fd, name, target }));
+    if (holds && safeReadlink(`/proc/${pid}/exe`) !== self) out.push(pid);
   }
   return out;
 }
 
-function carriesMark(pid: number, marker: string): boolean {
+interface FdQuery {
+  pid: number;
+  fd: string;
+  name: string;
+  target: { dev: number; ino: number };
+}
+
+function holdsDeadLock(o: FdQuery): boolean {
+  // The link's file name is only a cheap first filter (it is the same however cniDir was
+  // reached); the identity is the inode, and the lock.
+  const link = safeReadlink(`/proc/${o.pid}/fd/${o.fd}`);
+  if (link === undefined || !(link === o.name || link.endsWith(`/${o.name}`))) return false;
   try {
-    return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`${CALL_MARK_ENV}=${marker}`);
+    const st = statSync(`/proc/${o.pid}/fd/${o.fd}`);
+    if (st.ino !== o.target.ino || st.dev !== o.target.dev) return false;
   } catch {
     return false;
   }
+  const taker = flockTaker(`/proc/${o.pid}/fdinfo/${o.fd}`, o.target.ino);
+  return taker !== undefined && (taker <= 0 || !alive(taker));
+}
+
+/** `lock: <n>: FLOCK <kind> WRITE <pid> <major>:<minor>:<inode> …`, pid and inode captured. */
+const FDINFO_FLOCK = new RegExp(
+  String.raw`^lock:\s+\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s`,
+  "gm",
+);
+
+/**
+ * The pid that took the flock this descriptor holds (`lock: 1: FLOCK ADVISORY WRITE <pid>
+ * <maj>:<min>:<ino> 0 EOF`; 0 once that pid is gone), or undefined when it holds none.
+ */
+function flockTaker(fdinfo: string, ino: number): number | undefined {
+  // fdinfo reports a size of 0: read to the end, as the shared-file reader does.
+  const file = readSharedFile(fdinfo, { maxBytes: 64 * 1024 });
+  if (file.state !== "found") return undefined;
+  for (const m of file.data.toString("latin1").matchAll(FDINFO_FLOCK)) {
+    if (Number(m[2]) === ino) return Number(m[1]);
+  }
+  return undefined;
 }
 
 function safeReaddir(dir: string): string[] {

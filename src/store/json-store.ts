@@ -14,6 +14,7 @@
 import { basename, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { describeJsonSyntaxError } from "../cni/json-syntax";
 import { listStateFiles, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
 import { readSharedFile } from "./shared-file";
 import { stateFileName } from "./state-names";
@@ -154,8 +155,8 @@ export class JsonFileStore<T> implements JsonStore<T> {
     let v: unknown;
     try {
       v = JSON.parse(text);
-    } catch (err) {
-      return { state: "corrupt", path, reason: `not valid JSON (${(err as Error).message})` };
+    } catch {
+      return { state: "corrupt", path, reason: `not valid JSON ${describeJsonSyntaxError(text)}` };
     }
     if (!isPlainObject(v) || v.kind !== this.opts.kind || !this.opts.valid(v)) {
       return { state: "corrupt", path, reason: `not ${this.opts.shape}` };

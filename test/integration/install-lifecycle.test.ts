@@ -11,8 +11,17 @@
  * - Uninstall: config, kubeconfig with its credential copies, and binary go; the primary network's
  *   config and everything else in the conf dir stay untouched; the state dir stays unless asked.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -192,5 +201,58 @@ describe("uninstall: `plexus uninstall` with deploy/uninstall/'s arguments", () 
     const bad = run(["uninstall", ...args, "--cni-conf-dir=etc/cni/net.d"]);
     expect(await bad.exit).toBe(2);
     expect(bad.stderr()).toContain("--cni-conf-dir must be an absolute path");
+  });
+});
+
+describe("the installer never blocks on what sits at a path it reads (B72)", () => {
+  const CREDENTIALS = "/etc/cni/net.d/plexus.d";
+  const CONFLIST = "/etc/cni/net.d/00-plexus.conflist";
+  const KUBECONFIG = `${CREDENTIALS}/plexus.kubeconfig`;
+  /** Each path the installer reads, as (container path under the temp root, extra flags). */
+  type Where = (n: ReturnType<typeof node>) => { fifo: string; extra: string[] };
+  const cases: Array<[string, Where]> = [
+    ["its conflist output", (n) => ({ fifo: n.host(CONFLIST), extra: [] })],
+    ["its kubeconfig output", (n) => ({ fifo: n.host(KUBECONFIG), extra: [] })],
+    ["its token copy", (n) => ({ fifo: n.host(`${CREDENTIALS}/token`), extra: [] })],
+    ["--token-file", (n) => ({ fifo: flagPath(n, "--token-file"), extra: [] })],
+    ["--ca-file", (n) => ({ fifo: flagPath(n, "--ca-file"), extra: [] })],
+    [
+      "--plexus-conf-file",
+      (n) => {
+        const fifo = join(n.root, "user.conf");
+        return { fifo, extra: [`--plexus-conf-file=${fifo}`] };
+      },
+    ],
+  ];
+
+  function flagPath(n: ReturnType<typeof node>, flag: string): string {
+    return join(n.root, installCommand.find((a) => a.startsWith(`${flag}=`))!.split("=")[1]!);
+  }
+
+  it.each(cases)("a FIFO at %s: SIGTERM ends the installer at once", async (_what, where) => {
+    requirePlexusBinary();
+    const n = node();
+    const { fifo, extra } = where(n);
+    mkdirSync(dirname(fifo), { recursive: true });
+    rmSync(fifo, { force: true });
+    execFileSync("mkfifo", [fifo]);
+    const p = run(["install", ...rebase(installCommand, n.root), "--poll-interval=50", ...extra]);
+    // Past start-up (flags read, first pass begun): the log's first line.
+    await waitFor(() => p.stderr().length > 0, 20_000, "the installer's first log line");
+    await new Promise((res) => setTimeout(res, 500));
+    const signalled = Date.now();
+    p.child.kill("SIGTERM");
+    const hung = new Promise((res) => setTimeout(() => res("hung"), 5000));
+    const code = await Promise.race([p.exit, hung]);
+    expect(code, p.stderr()).not.toBe("hung");
+    expect(Date.now() - signalled).toBeLessThan(5000);
+    if (fifo.includes("/host/")) {
+      // An output: replaced by the file the installer writes, the FIFO never read.
+      expect(statSync(fifo).isFile(), p.stderr()).toBe(true);
+      expect(code, p.stderr()).toBe(0);
+    } else {
+      // An input: refused with what was found there, never waited on.
+      expect(p.stderr()).toContain("it is a FIFO, not a regular file");
+    }
   });
 });

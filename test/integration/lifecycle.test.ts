@@ -4,7 +4,16 @@
  * (K5, B60) and result version conversion (B58).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cniError, isAlive, singleJson, waitFor } from "../support/plexus-bin";
@@ -100,6 +109,55 @@ describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
       expect(sb.resultFiles()).toEqual([]);
     },
   );
+});
+
+describe("B64 a dead call's leftovers are found by its lock, not by a path string or their environment", () => {
+  type Json = Record<string, unknown>;
+  /** ADD hangs in net-b, Plexus is SIGKILLed, the runtime's DEL comes: it ends the leftovers. */
+  async function killedAddThenDel(conf: Json, behaviour: Json) {
+    const { sb } = ctx;
+    sb.setBehaviours("net-b", { ADD: { do: "hang", ...behaviour } });
+    let plexusPid = 0;
+    const run = sb.run("ADD", conf, {}, { onSpawn: (pid) => (plexusPid = pid) });
+    await waitFor(() => sb.calls().includes("ADD net-b"), 10_000, "the ADD of net-b to start");
+    const orphan = sb.invocations().find((i) => i.command === "ADD" && i.network === "net-b")!;
+    process.kill(plexusPid, "SIGKILL");
+    expect((await run).signal).toBe("SIGKILL");
+    sb.setBehaviours("net-b", {});
+    const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
+    return { r, orphan };
+  }
+
+  it.each([
+    [
+      "through a symlink",
+      (root: string, real: string) => {
+        mkdirSync(real, { recursive: true });
+        symlinkSync(real, join(root, "cni-link"));
+        return join(root, "cni-link");
+      },
+    ],
+    ["as a relative path", () => "cni"],
+  ])("B64 cniDir given %s: the runtime's DEL kills the orphaned delegate and succeeds", async (_how, spell) => {
+    const { sb } = ctx;
+    const conf = twoNetworks({ delegateTimeoutSeconds: 30, cniDir: spell(sb.root, sb.cniDir) });
+    const { r, orphan } = await killedAddThenDel(conf, {});
+    expect(r.code, r.stdout).toBe(0);
+    await waitFor(() => !isAlive(orphan.pid), 2000, "the orphaned delegate to be gone");
+    expect(sb.recordFiles()).toEqual([]);
+  });
+
+  it("B64 a delegate's child that cleared its environment and left its session still holds the lock: killed too", async () => {
+    const { sb } = ctx;
+    const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
+    const { r } = await killedAddThenDel(conf, { child: "clean-env" });
+    const add = sb.invocations().find((i) => i.command === "ADD" && i.network === "net-b")!;
+    const child = add.childPid as number;
+    expect(child).toBeGreaterThan(0);
+    expect(r.code, r.stdout).toBe(0);
+    await waitFor(() => !isAlive(child), 2000, "the grandchild to be gone");
+    expect(sb.recordFiles()).toEqual([]);
+  });
 });
 
 describe("B64 an orphaned delegate that is only slow", () => {

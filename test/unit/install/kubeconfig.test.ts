@@ -3,7 +3,9 @@
  * embedded token; the plugin's own loader accepts it; a refresh is atomic, so a reader racing
  * the installer sees the old token or the new one, never a torn or empty file.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
@@ -122,5 +124,28 @@ describe("node kubeconfig: JSON, as the installer writes it, or YAML, as people 
       expect({ name, server: src.server, ca: String(src.tls?.ca) }).toEqual({ name, server: input.server, ca: "ca" });
       expect((await src.auth.headers()).authorization).toBe("Bearer t1");
     }
+  });
+});
+
+describe("what the installer reads and writes on the node is input (B72, B73)", () => {
+  it("never writes through a symlinked plexus.d: the link's target stays as it was", async () => {
+    mkdirSync(join(dir, "elsewhere"));
+    writeFileSync(join(dir, "elsewhere", "token"), "theirs");
+    symlinkSync(join(dir, "elsewhere"), join(dir, "plexus.d"));
+    const write = syncFile(join(dir, "plexus.d", "token"), "mine");
+    await expect(write).rejects.toThrow(/is a symbolic link/);
+    expect(readFileSync(join(dir, "elsewhere", "token"), "utf8")).toBe("theirs");
+    expect(readdirSync(join(dir, "elsewhere"))).toEqual(["token"]);
+  });
+
+  it("a FIFO at an output is replaced, never read; at a source it is refused, saying what it is", async () => {
+    execFileSync("mkfifo", [join(dir, "out"), join(dir, "token")]);
+    expect(await syncFile(join(dir, "out"), "text")).toBe("created");
+    expect(readFileSync(join(dir, "out"), "utf8")).toBe("text");
+    writeFileSync(join(dir, "ca.crt"), "ca");
+    const tokenFile = join(dir, "token");
+    expect(readCredentials({ tokenFile, caFile: join(dir, "ca.crt") })).toEqual({
+      missing: `service-account token ${tokenFile} is not usable: it is a FIFO, not a regular file`,
+    });
   });
 });

@@ -3,8 +3,13 @@
  * as mounted, node paths under --host-prefix), and bad flags refused with what was expected. The
  * removal itself runs through dist/plexus in test/integration/install-lifecycle.test.ts.
  */
-import { describe, expect, it } from "vitest";
-import { planUninstall } from "../../../src/install/uninstall";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { planUninstall, runUninstall } from "../../../src/install/uninstall";
+import { recordingLogger } from "./recording-logger";
 
 const DEFAULTS = {
   cniConfDir: "/host/etc/cni/net.d",
@@ -58,5 +63,98 @@ describe("planUninstall", () => {
         expect.objectContaining({ code: 7, message: expect.stringContaining(`${flag} must be`) }),
       );
     }
+  });
+});
+
+const ROOT_REFUSED = "is the root of the node";
+
+describe("runUninstall --remove-state: only Plexus's own state goes", () => {
+  let root: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), "plx-uninstall-"));
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  const plan = (cniDir: string, removeState = true) =>
+    planUninstall({ ...DEFAULTS, hostPrefix: root, cniDir, removeState });
+  const put = (rel: string, text = "x") => {
+    mkdirSync(dirname(join(root, rel)), { recursive: true });
+    writeFileSync(join(root, rel), text);
+  };
+
+  it("refuses / and the host-prefix root before anything is removed (code 7, naming the flag)", () => {
+    for (const dir of ["/", "/.", "//"])
+      expect(() => plan(dir), dir).toThrow(
+        expect.objectContaining({ code: 7, message: expect.stringContaining(ROOT_REFUSED) }),
+      );
+    // Without --remove-state the state dir is never touched, so / is no danger there.
+    expect(plan("/", false).cniDir.host).toBe("/");
+  });
+
+  it("B71 --cni-dir set to the state dir's parent: host-local's reservations stay, the run fails with why", async () => {
+    put("var/lib/cni/networks/net-a/10.1.0.5", "c1\neth1");
+    put("var/lib/cni/plexus/records/c1-eth0.json", "{}");
+    const log = recordingLogger();
+    expect(await runUninstall(plan("/var/lib/cni"), log)).toBe(1);
+    const reservation = join(root, "var/lib/cni/networks/net-a/10.1.0.5");
+    expect(readFileSync(reservation, "utf8")).toBe("c1\neth1");
+    expect(existsSync(join(root, "var/lib/cni/plexus/records/c1-eth0.json"))).toBe(true);
+    expect(log.text()).toContain("/var/lib/cni does not look like Plexus's state dir");
+    expect(log.text()).toContain("networks");
+  });
+
+  it("a dir holding only results/ (libcni's cache name) is not taken for Plexus's", async () => {
+    put("var/lib/cni/results/net-c1-eth0", "{}");
+    expect(await runUninstall(plan("/var/lib/cni"), recordingLogger())).toBe(1);
+    expect(existsSync(join(root, "var/lib/cni/results/net-c1-eth0"))).toBe(true);
+  });
+
+  it("removes records, results, locks, pending and their temp files, then the empty dirs", async () => {
+    put("var/lib/cni/plexus/records/c1-eth0.json");
+    put(`var/lib/cni/plexus/records/~${"a".repeat(64)}.json`);
+    put("var/lib/cni/plexus/records/.c1-eth0.json.tmp-123-4-abc");
+    put("var/lib/cni/plexus/results/net-a-c1-net1");
+    put("var/lib/cni/plexus/locks/c1-eth0.lock");
+    put("var/lib/cni/plexus/pending/c1-eth0.json");
+    const log = recordingLogger();
+    expect(await runUninstall(plan("/var/lib/cni/plexus"), log)).toBe(0);
+    expect(existsSync(join(root, "var/lib/cni/plexus"))).toBe(false);
+    expect(existsSync(join(root, "var/lib/cni"))).toBe(true);
+    const done = log.lines.find((l) => l.msg.startsWith("state dir removed"));
+    expect(done?.fields).toMatchObject({ removed: 6 });
+  });
+
+  it("leaves what Plexus never wrote inside its own subdirs (a foreign name, a planted dir, a symlink's target)", async () => {
+    put("var/lib/cni/plexus/records/c1-eth0.json");
+    put("var/lib/cni/plexus/records/notes.txt");
+    mkdirSync(join(root, "var/lib/cni/plexus/locks/c2-eth0.lock"), { recursive: true });
+    put("etc/keep", "keep");
+    mkdirSync(join(root, "var/lib/cni/plexus/results"));
+    symlinkSync(join(root, "etc/keep"), join(root, "var/lib/cni/plexus/results/net-c3-eth0"));
+    const log = recordingLogger();
+    expect(await runUninstall(plan("/var/lib/cni/plexus"), log)).toBe(0);
+    expect(existsSync(join(root, "var/lib/cni/plexus/records/c1-eth0.json"))).toBe(false);
+    expect(existsSync(join(root, "var/lib/cni/plexus/records/notes.txt"))).toBe(true);
+    expect(existsSync(join(root, "var/lib/cni/plexus/locks/c2-eth0.lock"))).toBe(true);
+    expect(readFileSync(join(root, "etc/keep"), "utf8")).toBe("keep");
+    // The symlink had one of Plexus's names: unlinked (its target stays, above).
+    expect(existsSync(join(root, "var/lib/cni/plexus/results"))).toBe(false);
+    const warn = log.lines.find((l) => l.level === "warn" && l.msg.startsWith("state dir"));
+    expect(warn?.fields.left).toEqual([
+      "/var/lib/cni/plexus/locks/c2-eth0.lock",
+      "/var/lib/cni/plexus/records/notes.txt",
+    ]);
+  });
+
+  it("a symlinked plexus.d is left alone: nothing is removed through it", async () => {
+    put("elsewhere/token", "secret");
+    put("elsewhere/plexus.kubeconfig", "kc");
+    mkdirSync(join(root, "etc/cni/net.d"), { recursive: true });
+    symlinkSync(join(root, "elsewhere"), join(root, "etc/cni/net.d/plexus.d"));
+    const log = recordingLogger();
+    expect(await runUninstall(plan("/var/lib/cni/plexus", false), log)).toBe(0);
+    expect(readFileSync(join(root, "elsewhere/token"), "utf8")).toBe("secret");
+    expect(existsSync(join(root, "elsewhere/plexus.kubeconfig"))).toBe(true);
+    expect(log.text()).toContain("the credentials dir is a symbolic link");
   });
 });

@@ -104,6 +104,42 @@ describe("FileCluster: manifests standing in for the API server", () => {
     });
   });
 
+  it("B41 one invalid manifest fails only the pods that need what it held, not every other pod", async () => {
+    writeFileSync(join(dir, "bad.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: [unclosed s3cret\n");
+    writeFileSync(
+      join(dir, "good.json"),
+      JSON.stringify({
+        kind: "List",
+        items: [
+          { apiVersion: "v1", kind: "Pod", metadata: { name: "web", namespace: "x" } },
+          {
+            apiVersion: "k8s.cni.cncf.io/v1",
+            kind: "NetworkAttachmentDefinition",
+            metadata: { name: "n", namespace: "x" },
+          },
+          {
+            apiVersion: "k8s.cni.cncf.io/v2",
+            kind: "NetworkAttachmentDefinition",
+            metadata: { name: "v2", namespace: "x" },
+          },
+        ],
+      }),
+    );
+    const fc = new FileCluster(dir);
+    expect((await fc.getPod("x", "web")).metadata.name).toBe("web");
+    expect((await fc.getNad("x", "n"))?.metadata.name).toBe("n");
+    const failure = fc.getPod("x", "other");
+    await expect(failure).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("bad.yaml is not valid YAML"),
+    });
+    await expect(failure).rejects.toMatchObject({ message: expect.not.stringContaining("s3cret") });
+    await expect(fc.getNad("x", "v2")).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("has apiVersion k8s.cni.cncf.io/v2"),
+    });
+  });
+
   it("N5 writes the network-status to a pod-shaped document under status/, and events as JSON lines (M9)", async () => {
     const fc = new FileCluster(dir);
     const status = JSON.stringify([{ name: "cbr0", interface: "eth0", ips: ["10.1.0.2"], default: true }]);

@@ -1,4 +1,13 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -57,6 +66,26 @@ describe("M1 logOptions: log rotation on open", () => {
     expect(readdirSync(dir).sort()).toEqual([names[2], names[3], "plexus.log"]);
     rotateIfNeeded(file, { maxSize: 100, maxAge: 28.5 }, now);
     expect(readdirSync(dir).sort()).toEqual([names[3], "plexus.log"]);
+  });
+
+  it("B74 backups are ordered by the time in their names: a newer mtime, a directory or a symlink named like one cannot push out the backup just rotated", () => {
+    const file = join(dir, "plexus.log");
+    const now = new Date("2026-06-01T00:00:00Z");
+    // An old backup touched today (copied back, say): still the oldest by its name.
+    const old = touch(backupName(file, new Date("2026-05-01T00:00:00Z")), now);
+    // Names of backups from the future, which are not backups: a directory and a symlink.
+    mkdirSync(join(dir, backupName(file, new Date("2027-01-01T00:00:00Z"))));
+    writeFileSync(join(dir, "elsewhere"), "keep");
+    const future = backupName(file, new Date("2027-01-02T00:00:00Z"));
+    symlinkSync(join(dir, "elsewhere"), join(dir, future));
+    writeFileSync(file, "x".repeat(2 * 1024 * 1024));
+    rotateIfNeeded(file, { maxSize: 1, maxBackups: 1 }, now);
+    const rotated = backupName(file, now);
+    expect(readdirSync(dir)).toContain(rotated);
+    expect(readdirSync(dir)).not.toContain(old.split("/").pop());
+    // What was not a backup is untouched.
+    expect(readdirSync(dir)).toContain(backupName(file, new Date("2027-01-01T00:00:00Z")));
+    expect(readFileSync(join(dir, "elsewhere"), "utf8")).toBe("keep");
   });
 
   it("B74 with logFile plexus.log, maxAge and maxBackups prune only plexus.log's own backups: sibling logs stay", () => {

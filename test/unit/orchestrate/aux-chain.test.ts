@@ -3,7 +3,8 @@
  * in name order behind a passthru Plexus answers for itself, planned after the pod's networks on
  * `net<N>` for ADD only, and refused by name when it can never run.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -95,6 +96,27 @@ describe("M12 the auxiliary chain", () => {
     rmSync(join(confDir, "chain"), { recursive: true });
     chainFile("b.conf", { name: "x" });
     await expect(load(conf())).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/b\.conf.*no "type"/) });
+  });
+
+  it("M12 B72 a FIFO, a directory or an oversized file named *.conf fails the ADD (7) naming it and what it is, never skipped", async () => {
+    chainFile("10-ok.conf", { type: "tuning" });
+    execFileSync("mkfifo", [join(confDir, "chain", "20-fifo.conf")]);
+    const source = new FsNetworkSource(confDir, undefined);
+    await expect(loadAuxiliaryChain(conf(), source)).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/20-fifo\.conf cannot be read: it is a FIFO, not a regular/),
+    });
+    rmSync(join(confDir, "chain", "20-fifo.conf"));
+    mkdirSync(join(confDir, "chain", "30-dir.conf"));
+    await expect(loadAuxiliaryChain(conf(), source)).rejects.toMatchObject({
+      message: expect.stringMatching(/30-dir\.conf cannot be read: it is a directory/),
+    });
+    rmSync(join(confDir, "chain", "30-dir.conf"), { recursive: true });
+    chainFile("40-big.conf", "");
+    truncateSync(join(confDir, "chain", "40-big.conf"), 2 * 1024 * 1024);
+    await expect(loadAuxiliaryChain(conf(), source)).rejects.toMatchObject({
+      message: expect.stringMatching(/40-big\.conf cannot be read: it is 2097152 bytes, more than/),
+    });
   });
 
   it("M12 ADD plans it after the pod's networks on net<N>; DEL and a config without the key plan none", async () => {

@@ -56,4 +56,31 @@ describe("readSharedFile: what sits in a shared directory is input", () => {
     const read = readSharedFile(join(dir, "exact"), { maxBytes: 1024 });
     expect(read.state === "found" && read.data.length).toBe(1024);
   });
+  it("B72 a device node is never opened: its type is checked first (a driver-less device, whose open fails)", () => {
+    if (process.getuid?.() !== 0) return; // mknod needs root; the root tiers run it
+    // Major 240 is for local use: no driver, so an open would fail with ENXIO or ENODEV.
+    execFileSync("mknod", [join(dir, "dev"), "c", "240", "0"]);
+    expect(readSharedFile(join(dir, "dev"), { maxBytes: 10 })).toMatchObject({
+      state: "refused",
+      why: "not-regular",
+      reason: "it is a device, not a regular file",
+    });
+    execFileSync("mknod", [join(dir, "blk"), "b", "240", "0"]);
+    expect(readSharedFile(join(dir, "blk"), { maxBytes: 10 })).toMatchObject({
+      reason: "it is a device, not a regular file",
+    });
+  });
+
+  it("a symlink is followed only when asked, and then only to a regular file", () => {
+    writeFileSync(join(dir, "conf"), "{}");
+    symlinkSync(join(dir, "conf"), join(dir, "to-conf"));
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    symlinkSync(join(dir, "fifo"), join(dir, "to-fifo"));
+    const read = readSharedFile(join(dir, "to-conf"), { maxBytes: 10, followSymlink: true });
+    expect(read.state === "found" && read.data.toString()).toBe("{}");
+    const viaLink = readSharedFile(join(dir, "to-fifo"), { maxBytes: 10, followSymlink: true });
+    expect(viaLink).toMatchObject({
+      reason: "it is a FIFO, not a regular file",
+    });
+  });
 });

@@ -8,6 +8,10 @@
 //	                  plugin built on libcni's types reads of it: the struct below, and a
 //	                  map[string]interface{} decode of the same bytes; or {"error": "..."}.
 //
+// Run with no argument and CNI_COMMAND set, it is a CNI plugin (installed under a plugin's type):
+// it appends {"command": ..., "seen": ...} for its stdin to jsonfold.calls beside itself, and
+// answers ADD with its prevResult, or else a result of one address.
+//
 // Only the standard library: the test builds it offline.
 package main
 
@@ -15,7 +19,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"unicode"
 )
 
@@ -43,8 +49,16 @@ type NetConf struct {
 	DNS              DNS                    `json:"dns"`
 	RawPrevResult    map[string]interface{} `json:"prevResult,omitempty"`
 	RuntimeConfig    map[string]interface{} `json:"runtimeConfig,omitempty"`
-	Args             map[string]interface{} `json:"args,omitempty"`
+	Args             *Args                  `json:"args,omitempty"`
 	ValidAttachments []interface{}          `json:"cni.dev/valid-attachments,omitempty"`
+}
+
+// Args is what static IPAM and tuning read of the CNI_ARGS conventions' args.cni.
+type Args struct {
+	CNI *struct {
+		IPs interface{} `json:"ips,omitempty"`
+		Mac interface{} `json:"mac,omitempty"`
+	} `json:"cni,omitempty"`
 }
 
 // Seen is one line of output: the struct as the plugin reads it, and the plain map.
@@ -71,16 +85,21 @@ func printFolds(out *bufio.Writer) {
 	}
 }
 
+func decode(doc []byte) (Seen, error) {
+	var seen Seen
+	err := json.Unmarshal(doc, &seen.Struct)
+	if err == nil {
+		err = json.Unmarshal(doc, &seen.Map)
+	}
+	return seen, err
+}
+
 func decodeLines(out *bufio.Writer) error {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	enc := json.NewEncoder(out)
 	for in.Scan() {
-		var seen Seen
-		err := json.Unmarshal(in.Bytes(), &seen.Struct)
-		if err == nil {
-			err = json.Unmarshal(in.Bytes(), &seen.Map)
-		}
+		seen, err := decode(in.Bytes())
 		if err != nil {
 			if encErr := enc.Encode(map[string]string{"error": err.Error()}); encErr != nil {
 				return encErr
@@ -94,7 +113,53 @@ func decodeLines(out *bufio.Writer) error {
 	return in.Err()
 }
 
+func plugin(command string) error {
+	if command == "VERSION" {
+		_, err := os.Stdout.WriteString(`{"cniVersion":"1.0.0","supportedVersions":` +
+			`["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}`)
+		return err
+	}
+	doc, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		return err
+	}
+	seen, err := decode(doc)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	calls := filepath.Join(filepath.Dir(exe), "jsonfold.calls")
+	file, err := os.OpenFile(calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	line := map[string]interface{}{"command": command, "seen": seen}
+	if err := json.NewEncoder(file).Encode(line); err != nil {
+		return err
+	}
+	if command != "ADD" {
+		return nil
+	}
+	result := seen.Struct.RawPrevResult
+	if result == nil {
+		result = map[string]interface{}{"ips": []interface{}{map[string]string{"address": "10.1.2.3/24"}}}
+	}
+	result["cniVersion"] = seen.Struct.CNIVersion
+	return json.NewEncoder(os.Stdout).Encode(result)
+}
+
 func main() {
+	if command := os.Getenv("CNI_COMMAND"); len(os.Args) == 1 && command != "" {
+		if err := plugin(command); err != nil {
+			fmt.Printf(`{"cniVersion":"1.0.0","code":999,"msg":%q}`, err.Error())
+			os.Exit(1)
+		}
+		return
+	}
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	if len(os.Args) != 2 {

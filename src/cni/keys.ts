@@ -13,7 +13,6 @@ import { FOLD_RUNS } from "./fold-table";
 
 type JsonObject = Record<string, unknown>;
 
-// The common case is a key of ASCII only, whose fold is its upper case (as in Go's foldName).
 const NON_ASCII = /[\u0080-\uffff]/;
 
 /** FOLD_RUNS unpacked on first use (a non-ASCII key): start, count, stride, delta of each run. */
@@ -56,7 +55,11 @@ function foldCodePoint(cp: number): number {
  * a lone surrogate (`"\ud800"` in JSON) to U+FFFD, as Go's decoder reads it.
  */
 export function foldKey(key: string): string {
-  if (!NON_ASCII.test(key)) return key.toUpperCase();
+  // The common case, a key of ASCII only, folds to its upper case (as in Go's foldName).
+  return NON_ASCII.test(key) ? foldUnicode(key) : key.toUpperCase();
+}
+
+function foldUnicode(key: string): string {
   let out = "";
   for (const char of key) {
     const cp = char.codePointAt(0)!;
@@ -85,6 +88,10 @@ export class KeySet {
   /** The canonical spelling `key` selects (exact first, then by fold), or undefined. */
   match(key: string): string | undefined {
     return this.exact.has(key) ? key : this.byFold.get(foldKey(key));
+  }
+  /** Whether `key` selects one of these keys. */
+  has(key: string): boolean {
+    return this.match(key) !== undefined;
   }
 }
 
@@ -136,9 +143,9 @@ export function hasKeyFold(obj: Record<string, unknown>, name: string): boolean 
  * must not survive in a spelling a Go plugin reads as the same field (it would merge into a map
  * field, or win over Plexus's value when it comes later).
  */
-export function withoutKeysFold(obj: JsonObject, names: readonly string[]): JsonObject {
-  const folds = new Set(names.map(foldKey));
-  return Object.fromEntries(Object.entries(obj).filter(([key]) => !folds.has(foldKey(key))));
+export function withoutKeysFold(obj: JsonObject, names: KeySet | readonly string[]): JsonObject {
+  const keys = names instanceof KeySet ? names : new KeySet(names);
+  return Object.fromEntries(Object.entries(obj).filter(([key]) => !keys.has(key)));
 }
 
 /** A copy of `obj` with `values` set, every other spelling of their keys removed first. */

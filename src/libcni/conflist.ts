@@ -6,7 +6,7 @@
 import type { ConfList, PluginConf } from "../cni/conf";
 import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
 import { convertResult } from "../cni/result/convert";
-import { withKeysFold, withoutKeysFold } from "../cni/keys";
+import { KeySet, withKeysFold, withoutKeysFold } from "../cni/keys";
 import { decodeResult } from "../cni/result/decode";
 import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
@@ -52,7 +52,8 @@ function describe(plugin: PluginConf, list: ConfList, verb: Verb): string {
  * `runtimeConfig` and `prevResult`, and removes `capabilities`. Removed in every spelling a Go
  * plugin reads as the same field (keys.ts foldKey), so none carries a value from the config.
  */
-const RUNTIME_OWNED_KEYS = ["name", "cniVersion", "capabilities", "runtimeConfig", "prevResult"];
+const RUNTIME_OWNED = ["name", "cniVersion", "capabilities", "runtimeConfig", "prevResult"];
+const RUNTIME_OWNED_KEYS = new KeySet(RUNTIME_OWNED);
 
 /** C3.2: runtimeConfig = declared capabilities ∩ supplied values; `capabilities` itself removed. */
 export function buildPluginConf(

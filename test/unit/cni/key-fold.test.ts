@@ -11,6 +11,7 @@ import { assertNoCaseCollisions, showKey } from "../../../src/cni/json";
 import { foldKey, getKeyFold, hasKeyFold, KeySet, withKeysFold } from "../../../src/cni/keys";
 import { parsePlexusConf } from "../../../src/config/plugin-conf";
 import { buildPluginConf } from "../../../src/libcni/conflist";
+import { applySelection } from "../../../src/npwg/delegate-args";
 import { resolveNadConfig } from "../../../src/npwg/nad";
 import type { Nad } from "../../../src/npwg/types";
 import * as gen from "../../support/key-spellings";
@@ -235,5 +236,25 @@ describe("M1 a mistyped key is named when the config fails", () => {
     expect(parsePlexusConf(typo).unknownKeys).toEqual(["delegateTimeoutSecond"]);
     const broken = { ...typo, maxNetworks: "many" };
     expect(() => parsePlexusConf(broken)).toThrow("did you mean `delegateTimeoutSeconds`?");
+  });
+});
+
+describe("M4 M1 what a selection sets in args.cni wins over every spelling in the NAD", () => {
+  it("M4 M1 the NAD's ARGS / CNI / IPS in any spelling are merged into Plexus's args.cni", () => {
+    const spelled = fc.tuple(spelling("args"), spelling("cni"), spelling("ips"));
+    fc.assert(
+      fc.property(spelled, ([argsKey, cniKey, ipsKey]) => {
+        const raw = { cniVersion: "1.0.0", name: "n", type: "bridge" };
+        Object.assign(raw, { [argsKey]: { [cniKey]: { [ipsKey]: [TENANT], keep: 1 } } });
+        const conf = parseConfList(raw, { what: "NAD t/n" });
+        const sel = { namespace: "t", name: "n", ips: ["10.9.9.9/24"] };
+        const plugin = applySelection(conf, sel).conf.plugins[0]!;
+        expect(spellingsOf(plugin, ["args"])).toEqual(["args"]);
+        const args = plugin.args as Record<string, Record<string, unknown>>;
+        expect(Object.keys(args)).toEqual(["cni"]);
+        expect(args.cni).toEqual({ keep: 1, ips: ["10.9.9.9/24"] });
+      }),
+      RUNS,
+    );
   });
 });

@@ -16,12 +16,13 @@ import { foldKey } from "../../src/cni/keys";
 import { addNetworkList } from "../../src/libcni/conflist";
 import { ResultCache } from "../../src/libcni/cache";
 import type { ExecRequest, PluginExec } from "../../src/invoke/plugin-exec";
+import { parsePlexusConf, type PlexusConf } from "../../src/config/plugin-conf";
 import { silentLogger } from "../../src/log/logger";
 import { applySelection } from "../../src/npwg/delegate-args";
 import { resolveNadConfig } from "../../src/npwg/nad";
 import type { Nad, NetworkSelection } from "../../src/npwg/types";
 import { buildGoJson, goDecode, type GoJson, type GoSeen } from "../support/go-json";
-import { FC_SEED, oracleFold, TENANT, tenantConfig } from "../support/key-spellings";
+import { FC_SEED, oracleFold, plexusConfig, TENANT, tenantConfig } from "../support/key-spellings";
 import { cniError, requirePlexusBinary, Sandbox } from "../support/plexus-bin";
 
 let go: GoJson | undefined;
@@ -90,7 +91,11 @@ function pluginCount(config: Record<string, unknown>): number {
 }
 
 /** What the delegates' Go decoder read of each plugin's stdin, in order, is Plexus's own. */
-function expectOwnedKeysArePlexus(config: Record<string, unknown>, seen: GoSeen[]): void {
+function expectOwnedKeysArePlexus(
+  config: Record<string, unknown>,
+  seen: GoSeen[],
+  cniArgs?: Record<string, unknown>,
+): void {
   expect(seen).toHaveLength(pluginCount(config));
   seen.forEach((view, i) => {
     const where = `plugin ${i} of ${JSON.stringify(config)}`;
@@ -101,7 +106,7 @@ function expectOwnedKeysArePlexus(config: Record<string, unknown>, seen: GoSeen[
     expect(struct.runtimeConfig, where).toBeUndefined();
     if (i === 0) expect(struct.prevResult, where).toBeUndefined();
     else expect(struct.prevResult, where).toEqual({ cniVersion: "1.0.0", ...RESULT });
-    expect(struct.args?.cni, where).toEqual(SELECTION.cniArgs);
+    if (cniArgs) expect(struct.args?.cni, where).toEqual(cniArgs);
     for (const owned of OWNED) {
       const spellings = Object.keys(map).filter((k) => oracleFold(k) === oracleFold(owned));
       expect(
@@ -139,12 +144,47 @@ class RecordingExec implements PluginExec {
   }
 }
 
-describe("M1 B17 a tenant's NAD to its delegates' stdin, as Go reads it", () => {
+/** ADD of one network in-process, through the code that builds each delegate's stdin. */
+type AddOptions = { containerId: string; cniDir: string };
+
+async function addInProcess(conf: ConfList, options: AddOptions): Promise<string[]> {
+  const exec = new RecordingExec();
+  const rt = {
+    containerId: options.containerId,
+    netns: "/proc/self/ns/net",
+    ifName: "net1",
+    args: "",
+    path: ["/opt/cni/bin"],
+    capabilityArgs: {},
+    baseEnv: {},
+    deadlineMs: 10_000,
+  };
+  const deps = { exec, cache: new ResultCache(options.cniDir), log: silentLogger() };
+  await addNetworkList(conf, rt, deps);
+  return exec.stdins;
+}
+
+type Ran = Array<{ config: Record<string, unknown>; stdins: string[] }>;
+
+/** Go's view of every recorded stdin, checked per generated config. */
+function expectGoSeesPlexusKeys(gojson: GoJson, ran: Ran, cniArgs?: Record<string, unknown>): void {
+  const seen = goDecode(
+    gojson,
+    ran.flatMap((r) => r.stdins),
+  );
+  for (const { config, stdins } of ran) {
+    const views = seen.splice(0, stdins.length);
+    for (const v of views) expect(v).not.toHaveProperty("error");
+    expectOwnedKeysArePlexus(config, views as GoSeen[], cniArgs);
+  }
+}
+
+describe("M1 B17 generated configs to their delegates' stdin, as Go reads it", () => {
   it("M1 B17 NAD → addNetworkList in-process: no owned key is the tenant's", async (t) => {
     const gojson = needGo(t.skip);
     const configs = fc.sample(tenantConfig, { seed: FC_SEED, numRuns: 300 });
     const cniDir = join(gojson.bin, "..", "cni");
-    const ran: Array<{ config: Record<string, unknown>; stdins: string[] }> = [];
+    const ran: Ran = [];
     for (const [i, config] of configs.entries()) {
       let conf: ConfList;
       try {
@@ -155,31 +195,35 @@ describe("M1 B17 a tenant's NAD to its delegates' stdin, as Go reads it", () => 
         continue;
       }
       const applied = applySelection(conf, SELECTION);
-      const exec = new RecordingExec();
-      const rt = {
-        containerId: `ctr${i}`,
-        netns: "/proc/self/ns/net",
-        ifName: "net1",
-        args: "",
-        path: ["/opt/cni/bin"],
-        capabilityArgs: applied.capabilityArgs,
-        baseEnv: {},
-        deadlineMs: 10_000,
-      };
-      const deps = { exec, cache: new ResultCache(cniDir), log: silentLogger() };
-      await addNetworkList(applied.conf, rt, deps);
-      ran.push({ config, stdins: exec.stdins });
+      const stdins = await addInProcess(applied.conf, { containerId: `ctr${i}`, cniDir });
+      ran.push({ config, stdins });
     }
     expect(ran.length).toBeGreaterThan(20);
-    const seen = goDecode(
-      gojson,
-      ran.flatMap((r) => r.stdins),
-    );
-    for (const { config, stdins } of ran) {
-      const views = seen.splice(0, stdins.length);
-      for (const v of views) expect(v).not.toHaveProperty("error");
-      expectOwnedKeysArePlexus(config, views as GoSeen[]);
+    expectGoSeesPlexusKeys(gojson, ran, SELECTION.cniArgs);
+  });
+
+  it("M1 B17 Plexus's own config, delegates[] → addNetworkList: the same", async (t) => {
+    const gojson = needGo(t.skip);
+    const configs = fc.sample(plexusConfig, { seed: FC_SEED, numRuns: 300 });
+    const cniDir = join(gojson.bin, "..", "cni-delegates");
+    const ran: Ran = [];
+    for (const [i, config] of configs.entries()) {
+      let conf: PlexusConf;
+      try {
+        conf = parsePlexusConf(config);
+      } catch (err) {
+        if (!(err instanceof CniError)) throw err;
+        expectRefusal(err.code, err.message, config);
+        continue;
+      }
+      const delegates = (goRead(config, "delegates") ?? []) as Record<string, unknown>[];
+      for (const [d, list] of conf.delegates.entries()) {
+        const stdins = await addInProcess(list, { containerId: `ctr${i}-${d}`, cniDir });
+        ran.push({ config: delegates[d]!, stdins });
+      }
     }
+    expect(ran.length).toBeGreaterThan(10);
+    expectGoSeesPlexusKeys(gojson, ran);
   });
 });
 
@@ -250,6 +294,7 @@ describe("M1 B17 through the binary: a tenant's NAD, Go as the delegate", () => 
       expectOwnedKeysArePlexus(
         config,
         seen.map((s) => s.seen),
+        SELECTION.cniArgs,
       );
     }
     expect(accepted).toBeGreaterThan(5);

@@ -178,6 +178,24 @@ describe("M1 B17 the decoders of config keys, on generated documents", () => {
     );
   });
 
+  it("M1 B17 a conflist from the config directory, picked by name: 7, or as Go reads it", () => {
+    const fileOnly: Nad = { ...nad({}), spec: {} };
+    fc.assert(
+      fc.property(tenantConfig, (config) => {
+        const file = { path: "/etc/cni/net.d/20-net-a.conflist", content: JSON.stringify(config) };
+        try {
+          const { conf, source } = resolveNadConfig(fileOnly, [file]);
+          expect(source).toBe(file.path);
+          expect(goRead(config, "name")).toBe("net-a");
+          expectOwnedKeysAsGo(conf, config);
+        } catch (err) {
+          refusedWith7(err);
+        }
+      }),
+      RUNS,
+    );
+  });
+
   it("M1 B17 a delegate's config: the same, and its stdin has no tenant owned key", () => {
     fc.assert(
       fc.property(tenantConfig, (config) => {

@@ -100,11 +100,11 @@ export function assertNoCaseCollisions(obj: Record<string, unknown>, what: strin
  * as `s`, and cut at 80 characters as showValue cuts a value.
  */
 export function showKey(key: string): string {
-  const cut = key.length > 80 ? `${key.slice(0, 80)}…` : key;
-  return JSON.stringify(cut).replace(
+  const shown = JSON.stringify(key.slice(0, 80)).replace(
     /[^\x20-\x7e]/g,
     (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
+  return key.length > 80 ? `${shown}… (${key.length} characters)` : shown;
 }
 
 /** A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood a log or an event. */

@@ -248,6 +248,22 @@ describe("M1 a mistyped key is named when the config fails", () => {
     );
   });
 
+  it("M1 B17 a failing config's unknown keys are named five at most, each cut and escaped", () => {
+    const config: Record<string, unknown> = { cniVersion: "1.0.0", name: "p", type: "plexus" };
+    for (let i = 0; i < 20; i++) config[`${"x".repeat(50_000)}${i}`] = 1;
+    config["a\u0000b"] = 1;
+    let msg = "";
+    try {
+      parsePlexusConf(config);
+    } catch (err) {
+      msg = (err as Error).message;
+    }
+    expect(msg).toContain("names no network");
+    expect(msg).toContain("(50001 characters) is not a Plexus key and is ignored");
+    expect(msg).toContain("; and 16 more)");
+    expect(msg.length).toBeLessThan(1500);
+  });
+
   it("M1 a schema error names the typo too; a config that works does not fail for one", () => {
     const typo = { cniVersion: "1.0.0", name: "n", type: "plexus", clusterNetwork: "/a" };
     Object.assign(typo, { delegateTimeoutSecond: 1 });

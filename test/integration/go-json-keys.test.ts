@@ -58,6 +58,10 @@ describe("M1 the key fold is Go's, code point by code point", () => {
       wrong.push(`U+${cp.toString(16)}: ${got} (Go: ${want})`);
     }
     expect(wrong, "regenerate src/cni/fold-table.ts: node scripts/fold-table.mjs").toEqual([]);
+    // Lone surrogates: Go's decoder reads each as U+FFFD, so two of them are one key.
+    const [surrogates] = goDecode(bin, ['{"\\ud800": 1, "\\udc00": 2}']) as GoSeen[];
+    expect(surrogates!.map).toEqual({ "\ufffd": 2 });
+    expect(foldKey("\ud800")).toBe(foldKey("\udc00"));
   });
 });
 

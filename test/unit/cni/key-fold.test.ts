@@ -72,6 +72,9 @@ describe("M1 foldKey is Go's fold", () => {
   it("M1 a lone surrogate folds to U+FFFD, as Go's decoder reads it", () => {
     expect(foldKey("a\ud800")).toBe("A\ufffd");
     expect(foldKey("\udc00")).toBe(foldKey("\ufffd"));
+    const twoSurrogates = JSON.parse('{"\\ud800": 1, "\\udc00": 2}');
+    const both = /has both "\\ud800" and "\\udc00"/;
+    expect(() => assertNoCaseCollisions(twoSurrogates, "NAD a/b")).toThrow(both);
   });
 
   it("M1 getKeyFold reads the last spelling (Go sets a field once per key, in order)", () => {

@@ -28,7 +28,7 @@ export function buildGoJson(): GoJson | undefined {
     console.warn(`\n*** SKIPPING the differential tests against Go: ${reason} ***\n`);
     return undefined;
   }
-  const dir = mkdtempSync(join(tmpdir(), "plx-gojson-"));
+  const dir = mkdtempSync(join(tmpdir(), "plexus-jsonfold-"));
   const bin = join(dir, "jsonfold");
   // GOCACHE in the temp dir: no state outside it; GOTOOLCHAIN=local: never a download.
   const cache = join(dir, "cache");

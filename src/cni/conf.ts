@@ -5,7 +5,7 @@
 import * as z from "./shape";
 import { CniError, Code } from "./errors";
 import { assertNoCaseCollisions, isPlainObject } from "./json";
-import { canonicalizeKeys, hasKeyFold, KeySet } from "./keys";
+import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet } from "./keys";
 import { parseWithSchema } from "./schema-error";
 import { validateNetworkName, validatePluginType } from "./validate";
 import { requireSupportedVersion } from "./version";
@@ -44,8 +44,9 @@ const listSchema = z.object({
 export const LIST_KEYS = new KeySet(["cniVersion", "cniVersions", "name", "disableCheck", "disableGC", "plugins"]);
 /**
  * The keys of a plugin config that Plexus itself reads or sets (type, capabilities, the IPAM type
- * for allowedPluginTypes, and what libcni injects). They are passed on spelled canonically, which a
- * Go plugin reads the same; every other key and every value goes to the delegate as given.
+ * for allowedPluginTypes, what libcni injects, and `args`, into which a selection's requests are
+ * merged). They are passed on spelled canonically, which a Go plugin reads the same; every other
+ * key and every value goes to the delegate as given.
  */
 export const PLUGIN_KEYS = new KeySet([
   "cniVersion",
@@ -55,6 +56,7 @@ export const PLUGIN_KEYS = new KeySet([
   "ipam",
   "runtimeConfig",
   "prevResult",
+  "args",
 ]);
 const IPAM_KEYS = new KeySet(["type"]);
 
@@ -115,7 +117,19 @@ export function parsePlugin(raw: unknown, what: string): PluginConf {
     // A copy: the input may be shared (a cached NAD), and must not change under its owner.
     if (ipam !== value.ipam) value = { ...value, ipam };
   }
+  assertArgsKeys(value.args, what);
   if (!("type" in value)) throw new CniError(Code.InvalidNetworkConfig, `${what}: plugin has no "type"`);
   validatePluginType(value.type, what);
   return parseWithSchema(pluginSchema, value, what) as PluginConf;
+}
+
+/**
+ * `args` and its `cni` object are where a selection's `ips` and `mac` are merged
+ * (delegate-args.ts): two spellings of one key there would leave the plugin to pick (B17).
+ */
+function assertArgsKeys(args: unknown, what: string): void {
+  if (!isPlainObject(args)) return;
+  assertNoCaseCollisions(args, `${what} args`);
+  const cni = getKeyFold(args, "cni");
+  if (isPlainObject(cni)) assertNoCaseCollisions(cni, `${what} args.cni`);
 }

@@ -5,6 +5,7 @@
  */
 import { CniError, Code } from "./errors";
 import { describeJsonSyntaxError } from "./json-syntax";
+import { foldKey } from "./keys";
 
 export const MAX_STDIN_BYTES = 1024 * 1024;
 export const MAX_JSON_DEPTH = 64;
@@ -74,22 +75,38 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 /**
- * Go's JSON decoder matches keys case-insensitively, so `"Type"` beside `"type"` means different
- * things to Plexus and to a Go delegate. Refused in config objects (B17).
+ * Go's JSON decoder matches keys by Unicode simple folding (keys.ts foldKey), so `"Type"` beside
+ * `"type"`, or `"prevReſult"` beside `"prevResult"`, are one field to a Go delegate (a map field
+ * merges them, a struct field takes the last) but two keys to Plexus. Refused in config objects
+ * (B17).
  */
 export function assertNoCaseCollisions(obj: Record<string, unknown>, what: string): void {
   const seen = new Map<string, string>();
   for (const k of Object.keys(obj)) {
-    const lower = k.toLowerCase();
-    const prev = seen.get(lower);
+    const fold = foldKey(k);
+    const prev = seen.get(fold);
     if (prev !== undefined) {
+      const both = `${showKey(prev)} and ${showKey(k)}`;
+      const why = "one key to Go plugins (Go folds case as Unicode does: ſ is s, K is k)";
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `${what} has both ${JSON.stringify(prev)} and ${JSON.stringify(k)}; keys differing only in case are ambiguous to Go plugins`,
+        `${what} has both ${both}; keys that differ only in case are ${why}`,
       );
     }
-    seen.set(lower, k);
+    seen.set(fold, k);
   }
+}
+
+/**
+ * A key for a message: JSON, with anything beyond printable ASCII escaped so that `ſ` is not read
+ * as `s`, and cut at 80 characters as showValue cuts a value.
+ */
+export function showKey(key: string): string {
+  const shown = JSON.stringify(key.slice(0, 80)).replace(
+    /[^\x20-\x7e]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  return key.length > 80 ? `${shown}… (${key.length} characters)` : shown;
 }
 
 /** A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood a log or an event. */

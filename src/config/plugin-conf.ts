@@ -6,11 +6,12 @@ import * as z from "../cni/shape";
 import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { assertNoCaseCollisions, isPlainObject } from "../cni/json";
-import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet } from "../cni/keys";
+import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet, withoutKeysFold } from "../cni/keys";
 import { parseWithSchema } from "../cni/schema-error";
 import { requireSupportedVersion, type CniVersion } from "../cni/version";
 import { validateNetworkName } from "../cni/validate";
 import { toPinoLevel } from "../log/levels";
+import { unknownKeysHint } from "./unknown-keys";
 import {
   DEFAULT_API_REQUEST_TIMEOUT_MS,
   DEFAULT_API_TOTAL_TIMEOUT_MS,
@@ -212,6 +213,22 @@ export function parsePlexusConf(value: unknown, opts: ParsePlexusConfOptions = {
     throw new CniError(Code.Decoding, `stdin config must be a JSON object, got ${kind}`);
   }
   const { canonical, unknown } = decodeKeys(value);
+  try {
+    return buildPlexusConf(canonical, unknown, opts);
+  } catch (err) {
+    // A config that fails is where a mistyped key matters most (`clusterNetwrok`): say so there.
+    const hint = err instanceof CniError ? unknownKeysHint(unknown, PLEXUS_KEYS.names) : undefined;
+    if (!hint) throw err;
+    const failed = err as CniError;
+    throw new CniError(failed.code, `${failed.message} (${hint})`, failed.details, { cause: err });
+  }
+}
+
+function buildPlexusConf(
+  canonical: Record<string, unknown>,
+  unknown: string[],
+  opts: ParsePlexusConfOptions,
+): PlexusConf {
   const cniVersion = requireSupportedVersion(canonical.cniVersion, "stdin config");
   const c = parseWithSchema(schema, canonical, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");
@@ -299,7 +316,7 @@ function listPlexusEntry(list: Record<string, unknown>): Record<string, unknown>
 
 /** A plugin entry without the keys libcni takes from the list (any spelling of name and cniVersion). */
 export function withoutListKeys(plugin: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(plugin).filter(([k]) => !["name", "cniversion"].includes(k.toLowerCase())));
+  return withoutKeysFold(plugin, ["name", "cniVersion"]);
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { ConfList, PluginConf } from "../cni/conf";
 import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
 import { convertResult } from "../cni/result/convert";
+import { KeySet, withKeysFold, withoutKeysFold } from "../cni/keys";
 import { decodeResult } from "../cni/result/decode";
 import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
@@ -46,6 +47,14 @@ function describe(plugin: PluginConf, list: ConfList, verb: Verb): string {
   return `plugin type=${JSON.stringify(plugin.type)} network=${JSON.stringify(list.name)} (${verb})`;
 }
 
+/**
+ * The keys libcni owns in a plugin's stdin: it injects `name` and `cniVersion`, derives
+ * `runtimeConfig` and `prevResult`, and removes `capabilities`. Removed in every spelling a Go
+ * plugin reads as the same field (keys.ts foldKey), so none carries a value from the config.
+ */
+const RUNTIME_OWNED = ["name", "cniVersion", "capabilities", "runtimeConfig", "prevResult"];
+const RUNTIME_OWNED_KEYS = new KeySet(RUNTIME_OWNED);
+
 /** C3.2: runtimeConfig = declared capabilities ∩ supplied values; `capabilities` itself removed. */
 export function buildPluginConf(
   list: ConfList,
@@ -53,16 +62,15 @@ export function buildPluginConf(
   capabilityArgs: Readonly<Record<string, unknown>>,
   prevResult?: AnyResult,
 ): Record<string, unknown> {
-  const { capabilities, ...rest } = plugin;
-  const conf: Record<string, unknown> = { ...rest, name: list.name, cniVersion: list.cniVersion };
+  const conf = withoutKeysFold(plugin, RUNTIME_OWNED_KEYS);
+  conf.name = list.name;
+  conf.cniVersion = list.cniVersion;
   const runtimeConfig: Record<string, unknown> = {};
-  for (const [cap, declared] of Object.entries(capabilities ?? {})) {
+  for (const [cap, declared] of Object.entries(plugin.capabilities ?? {})) {
     if (declared && Object.hasOwn(capabilityArgs, cap)) runtimeConfig[cap] = capabilityArgs[cap];
   }
   if (Object.keys(runtimeConfig).length > 0) conf.runtimeConfig = runtimeConfig;
-  else delete conf.runtimeConfig;
   if (prevResult) conf.prevResult = convertResult(prevResult, list.cniVersion);
-  else delete conf.prevResult;
   return conf;
 }
 
@@ -297,7 +305,8 @@ export async function gcNetworkList(
   }
   if (versionAtLeast(list.cniVersion, "1.1.0")) {
     for (const plugin of list.plugins) {
-      const conf = { ...buildPluginConf(list, plugin, {}), "cni.dev/valid-attachments": valid };
+      const attachments = { "cni.dev/valid-attachments": valid };
+      const conf = withKeysFold(buildPluginConf(list, plugin, {}), attachments);
       try {
         await runPlugin("GC", list, plugin, conf, rt, deps);
       } catch (err) {

@@ -20,6 +20,7 @@
 import type { ConfList, PluginConf } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
+import { getKeyFold, withKeysFold } from "../cni/keys";
 import type { NetworkSelection } from "./types";
 
 export interface AppliedSelection {
@@ -74,15 +75,19 @@ export function applySelection(conf: ConfList, sel: NetworkSelection, opts: Appl
     );
   }
 
-  const cniArgs: Record<string, unknown> = { ...(sel.cniArgs ?? {}) };
-  if (sel.ips?.length) cniArgs.ips = sel.ips;
-  if (sel.mac) cniArgs.mac = sel.mac;
+  // Plexus's own requests replace every spelling of their keys that a Go plugin reads as the same
+  // (keys.ts): the config's and the annotation's `IPS` must not outlast or merge with `ips`.
+  const own: Record<string, unknown> = {};
+  if (sel.ips?.length) own.ips = sel.ips;
+  if (sel.mac) own.mac = sel.mac;
+  const cniArgs = withKeysFold(sel.cniArgs ?? {}, own);
   const copy = structuredClone(conf);
   if (Object.keys(cniArgs).length === 0) return { conf: copy, capabilityArgs: structuredClone(capabilityArgs) };
   const withArgs = (p: PluginConf): PluginConf => {
     const args = isPlainObject(p.args) ? p.args : {};
-    const cni = isPlainObject(args.cni) ? args.cni : {};
-    return { ...p, args: { ...args, cni: { ...cni, ...structuredClone(cniArgs) } } };
+    const given = getKeyFold(args, "cni");
+    const cni = withKeysFold(isPlainObject(given) ? given : {}, structuredClone(cniArgs));
+    return { ...p, args: withKeysFold(args, { cni }) };
   };
   return { conf: { ...copy, plugins: copy.plugins.map(withArgs) }, capabilityArgs: structuredClone(capabilityArgs) };
 }

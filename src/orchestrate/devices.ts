@@ -18,6 +18,7 @@
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
 import { showValue } from "../cni/json";
+import { withKeysFold } from "../cni/keys";
 import type { PlexusConf } from "../config/plugin-conf";
 import { podHasClaims, RESOURCE_NAME_ATTRIBUTE, requestedExtendedResources } from "../k8s/dra";
 import { type ClaimDevice, type DraReader, type PodClaimDevices, podClaimDevices } from "../k8s/dra-devices";
@@ -328,7 +329,10 @@ function withDevice(att: Attachment, device: AttachmentDevice): Attachment {
   if (device.infoFile) caps.CNIDeviceInfoFile = device.infoFile;
   return {
     ...att,
-    conf: { ...att.conf, plugins: att.conf.plugins.map((p) => ({ ...p, deviceID: device.deviceID })) },
+    conf: {
+      ...att.conf,
+      plugins: att.conf.plugins.map((p) => withKeysFold(p, { deviceID: device.deviceID })),
+    },
     capabilityArgs: caps,
     device,
   };

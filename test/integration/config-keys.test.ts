@@ -170,4 +170,20 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
     );
     expect(existsSync(file)).toBe(true);
   });
+
+  it("M1 a typo that breaks the config is named in the ADD's error and by doctor", async () => {
+    const { sb } = ctx;
+    const conf = { ...sb.config([]), clusterNetwrok: "/etc/cni/net.d/10-default.conflist" };
+    const hint = "`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`?";
+    const e = cniError(await sb.run("ADD", conf, { CNI_ARGS: "IgnoreUnknown=1" }));
+    expect(e.code).toBe(7);
+    expect(e.msg).toContain("names no network");
+    expect(e.msg).toContain(hint);
+    const file = join(sb.root, "p.conf");
+    writeFileSync(file, JSON.stringify(conf));
+    const r = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
+    expect(r.code).toBe(1);
+    const line = r.stdout.split("\n").find((l) => l.includes("names no network"));
+    expect(line).toContain(hint);
+  });
 });

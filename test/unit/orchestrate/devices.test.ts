@@ -286,6 +286,21 @@ describe("DEL without a record (M10, M7)", () => {
 });
 
 describe("the pod's deviceID on a device network (M10, M4)", () => {
+  it("M10 M1 a NAD's own deviceID, in any spelling Go reads, gives way to the device", async () => {
+    const spellings = ["DeviceID", "DEVICEID", "deviceid"];
+    const plugins = spellings.map((key) => ({ type: "sriov", [key]: "0000:00:00.6" }));
+    kube
+      .addPod("app", "web", { [NETWORKS]: "sriov-c" })
+      .addNad("app", "sriov-c", { cniVersion: "1.0.0", name: "sriov-c", plugins }, RESOURCE);
+    const devices = fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] });
+    const att = (await plan(devices)).attachments[1]!;
+    for (const plugin of att.conf.plugins) {
+      const spelled = Object.keys(plugin).filter((k) => k.toLowerCase() === "deviceid");
+      expect(spelled).toEqual(["deviceID"]);
+      expect(plugin.deviceID).toBe("0000:3b:02.1");
+    }
+  });
+
   it("M10 M4 needs no declared deviceID capability when the NAD has a resourceName (it reaches every plugin at the top level); without one it still fails", async () => {
     const plain = { cniVersion: "1.0.0", name: "sriov-b", type: "sriov" };
     kube

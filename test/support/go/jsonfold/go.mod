@@ -1,0 +1,3 @@
+module plexus.test/jsonfold
+
+go 1.19

@@ -554,7 +554,7 @@ describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)
 });
 
 describe("the health port bounds its connections: idle ones starve neither probes nor socket", () => {
-  it("B36 100 stalled connections: the longest idle go past 64, probes and socket answer, the rest close", async () => {
+  it("B36 B85 100 stalled connections: the longest idle go past 64, probes and socket answer, the rest close", async () => {
     const c = await cluster();
     const d = await binaryDaemon(c, ["--health-address", "127.0.0.1:0"]);
     const listening = () =>

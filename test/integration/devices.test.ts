@@ -110,7 +110,7 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(s.kubelet.calls).toEqual(["Get"]);
   });
 
-  it("M10 three networks of one resource: a pod's allocated deviceID takes that one", async () => {
+  it("M10 B78 three networks of one resource: a pod's allocated deviceID takes that one", async () => {
     const VF3 = "0000:3b:02.3";
     const plain = { name: "sriov-a" };
     const networks = JSON.stringify([plain, { ...plain, deviceID: VF2 }, plain]);
@@ -125,7 +125,7 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     ]);
   });
 
-  it("M10 a pod's deviceID kubelet did not allocate: 7 naming pod, network, both IDs", async () => {
+  it("M10 B78 a pod's deviceID kubelet did not allocate: 7 naming pod, network, both IDs", async () => {
     const s = await setup({ networks: JSON.stringify([{ name: "sriov-a", deviceID: OTHER }]) });
     const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
     expect(err.code).toBe(7);
@@ -141,7 +141,7 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(existsSync(join(s.devinfo, "cni"))).toBe(false);
   });
 
-  it("M10 a device ID from kubelet with a path in it: 7 naming resource and value", async () => {
+  it("M10 B78 a device ID from kubelet with a path in it: 7 naming resource and value", async () => {
     const s = await setup({ networks: "sriov-a", devices: ["../../../sys/bus/pci"] });
     const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
     expect(err.code).toBe(7);
@@ -153,7 +153,7 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(ctx.sb.recordFiles()).toEqual([]);
   });
 
-  it("M10 a pod's deviceID with a control character: 7 naming item, key and value", async () => {
+  it("M10 B78 a pod's deviceID with a control character: 7 naming item, key and value", async () => {
     const deviceID = `${VF1}\n`;
     const s = await setup({ networks: JSON.stringify([{ name: "sriov-a", deviceID }]) });
     const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
@@ -165,7 +165,7 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(s.kubelet.calls).toEqual([]);
   });
 
-  it("M10 N7.4 under namespaceIsolation a deviceID with no resourceName: 7, or a key", async () => {
+  it("M10 B78 N7.4 under namespaceIsolation a deviceID with no resourceName: 7, or a key", async () => {
     const s = await setup({ networks: JSON.stringify([{ name: "hw", deviceID: VF1 }]) });
     const extra = { capabilities: { deviceID: true } };
     const config = JSON.stringify(ctx.sb.delegate("hw", { type: "sriov", extra }));

@@ -297,7 +297,7 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     annotations["k8s.v1.cni.cncf.io/networks"] = JSON.stringify(networks);
   };
 
-  it("M10 B76 a device twice in one pool and generation: 7 naming both slices", async () => {
+  it("M10 B76 B78 a device twice in one pool and generation: 7 naming both slices", async () => {
     for (const order of ["copy last", "copy first"]) {
       const { conf } = await apiSetup((sc) => {
         const copy = structuredClone(sriovSlice(sc));
@@ -318,7 +318,7 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     }
   });
 
-  it("M10 B76 a deviceID attribute with a path: 7 naming claim, device, value", async () => {
+  it("M10 B76 B78 a deviceID attribute with a path: 7 naming claim, device, value", async () => {
     const { conf } = await apiSetup((sc) => {
       (sriovSlice(sc).spec as Spec).devices[0] = vfDevice("vf-1", "../../../sys/class/net/eth0");
     });
@@ -332,7 +332,7 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     await expectCleanDel(conf);
   });
 
-  it("M10 a pod's deviceID among its claimed devices takes that one, else 7", async () => {
+  it("M10 B78 a pod's deviceID among its claimed devices takes that one, else 7", async () => {
     const networks = [{ name: "netdra-a" }, { name: "netdra-b", deviceID: VF1 }];
     const { conf } = await apiSetup((sc) => annotate(sc, networks));
     const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });

@@ -184,7 +184,7 @@ function expectGoSeesPlexusKeys(gojson: GoJson, ran: Ran, cniArgs?: Record<strin
 }
 
 describe("M1 B17 generated configs to their delegates' stdin, as Go reads it", () => {
-  it("M1 B17 NAD → addNetworkList in-process: no owned key is the tenant's", async (t) => {
+  it("M1 B17 B77 NAD → addNetworkList in-process: no owned key is the tenant's", async (t) => {
     const gojson = needGo(t.skip);
     const configs = fc.sample(tenantConfig, { seed: FC_SEED, numRuns: 300 });
     const cniDir = join(gojson.bin, "..", "cni");
@@ -206,7 +206,7 @@ describe("M1 B17 generated configs to their delegates' stdin, as Go reads it", (
     expectGoSeesPlexusKeys(gojson, ran, SELECTION.cniArgs);
   });
 
-  it("M1 B17 Plexus's own config, delegates[] → addNetworkList: the same", async (t) => {
+  it("M1 B17 B77 Plexus's own config, delegates[] → addNetworkList: the same", async (t) => {
     const gojson = needGo(t.skip);
     const configs = fc.sample(plexusConfig, { seed: FC_SEED, numRuns: 300 });
     const cniDir = join(gojson.bin, "..", "cni-delegates");
@@ -266,7 +266,7 @@ describe("M1 B17 through the binary: a tenant's NAD, Go as the delegate", () => 
     return { clusterDir, stdinConf, calls: join(sb.binDir, "jsonfold.calls") };
   }
 
-  it("M1 B17 ADD on a generated NAD: 7 naming both keys, or only Plexus's", async (t) => {
+  it("M1 B17 B77 ADD on a generated NAD: 7 naming both keys, or only Plexus's", async (t) => {
     const gojson = needGo(t.skip);
     const { clusterDir, stdinConf, calls } = node(gojson);
     const pod = {

@@ -229,7 +229,7 @@ describe("the installer never blocks on what sits at a path it reads (B72)", () 
     return join(n.root, installCommand.find((a) => a.startsWith(`${flag}=`))!.split("=")[1]!);
   }
 
-  it.each(cases)("a FIFO at %s: SIGTERM ends the installer at once", async (_what, where) => {
+  it.each(cases)("B80 a FIFO at %s: SIGTERM ends the installer at once", async (_what, where) => {
     requirePlexusBinary();
     const n = node();
     const { fifo, extra } = where(n);

@@ -138,7 +138,7 @@ describe("B64 a dead call's leftovers are found by its lock, not by a path strin
       },
     ],
     ["as a relative path", () => "cni"],
-  ])("B64 cniDir given %s: the runtime's DEL kills the orphaned delegate and succeeds", async (_how, spell) => {
+  ])("B64 B81 cniDir given %s: the runtime's DEL kills the orphaned delegate and succeeds", async (_how, spell) => {
     const { sb } = ctx;
     const conf = twoNetworks({ delegateTimeoutSeconds: 30, cniDir: spell(sb.root, sb.cniDir) });
     const { r, orphan } = await killedAddThenDel(conf, {});
@@ -147,7 +147,7 @@ describe("B64 a dead call's leftovers are found by its lock, not by a path strin
     expect(sb.recordFiles()).toEqual([]);
   });
 
-  it("B64 a delegate's child that cleared its environment and left its session still holds the lock: killed too", async () => {
+  it("B64 B81 a delegate's child that cleared its environment and left its session still holds the lock: killed too", async () => {
     const { sb } = ctx;
     const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
     const { r } = await killedAddThenDel(conf, { child: "clean-env" });

@@ -124,7 +124,7 @@ describe.each([
   ["with the node-scoped-writes policy", true],
   ["without it (the same writes pass)", false],
 ])("a token issued for node A, %s", (_title, policy) => {
-  it("dist/plexus ADD of a pod on node B cannot write its network-status (104, the pod untouched)", async () => {
+  it("M16 dist/plexus ADD of a pod on node B cannot write its network-status (104, the pod untouched)", async () => {
     const api = await cluster(policy);
     const r = await addThrough(nodeKubeconfig(api), "web-b").run("ADD");
     if (!policy) return void expect(JSON.parse(annotationsOf(api, "web-b")[STATUS]!)).not.toHaveLength(0);
@@ -133,7 +133,7 @@ describe.each([
     expect(annotationsOf(api, "web-b")).toEqual({ team: "a" });
   });
 
-  it("Plexus's client cannot write the network-status of a node B pod, nor record an Event about it", async () => {
+  it("M16 Plexus's client cannot write the network-status of a node B pod, nor record an Event about it", async () => {
     const api = await cluster(policy);
     const kube = await client(nodeKubeconfig(api));
     const write = await refusal(kube.setNetworkStatus({ namespace: "app", name: "web-b", uid: "uid-web-b" }, "[]"));
@@ -148,7 +148,7 @@ describe.each([
     expect(api.events()).toEqual([]);
   });
 
-  it("an Event in a namespace without a node A pod, or about a pod that is not one, is refused", async () => {
+  it("M16 an Event in a namespace without a node A pod, or about a pod that is not one, is refused", async () => {
     const api = await cluster(policy);
     api.addPod({ metadata: { namespace: "other", name: "db" }, spec: { nodeName: "node-b" } });
     const kube = await client(nodeKubeconfig(api));
@@ -161,7 +161,7 @@ describe.each([
     expect(api.events()).toEqual([]);
   });
 
-  it("with the stolen token, no other annotation, label, spec or status field of a node A pod can be changed", async () => {
+  it("M16 with the stolen token, no other annotation, label, spec or status field of a node A pod can be changed", async () => {
     const api = await cluster(policy);
     const token = api.issueToken({ node: "node-a", pod: "plexus-a" });
     const patches = [
@@ -192,14 +192,14 @@ describe.each([
       });
   });
 
-  it("a token that names no node writes nothing (the default switch), even to a node A pod", async () => {
+  it("M16 a token that names no node writes nothing (the default switch), even to a node A pod", async () => {
     const api = await cluster(policy);
     const r = await addThrough(nodeKubeconfig(api, { node: "", name: "legacy" }), "web-a").run("ADD");
     if (!policy) return void expect(r.code, r.stderr).toBe(0);
     expect(cniError(r)).toMatchObject({ code: 104, msg: expect.stringContaining("names no node") });
   });
 
-  it("Plexus's own ADD and DEL on node A work unchanged: network-status written, the Event recorded", async () => {
+  it("M16 Plexus's own ADD and DEL on node A work unchanged: network-status written, the Event recorded", async () => {
     const api = await cluster(policy);
     const { run } = addThrough(nodeKubeconfig(api), "web-a");
     const add = await run("ADD");
@@ -211,7 +211,7 @@ describe.each([
     expect(del.code, del.stderr).toBe(0);
   });
 
-  it("the daemon on node A (its own projected token) serves the binary's ADD: status and Event pass", async () => {
+  it("M16 the daemon on node A (its own projected token) serves the binary's ADD: status and Event pass", async () => {
     const api = await cluster(policy);
     const { sb } = ctx;
     const kubeconfig = nodeKubeconfig(api);
@@ -250,7 +250,7 @@ describe.each([
     }
   });
 
-  it("plexus doctor says the token names node A and whether the policies are installed and bound", async () => {
+  it("M16 plexus doctor says the token names node A and whether the policies are installed and bound", async () => {
     const api = await cluster(policy);
     const checks = await doctorWith(nodeKubeconfig(api));
     expect(checks.find((c) => c.subject === "token node")).toMatchObject({
@@ -265,7 +265,7 @@ describe.each([
   });
 });
 
-it("plexus doctor, when the credentials may not read the policies, says it could not tell", async () => {
+it("M16 plexus doctor, when the credentials may not read the policies, says it could not tell", async () => {
   await using api = await startFakeApiServer({ clientCertificates: true });
   const kubeconfig = writeKubeconfig(api, { dir: ctx.sb.root, clientCertificate: { name: "other", as: "data" } });
   const checks = await doctorWith(kubeconfig);
@@ -276,7 +276,7 @@ it("plexus doctor, when the credentials may not read the policies, says it could
   expect(checks.find((c) => c.subject === "token node")).toBeUndefined();
 });
 
-it("with the switch (allow-tokens-without-node), a token that names no node writes, with a Warning the binary logs and an audit entry", async () => {
+it("M16 with the switch (allow-tokens-without-node), a token that names no node writes, with a Warning the binary logs and an audit entry", async () => {
   const { sb } = ctx;
   const deployDir = join(sb.root, "deploy");
   cpSync(DEPLOY_DIR, deployDir, { recursive: true });

@@ -33,7 +33,7 @@ describe("the NetworkAttachmentDefinition CRD is Multus's", () => {
     expect(multus.map((d) => d.kind)).toEqual(["CustomResourceDefinition"]);
   });
 
-  it("N3.1 deploy/crd/, as written and as rendered: Multus's resource, field for field", () => {
+  it("N3.1 M14 deploy/crd/, as written and as rendered: Multus's resource, field for field", () => {
     for (const [what, ours] of [
       ["deploy/crd/network-attachment-definition.yaml", file],
       ["kubectl kustomize deploy/crd/", rendered],
@@ -49,7 +49,7 @@ describe("the NetworkAttachmentDefinition CRD is Multus's", () => {
     }
   });
 
-  it("N3.1 `kubectl get nad` and `kubectl get net-attach-def` both name it", () => {
+  it("N3.1 M14 `kubectl get nad` and `kubectl get net-attach-def` both name it", () => {
     const shortNames = file[0]!.spec.names.shortNames;
     expect(shortNames).toEqual(expect.arrayContaining(["nad", "net-attach-def"]));
   });

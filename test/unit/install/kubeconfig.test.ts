@@ -128,7 +128,7 @@ describe("node kubeconfig: JSON, as the installer writes it, or YAML, as people 
 });
 
 describe("what the installer reads and writes on the node is input (B72, B73)", () => {
-  it("never writes through a symlinked plexus.d: the link's target stays as it was", async () => {
+  it("B80 never writes through a symlinked plexus.d: the link's target stays as it was", async () => {
     mkdirSync(join(dir, "elsewhere"));
     writeFileSync(join(dir, "elsewhere", "token"), "theirs");
     symlinkSync(join(dir, "elsewhere"), join(dir, "plexus.d"));
@@ -138,7 +138,7 @@ describe("what the installer reads and writes on the node is input (B72, B73)", 
     expect(readdirSync(join(dir, "elsewhere"))).toEqual(["token"]);
   });
 
-  it("a FIFO at an output is replaced, never read; at a source it is refused, saying what it is", async () => {
+  it("B80 a FIFO at an output is replaced, never read; at a source it is refused, saying what it is", async () => {
     execFileSync("mkfifo", [join(dir, "out"), join(dir, "token")]);
     expect(await syncFile(join(dir, "out"), "text")).toBe("created");
     expect(readFileSync(join(dir, "out"), "utf8")).toBe("text");

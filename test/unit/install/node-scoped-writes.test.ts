@@ -203,7 +203,7 @@ const key = fc.oneof(
 );
 const stringMap = fc.dictionary(key, fc.string({ maxLength: 8 }), { maxKeys: 4 });
 
-describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize renders it)", () => {
+describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kustomize renders it)", () => {
   const docs = renderKustomization(".");
 
   it("installs the three policies, each with a binding of its name that denies", () => {

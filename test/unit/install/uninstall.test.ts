@@ -82,7 +82,7 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     writeFileSync(join(root, rel), text);
   };
 
-  it("refuses / and the host-prefix root before anything is removed (code 7, naming the flag)", () => {
+  it("B79 refuses / and the host-prefix root before anything is removed (code 7, naming the flag)", () => {
     for (const dir of ["/", "/.", "//"])
       expect(() => plan(dir), dir).toThrow(
         expect.objectContaining({ code: 7, message: expect.stringContaining(ROOT_REFUSED) }),
@@ -91,7 +91,7 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     expect(plan("/", false).cniDir.host).toBe("/");
   });
 
-  it("B71 --cni-dir set to the state dir's parent: host-local's reservations stay, the run fails with why", async () => {
+  it("B71 B79 --cni-dir set to the state dir's parent: host-local's reservations stay, the run fails with why", async () => {
     put("var/lib/cni/networks/net-a/10.1.0.5", "c1\neth1");
     put("var/lib/cni/plexus/records/c1-eth0.json", "{}");
     const log = recordingLogger();
@@ -103,13 +103,13 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     expect(log.text()).toContain("networks");
   });
 
-  it("a dir holding only results/ (libcni's cache name) is not taken for Plexus's", async () => {
+  it("B79 a dir holding only results/ (libcni's cache name) is not taken for Plexus's", async () => {
     put("var/lib/cni/results/net-c1-eth0", "{}");
     expect(await runUninstall(plan("/var/lib/cni"), recordingLogger())).toBe(1);
     expect(existsSync(join(root, "var/lib/cni/results/net-c1-eth0"))).toBe(true);
   });
 
-  it("removes records, results, locks, pending and their temp files, then the empty dirs", async () => {
+  it("B79 removes records, results, locks, pending and their temp files, then the empty dirs", async () => {
     put("var/lib/cni/plexus/records/c1-eth0.json");
     put(`var/lib/cni/plexus/records/~${"a".repeat(64)}.json`);
     put("var/lib/cni/plexus/records/.c1-eth0.json.tmp-123-4-abc");
@@ -124,7 +124,7 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     expect(done?.fields).toMatchObject({ removed: 6 });
   });
 
-  it("leaves what Plexus never wrote inside its own subdirs (a foreign name, a planted dir, a symlink's target)", async () => {
+  it("B79 leaves what Plexus never wrote inside its own subdirs (a foreign name, a planted dir, a symlink's target)", async () => {
     put("var/lib/cni/plexus/records/c1-eth0.json");
     put("var/lib/cni/plexus/records/notes.txt");
     mkdirSync(join(root, "var/lib/cni/plexus/locks/c2-eth0.lock"), { recursive: true });
@@ -146,7 +146,7 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     ]);
   });
 
-  it("a symlinked plexus.d is left alone: nothing is removed through it", async () => {
+  it("B79 B80 a symlinked plexus.d is left alone: nothing is removed through it", async () => {
     put("elsewhere/token", "secret");
     put("elsewhere/plexus.kubeconfig", "kc");
     mkdirSync(join(root, "etc/cni/net.d"), { recursive: true });

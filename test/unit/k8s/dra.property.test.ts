@@ -243,7 +243,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
     );
   });
 
-  it("M10 B76 a device twice in one pool and generation: 7, in any order", async () => {
+  it("M10 B76 B78 a device twice in one pool and generation: 7, in any order", async () => {
     const permutation = <T>(items: T[]) =>
       fc.shuffledSubarray(items, { minLength: items.length, maxLength: items.length });
     const layout = fc

@@ -104,7 +104,7 @@ describe("FileCluster: manifests standing in for the API server", () => {
     });
   });
 
-  it("B41 one invalid manifest fails only the pods that need what it held, not every other pod", async () => {
+  it("B41 B84 one invalid manifest fails only the pods that need what it held, not every other pod", async () => {
     writeFileSync(join(dir, "bad.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: [unclosed s3cret\n");
     writeFileSync(
       join(dir, "good.json"),

@@ -86,7 +86,7 @@ describe("M10 the device ID rule", () => {
     );
   });
 
-  it("M10 generated IDs with a path, a control or non-ASCII character, or overlong", () => {
+  it("M10 B78 generated IDs with a path, a control or non-ASCII character, or overlong", () => {
     const poisoned = fc.tuple(plainId, fc.nat()).chain(([id, at]) =>
       fc.oneof(
         fc.constantFrom("/", "\\", "..", "/../", "../").map((p) => insertAt(id, at, p)),

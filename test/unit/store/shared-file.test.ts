@@ -56,7 +56,7 @@ describe("readSharedFile: what sits in a shared directory is input", () => {
     const read = readSharedFile(join(dir, "exact"), { maxBytes: 1024 });
     expect(read.state === "found" && read.data.length).toBe(1024);
   });
-  it("B72 a device node is never opened: its type is checked first (a driver-less device, whose open fails)", () => {
+  it("B72 B80 a device node is never opened: its type is checked first (a driver-less device, whose open fails)", () => {
     if (process.getuid?.() !== 0) return; // mknod needs root; the root tiers run it
     // Major 240 is for local use: no driver, so an open would fail with ENXIO or ENODEV.
     execFileSync("mknod", [join(dir, "dev"), "c", "240", "0"]);

@@ -24,6 +24,7 @@ import type { Nad, NetworkSelection } from "../../src/npwg/types";
 import { buildGoJson, goDecode, type GoJson, type GoSeen } from "../support/go-json";
 import { FC_SEED, oracleFold, plexusConfig, TENANT, tenantConfig } from "../support/key-spellings";
 import { cniError, requirePlexusBinary, Sandbox } from "../support/plexus-bin";
+import { propertyRuns } from "../support/property";
 
 let go: GoJson | undefined;
 beforeAll(() => {
@@ -186,7 +187,7 @@ function expectGoSeesPlexusKeys(gojson: GoJson, ran: Ran, cniArgs?: Record<strin
 describe("M1 B17 generated configs to their delegates' stdin, as Go reads it", () => {
   it("M1 B17 B77 NAD → addNetworkList in-process: no owned key is the tenant's", async (t) => {
     const gojson = needGo(t.skip);
-    const configs = fc.sample(tenantConfig, { seed: FC_SEED, numRuns: 300 });
+    const configs = fc.sample(tenantConfig, propertyRuns({ seed: FC_SEED, numRuns: 300 }));
     const cniDir = join(gojson.bin, "..", "cni");
     const ran: Ran = [];
     for (const [i, config] of configs.entries()) {
@@ -208,7 +209,7 @@ describe("M1 B17 generated configs to their delegates' stdin, as Go reads it", (
 
   it("M1 B17 B77 Plexus's own config, delegates[] → addNetworkList: the same", async (t) => {
     const gojson = needGo(t.skip);
-    const configs = fc.sample(plexusConfig, { seed: FC_SEED, numRuns: 300 });
+    const configs = fc.sample(plexusConfig, propertyRuns({ seed: FC_SEED, numRuns: 300 }));
     const cniDir = join(gojson.bin, "..", "cni-delegates");
     const ran: Ran = [];
     for (const [i, config] of configs.entries()) {
@@ -277,7 +278,7 @@ describe("M1 B17 through the binary: a tenant's NAD, Go as the delegate", () => 
     const selection = [{ name: "net-a", "cni-args": SELECTION.cniArgs }];
     pod.metadata.annotations["k8s.v1.cni.cncf.io/networks"] = JSON.stringify(selection);
     let accepted = 0;
-    const configs = fc.sample(tenantConfig, { seed: FC_SEED + 1, numRuns: 40 });
+    const configs = fc.sample(tenantConfig, propertyRuns({ seed: FC_SEED + 1, numRuns: 40 }));
     for (const [i, config] of configs.entries()) {
       const objects = [nad(config), pod].map((x) => `---\n${JSON.stringify(x)}\n`).join("");
       writeFileSync(join(clusterDir, "objects.yaml"), objects);

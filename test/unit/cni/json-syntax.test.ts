@@ -7,6 +7,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeJson } from "../../../src/cni/json";
 import { describeJsonSyntaxError, describeYamlError } from "../../../src/cni/json-syntax";
+import { propertyRuns } from "../../support/property";
 
 const END = "the end of the input";
 
@@ -60,7 +61,7 @@ describe("JSON syntax errors: position and expectation, no content", () => {
           if (/[A-Za-z0-9]{4}/.test(piece)) expect(msg).not.toContain(piece);
         }
       }),
-      { seed: 20261126, numRuns: 400 },
+      propertyRuns({ seed: 20261126, numRuns: 400 }),
     );
   });
 

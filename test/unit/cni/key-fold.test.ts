@@ -15,10 +15,11 @@ import { applySelection } from "../../../src/npwg/delegate-args";
 import { resolveNadConfig } from "../../../src/npwg/nad";
 import type { Nad } from "../../../src/npwg/types";
 import * as gen from "../../support/key-spellings";
+import { propertyRuns } from "../../support/property";
 
 const { FC_SEED, oracleFold, plexusConfig, spelling, TENANT, tenantConfig } = gen;
 
-const RUNS = { seed: FC_SEED, numRuns: 300 };
+const RUNS = propertyRuns({ seed: FC_SEED, numRuns: 300 });
 const alphabet = fc.constantFrom(..."aAbBkKsStTzZ09._-/\u017f\u212a");
 const key = fc.string({ unit: alphabet, maxLength: 8 });
 

@@ -26,6 +26,7 @@ import {
   type FakeAdmission,
   NODE_NAME_EXTRA,
 } from "../../support/fake-admission";
+import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;
 const SA = {
@@ -234,7 +235,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
         expect(out.denial?.code).toBe(403);
         expect(out.denial?.message).toContain(`is not on node ${tokenNode}`);
       }),
-      { seed: SEED, numRuns: 200 },
+      propertyRuns({ seed: SEED, numRuns: 200 }),
     );
   });
 
@@ -261,7 +262,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
         if (out.denial) expect(out.denial.code).toBe(403);
         seen[out.denial ? "refused" : "allowed"]++;
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
     expect(seen.allowed).toBeGreaterThan(30);
     expect(seen.refused).toBeGreaterThan(30);
@@ -294,7 +295,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
         const empty = eventAbout({ ns: "empty", name: "mine" });
         expect(createEvent(a, { node: tokenNode, event: empty }).denial?.code).toBe(422);
       }),
-      { seed: SEED, numRuns: 100 },
+      propertyRuns({ seed: SEED, numRuns: 100 }),
     );
   });
 
@@ -348,7 +349,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
         const next = { ...old, metadata: { ...old.metadata, labels: { x: "y" } } };
         expect(a.review({ info, user, operation: "UPDATE", object: next, oldObject: old }).denial).toBeUndefined();
       }),
-      { seed: SEED, numRuns: 100 },
+      propertyRuns({ seed: SEED, numRuns: 100 }),
     );
   });
 

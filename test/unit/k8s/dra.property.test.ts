@@ -16,6 +16,7 @@ import type { PodClaimDevices } from "../../../src/k8s/dra-devices";
 import { silentLogger } from "../../../src/log/logger";
 import { deviceTextProblem } from "../../../src/npwg/device-id";
 import type { Pod } from "../../../src/npwg/types";
+import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;
 const BOUND_MS = 2000;
@@ -85,7 +86,7 @@ describe("M10 DRA objects on generated input: the trimmed shapes", () => {
         for (const r of claim.status?.allocation?.devices.results ?? [])
           for (const v of [r.driver, r.pool, r.device]) expect(v).toMatch(/./);
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyRuns({ seed: SEED, numRuns: 500 }),
     );
   });
 
@@ -100,7 +101,7 @@ describe("M10 DRA objects on generated input: the trimmed shapes", () => {
           for (const k of Object.keys(d.attributes ?? {})) expect([ID_ATTR, RN_ATTR]).toContain(k);
         }
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyRuns({ seed: SEED, numRuns: 500 }),
     );
   });
 });
@@ -204,7 +205,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
           for (const d of devices) expect(deviceTextProblem(d.deviceID)).toBeUndefined();
         }
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 
@@ -239,7 +240,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
           message: expect.stringContaining(`attribute k8s.cni.cncf.io/${which}`),
         });
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 
@@ -283,7 +284,7 @@ describe("M10 B76 a pod's claimed devices over generated claims and slices", () 
         const ids = (ok as PodClaimDevices).byResource.get(RESOURCE)?.map((d) => d.deviceID);
         expect(ids).toEqual([first]);
       }),
-      { seed: SEED, numRuns: 200 },
+      propertyRuns({ seed: SEED, numRuns: 200 }),
     );
   });
 });

@@ -15,6 +15,7 @@ import {
   POD_RESOURCE,
   type ApiResource,
 } from "../../../src/k8s/rest-kube";
+import { propertyRuns } from "../../support/property";
 
 const answer = (status: number, body: string | object) => ({
   status,
@@ -77,7 +78,7 @@ describe("notFoundIn: what a 404 means", () => {
           !asText && b.reason === "NotFound" && d?.name === "x1" && d.kind === r.plural && (d.group ?? "") === r.group;
         expect(notFoundIn(err, r, "x1")).toBe(names ? "missing" : "not-served");
       }),
-      { seed: 20261126, numRuns: 300 },
+      propertyRuns({ seed: 20261126, numRuns: 300 }),
     );
   });
 });

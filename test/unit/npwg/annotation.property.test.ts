@@ -11,6 +11,7 @@ import { DEFAULT_MAX_SELECTIONS, parseNetworksAnnotation } from "../../../src/np
 import { deviceTextProblem } from "../../../src/npwg/device-id";
 import { dns1123LabelProblem } from "../../../src/npwg/dns1123";
 import type { NetworkSelection } from "../../../src/npwg/types";
+import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;
 /** Far above what one decode takes, far below a hang: the bound is what is asserted. */
@@ -102,7 +103,7 @@ describe("N4.1 B21 B25 the networks annotation on generated input", () => {
     accepted = 0;
     fc.assert(
       fc.property(commaForm, (value) => expectWellFormed(decode(value))),
-      { seed: SEED, numRuns: 400 },
+      propertyRuns({ seed: SEED, numRuns: 400 }),
     );
     expect(accepted).toBeGreaterThan(20);
   });
@@ -111,7 +112,7 @@ describe("N4.1 B21 B25 the networks annotation on generated input", () => {
     accepted = 0;
     fc.assert(
       fc.property(jsonForm, (v) => expectWellFormed(decode(JSON.stringify(v) ?? "null"))),
-      { seed: SEED, numRuns: 400 },
+      propertyRuns({ seed: SEED, numRuns: 400 }),
     );
     expect(accepted).toBeGreaterThan(20);
   });
@@ -127,7 +128,7 @@ describe("N4.1 B21 B25 the networks annotation on generated input", () => {
     );
     fc.assert(
       fc.property(text, (value) => expectWellFormed(decode(value))),
-      { seed: SEED, numRuns: 400 },
+      propertyRuns({ seed: SEED, numRuns: 400 }),
     );
   });
 
@@ -149,7 +150,7 @@ describe("N4.1 B21 B25 the networks annotation on generated input", () => {
         expect(out).toBeInstanceOf(CniError);
         expect(out).toMatchObject({ code: 7, message: expect.stringContaining('key "deviceID"') });
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 });

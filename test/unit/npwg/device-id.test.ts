@@ -11,6 +11,7 @@ import {
   MAX_RESOURCE_NAME_LENGTH,
   validateDeviceText,
 } from "../../../src/npwg/device-id";
+import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;
 /** Visible ASCII (0x21 to 0x7e) but '/' and '\\'. */
@@ -82,7 +83,7 @@ describe("M10 the device ID rule", () => {
       fc.property(withDots, (id) => {
         expect(deviceTextProblem(id)).toBeUndefined();
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 
@@ -102,7 +103,7 @@ describe("M10 the device ID rule", () => {
         const refused = expect.objectContaining({ code: 7 });
         expect(() => validateDeviceText(value, { what: "x" })).toThrow(refused);
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyRuns({ seed: SEED, numRuns: 500 }),
     );
   });
 
@@ -116,7 +117,7 @@ describe("M10 the device ID rule", () => {
         expect(visible && !value.includes("..")).toBe(true);
         expect(value.length).toBeLessThanOrEqual(MAX_DEVICE_ID_LENGTH);
       }),
-      { seed: SEED, numRuns: 1000 },
+      propertyRuns({ seed: SEED, numRuns: 1000 }),
     );
   });
 });

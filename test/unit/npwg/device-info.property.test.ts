@@ -19,6 +19,7 @@ import {
   readDeviceInfo,
   writeCniDeviceInfo,
 } from "../../../src/npwg/device-info";
+import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;
 const BOUND_MS = 2000;
@@ -64,7 +65,7 @@ describe("M10 device-info paths from generated names", () => {
         if (badResource) expect(path).toBeUndefined();
         expectInside(path, "dp");
       }),
-      { seed: SEED, numRuns: 1000 },
+      propertyRuns({ seed: SEED, numRuns: 1000 }),
     );
   });
 
@@ -73,7 +74,7 @@ describe("M10 device-info paths from generated names", () => {
       fc.property(name, name, name, (network, containerId, ifName) => {
         expectInside(cniDeviceInfoPath(dir, { network, containerId, ifName }), "cni");
       }),
-      { seed: SEED, numRuns: 1000 },
+      propertyRuns({ seed: SEED, numRuns: 1000 }),
     );
   });
 });
@@ -127,7 +128,7 @@ describe("M10 B72 B73 reading generated device-info files", () => {
         }
         if (["fifo", "symlink", "dir"].includes(p.kind)) expect(read.state).toBe("malformed");
       }),
-      { seed: SEED, numRuns: 200 },
+      propertyRuns({ seed: SEED, numRuns: 200 }),
     );
   });
 
@@ -139,7 +140,7 @@ describe("M10 B72 B73 reading generated device-info files", () => {
         const read = readDeviceInfo(path);
         expect(read).toMatchObject({ state: "found", info: JSON.parse(JSON.stringify(info)) });
       }),
-      { seed: SEED, numRuns: 100 },
+      propertyRuns({ seed: SEED, numRuns: 100 }),
     );
   });
 });

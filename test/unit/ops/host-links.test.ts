@@ -5,6 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { hostLinkProblems } from "../../../src/ops/host-links";
+import { propertyRuns } from "../../support/property";
 
 describe("hostLinkProblems", () => {
   it("macvlan, ipvlan, vlan master and host-device device are looked up; bridge, no master are not", () => {
@@ -41,7 +42,7 @@ describe("hostLinkProblems", () => {
         if (name !== "" && !valid) expect(problems).toEqual([expect.stringContaining("is not a valid interface name")]);
         for (const n of asked) expect(n.includes("/")).toBe(false);
       }),
-      { seed: 20261126, numRuns: 300 },
+      propertyRuns({ seed: 20261126, numRuns: 300 }),
     );
   });
 });

@@ -18,6 +18,7 @@ import { RecordStore, type RecordRead } from "../../../src/orchestrate/record";
 import { lockPath } from "../../../src/store/container-lock";
 import { MAX_STATE_FILE_BYTES } from "../../../src/store/json-store";
 import { stateNamesProblem } from "../../../src/store/state-names";
+import { propertyRuns } from "../../support/property";
 
 const SECRET = "s3cr3t=Tok3n";
 const OUTSIDE_NETNS = "/outside/the/state/dir";
@@ -203,7 +204,7 @@ describe("B71 B72 B73 generated record files: refused or reported, never a crash
           rmSync(cniDir, { recursive: true, force: true });
         }
       }),
-      { seed: 20261126, numRuns: 150 },
+      propertyRuns({ seed: 20261126, numRuns: 150 }),
     );
   });
 });

@@ -5,12 +5,9 @@
  */
 import * as protobuf from "protobufjs/light";
 import { describe, expect, it } from "vitest";
-import {
-  decodeGetResponse,
-  decodeListResponse,
-  encodeGetRequest,
-  WireError,
-} from "../../../src/k8s/pod-resources-wire";
+import * as wire from "../../../src/k8s/pod-resources-wire";
+
+const { decodeGetResponse, findPodInList, encodeGetRequest, WireError } = wire;
 
 const root = protobuf.Root.fromJSON({
   nested: {
@@ -71,9 +68,12 @@ describe("M10 pod-resources messages by hand", () => {
     });
     expect(decodeGetResponse(encode("Get", {}))).toEqual({});
     const many = Array.from({ length: 300 }, (_, i) => pod(`p${i}`, [`id-${i}`]));
-    expect(decodeListResponse(encode("List", { podResources: many })).podResources).toEqual(
-      many.map((p) => plain(p.name, p.containers[0]!.devices[0]!.deviceIds)),
-    );
+    const list = encode("List", { podResources: many });
+    for (const i of [0, 150, 299]) {
+      const name = `p${i}`;
+      expect(findPodInList(list, { namespace: "ns", name })).toEqual(plain(name, [`id-${i}`]));
+    }
+    expect(findPodInList(list, { namespace: "other", name: "p1" })).toBeUndefined();
   });
 
   it("M10 the Get request is what protobufjs reads, a 200-byte name included", () => {

@@ -324,13 +324,13 @@ export class H2Connection {
     this.outbox.push(bytes);
     this.outboxBytes += bytes.length;
     const queued = this.outboxBytes + this.socket.queuedBytes();
-    this.peaks.queuedWriteBytes = Math.max(this.peaks.queuedWriteBytes, queued);
     if (queued > PeerLimits.maxQueuedWriteBytes)
       throw new H2Error(
         H2Code.ENHANCE_YOUR_CALM,
         `the server left over ${queued} bytes of answers to its control frames unread`,
         "maxQueuedWriteBytes",
       );
+    this.peaks.queuedWriteBytes = Math.max(this.peaks.queuedWriteBytes, queued);
   }
 
   private flush(): void {
@@ -350,7 +350,7 @@ export class H2Connection {
     this.outbox = [];
     this.socket.write(frame(FRAME.GOAWAY, 0, 0, Buffer.concat([u32(0), u32(fault.code)])));
     this.socket.destroy();
-    this.closedBecause = `the server broke HTTP/2 (${fault.codeName}): ${fault.message}`;
+    this.closedBecause = `HTTP/2 ${fault.codeName}: ${fault.message}`;
     this.failAll(this.closedBecause, fault);
   }
 
@@ -424,12 +424,12 @@ export class H2Connection {
   private addToBlock(part: Uint8Array): void {
     const block = this.headerBlock!;
     block.bytes += part.length;
-    this.peaks.headerBlockBytes = Math.max(this.peaks.headerBlockBytes, block.bytes);
     const max = PeerLimits.maxHeaderBlockBytes;
     if (block.bytes > max) {
       const why = `a header block over the ${max} bytes allowed`;
       throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxHeaderBlockBytes");
     }
+    this.peaks.headerBlockBytes = Math.max(this.peaks.headerBlockBytes, block.bytes);
     if (part.length) block.parts.push(part);
   }
 

@@ -12,6 +12,7 @@
  * library. Fields Plexus does not need are skipped on decode.
  */
 import { CniError, Code } from "../cni/errors";
+import type { H2Peaks } from "./h2c";
 import { type GrpcError, GrpcStatus, grpcStatusName, UnixGrpcChannel } from "./grpc-unary";
 import {
   decodeGetResponse,
@@ -80,6 +81,11 @@ export class PodResourcesClient {
     return this.channel.unary({ path, request, deadline });
   }
 
+  /** What the connection has held at most, against the peer limits (tests, diagnostics). */
+  get peaks(): H2Peaks | undefined {
+    return this.channel.peaks;
+  }
+
   close(): void {
     this.channel.close();
   }
@@ -114,9 +120,9 @@ const NOT_MOUNTED = "is kubelet running and the socket mounted into the pod runn
 function reason(q: PodResourcesQuery, err: unknown): string {
   const e = err as Partial<GrpcError> & { limit?: string };
   if (e.peerFault || err instanceof WireError) {
-    const limit = e.limit ? ` (past the limit ${e.limit})` : "";
     const what = e.details ?? e.message;
-    return `the answer broke the protocol${limit}: ${what}; is it kubelet that serves the socket?`;
+    const broke = e.limit ? `went past the limit ${e.limit}` : "broke the protocol";
+    return `its answer ${broke} (${what}); is it kubelet that serves the socket?`;
   }
   if (e.code === GrpcStatus.DEADLINE_EXCEEDED) return `no answer within ${q.timeoutMs} ms`;
   const what = e.details || e.message;

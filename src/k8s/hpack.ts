@@ -213,10 +213,9 @@ class HeaderList {
   }
 }
 
-export type HpackLimits = Pick<
-  typeof PeerLimits,
-  "maxHeaderBlockBytes" | "maxHeaderListBytes" | "maxDynamicTableBytes"
->;
+type HpackLimit = "maxHeaderBlockBytes" | "maxHeaderListBytes" | "maxDynamicTableBytes";
+/** The peer limits a decoder holds its blocks to (tests give smaller ones). */
+export type HpackLimits = Record<HpackLimit, number>;
 
 /**
  * One connection's decoder: its dynamic table lives as long as the connection. Every block is

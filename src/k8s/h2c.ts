@@ -276,6 +276,8 @@ export class H2Connection {
   }
 
   private lost(why: string): void {
+    // After a connection error, its reason stands.
+    if (this.dead) return;
     this.closed = true;
     this.closedBecause = why;
     this.failAll(why);
@@ -348,10 +350,11 @@ export class H2Connection {
     this.closed = true;
     this.released = true;
     this.outbox = [];
+    this.closedBecause = `HTTP/2 ${fault.codeName}: ${fault.message}`;
+    // The streams learn the fault first: a socket may report its own close while destroyed.
+    this.failAll(this.closedBecause, fault);
     this.socket.write(frame(FRAME.GOAWAY, 0, 0, Buffer.concat([u32(0), u32(fault.code)])));
     this.socket.destroy();
-    this.closedBecause = `HTTP/2 ${fault.codeName}: ${fault.message}`;
-    this.failAll(this.closedBecause, fault);
   }
 
   private onFrame(head: FrameHead, payload: Uint8Array): void {

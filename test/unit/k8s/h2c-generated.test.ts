@@ -15,7 +15,10 @@ import { PeerLimits } from "../../../src/k8s/peer-limits";
 const SEED = 20261126;
 const { H2Code, H2Connection, H2Error } = h2c;
 
-/** A connection whose socket is memory: `neverReads` makes everything written stay queued. */
+/**
+ * A connection whose socket is memory: `neverReads` makes everything written stay queued. Like
+ * Bun's socket, it reports its close synchronously when destroyed.
+ */
 function fakeConnection(neverReads: boolean) {
   let events: h2c.SocketEvents | undefined;
   let written = 0;
@@ -24,7 +27,7 @@ function fakeConnection(neverReads: boolean) {
       written += bytes.length;
     },
     end: () => {},
-    destroy: () => {},
+    destroy: () => events?.close("connection closed"),
     queuedBytes: () => (neverReads ? written : 0),
   };
   const conn = new H2Connection("/fake", (_path, e) => {

@@ -132,12 +132,14 @@ function huffmanDecode(bytes: Uint8Array, maxBytes: number): string {
   const out = new Uint8Array(Math.floor((bytes.length * 8) / 5));
   let n = 0;
   let state = 0;
-  for (let i = 0; i < bytes.length * 2; i++) {
-    const nibble = i & 1 ? bytes[i >> 1]! & 15 : bytes[i >> 1]! >> 4;
-    const t = next[state * 16 + nibble]!;
-    if (t & FAILS) throw new HpackError("EOS inside a Huffman-coded string");
-    if (t & EMITS) out[n++] = (t >> 8) & 0xff;
-    state = t & 0xff;
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]!;
+    const high = next[(state << 4) | (byte >> 4)]!;
+    if (high & EMITS) out[n++] = high >> 8;
+    const low = next[((high & 0xff) << 4) | (byte & 15)]!;
+    if (low & EMITS) out[n++] = low >> 8;
+    if ((high | low) & FAILS) throw new HpackError("EOS inside a Huffman-coded string");
+    state = low & 0xff;
   }
   // What is left must be padding: fewer than 8 bits, all ones (the EOS code's prefix).
   if (!accepting[state]) throw new HpackError("invalid Huffman padding");

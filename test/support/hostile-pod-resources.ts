@@ -142,10 +142,13 @@ function script(hostility: Hostility): () => Buffer | undefined {
     }
     case "huffman-16mb-continuation": {
       // The same literal in frames of the size the client allows: HEADERS, then CONTINUATION.
-      let frames = MB16 / 16_384;
-      const part = h2frame({ type: TYPE.CONTINUATION, stream: 1, payload: Buffer.alloc(16_384) });
-      const first = headers(huffmanLiteralHead(MB16), 0);
-      return () => (frames-- === MB16 / 16_384 ? first : frames > 0 ? part : undefined);
+      const payload = Buffer.alloc(16_384);
+      const part = h2frame({ type: TYPE.CONTINUATION, stream: 1, payload });
+      const last = h2frame({ type: TYPE.CONTINUATION, flags: END_HEADERS, stream: 1, payload });
+      const frames = [headers(huffmanLiteralHead(MB16), 0)];
+      for (let n = MB16 / 16_384; n > 1; n--) frames.push(part);
+      frames.push(last);
+      return () => frames.shift();
     }
     case "length-prefix-1gb": {
       const ok = encodeHeaders([

@@ -101,11 +101,6 @@ const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8, PRIORIT
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 /** A stream may receive this much before any credit is returned: more than any answer allowed. */
 const STREAM_WINDOW = 2 ** 31 - 1;
-/**
- * CONTINUATION frames after one HEADERS: empty ones add nothing to the block's bytes, so they are
- * counted too (nghttp2 allows 8; a block at its cap in frames of the advertised size needs 4).
- */
-const MAX_CONTINUATIONS = 16;
 
 /**
  * Where each frame type may come (`stream`: on a stream, or on the connection) and its fixed
@@ -415,9 +410,10 @@ export class H2Connection {
   private onContinuation(flags: number, stream: number, payload: Uint8Array): void {
     const block = this.headerBlock;
     if (block?.stream !== stream) throw protocolError("CONTINUATION out of place");
-    if (++block.continuations > MAX_CONTINUATIONS) {
-      const why = `over ${MAX_CONTINUATIONS} CONTINUATION frames`;
-      throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxHeaderBlockBytes");
+    const max = PeerLimits.maxContinuationFrames;
+    if (++block.continuations > max) {
+      const why = `over ${max} CONTINUATION frames`;
+      throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxContinuationFrames");
     }
     this.addToBlock(payload);
     if (flags & FLAG.END_HEADERS) this.finishHeaders();
@@ -433,6 +429,7 @@ export class H2Connection {
       throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxHeaderBlockBytes");
     }
     this.peaks.headerBlockBytes = Math.max(this.peaks.headerBlockBytes, block.bytes);
+    // Empty parts are counted (maxContinuationFrames), not kept.
     if (part.length) block.parts.push(part);
   }
 

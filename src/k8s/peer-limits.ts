@@ -34,14 +34,16 @@ export const PeerLimits = {
   /**
    * Bytes written but not yet taken by the socket (PING and SETTINGS acknowledgements, credit
    * returned). A peer that sends control frames faster than it reads the answers fills this;
-   * past it the connection ends with ENHANCE_YOUR_CALM, as nghttp2 does past max_outbound_ack.
+   * past it the connection ends with ENHANCE_YOUR_CALM, as nghttp2 does past max_outbound_ack
+   * and Go past maxQueuedControlFrames.
    */
   maxQueuedWriteBytes: 65_536,
   /**
-   * Control frames (PING, SETTINGS) answered per connection while a call waits. More is a
-   * flood, answered with ENHANCE_YOUR_CALM, as Go ends a connection past maxQueuedControlFrames.
+   * CONTINUATION frames after one HEADERS: empty ones add nothing to the block's bytes, so they
+   * are counted too (nghttp2 allows 8; a block at its cap in frames of the advertised size
+   * needs 4).
    */
-  maxControlFrames: 1000,
+  maxContinuationFrames: 16,
   /** A gRPC message (Multus allows kubelet's answers 16 MiB too). */
   maxMessageBytes: 16 * 1024 * 1024,
   /**

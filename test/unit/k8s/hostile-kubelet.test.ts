@@ -26,7 +26,7 @@ const CASES: [hostile.Hostility, RegExp][] = [
   ["settings-flood", /maxQueuedWriteBytes/],
   ["hpack-bomb", /maxHeaderListBytes/],
   ["continuation-flood", /maxHeaderBlockBytes/],
-  ["empty-continuation-flood", /maxHeaderBlockBytes/],
+  ["empty-continuation-flood", /maxContinuationFrames/],
   ["oversized-frame", /maxFrameBytes/],
   ["huffman-16mb", /maxFrameBytes/],
   ["huffman-16mb-continuation", /maxHeaderBlockBytes/],

@@ -8,7 +8,8 @@
  * channel set-up) cost a CNI process that asks one question far more than the question
  * (docs/benchmarks.md, "Levers, measured"). No compression is offered, so none comes back.
  */
-import { H2Connection, openUnixSocket } from "./h2c";
+import { H2Code, H2Connection, type H2Error, type H2Peaks, openUnixSocket } from "./h2c";
+import { type PeerLimit, PeerLimits } from "./peer-limits";
 
 /** gRPC status codes (grpc/doc/statuscodes.md), by name and by number. */
 export const GrpcStatus = {
@@ -35,15 +36,30 @@ export function grpcStatusName(code: number): string {
   return Object.entries(GrpcStatus).find(([, c]) => c === code)?.[0] ?? `status ${code}`;
 }
 
-/** A call's failure: the gRPC status code and the server's (or this client's) details. */
+/**
+ * A call's failure: the gRPC status code and the server's (or this client's) details. `peerFault`:
+ * the server broke HTTP/2, gRPC's framing or one of the peer limits (`limit` names which).
+ */
 export class GrpcError extends Error {
   readonly code: number;
   readonly details: string;
-  constructor(code: number, details: string) {
+  readonly peerFault: boolean;
+  readonly limit: PeerLimit | undefined;
+  constructor(code: number, details: string, fault?: { limit?: PeerLimit | undefined }) {
     super(`${code} ${grpcStatusName(code)}: ${details}`);
     this.code = code;
     this.details = details;
+    this.peerFault = fault !== undefined;
+    this.limit = fault?.limit;
   }
+}
+
+const unavailable = (why: string) => new GrpcError(GrpcStatus.UNAVAILABLE, why);
+
+/** A connection error the server caused, as gRPC maps HTTP/2 errors to statuses. */
+function faultStatus(why: string, fault: H2Error): GrpcError {
+  const calm = fault.code === H2Code.ENHANCE_YOUR_CALM;
+  return new GrpcError(calm ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INTERNAL, why, fault);
 }
 
 export interface UnaryCall {
@@ -64,9 +80,9 @@ export class UnixGrpcChannel {
   private readonly socket: string;
   private readonly maxMessageBytes: number;
 
-  constructor(options: { socket: string; maxMessageBytes: number }) {
+  constructor(options: { socket: string; maxMessageBytes?: number }) {
     this.socket = options.socket;
-    this.maxMessageBytes = options.maxMessageBytes;
+    this.maxMessageBytes = options.maxMessageBytes ?? PeerLimits.maxMessageBytes;
   }
 
   private connect(): H2Connection {
@@ -105,9 +121,14 @@ export class UnixGrpcChannel {
           if (tooLarge) settle(tooLarge);
           else if (end) finish();
         },
-        failed: (why) => settle(new GrpcError(GrpcStatus.UNAVAILABLE, why)),
+        failed: (why, fault) => settle(fault ? faultStatus(why, fault) : unavailable(why)),
       });
     });
+  }
+
+  /** What the current connection has held at most (tests hold it to the peer limits). */
+  get peaks(): H2Peaks | undefined {
+    return this.connection?.peaks;
   }
 
   close(): void {
@@ -141,6 +162,7 @@ function frame(message: Uint8Array): Buffer {
 class Answer {
   private readonly chunks: Uint8Array[] = [];
   private bytes = 0;
+  private prefixRead = false;
   private httpStatus: number | undefined;
   private status: number | undefined;
   private message = "";
@@ -158,12 +180,25 @@ class Answer {
     }
   }
 
+  /** Refused once the message is, or says it is, larger than allowed: never kept past the cap. */
   data(chunk: Uint8Array): GrpcError | undefined {
     this.bytes += chunk.length;
+    if (this.bytes > this.maxMessageBytes + 5) return this.tooLarge();
     this.chunks.push(chunk);
-    if (this.bytes > this.maxMessageBytes + 5)
-      return new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, `answer larger than ${this.maxMessageBytes} bytes`);
-    return undefined;
+    if (this.prefixRead || this.bytes < 5) return undefined;
+    this.prefixRead = true;
+    return this.declaredLength() > this.maxMessageBytes ? this.tooLarge() : undefined;
+  }
+
+  private tooLarge(): GrpcError {
+    const why = `answer larger than ${this.maxMessageBytes} bytes`;
+    return new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, why, { limit: "maxMessageBytes" });
+  }
+
+  /** The length in the gRPC prefix (the first 5 bytes, which may come in several chunks). */
+  private declaredLength(): number {
+    const prefix = Buffer.concat(this.chunks).subarray(0, 5);
+    return prefix.readUInt32BE(1);
   }
 
   result(): Buffer | GrpcError {

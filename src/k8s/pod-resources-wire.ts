@@ -5,7 +5,12 @@
  * docs/benchmarks.md), for two strings out and a few nested lists back. Fields Plexus does not
  * read (CPU ids, memory, topology, dynamic resources) are skipped by their wire type, so what
  * newer kubelets add does not matter.
+ *
+ * Only the pod asked about becomes objects, and at most `PeerLimits.maxPodEntries` of them: the
+ * other pods of a List are compared as bytes, so an answer of millions of empty entries costs
+ * its bytes and one pass over them, not an object each (M10).
  */
+import { type PeerLimit, PeerLimits } from "./peer-limits";
 
 export interface ContainerDevices {
   resourceName?: string;
@@ -17,8 +22,28 @@ export interface PodResources {
   containers?: Array<{ name?: string; devices?: ContainerDevices[] }>;
 }
 
+/** A message that is not the protobuf it should be, or one past a limit (`limit` names which). */
 export class WireError extends Error {
   override name = "WireError";
+  constructor(
+    message: string,
+    readonly limit?: PeerLimit,
+  ) {
+    super(message);
+  }
+}
+
+/** The entries decoded for one pod so far, against the cap. */
+class EntryBudget {
+  private used = 0;
+
+  take(): void {
+    if (++this.used > PeerLimits.maxPodEntries)
+      throw new WireError(
+        `a pod with over ${PeerLimits.maxPodEntries} containers, devices and device IDs`,
+        "maxPodEntries",
+      );
+  }
 }
 
 const WIRE = { VARINT: 0, I64: 1, LEN: 2, I32: 5 };
@@ -56,7 +81,8 @@ function* fieldsOf(bytes: Uint8Array): Generator<{ field: number; wire: number; 
   }
 }
 
-const text = (data: Uint8Array) => Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
+const text = (data: Uint8Array | undefined) =>
+  data ? Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8") : "";
 
 /** The length-delimited fields `field` of `bytes`, each read by `read`. */
 function repeated<T>(bytes: Uint8Array, field: number, read: (data: Uint8Array) => T): T[] {
@@ -65,35 +91,59 @@ function repeated<T>(bytes: Uint8Array, field: number, read: (data: Uint8Array) 
   return out;
 }
 
-/** The last length-delimited field `field` (proto3: the last one wins), if any. */
-function single<T>(bytes: Uint8Array, field: number, read: (data: Uint8Array) => T): T | undefined {
-  return repeated(bytes, field, read).at(-1);
+/** The bytes of the last length-delimited field `field` (proto3: the last one wins), if any. */
+function last(bytes: Uint8Array, field: number): Uint8Array | undefined {
+  let found: Uint8Array | undefined;
+  for (const f of fieldsOf(bytes)) if (f.field === field && f.wire === WIRE.LEN) found = f.data;
+  return found;
 }
 
-function containerDevices(bytes: Uint8Array): ContainerDevices {
-  return { resourceName: single(bytes, 1, text) ?? "", deviceIds: repeated(bytes, 2, text) };
+function containerDevices(bytes: Uint8Array, budget: EntryBudget): ContainerDevices {
+  budget.take();
+  const deviceIds = repeated(bytes, 2, (id) => {
+    budget.take();
+    return text(id);
+  });
+  return { resourceName: text(last(bytes, 1)), deviceIds };
 }
 
 function podResources(bytes: Uint8Array): PodResources {
+  const budget = new EntryBudget();
   return {
-    name: single(bytes, 1, text) ?? "",
-    namespace: single(bytes, 2, text) ?? "",
-    containers: repeated(bytes, 3, (c) => ({
-      name: single(c, 1, text) ?? "",
-      devices: repeated(c, 2, containerDevices),
-    })),
+    name: text(last(bytes, 1)),
+    namespace: text(last(bytes, 2)),
+    containers: repeated(bytes, 3, (c) => {
+      budget.take();
+      const devices = repeated(c, 2, (d) => containerDevices(d, budget));
+      return { name: text(last(c, 1)), devices };
+    }),
   };
 }
 
 /** GetPodResourcesResponse: `pod_resources = 1`. */
 export function decodeGetResponse(bytes: Uint8Array): { podResources?: PodResources } {
-  const pod = single(bytes, 1, podResources);
-  return pod ? { podResources: pod } : {};
+  const pod = last(bytes, 1);
+  return pod ? { podResources: podResources(pod) } : {};
 }
 
-/** ListPodResourcesResponse: `repeated pod_resources = 1`. */
-export function decodeListResponse(bytes: Uint8Array): { podResources: PodResources[] } {
-  return { podResources: repeated(bytes, 1, podResources) };
+const EMPTY = new Uint8Array(0);
+const sameBytes = (a: Uint8Array | undefined, b: Uint8Array) => Buffer.compare(a ?? EMPTY, b) === 0;
+
+type PodRef = { namespace: string; name: string };
+
+/**
+ * ListPodResourcesResponse (`repeated pod_resources = 1`): the first pod of that namespace and
+ * name, the others compared by their bytes and never decoded.
+ */
+export function findPodInList(bytes: Uint8Array, pod: PodRef): PodResources | undefined {
+  const name = Buffer.from(pod.name, "utf8");
+  const namespace = Buffer.from(pod.namespace, "utf8");
+  for (const f of fieldsOf(bytes)) {
+    if (f.field !== 1 || f.wire !== WIRE.LEN) continue;
+    const match = sameBytes(last(f.data, 1), name) && sameBytes(last(f.data, 2), namespace);
+    if (match) return podResources(f.data);
+  }
+  return undefined;
 }
 
 function lengthDelimited(field: number, value: string): number[] {

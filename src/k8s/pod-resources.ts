@@ -12,13 +12,15 @@
  * library. Fields Plexus does not need are skipped on decode.
  */
 import { CniError, Code } from "../cni/errors";
+import type { H2Peaks } from "./h2c";
 import { type GrpcError, GrpcStatus, grpcStatusName, UnixGrpcChannel } from "./grpc-unary";
 import {
   decodeGetResponse,
-  decodeListResponse,
+  findPodInList,
   encodeGetRequest,
   LIST_REQUEST,
   type PodResources,
+  WireError,
 } from "./pod-resources-wire";
 
 export type { PodResources } from "./pod-resources-wire";
@@ -39,9 +41,6 @@ export interface PodResourcesQuery {
   resourceNames: readonly string[];
 }
 
-/** Kubelet's answers are at most this large (Multus allows 16 MiB too). */
-const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
-
 /**
  * One channel to kubelet's socket: the CNI process makes one per query (podDeviceIds), the daemon
  * keeps one for its life (reconnected on the next query after kubelet restarts).
@@ -54,7 +53,7 @@ export class PodResourcesClient {
 
   constructor(socket: string) {
     this.socket = socket;
-    this.channel = new UnixGrpcChannel({ socket, maxMessageBytes: MAX_MESSAGE_BYTES });
+    this.channel = new UnixGrpcChannel({ socket });
   }
 
   /** The pod's device IDs per resource name, across all its containers, sorted (as Multus orders them). */
@@ -71,8 +70,8 @@ export class PodResourcesClient {
           this.getUnimplemented = true;
         }
       }
-      const all = decodeListResponse(await this.unary(PodResourcesPaths.List, LIST_REQUEST, deadline));
-      return devicesOf(all.podResources.find((p) => p.name === query.name && p.namespace === query.namespace));
+      const all = await this.unary(PodResourcesPaths.List, LIST_REQUEST, deadline);
+      return devicesOf(findPodInList(all, query));
     } catch (err) {
       throw failure({ ...query, socket: this.socket }, err);
     }
@@ -80,6 +79,11 @@ export class PodResourcesClient {
 
   private unary(path: string, request: Uint8Array, deadline: number): Promise<Buffer> {
     return this.channel.unary({ path, request, deadline });
+  }
+
+  /** What the connection has held at most, against the peer limits (tests, diagnostics). */
+  get peaks(): H2Peaks | undefined {
+    return this.channel.peaks;
   }
 
   close(): void {
@@ -110,16 +114,28 @@ export function devicesOf(pod: PodResources | undefined): Map<string, string[]> 
   return new Map([...out].map(([k, v]) => [k, [...v].sort()]));
 }
 
+const NOT_MOUNTED = "is kubelet running and the socket mounted into the pod running Plexus?";
+
+/** What went wrong, in words: a local deadline, no kubelet, a hostile answer, or kubelet's own. */
+function reason(q: PodResourcesQuery, err: unknown): string {
+  const e = err as Partial<GrpcError> & { limit?: string };
+  if (e.peerFault || err instanceof WireError) {
+    const what = e.details ?? e.message;
+    const broke = e.limit ? `went past the limit ${e.limit}` : "broke the protocol";
+    return `its answer ${broke} (${what}); is it kubelet that serves the socket?`;
+  }
+  if (e.code === GrpcStatus.DEADLINE_EXCEEDED) return `no answer within ${q.timeoutMs} ms`;
+  const what = e.details || e.message;
+  if (e.code === GrpcStatus.UNAVAILABLE) return `cannot connect (${what}); ${NOT_MOUNTED}`;
+  const code = e.code !== undefined ? grpcStatusName(e.code) : "an error";
+  return `kubelet answered ${code}: ${what || String(err)}`;
+}
+
 function failure(q: PodResourcesQuery, err: unknown): CniError {
-  const e = err as Partial<GrpcError>;
-  const why =
-    e.code === GrpcStatus.DEADLINE_EXCEEDED
-      ? `no answer within ${q.timeoutMs} ms`
-      : e.code === GrpcStatus.UNAVAILABLE
-        ? `cannot connect (${e.details || e.message}); is kubelet running and the socket mounted into the pod running Plexus?`
-        : `kubelet answered ${e.code !== undefined ? grpcStatusName(e.code) : "an error"}: ${e.details || e.message || String(err)}`;
   return new CniError(
     Code.TryAgainLater,
-    `cannot learn the devices of resource ${q.resourceNames.join(", ")} allocated to pod ${q.namespace}/${q.name} from kubelet's pod-resources socket ${q.socket} (podResourcesSocket): ${why}`,
+    `cannot learn the devices of resource ${q.resourceNames.join(", ")} allocated to pod ` +
+      `${q.namespace}/${q.name} from kubelet's pod-resources socket ${q.socket} ` +
+      `(podResourcesSocket): ${reason(q, err)}`,
   );
 }

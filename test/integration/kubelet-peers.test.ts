@@ -101,7 +101,7 @@ describe("M10 kubelet's pod-resources socket served by grpc-go (dist/plexus)", (
   });
 });
 
-describe("M10 a hostile pod-resources socket ends the ADD in time (dist/plexus, Bun)", () => {
+describe("M10 B82 a hostile pod-resources socket ends the ADD in time (dist/plexus, Bun)", () => {
   it.each([
     ["ping-flood", /maxQueuedWriteBytes/],
     ["hpack-bomb", /maxHeaderListBytes/],

@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import * as h2c from "../../../src/k8s/h2c";
 import { encodeHeaders } from "../../../src/k8s/hpack";
 import { PeerLimits } from "../../../src/k8s/peer-limits";
+import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;
 const { H2Code, H2Connection, H2Error } = h2c;
@@ -119,7 +120,7 @@ describe("M10 HTTP/2 frames from generated input", () => {
         expect(c.conn.peaks.headerBlockBytes).toBeLessThanOrEqual(PeerLimits.maxHeaderBlockBytes);
         expect(c.conn.peaks.queuedWriteBytes).toBeLessThanOrEqual(PeerLimits.maxQueuedWriteBytes);
       }),
-      { seed: SEED, numRuns: 400 },
+      propertyRuns({ seed: SEED, numRuns: 400 }),
     );
   });
 
@@ -138,7 +139,7 @@ describe("M10 HTTP/2 frames from generated input", () => {
         expect(c.written()).toBe(written);
         expect(written).toBeLessThanOrEqual(PeerLimits.maxQueuedWriteBytes + 200);
       }),
-      { seed: SEED, numRuns: 50 },
+      propertyRuns({ seed: SEED, numRuns: 50 }),
     );
   });
 });

@@ -33,7 +33,7 @@ const CASES: [hostile.Hostility, RegExp][] = [
   ["length-prefix-1gb", /maxMessageBytes/],
 ];
 
-describe("M10 a hostile pod-resources socket: bounded in time and memory", () => {
+describe("M10 B82 a hostile pod-resources socket: bounded in time and memory", () => {
   let dir: string;
   let server: hostile.HostileServer | undefined;
 

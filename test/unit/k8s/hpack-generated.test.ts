@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { HpackDecoder, HpackError } from "../../../src/k8s/hpack";
 import { PeerLimits } from "../../../src/k8s/peer-limits";
 import * as encoding from "../../support/hpack-encoder";
+import { propertyRuns } from "../../support/property";
 
 type EncodedField = encoding.EncodedField;
 type Representation = encoding.Representation;
@@ -60,7 +61,7 @@ describe("M10 HPACK from generated input", () => {
           expect(decoder.decode(bytes)).toEqual(b.fields.map((f) => [f.name, f.value]));
         }
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 
@@ -71,7 +72,7 @@ describe("M10 HPACK from generated input", () => {
         const d = new HpackDecoder();
         for (const bytes of blocks) decodeWithin(d, bytes);
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyRuns({ seed: SEED, numRuns: 500 }),
     );
   });
 
@@ -85,7 +86,7 @@ describe("M10 HPACK from generated input", () => {
         for (const [at, value] of changes) bytes[at % bytes.length] = value;
         decodeWithin(new HpackDecoder(), bytes);
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyRuns({ seed: SEED, numRuns: 500 }),
     );
   });
 
@@ -99,7 +100,7 @@ describe("M10 HPACK from generated input", () => {
         const limit = expect.objectContaining({ limit: "maxHeaderListBytes" });
         expect(() => d.decode(bytes)).toThrow(limit);
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 });

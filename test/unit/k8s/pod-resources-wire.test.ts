@@ -8,6 +8,7 @@ import * as protobuf from "protobufjs/light";
 import { describe, expect, it } from "vitest";
 import { PeerLimits } from "../../../src/k8s/peer-limits";
 import * as wire from "../../../src/k8s/pod-resources-wire";
+import { propertyRuns } from "../../support/property";
 
 const { decodeGetResponse, findPodInList, encodeGetRequest, WireError } = wire;
 
@@ -135,7 +136,7 @@ describe("M10 pod-resources messages from generated input", () => {
           expect(findPodInList(list, p)).toEqual(first);
         }
       }),
-      { seed: SEED, numRuns: 300 },
+      propertyRuns({ seed: SEED, numRuns: 300 }),
     );
   });
 
@@ -154,7 +155,7 @@ describe("M10 pod-resources messages from generated input", () => {
         wireErrorOrValue(() => decodeGetResponse(bytes));
         wireErrorOrValue(() => findPodInList(bytes, ref));
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyRuns({ seed: SEED, numRuns: 500 }),
     );
   });
 

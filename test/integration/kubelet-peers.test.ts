@@ -101,14 +101,14 @@ describe("M10 kubelet's pod-resources socket served by grpc-go (dist/plexus)", (
   });
 });
 
-describe("M10 B82 a hostile pod-resources socket ends the ADD in time (dist/plexus, Bun)", () => {
+describe("M10 a hostile pod-resources socket ends the ADD in time (dist/plexus, Bun)", () => {
   it.each([
     ["ping-flood", /maxQueuedWriteBytes/],
     ["hpack-bomb", /maxHeaderListBytes/],
     ["huffman-16mb-continuation", /maxHeaderBlockBytes/],
     ["oversized-frame", /maxFrameBytes/],
     ["length-prefix-1gb", /maxMessageBytes/],
-  ] as const)("M10 %s: code 11 naming the limit, within the timeout + margin", async (h, limit) => {
+  ] as const)("M10 B82 %s: code 11 naming the limit, within the timeout + margin", async (h, limit) => {
     const dir = mkdtempSync(join(tmpdir(), "plx-hostile-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const server = await hostile.startHostilePodResources(join(dir, "kubelet.sock"), h);

@@ -204,10 +204,10 @@ const key = fc.oneof(
 );
 const stringMap = fc.dictionary(key, fc.string({ maxLength: 8 }), { maxKeys: 4 });
 
-describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kustomize renders it)", () => {
+describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize renders it)", () => {
   const docs = renderKustomization(".");
 
-  it("installs the three policies, each with a binding of its name that denies", () => {
+  it("M16 installs the three policies, each with a binding of its name that denies", () => {
     const names = (kind: string) => docs.filter((d) => d.kind === kind).map((d) => d.metadata.name);
     expect(names("ValidatingAdmissionPolicy").sort()).toEqual([...NODE_SCOPE_POLICIES].sort());
     expect(names("ValidatingAdmissionPolicyBinding").sort()).toEqual([...NODE_SCOPE_POLICIES].sort());
@@ -226,7 +226,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     ]);
   });
 
-  it("a pods/status patch of a pod on another node is refused (403), whatever it changes", () => {
+  it("M16 a pods/status patch of a pod on another node is refused (403), whatever it changes", () => {
     fc.assert(
       fc.property(nodeName, nodeName, fc.string({ maxLength: 30 }), (tokenNode, podNode, value) => {
         fc.pre(tokenNode !== podNode);
@@ -239,7 +239,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     );
   });
 
-  it("on the token's node only the network-status annotation may change: any other annotation or label change is refused", () => {
+  it("M16 on the token's node only the network-status annotation may change: any other annotation or label change is refused", () => {
     const seen = { allowed: 0, refused: 0 };
     // undefined: the old map again (annotations: with a new network-status), so both outcomes come up.
     const maybe = fc.option(stringMap, { nil: undefined, freq: 2 });
@@ -268,7 +268,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     expect(seen.refused).toBeGreaterThan(30);
   });
 
-  it("on the token's node a change of the spec or status (not annotations) is refused", () => {
+  it("M16 on the token's node a change of the spec or status (not annotations) is refused", () => {
     const old = podOn("node-a");
     const a = admissionOver(docs, [old]);
     for (const next of [
@@ -281,7 +281,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     expect(patchStatus(a, { node: "node-a", old, next: withStatus(old, "[]") })).toEqual({ warnings: [], audit: [] });
   });
 
-  it("an Event about a pod on the token's node is allowed; about a pod on another node, or in a namespace without pods, refused", () => {
+  it("M16 an Event about a pod on the token's node is allowed; about a pod on another node, or in a namespace without pods, refused", () => {
     fc.assert(
       fc.property(nodeName, nodeName, fc.boolean(), (tokenNode, other, withUid) => {
         fc.pre(tokenNode !== other);
@@ -299,7 +299,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     );
   });
 
-  it("an Event naming the right pod but another UID, another namespace, or not a pod is refused", () => {
+  it("M16 an Event naming the right pod but another UID, another namespace, or not a pod is refused", () => {
     const mine = podOn("node-a", { name: "mine" });
     const a = admissionOver(docs, [mine, podOn("node-a", { ns: "other", name: "x" })]);
     const refused = (event: Obj) => createEvent(a, { node: "node-a", event }).denial?.code;
@@ -309,7 +309,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     expect(refused(node)).toBe(403);
   });
 
-  it("no other write of the service account passes: pods, their spec, deletes, other resources", () => {
+  it("M16 no other write of the service account passes: pods, their spec, deletes, other resources", () => {
     const pod = podOn("node-a");
     const a = admissionOver(docs, [pod]);
     const user = userOn("node-a");
@@ -353,7 +353,7 @@ describe("M16 the shipped node-scoped-writes policies (deploy/, as kubectl kusto
     );
   });
 
-  it("a token that names no node is refused by default, for every write", () => {
+  it("M16 a token that names no node is refused by default, for every write", () => {
     const old = podOn("node-a");
     const a = admissionOver(docs, [old]);
     const out = patchStatus(a, { old, next: withStatus(old, "[]") });

@@ -33,7 +33,7 @@ const CASES: [hostile.Hostility, RegExp][] = [
   ["length-prefix-1gb", /maxMessageBytes/],
 ];
 
-describe("M10 B82 a hostile pod-resources socket: bounded in time and memory", () => {
+describe("M10 a hostile pod-resources socket: bounded in time and memory", () => {
   let dir: string;
   let server: hostile.HostileServer | undefined;
 
@@ -46,7 +46,7 @@ describe("M10 B82 a hostile pod-resources socket: bounded in time and memory", (
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const title = "M10 %s: code 11 naming the limit, within the timeout, counters within the caps";
+  const title = "M10 B82 %s: code 11 naming the limit, within the timeout, counters within the caps";
   it.each(CASES)(title, async (h, limit) => {
     const socket = join(dir, "kubelet.sock");
     server = await hostile.startHostilePodResources(socket, h);

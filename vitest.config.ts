@@ -14,7 +14,17 @@ export default defineConfig({
     // A killed run's namespaces, links, mounts, temp dirs and processes are swept first.
     globalSetup: ["test/support/global-setup.ts"],
     projects: [
-      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"], sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          // A deadline far above what a test takes on a loaded 2-core machine: a guard against a
+          // hang, never a verdict on speed (the property tests run hundreds of cases each).
+          testTimeout: 60_000,
+          sequence: { groupOrder: 0 },
+        },
+      },
       {
         extends: true,
         test: {

@@ -193,13 +193,19 @@ export function startHousekeeping(
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
+  let lastError = "";
   const run = () => {
     running = pass({ intervalMs: o.intervalMs, log, kube: async () => o.api })
       .then(
-        () => undefined,
+        () => {
+          lastError = "";
+        },
         (err: unknown) => {
           const message = err instanceof Error ? err.message : String(err);
-          log.warn({ err: message }, "housekeeping pass failed");
+          // Once per cause (a node without a Plexus config would say so every pass).
+          if (message === lastError) log.debug({ err: message }, "housekeeping pass failed");
+          else log.warn({ err: message }, "housekeeping pass failed");
+          lastError = message;
         },
       )
       .finally(() => {

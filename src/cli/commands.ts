@@ -11,6 +11,7 @@ import {
 } from "../config/defaults";
 import { translateMultusFlags } from "../install/multus-flags";
 import { addNodePathOptions } from "./node-path-options";
+import { housekeepingPass } from "./housekeeping-pass";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 
@@ -129,10 +130,7 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option("--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin")
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
-      const { housekeepNode } = await import("../ops/housekeeping");
-      const pass: Parameters<typeof daemonMain>[1] = (o) =>
-        housekeepNode({ ...o, confDir: flags.cniConfDir, cniPath: flags.cniPath });
-      setExitCode(await daemonMain(flags, pass));
+      setExitCode(await daemonMain(flags, housekeepingPass(flags)));
     });
 }
 

@@ -10,7 +10,6 @@
 import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/defaults";
-import type { KubeApi } from "../k8s/kube-api";
 import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { readKubeconfig } from "../k8s/kubeconfig";
@@ -35,12 +34,11 @@ export interface DaemonFlags {
   housekeepingInterval?: string | undefined;
 }
 
-/** One housekeeping pass (ops/housekeeping.ts); it may throw, the timer logs it and goes on. */
-export type HousekeepingPass = (o: {
-  intervalMs: number;
-  log: Logger;
-  kube: () => Promise<KubeApi | undefined>;
-}) => Promise<unknown>;
+/**
+ * One housekeeping pass (`plexus records retry`, run by the CLI as a process of its own); it may
+ * throw, the timer logs it and goes on.
+ */
+export type HousekeepingPass = (o: { intervalMs: number; log: Logger }) => Promise<unknown>;
 
 export interface RunningDaemon {
   stop(): Promise<void>;
@@ -186,7 +184,7 @@ function podDevicesChannel(socket: string) {
  */
 export function startHousekeeping(
   pass: HousekeepingPass | undefined,
-  o: { intervalMs: number; api: KubeApi; log: Logger },
+  o: { intervalMs: number; log: Logger },
 ): { stop(): Promise<void> } {
   if (!pass || o.intervalMs <= 0) return { stop: async () => {} };
   const log = o.log.child({ component: "housekeeping" });
@@ -195,7 +193,7 @@ export function startHousekeeping(
   let stopped = false;
   let lastError = "";
   const run = () => {
-    running = pass({ intervalMs: o.intervalMs, log, kube: async () => o.api })
+    running = pass({ intervalMs: o.intervalMs, log })
       .then(
         () => {
           lastError = "";
@@ -267,7 +265,7 @@ export async function startDaemon(
   void caches.start().then(() => log.info({ node: s.nodeName, ...caches.stats() }, "watch caches synced"));
   detector.start();
   const intervalMs = s.housekeepingIntervalMs;
-  const keeper = startHousekeeping(housekeeping, { intervalMs, api, log });
+  const keeper = startHousekeeping(housekeeping, { intervalMs, log });
   return {
     socketPath: s.socketPath,
     healthAddress: server.healthAddress

@@ -8,7 +8,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveDaemonFlags, startHousekeeping } from "../../../src/daemon/main";
-import type { KubeApi } from "../../../src/k8s/kube-api";
 import { RecordStore, type ContainerRecord } from "../../../src/orchestrate/record";
 import { summarise } from "../../../src/ops/records";
 import { recordingLogger } from "../../fakes/fake-exec";
@@ -29,7 +28,7 @@ describe("the daemon's housekeeping timer (M7)", () => {
         passes++;
         running--;
       },
-      { intervalMs: 5, api: {} as KubeApi, log },
+      { intervalMs: 5, log },
     );
     await sleep(150);
     await keeper.stop();
@@ -47,7 +46,7 @@ describe("the daemon's housekeeping timer (M7)", () => {
       async () => {
         throw new Error("no CNI config in /etc/cni/net.d");
       },
-      { intervalMs: 5, api: {} as KubeApi, log },
+      { intervalMs: 5, log },
     );
     await sleep(80);
     await keeper.stop();
@@ -61,7 +60,7 @@ describe("the daemon's housekeeping timer (M7)", () => {
     const pass = async () => {
       passes++;
     };
-    await startHousekeeping(pass, { intervalMs: 0, api: {} as KubeApi, log: recordingLogger() }).stop();
+    await startHousekeeping(pass, { intervalMs: 0, log: recordingLogger() }).stop();
     await sleep(20);
     expect(passes).toBe(0);
   });

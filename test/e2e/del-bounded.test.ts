@@ -188,6 +188,9 @@ fi`,
   });
 });
 
+/** The slow delegate: 3 s on every DEL. */
+const SLEEP_ON_DEL = `[ "$CNI_COMMAND" = DEL ] && sleep 3`;
+
 /**
  * Housekeeping of a DEL that keeps failing (M7, K1): two secondary networks whose DEL takes 3 s
  * (a wrapper that sleeps, then execs the real bridge, logging each call), `delTimeoutSeconds` 2,
@@ -199,7 +202,7 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
     const bin = wrapperDir(
       scope,
       "slowdel",
-      `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n[ "$CNI_COMMAND" = DEL ] && sleep 3`,
+      `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n${SLEEP_ON_DEL}`,
     );
     const slow = (name: string, subnet: string) => ({
       ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
@@ -221,20 +224,22 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
       CNI_IFNAME: "eth0",
       CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
     };
+    const callLog = join(bin, "state", "calls");
     /** The slow delegate's DEL calls so far. */
-    const dels = () =>
-      (existsSync(join(bin, "state", "calls")) ? readFileSync(join(bin, "state", "calls"), "utf8") : "")
-        .split("\n")
-        .filter((l) => l.startsWith("DEL "));
+    const dels = () => {
+      const lines = (existsSync(callLog) ? readFileSync(callLog, "utf8") : "").split("\n");
+      return lines.filter((l) => l.startsWith("DEL "));
+    };
     return { bin, conf, ns, env, dels };
   };
 
-  /** ADD, then DEL until it answers 0: the first fails, the second answers 0 and keeps both secondaries pending. */
+  /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
   async function delUntilZero(scope: E2eScope, s: ReturnType<typeof slowSetup>): Promise<void> {
     expectOk(await scope.run("ADD", s.conf, s.env));
-    expect(cniError(await scope.run("DEL", s.conf, s.env)).msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
+    const first = cniError(await scope.run("DEL", s.conf, s.env));
+    expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
     expectSilentOk(await scope.run("DEL", s.conf, s.env));
-    // Nothing forgotten: the record keeps both secondaries, pending; their addresses are still reserved.
+    // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
     expect(scope.recordFiles()).toHaveLength(1);
     expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
     expect(
@@ -252,7 +257,8 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
     expect(cniError(await scope.run("DEL", s.conf, s.env)).code).not.toBe(0);
     // A plain pod's ADD on the node, with a pending record due at once (failedDelRetrySeconds 0):
     // it retries nothing (the slow delegate's DEL is not called during it).
-    const plain = plexusConf(scope, [defaultNet(scope, "10.224.15.0/24", "plain")], { delTimeoutSeconds: 2 });
+    const plainNet = defaultNet(scope, "10.224.15.0/24", "plain");
+    const plain = plexusConf(scope, [plainNet], { delTimeoutSeconds: 2 });
     const plainNs = scope.addNetns();
     const plainEnv = { ...s.env, CNI_CONTAINERID: "ctr-plain", CNI_NETNS: plainNs.path };
     const before = s.dels().length;
@@ -264,7 +270,8 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
     // The runtime removes the sandbox once DEL answered 0: the namespace (and the veths) go.
     scope.deleteNetns(s.ns);
     expectSilentOk(await scope.run("DEL", plain, plainEnv));
-    const gc = await scope.run("GC", { ...s.conf, "cni.dev/valid-attachments": [] }, { CNI_PATH: s.env.CNI_PATH });
+    const gcConf = { ...s.conf, "cni.dev/valid-attachments": [] };
+    const gc = await scope.run("GC", gcConf, { CNI_PATH: s.env.CNI_PATH });
     expectSilentOk(gc);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
@@ -287,7 +294,7 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
   });
 });
 
-/** `dist/plexus daemon` in front of the fake API server, with its housekeeping timer every second. */
+/** `dist/plexus daemon` before the fake API server, with its housekeeping timer every second. */
 async function startHousekeepingDaemon(
   scope: E2eScope,
   o: { confDir: string; cniPath: string },
@@ -313,7 +320,8 @@ async function startHousekeepingDaemon(
     await api.close();
   };
   try {
-    await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 50 }).toBe(200);
+    const ready = () => unixSocketStatus(socket, "/readyz");
+    await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(200);
   } catch (err) {
     await stop();
     throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);

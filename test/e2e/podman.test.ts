@@ -187,10 +187,12 @@ describeE2e(
       // podman's one DEL failed: the record waits, shown as pending, for a retry by a later call.
       expect(scope.recordFiles()).toHaveLength(1);
       expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
-      const records = (args: string[]) =>
-        JSON.parse(
-          spawnSync(PLEXUS_BIN, ["records", "list", "--output", "json", ...args], { encoding: "utf8" }).stdout,
-        ) as Array<{ state: string; why: string; delFailedAt: string; retryUntil: string; lastErrors: string[] }>;
+      type Listed = { state: string; why: string; delFailedAt: string; retryUntil: string };
+      const records = (args: string[]) => {
+        const list = ["records", "list", "--output", "json", ...args];
+        const r = spawnSync(PLEXUS_BIN, list, { encoding: "utf8" });
+        return JSON.parse(r.stdout) as Array<Listed & { lastErrors: string[] }>;
+      };
       // Why it is there (the network's last DEL error) and when it goes: by the network's own
       // failedDelRetrySeconds (0: at the next retry), or the default's hour when read without it.
       const [own] = records(["--config", join(home, "net", "plx-once.conflist")]);

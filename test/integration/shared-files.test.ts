@@ -71,7 +71,8 @@ describe("B71 record contents never become paths", () => {
     expect(gc.code, gc.stdout + gc.stderr).toBe(0);
     expect(sb.calls()).toEqual(["GC net-a"]);
     // GC wrote only its node-wide stamp (when it rebuilt pending/ from the records).
-    const { "cni/housekeeping/pending-synced": stamp, ...afterGc } = snapshot(sb.root, [sb.logPath]);
+    const now = snapshot(sb.root, [sb.logPath]);
+    const { "cni/housekeeping/pending-synced": stamp, ...afterGc } = now;
     expect(stamp).toBe("");
     expect(afterGc).toEqual(before);
 

@@ -69,9 +69,10 @@ describe("the daemon's housekeeping timer (M7)", () => {
     const env = { NODE_NAME: "n" };
     expect(resolveDaemonFlags({}, env).housekeepingIntervalMs).toBe(30_000);
     expect(resolveDaemonFlags({ housekeepingInterval: "0" }, env).housekeepingIntervalMs).toBe(0);
-    expect(resolveDaemonFlags({ housekeepingInterval: "2.5" }, env).housekeepingIntervalMs).toBe(2500);
-    for (const bad of ["-1", "abc", ""])
-      expect(() => resolveDaemonFlags({ housekeepingInterval: bad }, env)).toThrow(/--housekeeping-interval/);
+    const flags = (v: string) => resolveDaemonFlags({ housekeepingInterval: v }, env);
+    const ms = (v: string) => flags(v).housekeepingIntervalMs;
+    expect(ms("2.5")).toBe(2500);
+    for (const bad of ["-1", "abc", ""]) expect(() => ms(bad)).toThrow(/--housekeeping-interval/);
   });
 });
 
@@ -108,7 +109,7 @@ describe("plexus records: a pending record (M7)", () => {
         retryUntil: "2026-11-26T11:00:00.000Z",
         lastErrors: ["app/bad@net1: code 999: invalid CIDR address: 10.0.0.128/33"],
       });
-      expect(s.why).toMatch(/invalid CIDR address.*until 2026-11-26T11:00:00.000Z, then abandons it/);
+      expect(s.why).toMatch(/invalid CIDR address.*until 2026-11-26T11:00:00.000Z, then abandons/);
       const kept = summarise(read, store, { failedDelRetryMs: 0, retryDeleteOnError: true });
       expect(kept.retryUntil).toBe("never");
       expect(kept.why).toContain("never abandoned");

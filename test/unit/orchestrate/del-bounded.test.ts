@@ -79,6 +79,11 @@ const podReq = (command: string, id: string) =>
   req(command, { CNI_CONTAINERID: id, CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${id}` });
 const dir = (name: string) =>
   existsSync(join(deps.cniDir, name)) ? readdirSync(join(deps.cniDir, name)).filter((n) => !n.startsWith(".")) : [];
+/** The interfaces of ctr1 (the pending record) a call retried. */
+function retriedIfNames(): string[] {
+  const calls = exec.calls.filter((c) => c.containerId === "ctr1");
+  return calls.map((c) => c.ifName);
+}
 const record = (id = "ctr1") => JSON.parse(readFileSync(deps.records.path(id, "eth0"), "utf8")) as ContainerRecord;
 
 describe("the DEL deadline, shared between the networks (M7)", () => {
@@ -145,7 +150,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(dir("records").sort()).toEqual(["ctr1-eth0.json", "other-eth0.json"]);
     exec.calls.length = 0;
     await cmdDel(podReq("DEL", "nothing"), c, deps);
-    expect(exec.calls.filter((call) => call.containerId === "ctr1").map((call) => call.ifName)).toEqual(["net1"]);
+    expect(retriedIfNames()).toEqual(["net1"]);
     expect(dir("records")).toEqual(["other-eth0.json"]);
     expect(dir("pending")).toEqual([]);
     expect(dir("results").filter((n) => n.includes("ctr1"))).toEqual([]);
@@ -167,7 +172,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     const { utimesSync } = await import("node:fs");
     utimesSync(entry, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     await cmdDel(podReq("DEL", "nothing"), c, deps);
-    expect(exec.calls.filter((call) => call.containerId === "ctr1").map((call) => call.ifName)).toEqual(["net1"]);
+    expect(retriedIfNames()).toEqual(["net1"]);
     expect(dir("records")).toEqual([]);
     expect(dir("pending")).toEqual([]);
     expect(events()).toEqual([]);
@@ -236,12 +241,12 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(record().delFailedAt).toBeDefined();
     expect(dir("pending")).toEqual([]);
     exec.calls.length = 0;
-    // No GC and no daemon: the next DEL rebuilds the index (its last rebuild is too old) and retries.
+    // No GC and no daemon: the next DEL rebuilds the index (its last rebuild is old) and retries.
     const { utimesSync } = await import("node:fs");
     const stamp = join(deps.cniDir, "housekeeping", "pending-synced");
     if (existsSync(stamp)) utimesSync(stamp, new Date(0), new Date(0));
     await cmdDel(podReq("DEL", "nothing"), conf({ failedDelRetrySeconds: 0 }), deps);
-    expect(exec.calls.filter((call) => call.containerId === "ctr1").map((call) => call.ifName)).toEqual(["net1"]);
+    expect(retriedIfNames()).toEqual(["net1"]);
     expect(dir("records")).toEqual([]);
     expect(dir("pending")).toEqual([]);
   });
@@ -250,14 +255,16 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     const c = conf();
     await cmdAdd(podReq("ADD", "ctr2"), c, deps);
     mkdirSync(join(deps.cniDir, "pending"), { recursive: true });
-    for (let i = 0; i < 50; i++) writeFileSync(join(deps.cniDir, "pending", `junk${i}-eth0.json`), "{");
+    const pending = join(deps.cniDir, "pending");
+    for (let i = 0; i < 50; i++) writeFileSync(join(pending, `junk${i}-eth0.json`), "{");
     writeFileSync(
       join(deps.cniDir, "pending", "ctr2-eth0.json"),
       JSON.stringify({ containerId: "ctr2", ifName: "eth0" }),
     );
     const rec = record("ctr2");
     // A pending record (with delFailedAt) whose entry is missing; its DEL fails again in GC.
-    await deps.records.write({ ...rec, containerId: "ctr1", delFailedAt: new Date().toISOString() });
+    const delFailedAt = new Date().toISOString();
+    await deps.records.write({ ...rec, containerId: "ctr1", delFailedAt });
     exec.on({ command: "DEL" }, { error: { code: 999, msg: "still broken" } });
     const gcConf = conf({ "cni.dev/valid-attachments": [{ containerID: "ctr2", ifname: "eth0" }] });
     await expect(cmdGc(req("GC"), gcConf, deps)).rejects.toMatchObject({ code: 999 });
@@ -275,7 +282,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     // A stamp in the past: the housekeeper stopped, DELs take the retries back.
     await deps.records.markHousekeeper(Date.now() - 1);
     await cmdDel(podReq("DEL", "nothing"), c, deps);
-    expect(exec.calls.filter((call) => call.containerId === "ctr1").map((call) => call.ifName)).toEqual(["net1"]);
+    expect(retriedIfNames()).toEqual(["net1"]);
   });
 });
 

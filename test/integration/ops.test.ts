@@ -610,7 +610,7 @@ describe("plexus records: list, show, rm --teardown", () => {
     sb.setBehaviours("net-b", {});
     const retry = capture();
     expect(await recordsRetryMain({ ...flags, housekeeper: "60" }, retry.io)).toBe(0);
-    expect(retry.out.join("")).toBe("retried 1 pending record(s); 0 still pending (plexus records list)\n");
+    expect(retry.out.join("")).toMatch(/^retried 1 pending record\(s\); 0 still pending/);
     expect(sb.calls().slice(-1)).toEqual(["DEL net-b"]);
     expect(sb.recordFiles()).toEqual([]);
     expect(new RecordStore(sb.cniDir).housekeeperAlive()).toBe(true);

@@ -250,7 +250,7 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
     ).toEqual(["slow-a", "slow-b"]);
   }
 
-  it("M7 K1 without the daemon: an ADD of another pod runs no retry; DEL answers 0 on its second call, keeping what failed; GC tears it down and nothing is left", async () => {
+  it("M7 M13 K1 without the daemon: an ADD of another pod runs no retry; DEL answers 0 on its second call, keeping what failed; GC tears it down and nothing is left", async () => {
     const { scope } = t;
     const s = slowSetup(scope, 12);
     expectOk(await scope.run("ADD", s.conf, s.env));
@@ -276,7 +276,7 @@ describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, h
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
-  it("M7 K1 with the daemon: DEL until it answers 0, then the daemon's housekeeping timer tears the rest down; nothing is left", async () => {
+  it("M7 M13 K1 with the daemon: DEL until it answers 0, then the daemon's housekeeping timer tears the rest down; nothing is left", async () => {
     const { scope } = t;
     const s = slowSetup(scope, 16);
     await delUntilZero(scope, s);

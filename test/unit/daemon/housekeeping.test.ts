@@ -15,7 +15,7 @@ import { recordingLogger } from "../../fakes/fake-exec";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("the daemon's housekeeping timer (M7)", () => {
-  it("M7 runs a pass at once and then every interval after the last one ended, never two at a time; stop() waits for the pass under way", async () => {
+  it("M7 M13 runs a pass at once and then every interval after the last one ended, never two at a time; stop() waits for the pass under way", async () => {
     const log = recordingLogger();
     let running = 0;
     let most = 0;

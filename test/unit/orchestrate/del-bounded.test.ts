@@ -140,7 +140,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(dir("pending")).toEqual(["ctr1-eth0.json"]);
   });
 
-  it("M7 an ADD on the node never retries another container's pending record; a DEL of another container does, and still failing past failedDelRetrySeconds (0) abandons it with an event on its pod, and its record, pending entry and lock go", async () => {
+  it("M7 M13 an ADD on the node never retries another container's pending record; a DEL of another container does, and still failing past failedDelRetrySeconds (0) abandons it with an event on its pod, and its record, pending entry and lock go", async () => {
     const c = conf({ failedDelRetrySeconds: 0 });
     await failedDel(c);
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } });
@@ -213,7 +213,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     ).toEqual(["app/ctr1", "app/ctr2"]);
   });
 
-  it("M7 a pending entry that is not a regular file (symlink, FIFO), names no valid container, or is not its own file name is ignored, not followed", async () => {
+  it("M7 M13 B83 a pending entry that is not a regular file (symlink, FIFO), names no valid container, or is not its own file name is ignored, not followed", async () => {
     const { symlinkSync } = await import("node:fs");
     mkdirSync(join(deps.cniDir, "pending"), { recursive: true });
     writeFileSync(join(deps.cniDir, "pending", "x-eth0.json"), JSON.stringify({ containerId: "../x", ifName: "eth0" }));
@@ -230,7 +230,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(existsSync("/etc/passwd")).toBe(true);
   });
 
-  it("M7 the record is the source of truth: a pending marker whose write failed is rebuilt from the record, and the record is retried", async () => {
+  it("M7 M13 the record is the source of truth: a pending marker whose write failed is rebuilt from the record, and the record is retried", async () => {
     const c = conf();
     const mark = deps.records.markPending.bind(deps.records);
     deps.records.markPending = async () => {
@@ -251,7 +251,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(dir("pending")).toEqual([]);
   });
 
-  it("M7 GC rebuilds the index: junk and entries of records that are not pending go, a pending record's missing entry comes back", async () => {
+  it("M7 M13 B83 GC rebuilds the index: junk and entries of records that are not pending go, a pending record's missing entry comes back", async () => {
     const c = conf();
     await cmdAdd(podReq("ADD", "ctr2"), c, deps);
     mkdirSync(join(deps.cniDir, "pending"), { recursive: true });
@@ -271,7 +271,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(dir("pending")).toEqual(["ctr1-eth0.json"]);
   });
 
-  it("M7 while the daemon's housekeeper runs (its stamp is in the future), a DEL leaves other containers' records to it", async () => {
+  it("M7 M13 while the daemon's housekeeper runs (its stamp is in the future), a DEL leaves other containers' records to it", async () => {
     const c = conf({ failedDelRetrySeconds: 0 });
     await failedDel(c);
     await deps.records.markHousekeeper(Date.now() + 60_000);

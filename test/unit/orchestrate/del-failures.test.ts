@@ -182,7 +182,7 @@ describe("retryDeleteOnError (M7)", () => {
       ],
     });
 
-  it("M7 off (the default): DEL #1 reports the failure and keeps only that attachment; DEL #2 fails on it again and answers 0, but the attachment stays pending (nothing abandoned, no event)", async () => {
+  it("M7 M13 off (the default): DEL #1 reports the failure and keeps only that attachment; DEL #2 fails on it again and answers 0, but the attachment stays pending (nothing abandoned, no event)", async () => {
     writeCluster("", []);
     await cmdAdd(req("ADD"), twoNets(), deps);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0"]);
@@ -207,7 +207,7 @@ describe("retryDeleteOnError (M7)", () => {
     expect(deps.logs.filter((l) => /giving up/.test(String(l.msg)))).toEqual([]);
   });
 
-  it("M7 off: past failedDelRetrySeconds, housekeeping (GC) abandons what DEL #2 left pending, with an event, a log and no cache file", async () => {
+  it("M7 M13 off: past failedDelRetrySeconds, housekeeping (GC) abandons what DEL #2 left pending, with an event, a log and no cache file", async () => {
     writeCluster("", []);
     const c = conf({ ...twoNets(), failedDelRetrySeconds: 0, "cni.dev/valid-attachments": [] });
     await cmdAdd(req("ADD"), c, deps);
@@ -236,7 +236,7 @@ describe("retryDeleteOnError (M7)", () => {
     expect(records()).toEqual([]);
   });
 
-  it("M7 off: a teardown slower than delTimeoutSeconds fails both runtime DELs, and housekeeping's budget of its own finishes it: nothing is left, no event", async () => {
+  it("M7 M13 off: a teardown slower than delTimeoutSeconds fails both runtime DELs, and housekeeping's budget of its own finishes it: nothing is left, no event", async () => {
     writeCluster("", []);
     const c = conf({ ...twoNets(), delTimeoutSeconds: 0.3, "cni.dev/valid-attachments": [] });
     await cmdAdd(req("ADD"), c, deps);

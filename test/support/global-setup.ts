@@ -1,6 +1,6 @@
 /**
  * Vitest's global setup: before the first test, what an earlier run left behind when it was killed
- * is swept (see leftovers.ts), unless another test run, the soak or the demo is alive on this
+ * is swept (see leftovers.ts), unless another test run or a project script is alive on this
  * machine. Without root there is nothing of the kind to sweep.
  */
 import { tmpdir } from "node:os";

@@ -4,7 +4,7 @@
  * temp dirs, and processes (a `dist/plexus daemon`, a delegate's `sleep`). Everything a test makes
  * is named with one prefix (`plx`), so the next run can find it. Names say nothing of their owner,
  * so a run sweeps only when no other program that makes such names (a test run from any checkout,
- * the soak, the demo) is alive on the machine.
+ * one of the project's scripts) is alive on the machine.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
@@ -13,8 +13,11 @@ import { join } from "node:path";
 /** Every namespace, link and temp dir a test makes starts with this (netns.ts's NAME_PREFIX). */
 export const TEST_NAME_PREFIX = "plx";
 
-/** Programs that make such names: a test run, the soak, the demo. */
-const USERS = /vitest|scripts\/soak|scripts\/demo/;
+/**
+ * Programs that make such names: a test run, and the project's scripts (the soak, the demo, the
+ * benchmarks, the build, which records a call in a temp dir of the same prefix).
+ */
+const USERS = /vitest|scripts\//;
 
 /** The parent pid of a process, or undefined once it is gone. */
 function parentOf(pid: number): number | undefined {
@@ -37,7 +40,7 @@ function descendsFrom(pid: number, ancestor: number): boolean {
 
 /**
  * The pids of other programs alive on this machine that make test names (another test run, from
- * any checkout, the soak, the demo): while one lives, nothing of the prefix is a leftover. This
+ * any checkout, or a project script): while one lives, nothing of the prefix is a leftover. This
  * run's own workers and its ancestors (npm, the shell) don't count.
  */
 export function otherLiveRuns({ users = USERS }: { users?: RegExp } = {}): number[] {

@@ -11,6 +11,7 @@
 import { CniError, Code } from "../cni/errors";
 import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
 import type { KubeApi } from "../k8s/kube-api";
+import type { DaemonMetrics } from "./metrics";
 import { validateDns1123Label } from "../npwg/dns1123";
 
 export interface DraCacheView {
@@ -39,13 +40,18 @@ function reader(api: KubeApi) {
   return { getResourceClaim: getResourceClaim.bind(api), listResourceSlices: listResourceSlices.bind(api) };
 }
 
-export function getResourceClaimRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+export function getResourceClaimRoute(deps: {
+  dra?: DraCacheView | undefined;
+  api: KubeApi;
+  metrics?: Pick<DaemonMetrics, "cacheLookup">;
+}): DraRoute {
   return async (_req, url) => {
     const namespace = validateDns1123Label(param(url, "namespace", true)!, "ResourceClaim namespace");
     const name = param(url, "name", true)!;
     const podUid = param(url, "podUid", false);
     if (deps.dra) {
       const r = await deps.dra.claim({ namespace, name, podUid });
+      deps.metrics?.cacheLookup("resourceclaim", r.source === "cache" ? "hit" : "miss");
       return [200, { claim: r.claim ?? null, source: r.source }];
     }
     return [200, { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" }];

@@ -421,6 +421,7 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(deviceAdds()).toEqual(EXPECTED);
     const reads = api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"));
     expect(reads).toEqual([]);
+    expect(await metricsText(d.socket)).toContain('plexus_daemon_cache_total{kind="resourceclaim",result="hit"} 2\n');
     // Nothing of the daemon's life asked for the claims of the cluster, listed or watched.
     expect(api.requests.filter((q) => q.path === "/apis/resource.k8s.io/v1/resourceclaims")).toEqual([]);
     expect(api.requests.filter((q) => q.path.includes("/resourceclaims") && q.query.includes("watch"))).toEqual([]);

@@ -78,7 +78,7 @@ export class ClaimCache {
     for (const claimKey of claims) {
       const e = this.entries.get(claimKey);
       if (e && allocatedForPod(e.claim, uid)) continue;
-      void this.schedule(() => this.read(claimKey, "prefetch")).catch((err: unknown) =>
+      void this.schedule(() => this.readAhead(claimKey, uid)).catch((err: unknown) =>
         this.o.log.debug({ claim: claimKey, err: (err as Error).message }, "claim read ahead failed"),
       );
     }
@@ -91,7 +91,8 @@ export class ClaimCache {
 
   /**
    * The claim for an ADD of the pod `podUid`: the cached copy when it is allocated and reserved
-   * for that pod, else a read from the API server (cached in turn). Undefined: no such claim.
+   * for that pod, else a read from the API server (kept while a pod of the node names it).
+   * Undefined: no such claim.
    */
   async claim(q: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
     claim: ResourceClaim | undefined;
@@ -114,6 +115,13 @@ export class ClaimCache {
 
   stats(): ClaimCacheStats {
     return { claims: this.entries.size, reads: { ...this.reads } };
+  }
+
+  /** A read ahead whose turn came: skipped when the pod left meanwhile or the claim is cached. */
+  private async readAhead(key: string, podUid: string): Promise<void> {
+    const e = this.entries.get(key);
+    if (!this.users.has(key) || (e && allocatedForPod(e.claim, podUid))) return;
+    await this.read(key, "prefetch");
   }
 
   private async read(key: string, why: "prefetch" | "request"): Promise<ResourceClaim | undefined> {

@@ -1,5 +1,6 @@
 // API requests and bytes per node, measured: one pod (default network + 2 NAD networks) added and
-// deleted in thin mode, in daemon mode (with the daemon's start: its LISTs and WATCHes) and, when
+// deleted in thin mode, in daemon mode (with the daemon's start: its LISTs and WATCHes, and its
+// read of a new pod's ResourceClaim by name) and, when
 // built, by Multus v4.0.2 thin and thick, every request going through a counting front to the
 // project's fake API server (bytes = request and response bodies, without HTTP/TLS framing).
 // docs/scale.md scales these up to 5,000 nodes × 110 pods.
@@ -98,6 +99,20 @@ export async function benchScale() {
     const daemon = await startDaemon({ kubeconfig, socket, nodeName: "bench-node" });
     await new Promise((r) => setTimeout(r, 300));
     mark("Plexus daemon", "daemon start", from);
+    // A pod with one ResourceClaim bound to the node: the daemon reads that claim by name (it
+    // watches no claims), once, ahead of the pod's ADD.
+    from = front.log.length;
+    api.addDra("resourceclaims", benchClaim("claim-dmn"));
+    api.addPod({
+      metadata: { namespace: "b", name: "claimed", uid: "uid-claimed" },
+      spec: {
+        nodeName: "bench-node",
+        resourceClaims: [{ name: "c", resourceClaimName: "claim-dmn" }],
+      },
+      status: { phase: "Pending" },
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    mark("Plexus daemon", "a pod with a claim is bound", from);
     await run(
       "Plexus daemon",
       "dist/plexus",
@@ -142,6 +157,24 @@ export async function benchScale() {
   );
   console.log("");
   return phases;
+}
+
+/** A claim allocated and reserved for the pod "claimed", as the scheduler leaves it at binding. */
+function benchClaim(name) {
+  return {
+    apiVersion: "resource.k8s.io/v1",
+    kind: "ResourceClaim",
+    metadata: { namespace: "b", name },
+    spec: { devices: { requests: [{ name: "vf", exactly: { deviceClassName: "vf" } }] } },
+    status: {
+      allocation: {
+        devices: {
+          results: [{ driver: "d.example.com", pool: "bench-node", device: "vf-0", request: "vf" }],
+        },
+      },
+      reservedFor: [{ resource: "pods", name: "claimed", uid: "uid-claimed" }],
+    },
+  };
 }
 
 function summariseFlat(log) {

@@ -104,17 +104,20 @@ export class DaemonKube implements KubeApi {
     );
   }
 
-  /** M10, DRA: the daemon's cached claim (or its live read); an older daemon (404) means thin mode. */
-  getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+  /**
+   * M10, DRA: the daemon's cached claim (or its live read); an older daemon (404) means thin mode.
+   * The pod's UID lets the daemon serve its copy only when the claim is reserved for this pod.
+   */
+  getResourceClaim(
+    namespace: string,
+    name: string,
+    forPod?: { uid?: string | undefined },
+  ): Promise<ResourceClaim | undefined> {
+    const query = new URLSearchParams({ namespace, name, ...(forPod?.uid ? { podUid: forPod.uid } : {}) });
     return this.via(
       "get ResourceClaim",
       async () => {
-        const r = await this.ask(
-          "GET",
-          `${DAEMON_API.resourceClaim}?${new URLSearchParams({ namespace, name })}`,
-          undefined,
-          this.o.timeoutMs,
-        );
+        const r = await this.ask("GET", `${DAEMON_API.resourceClaim}?${query}`, undefined, this.o.timeoutMs);
         if (r.claim === null) return undefined;
         const claim =
           typeof r.claim === "object" ? trimResourceClaim(r.claim as Record<string, unknown>, namespace) : undefined;

@@ -1,19 +1,24 @@
 /**
- * The daemon's DRA routes (M10): a pod's ResourceClaims and this node's ResourceSlices from the
- * daemon's watches (k8s/dra-watch.ts), so an ADD with a device network through DRA reads nothing
- * from the API server. A claim the cache does not hold allocated (created or allocated a moment
- * ago, or the watches not synced) and slices of another node are read live, never answered stale.
+ * The daemon's DRA routes (M10): a pod's ResourceClaims, read by name when a pod of the node named
+ * them (k8s/claim-cache.ts), and this node's ResourceSlices from the daemon's watch
+ * (k8s/dra-watch.ts), so an ADD with a device network through DRA reads nothing from the API
+ * server. A claim the cache does not hold allocated and reserved for the pod asking (`podUid`),
+ * and slices of another node, are read live, never answered stale.
  *
- *   GET /v1/resource-claim?namespace=&name=      → { claim | null, source: "cache" | "api" }
+ *   GET /v1/resource-claim?namespace=&name=&podUid=  → { claim | null, source: "cache" | "api" }
  *   GET /v1/resource-slices?driver=&nodeName=    → { slices: [...], source }
  */
 import { CniError, Code } from "../cni/errors";
 import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
 import type { KubeApi } from "../k8s/kube-api";
+import type { DaemonMetrics } from "./metrics";
 import { validateDns1123Label } from "../npwg/dns1123";
 
 export interface DraCacheView {
-  claim(namespace: string, name: string): ResourceClaim | undefined;
+  claim(q: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
+    claim: ResourceClaim | undefined;
+    source: "cache" | "api";
+  }>;
   nodeSlices(query: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined;
 }
 
@@ -35,12 +40,20 @@ function reader(api: KubeApi) {
   return { getResourceClaim: getResourceClaim.bind(api), listResourceSlices: listResourceSlices.bind(api) };
 }
 
-export function getResourceClaimRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+export function getResourceClaimRoute(deps: {
+  dra?: DraCacheView | undefined;
+  api: KubeApi;
+  metrics?: Pick<DaemonMetrics, "cacheLookup">;
+}): DraRoute {
   return async (_req, url) => {
     const namespace = validateDns1123Label(param(url, "namespace", true)!, "ResourceClaim namespace");
     const name = param(url, "name", true)!;
-    const cached = deps.dra?.claim(namespace, name);
-    if (cached?.status?.allocation) return [200, { claim: cached, source: "cache" }];
+    const podUid = param(url, "podUid", false);
+    if (deps.dra) {
+      const r = await deps.dra.claim({ namespace, name, podUid });
+      deps.metrics?.cacheLookup("resourceclaim", r.source === "cache" ? "hit" : "miss");
+      return [200, { claim: r.claim ?? null, source: r.source }];
+    }
     return [200, { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" }];
   };
 }

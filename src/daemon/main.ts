@@ -1,6 +1,6 @@
 /**
- * `plexus daemon` (issue 5): the DaemonSet's long-running container. Watch caches of this node's
- * pods and of every NAD, one keep-alive API client for live reads, status writes and events, and
+ * `plexus daemon`: the DaemonSet's long-running container. Watch caches of this node's
+ * pods and of every NAD (and, M10, this node's ResourceSlices and its pods' ResourceClaims), one keep-alive API client for live reads, status writes and events, and
  * the socket API the CNI binary asks first (server.ts), and optionally /healthz, /readyz and
  * /metrics over plain HTTP on --health-address (the DaemonSet's probes). SIGTERM/SIGINT close the
  * socket (the binary then uses the API directly) and the health listener, and stop the watches.
@@ -152,7 +152,10 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
     log,
   };
   const caches = new bundle.WatchCaches(watchOptions);
-  const dra = new bundle.DraCaches(watchOptions);
+  const getClaim = api.getResourceClaim?.bind(api);
+  if (!getClaim) throw new Error("the daemon's API client cannot read ResourceClaims");
+  const dra = new bundle.DraCaches({ ...watchOptions, getClaim });
+  caches.onPodEvent((event, pod) => dra.podEvent(event, pod));
   const detector = new MissingNetworksDetector({
     pods: () => caches.listPods(),
     api,

@@ -24,7 +24,7 @@ export class DaemonMetrics {
   readonly registry = new Registry();
   private readonly cacheLookups = new Counter({
     name: "plexus_daemon_cache_total",
-    help: "Pod and NAD lookups by cache result (hit, miss, stale).",
+    help: "Pod, NAD and ResourceClaim lookups by cache result (hit, miss, stale).",
     labelNames: ["kind", "result"],
     registers: [this.registry],
   });
@@ -56,7 +56,7 @@ export class DaemonMetrics {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
-  cacheLookup(kind: "pod" | "nad", result: "hit" | "miss" | "stale"): void {
+  cacheLookup(kind: "pod" | "nad" | "resourceclaim", result: "hit" | "miss" | "stale"): void {
     this.cacheLookups.inc({ kind, result });
   }
 

@@ -33,8 +33,15 @@ import {
 
 /** What the DRA path reads; every {@link KubeApi} that supports DRA implements it. */
 export interface DraReader {
-  /** `undefined` when the claim does not exist. */
-  getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined>;
+  /**
+   * `undefined` when the claim does not exist. `forPod`: the pod of the ADD (the daemon serves its
+   * cached copy only when the claim is allocated and reserved for that pod's UID).
+   */
+  getResourceClaim(
+    namespace: string,
+    name: string,
+    forPod?: { uid?: string | undefined },
+  ): Promise<ResourceClaim | undefined>;
   /** The slices of one driver on one node (every node's without `nodeName`). */
   listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
 }
@@ -126,13 +133,12 @@ function duplicateDevice(r: AllocationResult, listed: Listed): CniError {
 
 /** The pod's claims' network devices. Read only for a pod with claims and a NAD with a resourceName. */
 export async function podClaimDevices(pod: Pod, reader: DraReader, log: Logger): Promise<PodClaimDevices> {
-  const namespace = pod.metadata.namespace;
   const slices = new SliceIndex(reader, pod.spec?.nodeName);
   const out: PodClaimDevices = { byResource: new Map(), claims: [], notInSlice: 0 };
   const add = (d: ClaimDevice) =>
     out.byResource.set(d.resourceName, [...(out.byResource.get(d.resourceName) ?? []), d]);
   // Independent reads in parallel: every claim, then each driver's slices (one list per driver).
-  const claims = await Promise.all(podClaimRefs(pod).map((ref) => allocatedClaim(reader, namespace, ref)));
+  const claims = await Promise.all(podClaimRefs(pod).map((ref) => allocatedClaim(reader, pod, ref)));
   const located = await Promise.all(
     claims.map((c) => Promise.all(c.status!.allocation!.devices.results.map((r) => slices.locate(r)))),
   );
@@ -157,14 +163,15 @@ export async function podClaimDevices(pod: Pod, reader: DraReader, log: Logger):
 }
 
 /** The claim, allocated: 11 for what a retry can fix (not generated, missing, not allocated yet). */
-async function allocatedClaim(reader: DraReader, namespace: string, ref: PodClaimRef): Promise<ResourceClaim> {
+async function allocatedClaim(reader: DraReader, pod: Pod, ref: PodClaimRef): Promise<ResourceClaim> {
+  const namespace = pod.metadata.namespace;
   const entry = ref.podClaim ? `the pod's claim ${ref.podClaim}` : "the pod's extended-resource claim";
   if (!ref.claim)
     throw new CniError(
       Code.TryAgainLater,
       `${entry}: no ResourceClaim generated yet from template ${ref.template ?? "(none named)"} (status.resourceClaimStatuses has no entry for it)`,
     );
-  const claim = await reader.getResourceClaim(namespace, ref.claim);
+  const claim = await reader.getResourceClaim(namespace, ref.claim, { uid: pod.metadata.uid });
   if (!claim)
     throw new CniError(Code.TryAgainLater, `${entry}: ResourceClaim ${namespace}/${ref.claim} does not exist`);
   if (!claim.status?.allocation)
@@ -230,7 +237,7 @@ async function addExtendedDevices(
 ): Promise<void> {
   const ext = pod.status?.extendedResourceClaimStatus;
   if (!ext) return;
-  const claim = await allocatedClaim(o.reader, pod.metadata.namespace, { claim: ext.resourceClaimName });
+  const claim = await allocatedClaim(o.reader, pod, { claim: ext.resourceClaimName });
   o.out.claims.push(claim.metadata.name);
   const results = claim.status!.allocation!.devices.results;
   for (const m of ext.requestMappings) {

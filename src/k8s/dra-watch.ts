@@ -1,79 +1,51 @@
 /**
- * The daemon's DRA caches (M10): this node's ResourceSlices (field selector `spec.nodeName`) and
- * the ResourceClaims, so an ADD of a pod with claims reads nothing from the API server.
- *
- * ResourceClaims have no field selector for a node, so the claims of every namespace are watched
- * and each is trimmed as it arrives: a claim allocated to this node (its allocation's node
- * selector names it, or it has none) keeps its allocation results; any other keeps its name only
- * (~150 bytes), which is what a deleted or deallocated claim must still replace. Every claim write
- * of the cluster reaches every node's daemon (as EndpointSlices reach every kube-proxy).
+ * The daemon's DRA caches (M10): this node's ResourceSlices (a watch with field selector
+ * `spec.nodeName`) and the ResourceClaims its pods name, read by name (k8s/claim-cache.ts), so an
+ * ADD of a pod with claims reads nothing from the API server. ResourceClaims have no field
+ * selector for a node: a watch of them would send every claim of the cluster to every node.
  *
  * Not part of readiness: a cluster without resource.k8s.io/v1 (before Kubernetes 1.34, or the API
  * off) answers 404, logged once; the routes then read the API server live (daemon/dra-routes.ts).
  */
-import {
-  DRA_GROUP,
-  DRA_VERSION,
-  type ResourceClaim,
-  type ResourceSlice,
-  trimResourceClaim,
-  trimResourceSlice,
-} from "./dra";
+import type { Pod } from "../npwg/types";
+import { ClaimCache, type ClaimGetter } from "./claim-cache";
+import { DRA_GROUP, DRA_VERSION, type ResourceClaim, type ResourceSlice, trimResourceSlice } from "./dra";
 import { notFoundIn, SLICE_RESOURCE } from "./rest-kube";
 import { Informer, lister, type Trimmed, type WatchCacheOptions, watchKubeConfig } from "./watch-cache";
 
 export interface DraCacheStats {
   claims: number;
   slices: number;
+  /** Claims read by name: ahead of an ADD, or at a request the cache could not answer. */
+  claimReads: { prefetch: number; request: number };
   /** Whether the API server serves resource.k8s.io/v1 (undefined: not asked yet). */
   served: boolean | undefined;
 }
 
-/** Whether a claim's allocation is usable on this node: its node selector names it, or it has none. */
-export function allocatedToNode(claim: ResourceClaim, nodeName: string): boolean {
-  const sel = claim.status?.allocation?.nodeSelector as
-    | { nodeSelectorTerms?: Array<{ matchFields?: Array<{ key?: string; operator?: string; values?: string[] }> }> }
-    | undefined;
-  if (!sel?.nodeSelectorTerms) return true;
-  return sel.nodeSelectorTerms.some((t) =>
-    (t.matchFields ?? []).some((f) => f.key === "metadata.name" && f.operator === "In" && f.values?.includes(nodeName)),
-  );
-}
-
-const CLAIM_PATH = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceclaims`;
 const SLICE_PATH = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
 
 export class DraCaches {
-  private readonly claims: Informer<ResourceClaim>;
+  private readonly claims: ClaimCache;
   private readonly slices: Informer<ResourceSlice>;
   private served: boolean | undefined;
   private stopped = false;
 
   constructor(
     private readonly opts: Pick<WatchCacheOptions, "source" | "nodeName" | "list" | "log"> & {
+      /** GET one ResourceClaim by name (the daemon's API client). */
+      getClaim: ClaimGetter;
       backoff?: { minMs: number; maxMs: number };
+      claimCacheMax?: number | undefined;
     },
   ) {
     const fieldSelector = this.sliceSelector();
-    const trimC = (x: Record<string, unknown>): Trimmed | undefined => {
-      const c = trimResourceClaim(x, "");
-      if (c?.status && !allocatedToNode(c, opts.nodeName)) delete c.status;
-      return c as unknown as Trimmed | undefined;
-    };
     const trimS = (x: Record<string, unknown>) => trimResourceSlice(x) as unknown as Trimmed | undefined;
     const common = {
       kc: watchKubeConfig(opts.source),
       log: opts.log,
       backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
     };
-    this.claims = new Informer<ResourceClaim>({
-      ...common,
-      kind: "resourceclaims",
-      path: CLAIM_PATH,
-      list: lister(opts.list, { path: CLAIM_PATH, query: {}, trim: trimC }),
-      trim: trimC,
-      decode: (x) => x as unknown as ResourceClaim,
-    });
+    this.claims = new ClaimCache({ get: opts.getClaim, log: opts.log, max: opts.claimCacheMax });
     this.slices = new Informer<ResourceSlice>({
       ...common,
       kind: "resourceslices",
@@ -85,7 +57,7 @@ export class DraCaches {
     });
   }
 
-  /** Probes once whether resource.k8s.io/v1 is served; starts the two watches only then. */
+  /** Probes once whether resource.k8s.io/v1 is served; starts the slice watch only then. */
   async start(): Promise<void> {
     try {
       // From the watch cache (resourceVersion 0) and only this node's slices: a cheap read for
@@ -95,6 +67,7 @@ export class DraCaches {
     } catch (err) {
       if (notFoundIn(err, SLICE_RESOURCE) === "not-served") {
         this.served = false;
+        this.claims.disablePrefetch();
         this.opts.log.info(
           "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims read it live)",
         );
@@ -105,7 +78,7 @@ export class DraCaches {
     }
     // stop() while the probe was out: start nothing.
     if (this.stopped) return;
-    await Promise.all([this.claims.start(), this.slices.start()]);
+    await this.slices.start();
   }
 
   /** This node's slices: the watch's and the probe's field selector. */
@@ -113,9 +86,18 @@ export class DraCaches {
     return `spec.nodeName=${this.opts.nodeName}`;
   }
 
-  /** A claim of the cache, only when it is current enough to trust (synced); else undefined (read live). */
-  claim(namespace: string, name: string): ResourceClaim | undefined {
-    return this.claims.synced ? this.claims.get(namespace, name) : undefined;
+  /** A claim for an ADD of the pod `podUid`: cached when that cannot be stale, else read live. */
+  claim(q: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
+    claim: ResourceClaim | undefined;
+    source: "cache" | "api";
+  }> {
+    return this.claims.claim(q);
+  }
+
+  /** The pod watch of this node saw a pod added or changed, or deleted. */
+  podEvent(event: "change" | "delete", pod: Pod): void {
+    if (event === "delete") this.claims.podDeleted(pod);
+    else this.claims.podChanged(pod);
   }
 
   /** This node's slices of one driver, or undefined when the cache cannot answer (not synced, another node). */
@@ -125,12 +107,13 @@ export class DraCaches {
   }
 
   stats(): DraCacheStats {
-    return { claims: this.claims.size, slices: this.slices.size, served: this.served };
+    const c = this.claims.stats();
+    return { claims: c.claims, claimReads: c.reads, slices: this.slices.size, served: this.served };
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.served === false) return;
-    await Promise.all([this.claims.stop(), this.slices.stop()]);
+    await this.slices.stop();
   }
 }

@@ -26,10 +26,27 @@ export interface AllocationResult {
   request: string;
 }
 
+/** A pod the claim is reserved for (`status.reservedFor[]` with resource "pods" of the core group). */
+export interface PodReservation {
+  resource: "pods";
+  name: string;
+  uid: string;
+}
+
+/** The API's bound on `status.reservedFor`. */
+export const RESERVED_FOR_MAX = 256;
+
 export interface ResourceClaim {
   metadata: { name: string; namespace: string; uid?: string; resourceVersion?: string };
-  /** `allocation` absent: not allocated (yet). `nodeSelector` kept for the daemon's node filter. */
-  status?: { allocation?: { devices: { results: AllocationResult[] }; nodeSelector?: unknown } };
+  /**
+   * `allocation` absent: not allocated (yet). `reservedFor`: the pods that may use it; while a pod
+   * is there the API server refuses to change or clear the allocation (the daemon's cache relies
+   * on that, k8s/claim-cache.ts).
+   */
+  status?: {
+    allocation?: { devices: { results: AllocationResult[] }; nodeSelector?: unknown };
+    reservedFor?: PodReservation[];
+  };
 }
 
 export interface SliceDevice {
@@ -69,13 +86,31 @@ export function trimResourceClaim(obj: Record<string, unknown>, fallbackNamespac
     const [driver, pool, device] = [str(r.driver), str(r.pool), str(r.device)];
     return driver && pool && device ? [{ driver, pool, device, request: str(r.request) ?? "" }] : [];
   });
+  const reservedFor = podReservations(status!.reservedFor);
   claim.status = {
     allocation: {
       devices: { results },
       ...(allocation.nodeSelector !== undefined ? { nodeSelector: allocation.nodeSelector } : {}),
     },
+    ...(reservedFor.length ? { reservedFor } : {}),
   };
   return claim;
+}
+
+/** The pods of `status.reservedFor` (other consumers are not pods a CNI call is for), bounded as the API bounds it. */
+function podReservations(v: unknown): PodReservation[] {
+  return arr(v)
+    .slice(0, RESERVED_FOR_MAX)
+    .flatMap((r) => {
+      if (!isPlainObject(r) || r.resource !== "pods" || (r.apiGroup !== undefined && r.apiGroup !== "")) return [];
+      const [name, uid] = [str(r.name), str(r.uid)];
+      return name && uid ? [{ resource: "pods" as const, name, uid }] : [];
+    });
+}
+
+/** Whether the claim is allocated and reserved for the pod of this UID (kubelet starts no pod otherwise). */
+export function allocatedForPod(claim: ResourceClaim, podUid: string): boolean {
+  return Boolean(claim.status?.allocation && claim.status.reservedFor?.some((r) => r.uid === podUid));
 }
 
 /** The fields of a ResourceSlice Plexus reads: driver, node, pool, and each device's two attributes. */
@@ -261,4 +296,11 @@ export function stringAttribute(
       : Object.keys(v).join(", ") || "an empty object"
     : JSON.stringify(v);
   return { state: "wrong-type", got: String(got).slice(0, 80) };
+}
+
+/** The names of the ResourceClaims the pod uses, known so far (its extended-resource claim too). */
+export function podClaimNames(pod: Pod): string[] {
+  const names = podClaimRefs(pod).flatMap((r) => (r.claim ? [r.claim] : []));
+  const ext = pod.status?.extendedResourceClaimStatus?.resourceClaimName;
+  return [...new Set(ext ? [...names, ext] : names)];
 }

@@ -31,9 +31,14 @@ export interface KubeApi {
   recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void>;
   /**
    * M10, DRA: a ResourceClaim of the pod's namespace (`undefined` when it does not exist). Asked
-   * only for a pod with claims whose NADs carry a resourceName (dra-devices.ts).
+   * only for a pod with claims whose NADs carry a resourceName (dra-devices.ts); `forPod`, the pod
+   * of that ADD, tells the daemon's cache which copy it may serve (k8s/claim-cache.ts).
    */
-  getResourceClaim?(namespace: string, name: string): Promise<ResourceClaim | undefined>;
+  getResourceClaim?(
+    namespace: string,
+    name: string,
+    forPod?: { uid?: string | undefined },
+  ): Promise<ResourceClaim | undefined>;
   /** M10, DRA: the ResourceSlices of one driver on one node (cluster-scoped). */
   listResourceSlices?(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
   /** Requests made so far (benchmarks: API requests per ADD). */

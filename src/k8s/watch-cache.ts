@@ -207,6 +207,17 @@ export class Informer<T> {
     return this.lw.list().flatMap((o) => this.options.decode(o) ?? []);
   }
 
+  /** Calls `listener` for each object added or changed, and each deleted (also by a relist). */
+  onEvent(listener: (event: "change" | "delete", obj: T) => void): void {
+    const decoded = (event: "change" | "delete") => (o: Trimmed) => {
+      const t = this.options.decode(o);
+      if (t) listener(event, t);
+    };
+    this.lw.on("add", decoded("change"));
+    this.lw.on("update", decoded("change"));
+    this.lw.on("delete", decoded("delete"));
+  }
+
   private onError(err: unknown): void {
     if (this.stopped) return;
     this.counters.errors++;
@@ -300,6 +311,11 @@ export class WatchCaches {
 
   pod(namespace: string, name: string): Pod | undefined {
     return this.pods.get(namespace, name);
+  }
+
+  /** Each pod of this node the watch adds, changes or deletes (the DRA caches' claims, M10). */
+  onPodEvent(listener: (event: "change" | "delete", pod: Pod) => void): void {
+    this.pods.onEvent(listener);
   }
 
   /** Every cached pod of this node (the missing-networks detector). */

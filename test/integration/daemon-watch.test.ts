@@ -48,8 +48,8 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   );
   cleanups.push(() => d.stop());
   await expect.poll(() => metric(socket, "plexus_daemon_cache_synced"), { timeout: 5000 }).toBe(1);
-  // Pods, NADs, and the DRA caches' ResourceClaims and ResourceSlices.
-  await expect.poll(() => s.watchCount()).toBe(4);
+  // Pods, NADs, and this node's ResourceSlices (ResourceClaims are read by name, never watched).
+  await expect.poll(() => s.watchCount()).toBe(3);
   const podLists = await metric(socket, 'plexus_daemon_watch_lists_total{kind="pod"}');
   const nadLists = await metric(socket, 'plexus_daemon_watch_lists_total{kind="nad"}');
   expect([podLists, nadLists]).toEqual([1, 1]);
@@ -63,9 +63,9 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
     .toBeGreaterThanOrEqual(2);
   await new Promise((r) => setTimeout(r, 400));
   s.compactHistory();
-  expect(s.dropWatches()).toBe(4);
-  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(4);
-  const resumed = s.requests.filter((r) => r.query.includes("watch=true")).slice(-4);
+  expect(s.dropWatches()).toBe(3);
+  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(3);
+  const resumed = s.requests.filter((r) => r.query.includes("watch=true")).slice(-3);
   for (const r of resumed)
     expect(Number(new URLSearchParams(r.query).get("resourceVersion"))).toBeGreaterThanOrEqual(now);
   expect(await metric(socket, 'plexus_daemon_watch_lists_total{kind="pod"}')).toBe(1);
@@ -114,16 +114,16 @@ it("the first LIST is resourceVersion=0, served whole from the watch cache (its 
       [NADS, "0", "500", "watch-cache"],
     ]),
   );
-  // Pods, NADs, and the DRA caches' probe and their two kinds: every one from the watch cache.
+  // Pods, NADs, and the DRA caches' probe and slices: every one from the watch cache.
   expect(lists.filter((r) => r.list!.servedFrom !== "watch-cache")).toEqual([]);
-  expect(lists).toHaveLength(5);
+  expect(lists).toHaveLength(4);
   const nadWatch = s.requests.find((r) => r.path === NADS && r.query.includes("watch=true"));
   expect(param(nadWatch!, "resourceVersion")).toBe(s.resourceVersion());
 });
 
 it("a relist after 410 Expired is at the last resourceVersion synced, from the watch cache; etcd is read only when the server says that one is unavailable, in pages of 500, and an expired continue token ends in one full list", async () => {
   const { s, socket } = await daemonWith1200Nads();
-  await expect.poll(() => s.watchCount()).toBe(4);
+  await expect.poll(() => s.watchCount()).toBe(3);
   s.addNad({ metadata: { name: "late", namespace: "ns-0" }, spec: { config: "{}" } });
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_201);
   const synced = s.resourceVersion();
@@ -140,7 +140,7 @@ it("a relist after 410 Expired is at the last resourceVersion synced, from the w
     null,
     "watch-cache",
   ]);
-  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(4);
+  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(3);
   // What the relist answered (the cache's newest) is what this node has synced now.
   const relisted = s.resourceVersion();
 

@@ -389,18 +389,31 @@ async function startDaemon(kubeconfig: string): Promise<{ socket: string; daemon
   return { socket, daemon };
 }
 
+const CLAIMS = "/apis/resource.k8s.io/v1/namespaces/app/resourceclaims";
+/** Every request for a ResourceClaim, with who made it. */
+const claimRequests = (api: FakeApiServer) =>
+  api.requests
+    .filter((q) => q.path.includes("/resourceclaims"))
+    .map((q) => `${q.method} ${q.path}${q.query} ${q.userAgent}`);
+
+async function stopDaemon(d: { daemon: ChildProcess }): Promise<void> {
+  const exited = new Promise((res) => d.daemon.once("exit", res));
+  d.daemon.kill("SIGTERM");
+  await exited;
+}
+
 describe("M10 DRA device networks through the daemon's caches", () => {
-  it("M10 the same devices, and the ADD reads nothing from the API server (claims and slices from the daemon's watches)", async () => {
+  it("M10 the daemon reads a new pod's claims by name (no claim list or watch); the ADD reads nothing from the API server", async () => {
     const { api, conf } = await apiSetup();
     const d = await startDaemon(conf.kubeconfig as string);
-    // The DRA caches are not part of readiness: wait until both watches are open.
-    const watching = (r: string) =>
-      api.requests.some((q) => q.path === `/apis/resource.k8s.io/v1/${r}` && q.query.includes("watch=true"));
-    await expect.poll(() => watching("resourceclaims") && watching("resourceslices"), { timeout: 10_000 }).toBe(true);
-    // Both caches in /metrics: the two claims (this node's, allocated) and the three slices of node-1.
+    // The DRA caches are not part of readiness: the slice watch opens, the pod's two claims are read.
     await expect
-      .poll(() => metricsText(d.socket), { timeout: 5000 })
+      .poll(() => metricsText(d.socket), { timeout: 10_000 })
       .toMatch(/plexus_daemon_cache_objects\{kind="resourceclaim"\} 2\n[\s\S]*kind="resourceslice"\} 3\n/);
+    expect(claimRequests(api).sort()).toEqual([
+      `GET ${CLAIMS}/${GPU_CLAIM} plexus-daemon`,
+      `GET ${CLAIMS}/${NET_CLAIM} plexus-daemon`,
+    ]);
     const before = api.requests.length;
     const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -408,29 +421,72 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(deviceAdds()).toEqual(EXPECTED);
     const reads = api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"));
     expect(reads).toEqual([]);
-    // A claim the daemon's cache holds unallocated is read live (never answered stale): still 11.
-    api.addDra("resourceclaims", {
-      ...draScenario({ nadConfig }).claims[1]!,
-      status: {},
-    } as never);
-    await new Promise((r) => setTimeout(r, 200));
-    const again = await ctx.sb.run(
+    expect(await metricsText(d.socket)).toContain('plexus_daemon_cache_total{kind="resourceclaim",result="hit"} 2\n');
+    // Nothing of the daemon's life asked for the claims of the cluster, listed or watched.
+    expect(api.requests.filter((q) => q.path === "/apis/resource.k8s.io/v1/resourceclaims")).toEqual([]);
+    expect(api.requests.filter((q) => q.path.includes("/resourceclaims") && q.query.includes("watch"))).toEqual([]);
+    await stopDaemon(d);
+  });
+
+  it("M10 a claim cached before its allocation is read again at the ADD (never answered stale): 11, then the devices once allocated", async () => {
+    const sc = draScenario({ nadConfig });
+    const allocated = sc.claims[0]!;
+    const { api, conf } = await apiSetup((x) => delete (x.claims[0]!.status as Record<string, unknown>).allocation);
+    const d = await startDaemon(conf.kubeconfig as string);
+    await expect.poll(() => claimRequests(api).length, { timeout: 10_000 }).toBe(2);
+    const err = cniError(await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }));
+    expect(err).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining(`ResourceClaim app/${NET_CLAIM} is not allocated yet`),
+    });
+    api.addDra("resourceclaims", allocated as never);
+    const r = await ctx.sb.run(
       "ADD",
       { ...conf, daemonSocket: d.socket },
       { CNI_ARGS: POD_ARGS, CNI_CONTAINERID: "ctr2" },
     );
-    expect(cniError(again)).toMatchObject({
-      code: 11,
-      msg: expect.stringContaining(`ResourceClaim app/${GPU_CLAIM} is not allocated yet`),
-    });
-    expect(
-      api.requests
-        .slice(before)
-        .filter((q) => q.path === `/apis/resource.k8s.io/v1/namespaces/app/resourceclaims/${GPU_CLAIM}`),
-    ).toHaveLength(1);
-    const exited = new Promise((r) => d.daemon.once("exit", r));
-    d.daemon.kill("SIGTERM");
-    await exited;
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()).toEqual(EXPECTED);
+    // The net claim read ahead, then at each ADD; the GPU claim (allocated, reserved) once.
+    expect(claimRequests(api).sort()).toEqual([
+      `GET ${CLAIMS}/${GPU_CLAIM} plexus-daemon`,
+      ...Array(3).fill(`GET ${CLAIMS}/${NET_CLAIM} plexus-daemon`),
+    ]);
+    await stopDaemon(d);
+  });
+
+  it("M10 a deleted pod's claims leave the cache; the pod recreated with its claim allocated anew gets the new devices", async () => {
+    const { api, conf } = await apiSetup();
+    const d = await startDaemon(conf.kubeconfig as string);
+    const cachedClaims = async () =>
+      Number(/plexus_daemon_cache_objects\{kind="resourceclaim"\} (\d+)/.exec(await metricsText(d.socket))?.[1]);
+    await expect.poll(cachedClaims, { timeout: 10_000 }).toBe(2);
+    api.deletePod("app", "web");
+    await expect.poll(cachedClaims, { timeout: 5000 }).toBe(0);
+    // The claim was deallocated, then allocated (other devices) and reserved for the new pod.
+    const again = draScenario({ nadConfig });
+    const uid = "uid-web-2";
+    for (const c of again.claims) {
+      const status = c.status as { reservedFor: Array<{ uid: string }> };
+      status.reservedFor[0]!.uid = uid;
+    }
+    const results = (again.claims[0]!.status as { allocation: { devices: { results: Array<{ device: string }> } } })
+      .allocation.devices.results;
+    results[0]!.device = "vf-3";
+    for (const c of again.claims) api.addDra("resourceclaims", c as never);
+    api.addPod({ ...again.pod, metadata: { ...again.pod.metadata, uid } } as never);
+    await expect.poll(cachedClaims, { timeout: 5000 }).toBe(2);
+    const args = POD_ARGS.replace("K8S_POD_UID=uid-web", `K8S_POD_UID=${uid}`);
+    const before = api.requests.length;
+    const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: args });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()).toEqual([
+      ["netdra-a", "net1", VF1],
+      ["netdra-b", "net2", "0000:07:00.3"],
+    ]);
+    expect(api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"))).toEqual([]);
+    expect(claimRequests(api)).toHaveLength(4);
+    await stopDaemon(d);
   });
 
   it("M10 the daemon on a cluster without resource.k8s.io/v1: the ADD fails with 104, not 11", async () => {

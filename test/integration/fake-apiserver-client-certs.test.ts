@@ -79,7 +79,8 @@ for (const as of ["data", "file"] as const) {
         await exitOf(daemon);
       });
       await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
-      await expect.poll(() => api.watchCount(), { timeout: 5000 }).toBe(4);
+      // Pods, NADs, this node's ResourceSlices.
+      await expect.poll(() => api.watchCount(), { timeout: 5000 }).toBe(3);
       const before = api.requests.length;
       const conf = sb.config([sb.delegate("net-a")], { kubeconfig, daemonSocket: socket });
       const r = await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
@@ -87,7 +88,7 @@ for (const as of ["data", "file"] as const) {
       await expect
         .poll(() => api.requests.slice(before).map((q) => `${q.method} ${q.path}`))
         .toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
-      expect(api.requests.filter((q) => q.query.includes("watch=true")).length).toBe(4);
+      expect(api.requests.filter((q) => q.query.includes("watch=true")).length).toBe(3);
       expect(identities(api)).toEqual(new Set([`${SA} by client-certificate`]));
       daemon.kill("SIGTERM");
       expect(await exitOf(daemon), stderr).toBe(0);

@@ -3,7 +3,8 @@
  * directory, the fake API server and unit tests alike: two NADs with resourceName
  * example.com/netdra, a claim generated from a template and allocated two VFs (in the order
  * 0000:07:00.2, 0000:07:00.1) of an SR-IOV driver's ResourceSlice, and a GPU claim (named directly)
- * whose device has neither network attribute. An older generation of the SR-IOV pool names other
+ * whose device has neither network attribute; both reserved for the pod, as the scheduler leaves
+ * them before it binds the pod to the node. An older generation of the SR-IOV pool names other
  * PCI addresses: only the latest generation counts.
  */
 export const NETDRA = "example.com/netdra";
@@ -99,7 +100,10 @@ export function draScenario(o: ScenarioOptions): DraScenario {
         kind: "ResourceClaim",
         metadata: { name: GPU_CLAIM, namespace: "app" },
         spec: { devices: { requests: [{ name: "gpu", exactly: { deviceClassName: "gpu" } }] } },
-        status: { allocation: { devices: { results: [result(GPU_DRIVER, "gpu-0", "gpu")] } } },
+        status: {
+          allocation: { devices: { results: [result(GPU_DRIVER, "gpu-0", "gpu")] } },
+          reservedFor: [{ resource: "pods", name: "web", uid: "uid-web" }],
+        },
       },
     ],
     slices: [

@@ -174,7 +174,8 @@ describe("deploy/ manifests", () => {
     expect(methods.sort()).toEqual(Object.keys(calls).sort());
     // The daemon's informers, read from the source: a new or changed one fails here until granted.
     const informers = daemonInformers();
-    expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods", "resourceclaims", "resourceslices"]);
+    // No ResourceClaims informer: the daemon reads its pods' claims by name (get).
+    expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods", "resourceslices"]);
     expect(informers).toContainEqual({
       kind: "resourceslices",
       list: "resource.k8s.io/resourceslices",

@@ -4,7 +4,13 @@
  * a pod's claimed devices with kubelet's (sorted, kubelet asked only for requested resources).
  */
 import { describe, expect, it } from "vitest";
-import { podClaimRefs, trimPodClaims, trimResourceClaim, trimResourceSlice } from "../../../src/k8s/dra";
+import {
+  allocatedForPod,
+  podClaimRefs,
+  trimPodClaims,
+  trimResourceClaim,
+  trimResourceSlice,
+} from "../../../src/k8s/dra";
 import { type DraReader, podClaimDevices } from "../../../src/k8s/dra-devices";
 import { trimPod } from "../../../src/k8s/rest-kube";
 import { silentLogger } from "../../../src/log/logger";
@@ -76,6 +82,28 @@ describe("M10 DRA: trimmed shapes", () => {
       { podClaim: "b", claim: "p-b-1", template: "t" },
       { podClaim: "d", template: "t2" },
     ]);
+  });
+
+  it("M10 a claim keeps the pods it is reserved for (other consumers dropped), at most the API's 256", () => {
+    const sc = draScenario({ nadConfig });
+    const status = sc.claims[0]!.status as { reservedFor: unknown[] };
+    status.reservedFor = [
+      { resource: "pods", name: "web", uid: "uid-web" },
+      { apiGroup: "example.com", resource: "pods", name: "x", uid: "uid-x" },
+      { resource: "jobs", name: "j", uid: "uid-j" },
+      { resource: "pods", name: "no-uid" },
+      ...Array.from({ length: 300 }, (_, i) => ({ resource: "pods", name: `p${i}`, uid: `u${i}` })),
+    ];
+    const claim = trimResourceClaim(sc.claims[0]!, "app")!;
+    const kept = claim.status!.reservedFor!;
+    expect(kept[0]).toEqual({ resource: "pods", name: "web", uid: "uid-web" });
+    expect(kept.map((r) => r.uid)).not.toContain("uid-x");
+    expect(kept.map((r) => r.uid)).not.toContain("uid-j");
+    expect(kept).toHaveLength(256 - 3);
+    expect(allocatedForPod(claim, "uid-web")).toBe(true);
+    expect(allocatedForPod(claim, "uid-x")).toBe(false);
+    // Re-trimmed (the daemon's answer, trimmed again by the CNI binary): the same claim.
+    expect(trimResourceClaim(claim as never, "app")).toEqual(claim);
   });
 
   it("M10 a slice keeps only the two network attributes of each device", () => {

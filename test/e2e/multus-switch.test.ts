@@ -3,7 +3,8 @@
  * pods attached by Multus; `plexus install` run with the args of Multus's own thin DaemonSet while
  * ADDs keep coming, each run as a runtime runs it (the first config file of the conf dir, libcni's
  * order) and none failing; DEL of a Multus pod by Plexus; then the way back
- * (--no-take-over-multus) and DEL of a Plexus pod by Multus. Multus talks to the fake API server
+ * (--no-take-over-multus) and DEL of Plexus's pods by Multus, which does nothing for one whose
+ * pod object is gone (Plexus's record still tears it down). Multus talks to the fake API server
  * through the bench's protobuf front (its status and event writes are protobuf). Multus's cache is
  * its default, /var/lib/cni/multus (what Plexus reads by default); only this test's container
  * files there are touched. Subnets 10.216.x.0/24.
@@ -51,11 +52,15 @@ interface Node {
   saDir: string;
 }
 
+type Picked = { file: string; stdin: string; type: string };
+
 /** The plugin of the first config file in the conf dir, as libcni's ConfFiles orders them. */
-function firstConfig(confDir: string): { file: string; stdin: string; type: string } {
-  const file = readdirSync(confDir)
-    .filter((n) => /\.(conf|conflist|json)$/.test(n))
-    .sort()[0]!;
+function firstConfig(confDir: string, only?: string): Picked {
+  const file =
+    only ??
+    readdirSync(confDir)
+      .filter((n) => /\.(conf|conflist|json)$/.test(n))
+      .sort()[0]!;
   const conf = JSON.parse(readFileSync(join(confDir, file), "utf8"));
   // A conflist of one plugin, as Plexus's is: the runtime injects name and cniVersion.
   const { name, cniVersion } = conf;
@@ -64,8 +69,11 @@ function firstConfig(confDir: string): { file: string; stdin: string; type: stri
 }
 
 /** One call as containerd makes it with the conf dir's first config; resolves with the outcome. */
-function runtimeCall(node: Node, o: { command: "ADD" | "DEL"; pod: string; netns: string }) {
-  const { file, stdin, type } = firstConfig(node.confDir);
+/** A CNI call on a pod's netns; `file` runs that config instead of the first. */
+type CallOptions = { command: "ADD" | "DEL"; pod: string; netns: string; file?: string };
+
+function runtimeCall(node: Node, o: CallOptions) {
+  const { file, stdin, type } = firstConfig(node.confDir, o.file);
   const [mk, mv] = node.scope.marker.split("=") as [string, string];
   const cid = `ctr-${o.pod}`;
   const pod = `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${o.pod};K8S_POD_UID=uid-${o.pod}`;
@@ -225,8 +233,24 @@ describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the install
     expect(mdel.type).toBe("multus");
     expect(mdel.status, mdel.out).toBe(0);
     expect(ifnames(byPlexus.netns)).toEqual(["lo"]);
+    // A pod Plexus attached whose object is gone before Multus's DEL: Multus has no cache file
+    // and no pod, so it runs no delegate and says success. Its interfaces and addresses stay.
+    const gone = during.filter((d) => d.type === "plexus")[0]!;
+    expect(gone).not.toBe(byPlexus);
+    const reservedBefore = scope.ipReservations().length;
+    api!.deletePod("default", gone.pod);
+    const lostCall = { command: "DEL", pod: gone.pod, netns: netnsOf(gone) } as const;
+    const lost = await runtimeCall(node, lostCall);
+    expect(lost.status, lost.out).toBe(0);
+    expect(ifnames(gone.netns)).toEqual(["eth0", "lo", "net1"]);
+    expect(scope.ipReservations()).toHaveLength(reservedBefore);
+    // Plexus's record of it still tears it down, run by hand with Plexus's config.
+    const file = "00-plexus.conflist";
+    const byHand = await runtimeCall(node, { ...lostCall, file });
+    expect(byHand.status, byHand.out).toBe(0);
+    expect(ifnames(gone.netns)).toEqual(["lo"]);
     // Every other pod, whoever attached it, is torn down by Multus now.
-    for (const d of during.filter((x) => x !== byPlexus)) {
+    for (const d of during.filter((x) => x !== byPlexus && x !== gone)) {
       const r = await runtimeCall(node, { command: "DEL", pod: d.pod, netns: netnsOf(d) });
       expect(r.status, `${d.pod}: ${r.out}`).toBe(0);
       expect(ifnames(d.netns), d.pod).toEqual(["lo"]);
@@ -234,7 +258,7 @@ describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the install
     expect(scope.ipReservations()).toEqual([]);
     // What Multus's DEL cannot do: remove Plexus's records of the pods Plexus attached (their
     // interfaces and addresses are gone). They stay until the state dir is removed.
-    const byPlexusAll = during.filter((d) => d.type === "plexus");
+    const byPlexusAll = during.filter((d) => d.type === "plexus" && d !== gone);
     const plexusPods = byPlexusAll.map((d) => `ctr-${d.pod}-eth0.json`);
     expect(scope.recordFiles().sort()).toEqual(plexusPods.sort());
     rmSync(scope.cniDir, { recursive: true, force: true });

@@ -195,6 +195,27 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
     }
   });
 
+  it("M11 the watching installer moves aside a Multus config written again later", async () => {
+    writeFileSync(join(confDir, "00-multus.conf"), multusConf);
+    writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
+    const o = { ...options(multusDaemonSetArgs()), once: false };
+    const log = recordingLogger();
+    const abort = new AbortController();
+    const done = runInstall(o, { log, signal: abort.signal });
+    try {
+      const gone = () => !existsSync(join(confDir, "00-multus.conf"));
+      await waitFor(gone, 10_000, "the first take-over");
+      // Multus's thin entrypoint rewrites its config while its DaemonSet runs.
+      writeFileSync(join(confDir, "00-multus.conf"), multusConf);
+      await waitFor(gone, 10_000, "the second take-over");
+      const moves = log.lines.filter((l) => /took over from Multus/.test(l.msg));
+      expect(moves).toHaveLength(2);
+    } finally {
+      abort.abort();
+      expect(await done).toBe(0);
+    }
+  });
+
   it("M11 a non-Multus config between Multus's and Plexus's blocks the take-over", async () => {
     writeFileSync(join(confDir, "00-multus.conf"), multusConf);
     const nm = { cniVersion: "0.4.0", name: "nm", type: "bridge" };

@@ -8,7 +8,7 @@
  * replaced, another agent deleted, renamed or edited them, or the token rotated.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { removeFile } from "../store/atomic-file";
 import { LIST_KEYS } from "../cni/conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
@@ -162,7 +162,8 @@ function describeChange(current: string | undefined, state: ReconcileState, prim
 /** One pass; returns the readiness it found. Throws (CniError 74) when a write fails. */
 export async function reconcile(options: InstallOptions, state: ReconcileState, log: Logger): Promise<Readiness> {
   checkBinary(options, state, log);
-  const multus = { confDir: options.confDir.local, plexusName: basename(options.plexusConf.local) };
+  const confDir = options.confDir.local;
+  const multus = { confDir, plexusName: options.plexusConf.local.slice(confDir.length + 1) };
   if (!options.takeOverMultus) handBackToMultus(multus, log);
   const r = checkReadiness(options, state, log);
   if (!r.ready) {

@@ -214,5 +214,14 @@ function addInstallConfigOptions(install: Command): void {
     .option("--no-log-to-stderr", "config key logToStderr false for the plugin")
     .option("--additional-bin-dir <dir>", "config key binDir: another dir for delegate binaries (a node path)")
     .option("--cni-dir <dir>", "config key cniDir: the plugin's state dir on the node (default /var/lib/cni/plexus)")
-    .option("--network-name <name>", "the generated conflist's name", "plexus-cni-network");
+    .option("--network-name <name>", "the generated conflist's name", "plexus-cni-network")
+    .option(
+      "--nad-conf-dir <dir>",
+      "config key confDir: node path of NAD configs without spec.config (--multus-cni-conf-dir)",
+      "/etc/cni/multus/net.d",
+    )
+    .option(
+      "--no-take-over-multus",
+      "keep Multus's config first (put back one the installer moved aside): the node runs Multus",
+    );
 }

@@ -106,8 +106,8 @@ export function installBinary(source: string, dest: string): CopyOutcome {
   const tmp = join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}-${Date.now().toString(36)}`);
   // The copy reads the source: only a regular file (a FIFO would block the installer for good).
   const what = `cannot install ${source} as ${dest}`;
-  if (!statSync(source).isFile()) throw ioError(what, new Error("not a regular file"));
   try {
+    if (!statSync(source).isFile()) throw new Error("not a regular file");
     streamCopy(source, tmp);
     chmodSync(tmp, 0o755);
     fsyncPath(tmp, "r");
@@ -115,7 +115,7 @@ export function installBinary(source: string, dest: string): CopyOutcome {
     fsyncPath(dirname(dest), "r");
   } catch (err) {
     rmSync(tmp, { force: true });
-    throw ioError(`cannot install ${source} as ${dest}`, err);
+    throw ioError(what, err);
   }
   return "installed";
 }

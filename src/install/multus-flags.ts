@@ -17,12 +17,11 @@ const ALIASES: Readonly<Record<string, string>> = {
   "--multus-log-level": "--log-level",
   "--multus-log-file": "--log-file",
   "--multus-log-to-stderr": "--log-to-stderr",
+  "--multus-cni-conf-dir": "--nad-conf-dir",
 };
 
 /** Multus flags with no Plexus flag of the same meaning, and what to use instead. */
 const REFUSED: Readonly<Record<string, string>> = {
-  "--multus-cni-conf-dir":
-    "Plexus has no config directory of its own: NAD configs without spec.config are read from --cni-conf-dir (the plugin's confDir key)",
   "--override-network-name": "name the generated conflist with --network-name",
   "--rename-conf-file":
     "Plexus never renames the primary network's config: its own 00-plexus.conflist sorts before it; drop the flag",
@@ -41,6 +40,7 @@ const BOOLEANS = new Set([
   "--log-to-stderr",
   "--without-kubernetes",
   "--once",
+  "--take-over-multus",
 ]);
 
 export class MultusFlagError extends Error {}
@@ -75,8 +75,9 @@ function booleanFlag(name: string, value: string | undefined): string[] {
   if (value !== undefined && value !== "true" && value !== "false")
     throw new MultusFlagError(`${name}=${value}: expected true or false`);
   const on = value !== "false";
-  // --log-to-stderr is on by default: only its negation says anything.
-  if (name === "--log-to-stderr") return on ? [] : ["--no-log-to-stderr"];
+  // On by default: only their negation says anything.
+  const onByDefault = name === "--log-to-stderr" || name === "--take-over-multus";
+  if (onByDefault) return on ? [] : [`--no-${name.slice(2)}`];
   return on ? [name] : [];
 }
 

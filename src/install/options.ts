@@ -11,6 +11,8 @@ import { toPinoLevel } from "../log/levels";
 
 export const PLEXUS_CONF_NAME = "00-plexus.conflist";
 export const DEFAULT_NETWORK_NAME = "plexus-cni-network";
+/** Where Multus reads NAD configs without spec.config (its confDir default): Plexus too. */
+export const DEFAULT_NAD_CONF_DIR = "/etc/cni/multus/net.d";
 export { SERVICE_ACCOUNT_DIR } from "../config/defaults";
 
 /** The flags as commander hands them over (strings and booleans, unvalidated). */
@@ -44,6 +46,13 @@ export interface InstallFlags {
   withoutKubernetes?: boolean | undefined;
   /** --plexus-conf-file (alias --multus-conf-file): a user-supplied config instead of the generated one ("auto"). */
   plexusConfFile?: string | undefined;
+  /** --take-over-multus (default on; --no-take-over-multus hands a taken node back). */
+  takeOverMultus?: boolean | undefined;
+  /**
+   * --nad-conf-dir (alias --multus-cni-conf-dir): NAD configs without spec.config, a node path
+   * or one under --host-prefix.
+   */
+  nadConfDir?: string | undefined;
 }
 
 /** A path as the installer opens it (`local`) and as the node names it (`host`). */
@@ -88,7 +97,13 @@ export interface InstallOptions {
   userConfFile?: string;
   /** --host-prefix, to map the node paths a user-supplied config names. */
   hostPrefix: string;
+  /** Move Multus's config aside when it sorts first (true), or put a moved one back (false). */
+  takeOverMultus: boolean;
+  /** The node path the generated config's confDir names (NAD configs without spec.config). */
+  nadConfDirHost: string;
 }
+
+const NAD_FLAG = "--nad-conf-dir";
 
 function bad(msg: string): CniError {
   return new CniError(Code.InvalidNetworkConfig, `plexus install: ${msg}`);
@@ -208,6 +223,9 @@ export function resolveOptions(
     installerLogLevel: flags.installerLogLevel,
     withoutKubernetes: flags.withoutKubernetes ?? false,
     hostPrefix: prefix,
+    takeOverMultus: flags.takeOverMultus ?? true,
+    // A node path, or one under --host-prefix as Multus's --multus-cni-conf-dir was given.
+    nadConfDirHost: toHost(absolute(flags.nadConfDir ?? DEFAULT_NAD_CONF_DIR, NAD_FLAG), prefix),
   };
   setOptionalPaths(o, flags, { env, prefix, binFile });
   return o;

@@ -3,8 +3,9 @@
  * `.conflist` or `.json` in the CNI conf dir that is not Plexus's own, as libcni orders them. A
  * config that is empty, unparsable, a conflist without plugins, or not a valid CNI config is
  * refused with a warning, and so are Plexus's own config, any config of type `plexus` (a renamed
- * copy would make Plexus delegate to itself) and hidden files, where atomic writers (Plexus
- * included) keep their temp files (B49).
+ * copy would make Plexus delegate to itself), Multus's configs (types `multus` and `multus-shim`:
+ * Plexus replaces Multus, never wraps it; see take-over.ts) and hidden files, where atomic writers
+ * (Plexus included) keep their temp files (B49).
  */
 import { readdirSync } from "node:fs";
 import { readSharedFile } from "../store/shared-file";
@@ -14,6 +15,7 @@ import { isPlainObject } from "../cni/json";
 import { canonicalizeKeys, getKeyFold, hasKeyFold } from "../cni/keys";
 import { firstConfigFile, MAX_CONF_FILE_BYTES, type ConfFile } from "../npwg/conf-dir";
 import { PLEXUS_CONF_NAME } from "./options";
+import { isMultusConfig } from "./multus-config";
 
 export interface PrimaryConfig {
   path: string;
@@ -65,6 +67,11 @@ export function choosePrimary(files: readonly ConfFile[], opts: ChoosePrimaryOpt
     refused.add(path);
     if (isPlexusType(value)) {
       warnings.push(`${path} is a Plexus config (type "plexus"); not a primary config`);
+      continue;
+    }
+    if (isMultusConfig(value)) {
+      const why = "Plexus replaces Multus, never wraps it: not a primary config";
+      warnings.push(`${path} is Multus's config; ${why}`);
       continue;
     }
     try {

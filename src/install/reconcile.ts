@@ -19,6 +19,7 @@ import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import type { InstallOptions } from "./options";
 import { renderPlexusConfig } from "./plexus-config";
 import { choosePrimary, readConfDir, type PrimaryConfig } from "./primary";
+import { handBackToMultus, takeOverFromMultus } from "./take-over";
 
 /** What the passes remember, to log changes once rather than on every poll. */
 export interface ReconcileState {
@@ -29,10 +30,12 @@ export interface ReconcileState {
   notReadyReason?: string;
   credentialsProblem?: string;
   binarySize?: number;
+  /** The file that last kept the installer from taking over from Multus (logged once). */
+  takeOverBlocked: { last?: string };
 }
 
 export function newReconcileState(): ReconcileState {
-  return { warnings: new Set() };
+  return { warnings: new Set(), takeOverBlocked: {} };
 }
 
 export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
@@ -158,6 +161,9 @@ function describeChange(current: string | undefined, state: ReconcileState, prim
 /** One pass; returns the readiness it found. Throws (CniError 74) when a write fails. */
 export async function reconcile(options: InstallOptions, state: ReconcileState, log: Logger): Promise<Readiness> {
   checkBinary(options, state, log);
+  const confDir = options.confDir.local;
+  const multus = { confDir, plexusName: options.plexusConf.local.slice(confDir.length + 1) };
+  if (!options.takeOverMultus) handBackToMultus(multus, log);
   const r = checkReadiness(options, state, log);
   if (!r.ready) {
     if (existsSync(options.plexusConf.local)) {
@@ -182,7 +188,7 @@ export async function reconcile(options: InstallOptions, state: ReconcileState, 
     networkName: options.networkName,
     cniVersion: options.cniVersion,
     kubeconfigHost,
-    confDirHost: options.confDir.host,
+    confDirHost: options.nadConfDirHost,
     readinessIndicatorHost: options.readinessIndicator?.host,
     cniDirHost: options.cniDir?.host,
     pluginKeys: options.pluginKeys,
@@ -205,6 +211,8 @@ export async function reconcile(options: InstallOptions, state: ReconcileState, 
   }
   state.primary = { path: r.primary.path, content: r.primary.content };
   state.written = text;
+  // Plexus's config is in place (temp file + rename): only now may Multus's go (take-over.ts).
+  if (options.takeOverMultus) takeOverFromMultus(multus, state.takeOverBlocked, log);
   return r;
 }
 

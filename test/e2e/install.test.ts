@@ -29,6 +29,7 @@ import {
   type E2eScope,
 } from "../support/netns";
 import { hostLocal, PLUGIN_VERSION } from "./networks";
+import { LAYOUTS, type Layout, renderLayout } from "../support/deploy-render";
 
 const t = useE2eScope();
 
@@ -290,4 +291,58 @@ describeE2e("e2e plexus install", () => {
       }
     }
   });
+});
+
+/**
+ * The install command of a rendered layout, run on temp dirs: the container's /host is `root`, the
+ * service-account files are the test's; every other flag is as the DaemonSet gives it.
+ */
+function layoutArgs(layout: Layout, o: { root: string; saDir: string }): string[] {
+  const install = renderLayout(layout)
+    .find((d) => d.kind === "DaemonSet")!
+    .spec.template.spec.containers.find((c: { name: string }) => c.name === "install");
+  const args = (install.command as string[]).slice(1).map((a) => {
+    const [name, value] = a.split(/=(.*)/s) as [string, string | undefined];
+    if (name === "--host-prefix") return `--host-prefix=${o.root}`;
+    if (name === "--token-file") return `--token-file=${join(o.saDir, "token")}`;
+    if (name === "--ca-file") return `--ca-file=${join(o.saDir, "ca.crt")}`;
+    return value?.startsWith("/host/") ? `${name}=${o.root}${value.slice("/host".length)}` : a;
+  });
+  return [...args, `--bin-file=${PLEXUS_BIN}`, "--once", "--primary-config-timeout=20"];
+}
+
+describeE2e("e2e plexus install: each node layout of deploy/components", () => {
+  it.each(LAYOUTS.map((l) => [l.name, l] as const))(
+    "M11 %s: the rendered install command installs into the layout's dirs, naming node paths",
+    (_name, layout) => {
+      const { scope } = t;
+      const root = join(scope.root, `node-${layout.name}`);
+      const saDir = join(scope.root, "sa");
+      const dirs = [join(root, layout.confDir), join(root, layout.binDir), saDir];
+      for (const p of dirs) mkdirSync(p, { recursive: true });
+      writeFileSync(join(saDir, "token"), "token-1");
+      writeFileSync(join(saDir, "ca.crt"), "ca-1");
+      const primary = { cniVersion: PLUGIN_VERSION, name: "primary-net", type: "bridge" };
+      writeFileSync(join(root, layout.confDir, "10-bridge.conf"), JSON.stringify(primary));
+      const inst = spawnSync(PLEXUS_BIN, layoutArgs(layout, { root, saDir }), {
+        env: installEnv(scope),
+        encoding: "utf8",
+        timeout: 30_000,
+        cwd: "/",
+      });
+      expect(inst.status, inst.stderr).toBe(0);
+      expect(sha(join(root, layout.binDir, "plexus"))).toBe(sha(PLEXUS_BIN));
+      const kubeconfig = `${layout.confDir}/plexus.d/plexus.kubeconfig`;
+      const confFile = join(root, layout.confDir, "00-plexus.conflist");
+      const conf = JSON.parse(readFileSync(confFile, "utf8"));
+      expect(conf.plugins[0]).toMatchObject({
+        clusterNetwork: `${layout.confDir}/10-bridge.conf`,
+        kubeconfig,
+        confDir: "/etc/cni/multus/net.d",
+      });
+      const kc = JSON.parse(readFileSync(join(root, kubeconfig), "utf8"));
+      expect(kc.users[0].user.tokenFile).toBe(`${layout.confDir}/plexus.d/token`);
+      expect(readFileSync(join(root, layout.confDir, "plexus.d", "token"), "utf8")).toBe("token-1");
+    },
+  );
 });

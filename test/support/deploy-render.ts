@@ -6,7 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { dump, loadAll } from "js-yaml";
 import { REPO_ROOT } from "./plexus-bin";
 
@@ -56,6 +56,57 @@ export function patchLocally(manifest: Manifest, patchFile: string): Manifest {
       "json",
     ]);
     return JSON.parse(out) as Manifest;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A node layout: a component of deploy/components/ (none: the base) and the node's CNI dirs. */
+export interface Layout {
+  name: string;
+  component?: string;
+  confDir: string;
+  binDir: string;
+}
+
+/** The layouts deploy/ ships, with the paths each distribution's runtime reads. */
+export const LAYOUTS: readonly Layout[] = [
+  { name: "base", confDir: "/etc/cni/net.d", binDir: "/opt/cni/bin" },
+  { name: "crio", component: "crio", confDir: "/etc/cni/net.d", binDir: "/usr/libexec/cni" },
+  {
+    name: "k3s",
+    component: "k3s",
+    confDir: "/var/lib/rancher/k3s/agent/etc/cni/net.d",
+    binDir: "/var/lib/rancher/k3s/data/cni",
+  },
+  {
+    name: "rke2",
+    component: "rke2",
+    confDir: "/var/lib/rancher/rke2/agent/etc/cni/net.d",
+    binDir: "/opt/cni/bin",
+  },
+];
+
+/**
+ * deploy/ with a layout's component, as an operator's kustomization lists them (deploy/ as a
+ * resource, the component beside it), rendered offline.
+ */
+export function renderLayout(layout: Layout): Manifest[] {
+  if (!layout.component) return renderKustomization(".");
+  const dir = mkdtempSync(join(tmpdir(), "plx-layout-"));
+  try {
+    // kustomize takes only relative paths to other kustomizations.
+    const deploy = relative(dir, DEPLOY);
+    const kustomization = {
+      apiVersion: "kustomize.config.k8s.io/v1beta1",
+      kind: "Kustomization",
+      resources: [deploy],
+      components: [join(deploy, "components", layout.component)],
+    };
+    writeFileSync(join(dir, "kustomization.yaml"), dump(kustomization));
+    return (loadAll(kubectl(["kustomize", dir])) as Array<Manifest | null>).filter(
+      (d): d is Manifest => d !== null && d !== undefined,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

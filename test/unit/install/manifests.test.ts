@@ -21,6 +21,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../../../src/config/plugin-conf";
 import { SERVICE_ACCOUNT_DIR } from "../../../src/config/defaults";
 import { DEPLOY, type Manifest, patchLocally, renderKustomization } from "../../support/deploy-render";
+import { LAYOUTS, renderLayout } from "../../support/deploy-render";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
 type Doc = Manifest;
@@ -105,10 +106,12 @@ describe("deploy/ manifests", () => {
         kind: string;
         resources?: string[];
         components?: string[];
-        patches?: { path: string }[];
+        patches?: { path?: string }[];
       };
       expect(doc.kind, k).toBe(k.startsWith("components/") ? "Component" : "Kustomization");
-      const listed = [...(doc.resources ?? []), ...(doc.components ?? []), ...(doc.patches ?? []).map((p) => p.path)];
+      // A patch is a file (path) or written inline (patch); only files are listed.
+      const patchFiles = (doc.patches ?? []).flatMap((p) => (p.path ? [p.path] : []));
+      const listed = [...(doc.resources ?? []), ...(doc.components ?? []), ...patchFiles];
       for (const r of listed) {
         const path = join(dirname(k), r);
         expect(() => statSync(join(DEPLOY, path)), `${k} lists ${r}`).not.toThrow();
@@ -116,6 +119,9 @@ describe("deploy/ manifests", () => {
       }
     }
     used.add("uninstall/daemonset-patch.yaml");
+    // The layouts' components, listed by an operator's kustomization (docs/install.md).
+    const components = LAYOUTS.flatMap((l) => (l.component ? [l.component] : []));
+    for (const c of components) used.add(join("components", c, "kustomization.yaml"));
     expect(deployFiles().filter((f) => !used.has(f))).toEqual([]);
     // The CRD is reachable only through deploy/crd/ (`kubectl delete -k deploy/` keeps every NAD).
     const root = loadAll(readFileSync(join(DEPLOY, "kustomization.yaml"), "utf8"))[0] as { resources: string[] };
@@ -269,6 +275,47 @@ describe("deploy/ manifests", () => {
     expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "install"]);
     expect(c.command).toContain(`--token-file=${tokenMount}/token`);
     expectKnownFlags(c.command);
+  });
+
+  describe.each(LAYOUTS)("M11 the $name layout", (layout) => {
+    const docs = renderLayout(layout);
+    const ds = docs.find((d) => d.kind === "DaemonSet") as Manifest & Record<string, any>;
+    const pod = ds.spec.template.spec;
+    const install = pod.containers.find((c: any) => c.name === "install");
+    const flag = (name: string) => flagValue(install.command, name);
+
+    it("validates; the installer's path flags name the layout's dirs, from the node", async () => {
+      for (const d of docs) {
+        const Model = await modelFor(d);
+        expect(() => new Model(d).validate(), `${d.kind} ${d.metadata.name}`).not.toThrow();
+      }
+      expect(flag("--cni-conf-dir")).toBe(`/host${layout.confDir}`);
+      expect(flag("--cni-bin-dir")).toBe(`/host${layout.binDir}`);
+      expect(flag("--kubeconfig-file-host")).toBe(`${layout.confDir}/plexus.d/plexus.kubeconfig`);
+      // Each flag once: the components replace the base's values, they do not append.
+      const names = install.command.slice(2).map((a: string) => a.split("=")[0]);
+      expect(new Set(names).size).toBe(names.length);
+      // Every mount of the installer under /host is the node's same path.
+      const volume = (name: string) => pod.volumes.find((v: any) => v.name === name);
+      const hostPathOf = (name: string) => volume(name).hostPath?.path;
+      for (const m of install.volumeMounts.filter((x: any) => x.mountPath.startsWith("/host/")))
+        expect(`/host${hostPathOf(m.name)}`, m.name).toBe(m.mountPath);
+      for (const dir of [layout.confDir, layout.binDir])
+        expect(
+          install.volumeMounts.map((m: any) => m.mountPath),
+          dir,
+        ).toContain(`/host${dir}`);
+    });
+
+    it("the platform's security fields: RuntimeDefault seccomp, spc_t, no privilege", () => {
+      expect(pod.securityContext.seccompProfile).toEqual({ type: "RuntimeDefault" });
+      expect(pod.securityContext.seLinuxOptions).toEqual({ type: "spc_t" });
+      for (const c of pod.containers) {
+        expect(c.securityContext.privileged ?? false, c.name).toBe(false);
+        expect(c.securityContext.allowPrivilegeEscalation, c.name).toBe(false);
+        expect(c.securityContext.capabilities.drop, c.name).toEqual(["ALL"]);
+      }
+    });
   });
 
   it("upgrade: the installer is not told to remove the config on SIGTERM, so a rolling update leaves no window in which new pods get the primary network only", () => {

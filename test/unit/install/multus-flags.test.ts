@@ -37,13 +37,21 @@ describe("M11 Multus installer flags", () => {
 
   it.each([
     ["--multus-autoconfig-dir=/host/etc/cni/other", /--multus-autoconfig-dir .*differs from --cni-conf-dir/],
-    ["--multus-cni-conf-dir=/host/etc/cni/multus/net.d", /--multus-cni-conf-dir .*--cni-conf-dir/],
     ["--override-network-name", /--network-name/],
     ["--rename-conf-file=true", /never renames/],
     ["--skip-tls-verify", /always verifies .*--ca-file/],
     ["--force-cni-version=true", /use --cni-version/],
   ])("M11 %s is refused, naming what to use instead", (flag, message) => {
     expect(() => translateMultusFlags([flag])).toThrow(message);
+  });
+
+  it("M11 --multus-cni-conf-dir is --nad-conf-dir; --take-over-multus=false, its negation", () => {
+    const nads = "--multus-cni-conf-dir=/host/etc/cni/multus/net.d";
+    expect(translateMultusFlags([nads, "--take-over-multus=false"])).toEqual([
+      "--nad-conf-dir=/host/etc/cni/multus/net.d",
+      "--no-take-over-multus",
+    ]);
+    expect(translateMultusFlags(["--take-over-multus=true"])).toEqual([]);
   });
 
   it("M11 Multus's DaemonSet args are accepted as they are (its autoconfig dir agrees with --cni-conf-dir)", () => {

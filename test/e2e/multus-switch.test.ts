@@ -173,7 +173,7 @@ const ifnames = (netns: string) =>
     .sort();
 
 describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the installer", () => {
-  it("M11 Multus's args: no ADD fails, Plexus DELs Multus's pods, and back", async (ctx) => {
+  it("M11 M14 Multus's args: no ADD fails, Plexus DELs Multus's pods, and back", async (ctx) => {
     if ("missing" in multus) {
       if (isCi()) throw new Error(multus.missing);
       ctx.skip();

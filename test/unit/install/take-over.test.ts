@@ -129,7 +129,7 @@ function startWatcher(dir: string) {
 }
 
 describe("taking a node over from Multus (installer, temp dirs)", () => {
-  it("M11 with Multus's DaemonSet args, its config goes once Plexus's is in place", async () => {
+  it("M11 M14 with Multus's DaemonSet args, its config goes once Plexus's is in place", async () => {
     writeFileSync(join(confDir, "00-multus.conf"), multusConf);
     writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
     const { code, log } = await install(multusDaemonSetArgs());
@@ -144,7 +144,7 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
     expect(log.text()).toMatch(/00-multus\.conf is Multus's config.*not a primary config/);
   });
 
-  it("M11 --multus-cni-conf-dir keeps its meaning: the config reads NAD files there", async () => {
+  it("M11 M14 --multus-cni-conf-dir keeps its meaning: the config reads NAD files there", async () => {
     writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
     const nads = "--multus-cni-conf-dir=/etc/cni/nads";
     const { code } = await install([...multusDaemonSetArgs(), nads]);
@@ -172,7 +172,7 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
     expect(mapped.nadConfDirHost).toBe("/etc/cni/multus/net.d");
   });
 
-  it("M11 take-over and back, repeated: the first config is Multus's or Plexus's", async () => {
+  it("M11 M14 take-over and back, repeated: the first config is Multus's or Plexus's", async () => {
     writeFileSync(join(confDir, "00-multus.conf"), multusConf);
     writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
     const watcher = startWatcher(confDir);
@@ -195,7 +195,7 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
     }
   });
 
-  it("M11 the watching installer moves aside a Multus config written again later", async () => {
+  it("M11 M14 the watching installer moves aside a Multus config written again later", async () => {
     writeFileSync(join(confDir, "00-multus.conf"), multusConf);
     writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
     const o = { ...options(multusDaemonSetArgs()), once: false };
@@ -216,7 +216,7 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
     }
   });
 
-  it("M11 a non-Multus config between Multus's and Plexus's blocks the take-over", async () => {
+  it("M11 M14 a non-Multus config between Multus's and Plexus's blocks the take-over", async () => {
     writeFileSync(join(confDir, "00-multus.conf"), multusConf);
     const nm = { cniVersion: "0.4.0", name: "nm", type: "bridge" };
     writeFileSync(join(confDir, "00-nm.conf"), JSON.stringify(nm));
@@ -228,7 +228,7 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
     expect(blocked).toHaveLength(1);
   });
 
-  it("M11 --no-take-over-multus leaves Multus's config first", async () => {
+  it("M11 M14 --no-take-over-multus leaves Multus's config first", async () => {
     writeFileSync(join(confDir, "00-multus.conf"), multusConf);
     writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
     expect((await install([...multusDaemonSetArgs(), "--take-over-multus=false"])).code).toBe(0);
@@ -242,7 +242,7 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
 });
 
 describe("Multus's config is never the primary network", () => {
-  it.each(["multus", "multus-shim"])("M11 type %s is refused, single or in a list", (type) => {
+  it.each(["multus", "multus-shim"])("M11 M14 type %s is refused, single or in a list", (type) => {
     for (const value of [
       { cniVersion: "0.4.0", name: "m", type },
       { cniVersion: "0.4.0", name: "m", plugins: [{ type }] },
@@ -269,7 +269,7 @@ describe("planTakeOver over generated directories", () => {
   const plexusList = JSON.stringify({ plugins: [{ type: "plexus" }] });
   const plexus = { name: "00-plexus.conflist", content: plexusList };
 
-  it("M11 after the planned renames Plexus's config is first, before each one Multus's", () => {
+  it("M11 M14 after the planned renames Plexus's config is first, before each one Multus's", () => {
     fc.assert(
       fc.property(dirs, (entries) => {
         const files = entries.map(([n, k]) => ({ name: n, content: content(k) }));

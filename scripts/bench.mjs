@@ -17,6 +17,7 @@ import { benchDevices } from "./bench/devices.mjs";
 import { benchMultus } from "./bench/multus.mjs";
 import { benchBreakdown } from "./bench/breakdown.mjs";
 import { benchScale } from "./bench/scale.mjs";
+import { benchPending } from "./bench/pending.mjs";
 import { fmt, measureFloor, rel } from "./bench/lib.mjs";
 import { MULTUS_NODE_MS } from "./bench/pods-api.mjs";
 import { bunPath } from "./bun-path.mjs";
@@ -28,7 +29,8 @@ delete process.env.NODE_EXTRA_CA_CERTS;
 const started = Date.now() - 1000;
 // Interrupted (Ctrl-C, a CI timeout): the sections' finally blocks do not run, so remove what any
 // of them makes here: namespaces ending in this pid and the bench bridges (plxb*, plxq*, plxa*,
-// plxpar*, plxd*) and temp dirs. The pods' veths go with their namespaces; stray `plexus daemon`s get SIGTERM.
+// plxpar*, plxd*, plxk*) and temp dirs. The pods' veths go with their namespaces; stray
+// `plexus daemon`s get SIGTERM.
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, () => {
     const quiet = { stdio: ["ignore", "pipe", "ignore"], encoding: "utf8" };
@@ -53,7 +55,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
     }
     for (const l of lines(["-o", "link", "show"])) {
       const name = /^\d+: ([^:@]+)/.exec(l)?.[1];
-      if (name && /^plx(b|q|a|par|d)\d+$/.test(name))
+      if (name && /^plx(b|q|a|par|d|k)\d+$/.test(name))
         try {
           execFileSync("ip", ["link", "del", name], quiet);
         } catch {}
@@ -99,6 +101,7 @@ const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
 const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
 if (want("scale")) await benchScale();
+if (want("pending")) await benchPending(runs);
 const multus = want("multus") ? await benchMultus(runs) : undefined;
 
 // The start-up targets. Each figure with its ratio to `node -e 0` in this run, each target with its

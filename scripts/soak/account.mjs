@@ -83,6 +83,8 @@ export function leftovers(world, netnsName, procs) {
     else if (rel.startsWith("records/")) add("record", rel);
     else if (rel.startsWith("results/")) add("cache-file", rel);
     else if (rel.startsWith("pending/")) add("pending-file", rel);
+    // Node-wide stamps of housekeeping (when pending/ was last rebuilt), no container's state.
+    else if (rel.startsWith("housekeeping/")) continue;
     else if (rel.startsWith("locks/")) {
       let ino;
       try {

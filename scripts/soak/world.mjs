@@ -144,7 +144,7 @@ function plexusConfs(world) {
     daemon: JSON.stringify({ ...base, daemonSocket: world.socket, daemonTimeoutMilliseconds: 300 }),
     // Slow DELs run into a short DEL deadline, shared between the networks.
     delDeadline: JSON.stringify({ ...thin, delTimeoutSeconds: 2 }),
-    // A runtime that calls DEL once: the record of its failed DEL is abandoned by the next call.
+    // A runtime that calls DEL once: the record of its failed DEL is abandoned by the next DEL.
     delOnce: JSON.stringify({ ...thin, failedDelRetrySeconds: 0 }),
   };
 }

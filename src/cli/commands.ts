@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { ALL_VERSIONS } from "../cni/version";
 import {
   DAEMON_DEFAULT_SECONDS,
+  DEFAULT_CONF_DIR,
   DEFAULT_DAEMON_SOCKET,
   DEFAULT_KUBECONFIG_FILE_HOST,
   DEFAULT_POD_RESOURCES_SOCKET,
@@ -10,6 +11,7 @@ import {
 } from "../config/defaults";
 import { translateMultusFlags } from "../install/multus-flags";
 import { addNodePathOptions } from "./node-path-options";
+import { housekeepingPass } from "./housekeeping-pass";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 
@@ -124,9 +126,17 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
       "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event",
       String(DAEMON_DEFAULT_SECONDS.missingNetworksGrace),
     )
+    .option(
+      "--housekeeping-interval <seconds>",
+      "how often the daemon retries the node's records of failed DELs, off every pod's path " +
+        "(0: off; DELs retry them then)",
+      String(DAEMON_DEFAULT_SECONDS.housekeepingInterval),
+    )
+    .option("--cni-conf-dir <dir>", "where housekeeping reads the Plexus config", DEFAULT_CONF_DIR)
+    .option("--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin")
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
-      setExitCode(await daemonMain(flags));
+      setExitCode(await daemonMain(flags, housekeepingPass(flags)));
     });
 }
 

@@ -107,7 +107,9 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
   // `plexus records` alone: its help, as an answer (stdout, exit 0); a typo is an error.
   records.allowExcessArguments(true).action(() => {
     if (records.args.length === 0) return records.outputHelp();
-    process.stderr.write(`error: unknown command '${records.args[0]}' for plexus records (list, show, rm)\n`);
+    const known = "list, show, rm, retry";
+    const what = `error: unknown command '${records.args[0]}'`;
+    process.stderr.write(`${what} for plexus records (${known})\n`);
     setExit(2);
   });
   const run = async (
@@ -131,4 +133,14 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
   )
     .option("--teardown", "first run DEL for its attachments, in reverse, as DEL does; the record stays if that fails")
     .action((id: string, flags) => run("rm", id, flags));
+  common(
+    records
+      .command("retry")
+      .description("retry every pending record's teardown now, as the daemon's housekeeping does"),
+  )
+    .option("--housekeeper <seconds>", "(the daemon's) DELs leave pending records to it this long")
+    .action(async (flags) => {
+      const { recordsRetryMain } = await import("../ops/housekeeping");
+      setExit(await recordsRetryMain(flags));
+    });
 }

@@ -33,4 +33,5 @@ export const DAEMON_DEFAULT_SECONDS = {
   apiRequestTimeout: 10,
   apiTotalTimeout: 30,
   missingNetworksGrace: 30,
+  housekeepingInterval: 30,
 } as const;

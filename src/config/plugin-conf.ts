@@ -145,8 +145,8 @@ export interface PlexusConf {
   /** The whole DEL's deadline for its delegates. */
   delTimeoutMs: number;
   /**
-   * How long the record of a container whose DEL failed is retried by later calls on the node and
-   * by GC before it is abandoned (a runtime such as podman calls DEL once); orchestrate/pending.ts.
+   * How long housekeeping retries the record of a container whose DEL failed (the daemon's
+   * timer, GC, later DELs without the daemon) before it is abandoned; orchestrate/pending.ts.
    */
   failedDelRetryMs: number;
   /** Plugin types (and IPAM types) a pod's annotations may select; undefined: any. */

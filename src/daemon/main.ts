@@ -4,6 +4,8 @@
  * the socket API the CNI binary asks first (server.ts), and optionally /healthz, /readyz and
  * /metrics over plain HTTP on --health-address (the DaemonSet's probes). SIGTERM/SIGINT close the
  * socket (the binary then uses the API directly) and the health listener, and stop the watches.
+ * With a housekeeping pass (the CLI wires ops/housekeeping.ts), a timer retries the node's records
+ * of failed DELs off every pod's path (orchestrate/pending.ts).
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
@@ -27,7 +29,15 @@ export interface DaemonFlags {
   missingNetworksGrace?: string | undefined;
   /** M10: kubelet's pod-resources socket ("" turns the daemon's pod-resources route off). */
   podResourcesSocket?: string | undefined;
+  /** Seconds between housekeeping passes (default 30); "0" turns housekeeping off. */
+  housekeepingInterval?: string | undefined;
 }
+
+/**
+ * One housekeeping pass (`plexus records retry`, run by the CLI as a process of its own); it may
+ * throw, the timer logs it and goes on.
+ */
+export type HousekeepingPass = (o: { intervalMs: number; log: Logger }) => Promise<unknown>;
 
 export interface RunningDaemon {
   stop(): Promise<void>;
@@ -59,6 +69,8 @@ export interface DaemonSettings {
   totalTimeoutMs: number;
   missingNetworksGraceMs: number;
   podResourcesSocket: string;
+  /** 0: no housekeeping timer. */
+  housekeepingIntervalMs: number;
 }
 
 /** A flag in seconds: a finite number above 0 (`abc` would make every timeout NaN, that is none). */
@@ -89,7 +101,14 @@ export function resolveDaemonFlags(
       DAEMON_DEFAULT_SECONDS.missingNetworksGrace,
     ),
     podResourcesSocket: flags.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
+    housekeepingIntervalMs: housekeepingMs(flags.housekeepingInterval),
   };
+}
+
+/** `--housekeeping-interval`: seconds above 0, or "0" for no housekeeping timer. */
+function housekeepingMs(value: string | undefined): number {
+  if (value?.trim() === "0") return 0;
+  return seconds(value, "housekeeping-interval", DAEMON_DEFAULT_SECONDS.housekeepingInterval);
 }
 
 /** How long stop() may take: a watch or an API close that hangs must not keep a terminating pod alive. */
@@ -157,6 +176,48 @@ function podDevicesChannel(socket: string) {
   return { query, close: () => kubelet?.close() };
 }
 
+/**
+ * Runs `pass` now and then every `intervalMs` after the previous pass ended (passes never
+ * overlap); a pass that throws is logged. stop() waits for a pass under way.
+ */
+export function startHousekeeping(
+  pass: HousekeepingPass | undefined,
+  o: { intervalMs: number; log: Logger },
+): { stop(): Promise<void> } {
+  if (!pass || o.intervalMs <= 0) return { stop: async () => {} };
+  const log = o.log.child({ component: "housekeeping" });
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  let lastError = "";
+  const run = () => {
+    running = pass({ intervalMs: o.intervalMs, log })
+      .then(
+        () => {
+          lastError = "";
+        },
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          // Once per cause (a node without a Plexus config would say so every pass).
+          if (message === lastError) log.debug({ err: message }, "housekeeping pass failed");
+          else log.warn({ err: message }, "housekeeping pass failed");
+          lastError = message;
+        },
+      )
+      .finally(() => {
+        if (!stopped) timer = setTimeout(run, o.intervalMs);
+      });
+  };
+  timer = setTimeout(run, 0);
+  return {
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
 /** Runs `stop`, but returns after STOP_TIMEOUT_MS whatever it still waits for, with a warning. */
 export async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -176,6 +237,7 @@ export async function startDaemon(
   flags: DaemonFlags,
   env: Readonly<Record<string, string | undefined>>,
   log: Logger,
+  housekeeping?: HousekeepingPass,
 ): Promise<RunningDaemon> {
   const s = resolveDaemonFlags(flags, env);
   const api = await connectApi(s, env, log);
@@ -200,6 +262,8 @@ export async function startDaemon(
   void dra.start();
   void caches.start().then(() => log.info({ node: s.nodeName, ...caches.stats() }, "watch caches synced"));
   detector.start();
+  const intervalMs = s.housekeepingIntervalMs;
+  const keeper = startHousekeeping(housekeeping, { intervalMs, log });
   return {
     socketPath: s.socketPath,
     healthAddress: server.healthAddress
@@ -208,6 +272,7 @@ export async function startDaemon(
     stop: () =>
       bounded(async () => {
         await detector.stop();
+        await keeper.stop();
         await server.close();
         await caches.stop();
         await dra.stop();
@@ -217,7 +282,7 @@ export async function startDaemon(
   };
 }
 
-export async function daemonMain(flags: DaemonFlags): Promise<number> {
+export async function daemonMain(flags: DaemonFlags, pass?: HousekeepingPass): Promise<number> {
   try {
     resolveDaemonFlags(flags, process.env);
   } catch (err) {
@@ -230,7 +295,7 @@ export async function daemonMain(flags: DaemonFlags): Promise<number> {
   );
   let daemon: RunningDaemon;
   try {
-    daemon = await startDaemon(flags, process.env, log);
+    daemon = await startDaemon(flags, process.env, log, pass);
   } catch (err) {
     log.error({ err: err instanceof Error ? err.message : String(err) }, "daemon failed to start");
     return 1;

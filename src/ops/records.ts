@@ -51,7 +51,17 @@ export interface RecordSummary {
   modified?: string;
   /** When its first DEL failed (state "pending"). */
   delFailedAt?: string;
+  /**
+   * State "pending": when housekeeping abandons it should its teardown keep failing (ISO time), or
+   * "never" (retryDeleteOnError).
+   */
+  retryUntil?: string;
+  /** State "pending": why each attachment's last DEL failed (`network@ifName: code N: message`). */
+  lastErrors?: string[];
 }
+
+/** The keys that say how long a pending record is retried (the node's Plexus config). */
+export type RetryKeys = Pick<PlexusConf, "failedDelRetryMs" | "retryDeleteOnError">;
 
 /** The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the directory. */
 function confFor(f: RecordsFlags): PlexusConf {
@@ -69,7 +79,7 @@ function confFor(f: RecordsFlags): PlexusConf {
 const idOf = (path: string) => basename(path).replace(/\.json$/, "");
 
 /** A record whose network namespace is gone: its pod sandbox no longer exists, only DEL's cleanup is left. */
-export function summarise(read: RecordRead, store: RecordStore): RecordSummary {
+export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKeys): RecordSummary {
   if (read.state === "corrupt") return { id: idOf(read.path), path: read.path, state: "corrupt", why: read.reason };
   if (read.state !== "found") throw new Error("unreachable");
   const r = read.record;
@@ -89,25 +99,60 @@ export function summarise(read: RecordRead, store: RecordStore): RecordSummary {
   } catch {
     // removed meanwhile
   }
-  if (r.delFailedAt) {
-    s.state = "pending";
-    s.delFailedAt = r.delFailedAt;
-    s.why = `its DEL failed at ${r.delFailedAt}; later calls on this node and GC retry it, and abandon it once failedDelRetrySeconds have passed`;
-  } else if (r.netns && !existsSync(r.netns)) {
+  if (r.delFailedAt) Object.assign(s, pendingSummary(r, retry));
+  else if (r.netns && !existsSync(r.netns)) {
     s.state = "stale";
     s.why = `its network namespace ${r.netns} is gone (the sandbox was removed, but no DEL succeeded)`;
   }
   return s;
 }
 
-export async function listRecords(store: RecordStore): Promise<RecordSummary[]> {
-  return (await store.list()).map((r) => summarise(r, store)).sort((a, b) => a.id.localeCompare(b.id));
+/**
+ * A pending record: why it is there (each attachment's last DEL error) and when it goes
+ * (abandoned once failedDelRetrySeconds have passed since its first failed DEL; never with
+ * retryDeleteOnError).
+ */
+function pendingSummary(r: ContainerRecord, policy?: RetryKeys): Partial<RecordSummary> {
+  const since = Date.parse(r.delFailedAt ?? "");
+  const retryUntil = policy?.retryDeleteOnError
+    ? "never"
+    : policy && Number.isFinite(since)
+      ? new Date(since + policy.failedDelRetryMs).toISOString()
+      : undefined;
+  const lastErrors = r.attachments.map((a) => {
+    const e = a.lastDelError;
+    return `${a.network}@${a.ifName}: ${e ? `code ${e.code}: ${e.msg}` : "?"}`;
+  });
+  const until =
+    retryUntil === "never"
+      ? "until it succeeds (retryDeleteOnError: never abandoned)"
+      : retryUntil
+        ? `until it succeeds or until ${retryUntil}, then abandons it (failedDelRetrySeconds)`
+        : "until it succeeds or failedDelRetrySeconds have passed, then abandons it";
+  return {
+    state: "pending",
+    ...(r.delFailedAt ? { delFailedAt: r.delFailedAt } : {}),
+    ...(retryUntil ? { retryUntil } : {}),
+    lastErrors,
+    why:
+      `its DEL failed at ${r.delFailedAt} (${lastErrors.join("; ")}); housekeeping ` +
+      `(the daemon's timer, CNI GC, or a later DEL) retries it ${until}`,
+  };
 }
 
-async function find(store: RecordStore, id: string): Promise<{ read: RecordRead; summary: RecordSummary }> {
+export async function listRecords(store: RecordStore, retry?: RetryKeys): Promise<RecordSummary[]> {
+  const list = (await store.list()).map((r) => summarise(r, store, retry));
+  return list.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+async function find(
+  store: RecordStore,
+  id: string,
+  policy: RetryKeys,
+): Promise<{ read: RecordRead; summary: RecordSummary }> {
   const all = await store.list();
   const matches = all.filter((r) => {
-    const s = summarise(r, store);
+    const s = summarise(r, store, policy);
     return s.id === id || s.containerId === id;
   });
   if (matches.length === 0)
@@ -116,7 +161,7 @@ async function find(store: RecordStore, id: string): Promise<{ read: RecordRead;
     throw new UsageError(
       `${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`,
     );
-  return { read: matches[0]!, summary: summarise(matches[0]!, store) };
+  return { read: matches[0]!, summary: summarise(matches[0]!, store, policy) };
 }
 
 export function renderRecordList(list: RecordSummary[], dir: string): string {
@@ -199,11 +244,11 @@ export async function recordsMain(
     const conf = confFor(flags);
     const store = new RecordStore(conf.cniDir);
     if (action === "list") {
-      const list = await listRecords(store);
+      const list = await listRecords(store, conf);
       out.out(json ? `${JSON.stringify(list, null, 2)}\n` : renderRecordList(list, store.dir));
       return 0;
     }
-    const { read, summary } = await find(store, id!);
+    const { read, summary } = await find(store, id!, conf);
     if (action === "show") {
       out.out(`${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`);
       return 0;

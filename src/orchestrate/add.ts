@@ -16,7 +16,6 @@ import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
 import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";
-import { retryPendingDels } from "./pending";
 import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
 
 export interface AddOutcome {
@@ -28,14 +27,10 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
-  try {
-    return await withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
-      addLocked(req, conf, locked, deadline),
-    );
-  } finally {
-    // After its own work: the oldest record of a failed DEL on this node gets a retry (pending.ts).
-    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req, deadlineAt: deadline.at });
-  }
+  // No housekeeping of other containers here (pending.ts): a pod's start never waits for it.
+  return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
+    addLocked(req, conf, locked, deadline),
+  );
 }
 
 async function addLocked(

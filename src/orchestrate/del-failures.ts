@@ -1,16 +1,19 @@
 /**
  * What a DEL does with the attachments whose delegates failed (M7, B62, K5): keep them in the record
- * for the runtime's retry, and make sure no attachment can fail the pod's DEL forever.
+ * for a retry, and make sure no attachment can fail the pod's DEL forever, nor be forgotten while
+ * it may still hold an interface or an IP reservation.
  *
- * `retryDeleteOnError` (Multus's key): off (the default), a failing attachment is reported once, the
- * next DEL retries it once more, and if that fails too it is abandoned: dropped from the record with
- * a `TeardownAbandoned` warning event on the pod and an error log naming what may have leaked, and
- * the DEL succeeds. On, it stays in the record and every DEL fails until its delegates succeed.
+ * `retryDeleteOnError` (Multus's key): off (the default), a failing attachment is reported once
+ * (the DEL fails); when the runtime's next DEL fails on it again, that DEL answers 0 so the runtime
+ * can delete the pod, but the attachment stays in the record, pending: housekeeping (pending.ts)
+ * retries it with a budget of its own until it is torn down, or abandons it once
+ * `failedDelRetrySeconds` have passed (a `TeardownAbandoned` warning event on the pod and an error
+ * log naming what may have leaked). Two runtime calls a second apart are no evidence that the
+ * teardown cannot succeed. On, every DEL fails until its delegates succeed.
  *
- * Only a DEL that ran and failed counts: an attachment whose DEL never started (the call's
- * deadline passed first, teardown.ts) stays in the record uncounted, and is never abandoned. A
- * record kept after a failed DEL is "pending" (it names when the first DEL failed): later calls on
- * the node and GC retry it, for runtimes that call DEL only once (pending.ts).
+ * Only a DEL that ran counts: an attachment whose DEL never started (the call's deadline passed
+ * first, teardown.ts) stays in the record uncounted, and the DEL fails until it has run. A record
+ * kept after a failed DEL is "pending" from then on (it names when the first DEL failed).
  *
  * Either way, a NAD attachment whose recorded config fails is also tried with the NAD's current
  * config: an admin who fixes a broken NAD un-wedges its pods (B33 still holds: the recorded bytes
@@ -40,37 +43,56 @@ export async function settleDel(
   const counted = failures.map((f) =>
     f.notRun ? f : { ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } },
   );
-  const abandoned = conf.retryDeleteOnError
-    ? []
-    : counted.filter((f) => !f.notRun && (f.attachment.failedDels ?? 0) >= 2);
-  let kept = counted.filter((f) => !abandoned.includes(f));
-  if (kept.length > 0) {
-    try {
-      await keepForRetry(kept, record, deps);
-    } catch (err) {
-      const e = asCniError(err);
-      if (conf.retryDeleteOnError) throw delError(kept, req, [e]);
-      // Nothing could count the retries: abandoning what ran is the only way the pod can go. What
-      // never ran stays in the record as it was, for the next DEL.
-      deps.log.error({ err: e.message }, "cannot keep the failed attachments for a retry; abandoning them now");
-      abandoned.push(...kept.filter((f) => !f.notRun));
-      kept = kept.filter((f) => f.notRun);
-    }
+  if (counted.length === 0) {
+    await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
+      // Everything is torn down; a record left behind is removed by the next ADD or a GC.
+      const why = asCniError(err).message;
+      deps.log.warn({ err: why }, "container torn down, but its record could not be removed");
+    });
+    return;
   }
-  if (abandoned.length > 0) await abandon(abandoned, record.pod, req, deps);
-  if (kept.length > 0) throw delError(kept, req);
-  await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
-    // Everything is torn down; a record left behind is removed by the next ADD or a GC.
-    deps.log.warn({ err: asCniError(err).message }, "container torn down, but its record could not be removed");
-  });
+  try {
+    await keepForRetry(counted, record, deps);
+  } catch (err) {
+    const e = asCniError(err);
+    if (conf.retryDeleteOnError) throw delError(counted, req, [e]);
+    // Nothing could keep them for a retry: abandoning what ran is the only way the pod can go.
+    // What never ran stays in the record as it was, for the next DEL.
+    const what = "cannot keep the failed attachments for a retry; abandoning them now";
+    deps.log.error({ err: e.message }, what);
+    await abandon(
+      counted.filter((f) => !f.notRun),
+      record.pod,
+      req,
+      deps,
+    );
+    const notRun = counted.filter((f) => f.notRun);
+    if (notRun.length > 0) throw delError(notRun, req);
+    return;
+  }
+  const firstOrNotRun = (f: TeardownFailure) => f.notRun || (f.attachment.failedDels ?? 0) < 2;
+  const failsTheDel = conf.retryDeleteOnError || counted.some(firstOrNotRun);
+  if (failsTheDel) throw delError(counted, req);
+  for (const f of counted)
+    deps.log.warn(
+      { network: f.attachment.network, ifName: f.attachment.ifName, err: f.error.message },
+      "DEL failed again: it succeeds so the pod can be deleted, and this attachment stays " +
+        "pending; housekeeping retries it until failedDelRetrySeconds have passed",
+    );
 }
 
-/** The record with only what failed, marked pending (pending.ts) from the first failed DEL on. */
+/**
+ * The record with only what failed, pending from the first failed DEL on. The record is what makes
+ * it pending; the index entry is rebuilt from it should its write fail here (pending.ts).
+ */
 async function keepForRetry(kept: readonly TeardownFailure[], record: ContainerRecord, deps: Deps): Promise<void> {
   const delFailedAt = record.delFailedAt ?? new Date().toISOString();
   await deps.records.write({ ...record, attachments: failedAttachments(kept), delFailedAt });
   await deps.records.markPending(record.containerId, record.ifName).catch((err: unknown) => {
-    deps.log.warn({ err: asCniError(err).message }, "cannot mark the record for a retry by later calls");
+    deps.log.warn(
+      { err: asCniError(err).message },
+      "cannot index the record for a retry; housekeeping finds it from the record itself",
+    );
   });
 }
 
@@ -92,7 +114,8 @@ export async function abandon(
     const plugins = att.conf.plugins.map((p) => p.type).join(", ");
     deps.log.error(
       { network: att.network, ifName: att.ifName, plugins, err: error.message },
-      "DEL failed again: giving up on this attachment so the pod can be deleted; its interface and IP reservations may have leaked (retryDeleteOnError: true keeps retrying)",
+      "its DEL kept failing: giving up on this attachment; its interface and IP reservations " +
+        "may have leaked (retryDeleteOnError: true keeps retrying)",
     );
     lines.push(`${describeAttachment(att)}, plugins ${plugins}: ${error.message}`);
     await deps.cache

@@ -15,7 +15,8 @@
  * - an unreadable record is handled the same way, then removed;
  * - only a recorded delegate's own DEL failure fails a DEL, and del-failures.ts decides how often.
  *
- * After its own work, a DEL retries the oldest record whose DEL failed earlier (pending.ts).
+ * After its own work, while no daemon housekeeper runs on the node, a DEL retries the least
+ * recently retried record whose DEL failed earlier, within its own deadline (pending.ts).
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, Code } from "../cni/errors";
@@ -24,7 +25,7 @@ import { settleDel, retryWithCurrentNads } from "./del-failures";
 import { callDeadline, type Deps, type RuntimeFor } from "./deps";
 import { planDefaultsOnly, planForPod } from "./pod-plan";
 import { withContainerLock } from "./lock";
-import { retryPendingDels } from "./pending";
+import { retryAfterDel } from "./pending";
 import type { Attachment, RecordRead } from "./record";
 import { teardown } from "./teardown";
 
@@ -35,7 +36,7 @@ export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Pro
       delLocked(req, conf, locked, deadline),
     );
   } finally {
-    await retryPendingDels(req, conf, deps, { limit: 1, exclude: req, deadlineAt: deadline.at });
+    await retryAfterDel({ req, conf, deps, deadlineAt: deadline.at });
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * GC (C2.9): first every pending record (a container whose DEL failed, pending.ts) is retried;
+ * GC (C2.9): first every pending record (a container whose DEL failed, pending.ts) is retried,
+ * each with a budget of its own, and the index of pending records is rebuilt from the records;
  * then every container record whose (container ID, interface) the runtime no longer lists is torn
  * down (one that fails becomes pending, so it is abandoned in time like a failed DEL); then GC is
  * forwarded to every delegate network with the delegate-level attachments that are still valid.
@@ -11,7 +12,7 @@ import type { ConfList } from "../cni/conf";
 import type { PlexusConf } from "../config/plugin-conf";
 import { gcNetworkList, type GcAttachment } from "../libcni/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
-import { retryPendingDels } from "./pending";
+import { housekeep } from "./pending";
 import type { ContainerRecord } from "./record";
 import { withContainerLock } from "./lock";
 import { failedAttachments, teardown } from "./teardown";
@@ -27,9 +28,10 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
     );
   }
   const valid = new Set(conf.validAttachments.map((a) => `${a.containerID}\n${a.ifname}`));
-  const errors = await retryPendingDels(req, conf, deps, { limit: Number.POSITIVE_INFINITY });
+  const reads = await deps.records.list();
+  const errors = await housekeep(req, conf, deps, reads);
   const kept: ContainerRecord[] = [];
-  for (const read of await deps.records.list()) {
+  for (const read of reads) {
     if (read.state !== "found") {
       if (read.state === "corrupt")
         deps.log.warn({ path: read.path, reason: read.reason }, "GC: skipping unreadable container record");

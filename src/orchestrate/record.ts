@@ -3,7 +3,7 @@
  * needs (every attachment's resolved conflist and interface name), so DEL works without the API
  * server, after a NAD changed (B33), and after Plexus was SIGKILLed mid-ADD (B64).
  */
-import { lstatSync, readdirSync, lutimesSync } from "node:fs";
+import { lstatSync, lutimesSync, readdirSync, rmSync, type Stats } from "node:fs";
 import { basename, join } from "node:path";
 import type { CniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
@@ -52,6 +52,8 @@ export interface Attachment {
   device?: AttachmentDevice;
   /** M12: the auxiliary chain (no network-status entry unless its result names an interface or IP). */
   auxiliary?: true;
+  /** Why its last DEL failed (code and message), for `plexus records` (pending.ts). */
+  lastDelError?: { code: number; msg: string };
 }
 
 export interface ContainerRecord {
@@ -66,8 +68,9 @@ export interface ContainerRecord {
   attachments: Attachment[];
   /**
    * When a DEL of this container first failed (ISO time): from then on the record is "pending", and
-   * later calls on the node and GC retry it until it succeeds or `failedDelRetrySeconds` has passed
-   * (pending.ts), for runtimes that call DEL only once.
+   * housekeeping retries it until it succeeds or `failedDelRetrySeconds` has passed (pending.ts).
+   * This field, not the entry in `pending/`, is what makes a record pending: that index is
+   * rebuilt from the records.
    */
   delFailedAt?: string;
 }
@@ -87,6 +90,31 @@ export type RecordRead =
 
 /** A pending entry is two names in JSON: anything bigger is not one. */
 const MAX_PENDING_BYTES = 4096;
+/** In `<cniDir>/housekeeping/`: when `pending/` was last rebuilt from the records. */
+const SYNCED_STAMP = "pending-synced";
+/** In `<cniDir>/housekeeping/`: until when the node's housekeeper (the daemon's timer) runs. */
+const HOUSEKEEPER_STAMP = "housekeeper";
+
+/** What `syncPending` changed. */
+type Synced = { added: number; removed: number };
+const noRecord = () => undefined;
+
+function lstatOrUndefined(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes an entry that is not valid (a name in our own `pending/`); best effort. */
+function dropEntry(path: string): void {
+  try {
+    rmSync(path, { force: true, recursive: true }); // never follows a symlink
+  } catch {
+    // Not removable now: the next rebuild tries again.
+  }
+}
 
 export class RecordStore {
   private readonly store: JsonStore<ContainerRecord>;
@@ -95,8 +123,11 @@ export class RecordStore {
    * every call can find them with one readdir of a directory that is usually empty or missing.
    */
   private readonly pendingDir: string;
+  /** Node-wide stamps of housekeeping (pending.ts), none per container. */
+  private readonly stampDir: string;
   constructor(cniDir: string) {
     this.pendingDir = join(cniDir, "pending");
+    this.stampDir = join(cniDir, "housekeeping");
     this.store = new JsonFileStore<ContainerRecord>({
       dir: join(cniDir, "records"),
       kind: "plexusRecordV1",
@@ -167,22 +198,16 @@ export class RecordStore {
   /**
    * Pending entries last written at or before `dueAt` (epoch ms), least recently retried first, at
    * most `limit`: every entry is lstat'ed (one readdir, one lstat each), only the ones returned are
-   * read. Entries that are not valid are skipped.
+   * read. An entry that is not valid is removed when it is met, so no call reads it twice.
    */
   listPending(options: { dueAt?: number; limit?: number } = {}): PendingEntry[] {
     const { dueAt = Number.POSITIVE_INFINITY, limit = Number.POSITIVE_INFINITY } = options;
-    let names: string[];
-    try {
-      names = readdirSync(this.pendingDir).filter((n) => n.endsWith(".json"));
-    } catch {
-      return [];
-    }
     const candidates: Array<{ path: string; touchedAt: number }> = [];
-    for (const name of names) {
-      const path = join(this.pendingDir, name);
+    for (const path of this.pendingPaths()) {
       try {
         const st = lstatSync(path);
-        if (st.isFile() && st.mtimeMs <= dueAt) candidates.push({ path, touchedAt: st.mtimeMs });
+        if (!st.isFile()) dropEntry(path);
+        else if (st.mtimeMs <= dueAt) candidates.push({ path, touchedAt: st.mtimeMs });
       } catch {
         // Gone meanwhile.
       }
@@ -192,8 +217,72 @@ export class RecordStore {
       if (out.length >= limit) break;
       const entry = this.readPending(c.path);
       if (entry) out.push({ ...entry, touchedAt: c.touchedAt });
+      else dropEntry(c.path);
     }
     return out;
+  }
+
+  /**
+   * Rebuilds `pending/` from the records, its one source of truth: an entry for every record with
+   * `delFailedAt` (a marker whose write failed comes back), none for anything else (junk, or a
+   * record that succeeded or went). An entry whose record turned pending since `records` were
+   * read stays. Stamps the rebuild (`syncedAt`). Throws only when `pending/` cannot be written.
+   */
+  async syncPending(records: readonly ContainerRecord[]): Promise<Synced> {
+    const want = new Map<string, ContainerRecord>();
+    for (const r of records.filter((rec) => rec.delFailedAt)) {
+      want.set(this.pendingPath(r.containerId, r.ifName), r);
+    }
+    let added = 0;
+    let removed = 0;
+    for (const [path, r] of want) {
+      if (lstatOrUndefined(path)?.isFile()) continue;
+      await removeFile(path);
+      await this.markPending(r.containerId, r.ifName);
+      added++;
+    }
+    for (const path of this.pendingPaths()) {
+      if (want.has(path)) continue;
+      const entry = this.readPending(path);
+      const read = entry && (await this.read(entry.containerId, entry.ifName).catch(noRecord));
+      if (read && read.state === "found" && read.record.delFailedAt) continue;
+      await removeFile(path);
+      removed++;
+    }
+    await writeFileAtomic(join(this.stampDir, SYNCED_STAMP), "");
+    return { added, removed };
+  }
+
+  /** Epoch ms of the last `syncPending`; 0 when there was none. */
+  syncedAt(): number {
+    return lstatOrUndefined(join(this.stampDir, SYNCED_STAMP))?.mtimeMs ?? 0;
+  }
+
+  /**
+   * The node's housekeeper (the daemon's timer) says it runs: the stamp's modification time is
+   * when its next pass will have run, so a stopped housekeeper stops counting without a word.
+   */
+  async markHousekeeper(untilMs: number): Promise<void> {
+    const path = join(this.stampDir, HOUSEKEEPER_STAMP);
+    await writeFileAtomic(path, "");
+    lutimesSync(path, new Date(untilMs), new Date(untilMs));
+  }
+
+  /** Whether a housekeeper's stamp is still in the future. */
+  housekeeperAlive(now = Date.now()): boolean {
+    const st = lstatOrUndefined(join(this.stampDir, HOUSEKEEPER_STAMP));
+    return st?.isFile() === true && st.mtimeMs > now;
+  }
+
+  /** The `.json` names in `pending/` (what an entry is called), as paths. */
+  private pendingPaths(): string[] {
+    try {
+      return readdirSync(this.pendingDir)
+        .filter((n) => n.endsWith(".json"))
+        .map((n) => join(this.pendingDir, n));
+    } catch {
+      return [];
+    }
   }
 
   /**

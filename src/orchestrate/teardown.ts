@@ -69,7 +69,12 @@ function shareOf(deadline: RuntimeFor["deadline"], toGo: number): RuntimeFor["de
   return { at: now + Math.floor((deadline.at - now) / toGo), key: deadline.key };
 }
 
-/** The failed attachments in attachment order (failures come in teardown order), for a record. */
+/**
+ * The failed attachments in attachment order (failures come in teardown order), for a record, each
+ * with why its DEL failed (what `plexus records` shows).
+ */
 export function failedAttachments(failures: readonly TeardownFailure[]): Attachment[] {
-  return failures.map((f) => f.attachment).reverse();
+  return failures
+    .map((f) => ({ ...f.attachment, lastDelError: { code: f.error.code, msg: f.error.message } }))
+    .reverse();
 }

@@ -5,11 +5,12 @@
  * Subnets 10.224.x.0/24.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { expect, it } from "vitest";
 import { lockPath } from "../../src/store/container-lock";
-import { cniError, TEST_PATH } from "../support/plexus-bin";
+import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { cniError, PLEXUS_BIN, TEST_PATH, unixSocketStatus } from "../support/plexus-bin";
 import { CNI_BIN_DIR, describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
@@ -186,6 +187,147 @@ fi`,
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 });
+
+/** The slow delegate: 3 s on every DEL. */
+const SLEEP_ON_DEL = `[ "$CNI_COMMAND" = DEL ] && sleep 3`;
+
+/**
+ * Housekeeping of a DEL that keeps failing (M7, K1): two secondary networks whose DEL takes 3 s
+ * (a wrapper that sleeps, then execs the real bridge, logging each call), `delTimeoutSeconds` 2,
+ * no `retryDeleteOnError`. Both runtime DELs fail on them; the second answers 0 and keeps them
+ * pending; housekeeping with a budget of its own (GC, or the daemon's timer) tears them down.
+ */
+describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, housekeeping finishes", () => {
+  const slowSetup = (scope: E2eScope, octet: number) => {
+    const bin = wrapperDir(
+      scope,
+      "slowdel",
+      `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n${SLEEP_ON_DEL}`,
+    );
+    const slow = (name: string, subnet: string) => ({
+      ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
+      type: "slowdel",
+    });
+    const conf = plexusConf(
+      scope,
+      [
+        defaultNet(scope, `10.224.${octet}.0/24`, "main"),
+        slow("slow-a", `10.224.${octet + 1}.0/24`),
+        slow("slow-b", `10.224.${octet + 2}.0/24`),
+      ],
+      { delTimeoutSeconds: 2, cniVersion: "1.1.0" },
+    );
+    const ns = scope.addNetns();
+    const env = {
+      CNI_CONTAINERID: "ctr-slow",
+      CNI_NETNS: ns.path,
+      CNI_IFNAME: "eth0",
+      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+    };
+    const callLog = join(bin, "state", "calls");
+    /** The slow delegate's DEL calls so far. */
+    const dels = () => {
+      const lines = (existsSync(callLog) ? readFileSync(callLog, "utf8") : "").split("\n");
+      return lines.filter((l) => l.startsWith("DEL "));
+    };
+    return { bin, conf, ns, env, dels };
+  };
+
+  /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
+  async function delUntilZero(scope: E2eScope, s: ReturnType<typeof slowSetup>): Promise<void> {
+    expectOk(await scope.run("ADD", s.conf, s.env));
+    const first = cniError(await scope.run("DEL", s.conf, s.env));
+    expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
+    expectSilentOk(await scope.run("DEL", s.conf, s.env));
+    // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
+    expect(scope.recordFiles()).toHaveLength(1);
+    expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
+    expect(
+      scope
+        .ipReservations()
+        .map((r) => r.split("/")[0])
+        .sort(),
+    ).toEqual(["slow-a", "slow-b"]);
+  }
+
+  it("M7 K1 without the daemon: an ADD of another pod runs no retry; DEL answers 0 on its second call, keeping what failed; GC tears it down and nothing is left", async () => {
+    const { scope } = t;
+    const s = slowSetup(scope, 12);
+    expectOk(await scope.run("ADD", s.conf, s.env));
+    expect(cniError(await scope.run("DEL", s.conf, s.env)).code).not.toBe(0);
+    // A plain pod's ADD on the node, with a pending record due at once (failedDelRetrySeconds 0):
+    // it retries nothing (the slow delegate's DEL is not called during it).
+    const plainNet = defaultNet(scope, "10.224.15.0/24", "plain");
+    const plain = plexusConf(scope, [plainNet], { delTimeoutSeconds: 2 });
+    const plainNs = scope.addNetns();
+    const plainEnv = { ...s.env, CNI_CONTAINERID: "ctr-plain", CNI_NETNS: plainNs.path };
+    const before = s.dels().length;
+    expectOk(await scope.run("ADD", { ...plain, failedDelRetrySeconds: 0 }, plainEnv));
+    expect(s.dels().length).toBe(before);
+    expectSilentOk(await scope.run("DEL", s.conf, s.env));
+    expect(scope.recordFiles().filter((f) => f.startsWith("ctr-slow"))).toHaveLength(1);
+    expect(scope.ipReservations().filter((r) => r.startsWith("slow-")).length).toBe(2);
+    // The runtime removes the sandbox once DEL answered 0: the namespace (and the veths) go.
+    scope.deleteNetns(s.ns);
+    expectSilentOk(await scope.run("DEL", plain, plainEnv));
+    const gcConf = { ...s.conf, "cni.dev/valid-attachments": [] };
+    const gc = await scope.run("GC", gcConf, { CNI_PATH: s.env.CNI_PATH });
+    expectSilentOk(gc);
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+
+  it("M7 K1 with the daemon: DEL until it answers 0, then the daemon's housekeeping timer tears the rest down; nothing is left", async () => {
+    const { scope } = t;
+    const s = slowSetup(scope, 16);
+    await delUntilZero(scope, s);
+    scope.deleteNetns(s.ns);
+    const confDir = join(scope.root, "net.d");
+    mkdirSync(confDir, { recursive: true });
+    writeFileSync(join(confDir, "00-plexus.conf"), JSON.stringify(s.conf));
+    const daemon = await startHousekeepingDaemon(scope, { confDir, cniPath: s.env.CNI_PATH });
+    try {
+      await expect.poll(() => scope.recordFiles(), { timeout: 25_000, interval: 200 }).toEqual([]);
+    } finally {
+      await daemon.stop();
+    }
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  });
+});
+
+/** `dist/plexus daemon` before the fake API server, with its housekeeping timer every second. */
+async function startHousekeepingDaemon(
+  scope: E2eScope,
+  o: { confDir: string; cniPath: string },
+): Promise<{ stop(): Promise<void> }> {
+  const api = await startFakeApiServer();
+  const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
+  const socket = join(scope.root, "plexus.sock");
+  const [mk, mv] = scope.marker.split("=") as [string, string];
+  const args = ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket];
+  args.push("--housekeeping-interval", "1", "--cni-conf-dir", o.confDir, "--cni-path", o.cniPath);
+  const d = spawn(PLEXUS_BIN, [...args, "--log-level", "warn"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, [mk]: mv },
+  });
+  let stderr = "";
+  d.stderr!.on("data", (c) => (stderr += c));
+  const stop = async () => {
+    if (d.exitCode === null && d.signalCode === null) {
+      const exited = new Promise((r) => d.once("exit", r));
+      d.kill("SIGTERM");
+      await exited;
+    }
+    await api.close();
+  };
+  try {
+    const ready = () => unixSocketStatus(socket, "/readyz");
+    await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(200);
+  } catch (err) {
+    await stop();
+    throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
+  }
+  return { stop };
+}
 
 describeE2e("e2e R1 the lock waiter kills only what carries its dead owner's mark", () => {
   /** A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x … sleep`. */

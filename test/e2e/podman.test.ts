@@ -166,7 +166,7 @@ describeE2e(
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
     });
 
-    it("M7 K1 podman calls DEL once: a second network whose ADD and DEL both fail (an invalid subnet), then `rm -f`; the next container run and removed on the node retries the record, abandons it (failedDelRetrySeconds 0) and leaves no record, lock or result file", async () => {
+    it("M7 K1 podman calls DEL once: a second network whose ADD and DEL both fail (an invalid subnet), then `rm -f`; plexus records shows the pending record, its DEL error and when it goes; the next container run and removed on the node retries the record, abandons it (failedDelRetrySeconds 0) and leaves no record, lock or result file", async () => {
       const { scope } = t;
       const bad = hostLocal(scope, "10.222.7.128/33");
       writeNetwork(
@@ -187,11 +187,23 @@ describeE2e(
       // podman's one DEL failed: the record waits, shown as pending, for a retry by a later call.
       expect(scope.recordFiles()).toHaveLength(1);
       expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
-      const list = JSON.parse(
-        spawnSync(PLEXUS_BIN, ["records", "list", "--cni-dir", scope.cniDir, "--output", "json"], { encoding: "utf8" })
-          .stdout,
-      ) as Array<{ state: string }>;
-      expect(list.map((x) => x.state)).toEqual(["pending"]);
+      type Listed = { state: string; why: string; delFailedAt: string; retryUntil: string };
+      const records = (args: string[]) => {
+        const list = ["records", "list", "--output", "json", ...args];
+        const r = spawnSync(PLEXUS_BIN, list, { encoding: "utf8" });
+        return JSON.parse(r.stdout) as Array<Listed & { lastErrors: string[] }>;
+      };
+      // Why it is there (the network's last DEL error) and when it goes: by the network's own
+      // failedDelRetrySeconds (0: at the next retry), or the default's hour when read without it.
+      const [own] = records(["--config", join(home, "net", "plx-once.conflist")]);
+      expect(own).toMatchObject({
+        state: "pending",
+        lastErrors: [expect.stringMatching(/^pm-bad@net1: .*invalid CIDR/)],
+      });
+      expect(own!.retryUntil).toBe(own!.delFailedAt);
+      expect(own!.why).toContain("invalid CIDR address");
+      const [byDir] = records(["--cni-dir", scope.cniDir]);
+      expect(Date.parse(byDir!.retryUntil) - Date.parse(byDir!.delFailedAt)).toBe(3600_000);
       podmanOk(["run", "--rm", ...ULIMITS, "--network", "plx-next", IMAGE, "sleep", "0"]);
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
       // No pod in the record (no Kubernetes here): the abandonment is a log line naming the network.

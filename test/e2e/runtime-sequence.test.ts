@@ -195,9 +195,9 @@ describeE2e("e2e M7 retryDeleteOnError: a delegate that can never DEL does not w
     spec: { config: JSON.stringify(bridgeNet({ name: "bad", bridge, ipam: hostLocal(scope, subnet) })) },
   });
 
-  it("M7 off (default): ADD fails, DEL #1 reports the failure, DEL #2 succeeds with a TeardownAbandoned event", async () => {
+  it("M7 off (default): ADD fails, DEL #1 reports the failure, DEL #2 succeeds but keeps the attachment pending (no event); housekeeping (GC) past failedDelRetrySeconds abandons it with a TeardownAbandoned event", async () => {
     const { scope } = t;
-    const { api, conf } = await setup(scope, 40);
+    const { api, conf } = await setup(scope, 40, { failedDelRetrySeconds: 0, cniVersion: "1.1.0" });
     api.addPod(pod("p", "bad"));
     api.addNad(broken(scope, scope.bridgeName()));
     const ns = scope.addNetns();
@@ -206,15 +206,18 @@ describeE2e("e2e M7 retryDeleteOnError: a delegate that can never DEL does not w
     const del1 = cniError(await scope.run("DEL", conf, env));
     expect(del1.msg).toMatch(/network "app\/bad" \(net1\).*invalid CIDR address/);
     expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
-    const abandoned = api.events().filter((e) => e.reason === "TeardownAbandoned");
-    expect(abandoned).toEqual([
+    const abandoned = () => api.events().filter((e) => e.reason === "TeardownAbandoned");
+    expect(abandoned()).toEqual([]);
+    expect(scope.recordFiles()).toEqual(["ctr-p-eth0.json"]);
+    scope.deleteNetns(ns);
+    expectSilentOk(await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [] }));
+    expect(abandoned()).toEqual([
       expect.objectContaining({
         type: "Warning",
         message: expect.stringMatching(/network "app\/bad" \(net1\), plugins bridge: .*invalid CIDR address/),
       }),
     ]);
-    const left = scope.attachmentLeftovers();
-    expect({ ...left, netnsLinks: [] }).toEqual(NOTHING_LEFT);
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 
   it("M7 on: DEL keeps failing while the NAD is broken; once the admin fixes the NAD, DEL succeeds and nothing is left", async () => {

@@ -79,6 +79,11 @@ const podReq = (command: string, id: string) =>
   req(command, { CNI_CONTAINERID: id, CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${id}` });
 const dir = (name: string) =>
   existsSync(join(deps.cniDir, name)) ? readdirSync(join(deps.cniDir, name)).filter((n) => !n.startsWith(".")) : [];
+/** The interfaces of ctr1 (the pending record) a call retried. */
+function retriedIfNames(): string[] {
+  const calls = exec.calls.filter((c) => c.containerId === "ctr1");
+  return calls.map((c) => c.ifName);
+}
 const record = (id = "ctr1") => JSON.parse(readFileSync(deps.records.path(id, "eth0"), "utf8")) as ContainerRecord;
 
 describe("the DEL deadline, shared between the networks (M7)", () => {
@@ -135,13 +140,17 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     expect(dir("pending")).toEqual(["ctr1-eth0.json"]);
   });
 
-  it("M7 the next ADD on the node retries it; still failing past failedDelRetrySeconds (0), it is abandoned with an event on its pod, and its record, pending entry and lock go", async () => {
+  it("M7 an ADD on the node never retries another container's pending record; a DEL of another container does, and still failing past failedDelRetrySeconds (0) abandons it with an event on its pod, and its record, pending entry and lock go", async () => {
     const c = conf({ failedDelRetrySeconds: 0 });
     await failedDel(c);
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } });
     exec.calls.length = 0;
     await cmdAdd(podReq("ADD", "other"), c, deps);
-    expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net2 tuning", "DEL net1 macvlan"]);
+    expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net2 tuning"]);
+    expect(dir("records").sort()).toEqual(["ctr1-eth0.json", "other-eth0.json"]);
+    exec.calls.length = 0;
+    await cmdDel(podReq("DEL", "nothing"), c, deps);
+    expect(retriedIfNames()).toEqual(["net1"]);
     expect(dir("records")).toEqual(["other-eth0.json"]);
     expect(dir("pending")).toEqual([]);
     expect(dir("results").filter((n) => n.includes("ctr1"))).toEqual([]);
@@ -163,7 +172,7 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     const { utimesSync } = await import("node:fs");
     utimesSync(entry, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     await cmdDel(podReq("DEL", "nothing"), c, deps);
-    expect(exec.calls.filter((call) => call.containerId === "ctr1").map((call) => call.ifName)).toEqual(["net1"]);
+    expect(retriedIfNames()).toEqual(["net1"]);
     expect(dir("records")).toEqual([]);
     expect(dir("pending")).toEqual([]);
     expect(events()).toEqual([]);
@@ -182,9 +191,9 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     const c = conf({ failedDelRetrySeconds: 0, retryDeleteOnError: true });
     await failedDel(c);
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } });
-    await cmdAdd(podReq("ADD", "other"), c, deps);
+    await cmdDel(podReq("DEL", "nothing"), c, deps);
     expect(exec.summary().filter((s) => s === "DEL net1 macvlan").length).toBeGreaterThanOrEqual(2);
-    expect(dir("records").sort()).toEqual(["ctr1-eth0.json", "other-eth0.json"]);
+    expect(dir("records").sort()).toEqual(["ctr1-eth0.json"]);
     expect(events()).toEqual([]);
   });
 
@@ -216,6 +225,64 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
       JSON.stringify({ containerId: "other", ifName: "eth0" }),
     );
     expect(deps.records.listPending()).toEqual([]);
+    // Junk is removed when it is met (never read twice); the symlink's target is untouched.
+    expect(dir("pending")).toEqual([]);
+    expect(existsSync("/etc/passwd")).toBe(true);
+  });
+
+  it("M7 the record is the source of truth: a pending marker whose write failed is rebuilt from the record, and the record is retried", async () => {
+    const c = conf();
+    const mark = deps.records.markPending.bind(deps.records);
+    deps.records.markPending = async () => {
+      throw new Error("EIO: i/o error, open pending/ctr1-eth0.json");
+    };
+    await failedDel(c);
+    deps.records.markPending = mark;
+    expect(record().delFailedAt).toBeDefined();
+    expect(dir("pending")).toEqual([]);
+    exec.calls.length = 0;
+    // No GC and no daemon: the next DEL rebuilds the index (its last rebuild is old) and retries.
+    const { utimesSync } = await import("node:fs");
+    const stamp = join(deps.cniDir, "housekeeping", "pending-synced");
+    if (existsSync(stamp)) utimesSync(stamp, new Date(0), new Date(0));
+    await cmdDel(podReq("DEL", "nothing"), conf({ failedDelRetrySeconds: 0 }), deps);
+    expect(retriedIfNames()).toEqual(["net1"]);
+    expect(dir("records")).toEqual([]);
+    expect(dir("pending")).toEqual([]);
+  });
+
+  it("M7 GC rebuilds the index: junk and entries of records that are not pending go, a pending record's missing entry comes back", async () => {
+    const c = conf();
+    await cmdAdd(podReq("ADD", "ctr2"), c, deps);
+    mkdirSync(join(deps.cniDir, "pending"), { recursive: true });
+    const pending = join(deps.cniDir, "pending");
+    for (let i = 0; i < 50; i++) writeFileSync(join(pending, `junk${i}-eth0.json`), "{");
+    writeFileSync(
+      join(deps.cniDir, "pending", "ctr2-eth0.json"),
+      JSON.stringify({ containerId: "ctr2", ifName: "eth0" }),
+    );
+    const rec = record("ctr2");
+    // A pending record (with delFailedAt) whose entry is missing; its DEL fails again in GC.
+    const delFailedAt = new Date().toISOString();
+    await deps.records.write({ ...rec, containerId: "ctr1", delFailedAt });
+    exec.on({ command: "DEL" }, { error: { code: 999, msg: "still broken" } });
+    const gcConf = conf({ "cni.dev/valid-attachments": [{ containerID: "ctr2", ifname: "eth0" }] });
+    await expect(cmdGc(req("GC"), gcConf, deps)).rejects.toMatchObject({ code: 999 });
+    expect(dir("pending")).toEqual(["ctr1-eth0.json"]);
+  });
+
+  it("M7 while the daemon's housekeeper runs (its stamp is in the future), a DEL leaves other containers' records to it", async () => {
+    const c = conf({ failedDelRetrySeconds: 0 });
+    await failedDel(c);
+    await deps.records.markHousekeeper(Date.now() + 60_000);
+    exec.calls.length = 0;
+    await cmdDel(podReq("DEL", "nothing"), c, deps);
+    expect(exec.calls.filter((call) => call.containerId === "ctr1")).toEqual([]);
+    expect(dir("records")).toEqual(["ctr1-eth0.json"]);
+    // A stamp in the past: the housekeeper stopped, DELs take the retries back.
+    await deps.records.markHousekeeper(Date.now() - 1);
+    await cmdDel(podReq("DEL", "nothing"), c, deps);
+    expect(retriedIfNames()).toEqual(["net1"]);
   });
 });
 

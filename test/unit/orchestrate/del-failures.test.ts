@@ -13,6 +13,7 @@ import { FileCluster } from "../../../src/k8s/file-cluster";
 import type { KubeApi } from "../../../src/k8s/kube-api";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdDel } from "../../../src/orchestrate/del";
+import { cmdGc } from "../../../src/orchestrate/gc";
 import type { ContainerRecord } from "../../../src/orchestrate/record";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
@@ -181,7 +182,7 @@ describe("retryDeleteOnError (M7)", () => {
       ],
     });
 
-  it("M7 off (the default): DEL #1 reports the failure and keeps only that attachment; DEL #2 retries it once, then abandons it with an event, a log and no cache file", async () => {
+  it("M7 off (the default): DEL #1 reports the failure and keeps only that attachment; DEL #2 fails on it again and answers 0, but the attachment stays pending (nothing abandoned, no event)", async () => {
     writeCluster("", []);
     await cmdAdd(req("ADD"), twoNets(), deps);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0"]);
@@ -196,6 +197,25 @@ describe("retryDeleteOnError (M7)", () => {
     exec.calls.length = 0;
     await cmdDel(req("DEL", { CNI_NETNS: "" }), twoNets(), deps);
     expect(exec.summary()).toEqual(["DEL net1 macvlan"]);
+    expect(records()).toEqual(["ctr1-eth0.json"]);
+    expect(record().delFailedAt).toMatch(/^\d{4}-/);
+    const kept = record().attachments.map((a) => [a.ifName, a.failedDels, a.lastDelError?.code]);
+    expect(kept).toEqual([["net1", 2, 999]]);
+    expect(readdirSync(join(deps.cniDir, "pending"))).toEqual(["ctr1-eth0.json"]);
+    expect(results()).toEqual(["blue-ctr1-net1"]);
+    expect(events()).toEqual([]);
+    expect(deps.logs.filter((l) => /giving up/.test(String(l.msg)))).toEqual([]);
+  });
+
+  it("M7 off: past failedDelRetrySeconds, housekeeping (GC) abandons what DEL #2 left pending, with an event, a log and no cache file", async () => {
+    writeCluster("", []);
+    const c = conf({ ...twoNets(), failedDelRetrySeconds: 0, "cni.dev/valid-attachments": [] });
+    await cmdAdd(req("ADD"), c, deps);
+    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } });
+    await failure(cmdDel(req("DEL"), c, deps));
+    await cmdDel(req("DEL", { CNI_NETNS: "" }), c, deps);
+    expect(events()).toEqual([]);
+    await cmdGc(cniRequest("GC"), c, deps);
     expect(records()).toEqual([]);
     expect(results()).toEqual([]);
     expect(events()).toEqual([
@@ -212,8 +232,33 @@ describe("retryDeleteOnError (M7)", () => {
       }),
     );
     // A later DEL (RemovePodSandbox) finds no record: it tears down what the config names, as after any DEL.
-    await cmdDel(req("DEL", { CNI_NETNS: "" }), twoNets(), deps);
+    await cmdDel(req("DEL", { CNI_NETNS: "" }), c, deps);
     expect(records()).toEqual([]);
+  });
+
+  it("M7 off: a teardown slower than delTimeoutSeconds fails both runtime DELs, and housekeeping's budget of its own finishes it: nothing is left, no event", async () => {
+    writeCluster("", []);
+    const c = conf({ ...twoNets(), delTimeoutSeconds: 0.3, "cni.dev/valid-attachments": [] });
+    await cmdAdd(req("ADD"), c, deps);
+    const run = exec.execPlugin.bind(exec);
+    exec.execPlugin = async (r) => {
+      const env = r.env as Record<string, string>;
+      if (env.CNI_COMMAND === "DEL" && env.CNI_IFNAME === "net1") {
+        // A plugin slower than the runtime's call, and killed at that call's deadline.
+        const wait = Math.min(500, r.deadlineMs);
+        await new Promise((done) => setTimeout(done, wait));
+        if (wait < 500) throw new CniError(Code.DelegateTimeout, "macvlan DEL: deadline passed");
+      }
+      return run(r);
+    };
+    await failure(cmdDel(req("DEL"), c, deps));
+    await cmdDel(req("DEL", { CNI_NETNS: "" }), c, deps);
+    expect(records()).toEqual(["ctr1-eth0.json"]);
+    await cmdGc(cniRequest("GC"), c, deps);
+    expect(records()).toEqual([]);
+    expect(results()).toEqual([]);
+    expect(readdirSync(join(deps.cniDir, "pending"))).toEqual([]);
+    expect(events()).toEqual([]);
   });
 
   it("M7 off: a delegate that recovers on the retry is simply done, no event", async () => {

@@ -207,6 +207,17 @@ export class Informer<T> {
     return this.lw.list().flatMap((o) => this.options.decode(o) ?? []);
   }
 
+  /** Calls `cb` with each object a list or watch adds or changes ("delete": removed). */
+  onChange(cb: (obj: T, how: "change" | "delete") => void): void {
+    const decoded = (how: "change" | "delete") => (o: Trimmed) => {
+      const obj = this.options.decode(o);
+      if (obj) cb(obj, how);
+    };
+    this.lw.on("add", decoded("change"));
+    this.lw.on("update", decoded("change"));
+    this.lw.on("delete", decoded("delete"));
+  }
+
   private onError(err: unknown): void {
     if (this.stopped) return;
     this.counters.errors++;
@@ -300,6 +311,11 @@ export class WatchCaches {
 
   pod(namespace: string, name: string): Pod | undefined {
     return this.pods.get(namespace, name);
+  }
+
+  /** Each pod of this node the watch adds, changes or removes (hot-plug's trigger). */
+  onPodChange(cb: (pod: Pod, how: "change" | "delete") => void): void {
+    this.pods.onChange(cb);
   }
 
   /** Every cached pod of this node (the missing-networks detector). */

@@ -137,7 +137,7 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option("--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin")
     .option(
       "--hot-plug",
-      "attach and detach running pods' networks when their networks annotation changes (off by default)",
+      "attach and detach running pods' networks when their networks annotation changes " + "(off by default)",
     )
     .option("--hot-plug-namespaces <names>", "limit hot-plug to these namespaces, comma-separated (default: all)")
     .action(async (flags: Record<string, string | undefined>) => {

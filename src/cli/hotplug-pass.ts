@@ -19,7 +19,8 @@ export function hotplugPass(flags: Record<string, string | boolean | undefined>)
       const bun = (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun;
       // The executable itself; under Node (development), the bundle it runs.
       const self = bun?.isStandaloneExecutable === true ? [] : [process.argv[1] ?? ""];
-      const args = [...self, "hotplug", `${namespace}/${name}`, "--log-level", String(flags.logLevel ?? "info")];
+      const level = String(flags.logLevel ?? "info");
+      const args = [...self, "hotplug", `${namespace}/${name}`, "--log-level", level];
       if (uid) args.push("--uid", uid);
       if (typeof flags.cniConfDir === "string") args.push("--cni-conf-dir", flags.cniConfDir);
       if (typeof flags.cniPath === "string") args.push("--cni-path", flags.cniPath);

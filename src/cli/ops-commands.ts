@@ -114,7 +114,8 @@ function addHotplugCommand(program: Command, setExit: SetExit): void {
       .command("hotplug")
       .argument("<pod>", "the running pod, NAMESPACE/NAME")
       .description(
-        "attach and detach a running pod's networks as its networks annotation now asks (what the daemon's --hot-plug runs)",
+        "attach and detach a running pod's networks as its networks annotation now asks " +
+          "(what the daemon's --hot-plug runs)",
       ),
   )
     .option("--uid <uid>", "only the sandbox of the pod with this UID")

@@ -19,7 +19,22 @@ export interface HotplugOutcome {
   error?: string;
 }
 
-export type HotplugPass = (o: { namespace: string; name: string; uid: string; log: Logger }) => Promise<HotplugOutcome>;
+export interface HotplugTarget {
+  namespace: string;
+  name: string;
+  uid: string;
+  log: Logger;
+}
+
+export type HotplugPass = (o: HotplugTarget) => Promise<HotplugOutcome>;
+
+/** What the daemon's metrics count of one reconcile (metrics.ts). */
+export interface HotplugTally {
+  attached: number;
+  detached: number;
+  failed: boolean;
+  seconds: number;
+}
 
 export interface HotplugOptions {
   pass: HotplugPass;
@@ -30,7 +45,7 @@ export interface HotplugOptions {
   backoff?: { minMs: number; maxMs: number };
   /** Reconciles of one edit, the first included, before it waits for the next edit. */
   maxAttempts?: number;
-  metrics?: { hotplugReconciled(o: { attached: number; detached: number; failed: boolean; seconds: number }): void };
+  metrics?: { hotplugReconciled(o: HotplugTally): void };
 }
 
 interface PodState {
@@ -73,7 +88,8 @@ export class HotplugReconciler {
       // First sight (the daemon's start, a new pod): its sandbox's ADD reads the annotation as it
       // is; a Running pod that lacks a network it asks for was edited while no daemon watched.
       const now = Date.now();
-      const s: PodState = { namespace, name, uid, wanted: value, dirty: false, attempt: 0, since: now };
+      const s: PodState = { namespace, name, uid, wanted: value, dirty: false, attempt: 0, since: 0 };
+      s.since = now;
       this.pods.set(key, s);
       if (missingNetworks(pod)) this.schedule(s, this.debounceMs);
       return;
@@ -108,7 +124,9 @@ export class HotplugReconciler {
     const attempt = ++state.attempt;
     state.running = this.options
       .pass({ namespace, name, uid, log })
-      .catch((err: unknown): HotplugOutcome => ({ ok: false, attached: 0, detached: 0, error: String(err) }))
+      .catch((err: unknown): HotplugOutcome => {
+        return { ok: false, attached: 0, detached: 0, error: String(err) };
+      })
       .then((outcome) => this.settle(state, outcome, { attempt, log }))
       .finally(() => {
         state.running = undefined;
@@ -132,7 +150,8 @@ export class HotplugReconciler {
     const { minMs, maxMs } = this.options.backoff ?? { minMs: 1000, maxMs: 60_000 };
     const retryInMs = Math.min(maxMs, minMs * 2 ** (o.attempt - 1));
     if (o.attempt >= max || state.dirty) {
-      o.log.warn({ err: outcome.error, attempts: o.attempt }, "hot-plug failed; waiting for the next edit");
+      const err = outcome.error;
+      o.log.warn({ err, attempts: o.attempt }, "hot-plug failed; waiting for the next edit");
       return;
     }
     o.log.warn({ err: outcome.error, attempt: o.attempt, retryInMs }, "hot-plug failed; retrying");

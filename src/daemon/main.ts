@@ -227,13 +227,12 @@ export function startHousekeeping(
   };
 }
 
+type Services = Awaited<ReturnType<typeof buildServices>>;
+
 /** With --hot-plug: the reconciler, fed by the pod watch (registered before the caches start). */
 function startHotplug(
   s: DaemonSettings,
-  o: { pass: HotplugPass | undefined; caches: Awaited<ReturnType<typeof buildServices>>["caches"] } & {
-    metrics: Awaited<ReturnType<typeof buildServices>>["metrics"];
-    log: Logger;
-  },
+  o: Pick<Services, "caches" | "metrics"> & { pass: HotplugPass | undefined; log: Logger },
 ): HotplugReconciler | undefined {
   if (!s.hotPlug || !o.pass) return undefined;
   const reconciler = new HotplugReconciler({

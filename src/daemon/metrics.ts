@@ -6,6 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats } from "../k8s/watch-cache";
+import type { HotplugTally } from "./hotplug";
 
 /** What the daemon reads at scrape time. */
 export interface ScrapeSources {
@@ -70,7 +71,7 @@ export class DaemonMetrics {
   }
 
   /** One reconcile: what it attached and detached, whether it failed, how long it took. */
-  hotplugReconciled(o: { attached: number; detached: number; failed: boolean; seconds: number }): void {
+  hotplugReconciled(o: HotplugTally): void {
     if (o.attached) this.hotplugChanges.inc({ change: "attach" }, o.attached);
     if (o.detached) this.hotplugChanges.inc({ change: "detach" }, o.detached);
     if (o.failed) this.hotplugChanges.inc({ change: "failure" });

@@ -11,7 +11,8 @@ import { createLogger } from "../log/logger";
 import type { Deps } from "../orchestrate/deps";
 import { cmdHotplug, type HotplugReport } from "../orchestrate/hotplug";
 import { nodeDeps } from "../orchestrate/node-deps";
-import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError, type CommonFlags, type Output } from "./context";
+import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
+import type { CommonFlags, Output } from "./context";
 import { opsWiring } from "./loaders";
 import { loadNodeConfig } from "./node-config";
 
@@ -27,7 +28,11 @@ function parseTarget(pod: string | undefined): { namespace: string; name: string
   return { namespace, name };
 }
 
-export async function hotplugMain(pod: string | undefined, flags: HotplugFlags, out: Output = processOutput) {
+export async function hotplugMain(
+  pod: string | undefined,
+  flags: HotplugFlags,
+  out: Output = processOutput,
+): Promise<number> {
   try {
     const target = { ...parseTarget(pod), uid: flags.uid };
     const { conf } = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir });
@@ -42,7 +47,8 @@ export async function hotplugMain(pod: string | undefined, flags: HotplugFlags, 
     };
     const path = cniPathOf(flags.cniPath, process.env);
     const report = await cmdHotplug(target, { path, dryRun: flags.dryRun === true }, conf, deps);
-    out.out(flags.output === "json" || !flags.dryRun ? `${JSON.stringify(report)}\n` : describeReport(report));
+    const json = flags.output === "json" || !flags.dryRun;
+    out.out(json ? `${JSON.stringify(report)}\n` : describeReport(report));
     return report.state === "failed" ? 1 : 0;
   } catch (err) {
     out.err(`plexus hotplug: ${messageOf(err)}\n`);
@@ -57,6 +63,7 @@ export function describeReport(r: HotplugReport): string {
   for (const d of r.detached) lines.push(`  detach ${d.network} from ${d.ifName}`);
   for (const a of r.attached) lines.push(`  attach ${a.network} on ${a.ifName}`);
   for (const f of r.refused) lines.push(`  refuse ${f.network} on ${f.ifName}: ${f.reason}`);
-  if (lines.length === 1) lines.push("  do nothing: the pod has the networks its annotation asks for");
+  const nothing = "  do nothing: the pod has the networks its annotation asks for";
+  if (lines.length === 1) lines.push(nothing);
   return `${lines.join("\n")}\n`;
 }

@@ -14,7 +14,7 @@ import { createLogger } from "../log/logger";
 import { callDeadline, type Deps } from "../orchestrate/deps";
 import { withContainerLock } from "../orchestrate/lock";
 import { nodeDeps } from "../orchestrate/node-deps";
-import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
+import { RecordStore, type Attachment, type ContainerRecord, type RecordRead } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
 import { silentLogger } from "../log/logger";
@@ -97,7 +97,8 @@ export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKey
   };
   if (r.pod) s.pod = `${r.pod.namespace}/${r.pod.name}`;
   const hot = r.attachments.filter((a) => a.hotpluggedAt);
-  if (hot.length > 0) s.hotplugged = hot.map((a) => `${a.network}@${a.ifName} at ${a.hotpluggedAt}`);
+  const at = (a: Attachment) => `${a.network}@${a.ifName} at ${a.hotpluggedAt}`;
+  if (hot.length > 0) s.hotplugged = hot.map(at);
   try {
     s.modified = statSync(path).mtime.toISOString();
   } catch {

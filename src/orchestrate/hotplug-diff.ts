@@ -7,8 +7,9 @@
  * - An attachment is (network, interface). A selection that names its interface matches the
  *   attachment of that network on that interface; one that names none matches an attachment of
  *   that network whose interface was generated (the first, in the record's order).
- * - A matched selection whose parameters (ips, mac, portMappings, cni-args, …) changed is refused:
- *   the attachment stays as it is, with the reason (remove the selection, then add it again).
+ * - A matched selection whose parameters (ips, mac, portMappings, cni-args, …) changed is
+ *   refused: the attachment stays as it is, with the reason (remove the selection, then add it
+ *   again).
  * - A new selection without an interface gets the lowest `netN` (N from 1) that no attachment
  *   that stays, no explicit request of the annotation and no other new attachment uses; the
  *   names of the attachments this reconcile removes are free (they are removed first).
@@ -55,13 +56,15 @@ function matchAttachments(
   };
   const out: Array<Attachment | undefined> = wanted.map((w) => {
     const ifName = w.selection?.interfaceRequest;
-    return ifName === undefined ? undefined : take((a) => a.network === w.network && a.ifName === ifName);
+    if (ifName === undefined) return undefined;
+    return take((a) => a.network === w.network && a.ifName === ifName);
   });
   wanted.forEach((w, i) => {
     if (w.selection?.interfaceRequest !== undefined) return;
     const generated = (a: Attachment) => a.network === w.network && a.selection?.interfaceRequest === undefined;
     const params = selectionParameters(w.selection!);
-    out[i] = take((a) => generated(a) && selectionParameters(a.selection!) === params) ?? take((a) => generated(a));
+    const same = (a: Attachment) => generated(a) && selectionParameters(a.selection!) === params;
+    out[i] = take(same) ?? take(generated);
   });
   return out;
 }
@@ -85,7 +88,9 @@ export function diffHotplug(current: readonly Attachment[], wanted: readonly Att
     if (m && selectionParameters(m.selection!) !== selectionParameters(w.selection!))
       refused.push({
         attachment: m,
-        reason: `the parameters of ${m.network} on ${m.ifName} changed; a running pod's attachment is not changed in place (remove the selection, then add it again)`,
+        reason:
+          `the parameters of ${m.network} on ${m.ifName} changed; a running pod's attachment ` +
+          "is not changed in place (remove the selection, then add it again)",
       });
   });
   const staying = current.filter((a) => !detach.includes(a));

@@ -16,7 +16,8 @@ import type { KubeApi, PodEvent } from "../k8s/kube-api";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
 import { buildNetworkStatusAnnotation, checkAnnotationBudget } from "../npwg/status";
 import { NETWORK_STATUS_ANNOTATION, type NetworkStatus, type Pod } from "../npwg/types";
-import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import { callDeadline, describeAttachment, runtimeConfFor } from "./deps";
+import type { Deps, RuntimeFor } from "./deps";
 import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { diffHotplug, isSelected, type HotplugDiff } from "./hotplug-diff";
 import { withContainerLock } from "./lock";
@@ -54,7 +55,8 @@ export async function findPodRecord(target: HotplugTarget, deps: Pick<Deps, "rec
   for (const read of await deps.records.list()) {
     if (read.state !== "found") continue;
     const { pod, delFailedAt } = read.record;
-    if (!pod || delFailedAt || pod.namespace !== target.namespace || pod.name !== target.name) continue;
+    if (!pod || delFailedAt) continue;
+    if (pod.namespace !== target.namespace || pod.name !== target.name) continue;
     if (target.uid && pod.uid && pod.uid !== target.uid) continue;
     return read.record;
   }

@@ -46,7 +46,7 @@ function addExplainCommand(program: Command, setExit: SetExit): void {
     .option("--nads <dir>", "with --file: the NetworkAttachmentDefinitions from this directory of manifests")
     .option("--ifname <name>", "the runtime's interface name for the default network", "eth0")
     .option("--uid <uid>", "the pod UID the runtime would pass (K8S_POD_UID)")
-    .option("--hot-plug", "show what a hot-plug reconcile of the running pod would attach and detach")
+    .option("--hot-plug", "what a hot-plug reconcile of the running pod would attach and detach")
     .action(async (pod: string | undefined, flags: Record<string, string | undefined>) => {
       if (flags.hotPlug) {
         const { hotplugMain } = await import("../ops/hotplug");

@@ -87,9 +87,8 @@ export class HotplugReconciler {
     if (!state) {
       // First sight (the daemon's start, a new pod): its sandbox's ADD reads the annotation as it
       // is; a Running pod that lacks a network it asks for was edited while no daemon watched.
-      const now = Date.now();
-      const s: PodState = { namespace, name, uid, wanted: value, dirty: false, attempt: 0, since: 0 };
-      s.since = now;
+      const since = Date.now();
+      const s: PodState = { namespace, name, uid, wanted: value, dirty: false, attempt: 0, since };
       this.pods.set(key, s);
       if (missingNetworks(pod)) this.schedule(s, this.debounceMs);
       return;
@@ -138,7 +137,7 @@ export class HotplugReconciler {
       });
   }
 
-  private settle(state: PodState, outcome: HotplugOutcome, o: { attempt: number; log: Logger }): void {
+  private settle(state: PodState, outcome: HotplugOutcome, o: { attempt: number; log: Logger }) {
     const seconds = (Date.now() - state.since) / 1000;
     const { attached, detached } = outcome;
     this.options.metrics?.hotplugReconciled({ attached, detached, failed: !outcome.ok, seconds });
@@ -177,7 +176,10 @@ export function parseNamespaces(value: string | undefined): ReadonlySet<string> 
     .split(",")
     .map((n) => n.trim())
     .filter(Boolean);
-  if (names.length === 0 || names.some((n) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(n)))
-    throw new Error(`--hot-plug-namespaces ${JSON.stringify(value)}: expected namespace names separated by commas`);
+  const label = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  if (names.length === 0 || names.some((n) => !label.test(n))) {
+    const flag = `--hot-plug-namespaces ${JSON.stringify(value)}`;
+    throw new Error(`${flag}: expected namespace names separated by commas, e.g. app,vms`);
+  }
   return new Set(names);
 }

@@ -313,7 +313,13 @@ export async function startDaemon(
   };
 }
 
-export async function daemonMain(flags: DaemonFlags, pass?: HousekeepingPass, hotplug?: HotplugPass): Promise<number> {
+/** What the CLI wires: each a process of its own (cli/housekeeping-pass.ts, hotplug-pass.ts). */
+export interface DaemonPasses {
+  housekeeping?: HousekeepingPass;
+  hotplug?: HotplugPass;
+}
+
+export async function daemonMain(flags: DaemonFlags, passes: DaemonPasses = {}): Promise<number> {
   try {
     resolveDaemonFlags(flags, process.env);
   } catch (err) {
@@ -326,7 +332,7 @@ export async function daemonMain(flags: DaemonFlags, pass?: HousekeepingPass, ho
   );
   let daemon: RunningDaemon;
   try {
-    daemon = await startDaemon(flags, process.env, log, pass, hotplug);
+    daemon = await startDaemon(flags, process.env, log, passes.housekeeping, passes.hotplug);
   } catch (err) {
     log.error({ err: err instanceof Error ? err.message : String(err) }, "daemon failed to start");
     return 1;

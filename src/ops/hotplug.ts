@@ -58,7 +58,8 @@ export async function hotplugMain(
 
 /** The dry run's text: what a reconcile would do. */
 export function describeReport(r: HotplugReport): string {
-  if (r.state === "no-sandbox") return `${r.pod}: no sandbox of this pod on this node; nothing to reconcile\n`;
+  const none = "no sandbox of this pod on this node; nothing to reconcile";
+  if (r.state === "no-sandbox") return `${r.pod}: ${none}\n`;
   const lines = [`${r.pod} (container ${r.containerId}): a hot-plug reconcile would`];
   for (const d of r.detached) lines.push(`  detach ${d.network} from ${d.ifName}`);
   for (const a of r.attached) lines.push(`  attach ${a.network} on ${a.ifName}`);

@@ -61,7 +61,8 @@ function matchAttachments(
   });
   wanted.forEach((w, i) => {
     if (w.selection?.interfaceRequest !== undefined) return;
-    const generated = (a: Attachment) => a.network === w.network && a.selection?.interfaceRequest === undefined;
+    const unnamed = (a: Attachment) => a.selection?.interfaceRequest === undefined;
+    const generated = (a: Attachment) => a.network === w.network && unnamed(a);
     const params = selectionParameters(w.selection!);
     const same = (a: Attachment) => generated(a) && selectionParameters(a.selection!) === params;
     out[i] = take(same) ?? take(generated);
@@ -78,7 +79,9 @@ export function nextFreeIfName(used: Set<string>): string {
   return name;
 }
 
-export function diffHotplug(current: readonly Attachment[], wanted: readonly Attachment[]): HotplugDiff {
+type Attachments = readonly Attachment[];
+
+export function diffHotplug(current: Attachments, wanted: Attachments): HotplugDiff {
   const matches = matchAttachments(current, wanted);
   const matched = new Set(matches.filter((m): m is Attachment => m !== undefined));
   const detach = current.filter((a) => isSelected(a) && !matched.has(a));

@@ -149,7 +149,8 @@ class EventSink {
   }
   private async write(event: PodEvent): Promise<void> {
     await this.kube.recordEvent(this.ref, event).catch((err: unknown) => {
-      this.deps.log.warn({ err: asCniError(err).message, reason: event.reason }, "could not record an event");
+      const why = { err: asCniError(err).message, reason: event.reason };
+      this.deps.log.warn(why, "could not record an event");
     });
   }
   writeStatus(value: string) {
@@ -174,12 +175,14 @@ async function applyDiff(a: Apply, conf: PlexusConf, deps: Deps): Promise<Hotplu
     a.report.state = "failed";
     a.report.attached = [];
     a.report.error = outcome.error.message;
-    deps.log.error({ pod: name, err: outcome.error.message }, "hot-plug failed; its attaches were rolled back");
+    const why = { pod: name, err: outcome.error.message };
+    deps.log.error(why, "hot-plug failed; its attaches were rolled back");
     await a.events.warn("HotplugFailed", `${name}: ${outcome.error.message} (rolled back)`);
   }
   if (kept.length > 0 && !a.report.error) {
     a.report.state = "failed";
-    a.report.error = `detaching ${kept.map(describeAttachment).join(", ")} failed; the record keeps it`;
+    const which = kept.map(describeAttachment).join(", ");
+    a.report.error = `detaching ${which} failed; the record keeps it`;
   }
   if (a.report.detached.length > 0 || outcome.attached.length > 0)
     await publishStatus(a, outcome.attached, deps).catch(async (err: unknown) => {
@@ -192,7 +195,8 @@ async function applyDiff(a: Apply, conf: PlexusConf, deps: Deps): Promise<Hotplu
     await a.events.normal("RemovedInterface", `Remove ${d.ifName} from ${d.network} (hot-plug)`);
   for (const { attachment, result } of outcome.attached) {
     const ips = (toResult(result).ips ?? []).map((ip) => ip.address).join(",");
-    await a.events.normal("AddedInterface", `Add ${attachment.ifName} [${ips}] from ${attachment.network} (hot-plug)`);
+    const what = `Add ${attachment.ifName} [${ips}] from ${attachment.network}`;
+    await a.events.normal("AddedInterface", `${what} (hot-plug)`);
   }
   return a.report;
 }
@@ -202,7 +206,9 @@ async function detachRemoved(a: Apply, conf: PlexusConf, deps: Deps): Promise<Co
   if (a.diff.detach.length === 0) return a.record;
   const ctx = runtimeOf(a, "DEL", conf);
   const failures = await teardown(a.diff.detach, ctx, a.req, conf, deps);
-  for (const f of failures) await a.events.warn("HotplugFailed", `${a.report.pod}: ${f.error.message}`);
+  for (const f of failures) {
+    await a.events.warn("HotplugFailed", `${a.report.pod}: ${f.error.message}`);
+  }
   const failed = new Map(failedAttachments(failures).map((f) => [f.ifName, f]));
   const attachments = a.record.attachments.flatMap((att) => {
     if (!a.diff.detach.includes(att)) return [att];
@@ -239,14 +245,13 @@ async function attachNew(
       done.push(entry);
       await deps.records.write({ ...before, attachments: [...before.attachments, ...done] });
       if (entry.device) prepareDeviceInfo(entry, conf, deps.log);
-      const result = await addNetworkList(entry.conf, runtimeConfFor(entry, ctx, a.req, conf, deps), deps).catch(
-        (err: unknown) => {
-          const started = pluginsStartedOf(err);
-          if (started === 0) done.pop();
-          else if (started !== undefined) done[done.length - 1] = ranPart(entry, started);
-          throw asCniError(err).withContext(`hot-plug ADD of ${describeAttachment(entry)} failed`);
-        },
-      );
+      const runtime = runtimeConfFor(entry, ctx, a.req, conf, deps);
+      const result = await addNetworkList(entry.conf, runtime, deps).catch((err: unknown) => {
+        const started = pluginsStartedOf(err);
+        if (started === 0) done.pop();
+        else if (started !== undefined) done[done.length - 1] = ranPart(entry, started);
+        throw asCniError(err).withContext(`hot-plug ADD of ${describeAttachment(entry)} failed`);
+      });
       const deviceInfo = entry.device ? deviceInfoAfterAdd(entry, deps.log) : undefined;
       const one: Attached = { attachment: entry, result, ...(deviceInfo ? { deviceInfo } : {}) };
       attached.push(one);
@@ -259,8 +264,10 @@ async function attachNew(
     const failures = await teardown(done, runtimeOf(a, "DEL", conf), a.req, conf, deps);
     const left = failedAttachments(failures);
     await deps.records.write({ ...before, attachments: [...before.attachments, ...left] });
-    if (left.length > 0)
-      deps.log.error({ left: left.map(change) }, "hot-plug rollback left attachments; DEL removes them");
+    if (left.length > 0) {
+      const what = { left: left.map(change) };
+      deps.log.error(what, "hot-plug rollback left attachments; DEL removes them");
+    }
     return { attached: [], error };
   }
 }
@@ -271,7 +278,7 @@ function ranPart(att: Attachment, started: number): Attachment {
 }
 
 /** network-status: the pod's entries without the detached interfaces, then the attached ones. */
-async function publishStatus(a: Apply, attached: readonly Attached[], deps: Pick<Deps, "log">): Promise<void> {
+async function publishStatus(a: Apply, attached: readonly Attached[], deps: Pick<Deps, "log">) {
   const gone = new Set(a.report.detached.map((d) => d.ifName));
   const now = parseStatus(a.pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]).filter(
     (e) => !(typeof e.interface === "string" && gone.has(e.interface)),
@@ -286,7 +293,8 @@ function parseStatus(value: string | undefined): NetworkStatus[] {
   if (!value) return [];
   try {
     const v = JSON.parse(value) as unknown;
-    return Array.isArray(v) ? v.filter((e): e is NetworkStatus => typeof e === "object" && e !== null) : [];
+    const entry = (e: unknown): e is NetworkStatus => typeof e === "object" && e !== null;
+    return Array.isArray(v) ? v.filter(entry) : [];
   } catch {
     return [];
   }

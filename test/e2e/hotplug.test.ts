@@ -12,12 +12,15 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { ADMIN_TOKEN, startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
-import { describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope, type Netns } from "../support/netns";
+import { ADMIN_TOKEN, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import type { FakeApiServer } from "../support/fake-apiserver";
+import { describeE2e, links, NOTHING_LEFT, useE2eScope } from "../support/netns";
+import type { E2eScope, Netns } from "../support/netns";
 import { PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let api: FakeApiServer | undefined;
 const daemons = new Set<ChildProcess>();
 afterEach(async () => {
@@ -35,12 +38,16 @@ function stopDaemon(d: ChildProcess): Promise<void> {
   });
 }
 
-async function startDaemon(scope: E2eScope, o: { kubeconfig: string; socket: string; confDir: string }) {
-  const args = ["daemon", "--kubeconfig", o.kubeconfig, "--node-name", "node-1", "--socket", o.socket];
-  args.push("--hot-plug", "--cni-conf-dir", o.confDir, "--cni-path", "/usr/lib/cni", "--log-level", "warn");
+type Paths = { kubeconfig: string; socket: string; confDir: string };
+
+async function startDaemon(scope: E2eScope, o: Paths) {
+  const args = ["daemon", "--kubeconfig", o.kubeconfig, "--node-name", "node-1"];
+  args.push("--socket", o.socket, "--hot-plug", "--cni-conf-dir", o.confDir);
+  args.push("--cni-path", "/usr/lib/cni", "--log-level", "warn");
   args.push("--housekeeping-interval", "0");
   const [mk, mv] = scope.marker.split("=") as [string, string];
-  const d = spawn(PLEXUS_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, [mk]: mv } });
+  const env = { ...process.env, [mk]: mv };
+  const d = spawn(PLEXUS_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env });
   const log = { text: "" };
   d.stderr!.on("data", (c) => (log.text += c));
   d.stdout!.on("data", (c) => (log.text += `[stdout] ${c}`));
@@ -54,16 +61,11 @@ async function startDaemon(scope: E2eScope, o: { kubeconfig: string; socket: str
   return log;
 }
 
-const nad = (scope: E2eScope, name: string, subnet: string, extra: unknown[] = []) => ({
-  metadata: { namespace: "app", name },
-  spec: {
-    config: JSON.stringify({
-      cniVersion: "1.0.0",
-      name,
-      plugins: [bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }), ...extra],
-    }),
-  },
-});
+function nad(scope: E2eScope, name: string, subnet: string, more: unknown[] = []) {
+  const bridge = bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) });
+  const config = JSON.stringify({ cniVersion: "1.0.0", name, plugins: [bridge, ...more] });
+  return { metadata: { namespace: "app", name }, spec: { config } };
+}
 
 async function setup(scope: E2eScope) {
   api = await startFakeApiServer();
@@ -74,7 +76,8 @@ async function setup(scope: E2eScope) {
   writeFileSync(cbr0, JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins }));
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
   const socket = join(scope.root, "plexus.sock");
-  const conf = plexusConf(scope, [], { clusterNetwork: cbr0, confDir, kubeconfig, daemonSocket: socket });
+  const keys = { clusterNetwork: cbr0, confDir, kubeconfig, daemonSocket: socket };
+  const conf = plexusConf(scope, [], keys);
   delete (conf as Record<string, unknown>).delegates;
   // The node's Plexus config, where the daemon's hot-plug reads it (as the runtime would pick it).
   writeFileSync(join(confDir, "00-plexus.conf"), JSON.stringify(conf));
@@ -97,14 +100,18 @@ const podEnv = (ns: Netns, pod: string, ctr = `ctr-${pod}`) => ({
 
 /** What a user's `kubectl annotate --overwrite` sends: a merge patch of the pod. */
 function patchNetworks(server: FakeApiServer, pod: string, networks: string): Promise<number> {
-  const body = JSON.stringify({ metadata: { annotations: { "k8s.v1.cni.cncf.io/networks": networks } } });
+  const annotations = { "k8s.v1.cni.cncf.io/networks": networks };
+  const body = JSON.stringify({ metadata: { annotations } });
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
       `${server.url}/api/v1/namespaces/app/pods/${pod}`,
       {
         method: "PATCH",
         ca: server.caPem,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/merge-patch+json" },
+        headers: {
+          authorization: `Bearer ${ADMIN_TOKEN}`,
+          "content-type": "application/merge-patch+json",
+        },
       },
       (res) => {
         res.resume();
@@ -116,15 +123,15 @@ function patchNetworks(server: FakeApiServer, pod: string, networks: string): Pr
   });
 }
 
+const COUNT = /plexus_hotplug_reconcile_duration_seconds_count (\d+)/;
+
 /** The daemon's count of finished reconciles (its /metrics over the socket). */
 function reconciles(socket: string): Promise<number> {
   return new Promise((resolve) => {
     const req = httpRequest({ socketPath: socket, path: "/metrics" }, (res) => {
       let text = "";
       res.on("data", (c) => (text += c));
-      res.on("end", () =>
-        resolve(Number(/plexus_hotplug_reconcile_duration_seconds_count (\d+)/.exec(text)?.[1] ?? 0)),
-      );
+      res.on("end", () => resolve(Number(COUNT.exec(text)?.[1] ?? 0)));
     });
     req.on("error", () => resolve(-1));
     req.end();
@@ -146,14 +153,17 @@ function statusOf(server: FakeApiServer, pod: string): string[] {
   );
 }
 
-function recordOf(scope: E2eScope): { attachments: Array<{ network: string; ifName: string; hotpluggedAt?: string }> } {
+type Recorded = { network: string; ifName: string; hotpluggedAt?: string };
+
+function recordOf(scope: E2eScope): { attachments: Recorded[] } {
   const files = scope.recordFiles();
   expect(files).toHaveLength(1);
   return JSON.parse(readFileSync(join(scope.cniDir, "records", files[0]!), "utf8"));
 }
 
-const recorded = (scope: E2eScope) =>
-  recordOf(scope).attachments.map((a) => `${a.network}@${a.ifName}${a.hotpluggedAt ? " (hot)" : ""}`);
+const shown = (a: Recorded) => `${a.network}@${a.ifName}${a.hotpluggedAt ? " (hot)" : ""}`;
+
+const recorded = (scope: E2eScope) => recordOf(scope).attachments.map(shown);
 
 const eventsOf = (server: FakeApiServer, reason: string) =>
   server
@@ -164,8 +174,12 @@ const eventsOf = (server: FakeApiServer, reason: string) =>
 const reserved = (scope: E2eScope, subnetPrefix: string) =>
   scope.ipReservations().filter((p) => p.split("/").pop()!.startsWith(subnetPrefix));
 
+const ADDED_NET_B = /^Add net2 \[10\.241\.2\.\d+\/24\] from app\/net-b \(hot-plug\)$/;
+const isHot = (message: string) => message.includes("hot-plug");
+const hotAdds = (server: FakeApiServer) => eventsOf(server, "AddedInterface").filter(isHot);
+
 describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
-  it("adds a second and a third network to a running pod, removes one, rolls back a failure; DEL removes all", async () => {
+  it("2nd and 3rd networks added, one removed, a failure rolled back; DEL takes all", async () => {
     const { scope } = t;
     const { api, conf, socket } = await setup(scope);
     api.addPod({
@@ -184,28 +198,33 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     // The second network: no interface named, so the next free netN.
     expect(await patchNetworks(api, "web", "net-a, net-b")).toBe(200);
     await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "net1", "net2"]);
-    await expect.poll(() => statusOf(api, "web")).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2"]);
+    const two = ["cbr0@eth0", "app/net-a@net1", "app/net-b@net2"];
+    await expect.poll(() => statusOf(api, "web")).toEqual(two);
     expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2 (hot)"]);
     await expect
       .poll(() => eventsOf(api, "AddedInterface").filter((m) => m.includes("hot-plug")))
-      .toEqual([expect.stringMatching(/^Add net2 \[10\.241\.2\.\d+\/24\] from app\/net-b \(hot-plug\)$/)]);
+      .toEqual([expect.stringMatching(ADDED_NET_B)]);
 
     // The third, on the interface the user names.
     expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
-    await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "extra", "net1", "net2"]);
+    const four = ["eth0", "extra", "net1", "net2"];
+    await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(four);
     await expect
       .poll(() => statusOf(api, "web"))
       .toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2", "app/net-c@extra"]);
-    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2 (hot)", "app/net-c@extra (hot)"]);
-    await expect.poll(() => eventsOf(api, "AddedInterface").filter((m) => m.includes("hot-plug"))).toHaveLength(2);
+    const hot = ["app/net-b@net2 (hot)", "app/net-c@extra (hot)"];
+    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", ...hot]);
+    await expect.poll(() => hotAdds(api)).toHaveLength(2);
 
     // One removed: its interface and its address go, the others stay.
     expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
     await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "extra", "net1"]);
-    await expect.poll(() => statusOf(api, "web")).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"]);
+    const after = ["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"];
+    await expect.poll(() => statusOf(api, "web")).toEqual(after);
     expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
     expect(reserved(scope, "10.241.2.")).toEqual([]);
-    await expect.poll(() => eventsOf(api, "RemovedInterface")).toEqual(["Remove net2 from app/net-b (hot-plug)"]);
+    const removed = ["Remove net2 from app/net-b (hot-plug)"];
+    await expect.poll(() => eventsOf(api, "RemovedInterface")).toEqual(removed);
 
     // A failed hot-plug: the bridge attached, tuning failed; rolled back, the pod as it was.
     expect(await patchNetworks(api, "web", "net-a, net-c@extra, net-bad")).toBe(200);
@@ -247,7 +266,7 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
       const before = await reconciles(socket);
       const [status, del] = await Promise.all([
         patchNetworks(api, pod, "net-a, net-b, net-c"),
-        new Promise((r) => setTimeout(r, delayMs)).then(() => scope.run("DEL", conf, podEnv(ns, pod))),
+        sleep(delayMs).then(() => scope.run("DEL", conf, podEnv(ns, pod))),
       ]);
       expect(status).toBe(200);
       expectSilentOk(del);
@@ -256,7 +275,7 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
       expect(scope.recordFiles()).toEqual([]);
     }
     // Which side took the lock first depends on timing; both orders must leave nothing.
-    const hotFirst = eventsOf(api, "AddedInterface").filter((m) => m.includes("hot-plug")).length / 2;
+    const hotFirst = hotAdds(api).length / 2;
     console.log(`race: the hot-plug attached before the DEL in ${hotFirst} of 7 rounds`);
     for (const d of [...daemons]) await stopDaemon(d);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);

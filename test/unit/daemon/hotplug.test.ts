@@ -5,7 +5,8 @@
  * nothing.
  */
 import { describe, expect, it } from "vitest";
-import { HotplugReconciler, parseNamespaces, type HotplugOutcome } from "../../../src/daemon/hotplug";
+import { HotplugReconciler, parseNamespaces } from "../../../src/daemon/hotplug";
+import type { HotplugOutcome } from "../../../src/daemon/hotplug";
 import type { Pod } from "../../../src/npwg/types";
 import { recordingLogger } from "../../fakes/fake-exec";
 
@@ -19,7 +20,9 @@ const pod = (networks: string, namespace = "app"): Pod => ({
   },
 });
 
-function harness(outcomes: HotplugOutcome[] = [], o: { delayMs?: number; namespaces?: string } = {}) {
+type Knobs = { delayMs?: number; namespaces?: string };
+
+function harness(outcomes: HotplugOutcome[] = [], o: Knobs = {}) {
   const calls: string[] = [];
   let running = 0;
   let most = 0;
@@ -54,7 +57,8 @@ describe("the daemon's hot-plug trigger", () => {
     h.r.observe(pod("a,b,c"), "change");
     await sleep(80);
     expect(h.calls).toEqual(["app/web"]);
-    expect(h.tallies).toEqual([{ attached: 1, detached: 0, failed: false, seconds: expect.any(Number) }]);
+    const seconds = expect.any(Number);
+    expect(h.tallies).toEqual([{ attached: 1, detached: 0, failed: false, seconds }]);
     await h.r.stop();
   });
 

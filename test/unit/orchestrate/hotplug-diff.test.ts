@@ -13,6 +13,8 @@ const conf = { cniVersion: "1.0.0", name: "x", plugins: [{ type: "bridge" }] };
 const eth0: Attachment = { network: "cbr0", ifName: "eth0", isDefault: true, conf };
 const fixed: Attachment = { network: "kube-system/extra", ifName: "net1", isDefault: false, conf };
 
+const named = (ifName?: string) => (ifName ? { interfaceRequest: ifName } : {});
+
 function sel(ref: string, more: Partial<NetworkSelection> = {}): NetworkSelection {
   const [namespace, name] = ref.split("/") as [string, string];
   return { namespace, name, ...more };
@@ -34,7 +36,7 @@ describe("hot-plug's diff", () => {
     expect(d.refused).toEqual([]);
   });
 
-  it("a named interface is part of the identity: the same network on another name is a swap", () => {
+  it("a named interface is part of the identity: another name is a swap", () => {
     const current = [eth0, att("app/a", "left", { interfaceRequest: "left" })];
     const d = diffHotplug(current, [att("app/a", "x", { interfaceRequest: "right" })]);
     expect(names(d.detach)).toEqual(["app/a@left"]);
@@ -42,7 +44,8 @@ describe("hot-plug's diff", () => {
   });
 
   it("never removes the default network, defaultNetworks or the auxiliary chain", () => {
-    const aux: Attachment = { network: "aux", ifName: "aux0", isDefault: false, conf, auxiliary: true };
+    const aux: Attachment = { network: "aux", ifName: "aux0", isDefault: false, conf };
+    aux.auxiliary = true;
     const d = diffHotplug([eth0, fixed, aux], []);
     expect(d.detach).toEqual([]);
     expect(d.attach).toEqual([]);
@@ -53,7 +56,8 @@ describe("hot-plug's diff", () => {
     const d = diffHotplug(current, [att("app/a", "net1", { ips: ["10.0.0.6/24"] })]);
     expect(d.attach).toEqual([]);
     expect(d.detach).toEqual([]);
-    expect(d.refused.map((r) => r.reason)).toEqual([expect.stringContaining("parameters of app/a on net1 changed")]);
+    const why = expect.stringContaining("parameters of app/a on net1 changed");
+    expect(d.refused.map((r) => r.reason)).toEqual([why]);
   });
 
   it("refuses a named interface that another attachment keeps", () => {
@@ -70,18 +74,17 @@ describe("hot-plug's diff", () => {
     expect([nextFreeIfName(used), nextFreeIfName(used)]).toEqual(["net2", "net4"]);
   });
 
-  it("property: after the diff, the record's selected networks are the wanted ones, names unique", () => {
+  it("property: after the diff, the pod has the wanted networks, names unique", () => {
     const network = fc.constantFrom("app/a", "app/b", "app/c");
-    const wantedArb = fc.array(
-      fc.record({ network, named: fc.option(fc.constantFrom("x1", "x2", "x3"), { nil: undefined }) }),
-      { maxLength: 6 },
-    );
+    const ifName = fc.constantFrom("x1", "x2", "x3");
+    const entry = fc.record({ network, named: fc.option(ifName, { nil: undefined }) });
+    const wantedArb = fc.array(entry, { maxLength: 6 });
     fc.assert(
       fc.property(wantedArb, wantedArb, (before, after) => {
         const unique = (list: typeof before) =>
           list.filter((w, i) => !w.named || list.findIndex((o) => o.named === w.named) === i);
-        const toWanted = (list: typeof before) =>
-          unique(list).map((w) => att(w.network, "planned", w.named ? { interfaceRequest: w.named } : {}));
+        const planned = (w: (typeof before)[number]) => att(w.network, "planned", named(w.named));
+        const toWanted = (list: typeof before) => unique(list).map(planned);
         // The record a first reconcile from nothing makes, then the second reconcile against it.
         const first = diffHotplug([eth0], toWanted(before));
         const record = [eth0, ...first.attach];
@@ -94,7 +97,8 @@ describe("hot-plug's diff", () => {
         const refusedNew = second.refused
           .filter((r) => !record.includes(r.attachment))
           .map((r) => r.attachment.network);
-        expect(sorted([...selected, ...refusedNew])).toEqual(sorted(toWanted(after).map((w) => w.network)));
+        const wantedNetworks = toWanted(after).map((w) => w.network);
+        expect(sorted([...selected, ...refusedNew])).toEqual(sorted(wantedNetworks));
         expect(result[0]).toBe(eth0);
       }),
       { seed: 20261126, numRuns: 300 },

@@ -88,7 +88,7 @@ async function setup(scope: E2eScope) {
   const badTuning = { type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.no_such_sysctl": "1" } };
   api.addNad(nad(scope, "net-bad", "10.241.4.0/24", [badTuning]));
   const log = await startDaemon(scope, { kubeconfig, socket, confDir });
-  return { api, conf, socket, log };
+  return { api, conf, socket, log, confDir };
 }
 
 const podEnv = (ns: Netns, pod: string, ctr = `ctr-${pod}`) => ({
@@ -97,6 +97,19 @@ const podEnv = (ns: Netns, pod: string, ctr = `ctr-${pod}`) => ({
   CNI_IFNAME: "eth0",
   CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${pod};K8S_POD_UID=uid-${pod}`,
 });
+
+/**
+ * A person's plexus command on the node: its exit status and output (asynchronous: the fake API
+ * server answers from this process).
+ */
+function plexus(scope: E2eScope, args: string[]): Promise<{ code: number | null; stdout: string }> {
+  const [mk, mv] = scope.marker.split("=") as [string, string];
+  const child = spawn(PLEXUS_BIN, args, { env: { ...process.env, [mk]: mv }, timeout: 60_000 });
+  let out = "";
+  child.stdout.on("data", (c) => (out += c));
+  child.stderr.on("data", (c) => (out += `[stderr] ${c}`));
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout: out })));
+}
 
 /** What a user's `kubectl annotate --overwrite` sends: a merge patch of the pod. */
 function patchNetworks(server: FakeApiServer, pod: string, networks: string): Promise<number> {
@@ -181,7 +194,7 @@ const hotAdds = (server: FakeApiServer) => eventsOf(server, "AddedInterface").fi
 describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
   it("2nd and 3rd networks added, one removed, a failure rolled back; DEL takes all", async () => {
     const { scope } = t;
-    const { api, conf, socket } = await setup(scope);
+    const { api, conf, socket, confDir } = await setup(scope);
     api.addPod({
       metadata: {
         namespace: "app",
@@ -196,6 +209,7 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     expect(ifNames(ns)).toEqual(["eth0", "net1"]);
 
     // The second network: no interface named, so the next free netN.
+    const patchedAt = Date.now();
     expect(await patchNetworks(api, "web", "net-a, net-b")).toBe(200);
     await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "net1", "net2"]);
     const two = ["cbr0@eth0", "app/net-a@net1", "app/net-b@net2"];
@@ -204,6 +218,8 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     await expect
       .poll(() => eventsOf(api, "AddedInterface").filter((m) => m.includes("hot-plug")))
       .toEqual([expect.stringMatching(ADDED_NET_B)]);
+    const tookMs = Date.now() - patchedAt;
+    console.log(`hot-plug: from the annotation's patch to its event ${tookMs} ms`);
 
     // The third, on the interface the user names.
     expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
@@ -239,10 +255,25 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
     await expect.poll(() => reconciles(socket), { timeout: 15_000 }).toBeGreaterThan(before);
 
-    // The sandbox's DEL removes everything the record holds, the hot-plugged network included.
+    // Without the daemon: plexus explain --hot-plug says what a reconcile would do; plexus
+    // hotplug does it; plexus records shows what was hot-plugged.
+    for (const d of [...daemons]) await stopDaemon(d);
+    expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
+    const people = (...args: string[]) => plexus(scope, [...args, "--cni-conf-dir", confDir]);
+    expect(await people("explain", "app/web", "--hot-plug")).toMatchObject({
+      code: 0,
+      stdout: expect.stringContaining("  attach app/net-b on net2\n"),
+    });
+    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
+    const manual = await people("hotplug", "app/web", "--cni-path", "/usr/lib/cni");
+    expect(manual).toMatchObject({ code: 0 });
+    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1", "net2"]);
+    const hotplugged = /hot-plugged: app\/net-c@extra at .*app\/net-b@net2 at /;
+    expect((await people("records", "list")).stdout).toMatch(hotplugged);
+
+    // The sandbox's DEL removes everything the record holds, the hot-plugged networks included.
     expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
     expect(ifNames(ns)).toEqual([]);
-    for (const d of [...daemons]) await stopDaemon(d);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   }, 120_000);
 

@@ -105,13 +105,28 @@ interface Reconcile {
   dryRun: boolean;
 }
 
+/**
+ * ADD's planner, for the annotation as it is now. What it refuses (a missing NAD, a policy, a
+ * malformed annotation) changes nothing; it is a HotplugFailed event and the daemon's log.
+ */
+async function planNow(r: Reconcile, conf: PlexusConf, deps: Deps) {
+  const kube = deps.kube ?? (async () => undefined);
+  const ctx = { kube, log: deps.log, podDevices: deps.podDevices, load: deps.load };
+  try {
+    return await planForPod(r.req, conf, ctx);
+  } catch (err) {
+    const e = asCniError(err);
+    const pod = r.record.pod;
+    const api = r.dryRun || !pod ? undefined : await kube().catch(() => undefined);
+    const message = `${e.message} (nothing changed)`;
+    const event: PodEvent = { type: "Warning", reason: "HotplugFailed", message };
+    await api?.recordEvent(pod!, event).catch(() => {});
+    throw e.withContext("hot-plug");
+  }
+}
+
 async function reconcileLocked(r: Reconcile, conf: PlexusConf, deps: Deps): Promise<HotplugReport> {
-  const planned = await planForPod(r.req, conf, {
-    kube: deps.kube ?? (async () => undefined),
-    log: deps.log,
-    podDevices: deps.podDevices,
-    load: deps.load,
-  });
+  const planned = await planNow(r, conf, deps);
   if (!planned.pod || !planned.kube)
     return { pod: r.pod, state: "no-sandbox", attached: [], detached: [], refused: [] };
   const diff = diffHotplug(r.record.attachments, planned.attachments.filter(isSelected));

@@ -251,6 +251,13 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     expect(reserved(scope, "10.241.4.")).toEqual([]);
     expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
     expect(statusOf(api, "web")).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"]);
+    // A NAD that does not exist: refused before any delegate runs, with its reason.
+    expect(await patchNetworks(api, "web", "net-a, net-c@extra, net-missing")).toBe(200);
+    await expect
+      .poll(() => eventsOf(api, "HotplugFailed"), { timeout: 15_000 })
+      .toContainEqual(expect.stringMatching(/app\/net-missing.*\(nothing changed\)$/));
+    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
+    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
     const before = await reconciles(socket);
     expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
     await expect.poll(() => reconciles(socket), { timeout: 15_000 }).toBeGreaterThan(before);

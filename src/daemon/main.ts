@@ -114,10 +114,15 @@ export function resolveDaemonFlags(
   };
 }
 
-/** `--housekeeping-interval`: seconds above 0, or "0" for no housekeeping timer. */
+/**
+ * `--housekeeping-interval`: seconds above 0 and at most an hour (DELs believe a stamp at most
+ * twice that far ahead, record.ts), or "0" for no housekeeping timer.
+ */
 function housekeepingMs(value: string | undefined): number {
   if (value?.trim() === "0") return 0;
-  return seconds(value, "housekeeping-interval", DAEMON_DEFAULT_SECONDS.housekeepingInterval);
+  const ms = seconds(value, "housekeeping-interval", DAEMON_DEFAULT_SECONDS.housekeepingInterval);
+  if (ms > 3600_000) throw new Error(`--housekeeping-interval ${value}: at most 3600 seconds`);
+  return ms;
 }
 
 /** How long stop() may take: a watch or an API close that hangs must not keep a terminating pod alive. */

@@ -14,6 +14,7 @@ import { kubeFactory } from "../daemon/kube-factory";
 import { createLogger } from "../log/logger";
 import type { Deps } from "../orchestrate/deps";
 import { nodeDeps } from "../orchestrate/node-deps";
+import { MAX_HOUSEKEEPER_AHEAD_MS } from "../orchestrate/record";
 import { housekeep } from "../orchestrate/pending";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags } from "./context";
@@ -65,7 +66,7 @@ export async function recordsRetryMain(flags: RetryFlags, out = processOutput): 
 function stampSeconds(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n) || n <= 0)
-    throw new UsageError(`--housekeeper ${JSON.stringify(value)}: expected seconds above 0`);
+  if (value.trim() === "" || !Number.isFinite(n) || n <= 0 || n * 1000 > MAX_HOUSEKEEPER_AHEAD_MS)
+    throw new UsageError(`--housekeeper ${JSON.stringify(value)}: expected 0 < seconds ≤ 7200`);
   return n * 1000;
 }

@@ -43,14 +43,7 @@ export async function settleDel(
   const counted = failures.map((f) =>
     f.notRun ? f : { ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } },
   );
-  if (counted.length === 0) {
-    await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
-      // Everything is torn down; a record left behind is removed by the next ADD or a GC.
-      const why = asCniError(err).message;
-      deps.log.warn({ err: why }, "container torn down, but its record could not be removed");
-    });
-    return;
-  }
+  if (counted.length === 0) return removeRecord(req, deps);
   try {
     await keepForRetry(counted, record, deps);
   } catch (err) {
@@ -68,7 +61,7 @@ export async function settleDel(
     );
     const notRun = counted.filter((f) => f.notRun);
     if (notRun.length > 0) throw delError(notRun, req);
-    return;
+    return removeRecord(req, deps);
   }
   const firstOrNotRun = (f: TeardownFailure) => f.notRun || (f.attachment.failedDels ?? 0) < 2;
   const failsTheDel = conf.retryDeleteOnError || counted.some(firstOrNotRun);
@@ -79,6 +72,15 @@ export async function settleDel(
       "DEL failed again: it succeeds so the pod can be deleted, and this attachment stays " +
         "pending; housekeeping retries it until failedDelRetrySeconds have passed",
     );
+}
+
+/** Nothing is left to tear down (or to keep): the record goes. */
+async function removeRecord(req: CniRequest, deps: Deps): Promise<void> {
+  await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
+    // A record left behind is removed by the next ADD or a GC.
+    const why = asCniError(err).message;
+    deps.log.warn({ err: why }, "container torn down, but its record could not be removed");
+  });
 }
 
 /**

@@ -96,6 +96,8 @@ const MAX_PENDING_BYTES = 4096;
 const SYNCED_STAMP = "pending-synced";
 /** In `<cniDir>/housekeeping/`: until when the node's housekeeper (the daemon's timer) runs. */
 const HOUSEKEEPER_STAMP = "housekeeper";
+/** The furthest ahead a housekeeper stamps: twice the longest `--housekeeping-interval`. */
+export const MAX_HOUSEKEEPER_AHEAD_MS = 2 * 3600_000;
 
 /** What `syncPending` changed. */
 type Synced = { added: number; removed: number };
@@ -270,10 +272,14 @@ export class RecordStore {
     lutimesSync(path, new Date(untilMs), new Date(untilMs));
   }
 
-  /** Whether a housekeeper's stamp is still in the future. */
+  /**
+   * Whether a housekeeper's stamp is still in the future, but not further than a housekeeper
+   * ever sets it: a stamp from a skewed clock, or planted, must not stop DELs' retries for good.
+   */
   housekeeperAlive(now = Date.now()): boolean {
     const st = lstatOrUndefined(join(this.stampDir, HOUSEKEEPER_STAMP));
-    return st?.isFile() === true && st.mtimeMs > now;
+    const ahead = (st?.isFile() ? st.mtimeMs : 0) - now;
+    return ahead > 0 && ahead <= MAX_HOUSEKEEPER_AHEAD_MS;
   }
 
   /** The `.json` names in `pending/` (what an entry is called), as paths. */

@@ -14,7 +14,9 @@ import { startDaemon } from "../../src/daemon/main";
 import { silentLogger } from "../../src/log/logger";
 import { doctor } from "../../src/ops/doctor";
 import { explain, renderExplanation } from "../../src/ops/explain";
+import { recordsRetryMain } from "../../src/ops/housekeeping";
 import { recordsMain } from "../../src/ops/records";
+import { RecordStore } from "../../src/orchestrate/record";
 import { validate } from "../../src/ops/validate";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
@@ -671,6 +673,29 @@ describe("plexus records: list, show, rm --teardown", () => {
     expect(sb.invocations().slice(-1)[0]!.cniEnv.CNI_NETNS).toBe("");
     expect(sb.recordFiles()).toEqual([]);
     expect(sb.resultFiles()).toEqual([]);
+  });
+
+  it("M7 records retry: one housekeeping pass tears down a pending record whose delegate recovered; --housekeeper stamps the node for DELs", async () => {
+    const conf = sb.config([sb.delegate("net-a"), sb.delegate("net-b")]);
+    expect((await sb.run("ADD", conf)).code).toBe(0);
+    sb.setBehaviours("net-b", { DEL: { do: "error", error: { code: 999, msg: "down for now" } } });
+    expect((await sb.run("DEL", conf)).code).toBe(1);
+    const configFile = join(sb.root, "plexus.conf");
+    writeFileSync(configFile, JSON.stringify(conf));
+    const flags = { config: configFile, cniPath: sb.binDir, logLevel: "silent" };
+    const list = capture();
+    expect(await recordsMain("list", undefined, flags, list.io)).toBe(0);
+    expect(list.out.join("")).toMatch(/ctr1-eth0\s+pending.*net-b@net1: code 999: .*down for now/);
+
+    sb.setBehaviours("net-b", {});
+    const retry = capture();
+    expect(await recordsRetryMain({ ...flags, housekeeper: "60" }, retry.io)).toBe(0);
+    expect(retry.out.join("")).toMatch(/^retried 1 pending record\(s\); 0 still pending/);
+    expect(sb.calls().slice(-1)).toEqual(["DEL net-b"]);
+    expect(sb.recordFiles()).toEqual([]);
+    expect(new RecordStore(sb.cniDir).housekeeperAlive()).toBe(true);
+    const bad = capture();
+    expect(await recordsRetryMain({ ...flags, housekeeper: "abc" }, bad.io)).toBe(2);
   });
 
   it("an unknown ID is an error naming the directory", async () => {

@@ -196,6 +196,18 @@ describe("deploy/ manifests", () => {
     expect(ds.metadata.namespace).toBe(sa.metadata.namespace);
   });
 
+  // The flags of install and daemon: commands.ts, and the node path flags install shares with
+  // uninstall. Each flag of a container's command must be one of them.
+  const expectKnownFlags = (command: string[]) => {
+    const known = ["src/cli/commands.ts", "src/cli/node-path-options.ts"]
+      .map((f) => readFileSync(join(REPO_ROOT, f), "utf8"))
+      .join("\n");
+    for (const arg of command.slice(2)) {
+      const flag = arg.split("=")[0];
+      expect(known, `flag ${arg}`).toContain(`"${flag}`);
+    }
+  };
+
   it("M11 the DaemonSet: every node, host paths, a projected expiring token, `plexus install` with flags it knows", () => {
     const ds = find("DaemonSet");
     const pod = ds.spec.template.spec;
@@ -210,6 +222,7 @@ describe("deploy/ manifests", () => {
       "/etc/cni/net.d",
       "/opt/cni/bin",
       "/run/plexus",
+      "/var/lib/cni",
       "/var/lib/cni/plexus",
       "/var/lib/kubelet/pod-resources",
     ]);
@@ -222,19 +235,25 @@ describe("deploy/ manifests", () => {
     const mounts = Object.fromEntries(c.volumeMounts.map((m: any) => [m.name, m.mountPath]));
     // The installer writes the CNI host paths under /host; the daemon's socket dir and kubelet's
     // pod-resources dir (M10) are the daemon's, not its.
-    const daemonOnly = new Set(["/run/plexus", "/var/lib/kubelet/pod-resources"]);
+    const daemonOnly = new Set(["/run/plexus", "/var/lib/kubelet/pod-resources", "/var/lib/cni"]);
     for (const [name, path] of Object.entries(hostPaths))
       if (!daemonOnly.has(path)) expect(mounts[name], name).toBe(`/host${path}`);
+    // The daemon's housekeeping runs delegates: the config, the binaries and their state at the
+    // node's own paths (so the paths in the config hold), the first two read only; and its flags.
+    const daemon = pod.containers[1];
+    const daemonMounts = Object.fromEntries(daemon.volumeMounts.map((m: any) => [m.name, m]));
+    for (const path of ["/etc/cni/net.d", "/opt/cni/bin", "/var/lib/cni"]) {
+      const name = Object.keys(hostPaths).find((n) => hostPaths[n] === path)!;
+      expect(daemonMounts[name]?.mountPath, path).toBe(path);
+      expect(daemonMounts[name]?.readOnly === true, path).toBe(path !== "/var/lib/cni");
+    }
+    expectKnownFlags(daemon.command);
     const tokenMount = c.volumeMounts.find(
       (m: any) => m.name === pod.volumes.find((v: any) => v.projected).name,
     ).mountPath;
     expect(c.command.slice(0, 2)).toEqual(["/usr/local/bin/plexus", "install"]);
     expect(c.command).toContain(`--token-file=${tokenMount}/token`);
-    // install's flags: commands.ts and the node path flags it shares with uninstall.
-    const commands = ["src/cli/commands.ts", "src/cli/node-path-options.ts"]
-      .map((f) => readFileSync(join(REPO_ROOT, f), "utf8"))
-      .join("\n");
-    for (const arg of c.command.slice(2)) expect(commands, `flag ${arg}`).toContain(`"${arg.split("=")[0]}`);
+    expectKnownFlags(c.command);
   });
 
   it("upgrade: the installer is not told to remove the config on SIGTERM, so a rolling update leaves no window in which new pods get the primary network only", () => {

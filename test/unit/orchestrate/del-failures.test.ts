@@ -302,6 +302,7 @@ describe("retryDeleteOnError (M7)", () => {
     };
     await cmdDel(req("DEL"), conf(), deps);
     expect(events()).toEqual([expect.objectContaining({ reason: "TeardownAbandoned" })]);
+    expect(records()).toEqual([]);
   });
 });
 

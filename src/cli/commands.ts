@@ -12,6 +12,7 @@ import {
 import { translateMultusFlags } from "../install/multus-flags";
 import { addNodePathOptions } from "./node-path-options";
 import { housekeepingPass } from "./housekeeping-pass";
+import { hotplugPass } from "./hotplug-pass";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 
@@ -132,11 +133,14 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
         "(0: off; DELs retry them then)",
       String(DAEMON_DEFAULT_SECONDS.housekeepingInterval),
     )
-    .option("--cni-conf-dir <dir>", "where housekeeping reads the Plexus config", DEFAULT_CONF_DIR)
+    .option("--cni-conf-dir <dir>", "where housekeeping and hot-plug read it", DEFAULT_CONF_DIR)
     .option("--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin")
+    .option("--hot-plug", "attach and detach running pods' networks as their annotation changes")
+    .option("--hot-plug-namespaces <names>", "only these namespaces, comma-separated")
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
-      setExitCode(await daemonMain(flags, housekeepingPass(flags)));
+      const passes = { housekeeping: housekeepingPass(flags), hotplug: hotplugPass(flags) };
+      setExitCode(await daemonMain(flags, passes));
     });
 }
 

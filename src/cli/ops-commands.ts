@@ -29,6 +29,7 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
   addValidateCommand(program, setExit);
   addDoctorCommand(program, setExit);
   addRecordsCommand(program, setExit);
+  addHotplugCommand(program, setExit);
   addCompletionCommand(program, setExit);
 }
 
@@ -45,7 +46,12 @@ function addExplainCommand(program: Command, setExit: SetExit): void {
     .option("--nads <dir>", "with --file: the NetworkAttachmentDefinitions from this directory of manifests")
     .option("--ifname <name>", "the runtime's interface name for the default network", "eth0")
     .option("--uid <uid>", "the pod UID the runtime would pass (K8S_POD_UID)")
+    .option("--hot-plug", "what a hot-plug reconcile of the running pod would attach and detach")
     .action(async (pod: string | undefined, flags: Record<string, string | undefined>) => {
+      if (flags.hotPlug) {
+        const { hotplugMain } = await import("../ops/hotplug");
+        return setExit(await hotplugMain(pod, { ...flags, dryRun: true }));
+      }
       const { explainMain } = await import("../ops/explain");
       setExit(await explainMain(pod, flags));
     });
@@ -99,6 +105,24 @@ function addCompletionCommand(program: Command, setExit: SetExit): void {
         return setExit(2);
       }
       process.stdout.write(script);
+    });
+}
+
+function addHotplugCommand(program: Command, setExit: SetExit): void {
+  common(
+    program
+      .command("hotplug")
+      .argument("<pod>", "the running pod, NAMESPACE/NAME")
+      .description(
+        "attach and detach a running pod's networks as its networks annotation now asks " +
+          "(what the daemon's --hot-plug runs)",
+      ),
+  )
+    .option("--uid <uid>", "only the sandbox of the pod with this UID")
+    .option("--dry-run", "only print what it would do (as plexus explain --hot-plug)")
+    .action(async (pod: string, flags: Record<string, string | boolean | undefined>) => {
+      const { hotplugMain } = await import("../ops/hotplug");
+      setExit(await hotplugMain(pod, flags as never));
     });
 }
 

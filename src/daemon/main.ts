@@ -13,6 +13,7 @@ import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SO
 import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { createLogger, type Logger } from "../log/logger";
+import { HotplugReconciler, parseNamespaces, type HotplugPass } from "./hotplug";
 import { MissingNetworksDetector } from "./missing-networks";
 import { startDaemonServer } from "./server";
 
@@ -31,6 +32,10 @@ export interface DaemonFlags {
   podResourcesSocket?: string | undefined;
   /** Seconds between housekeeping passes (default 30); "0" turns housekeeping off. */
   housekeepingInterval?: string | undefined;
+  /** Reconcile running pods' networks with their annotation (hotplug.ts); off unless set. */
+  hotPlug?: boolean | string | undefined;
+  /** Comma-separated namespaces hot-plug is limited to (unset: all). */
+  hotPlugNamespaces?: string | undefined;
 }
 
 /**
@@ -71,6 +76,8 @@ export interface DaemonSettings {
   podResourcesSocket: string;
   /** 0: no housekeeping timer. */
   housekeepingIntervalMs: number;
+  hotPlug: boolean;
+  hotPlugNamespaces: ReadonlySet<string> | undefined;
 }
 
 /** A flag in seconds: a finite number above 0 (`abc` would make every timeout NaN, that is none). */
@@ -102,6 +109,8 @@ export function resolveDaemonFlags(
     ),
     podResourcesSocket: flags.podResourcesSocket ?? DEFAULT_POD_RESOURCES_SOCKET,
     housekeepingIntervalMs: housekeepingMs(flags.housekeepingInterval),
+    hotPlug: flags.hotPlug === true || flags.hotPlug === "true",
+    hotPlugNamespaces: parseNamespaces(flags.hotPlugNamespaces),
   };
 }
 
@@ -226,6 +235,25 @@ export function startHousekeeping(
   };
 }
 
+type Services = Awaited<ReturnType<typeof buildServices>>;
+
+/** With --hot-plug: the reconciler, fed by the pod watch (registered before the caches start). */
+function startHotplug(
+  s: DaemonSettings,
+  o: Pick<Services, "caches" | "metrics"> & { pass: HotplugPass | undefined; log: Logger },
+): HotplugReconciler | undefined {
+  if (!s.hotPlug || !o.pass) return undefined;
+  const reconciler = new HotplugReconciler({
+    pass: o.pass,
+    log: o.log,
+    namespaces: s.hotPlugNamespaces,
+    metrics: o.metrics,
+  });
+  o.caches.onPodEvent((how, pod) => reconciler.observe(pod, how));
+  o.log.info({ namespaces: s.hotPlugNamespaces ? [...s.hotPlugNamespaces] : "all" }, "hot-plug on");
+  return reconciler;
+}
+
 /** Runs `stop`, but returns after STOP_TIMEOUT_MS whatever it still waits for, with a warning. */
 export async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -246,6 +274,7 @@ export async function startDaemon(
   env: Readonly<Record<string, string | undefined>>,
   log: Logger,
   housekeeping?: HousekeepingPass,
+  hotplug?: HotplugPass,
 ): Promise<RunningDaemon> {
   const s = resolveDaemonFlags(flags, env);
   const api = await connectApi(s, env, log);
@@ -267,6 +296,7 @@ export async function startDaemon(
     await api.close();
     throw err;
   }
+  const reconciler = startHotplug(s, { pass: hotplug, caches, metrics, log });
   void dra.start();
   void caches.start().then(() => log.info({ node: s.nodeName, ...caches.stats() }, "watch caches synced"));
   detector.start();
@@ -281,6 +311,7 @@ export async function startDaemon(
       bounded(async () => {
         await detector.stop();
         await keeper.stop();
+        await reconciler?.stop();
         await server.close();
         await caches.stop();
         await dra.stop();
@@ -290,7 +321,13 @@ export async function startDaemon(
   };
 }
 
-export async function daemonMain(flags: DaemonFlags, pass?: HousekeepingPass): Promise<number> {
+/** What the CLI wires: each a process of its own (cli/housekeeping-pass.ts, hotplug-pass.ts). */
+export interface DaemonPasses {
+  housekeeping?: HousekeepingPass;
+  hotplug?: HotplugPass;
+}
+
+export async function daemonMain(flags: DaemonFlags, passes: DaemonPasses = {}): Promise<number> {
   try {
     resolveDaemonFlags(flags, process.env);
   } catch (err) {
@@ -303,7 +340,7 @@ export async function daemonMain(flags: DaemonFlags, pass?: HousekeepingPass): P
   );
   let daemon: RunningDaemon;
   try {
-    daemon = await startDaemon(flags, process.env, log, pass);
+    daemon = await startDaemon(flags, process.env, log, passes.housekeeping, passes.hotplug);
   } catch (err) {
     log.error({ err: err instanceof Error ? err.message : String(err) }, "daemon failed to start");
     return 1;

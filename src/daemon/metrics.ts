@@ -6,6 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats } from "../k8s/watch-cache";
+import type { HotplugTally } from "./hotplug";
 
 /** What the daemon reads at scrape time. */
 export interface ScrapeSources {
@@ -48,12 +49,33 @@ export class DaemonMetrics {
     registers: [this.registry],
   });
 
+  private readonly hotplugChanges = new Counter({
+    name: "plexus_hotplug_changes_total",
+    help: "Hot-plug's attaches and detaches of running pods' networks, and its failed reconciles.",
+    labelNames: ["change"],
+    registers: [this.registry],
+  });
+  private readonly hotplugDurations = new Histogram({
+    name: "plexus_hotplug_reconcile_duration_seconds",
+    help: "Time of one hot-plug reconcile, from the annotation change seen to its end.",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   constructor(sources: ScrapeSources, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     cacheSeries(sources, registers);
     watchSeries(sources, registers);
     daemonSeries(sources, registers);
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One reconcile: what it attached and detached, whether it failed, how long it took. */
+  hotplugReconciled(o: HotplugTally): void {
+    if (o.attached) this.hotplugChanges.inc({ change: "attach" }, o.attached);
+    if (o.detached) this.hotplugChanges.inc({ change: "detach" }, o.detached);
+    if (o.failed) this.hotplugChanges.inc({ change: "failure" });
+    this.hotplugDurations.observe(o.seconds);
   }
 
   cacheLookup(kind: "pod" | "nad" | "resourceclaim", result: "hit" | "miss" | "stale"): void {

@@ -15,6 +15,7 @@ import { callDeadline, type Deps } from "../orchestrate/deps";
 import { withContainerLock } from "../orchestrate/lock";
 import { nodeDeps } from "../orchestrate/node-deps";
 import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
+import type { Attachment } from "../orchestrate/record";
 import { teardown } from "../orchestrate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
 import { silentLogger } from "../log/logger";
@@ -58,6 +59,8 @@ export interface RecordSummary {
   retryUntil?: string;
   /** State "pending": why each attachment's last DEL failed (`network@ifName: code N: message`). */
   lastErrors?: string[];
+  /** The attachments hot-plug added to the running pod, and when (`network@ifName at ISO time`). */
+  hotplugged?: string[];
 }
 
 /** The keys that say how long a pending record is retried (the node's Plexus config). */
@@ -94,6 +97,9 @@ export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKey
     networks: r.attachments.map((a) => `${a.network}@${a.ifName}`),
   };
   if (r.pod) s.pod = `${r.pod.namespace}/${r.pod.name}`;
+  const hot = r.attachments.filter((a) => a.hotpluggedAt);
+  const at = (a: Attachment) => `${a.network}@${a.ifName} at ${a.hotpluggedAt}`;
+  if (hot.length > 0) s.hotplugged = hot.map(at);
   try {
     s.modified = statSync(path).mtime.toISOString();
   } catch {
@@ -172,7 +178,7 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
     s.pod ?? "-",
     s.networks?.join(",") ?? "-",
     s.modified ?? "-",
-    s.why ?? "",
+    s.why ?? (s.hotplugged ? `hot-plugged: ${s.hotplugged.join(", ")}` : ""),
   ]);
   const head = ["ID", "STATE", "POD", "NETWORKS", "WRITTEN", "NOTE"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -52,6 +52,8 @@ export interface Attachment {
   device?: AttachmentDevice;
   /** M12: the auxiliary chain (no network-status entry unless its result names an interface or IP). */
   auxiliary?: true;
+  /** When hot-plug attached it to the running pod (ISO time, hotplug.ts); unset: by ADD. */
+  hotpluggedAt?: string;
   /** Why its last DEL failed (code and message), for `plexus records` (pending.ts). */
   lastDelError?: { code: number; msg: string };
 }

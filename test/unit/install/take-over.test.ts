@@ -19,6 +19,7 @@ import { runInstall } from "../../../src/install/run";
 import { MOVED_SUFFIX, planTakeOver } from "../../../src/install/take-over";
 import { waitFor } from "../../support/plexus-bin";
 import { recordingLogger } from "./recording-logger";
+import { propertyRuns } from "../../support/property";
 
 const { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } = fs;
 
@@ -287,7 +288,7 @@ describe("planTakeOver over generated directories", () => {
         }
         expect(configs(left)[0]!.name).toBe("00-plexus.conflist");
       }),
-      { seed: 20261126, numRuns: 300 },
+      propertyRuns({ seed: 20261126, numRuns: 300 }),
     );
   });
 });

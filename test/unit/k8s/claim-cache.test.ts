@@ -9,6 +9,7 @@ import { ClaimCache } from "../../../src/k8s/claim-cache";
 import type { ResourceClaim } from "../../../src/k8s/dra";
 import { silentLogger } from "../../../src/log/logger";
 import type { Pod } from "../../../src/npwg/types";
+import { propertyRuns } from "../../support/property";
 
 const allocated = (name: string, podUid?: string): ResourceClaim => ({
   metadata: { name, namespace: "app", uid: `uid-${name}`, resourceVersion: "1" },
@@ -149,7 +150,7 @@ describe("M10 the daemon's claim cache", () => {
           expect(cache.stats().reads.request, `claim ${n} named by no pod was served from the cache`).toBe(before + 1);
         }
       }),
-      { seed: 20261126, numRuns: 200 },
+      propertyRuns({ seed: 20261126, numRuns: 200 }),
     );
   });
 });

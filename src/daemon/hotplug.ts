@@ -1,0 +1,185 @@
+/**
+ * The daemon's hot-plug trigger (`plexus daemon --hot-plug`, docs/hot-plug.md): it watches the
+ * networks annotation of this node's pods in the watch cache and, when it changes, runs one
+ * reconcile of that pod (a `plexus hotplug` process, cli/hotplug-pass.ts): debounced (a burst of
+ * edits is one reconcile), one at a time per pod (an edit during a reconcile runs another after
+ * it), retried with backoff when it fails (an API or delegate failure), at most `maxAttempts`
+ * times per edit. The reconcile itself takes the container lock, so it never races the
+ * runtime's ADD or DEL, and leaves a pod without a sandbox alone.
+ */
+import type { Logger } from "../log/logger";
+import { NETWORKS_ANNOTATION, type Pod } from "../npwg/types";
+import { missingNetworks } from "./missing-networks";
+
+/** What one reconcile did; `ok: false` is retried. */
+export interface HotplugOutcome {
+  ok: boolean;
+  attached: number;
+  detached: number;
+  error?: string;
+}
+
+export interface HotplugTarget {
+  namespace: string;
+  name: string;
+  uid: string;
+  log: Logger;
+}
+
+export type HotplugPass = (o: HotplugTarget) => Promise<HotplugOutcome>;
+
+/** What the daemon's metrics count of one reconcile (metrics.ts). */
+export interface HotplugTally {
+  attached: number;
+  detached: number;
+  failed: boolean;
+  seconds: number;
+}
+
+export interface HotplugOptions {
+  pass: HotplugPass;
+  log: Logger;
+  /** Only pods of these namespaces (undefined: every namespace). */
+  namespaces?: ReadonlySet<string> | undefined;
+  debounceMs?: number;
+  backoff?: { minMs: number; maxMs: number };
+  /** Reconciles of one edit, the first included, before it waits for the next edit. */
+  maxAttempts?: number;
+  metrics?: { hotplugReconciled(o: HotplugTally): void };
+}
+
+interface PodState {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** The annotation as last seen. */
+  wanted: string;
+  timer?: NodeJS.Timeout | undefined;
+  running?: Promise<void> | undefined;
+  /** An edit arrived while a reconcile ran: one more after it. */
+  dirty: boolean;
+  attempt: number;
+  /** When the edit being reconciled was first seen (the latency metric). */
+  since: number;
+}
+
+const annotationOf = (pod: Pod) => pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "";
+
+export class HotplugReconciler {
+  private readonly pods = new Map<string, PodState>();
+  private stopped = false;
+
+  constructor(private readonly options: HotplugOptions) {}
+
+  private get debounceMs(): number {
+    return this.options.debounceMs ?? 500;
+  }
+
+  /** A watch event of one pod of this node. */
+  observe(pod: Pod, how: "change" | "delete"): void {
+    const { namespace, name, uid = "" } = pod.metadata;
+    const key = `${namespace}/${name}/${uid}`;
+    if (how === "delete") return this.forget(key);
+    if (this.stopped || pod.spec?.hostNetwork || pod.metadata.deletionTimestamp) return;
+    if (this.options.namespaces && !this.options.namespaces.has(namespace)) return;
+    const value = annotationOf(pod);
+    const state = this.pods.get(key);
+    if (!state) {
+      // First sight (the daemon's start, a new pod): its sandbox's ADD reads the annotation as it
+      // is; a Running pod that lacks a network it asks for was edited while no daemon watched.
+      const since = Date.now();
+      const s: PodState = { namespace, name, uid, wanted: value, dirty: false, attempt: 0, since };
+      this.pods.set(key, s);
+      if (missingNetworks(pod)) this.schedule(s, this.debounceMs);
+      return;
+    }
+    if (value === state.wanted) return;
+    state.wanted = value;
+    state.attempt = 0;
+    state.since = Date.now();
+    this.schedule(state, this.debounceMs);
+  }
+
+  private forget(key: string): void {
+    const state = this.pods.get(key);
+    if (state) clearTimeout(state.timer);
+    this.pods.delete(key);
+  }
+
+  private schedule(state: PodState, delayMs: number): void {
+    if (this.stopped) return;
+    clearTimeout(state.timer);
+    state.timer = setTimeout(() => this.run(state), delayMs);
+  }
+
+  private run(state: PodState): void {
+    state.timer = undefined;
+    if (state.running) {
+      state.dirty = true;
+      return;
+    }
+    const { namespace, name, uid } = state;
+    const log = this.options.log.child({ component: "hotplug", pod: `${namespace}/${name}` });
+    const attempt = ++state.attempt;
+    state.running = this.options
+      .pass({ namespace, name, uid, log })
+      .catch((err: unknown): HotplugOutcome => {
+        return { ok: false, attached: 0, detached: 0, error: String(err) };
+      })
+      .then((outcome) => this.settle(state, outcome, { attempt, log }))
+      .finally(() => {
+        state.running = undefined;
+        if (state.dirty && this.pods.get(`${namespace}/${name}/${uid}`) === state) {
+          state.dirty = false;
+          state.attempt = 0;
+          this.schedule(state, this.debounceMs);
+        }
+      });
+  }
+
+  private settle(state: PodState, outcome: HotplugOutcome, o: { attempt: number; log: Logger }) {
+    const seconds = (Date.now() - state.since) / 1000;
+    const { attached, detached } = outcome;
+    this.options.metrics?.hotplugReconciled({ attached, detached, failed: !outcome.ok, seconds });
+    if (outcome.ok) {
+      if (attached || detached) o.log.info({ attached, detached, seconds }, "hot-plug reconciled");
+      return;
+    }
+    const max = this.options.maxAttempts ?? 6;
+    const { minMs, maxMs } = this.options.backoff ?? { minMs: 1000, maxMs: 60_000 };
+    const retryInMs = Math.min(maxMs, minMs * 2 ** (o.attempt - 1));
+    if (o.attempt >= max || state.dirty) {
+      const err = outcome.error;
+      o.log.warn({ err, attempts: o.attempt }, "hot-plug failed; waiting for the next edit");
+      return;
+    }
+    o.log.warn({ err: outcome.error, attempt: o.attempt, retryInMs }, "hot-plug failed; retrying");
+    this.schedule(state, retryInMs);
+  }
+
+  /** Cancels what is scheduled and waits for the reconciles under way. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const running: Array<Promise<void>> = [];
+    for (const state of this.pods.values()) {
+      clearTimeout(state.timer);
+      if (state.running) running.push(state.running);
+    }
+    await Promise.all(running);
+  }
+}
+
+/** `--hot-plug-namespaces a,b`: the namespaces whose pods hot-plug reconciles (unset: all). */
+export function parseNamespaces(value: string | undefined): ReadonlySet<string> | undefined {
+  if (value === undefined) return undefined;
+  const names = value
+    .split(",")
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const label = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  if (names.length === 0 || names.some((n) => !label.test(n))) {
+    const flag = `--hot-plug-namespaces ${JSON.stringify(value)}`;
+    throw new Error(`${flag}: expected namespace names separated by commas, e.g. app,vms`);
+  }
+  return new Set(names);
+}

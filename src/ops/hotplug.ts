@@ -1,0 +1,70 @@
+/**
+ * `plexus hotplug NAMESPACE/NAME`: one hot-plug reconcile of a running pod of this node
+ * (orchestrate/hotplug.ts), as the node daemon runs it: a process of its own, as a runtime runs a
+ * CNI call, so the delegates' process handling (subreaper, leftover processes, the container
+ * lock) never touches the daemon. Prints one JSON report; exit 0 when the pod is as its
+ * annotation asks (or has no sandbox), 1 when the reconcile failed (rolled back), 3 when it could
+ * not run. `plexus explain POD --hot-plug` runs it as a dry run.
+ */
+import { kubeFactory } from "../daemon/kube-factory";
+import { createLogger } from "../log/logger";
+import type { Deps } from "../orchestrate/deps";
+import { cmdHotplug, type HotplugReport } from "../orchestrate/hotplug";
+import { nodeDeps } from "../orchestrate/node-deps";
+import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
+import type { CommonFlags, Output } from "./context";
+import { opsWiring } from "./loaders";
+import { loadNodeConfig } from "./node-config";
+
+export interface HotplugFlags extends CommonFlags {
+  uid?: string | undefined;
+  dryRun?: boolean | undefined;
+}
+
+function parseTarget(pod: string | undefined): { namespace: string; name: string } {
+  const [namespace, name, ...rest] = (pod ?? "").split("/");
+  if (!namespace || !name || rest.length > 0)
+    throw new UsageError(`pod ${JSON.stringify(pod ?? "")}: expected NAMESPACE/NAME`);
+  return { namespace, name };
+}
+
+export async function hotplugMain(
+  pod: string | undefined,
+  flags: HotplugFlags,
+  out: Output = processOutput,
+): Promise<number> {
+  try {
+    const target = { ...parseTarget(pod), uid: flags.uid };
+    const { conf } = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir });
+    const logLevel = flags.logLevel ?? "info";
+    const log = await createLogger({ logLevel, logToStderr: true }, { component: "hotplug", pod });
+    const { apiRequestTimeoutMs: requestTimeoutMs, apiTotalTimeoutMs: totalTimeoutMs } = conf;
+    const client = { retry: { requestTimeoutMs, totalTimeoutMs } };
+    const deps: Deps = {
+      ...nodeDeps(conf, log, process.env),
+      ...opsWiring,
+      kube: kubeFactory(conf, { env: process.env, log, client }),
+    };
+    const path = cniPathOf(flags.cniPath, process.env);
+    const report = await cmdHotplug(target, { path, dryRun: flags.dryRun === true }, conf, deps);
+    const json = flags.output === "json" || !flags.dryRun;
+    out.out(json ? `${JSON.stringify(report)}\n` : describeReport(report));
+    return report.state === "failed" ? 1 : 0;
+  } catch (err) {
+    out.err(`plexus hotplug: ${messageOf(err)}\n`);
+    return exitCodeOf(err);
+  }
+}
+
+/** The dry run's text: what a reconcile would do. */
+export function describeReport(r: HotplugReport): string {
+  const none = "no sandbox of this pod on this node; nothing to reconcile";
+  if (r.state === "no-sandbox") return `${r.pod}: ${none}\n`;
+  const lines = [`${r.pod} (container ${r.containerId}): a hot-plug reconcile would`];
+  for (const d of r.detached) lines.push(`  detach ${d.network} from ${d.ifName}`);
+  for (const a of r.attached) lines.push(`  attach ${a.network} on ${a.ifName}`);
+  for (const f of r.refused) lines.push(`  refuse ${f.network} on ${f.ifName}: ${f.reason}`);
+  const nothing = "  do nothing: the pod has the networks its annotation asks for";
+  if (lines.length === 1) lines.push(nothing);
+  return `${lines.join("\n")}\n`;
+}

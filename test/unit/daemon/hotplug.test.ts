@@ -1,0 +1,109 @@
+/**
+ * The daemon's hot-plug trigger: an edit of a pod's networks annotation runs one reconcile after
+ * the debounce (a burst is one), never two of one pod at a time, retried with backoff when it
+ * fails and at most maxAttempts times; first sight of a pod, another namespace or a deletion run
+ * nothing.
+ */
+import { describe, expect, it } from "vitest";
+import { HotplugReconciler, parseNamespaces } from "../../../src/daemon/hotplug";
+import type { HotplugOutcome } from "../../../src/daemon/hotplug";
+import type { Pod } from "../../../src/npwg/types";
+import { recordingLogger } from "../../fakes/fake-exec";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pod = (networks: string, namespace = "app"): Pod => ({
+  metadata: {
+    namespace,
+    name: "web",
+    uid: "u1",
+    annotations: { "k8s.v1.cni.cncf.io/networks": networks },
+  },
+});
+
+type Knobs = { delayMs?: number; namespaces?: string };
+
+function harness(outcomes: HotplugOutcome[] = [], o: Knobs = {}) {
+  const calls: string[] = [];
+  let running = 0;
+  let most = 0;
+  const tallies: unknown[] = [];
+  const r = new HotplugReconciler({
+    pass: async ({ namespace, name }) => {
+      running++;
+      most = Math.max(most, running);
+      calls.push(`${namespace}/${name}`);
+      await sleep(o.delayMs ?? 1);
+      running--;
+      return outcomes.shift() ?? { ok: true, attached: 1, detached: 0 };
+    },
+    log: recordingLogger(),
+    debounceMs: 20,
+    backoff: { minMs: 10, maxMs: 40 },
+    maxAttempts: 3,
+    namespaces: parseNamespaces(o.namespaces),
+    metrics: { hotplugReconciled: (t) => tallies.push(t) },
+  });
+  return { r, calls, tallies, most: () => most };
+}
+
+describe("the daemon's hot-plug trigger", () => {
+  it("M15 first sight runs nothing; a burst of edits is one reconcile after the debounce", async () => {
+    const h = harness();
+    h.r.observe(pod("a"), "change");
+    await sleep(60);
+    expect(h.calls).toEqual([]);
+    h.r.observe(pod("a,b"), "change");
+    h.r.observe(pod("a,b,c"), "change");
+    h.r.observe(pod("a,b,c"), "change");
+    await sleep(80);
+    expect(h.calls).toEqual(["app/web"]);
+    const seconds = expect.any(Number);
+    expect(h.tallies).toEqual([{ attached: 1, detached: 0, failed: false, seconds }]);
+    await h.r.stop();
+  });
+
+  it("M15 an edit during a reconcile runs one more after it, never two at a time", async () => {
+    const h = harness([], { delayMs: 80 });
+    h.r.observe(pod("a"), "change");
+    h.r.observe(pod("a,b"), "change");
+    await sleep(40);
+    h.r.observe(pod("a"), "change");
+    await sleep(250);
+    expect(h.calls).toHaveLength(2);
+    expect(h.most()).toBe(1);
+    await h.r.stop();
+  });
+
+  it("M15 a failed reconcile is retried with backoff, at most maxAttempts times per edit", async () => {
+    const fail = { ok: false, attached: 0, detached: 0, error: "boom" };
+    const h = harness([fail, fail, fail, fail]);
+    h.r.observe(pod("a"), "change");
+    h.r.observe(pod("a,b"), "change");
+    await sleep(250);
+    expect(h.calls).toHaveLength(3);
+    expect(h.tallies.every((t) => (t as { failed: boolean }).failed)).toBe(true);
+    await h.r.stop();
+  });
+
+  it("M15 pods of other namespaces, and deleted pods, are left alone", async () => {
+    const h = harness([], { namespaces: "db" });
+    h.r.observe(pod("a"), "change");
+    h.r.observe(pod("a,b"), "change");
+    const other = harness();
+    other.r.observe(pod("a"), "change");
+    other.r.observe(pod("a,b"), "change");
+    other.r.observe(pod("a,b"), "delete");
+    await sleep(80);
+    expect(h.calls).toEqual([]);
+    expect(other.calls).toEqual([]);
+    await h.r.stop();
+    await other.r.stop();
+  });
+
+  it("M15 --hot-plug-namespaces takes namespace names separated by commas", () => {
+    expect([...parseNamespaces("app, db")!]).toEqual(["app", "db"]);
+    expect(parseNamespaces(undefined)).toBeUndefined();
+    expect(() => parseNamespaces(",")).toThrow(/expected namespace names/);
+    expect(() => parseNamespaces("App")).toThrow(/expected namespace names/);
+  });
+});

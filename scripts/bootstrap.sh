@@ -69,6 +69,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq "${need_apt[@]}" >&2
 fi
 
+# deploy/ uses kustomize components (the node-scoped-writes policies on by default, the node
+# layouts), which the kustomize inside kubectl 1.21 and later renders. Debian 12's own
+# kubernetes-client is kubectl 1.20: say so now, not as a manifest test's failure later.
+if [ "$mode" = test ] && ! kubectl kustomize deploy >/dev/null 2>&1; then
+  echo "bootstrap: 'kubectl kustomize deploy' fails with this kubectl" \
+    "($(kubectl version --client 2>/dev/null | head -n 1)): deploy/ needs kubectl 1.21 or later" \
+    "(kustomize components); install a newer kubectl (Kubernetes's own apt repository, or a" \
+    "cloud SDK's) and run the tests again" >&2
+  exit 1
+fi
+
 # npm ci when node_modules is missing or older than the lock file. The pinned Node 24 (the
 # devDependency "node") then comes first on PATH for every npm run. Never through a symlinked
 # node_modules (a git worktree sharing another checkout's install): npm ci empties the target.

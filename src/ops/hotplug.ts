@@ -6,15 +6,10 @@
  * annotation asks (or has no sandbox), 1 when the reconcile failed (rolled back), 3 when it could
  * not run. `plexus explain POD --hot-plug` runs it as a dry run.
  */
-import { kubeFactory } from "../daemon/kube-factory";
-import { createLogger } from "../log/logger";
-import type { Deps } from "../orchestrate/deps";
 import { cmdHotplug, type HotplugReport } from "../orchestrate/hotplug";
-import { nodeDeps } from "../orchestrate/node-deps";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags, Output } from "./context";
-import { opsWiring } from "./loaders";
-import { loadNodeConfig } from "./node-config";
+import { nodePassDeps } from "./loaders";
 
 export interface HotplugFlags extends CommonFlags {
   uid?: string | undefined;
@@ -35,16 +30,8 @@ export async function hotplugMain(
 ): Promise<number> {
   try {
     const target = { ...parseTarget(pod), uid: flags.uid };
-    const { conf } = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir });
-    const logLevel = flags.logLevel ?? "info";
-    const log = await createLogger({ logLevel, logToStderr: true }, { component: "hotplug", pod });
-    const { apiRequestTimeoutMs: requestTimeoutMs, apiTotalTimeoutMs: totalTimeoutMs } = conf;
-    const client = { retry: { requestTimeoutMs, totalTimeoutMs } };
-    const deps: Deps = {
-      ...nodeDeps(conf, log, process.env),
-      ...opsWiring,
-      kube: kubeFactory(conf, { env: process.env, log, client }),
-    };
+    const bindings = { component: "hotplug", pod };
+    const { conf, deps } = await nodePassDeps({ flags, bindings });
     const path = cniPathOf(flags.cniPath, process.env);
     const report = await cmdHotplug(target, { path, dryRun: flags.dryRun === true }, conf, deps);
     const json = flags.output === "json" || !flags.dryRun;

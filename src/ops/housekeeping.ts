@@ -10,16 +10,11 @@
  */
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
-import { kubeFactory } from "../daemon/kube-factory";
-import { createLogger } from "../log/logger";
-import type { Deps } from "../orchestrate/deps";
-import { nodeDeps } from "../orchestrate/node-deps";
 import { MAX_HOUSEKEEPER_AHEAD_MS } from "../orchestrate/record";
 import { housekeep } from "../orchestrate/pending";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags } from "./context";
-import { opsWiring } from "./loaders";
-import { loadNodeConfig } from "./node-config";
+import { nodePassDeps } from "./loaders";
 
 export interface RetryFlags extends CommonFlags {
   /** Set by the daemon: seconds until its pass after next, for the stamp DELs read. */
@@ -30,16 +25,8 @@ export interface RetryFlags extends CommonFlags {
 export async function recordsRetryMain(flags: RetryFlags, out = processOutput): Promise<number> {
   try {
     const stampMs = stampSeconds(flags.housekeeper);
-    const { conf } = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir });
-    const logLevel = flags.logLevel ?? "info";
-    const log = await createLogger({ logLevel, logToStderr: true }, { component: "housekeeping" });
-    const { apiRequestTimeoutMs: requestTimeoutMs, apiTotalTimeoutMs: totalTimeoutMs } = conf;
-    const client = { retry: { requestTimeoutMs, totalTimeoutMs } };
-    const deps: Deps = {
-      ...nodeDeps(conf, log, process.env),
-      ...opsWiring,
-      kube: kubeFactory(conf, { env: process.env, log, client }),
-    };
+    const bindings = { component: "housekeeping" };
+    const { conf, log, deps } = await nodePassDeps({ flags, bindings });
     const req: CniRequest = {
       command: "GC",
       containerId: "",

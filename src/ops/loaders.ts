@@ -3,10 +3,17 @@
  * front, since each ops command is itself loaded only when asked for. The CNI verbs load them
  * lazily instead (cli/verb-deps.ts).
  */
+import type { PlexusConf } from "../config/plugin-conf";
+import { kubeFactory } from "../daemon/kube-factory";
+import { createLogger } from "../log/logger";
+import type { Logger } from "../log/types";
 import { hostNetns } from "../netns/index";
 import { parseNetworksAnnotation } from "../npwg/annotation";
 import type { Deps, Loaders } from "../orchestrate/deps";
+import { nodeDeps } from "../orchestrate/node-deps";
 import { publishNetworkStatus, verifySelection } from "../orchestrate/publish";
+import type { CommonFlags } from "./context";
+import { loadNodeConfig } from "./node-config";
 
 export const eagerLoaders: Loaders = {
   annotation: async () => ({ parseNetworksAnnotation }),
@@ -15,3 +22,25 @@ export const eagerLoaders: Loaders = {
 
 /** What a verb run by an ops command uses besides its executor and stores. */
 export const opsWiring: Pick<Deps, "netns" | "load"> = { netns: hostNetns, load: eagerLoaders };
+
+/**
+ * The config, logger and dependencies of a pass the node daemon runs as a process of its own
+ * (`plexus records retry`, `plexus hotplug`): the node's Plexus config, a logger to stderr, the
+ * verbs' stores and executor, and the API client with the config's request deadlines.
+ */
+export async function nodePassDeps(o: {
+  flags: CommonFlags;
+  bindings: Record<string, unknown>;
+}): Promise<{ conf: PlexusConf; log: Logger; deps: Deps }> {
+  const { conf } = loadNodeConfig({ config: o.flags.config, confDir: o.flags.cniConfDir });
+  const logLevel = o.flags.logLevel ?? "info";
+  const log = await createLogger({ logLevel, logToStderr: true }, o.bindings);
+  const { apiRequestTimeoutMs: requestTimeoutMs, apiTotalTimeoutMs: totalTimeoutMs } = conf;
+  const client = { retry: { requestTimeoutMs, totalTimeoutMs } };
+  const deps: Deps = {
+    ...nodeDeps(conf, log, process.env),
+    ...opsWiring,
+    kube: kubeFactory(conf, { env: process.env, log, client }),
+  };
+  return { conf, log, deps };
+}

@@ -4,8 +4,8 @@
  *
  * The CNI process reads the kubeconfig itself: the fields a node plugin's kubeconfig uses (server,
  * CA, client certificate, token, token file, basic auth, insecure-skip-tls-verify,
- * tls-server-name) need no @kubernetes/client-node, whose initialisation would cost every pod ~21 ms
- * even from the executable's bytecode (docs/benchmarks.md).
+ * tls-server-name) need no @kubernetes/client-node, whose initialisation every pod would pay, even
+ * from the executable's bytecode (its cost: docs/benchmarks.md).
  * A user with an `exec` or `auth-provider` credential plugin is handed to client-node's KubeConfig
  * (client-node-auth.ts, loaded only then). A field of client-go's schema that would change where
  * requests go or whom they act as, and that is not implemented, is refused (refuseUnimplemented).

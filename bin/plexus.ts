@@ -18,7 +18,9 @@ main({ env: process.env, argv: process.argv.slice(2) }).then(
   (err: unknown) => {
     // main() answers every CNI failure on stdout itself; what reaches here is a crash. A command
     // for people (install, daemon) must never end on one silently: say what happened on stderr.
-    process.stderr.write(`plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     if (cniCall) process.exit(1);
     process.exitCode = 1;
   },

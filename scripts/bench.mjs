@@ -96,7 +96,9 @@ const version = want("version") ? await benchVersion(runs) : undefined;
 if (want("delegates")) await benchDelegates(runs);
 if (want("pods")) await benchPods(runs);
 const api = want("pods-api") ? await benchPodsApi(runs) : undefined;
-const parallel = want("parallel") ? await benchParallel(Math.max(3, Math.round(runs / 4))) : undefined;
+const parallel = want("parallel")
+  ? await benchParallel(Math.max(3, Math.round(runs / 4)))
+  : undefined;
 const daemon = want("daemon") ? await benchDaemon() : undefined;
 const devices = want("devices") ? await benchDevices(runs) : undefined;
 const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
@@ -109,7 +111,8 @@ const multus = want("multus") ? await benchMultus(runs) : undefined;
 const lines = [];
 const verdict = (ok) => (ok ? "met" : "NOT met");
 const target = (what, got, limit, print = rel) => {
-  if (print !== rel) return lines.push(`${what}: ${print(got)} (target ≤ ${limit} MiB): ${verdict(got <= limit)}`);
+  if (print !== rel)
+    return lines.push(`${what}: ${print(got)} (target ≤ ${limit} MiB): ${verdict(got <= limit)}`);
   const ratio = `${verdict(got / floor.ms <= limit / MULTUS_NODE_MS)} by ratio`;
   return lines.push(
     `${what}: ${print(got)} (target ≤ ${limit} ms = ${(limit / MULTUS_NODE_MS).toFixed(2)}×): ${verdict(got <= limit)} in ms, ${ratio}`,
@@ -125,8 +128,10 @@ for (const K of [0, 1, 2, 8]) {
   target(`K=${K} own ADD+DEL, thin`, r.thinOwn, limit);
   target(`K=${K} own ADD+DEL, daemon`, r.daemonOwn, limit);
 }
-if (parallel?.thin10) target("10 pods × K=2 in parallel, ADD total, thin", parallel.thin10.wall, 420);
-if (parallel?.daemon10) target("10 pods × K=2 in parallel, ADD total, daemon", parallel.daemon10.wall, 420);
+if (parallel?.thin10)
+  target("10 pods × K=2 in parallel, ADD total, thin", parallel.thin10.wall, 420);
+if (parallel?.daemon10)
+  target("10 pods × K=2 in parallel, ADD total, daemon", parallel.daemon10.wall, 420);
 if (parallel?.thinVsMultus !== undefined)
   lines.push(
     `10 pods × K=2 in parallel, ADD total, Plexus thin / Multus thin: ${parallel.thinVsMultus.toFixed(2)}× (target ≤ 1.0×): ${verdict(parallel.thinVsMultus <= 1)}`,

@@ -20,10 +20,14 @@ const tmp = `${scratch}/plexus`;
 try {
   mkdirSync(scratch, { recursive: true });
   const order = await recordLayout({ bun, entry });
-  execFileSync(bun, compileArgs({ entry, outfile: tmp, order }), { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync(bun, compileArgs({ entry, outfile: tmp, order }), {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   renameSync(tmp, out);
   const version = execFileSync(bun, ["--version"], { encoding: "utf8" }).trim();
-  process.stderr.write(`build-bun: ${out} (Bun ${version} single executable, bytecode laid out by a recorded call)\n`);
+  process.stderr.write(
+    `build-bun: ${out} (Bun ${version} single executable, bytecode laid out by a recorded call)\n`,
+  );
 } catch (err) {
   process.stderr.write(`build-bun: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exitCode = 1;

@@ -16,7 +16,15 @@
 // the one pinned below. A cached tarball is re-checked on every build; nothing else is downloaded.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { compileArgs } from "./build-flags.mjs";
@@ -31,14 +39,24 @@ export const RUNTIME_CACHE = join(root, ".cache/bun-runtimes");
 
 /** One release executable: its file name, the Bun runtime package it is built on, Bun's --target. */
 export const TARGETS = [
-  { file: "plexus-linux-amd64", arch: "amd64", pkg: "@oven/bun-linux-x64", target: "bun-linux-x64" },
+  {
+    file: "plexus-linux-amd64",
+    arch: "amd64",
+    pkg: "@oven/bun-linux-x64",
+    target: "bun-linux-x64",
+  },
   {
     file: "plexus-linux-amd64-baseline",
     arch: "amd64",
     pkg: "@oven/bun-linux-x64-baseline",
     target: "bun-linux-x64-baseline",
   },
-  { file: "plexus-linux-arm64", arch: "arm64", pkg: "@oven/bun-linux-aarch64", target: "bun-linux-arm64" },
+  {
+    file: "plexus-linux-arm64",
+    arch: "arm64",
+    pkg: "@oven/bun-linux-aarch64",
+    target: "bun-linux-arm64",
+  },
 ];
 
 /**
@@ -90,14 +108,20 @@ function fetchRuntime(t, version) {
   mkdirSync(RUNTIME_CACHE, { recursive: true });
   if (!existsSync(tgz) || integrityOf(tgz) !== want) {
     rmSync(tgz, { force: true });
-    execFileSync("npm", ["pack", `${t.pkg}@${version}`, "--pack-destination", RUNTIME_CACHE, "--silent"], {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    execFileSync(
+      "npm",
+      ["pack", `${t.pkg}@${version}`, "--pack-destination", RUNTIME_CACHE, "--silent"],
+      {
+        cwd: root,
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
     const got = integrityOf(tgz);
     if (got !== want) {
       rmSync(tgz, { force: true });
-      throw new Error(`${t.pkg}@${version} from the registry has integrity ${got}, expected ${want}: refusing it`);
+      throw new Error(
+        `${t.pkg}@${version} from the registry has integrity ${got}, expected ${want}: refusing it`,
+      );
     }
   }
   if (!existsSync(bin) || !existsSync(stamp) || readFileSync(stamp, "utf8") !== want) {
@@ -127,10 +151,14 @@ function compile(bun, t, runtime, order) {
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch);
   try {
-    execFileSync(bun, compileArgs({ entry: "dist/plexus.cjs", outfile: tmp, target: t.target, runtime, order }), {
-      cwd: root,
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    execFileSync(
+      bun,
+      compileArgs({ entry: "dist/plexus.cjs", outfile: tmp, target: t.target, runtime, order }),
+      {
+        cwd: root,
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
     renameSync(tmp, out);
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -19,12 +19,17 @@ export function bunPath() {
   for (const path of candidates) {
     if (!existsSync(path)) continue;
     try {
-      const got = execFileSync(path, ["--version"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+      const got = execFileSync(path, ["--version"], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      }).trim();
       if (got === want) return path;
       tried.push(`${path} is Bun ${got}`);
     } catch {
       tried.push(`${path} does not run`);
     }
   }
-  throw new Error(`no Bun ${want} in node_modules (${tried.join("; ") || "none installed"}): run npm ci`);
+  throw new Error(
+    `no Bun ${want} in node_modules (${tried.join("; ") || "none installed"}): run npm ci`,
+  );
 }

@@ -25,7 +25,9 @@ export async function recordLayout({ bun, entry }) {
   const scratch = mkdtempSync(join(tmpdir(), "plx-bytecode-order-"));
   try {
     const exe = join(scratch, "plexus-unordered");
-    execFileSync(bun, compileArgs({ entry, outfile: exe }), { stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync(bun, compileArgs({ entry, outfile: exe }), {
+      stdio: ["ignore", "ignore", "inherit"],
+    });
     const recorded = await recordBytecodeOrder({ exe, dir: scratch });
     rmSync(ORDER_DIR, { recursive: true, force: true });
     mkdirSync(ORDER_DIR, { recursive: true });
@@ -106,7 +108,9 @@ function call(exe, command, conf, vars) {
     const child = execFile(exe, [], { env, timeout: 60_000 }, (err, stdout, stderr) => {
       if (!err) return resolve();
       reject(
-        new Error(`recording the bytecode order: ${command} failed (${err.code ?? err.signal}): ${stdout}${stderr}`),
+        new Error(
+          `recording the bytecode order: ${command} failed (${err.code ?? err.signal}): ${stdout}${stderr}`,
+        ),
       );
     });
     child.stdin.end(conf);

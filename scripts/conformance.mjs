@@ -32,7 +32,8 @@ function loadDefinitions() {
   for (const g of groups) {
     for (const [id, req] of Object.entries(g.requirements)) {
       if (!new RegExp(`^${ID}$`).test(id)) problems.push(`${id}: not an ID of the cited shape`);
-      if (!id.startsWith(g.prefix)) problems.push(`${id}: listed under group ${g.prefix} (${g.title})`);
+      if (!id.startsWith(g.prefix))
+        problems.push(`${id}: listed under group ${g.prefix} (${g.title})`);
       if (typeof req?.text !== "string" || req.text.trim() === "") problems.push(`${id}: no text`);
       if (byId.has(id)) problems.push(`${id}: defined twice`);
       byId.set(id, { ...req, id, group: g });
@@ -166,8 +167,10 @@ function skipBalanced(s, open) {
     if (c === '"' || c === "'" || c === "`") {
       j = literalEnd(s, j) - 1;
       if (j < 0) return -1;
-    } else if (c === "/" && s[j + 1] === "/") j = s.indexOf("\n", j) < 0 ? s.length : s.indexOf("\n", j);
-    else if (c === "/" && s[j + 1] === "*") j = s.indexOf("*/", j) < 0 ? s.length : s.indexOf("*/", j) + 1;
+    } else if (c === "/" && s[j + 1] === "/")
+      j = s.indexOf("\n", j) < 0 ? s.length : s.indexOf("\n", j);
+    else if (c === "/" && s[j + 1] === "*")
+      j = s.indexOf("*/", j) < 0 ? s.length : s.indexOf("*/", j) + 1;
     else if (pairs[c]) stack.push(pairs[c]);
     else if (c === stack[stack.length - 1]) {
       stack.pop();
@@ -213,7 +216,9 @@ function render(defs, impl, proof) {
     "",
     "The groups:",
     "",
-    ...defs.groups.map((g) => `- **${g.prefix}: ${g.title}** (${g.ids.length} IDs). Source: ${g.source}. ${g.about}`),
+    ...defs.groups.map(
+      (g) => `- **${g.prefix}: ${g.title}** (${g.ids.length} IDs). Source: ${g.source}. ${g.about}`,
+    ),
     "",
     "Where Plexus deliberately does something other than its source, the requirement says so under",
     `**Plexus differs**. "Implemented in" lists the files under ${IMPL_DIRS.map((d) => code(`${d}/`)).join(" and ")}`,
@@ -275,8 +280,13 @@ function firstDifferences(want, have, max = 5) {
     let col = 0;
     while (a[i] !== undefined && b[i] !== undefined && a[i][col] === b[i][col]) col++;
     const around = (l) =>
-      l === undefined ? "(end of file)" : `${col > 60 ? "…" : ""}${l.slice(Math.max(0, col - 60), col + 100)}`;
-    lines.push(`  line ${i + 1}, expected: ${around(a[i])}`, `  line ${i + 1}, found:    ${around(b[i])}`);
+      l === undefined
+        ? "(end of file)"
+        : `${col > 60 ? "…" : ""}${l.slice(Math.max(0, col - 60), col + 100)}`;
+    lines.push(
+      `  line ${i + 1}, expected: ${around(a[i])}`,
+      `  line ${i + 1}, found:    ${around(b[i])}`,
+    );
   }
   return lines;
 }
@@ -291,7 +301,9 @@ function main(args) {
   const errors = defs.problems.map((p) => `${DEFS}: ${p}`);
   const missing = undefinedCitations(defs, impl, tests);
   for (const id of [...missing.keys()].sort(defs.compare)) {
-    errors.push(`${id} is cited but not defined in ${DEFS} (cited in ${[...missing.get(id)].sort().join(", ")})`);
+    errors.push(
+      `${id} is cited but not defined in ${DEFS} (cited in ${[...missing.get(id)].sort().join(", ")})`,
+    );
   }
   if (!check) {
     writeFileSync(join(ROOT, DOC), doc);
@@ -300,11 +312,14 @@ function main(args) {
     );
   } else {
     const have = existsSync(join(ROOT, DOC)) ? readFileSync(join(ROOT, DOC), "utf8") : "";
-    if (have !== doc) errors.push(`${DOC} is not what ${DEFS} and the tree give:`, ...firstDifferences(doc, have));
+    if (have !== doc)
+      errors.push(`${DOC} is not what ${DEFS} and the tree give:`, ...firstDifferences(doc, have));
   }
   if (errors.length > 0) {
     console.error(errors.join("\n"));
-    console.error(`Define missing IDs in ${DEFS}, then run \`npm run conformance\` and commit ${DOC}.`);
+    console.error(
+      `Define missing IDs in ${DEFS}, then run \`npm run conformance\` and commit ${DOC}.`,
+    );
     process.exitCode = 1;
   }
 }

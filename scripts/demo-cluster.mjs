@@ -38,7 +38,12 @@ function manifests(host, macvlanMaster) {
   const pod = (name, networks) => ({
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { namespace: "demo", name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } },
+    metadata: {
+      namespace: "demo",
+      name,
+      uid: `uid-${name}`,
+      annotations: { "k8s.v1.cni.cncf.io/networks": networks },
+    },
   });
   return [
     nad("blue", {
@@ -58,7 +63,10 @@ function manifests(host, macvlanMaster) {
     }),
     // The two annotation formats (N4.1.1 comma, N4.1.2 JSON), the same networks.
     pod("web", "blue,demo/green@data0"),
-    pod("db", JSON.stringify([{ name: "blue" }, { name: "green", namespace: "demo", interface: "data0" }])),
+    pod(
+      "db",
+      JSON.stringify([{ name: "blue" }, { name: "green", namespace: "demo", interface: "data0" }]),
+    ),
     ...draObjects(nad),
   ];
 }
@@ -82,7 +90,12 @@ function draObjects(nad) {
     o.metadata.annotations = { "k8s.v1.cni.cncf.io/resourceName": resourceName };
     return o;
   };
-  const result = (device) => ({ driver: "sriov.example.com", pool: DEMO_NODE, device, request: "vfs" });
+  const result = (device) => ({
+    driver: "sriov.example.com",
+    pool: DEMO_NODE,
+    device,
+    request: "vfs",
+  });
   return [
     vfNad("fast-a"),
     vfNad("fast-b"),
@@ -90,7 +103,11 @@ function draObjects(nad) {
       apiVersion: "resource.k8s.io/v1",
       kind: "ResourceClaim",
       metadata: { namespace: "demo", name: "trader-vfs" },
-      spec: { devices: { requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }] } },
+      spec: {
+        devices: {
+          requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }],
+        },
+      },
       status: { allocation: { devices: { results: [result("vf-2"), result("vf-1")] } } },
     },
     {
@@ -113,7 +130,10 @@ function draObjects(nad) {
         uid: "uid-trader",
         annotations: { "k8s.v1.cni.cncf.io/networks": "fast-a,fast-b" },
       },
-      spec: { nodeName: DEMO_NODE, resourceClaims: [{ name: "vfs", resourceClaimName: "trader-vfs" }] },
+      spec: {
+        nodeName: DEMO_NODE,
+        resourceClaims: [{ name: "vfs", resourceClaimName: "trader-vfs" }],
+      },
     },
   ];
 }
@@ -192,12 +212,17 @@ export function demoCluster() {
         say.section(`${2 + i}. ADD pod demo/${p.name}`);
         const t0 = performance.now();
         const r = callPlexus("ADD", conf, envOf(p));
-        if (r.code !== 0) throw new Error(`ADD of ${p.name} failed: ${r.stdout.trim()} ${r.stderr.trim()}`);
+        if (r.code !== 0)
+          throw new Error(`ADD of ${p.name} failed: ${r.stdout.trim()} ${r.stderr.trim()}`);
         say.line(
           `exit 0 in ${Math.round(performance.now() - t0)} ms; the runtime gets the default network's result: ${JSON.stringify(r.json.ips)}`,
         );
-        const statusDoc = JSON.parse(readFileSync(join(clusterDir, "status", `demo.${p.name}.json`), "utf8"));
-        const status = JSON.parse(statusDoc.metadata.annotations["k8s.v1.cni.cncf.io/network-status"]);
+        const statusDoc = JSON.parse(
+          readFileSync(join(clusterDir, "status", `demo.${p.name}.json`), "utf8"),
+        );
+        const status = JSON.parse(
+          statusDoc.metadata.annotations["k8s.v1.cni.cncf.io/network-status"],
+        );
         say.line("k8s.v1.cni.cncf.io/network-status:");
         say.block(compactJson(status));
         showNamespace(p.netns);
@@ -205,9 +230,13 @@ export function demoCluster() {
       }
 
       say.section("4. Pod to pod over the secondary network demo/blue (net1)");
-      const ping = run("ip", ["netns", "exec", pods[0].netns.name, "ping", "-c", "2", "-W", "1", blueIp.db], {
-        allowFail: true,
-      });
+      const ping = run(
+        "ip",
+        ["netns", "exec", pods[0].netns.name, "ping", "-c", "2", "-W", "1", blueIp.db],
+        {
+          allowFail: true,
+        },
+      );
       say.block(ping.stdout.trim().split("\n").slice(-2).join("\n"));
       if (ping.code !== 0) throw new Error(`web could not reach db at ${blueIp.db} over demo/blue`);
       say.ok(`demo/web reached demo/db at ${blueIp.db}`);
@@ -224,13 +253,19 @@ export function demoCluster() {
       );
       const confFile = join(host.root, "plexus.conf");
       writeFileSync(confFile, JSON.stringify(conf));
-      const explained = run(PLEXUS, ["explain", "demo/trader", "--config", confFile, "--cni-path", CNI_PATH], {
-        allowFail: true,
-      });
+      const explained = run(
+        PLEXUS,
+        ["explain", "demo/trader", "--config", confFile, "--cni-path", CNI_PATH],
+        {
+          allowFail: true,
+        },
+      );
       const devices = explained.stdout.split("\n").filter((l) => /^\s*device: /.test(l));
       say.block(devices.join("\n"));
       if (explained.code !== 0 || !/0000:07:00\.1/.test(explained.stdout))
-        throw new Error(`explain demo/trader: exit ${explained.code}: ${explained.stdout} ${explained.stderr}`);
+        throw new Error(
+          `explain demo/trader: exit ${explained.code}: ${explained.stdout} ${explained.stderr}`,
+        );
 
       say.section("7. What is left");
       const left = pods.flatMap((p) => leftovers(host, p.netns));

@@ -44,7 +44,12 @@ export const say = {
 /** JSON indented by level, but any object or list that fits on one line stays on one line. */
 export function compactJson(value, indent = "", width = 96) {
   const flat = JSON.stringify(value);
-  if (flat === undefined || flat.length + indent.length <= width || value === null || typeof value !== "object")
+  if (
+    flat === undefined ||
+    flat.length + indent.length <= width ||
+    value === null ||
+    typeof value !== "object"
+  )
     return flat;
   const inner = `${indent}  `;
   if (Array.isArray(value))
@@ -63,7 +68,9 @@ export function run(cmd, args, { input, env, allowFail = false } = {}) {
   const r = spawnSync(cmd, args, { input, env, encoding: "utf8", timeout: 60_000 });
   if (r.error) throw new Error(`${cmd} ${args.join(" ")}: ${r.error.message}`);
   if (r.status !== 0 && !allowFail)
-    throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim()}`);
+    throw new Error(
+      `${cmd} ${args.join(" ")} failed (exit ${r.status}): ${(r.stderr || r.stdout).trim()}`,
+    );
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -114,7 +121,10 @@ export class DemoHost {
   cleanup() {
     const done = [];
     for (const ns of this.namespaces)
-      if (existsSync(`/var/run/netns/${ns}`) && run("ip", ["netns", "del", ns], { allowFail: true }).code === 0)
+      if (
+        existsSync(`/var/run/netns/${ns}`) &&
+        run("ip", ["netns", "del", ns], { allowFail: true }).code === 0
+      )
         done.push(`namespace ${ns}`);
     for (const l of [...this.bridges, ...this.links])
       if (run("ip", ["link", "del", l], { allowFail: true }).code === 0) done.push(`link ${l}`);
@@ -132,7 +142,12 @@ export class DemoHost {
  * default network (CNI_IFNAME, eth0); the others get net1 and net2.
  */
 export function plexusConfig(host, { macvlanMaster }) {
-  const hostLocal = (subnet, extra = {}) => ({ type: "host-local", dataDir: host.dataDir, subnet, ...extra });
+  const hostLocal = (subnet, extra = {}) => ({
+    type: "host-local",
+    dataDir: host.dataDir,
+    subnet,
+    ...extra,
+  });
   return {
     cniVersion: "1.0.0",
     name: "plexus-demo",
@@ -168,15 +183,25 @@ export function plexusConfig(host, { macvlanMaster }) {
 
 /** One Plexus call, as a runtime makes it: CNI_* environment, config on stdin, result on stdout. */
 export function callPlexus(command, conf, cniEnv = {}) {
-  const env = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: command, CNI_PATH, ...cniEnv };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+    CNI_COMMAND: command,
+    CNI_PATH,
+    ...cniEnv,
+  };
   const r = run(PLEXUS, [], { input: JSON.stringify(conf), env, allowFail: true });
   return { ...r, json: r.stdout.trim() ? JSON.parse(r.stdout) : undefined };
 }
 
 /** ADD a container (sandbox) to every network of the config; throws with Plexus's CNI error. */
 export function attach(conf, { containerId, netns, ifName = "eth0" }) {
-  const r = callPlexus("ADD", conf, { CNI_CONTAINERID: containerId, CNI_NETNS: netns.path, CNI_IFNAME: ifName });
-  if (r.code !== 0) throw new Error(`ADD failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`);
+  const r = callPlexus("ADD", conf, {
+    CNI_CONTAINERID: containerId,
+    CNI_NETNS: netns.path,
+    CNI_IFNAME: ifName,
+  });
+  if (r.code !== 0)
+    throw new Error(`ADD failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`);
   return r.json;
 }
 
@@ -187,7 +212,8 @@ export function detach(conf, { containerId, netns, ifName = "eth0" }) {
     CNI_NETNS: netns ? netns.path : "",
     CNI_IFNAME: ifName,
   });
-  if (r.code !== 0) throw new Error(`DEL failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`);
+  if (r.code !== 0)
+    throw new Error(`DEL failed (exit ${r.code}): ${r.stdout.trim()} ${r.stderr.trim()}`);
   return r;
 }
 
@@ -209,7 +235,8 @@ function files(dir) {
 }
 
 /** host-local reservation files (`<network>/<ip>`); its lock and last-reserved files are not reservations. */
-export const ipReservations = (host) => files(host.dataDir).filter((p) => isIP(p.split("/").pop()) !== 0);
+export const ipReservations = (host) =>
+  files(host.dataDir).filter((p) => isIP(p.split("/").pop()) !== 0);
 export const records = (host) => files(join(host.cniDir, "records"));
 export const cachedResults = (host) => files(join(host.cniDir, "results"));
 
@@ -226,7 +253,9 @@ export function showHostState(host) {
     .flatMap((br) => ipJson("link", "show", "master", br).map((l) => `${l.ifname}@${br}`));
   say.line(`host ends of the veths: ${ports.join(", ") || "none"}`);
   say.line(`records (${join(host.cniDir, "records")}): ${records(host).join(", ") || "none"}`);
-  say.line(`cached results (${join(host.cniDir, "results")}): ${cachedResults(host).join(", ") || "none"}`);
+  say.line(
+    `cached results (${join(host.cniDir, "results")}): ${cachedResults(host).join(", ") || "none"}`,
+  );
   say.line(`IP reservations (${host.dataDir}): ${ipReservations(host).join(", ") || "none"}`);
 }
 
@@ -252,8 +281,10 @@ export function leftovers(host, netns) {
 // The demo
 
 export function preflight() {
-  if (process.getuid?.() !== 0) throw new Error("run as root (sudo npm run demo): network namespaces need it");
-  if (!existsSync(PLEXUS)) throw new Error(`${PLEXUS} is missing: build it with \`npm run -s build\``);
+  if (process.getuid?.() !== 0)
+    throw new Error("run as root (sudo npm run demo): network namespaces need it");
+  if (!existsSync(PLEXUS))
+    throw new Error(`${PLEXUS} is missing: build it with \`npm run -s build\``);
   for (const p of ["bridge", "host-local", "macvlan"])
     if (!existsSync(join(CNI_PATH, p)))
       throw new Error(`${CNI_PATH}/${p} is missing: install containernetworking-plugins`);
@@ -303,48 +334,57 @@ export function runIfMain(metaUrl, fn) {
 }
 
 export function demo() {
-  return withDemoHost("Plexus demo: one container, three networks, the reference CNI plugins", async (host) => {
-    say.section("1. Setup");
-    const netns = host.addNamespace("pod");
-    const master = host.addVethPair();
-    const conf = plexusConfig(host, { macvlanMaster: master });
-    const container = { containerId: `demo-${host.tag}`, netns };
-    say.line(`namespace (the pod sandbox): ${netns.path}`);
-    say.line(`macvlan master (host veth):  ${master}`);
-    say.line(`Plexus state (cniDir):       ${host.cniDir}`);
-    say.line(`plugins (CNI_PATH):          ${CNI_PATH}`);
+  return withDemoHost(
+    "Plexus demo: one container, three networks, the reference CNI plugins",
+    async (host) => {
+      say.section("1. Setup");
+      const netns = host.addNamespace("pod");
+      const master = host.addVethPair();
+      const conf = plexusConfig(host, { macvlanMaster: master });
+      const container = { containerId: `demo-${host.tag}`, netns };
+      say.line(`namespace (the pod sandbox): ${netns.path}`);
+      say.line(`macvlan master (host veth):  ${master}`);
+      say.line(`Plexus state (cniDir):       ${host.cniDir}`);
+      say.line(`plugins (CNI_PATH):          ${CNI_PATH}`);
 
-    say.section('2. Plexus\'s config, given on stdin (the Multus thin config, type "plexus")');
-    say.block(compactJson(conf));
+      say.section('2. Plexus\'s config, given on stdin (the Multus thin config, type "plexus")');
+      say.block(compactJson(conf));
 
-    say.section(
-      `3. ADD  CNI_COMMAND=ADD CNI_CONTAINERID=${container.containerId} CNI_IFNAME=eth0 CNI_NETNS=${netns.path}`,
-    );
-    const t0 = performance.now();
-    const result = attach(conf, container);
-    say.line(`exit 0 in ${Math.round(performance.now() - t0)} ms; stdout, the default network's result:`);
-    say.block(compactJson(result));
+      say.section(
+        `3. ADD  CNI_COMMAND=ADD CNI_CONTAINERID=${container.containerId} CNI_IFNAME=eth0 CNI_NETNS=${netns.path}`,
+      );
+      const t0 = performance.now();
+      const result = attach(conf, container);
+      say.line(
+        `exit 0 in ${Math.round(performance.now() - t0)} ms; stdout, the default network's result:`,
+      );
+      say.block(compactJson(result));
 
-    say.section("4. Inside the namespace: eth0 (cluster-net), net1 (storage-net), net2 (macvlan-net)");
-    showNamespace(netns);
-    say.line();
-    showHostState(host);
+      say.section(
+        "4. Inside the namespace: eth0 (cluster-net), net1 (storage-net), net2 (macvlan-net)",
+      );
+      showNamespace(netns);
+      say.line();
+      showHostState(host);
 
-    say.section("5. DEL  CNI_COMMAND=DEL (same container)");
-    const del = detach(conf, container);
-    say.line(
-      `exit ${del.code}, stdout ${del.stdout === "" ? "empty (as the CNI spec asks)" : JSON.stringify(del.stdout)}`,
-    );
+      say.section("5. DEL  CNI_COMMAND=DEL (same container)");
+      const del = detach(conf, container);
+      say.line(
+        `exit ${del.code}, stdout ${del.stdout === "" ? "empty (as the CNI spec asks)" : JSON.stringify(del.stdout)}`,
+      );
 
-    say.section("6. What is left");
-    showNamespace(netns);
-    showHostState(host);
-    const left = leftovers(host, netns);
-    if (left.length === 0)
-      say.ok("nothing: no interface in the namespace, no host veth, no IP reservation, no record, no cached result");
-    else for (const l of left) say.bad(l);
-    return left.length === 0;
-  });
+      say.section("6. What is left");
+      showNamespace(netns);
+      showHostState(host);
+      const left = leftovers(host, netns);
+      if (left.length === 0)
+        say.ok(
+          "nothing: no interface in the namespace, no host veth, no IP reservation, no record, no cached result",
+        );
+      else for (const l of left) say.bad(l);
+      return left.length === 0;
+    },
+  );
 }
 
 runIfMain(import.meta.url, demo);

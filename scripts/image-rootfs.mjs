@@ -33,14 +33,20 @@ export const ARCHES = {
 };
 
 function readelf(flag, file) {
-  return execFileSync("readelf", [flag, "--wide", file], { encoding: "utf8", env: { ...process.env, LC_ALL: "C" } });
+  return execFileSync("readelf", [flag, "--wide", file], {
+    encoding: "utf8",
+    env: { ...process.env, LC_ALL: "C" },
+  });
 }
 
 /** The shared libraries `file` names (NEEDED) and its dynamic loader (PT_INTERP). */
 export function linkedFiles(file) {
-  const needed = [...readelf("-d", file).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map((m) => m[1]);
+  const needed = [
+    ...readelf("-d", file).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g),
+  ].map((m) => m[1]);
   const interp = /Requesting program interpreter: ([^\]]+)\]/.exec(readelf("-l", file))?.[1];
-  if (!interp) throw new Error(`${file} names no program interpreter: not a dynamically linked executable?`);
+  if (!interp)
+    throw new Error(`${file} names no program interpreter: not a dynamically linked executable?`);
   return { needed, interp };
 }
 

@@ -94,7 +94,8 @@ export function buildImages(globals = []) {
   const exists = spawnSync("podman", [...globals, "manifest", "exists", list]).status === 0;
   if (exists) podman(globals, ["manifest", "rm", list], { quiet: true });
   podman(globals, ["manifest", "create", list], { quiet: true });
-  for (const tag of tags) podman(globals, ["manifest", "add", list, `containers-storage:${tag}`], { quiet: true });
+  for (const tag of tags)
+    podman(globals, ["manifest", "add", list, `containers-storage:${tag}`], { quiet: true });
   process.stderr.write(`image: ${list} (manifest list: ${tags.join(", ")})\n`);
   return { list, tags };
 }

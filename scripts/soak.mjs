@@ -39,7 +39,9 @@ Needs root, iproute2, /usr/lib/cni/{bridge,host-local} and a built dist/plexus (
 const num = (name) => {
   const n = Number(values[name]);
   if (!Number.isFinite(n) || n < 0) {
-    console.error(`soak: --${name} must be a non-negative number, got ${JSON.stringify(values[name])}`);
+    console.error(
+      `soak: --${name} must be a non-negative number, got ${JSON.stringify(values[name])}`,
+    );
     process.exit(2);
   }
   return n;
@@ -61,7 +63,9 @@ const summary = await runSoak({
   progress: (s) => {
     if (values.quiet || Date.now() - last < 10_000) return;
     last = Date.now();
-    console.error(`soak: ${s.cycles} cycles done, ${s.faulted} faulted, ${s.leakyCycles.length} with leaks`);
+    console.error(
+      `soak: ${s.cycles} cycles done, ${s.faulted} faulted, ${s.leakyCycles.length} with leaks`,
+    );
   },
 });
 console.log(formatSummary(summary, { firstLeaks: num("show-leaks") }));

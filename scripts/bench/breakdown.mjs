@@ -66,14 +66,18 @@ export function phasesFromStrace(text) {
   // application data → the first answer on that socket is one API request.
   for (const c of mine.filter((e) => /^connect\(\d+, \{sa_family=AF_INET/.test(e.call))) {
     const fd = /^connect\((\d+)/.exec(c.call)[1];
-    const onFd = mine.filter((e) => e.t > c.t && new RegExp(`^(sendto|recvfrom|close)\\(${fd}[,)]`).test(e.call));
+    const onFd = mine.filter(
+      (e) => e.t > c.t && new RegExp(`^(sendto|recvfrom|close)\\(${fd}[,)]`).test(e.call),
+    );
     const end = onFd.findIndex((e) => e.call.startsWith("close("));
     const live = end < 0 ? onFd : onFd.slice(0, end);
     const sends = live.filter((e) => e.call.startsWith("sendto("));
     if (sends.length < 2) continue;
     add(`TLS connect + handshake (fd ${fd})`, c.t, sends[1].t);
     for (const s of sends.slice(2)) {
-      const answer = live.find((e) => e.t > s.t && e.call.startsWith("recvfrom(") && !/= -1 EAGAIN/.test(e.call));
+      const answer = live.find(
+        (e) => e.t > s.t && e.call.startsWith("recvfrom(") && !/= -1 EAGAIN/.test(e.call),
+      );
       if (answer) add(`API request (fd ${fd})`, s.t, answer.t);
     }
   }
@@ -96,7 +100,8 @@ export function phasesFromStrace(text) {
     const reaped = events.find(
       (e) => e.t > x.t && /wait4\(|waitid\(/.test(e.call) && new RegExp(`= ${x.pid}$`).test(e.call),
     );
-    const reapedResumed = reaped ?? events.find((e) => e.t > x.t && new RegExp(`resumed>.*= ${x.pid}$`).test(e.call));
+    const reapedResumed =
+      reaped ?? events.find((e) => e.t > x.t && new RegExp(`resumed>.*= ${x.pid}$`).test(e.call));
     if (reapedResumed)
       add(
         `delegate ${name} (pid ${x.pid}) exec → reaped${own.has(reapedResumed.pid) ? "" : " by its parent"}`,
@@ -114,7 +119,11 @@ export function phasesFromStrace(text) {
   let end = 0;
   for (const p of out.filter((x) => !x.label.includes("by its parent"))) {
     if (p.start - end > 0.5)
-      gaps.push({ label: "Plexus's own work between (no traced I/O)", start: end, ms: p.start - end });
+      gaps.push({
+        label: "Plexus's own work between (no traced I/O)",
+        start: end,
+        ms: p.start - end,
+      });
     end = Math.max(end, p.start + p.ms);
   }
   out.push(...gaps);
@@ -128,7 +137,9 @@ async function bunProgramPeak(dir, name, code, env = {}) {
   const src = join(dir, `${name}.js`);
   writeFileSync(src, code);
   // The same flags as dist/plexus, so what is above it is Plexus's own.
-  execFileSync(bunPath(), compileArgs({ entry: src, outfile: join(dir, name) }), { stdio: "ignore" });
+  execFileSync(bunPath(), compileArgs({ entry: src, outfile: join(dir, name) }), {
+    stdio: "ignore",
+  });
   const rss = [];
   const ms = [];
   for (let i = 0; i < 6; i++) {
@@ -179,7 +190,11 @@ export async function benchBreakdown(runs) {
   for (let k = 0; k <= 8; k++) s.link(`plxbd${k}`);
   const api = await startFakeApiServer({ node: "bench-node" });
   try {
-    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxbd", octet: 238 });
+    const { confDir, clusterNetwork, net } = benchNetworks({
+      root: tmp,
+      bridgePrefix: "plxbd",
+      octet: 238,
+    });
     const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
     addBenchPods(api, nads);
     const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
@@ -217,7 +232,18 @@ export async function benchBreakdown(runs) {
     const trace = join(tmp, "add.strace");
     const traced = await timed(
       "strace",
-      ["-f", "-ttt", "-s", "64", "--seccomp-bpf", "-e", `trace=${TRACED}`, "-o", trace, "dist/plexus"],
+      [
+        "-f",
+        "-ttt",
+        "-s",
+        "64",
+        "--seccomp-bpf",
+        "-e",
+        `trace=${TRACED}`,
+        "-o",
+        trace,
+        "dist/plexus",
+      ],
       { env: { ...env(2), CNI_COMMAND: "ADD" }, stdin: conf },
     );
     await cni("dist/plexus", { ...env(2), CNI_COMMAND: "DEL" }, conf);
@@ -229,7 +255,12 @@ export async function benchBreakdown(runs) {
     );
     table(
       ["at (ms)", "took (ms)", "≈ untraced", "phase"],
-      phases.map((p) => [p.start.toFixed(1), p.ms.toFixed(1), ((p.ms * untraced) / total).toFixed(1), p.label]),
+      phases.map((p) => [
+        p.start.toFixed(1),
+        p.ms.toFixed(1),
+        ((p.ms * untraced) / total).toFixed(1),
+        p.label,
+      ]),
     );
     const hello = await bunProgramPeak(tmp, "hello", HELLO);
     const floorProgram = await bunProgramPeak(tmp, "floor", FLOOR, {
@@ -242,24 +273,44 @@ export async function benchBreakdown(runs) {
       `== the floor of a Bun CNI call: a program built as dist/plexus that only loads libc through bun:ffi, runs /bin/true and makes one HTTPS GET through fetch peaks at ${floorProgram.rssMiB.toFixed(1)} MiB (${(floorProgram.rssMiB - hello.rssMiB).toFixed(1)} over a hello-world)`,
     );
     const rows = [
-      ["Bun hello-world executable", hello.rssMiB, "the runtime's floor (JavaScriptCore, Bun's own start-up)"],
+      [
+        "Bun hello-world executable",
+        hello.rssMiB,
+        "the runtime's floor (JavaScriptCore, Bun's own start-up)",
+      ],
       ["VERSION", mib(mem.version), "+ the executable's bundle and bytecode mapped, main()"],
       [
         "DEL from the record, K = 0",
         mib(mem.del),
         "+ the core initialised (config shapes, logger, libc), one delegate run",
       ],
-      ["ADD thin, K = 0", mib(mem.add[0]), "+ kubeconfig, TLS (Bun's fetch), API answers, status write"],
+      [
+        "ADD thin, K = 0",
+        mib(mem.add[0]),
+        "+ kubeconfig, TLS (Bun's fetch), API answers, status write",
+      ],
       ["ADD thin, K = 2", mib(mem.add[2]), "+ two networks"],
       ["ADD thin, K = 8", mib(mem.add[8]), "+ eight networks"],
     ];
     console.log("== peak RSS by cause (medians, MiB; each row adds to the one above)");
     table(
       ["call", "peak RSS", "over the row above", "what it adds"],
-      rows.map((r, i) => [r[0], r[1].toFixed(1), i ? (r[1] - rows[i - 1][1]).toFixed(1) : "", r[2]]),
+      rows.map((r, i) => [
+        r[0],
+        r[1].toFixed(1),
+        i ? (r[1] - rows[i - 1][1]).toFixed(1) : "",
+        r[2],
+      ]),
     );
-    console.log(`   per extra network (K = 2 → 8): ${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`);
-    return { phases, untraced, rss: Object.fromEntries(rows.map((r) => [r[0], r[1]])), floorMiB: floorProgram.rssMiB };
+    console.log(
+      `   per extra network (K = 2 → 8): ${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`,
+    );
+    return {
+      phases,
+      untraced,
+      rss: Object.fromEntries(rows.map((r) => [r[0], r[1]])),
+      floorMiB: floorProgram.rssMiB,
+    };
   } finally {
     await api.close();
     s.cleanup();

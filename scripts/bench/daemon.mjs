@@ -74,7 +74,11 @@ export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsew
     for (let i = 0; i < podsOnNode; i++) api.addPod(pod(i, NODE_NAME));
     for (let i = 0; i < podsElsewhere; i++) api.addPod(pod(i, `other-${i % 50}`));
     const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
-    daemon = await startDaemon({ kubeconfig, socket: join(tmp, "plexus.sock"), nodeName: NODE_NAME });
+    daemon = await startDaemon({
+      kubeconfig,
+      socket: join(tmp, "plexus.sock"),
+      nodeName: NODE_NAME,
+    });
     const atReady = daemon.rssKiB();
     // Churn: 10% of the node's pods replaced, then a NAD edited, over ~2 s.
     const before = api.requests.length;
@@ -88,10 +92,16 @@ export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsew
     api.addNad(nad(7));
     await new Promise((r) => setTimeout(r, 500));
     const seconds = (performance.now() - t0) / 1000;
-    const during = api.requests.slice(before).filter((r) => !/[?&]watch=(1|true)/.test(r.query)).length;
+    const during = api.requests
+      .slice(before)
+      .filter((r) => !/[?&]watch=(1|true)/.test(r.query)).length;
     const metrics = await daemon.metrics();
     const gauge = (kind) =>
-      Number(new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\S+)$`, "m").exec(metrics)?.[1]);
+      Number(
+        new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\S+)$`, "m").exec(
+          metrics,
+        )?.[1],
+      );
     const after = daemon.rssKiB();
     const r = {
       readyMs: daemon.readyMs,

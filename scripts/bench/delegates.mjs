@@ -4,7 +4,19 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { CNI_PATH, cni, fmt, max, median, needsRoot, rel, relMiB, runDirect, table, RUNTIME_ENV } from "./lib.mjs";
+import {
+  CNI_PATH,
+  cni,
+  fmt,
+  max,
+  median,
+  needsRoot,
+  rel,
+  relMiB,
+  runDirect,
+  table,
+  RUNTIME_ENV,
+} from "./lib.mjs";
 
 function delegateConf(k, dataDir) {
   return {
@@ -45,8 +57,16 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
       };
       const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], rss: [] };
       for (let i = 0; i < runs + 1; i++) {
-        const a = await cni("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
-        const d = await cni("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
+        const a = await cni(
+          "dist/plexus",
+          { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" },
+          conf,
+        );
+        const d = await cni(
+          "dist/plexus",
+          { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" },
+          conf,
+        );
         const direct = await runDirect(delegates, base);
         if (i === 0) continue;
         m.pAdd.push(a.ms);
@@ -84,7 +104,17 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
     "== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms, × node -e 0)",
   );
   table(
-    ["N", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD", "own DEL", "own ADD+DEL", "peak RSS MiB"],
+    [
+      "N",
+      "plexus ADD",
+      "plexus DEL",
+      "direct ADD",
+      "direct DEL",
+      "own ADD",
+      "own DEL",
+      "own ADD+DEL",
+      "peak RSS MiB",
+    ],
     rows,
   );
   const ks = Object.keys(perK).map(Number);
@@ -92,7 +122,9 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
     const lo = Math.min(...ks.filter((k) => k >= 2));
     const hi = Math.max(...ks);
     const slope = (perK[hi].ownAdd - perK[lo].ownAdd) / (hi - lo);
-    console.log(`own ADD overhead per extra delegate (N=${lo}→${hi}): ${fmt(slope)} ms (target ≤ 3 ms)`);
+    console.log(
+      `own ADD overhead per extra delegate (N=${lo}→${hi}): ${fmt(slope)} ms (target ≤ 3 ms)`,
+    );
   }
   console.log("");
   return perK;

@@ -36,7 +36,9 @@ async function loadFakeKubelet(dir) {
     format: "esm",
     outfile: out,
     logLevel: "warning",
-    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+    },
   });
   return import(out);
 }
@@ -56,10 +58,21 @@ export async function benchDevices(runs) {
   ]);
   let daemon;
   try {
-    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxd", octet: 235 });
-    api.addNad({ metadata: { namespace: "b", name: "plain" }, spec: { config: JSON.stringify(net("plain", 1)) } });
+    const { confDir, clusterNetwork, net } = benchNetworks({
+      root: tmp,
+      bridgePrefix: "plxd",
+      octet: 235,
+    });
     api.addNad({
-      metadata: { namespace: "b", name: "dev", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } },
+      metadata: { namespace: "b", name: "plain" },
+      spec: { config: JSON.stringify(net("plain", 1)) },
+    });
+    api.addNad({
+      metadata: {
+        namespace: "b",
+        name: "dev",
+        annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE },
+      },
       spec: { config: JSON.stringify(net("dev", 1)) },
     });
     for (const [name, nad] of [
@@ -67,13 +80,23 @@ export async function benchDevices(runs) {
       ["dev", "dev"],
     ]) {
       api.addPod({
-        metadata: { namespace: "b", name, uid: `u-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": nad } },
+        metadata: {
+          namespace: "b",
+          name,
+          uid: `u-${name}`,
+          annotations: { "k8s.v1.cni.cncf.io/networks": nad },
+        },
         spec: { nodeName: NODE_NAME },
       });
     }
     const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
     const socket = join(tmp, "plexus.sock");
-    daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME, podResourcesSocket: kubeletSocket });
+    daemon = await startDaemon({
+      kubeconfig,
+      socket,
+      nodeName: NODE_NAME,
+      podResourcesSocket: kubeletSocket,
+    });
     const base = {
       cniVersion: "1.0.0",
       name: "plexus",
@@ -121,7 +144,10 @@ export async function benchDevices(runs) {
       ]),
     );
     console.log(`   kubelet queries answered: ${kubelet.calls.length}\n`);
-    return { thinExtra: med["thin dev"] - med["thin plain"], daemonExtra: med["daemon dev"] - med["daemon plain"] };
+    return {
+      thinExtra: med["thin dev"] - med["thin plain"],
+      daemonExtra: med["daemon dev"] - med["daemon plain"],
+    };
   } finally {
     await daemon?.stop();
     await kubelet.close();

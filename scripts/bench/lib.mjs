@@ -31,7 +31,9 @@ export const NODE = process.execPath;
  * NODE_EXTRA_CA_CERTS, which makes Bun load that bundle in every process that opens a TLS
  * connection (~2.5 ms and ~1.3 MiB per call, measured): the runtime's environment has no such thing.
  */
-export const RUNTIME_ENV = Object.freeze({ PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" });
+export const RUNTIME_ENV = Object.freeze({
+  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+});
 
 /**
  * A kubeconfig for `server` as `plexus install` writes it on a node (JSON naming a token file and
@@ -44,7 +46,11 @@ export async function nodeKubeconfig(server, { dir, fileName = "kubeconfig" }) {
   writeFileSync(`${path}.ca.crt`, server.caPem);
   writeFileSync(
     path,
-    renderKubeconfig({ server: server.url, tokenFileHost: `${path}.token`, caFileHost: `${path}.ca.crt` }),
+    renderKubeconfig({
+      server: server.url,
+      tokenFileHost: `${path}.token`,
+      caFileHost: `${path}.ca.crt`,
+    }),
     { mode: 0o600 },
   );
   return path;
@@ -144,7 +150,9 @@ export const CNI_PATH = "/usr/lib/cni";
 export async function cni(cmd, env, stdin) {
   const r = await timed(cmd, [], { env, stdin });
   if (r.code !== 0)
-    throw new Error(`${env.CNI_COMMAND} via ${cmd} failed (${r.code}): ${r.stdout} ${r.stderr.slice(0, 2000)}`);
+    throw new Error(
+      `${env.CNI_COMMAND} via ${cmd} failed (${r.code}): ${r.stdout} ${r.stderr.slice(0, 2000)}`,
+    );
   return r;
 }
 
@@ -159,7 +167,9 @@ function socketGet(socketPath, path) {
     const req = httpRequest({ socketPath, path }, (res) => {
       const chunks = [];
       res.on("data", (c) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }),
+      );
     });
     req.on("error", () => resolve({ status: 0, body: "" }));
     req.end();
@@ -167,9 +177,16 @@ function socketGet(socketPath, path) {
 }
 
 /** Starts `dist/plexus daemon` and waits until /readyz answers 200 (its caches are synced). */
-export async function startDaemon({ kubeconfig, socket, nodeName, timeoutMs = 60_000, podResourcesSocket }) {
+export async function startDaemon({
+  kubeconfig,
+  socket,
+  nodeName,
+  timeoutMs = 60_000,
+  podResourcesSocket,
+}) {
   const t0 = performance.now();
-  const extra = podResourcesSocket !== undefined ? ["--pod-resources-socket", podResourcesSocket] : [];
+  const extra =
+    podResourcesSocket !== undefined ? ["--pod-resources-socket", podResourcesSocket] : [];
   const child = spawn(
     "dist/plexus",
     [
@@ -189,8 +206,10 @@ export async function startDaemon({ kubeconfig, socket, nodeName, timeoutMs = 60
   let stderr = "";
   child.stderr.on("data", (c) => (stderr += c));
   while ((await socketGet(socket, "/readyz")).status !== 200) {
-    if (child.exitCode !== null) throw new Error(`plexus daemon exited (${child.exitCode}): ${stderr}`);
-    if (performance.now() - t0 > timeoutMs) throw new Error(`plexus daemon not ready after ${timeoutMs} ms: ${stderr}`);
+    if (child.exitCode !== null)
+      throw new Error(`plexus daemon exited (${child.exitCode}): ${stderr}`);
+    if (performance.now() - t0 > timeoutMs)
+      throw new Error(`plexus daemon not ready after ${timeoutMs} ms: ${stderr}`);
     await new Promise((r) => setTimeout(r, 10));
   }
   const readyMs = performance.now() - t0;
@@ -304,7 +323,8 @@ export function benchNetworks({ root, bridgePrefix, octet }) {
  * whose networks annotation names the first K of them.
  */
 export function addBenchPods(api, nads) {
-  for (const n of nads) api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+  for (const n of nads)
+    api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
   for (const K of [0, 2, 8])
     api.addPod({
       metadata: {

@@ -13,7 +13,10 @@ export async function startProtobufFront(api) {
   const agent = new Agent({ keepAlive: true, ca: api.caPem });
   const log = [];
   const server = createServer(
-    { cert: readFileSync(join(TLS_DIR, "server.crt")), key: readFileSync(join(TLS_DIR, "server.key")) },
+    {
+      cert: readFileSync(join(TLS_DIR, "server.crt")),
+      key: readFileSync(join(TLS_DIR, "server.key")),
+    },
     (req, res) => {
       const chunks = [];
       req.on("data", (c) => chunks.push(c));
@@ -28,9 +31,15 @@ export async function startProtobufFront(api) {
           res.end(out);
         };
         if (/protobuf/.test(req.headers["content-type"] ?? "")) {
-          const status = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/status/.exec(req.url ?? "");
+          const status = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/status/.exec(
+            req.url ?? "",
+          );
           if (status) return answer(200, api.getPod(status[1], status[2]) ?? {});
-          return answer(201, { kind: "Event", apiVersion: "v1", metadata: { name: "e", namespace: "default" } });
+          return answer(201, {
+            kind: "Event",
+            apiVersion: "v1",
+            metadata: { name: "e", namespace: "default" },
+          });
         }
         const up = request(
           `${api.url}${req.url}`,

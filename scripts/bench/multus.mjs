@@ -27,7 +27,8 @@ import { startProtobufFront } from "./multus-front.mjs";
 
 const NODE_NAME = "bench-node";
 export const MULTUS_DIR = join(
-  process.env.PLEXUS_BENCH_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "plexus-bench"),
+  process.env.PLEXUS_BENCH_CACHE ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "plexus-bench"),
   "multus-v4.0.2",
 );
 
@@ -36,7 +37,8 @@ export function multusMissing() {
   for (const b of ["multus", "multus-daemon", "multus-shim"])
     if (!existsSync(join(MULTUS_DIR, b)))
       return `${join(MULTUS_DIR, b)} is missing (build it: scripts/bench/multus-peer.sh, see docs/benchmarks.md)`;
-  if (!existsSync("/usr/bin/unshare")) return "unshare(1) is missing (Multus thick needs a private mount namespace)";
+  if (!existsSync("/usr/bin/unshare"))
+    return "unshare(1) is missing (Multus thick needs a private mount namespace)";
   return undefined;
 }
 
@@ -165,9 +167,15 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
           spec: { nodeName: NODE_NAME },
         });
         for (const n of nads)
-          api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+          api.addNad({
+            metadata: { namespace: "b", name: n.name },
+            spec: { config: JSON.stringify(n) },
+          });
         const kubeconfig = await nodeKubeconfig(api, { dir: root });
-        const multusKubeconfig = await nodeKubeconfig(front, { dir: root, fileName: "multus.kubeconfig" });
+        const multusKubeconfig = await nodeKubeconfig(front, {
+          dir: root,
+          fileName: "multus.kubeconfig",
+        });
         const socket = join(root, "plexus.sock");
         daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
         try {
@@ -175,9 +183,20 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
         } catch (err) {
           thickNote = `Multus thick not run: ${err.message}`;
         }
-        const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork, confDir, kubeconfig };
+        const base = {
+          cniVersion: "1.0.0",
+          name: "plexus",
+          type: "plexus",
+          clusterNetwork,
+          confDir,
+          kubeconfig,
+        };
         const thinConf = JSON.stringify({ ...base, cniDir: join(root, "cni"), daemonSocket: "" });
-        const daemonConf = JSON.stringify({ ...base, cniDir: join(root, "cni"), daemonSocket: socket });
+        const daemonConf = JSON.stringify({
+          ...base,
+          cniDir: join(root, "cni"),
+          daemonSocket: socket,
+        });
         const multusConf = JSON.stringify({
           cniVersion: "1.0.0",
           name: "multus-cni-network",

@@ -48,10 +48,17 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   const results = {};
   let daemon;
   try {
-    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxpar", octet: 235 });
+    const { confDir, clusterNetwork, net } = benchNetworks({
+      root: tmp,
+      bridgePrefix: "plxpar",
+      octet: 235,
+    });
     const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
     for (const n of nads)
-      api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+      api.addNad({
+        metadata: { namespace: "b", name: n.name },
+        spec: { config: JSON.stringify(n) },
+      });
     const most = Math.max(...sizes);
     const pods = Array.from({ length: most }, (_, i) => {
       api.addPod({
@@ -119,7 +126,9 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
           );
           const wall = performance.now() - t0;
           const t1 = performance.now();
-          await Promise.all(batch.map((p) => cni(bins[mode], { ...envOf(p, n), CNI_COMMAND: "DEL" }, confs[mode])));
+          await Promise.all(
+            batch.map((p) => cni(bins[mode], { ...envOf(p, n), CNI_COMMAND: "DEL" }, confs[mode])),
+          );
           const delWall = performance.now() - t1;
           if (round === 0) continue; // warm-up
           acc[mode].wall.push(wall);
@@ -142,7 +151,16 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
         };
         results[`${mode}${size}`] = r;
         const name = mode === "multus" ? "Multus thin" : mode;
-        rows.push([size, name, rel(r.wall), spreadOf(r.spread), rel(r.p50), rel(r.p99), rel(r.max), rel(r.delWall)]);
+        rows.push([
+          size,
+          name,
+          rel(r.wall),
+          spreadOf(r.spread),
+          rel(r.p50),
+          rel(r.p99),
+          rel(r.max),
+          rel(r.delWall),
+        ]);
       }
       if (thinVsMultus.length) {
         results.thinVsMultus = median(thinVsMultus);
@@ -159,7 +177,19 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
   console.log(
     `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ${rounds} batches, interleaved; ms, × node -e 0). Multus thick, 10 pods (issue 11's run): 8,865`,
   );
-  table(["pods", "mode", "ADD wall (all)", "min–max", "ADD p50", "ADD p99", "ADD max", "DEL wall (all)"], rows);
+  table(
+    [
+      "pods",
+      "mode",
+      "ADD wall (all)",
+      "min–max",
+      "ADD p50",
+      "ADD p99",
+      "ADD max",
+      "DEL wall (all)",
+    ],
+    rows,
+  );
   if (results.thinVsMultus !== undefined) {
     const [lo, hi] = results.thinVsMultusSpread;
     console.log(

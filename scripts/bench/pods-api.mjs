@@ -33,7 +33,11 @@ const NODE_NAME = "bench-node";
  * Multus v4.0.2 thin on this machine kind, the yardstick of issue 11: own ADD+DEL (ms) in a run
  * where `node -e 0` took MULTUS_NODE_MS; requests per ADD (issue 3).
  */
-export const MULTUS = { 0: { thin: 42, req: 4 }, 2: { thin: 41, req: 6 }, 8: { thin: 535, req: 12 } };
+export const MULTUS = {
+  0: { thin: 42, req: 4 },
+  2: { thin: 41, req: 6 },
+  8: { thin: 535, req: 12 },
+};
 export const MULTUS_NODE_MS = 21;
 const multusRel = (ms) => `${ms} (${(ms / MULTUS_NODE_MS).toFixed(2)}×)`;
 
@@ -60,7 +64,11 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
         let daemon;
         try {
           const root = join(tmp, `l${latencyMs}k${K}`);
-          const { confDir, clusterNetwork, net } = benchNetworks({ root: root, bridgePrefix: "plxa", octet: 234 });
+          const { confDir, clusterNetwork, net } = benchNetworks({
+            root: root,
+            bridgePrefix: "plxa",
+            octet: 234,
+          });
           const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
           api.addPod({
             metadata: {
@@ -72,7 +80,10 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
             spec: { nodeName: NODE_NAME },
           });
           for (const n of nads)
-            api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+            api.addNad({
+              metadata: { namespace: "b", name: n.name },
+              spec: { config: JSON.stringify(n) },
+            });
           const kubeconfig = await nodeKubeconfig(api, { dir: root });
           const socket = join(root, "plexus.sock");
           daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });

@@ -72,8 +72,16 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
       const all = [cluster, ...nads];
       const m = { pAdd: [], pDel: [], dAdd: [], dDel: [] };
       for (let i = 0; i < runs + 1; i++) {
-        const a = await cni("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
-        const d = await cni("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
+        const a = await cni(
+          "dist/plexus",
+          { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" },
+          conf,
+        );
+        const d = await cni(
+          "dist/plexus",
+          { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" },
+          conf,
+        );
         const direct = await runDirect(all, base);
         if (i === 0) continue;
         m.pAdd.push(a.ms);
@@ -82,7 +90,14 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
         m.dDel.push(direct.del);
       }
       const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
-      rows.push([K, rel(median(m.pAdd)), rel(median(m.pDel)), rel(median(m.dAdd)), rel(median(m.dDel)), rel(own)]);
+      rows.push([
+        K,
+        rel(median(m.pAdd)),
+        rel(median(m.pDel)),
+        rel(median(m.dAdd)),
+        rel(median(m.dDel)),
+        rel(own),
+      ]);
     }
   } finally {
     execFileSync("ip", ["netns", "del", netnsName]);

@@ -23,7 +23,11 @@ const s = scratch("plx-prof");
 const netnsPath = s.netns(`plx-prof-${process.pid}`);
 for (let k = 0; k <= 8; k++) s.link(`plxpf${k}`);
 const api = await startFakeApiServer({ node: "bench-node" });
-const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxpf", octet: 237 });
+const { confDir, clusterNetwork, net } = benchNetworks({
+  root: tmp,
+  bridgePrefix: "plxpf",
+  octet: 237,
+});
 const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
 addBenchPods(api, nads);
 const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
@@ -45,7 +49,10 @@ writeFileSync(
   join(out, "conf-daemon.json"),
   JSON.stringify({ ...conf, daemonSocket: socket, cniDir: join(tmp, "cni-d") }),
 );
-writeFileSync(join(out, "multus.json"), JSON.stringify({ ...conf, type: "multus", kubeconfig, cniDir: undefined }));
+writeFileSync(
+  join(out, "multus.json"),
+  JSON.stringify({ ...conf, type: "multus", kubeconfig, cniDir: undefined }),
+);
 for (const K of [0, 2, 8])
   writeFileSync(
     join(out, `env-${K}.sh`),

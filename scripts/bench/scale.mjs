@@ -27,9 +27,12 @@ const K = 2;
 function summarise(log) {
   const kind = (e) => {
     if (/[?&]watch=(1|true)/.test(e.path)) return "watch";
-    if (e.method !== "GET") return e.method === "POST" && /\/events/.test(e.path) ? "event" : "write";
+    if (e.method !== "GET")
+      return e.method === "POST" && /\/events/.test(e.path) ? "event" : "write";
     const path = e.path.split("?")[0];
-    return /\/(pods|network-attachment-definitions|resourceclaims|resourceslices)$/.test(path) ? "list" : "get";
+    return /\/(pods|network-attachment-definitions|resourceclaims|resourceslices)$/.test(path)
+      ? "list"
+      : "get";
   };
   const out = {};
   for (const e of log) {
@@ -38,7 +41,9 @@ function summarise(log) {
     out[k].n++;
     out[k].inB += e.inBytes;
     out[k].outB += e.outBytes;
-    out[k].paths.add(`${e.method} ${e.path.split("?")[0].replace(/\/namespaces\/[^/]+/, "/namespaces/*")}`);
+    out[k].paths.add(
+      `${e.method} ${e.path.split("?")[0].replace(/\/namespaces\/[^/]+/, "/namespaces/*")}`,
+    );
   }
   return out;
 }
@@ -53,12 +58,20 @@ export async function benchScale() {
   const api = await startFakeApiServer({ rbac: false });
   const front = await startProtobufFront(api);
   const phases = [];
-  const mark = (mode, what, from) => phases.push({ mode, what, ...summariseFlat(front.log.slice(from)) });
+  const mark = (mode, what, from) =>
+    phases.push({ mode, what, ...summariseFlat(front.log.slice(from)) });
   try {
-    const { confDir, clusterNetwork, net } = benchNetworks({ root: tmp, bridgePrefix: "plxs", octet: 239 });
+    const { confDir, clusterNetwork, net } = benchNetworks({
+      root: tmp,
+      bridgePrefix: "plxs",
+      octet: 239,
+    });
     const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
     for (const n of nads)
-      api.addNad({ metadata: { namespace: "b", name: n.name }, spec: { config: JSON.stringify(n) } });
+      api.addNad({
+        metadata: { namespace: "b", name: n.name },
+        spec: { config: JSON.stringify(n) },
+      });
     const kubeconfig = await nodeKubeconfig(front, { dir: tmp });
     const pod = (name) =>
       api.addPod({
@@ -87,7 +100,14 @@ export async function benchScale() {
       await cni(bin, { ...env(name), CNI_COMMAND: "DEL" }, conf);
       mark(mode, "DEL", from);
     };
-    const base = { cniVersion: "1.0.0", name: "plexus", type: "plexus", clusterNetwork, confDir, kubeconfig };
+    const base = {
+      cniVersion: "1.0.0",
+      name: "plexus",
+      type: "plexus",
+      clusterNetwork,
+      confDir,
+      kubeconfig,
+    };
     await run(
       "Plexus thin",
       "dist/plexus",
@@ -152,8 +172,30 @@ export async function benchScale() {
     `== API requests per node, one pod with the default network + ${K} NAD networks (requests: reads + writes [+ events]; bytes: bodies sent / received)`,
   );
   table(
-    ["mode", "what", "GET", "LIST", "WATCH", "writes", "events", "bytes sent", "bytes received", "requests"],
-    phases.map((p) => [p.mode, p.what, p.get, p.list, p.watch, p.write, p.event, p.inB, p.outB, p.paths]),
+    [
+      "mode",
+      "what",
+      "GET",
+      "LIST",
+      "WATCH",
+      "writes",
+      "events",
+      "bytes sent",
+      "bytes received",
+      "requests",
+    ],
+    phases.map((p) => [
+      p.mode,
+      p.what,
+      p.get,
+      p.list,
+      p.watch,
+      p.write,
+      p.event,
+      p.inB,
+      p.outB,
+      p.paths,
+    ]),
   );
   console.log("");
   return phases;

@@ -44,7 +44,10 @@ function walk(dir) {
 
 export function ipJson(args) {
   try {
-    const out = execFileSync("ip", ["-j", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+    const out = execFileSync("ip", ["-j", ...args], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    }).trim();
     return out ? JSON.parse(out) : [];
   } catch {
     return [];
@@ -69,12 +72,14 @@ export function leftovers(world, netnsName, procs) {
     for (const l of ipJson(["-n", netnsName, "link", "show"]))
       if (l.ifname !== "lo") add("netns-link", `${netnsName}/${l.ifname}`);
   const bridges = new Set(world.bridges);
-  for (const l of ipJson(["link", "show"])) if (bridges.has(l.master)) add("bridge-port", `${l.master}/${l.ifname}`);
+  for (const l of ipJson(["link", "show"]))
+    if (bridges.has(l.master)) add("bridge-port", `${l.master}/${l.ifname}`);
   for (const f of walk(world.dataDir)) {
     const rel = relative(world.dataDir, f);
     // With what the file holds: a complete reservation (container and interface) points at a DEL
     // that never ran; an empty one at host-local killed between creating and writing it.
-    if (isIP(rel.split("/").pop() ?? "") !== 0) add("ip-reservation", `${rel} holding ${reservationText(f)}`);
+    if (isIP(rel.split("/").pop() ?? "") !== 0)
+      add("ip-reservation", `${rel} holding ${reservationText(f)}`);
   }
   const held = lockedInodes();
   for (const f of walk(world.cniDir)) {
@@ -94,7 +99,8 @@ export function leftovers(world, netnsName, procs) {
       else add("lock-file", rel);
     } else add("other-file", rel);
   }
-  for (const f of walk(world.dataDir)) if (/\.tmp|~$/.test(f)) add("temp-file", relative(world.root, f));
+  for (const f of walk(world.dataDir))
+    if (/\.tmp|~$/.test(f)) add("temp-file", relative(world.root, f));
   for (const p of procs) add("process", `${p.pid} ${p.cmd.slice(0, 160)}`);
   return found;
 }
@@ -126,7 +132,8 @@ export function scrub(world, found) {
       } catch {}
     }
   }
-  for (const f of walk(world.dataDir)) if (isIP(f.split("/").pop() ?? "") !== 0) rmSync(f, { force: true });
+  for (const f of walk(world.dataDir))
+    if (isIP(f.split("/").pop() ?? "") !== 0) rmSync(f, { force: true });
   // cniDir is a mount point (world.mjs): its contents go, it stays.
   for (const name of existsSync(world.cniDir) ? readdirSync(world.cniDir) : [])
     rmSync(join(world.cniDir, name), { recursive: true, force: true });

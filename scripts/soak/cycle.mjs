@@ -63,13 +63,20 @@ export function planCycle(seed, i, faults = FAULTS) {
   const r = mulberry32(cycleSeed(seed, i));
   const k = Math.floor(r() * (MAX_EXTRA + 1));
   const kind = pick(r, faults);
-  const mode = kind.startsWith("api-") ? "thin" : kind === "daemon-kill" ? "daemon" : r() < 0.5 ? "thin" : "daemon";
+  const mode = kind.startsWith("api-")
+    ? "thin"
+    : kind === "daemon-kill"
+      ? "daemon"
+      : r() < 0.5
+        ? "thin"
+        : "daemon";
   const target = Math.floor(r() * (k + 1));
   const p = { i, seed: cycleSeed(seed, i), k, kind, mode };
   planDelFault(p, r);
   // Roughly how long a clean ADD of k+1 networks takes here; kills land anywhere in it.
   const addMs = 60 + 45 * (k + 1);
-  if (kind === "kill-add" || kind === "kill-del" || kind === "daemon-kill") p.killAfterMs = Math.round(r() * addMs);
+  if (kind === "kill-add" || kind === "kill-del" || kind === "daemon-kill")
+    p.killAfterMs = Math.round(r() * addMs);
   if (kind.startsWith("delegate-")) {
     p.target = ifName(target);
     const when = r() < 0.5 ? "before" : "after";
@@ -149,7 +156,8 @@ function apiFault(world, p) {
   world.api.inject({ method, path, times: p.times, watch: false }, fault);
 }
 
-const delegateFaultLine = (p, mode, arg = "-") => `${p.target} ADD ${mode} ${p.when ?? "before"} ${arg}`;
+const delegateFaultLine = (p, mode, arg = "-") =>
+  `${p.target} ADD ${mode} ${p.when ?? "before"} ${arg}`;
 
 /** The ADD phase of a cycle, faulted as planned. Returns the ADD results that finished. */
 async function addPhase(world, p, call) {
@@ -247,7 +255,8 @@ function missingInterfaces(adds, netnsName) {
       continue;
     }
     for (const i of result.interfaces ?? [])
-      if (i.sandbox && !present.has(i.name)) missing.push(`ADD succeeded with ${i.name}, not in the netns`);
+      if (i.sandbox && !present.has(i.name))
+        missing.push(`ADD succeeded with ${i.name}, not in the netns`);
   }
   return missing;
 }
@@ -260,17 +269,22 @@ function missingInterfaces(adds, netnsName) {
 export async function runCycle(world, p, netns) {
   const ctx = { containerId: `soak${world.tag}c${p.i}`, netns: netns.path, pod: `p${p.k}` };
   const conf = world.confs[p.mode];
-  const call = (cmd, over = {}) => start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
+  const call = (cmd, over = {}) =>
+    start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
   const problems = [];
   let adds = [];
   // The delegates' state of the cycle before (cleared now, not at its end: a grandchild that
   // survived it must still find its config and show up as the leak it is).
   world.clearState();
-  if (p.mode === "daemon" && (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null))
+  if (
+    p.mode === "daemon" &&
+    (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null)
+  )
     await world.startDaemon();
   if (p.kind === "kill-del") {
     const a = await call("ADD").done;
-    if (a.code !== 0) problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
+    if (a.code !== 0)
+      problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
     const d = call("DEL");
     await sleep(p.killAfterMs * 0.7);
     d.kill();
@@ -280,7 +294,10 @@ export async function runCycle(world, p, netns) {
     if (ADD_MUST_SUCCEED.has(p.kind))
       for (const a of adds)
         if (a.code !== 0)
-          problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`]);
+          problems.push([
+            "add-failed",
+            `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`,
+          ]);
     if (RESULT_CHECKED.has(p.kind))
       for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
   }
@@ -302,7 +319,8 @@ const DEL_FAULTS = new Set(["del-non-idempotent", "del-slow", "full-cnidir"]);
 /** One DEL that must exit 0 the first time (no retry hides a failure, or a flip-flop). */
 async function delOnceOk(call, over, problems, what) {
   const r = await call("DEL", over).done;
-  if (r.code !== 0) problems.push(["del-failed", `${what}: DEL exit ${r.code}: ${r.stdout.slice(0, 300)}`]);
+  if (r.code !== 0)
+    problems.push(["del-failed", `${what}: DEL exit ${r.code}: ${r.stdout.slice(0, 300)}`]);
 }
 
 /** The DEL phase of the DEL fault classes (each DEL is judged on its own, see delOnceOk). */
@@ -325,7 +343,8 @@ async function delFaultDels(world, p, { call, netns, adds, problems }) {
       await call("DEL").done;
       // Whatever the slow ones did, the default network's DEL got its turn within the deadline.
       const left = ipJson(["-n", netns.name, "link", "show"]).map((l) => l.ifname);
-      if (left.includes("eth0")) problems.push(["del-failed", "slow DELs: the default network's DEL did not run"]);
+      if (left.includes("eth0"))
+        problems.push(["del-failed", "slow DELs: the default network's DEL did not run"]);
       await runtimeDel(call, {}, problems);
       await runtimeDel(call, { netns: "" }, problems);
     }
@@ -360,10 +379,18 @@ async function runtimeDelsOnce(world, p, { call, netns, problems }) {
   world.deleteNetns(netns.name); // podman rm: the sandbox and its netns go, no DEL comes again
   if (p.fixed) world.setFault([]);
   const nextNs = `${netns.name}n`;
-  const next = { containerId: `soak${world.tag}c${p.i}n`, pod: "p0", netns: world.addNetns(nextNs) };
+  const next = {
+    containerId: `soak${world.tag}c${p.i}n`,
+    pod: "p0",
+    netns: world.addNetns(nextNs),
+  };
   try {
     const a = await call("ADD", next).done;
-    if (a.code !== 0) problems.push(["add-failed", `next container's ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
+    if (a.code !== 0)
+      problems.push([
+        "add-failed",
+        `next container's ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`,
+      ]);
     await runtimeDel(call, next, problems);
   } finally {
     world.deleteNetns(nextNs);

@@ -24,7 +24,13 @@ export function start(bin, args, { env, stdin = "" }) {
   const t0 = performance.now();
   const done = new Promise((resolve) => {
     child.on("error", (e) =>
-      resolve({ code: -1, signal: null, stdout: "", stderr: String(e), ms: performance.now() - t0 }),
+      resolve({
+        code: -1,
+        signal: null,
+        stdout: "",
+        stderr: String(e),
+        ms: performance.now() - t0,
+      }),
     );
     child.on("close", (code, signal) =>
       resolve({

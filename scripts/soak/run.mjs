@@ -36,7 +36,13 @@ function tally(summary, { p, found }) {
   if (found.length === 0) return;
   for (const k of new Set(found.map(([kind]) => kind))) summary.leaks[k]++;
   summary.byFault[p.kind] = (summary.byFault[p.kind] ?? 0) + 1;
-  summary.leakyCycles.push({ i: p.i, cycleSeed: p.seed, plan: describePlan(p), kind: p.kind, found });
+  summary.leakyCycles.push({
+    i: p.i,
+    cycleSeed: p.seed,
+    plan: describePlan(p),
+    kind: p.kind,
+    found,
+  });
 }
 
 /**
@@ -121,10 +127,19 @@ export function formatSummary(s, { firstLeaks = 5 } = {}) {
     ["faulted cycles", String(s.faulted), pct(s.faulted)],
   ];
   for (const [k, n] of Object.entries(s.faults))
-    if (k !== "none") rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
+    if (k !== "none")
+      rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
   for (const [k, n] of Object.entries(s.leaks))
-    rows.push([`  ${FAILURE_KINDS.includes(k) ? "failure" : "leak"} ${k}`, String(n), n ? "MUST BE 0" : ""]);
-  rows.push(["cycles with a leak or failure", String(s.leakyCycles.length), s.leakyCycles.length ? "FAIL" : "ok"]);
+    rows.push([
+      `  ${FAILURE_KINDS.includes(k) ? "failure" : "leak"} ${k}`,
+      String(n),
+      n ? "MUST BE 0" : "",
+    ]);
+  rows.push([
+    "cycles with a leak or failure",
+    String(s.leakyCycles.length),
+    s.leakyCycles.length ? "FAIL" : "ok",
+  ]);
   const w0 = Math.max(...rows.map((r) => r[0].length));
   const w1 = Math.max(...rows.map((r) => r[1].length));
   for (const [a, b, c] of rows) lines.push(`${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`.trimEnd());
@@ -154,11 +169,22 @@ export async function accountingSelfCheck() {
     const ns = `plx-soak-${world.tag}-check`;
     world.addNetns(ns);
     sh(["ip", "-n", ns, "link", "add", "leak0", "type", "veth", "peer", "name", "leak1"]);
-    sh(["ip", "link", "add", `plxs${world.tag}v`, "type", "veth", "peer", "name", `plxs${world.tag}w`]);
+    sh([
+      "ip",
+      "link",
+      "add",
+      `plxs${world.tag}v`,
+      "type",
+      "veth",
+      "peer",
+      "name",
+      `plxs${world.tag}w`,
+    ]);
     sh(["ip", "link", "set", `plxs${world.tag}v`, "master", world.bridges[0]]);
     mkdirSync(join(world.dataDir, "cbr0"), { recursive: true });
     writeFileSync(join(world.dataDir, "cbr0", "10.230.0.99"), "x");
-    for (const d of ["records", "results", "locks", "pending"]) mkdirSync(join(world.cniDir, d), { recursive: true });
+    for (const d of ["records", "results", "locks", "pending"])
+      mkdirSync(join(world.cniDir, d), { recursive: true });
     writeFileSync(join(world.cniDir, "pending", "c-eth0.json"), "{}");
     writeFileSync(join(world.cniDir, "records", "c-eth0.json"), "{}");
     writeFileSync(join(world.cniDir, "results", "cbr0-c-eth0"), "{}");
@@ -172,7 +198,8 @@ export async function accountingSelfCheck() {
       env: { ...process.env, [k]: v },
       stdio: "ignore",
     });
-    for (let i = 0; i < 100 && !readLocks().includes(" FLOCK "); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !readLocks().includes(" FLOCK "); i++)
+      await new Promise((r) => setTimeout(r, 20));
     const found = await account(world, ns, 0);
     scrub(world, found);
     holder.kill("SIGKILL");

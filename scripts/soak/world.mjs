@@ -98,7 +98,9 @@ function networkConf(world, k) {
 function writeFiles(world) {
   for (const d of [world.binDir, world.confDir]) mkdirSync(d, { recursive: true });
   mkdirSync(world.stateDir, { recursive: true });
-  writeFileSync(join(world.binDir, "bridge"), wrapperScript(world.faultFile, world.stateDir), { mode: 0o755 });
+  writeFileSync(join(world.binDir, "bridge"), wrapperScript(world.faultFile, world.stateDir), {
+    mode: 0o755,
+  });
   symlinkSync(join(CNI_BIN, "host-local"), join(world.binDir, "host-local"));
   writeFileSync(join(world.confDir, "10-cbr0.conf"), JSON.stringify(networkConf(world, 0)));
 }
@@ -181,10 +183,19 @@ export async function createWorld({ lane = 0 } = {}) {
     }
     // cniDir is a small tmpfs of its own, so that a cycle can fill it (the full-cnidir fault).
     mkdirSync(world.cniDir, { recursive: true });
-    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${CNI_DIR_BYTES},mode=0700`, "tmpfs", world.cniDir]);
+    execFileSync("mount", [
+      "-t",
+      "tmpfs",
+      "-o",
+      `size=${CNI_DIR_BYTES},mode=0700`,
+      "tmpfs",
+      world.cniDir,
+    ]);
     world.mounted = true;
     writeFiles(world);
-    const { startFakeApiServer, writeKubeconfig } = await import("../../test/support/fake-apiserver.ts");
+    const { startFakeApiServer, writeKubeconfig } = await import(
+      "../../test/support/fake-apiserver.ts"
+    );
     world.api = await startFakeApiServer({ node: NODE_NAME });
     seedApi(world);
     world.kubeconfig = writeKubeconfig(world.api, { dir: root });
@@ -263,8 +274,10 @@ function methods(world) {
       if (!waitReady) return;
       const end = Date.now() + 30_000;
       while ((await socketStatus(world.socket, "/readyz")) !== 200) {
-        if (d.exitCode !== null) throw new Error(`plexus daemon exited (${d.exitCode}): ${world.daemonStderr}`);
-        if (Date.now() > end) throw new Error(`plexus daemon not ready after 30 s: ${world.daemonStderr}`);
+        if (d.exitCode !== null)
+          throw new Error(`plexus daemon exited (${d.exitCode}): ${world.daemonStderr}`);
+        if (Date.now() > end)
+          throw new Error(`plexus daemon not ready after 30 s: ${world.daemonStderr}`);
         await sleep(20);
       }
     },

@@ -40,7 +40,10 @@ function newProgram(): Command {
       )
       .version(VERSION_LINE, "-v, --version")
       // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
-      .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+      .configureOutput({
+        writeOut: (s) => process.stdout.write(s),
+        writeErr: (s) => process.stderr.write(s),
+      })
       .exitOverride()
   );
 }
@@ -84,7 +87,9 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return commanderExit(err);
     // A command crashed: never silently (issue 10 item 8).
-    process.stderr.write(`plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     return EXIT_CANNOT_RUN;
   }
 }
@@ -106,7 +111,11 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
       DEFAULT_DAEMON_SOCKET,
     )
     .option("--log-level <level>", "log level (stderr)", "info")
-    .option("--api-request-timeout <seconds>", "one API request", String(DAEMON_DEFAULT_SECONDS.apiRequestTimeout))
+    .option(
+      "--api-request-timeout <seconds>",
+      "one API request",
+      String(DAEMON_DEFAULT_SECONDS.apiRequestTimeout),
+    )
     .option(
       "--api-total-timeout <seconds>",
       "one API operation, retries included",
@@ -162,7 +171,11 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
     .option("--cleanup-config-on-exit", "remove the Plexus config on SIGTERM")
     .option("--skip-config-watch", "install once, then only wait for SIGTERM")
     .option("--once", "install and exit (tests, init containers)")
-    .option("--primary-config-timeout <seconds>", "how long to wait for the primary network before exiting 1", "600")
+    .option(
+      "--primary-config-timeout <seconds>",
+      "how long to wait for the primary network before exiting 1",
+      "600",
+    )
     .option("--poll-interval <ms>", "how often to re-check when no file event arrives", "2000")
     .option("--installer-log-level <level>", "this installer's log level (stderr)", "info")
     .action(async (flags: Record<string, unknown>) => {
@@ -206,18 +219,36 @@ function addInstallPathOptions(install: Command): void {
 
 function addInstallConfigOptions(install: Command): void {
   install
-    .option("--cni-version <version>", "cniVersion of the generated config (default: the primary config's)")
+    .option(
+      "--cni-version <version>",
+      "cniVersion of the generated config (default: the primary config's)",
+    )
     .option(
       "--readiness-indicator-file <path>",
       "node path of the primary network's readiness file: no Plexus config until it exists",
     )
-    .option("--namespace-isolation", "config key namespaceIsolation: pods use NADs of their own namespace only")
-    .option("--global-namespaces <list>", "config key globalNamespaces: comma-separated namespaces every pod may use")
-    .option("--log-level <level>", "config key logLevel for the plugin: debug, verbose, error or panic")
+    .option(
+      "--namespace-isolation",
+      "config key namespaceIsolation: pods use NADs of their own namespace only",
+    )
+    .option(
+      "--global-namespaces <list>",
+      "config key globalNamespaces: comma-separated namespaces every pod may use",
+    )
+    .option(
+      "--log-level <level>",
+      "config key logLevel for the plugin: debug, verbose, error or panic",
+    )
     .option("--log-file <path>", "config key logFile for the plugin (a node path)")
     .option("--no-log-to-stderr", "config key logToStderr false for the plugin")
-    .option("--additional-bin-dir <dir>", "config key binDir: another dir for delegate binaries (a node path)")
-    .option("--cni-dir <dir>", "config key cniDir: the plugin's state dir on the node (default /var/lib/cni/plexus)")
+    .option(
+      "--additional-bin-dir <dir>",
+      "config key binDir: another dir for delegate binaries (a node path)",
+    )
+    .option(
+      "--cni-dir <dir>",
+      "config key cniDir: the plugin's state dir on the node (default /var/lib/cni/plexus)",
+    )
     .option("--network-name <name>", "the generated conflist's name", "plexus-cni-network")
     .option(
       "--nad-conf-dir <dir>",

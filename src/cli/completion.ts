@@ -11,7 +11,10 @@ function words(cmd: Command): string[] {
 
 /** Every command path (space-joined) and the words that may follow it. */
 function table(cmd: Command, prefix: string[] = []): Array<[string, string[]]> {
-  return [[prefix.join(" "), words(cmd)], ...cmd.commands.flatMap((c) => table(c, [...prefix, c.name()]))];
+  return [
+    [prefix.join(" "), words(cmd)],
+    ...cmd.commands.flatMap((c) => table(c, [...prefix, c.name()])),
+  ];
 }
 
 export function completionScript(program: Command, shell: string): string | undefined {

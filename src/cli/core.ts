@@ -10,6 +10,8 @@ export { runVerb } from "./run-verb";
 export async function runCommands(argv: readonly string[]): Promise<number> {
   // The executable starts with a late JIT tier-up, right for a CNI call (scripts/build-bun.mjs);
   // the daemon and the installer run for days: normal policy for them.
-  (globalThis as { Bun?: { unsafe?: { setJITPolicy?: (scale: number) => void } } }).Bun?.unsafe?.setJITPolicy?.(1);
+  (
+    globalThis as { Bun?: { unsafe?: { setJITPolicy?: (scale: number) => void } } }
+  ).Bun?.unsafe?.setJITPolicy?.(1);
   return (await import("./commands")).runCommands(argv);
 }

@@ -43,7 +43,10 @@ function addExplainCommand(program: Command, setExit: SetExit): void {
       ),
   )
     .option("--file <pod.yaml>", "a dry run without a cluster: the pod from this manifest")
-    .option("--nads <dir>", "with --file: the NetworkAttachmentDefinitions from this directory of manifests")
+    .option(
+      "--nads <dir>",
+      "with --file: the NetworkAttachmentDefinitions from this directory of manifests",
+    )
     .option("--ifname <name>", "the runtime's interface name for the default network", "eth0")
     .option("--uid <uid>", "the pod UID the runtime would pass (K8S_POD_UID)")
     .option("--hot-plug", "what a hot-plug reconcile of the running pod would attach and detach")
@@ -61,7 +64,10 @@ function addValidateCommand(program: Command, setExit: SetExit): void {
   common(
     program
       .command("validate")
-      .argument("[nad]", "the NetworkAttachmentDefinition, NAMESPACE/NAME (or NAME with --namespace)")
+      .argument(
+        "[nad]",
+        "the NetworkAttachmentDefinition, NAMESPACE/NAME (or NAME with --namespace)",
+      )
       .description(
         "check that this node can run NetworkAttachmentDefinitions: config, plugin binaries and their versions, IPAM ranges, capabilities pods request",
       ),
@@ -73,10 +79,12 @@ function addValidateCommand(program: Command, setExit: SetExit): void {
       "--node-name <name>",
       "this node, whose pods' requests are checked (default: $NODE_NAME, else the hostname)",
     )
-    .action(async (nad: string | undefined, flags: Record<string, string | boolean | undefined>) => {
-      const { validateMain } = await import("../ops/validate");
-      setExit(await validateMain(nad, flags as never));
-    });
+    .action(
+      async (nad: string | undefined, flags: Record<string, string | boolean | undefined>) => {
+        const { validateMain } = await import("../ops/validate");
+        setExit(await validateMain(nad, flags as never));
+      },
+    );
 }
 
 function addDoctorCommand(program: Command, setExit: SetExit): void {
@@ -101,7 +109,9 @@ function addCompletionCommand(program: Command, setExit: SetExit): void {
       const { completionScript } = await import("./completion");
       const script = completionScript(program, shell);
       if (script === undefined) {
-        process.stderr.write(`plexus completion: ${JSON.stringify(shell)} is not supported; only bash is\n`);
+        process.stderr.write(
+          `plexus completion: ${JSON.stringify(shell)} is not supported; only bash is\n`,
+        );
         return setExit(2);
       }
       process.stdout.write(script);
@@ -127,7 +137,9 @@ function addHotplugCommand(program: Command, setExit: SetExit): void {
 }
 
 function addRecordsCommand(program: Command, setExit: SetExit): void {
-  const records = program.command("records").description("inspect and remove the container records DEL runs from");
+  const records = program
+    .command("records")
+    .description("inspect and remove the container records DEL runs from");
   // `plexus records` alone: its help, as an answer (stdout, exit 0); a typo is an error.
   records.allowExcessArguments(true).action(() => {
     if (records.args.length === 0) return records.outputHelp();
@@ -145,17 +157,31 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
     setExit(await recordsMain(action, id, flags as never));
   };
   const withDir = (c: Command) =>
-    common(c).option("--cni-dir <dir>", "Plexus's state directory (default: the config's cniDir, /var/lib/cni/plexus)");
+    common(c).option(
+      "--cni-dir <dir>",
+      "Plexus's state directory (default: the config's cniDir, /var/lib/cni/plexus)",
+    );
   withDir(
-    records.command("list").description("list the records: pod, networks, and whether the sandbox is gone (stale)"),
+    records
+      .command("list")
+      .description("list the records: pod, networks, and whether the sandbox is gone (stale)"),
   ).action((flags) => run("list", undefined, flags));
   withDir(
-    records.command("show").argument("<id>", "record ID (from list) or container ID").description("print one record"),
+    records
+      .command("show")
+      .argument("<id>", "record ID (from list) or container ID")
+      .description("print one record"),
   ).action((id: string, flags) => run("show", id, flags));
   withDir(
-    records.command("rm").argument("<id>", "record ID (from list) or container ID").description("remove a record"),
+    records
+      .command("rm")
+      .argument("<id>", "record ID (from list) or container ID")
+      .description("remove a record"),
   )
-    .option("--teardown", "first run DEL for its attachments, in reverse, as DEL does; the record stays if that fails")
+    .option(
+      "--teardown",
+      "first run DEL for its attachments, in reverse, as DEL does; the record stays if that fails",
+    )
     .action((id: string, flags) => run("rm", id, flags));
   common(
     records

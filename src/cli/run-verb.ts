@@ -18,12 +18,18 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
   } catch (error) {
     decoded = { error };
   }
-  if ("value" in decoded && isPlainObject(decoded.value) && isSupportedVersion(decoded.value.cniVersion))
+  if (
+    "value" in decoded &&
+    isPlainObject(decoded.value) &&
+    isSupportedVersion(decoded.value.cniVersion)
+  )
     setErrorVersion(decoded.value.cniVersion);
   const req = parseEnv(io.env);
   if ("error" in decoded) throw decoded.error;
   const raw = decoded.value;
-  const conf = parsePlexusConf(raw, { requireNetworks: req.command !== "DEL" && req.command !== "GC" });
+  const conf = parsePlexusConf(raw, {
+    requireNetworks: req.command !== "DEL" && req.command !== "GC",
+  });
 
   const log = await createLogger(conf, {
     cmd: req.command,
@@ -77,7 +83,10 @@ async function reportUnknownKeys(conf: PlexusConf, log: Logger): Promise<void> {
   let target = log;
   if (!isWarnShown(log.level)) {
     if (!conf.logFile) return;
-    target = await createLogger({ ...conf, logLevel: "warn", logToStderr: false }, { cmd: "config" });
+    target = await createLogger(
+      { ...conf, logLevel: "warn", logToStderr: false },
+      { cmd: "config" },
+    );
   }
   for (const msg of lines) target.warn({ keys: conf.unknownKeys }, msg);
 }

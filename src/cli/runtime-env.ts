@@ -24,7 +24,9 @@ export function tuningVariables(env: Readonly<Record<string, string | undefined>
   return Object.keys(env).filter((k) => TUNING.test(k) && env[k] !== undefined);
 }
 
-export function withoutTuning(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+export function withoutTuning(
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && !TUNING.test(k)) out[k] = v;
   return out;
@@ -41,7 +43,8 @@ export function reexecWithoutTuning(): void {
   if (tuningVariables(process.env).length === 0) return;
   const clean = withoutTuning(process.env);
   const standalone =
-    (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun?.isStandaloneExecutable === true;
+    (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun?.isStandaloneExecutable ===
+    true;
   const execve = (process as unknown as { execve?: Execve }).execve;
   if (standalone && typeof execve === "function")
     execve(process.execPath, [process.execPath, ...process.argv.slice(2)], clean);

@@ -6,7 +6,10 @@ import { CniError, Code } from "../cni/errors";
  * Reads fd 0 synchronously (no stream machinery to load: every pod pays start-up time);
  * falls back to the stream when fd 0 is non-blocking (EAGAIN) or not readable that way.
  */
-export async function readStdin(stream: NodeJS.ReadableStream | undefined, maxBytes: number): Promise<Uint8Array> {
+export async function readStdin(
+  stream: NodeJS.ReadableStream | undefined,
+  maxBytes: number,
+): Promise<Uint8Array> {
   if (stream) return readStream(stream, maxBytes);
   const sync = readFd0(maxBytes);
   if (sync.complete) return Buffer.concat(sync.chunks);
@@ -28,11 +31,14 @@ function readFd0(maxBytes: number): { complete: boolean; chunks: Buffer[] } {
       if (code === "EOF") break;
       if (code === "EAGAIN" || (size === 0 && (code === "EISDIR" || code === "EINVAL")))
         return { complete: false, chunks };
-      throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`, undefined, { cause: err });
+      throw new CniError(Code.IoFailure, `cannot read stdin: ${code ?? String(err)}`, undefined, {
+        cause: err,
+      });
     }
     if (n === 0) break;
     size += n;
-    if (size > maxBytes) throw new CniError(Code.Decoding, `stdin config is larger than the ${maxBytes}-byte limit`);
+    if (size > maxBytes)
+      throw new CniError(Code.Decoding, `stdin config is larger than the ${maxBytes}-byte limit`);
     chunks.push(buf.subarray(0, n));
   }
   return { complete: true, chunks };

@@ -20,7 +20,8 @@ const lazyLoaders: Loaders = {
 
 const lazyNetns: NetnsOps = {
   assertUsable: assertNetnsUsable,
-  setDefaultRoutes: async (netns, routes) => (await import("../netns/routes")).setDefaultRoutes(netns, routes),
+  setDefaultRoutes: async (netns, routes) =>
+    (await import("../netns/routes")).setDefaultRoutes(netns, routes),
 };
 
 export function verbDeps(

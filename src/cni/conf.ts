@@ -37,11 +37,21 @@ const listSchema = z.object({
   name: z.optional(z.string()),
   disableCheck: z.optional(z.literal(true, false, "true", "false")),
   disableGC: z.optional(z.literal(true, false, "true", "false")),
-  plugins: z.array(z.unknown(), { min: 1, message: 'a conflist needs at least one plugin in "plugins"' }),
+  plugins: z.array(z.unknown(), {
+    min: 1,
+    message: 'a conflist needs at least one plugin in "plugins"',
+  }),
 });
 
 /** What libcni reads of a conflist (M1: matched as Go matches them, case-insensitively). */
-export const LIST_KEYS = new KeySet(["cniVersion", "cniVersions", "name", "disableCheck", "disableGC", "plugins"]);
+export const LIST_KEYS = new KeySet([
+  "cniVersion",
+  "cniVersions",
+  "name",
+  "disableCheck",
+  "disableGC",
+  "plugins",
+]);
 /**
  * The keys of a plugin config that Plexus itself reads or sets (type, capabilities, the IPAM type
  * for allowedPluginTypes, what libcni injects, and `args`, into which a selection's requests are
@@ -97,7 +107,9 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
     return { cniVersion, name, plugins: [{ ...plugin, name, cniVersion }] };
   }
   const list = parseWithSchema(listSchema, top, what);
-  const plugins = list.plugins.map((p, i) => parsePlugin(p, `${what} (network ${name}) plugin ${i}`));
+  const plugins = list.plugins.map((p, i) =>
+    parsePlugin(p, `${what} (network ${name}) plugin ${i}`),
+  );
   const out: ConfList = { cniVersion, name, plugins };
   const disableCheck = asBool(list.disableCheck);
   const disableGC = asBool(list.disableGC);
@@ -108,7 +120,8 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
 
 /** One plugin's config (a `.conf` of a chain directory, an entry of `plugins`): `type` validated, keys as Go reads them. */
 export function parsePlugin(raw: unknown, what: string): PluginConf {
-  if (!isPlainObject(raw)) throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);
+  if (!isPlainObject(raw))
+    throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);
   assertNoCaseCollisions(raw, what);
   let value = canonicalizeKeys(raw, PLUGIN_KEYS).value;
   if (isPlainObject(value.ipam)) {
@@ -118,7 +131,8 @@ export function parsePlugin(raw: unknown, what: string): PluginConf {
     if (ipam !== value.ipam) value = { ...value, ipam };
   }
   assertArgsKeys(value.args, what);
-  if (!("type" in value)) throw new CniError(Code.InvalidNetworkConfig, `${what}: plugin has no "type"`);
+  if (!("type" in value))
+    throw new CniError(Code.InvalidNetworkConfig, `${what}: plugin has no "type"`);
   validatePluginType(value.type, what);
   return parseWithSchema(pluginSchema, value, what) as PluginConf;
 }

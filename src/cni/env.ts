@@ -33,7 +33,10 @@ const REQUIRED: Record<Command, readonly string[]> = {
 
 export function parseCommand(raw: string | undefined): Command {
   if (raw === undefined || raw === "") {
-    throw new CniError(Code.InvalidEnv, `CNI_COMMAND is not set; expected one of ${COMMANDS.join(", ")}`);
+    throw new CniError(
+      Code.InvalidEnv,
+      `CNI_COMMAND is not set; expected one of ${COMMANDS.join(", ")}`,
+    );
   }
   if (!(COMMANDS as readonly string[]).includes(raw)) {
     throw new CniError(
@@ -53,8 +56,12 @@ export function parseEnv(env: Env): CniRequest {
     }
   }
   const hasAttachment = command === "ADD" || command === "CHECK" || command === "DEL";
-  const containerId = hasAttachment ? validateContainerId(env.CNI_CONTAINERID ?? "") : (env.CNI_CONTAINERID ?? "");
-  const ifName = hasAttachment ? validateInterfaceName(env.CNI_IFNAME ?? "") : (env.CNI_IFNAME ?? "");
+  const containerId = hasAttachment
+    ? validateContainerId(env.CNI_CONTAINERID ?? "")
+    : (env.CNI_CONTAINERID ?? "");
+  const ifName = hasAttachment
+    ? validateInterfaceName(env.CNI_IFNAME ?? "")
+    : (env.CNI_IFNAME ?? "");
   const rawArgs = env.CNI_ARGS ?? "";
   return {
     command,

@@ -82,7 +82,16 @@ export function isCniError(err: unknown): err is CniError {
  * open files): the node's condition, not a bug, so an I/O error (5) the runtime can report, never
  * the catch-all 999.
  */
-const FS_ERROR_CODES = new Set(["ENOSPC", "EDQUOT", "EIO", "EROFS", "EACCES", "EPERM", "EMFILE", "ENFILE"]);
+const FS_ERROR_CODES = new Set([
+  "ENOSPC",
+  "EDQUOT",
+  "EIO",
+  "EROFS",
+  "EACCES",
+  "EPERM",
+  "EMFILE",
+  "ENFILE",
+]);
 
 export function asCniError(err: unknown): CniError {
   if (isCniError(err)) return err;
@@ -91,7 +100,8 @@ export function asCniError(err: unknown): CniError {
     const message = err.message.startsWith(errno) ? err.message : `${errno}: ${err.message}`;
     return new CniError(Code.IoFailure, message, undefined, { cause: err });
   }
-  if (err instanceof Error) return new CniError(Code.Internal, err.message, undefined, { cause: err });
+  if (err instanceof Error)
+    return new CniError(Code.Internal, err.message, undefined, { cause: err });
   return new CniError(Code.Internal, String(err));
 }
 
@@ -125,7 +135,8 @@ export function oneError(
   const { lead } = opts;
   if (errors.length === 0) return lead;
   const listed = `${summary}: ${errors.map((e) => e.message).join("; ")}`;
-  if (lead) return new AggregateCniError([lead, ...errors], `${lead.message}; ${listed}`, lead.details);
+  if (lead)
+    return new AggregateCniError([lead, ...errors], `${lead.message}; ${listed}`, lead.details);
   if (errors.length === 1) return errors[0];
   const details = errors
     .map((e) => e.details)
@@ -135,7 +146,11 @@ export function oneError(
 }
 
 /** Throws {@link oneError}'s error, if any. */
-export function failIfAny(errors: readonly CniError[], summary: string, opts: { lead?: CniError } = {}): void {
+export function failIfAny(
+  errors: readonly CniError[],
+  summary: string,
+  opts: { lead?: CniError } = {},
+): void {
   const err = oneError(errors, summary, opts);
   if (err) throw err;
 }

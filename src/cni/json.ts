@@ -27,7 +27,9 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
     throw new CniError(code, `${opts.what} is ${size} bytes, more than the ${maxBytes}-byte limit`);
   }
   const text =
-    typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
+    typeof input === "string"
+      ? input
+      : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
   if (text.trim() === "") throw new CniError(code, `${opts.what} is empty; expected a JSON object`);
   let value: unknown;
   try {
@@ -44,7 +46,9 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
 
 /** Iterative walk (no recursion, so 10⁵-deep input cannot overflow the stack). */
 function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code): void {
-  const stack: Array<{ v: unknown; depth: number; path: string }> = [{ v: root, depth: 0, path: "" }];
+  const stack: Array<{ v: unknown; depth: number; path: string }> = [
+    { v: root, depth: 0, path: "" },
+  ];
   while (stack.length) {
     const { v, depth, path } = stack.pop()!;
     if (v === null || typeof v !== "object") continue;

@@ -25,7 +25,9 @@ export interface Shape<T> {
 export type Infer<S> = S extends Shape<infer T> ? T : never;
 
 type ShapeMap = Record<string, Shape<unknown>>;
-type OptionalKeys<M extends ShapeMap> = { [K in keyof M]: M[K] extends { optional: true } ? K : never }[keyof M];
+type OptionalKeys<M extends ShapeMap> = {
+  [K in keyof M]: M[K] extends { optional: true } ? K : never;
+}[keyof M];
 type RequiredKeys<M extends ShapeMap> = Exclude<keyof M, OptionalKeys<M>>;
 type ObjectOf<M extends ShapeMap> = { [K in RequiredKeys<M>]: Infer<M[K]> } & {
   [K in OptionalKeys<M>]?: Exclude<Infer<M[K]>, undefined>;
@@ -80,19 +82,25 @@ export function number(bounds: NumberBounds = {}): Shape<number> {
     else if (bounds.int && !Number.isSafeInteger(value)) fail("expected a whole number");
     else if (bounds.positive && !(value > 0)) fail("expected a number greater than 0");
     else if (bounds.nonnegative && !(value >= 0)) fail("expected a number of 0 or more");
-    else if (bounds.max !== undefined && value > bounds.max) fail(`expected a number of at most ${bounds.max}`);
+    else if (bounds.max !== undefined && value > bounds.max)
+      fail(`expected a number of at most ${bounds.max}`);
     return value as number;
   };
 }
 
 /** One of the given strings or booleans, exactly. */
-export function literal<const L extends readonly (string | boolean)[]>(...allowed: L): Shape<L[number]> {
+export function literal<const L extends readonly (string | boolean)[]>(
+  ...allowed: L
+): Shape<L[number]> {
   const shown = allowed.map((a) => JSON.stringify(a)).join(" or ");
   return typed((v) => allowed.includes(v as L[number]), shown, `expected ${shown}`);
 }
 
 /** The first of `shapes` the value fits (each tried on its own, so one's problems do not leak). */
-export function union<S extends readonly Shape<unknown>[]>(shapes: S, expected: string): Shape<Infer<S[number]>> {
+export function union<S extends readonly Shape<unknown>[]>(
+  shapes: S,
+  expected: string,
+): Shape<Infer<S[number]>> {
   return (value, path, problems) => {
     for (const s of shapes) {
       const mine: Problem[] = [];
@@ -106,9 +114,8 @@ export function union<S extends readonly Shape<unknown>[]>(shapes: S, expected: 
 
 /** A key an object may leave out (an explicit `undefined` cannot come from JSON). */
 export function optional<T>(shape: Shape<T>): Shape<T | undefined> & { readonly optional: true } {
-  const check = ((value, path, problems) => (value === undefined ? undefined : shape(value, path, problems))) as Shape<
-    T | undefined
-  >;
+  const check = ((value, path, problems) =>
+    value === undefined ? undefined : shape(value, path, problems)) as Shape<T | undefined>;
   return Object.assign(check, { optional: true as const });
 }
 
@@ -136,7 +143,8 @@ export function array<T>(item: Shape<T>, options: ArrayOptions = {}): Shape<T[]>
   };
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** An object whose values all fit `value` (JSON keys are strings already). */
 export function record<T>(value: Shape<T>): Shape<Record<string, T>> {
@@ -174,7 +182,10 @@ export function object<M extends ShapeMap>(keys: M): ObjectShape<M> {
 }
 
 /** Checks `value` against `shape`: the value as checked, or every problem found. */
-export function check<T>(shape: Shape<T>, value: unknown): { ok: true; value: T } | { ok: false; problems: Problem[] } {
+export function check<T>(
+  shape: Shape<T>,
+  value: unknown,
+): { ok: true; value: T } | { ok: false; problems: Problem[] } {
   const problems: Problem[] = [];
   const out = shape(value, [], problems);
   return problems.length === 0 ? { ok: true, value: out } : { ok: false, problems };

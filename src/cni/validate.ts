@@ -17,7 +17,10 @@ export const MAX_NETWORK_NAME_LENGTH = 253;
 /** C2.1: non-empty, starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
 export function validateContainerId(id: string, code: Code = Code.InvalidEnv): string {
   if (id === "")
-    throw new CniError(code, "CNI_CONTAINERID is empty; expected an ID such as the sandbox's 64-hex-digit ID");
+    throw new CniError(
+      code,
+      "CNI_CONTAINERID is empty; expected an ID such as the sandbox's 64-hex-digit ID",
+    );
   if (id.length > MAX_CONTAINER_ID_LENGTH || !CONTAINER_ID.test(id)) {
     throw new CniError(
       code,
@@ -30,16 +33,22 @@ export function validateContainerId(id: string, code: Code = Code.InvalidEnv): s
 /** Why an interface name is invalid, or undefined when it is valid (C2.1, N4.1.2.1.5, B3). */
 export function interfaceNameProblem(name: string): string | undefined {
   if (name === "") return "it is empty";
-  if (Buffer.byteLength(name) > MAX_IFNAME_LENGTH) return `it is longer than ${MAX_IFNAME_LENGTH} bytes`;
+  if (Buffer.byteLength(name) > MAX_IFNAME_LENGTH)
+    return `it is longer than ${MAX_IFNAME_LENGTH} bytes`;
   if (name === "." || name === "..") return "'.' and '..' are not interface names";
   if (/[/:\s]/.test(name)) return "it contains '/', ':' or whitespace";
   // Linux takes more, but a name from a tenant's annotation ends up in records, logs and `ip link`:
   // NUL, control and bidi characters, and look-alikes (a Cyrillic "е" in "еth0") are refused.
-  if (!/^[A-Za-z0-9_.-]+$/.test(name)) return "it may contain only ASCII letters, digits, '_', '.' and '-'";
+  if (!/^[A-Za-z0-9_.-]+$/.test(name))
+    return "it may contain only ASCII letters, digits, '_', '.' and '-'";
   return undefined;
 }
 
-export function validateInterfaceName(name: string, what = "CNI_IFNAME", code: Code = Code.InvalidEnv): string {
+export function validateInterfaceName(
+  name: string,
+  what = "CNI_IFNAME",
+  code: Code = Code.InvalidEnv,
+): string {
   const problem = interfaceNameProblem(name);
   if (problem) throw new CniError(code, `${what} ${show(name)} is invalid: ${problem}`);
   return name;
@@ -48,7 +57,10 @@ export function validateInterfaceName(name: string, what = "CNI_IFNAME", code: C
 /** libcni ValidateNetworkName (B14). */
 export function validateNetworkName(name: unknown, where: string): string {
   if (typeof name !== "string" || name === "") {
-    throw new CniError(Code.InvalidNetworkConfig, `${where}: "name" is missing; every network config needs a name`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${where}: "name" is missing; every network config needs a name`,
+    );
   }
   if (name.length > MAX_NETWORK_NAME_LENGTH) {
     throw new CniError(

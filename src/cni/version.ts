@@ -1,5 +1,13 @@
 /** CNI spec versions Plexus speaks, oldest first (C2.7, C5.1). */
-export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
+export const ALL_VERSIONS = [
+  "0.1.0",
+  "0.2.0",
+  "0.3.0",
+  "0.3.1",
+  "0.4.0",
+  "1.0.0",
+  "1.1.0",
+] as const;
 export type CniVersion = (typeof ALL_VERSIONS)[number];
 export const CURRENT_VERSION: CniVersion = "1.1.0";
 

@@ -94,7 +94,9 @@ const schema = z.object({
   withoutKubernetes: z.optional(z.boolean()),
   auxiliaryCNIChainName: z.optional(z.string()),
   prevResult: z.optional(z.unknown()),
-  "cni.dev/valid-attachments": z.optional(z.array(z.object({ containerID: z.string(), ifname: z.string() }))),
+  "cni.dev/valid-attachments": z.optional(
+    z.array(z.object({ containerID: z.string(), ifname: z.string() })),
+  ),
 });
 
 export { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET };
@@ -198,7 +200,10 @@ export interface ParsePlexusConfOptions {
 }
 
 /** M1: the keys as Go matches them, and the configs that can never work refused by name. */
-function decodeKeys(value: Record<string, unknown>): { canonical: Record<string, unknown>; unknown: string[] } {
+function decodeKeys(value: Record<string, unknown>): {
+  canonical: Record<string, unknown>;
+  unknown: string[];
+} {
   assertNoCaseCollisions(value, "stdin config");
   const top = canonicalizeKeys(value, PLEXUS_KEYS);
   const canonical = withCanonicalLogOptions(top.value);
@@ -262,7 +267,8 @@ function buildPlexusConf(
     retryDeleteOnError: c.retryDeleteOnError ?? false,
     delegateTimeoutMs: (c.delegateTimeoutSeconds ?? DEFAULT_DELEGATE_TIMEOUT_SECONDS) * 1000,
     readinessTimeoutMs: (c.readinessTimeoutSeconds ?? 45) * 1000,
-    apiRequestTimeoutMs: (c.apiRequestTimeoutSeconds ?? DEFAULT_API_REQUEST_TIMEOUT_MS / 1000) * 1000,
+    apiRequestTimeoutMs:
+      (c.apiRequestTimeoutSeconds ?? DEFAULT_API_REQUEST_TIMEOUT_MS / 1000) * 1000,
     apiTotalTimeoutMs: (c.apiTotalTimeoutSeconds ?? DEFAULT_API_TOTAL_TIMEOUT_MS / 1000) * 1000,
     maxNetworks: c.maxNetworks ?? 32,
     maxPluginsPerNetwork: c.maxPluginsPerNetwork ?? DEFAULT_MAX_PLUGINS_PER_NETWORK,
@@ -311,7 +317,11 @@ function listPlexusEntry(list: Record<string, unknown>): Record<string, unknown>
     | Record<string, unknown>
     | undefined;
   if (!plugin) return undefined;
-  return { ...withoutListKeys(plugin), name: getKeyFold(list, "name"), cniVersion: getKeyFold(list, "cniVersion") };
+  return {
+    ...withoutListKeys(plugin),
+    name: getKeyFold(list, "name"),
+    cniVersion: getKeyFold(list, "cniVersion"),
+  };
 }
 
 /** A plugin entry without the keys libcni takes from the list (any spelling of name and cniVersion). */
@@ -330,7 +340,9 @@ function assertNotConflist(value: Record<string, unknown>): void {
   throw new CniError(
     Code.InvalidNetworkConfig,
     `stdin config is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never passes a list to a plugin; it runs each entry of "plugins" in turn, with the list's "name" and "cniVersion" injected${
-      handed ? `. For this list it would hand Plexus: ${handed}` : ', and this list has no plugin of type "plexus"'
+      handed
+        ? `. For this list it would hand Plexus: ${handed}`
+        : ', and this list has no plugin of type "plexus"'
     }`,
   );
 }
@@ -349,7 +361,8 @@ function setOptionalKeys(conf: PlexusConf, c: z.Infer<typeof schema>): void {
   if (c.logOptions) conf.logOptions = c.logOptions;
   if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
   const valid = c["cni.dev/valid-attachments"];
-  if (valid) conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
+  if (valid)
+    conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
   for (const k of [
     "kubeconfig",
     "fileClusterDir",

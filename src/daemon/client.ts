@@ -11,7 +11,12 @@ import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
 import { type ApiTransport, socketTransport } from "../k8s/http-transport";
 import type { KubeApi, PodEvent } from "../k8s/kube-api";
-import { type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "../k8s/dra";
+import {
+  type ResourceClaim,
+  type ResourceSlice,
+  trimResourceClaim,
+  trimResourceSlice,
+} from "../k8s/dra";
 import { trimNad, trimPod } from "../k8s/rest-kube";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
@@ -113,14 +118,25 @@ export class DaemonKube implements KubeApi {
     name: string,
     forPod?: { uid?: string | undefined },
   ): Promise<ResourceClaim | undefined> {
-    const query = new URLSearchParams({ namespace, name, ...(forPod?.uid ? { podUid: forPod.uid } : {}) });
+    const query = new URLSearchParams({
+      namespace,
+      name,
+      ...(forPod?.uid ? { podUid: forPod.uid } : {}),
+    });
     return this.via(
       "get ResourceClaim",
       async () => {
-        const r = await this.ask("GET", `${DAEMON_API.resourceClaim}?${query}`, undefined, this.o.timeoutMs);
+        const r = await this.ask(
+          "GET",
+          `${DAEMON_API.resourceClaim}?${query}`,
+          undefined,
+          this.o.timeoutMs,
+        );
         if (r.claim === null) return undefined;
         const claim =
-          typeof r.claim === "object" ? trimResourceClaim(r.claim as Record<string, unknown>, namespace) : undefined;
+          typeof r.claim === "object"
+            ? trimResourceClaim(r.claim as Record<string, unknown>, namespace)
+            : undefined;
         if (!claim || claim.metadata.name !== name)
           throw new DaemonUnavailable("the daemon answered a claim request without a claim");
         return claim;
@@ -130,7 +146,10 @@ export class DaemonKube implements KubeApi {
   }
 
   /** M10, DRA: this node's slices of one driver, from the daemon's watch. */
-  listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]> {
     return this.via(
       "list ResourceSlices",
       async () => {
@@ -138,7 +157,12 @@ export class DaemonKube implements KubeApi {
           driver: query.driver,
           ...(query.nodeName ? { nodeName: query.nodeName } : {}),
         });
-        const r = await this.ask("GET", `${DAEMON_API.resourceSlices}?${params}`, undefined, this.o.timeoutMs);
+        const r = await this.ask(
+          "GET",
+          `${DAEMON_API.resourceSlices}?${params}`,
+          undefined,
+          this.o.timeoutMs,
+        );
         if (!Array.isArray(r.slices))
           throw new DaemonUnavailable("the daemon answered a slices request without slices");
         return r.slices.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
@@ -147,17 +171,28 @@ export class DaemonKube implements KubeApi {
     );
   }
 
-  setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
+  setNetworkStatus(
+    pod: { namespace: string; name: string; uid?: string },
+    statusJson: string,
+  ): Promise<void> {
     return this.via(
       "write network-status",
       async () => {
-        await this.ask("POST", DAEMON_API.networkStatus, { ...pod, status: statusJson }, this.o.writeTimeoutMs);
+        await this.ask(
+          "POST",
+          DAEMON_API.networkStatus,
+          { ...pod, status: statusJson },
+          this.o.writeTimeoutMs,
+        );
       },
       (k) => k.setNetworkStatus(pod, statusJson),
     );
   }
 
-  recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void> {
+  recordEvent(
+    pod: { namespace: string; name: string; uid?: string },
+    event: PodEvent,
+  ): Promise<void> {
     return this.via(
       "record event",
       async () => {
@@ -172,7 +207,11 @@ export class DaemonKube implements KubeApi {
     await this.directKube?.close?.();
   }
 
-  private async via<T>(what: string, daemon: () => Promise<T>, direct: (k: KubeApi) => Promise<T>): Promise<T> {
+  private async via<T>(
+    what: string,
+    daemon: () => Promise<T>,
+    direct: (k: KubeApi) => Promise<T>,
+  ): Promise<T> {
     if (!this.fellBack) {
       try {
         return await daemon();
@@ -194,7 +233,12 @@ export class DaemonKube implements KubeApi {
     return direct(this.directKube);
   }
 
-  private async ask(method: string, path: string, body: unknown, timeoutMs: number): Promise<Record<string, unknown>> {
+  private async ask(
+    method: string,
+    path: string,
+    body: unknown,
+    timeoutMs: number,
+  ): Promise<Record<string, unknown>> {
     this.daemonRequests++;
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), timeoutMs);
@@ -216,14 +260,17 @@ export class DaemonKube implements KubeApi {
     if (answer.status === 422) {
       const e = parseError(answer.body);
       if (e && AUTHORITATIVE_CODES.has(e.code)) throw new CniError(passedOnCode(e.code), e.msg);
-      throw new DaemonUnavailable(`the daemon failed: ${e ? `${e.code} ${e.msg}` : "HTTP 422 without an error"}`);
+      throw new DaemonUnavailable(
+        `the daemon failed: ${e ? `${e.code} ${e.msg}` : "HTTP 422 without an error"}`,
+      );
     }
     throw new DaemonUnavailable(`the daemon answered HTTP ${answer.status}`);
   }
 }
 
 function directOnly<F>(f: F | undefined, what: string): F {
-  if (!f) throw new CniError(Code.Internal, `${what}: the direct API client cannot read DRA objects`);
+  if (!f)
+    throw new CniError(Code.Internal, `${what}: the direct API client cannot read DRA objects`);
   return f;
 }
 

@@ -29,7 +29,10 @@ function param(url: URL, key: string, required: boolean): string | undefined {
   const v = url.searchParams.get(key);
   if (v && v.length <= 253) return v;
   if (required || v)
-    throw new CniError(Code.InvalidNetworkConfig, `daemon request: "${key}" is missing or longer than 253 characters`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `daemon request: "${key}" is missing or longer than 253 characters`,
+    );
   return undefined;
 }
 
@@ -37,7 +40,10 @@ function reader(api: KubeApi) {
   const { getResourceClaim, listResourceSlices } = api;
   if (!getResourceClaim || !listResourceSlices)
     throw new CniError(Code.Internal, "the daemon's API client cannot read DRA objects");
-  return { getResourceClaim: getResourceClaim.bind(api), listResourceSlices: listResourceSlices.bind(api) };
+  return {
+    getResourceClaim: getResourceClaim.bind(api),
+    listResourceSlices: listResourceSlices.bind(api),
+  };
 }
 
 export function getResourceClaimRoute(deps: {
@@ -46,7 +52,10 @@ export function getResourceClaimRoute(deps: {
   metrics?: Pick<DaemonMetrics, "cacheLookup">;
 }): DraRoute {
   return async (_req, url) => {
-    const namespace = validateDns1123Label(param(url, "namespace", true)!, "ResourceClaim namespace");
+    const namespace = validateDns1123Label(
+      param(url, "namespace", true)!,
+      "ResourceClaim namespace",
+    );
     const name = param(url, "name", true)!;
     const podUid = param(url, "podUid", false);
     if (deps.dra) {
@@ -54,11 +63,17 @@ export function getResourceClaimRoute(deps: {
       deps.metrics?.cacheLookup("resourceclaim", r.source === "cache" ? "hit" : "miss");
       return [200, { claim: r.claim ?? null, source: r.source }];
     }
-    return [200, { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" }];
+    return [
+      200,
+      { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" },
+    ];
   };
 }
 
-export function getResourceSlicesRoute(deps: { dra?: DraCacheView | undefined; api: KubeApi }): DraRoute {
+export function getResourceSlicesRoute(deps: {
+  dra?: DraCacheView | undefined;
+  api: KubeApi;
+}): DraRoute {
   return async (_req, url) => {
     const q = { driver: param(url, "driver", true)!, nodeName: param(url, "nodeName", false) };
     const cached = deps.dra?.nodeSlices(q);

@@ -4,7 +4,12 @@
  * its socket is there, else the API server directly (k8s/index.ts `loadKubeApi`), or none.
  */
 import { DEFAULT_API_REQUEST_TIMEOUT_MS, DEFAULT_DAEMON_TIMEOUT_MS } from "../config/defaults";
-import { hasKubernetesConfig, loadKubeApi, type KubeConfigKeys, type KubeContext } from "../k8s/index";
+import {
+  hasKubernetesConfig,
+  loadKubeApi,
+  type KubeConfigKeys,
+  type KubeContext,
+} from "../k8s/index";
 import type { KubeApi } from "../k8s/kube-api";
 
 export type KubeFactory = (() => Promise<KubeApi | undefined>) & {
@@ -37,7 +42,10 @@ async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | 
         socketPath: conf.daemonSocket,
         timeoutMs,
         // A write waits for the API server behind the daemon: one request's timeout at least.
-        writeTimeoutMs: Math.max(timeoutMs, ctx.client?.retry?.requestTimeoutMs ?? DEFAULT_API_REQUEST_TIMEOUT_MS),
+        writeTimeoutMs: Math.max(
+          timeoutMs,
+          ctx.client?.retry?.requestTimeoutMs ?? DEFAULT_API_REQUEST_TIMEOUT_MS,
+        ),
         direct: () => loadKubeApi(conf, ctx),
         log: ctx.log,
       });

@@ -9,7 +9,11 @@
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
-import { DAEMON_DEFAULT_SECONDS, DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../config/defaults";
+import {
+  DAEMON_DEFAULT_SECONDS,
+  DEFAULT_DAEMON_SOCKET,
+  DEFAULT_POD_RESOURCES_SOCKET,
+} from "../config/defaults";
 import type { PodResourcesClient } from "../k8s/pod-resources";
 import { loadApiBundle, loadKubeApi } from "../k8s/index";
 import { createLogger, type Logger } from "../log/logger";
@@ -99,9 +103,18 @@ export function resolveDaemonFlags(
     kubeconfig: flags.kubeconfig,
     nodeName: flags.nodeName || env.NODE_NAME || hostname(),
     socketPath: flags.socket || DEFAULT_DAEMON_SOCKET,
-    healthAddress: flags.healthAddress !== undefined ? parseHealthAddress(flags.healthAddress) : undefined,
-    requestTimeoutMs: seconds(flags.apiRequestTimeout, "api-request-timeout", DAEMON_DEFAULT_SECONDS.apiRequestTimeout),
-    totalTimeoutMs: seconds(flags.apiTotalTimeout, "api-total-timeout", DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
+    healthAddress:
+      flags.healthAddress !== undefined ? parseHealthAddress(flags.healthAddress) : undefined,
+    requestTimeoutMs: seconds(
+      flags.apiRequestTimeout,
+      "api-request-timeout",
+      DAEMON_DEFAULT_SECONDS.apiRequestTimeout,
+    ),
+    totalTimeoutMs: seconds(
+      flags.apiTotalTimeout,
+      "api-total-timeout",
+      DAEMON_DEFAULT_SECONDS.apiTotalTimeout,
+    ),
     missingNetworksGraceMs: seconds(
       flags.missingNetworksGrace,
       "missing-networks-grace",
@@ -130,7 +143,11 @@ export const STOP_TIMEOUT_MS = 10_000;
 
 type ApiClient = NonNullable<Awaited<ReturnType<typeof loadKubeApi>>>;
 
-async function connectApi(s: DaemonSettings, env: Readonly<Record<string, string | undefined>>, log: Logger) {
+async function connectApi(
+  s: DaemonSettings,
+  env: Readonly<Record<string, string | undefined>>,
+  log: Logger,
+) {
   const api = await loadKubeApi(
     { kubeconfig: s.kubeconfig },
     {
@@ -146,7 +163,9 @@ async function connectApi(s: DaemonSettings, env: Readonly<Record<string, string
     },
   );
   if (!api)
-    throw new Error("no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)");
+    throw new Error(
+      "no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)",
+    );
   return api;
 }
 
@@ -185,7 +204,12 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
 function podDevicesChannel(socket: string) {
   let kubelet: PodResourcesClient | undefined;
   const query = socket
-    ? async (q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) => {
+    ? async (q: {
+        namespace: string;
+        name: string;
+        resourceNames: string[];
+        timeoutMs: number;
+      }) => {
         kubelet ??= new (await import("../k8s/pod-resources")).PodResourcesClient(socket);
         return kubelet.devices(q);
       }
@@ -255,12 +279,18 @@ function startHotplug(
 }
 
 /** Runs `stop`, but returns after STOP_TIMEOUT_MS whatever it still waits for, with a warning. */
-export async function bounded(stop: () => Promise<void>, log: Logger, timeoutMs = STOP_TIMEOUT_MS): Promise<void> {
+export async function bounded(
+  stop: () => Promise<void>,
+  log: Logger,
+  timeoutMs = STOP_TIMEOUT_MS,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), timeoutMs);
   });
-  const outcome = await Promise.race([stop().then(() => "done" as const), timeout]).finally(() => clearTimeout(timer));
+  const outcome = await Promise.race([stop().then(() => "done" as const), timeout]).finally(() =>
+    clearTimeout(timer),
+  );
   if (outcome === "timeout")
     log.warn(
       { timeoutMs },
@@ -298,7 +328,9 @@ export async function startDaemon(
   }
   const reconciler = startHotplug(s, { pass: hotplug, caches, metrics, log });
   void dra.start();
-  void caches.start().then(() => log.info({ node: s.nodeName, ...caches.stats() }, "watch caches synced"));
+  void caches
+    .start()
+    .then(() => log.info({ node: s.nodeName, ...caches.stats() }, "watch caches synced"));
   detector.start();
   const intervalMs = s.housekeepingIntervalMs;
   const keeper = startHousekeeping(housekeeping, { intervalMs, log });
@@ -335,7 +367,11 @@ export async function daemonMain(flags: DaemonFlags, passes: DaemonPasses = {}):
     return 2;
   }
   const log = await createLogger(
-    { logLevel: flags.logLevel ?? "info", logToStderr: true, pretty: process.stderr.isTTY === true },
+    {
+      logLevel: flags.logLevel ?? "info",
+      logToStderr: true,
+      pretty: process.stderr.isTTY === true,
+    },
     { component: "daemon" },
   );
   let daemon: RunningDaemon;

@@ -143,7 +143,11 @@ function watchSeries(sources: ScrapeSources, registers: Registry[]): void {
         this.inc({ kind: "nad" }, s.nads);
       },
     });
-  fromStats("plexus_daemon_watch_restarts_total", "Watch cache restarts after an error, by kind.", "restarts");
+  fromStats(
+    "plexus_daemon_watch_restarts_total",
+    "Watch cache restarts after an error, by kind.",
+    "restarts",
+  );
   fromStats(
     "plexus_daemon_watch_lists_total",
     "Lists made by the watch caches (the first and every relist), by kind.",

@@ -18,7 +18,8 @@ import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../npw
 
 /** The networks a Running pod asked for and does not have (`namespace/name`, `@interface` when one was requested); undefined when none. */
 export function missingNetworks(pod: Pod): string[] | undefined {
-  if (pod.spec?.hostNetwork || pod.status?.phase !== "Running" || pod.metadata.deletionTimestamp) return undefined;
+  if (pod.spec?.hostNetwork || pod.status?.phase !== "Running" || pod.metadata.deletionTimestamp)
+    return undefined;
   const wanted = pod.metadata.annotations?.[NETWORKS_ANNOTATION];
   if (!wanted?.trim()) return undefined;
   let selections;
@@ -31,7 +32,9 @@ export function missingNetworks(pod: Pod): string[] | undefined {
   const missing: string[] = [];
   for (const sel of selections) {
     const name = `${sel.namespace}/${sel.name}`;
-    const i = have.findIndex((e) => e.name === name && (!sel.interfaceRequest || e.interface === sel.interfaceRequest));
+    const i = have.findIndex(
+      (e) => e.name === name && (!sel.interfaceRequest || e.interface === sel.interfaceRequest),
+    );
     if (i >= 0) have.splice(i, 1);
     else missing.push(sel.interfaceRequest ? `${name}@${sel.interfaceRequest}` : name);
   }
@@ -42,7 +45,9 @@ function statusEntries(value: string | undefined): Array<{ name?: unknown; inter
   if (!value) return [];
   try {
     const v = JSON.parse(value) as unknown;
-    return Array.isArray(v) ? v.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null) : [];
+    return Array.isArray(v)
+      ? v.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null)
+      : [];
   } catch {
     return [];
   }
@@ -95,7 +100,9 @@ export class MissingNetworksDetector {
     for (const uid of this.firstSeen.keys()) if (!seen.has(uid)) this.firstSeen.delete(uid);
     // A pod that is gone (or has its networks now) may be reported again only as a new UID.
     const live = new Set(
-      this.options.pods().map((p) => p.metadata.uid ?? `${p.metadata.namespace}/${p.metadata.name}`),
+      this.options
+        .pods()
+        .map((p) => p.metadata.uid ?? `${p.metadata.namespace}/${p.metadata.name}`),
     );
     for (const uid of this.reported) if (!live.has(uid)) this.reported.delete(uid);
     this.flagged = flagged;
@@ -109,7 +116,10 @@ export class MissingNetworksDetector {
     const message =
       `pod is Running without network(s) ${missing.join(", ")} that its ${NETWORKS_ANNOTATION} annotation asks for (${status}): ` +
       "its sandbox was set up without Plexus (created before Plexus was installed, or the runtime used another CNI config); recreate the pod, and run plexus doctor on the node";
-    this.options.log.warn({ pod: `${namespace}/${name}`, missing }, "pod is running without networks it asked for");
+    this.options.log.warn(
+      { pod: `${namespace}/${name}`, missing },
+      "pod is running without networks it asked for",
+    );
     try {
       await this.options.api.recordEvent(
         { namespace, name, ...(uid ? { uid } : {}) },

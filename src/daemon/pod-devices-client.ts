@@ -29,7 +29,11 @@ export async function daemonPodDevices(query: DaemonDevicesQuery): Promise<Map<s
       timeoutMs: String(query.timeoutMs),
     });
     const answer = await http
-      .request({ method: "GET", url: new URL(`http://plexus${DAEMON_API.podDevices}?${params}`), signal: ac.signal })
+      .request({
+        method: "GET",
+        url: new URL(`http://plexus${DAEMON_API.podDevices}?${params}`),
+        signal: ac.signal,
+      })
       .catch((err: unknown) => {
         throw new DaemonUnavailable(`${(err as Error).message} (${query.socketPath})`);
       });

@@ -6,7 +6,16 @@
  * /healthz, /readyz, /metrics. With `healthAddress`, a second, plain-HTTP TCP listener serves only
  * those three read-only routes (kubelet probes, Prometheus); /v1/* stays on the root-only socket.
  */
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, renameSync, rmSync, type Stats, unlinkSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  type Stats,
+  unlinkSync,
+} from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { dirname, join } from "node:path";
@@ -59,7 +68,11 @@ export interface DaemonServer {
 }
 
 /** The routes the TCP health listener serves: read-only, no pod or NAD data. */
-const HEALTH_ROUTES: ReadonlySet<string> = new Set([DAEMON_API.healthz, DAEMON_API.readyz, DAEMON_API.metrics]);
+const HEALTH_ROUTES: ReadonlySet<string> = new Set([
+  DAEMON_API.healthz,
+  DAEMON_API.readyz,
+  DAEMON_API.metrics,
+]);
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -87,10 +100,17 @@ async function claimSocket(path: string): Promise<void> {
     st = lstatSync(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw new CniError(Code.Internal, `daemon socket ${path}: cannot inspect it: ${(err as Error).message}`);
+    throw new CniError(
+      Code.Internal,
+      `daemon socket ${path}: cannot inspect it: ${(err as Error).message}`,
+    );
   }
   if (!st.isSocket()) {
-    const kind = st.isSymbolicLink() ? "a symlink" : st.isDirectory() ? "a directory" : "a file that is not a socket";
+    const kind = st.isSymbolicLink()
+      ? "a symlink"
+      : st.isDirectory()
+        ? "a directory"
+        : "a file that is not a socket";
     throw new CniError(
       Code.Internal,
       `daemon socket ${path}: ${kind} is there; refusing to remove it (remove it yourself if it is a leftover, or pass another --socket)`,
@@ -136,9 +156,15 @@ function send(
 
 /** 400 for a request-target the URL parser refuses: nothing in it could be decoded (6). */
 function badTarget(res: ServerResponse): void {
-  send(res, 400, { error: { code: Code.Decoding, msg: "malformed request target" } }, "application/json", {
-    connection: "close",
-  });
+  send(
+    res,
+    400,
+    { error: { code: Code.Decoding, msg: "malformed request target" } },
+    "application/json",
+    {
+      connection: "close",
+    },
+  );
 }
 
 /** A route this daemon does not serve: a CNI binary of another version asking (1), or /v1/* on the health address. */
@@ -146,10 +172,15 @@ function noRoute(method: string | undefined, pathname: string, where = ""): Http
   return new HttpFailure(404, Code.IncompatibleVersion, `no route ${method} ${pathname}${where}`);
 }
 
-function str(q: URLSearchParams | Record<string, unknown>, key: string, required = true): string | undefined {
+function str(
+  q: URLSearchParams | Record<string, unknown>,
+  key: string,
+  required = true,
+): string | undefined {
   const v = q instanceof URLSearchParams ? q.get(key) : q[key];
   if (typeof v === "string" && v !== "") return v;
-  if (required) throw new CniError(Code.InvalidNetworkConfig, `daemon request: "${key}" is missing`);
+  if (required)
+    throw new CniError(Code.InvalidNetworkConfig, `daemon request: "${key}" is missing`);
   return undefined;
 }
 
@@ -166,13 +197,20 @@ async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> 
     if (typeof v !== "object" || v === null || Array.isArray(v)) throw new Error("not an object");
     return v as Record<string, unknown>;
   } catch (err) {
-    throw new HttpFailure(400, Code.Decoding, `request body is not a JSON object: ${(err as Error).message}`);
+    throw new HttpFailure(
+      400,
+      Code.Decoding,
+      `request body is not a JSON object: ${(err as Error).message}`,
+    );
   }
 }
 
 type Answer = [status: number, body: unknown, type?: string];
 type Route = (req: IncomingMessage, url: URL) => Promise<Answer>;
-type RouterDeps = Pick<DaemonServerOptions, "cache" | "api" | "log" | "metrics" | "podDevices" | "dra">;
+type RouterDeps = Pick<
+  DaemonServerOptions,
+  "cache" | "api" | "log" | "metrics" | "podDevices" | "dra"
+>;
 
 /** GET /v1/pod: the cached pod when its UID matches, else a live read (never a stale "not found"). */
 function getPod({ cache, api, metrics }: RouterDeps): Route {
@@ -195,7 +233,10 @@ function getPod({ cache, api, metrics }: RouterDeps): Route {
 function getNad({ cache, api, metrics }: RouterDeps): Route {
   return async (_req, url) => {
     const q = url.searchParams;
-    const namespace = validateDns1123Label(str(q, "namespace")!, "NetworkAttachmentDefinition namespace");
+    const namespace = validateDns1123Label(
+      str(q, "namespace")!,
+      "NetworkAttachmentDefinition namespace",
+    );
     const name = validateDns1123Label(str(q, "name")!, "NetworkAttachmentDefinition name");
     const cached = cache.nad(namespace, name);
     if (cached) {
@@ -244,16 +285,18 @@ function postEvent({ api, log }: RouterDeps): Route {
     }
     const uid = str(b, "uid", false);
     const pod = { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) };
-    void api.recordEvent(pod, { type: e.type, reason: e.reason, message: e.message }).catch((err: unknown) => {
-      log.warn(
-        {
-          err: err instanceof Error ? err.message : String(err),
-          pod: `${pod.namespace}/${pod.name}`,
-          reason: e.reason,
-        },
-        "could not record the event",
-      );
-    });
+    void api
+      .recordEvent(pod, { type: e.type, reason: e.reason, message: e.message })
+      .catch((err: unknown) => {
+        log.warn(
+          {
+            err: err instanceof Error ? err.message : String(err),
+            pod: `${pod.namespace}/${pod.name}`,
+            reason: e.reason,
+          },
+          "could not record the event",
+        );
+      });
     return [200, { ok: true }];
   };
 }
@@ -262,7 +305,11 @@ function postEvent({ api, log }: RouterDeps): Route {
 function getPodDevices({ podDevices }: RouterDeps): Route {
   return async (_req, url) => {
     if (!podDevices)
-      throw new HttpFailure(404, Code.IncompatibleVersion, "this daemon does not serve pod-resources queries");
+      throw new HttpFailure(
+        404,
+        Code.IncompatibleVersion,
+        "this daemon does not serve pod-resources queries",
+      );
     const q = url.searchParams;
     const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
     const name = str(q, "name")!;
@@ -318,14 +365,21 @@ function requestHandler(route: Route, { log, metrics }: RouterDeps): Handler {
     route(req, url).then(
       ([status, body, type]) => reply(status, body, type),
       (err: unknown) => {
-        if (err instanceof HttpFailure) return reply(err.status, { error: { code: err.code, msg: err.message } });
+        if (err instanceof HttpFailure)
+          return reply(err.status, { error: { code: err.code, msg: err.message } });
         if (isCniError(err)) {
           if (err.code === Code.ApiFailure) metrics.apiError(routeName);
           return reply(422, { error: { code: err.code, msg: err.message } });
         }
-        log.error({ err: err instanceof Error ? err.message : String(err), route: routeName }, "daemon request failed");
+        log.error(
+          { err: err instanceof Error ? err.message : String(err), route: routeName },
+          "daemon request failed",
+        );
         reply(500, {
-          error: { code: Code.Internal, msg: `daemon bug: ${err instanceof Error ? err.message : String(err)}` },
+          error: {
+            code: Code.Internal,
+            msg: `daemon bug: ${err instanceof Error ? err.message : String(err)}`,
+          },
         });
       },
     );
@@ -410,7 +464,10 @@ async function listenForHealth(
     );
   }
   const bound = h.address() as AddressInfo;
-  log.info({ address: bound.address, port: bound.port }, "daemon health and metrics listening (HTTP)");
+  log.info(
+    { address: bound.address, port: bound.port },
+    "daemon health and metrics listening (HTTP)",
+  );
   return h;
 }
 
@@ -432,8 +489,8 @@ export async function startDaemonServer(options: DaemonServerOptions): Promise<D
     metrics: options.metrics,
     healthAddress: health ? (health.address() as AddressInfo) : undefined,
     close() {
-      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(() =>
-        unlinkSocket(options.socketPath),
+      closed ??= Promise.all([closeServer(server), health ? closeServer(health) : undefined]).then(
+        () => unlinkSocket(options.socketPath),
       );
       return closed;
     },

@@ -103,7 +103,10 @@ export function installBinary(source: string, dest: string): CopyOutcome {
   } catch {
     // Unreadable destination: replace it.
   }
-  const tmp = join(dirname(dest), `.${basename(dest)}.tmp-${process.pid}-${Date.now().toString(36)}`);
+  const tmp = join(
+    dirname(dest),
+    `.${basename(dest)}.tmp-${process.pid}-${Date.now().toString(36)}`,
+  );
   // The copy reads the source: only a regular file (a FIFO would block the installer for good).
   const what = `cannot install ${source} as ${dest}`;
   try {

@@ -18,7 +18,12 @@ export function renderKubeconfig(input: KubeconfigInput): string {
   const kubeconfig = {
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "plexus", cluster: { server: input.server, "certificate-authority": input.caFileHost } }],
+    clusters: [
+      {
+        name: "plexus",
+        cluster: { server: input.server, "certificate-authority": input.caFileHost },
+      },
+    ],
     users: [{ name: "plexus", user: { tokenFile: input.tokenFileHost } }],
     contexts: [{ name: "plexus", context: { cluster: "plexus", user: "plexus" } }],
     "current-context": "plexus",

@@ -65,7 +65,10 @@ export function assertNotSymlinkedDir(dir: string): void {
  * Makes `dest` hold `content` (mode 0600), writing only when it differs; returns whether it wrote
  * and whether the file had been there before.
  */
-export async function syncFile(dest: string, content: string | Buffer): Promise<"unchanged" | "created" | "updated"> {
+export async function syncFile(
+  dest: string,
+  content: string | Buffer,
+): Promise<"unchanged" | "created" | "updated"> {
   const want = typeof content === "string" ? Buffer.from(content) : content;
   assertNotSymlinkedDir(dirname(dest));
   // What is at the destination is read as input: a FIFO planted there is replaced, not waited on.
@@ -81,7 +84,9 @@ export interface CredentialSources {
 }
 
 /** The token and CA from the projected volume, or the reason they cannot be used. */
-export function readCredentials(src: CredentialSources): { token: Buffer; ca: Buffer } | { missing: string } {
+export function readCredentials(
+  src: CredentialSources,
+): { token: Buffer; ca: Buffer } | { missing: string } {
   const token = readSource(src.tokenFile, "service-account token");
   if ("missing" in token) return token;
   const ca = readSource(src.caFile, "service-account CA");

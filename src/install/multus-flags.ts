@@ -100,7 +100,8 @@ export function translateMultusFlags(args: readonly string[]): string[] {
     const given = eq === -1 ? arg : arg.slice(0, eq);
     const value = eq === -1 ? undefined : arg.slice(eq + 1);
     const refused = REFUSED[given];
-    if (refused) throw new MultusFlagError(`${given} is a Multus flag Plexus does not take: ${refused}`);
+    if (refused)
+      throw new MultusFlagError(`${given} is a Multus flag Plexus does not take: ${refused}`);
     const name = ALIASES[given] ?? given;
     if (BOOLEANS.has(name)) out.push(...booleanFlag(name, value));
     else out.push(value === undefined ? name : `${name}=${value}`);

@@ -136,7 +136,8 @@ function absolute(v: string, flag: string): string {
 
 function number(v: string | number, flag: string, min: number): number {
   const n = typeof v === "number" ? v : Number(v);
-  if (!Number.isFinite(n) || n < min) throw bad(`${flag} must be a number ≥ ${min}, got ${JSON.stringify(v)}`);
+  if (!Number.isFinite(n) || n < min)
+    throw bad(`${flag} must be a number ≥ ${min}, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -152,7 +153,8 @@ export function apiServerFrom(
     } catch {
       throw bad(`--api-server ${JSON.stringify(flag)} is not a URL`);
     }
-    if (url.protocol !== "https:") throw bad(`--api-server must be an https URL, got ${JSON.stringify(flag)}`);
+    if (url.protocol !== "https:")
+      throw bad(`--api-server must be an https URL, got ${JSON.stringify(flag)}`);
     return flag.replace(/\/+$/, "");
   }
   const host = env.KUBERNETES_SERVICE_HOST;
@@ -168,9 +170,13 @@ function checkFlagValues(flags: InstallFlags): void {
     );
   }
   if (flags.logLevel !== undefined && toPinoLevel(flags.logLevel) === undefined)
-    throw bad(`--log-level ${JSON.stringify(flags.logLevel)}: expected debug, verbose, error or panic`);
+    throw bad(
+      `--log-level ${JSON.stringify(flags.logLevel)}: expected debug, verbose, error or panic`,
+    );
   if (toPinoLevel(flags.installerLogLevel) === undefined)
-    throw bad(`--installer-log-level ${JSON.stringify(flags.installerLogLevel)} is not a log level`);
+    throw bad(
+      `--installer-log-level ${JSON.stringify(flags.installerLogLevel)} is not a log level`,
+    );
   if (flags.primaryConfigFileName?.includes("/"))
     throw bad("--primary-config-file-name is a file name in --cni-conf-dir, not a path");
 }
@@ -183,7 +189,8 @@ function pluginKeysOf(flags: InstallFlags): Record<string, unknown> {
   if (flags.logLevel) keys.logLevel = flags.logLevel.toLowerCase();
   if (flags.logFile) keys.logFile = absolute(flags.logFile, "--log-file");
   if (flags.logToStderr === false) keys.logToStderr = false;
-  if (flags.additionalBinDir) keys.binDir = absolute(flags.additionalBinDir, "--additional-bin-dir");
+  if (flags.additionalBinDir)
+    keys.binDir = absolute(flags.additionalBinDir, "--additional-bin-dir");
   if (flags.withoutKubernetes) keys.withoutKubernetes = true;
   return keys;
 }
@@ -200,14 +207,22 @@ export function resolveOptions(
   checkFlagValues(flags);
   const binFile = flags.skipBinaryCopy ? undefined : (flags.binFile ?? defaultBinFile);
   if (!flags.skipBinaryCopy && !binFile)
-    throw bad("--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)");
+    throw bad(
+      "--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)",
+    );
   const confDir = hostPathFromLocal(absolute(flags.cniConfDir, "--cni-conf-dir"), prefix);
-  const kubeconfig = hostPathFromHost(absolute(flags.kubeconfigFileHost, "--kubeconfig-file-host"), prefix);
+  const kubeconfig = hostPathFromHost(
+    absolute(flags.kubeconfigFileHost, "--kubeconfig-file-host"),
+    prefix,
+  );
   const credDir = posix.dirname(kubeconfig.host);
   const o: InstallOptions = {
     confDir,
     binDir: hostPathFromLocal(absolute(flags.cniBinDir, "--cni-bin-dir"), prefix),
-    plexusConf: { local: join(confDir.local, PLEXUS_CONF_NAME), host: posix.join(confDir.host, PLEXUS_CONF_NAME) },
+    plexusConf: {
+      local: join(confDir.local, PLEXUS_CONF_NAME),
+      host: posix.join(confDir.host, PLEXUS_CONF_NAME),
+    },
     kubeconfig,
     token: hostPathFromHost(posix.join(credDir, "token"), prefix),
     ca: hostPathFromHost(posix.join(credDir, "ca.crt"), prefix),
@@ -218,7 +233,8 @@ export function resolveOptions(
     cleanupConfigOnExit: flags.cleanupConfigOnExit ?? false,
     watch: !(flags.skipConfigWatch ?? false),
     once: flags.once ?? false,
-    primaryConfigTimeoutMs: number(flags.primaryConfigTimeout, "--primary-config-timeout", 0) * 1000,
+    primaryConfigTimeoutMs:
+      number(flags.primaryConfigTimeout, "--primary-config-timeout", 0) * 1000,
     pollIntervalMs: number(flags.pollInterval, "--poll-interval", 10),
     installerLogLevel: flags.installerLogLevel,
     withoutKubernetes: flags.withoutKubernetes ?? false,
@@ -234,7 +250,11 @@ export function resolveOptions(
 function setOptionalPaths(
   o: InstallOptions,
   flags: InstallFlags,
-  ctx: { env: Readonly<Record<string, string | undefined>>; prefix: string; binFile: string | undefined },
+  ctx: {
+    env: Readonly<Record<string, string | undefined>>;
+    prefix: string;
+    binFile: string | undefined;
+  },
 ): void {
   if (ctx.binFile) o.binFile = ctx.binFile;
   if (flags.primaryConfigFileName) o.primaryConfigFileName = flags.primaryConfigFileName;

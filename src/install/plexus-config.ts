@@ -42,7 +42,11 @@ export function buildPlexusConfig(input: PlexusConfigInput): Record<string, unkn
   if (input.cniDirHost) plugin.cniDir = input.cniDirHost;
   if (input.readinessIndicatorHost) plugin.readinessindicatorfile = input.readinessIndicatorHost;
   Object.assign(plugin, input.pluginKeys);
-  return { cniVersion: input.cniVersion ?? input.primary.cniVersion, name: input.networkName, plugins: [plugin] };
+  return {
+    cniVersion: input.cniVersion ?? input.primary.cniVersion,
+    name: input.networkName,
+    plugins: [plugin],
+  };
 }
 
 export function renderPlexusConfig(input: PlexusConfigInput): string {

@@ -40,11 +40,17 @@ export interface ChoosePrimaryOptions {
 function isPlexusType(value: Record<string, unknown>): boolean {
   if (getKeyFold(value, "type") === "plexus") return true;
   const plugins = getKeyFold(value, "plugins");
-  return Array.isArray(plugins) && plugins.some((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus");
+  return (
+    Array.isArray(plugins) &&
+    plugins.some((p) => isPlainObject(p) && getKeyFold(p, "type") === "plexus")
+  );
 }
 
 /** Pure: picks the primary config from the conf dir's files. */
-export function choosePrimary(files: readonly ConfFile[], opts: ChoosePrimaryOptions = {}): PrimaryChoice {
+export function choosePrimary(
+  files: readonly ConfFile[],
+  opts: ChoosePrimaryOptions = {},
+): PrimaryChoice {
   const warnings: string[] = [];
   const refused = new Set<string>();
   const candidates = files.filter((f) => {
@@ -77,7 +83,9 @@ export function choosePrimary(files: readonly ConfFile[], opts: ChoosePrimaryOpt
     try {
       const conf = parseConfList(value, { what: path });
       const content = candidates.find((f) => f.path === path)!.content;
-      const unknownKeys = hasKeyFold(value, "plugins") ? canonicalizeKeys(value, LIST_KEYS).unknown : [];
+      const unknownKeys = hasKeyFold(value, "plugins")
+        ? canonicalizeKeys(value, LIST_KEYS).unknown
+        : [];
       return { primary: { path, content, conf, unknownKeys }, warnings };
     } catch (err) {
       warnings.push(`${(err as Error).message}; refused as the primary config`);

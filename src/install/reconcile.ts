@@ -48,12 +48,17 @@ export function readText(path: string): string | undefined {
 
 function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger): void {
   const now = new Set(warnings);
-  for (const w of now) if (!state.warnings.has(w)) log.warn(`primary config candidate refused: ${w}`);
+  for (const w of now)
+    if (!state.warnings.has(w)) log.warn(`primary config candidate refused: ${w}`);
   state.warnings = now;
 }
 
 /** N6.1: the primary config and the readiness indicator file, as they are now. */
-export function checkReadiness(options: InstallOptions, state: ReconcileState, log: Logger): Readiness {
+export function checkReadiness(
+  options: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+): Readiness {
   const dir = readConfDir(options.confDir.local);
   const choice = choosePrimary(dir.files, { fileName: options.primaryConfigFileName });
   logNewWarnings([...dir.warnings, ...choice.warnings], state, log);
@@ -64,7 +69,10 @@ export function checkReadiness(options: InstallOptions, state: ReconcileState, l
     return { ready: false, reason: `no usable primary network config (${which})` };
   }
   if (options.readinessIndicator && !existsSync(options.readinessIndicator.local)) {
-    return { ready: false, reason: `readiness indicator file ${options.readinessIndicator.host} does not exist` };
+    return {
+      ready: false,
+      reason: `readiness indicator file ${options.readinessIndicator.host} does not exist`,
+    };
   }
   return { ready: true, primary: choice.primary };
 }
@@ -77,7 +85,10 @@ export function missingCredentials(options: InstallOptions): string | undefined 
   if (options.withoutKubernetes) return undefined;
   if (!options.apiServer)
     return "no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are set";
-  const creds = readCredentials({ tokenFile: options.sourceTokenFile, caFile: options.sourceCaFile });
+  const creds = readCredentials({
+    tokenFile: options.sourceTokenFile,
+    caFile: options.sourceCaFile,
+  });
   return "missing" in creds
     ? `no usable Kubernetes credentials: ${creds.missing} (--token-file, --ca-file)`
     : undefined;
@@ -94,13 +105,21 @@ export async function syncCredentials(
   // the kubeconfig points at; with none written yet, nothing is installed.
   const problem = (why: string): string | undefined => {
     if (!existsSync(options.kubeconfig.local))
-      throw new Error(`${why}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
+      throw new Error(
+        `${why}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`,
+      );
     if (state.credentialsProblem !== why)
-      log.error({ kubeconfig: options.kubeconfig.host }, `${why}; the kubeconfig keeps the last token copied`);
+      log.error(
+        { kubeconfig: options.kubeconfig.host },
+        `${why}; the kubeconfig keeps the last token copied`,
+      );
     state.credentialsProblem = why;
     return options.kubeconfig.host;
   };
-  const creds = readCredentials({ tokenFile: options.sourceTokenFile, caFile: options.sourceCaFile });
+  const creds = readCredentials({
+    tokenFile: options.sourceTokenFile,
+    caFile: options.sourceCaFile,
+  });
   if (!options.apiServer) return problem(missingCredentials(options) ?? "no Kubernetes API server");
   if ("missing" in creds) return problem(creds.missing);
   if (state.credentialsProblem) log.info("service-account credentials available again");
@@ -109,10 +128,16 @@ export async function syncCredentials(
   const token = await syncFile(options.token.local, creds.token);
   const kc = await syncFile(
     options.kubeconfig.local,
-    renderKubeconfig({ server: options.apiServer, tokenFileHost: options.token.host, caFileHost: options.ca.host }),
+    renderKubeconfig({
+      server: options.apiServer,
+      tokenFileHost: options.token.host,
+      caFileHost: options.ca.host,
+    }),
   );
-  if (token === "updated") log.info({ tokenFile: options.token.host }, "service-account token rotated: copy refreshed");
-  if (ca === "updated") log.info({ caFile: options.ca.host }, "service-account CA changed: copy refreshed");
+  if (token === "updated")
+    log.info({ tokenFile: options.token.host }, "service-account token rotated: copy refreshed");
+  if (ca === "updated")
+    log.info({ caFile: options.ca.host }, "service-account CA changed: copy refreshed");
   if (kc !== "unchanged")
     log.info(
       { kubeconfig: options.kubeconfig.host },
@@ -123,8 +148,14 @@ export async function syncCredentials(
 
 /** M1: unknown keys are never silent, also in the primary config the installer reads. */
 function logUnknownKeys(primary: PrimaryConfig, log: Logger): void {
-  for (const r of reportUnknownKeys(primary.unknownKeys, LIST_KEYS.names, `primary config ${primary.path}`))
-    log.warn(r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"));
+  for (const r of reportUnknownKeys(
+    primary.unknownKeys,
+    LIST_KEYS.names,
+    `primary config ${primary.path}`,
+  ))
+    log.warn(
+      r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"),
+    );
 }
 
 /** The binary was removed or replaced by something else since the full copy: copy again. */
@@ -139,10 +170,17 @@ export function checkBinary(options: InstallOptions, state: ReconcileState, log:
   }
   if (size === state.binarySize) return;
   installBinary(options.binFile, dest);
-  log.warn({ binary: dest }, "the installed plexus binary was removed or replaced by another agent: installed again");
+  log.warn(
+    { binary: dest },
+    "the installed plexus binary was removed or replaced by another agent: installed again",
+  );
 }
 
-function describeChange(current: string | undefined, state: ReconcileState, primary: PrimaryConfig): string {
+function describeChange(
+  current: string | undefined,
+  state: ReconcileState,
+  primary: PrimaryConfig,
+): string {
   const before = state.primary;
   if (before && (before.path !== primary.path || before.content !== primary.content)) {
     return before.path !== primary.path
@@ -159,7 +197,11 @@ function describeChange(current: string | undefined, state: ReconcileState, prim
 }
 
 /** One pass; returns the readiness it found. Throws (CniError 74) when a write fails. */
-export async function reconcile(options: InstallOptions, state: ReconcileState, log: Logger): Promise<Readiness> {
+export async function reconcile(
+  options: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+): Promise<Readiness> {
   checkBinary(options, state, log);
   const confDir = options.confDir.local;
   const multus = { confDir, plexusName: options.plexusConf.local.slice(confDir.length + 1) };
@@ -184,7 +226,10 @@ export async function reconcile(options: InstallOptions, state: ReconcileState, 
   const kubeconfigHost = await syncCredentials(options, state, log);
   const text = renderPlexusConfig({
     primary: r.primary.conf,
-    primaryHostPath: join(options.confDir.host, r.primary.path.slice(options.confDir.local.length + 1)),
+    primaryHostPath: join(
+      options.confDir.host,
+      r.primary.path.slice(options.confDir.local.length + 1),
+    ),
     networkName: options.networkName,
     cniVersion: options.cniVersion,
     kubeconfigHost,
@@ -197,7 +242,14 @@ export async function reconcile(options: InstallOptions, state: ReconcileState, 
   if (current !== text) {
     const why = describeChange(current, state, r.primary);
     await syncFile(options.plexusConf.local, text);
-    log.info({ config: options.plexusConf.host, primary: r.primary.path, cniVersion: r.primary.conf.cniVersion }, why);
+    log.info(
+      {
+        config: options.plexusConf.host,
+        primary: r.primary.path,
+        cniVersion: r.primary.conf.cniVersion,
+      },
+      why,
+    );
   }
   if (
     options.cniVersion &&
@@ -220,5 +272,8 @@ export async function reconcile(options: InstallOptions, state: ReconcileState, 
 export async function removePlexusConfig(options: InstallOptions, log: Logger): Promise<void> {
   if (!existsSync(options.plexusConf.local)) return;
   await removeFile(options.plexusConf.local);
-  log.info({ config: options.plexusConf.host }, "Plexus config removed on exit (--cleanup-config-on-exit)");
+  log.info(
+    { config: options.plexusConf.host },
+    "Plexus config removed on exit (--cleanup-config-on-exit)",
+  );
 }

@@ -10,7 +10,13 @@ import { asCniError } from "../cni/errors";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
 import type { InstallOptions } from "./options";
-import { missingCredentials, newReconcileState, reconcile, removePlexusConfig, type ReconcileState } from "./reconcile";
+import {
+  missingCredentials,
+  newReconcileState,
+  reconcile,
+  removePlexusConfig,
+  type ReconcileState,
+} from "./reconcile";
 import { reconcileUserConfig } from "./user-config";
 import { ChangeNotifier } from "./watch";
 
@@ -21,7 +27,11 @@ export interface InstallDeps {
 }
 
 /** One pass: the generated config, or the user-supplied one (--plexus-conf-file). */
-function pass(o: InstallOptions, state: ReconcileState, log: Logger): Promise<{ ready: boolean; reason?: string }> {
+function pass(
+  o: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+): Promise<{ ready: boolean; reason?: string }> {
   return o.userConfFile ? reconcileUserConfig(o, state, log) : reconcile(o, state, log);
 }
 
@@ -45,7 +55,9 @@ function copyBinary(o: InstallOptions, state: ReconcileState, log: Logger): void
   state.binarySize = statSync(dest).size;
   log.info(
     { binary: dest, source: o.binFile },
-    outcome === "installed" ? "plexus binary installed (copy + rename)" : "plexus binary already up to date",
+    outcome === "installed"
+      ? "plexus binary installed (copy + rename)"
+      : "plexus binary already up to date",
   );
 }
 
@@ -93,13 +105,21 @@ async function watchUntilAborted(
     try {
       await pass(o, state, deps.log);
     } catch (err) {
-      deps.log.error({ err: asCniError(err).message }, "reconcile failed; retrying at the next change or poll");
+      deps.log.error(
+        { err: asCniError(err).message },
+        "reconcile failed; retrying at the next change or poll",
+      );
     }
   }
 }
 
 function watchedDirs(o: InstallOptions): string[] {
-  const dirs = [o.confDir.local, dirname(o.kubeconfig.local), dirname(o.sourceTokenFile), o.binDir.local];
+  const dirs = [
+    o.confDir.local,
+    dirname(o.kubeconfig.local),
+    dirname(o.sourceTokenFile),
+    o.binDir.local,
+  ];
   if (o.readinessIndicator) dirs.push(dirname(o.readinessIndicator.local));
   if (o.userConfFile) dirs.push(dirname(o.userConfFile));
   return dirs.filter((d) => existsSync(d));
@@ -115,9 +135,13 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
     // A user-supplied config brings its own way to Kubernetes (checked at each pass).
     const missing = options.userConfFile ? undefined : missingCredentials(options);
     if (missing)
-      throw new Error(`${missing}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`);
+      throw new Error(
+        `${missing}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`,
+      );
     if (options.withoutKubernetes)
-      log.warn("--without-kubernetes: the plugin config has no kubeconfig; pods get their default network(s) only");
+      log.warn(
+        "--without-kubernetes: the plugin config has no kubeconfig; pods get their default network(s) only",
+      );
     if (options.cniDir) mkdirSync(options.cniDir.local, { recursive: true, mode: 0o700 });
     copyBinary(options, state, log);
     notifier = new ChangeNotifier(watchedDirs(options), options.pollIntervalMs);
@@ -136,7 +160,9 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
     } else {
       log.info("--skip-config-watch: installed; waiting for SIGTERM");
       await new Promise<void>((resolve) =>
-        deps.signal.aborted ? resolve() : deps.signal.addEventListener("abort", () => resolve(), { once: true }),
+        deps.signal.aborted
+          ? resolve()
+          : deps.signal.addEventListener("abort", () => resolve(), { once: true }),
       );
     }
     return await exitOnSignal(options, log);

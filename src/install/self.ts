@@ -21,7 +21,9 @@ export const AVX2_BUILD_NAME = "plexus-avx2";
 
 /** Whether every processor `/proc/cpuinfo` lists has the `avx2` flag (x86; arm64 lists none). */
 export function cpuinfoHasAvx2(cpuinfo: string): boolean {
-  const flagLines = [...cpuinfo.matchAll(/^flags\s*:(.*)$/gm)].map((m) => m[1]!.trim().split(/\s+/));
+  const flagLines = [...cpuinfo.matchAll(/^flags\s*:(.*)$/gm)].map((m) =>
+    m[1]!.trim().split(/\s+/),
+  );
   return flagLines.length > 0 && flagLines.every((flags) => flags.includes("avx2"));
 }
 
@@ -30,7 +32,10 @@ export function cpuinfoHasAvx2(cpuinfo: string): boolean {
  * there is one and the node's CPU has AVX2 (read from `cpuinfoPath`), else `own` (the build that
  * runs on any CPU of its architecture). An unreadable cpuinfo keeps `own`: it is the safe choice.
  */
-export function executableToInstall(options: { own: string | undefined; cpuinfoPath?: string }): string | undefined {
+export function executableToInstall(options: {
+  own: string | undefined;
+  cpuinfoPath?: string;
+}): string | undefined {
   if (options.own === undefined) return undefined;
   const avx2Build = join(dirname(options.own), AVX2_BUILD_NAME);
   if (!existsSync(avx2Build)) return options.own;

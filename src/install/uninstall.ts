@@ -75,7 +75,11 @@ export function planUninstall(flags: UninstallFlags): UninstallPlan {
   const credDir = posix.dirname(kubeconfig.host);
   return {
     plexusConf: fromLocal(join(confDir, PLEXUS_CONF_NAME)),
-    credentials: [kubeconfig, fromHost(posix.join(credDir, "token")), fromHost(posix.join(credDir, "ca.crt"))],
+    credentials: [
+      kubeconfig,
+      fromHost(posix.join(credDir, "token")),
+      fromHost(posix.join(credDir, "ca.crt")),
+    ],
     credentialsDir: fromHost(credDir),
     binary: fromLocal(join(binDir, "plexus")),
     cniDir: stateDir(fromHost(absolute(flags.cniDir, "--cni-dir")), flags.removeState ?? false),
@@ -180,7 +184,11 @@ function handleState(plan: UninstallPlan, log: Logger): void {
       { dir: plan.cniDir.host, records },
       "state dir kept: it records pods Plexus attached; deleting such a pod from now on tears down its default network only, so its secondary networks' IP reservations may leak",
     );
-  else log.info({ dir: plan.cniDir.host }, "state dir kept (no pod records in it; --remove-state removes it)");
+  else
+    log.info(
+      { dir: plan.cniDir.host },
+      "state dir kept (no pod records in it; --remove-state removes it)",
+    );
 }
 
 /** Removes everything the plan names; returns 0, or 1 when a removal failed (logged). */
@@ -203,6 +211,9 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
     log.error({ err: asCniError(err).message }, "plexus uninstall failed");
     return 1;
   }
-  log.info({ config: plan.plexusConf.host, binary: plan.binary.host }, "Plexus removed from this node");
+  log.info(
+    { config: plan.plexusConf.host, binary: plan.binary.host },
+    "Plexus removed from this node",
+  );
   return 0;
 }

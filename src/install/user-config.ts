@@ -8,14 +8,26 @@
 import { existsSync } from "node:fs";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { getKeyFold } from "../cni/keys";
-import { parsePlexusConf, PLEXUS_KEYS, plexusEntry, type PlexusConf, withoutListKeys } from "../config/plugin-conf";
+import {
+  parsePlexusConf,
+  PLEXUS_KEYS,
+  plexusEntry,
+  type PlexusConf,
+  withoutListKeys,
+} from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import { auxiliaryChainDir } from "../orchestrate/aux-chain";
 import type { Logger } from "../log/logger";
 import { readNodeFile, syncFile } from "./kubeconfig";
 import { toLocal, type InstallOptions } from "./options";
-import { checkBinary, missingCredentials, readText, syncCredentials, type ReconcileState } from "./reconcile";
+import {
+  checkBinary,
+  missingCredentials,
+  readText,
+  syncCredentials,
+  type ReconcileState,
+} from "./reconcile";
 
 export interface UserConfig {
   /** The conflist text to install. */
@@ -34,12 +46,16 @@ function readUserFile(path: string): Record<string, unknown> {
   const what = `--plexus-conf-file ${path}`;
   if ("problem" in read) throw new UserConfigError(`${what} cannot be read: ${read.problem}`);
   const value = decodeJson(read.data, { what, maxBytes: MAX_CONF_FILE_BYTES });
-  if (!isPlainObject(value)) throw new UserConfigError(`--plexus-conf-file ${path} is not a JSON object`);
+  if (!isPlainObject(value))
+    throw new UserConfigError(`--plexus-conf-file ${path} is not a JSON object`);
   return value;
 }
 
 /** The config as a conflist: a single Plexus config becomes the one plugin of a list. */
-function asConflist(value: Record<string, unknown>, entry: Record<string, unknown>): Record<string, unknown> {
+function asConflist(
+  value: Record<string, unknown>,
+  entry: Record<string, unknown>,
+): Record<string, unknown> {
   if (entry !== value) return value;
   return {
     cniVersion: getKeyFold(value, "cniVersion"),
@@ -70,9 +86,11 @@ export function loadUserConfig(path: string, hostPrefix: string): UserConfig {
       `--plexus-conf-file ${path} is not a Plexus config: it has no "type": "plexus" (nor a plugin of that type)`,
     );
   const conf = parsePlexusConf(entry);
-  const warnings = reportUnknownKeys(conf.unknownKeys, PLEXUS_KEYS.names, `--plexus-conf-file ${path}`).map(
-    (r) => r.msg,
-  );
+  const warnings = reportUnknownKeys(
+    conf.unknownKeys,
+    PLEXUS_KEYS.names,
+    `--plexus-conf-file ${path}`,
+  ).map((r) => r.msg);
   if (conf.auxiliaryCNIChainName) auxiliaryChainDir(conf); // M12: throws for a chain that can never run
   const problem = kubernetesProblem(conf, hostPrefix, path);
   if (problem) throw new UserConfigError(problem);
@@ -105,7 +123,10 @@ export async function reconcileUserConfig(
   state.warnings = new Set(user.warnings);
   if (readText(options.plexusConf.local) !== user.text) {
     await syncFile(options.plexusConf.local, user.text);
-    log.info({ config: options.plexusConf.host, source: path }, "user-supplied Plexus config validated and installed");
+    log.info(
+      { config: options.plexusConf.host, source: path },
+      "user-supplied Plexus config validated and installed",
+    );
   }
   state.written = user.text;
   return { ready: true };

@@ -79,7 +79,8 @@ export class RawExec implements PluginExec {
         "the delegate left processes running outside its process group; killed them",
       );
     const stderrText = tail(res.stderr);
-    if (stderrText) this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
+    if (stderrText)
+      this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
 
     if (res.timedOut) {
       throw new CniError(
@@ -90,11 +91,19 @@ export class RawExec implements PluginExec {
     }
     const spawnCode = res.spawnError?.code;
     if (spawnCode === "ETXTBSY") throw new TextFileBusy();
-    if (spawnCode === "ENOENT" || spawnCode === "EACCES" || spawnCode === "ENOEXEC" || spawnCode === "EISDIR") {
+    if (
+      spawnCode === "ENOENT" ||
+      spawnCode === "EACCES" ||
+      spawnCode === "ENOEXEC" ||
+      spawnCode === "EISDIR"
+    ) {
       throw new CniError(Code.IoFailure, `${r.what}: cannot execute ${r.path} (${spawnCode})`);
     }
     if (res.spawnError)
-      throw new CniError(Code.DelegateFailed, `${r.what}: could not run ${r.path}: ${res.spawnError.message}`);
+      throw new CniError(
+        Code.DelegateFailed,
+        `${r.what}: could not run ${r.path}: ${res.spawnError.message}`,
+      );
     if (res.overflow) {
       throw new CniError(
         Code.InvalidResult,
@@ -125,7 +134,10 @@ export function pluginError(
 ): CniError {
   if (stdout && stdout.byteLength > 0) {
     try {
-      const parsed = decodeJson(stdout, { what: `${what}: error output`, maxBytes: MAX_STDOUT_BYTES });
+      const parsed = decodeJson(stdout, {
+        what: `${what}: error output`,
+        maxBytes: MAX_STDOUT_BYTES,
+      });
       if (looksLikeCniError(parsed)) {
         return new CniError(
           errorCodeOf(parsed.code),
@@ -143,5 +155,9 @@ export function pluginError(
     );
   }
   const why = stderrText ? `: ${stderrText.slice(0, 500)}` : " and printed nothing";
-  return new CniError(Code.DelegateFailed, `${what}: exited with status ${exitCode}${why}`, stderrText || undefined);
+  return new CniError(
+    Code.DelegateFailed,
+    `${what}: exited with status ${exitCode}${why}`,
+    stderrText || undefined,
+  );
 }

@@ -88,7 +88,11 @@ async function drain(
 
 const running = new Set<number>();
 
-export async function runProcessBun(spawn: BunSpawn, request: ExecRequest, limits: RunLimits): Promise<ProcessOutcome> {
+export async function runProcessBun(
+  spawn: BunSpawn,
+  request: ExecRequest,
+  limits: RunLimits,
+): Promise<ProcessOutcome> {
   becomeSubreaper();
   let child: BunSubprocess;
   try {

@@ -79,7 +79,10 @@ export class ClaimCache {
       const e = this.entries.get(claimKey);
       if (e && allocatedForPod(e.claim, uid)) continue;
       void this.schedule(() => this.readAhead(claimKey, uid)).catch((err: unknown) =>
-        this.o.log.debug({ claim: claimKey, err: (err as Error).message }, "claim read ahead failed"),
+        this.o.log.debug(
+          { claim: claimKey, err: (err as Error).message },
+          "claim read ahead failed",
+        ),
       );
     }
   }
@@ -183,7 +186,8 @@ export class ClaimCache {
 
   /** Runs `job` when fewer than PREFETCH_CONCURRENCY reads ahead are out. */
   private async schedule<T>(job: () => Promise<T>): Promise<T> {
-    if (this.running >= PREFETCH_CONCURRENCY) await new Promise<void>((resolve) => this.queue.push(resolve));
+    if (this.running >= PREFETCH_CONCURRENCY)
+      await new Promise<void>((resolve) => this.queue.push(resolve));
     this.running++;
     try {
       return await job();

@@ -15,7 +15,9 @@ import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfi
  * its relative paths taken from the kubeconfig's directory; the one loader for credential plugins
  * and the daemon's watches (watch-cache.ts). Throws what client-node throws.
  */
-export function clientNodeKubeConfig(kubeconfig: Pick<PluginKubeconfig, "path" | "raw">): KubeConfig {
+export function clientNodeKubeConfig(
+  kubeconfig: Pick<PluginKubeconfig, "path" | "raw">,
+): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromString(JSON.stringify(kubeconfig.raw));
   kc.makePathsAbsolute(dirname(kubeconfig.path));
@@ -23,7 +25,8 @@ export function clientNodeKubeConfig(kubeconfig: Pick<PluginKubeconfig, "path" |
 }
 
 export async function pluginKubeSource(kubeconfig: PluginKubeconfig): Promise<KubeSource> {
-  const fail = (why: string) => new CniError(Code.InvalidNetworkConfig, `kubeconfig ${kubeconfig.path}: ${why}`);
+  const fail = (why: string) =>
+    new CniError(Code.InvalidNetworkConfig, `kubeconfig ${kubeconfig.path}: ${why}`);
   let kc: KubeConfig;
   try {
     kc = clientNodeKubeConfig(kubeconfig);
@@ -58,7 +61,8 @@ export async function pluginKubeSource(kubeconfig: PluginKubeconfig): Promise<Ku
         const r: https.RequestOptions = {};
         await kc.applyToHTTPSOptions(r);
         const h: Record<string, string> = {};
-        for (const [k, v] of Object.entries(r.headers ?? {})) if (v !== undefined) h[k.toLowerCase()] = String(v);
+        for (const [k, v] of Object.entries(r.headers ?? {}))
+          if (v !== undefined) h[k.toLowerCase()] = String(v);
         if (r.auth) h.authorization = `Basic ${Buffer.from(r.auth).toString("base64")}`;
         return h;
       },

@@ -43,7 +43,10 @@ export interface DraReader {
     forPod?: { uid?: string | undefined },
   ): Promise<ResourceClaim | undefined>;
   /** The slices of one driver on one node (every node's without `nodeName`). */
-  listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
+  listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]>;
 }
 
 /** One network device a claim gave the pod. */
@@ -95,12 +98,19 @@ class SliceIndex {
   }
 
   private async load(driver: string): Promise<Map<string, Listed>> {
-    const slices = (await this.reader.listResourceSlices({ nodeName: this.nodeName, driver })).filter(
-      (s) => s.spec.driver === driver && (!this.nodeName || !s.spec.nodeName || s.spec.nodeName === this.nodeName),
+    const slices = (
+      await this.reader.listResourceSlices({ nodeName: this.nodeName, driver })
+    ).filter(
+      (s) =>
+        s.spec.driver === driver &&
+        (!this.nodeName || !s.spec.nodeName || s.spec.nodeName === this.nodeName),
     );
     const latest = new Map<string, number>();
     for (const s of slices)
-      latest.set(s.spec.pool.name, Math.max(latest.get(s.spec.pool.name) ?? 0, s.spec.pool.generation));
+      latest.set(
+        s.spec.pool.name,
+        Math.max(latest.get(s.spec.pool.name) ?? 0, s.spec.pool.generation),
+      );
     const out = new Map<string, Listed>();
     for (const s of slices) {
       const generation = s.spec.pool.generation;
@@ -132,15 +142,23 @@ function duplicateDevice(r: AllocationResult, listed: Listed): CniError {
 }
 
 /** The pod's claims' network devices. Read only for a pod with claims and a NAD with a resourceName. */
-export async function podClaimDevices(pod: Pod, reader: DraReader, log: Logger): Promise<PodClaimDevices> {
+export async function podClaimDevices(
+  pod: Pod,
+  reader: DraReader,
+  log: Logger,
+): Promise<PodClaimDevices> {
   const slices = new SliceIndex(reader, pod.spec?.nodeName);
   const out: PodClaimDevices = { byResource: new Map(), claims: [], notInSlice: 0 };
   const add = (d: ClaimDevice) =>
     out.byResource.set(d.resourceName, [...(out.byResource.get(d.resourceName) ?? []), d]);
   // Independent reads in parallel: every claim, then each driver's slices (one list per driver).
-  const claims = await Promise.all(podClaimRefs(pod).map((ref) => allocatedClaim(reader, pod, ref)));
+  const claims = await Promise.all(
+    podClaimRefs(pod).map((ref) => allocatedClaim(reader, pod, ref)),
+  );
   const located = await Promise.all(
-    claims.map((c) => Promise.all(c.status!.allocation!.devices.results.map((r) => slices.locate(r)))),
+    claims.map((c) =>
+      Promise.all(c.status!.allocation!.devices.results.map((r) => slices.locate(r))),
+    ),
   );
   claims.forEach((claim, i) => {
     out.claims.push(claim.metadata.name);
@@ -149,7 +167,13 @@ export async function podClaimDevices(pod: Pod, reader: DraReader, log: Logger):
       if (at.state === "no-slice") {
         out.notInSlice++;
         log.warn(
-          { claim: claim.metadata.name, driver: r.driver, pool: r.pool, device: r.device, node: pod.spec?.nodeName },
+          {
+            claim: claim.metadata.name,
+            driver: r.driver,
+            pool: r.pool,
+            device: r.device,
+            node: pod.spec?.nodeName,
+          },
           "allocated device found in no ResourceSlice of its driver and pool on this node; skipped",
         );
         return;
@@ -163,9 +187,15 @@ export async function podClaimDevices(pod: Pod, reader: DraReader, log: Logger):
 }
 
 /** The claim, allocated: 11 for what a retry can fix (not generated, missing, not allocated yet). */
-async function allocatedClaim(reader: DraReader, pod: Pod, ref: PodClaimRef): Promise<ResourceClaim> {
+async function allocatedClaim(
+  reader: DraReader,
+  pod: Pod,
+  ref: PodClaimRef,
+): Promise<ResourceClaim> {
   const namespace = pod.metadata.namespace;
-  const entry = ref.podClaim ? `the pod's claim ${ref.podClaim}` : "the pod's extended-resource claim";
+  const entry = ref.podClaim
+    ? `the pod's claim ${ref.podClaim}`
+    : "the pod's extended-resource claim";
   if (!ref.claim)
     throw new CniError(
       Code.TryAgainLater,
@@ -173,7 +203,10 @@ async function allocatedClaim(reader: DraReader, pod: Pod, ref: PodClaimRef): Pr
     );
   const claim = await reader.getResourceClaim(namespace, ref.claim, { uid: pod.metadata.uid });
   if (!claim)
-    throw new CniError(Code.TryAgainLater, `${entry}: ResourceClaim ${namespace}/${ref.claim} does not exist`);
+    throw new CniError(
+      Code.TryAgainLater,
+      `${entry}: ResourceClaim ${namespace}/${ref.claim} does not exist`,
+    );
   if (!claim.status?.allocation)
     throw new CniError(
       Code.TryAgainLater,
@@ -233,7 +266,13 @@ function checkAttribute(
 /** `status.extendedResourceClaimStatus`: each mapped request's devices, strictly (Multus's rule). */
 async function addExtendedDevices(
   pod: Pod,
-  o: { reader: DraReader; slices: SliceIndex; out: PodClaimDevices; add: (d: ClaimDevice) => void; log: Logger },
+  o: {
+    reader: DraReader;
+    slices: SliceIndex;
+    out: PodClaimDevices;
+    add: (d: ClaimDevice) => void;
+    log: Logger;
+  },
 ): Promise<void> {
   const ext = pod.status?.extendedResourceClaimStatus;
   if (!ext) return;
@@ -254,7 +293,13 @@ async function addExtendedDevices(
           Code.TryAgainLater,
           `ResourceClaim ${claim.metadata.name}: device ${r.device} (driver ${r.driver}, pool ${r.pool}) of the extended resource ${m.resourceName} is in no ResourceSlice on node ${pod.spec?.nodeName ?? "(unknown)"}`,
         );
-      o.add(networkDevice(at.device, r, { claim: claim.metadata.name, strict: m.resourceName, log: o.log })!);
+      o.add(
+        networkDevice(at.device, r, {
+          claim: claim.metadata.name,
+          strict: m.resourceName,
+          log: o.log,
+        })!,
+      );
     }
   }
 }

@@ -9,9 +9,21 @@
  */
 import type { Pod } from "../npwg/types";
 import { ClaimCache, type ClaimGetter } from "./claim-cache";
-import { DRA_GROUP, DRA_VERSION, type ResourceClaim, type ResourceSlice, trimResourceSlice } from "./dra";
+import {
+  DRA_GROUP,
+  DRA_VERSION,
+  type ResourceClaim,
+  type ResourceSlice,
+  trimResourceSlice,
+} from "./dra";
 import { notFoundIn, SLICE_RESOURCE } from "./rest-kube";
-import { Informer, lister, type Trimmed, type WatchCacheOptions, watchKubeConfig } from "./watch-cache";
+import {
+  Informer,
+  lister,
+  type Trimmed,
+  type WatchCacheOptions,
+  watchKubeConfig,
+} from "./watch-cache";
 
 export interface DraCacheStats {
   claims: number;
@@ -39,7 +51,8 @@ export class DraCaches {
     },
   ) {
     const fieldSelector = this.sliceSelector();
-    const trimS = (x: Record<string, unknown>) => trimResourceSlice(x) as unknown as Trimmed | undefined;
+    const trimS = (x: Record<string, unknown>) =>
+      trimResourceSlice(x) as unknown as Trimmed | undefined;
     const common = {
       kc: watchKubeConfig(opts.source),
       log: opts.log,
@@ -62,7 +75,10 @@ export class DraCaches {
     try {
       // From the watch cache (resourceVersion 0) and only this node's slices: a cheap read for
       // the API server, as every node's daemon makes it at once in a rollout.
-      await this.opts.list(SLICE_PATH, { fieldSelector: this.sliceSelector(), resourceVersion: "0" });
+      await this.opts.list(SLICE_PATH, {
+        fieldSelector: this.sliceSelector(),
+        resourceVersion: "0",
+      });
       this.served = true;
     } catch (err) {
       if (notFoundIn(err, SLICE_RESOURCE) === "not-served") {
@@ -74,7 +90,10 @@ export class DraCaches {
         return;
       }
       // Any other failure: the informers' own restart-with-backoff takes it from here.
-      this.opts.log.warn({ err: (err as Error).message }, "DRA caches: first list failed; watching anyway");
+      this.opts.log.warn(
+        { err: (err as Error).message },
+        "DRA caches: first list failed; watching anyway",
+      );
     }
     // stop() while the probe was out: start nothing.
     if (this.stopped) return;
@@ -101,7 +120,10 @@ export class DraCaches {
   }
 
   /** This node's slices of one driver, or undefined when the cache cannot answer (not synced, another node). */
-  nodeSlices(query: { nodeName?: string | undefined; driver: string }): ResourceSlice[] | undefined {
+  nodeSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): ResourceSlice[] | undefined {
     if (!this.slices.synced || query.nodeName !== this.opts.nodeName) return undefined;
     return this.slices.all().filter((s) => s.spec.driver === query.driver);
   }

@@ -57,14 +57,22 @@ export interface SliceDevice {
 
 export interface ResourceSlice {
   metadata: { name: string; resourceVersion?: string };
-  spec: { driver: string; nodeName?: string; pool: { name: string; generation: number }; devices: SliceDevice[] };
+  spec: {
+    driver: string;
+    nodeName?: string;
+    pool: { name: string; generation: number };
+    devices: SliceDevice[];
+  };
 }
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 /** The fields of a ResourceClaim Plexus reads, or undefined for anything else. */
-export function trimResourceClaim(obj: Record<string, unknown>, fallbackNamespace: string): ResourceClaim | undefined {
+export function trimResourceClaim(
+  obj: Record<string, unknown>,
+  fallbackNamespace: string,
+): ResourceClaim | undefined {
   if (obj.kind !== undefined && obj.kind !== "ResourceClaim") return undefined;
   const m = isPlainObject(obj.metadata) ? obj.metadata : undefined;
   const name = str(m?.name);
@@ -84,7 +92,9 @@ export function trimResourceClaim(obj: Record<string, unknown>, fallbackNamespac
   const results = arr(devices.results).flatMap((r) => {
     if (!isPlainObject(r)) return [];
     const [driver, pool, device] = [str(r.driver), str(r.pool), str(r.device)];
-    return driver && pool && device ? [{ driver, pool, device, request: str(r.request) ?? "" }] : [];
+    return driver && pool && device
+      ? [{ driver, pool, device, request: str(r.request) ?? "" }]
+      : [];
   });
   const reservedFor = podReservations(status!.reservedFor);
   claim.status = {
@@ -102,7 +112,12 @@ function podReservations(v: unknown): PodReservation[] {
   return arr(v)
     .slice(0, RESERVED_FOR_MAX)
     .flatMap((r) => {
-      if (!isPlainObject(r) || r.resource !== "pods" || (r.apiGroup !== undefined && r.apiGroup !== "")) return [];
+      if (
+        !isPlainObject(r) ||
+        r.resource !== "pods" ||
+        (r.apiGroup !== undefined && r.apiGroup !== "")
+      )
+        return [];
       const [name, uid] = [str(r.name), str(r.uid)];
       return name && uid ? [{ resource: "pods" as const, name, uid }] : [];
     });
@@ -110,7 +125,9 @@ function podReservations(v: unknown): PodReservation[] {
 
 /** Whether the claim is allocated and reserved for the pod of this UID (kubelet starts no pod otherwise). */
 export function allocatedForPod(claim: ResourceClaim, podUid: string): boolean {
-  return Boolean(claim.status?.allocation && claim.status.reservedFor?.some((r) => r.uid === podUid));
+  return Boolean(
+    claim.status?.allocation && claim.status.reservedFor?.some((r) => r.uid === podUid),
+  );
 }
 
 /** The fields of a ResourceSlice Plexus reads: driver, node, pool, and each device's two attributes. */
@@ -124,15 +141,23 @@ export function trimResourceSlice(obj: Record<string, unknown>): ResourceSlice |
   const devices = arr(spec.devices).flatMap((d): SliceDevice[] => {
     if (!isPlainObject(d) || !str(d.name)) return [];
     const attrs = isPlainObject(d.attributes) ? d.attributes : {};
-    const kept = Object.fromEntries(KEPT_ATTRIBUTES.filter((k) => k in attrs).map((k) => [k, attrs[k]]));
+    const kept = Object.fromEntries(
+      KEPT_ATTRIBUTES.filter((k) => k in attrs).map((k) => [k, attrs[k]]),
+    );
     return [{ name: d.name as string, ...(Object.keys(kept).length ? { attributes: kept } : {}) }];
   });
   return {
-    metadata: { name, ...(str(m.resourceVersion) ? { resourceVersion: m.resourceVersion as string } : {}) },
+    metadata: {
+      name,
+      ...(str(m.resourceVersion) ? { resourceVersion: m.resourceVersion as string } : {}),
+    },
     spec: {
       driver,
       ...(str(spec.nodeName) ? { nodeName: spec.nodeName as string } : {}),
-      pool: { name: poolName, generation: typeof pool!.generation === "number" ? pool!.generation : 0 },
+      pool: {
+        name: poolName,
+        generation: typeof pool!.generation === "number" ? pool!.generation : 0,
+      },
       devices,
     },
   };
@@ -143,7 +168,10 @@ export function trimResourceSlice(obj: Record<string, unknown>): ResourceSlice |
  * status.extendedResourceClaimStatus, the containers' extended resources), only when it has
  * claims: a pod without any keeps its trimmed shape unchanged.
  */
-export function trimPodClaims(obj: Record<string, unknown>): { spec?: PodClaimSpec; status?: PodClaimStatus } {
+export function trimPodClaims(obj: Record<string, unknown>): {
+  spec?: PodClaimSpec;
+  status?: PodClaimStatus;
+} {
   const spec = isPlainObject(obj.spec) ? obj.spec : {};
   const status = isPlainObject(obj.status) ? obj.status : {};
   const resourceClaims = arr(spec.resourceClaims).flatMap((c) => {
@@ -163,12 +191,16 @@ export function trimPodClaims(obj: Record<string, unknown>): { spec?: PodClaimSp
       ? [
           {
             name: c.name as string,
-            ...(str(c.resourceClaimName) ? { resourceClaimName: c.resourceClaimName as string } : {}),
+            ...(str(c.resourceClaimName)
+              ? { resourceClaimName: c.resourceClaimName as string }
+              : {}),
           },
         ]
       : [],
   );
-  const ext = isPlainObject(status.extendedResourceClaimStatus) ? status.extendedResourceClaimStatus : undefined;
+  const ext = isPlainObject(status.extendedResourceClaimStatus)
+    ? status.extendedResourceClaimStatus
+    : undefined;
   const extended =
     ext && str(ext.resourceClaimName)
       ? {
@@ -195,7 +227,9 @@ export function trimPodClaims(obj: Record<string, unknown>): { spec?: PodClaimSp
     spec: {
       ...(resourceClaims.length ? { resourceClaims } : {}),
       containers: containers(spec.containers),
-      ...(arr(spec.initContainers).length ? { initContainers: containers(spec.initContainers) } : {}),
+      ...(arr(spec.initContainers).length
+        ? { initContainers: containers(spec.initContainers) }
+        : {}),
     },
     status: {
       ...(statuses.length ? { resourceClaimStatuses: statuses } : {}),
@@ -277,7 +311,8 @@ export function podClaimRefs(pod: Pod): PodClaimRef[] {
     }
   }
   for (const s of statuses.values())
-    if (!seen.has(s.name) && s.resourceClaimName) out.push({ podClaim: s.name, claim: s.resourceClaimName });
+    if (!seen.has(s.name) && s.resourceClaimName)
+      out.push({ podClaim: s.name, claim: s.resourceClaimName });
   // One claim named by two entries gives its devices once.
   return out.filter((r, i) => !r.claim || out.findIndex((x) => x.claim === r.claim) === i);
 }
@@ -289,7 +324,8 @@ export function stringAttribute(
 ): { state: "absent" } | { state: "found"; value: string } | { state: "wrong-type"; got: string } {
   if (!device.attributes || !(name in device.attributes)) return { state: "absent" };
   const v = device.attributes[name];
-  if (isPlainObject(v) && typeof v.string === "string" && v.string !== "") return { state: "found", value: v.string };
+  if (isPlainObject(v) && typeof v.string === "string" && v.string !== "")
+    return { state: "found", value: v.string };
   const got = isPlainObject(v)
     ? v.string === ""
       ? "an empty string"

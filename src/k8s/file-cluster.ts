@@ -18,7 +18,13 @@ import { writeFileAtomic } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
 import { dns1123LabelProblem } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
-import { DRA_GROUP, type ResourceClaim, type ResourceSlice, trimResourceClaim, trimResourceSlice } from "./dra";
+import {
+  DRA_GROUP,
+  type ResourceClaim,
+  type ResourceSlice,
+  trimResourceClaim,
+  trimResourceSlice,
+} from "./dra";
 import type { KubeApi, PodEvent } from "./kube-api";
 
 export const STATUS_DIR = "status";
@@ -68,7 +74,10 @@ export class FileCluster implements KubeApi {
     return nad;
   }
 
-  async setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
+  async setNetworkStatus(
+    pod: { namespace: string; name: string; uid?: string },
+    statusJson: string,
+  ): Promise<void> {
     this.requestCount++;
     const doc = {
       apiVersion: "v1",
@@ -80,14 +89,25 @@ export class FileCluster implements KubeApi {
         annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson },
       },
     };
-    await writeFileAtomic(this.statusPath(pod.namespace, pod.name), `${JSON.stringify(doc, null, 2)}\n`, 0o644);
+    await writeFileAtomic(
+      this.statusPath(pod.namespace, pod.name),
+      `${JSON.stringify(doc, null, 2)}\n`,
+      0o644,
+    );
   }
 
-  async recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void> {
+  async recordEvent(
+    pod: { namespace: string; name: string; uid?: string },
+    event: PodEvent,
+  ): Promise<void> {
     this.requestCount++;
     const dir = join(this.dir, STATUS_DIR);
     await mkdir(dir, { recursive: true });
-    const line = { time: new Date().toISOString(), involvedObject: { kind: "Pod", ...pod }, ...event };
+    const line = {
+      time: new Date().toISOString(),
+      involvedObject: { kind: "Pod", ...pod },
+      ...event,
+    };
     appendEvent(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
   }
 
@@ -96,10 +116,14 @@ export class FileCluster implements KubeApi {
     return (await this.load()).claims.get(`${namespace}/${name}`);
   }
 
-  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  async listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]> {
     this.requestCount++;
     return (await this.load()).slices.filter(
-      (s) => s.spec.driver === query.driver && (!query.nodeName || s.spec.nodeName === query.nodeName),
+      (s) =>
+        s.spec.driver === query.driver && (!query.nodeName || s.spec.nodeName === query.nodeName),
     );
   }
 
@@ -204,19 +228,29 @@ function readManifest(path: string): string | undefined {
   const file = readSharedFile(path, { maxBytes: MAX_MANIFEST_BYTES });
   if (file.state === "found") return file.data.toString("utf8");
   if (file.state === "missing" || file.why === "not-regular") return undefined;
-  if (file.why !== "too-large") throw new CniError(Code.InvalidNetworkConfig, `${path} cannot be read: ${file.reason}`);
+  if (file.why !== "too-large")
+    throw new CniError(Code.InvalidNetworkConfig, `${path} cannot be read: ${file.reason}`);
   const size = file.size === undefined ? "grew past" : `is ${file.size} bytes, larger than`;
-  throw new CniError(Code.InvalidNetworkConfig, `${path} ${size} the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`);
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `${path} ${size} the ${MAX_MANIFEST_BYTES}-byte limit for a manifest`,
+  );
 }
 
 function index(objects: Objects, doc: unknown, path: string): void {
-  if (!isPlainObject(doc) || !isPlainObject(doc.metadata) || typeof doc.metadata.name !== "string") return;
+  if (!isPlainObject(doc) || !isPlainObject(doc.metadata) || typeof doc.metadata.name !== "string")
+    return;
   const namespace =
-    typeof doc.metadata.namespace === "string" && doc.metadata.namespace ? doc.metadata.namespace : "default";
+    typeof doc.metadata.namespace === "string" && doc.metadata.namespace
+      ? doc.metadata.namespace
+      : "default";
   const key = `${namespace}/${doc.metadata.name}`;
   const problem = objectNameProblem(namespace, doc.metadata.name);
   if (problem && (doc.kind === "Pod" || doc.kind === "NetworkAttachmentDefinition"))
-    throw new CniError(Code.InvalidNetworkConfig, `${path}: ${String(doc.kind)} ${JSON.stringify(key)}: ${problem}`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${path}: ${String(doc.kind)} ${JSON.stringify(key)}: ${problem}`,
+    );
   const metadata = { ...doc.metadata, namespace } as Pod["metadata"];
   if (doc.kind === "Pod" && (doc.apiVersion === "v1" || doc.apiVersion === undefined)) {
     objects.pods.set(key, { ...(doc as object), metadata } as Pod);
@@ -234,7 +268,11 @@ function index(objects: Objects, doc: unknown, path: string): void {
 }
 
 /** M10, DRA: a ResourceClaim or ResourceSlice of resource.k8s.io (trimmed as the API path trims it). */
-function indexDra(objects: Objects, doc: Record<string, unknown>, at: { key: string; namespace: string }): void {
+function indexDra(
+  objects: Objects,
+  doc: Record<string, unknown>,
+  at: { key: string; namespace: string },
+): void {
   if (doc.kind === "ResourceClaim") {
     const claim = trimResourceClaim(doc, at.namespace);
     if (claim) objects.claims.set(at.key, claim);
@@ -261,7 +299,8 @@ function appendEvent(path: string, text: string): void {
   const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
   const fd = openSync(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o644);
   try {
-    if (!fstatSync(fd).isFile()) throw new CniError(Code.IoFailure, `${path} is not a regular file; event not written`);
+    if (!fstatSync(fd).isFile())
+      throw new CniError(Code.IoFailure, `${path} is not a regular file; event not written`);
     writeSync(fd, text);
   } finally {
     closeSync(fd);

@@ -94,7 +94,8 @@ export class UnixGrpcChannel {
   /** The answer's message bytes; a GrpcError for any status but OK, a dead connection or the deadline. */
   unary(call: UnaryCall): Promise<Buffer> {
     const budget = call.deadline - Date.now();
-    if (budget <= 0) return Promise.reject(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded"));
+    if (budget <= 0)
+      return Promise.reject(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded"));
     const connection = this.connect();
     return new Promise((resolve, reject) => {
       const answer = new Answer(this.maxMessageBytes);
@@ -110,7 +111,10 @@ export class UnixGrpcChannel {
         const result = answer.result();
         result instanceof GrpcError ? settle(result) : settle(undefined, result);
       };
-      const timer = setTimeout(() => settle(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded")), budget);
+      const timer = setTimeout(
+        () => settle(new GrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded")),
+        budget,
+      );
       const stream = connection.request(requestHeaders(call.path, budget), frame(call.request), {
         headers: (fields, end) => {
           answer.headers(fields);
@@ -209,10 +213,13 @@ class Answer {
     }
     if (this.status !== GrpcStatus.OK) return new GrpcError(this.status, this.message);
     const body = Buffer.concat(this.chunks);
-    if (body.length < 5) return new GrpcError(GrpcStatus.INTERNAL, "an OK answer without a message");
-    if (body[0] !== 0) return new GrpcError(GrpcStatus.INTERNAL, "a compressed answer, though none was offered");
+    if (body.length < 5)
+      return new GrpcError(GrpcStatus.INTERNAL, "an OK answer without a message");
+    if (body[0] !== 0)
+      return new GrpcError(GrpcStatus.INTERNAL, "a compressed answer, though none was offered");
     const length = body.readUInt32BE(1);
-    if (body.length < 5 + length) return new GrpcError(GrpcStatus.INTERNAL, "the answer's message is cut short");
+    if (body.length < 5 + length)
+      return new GrpcError(GrpcStatus.INTERNAL, "the answer's message is cut short");
     return body.subarray(5, 5 + length);
   }
 }

@@ -141,7 +141,12 @@ function checkShape(head: FrameHead): void {
     throw new H2Error(H2Code.FRAME_SIZE_ERROR, `a frame of type ${type} with ${length} bytes`);
 }
 
-function frame(type: number, flags: number, stream: number, payload: Uint8Array = new Uint8Array(0)): Uint8Array {
+function frame(
+  type: number,
+  flags: number,
+  stream: number,
+  payload: Uint8Array = new Uint8Array(0),
+): Uint8Array {
   const out = new Uint8Array(9 + payload.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, payload.length << 8);
@@ -239,7 +244,11 @@ export class H2Connection {
   }
 
   /** Opens a stream: the request's header fields, then its body, ending the stream. */
-  request(fields: readonly (readonly [string, string])[], body: Uint8Array, events: StreamEvents): number {
+  request(
+    fields: readonly (readonly [string, string])[],
+    body: Uint8Array,
+    events: StreamEvents,
+  ): number {
     const id = this.nextStream;
     this.nextStream += 2;
     if (this.closed) {
@@ -250,7 +259,10 @@ export class H2Connection {
     this.streams.set(id, events);
     const block = encodeHeaders(fields);
     this.socket.write(
-      Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, id, block), frame(FRAME.DATA, FLAG.END_STREAM, id, body)]),
+      Buffer.concat([
+        frame(FRAME.HEADERS, FLAG.END_HEADERS, id, block),
+        frame(FRAME.DATA, FLAG.END_STREAM, id, body),
+      ]),
     );
     return id;
   }
@@ -374,7 +386,10 @@ export class H2Connection {
         if (!(flags & FLAG.ACK)) this.reply(frame(FRAME.PING, FLAG.ACK, 0, payload));
         return;
       case FRAME.RST_STREAM:
-        return this.endStream(stream, `stream reset by the server (HTTP/2 error ${readU32(payload)})`);
+        return this.endStream(
+          stream,
+          `stream reset by the server (HTTP/2 error ${readU32(payload)})`,
+        );
       case FRAME.GOAWAY:
         this.closed = true;
         this.goaway(payload);

@@ -37,7 +37,9 @@ const EOS = 256;
 export function huffmanCodes(): { code: number; bits: number }[] {
   const lengths = [...HUFFMAN_LENGTHS].map((c) => c.charCodeAt(0) - 97 + 5);
   lengths.push(30); // EOS: the longest code, all ones
-  const bySize = lengths.map((len, symbol) => ({ len, symbol })).sort((a, b) => a.len - b.len || a.symbol - b.symbol);
+  const bySize = lengths
+    .map((len, symbol) => ({ len, symbol }))
+    .sort((a, b) => a.len - b.len || a.symbol - b.symbol);
   const codes: { code: number; bits: number }[] = [];
   let code = 0;
   let prev = bySize[0]!.len;
@@ -176,7 +178,8 @@ class Reader {
   string(maxBytes: number): string {
     const huffman = (this.peek() & 0x80) !== 0;
     const length = this.integer(7);
-    if (this.pos + length > this.bytes.length) throw new HpackError("string longer than the header block");
+    if (this.pos + length > this.bytes.length)
+      throw new HpackError("string longer than the header block");
     const raw = this.bytes.subarray(this.pos, this.pos + length);
     this.pos += length;
     if (huffman) return huffmanDecode(raw, maxBytes);
@@ -268,7 +271,8 @@ export class HpackDecoder {
   }
 
   private entry(index: number): [string, string] {
-    const found = index <= STATIC.length ? STATIC[index - 1] : this.table[index - STATIC.length - 1];
+    const found =
+      index <= STATIC.length ? STATIC[index - 1] : this.table[index - STATIC.length - 1];
     if (!found || index === 0) throw new HpackError(`no header table entry ${index}`);
     return [found[0], found[1]];
   }

@@ -21,17 +21,29 @@ export class DecodeError extends Error {
   override name = "DecodeError";
 }
 
-export const RETRYABLE_TRANSPORT: ReadonlySet<TransportError["kind"]> = new Set(["timeout", "reset", "refused", "dns"]);
+export const RETRYABLE_TRANSPORT: ReadonlySet<TransportError["kind"]> = new Set([
+  "timeout",
+  "reset",
+  "refused",
+  "dns",
+]);
 
 export function transportError(err: unknown): TransportError {
   if (err instanceof TransportError) return err;
   const e = err as NodeJS.ErrnoException;
   const code = e.code ?? "";
   const msg = `${code ? `${code}: ` : ""}${e.message}`;
-  if (code === "ECONNREFUSED" || code === "ENOENT") return new TransportError("refused", msg, { cause: err });
-  if (code === "ECONNRESET" || code === "EPIPE" || code === "ECONNABORTED" || code === "ERR_STREAM_PREMATURE_CLOSE")
+  if (code === "ECONNREFUSED" || code === "ENOENT")
+    return new TransportError("refused", msg, { cause: err });
+  if (
+    code === "ECONNRESET" ||
+    code === "EPIPE" ||
+    code === "ECONNABORTED" ||
+    code === "ERR_STREAM_PREMATURE_CLOSE"
+  )
     return new TransportError("reset", msg, { cause: err });
-  if (code === "ENOTFOUND" || code === "EAI_AGAIN") return new TransportError("dns", msg, { cause: err });
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN")
+    return new TransportError("dns", msg, { cause: err });
   if (code === "ETIMEDOUT" || code === "EHOSTUNREACH" || code === "ENETUNREACH")
     return new TransportError("timeout", msg, { cause: err });
   if (code.startsWith("ERR_TLS") || code.includes("CERT") || code.startsWith("ERR_SSL"))
@@ -78,7 +90,11 @@ const plainHttp = () => process.getBuiltinModule("node:http");
 
 /** The TLS SNI name for a host: none for an IP literal (RFC 6066 §3), else the host name. */
 export function sniName(hostname: string): string {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(hostname) || hostname.startsWith("[") || hostname.includes(":") ? "" : hostname;
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(hostname) ||
+    hostname.startsWith("[") ||
+    hostname.includes(":")
+    ? ""
+    : hostname;
 }
 
 export class HttpTransport {
@@ -128,7 +144,10 @@ export class HttpTransport {
       headers,
       agent: this.agent,
       // Given, it spares Node's own guess, whose first IPv6 regex costs a cold process ~4 ms.
-      servername: this.socketPath || url.protocol !== "https:" ? "" : (this.servername ?? sniName(url.hostname)),
+      servername:
+        this.socketPath || url.protocol !== "https:"
+          ? ""
+          : (this.servername ?? sniName(url.hostname)),
       ...(this.socketPath ? { socketPath: this.socketPath } : {}),
     });
     req.setNoDelay(true);
@@ -140,7 +159,10 @@ export class HttpTransport {
     const declared = Number(res.headers["content-length"]);
     if (declared > this.maxBytes)
       return x.fail(
-        new TransportError("too-large", `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`),
+        new TransportError(
+          "too-large",
+          `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`,
+        ),
       );
     const chunks: Buffer[] = [];
     let size = 0;
@@ -152,7 +174,8 @@ export class HttpTransport {
     });
     res.on("error", (err) => x.fail(err));
     res.on("close", () => {
-      if (!res.complete) x.fail(new TransportError("reset", `connection closed after ${size} bytes of the answer`));
+      if (!res.complete)
+        x.fail(new TransportError("reset", `connection closed after ${size} bytes of the answer`));
     });
     res.on("end", () => x.finish(() => answerOf(res, Buffer.concat(chunks), r)));
   }
@@ -209,9 +232,14 @@ function requestTimedOut(r: HttpRequest, cause?: unknown): TransportError {
 }
 
 /** The complete answer: headers flattened; a 2xx body parsed as a JSON object unless `expectJson` is false. */
-function answerOf(res: http.IncomingMessage, body: Buffer, r: HttpRequest): HttpAnswer | DecodeError {
+function answerOf(
+  res: http.IncomingMessage,
+  body: Buffer,
+  r: HttpRequest,
+): HttpAnswer | DecodeError {
   const flat: Record<string, string> = {};
-  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(", ") : v;
+  for (const [k, v] of Object.entries(res.headers))
+    if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(", ") : v;
   return answerFrom({ status: res.statusCode ?? 0, headers: flat, body }, r);
 }
 
@@ -226,7 +254,10 @@ function answerFrom(a: HttpAnswer, r: HttpRequest): HttpAnswer | DecodeError {
 }
 
 /** The body as a JSON object, or what is wrong with it. */
-export function parseJsonObject(contentType: string | undefined, body: Buffer): Record<string, unknown> | string {
+export function parseJsonObject(
+  contentType: string | undefined,
+  body: Buffer,
+): Record<string, unknown> | string {
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (mediaType !== "application/json")
     return `content-type ${JSON.stringify(contentType ?? "")} instead of application/json (${JSON.stringify(body.subarray(0, 60).toString("utf8"))}…)`;
@@ -236,7 +267,8 @@ export function parseJsonObject(contentType: string | undefined, body: Buffer): 
   } catch (err) {
     return `a body that is not valid JSON (${body.length} bytes: ${(err as Error).message})`;
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return "a JSON body that is not an object";
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    return "a JSON body that is not an object";
   return v as Record<string, unknown>;
 }
 

@@ -36,7 +36,9 @@ export function hasKubernetesConfig(
   conf: KubeConfigKeys,
   env: Readonly<Record<string, string | undefined>> = {},
 ): boolean {
-  return Boolean(conf.kubeconfig) || Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT);
+  return (
+    Boolean(conf.kubeconfig) || Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)
+  );
 }
 
 /**
@@ -45,12 +47,22 @@ export function hasKubernetesConfig(
  * loaded only for a kubeconfig whose user runs a credential plugin (exec, auth-provider).
  * Throws 7 for an unusable kubeconfig (B15), before any request.
  */
-export async function loadKubeApi(conf: KubeConfigKeys, ctx: KubeContext = {}): Promise<RestKube | undefined> {
+export async function loadKubeApi(
+  conf: KubeConfigKeys,
+  ctx: KubeContext = {},
+): Promise<RestKube | undefined> {
   const env = ctx.env ?? {};
   if (!hasKubernetesConfig(conf, env)) return undefined;
   // node:https, node:tls and js-yaml load only here: a DEL from the record never pays for them.
-  const [{ loadKubeSource }, { RestKube }] = await Promise.all([import("./kubeconfig"), import("./rest-kube")]);
-  let source = await loadKubeSource({ kubeconfig: conf.kubeconfig, env, inClusterRoot: ctx.inClusterRoot });
+  const [{ loadKubeSource }, { RestKube }] = await Promise.all([
+    import("./kubeconfig"),
+    import("./rest-kube"),
+  ]);
+  let source = await loadKubeSource({
+    kubeconfig: conf.kubeconfig,
+    env,
+    inClusterRoot: ctx.inClusterRoot,
+  });
   if (!source) return undefined;
   if (!("plugin" in source) && source.server.startsWith("http:")) {
     ctx.log?.warn(

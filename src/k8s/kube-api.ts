@@ -26,9 +26,15 @@ export interface KubeApi {
    * Writes the network-status annotation on the pod's status subresource with a merge patch,
    * retrying on conflict (B42). `uid`, when given, must still match (M8).
    */
-  setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void>;
+  setNetworkStatus(
+    pod: { namespace: string; name: string; uid?: string },
+    statusJson: string,
+  ): Promise<void>;
   /** Best effort: failures are logged, never fail the ADD (M9). */
-  recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void>;
+  recordEvent(
+    pod: { namespace: string; name: string; uid?: string },
+    event: PodEvent,
+  ): Promise<void>;
   /**
    * M10, DRA: a ResourceClaim of the pod's namespace (`undefined` when it does not exist). Asked
    * only for a pod with claims whose NADs carry a resourceName (dra-devices.ts); `forPod`, the pod
@@ -40,7 +46,10 @@ export interface KubeApi {
     forPod?: { uid?: string | undefined },
   ): Promise<ResourceClaim | undefined>;
   /** M10, DRA: the ResourceSlices of one driver on one node (cluster-scoped). */
-  listResourceSlices?(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]>;
+  listResourceSlices?(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]>;
   /** Requests made so far (benchmarks: API requests per ADD). */
   readonly requestCount?: number;
   /** Releases connections (B36); safe to call more than once. */

@@ -61,11 +61,14 @@ export interface KubeSourceOptions {
 /** Whether any Kubernetes configuration exists (M1: otherwise inline `delegates` only). */
 export function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
   return (
-    Boolean(options.kubeconfig) || Boolean(options.env.KUBERNETES_SERVICE_HOST && options.env.KUBERNETES_SERVICE_PORT)
+    Boolean(options.kubeconfig) ||
+    Boolean(options.env.KUBERNETES_SERVICE_HOST && options.env.KUBERNETES_SERVICE_PORT)
   );
 }
 
-export async function loadKubeSource(options: KubeSourceOptions): Promise<KubeSource | PluginKubeconfig | undefined> {
+export async function loadKubeSource(
+  options: KubeSourceOptions,
+): Promise<KubeSource | PluginKubeconfig | undefined> {
   if (options.kubeconfig) return loadKubeconfigFile(options.kubeconfig);
   if (hasKubeSource(options)) return loadInCluster(options.env, options.inClusterRoot ?? "");
   return undefined;
@@ -82,7 +85,9 @@ export function readCredentialFile(path: string, maxBytes = MAX_KUBECONFIG_BYTES
 }
 
 function bad(path: string, why: string, cause?: unknown): CniError {
-  return new CniError(Code.InvalidNetworkConfig, `kubeconfig ${path}: ${why}`, undefined, { cause });
+  return new CniError(Code.InvalidNetworkConfig, `kubeconfig ${path}: ${why}`, undefined, {
+    cause,
+  });
 }
 
 /**
@@ -116,14 +121,19 @@ export async function readKubeconfig(path: string): Promise<Record<string, unkno
     throw bad(path, `is not valid YAML ${describeYamlError(err)}`);
   }
   if (!isPlainObject(raw))
-    throw bad(path, "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)");
+    throw bad(
+      path,
+      "is not a kubeconfig (expected a YAML mapping with clusters, users and contexts)",
+    );
   normaliseTokenFiles(raw, dirname(path));
   return raw;
 }
 
 function named(list: unknown, name: string, key: string): Record<string, unknown> | undefined {
   if (!Array.isArray(list)) return undefined;
-  const entry = list.find((e) => isPlainObject(e) && e.name === name) as Record<string, unknown> | undefined;
+  const entry = list.find((e) => isPlainObject(e) && e.name === name) as
+    | Record<string, unknown>
+    | undefined;
   if (!entry) return undefined;
   return isPlainObject(entry[key]) ? entry[key] : {};
 }
@@ -137,17 +147,21 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
   const contextName = str(raw["current-context"]);
   if (!contextName) throw fail("has no current-context");
   const context = named(raw.contexts, contextName, "context");
-  if (!context) throw fail(`current-context ${JSON.stringify(contextName)} is not among its contexts`);
+  if (!context)
+    throw fail(`current-context ${JSON.stringify(contextName)} is not among its contexts`);
   const clusterName = str(context.cluster) ?? "";
   const cluster = named(raw.clusters, clusterName, "cluster");
-  if (!cluster) throw fail(`the cluster of context ${JSON.stringify(contextName)} is not among its clusters`);
+  if (!cluster)
+    throw fail(`the cluster of context ${JSON.stringify(contextName)} is not among its clusters`);
   const insecure = cluster["insecure-skip-tls-verify"] === true;
   const server = checkServer(str(cluster.server) ?? "", clusterName, fail);
   const user = named(raw.users, str(context.user) ?? "", "user") ?? {};
   refuseUnimplemented({ cluster, clusterName, user, userName: str(context.user) ?? "", fail });
-  if (user.exec !== undefined || user["auth-provider"] !== undefined) return { plugin: true, path, raw };
+  if (user.exec !== undefined || user["auth-provider"] !== undefined)
+    return { plugin: true, path, raw };
 
-  const file = (v: unknown) => (typeof v === "string" && v ? (isAbsolute(v) ? v : join(dir, v)) : undefined);
+  const file = (v: unknown) =>
+    typeof v === "string" && v ? (isAbsolute(v) ? v : join(dir, v)) : undefined;
   const readPem = (what: string, data: unknown, f: unknown): Buffer | undefined => {
     if (typeof data === "string" && data) return Buffer.from(data, "base64");
     const p = file(f);
@@ -161,8 +175,16 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
   const tls: TlsMaterial = {
     ca: insecure
       ? undefined
-      : readPem("certificate-authority", cluster["certificate-authority-data"], cluster["certificate-authority"]),
-    cert: readPem("client-certificate", user["client-certificate-data"], user["client-certificate"]),
+      : readPem(
+          "certificate-authority",
+          cluster["certificate-authority-data"],
+          cluster["certificate-authority"],
+        ),
+    cert: readPem(
+      "client-certificate",
+      user["client-certificate-data"],
+      user["client-certificate"],
+    ),
     key: readPem("client-key", user["client-key-data"], user["client-key"]),
     ...(insecure ? { rejectUnauthorized: false } : {}),
     ...(str(cluster["tls-server-name"]) ? { servername: str(cluster["tls-server-name"]) } : {}),
@@ -182,7 +204,12 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
       authorization: `Basic ${Buffer.from(`${String(user.username)}:${user.password}`).toString("base64")}`,
     });
   }
-  return { credentials: `kubeconfig ${path}`, server, tls: server.startsWith("https:") ? tls : undefined, auth };
+  return {
+    credentials: `kubeconfig ${path}`,
+    server,
+    tls: server.startsWith("https:") ? tls : undefined,
+    auth,
+  };
 }
 
 /**
@@ -306,15 +333,23 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
  * The cluster's server URL: https, or plain http as client-go and Multus accept it (`kubectl proxy`,
  * a local API server). Over http the credentials travel in clear: {@link loadKubeApi} warns once.
  */
-export function checkServer(server: string, clusterName: string, fail: (why: string) => CniError): string {
+export function checkServer(
+  server: string,
+  clusterName: string,
+  fail: (why: string) => CniError,
+): string {
   let url: URL;
   try {
     url = new URL(server);
   } catch {
-    throw fail(`cluster ${JSON.stringify(clusterName)} has no valid server URL (${JSON.stringify(server)})`);
+    throw fail(
+      `cluster ${JSON.stringify(clusterName)} has no valid server URL (${JSON.stringify(server)})`,
+    );
   }
   if (url.protocol !== "https:" && url.protocol !== "http:")
-    throw fail(`cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`);
+    throw fail(
+      `cluster ${JSON.stringify(clusterName)}: unsupported server URL scheme ${url.protocol}`,
+    );
   // The server URL appears in errors, which reach pod events: credentials in it would leak there.
   if (url.username || url.password) {
     throw fail(

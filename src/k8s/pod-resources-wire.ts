@@ -49,7 +49,9 @@ class EntryBudget {
 const WIRE = { VARINT: 0, I64: 1, LEN: 2, I32: 5 };
 
 /** The fields of one message, in order: number, wire type, and the bytes of a length-delimited one. */
-function* fieldsOf(bytes: Uint8Array): Generator<{ field: number; wire: number; data: Uint8Array }> {
+function* fieldsOf(
+  bytes: Uint8Array,
+): Generator<{ field: number; wire: number; data: Uint8Array }> {
   let pos = 0;
   const varint = (): number => {
     let value = 0;
@@ -87,7 +89,8 @@ const text = (data: Uint8Array | undefined) =>
 /** The length-delimited fields `field` of `bytes`, each read by `read`. */
 function repeated<T>(bytes: Uint8Array, field: number, read: (data: Uint8Array) => T): T[] {
   const out: T[] = [];
-  for (const f of fieldsOf(bytes)) if (f.field === field && f.wire === WIRE.LEN) out.push(read(f.data));
+  for (const f of fieldsOf(bytes))
+    if (f.field === field && f.wire === WIRE.LEN) out.push(read(f.data));
   return out;
 }
 

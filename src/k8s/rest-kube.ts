@@ -114,7 +114,9 @@ function statusOf(body: Buffer): ApiStatus {
     if (typeof b !== "object" || b === null) return {};
     const details = b.details as Record<string, unknown> | undefined;
     const causes = Array.isArray(details?.causes)
-      ? details.causes.filter((c): c is NonNullable<ApiStatus["causes"]>[number] => typeof c === "object" && c !== null)
+      ? details.causes.filter(
+          (c): c is NonNullable<ApiStatus["causes"]>[number] => typeof c === "object" && c !== null,
+        )
       : [];
     return {
       ...(typeof b.message === "string" ? { message: b.message } : {}),
@@ -261,10 +263,19 @@ export function classifyForRetry(err: unknown, now = Date.now(), idempotent = tr
       : { retry: false };
   }
   // The watch cache waited for a resourceVersion it has not seen: the caller lists at "" instead (client-go's reflector).
-  if (err instanceof ApiStatusError && (err.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge"))
+  if (
+    err instanceof ApiStatusError &&
+    (err.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge")
+  )
     return { retry: false };
   if (err instanceof ApiStatusError) {
-    if (err.code === 429 || err.code === 500 || err.code === 502 || err.code === 503 || err.code === 504) {
+    if (
+      err.code === 429 ||
+      err.code === 500 ||
+      err.code === 502 ||
+      err.code === 503 ||
+      err.code === 504
+    ) {
       return { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) };
     }
   }
@@ -273,7 +284,10 @@ export function classifyForRetry(err: unknown, now = Date.now(), idempotent = tr
 
 function isStringMap(v: unknown): v is Record<string, string> {
   return (
-    typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === "string")
+    typeof v === "object" &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.values(v).every((x) => typeof x === "string")
   );
 }
 
@@ -285,13 +299,16 @@ export function trimPod(raw: Record<string, unknown>, fallbackNamespace: string)
   const spec = raw.spec as Record<string, unknown> | undefined;
   // M10, DRA: a pod with claims keeps them (and its containers' extended resources); others nothing more.
   const claims = trimPodClaims(raw);
-  const nodeName = typeof spec?.nodeName === "string" && spec.nodeName ? { nodeName: spec.nodeName } : {};
+  const nodeName =
+    typeof spec?.nodeName === "string" && spec.nodeName ? { nodeName: spec.nodeName } : {};
   return {
     metadata: {
       name: m.name,
       namespace: typeof m.namespace === "string" ? m.namespace : fallbackNamespace,
       ...(typeof m.uid === "string" && m.uid ? { uid: m.uid } : {}),
-      ...(typeof m.resourceVersion === "string" && m.resourceVersion ? { resourceVersion: m.resourceVersion } : {}),
+      ...(typeof m.resourceVersion === "string" && m.resourceVersion
+        ? { resourceVersion: m.resourceVersion }
+        : {}),
       ...(isStringMap(m.annotations) ? { annotations: { ...m.annotations } } : {}),
     },
     ...(nodeName.nodeName || claims.spec ? { spec: { ...nodeName, ...claims.spec } } : {}),
@@ -312,7 +329,9 @@ export function trimNad(raw: Record<string, unknown>, fallbackNamespace: string)
       name: meta.name,
       namespace: typeof meta.namespace === "string" ? meta.namespace : fallbackNamespace,
       ...(isStringMap(meta.annotations) ? { annotations: { ...meta.annotations } } : {}),
-      ...(typeof meta.resourceVersion === "string" ? { resourceVersion: meta.resourceVersion } : {}),
+      ...(typeof meta.resourceVersion === "string"
+        ? { resourceVersion: meta.resourceVersion }
+        : {}),
     },
     ...(spec && typeof spec === "object"
       ? { spec: typeof spec.config === "string" ? { config: spec.config } : {} }
@@ -387,7 +406,10 @@ export class RestKube implements KubeApi {
     const what = `get NetworkAttachmentDefinition ${namespace}/${name}`;
     let obj: Record<string, unknown>;
     try {
-      obj = await this.call("GET", `/apis/${NAD_GROUP}/${NAD_VERSION}/namespaces/${namespace}/${NAD_PLURAL}/${name}`);
+      obj = await this.call(
+        "GET",
+        `/apis/${NAD_GROUP}/${NAD_VERSION}/namespaces/${namespace}/${NAD_PLURAL}/${name}`,
+      );
     } catch (err) {
       if (this.isMissing(err, { resource: NAD_RESOURCE, name, what })) return undefined;
       throw this.toCniError(err, what);
@@ -408,7 +430,10 @@ export class RestKube implements KubeApi {
     const what = `get ResourceClaim ${namespace}/${name}`;
     let obj: Record<string, unknown>;
     try {
-      obj = await this.call("GET", `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${namespace}/resourceclaims/${name}`);
+      obj = await this.call(
+        "GET",
+        `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${namespace}/resourceclaims/${name}`,
+      );
     } catch (err) {
       if (this.isMissing(err, { resource: CLAIM_RESOURCE, name, what })) return undefined;
       throw this.toCniError(err, what);
@@ -423,7 +448,10 @@ export class RestKube implements KubeApi {
   }
 
   /** M10, DRA: LIST the ResourceSlices of one driver on one node (server-side field selectors). */
-  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  async listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]> {
     const fieldSelector = [
       ...(query.nodeName ? [`spec.nodeName=${query.nodeName}`] : []),
       `spec.driver=${query.driver}`,
@@ -458,12 +486,18 @@ export class RestKube implements KubeApi {
    * costs nothing, while reporting success would leave a status-less attachment behind if the
    * "deleted" pod was in fact a stale cache or a recreated one.
    */
-  async setNetworkStatus(pod: { namespace: string; name: string; uid?: string }, statusJson: string): Promise<void> {
+  async setNetworkStatus(
+    pod: { namespace: string; name: string; uid?: string },
+    statusJson: string,
+  ): Promise<void> {
     validateDns1123Label(pod.namespace, "pod namespace");
     validatePodName(pod.name, "pod name");
     const what = `write network-status of pod ${pod.namespace}/${pod.name}`;
     const body = JSON.stringify({
-      metadata: { ...(pod.uid ? { uid: pod.uid } : {}), annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson } },
+      metadata: {
+        ...(pod.uid ? { uid: pod.uid } : {}),
+        annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson },
+      },
     });
     const deadlineAt = this.operationDeadline();
     for (let conflicts = 0; ; ) {
@@ -476,7 +510,10 @@ export class RestKube implements KubeApi {
         return;
       } catch (err) {
         if (this.isMissing(err, { resource: POD_RESOURCE, name: pod.name, what }))
-          throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`);
+          throw new CniError(
+            Code.UnknownContainer,
+            `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`,
+          );
         if (isUidChangeRefused(err)) {
           throw new CniError(
             Code.UnknownContainer,
@@ -508,15 +545,24 @@ export class RestKube implements KubeApi {
     }
     const delay = backoffMs(conflicts, this.policy, this.clock.random);
     if (this.clock.now() + delay >= o.deadlineAt)
-      throw new CniError(Code.ApiFailure, `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`);
+      throw new CniError(
+        Code.ApiFailure,
+        `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`,
+      );
     this.opts.log?.debug({ conflicts, delay }, "network-status write conflicted; retrying");
     await this.clock.sleep(delay);
   }
 
-  private async checkUid(pod: { namespace: string; name: string; uid: string }, what: string): Promise<void> {
+  private async checkUid(
+    pod: { namespace: string; name: string; uid: string },
+    what: string,
+  ): Promise<void> {
     const current = await this.getPod(pod.namespace, pod.name).catch((err: unknown) => {
       if (isCniError(err) && err.code === Code.UnknownContainer)
-        throw new CniError(Code.UnknownContainer, `${what}: the pod no longer exists (deleted during ADD)`);
+        throw new CniError(
+          Code.UnknownContainer,
+          `${what}: the pod no longer exists (deleted during ADD)`,
+        );
       throw err;
     });
     if (current.metadata.uid && current.metadata.uid !== pod.uid) {
@@ -532,7 +578,10 @@ export class RestKube implements KubeApi {
    * idempotent: a second attempt after a 5xx, a reset or a timeout could record the event twice,
    * so it follows only a refused connection or a 429 (see {@link classifyForRetry}).
    */
-  async recordEvent(pod: { namespace: string; name: string; uid?: string }, event: PodEvent): Promise<void> {
+  async recordEvent(
+    pod: { namespace: string; name: string; uid?: string },
+    event: PodEvent,
+  ): Promise<void> {
     validateDns1123Label(pod.namespace, "pod namespace");
     validatePodName(pod.name, "pod name");
     const now = new Date().toISOString();
@@ -566,7 +615,10 @@ export class RestKube implements KubeApi {
         idempotent: false,
       });
     } catch (err) {
-      throw this.toCniError(err, `record event ${event.reason} on pod ${pod.namespace}/${pod.name}`);
+      throw this.toCniError(
+        err,
+        `record event ${event.reason} on pod ${pod.namespace}/${pod.name}`,
+      );
     }
   }
 
@@ -594,14 +646,23 @@ export class RestKube implements KubeApi {
   }
 
   private operationDeadline(): number {
-    return Math.min(this.clock.now() + this.policy.totalTimeoutMs, this.opts.deadlineAt ?? Number.POSITIVE_INFINITY);
+    return Math.min(
+      this.clock.now() + this.policy.totalTimeoutMs,
+      this.opts.deadlineAt ?? Number.POSITIVE_INFINITY,
+    );
   }
 
   /** One API call with the retry policy; each attempt gets its own deadline as an AbortSignal. */
   private call(
     method: string,
     path: string,
-    o: { body?: string; contentType?: string; deadlineAt?: number; maxAttempts?: number; idempotent?: boolean } = {},
+    o: {
+      body?: string;
+      contentType?: string;
+      deadlineAt?: number;
+      maxAttempts?: number;
+      idempotent?: boolean;
+    } = {},
   ): Promise<Record<string, unknown>> {
     const url = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
     return withRetry(
@@ -614,10 +675,20 @@ export class RestKube implements KubeApi {
             ...(await this.source.auth.headers()),
             ...(o.contentType ? { "content-type": o.contentType } : {}),
           };
-          const answer = await this.http.request({ method, url, headers, body: o.body, signal: ac.signal });
+          const answer = await this.http.request({
+            method,
+            url,
+            headers,
+            body: o.body,
+            signal: ac.signal,
+          });
           // An admission policy's Warn action (a token that names no node, docs/node-scoped-writes.md).
           const warning = answer.headers.warning;
-          if (warning) this.opts.log?.warn({ method, path, warning }, "the API server answered with a warning");
+          if (warning)
+            this.opts.log?.warn(
+              { method, path, warning },
+              "the API server answered with a warning",
+            );
           if (answer.status < 200 || answer.status >= 300) throw new ApiStatusError(answer);
           return answer.json ?? {};
         } finally {
@@ -630,7 +701,10 @@ export class RestKube implements KubeApi {
         deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
         clock: this.clock,
         onRetry: (err, attempt, delayMs) =>
-          this.opts.log?.debug({ attempt, delayMs, err: describe(err) }, "API request failed; retrying"),
+          this.opts.log?.debug(
+            { attempt, delayMs, err: describe(err) },
+            "API request failed; retrying",
+          ),
       },
     );
   }
@@ -639,10 +713,17 @@ export class RestKube implements KubeApi {
     if (isCniError(err)) return err;
     if (err instanceof RetriesExhausted) {
       const inner = this.toCniError(err.lastError, what);
-      return new CniError(inner.code, `${inner.message}; ${err.message}`, inner.details, { cause: err });
+      return new CniError(inner.code, `${inner.message}; ${err.message}`, inner.details, {
+        cause: err,
+      });
     }
     if (err instanceof DecodeError)
-      return new CniError(Code.Decoding, `${what}: the API server answered ${err.message}`, undefined, { cause: err });
+      return new CniError(
+        Code.Decoding,
+        `${what}: the API server answered ${err.message}`,
+        undefined,
+        { cause: err },
+      );
     if (err instanceof ApiStatusError) {
       const s = err.status;
       // A body that is no Status (a 404 for a path not served is plain text) is quoted as it came.
@@ -665,9 +746,14 @@ export class RestKube implements KubeApi {
         { cause: err },
       );
     }
-    return new CniError(Code.ApiFailure, `${what}: ${describe(err)} (${this.source.server})`, undefined, {
-      cause: err,
-    });
+    return new CniError(
+      Code.ApiFailure,
+      `${what}: ${describe(err)} (${this.source.server})`,
+      undefined,
+      {
+        cause: err,
+      },
+    );
   }
 }
 

@@ -98,7 +98,10 @@ export async function withRetry<T>(
 ): Promise<T> {
   const clock = options.clock ?? realClock;
   const start = clock.now();
-  const deadline = Math.min(start + options.policy.totalTimeoutMs, options.deadlineAt ?? Number.POSITIVE_INFINITY);
+  const deadline = Math.min(
+    start + options.policy.totalTimeoutMs,
+    options.deadlineAt ?? Number.POSITIVE_INFINITY,
+  );
   for (let n = 1; ; n++) {
     const left = deadline - clock.now();
     const timeoutMs = Math.max(1, Math.min(options.policy.requestTimeoutMs, left));

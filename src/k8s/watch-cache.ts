@@ -21,7 +21,10 @@ import type { KubeSource } from "./kubeconfig";
 import { apiStatusIn, NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "./rest-kube";
 
 /** GET a list (path + query) from the API server, as JSON. */
-export type ListFn = (path: string, query: Record<string, string>) => Promise<Record<string, unknown>>;
+export type ListFn = (
+  path: string,
+  query: Record<string, string>,
+) => Promise<Record<string, unknown>>;
 
 export interface WatchCacheOptions {
   /** The daemon REST client's server and credentials (kubeconfig.ts, the binary's loader). */
@@ -68,7 +71,9 @@ export function isResourceVersionUnavailable(err: unknown): boolean {
   const s = apiStatusIn(err);
   if (!s) return false;
   if (s.code === 410) return true;
-  return s.code === 504 && (s.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge");
+  return (
+    s.code === 504 && (s.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge")
+  );
 }
 
 /** A continue token the server no longer honours (410 on a later page). */
@@ -143,7 +148,8 @@ export class Informer<T> {
   }
 
   private sawResourceVersion(obj: unknown): void {
-    const rv = (obj as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata?.resourceVersion;
+    const rv = (obj as { metadata?: { resourceVersion?: unknown } } | undefined)?.metadata
+      ?.resourceVersion;
     if (typeof rv === "string" && rv) this.lastSynced = rv;
   }
 
@@ -253,7 +259,8 @@ export function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
   const meta = raw.metadata as Record<string, unknown>;
   const spec = raw.spec as Record<string, unknown> | undefined;
   const status = raw.status as Record<string, unknown> | undefined;
-  if (typeof meta.deletionTimestamp === "string") pod.metadata.deletionTimestamp = meta.deletionTimestamp;
+  if (typeof meta.deletionTimestamp === "string")
+    pod.metadata.deletionTimestamp = meta.deletionTimestamp;
   if (spec?.hostNetwork === true) pod.spec = { ...pod.spec, hostNetwork: true };
   if (typeof status?.phase === "string") pod.status = { ...pod.status, phase: status.phase };
   return pod;
@@ -273,7 +280,8 @@ export class WatchCaches {
     const min = options.minRestartDelayMs ?? 500;
     const max = options.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${options.nodeName}`;
-    const trimP = (x: Record<string, unknown>) => trimWatchedPod(x) as unknown as Trimmed | undefined;
+    const trimP = (x: Record<string, unknown>) =>
+      trimWatchedPod(x) as unknown as Trimmed | undefined;
     const trimN = (x: Record<string, unknown>) => trimNad(x, "") as unknown as Trimmed | undefined;
     const podPath = "/api/v1/pods";
     const nadPath = `/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`;
@@ -345,7 +353,11 @@ export class WatchCaches {
 /** The `list` of an Informer: {@link listAt} of one collection, at the resourceVersion the informer asks for. */
 export function lister(
   list: ListFn,
-  spec: { path: string; query: Record<string, string>; trim: (x: Record<string, unknown>) => Trimmed | undefined },
+  spec: {
+    path: string;
+    query: Record<string, string>;
+    trim: (x: Record<string, unknown>) => Trimmed | undefined;
+  },
 ): (resourceVersion: string) => Promise<Listed> {
   return (resourceVersion) => listAt({ list, ...spec, resourceVersion });
 }

@@ -43,11 +43,17 @@ export class ResultCache {
       what: "cached result",
       shape: "a cached result",
       valid: (v) =>
-        typeof v.networkName === "string" && typeof v.containerId === "string" && typeof v.ifName === "string",
+        typeof v.networkName === "string" &&
+        typeof v.containerId === "string" &&
+        typeof v.ifName === "string",
       identity: identityOf,
       // B71: GC and DEL remove entries by these names.
       nameProblem: (e) =>
-        stateNamesProblem({ containerId: e.containerId, ifNames: [e.ifName], networks: [e.networkName] }),
+        stateNamesProblem({
+          containerId: e.containerId,
+          ifNames: [e.ifName],
+          networks: [e.networkName],
+        }),
       ...(opts.libcniNames ? { libcniNames: true } : {}),
     });
   }
@@ -82,7 +88,9 @@ export class ResultCache {
     return this.store
       .list()
       .flatMap((r) =>
-        r.state === "found" && (networkName === undefined || r.value.networkName === networkName) ? [r.value] : [],
+        r.state === "found" && (networkName === undefined || r.value.networkName === networkName)
+          ? [r.value]
+          : [],
       );
   }
 }

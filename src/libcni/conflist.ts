@@ -152,7 +152,11 @@ function remainingMs(rt: RuntimeConf, what: string): number {
 }
 
 /** ADD: plugins in order, each given the previous result; the final result is cached (C3.3). */
-export async function addNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<AnyResult> {
+export async function addNetworkList(
+  list: ConfList,
+  rt: RuntimeConf,
+  deps: ExecDeps,
+): Promise<AnyResult> {
   let prev: AnyResult | undefined;
   let started = 0;
   try {
@@ -165,7 +169,11 @@ export async function addNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
   } catch (err) {
     throw markPluginsStarted(err, started);
   }
-  if (!prev) throw new CniError(Code.InvalidNetworkConfig, `network ${JSON.stringify(list.name)} has no plugins`);
+  if (!prev)
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `network ${JSON.stringify(list.name)} has no plugins`,
+    );
   await deps.cache.set({
     networkName: list.name,
     containerId: rt.containerId,
@@ -192,11 +200,21 @@ function markPluginsStarted(err: unknown, started: number): unknown {
  * reason, keeping the record (and the runtime's sandbox) stuck. Undefined when unknown.
  */
 export function pluginsStartedOf(err: unknown): number | undefined {
-  return err !== null && typeof err === "object" ? (err as Record<symbol, number | undefined>)[STARTED] : undefined;
+  return err !== null && typeof err === "object"
+    ? (err as Record<symbol, number | undefined>)[STARTED]
+    : undefined;
 }
 
-async function cachedResult(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<AnyResult | undefined> {
-  const entry = await deps.cache.get({ networkName: list.name, containerId: rt.containerId, ifName: rt.ifName });
+async function cachedResult(
+  list: ConfList,
+  rt: RuntimeConf,
+  deps: ExecDeps,
+): Promise<AnyResult | undefined> {
+  const entry = await deps.cache.get({
+    networkName: list.name,
+    containerId: rt.containerId,
+    ifName: rt.ifName,
+  });
   return entry?.result;
 }
 
@@ -206,12 +224,19 @@ async function cachedResult(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Pr
  * meta-plugin is still released. The cache entry is removed only when every plugin succeeded,
  * so a retried DEL still has it (B62).
  */
-export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+export async function delNetworkList(
+  list: ConfList,
+  rt: RuntimeConf,
+  deps: ExecDeps,
+): Promise<void> {
   // An entry that exists but cannot be read (a FIFO or directory planted in results/) must not fail
   // every DEL of the pod: DEL goes on without prevResult, as for a missing entry (B72).
   const prev = versionAtLeast(list.cniVersion, "0.4.0")
     ? await cachedResult(list, rt, deps).catch((err: unknown) => {
-        deps.log.warn({ network: list.name, err: asCniError(err).message }, "cached result unreadable; DEL without it");
+        deps.log.warn(
+          { network: list.name, err: asCniError(err).message },
+          "cached result unreadable; DEL without it",
+        );
         return undefined;
       })
     : undefined;
@@ -225,7 +250,11 @@ export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
     }
   }
   failIfAny(errors, `network ${JSON.stringify(list.name)}: ${errors.length} plugins failed DEL`);
-  await deps.cache.delete({ networkName: list.name, containerId: rt.containerId, ifName: rt.ifName });
+  await deps.cache.delete({
+    networkName: list.name,
+    containerId: rt.containerId,
+    ifName: rt.ifName,
+  });
 }
 
 /**
@@ -233,7 +262,11 @@ export async function delNetworkList(list: ConfList, rt: RuntimeConf, deps: Exec
  * has no CHECK, so Plexus, acting as its runtime, does not send one (libcni refuses to): one
  * 0.3.1 NAD must not fail every CHECK of the pod.
  */
-export async function checkNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+export async function checkNetworkList(
+  list: ConfList,
+  rt: RuntimeConf,
+  deps: ExecDeps,
+): Promise<void> {
   if (!versionAtLeast(list.cniVersion, "0.4.0")) {
     deps.log.debug(
       { network: list.name, cniVersion: list.cniVersion },
@@ -250,12 +283,23 @@ export async function checkNetworkList(list: ConfList, rt: RuntimeConf, deps: Ex
     );
   }
   for (const plugin of list.plugins) {
-    await runPlugin("CHECK", list, plugin, buildPluginConf(list, plugin, rt.capabilityArgs, prev), rt, deps);
+    await runPlugin(
+      "CHECK",
+      list,
+      plugin,
+      buildPluginConf(list, plugin, rt.capabilityArgs, prev),
+      rt,
+      deps,
+    );
   }
 }
 
 /** STATUS (C2.8): forwarded to every plugin of a ≥ 1.1.0 list; older plugins know no STATUS. */
-export async function statusNetworkList(list: ConfList, rt: RuntimeConf, deps: ExecDeps): Promise<void> {
+export async function statusNetworkList(
+  list: ConfList,
+  rt: RuntimeConf,
+  deps: ExecDeps,
+): Promise<void> {
   if (!versionAtLeast(list.cniVersion, "1.1.0")) return;
   for (const plugin of list.plugins) {
     await runPlugin("STATUS", list, plugin, buildPluginConf(list, plugin, {}), rt, deps);

@@ -26,7 +26,10 @@ export function silentLogger(): Logger {
   return log;
 }
 
-export async function createLogger(opts: LogOptions, bindings: Record<string, unknown> = {}): Promise<Logger> {
+export async function createLogger(
+  opts: LogOptions,
+  bindings: Record<string, unknown> = {},
+): Promise<Logger> {
   const level = toPinoLevel(opts.logLevel) ?? "fatal";
   const anywhere = Boolean(opts.logFile) || (opts.logToStderr ?? true);
   if (level === "silent" || level === "fatal" || !anywhere) return silentLogger();

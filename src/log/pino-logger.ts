@@ -17,9 +17,18 @@ export function createPinoLogger(
   const streams: pino.StreamEntry[] = [];
   if (opts.logFile && opts.logOptions) rotateIfNeeded(opts.logFile, opts.logOptions);
   if (opts.logFile)
-    streams.push({ level, stream: pino.destination({ dest: opts.logFile, sync: true, mkdir: true, mode: 0o600 }) });
+    streams.push({
+      level,
+      stream: pino.destination({ dest: opts.logFile, sync: true, mkdir: true, mode: 0o600 }),
+    });
   if (opts.logToStderr ?? true)
-    streams.push({ level, stream: opts.pretty ? prettyDestination(2) : pino.destination({ dest: 2, sync: true }) });
+    streams.push({
+      level,
+      stream: opts.pretty ? prettyDestination(2) : pino.destination({ dest: 2, sync: true }),
+    });
   const dest = streams.length === 1 ? streams[0]!.stream : pino.multistream(streams);
-  return pino({ level, base: { pid: process.pid, ...bindings }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
+  return pino(
+    { level, base: { pid: process.pid, ...bindings }, timestamp: pino.stdTimeFunctions.isoTime },
+    dest,
+  );
 }

@@ -5,7 +5,14 @@
  */
 import { writeSync } from "node:fs";
 
-const LEVELS: Record<number, string> = { 10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL" };
+const LEVELS: Record<number, string> = {
+  10: "TRACE",
+  20: "DEBUG",
+  30: "INFO",
+  40: "WARN",
+  50: "ERROR",
+  60: "FATAL",
+};
 const OMIT = new Set(["level", "time", "msg", "pid", "hostname", "component"]);
 
 export function formatLogLine(line: string): string {
@@ -15,7 +22,8 @@ export function formatLogLine(line: string): string {
   } catch {
     return line.endsWith("\n") ? line : `${line}\n`;
   }
-  const time = typeof o.time === "string" ? o.time.slice(11, 23) : new Date().toISOString().slice(11, 23);
+  const time =
+    typeof o.time === "string" ? o.time.slice(11, 23) : new Date().toISOString().slice(11, 23);
   const level = (LEVELS[Number(o.level)] ?? String(o.level)).padEnd(5);
   const component = typeof o.component === "string" ? ` [${o.component}]` : "";
   const fields = Object.entries(o)

@@ -13,7 +13,15 @@
  *   the executable runs itself as Bun (`BUN_BE_BUN`), Node runs itself; the child writes
  *   `<backup>.gz` by temp file and rename, then removes the backup.
  */
-import { closeSync, constants, openSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  openSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from "node:fs";
 import { lstatSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
@@ -87,7 +95,10 @@ function rotate(file: string, opts: LogRotation, now: Date, maxBytes: number): v
 function takeRotateLock(path: string, now: Date): { fd: number; path: string } | undefined {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      return { fd: openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600), path };
+      return {
+        fd: openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600),
+        path,
+      };
     } catch {
       let age: number;
       try {

@@ -70,7 +70,8 @@ async function namespaceKind(path: string): Promise<string | undefined> {
     for (const line of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
       const f = line.split(" ");
       // The last mount on a mount point is the visible one.
-      if (f[4] !== undefined && f[4].replaceAll("\\040", " ") === mountPoint) kind = NS_LINK.exec(f[3] ?? "")?.[1];
+      if (f[4] !== undefined && f[4].replaceAll("\\040", " ") === mountPoint)
+        kind = NS_LINK.exec(f[3] ?? "")?.[1];
     }
     return kind;
   } catch {

@@ -14,7 +14,12 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { getSystemErrorName } from "node:util";
 import { CniError, Code } from "../cni/errors";
-import { type NetlinkError, netlinkAvailable, openRouteSocket, type RouteSocket } from "./rtnetlink";
+import {
+  type NetlinkError,
+  netlinkAvailable,
+  openRouteSocket,
+  type RouteSocket,
+} from "./rtnetlink";
 
 /** Where util-linux and iproute2 install these on the distributions Kubernetes nodes run. */
 export const TOOL_PATHS = {
@@ -25,7 +30,10 @@ export const TOOL_PATHS = {
 export type RouteTool = keyof typeof TOOL_PATHS;
 
 /** The first executable regular file among `candidates`, else a CNI error naming the tool. */
-export function findTool(tool: RouteTool, candidates: readonly string[] = TOOL_PATHS[tool]): string {
+export function findTool(
+  tool: RouteTool,
+  candidates: readonly string[] = TOOL_PATHS[tool],
+): string {
   for (const path of candidates) {
     try {
       if (!statSync(path).isFile()) continue;
@@ -57,7 +65,11 @@ export interface DefaultRoute {
   ifName: string;
 }
 
-function ipInNetns(tools: Tools, netns: string, args: string[]): Promise<{ ok: boolean; stderr: string }> {
+function ipInNetns(
+  tools: Tools,
+  netns: string,
+  args: string[],
+): Promise<{ ok: boolean; stderr: string }> {
   // Loaded on use: only this fallback path spawns, and every CNI call would pay for the module.
   const { spawn } = process.getBuiltinModule("node:child_process");
   return new Promise((resolve) => {
@@ -68,7 +80,8 @@ function ipInNetns(tools: Tools, netns: string, args: string[]): Promise<{ ok: b
       killSignal: "SIGKILL",
     });
     const stderr: Buffer[] = [];
-    const finish = (ok: boolean, text = Buffer.concat(stderr).toString("utf8").trim()) => resolve({ ok, stderr: text });
+    const finish = (ok: boolean, text = Buffer.concat(stderr).toString("utf8").trim()) =>
+      resolve({ ok, stderr: text });
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
     child.on("error", (err) => finish(false, err.message));
     child.on("close", (code) => finish(code === 0));
@@ -86,9 +99,15 @@ function ipInNetns(tools: Tools, netns: string, args: string[]): Promise<{ ok: b
  * M4: the default routes of each gateway's family replaced by these. The executable does it over
  * rtnetlink (no host tool at all); elsewhere (Node) with the node's tools at fixed paths.
  */
-export async function setDefaultRoutes(netns: string, routes: readonly DefaultRoute[]): Promise<void> {
+export async function setDefaultRoutes(
+  netns: string,
+  routes: readonly DefaultRoute[],
+): Promise<void> {
   if (netlinkAvailable()) return setDefaultRoutesNetlink(netns, routes);
-  return setDefaultRoutesWithTools(netns, routes, { nsenter: findTool("nsenter"), ip: findTool("ip") });
+  return setDefaultRoutesWithTools(netns, routes, {
+    nsenter: findTool("nsenter"),
+    ip: findTool("ip"),
+  });
 }
 
 const familyOf = (r: DefaultRoute): 4 | 6 => (r.gateway.includes(":") ? 6 : 4);
@@ -120,13 +139,22 @@ function setDefaultRoutesNetlink(netns: string, routes: readonly DefaultRoute[])
         for (let i = 0; i < 16 && sock.deleteDefault(family); i++);
       } catch (err) {
         const e = err as NetlinkError;
-        throw new CniError(Code.Internal, `default-route: ${e.message} (${errnoName(e.errno)})`, undefined, {
-          cause: err,
-        });
+        throw new CniError(
+          Code.Internal,
+          `default-route: ${e.message} (${errnoName(e.errno)})`,
+          undefined,
+          {
+            cause: err,
+          },
+        );
       }
       for (const [i, r] of wanted.entries()) {
         try {
-          sock.addDefault({ gateway: r.gateway, ifName: r.ifName, mode: i === 0 ? "replace" : "append" });
+          sock.addDefault({
+            gateway: r.gateway,
+            ifName: r.ifName,
+            mode: i === 0 ? "replace" : "append",
+          });
         } catch (err) {
           const e = err as NetlinkError;
           throw cannotRoute(r, `${e.message} (${errnoName(e.errno)})`);
@@ -159,7 +187,16 @@ export async function setDefaultRoutesWithTools(
       if (!(await ipInNetns(tools, netns, [family, "route", "del", "default"])).ok) break;
     }
     for (const [i, r] of wanted.entries()) {
-      const args = [family, "route", i === 0 ? "replace" : "append", "default", "via", r.gateway, "dev", r.ifName];
+      const args = [
+        family,
+        "route",
+        i === 0 ? "replace" : "append",
+        "default",
+        "via",
+        r.gateway,
+        "dev",
+        r.ifName,
+      ];
       const res = await ipInNetns(tools, netns, args);
       if (!res.ok) throw cannotRoute(r, res.stderr || "ip route failed");
     }

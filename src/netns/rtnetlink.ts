@@ -97,13 +97,15 @@ export function openRouteSocket(netns: string, ifNames: readonly string[]): Rout
   let target: number | undefined;
   try {
     target = openSync(netns, constants.O_RDONLY);
-    if (lib.fns.setns(target, CLONE_NEWNET) !== 0) throw new NetlinkError(lib.errno(), `cannot enter ${netns}`);
+    if (lib.fns.setns(target, CLONE_NEWNET) !== 0)
+      throw new NetlinkError(lib.errno(), `cannot enter ${netns}`);
     let sock = -1;
     const indexes = new Map<string, number>();
     try {
       sock = lib.fns.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
       if (sock < 0) throw new NetlinkError(lib.errno(), "cannot open a route netlink socket");
-      for (const name of ifNames) indexes.set(name, lib.fns.if_nametoindex(Buffer.from(`${name}\0`)));
+      for (const name of ifNames)
+        indexes.set(name, lib.fns.if_nametoindex(Buffer.from(`${name}\0`)));
     } finally {
       // Back to the node's namespace before anything else runs on this thread (delegates are spawned from it).
       if (lib.fns.setns(self, CLONE_NEWNET) !== 0) {
@@ -150,7 +152,12 @@ export class RouteSocket {
     const oif = Buffer.alloc(4);
     oif.writeUInt32LE(index);
     const attrs = [attribute(RTA_GATEWAY, ipBytes(route.gateway, v)), attribute(RTA_OIF, oif)];
-    const errno = this.request(RTM_NEWROUTE, flags, routeMessage(v, RT_SCOPE_UNIVERSE, RTN_UNICAST), attrs);
+    const errno = this.request(
+      RTM_NEWROUTE,
+      flags,
+      routeMessage(v, RT_SCOPE_UNIVERSE, RTN_UNICAST),
+      attrs,
+    );
     if (errno !== 0) throw new NetlinkError(errno, "the kernel refused the route");
   }
 
@@ -215,10 +222,13 @@ export function ipBytes(ip: string, version: 4 | 6): Buffer {
   const h = groups(head);
   const t = groups(tail);
   // An IPv4-mapped tail (::ffff:1.2.3.4) is two groups.
-  const expand = (g: string[]) => g.flatMap((x) => (x.includes(".") ? ipv4Groups(x) : [Number.parseInt(x, 16)]));
+  const expand = (g: string[]) =>
+    g.flatMap((x) => (x.includes(".") ? ipv4Groups(x) : [Number.parseInt(x, 16)]));
   const he = expand(h);
   const te = expand(t);
-  const all = ip.includes("::") ? [...he, ...new Array(8 - he.length - te.length).fill(0), ...te] : he;
+  const all = ip.includes("::")
+    ? [...he, ...new Array(8 - he.length - te.length).fill(0), ...te]
+    : he;
   const b = Buffer.alloc(16);
   all.forEach((g, i) => b.writeUInt16BE(g, i * 2));
   return b;

@@ -53,7 +53,9 @@ export function parseNetworksAnnotation(
     reservedIfName: opts.reservedIfName,
     max: opts.maxSelections ?? DEFAULT_MAX_SELECTIONS,
   };
-  return text.startsWith("[") || text.startsWith("{") ? parseJsonForm(text, ctx) : parseCommaForm(text, ctx);
+  return text.startsWith("[") || text.startsWith("{")
+    ? parseJsonForm(text, ctx)
+    : parseCommaForm(text, ctx);
 }
 
 interface ItemContext {
@@ -82,7 +84,10 @@ function checkInterface(item: string, key: string, ifName: string, ctx: ItemCont
   const problem = interfaceNameProblem(ifName);
   if (problem) fail(item, `${key} ${show(ifName)} is invalid: ${problem}`);
   if (ifName === ctx.reservedIfName)
-    fail(item, `${key} ${show(ifName)} is the default network's interface (CNI_IFNAME); pick another name`);
+    fail(
+      item,
+      `${key} ${show(ifName)} is the default network's interface (CNI_IFNAME); pick another name`,
+    );
   return ifName;
 }
 
@@ -158,7 +163,8 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
   mustBeString("name");
   mustBeString("namespace");
   const name = el.name as string;
-  const namespace = el.namespace === undefined || el.namespace === "" ? ctx.podNamespace : (el.namespace as string);
+  const namespace =
+    el.namespace === undefined || el.namespace === "" ? ctx.podNamespace : (el.namespace as string);
   item = `item ${i + 1} (${show(`${namespace}/${name}`)})`;
   for (const key of STRING_KEYS) mustBeString(key);
   checkName(item, el.namespace ? 'key "namespace"' : "namespace (the pod's)", namespace);
@@ -166,14 +172,19 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
   const sel: NetworkSelection = { name, namespace };
 
   // M4: `interfaceRequest` is the older name of `interface`; both may be given only if they agree.
-  if (el.interface !== undefined && el.interfaceRequest !== undefined && el.interface !== el.interfaceRequest) {
+  if (
+    el.interface !== undefined &&
+    el.interfaceRequest !== undefined &&
+    el.interface !== el.interfaceRequest
+  ) {
     fail(
       item,
       `keys "interface" (${show(el.interface)}) and "interfaceRequest" (${show(el.interfaceRequest)}) disagree`,
     );
   }
   const ifKey = el.interface !== undefined ? "interface" : "interfaceRequest";
-  if (el[ifKey] !== undefined) sel.interfaceRequest = checkInterface(item, `key "${ifKey}"`, el[ifKey] as string, ctx);
+  if (el[ifKey] !== undefined)
+    sel.interfaceRequest = checkInterface(item, `key "${ifKey}"`, el[ifKey] as string, ctx);
   if (el.ips !== undefined) sel.ips = parseIps(item, el.ips);
   if (el.mac !== undefined) sel.mac = parseMac(item, el.mac as string);
   if (el["infiniband-guid"] !== undefined) sel.infinibandGuid = el["infiniband-guid"] as string;
@@ -182,15 +193,18 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
     sel.deviceID = checkDeviceId(item, el.deviceID as string);
   }
   if (el["cni-args"] !== undefined) {
-    if (!isPlainObject(el["cni-args"])) fail(item, `key "cni-args" must be an object, got ${show(el["cni-args"])}`);
+    if (!isPlainObject(el["cni-args"]))
+      fail(item, `key "cni-args" must be an object, got ${show(el["cni-args"])}`);
     sel.cniArgs = el["cni-args"];
   }
   if (el.portMappings !== undefined) {
-    if (!Array.isArray(el.portMappings)) fail(item, `key "portMappings" must be a list, got ${show(el.portMappings)}`);
+    if (!Array.isArray(el.portMappings))
+      fail(item, `key "portMappings" must be a list, got ${show(el.portMappings)}`);
     sel.portMappings = el.portMappings;
   }
   if (el.bandwidth !== undefined) {
-    if (!isPlainObject(el.bandwidth)) fail(item, `key "bandwidth" must be an object, got ${show(el.bandwidth)}`);
+    if (!isPlainObject(el.bandwidth))
+      fail(item, `key "bandwidth" must be an object, got ${show(el.bandwidth)}`);
     sel.bandwidth = el.bandwidth;
   }
   if (el["default-route"] !== undefined) {
@@ -225,7 +239,10 @@ function parseIps(item: string, ips: unknown): string[] {
     fail(item, `key "ips" must be a non-empty list of IP addresses, got ${show(ips)}`);
   for (const ip of ips) {
     if (typeof ip !== "string" || !isIp(ip, true))
-      fail(item, `key "ips" has ${show(ip)}, which is not an IPv4 or IPv6 address (a /prefix is allowed)`);
+      fail(
+        item,
+        `key "ips" has ${show(ip)}, which is not an IPv4 or IPv6 address (a /prefix is allowed)`,
+      );
   }
   return ips as string[];
 }

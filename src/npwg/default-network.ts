@@ -91,7 +91,8 @@ export async function resolveDefaultNetworks(
   // M3: Multus's thin plugin compares the pod's *name* with systemNamespaces; this compares the namespace.
   const isSystemPod = pod !== undefined && conf.systemNamespaces.includes(pod.metadata.namespace);
   if (!isSystemPod) {
-    for (const name of conf.defaultNetworks) extra.push(await resolveNetworkName(name, "defaultNetworks entry", ctx));
+    for (const name of conf.defaultNetworks)
+      extra.push(await resolveNetworkName(name, "defaultNetworks entry", ctx));
   }
   return { clusterNetwork: cluster, defaultNetworks: extra, warnings: ctx.warnings };
 }
@@ -136,12 +137,17 @@ export function parseDefaultNetworkAnnotation(
       what: `pod annotation ${DEFAULT_NETWORK_ANNOTATION}`,
       code: Code.InvalidNetworkConfig,
     });
-    if (!Array.isArray(list)) throw overrideError(text, "the JSON form must be a list holding one object");
+    if (!Array.isArray(list))
+      throw overrideError(text, "the JSON form must be a list holding one object");
     if (list.length !== 1)
-      throw overrideError(text, `names ${list.length} networks; exactly one default network is allowed`);
+      throw overrideError(
+        text,
+        `names ${list.length} networks; exactly one default network is allowed`,
+      );
     const el: unknown = list[0];
     if (!isPlainObject(el)) throw overrideError(text, "the list element must be an object");
-    if (typeof el.name !== "string") throw overrideError(text, 'key "name" is required and must be a string');
+    if (typeof el.name !== "string")
+      throw overrideError(text, 'key "name" is required and must be a string');
     if (el.namespace !== undefined && typeof el.namespace !== "string")
       throw overrideError(text, 'key "namespace" must be a string');
     const unsupported = OVERRIDE_REQUEST_KEYS.filter((k) => el[k] !== undefined);
@@ -156,12 +162,21 @@ export function parseDefaultNetworkAnnotation(
   } else {
     const items = text.split(",");
     if (items.length !== 1)
-      throw overrideError(text, `names ${items.length} networks; exactly one default network is allowed`);
+      throw overrideError(
+        text,
+        `names ${items.length} networks; exactly one default network is allowed`,
+      );
     if (text.includes("@"))
-      throw overrideError(text, "an @interface cannot apply to the default network, which always runs on CNI_IFNAME");
+      throw overrideError(
+        text,
+        "an @interface cannot apply to the default network, which always runs on CNI_IFNAME",
+      );
     const parts = text.split("/");
     if (parts.length > 2) throw overrideError(text, "expected name or namespace/name");
-    [namespace, name] = parts.length === 2 ? [parts[0]!.trim(), parts[1]!.trim()] : [multusNamespace, parts[0]!.trim()];
+    [namespace, name] =
+      parts.length === 2
+        ? [parts[0]!.trim(), parts[1]!.trim()]
+        : [multusNamespace, parts[0]!.trim()];
   }
   validateDns1123Label(namespace, `pod annotation ${DEFAULT_NETWORK_ANNOTATION}: namespace`);
   validateDns1123Label(name, `pod annotation ${DEFAULT_NETWORK_ANNOTATION}: name`);
@@ -249,7 +264,15 @@ async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise
   throw new CniError(Code.InvalidNetworkConfig, `${what} names no network: ${tried.join("; ")}`);
 }
 
-function fromFile(value: unknown, path: string, key: string, conf: DefaultNetworksConf): ResolvedNetwork {
-  const list = parseConfList(value, { what: `${key} config ${path}`, defaultVersion: conf.cniVersion });
+function fromFile(
+  value: unknown,
+  path: string,
+  key: string,
+  conf: DefaultNetworksConf,
+): ResolvedNetwork {
+  const list = parseConfList(value, {
+    what: `${key} config ${path}`,
+    defaultVersion: conf.cniVersion,
+  });
   return { network: list.name, conf: list };
 }

@@ -62,10 +62,15 @@ export interface ApplyOptions {
   deviceNetwork?: boolean;
 }
 
-export function applySelection(conf: ConfList, sel: NetworkSelection, opts: ApplyOptions = {}): AppliedSelection {
+export function applySelection(
+  conf: ConfList,
+  sel: NetworkSelection,
+  opts: ApplyOptions = {},
+): AppliedSelection {
   const capabilityArgs = requestedCapabilities(sel);
   const declared = declaredCapabilities(conf);
-  const channelled = (c: string) => IN_CNI_ARGS.has(c) || (c === "deviceID" && opts.deviceNetwork === true);
+  const channelled = (c: string) =>
+    IN_CNI_ARGS.has(c) || (c === "deviceID" && opts.deviceNetwork === true);
   const missing = Object.keys(capabilityArgs).filter((c) => !declared.has(c) && !channelled(c));
   if (missing.length) {
     const plural = missing.length > 1;
@@ -82,12 +87,16 @@ export function applySelection(conf: ConfList, sel: NetworkSelection, opts: Appl
   if (sel.mac) own.mac = sel.mac;
   const cniArgs = withKeysFold(sel.cniArgs ?? {}, own);
   const copy = structuredClone(conf);
-  if (Object.keys(cniArgs).length === 0) return { conf: copy, capabilityArgs: structuredClone(capabilityArgs) };
+  if (Object.keys(cniArgs).length === 0)
+    return { conf: copy, capabilityArgs: structuredClone(capabilityArgs) };
   const withArgs = (p: PluginConf): PluginConf => {
     const args = isPlainObject(p.args) ? p.args : {};
     const given = getKeyFold(args, "cni");
     const cni = withKeysFold(isPlainObject(given) ? given : {}, structuredClone(cniArgs));
     return { ...p, args: withKeysFold(args, { cni }) };
   };
-  return { conf: { ...copy, plugins: copy.plugins.map(withArgs) }, capabilityArgs: structuredClone(capabilityArgs) };
+  return {
+    conf: { ...copy, plugins: copy.plugins.map(withArgs) },
+    capabilityArgs: structuredClone(capabilityArgs),
+  };
 }

@@ -31,7 +31,11 @@ const safe = (s: string) => SAFE.test(s) && s.length <= 253;
  * The device plugin's file, or undefined when a name cannot be part of a path: the resource name
  * and the device ID pass the one device rule (device-id.ts), so the file stays in `<dir>/dp`.
  */
-export function dpDeviceInfoPath(dir: string, resourceName: string, deviceID: string): string | undefined {
+export function dpDeviceInfoPath(
+  dir: string,
+  resourceName: string,
+  deviceID: string,
+): string | undefined {
   if (deviceTextProblem(resourceName, "resourceName")) return undefined;
   if (deviceTextProblem(deviceID)) return undefined;
   const file = `${resourceName.replace("/", "-")}-${deviceID}-device.json`;

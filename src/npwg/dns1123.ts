@@ -10,9 +10,11 @@ export const MAX_LABEL_LENGTH = 63;
 
 /** Why `value` is not a DNS-1123 label, or undefined when it is one. */
 export function dns1123LabelProblem(value: string): string | undefined {
-  if (typeof value !== "string") return `it is a ${value === null ? "null" : typeof value}, not a string`;
+  if (typeof value !== "string")
+    return `it is a ${value === null ? "null" : typeof value}, not a string`;
   if (value === "") return "it is empty";
-  if (value.length > MAX_LABEL_LENGTH) return `it is ${value.length} characters long, more than ${MAX_LABEL_LENGTH}`;
+  if (value.length > MAX_LABEL_LENGTH)
+    return `it is ${value.length} characters long, more than ${MAX_LABEL_LENGTH}`;
   if (!LABEL.test(value))
     return "it must consist of lower-case letters, digits and '-', and start and end with a letter or digit";
   return undefined;
@@ -23,7 +25,10 @@ export function validateDns1123Label(value: string, what: string): string {
   const problem = dns1123LabelProblem(value);
   if (problem) {
     const shown = typeof value === "string" ? show(value) : String(value);
-    throw new CniError(Code.InvalidNetworkConfig, `${what} ${shown} is not a valid DNS-1123 label: ${problem}`);
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what} ${shown} is not a valid DNS-1123 label: ${problem}`,
+    );
   }
   return value;
 }

@@ -23,7 +23,9 @@ export interface IsolationConf {
 /** Multus's default for an unset `globalNamespaces`. */
 export const DEFAULT_GLOBAL_NAMESPACES: readonly string[] = ["default"];
 
-export function effectiveGlobalNamespaces(conf: Pick<IsolationConf, "globalNamespaces">): readonly string[] {
+export function effectiveGlobalNamespaces(
+  conf: Pick<IsolationConf, "globalNamespaces">,
+): readonly string[] {
   return conf.globalNamespaces.length ? conf.globalNamespaces : DEFAULT_GLOBAL_NAMESPACES;
 }
 

@@ -35,7 +35,11 @@ function nadRef(nad: Nad): string {
   return `${nad.metadata.namespace}/${nad.metadata.name}`;
 }
 
-export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: ResolveNadOptions = {}): ResolvedNad {
+export function resolveNadConfig(
+  nad: Nad,
+  files: readonly ConfFile[],
+  opts: ResolveNadOptions = {},
+): ResolvedNad {
   const what = `NetworkAttachmentDefinition ${nadRef(nad)}`;
   const warnings: string[] = [];
   const config: unknown = nad.spec?.config;
@@ -52,7 +56,11 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: Res
       maxBytes: MAX_NAD_CONFIG_BYTES,
       code: Code.InvalidNetworkConfig,
     });
-    return { conf: parse(value, `${what} spec.config`, nad, opts, warnings), source: "spec.config", warnings };
+    return {
+      conf: parse(value, `${what} spec.config`, nad, opts, warnings),
+      source: "spec.config",
+      warnings,
+    };
   }
   if (opts.confDirAllowed === false) {
     throw new CniError(
@@ -65,7 +73,11 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: Res
   warnings.push(...found.warnings);
   if (found.picked) {
     const { path, value } = found.picked;
-    return { conf: parse(value, `${what} (config from ${path})`, nad, opts, warnings), source: path, warnings };
+    return {
+      conf: parse(value, `${what} (config from ${path})`, nad, opts, warnings),
+      source: path,
+      warnings,
+    };
   }
   // B32.
   throw new CniError(
@@ -75,7 +87,13 @@ export function resolveNadConfig(nad: Nad, files: readonly ConfFile[], opts: Res
   );
 }
 
-function parse(value: unknown, what: string, nad: Nad, opts: ResolveNadOptions, warnings: string[]): ConfList {
+function parse(
+  value: unknown,
+  what: string,
+  nad: Nad,
+  opts: ResolveNadOptions,
+  warnings: string[],
+): ConfList {
   if (!isPlainObject(value)) {
     const kind = value === null ? "JSON null" : Array.isArray(value) ? "a list" : typeof value;
     throw new CniError(

@@ -31,7 +31,11 @@ export function typesOf(list: ConfList): string[] {
   return [...types];
 }
 
-export function checkPluginTypes(list: ConfList, allowed: readonly string[] | undefined, network: string): void {
+export function checkPluginTypes(
+  list: ConfList,
+  allowed: readonly string[] | undefined,
+  network: string,
+): void {
   if (!allowed) return;
   const refused = typesOf(list).filter((t) => !allowed.includes(t));
   if (refused.length === 0) return;

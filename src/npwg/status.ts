@@ -5,7 +5,13 @@
 import { CniError, Code } from "../cni/errors";
 import { toResult } from "../cni/result/convert";
 import { isPlainObject } from "../cni/json";
-import { familyOf, type AnyResult, type Interface, type IpConfig, type Result } from "../cni/result/types";
+import {
+  familyOf,
+  type AnyResult,
+  type Interface,
+  type IpConfig,
+  type Result,
+} from "../cni/result/types";
 import { NETWORK_STATUS_ANNOTATION, type NetworkStatus } from "./types";
 
 export interface StatusInput {
@@ -26,7 +32,8 @@ export interface StatusInput {
 const withoutPrefix = (ip: IpConfig) => ip.address.split("/")[0]!;
 const isIpConfig = (ip: unknown): ip is IpConfig =>
   typeof ip === "object" && ip !== null && typeof (ip as IpConfig).address === "string";
-const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+const strings = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
 
 /**
  * One attachment's entry. B59: a result without `interfaces`, without a `sandbox`, with an
@@ -37,7 +44,11 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is
  * was given (the spec names none for that case; the name the pod sees is the best there is).
  */
 export function buildNetworkStatus(input: StatusInput): NetworkStatus {
-  const status: NetworkStatus = { name: input.name, interface: input.ifName, default: input.isDefault };
+  const status: NetworkStatus = {
+    name: input.name,
+    interface: input.ifName,
+    default: input.isDefault,
+  };
   const extras = () => {
     if (input.gateway?.length) status.gateway = [...input.gateway];
     if (input.deviceInfo) status["device-info"] = input.deviceInfo;
@@ -58,13 +69,20 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
     // N5.1.1, N5.3.2: the first interface with a sandbox.
     const ifaces: unknown[] = Array.isArray(r.interfaces) ? r.interfaces : [];
     const k = ifaces.findIndex(
-      (i) => isPlainObject(i) && typeof i.sandbox === "string" && i.sandbox !== "" && typeof i.name === "string",
+      (i) =>
+        isPlainObject(i) &&
+        typeof i.sandbox === "string" &&
+        i.sandbox !== "" &&
+        typeof i.name === "string",
     );
     const iface = k >= 0 ? (ifaces[k] as Interface) : undefined;
     // N5.3.3: that interface's IPs; with no sandbox interface, the IPs that name no interface.
     const own = iface
       ? ips.filter((ip) => ip.interface === k)
-      : ips.filter((ip) => ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0));
+      : ips.filter(
+          (ip) =>
+            ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0),
+        );
     if (iface) {
       status.interface = iface.name;
       // N5.3.4: a mac only with its interface, which is always set here.
@@ -93,7 +111,10 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
 export function buildNetworkStatusAnnotation(entries: readonly NetworkStatus[]): string {
   const defaults = entries.filter((e) => e.default).length;
   if (defaults !== 1)
-    throw new CniError(Code.Internal, `network-status must have exactly one default network entry, has ${defaults}`);
+    throw new CniError(
+      Code.Internal,
+      `network-status must have exactly one default network entry, has ${defaults}`,
+    );
   return JSON.stringify(entries);
 }
 
@@ -105,7 +126,10 @@ export const MAX_ANNOTATIONS_BYTES = 256 * 1024;
  * overwritten, so it does not count) must stay under the limit; otherwise a clear error, before
  * the API server answers with an opaque 422 after every delegate ran.
  */
-export function checkAnnotationBudget(annotations: Readonly<Record<string, string>>, statusValue: string): void {
+export function checkAnnotationBudget(
+  annotations: Readonly<Record<string, string>>,
+  statusValue: string,
+): void {
   let total = Buffer.byteLength(NETWORK_STATUS_ANNOTATION) + Buffer.byteLength(statusValue);
   for (const [k, v] of Object.entries(annotations)) {
     if (k !== NETWORK_STATUS_ANNOTATION) total += Buffer.byteLength(k) + Buffer.byteLength(v);

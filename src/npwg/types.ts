@@ -24,7 +24,11 @@ export interface Pod {
  * claims (k8s/dra.ts trims them): its claims, and the extended resources its containers request.
  */
 export interface PodClaimSpec {
-  resourceClaims?: Array<{ name: string; resourceClaimName?: string; resourceClaimTemplateName?: string }>;
+  resourceClaims?: Array<{
+    name: string;
+    resourceClaimName?: string;
+    resourceClaimTemplateName?: string;
+  }>;
   /** Only the extended resources (names with a domain) of each container's requests and limits. */
   containers?: Array<{
     name: string;
@@ -47,7 +51,12 @@ export interface PodClaimStatus {
 export interface Nad {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace: string; annotations?: Record<string, string>; resourceVersion?: string };
+  metadata: {
+    name: string;
+    namespace: string;
+    annotations?: Record<string, string>;
+    resourceVersion?: string;
+  };
   spec?: { config?: string };
 }
 

@@ -18,7 +18,8 @@ interface ParsedIp {
 function parseIp(text: unknown): ParsedIp | undefined {
   if (typeof text !== "string") return undefined;
   const [bare = "", prefix, extra] = text.split("/");
-  if (extra !== undefined || (prefix !== undefined && !/^[0-9]{1,3}$/.test(prefix))) return undefined;
+  if (extra !== undefined || (prefix !== undefined && !/^[0-9]{1,3}$/.test(prefix)))
+    return undefined;
   const addr = canonicalIp(bare);
   if (addr === undefined) return undefined;
   return prefix === undefined ? { addr } : { addr, prefix: Number(prefix) };
@@ -38,7 +39,8 @@ const normaliseMac = (mac: string) => mac.toLowerCase().replaceAll("-", ":");
 function attachmentInterface(result: Result, ifName: string): number {
   const ifaces = Array.isArray(result.interfaces) ? result.interfaces : [];
   const named = (i: { name?: unknown }) => i?.name === ifName;
-  const inSandbox = (i: { sandbox?: unknown }) => typeof i?.sandbox === "string" && i.sandbox !== "";
+  const inSandbox = (i: { sandbox?: unknown }) =>
+    typeof i?.sandbox === "string" && i.sandbox !== "";
   let index = ifaces.findIndex((i) => inSandbox(i) && named(i));
   if (index < 0) index = ifaces.findIndex(inSandbox);
   if (index < 0) index = ifaces.findIndex(named);
@@ -56,9 +58,13 @@ export function verifyAttachment(result: Result, sel: NetworkSelection, ifName: 
   const index = attachmentInterface(result, ifName);
   if (sel.ips?.length) {
     const ips = (Array.isArray(result.ips) ? result.ips : []).filter(
-      (ip) => ip && (ip.interface === undefined || ip.interface < 0 || (index >= 0 && ip.interface === index)),
+      (ip) =>
+        ip &&
+        (ip.interface === undefined || ip.interface < 0 || (index >= 0 && ip.interface === index)),
     );
-    const assigned = ips.map((ip) => parseIp(ip.address)).filter((p): p is ParsedIp => p !== undefined);
+    const assigned = ips
+      .map((ip) => parseIp(ip.address))
+      .filter((p): p is ParsedIp => p !== undefined);
     const missing = sel.ips.filter((want) => {
       const w = parseIp(want);
       return !w || !assigned.some((got) => matches(w, got));

@@ -50,7 +50,11 @@ export async function clusterLists(
     const out: T[] = [];
     let cont: string | undefined;
     do {
-      const page = await api.list(path, { ...query, limit: "500", ...(cont ? { continue: cont } : {}) });
+      const page = await api.list(path, {
+        ...query,
+        limit: "500",
+        ...(cont ? { continue: cont } : {}),
+      });
       for (const item of Array.isArray(page.items) ? page.items : []) {
         const t = trim(item as Record<string, unknown>);
         if (t) out.push(t);
@@ -62,10 +66,13 @@ export async function clusterLists(
   };
   return {
     nads: () => all(`/apis/${NAD_GROUP}/${NAD_VERSION}/${NAD_PLURAL}`, {}, (o) => trimNad(o, "")),
-    pods: (nodeName) => all("/api/v1/pods", { fieldSelector: `spec.nodeName=${nodeName}` }, (o) => trimPod(o, "")),
+    pods: (nodeName) =>
+      all("/api/v1/pods", { fieldSelector: `spec.nodeName=${nodeName}` }, (o) => trimPod(o, "")),
     slices: (nodeName) =>
-      all(`/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`, { fieldSelector: `spec.nodeName=${nodeName}` }, (o) =>
-        trimResourceSlice(o),
+      all(
+        `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`,
+        { fieldSelector: `spec.nodeName=${nodeName}` },
+        (o) => trimResourceSlice(o),
       ),
     close: () => api.close(),
   };

@@ -41,7 +41,10 @@ export interface OpsContext extends NodeConfig {
 
 export const DEFAULT_CNI_PATH = "/opt/cni/bin";
 
-export function cniPathOf(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string[] {
+export function cniPathOf(
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): string[] {
   return (flag ?? env.CNI_PATH ?? DEFAULT_CNI_PATH).split(":").filter(Boolean);
 }
 
@@ -79,11 +82,19 @@ export async function opsContext(
   const json = wantsJson(flags.output);
   const node = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir });
   if (flags.kubeconfig) node.conf.kubeconfig = flags.kubeconfig;
-  const log = await createLogger({ logLevel: flags.logLevel ?? "panic", logToStderr: true }, { component: "ops" });
+  const log = await createLogger(
+    { logLevel: flags.logLevel ?? "panic", logToStderr: true },
+    { component: "ops" },
+  );
   const kube = kubeFactory(node.conf, {
     env,
     log,
-    client: { retry: { requestTimeoutMs: node.conf.apiRequestTimeoutMs, totalTimeoutMs: node.conf.apiTotalTimeoutMs } },
+    client: {
+      retry: {
+        requestTimeoutMs: node.conf.apiRequestTimeoutMs,
+        totalTimeoutMs: node.conf.apiTotalTimeoutMs,
+      },
+    },
   });
   return { ...node, cniPath: cniPathOf(flags.cniPath, env), kube, log, json, env };
 }
@@ -105,7 +116,10 @@ export class ReadOnlyKube implements KubeApi {
   async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
     return this.inner.getResourceClaim?.(namespace, name);
   }
-  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  async listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]> {
     return (await this.inner.listResourceSlices?.(query)) ?? [];
   }
   async setNetworkStatus(): Promise<void> {}

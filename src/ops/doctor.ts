@@ -43,7 +43,9 @@ export function tokenExpiry(token: string): Date | undefined {
   const payload = token.trim().split(".")[1];
   if (!payload) return undefined;
   try {
-    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { exp?: unknown };
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as {
+      exp?: unknown;
+    };
     return typeof claims.exp === "number" ? new Date(claims.exp * 1000) : undefined;
   } catch {
     return undefined;
@@ -54,19 +56,21 @@ export function tokenExpiry(token: string): Date | undefined {
 export async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
   const raw = await readKubeconfig(kubeconfig);
   const ctxName = raw["current-context"];
-  const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find((c) => isPlainObject(c) && c.name === ctxName) as
-    | Record<string, unknown>
-    | undefined;
+  const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find(
+    (c) => isPlainObject(c) && c.name === ctxName,
+  ) as Record<string, unknown> | undefined;
   const userName = isPlainObject(ctx?.context) ? ctx.context.user : undefined;
   const users = Array.isArray(raw.users) ? raw.users : [];
   const entry = (users.find((u) => isPlainObject(u) && u.name === userName) ?? users[0]) as
     | Record<string, unknown>
     | undefined;
   const user = isPlainObject(entry?.user) ? entry.user : {};
-  if (typeof user.token === "string") return { token: user.token, from: `${kubeconfig} (inline token)` };
+  if (typeof user.token === "string")
+    return { token: user.token, from: `${kubeconfig} (inline token)` };
   // readKubeconfig made `tokenFile` or `token-file` one absolute `token-file`.
   const path = user["token-file"];
-  if (typeof path === "string") return { token: readCredentialFile(path).toString("utf8"), from: path };
+  if (typeof path === "string")
+    return { token: readCredentialFile(path).toString("utf8"), from: path };
   return { from: `${kubeconfig} (no token: client certificate or credential plugin)` };
 }
 
@@ -115,7 +119,12 @@ function socketGet(socketPath: string, path: string): Promise<{ status: number; 
 }
 
 async function checkDaemon(socket: string, add: Add): Promise<void> {
-  if (!socket) return add("ok", "daemon", 'daemonSocket is "": thin mode, every ADD reads from the API server');
+  if (!socket)
+    return add(
+      "ok",
+      "daemon",
+      'daemonSocket is "": thin mode, every ADD reads from the API server',
+    );
   if (!existsSync(socket))
     return add(
       "warning",
@@ -126,9 +135,15 @@ async function checkDaemon(socket: string, add: Add): Promise<void> {
     const ready = await socketGet(socket, "/readyz");
     const metrics = (await socketGet(socket, "/metrics")).text;
     const count = (kind: string) =>
-      new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\d+)`, "m").exec(metrics)?.[1] ?? "?";
+      new RegExp(`^plexus_daemon_cache_objects\\{kind="${kind}"\\} (\\d+)`, "m").exec(
+        metrics,
+      )?.[1] ?? "?";
     if (ready.status === 200)
-      add("ok", "daemon", `${socket}: caches synced (${count("pod")} pod(s) of this node, ${count("nad")} NAD(s))`);
+      add(
+        "ok",
+        "daemon",
+        `${socket}: caches synced (${count("pod")} pod(s) of this node, ${count("nad")} NAD(s))`,
+      );
     else
       add(
         "warning",
@@ -170,11 +185,20 @@ async function checkApi(ctx: OpsContext, add: Add): Promise<void> {
     const api = await loadKubeApi(conf, {
       env: ctx.env,
       log: ctx.log,
-      client: { retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs } },
+      client: {
+        retry: {
+          requestTimeoutMs: conf.apiRequestTimeoutMs,
+          totalTimeoutMs: conf.apiTotalTimeoutMs,
+        },
+      },
     });
     try {
       await api?.getNad(conf.multusNamespace, "plexus-doctor-probe");
-      add("ok", "api server", "reachable, and the credentials may read NetworkAttachmentDefinitions");
+      add(
+        "ok",
+        "api server",
+        "reachable, and the credentials may read NetworkAttachmentDefinitions",
+      );
     } finally {
       await api?.close();
     }
@@ -211,7 +235,12 @@ function checkDisk(cniDir: string, add: Add): void {
     const s = statfsSync(dir);
     const free = Number(s.bavail) * Number(s.bsize);
     const mib = Math.floor(free / 1024 / 1024);
-    if (mib < 64) add("error", "disk", `${mib} MiB free under ${dir}: ADD cannot write its records; free some space`);
+    if (mib < 64)
+      add(
+        "error",
+        "disk",
+        `${mib} MiB free under ${dir}: ADD cannot write its records; free some space`,
+      );
     else if (mib < 512) add("warning", "disk", `${mib} MiB free under ${dir}`);
     else add("ok", "disk", `${mib} MiB free under ${dir} (cniDir ${cniDir})`);
   } catch (err) {
@@ -227,7 +256,8 @@ function checkRuntimeConfig(confDir: string, add: Add): void {
       "runtime config",
       `no usable CNI config in ${confDir}: the node is NotReady; is plexus install running?`,
     );
-  else if (choice.isPlexus) add("ok", "runtime config", `${choice.path} (the first in ${confDir}) runs Plexus`);
+  else if (choice.isPlexus)
+    add("ok", "runtime config", `${choice.path} (the first in ${confDir}) runs Plexus`);
   else
     add(
       "error",
@@ -296,7 +326,8 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
 
 function checkReadiness(conf: OpsContext["conf"], add: Add): void {
   if (!conf.readinessindicatorfile) return;
-  if (existsSync(conf.readinessindicatorfile)) add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
+  if (existsSync(conf.readinessindicatorfile))
+    add("ok", "readiness", `${conf.readinessindicatorfile} exists`);
   else
     add(
       "error",

@@ -33,5 +33,8 @@ export function checkResourceName(
       msg: `resourceName ${resourceName}: no DRA driver on node ${nodeName} publishes a device with ${RESOURCE_NAME_ATTRIBUTE}=${resourceName} in its ResourceSlices; pods need a device plugin of that name (kubelet) or such a driver`,
     };
   const list = [...drivers].map(([d, n]) => `${d} (${n} device(s))`).join(", ");
-  return { level: "ok", msg: `resourceName ${resourceName}: published on node ${nodeName} by ${list}` };
+  return {
+    level: "ok",
+    msg: `resourceName ${resourceName}: published on node ${nodeName} by ${list}`,
+  };
 }

@@ -45,7 +45,9 @@ async function selectionProblem(
       );
     const files = await ctx.source.confDirFiles();
     try {
-      const { conf } = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
+      const { conf } = resolveNadConfig(nad, files, {
+        confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf),
+      });
       checkPluginTypes(conf, ctx.conf.allowedPluginTypes, reference);
       // The first missing binary, as ADD stops at it for this network.
       const [missing] = await missingPluginBinaries(conf, ctx.pluginDirs);
@@ -64,7 +66,10 @@ async function selectionProblem(
 }
 
 /** Each default network on its own: the cluster network, then every `defaultNetworks` entry. */
-async function defaultNetworkProblems(pod: Pod, ctx: SweepContext & { source: FsNetworkSource }): Promise<CniError[]> {
+async function defaultNetworkProblems(
+  pod: Pod,
+  ctx: SweepContext & { source: FsNetworkSource },
+): Promise<CniError[]> {
   const problems: CniError[] = [];
   const dirs = ctx.pluginDirs;
   const one = async (defaultNetworks: string[]) => {
@@ -83,15 +88,23 @@ async function defaultNetworkProblems(pod: Pod, ctx: SweepContext & { source: Fs
 }
 
 /** Every problem of the pod's networks, each message as ADD would give it (the pod named first). */
-export async function sweepPodNetworks(pod: Pod, ref: PodRef, ctx: SweepContext): Promise<CniError[]> {
+export async function sweepPodNetworks(
+  pod: Pod,
+  ref: PodRef,
+  ctx: SweepContext,
+): Promise<CniError[]> {
   const withSource = { ...ctx, source: new FsNetworkSource(ctx.conf.confDir, ctx.kube) };
   const problems = await defaultNetworkProblems(pod, withSource);
   let selections: NetworkSelection[] = [];
   try {
-    selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
-      maxSelections: ctx.conf.maxNetworks,
-      reservedIfName: ctx.ifName,
-    });
+    selections = parseNetworksAnnotation(
+      pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "",
+      ref.namespace,
+      {
+        maxSelections: ctx.conf.maxNetworks,
+        reservedIfName: ctx.ifName,
+      },
+    );
   } catch (err) {
     problems.push(asCniError(err));
   }

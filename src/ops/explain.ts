@@ -93,7 +93,10 @@ function podArg(
   return b === undefined ? { namespace: "default", name: a! } : { namespace: a!, name: b };
 }
 
-async function kubeFor(ctx: OpsContext, f: ExplainFlags): Promise<{ kube?: KubeApi; manifest?: ManifestKube }> {
+async function kubeFor(
+  ctx: OpsContext,
+  f: ExplainFlags,
+): Promise<{ kube?: KubeApi; manifest?: ManifestKube }> {
   if (f.file) {
     const manifest = new ManifestKube(f.file, f.nads);
     return { kube: manifest, manifest };
@@ -103,12 +106,19 @@ async function kubeFor(ctx: OpsContext, f: ExplainFlags): Promise<{ kube?: KubeA
 }
 
 /** Where a NAD attachment's config came from, asked of ADD's resolver again (the plan does not keep it). */
-async function nadSource(kube: KubeApi, att: Attachment, ctx: OpsContext): Promise<string | undefined> {
+async function nadSource(
+  kube: KubeApi,
+  att: Attachment,
+  ctx: OpsContext,
+): Promise<string | undefined> {
   const sel = att.selection!;
   const nad = await kube.getNad(sel.namespace, sel.name).catch(() => undefined);
   if (!nad) return undefined;
   try {
-    return resolveNadConfig(nad, await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles()).source;
+    return resolveNadConfig(
+      nad,
+      await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles(),
+    ).source;
   } catch {
     return undefined;
   }
@@ -124,7 +134,15 @@ function addRequest(
   const rawArgs = ref
     ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}`
     : "";
-  return { command: "ADD", containerId: CONTAINER, netns: NETNS, ifName, args: parseCniArgs(rawArgs), rawArgs, path };
+  return {
+    command: "ADD",
+    containerId: CONTAINER,
+    netns: NETNS,
+    ifName,
+    args: parseCniArgs(rawArgs),
+    rawArgs,
+    path,
+  };
 }
 
 /** ADD waits for the readiness file first (readiness.ts) and fails with code 11 when it never comes. */
@@ -137,14 +155,26 @@ function readinessError(ctx: OpsContext): { code: number; msg: string } | undefi
   };
 }
 
-export async function explain(pod: string | undefined, flags: ExplainFlags, env = process.env): Promise<Explanation> {
+export async function explain(
+  pod: string | undefined,
+  flags: ExplainFlags,
+  env = process.env,
+): Promise<Explanation> {
   const ctx = await opsContext(flags, env);
   const notes: string[] = [];
-  const report: Explanation = { config: ctx.path, cniPath: ctx.cniPath, attachments: [], errors: [], notes };
-  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path)) notes.push(r.msg);
+  const report: Explanation = {
+    config: ctx.path,
+    cniPath: ctx.cniPath,
+    attachments: [],
+    errors: [],
+    notes,
+  };
+  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path))
+    notes.push(r.msg);
   const fail = (err: unknown) => {
     const e = asCniError(err);
-    if (!report.errors.some((x) => x.msg === e.message)) report.errors.push({ code: e.code, msg: e.message });
+    if (!report.errors.some((x) => x.msg === e.message))
+      report.errors.push({ code: e.code, msg: e.message });
   };
   try {
     const { kube, manifest } = await kubeFor(ctx, flags);
@@ -152,12 +182,20 @@ export async function explain(pod: string | undefined, flags: ExplainFlags, env 
     // No Kubernetes access: ADD's planner says what ADD would (fail, or the default network only
     // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
     if (ref && !kube)
-      notes.push(`config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`);
+      notes.push(
+        `config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`,
+      );
     const ro = kube ? new ReadOnlyKube(kube) : undefined;
     // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
-    const found = ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;
+    const found =
+      ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;
     if (ref) report.pod = `${ref.namespace}/${ref.name}`;
-    const req = addRequest(ref, flags.uid ?? found?.metadata.uid, flags.ifname ?? "eth0", ctx.cniPath);
+    const req = addRequest(
+      ref,
+      flags.uid ?? found?.metadata.uid,
+      flags.ifname ?? "eth0",
+      ctx.cniPath,
+    );
     const readiness = readinessError(ctx);
     if (readiness) report.errors.push(readiness);
     try {
@@ -186,7 +224,12 @@ export async function explain(pod: string | undefined, flags: ExplainFlags, env 
 /** ADD's own plan for the request, each attachment's plugins, environment and binaries. */
 async function planInto(
   report: Explanation,
-  o: { req: CniRequest; ctx: OpsContext; ro: ReadOnlyKube | undefined; fail: (err: unknown) => void },
+  o: {
+    req: CniRequest;
+    ctx: OpsContext;
+    ro: ReadOnlyKube | undefined;
+    fail: (err: unknown) => void;
+  },
 ): Promise<void> {
   const { req, ctx, ro } = o;
   const log = noteLogger(report.notes, ctx.log);
@@ -271,7 +314,11 @@ export function renderExplanation(explanation: Explanation): string {
   if (explanation.attachments.length)
     lines.push(`ADD would attach ${explanation.attachments.length} network(s), in this order:`);
   else
-    lines.push(explanation.errors.length ? "ADD would stop before attaching anything." : "ADD would attach nothing.");
+    lines.push(
+      explanation.errors.length
+        ? "ADD would stop before attaching anything."
+        : "ADD would attach nothing.",
+    );
   for (const a of explanation.attachments) {
     lines.push("");
     const from = a.source
@@ -283,8 +330,11 @@ export function renderExplanation(explanation: Explanation): string {
       `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`,
     );
     if (a.device)
-      lines.push(`    device: ${a.device.deviceID} of ${a.device.resourceName} (${deviceSource(a.device)})`);
-    if (Object.keys(a.capabilityArgs).length) lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
+      lines.push(
+        `    device: ${a.device.deviceID} of ${a.device.resourceName} (${deviceSource(a.device)})`,
+      );
+    if (Object.keys(a.capabilityArgs).length)
+      lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);
       lines.push(

@@ -23,7 +23,8 @@ export interface IpamCheck {
 
 function ipToBigInt(ip: string): { family: 4 | 6; value: bigint } | undefined {
   const family = isIP(ip);
-  if (family === 4) return { family, value: ip.split(".").reduce((n, o) => (n << 8n) + BigInt(Number(o)), 0n) };
+  if (family === 4)
+    return { family, value: ip.split(".").reduce((n, o) => (n << 8n) + BigInt(Number(o)), 0n) };
   if (family !== 6) return undefined;
   let text = ip;
   const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
@@ -34,7 +35,8 @@ function ipToBigInt(ip: string): { family: 4 | 6; value: bigint } | undefined {
   const [head, tail] = text.split("::") as [string, string | undefined];
   const h = head ? head.split(":") : [];
   const t = tail ? tail.split(":") : [];
-  const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill("0"), ...t];
+  const groups =
+    tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill("0"), ...t];
   return { family: 6, value: groups.reduce((n, g) => (n << 16n) + BigInt(parseInt(g, 16)), 0n) };
 }
 
@@ -71,14 +73,18 @@ function checkRange(r: RangeSpec, where: string, out: IpamCheck): void {
   }
   const cidr = parseCidr(r.subnet);
   if (!cidr) {
-    out.errors.push(`${where}: subnet ${JSON.stringify(r.subnet)} is not an address/prefix (e.g. 10.1.0.0/24)`);
+    out.errors.push(
+      `${where}: subnet ${JSON.stringify(r.subnet)} is not an address/prefix (e.g. 10.1.0.0/24)`,
+    );
     return;
   }
   const point = (name: string, value: string | undefined): bigint | undefined => {
     if (value === undefined) return undefined;
     const ip = ipToBigInt(value);
     if (!ip || ip.family !== cidr.family)
-      out.errors.push(`${where}: ${name} ${JSON.stringify(value)} is not an IPv${cidr.family} address`);
+      out.errors.push(
+        `${where}: ${name} ${JSON.stringify(value)} is not an IPv${cidr.family} address`,
+      );
     else if (ip.value < cidr.first || ip.value > cidr.last)
       out.errors.push(`${where}: ${name} ${value} is outside subnet ${r.subnet}`);
     else return ip.value;
@@ -103,11 +109,17 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
   if (ipam.type === "host-local") {
     if (Array.isArray(ipam.ranges)) {
       ipam.ranges.forEach((set, i) => {
-        if (!Array.isArray(set)) return out.errors.push(`${where}: ipam.ranges[${i}] must be a list of ranges`);
+        if (!Array.isArray(set))
+          return out.errors.push(`${where}: ipam.ranges[${i}] must be a list of ranges`);
         set.forEach((r, j) => {
           const o = isPlainObject(r) ? r : {};
           checkRange(
-            { subnet: str(o.subnet), start: str(o.rangeStart), end: str(o.rangeEnd), gateway: str(o.gateway) },
+            {
+              subnet: str(o.subnet),
+              start: str(o.rangeStart),
+              end: str(o.rangeEnd),
+              gateway: str(o.gateway),
+            },
             `${where}: ipam.ranges[${i}][${j}]`,
             out,
           );
@@ -116,7 +128,12 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
       });
     } else
       checkRange(
-        { subnet: str(ipam.subnet), start: str(ipam.rangeStart), end: str(ipam.rangeEnd), gateway: str(ipam.gateway) },
+        {
+          subnet: str(ipam.subnet),
+          start: str(ipam.rangeStart),
+          end: str(ipam.rangeEnd),
+          gateway: str(ipam.gateway),
+        },
         `${where}: ipam`,
         out,
       );
@@ -124,10 +141,16 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
     const range = str(ipam.range);
     // whereabouts also accepts "10.0.0.10-10.0.0.20/24"-style ranges: the address part before "-" then.
     const m = range ? /^([^-]+)-([^/]+)(\/\d+)$/.exec(range) : null;
-    if (m) checkRange({ subnet: `${m[1]}${m[3]}`, start: m[1], end: m[2] }, `${where}: ipam.range`, out);
+    if (m)
+      checkRange({ subnet: `${m[1]}${m[3]}`, start: m[1], end: m[2] }, `${where}: ipam.range`, out);
     else
       checkRange(
-        { subnet: range, start: str(ipam.range_start), end: str(ipam.range_end), gateway: str(ipam.gateway) },
+        {
+          subnet: range,
+          start: str(ipam.range_start),
+          end: str(ipam.range_end),
+          gateway: str(ipam.gateway),
+        },
         `${where}: ipam`,
         out,
       );

@@ -13,7 +13,10 @@ import type { KubeApi } from "../k8s/kube-api";
 import type { Nad, Pod } from "../npwg/types";
 
 /** The first Pod (or NetworkAttachmentDefinition, with `kind`) in a YAML/JSON manifest file. */
-export function readManifest<T extends Pod | Nad>(path: string, kind: "Pod" | "NetworkAttachmentDefinition"): T[] {
+export function readManifest<T extends Pod | Nad>(
+  path: string,
+  kind: "Pod" | "NetworkAttachmentDefinition",
+): T[] {
   let docs: unknown[];
   try {
     docs = loadAll(readFileSync(path, "utf8"));
@@ -24,16 +27,26 @@ export function readManifest<T extends Pod | Nad>(path: string, kind: "Pod" | "N
       `${path}: ${e.code ? `cannot be read (${e.code})` : `is not valid YAML/JSON: ${e.message.split("\n")[0]}`}`,
     );
   }
-  const items = docs.flatMap((d) => (isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d]));
+  const items = docs.flatMap((d) =>
+    isPlainObject(d) && d.kind === "List" && Array.isArray(d.items) ? d.items : [d],
+  );
   const out: T[] = [];
   for (const d of items) {
-    if (!isPlainObject(d) || d.kind !== kind || !isPlainObject(d.metadata) || typeof d.metadata.name !== "string")
+    if (
+      !isPlainObject(d) ||
+      d.kind !== kind ||
+      !isPlainObject(d.metadata) ||
+      typeof d.metadata.name !== "string"
+    )
       continue;
     const namespace =
-      typeof d.metadata.namespace === "string" && d.metadata.namespace ? d.metadata.namespace : "default";
+      typeof d.metadata.namespace === "string" && d.metadata.namespace
+        ? d.metadata.namespace
+        : "default";
     out.push({ ...d, metadata: { ...d.metadata, namespace } } as unknown as T);
   }
-  if (out.length === 0) throw new CniError(Code.InvalidNetworkConfig, `${path}: no ${kind} with a metadata.name in it`);
+  if (out.length === 0)
+    throw new CniError(Code.InvalidNetworkConfig, `${path}: no ${kind} with a metadata.name in it`);
   return out;
 }
 
@@ -47,8 +60,12 @@ export class ManifestKube implements KubeApi {
   }
 
   async getPod(namespace: string, name: string): Promise<Pod> {
-    if (this.pod.metadata.namespace === namespace && this.pod.metadata.name === name) return this.pod;
-    throw new CniError(Code.UnknownContainer, `pod ${namespace}/${name} is not the pod of the given file`);
+    if (this.pod.metadata.namespace === namespace && this.pod.metadata.name === name)
+      return this.pod;
+    throw new CniError(
+      Code.UnknownContainer,
+      `pod ${namespace}/${name} is not the pod of the given file`,
+    );
   }
 
   async getNad(namespace: string, name: string): Promise<Nad | undefined> {
@@ -60,7 +77,10 @@ export class ManifestKube implements KubeApi {
     return this.nads?.getResourceClaim(namespace, name);
   }
 
-  async listResourceSlices(query: { nodeName?: string | undefined; driver: string }): Promise<ResourceSlice[]> {
+  async listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]> {
     return (await this.nads?.listResourceSlices(query)) ?? [];
   }
 

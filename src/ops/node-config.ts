@@ -7,7 +7,12 @@
 import { readFileSync } from "node:fs";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
-import { DEFAULT_CONF_DIR, parsePlexusConf, plexusEntry, type PlexusConf } from "../config/plugin-conf";
+import {
+  DEFAULT_CONF_DIR,
+  parsePlexusConf,
+  plexusEntry,
+  type PlexusConf,
+} from "../config/plugin-conf";
 import { readConfDir } from "../install/primary";
 import { firstConfigFile } from "../npwg/conf-dir";
 
@@ -42,7 +47,10 @@ export function runtimeConfig(confDir: string): RuntimeChoice {
 }
 
 /** Reads and parses the Plexus config (the same parser as a CNI call's stdin). */
-export function loadNodeConfig(source: { config?: string | undefined; confDir?: string | undefined }): NodeConfig {
+export function loadNodeConfig(source: {
+  config?: string | undefined;
+  confDir?: string | undefined;
+}): NodeConfig {
   let path = source.config;
   let value: unknown;
   if (path) {
@@ -76,7 +84,8 @@ export function loadNodeConfig(source: { config?: string | undefined; confDir?: 
     path = choice.path;
     value = choice.value;
   }
-  if (!isPlainObject(value)) throw new CniError(Code.InvalidNetworkConfig, `config ${path} is not a JSON object`);
+  if (!isPlainObject(value))
+    throw new CniError(Code.InvalidNetworkConfig, `config ${path} is not a JSON object`);
   const entry = plexusEntry(value) ?? value;
   return { path, conf: parsePlexusConf(entry) };
 }

@@ -25,8 +25,13 @@ export function tokenBinding(token: string): { node?: string; pod?: string } | u
   const payload = token.trim().split(".")[1];
   if (!payload) return undefined;
   try {
-    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as Record<string, unknown>;
-    const k = claims["kubernetes.io"] as { node?: { name?: unknown }; pod?: { name?: unknown } } | undefined;
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as Record<
+      string,
+      unknown
+    >;
+    const k = claims["kubernetes.io"] as
+      | { node?: { name?: unknown }; pod?: { name?: unknown } }
+      | undefined;
     const node = typeof k?.node?.name === "string" ? k.node.name : undefined;
     const pod = typeof k?.pod?.name === "string" ? k.pod.name : undefined;
     return { ...(node ? { node } : {}), ...(pod ? { pod } : {}) };
@@ -44,7 +49,8 @@ function checkTokenNode(t: { token?: string; from: string }, add: Add): void {
       "token node",
       `${t.from} is not a bound service-account token (no JWT): the API server cannot tell which node writes with it; with node-scoped writes installed its writes are refused`,
     );
-  if (b.node) return add("ok", "token node", `${t.from} was issued on node ${b.node} (pod ${b.pod ?? "?"})`);
+  if (b.node)
+    return add("ok", "token node", `${t.from} was issued on node ${b.node} (pod ${b.pod ?? "?"})`);
   add(
     "warning",
     "token node",
@@ -86,8 +92,13 @@ async function checkPolicies(api: RestKube, add: Add): Promise<void> {
       "node-scoped writes",
       `not installed (${missing.join(", ")} missing): this node's credentials can write the network-status of any pod in the cluster; see docs/node-scoped-writes.md`,
     );
-  const noNode = Array.isArray(actions) && actions.includes("Deny") ? "refused" : "allowed with a warning";
-  add("ok", "node-scoped writes", `policies installed and bound; writes with a token that names no node are ${noNode}`);
+  const noNode =
+    Array.isArray(actions) && actions.includes("Deny") ? "refused" : "allowed with a warning";
+  add(
+    "ok",
+    "node-scoped writes",
+    `policies installed and bound; writes with a token that names no node are ${noNode}`,
+  );
 }
 
 /** Both checks; nothing to say without an API server or a token. */
@@ -104,7 +115,10 @@ export async function checkNodeScope(o: {
     // The kubeconfig check above already said why the token cannot be read.
   }
   try {
-    const retry = { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs };
+    const retry = {
+      requestTimeoutMs: conf.apiRequestTimeoutMs,
+      totalTimeoutMs: conf.apiTotalTimeoutMs,
+    };
     const api = await loadKubeApi(conf, { env: o.ctx.env, log: o.ctx.log, client: { retry } });
     if (!api) return;
     try {
@@ -113,6 +127,10 @@ export async function checkNodeScope(o: {
       await api.close();
     }
   } catch (err) {
-    o.add("warning", "node-scoped writes", `could not tell whether the policies are installed: ${messageOf(err)}`);
+    o.add(
+      "warning",
+      "node-scoped writes",
+      `could not tell whether the policies are installed: ${messageOf(err)}`,
+    );
   }
 }

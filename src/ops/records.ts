@@ -73,7 +73,10 @@ function confFor(f: RecordsFlags): PlexusConf {
     conf = loadNodeConfig({ config: f.config, confDir: f.cniConfDir }).conf;
   } catch (err) {
     if (!f.cniDir) throw err;
-    conf = parsePlexusConf({ cniVersion: "1.1.0", name: "plexus", type: "plexus" }, { requireNetworks: false });
+    conf = parsePlexusConf(
+      { cniVersion: "1.1.0", name: "plexus", type: "plexus" },
+      { requireNetworks: false },
+    );
   }
   if (f.cniDir) conf.cniDir = f.cniDir;
   return conf;
@@ -83,7 +86,8 @@ const idOf = (path: string) => basename(path).replace(/\.json$/, "");
 
 /** A record whose network namespace is gone: its pod sandbox no longer exists, only DEL's cleanup is left. */
 export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKeys): RecordSummary {
-  if (read.state === "corrupt") return { id: idOf(read.path), path: read.path, state: "corrupt", why: read.reason };
+  if (read.state === "corrupt")
+    return { id: idOf(read.path), path: read.path, state: "corrupt", why: read.reason };
   if (read.state !== "found") throw new Error("unreachable");
   const r = read.record;
   const path = store.path(r.containerId, r.ifName);
@@ -162,7 +166,9 @@ async function find(
     return s.id === id || s.containerId === id;
   });
   if (matches.length === 0)
-    throw new ProblemError(`no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`);
+    throw new ProblemError(
+      `no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`,
+    );
   if (matches.length > 1)
     throw new UsageError(
       `${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`,
@@ -197,7 +203,11 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
  * and removed there when every attachment came down. Returns the failures, or "gone" when the
  * record was removed meanwhile (the runtime's DEL, or an ADD's rollback, did the work).
  */
-async function tearDownRecord(found: ContainerRecord, conf: PlexusConf, f: RecordsFlags): Promise<string[] | "gone"> {
+async function tearDownRecord(
+  found: ContainerRecord,
+  conf: PlexusConf,
+  f: RecordsFlags,
+): Promise<string[] | "gone"> {
   const log = await createLogger(
     { logLevel: f.logLevel ?? "info", logToStderr: true },
     { component: "records", containerId: found.containerId },
@@ -256,13 +266,17 @@ export async function recordsMain(
     }
     const { read, summary } = await find(store, id!, conf);
     if (action === "show") {
-      out.out(`${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`);
+      out.out(
+        `${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`,
+      );
       return 0;
     }
     if (flags.teardown && read.state === "found") {
       const errors = await tearDownRecord(read.record, conf, flags);
       if (errors === "gone") {
-        out.out(`record ${summary.id} was removed while this waited for the container's lock (a DEL ran)\n`);
+        out.out(
+          `record ${summary.id} was removed while this waited for the container's lock (a DEL ran)\n`,
+        );
         return 0;
       }
       if (errors.length) {

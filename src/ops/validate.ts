@@ -62,7 +62,8 @@ interface Footprint {
 }
 
 function sharedLink(p: PluginConf): string | undefined {
-  if (p.type === "bridge") return `bridge ${typeof p.bridge === "string" && p.bridge ? p.bridge : "cni0"}`;
+  if (p.type === "bridge")
+    return `bridge ${typeof p.bridge === "string" && p.bridge ? p.bridge : "cni0"}`;
   if (["macvlan", "ipvlan", "vlan"].includes(p.type))
     return typeof p.master === "string" && p.master
       ? `master ${p.master}`
@@ -82,12 +83,17 @@ async function pluginVersions(path: string, cniVersion: string, log: Logger): Pr
   const out = await new RawExec(log).execPlugin({
     path,
     stdin: Buffer.from(JSON.stringify({ cniVersion })),
-    env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: "VERSION", CNI_PATH: "" },
+    env: {
+      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+      CNI_COMMAND: "VERSION",
+      CNI_PATH: "",
+    },
     deadlineMs: 5000,
     what: `plugin ${path} (VERSION)`,
   });
   const v = JSON.parse(Buffer.from(out).toString("utf8")) as { supportedVersions?: unknown };
-  if (!Array.isArray(v.supportedVersions)) throw new Error(`${path} answered VERSION without supportedVersions`);
+  if (!Array.isArray(v.supportedVersions))
+    throw new Error(`${path} answered VERSION without supportedVersions`);
   return v.supportedVersions.map(String);
 }
 
@@ -107,7 +113,10 @@ async function checkPlugins(conf: ConfList, ctx: OpsContext, findings: Finding[]
     try {
       const versions = await pluginVersions(binary, conf.cniVersion, ctx.log);
       if (versions.includes(conf.cniVersion))
-        findings.push({ level: "ok", msg: `plugin ${plugin.type}: ${binary} speaks cniVersion ${conf.cniVersion}` });
+        findings.push({
+          level: "ok",
+          msg: `plugin ${plugin.type}: ${binary} speaks cniVersion ${conf.cniVersion}`,
+        });
       else
         findings.push({
           level: "error",
@@ -119,7 +128,8 @@ async function checkPlugins(conf: ConfList, ctx: OpsContext, findings: Finding[]
         msg: `plugin ${plugin.type}: ${binary} did not answer VERSION: ${messageOf(err)}`,
       });
     }
-    for (const e of checkIpam(plugin.ipam, `plugin ${plugin.type}`).errors) findings.push({ level: "error", msg: e });
+    for (const e of checkIpam(plugin.ipam, `plugin ${plugin.type}`).errors)
+      findings.push({ level: "error", msg: e });
   }
 }
 
@@ -150,7 +160,10 @@ async function checkPods(
       try {
         applySelection(conf, sel);
       } catch (err) {
-        findings.push({ level: "error", msg: `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${messageOf(err)}` });
+        findings.push({
+          level: "error",
+          msg: `pod ${pod.metadata.namespace}/${pod.metadata.name}: ${messageOf(err)}`,
+        });
       }
     }
   }
@@ -222,9 +235,14 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
   return report;
 }
 
-function parseRef(name: string, namespace: string | undefined): { namespace: string; name: string } {
+function parseRef(
+  name: string,
+  namespace: string | undefined,
+): { namespace: string; name: string } {
   const [a, b] = name.split("/");
-  return b === undefined ? { namespace: namespace ?? "default", name: a! } : { namespace: a!, name: b };
+  return b === undefined
+    ? { namespace: namespace ?? "default", name: a! }
+    : { namespace: a!, name: b };
 }
 
 /** The NADs asked about: from --file, every listed one (--all), or the one named. */
@@ -265,16 +283,24 @@ export async function validate(
   const ctx = await opsContext(flags, env);
   const notes: string[] = [];
   const note = (what: string) => (err: unknown) =>
-    void notes.push(`${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`);
-  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path)) notes.push(r.msg);
+    void notes.push(
+      `${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`,
+    );
+  for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path))
+    notes.push(r.msg);
   const lists = await clusterLists(ctx.conf, env, ctx.log).catch(note("connecting to the cluster"));
   if (lists === undefined && !notes.length)
-    notes.push("no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked");
+    notes.push(
+      "no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked",
+    );
   try {
-    const listed = lists ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined) : undefined;
+    const listed = lists
+      ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined)
+      : undefined;
     const pods = lists
-      ? ((await lists.pods(flags.nodeName || env.NODE_NAME || hostname()).catch(note("listing this node's pods"))) ??
-        [])
+      ? ((await lists
+          .pods(flags.nodeName || env.NODE_NAME || hostname())
+          .catch(note("listing this node's pods"))) ?? [])
       : [];
     const nodeName = flags.nodeName || env.NODE_NAME || hostname();
     const slices = lists?.slices
@@ -287,7 +313,10 @@ export async function validate(
       : undefined;
     const nads = await selectNads(name, flags, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
-    const others = allFootprints([...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))], files);
+    const others = allFootprints(
+      [...(listed ?? []), ...nads.filter((x): x is Nad => !("missing" in x))],
+      files,
+    );
     const reports: NadReport[] = [];
     for (const n of nads) {
       if ("missing" in n)
@@ -297,7 +326,12 @@ export async function validate(
         });
       else
         reports.push(
-          await validateNad(n, ctx, { files, others, pods, slices: { nodeName, list: slices ?? undefined } }),
+          await validateNad(n, ctx, {
+            files,
+            others,
+            pods,
+            slices: { nodeName, list: slices ?? undefined },
+          }),
         );
     }
     return { reports, notes };
@@ -335,7 +369,9 @@ export async function validateMain(
   try {
     const { reports, notes } = await validate(name, flags);
     out.out(
-      flags.output === "json" ? `${JSON.stringify({ reports, notes }, null, 2)}\n` : renderFindings(reports, notes),
+      flags.output === "json"
+        ? `${JSON.stringify({ reports, notes }, null, 2)}\n`
+        : renderFindings(reports, notes),
     );
     return reports.some((r) => r.findings.some((x) => x.level === "error")) ? 1 : 0;
   } catch (err) {

@@ -10,7 +10,13 @@ import type { PlexusConf } from "../config/plugin-conf";
 import type { KubeApi } from "../k8s/kube-api";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
 import type { Pod } from "../npwg/types";
-import { callDeadline, describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
+import {
+  callDeadline,
+  describeAttachment,
+  runtimeConfFor,
+  type Deps,
+  type RuntimeFor,
+} from "./deps";
 import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { planForPod } from "./pod-plan";
 import { waitForReadiness } from "./readiness";
@@ -22,7 +28,11 @@ export interface AddOutcome {
   /** The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4). */
   result: AnyResult;
   /** Every attachment's result, in attachment order (for network-status). */
-  results: Array<{ attachment: Attachment; result: AnyResult; deviceInfo?: Record<string, unknown> }>;
+  results: Array<{
+    attachment: Attachment;
+    result: AnyResult;
+    deviceInfo?: Record<string, unknown>;
+  }>;
 }
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
@@ -40,9 +50,11 @@ async function addLocked(
   deadline: RuntimeFor["deadline"],
 ): Promise<AddOutcome> {
   await deps.netns.assertUsable(req.netns);
-  await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch((err: unknown) => {
-    throw inPod(req, err);
-  });
+  await waitForReadiness(conf.readinessindicatorfile, conf.readinessTimeoutMs, deps.log).catch(
+    (err: unknown) => {
+      throw inPod(req, err);
+    },
+  );
   const {
     pod,
     ref,
@@ -54,7 +66,12 @@ async function addLocked(
     podDevices: deps.podDevices,
     load: deps.load,
   });
-  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
+  const ctx: RuntimeFor = {
+    containerId: req.containerId,
+    netns: req.netns,
+    cniArgs: req.rawArgs,
+    deadline,
+  };
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
 
@@ -66,13 +83,15 @@ async function addLocked(
     for (const att of plan) {
       done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
       if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
-      const result = await addNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
-        (err: unknown) => {
-          const e = asCniError(err);
-          failed = keepWhatRan(att, pluginsStartedOf(err), done, e.code);
-          throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
-        },
-      );
+      const result = await addNetworkList(
+        att.conf,
+        runtimeConfFor(att, ctx, req, conf, deps),
+        deps,
+      ).catch((err: unknown) => {
+        const e = asCniError(err);
+        failed = keepWhatRan(att, pluginsStartedOf(err), done, e.code);
+        throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
+      });
       const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
       results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
       if (att.selection) (await deps.load.publish()).verifySelection({ attachment: att, result });
@@ -80,7 +99,10 @@ async function addLocked(
     }
     const first = results[0];
     if (!first)
-      throw new CniError(Code.InvalidNetworkConfig, "no network to attach: the config names no default network");
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        "no network to attach: the config names no default network",
+      );
     assertDefaultHasIp(first.result, first.attachment);
     await setDefaultRoutes(results, req, deps);
     if (pod && kube) await publish(pod, ref?.uid, results, kube, deps);
@@ -133,17 +155,23 @@ async function rollBack(
 ): Promise<CniError> {
   // The rollback has a teardown's own deadline: an ADD that ran out of time must still undo itself.
   const ctx = { ...o.ctx, deadline: callDeadline("DEL", conf) };
-  const rollback = (await teardown(o.done, ctx, req, conf, deps)).filter((f) => !neverAttached(f, o.failed));
+  const rollback = (await teardown(o.done, ctx, req, conf, deps)).filter(
+    (f) => !neverAttached(f, o.failed),
+  );
   if (rollback.length === 0) {
     await deps.records.delete(req.containerId, req.ifName).catch(() => {});
     return o.cause;
   }
   const errors = rollback.map((f) => f.error);
-  await deps.records.write({ ...o.record, attachments: failedAttachments(rollback) }).catch((err: unknown) => {
-    errors.push(
-      asCniError(err).withContext("the record could not be narrowed to what is left (it still names every network)"),
-    );
-  });
+  await deps.records
+    .write({ ...o.record, attachments: failedAttachments(rollback) })
+    .catch((err: unknown) => {
+      errors.push(
+        asCniError(err).withContext(
+          "the record could not be narrowed to what is left (it still names every network)",
+        ),
+      );
+    });
   deps.log.error(
     { errors: errors.map((e) => e.message) },
     "rollback after failed ADD left attachments; the record keeps them for DEL",
@@ -152,9 +180,16 @@ async function rollBack(
 }
 
 /** M4: an attachment with `default-route` carries the pod's default route. */
-async function setDefaultRoutes(results: AddOutcome["results"], req: CniRequest, deps: Deps): Promise<void> {
+async function setDefaultRoutes(
+  results: AddOutcome["results"],
+  req: CniRequest,
+  deps: Deps,
+): Promise<void> {
   const routes = results.flatMap(({ attachment }) =>
-    (attachment.selection?.defaultRoute ?? []).map((gateway) => ({ gateway, ifName: attachment.ifName })),
+    (attachment.selection?.defaultRoute ?? []).map((gateway) => ({
+      gateway,
+      ifName: attachment.ifName,
+    })),
   );
   if (routes.length) await deps.netns.setDefaultRoutes(req.netns, routes);
 }
@@ -178,7 +213,10 @@ async function publish(
  * that same code, refused its config both times: it attached nothing, and keeping it in the record
  * would fail every DEL of the pod for a config that can never work.
  */
-function neverAttached(f: TeardownFailure, failed: { attachment: Attachment; code: Code } | undefined): boolean {
+function neverAttached(
+  f: TeardownFailure,
+  failed: { attachment: Attachment; code: Code } | undefined,
+): boolean {
   return (
     failed !== undefined &&
     f.attachment === failed.attachment &&
@@ -207,7 +245,9 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
     cniArgs: prev.record.cniArgs,
     deadline: callDeadline("DEL", conf),
   };
-  const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map((f) => f.error);
+  const errors = (await teardown(prev.record.attachments, ctx, req, conf, deps)).map(
+    (f) => f.error,
+  );
   if (errors.length > 0) {
     const message = `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`;
     throw new AggregateCniError(errors, message);

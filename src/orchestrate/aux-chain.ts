@@ -23,7 +23,9 @@ import type { Attachment } from "./record";
 const CHAIN_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 /** The chain's directory, or a CniError saying why the config cannot have one. */
-export function auxiliaryChainDir(conf: Pick<PlexusConf, "auxiliaryCNIChainName" | "clusterNetwork">): string {
+export function auxiliaryChainDir(
+  conf: Pick<PlexusConf, "auxiliaryCNIChainName" | "clusterNetwork">,
+): string {
   const name = conf.auxiliaryCNIChainName!;
   if (!CHAIN_NAME.test(name))
     throw new CniError(
@@ -39,7 +41,10 @@ export function auxiliaryChainDir(conf: Pick<PlexusConf, "auxiliaryCNIChainName"
 }
 
 /** The chain as a conflist, or undefined when its directory adds no plugin (no chain, as in Multus). */
-export async function loadAuxiliaryChain(conf: PlexusConf, source: FsNetworkSource): Promise<ConfList | undefined> {
+export async function loadAuxiliaryChain(
+  conf: PlexusConf,
+  source: FsNetworkSource,
+): Promise<ConfList | undefined> {
   const dir = auxiliaryChainDir(conf);
   const files = (await source.listChainDir(dir)) ?? [];
   const plugins = files.map((f) => {
@@ -48,11 +53,19 @@ export async function loadAuxiliaryChain(conf: PlexusConf, source: FsNetworkSour
     if ("problem" in f) {
       throw new CniError(Code.InvalidNetworkConfig, `${what} cannot be read: ${f.problem}`);
     }
-    const value = decodeJson(f.content, { what, maxBytes: MAX_CONF_FILE_BYTES, code: Code.InvalidNetworkConfig });
+    const value = decodeJson(f.content, {
+      what,
+      maxBytes: MAX_CONF_FILE_BYTES,
+      code: Code.InvalidNetworkConfig,
+    });
     return parsePlugin(value, what);
   });
   if (plugins.length === 0) return undefined;
-  return { cniVersion: conf.cniVersion, name: basename(dir), plugins: [{ ...PASSTHRU_PLUGIN }, ...plugins] };
+  return {
+    cniVersion: conf.cniVersion,
+    name: basename(dir),
+    plugins: [{ ...PASSTHRU_PLUGIN }, ...plugins],
+  };
 }
 
 /** M12: the pod's attachments with the auxiliary chain after them (when the config has one). */

@@ -18,8 +18,9 @@ export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): P
     );
   await deps.netns.assertUsable(req.netns);
   // Under the container's lock: a CHECK never reads a record an ADD or DEL is rewriting.
-  return withContainerLock({ verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at }, (locked) =>
-    checkLocked(req, conf, locked),
+  return withContainerLock(
+    { verb: "CHECK", req, conf, deps, deadlineAt: callDeadline("DEL", conf).at },
+    (locked) => checkLocked(req, conf, locked),
   );
 }
 
@@ -50,8 +51,10 @@ async function checkAttachments(
 ): Promise<void> {
   const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   for (const att of attachments) {
-    await checkNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
-      throw asCniError(err).withContext(`CHECK of ${describeAttachment(att)} failed`);
-    });
+    await checkNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
+      (err: unknown) => {
+        throw asCniError(err).withContext(`CHECK of ${describeAttachment(att)} failed`);
+      },
+    );
   }
 }

@@ -41,7 +41,9 @@ export async function settleDel(
   deps: Deps,
 ): Promise<void> {
   const counted = failures.map((f) =>
-    f.notRun ? f : { ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } },
+    f.notRun
+      ? f
+      : { ...f, attachment: { ...f.attachment, failedDels: (f.attachment.failedDels ?? 0) + 1 } },
   );
   if (counted.length === 0) return removeRecord(req, deps);
   try {
@@ -87,7 +89,11 @@ async function removeRecord(req: CniRequest, deps: Deps): Promise<void> {
  * The record with only what failed, pending from the first failed DEL on. The record is what makes
  * it pending; the index entry is rebuilt from it should its write fail here (pending.ts).
  */
-async function keepForRetry(kept: readonly TeardownFailure[], record: ContainerRecord, deps: Deps): Promise<void> {
+async function keepForRetry(
+  kept: readonly TeardownFailure[],
+  record: ContainerRecord,
+  deps: Deps,
+): Promise<void> {
   const delFailedAt = record.delFailedAt ?? new Date().toISOString();
   await deps.records.write({ ...record, attachments: failedAttachments(kept), delFailedAt });
   await deps.records.markPending(record.containerId, record.ifName).catch((err: unknown) => {
@@ -99,9 +105,15 @@ async function keepForRetry(kept: readonly TeardownFailure[], record: ContainerR
 }
 
 /** The DEL's error for what failed (also for a pod Multus attached, ./multus-migrate). */
-export function delError(kept: readonly TeardownFailure[], req: CniRequest, extra: CniError[] = []): CniError {
+export function delError(
+  kept: readonly TeardownFailure[],
+  req: CniRequest,
+  extra: CniError[] = [],
+): CniError {
   const errors = [...kept.map((f) => f.error), ...extra];
-  return withoutNotFound(oneError(errors, `DEL of container ${req.containerId}: ${kept.length} networks failed`)!);
+  return withoutNotFound(
+    oneError(errors, `DEL of container ${req.containerId}: ${kept.length} networks failed`)!,
+  );
 }
 
 /** Dropped from the record: each is logged, its cached result removed, and one event names them all. */
@@ -130,7 +142,10 @@ export async function abandon(
     const kube = await deps.kube?.();
     await kube?.recordEvent(pod, { type: "Warning", reason: TEARDOWN_ABANDONED, message });
   } catch (err) {
-    deps.log.warn({ err: asCniError(err).message }, `could not record the ${TEARDOWN_ABANDONED} event`);
+    deps.log.warn(
+      { err: asCniError(err).message },
+      `could not record the ${TEARDOWN_ABANDONED} event`,
+    );
   }
 }
 
@@ -165,7 +180,11 @@ export async function retryWithCurrentNads(
         ifName: f.attachment.ifName,
       });
       deps.log.warn(
-        { network: f.attachment.network, ifName: f.attachment.ifName, recordedErr: f.error.message },
+        {
+          network: f.attachment.network,
+          ifName: f.attachment.ifName,
+          recordedErr: f.error.message,
+        },
         "the recorded config failed DEL; the NAD's current config succeeded",
       );
     } catch {
@@ -175,7 +194,10 @@ export async function retryWithCurrentNads(
   return left;
 }
 
-async function currentNadAttachment(att: Attachment, source: FsNetworkSource): Promise<Attachment | undefined> {
+async function currentNadAttachment(
+  att: Attachment,
+  source: FsNetworkSource,
+): Promise<Attachment | undefined> {
   const sel = att.selection;
   const nad = sel ? await source.getNad?.(sel.namespace, sel.name) : undefined;
   if (!sel || !nad) return undefined;
@@ -194,7 +216,12 @@ async function currentNadAttachment(att: Attachment, source: FsNetworkSource): P
  */
 function withoutNotFound(err: CniError): CniError {
   const clean = (s: string) => s.replace(/not found/gi, "missing");
-  return new CniError(err.code, clean(err.message), err.details === undefined ? undefined : clean(err.details), {
-    cause: err,
-  });
+  return new CniError(
+    err.code,
+    clean(err.message),
+    err.details === undefined ? undefined : clean(err.details),
+    {
+      cause: err,
+    },
+  );
 }

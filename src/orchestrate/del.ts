@@ -32,8 +32,9 @@ import { teardown } from "./teardown";
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const deadline = callDeadline("DEL", conf);
   try {
-    return await withContainerLock({ verb: "DEL", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
-      delLocked(req, conf, locked, deadline),
+    return await withContainerLock(
+      { verb: "DEL", req, conf, deps, deadlineAt: deadline.at },
+      (locked) => delLocked(req, conf, locked, deadline),
     );
   } finally {
     await retryAfterDel({ req, conf, deps, deadlineAt: deadline.at });
@@ -48,17 +49,30 @@ async function delLocked(
 ): Promise<void> {
   // A record that cannot even be read (an I/O error) is handled as an unreadable one: failing here
   // would fail every DEL for as long as the file system is broken.
-  const read: RecordRead = await deps.records.read(req.containerId, req.ifName).catch((err: unknown) => ({
-    state: "corrupt",
-    path: deps.records.path(req.containerId, req.ifName),
-    reason: asCniError(err).message,
-  }));
+  const read: RecordRead = await deps.records
+    .read(req.containerId, req.ifName)
+    .catch((err: unknown) => ({
+      state: "corrupt",
+      path: deps.records.path(req.containerId, req.ifName),
+      reason: asCniError(err).message,
+    }));
   if (read.state === "found") {
     const { record } = read;
     // The runtime's CNI_ARGS, never the recorded ones: args a plugin refused must not come back on every DEL.
-    const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
+    const ctx: RuntimeFor = {
+      containerId: req.containerId,
+      netns: req.netns,
+      cniArgs: req.rawArgs,
+      deadline,
+    };
     const failures = await teardown(record.attachments, ctx, req, conf, deps);
-    return settleDel(await retryWithCurrentNads(failures, ctx, req, conf, deps), record, req, conf, deps);
+    return settleDel(
+      await retryWithCurrentNads(failures, ctx, req, conf, deps),
+      record,
+      req,
+      conf,
+      deps,
+    );
   }
   if (read.state === "missing") {
     // A pod Multus attached before the node switched to Plexus: DEL from Multus's cache (issue 10).
@@ -76,10 +90,20 @@ async function delLocked(
       "no container record (its DEL succeeded already, or Plexus ran no delegate for it); tearing down the networks worked out from the config as a precaution",
     );
   }
-  const ctx: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs, deadline };
+  const ctx: RuntimeFor = {
+    containerId: req.containerId,
+    netns: req.netns,
+    cniArgs: req.rawArgs,
+    deadline,
+  };
   for (const f of await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps))
     deps.log.warn(
-      { network: f.attachment.network, ifName: f.attachment.ifName, code: f.error.code, err: f.error.message },
+      {
+        network: f.attachment.network,
+        ifName: f.attachment.ifName,
+        code: f.error.code,
+        err: f.error.message,
+      },
       "DEL without a record: this precautionary DEL failed; nothing recorded it as attached, so the DEL succeeds",
     );
   // An unreadable record goes; so do the temp files of a writer killed mid-ADD before its record
@@ -95,7 +119,11 @@ async function delLocked(
  * effort, and an API server that did not answer is not asked again (the call's total API budget
  * bounds what it can cost, `apiTotalTimeoutSeconds`).
  */
-async function plannedAttachments(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<Attachment[]> {
+async function plannedAttachments(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<Attachment[]> {
   const kube = deps.kube ?? (async () => undefined);
   let apiAnswered = true;
   try {
@@ -118,7 +146,12 @@ async function plannedAttachments(req: CniRequest, conf: PlexusConf, deps: Deps)
   }
   for (const withKube of apiAnswered ? [true, false] : [false]) {
     try {
-      return await planDefaultsOnly(req, conf, withKube ? await kube().catch(() => undefined) : undefined, deps.log);
+      return await planDefaultsOnly(
+        req,
+        conf,
+        withKube ? await kube().catch(() => undefined) : undefined,
+        deps.log,
+      );
     } catch (err) {
       deps.log.warn(
         { err: asCniError(err).message, withKubernetes: withKube },

@@ -48,7 +48,8 @@ export interface Loaders {
 
 export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): Env {
   const out: Env = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("CNI_")) out[k] = v;
+  for (const [k, v] of Object.entries(env))
+    if (v !== undefined && !k.startsWith("CNI_")) out[k] = v;
   return out;
 }
 
@@ -58,7 +59,9 @@ export function baseEnvOf(env: Readonly<Record<string, string | undefined>>): En
  * means the runtime's working directory anyway) and empty entries dropped.
  */
 export function delegatePath(req: CniRequest, conf: PlexusConf): string[] {
-  const dirs = (conf.binDir ? [conf.binDir, ...req.path] : req.path).filter((p) => p !== "").map((p) => resolve(p));
+  const dirs = (conf.binDir ? [conf.binDir, ...req.path] : req.path)
+    .filter((p) => p !== "")
+    .map((p) => resolve(p));
   return [...new Set(dirs)];
 }
 
@@ -122,6 +125,8 @@ export function runtimeConfFor(
   };
 }
 
-export function describeAttachment(att: Pick<Attachment, "network" | "ifName" | "isDefault">): string {
+export function describeAttachment(
+  att: Pick<Attachment, "network" | "ifName" | "isDefault">,
+): string {
   return `${att.isDefault ? "default network" : "network"} ${JSON.stringify(att.network)} (${att.ifName})`;
 }

@@ -21,7 +21,12 @@ import { showValue } from "../cni/json";
 import { withKeysFold } from "../cni/keys";
 import type { PlexusConf } from "../config/plugin-conf";
 import { podHasClaims, RESOURCE_NAME_ATTRIBUTE, requestedExtendedResources } from "../k8s/dra";
-import { type ClaimDevice, type DraReader, type PodClaimDevices, podClaimDevices } from "../k8s/dra-devices";
+import {
+  type ClaimDevice,
+  type DraReader,
+  type PodClaimDevices,
+  podClaimDevices,
+} from "../k8s/dra-devices";
 import type { Logger } from "../log/logger";
 import {
   cniDeviceInfoPath,
@@ -171,13 +176,27 @@ interface AllocatedDevices {
   claims?: PodClaimDevices;
 }
 
-function deviceOf(w: Wanted, got: Allocated, o: { own: boolean; ctx: AssignContext }): AttachmentDevice {
+function deviceOf(
+  w: Wanted,
+  got: Allocated,
+  o: { own: boolean; ctx: AssignContext },
+): AttachmentDevice {
   const c = got.claim;
   const device: AttachmentDevice = {
     resourceName: w.resourceName,
     deviceID: got.deviceID,
     from: o.own ? "pod" : c ? "claim" : "kubelet",
-    ...(c ? { claim: { name: c.claim, driver: c.driver, pool: c.pool, device: c.device, request: c.request } } : {}),
+    ...(c
+      ? {
+          claim: {
+            name: c.claim,
+            driver: c.driver,
+            pool: c.pool,
+            device: c.device,
+            request: c.request,
+          },
+        }
+      : {}),
   };
   const infoFile = cniDeviceInfoPath(o.ctx.conf.deviceInfoDir, {
     network: w.att.conf.name,
@@ -209,9 +228,13 @@ async function allocatedDevices(wanted: Wanted[], ctx: AssignContext): Promise<A
   const resources = [...new Set(wanted.map((w) => w.resourceName))];
   const pod = ctx.pod;
   const dra = pod !== undefined && podHasClaims(pod) && resources.length > 0;
-  const mapped = new Set(pod?.status?.extendedResourceClaimStatus?.requestMappings.map((m) => m.resourceName));
+  const mapped = new Set(
+    pod?.status?.extendedResourceClaimStatus?.requestMappings.map((m) => m.resourceName),
+  );
   const requested = pod ? requestedExtendedResources(pod) : new Set<string>();
-  const asked = new Set(dra ? resources.filter((r) => requested.has(r) && !mapped.has(r)) : resources);
+  const asked = new Set(
+    dra ? resources.filter((r) => requested.has(r) && !mapped.has(r)) : resources,
+  );
   const [kubelet, claims] = await Promise.all([
     asked.size ? lookupDevices([...asked], ctx) : new Map<string, string[]>(),
     dra ? readClaimDevices(pod, wanted, ctx) : undefined,
@@ -231,12 +254,21 @@ async function allocatedDevices(wanted: Wanted[], ctx: AssignContext): Promise<A
   return { byResource, kubelet: { asked, counts }, ...(claims ? { claims } : {}) };
 }
 
-async function readClaimDevices(pod: Pod, wanted: Wanted[], ctx: AssignContext): Promise<PodClaimDevices | undefined> {
+async function readClaimDevices(
+  pod: Pod,
+  wanted: Wanted[],
+  ctx: AssignContext,
+): Promise<PodClaimDevices | undefined> {
   const { getResourceClaim, listResourceSlices } = ctx.dra ?? {};
-  const networks = [...new Set(wanted.map((w) => `${w.att.network} (resourceName ${w.resourceName})`))].join(", ");
+  const networks = [
+    ...new Set(wanted.map((w) => `${w.att.network} (resourceName ${w.resourceName})`)),
+  ].join(", ");
   try {
     if (!getResourceClaim || !listResourceSlices)
-      throw new CniError(Code.Internal, "the Kubernetes access in use cannot read ResourceClaims: a bug in the wiring");
+      throw new CniError(
+        Code.Internal,
+        "the Kubernetes access in use cannot read ResourceClaims: a bug in the wiring",
+      );
     const reader: DraReader = {
       getResourceClaim: getResourceClaim.bind(ctx.dra),
       listResourceSlices: listResourceSlices.bind(ctx.dra),
@@ -266,7 +298,9 @@ function checkEnoughDevices(wanted: Wanted[], allocated: AllocatedDevices): void
     const kubelet = allocated.kubelet.asked.has(r)
       ? `${allocated.kubelet.counts.get(r) ?? 0} from kubelet`
       : "kubelet not asked (no container requests it as an extended resource)";
-    const missing = claims.notInSlice ? `; ${claims.notInSlice} allocated device(s) are in no ResourceSlice yet` : "";
+    const missing = claims.notInSlice
+      ? `; ${claims.notInSlice} allocated device(s) are in no ResourceSlice yet`
+      : "";
     throw new CniError(
       claims.notInSlice ? Code.TryAgainLater : Code.InvalidNetworkConfig,
       `resource ${r}: ${networks} need a device each, but only ${have} carry ${RESOURCE_NAME_ATTRIBUTE}=${r}: ${fromClaims} from ResourceClaim(s) ${claims.claims.join(", ") || "(none)"}, ${kubelet}${missing}; allocate ${asking.length} devices of ${r} to the pod`,
@@ -274,7 +308,10 @@ function checkEnoughDevices(wanted: Wanted[], allocated: AllocatedDevices): void
   }
 }
 
-async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promise<Map<string, string[]>> {
+async function lookupDevices(
+  resourceNames: string[],
+  ctx: AssignContext,
+): Promise<Map<string, string[]>> {
   const { lookup } = ctx;
   if (!lookup)
     throw new CniError(
@@ -287,7 +324,10 @@ async function lookupDevices(resourceNames: string[], ctx: AssignContext): Promi
     return new Map(resourceNames.map((r) => [r, checkedKubeletIds(r, devices.get(r) ?? [], ctx)]));
   } catch (err) {
     if (!ctx.bestEffort) throw err;
-    ctx.log.warn({ resourceNames, err: (err as Error).message }, "the pod's devices could not be learnt from kubelet");
+    ctx.log.warn(
+      { resourceNames, err: (err as Error).message },
+      "the pod's devices could not be learnt from kubelet",
+    );
     return new Map();
   }
 }
@@ -339,13 +379,20 @@ function withDevice(att: Attachment, device: AttachmentDevice): Attachment {
 }
 
 /** Before the delegate's ADD: the device plugin's file, if any, becomes this attachment's copy. */
-export function prepareDeviceInfo(att: Attachment, conf: Pick<PlexusConf, "deviceInfoDir">, log: Logger): void {
+export function prepareDeviceInfo(
+  att: Attachment,
+  conf: Pick<PlexusConf, "deviceInfoDir">,
+  log: Logger,
+): void {
   const d = att.device;
   if (!d?.infoFile) return;
   const dp = dpDeviceInfoPath(conf.deviceInfoDir, d.resourceName, d.deviceID);
   const read = dp ? readDeviceInfo(dp) : ({ state: "missing" } as const);
   if (read.state === "missing")
-    return void log.debug({ network: att.network, path: dp }, "no device-info file from the device plugin");
+    return void log.debug(
+      { network: att.network, path: dp },
+      "no device-info file from the device plugin",
+    );
   if (read.state === "malformed")
     return void log.warn(
       { network: att.network, path: dp, reason: read.reason },
@@ -362,7 +409,10 @@ export function prepareDeviceInfo(att: Attachment, conf: Pick<PlexusConf, "devic
 }
 
 /** After the delegate's ADD: the attachment's device-info (as the delegate left it), for network-status. */
-export function deviceInfoAfterAdd(att: Attachment, log: Logger): Record<string, unknown> | undefined {
+export function deviceInfoAfterAdd(
+  att: Attachment,
+  log: Logger,
+): Record<string, unknown> | undefined {
   if (!att.device?.infoFile) return undefined;
   const read = readDeviceInfo(att.device.infoFile);
   if (read.state === "found") return read.info;

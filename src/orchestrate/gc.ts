@@ -34,7 +34,10 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
   for (const read of reads) {
     if (read.state !== "found") {
       if (read.state === "corrupt")
-        deps.log.warn({ path: read.path, reason: read.reason }, "GC: skipping unreadable container record");
+        deps.log.warn(
+          { path: read.path, reason: read.reason },
+          "GC: skipping unreadable container record",
+        );
       continue;
     }
     const rec = read.record;
@@ -47,12 +50,27 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
 }
 
 /** Tears down a container the runtime no longer lists; what fails stays in its record, pending. */
-async function gcRecord(rec: ContainerRecord, req: CniRequest, conf: PlexusConf, deps: Deps): Promise<CniError[]> {
-  deps.log.info({ containerId: rec.containerId, ifName: rec.ifName }, "GC: tearing down stale container");
+async function gcRecord(
+  rec: ContainerRecord,
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<CniError[]> {
+  deps.log.info(
+    { containerId: rec.containerId, ifName: rec.ifName },
+    "GC: tearing down stale container",
+  );
   // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
   // not stale after all, and the next GC looks again.
   const errs = await withContainerLock(
-    { verb: "GC", req: rec, conf, deps, deadlineAt: Date.now() + GC_LOCK_WAIT_MS, killsOrphans: false },
+    {
+      verb: "GC",
+      req: rec,
+      conf,
+      deps,
+      deadlineAt: Date.now() + GC_LOCK_WAIT_MS,
+      killsOrphans: false,
+    },
     async (locked) => {
       const ctx = { containerId: rec.containerId, netns: "", cniArgs: rec.cniArgs };
       const failures = await teardown(rec.attachments, ctx, req, conf, locked);
@@ -61,7 +79,11 @@ async function gcRecord(rec: ContainerRecord, req: CniRequest, conf: PlexusConf,
         if (failed.length === 0) await locked.records.delete(rec.containerId, rec.ifName);
         else {
           const delFailedAt = rec.delFailedAt ?? new Date().toISOString();
-          await locked.records.write({ ...rec, attachments: failedAttachments(failures), delFailedAt });
+          await locked.records.write({
+            ...rec,
+            attachments: failedAttachments(failures),
+            delFailedAt,
+          });
           await locked.records.markPending(rec.containerId, rec.ifName);
         }
       } catch (e) {
@@ -74,12 +96,18 @@ async function gcRecord(rec: ContainerRecord, req: CniRequest, conf: PlexusConf,
 }
 
 /** Delegate networks: configured ones and the ones live records use, each forwarded GC once. */
-async function gcNetworks(kept: ContainerRecord[], req: CniRequest, conf: PlexusConf, deps: Deps): Promise<CniError[]> {
+async function gcNetworks(
+  kept: ContainerRecord[],
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<CniError[]> {
   const errors: CniError[] = [];
   const networks = new Map<string, ConfList>();
   for (const d of conf.delegates) networks.set(d.name, d);
   for (const rec of kept)
-    for (const att of rec.attachments) if (!networks.has(att.conf.name)) networks.set(att.conf.name, att.conf);
+    for (const att of rec.attachments)
+      if (!networks.has(att.conf.name)) networks.set(att.conf.name, att.conf);
   for (const [name, list] of networks) {
     const stillValid: GcAttachment[] = kept.flatMap((rec) =>
       rec.attachments

@@ -77,7 +77,10 @@ export interface MultusCacheQuery {
 export function multusCachePath(dir: string, containerId: string): string {
   validateContainerId(containerId);
   if (containerId === "." || containerId === "..")
-    throw new CniError(Code.InvalidEnv, `CNI_CONTAINERID ${JSON.stringify(containerId)} is not a file name`);
+    throw new CniError(
+      Code.InvalidEnv,
+      `CNI_CONTAINERID ${JSON.stringify(containerId)} is not a file name`,
+    );
   return join(dir, containerId);
 }
 
@@ -103,7 +106,10 @@ function readBounded(path: string): string | undefined | { reason: string } {
 }
 
 /** Parses the file's text into attachments; throws a CniError naming the first problem. */
-export function parseMultusCache(text: string, query: MultusCacheQuery): Omit<MultusCacheFound, "state" | "path"> {
+export function parseMultusCache(
+  text: string,
+  query: MultusCacheQuery,
+): Omit<MultusCacheFound, "state" | "path"> {
   const value = decodeJson(text, { what: "the file", maxBytes: MAX_MULTUS_CACHE_BYTES });
   const entries = parseWithSchema(fileSchema, value, "the file");
   const attachments = entries.map((e, i) => toAttachment(e, i, query));

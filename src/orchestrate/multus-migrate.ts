@@ -39,7 +39,10 @@ async function multusAttached(
     { path: read.path, networks: read.attachments.map((a) => `${a.network}@${a.ifName}`) },
     "no Plexus record; using the delegates Multus attached",
   );
-  return { found: read, deps: { ...deps, cache: new ResultCache(conf.multusCacheDir, { libcniNames: true }) } };
+  return {
+    found: read,
+    deps: { ...deps, cache: new ResultCache(conf.multusCacheDir, { libcniNames: true }) },
+  };
 }
 
 /**
@@ -50,7 +53,11 @@ async function multusAttached(
  * attachment is (./del-failures: logged, a `TeardownAbandoned` event, its cached result removed),
  * the file is removed and the DEL succeeds, so the pod can go.
  */
-export async function delMultusAttached(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<boolean> {
+export async function delMultusAttached(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<boolean> {
   const m = await multusAttached(req, conf, deps);
   if (!m) return false;
   const { found } = m;
@@ -63,7 +70,8 @@ export async function delMultusAttached(req: CniRequest, conf: PlexusConf, deps:
   const failures = await teardown(found.attachments, ctx, req, conf, m.deps);
   if (failures.length > 0) {
     // A count that cannot be kept would make every DEL the first: then this one is the last.
-    const retry = conf.retryDeleteOnError || (found.failedDels === 0 && (await markFailedDel(found, deps)));
+    const retry =
+      conf.retryDeleteOnError || (found.failedDels === 0 && (await markFailedDel(found, deps)));
     if (retry) throw delError(failures, req);
     await abandon(failures, podOf(req.args), req, m.deps);
   }

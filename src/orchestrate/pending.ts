@@ -143,7 +143,10 @@ async function retryRecord(
   const ctx: RuntimeFor = { containerId, netns: "", cniArgs: record.cniArgs, deadline };
   const failures = await teardown(record.attachments, ctx, req, conf, deps);
   if (failures.length === 0) {
-    deps.log.info({ containerId, ifName }, "the retry of a failed DEL succeeded; container record removed");
+    deps.log.info(
+      { containerId, ifName },
+      "the retry of a failed DEL succeeded; container record removed",
+    );
     await deps.records.delete(containerId, ifName);
     return [];
   }
@@ -157,5 +160,7 @@ async function retryRecord(
   }
   await deps.records.write({ ...record, attachments: failedAttachments(failures) });
   await deps.records.markPending(containerId, ifName);
-  return failures.map((f) => f.error.withContext(`retry of the failed DEL of container ${containerId}`));
+  return failures.map((f) =>
+    f.error.withContext(`retry of the failed DEL of container ${containerId}`),
+  );
 }

@@ -70,7 +70,10 @@ export async function planForPod(
   if (req.command !== "ADD" || !conf.auxiliaryCNIChainName) return plan;
   try {
     const source = new FsNetworkSource(conf.confDir, undefined);
-    return { ...plan, attachments: bounded(await withAuxiliaryChain(plan.attachments, conf, source), conf) };
+    return {
+      ...plan,
+      attachments: bounded(await withAuxiliaryChain(plan.attachments, conf, source), conf),
+    };
   } catch (err) {
     throw plan.ref ? asCniError(err).withContext(`pod ${podName(plan.ref)}`) : err;
   }
@@ -84,15 +87,23 @@ async function planNetworks(
   const ref = podFromArgs(req.args);
   const kube = ref ? await ctx.kube() : undefined;
   const source = new FsNetworkSource(conf.confDir, kube);
-  if (ref && !kube && req.command === "ADD" && !conf.withoutKubernetes) throw noKubernetesError(ref);
+  if (ref && !kube && req.command === "ADD" && !conf.withoutKubernetes)
+    throw noKubernetesError(ref);
   if (!ref || !kube) {
     ctx.log.info(
-      { reason: ref ? "no Kubernetes access configured" : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS" },
+      {
+        reason: ref
+          ? "no Kubernetes access configured"
+          : "no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS",
+      },
       "attaching the default network(s) only",
     );
     return {
       ...(ref ? { ref } : {}),
-      attachments: bounded(await defaultsOnly(req, conf, source, kube !== undefined, ctx.log), conf),
+      attachments: bounded(
+        await defaultsOnly(req, conf, source, kube !== undefined, ctx.log),
+        conf,
+      ),
     };
   }
   const pod = await kube.getPod(ref.namespace, ref.name, ref.uid || undefined);
@@ -141,22 +152,37 @@ async function planPodNetworks(
 
   // Loaded on first use, not at start-up: only a pod of a cluster parses annotations.
   const { parseNetworksAnnotation } = await ctx.load.annotation();
-  const selections = parseNetworksAnnotation(pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "", ref.namespace, {
-    maxSelections: conf.maxNetworks,
-    reservedIfName: req.ifName,
-  });
-  for (const sel of selections) checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf });
+  const selections = parseNetworksAnnotation(
+    pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "",
+    ref.namespace,
+    {
+      maxSelections: conf.maxNetworks,
+      reservedIfName: req.ifName,
+    },
+  );
+  for (const sel of selections)
+    checkNamespaceAccess({ podNamespace: ref.namespace, ref: sel, conf });
   const selected = await resolveSelections(selections, ref, { kube, source, log: ctx.log, conf });
   // What the pod's own annotations chose runs only plugin types the administrator allows.
   if (defaults.clusterNetwork.byPod)
-    checkPluginTypes(defaults.clusterNetwork.conf, conf.allowedPluginTypes, defaults.clusterNetwork.network);
+    checkPluginTypes(
+      defaults.clusterNetwork.conf,
+      conf.allowedPluginTypes,
+      defaults.clusterNetwork.network,
+    );
   for (const s of selected) checkPluginTypes(s.conf, conf.allowedPluginTypes, s.network);
   for (const s of selected) {
     const hasResourceName = resourceNameOf(s.nad) !== undefined;
     checkDeviceChoice({ network: s.network, deviceID: s.sel.deviceID, hasResourceName, conf });
   }
 
-  return buildAttachments({ req, defaults, selections, selected, multusNamespace: conf.multusNamespace });
+  return buildAttachments({
+    req,
+    defaults,
+    selections,
+    selected,
+    multusNamespace: conf.multusNamespace,
+  });
 }
 
 /** The attachments in order, each with its interface name (the default networks' first, as Multus numbers them). */
@@ -180,8 +206,8 @@ function buildAttachments(o: {
         : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`,
   });
   // M10: each attachment's NAD resourceName annotation, in attachment order.
-  const resourceNames = [defaults.clusterNetwork, ...defaults.defaultNetworks, ...selected].map((n) =>
-    resourceNameOf(n.nad),
+  const resourceNames = [defaults.clusterNetwork, ...defaults.defaultNetworks, ...selected].map(
+    (n) => resourceNameOf(n.nad),
   );
   const attachments: Attachment[] = [
     {
@@ -205,7 +231,8 @@ function buildAttachments(o: {
         conf: applied.conf,
         selection: sel,
       };
-      if (Object.keys(applied.capabilityArgs).length > 0) att.capabilityArgs = applied.capabilityArgs;
+      if (Object.keys(applied.capabilityArgs).length > 0)
+        att.capabilityArgs = applied.capabilityArgs;
       return att;
     }),
   ];
@@ -248,7 +275,9 @@ async function resolveSelections(
     const reference = `${sel.namespace}/${sel.name}`;
     const nad = nads[i]!;
     try {
-      const resolved = resolveNadConfig(nad, files, { confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf) });
+      const resolved = resolveNadConfig(nad, files, {
+        confDirAllowed: nadMayUseConfDir(sel.namespace, ctx.conf),
+      });
       for (const w of resolved.warnings) ctx.log.warn({ pod: podName(ref), network: reference }, w);
       return { sel, network: reference, conf: resolved.conf, nad };
     } catch (err) {
@@ -275,10 +304,18 @@ async function defaultsOnly(
   hasKube: boolean,
   log: Logger,
 ): Promise<Attachment[]> {
-  if (!conf.clusterNetwork && conf.defaultNetworks.length === 0) return planFromDelegates(conf, req.ifName);
+  if (!conf.clusterNetwork && conf.defaultNetworks.length === 0)
+    return planFromDelegates(conf, req.ifName);
   if (!hasKube && conf.defaultNetworks.length)
-    log.warn({ defaultNetworks: conf.defaultNetworks }, "no Kubernetes access: defaultNetworks are not attached");
-  const d = await resolveDefaultNetworks(undefined, hasKube ? conf : { ...conf, defaultNetworks: [] }, source);
+    log.warn(
+      { defaultNetworks: conf.defaultNetworks },
+      "no Kubernetes access: defaultNetworks are not attached",
+    );
+  const d = await resolveDefaultNetworks(
+    undefined,
+    hasKube ? conf : { ...conf, defaultNetworks: [] },
+    source,
+  );
   for (const w of d.warnings) log.warn(w);
   const networks: ResolvedNetwork[] = [d.clusterNetwork, ...d.defaultNetworks];
   return networks.map((n, i) => ({

@@ -10,7 +10,11 @@ import { toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { KubeApi } from "../k8s/kube-api";
 import type { Logger } from "../log/logger";
-import { buildNetworkStatus, buildNetworkStatusAnnotation, checkAnnotationBudget } from "../npwg/status";
+import {
+  buildNetworkStatus,
+  buildNetworkStatusAnnotation,
+  checkAnnotationBudget,
+} from "../npwg/status";
 import { verifyAttachment } from "../npwg/verify";
 import type { NetworkStatus, Pod } from "../npwg/types";
 import type { Attachment } from "./record";
@@ -25,7 +29,11 @@ export interface Attached {
 /** N4.1.2.1.3/4: throws VerificationFailed (103) naming the network, interface, wanted and got. */
 export function verifySelection(attached: Attached): void {
   if (attached.attachment.selection)
-    verifyAttachment(toResult(attached.result), attached.attachment.selection, attached.attachment.ifName);
+    verifyAttachment(
+      toResult(attached.result),
+      attached.attachment.selection,
+      attached.attachment.ifName,
+    );
 }
 
 /** M12: as Multus, an auxiliary chain that created no interface and no address has no status entry. */
@@ -60,7 +68,11 @@ export async function publishNetworkStatus(
   // M8: the UID guards the write (a recreated pod refuses it); without the runtime's K8S_POD_UID,
   // the UID of the pod this ADD read guards it just as well.
   const guard = uid ?? pod.metadata.uid;
-  const ref = { namespace: pod.metadata.namespace, name: pod.metadata.name, ...(guard ? { uid: guard } : {}) };
+  const ref = {
+    namespace: pod.metadata.namespace,
+    name: pod.metadata.name,
+    ...(guard ? { uid: guard } : {}),
+  };
   await kube.setNetworkStatus(ref, value);
   // M9: best effort, after the status is written.
   const message = attached
@@ -69,9 +81,11 @@ export async function publishNetworkStatus(
         `Add ${attachment.ifName} [${(toResult(result).ips ?? []).map((ip) => ip.address).join(",")}] from ${attachment.network}`,
     )
     .join("; ");
-  await kube.recordEvent(ref, { type: "Normal", reason: "AddedInterface", message }).catch((err: unknown) => {
-    log.warn({ err: asCniError(err).message }, "could not record the AddedInterface event");
-  });
+  await kube
+    .recordEvent(ref, { type: "Normal", reason: "AddedInterface", message })
+    .catch((err: unknown) => {
+      log.warn({ err: asCniError(err).message }, "could not record the AddedInterface event");
+    });
 }
 
 export type { CniError };

@@ -17,9 +17,16 @@ export async function isReady(file: string | undefined): Promise<boolean> {
   }
 }
 
-export async function waitForReadiness(file: string | undefined, timeoutMs: number, log: Logger): Promise<void> {
+export async function waitForReadiness(
+  file: string | undefined,
+  timeoutMs: number,
+  log: Logger,
+): Promise<void> {
   if (await isReady(file)) return;
-  log.warn({ file, timeoutMs }, "default network not ready yet: waiting for its readiness indicator file");
+  log.warn(
+    { file, timeoutMs },
+    "default network not ready yet: waiting for its readiness indicator file",
+  );
   const deadline = Date.now() + timeoutMs;
   let delay = 50;
   while (Date.now() < deadline) {

@@ -139,7 +139,9 @@ export class RecordStore {
       shape: "a Plexus container record",
       valid: (v) =>
         Array.isArray(v.attachments) &&
-        v.attachments.every((a) => isPlainObject(a) && typeof a.ifName === "string" && isPlainObject(a.conf)) &&
+        v.attachments.every(
+          (a) => isPlainObject(a) && typeof a.ifName === "string" && isPlainObject(a.conf),
+        ) &&
         typeof v.containerId === "string" &&
         typeof v.ifName === "string",
       identity: (rec) => [rec.containerId, rec.ifName],
@@ -182,7 +184,10 @@ export class RecordStore {
 
   /** Writes (or touches) the pending entry of a record whose DEL failed. */
   async markPending(containerId: string, ifName: string): Promise<void> {
-    await writeFileAtomic(this.pendingPath(containerId, ifName), JSON.stringify({ containerId, ifName }));
+    await writeFileAtomic(
+      this.pendingPath(containerId, ifName),
+      JSON.stringify({ containerId, ifName }),
+    );
   }
 
   /** Moves a pending entry to the end of the queue; never creates one (a missing entry stays missing). */
@@ -302,7 +307,10 @@ export class RecordStore {
     const file = readSharedFile(path, { maxBytes: MAX_PENDING_BYTES });
     if (file.state !== "found") return undefined;
     try {
-      const v = JSON.parse(file.data.toString("utf8")) as { containerId?: unknown; ifName?: unknown };
+      const v = JSON.parse(file.data.toString("utf8")) as {
+        containerId?: unknown;
+        ifName?: unknown;
+      };
       const { containerId, ifName } = v;
       if (typeof containerId !== "string" || typeof ifName !== "string") return undefined;
       validateContainerId(containerId); // throws: a name that is no CNI_CONTAINERID is no entry

@@ -20,8 +20,10 @@ export async function cmdStatus(req: CniRequest, conf: PlexusConf, deps: Deps): 
   }
   const ctx = { containerId: "", netns: "", cniArgs: "" };
   for (const att of planFromDelegates(conf, req.ifName || "eth0")) {
-    await statusNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch((err: unknown) => {
-      throw asCniError(err).withContext(`STATUS of network ${JSON.stringify(att.network)}`);
-    });
+    await statusNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
+      (err: unknown) => {
+        throw asCniError(err).withContext(`STATUS of network ${JSON.stringify(att.network)}`);
+      },
+    );
   }
 }

@@ -55,7 +55,10 @@ export async function teardown(
       deps.log.debug({ network: att.network, ifName: att.ifName }, "detached");
     } catch (err) {
       const error = asCniError(err).withContext(`DEL of ${describeAttachment(att)}`);
-      deps.log.error({ network: att.network, ifName: att.ifName, err: error.message }, "detach failed");
+      deps.log.error(
+        { network: att.network, ifName: att.ifName, err: error.message },
+        "detach failed",
+      );
       failures.push({ attachment: att, error });
     }
   }

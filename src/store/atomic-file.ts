@@ -6,14 +6,27 @@
  * Synchronous system calls on purpose: a CNI process does one thing at a time, and each
  * `fs/promises` call is a thread-pool round trip that every pod would wait for.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import { parseTempName } from "./own-names";
 
 let seq = 0;
 
-export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  mode = 0o600,
+): Promise<void> {
   writeFileAtomicSync(path, data, mode);
 }
 
@@ -21,7 +34,10 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
 export function writeFileAtomicSync(path: string, data: string | Uint8Array, mode = 0o600): void {
   const dir = dirname(path);
   // pid + sequence is unique among live writers; "wx" refuses a leftover of a dead one with the same pid.
-  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${++seq}-${Date.now().toString(36)}`);
+  const tmp = join(
+    dir,
+    `.${basename(path)}.tmp-${process.pid}-${++seq}-${Date.now().toString(36)}`,
+  );
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const fd = openSync(tmp, "wx", mode);

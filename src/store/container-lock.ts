@@ -147,7 +147,8 @@ function openLockFile(path: string): number {
       if (attempt > 0 || (code !== "ELOOP" && code !== "ENXIO"))
         throw ioError(`cannot take the container's lock ${path}`, err);
     }
-    if (attempt > 0) throw ioError(`cannot take the container's lock ${path}`, new Error("not a regular file"));
+    if (attempt > 0)
+      throw ioError(`cannot take the container's lock ${path}`, new Error("not a regular file"));
     removePlanted(path);
   }
 }
@@ -182,13 +183,18 @@ export const CALL_MARK_ENV = "PLEXUS_CALL";
 
 function heldLock(fd: number, path: string, r: LockRequest): ContainerLock {
   const marker = crypto.randomUUID();
-  const buf = Buffer.from(JSON.stringify({ pid: process.pid, verb: r.verb, marker } satisfies Owner));
+  const buf = Buffer.from(
+    JSON.stringify({ pid: process.pid, verb: r.verb, marker } satisfies Owner),
+  );
   try {
     ftruncateSync(fd, 0);
     writeSync(fd, buf, 0, buf.byteLength, 0);
   } catch (err) {
     const e = ioError(`cannot write the owner of the container's lock ${path}`, err);
-    r.log.warn({ err: e.message }, "holding the container's lock without naming its owner in the lock file");
+    r.log.warn(
+      { err: e.message },
+      "holding the container's lock without naming its owner in the lock file",
+    );
   }
   return {
     fd,
@@ -213,7 +219,9 @@ function readOwner(path: string): Owner | undefined {
   try {
     const v = JSON.parse(file.data.toString("utf8")) as Partial<Owner>;
     if (typeof v.pid !== "number" || typeof v.verb !== "string") return undefined;
-    return typeof v.marker === "string" ? { pid: v.pid, verb: v.verb, marker: v.marker } : { pid: v.pid, verb: v.verb };
+    return typeof v.marker === "string"
+      ? { pid: v.pid, verb: v.verb, marker: v.marker }
+      : { pid: v.pid, verb: v.verb };
   } catch {
     return undefined;
   }

@@ -69,7 +69,10 @@ export class JsonFileStore<T> implements JsonStore<T> {
 
   path(identity: readonly string[]): string {
     const ext = this.opts.ext ?? "";
-    return join(this.dir, this.opts.libcniNames ? `${identity.join("-")}${ext}` : stateFileName(identity, ext));
+    return join(
+      this.dir,
+      this.opts.libcniNames ? `${identity.join("-")}${ext}` : stateFileName(identity, ext),
+    );
   }
 
   async write(value: T): Promise<void> {
@@ -81,7 +84,9 @@ export class JsonFileStore<T> implements JsonStore<T> {
     const path = this.path(identity);
     const read = this.readAt(path, identity);
     const legacy = this.legacyPath(identity);
-    return read.state === "missing" && legacy !== undefined && legacy !== path ? this.readAt(legacy, identity) : read;
+    return read.state === "missing" && legacy !== undefined && legacy !== path
+      ? this.readAt(legacy, identity)
+      : read;
   }
 
   async delete(identity: readonly string[]): Promise<void> {
@@ -146,7 +151,8 @@ export class JsonFileStore<T> implements JsonStore<T> {
   private readFile(path: string): StoreRead<T> {
     const file = readSharedFile(path, { maxBytes: MAX_STATE_FILE_BYTES });
     if (file.state === "missing") return file;
-    if (file.state === "refused") return { state: "corrupt", path, reason: `not read: ${file.reason}` };
+    if (file.state === "refused")
+      return { state: "corrupt", path, reason: `not read: ${file.reason}` };
     return this.parse(file.data.toString("utf8"), path);
   }
 

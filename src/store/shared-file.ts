@@ -20,7 +20,12 @@ export type SharedFileRead =
   | { state: "found"; data: Buffer }
   | { state: "missing" }
   /** Not read: what is at the path is not a regular file, is too large, or cannot be opened. */
-  | { state: "refused"; why: "not-regular" | "too-large" | "unreadable"; reason: string; size?: number };
+  | {
+      state: "refused";
+      why: "not-regular" | "too-large" | "unreadable";
+      reason: string;
+      size?: number;
+    };
 
 /** Linux's O_PATH (Node does not export it): a descriptor for fstat only, opening nothing. */
 const O_PATH = 0o10000000;
@@ -138,7 +143,11 @@ function notRegular(st: Stats): Opened {
 
 function tooLarge(maxBytes: number, size?: number): SharedFileRead {
   if (size === undefined)
-    return { state: "refused", why: "too-large", reason: `it grew past the ${maxBytes}-byte limit while being read` };
+    return {
+      state: "refused",
+      why: "too-large",
+      reason: `it grew past the ${maxBytes}-byte limit while being read`,
+    };
   return {
     state: "refused",
     why: "too-large",

@@ -41,7 +41,17 @@ async function startDaemon(
 ): Promise<ChildProcess> {
   const d = spawn(
     PLEXUS_BIN,
-    ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "warn"],
+    [
+      "daemon",
+      "--kubeconfig",
+      kubeconfig,
+      "--node-name",
+      "node-1",
+      "--socket",
+      socket,
+      "--log-level",
+      "warn",
+    ],
     {
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, [scope.marker.split("=")[0]!]: scope.marker.split("=")[1] },
@@ -74,7 +84,11 @@ async function setup(scope: E2eScope, n: number) {
   mkdirSync(confDir, { recursive: true });
   writeFileSync(
     join(confDir, "10-cbr0.conflist"),
-    JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")] }),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "cbr0",
+      plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")],
+    }),
   );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
   const socket = join(scope.root, "plexus.sock");
@@ -90,7 +104,11 @@ async function setup(scope: E2eScope, n: number) {
     metadata: { namespace: "app", name: "net-a" },
     spec: {
       config: JSON.stringify(
-        bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.219.${n + 1}.0/24`) }),
+        bridgeNet({
+          name: "net-a",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, `10.219.${n + 1}.0/24`),
+        }),
       ),
     },
   });
@@ -132,9 +150,14 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     // The daemon writes the event in the background, after answering the ADD.
     await expect
       .poll(() => api.requests.slice(before).map((r) => `${r.method} ${r.path}`))
-      .toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+      .toEqual([
+        "PATCH /api/v1/namespaces/app/pods/web/status",
+        "POST /api/v1/namespaces/app/events",
+      ]);
     const status = JSON.parse(
-      (api.getPod("app", "web")!.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/network-status"]!,
+      (api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[
+        "k8s.v1.cni.cncf.io/network-status"
+      ]!,
     ) as Array<{ name: string; interface: string }>;
     expect(status.map((s) => [s.name, s.interface])).toEqual([
       ["cbr0", "eth0"],
@@ -192,7 +215,9 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     const chaos = (async () => {
       while (!stop) {
         const alive = daemon.exitCode === null && daemon.signalCode === null;
-        await new Promise((r) => setTimeout(r, alive ? 400 + Math.random() * 1600 : 50 + Math.random() * 250));
+        await new Promise((r) =>
+          setTimeout(r, alive ? 400 + Math.random() * 1600 : 50 + Math.random() * 250),
+        );
         if (stop) break;
         if (alive) {
           await stopDaemon(daemon, "SIGKILL");
@@ -213,7 +238,8 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
             const add = await scope.run("ADD", conf, env);
             if (add.code !== 0) failures.push(`ADD ${p.name}#${i}: ${add.stdout}`);
             const del = await scope.run("DEL", conf, env);
-            if (del.code !== 0 || del.stdout !== "") failures.push(`DEL ${p.name}#${i}: ${del.stdout}`);
+            if (del.code !== 0 || del.stdout !== "")
+              failures.push(`DEL ${p.name}#${i}: ${del.stdout}`);
             if (links(p.ns.name).some((l) => l.name !== "lo"))
               failures.push(`leftover links in ${p.ns.name} after cycle ${i}`);
           }
@@ -229,12 +255,18 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
     const cniPodReads = api.requests.filter(
       (r) => r.method === "GET" && r.userAgent === "plexus-cni" && /\/pods\/p\d$/.test(r.path),
     ).length;
-    console.log(`chaos: ${done} cycles, ${kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`);
+    console.log(
+      `chaos: ${done} cycles, ${kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`,
+    );
     expect(cniPodReads).toBeGreaterThan(0);
     expect(cniPodReads).toBeLessThan(done);
     // A SIGKILLed daemon leaves its socket file; the next one claims it. End on a live one.
-    if (daemon.exitCode !== null || daemon.signalCode !== null) daemon = await startDaemon(scope, kubeconfig, socket);
-    else await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 20 }).toBe(200);
+    if (daemon.exitCode !== null || daemon.signalCode !== null)
+      daemon = await startDaemon(scope, kubeconfig, socket);
+    else
+      await expect
+        .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 20 })
+        .toBe(200);
     await expectNothingLeft(scope, socket);
   }, 240_000);
 });

@@ -11,7 +11,14 @@ import { expect, it } from "vitest";
 import { lockPath } from "../../src/store/container-lock";
 import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { cniError, PLEXUS_BIN, TEST_PATH, unixSocketStatus } from "../support/plexus-bin";
-import { CNI_BIN_DIR, describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
+import {
+  CNI_BIN_DIR,
+  describeE2e,
+  links,
+  NOTHING_LEFT,
+  useE2eScope,
+  type E2eScope,
+} from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -21,7 +28,10 @@ const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function wrapperDir(scope: E2eScope, name: string, body: string): string {
   const dir = join(scope.root, `bin-${name}`);
   mkdirSync(join(dir, "state"), { recursive: true });
-  writeFileSync(join(dir, name), `#!/bin/sh\nS=${join(dir, "state")}\nB=${CNI_BIN_DIR}/bridge\n${body}\nexec $B\n`);
+  writeFileSync(
+    join(dir, name),
+    `#!/bin/sh\nS=${join(dir, "state")}\nB=${CNI_BIN_DIR}/bridge\n${body}\nexec $B\n`,
+  );
   chmodSync(join(dir, name), 0o755);
   return dir;
 }
@@ -67,7 +77,11 @@ describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
     });
     const conf = plexusConf(
       scope,
-      [defaultNet(scope, "10.224.2.0/24", "main"), slow("slow-a", "10.224.3.0/24"), slow("slow-b", "10.224.4.0/24")],
+      [
+        defaultNet(scope, "10.224.2.0/24", "main"),
+        slow("slow-a", "10.224.3.0/24"),
+        slow("slow-b", "10.224.4.0/24"),
+      ],
       { delTimeoutSeconds: 2 },
     );
     const ns = scope.addNetns();
@@ -86,7 +100,8 @@ describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
     expect(scope.ipReservations().filter((r) => r.startsWith("main/"))).toEqual([]);
     expect(podLinks(ns.name)).toEqual(["net1", "net2"]);
     let attempts = 1;
-    for (let r = first; r.code !== 0 && attempts < 5; attempts++) r = await scope.run("DEL", conf, env);
+    for (let r = first; r.code !== 0 && attempts < 5; attempts++)
+      r = await scope.run("DEL", conf, env);
     expect(attempts).toBe(2);
     expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
@@ -108,7 +123,11 @@ fi`,
       [
         defaultNet(scope, "10.224.5.0/24", "main"),
         {
-          ...bridgeNet({ name: "late", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.224.6.0/24") }),
+          ...bridgeNet({
+            name: "late",
+            bridge: scope.bridgeName(),
+            ipam: hostLocal(scope, "10.224.6.0/24"),
+          }),
           type: "forker",
         },
       ],
@@ -162,7 +181,8 @@ fi`,
       fill(join(scope.cniDir, "filler"));
       expectSilentOk(await scope.run("DEL", conf, env));
       expect(podLinks(ns.name)).toEqual([]);
-      for (const netns of [ns.path, ""]) expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: netns }));
+      for (const netns of [ns.path, ""])
+        expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: netns }));
       fill(join(scope.cniDir, "filler2")); // what the DELs freed
       const add = cniError(await scope.run("ADD", conf, env));
       expect(add.code, add.msg).toBe(5);
@@ -176,7 +196,10 @@ fi`,
 
   it("C2.6 CHECK with a Plexus config of cniVersion 0.3.1: error code 1, as libcni's skel answers", async () => {
     const { scope } = t;
-    const conf = { ...plexusConf(scope, [defaultNet(scope, "10.224.8.0/24")]), cniVersion: "0.3.1" };
+    const conf = {
+      ...plexusConf(scope, [defaultNet(scope, "10.224.8.0/24")]),
+      cniVersion: "0.3.1",
+    };
     const ns = scope.addNetns();
     const env = { CNI_CONTAINERID: "ctr-check", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
     expectOk(await scope.run("ADD", conf, env));
@@ -197,102 +220,107 @@ const SLEEP_ON_DEL = `[ "$CNI_COMMAND" = DEL ] && sleep 3`;
  * no `retryDeleteOnError`. Both runtime DELs fail on them; the second answers 0 and keeps them
  * pending; housekeeping with a budget of its own (GC, or the daemon's timer) tears them down.
  */
-describeE2e("e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, housekeeping finishes", () => {
-  const slowSetup = (scope: E2eScope, octet: number) => {
-    const bin = wrapperDir(
-      scope,
-      "slowdel",
-      `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n${SLEEP_ON_DEL}`,
-    );
-    const slow = (name: string, subnet: string) => ({
-      ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
-      type: "slowdel",
-    });
-    const conf = plexusConf(
-      scope,
-      [
-        defaultNet(scope, `10.224.${octet}.0/24`, "main"),
-        slow("slow-a", `10.224.${octet + 1}.0/24`),
-        slow("slow-b", `10.224.${octet + 2}.0/24`),
-      ],
-      { delTimeoutSeconds: 2, cniVersion: "1.1.0" },
-    );
-    const ns = scope.addNetns();
-    const env = {
-      CNI_CONTAINERID: "ctr-slow",
-      CNI_NETNS: ns.path,
-      CNI_IFNAME: "eth0",
-      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+describeE2e(
+  "e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, housekeeping finishes",
+  () => {
+    const slowSetup = (scope: E2eScope, octet: number) => {
+      const bin = wrapperDir(
+        scope,
+        "slowdel",
+        `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n${SLEEP_ON_DEL}`,
+      );
+      const slow = (name: string, subnet: string) => ({
+        ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
+        type: "slowdel",
+      });
+      const conf = plexusConf(
+        scope,
+        [
+          defaultNet(scope, `10.224.${octet}.0/24`, "main"),
+          slow("slow-a", `10.224.${octet + 1}.0/24`),
+          slow("slow-b", `10.224.${octet + 2}.0/24`),
+        ],
+        { delTimeoutSeconds: 2, cniVersion: "1.1.0" },
+      );
+      const ns = scope.addNetns();
+      const env = {
+        CNI_CONTAINERID: "ctr-slow",
+        CNI_NETNS: ns.path,
+        CNI_IFNAME: "eth0",
+        CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+      };
+      const callLog = join(bin, "state", "calls");
+      /** The slow delegate's DEL calls so far. */
+      const dels = () => {
+        const lines = (existsSync(callLog) ? readFileSync(callLog, "utf8") : "").split("\n");
+        return lines.filter((l) => l.startsWith("DEL "));
+      };
+      return { bin, conf, ns, env, dels };
     };
-    const callLog = join(bin, "state", "calls");
-    /** The slow delegate's DEL calls so far. */
-    const dels = () => {
-      const lines = (existsSync(callLog) ? readFileSync(callLog, "utf8") : "").split("\n");
-      return lines.filter((l) => l.startsWith("DEL "));
-    };
-    return { bin, conf, ns, env, dels };
-  };
 
-  /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
-  async function delUntilZero(scope: E2eScope, s: ReturnType<typeof slowSetup>): Promise<void> {
-    expectOk(await scope.run("ADD", s.conf, s.env));
-    const first = cniError(await scope.run("DEL", s.conf, s.env));
-    expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
-    expectSilentOk(await scope.run("DEL", s.conf, s.env));
-    // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
-    expect(scope.recordFiles()).toHaveLength(1);
-    expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
-    expect(
-      scope
-        .ipReservations()
-        .map((r) => r.split("/")[0])
-        .sort(),
-    ).toEqual(["slow-a", "slow-b"]);
-  }
-
-  it("M7 M13 K1 without the daemon: an ADD of another pod runs no retry; DEL answers 0 on its second call, keeping what failed; GC tears it down and nothing is left", async () => {
-    const { scope } = t;
-    const s = slowSetup(scope, 12);
-    expectOk(await scope.run("ADD", s.conf, s.env));
-    expect(cniError(await scope.run("DEL", s.conf, s.env)).code).not.toBe(0);
-    // A plain pod's ADD on the node, with a pending record due at once (failedDelRetrySeconds 0):
-    // it retries nothing (the slow delegate's DEL is not called during it).
-    const plainNet = defaultNet(scope, "10.224.15.0/24", "plain");
-    const plain = plexusConf(scope, [plainNet], { delTimeoutSeconds: 2 });
-    const plainNs = scope.addNetns();
-    const plainEnv = { ...s.env, CNI_CONTAINERID: "ctr-plain", CNI_NETNS: plainNs.path };
-    const before = s.dels().length;
-    expectOk(await scope.run("ADD", { ...plain, failedDelRetrySeconds: 0 }, plainEnv));
-    expect(s.dels().length).toBe(before);
-    expectSilentOk(await scope.run("DEL", s.conf, s.env));
-    expect(scope.recordFiles().filter((f) => f.startsWith("ctr-slow"))).toHaveLength(1);
-    expect(scope.ipReservations().filter((r) => r.startsWith("slow-")).length).toBe(2);
-    // The runtime removes the sandbox once DEL answered 0: the namespace (and the veths) go.
-    scope.deleteNetns(s.ns);
-    expectSilentOk(await scope.run("DEL", plain, plainEnv));
-    const gcConf = { ...s.conf, "cni.dev/valid-attachments": [] };
-    const gc = await scope.run("GC", gcConf, { CNI_PATH: s.env.CNI_PATH });
-    expectSilentOk(gc);
-    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
-  });
-
-  it("M7 M13 K1 with the daemon: DEL until it answers 0, then the daemon's housekeeping timer tears the rest down; nothing is left", async () => {
-    const { scope } = t;
-    const s = slowSetup(scope, 16);
-    await delUntilZero(scope, s);
-    scope.deleteNetns(s.ns);
-    const confDir = join(scope.root, "net.d");
-    mkdirSync(confDir, { recursive: true });
-    writeFileSync(join(confDir, "00-plexus.conf"), JSON.stringify(s.conf));
-    const daemon = await startHousekeepingDaemon(scope, { confDir, cniPath: s.env.CNI_PATH });
-    try {
-      await expect.poll(() => scope.recordFiles(), { timeout: 25_000, interval: 200 }).toEqual([]);
-    } finally {
-      await daemon.stop();
+    /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
+    async function delUntilZero(scope: E2eScope, s: ReturnType<typeof slowSetup>): Promise<void> {
+      expectOk(await scope.run("ADD", s.conf, s.env));
+      const first = cniError(await scope.run("DEL", s.conf, s.env));
+      expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
+      expectSilentOk(await scope.run("DEL", s.conf, s.env));
+      // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
+      expect(scope.recordFiles()).toHaveLength(1);
+      expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
+      expect(
+        scope
+          .ipReservations()
+          .map((r) => r.split("/")[0])
+          .sort(),
+      ).toEqual(["slow-a", "slow-b"]);
     }
-    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
-  });
-});
+
+    it("M7 M13 K1 without the daemon: an ADD of another pod runs no retry; DEL answers 0 on its second call, keeping what failed; GC tears it down and nothing is left", async () => {
+      const { scope } = t;
+      const s = slowSetup(scope, 12);
+      expectOk(await scope.run("ADD", s.conf, s.env));
+      expect(cniError(await scope.run("DEL", s.conf, s.env)).code).not.toBe(0);
+      // A plain pod's ADD on the node, with a pending record due at once (failedDelRetrySeconds 0):
+      // it retries nothing (the slow delegate's DEL is not called during it).
+      const plainNet = defaultNet(scope, "10.224.15.0/24", "plain");
+      const plain = plexusConf(scope, [plainNet], { delTimeoutSeconds: 2 });
+      const plainNs = scope.addNetns();
+      const plainEnv = { ...s.env, CNI_CONTAINERID: "ctr-plain", CNI_NETNS: plainNs.path };
+      const before = s.dels().length;
+      expectOk(await scope.run("ADD", { ...plain, failedDelRetrySeconds: 0 }, plainEnv));
+      expect(s.dels().length).toBe(before);
+      expectSilentOk(await scope.run("DEL", s.conf, s.env));
+      expect(scope.recordFiles().filter((f) => f.startsWith("ctr-slow"))).toHaveLength(1);
+      expect(scope.ipReservations().filter((r) => r.startsWith("slow-")).length).toBe(2);
+      // The runtime removes the sandbox once DEL answered 0: the namespace (and the veths) go.
+      scope.deleteNetns(s.ns);
+      expectSilentOk(await scope.run("DEL", plain, plainEnv));
+      const gcConf = { ...s.conf, "cni.dev/valid-attachments": [] };
+      const gc = await scope.run("GC", gcConf, { CNI_PATH: s.env.CNI_PATH });
+      expectSilentOk(gc);
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    });
+
+    it("M7 M13 K1 with the daemon: DEL until it answers 0, then the daemon's housekeeping timer tears the rest down; nothing is left", async () => {
+      const { scope } = t;
+      const s = slowSetup(scope, 16);
+      await delUntilZero(scope, s);
+      scope.deleteNetns(s.ns);
+      const confDir = join(scope.root, "net.d");
+      mkdirSync(confDir, { recursive: true });
+      writeFileSync(join(confDir, "00-plexus.conf"), JSON.stringify(s.conf));
+      const daemon = await startHousekeepingDaemon(scope, { confDir, cniPath: s.env.CNI_PATH });
+      try {
+        await expect
+          .poll(() => scope.recordFiles(), { timeout: 25_000, interval: 200 })
+          .toEqual([]);
+      } finally {
+        await daemon.stop();
+      }
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    });
+  },
+);
 
 /** `dist/plexus daemon` before the fake API server, with its housekeeping timer every second. */
 async function startHousekeepingDaemon(
@@ -331,7 +359,11 @@ async function startHousekeepingDaemon(
 
 describeE2e("e2e R1 the lock waiter kills only a dead call's leftovers", () => {
   /** A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x … sleep`. */
-  function holdLock(scope: E2eScope, containerId: string, mark: Record<string, string>): ChildProcess {
+  function holdLock(
+    scope: E2eScope,
+    containerId: string,
+    mark: Record<string, string>,
+  ): ChildProcess {
     const path = lockPath(scope.cniDir, containerId, "eth0");
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, JSON.stringify({ pid: 4194305, verb: "ADD", marker: "dead-owner-mark" }));

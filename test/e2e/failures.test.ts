@@ -8,7 +8,14 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError } from "../support/plexus-bin";
-import { describeE2e, linkExists, links, NOTHING_LEFT, useE2eScope, type Netns } from "../support/netns";
+import {
+  describeE2e,
+  linkExists,
+  links,
+  NOTHING_LEFT,
+  useE2eScope,
+  type Netns,
+} from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -31,7 +38,10 @@ describeE2e("e2e failures: a failing second delegate, CNI_NETNS that is no names
     const tight = bridgeNet({
       name: "tight-net",
       bridge: scope.bridgeName(),
-      ipam: hostLocal(scope, "10.213.2.0/24", { rangeStart: "10.213.2.10", rangeEnd: "10.213.2.10" }),
+      ipam: hostLocal(scope, "10.213.2.0/24", {
+        rangeStart: "10.213.2.10",
+        rangeEnd: "10.213.2.10",
+      }),
     });
     const conf = plexusConf(scope, [defaultBridge, tight]);
     const nsA = scope.addNetns();

@@ -5,7 +5,14 @@
  */
 import { expect, it } from "vitest";
 import { describeE2e, links, NOTHING_LEFT, useE2eScope, type Netns } from "../support/netns";
-import { cacheNames, defaultNet, expectOk, expectSilentOk, plexusConf, secondaryBridgeNet } from "./networks";
+import {
+  cacheNames,
+  defaultNet,
+  expectOk,
+  expectSilentOk,
+  plexusConf,
+  secondaryBridgeNet,
+} from "./networks";
 
 const t = useE2eScope();
 
@@ -16,9 +23,13 @@ function attachEnv(ns: Netns, containerId: string) {
 describeE2e("e2e GC with real delegates", () => {
   it("C2.9 GC listing one of two containers releases the other's IPs, record and cache; the listed one keeps everything", async () => {
     const { scope } = t;
-    const conf = plexusConf(scope, [defaultNet(scope, "10.215.1.0/24"), secondaryBridgeNet(scope, "10.215.2.0/24")], {
-      cniVersion: "1.1.0",
-    });
+    const conf = plexusConf(
+      scope,
+      [defaultNet(scope, "10.215.1.0/24"), secondaryBridgeNet(scope, "10.215.2.0/24")],
+      {
+        cniVersion: "1.1.0",
+      },
+    );
     const keep = scope.addNetns();
     const gone = scope.addNetns();
     expectOk(await scope.run("ADD", conf, attachEnv(keep, "ctr-keep")));
@@ -42,13 +53,18 @@ describeE2e("e2e GC with real delegates", () => {
 
     expect(scope.ipReservations()).toEqual(["bridge-net/10.215.2.2", "default-net/10.215.1.2"]);
     expect(scope.recordFiles()).toEqual(["ctr-keep-eth0.json"]);
-    expect(scope.cacheFiles()).toEqual(cacheNames(scope, "ctr-keep", ["bridge-net", "net1"], ["default-net", "eth0"]));
+    expect(scope.cacheFiles()).toEqual(
+      cacheNames(scope, "ctr-keep", ["bridge-net", "net1"], ["default-net", "eth0"]),
+    );
     expect(links(keep.name)).toEqual(keptLinks);
     expect(scope.attachmentLeftovers().hostLinks).toHaveLength(2); // ctr-keep's two host veths
 
     // GC again is a no-op; then the kept container's own DEL cleans up the rest.
     expectSilentOk(
-      await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "ctr-keep", ifname: "eth0" }] }),
+      await scope.run("GC", {
+        ...conf,
+        "cni.dev/valid-attachments": [{ containerID: "ctr-keep", ifname: "eth0" }],
+      }),
     );
     expect(scope.recordFiles()).toEqual(["ctr-keep-eth0.json"]);
     expectSilentOk(await scope.run("DEL", conf, attachEnv(keep, "ctr-keep")));

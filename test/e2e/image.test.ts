@@ -38,7 +38,14 @@ const image = (arch: string) => `${IMAGE}-${arch}`;
 const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 let home: string;
-const globals = () => ["--root", join(home, "root"), "--runroot", join(home, "run"), "--storage-driver", "vfs"];
+const globals = () => [
+  "--root",
+  join(home, "root"),
+  "--runroot",
+  join(home, "run"),
+  "--storage-driver",
+  "vfs",
+];
 
 function podman(args: readonly string[]) {
   const r = spawnSync("podman", [...globals(), ...args], {
@@ -62,7 +69,11 @@ function podmanOk(args: readonly string[]): string {
 /** The installer container's memory limit in deploy/daemonset.yaml, in MiB. */
 function installerMemoryLimitMiB(): number {
   const ds = load(readFileSync(join(REPO_ROOT, "deploy/daemonset.yaml"), "utf8")) as {
-    spec: { template: { spec: { containers: Array<{ name: string; resources: { limits: { memory: string } } }> } } };
+    spec: {
+      template: {
+        spec: { containers: Array<{ name: string; resources: { limits: { memory: string } } }> };
+      };
+    };
   };
   const install = ds.spec.template.spec.containers.find((c) => c.name === "install");
   const m = /^(\d+)Mi$/.exec(install?.resources.limits.memory ?? "");
@@ -77,14 +88,20 @@ function installerMemoryLimitMiB(): number {
 function nodeRoot(name: string): { host: string; sa: string } {
   const host = join(home, name, "host");
   const sa = join(home, name, "sa");
-  for (const d of ["etc/cni/net.d", "opt/cni/bin", "var/lib/cni"]) mkdirSync(join(host, d), { recursive: true });
+  for (const d of ["etc/cni/net.d", "opt/cni/bin", "var/lib/cni"])
+    mkdirSync(join(host, d), { recursive: true });
   mkdirSync(sa, { recursive: true });
   writeFileSync(join(sa, "token"), "token-from-the-kubelet");
-  writeFileSync(join(sa, "ca.crt"), "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+  writeFileSync(
+    join(sa, "ca.crt"),
+    "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+  );
   const primary = {
     cniVersion: "1.0.0",
     name: "primary-net",
-    plugins: [{ type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.233.0.0/24" } }],
+    plugins: [
+      { type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.233.0.0/24" } },
+    ],
   };
   writeFileSync(join(host, "etc/cni/net.d/10-bridge.conflist"), JSON.stringify(primary));
   return { host, sa };
@@ -131,9 +148,12 @@ describeE2e(
         encoding: "utf8",
         timeout: 240_000,
       });
-      if (r.status !== 0) throw new Error(`scripts/image.mjs failed (${r.status ?? r.signal}): ${r.stderr}`);
+      if (r.status !== 0)
+        throw new Error(`scripts/image.mjs failed (${r.status ?? r.signal}): ${r.stderr}`);
       IMAGE = r.stdout.trim();
-      timings.push(`npm run image (both architectures) ${Math.round(performance.now() - started)} ms`);
+      timings.push(
+        `npm run image (both architectures) ${Math.round(performance.now() - started)} ms`,
+      );
       timings.push(r.stderr.trim().replaceAll("\n", "; "));
     }, 300_000);
 
@@ -154,8 +174,18 @@ describeE2e(
         "linux/arm64",
       ]);
       for (const arch of ["amd64", "arm64"])
-        expect(podmanOk(["image", "inspect", "--format", "{{.Architecture}}", `${IMAGE}-${arch}`]).trim()).toBe(arch);
-      const config = JSON.parse(podmanOk(["image", "inspect", `${IMAGE}-amd64`]))[0].Config as { Entrypoint: string[] };
+        expect(
+          podmanOk([
+            "image",
+            "inspect",
+            "--format",
+            "{{.Architecture}}",
+            `${IMAGE}-${arch}`,
+          ]).trim(),
+        ).toBe(arch);
+      const config = JSON.parse(podmanOk(["image", "inspect", `${IMAGE}-amd64`]))[0].Config as {
+        Entrypoint: string[];
+      };
       expect(config.Entrypoint).toEqual(["/usr/local/bin/plexus"]);
       const run = ["run", "--rm", "--network", "none", ...ULIMITS];
       const version = podmanOk([...run, IMAGE, "--version"]);
@@ -190,15 +220,22 @@ describeE2e(
       const avx2 = cpuinfoHasAvx2(readFileSync("/proc/cpuinfo", "utf8"));
       const want = releasePath(avx2 ? "plexus-linux-amd64" : "plexus-linux-amd64-baseline");
       expect(sha256(join(node.host, "opt/cni/bin/plexus"))).toBe(sha256(want));
-      const conf = JSON.parse(readFileSync(join(node.host, "etc/cni/net.d/00-plexus.conflist"), "utf8"));
+      const conf = JSON.parse(
+        readFileSync(join(node.host, "etc/cni/net.d/00-plexus.conflist"), "utf8"),
+      );
       expect(conf.plugins[0]).toMatchObject({
         type: "plexus",
         clusterNetwork: "/etc/cni/net.d/10-bridge.conflist",
         kubeconfig: "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
       });
-      const kubeconfig = readFileSync(join(node.host, "etc/cni/net.d/plexus.d/plexus.kubeconfig"), "utf8");
+      const kubeconfig = readFileSync(
+        join(node.host, "etc/cni/net.d/plexus.d/plexus.kubeconfig"),
+        "utf8",
+      );
       expect(kubeconfig).toContain("https://10.233.255.1:443");
-      expect(readFileSync(join(node.host, "etc/cni/net.d/plexus.d/token"), "utf8")).toBe("token-from-the-kubelet");
+      expect(readFileSync(join(node.host, "etc/cni/net.d/plexus.d/token"), "utf8")).toBe(
+        "token-from-the-kubelet",
+      );
     });
 
     it("M11 on a CPU without AVX2 (a /proc/cpuinfo without the flag bound over the real one) the installer installs the baseline build", () => {
@@ -210,9 +247,12 @@ describeE2e(
       );
       const r = runInstaller(node, ["-v", `${cpuinfo}:/proc/cpuinfo:ro`]);
       expect(r.status, r.stderr).toBe(0);
-      expect(sha256(join(node.host, "opt/cni/bin/plexus"))).toBe(sha256(releasePath("plexus-linux-amd64-baseline")));
+      expect(sha256(join(node.host, "opt/cni/bin/plexus"))).toBe(
+        sha256(releasePath("plexus-linux-amd64-baseline")),
+      );
       expect(
-        JSON.parse(readFileSync(join(node.host, "etc/cni/net.d/00-plexus.conflist"), "utf8")).plugins[0].type,
+        JSON.parse(readFileSync(join(node.host, "etc/cni/net.d/00-plexus.conflist"), "utf8"))
+          .plugins[0].type,
       ).toBe("plexus");
     });
 

@@ -8,7 +8,15 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { load } from "js-yaml";
 import { expect, it } from "vitest";
@@ -87,7 +95,12 @@ function installArgs(scope: E2eScope, d: NodeDirs, extra: string[] = []): string
 function installEnv(scope: E2eScope): Record<string, string> {
   const [mk, mv] = scope.marker.split("=") as [string, string];
   // A cluster address that is never contacted: no K8S_POD_* in the ADD below (B7).
-  return { PATH: TEST_PATH, [mk]: mv, KUBERNETES_SERVICE_HOST: "10.219.255.1", KUBERNETES_SERVICE_PORT: "443" };
+  return {
+    PATH: TEST_PATH,
+    [mk]: mv,
+    KUBERNETES_SERVICE_HOST: "10.219.255.1",
+    KUBERNETES_SERVICE_PORT: "443",
+  };
 }
 
 function runInstallOnce(scope: E2eScope, d: NodeDirs, extra: string[] = []) {
@@ -106,7 +119,11 @@ function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record
     name: string;
     plugins: Array<Record<string, unknown>>;
   };
-  const stdin = JSON.stringify({ ...list.plugins[0], name: list.name, cniVersion: list.cniVersion });
+  const stdin = JSON.stringify({
+    ...list.plugins[0],
+    name: list.name,
+    cniVersion: list.cniVersion,
+  });
   const [mk, mv] = scope.marker.split("=") as [string, string];
   return spawnSync(join(d.binDir, "plexus"), [], {
     input: stdin,
@@ -162,10 +179,17 @@ describeE2e("e2e plexus install", () => {
     const nsName = `plx-inst-${randomHex(4)}`;
     ip(["netns", "add", nsName]);
     try {
-      const env = { CNI_CONTAINERID: "ctr-inst", CNI_NETNS: join(NETNS_DIR, nsName), CNI_IFNAME: "eth0" };
+      const env = {
+        CNI_CONTAINERID: "ctr-inst",
+        CNI_NETNS: join(NETNS_DIR, nsName),
+        CNI_IFNAME: "eth0",
+      };
       const add = runInstalled(scope, d, "ADD", env);
       expect(add.status, `stdout=${add.stdout} stderr=${add.stderr}`).toBe(0);
-      const result = singleJson(add.stdout) as { cniVersion: string; ips: Array<{ address: string }> };
+      const result = singleJson(add.stdout) as {
+        cniVersion: string;
+        ips: Array<{ address: string }>;
+      };
       expect(result.cniVersion).toBe(conf.cniVersion);
       expect(result.ips.map((i) => i.address)).toEqual(["10.219.1.2/24"]);
       const eth0 = links(nsName).find((l) => l.name === "eth0");
@@ -190,12 +214,16 @@ describeE2e("e2e plexus install", () => {
     const running = spawn(dest, ["30"], { env: { [mk]: mv }, stdio: "ignore" });
     try {
       await waitFor(
-        () => running.pid !== undefined && readFileSync(`/proc/${running.pid}/cmdline`, "utf8").includes("30"),
+        () =>
+          running.pid !== undefined &&
+          readFileSync(`/proc/${running.pid}/cmdline`, "utf8").includes("30"),
         5000,
         "the old binary running",
       );
       // Control: writing the running file in place is what fails with "text file busy".
-      expect(() => writeFileSync(dest, "x", { flag: "r+" })).toThrow(expect.objectContaining({ code: "ETXTBSY" }));
+      expect(() => writeFileSync(dest, "x", { flag: "r+" })).toThrow(
+        expect.objectContaining({ code: "ETXTBSY" }),
+      );
       const inst = runInstallOnce(scope, d);
       expect(inst.status, inst.stderr).toBe(0);
       expect(inst.stderr).toMatch(/plexus binary installed \(copy \+ rename\)/);
@@ -211,11 +239,15 @@ describeE2e("e2e plexus install", () => {
       expect(version.status).toBe(0);
       expect(singleJson(version.stdout)).toHaveProperty("supportedVersions");
       // No temp file left beside it.
-      expect(spawnSync("ls", ["-A", d.binDir], { encoding: "utf8" }).stdout.trim().split("\n")).toEqual(["plexus"]);
+      expect(
+        spawnSync("ls", ["-A", d.binDir], { encoding: "utf8" }).stdout.trim().split("\n"),
+      ).toEqual(["plexus"]);
     } finally {
       running.kill("SIGKILL");
       await new Promise((r) =>
-        running.exitCode !== null || running.signalCode !== null ? r(null) : running.once("exit", r),
+        running.exitCode !== null || running.signalCode !== null
+          ? r(null)
+          : running.once("exit", r),
       );
     }
   });
@@ -255,11 +287,15 @@ describeE2e("e2e plexus install", () => {
     const { scope } = t;
     const d = nodeDirs(scope, "10.219.3.0/24");
     const confPath = join(d.confDir, "00-plexus.conflist");
-    const child: ChildProcess = spawn(PLEXUS_BIN, installArgs(scope, d, ["--cleanup-config-on-exit"]), {
-      env: installEnv(scope),
-      cwd: "/",
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child: ChildProcess = spawn(
+      PLEXUS_BIN,
+      installArgs(scope, d, ["--cleanup-config-on-exit"]),
+      {
+        env: installEnv(scope),
+        cwd: "/",
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let stdout = "";
     let stderr = "";
     child.stdout!.on("data", (b: Buffer) => (stdout += b.toString()));
@@ -278,7 +314,11 @@ describeE2e("e2e plexus install", () => {
       unlinkSync(confPath);
       await waitFor(() => existsSync(confPath), 5000, "config restored");
       // The log line follows the restore, through a pipe: wait for it rather than race it.
-      await waitFor(() => /deleted or renamed by another agent: restored/.test(stderr), 5000, "the restore logged");
+      await waitFor(
+        () => /deleted or renamed by another agent: restored/.test(stderr),
+        5000,
+        "the restore logged",
+      );
       child.kill("SIGTERM");
       expect(await exited).toBe(0);
       expect(existsSync(confPath)).toBe(false);

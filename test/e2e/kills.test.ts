@@ -8,7 +8,14 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { runPlexus, type RunResult } from "../support/plexus-bin";
-import { CNI_BIN_DIR, describeE2e, NOTHING_LEFT, useE2eScope, type E2eScope, type Netns } from "../support/netns";
+import {
+  CNI_BIN_DIR,
+  describeE2e,
+  NOTHING_LEFT,
+  useE2eScope,
+  type E2eScope,
+  type Netns,
+} from "../support/netns";
 import { bridgeNet, defaultNet, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -51,7 +58,9 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
     const { scope } = t;
     const slow = slowBridgeDir(scope, 0.5);
     for (let round = 0; round < 8; round++) {
-      const conf = plexusConf(scope, [{ ...defaultNet(scope, `10.223.${round}.0/24`), type: "slowbridge" }]);
+      const conf = plexusConf(scope, [
+        { ...defaultNet(scope, `10.223.${round}.0/24`), type: "slowbridge" },
+      ]);
       const ns: Netns = scope.addNetns();
       const env = {
         CNI_CONTAINERID: `ctr-kill-${round}`,
@@ -67,7 +76,9 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
         env,
         (pid) => void setTimeout(() => process.kill(pid, "SIGKILL"), killAfter),
       );
-      expect(add.signal, `round ${round}: plexus was killed ${killAfter} ms into ADD`).toBe("SIGKILL");
+      expect(add.signal, `round ${round}: plexus was killed ${killAfter} ms into ADD`).toBe(
+        "SIGKILL",
+      );
       expectSilentOk(await run(scope, "DEL", conf, env));
       expectSilentOk(await run(scope, "DEL", conf, { ...env, CNI_NETNS: "" }));
       // Longer than the orphan would have needed to wake up and attach.
@@ -81,7 +92,11 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
     for (let round = 0; round < 10; round++) {
       const conf = plexusConf(scope, [
         defaultNet(scope, `10.223.${20 + round}.0/24`),
-        bridgeNet({ name: "second", bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.223.${40 + round}.0/24`) }),
+        bridgeNet({
+          name: "second",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, `10.223.${40 + round}.0/24`),
+        }),
       ]);
       const ns = scope.addNetns();
       const env = { CNI_CONTAINERID: `ctr-race-${round}`, CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };

@@ -6,7 +6,15 @@
  * Multus's cniDir, and Multus's delegate list written as its saveDelegates does. Subnets 10.218.x.0/24.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError, TEST_PATH } from "../support/plexus-bin";
@@ -110,7 +118,10 @@ function attachAsMultus(n: number, containerId: string): MultusPod {
       .map((l) => l.name)
       .sort(),
   ).toEqual(["eth0", "lo", "net1"]);
-  expect(scope.ipReservations()).toEqual([`bridge-net/10.218.${n + 1}.2`, `cluster-net/10.218.${n}.2`]);
+  expect(scope.ipReservations()).toEqual([
+    `bridge-net/10.218.${n + 1}.2`,
+    `cluster-net/10.218.${n}.2`,
+  ]);
   return { containerId, netns, multusDir, defaultNetwork };
 }
 
@@ -191,7 +202,10 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
     writeFileSync(flag, "");
 
     const err = cniError(await scope.run("DEL", switchedConf(pod, { binDir }), runtimeEnv(pod)));
-    expect(err).toMatchObject({ code: 11, msg: expect.stringContaining('network "default/bridge-net" (net1)') });
+    expect(err).toMatchObject({
+      code: 11,
+      msg: expect.stringContaining('network "default/bridge-net" (net1)'),
+    });
     // eth0 is gone, net1 and its reservation are still there; Multus's file and net1's result are kept.
     expect(
       links(pod.netns.name)
@@ -200,7 +214,9 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
     ).toEqual(["lo", "net1"]);
     expect(scope.ipReservations()).toEqual(["bridge-net/10.218.6.2"]);
     expect(multusLeftovers(pod)).toEqual(["ctr-mfail", "results/bridge-net-ctr-mfail-net1"]);
-    expect(readFileSync(join(pod.multusDir, pod.containerId), "utf8")).toContain('"plexusDelAttempts":1');
+    expect(readFileSync(join(pod.multusDir, pod.containerId), "utf8")).toContain(
+      '"plexusDelAttempts":1',
+    );
 
     // The delegate recovers; the runtime's retry tears down what is left and removes the file.
     rmSync(flag);

@@ -17,7 +17,11 @@ export interface Ipam {
   [k: string]: unknown;
 }
 
-export function hostLocal(scope: E2eScope, subnet: string, extra: Record<string, unknown> = {}): Ipam {
+export function hostLocal(
+  scope: E2eScope,
+  subnet: string,
+  extra: Record<string, unknown> = {},
+): Ipam {
   return { type: "host-local", dataDir: scope.dataDir, subnet, ...extra };
 }
 
@@ -55,15 +59,33 @@ export function secondaryBridgeNet(scope: E2eScope, subnet: string, name = "brid
 }
 
 export function macvlanNet(o: { name: string; master: string; ipam: Ipam }) {
-  return { cniVersion: PLUGIN_VERSION, name: o.name, type: "macvlan", master: o.master, mode: "bridge", ipam: o.ipam };
+  return {
+    cniVersion: PLUGIN_VERSION,
+    name: o.name,
+    type: "macvlan",
+    master: o.master,
+    mode: "bridge",
+    ipam: o.ipam,
+  };
 }
 
 export function ipvlanNet(o: { name: string; master: string; ipam: Ipam }) {
-  return { cniVersion: PLUGIN_VERSION, name: o.name, type: "ipvlan", master: o.master, mode: "l2", ipam: o.ipam };
+  return {
+    cniVersion: PLUGIN_VERSION,
+    name: o.name,
+    type: "ipvlan",
+    master: o.master,
+    mode: "l2",
+    ipam: o.ipam,
+  };
 }
 
 /** Plexus's own config: the Multus thin keys, a per-test cniDir. */
-export function plexusConf(scope: E2eScope, delegates: unknown[], extra: Record<string, unknown> = {}) {
+export function plexusConf(
+  scope: E2eScope,
+  delegates: unknown[],
+  extra: Record<string, unknown> = {},
+) {
   return {
     cniVersion: "1.0.0",
     name: "plexus-e2e",
@@ -96,15 +118,29 @@ export function expectSilentOk(r: RunResult): void {
 }
 
 /** The result cache's file names of a container's attachments ([network, ifName] pairs), sorted. */
-export function cacheNames(scope: E2eScope, containerId: string, ...attachments: Array<[string, string]>): string[] {
+export function cacheNames(
+  scope: E2eScope,
+  containerId: string,
+  ...attachments: Array<[string, string]>
+): string[] {
   const cache = new ResultCache(scope.cniDir);
-  return attachments.map(([networkName, ifName]) => basename(cache.path({ networkName, containerId, ifName }))).sort();
+  return attachments
+    .map(([networkName, ifName]) => basename(cache.path({ networkName, containerId, ifName })))
+    .sort();
 }
 
 /** The cached (libcni-style) result of one delegate attachment, as Plexus stored it. */
-export function cachedResult(scope: E2eScope, network: string, containerId: string, ifName: string): Result100 {
+export function cachedResult(
+  scope: E2eScope,
+  network: string,
+  containerId: string,
+  ifName: string,
+): Result100 {
   const entry = JSON.parse(
-    readFileSync(new ResultCache(scope.cniDir).path({ networkName: network, containerId, ifName }), "utf8"),
+    readFileSync(
+      new ResultCache(scope.cniDir).path({ networkName: network, containerId, ifName }),
+      "utf8",
+    ),
   ) as { result: Result100 };
   return entry.result;
 }
@@ -122,7 +158,11 @@ function normDst(dst: string): string {
  * MAC, bridges excepted).
  * Returns the namespace's links for further checks.
  */
-export function expectNetnsMatchesResult(ns: Netns, result: Result100, opts: { ifName: string }): LinkInfo[] {
+export function expectNetnsMatchesResult(
+  ns: Netns,
+  result: Result100,
+  opts: { ifName: string },
+): LinkInfo[] {
   const nsLinks = links(ns.name);
   const byName = new Map(nsLinks.map((l) => [l.name, l]));
   const ifaces = result.interfaces ?? [];
@@ -139,22 +179,30 @@ export function expectNetnsMatchesResult(ns: Netns, result: Result100, opts: { i
     if (i.mtu !== undefined) expect(l!.mtu).toBe(i.mtu);
     const want = (result.ips ?? []).filter((ip) => ip.interface === i.idx).map((ip) => ip.address);
     expect(want.length, `result has addresses for ${i.name}`).toBeGreaterThan(0);
-    expect([...l!.addresses].sort(), `addresses of ${i.name} in ${ns.name}`).toEqual([...want].sort());
+    expect([...l!.addresses].sort(), `addresses of ${i.name} in ${ns.name}`).toEqual(
+      [...want].sort(),
+    );
   }
   const nsRoutes = routes(ns.name);
   for (const r of result.routes ?? []) {
     const fam4 = !r.dst.includes(":");
     if (!fam4) continue;
     const gw = r.gw ?? (result.ips ?? []).find((ip) => !ip.address.includes(":"))?.gateway;
-    const hit = nsRoutes.find((nr) => nr.dst === normDst(r.dst) && nr.gateway === gw && nr.dev === opts.ifName);
-    expect(hit, `route ${JSON.stringify(r)} via ${gw} in ${ns.name}: ${JSON.stringify(nsRoutes)}`).toBeDefined();
+    const hit = nsRoutes.find(
+      (nr) => nr.dst === normDst(r.dst) && nr.gateway === gw && nr.dev === opts.ifName,
+    );
+    expect(
+      hit,
+      `route ${JSON.stringify(r)} via ${gw} in ${ns.name}: ${JSON.stringify(nsRoutes)}`,
+    ).toBeDefined();
   }
   const host = new Map(links().map((l) => [l.name, l]));
   for (const i of ifaces.filter((x) => !x.sandbox)) {
     const h = host.get(i.name);
     expect(h, `host interface ${i.name} of the result`).toBeDefined();
     // A Linux bridge's MAC follows its ports unless set, so only the other host links are compared.
-    if (h!.kind !== "bridge") expect(h!.mac, `MAC of host interface ${i.name}`).toBe(i.mac?.toLowerCase());
+    if (h!.kind !== "bridge")
+      expect(h!.mac, `MAC of host interface ${i.name}`).toBe(i.mac?.toLowerCase());
   }
   return nsLinks;
 }

@@ -11,7 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { PLEXUS_BIN, TEST_PATH } from "../support/plexus-bin";
-import { CNI_BIN_DIR, describeE2e, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
+import {
+  CNI_BIN_DIR,
+  describeE2e,
+  NOTHING_LEFT,
+  useE2eScope,
+  type E2eScope,
+} from "../support/netns";
 import { bridgeNet, defaultNet, hostLocal } from "./networks";
 
 const TOOLS = [
@@ -29,14 +35,26 @@ let home: string;
 function podman(args: readonly string[]): { status: number; stdout: string; stderr: string } {
   const r = spawnSync(
     "podman",
-    ["--root", join(home, "root"), "--runroot", join(home, "run"), "--storage-driver", "vfs", ...args],
+    [
+      "--root",
+      join(home, "root"),
+      "--runroot",
+      join(home, "run"),
+      "--storage-driver",
+      "vfs",
+      ...args,
+    ],
     {
       env: { PATH: TEST_PATH, CONTAINERS_CONF: join(home, "containers.conf"), HOME: home },
       encoding: "utf8",
       timeout: 60_000,
     },
   );
-  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr + (r.error ? String(r.error) : "") };
+  return {
+    status: r.status ?? -1,
+    stdout: r.stdout,
+    stderr: r.stderr + (r.error ? String(r.error) : ""),
+  };
 }
 
 function podmanOk(args: readonly string[]): string {
@@ -46,7 +64,12 @@ function podmanOk(args: readonly string[]): string {
 }
 
 /** A podman network that is Plexus with inline delegates (no Kubernetes), state in the test's scope. */
-function writeNetwork(scope: E2eScope, name: string, delegates: unknown[], extra: Record<string, unknown> = {}): void {
+function writeNetwork(
+  scope: E2eScope,
+  name: string,
+  delegates: unknown[],
+  extra: Record<string, unknown> = {},
+): void {
   const plexus = {
     ...extra,
     type: "plexus",
@@ -100,7 +123,8 @@ describeE2e(
       );
       // The image: one static binary and the applet names the tests run.
       spawnSync("cp", ["/bin/busybox", join(home, "image/bin/busybox")]);
-      for (const applet of ["sh", "ip", "sleep"]) symlinkSync("busybox", join(home, "image/bin", applet));
+      for (const applet of ["sh", "ip", "sleep"])
+        symlinkSync("busybox", join(home, "image/bin", applet));
       spawnSync("tar", ["-C", join(home, "image"), "-cf", join(home, "image.tar"), "."]);
       podmanOk(["import", join(home, "image.tar"), IMAGE]);
     });
@@ -116,7 +140,13 @@ describeE2e(
       const { scope } = t;
       writeNetwork(scope, "plx-two", [
         withIps(defaultNet(scope, "10.222.1.0/24", "pm-main")),
-        withIps(bridgeNet({ name: "pm-second", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.222.2.0/24") })),
+        withIps(
+          bridgeNet({
+            name: "pm-second",
+            bridge: scope.bridgeName(),
+            ipam: hostLocal(scope, "10.222.2.0/24"),
+          }),
+        ),
       ]);
       const out = podmanOk([
         "run",
@@ -139,7 +169,16 @@ describeE2e(
     it("K1 C2.5 run -d, stop, rm: the runtime's ADD, then its DELs (stop, and rm after the netns is gone), leave nothing", async () => {
       const { scope } = t;
       writeNetwork(scope, "plx-life", [defaultNet(scope, "10.222.3.0/24", "pm-life")]);
-      const id = podmanOk(["run", "-d", ...ULIMITS, "--network", "plx-life", IMAGE, "sleep", "600"]).trim();
+      const id = podmanOk([
+        "run",
+        "-d",
+        ...ULIMITS,
+        "--network",
+        "plx-life",
+        IMAGE,
+        "sleep",
+        "600",
+      ]).trim();
       expect(scope.ipReservations()).toEqual(["pm-life/10.222.3.2"]);
       expect(scope.recordFiles()).toEqual([`${id}-eth0.json`]);
       podmanOk(["stop", "--time", "0", id]);
@@ -149,7 +188,10 @@ describeE2e(
 
     it("K1 M7 an ADD that fails under podman (the second network's range is taken): podman's cleanup DEL succeeds, nothing is left, the next run works", async () => {
       const { scope } = t;
-      const full = hostLocal(scope, "10.222.5.0/24", { rangeStart: "10.222.5.10", rangeEnd: "10.222.5.10" });
+      const full = hostLocal(scope, "10.222.5.0/24", {
+        rangeStart: "10.222.5.10",
+        rangeEnd: "10.222.5.10",
+      });
       writeNetwork(scope, "plx-full", [
         defaultNet(scope, "10.222.4.0/24", "pm-ok"),
         bridgeNet({ name: "pm-full", bridge: scope.bridgeName(), ipam: full }),
@@ -161,7 +203,18 @@ describeE2e(
       expect(r.stderr).toContain("pm-full");
       rmSync(join(scope.dataDir, "pm-full", "10.222.5.10"));
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
-      const out = podmanOk(["run", "--rm", ...ULIMITS, "--network", "plx-full", IMAGE, "ip", "-o", "-4", "addr"]);
+      const out = podmanOk([
+        "run",
+        "--rm",
+        ...ULIMITS,
+        "--network",
+        "plx-full",
+        IMAGE,
+        "ip",
+        "-o",
+        "-4",
+        "addr",
+      ]);
       expect(addresses(out)).toEqual({ eth0: ["10.222.4.3/24"], net1: ["10.222.5.10/24"] });
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
     });
@@ -179,8 +232,21 @@ describeE2e(
         { failedDelRetrySeconds: 0 },
       );
       // The node's setting: every network of this node runs Plexus with the same bound.
-      writeNetwork(scope, "plx-next", [defaultNet(scope, "10.222.8.0/24", "pm-next")], { failedDelRetrySeconds: 0 });
-      const r = podman(["run", "-d", "--name", "once", ...ULIMITS, "--network", "plx-once", IMAGE, "sleep", "600"]);
+      writeNetwork(scope, "plx-next", [defaultNet(scope, "10.222.8.0/24", "pm-next")], {
+        failedDelRetrySeconds: 0,
+      });
+      const r = podman([
+        "run",
+        "-d",
+        "--name",
+        "once",
+        ...ULIMITS,
+        "--network",
+        "plx-once",
+        IMAGE,
+        "sleep",
+        "600",
+      ]);
       expect(r.status).not.toBe(0);
       expect(r.stderr).toContain("invalid CIDR address");
       podman(["rm", "-f", "--time", "0", "once"]);

@@ -23,7 +23,11 @@ async function setup(scope: E2eScope, n: number) {
   mkdirSync(confDir, { recursive: true });
   writeFileSync(
     join(confDir, "10-cbr0.conflist"),
-    JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins: [defaultNet(scope, `10.217.${n}.0/24`, "cbr0")] }),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "cbr0",
+      plugins: [defaultNet(scope, `10.217.${n}.0/24`, "cbr0")],
+    }),
   );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root });
   const conf = plexusConf(scope, [], { clusterNetwork: "cbr0", confDir, kubeconfig });
@@ -47,7 +51,11 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
       metadata: { namespace: "app", name: "net-a" },
       spec: {
         config: JSON.stringify(
-          bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.217.2.0/24") }),
+          bridgeNet({
+            name: "net-a",
+            bridge: scope.bridgeName(),
+            ipam: hostLocal(scope, "10.217.2.0/24"),
+          }),
         ),
       },
     });
@@ -55,7 +63,11 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
       metadata: { namespace: "other", name: "net-b" },
       spec: {
         config: JSON.stringify(
-          bridgeNet({ name: "net-b", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.217.3.0/24") }),
+          bridgeNet({
+            name: "net-b",
+            bridge: scope.bridgeName(),
+            ipam: hostLocal(scope, "10.217.3.0/24"),
+          }),
         ),
       },
     });
@@ -73,8 +85,13 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
         .filter((n) => n !== "lo")
         .sort(),
     ).toEqual(["eth0", "eth5", "net1"]);
-    const annotations = (api.getPod("app", "web")!.metadata.annotations ?? {}) as Record<string, string>;
-    const status = JSON.parse(annotations["k8s.v1.cni.cncf.io/network-status"]!) as Array<Record<string, unknown>>;
+    const annotations = (api.getPod("app", "web")!.metadata.annotations ?? {}) as Record<
+      string,
+      string
+    >;
+    const status = JSON.parse(annotations["k8s.v1.cni.cncf.io/network-status"]!) as Array<
+      Record<string, unknown>
+    >;
     expect(status.map((s) => [s.name, s.interface, s.ips, s.default])).toEqual([
       ["cbr0", "eth0", ["10.217.1.2"], true],
       ["app/net-a", "net1", ["10.217.2.2"], false],

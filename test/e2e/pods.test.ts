@@ -8,7 +8,15 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { cniError, TEST_PATH } from "../support/plexus-bin";
-import { describeE2e, links, NOTHING_LEFT, routes, useE2eScope, type E2eScope, type Netns } from "../support/netns";
+import {
+  describeE2e,
+  links,
+  NOTHING_LEFT,
+  routes,
+  useE2eScope,
+  type E2eScope,
+  type Netns,
+} from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -29,12 +37,22 @@ function nad(namespace: string, name: string, config: unknown) {
   };
 }
 
-function pod(namespace: string, name: string, annotations: Record<string, string>, uid = `uid-${name}`) {
+function pod(
+  namespace: string,
+  name: string,
+  annotations: Record<string, string>,
+  uid = `uid-${name}`,
+) {
   return { apiVersion: "v1", kind: "Pod", metadata: { namespace, name, uid, annotations } };
 }
 
 /** A manifest directory and a confDir holding the cluster network (bridge + host-local). */
-function cluster(scope: E2eScope, subnet: number, objects: unknown[], extra: Record<string, unknown> = {}): Cluster {
+function cluster(
+  scope: E2eScope,
+  subnet: number,
+  objects: unknown[],
+  extra: Record<string, unknown> = {},
+): Cluster {
   const dir = join(scope.root, "cluster");
   const confDir = join(scope.root, "net.d");
   mkdirSync(dir, { recursive: true });
@@ -47,8 +65,16 @@ function cluster(scope: E2eScope, subnet: number, objects: unknown[], extra: Rec
       plugins: [defaultNet(scope, `10.216.${subnet}.0/24`, "cbr0")],
     }),
   );
-  writeFileSync(join(dir, "objects.json"), JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }));
-  const conf = plexusConf(scope, [], { clusterNetwork: "cbr0", confDir, fileClusterDir: dir, ...extra });
+  writeFileSync(
+    join(dir, "objects.json"),
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+  );
+  const conf = plexusConf(scope, [], {
+    clusterNetwork: "cbr0",
+    confDir,
+    fileClusterDir: dir,
+    ...extra,
+  });
   delete (conf as Record<string, unknown>).delegates;
   return {
     dir,
@@ -67,7 +93,13 @@ function cluster(scope: E2eScope, subnet: number, objects: unknown[], extra: Rec
   };
 }
 
-function podEnv(ns: Netns, namespace: string, name: string, containerId = `ctr-${name}`, uid = `uid-${name}`) {
+function podEnv(
+  ns: Netns,
+  namespace: string,
+  name: string,
+  containerId = `ctr-${name}`,
+  uid = `uid-${name}`,
+) {
   return {
     CNI_CONTAINERID: containerId,
     CNI_NETNS: ns.path,
@@ -90,12 +122,20 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
       nad(
         "app",
         "net-a",
-        bridgeNet({ name: "net-a", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.2.0/24") }),
+        bridgeNet({
+          name: "net-a",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, "10.216.2.0/24"),
+        }),
       ),
       nad(
         "other",
         "net-b",
-        bridgeNet({ name: "net-b", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.3.0/24") }),
+        bridgeNet({
+          name: "net-b",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, "10.216.3.0/24"),
+        }),
       ),
     ]);
     const ns = scope.addNetns();
@@ -130,14 +170,24 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const c = cluster(scope, 4, [
       pod("app", "db", {
         "k8s.v1.cni.cncf.io/networks": JSON.stringify([
-          { name: "static-net", ips: ["10.216.5.77/24"], mac: "02:16:00:00:00:77", interface: "data0" },
+          {
+            name: "static-net",
+            ips: ["10.216.5.77/24"],
+            mac: "02:16:00:00:00:77",
+            interface: "data0",
+          },
         ]),
       }),
       nad("app", "static-net", {
         cniVersion: "1.0.0",
         name: "static-net",
         plugins: [
-          { type: "bridge", bridge: scope.bridgeName(), ipam: { type: "static" }, capabilities: { ips: true } },
+          {
+            type: "bridge",
+            bridge: scope.bridgeName(),
+            ipam: { type: "static" },
+            capabilities: { ips: true },
+          },
           { type: "tuning", capabilities: { mac: true } },
         ],
       }),
@@ -163,7 +213,9 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const ns = scope.addNetns();
     const err = cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "lost")));
     expect(err).toMatchObject({ code: 7, msg: expect.stringContaining("app/nope") });
-    expect(c.events()).toEqual([expect.objectContaining({ type: "Warning", reason: "NoNetworkFound" })]);
+    expect(c.events()).toEqual([
+      expect.objectContaining({ type: "Warning", reason: "NoNetworkFound" }),
+    ]);
     expect(names(ns)).toEqual([]);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
@@ -175,7 +227,11 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
       nad(
         "app",
         "good",
-        bridgeNet({ name: "good", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.8.0/24") }),
+        bridgeNet({
+          name: "good",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, "10.216.8.0/24"),
+        }),
       ),
       // A range of one address that another container already holds: host-local fails.
       nad(
@@ -184,7 +240,10 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
         bridgeNet({
           name: "bad",
           bridge: scope.bridgeName(),
-          ipam: hostLocal(scope, "10.216.9.0/24", { rangeStart: "10.216.9.10", rangeEnd: "10.216.9.10" }),
+          ipam: hostLocal(scope, "10.216.9.0/24", {
+            rangeStart: "10.216.9.10",
+            rangeEnd: "10.216.9.10",
+          }),
         }),
       ),
     ]);
@@ -210,7 +269,11 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
         nad(
           "team-b",
           "net-x",
-          bridgeNet({ name: "net-x", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.11.0/24") }),
+          bridgeNet({
+            name: "net-x",
+            bridge: scope.bridgeName(),
+            ipam: hostLocal(scope, "10.216.11.0/24"),
+          }),
         ),
       ],
       { namespaceIsolation: true },
@@ -251,7 +314,10 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     expect(routes(ns.name).filter((r) => r.dst === "default")).toEqual([
       { dst: "default", gateway: "10.216.14.1", dev: "net1" },
     ]);
-    expect(c.status("app", "gw")[1]).toMatchObject({ name: "app/egress", gateway: ["10.216.14.1"] });
+    expect(c.status("app", "gw")[1]).toMatchObject({
+      name: "app/egress",
+      gateway: ["10.216.14.1"],
+    });
     expectSilentOk(await scope.run("DEL", c.conf, env));
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
@@ -270,7 +336,9 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const marker = join(scope.root, "impostor-ran");
     mkdirSync(impostors);
     for (const tool of ["nsenter", "ip"])
-      writeFileSync(join(impostors, tool), `#!/bin/sh\necho ${tool} >> ${marker}\nexit 1\n`, { mode: 0o755 });
+      writeFileSync(join(impostors, tool), `#!/bin/sh\necho ${tool} >> ${marker}\nexit 1\n`, {
+        mode: 0o755,
+      });
     const ns = scope.addNetns();
     const env = { ...podEnv(ns, "app", "gwpath"), PATH: `${impostors}:${TEST_PATH}` };
     expectOk(await scope.run("ADD", c.conf, env));
@@ -295,7 +363,9 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const ns = scope.addNetns();
     const env = podEnv(ns, "app", "gw6");
     expectOk(await scope.run("ADD", c.conf, env));
-    const v6 = execFileSync("ip", ["-n", ns.name, "-6", "route", "show", "default"], { encoding: "utf8" });
+    const v6 = execFileSync("ip", ["-n", ns.name, "-6", "route", "show", "default"], {
+      encoding: "utf8",
+    });
     expect(v6.trim()).toMatch(/^default via fd00:216:20::1 dev net1 /);
     expect(v6.trim().split("\n")).toHaveLength(1);
     expectSilentOk(await scope.run("DEL", c.conf, env));
@@ -306,12 +376,18 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const { scope } = t;
     const c = cluster(scope, 15, [
       pod("app", "badgw", {
-        "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "egress", "default-route": ["192.0.2.1"] }]),
+        "k8s.v1.cni.cncf.io/networks": JSON.stringify([
+          { name: "egress", "default-route": ["192.0.2.1"] },
+        ]),
       }),
       nad(
         "app",
         "egress",
-        bridgeNet({ name: "egress", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.216.16.0/24") }),
+        bridgeNet({
+          name: "egress",
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, "10.216.16.0/24"),
+        }),
       ),
     ]);
     const ns = scope.addNetns();
@@ -335,12 +411,19 @@ function egressCluster(o: {
 }) {
   return cluster(o.scope, o.index, [
     pod("app", o.pod, {
-      "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: o.network, "default-route": [o.gateway] }]),
+      "k8s.v1.cni.cncf.io/networks": JSON.stringify([
+        { name: o.network, "default-route": [o.gateway] },
+      ]),
     }),
     nad(
       "app",
       o.network,
-      bridgeNet({ name: o.network, bridge: o.scope.bridgeName(), isGateway: true, ipam: hostLocal(o.scope, o.subnet) }),
+      bridgeNet({
+        name: o.network,
+        bridge: o.scope.bridgeName(),
+        isGateway: true,
+        ipam: hostLocal(o.scope, o.subnet),
+      }),
     ),
   ]);
 }

@@ -15,15 +15,29 @@ describeE2e("e2e plexus records: a stale record torn down by hand", () => {
   it("M7 a record whose netns is gone is listed stale; rm --teardown releases its veths, IPs and cache, then removes it", async () => {
     const { scope } = t;
     const ns = scope.addNetns();
-    const conf = plexusConf(scope, [defaultNet(scope, "10.223.1.0/24"), secondaryBridgeNet(scope, "10.223.2.0/24")]);
-    expectOk(await scope.run("ADD", conf, { CNI_CONTAINERID: "ctr-rec", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" }));
+    const conf = plexusConf(scope, [
+      defaultNet(scope, "10.223.1.0/24"),
+      secondaryBridgeNet(scope, "10.223.2.0/24"),
+    ]);
+    expectOk(
+      await scope.run("ADD", conf, {
+        CNI_CONTAINERID: "ctr-rec",
+        CNI_NETNS: ns.path,
+        CNI_IFNAME: "eth0",
+      }),
+    );
     expect(scope.ipReservations()).toHaveLength(2);
     // The runtime removed the sandbox without a successful DEL.
     scope.deleteNetns(ns);
 
     const people = (args: string[]) =>
       runPlexus({
-        env: { ...scope.env("-"), CNI_COMMAND: undefined, CNI_ARGS: undefined, CNI_PATH: undefined },
+        env: {
+          ...scope.env("-"),
+          CNI_COMMAND: undefined,
+          CNI_ARGS: undefined,
+          CNI_PATH: undefined,
+        },
         args: [...args, "--cni-dir", scope.cniDir, "--cni-path", CNI_BIN_DIR],
       });
     const list = await people(["records", "list"]);

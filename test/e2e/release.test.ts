@@ -12,7 +12,13 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { REPO_ROOT, singleJson, TEST_PATH } from "../support/plexus-bin";
-import { CNI_BIN_DIR, describeE2e, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
+import {
+  CNI_BIN_DIR,
+  describeE2e,
+  NOTHING_LEFT,
+  useE2eScope,
+  type E2eScope,
+} from "../support/netns";
 import {
   avx2ProbeElf,
   ensureRelease,
@@ -22,7 +28,14 @@ import {
   runCommand,
   type ReleaseFile,
 } from "../support/release";
-import { defaultNet, expectNetnsMatchesResult, expectOk, expectSilentOk, plexusConf, type Result100 } from "./networks";
+import {
+  defaultNet,
+  expectNetnsMatchesResult,
+  expectOk,
+  expectSilentOk,
+  plexusConf,
+  type Result100,
+} from "./networks";
 
 const TOOLS = [
   { command: "qemu-aarch64-static", pkg: "qemu-user-static" },
@@ -54,8 +67,18 @@ const timings: string[] = [];
 
 const t = useE2eScope();
 
-function emulated(e: Emulated, scope: E2eScope, command: string, stdin: string, env: Record<string, string> = {}) {
-  return runCommand([...e.emulator, releasePath(e.file)], { env: scope.env(command, env), stdin, timeoutMs: 60_000 });
+function emulated(
+  e: Emulated,
+  scope: E2eScope,
+  command: string,
+  stdin: string,
+  env: Record<string, string> = {},
+) {
+  return runCommand([...e.emulator, releasePath(e.file)], {
+    env: scope.env(command, env),
+    stdin,
+    timeoutMs: 60_000,
+  });
 }
 
 describeE2e(
@@ -78,7 +101,10 @@ describeE2e(
           .split("\n")
           .map((l) => l.split(/\s+/)[1]),
       ).toEqual(RELEASE_FILES.flatMap((f) => [f, `${f}.cdx.json`]));
-      const check = spawnSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: RELEASE_DIR, encoding: "utf8" });
+      const check = spawnSync("sha256sum", ["-c", "SHA256SUMS"], {
+        cwd: RELEASE_DIR,
+        encoding: "utf8",
+      });
       expect(check.status, check.stdout + check.stderr).toBe(0);
       const machine = (f: ReleaseFile) => readFileSync(releasePath(f)).readUInt16LE(18);
       expect(RELEASE_FILES.map(machine)).toEqual([0x3e, 0x3e, 0xb7]); // x86-64, x86-64, aarch64
@@ -109,9 +135,13 @@ describeE2e(
     it(`control: the emulator withholds AVX2 on the ${NO_AVX2_CPU} model (an AVX2 probe dies of SIGILL there and runs on the host's model)`, () => {
       const probe = join(t.scope.root, "avx2-probe");
       writeFileSync(probe, avx2ProbeElf(), { mode: 0o755 });
-      const there = spawnSync("qemu-x86_64-static", ["-cpu", NO_AVX2_CPU, probe], { encoding: "utf8" });
+      const there = spawnSync("qemu-x86_64-static", ["-cpu", NO_AVX2_CPU, probe], {
+        encoding: "utf8",
+      });
       expect(there.signal ?? there.status).toBe("SIGILL");
-      const withAvx2 = spawnSync("qemu-x86_64-static", ["-cpu", "Haswell", probe], { encoding: "utf8" });
+      const withAvx2 = spawnSync("qemu-x86_64-static", ["-cpu", "Haswell", probe], {
+        encoding: "utf8",
+      });
       expect(withAvx2.status, withAvx2.stderr).toBe(0);
     });
 
@@ -148,11 +178,16 @@ describeE2e(
           devDependencies: { bun: string };
         }
       ).devDependencies.bun;
-      const runtime = (name: string) => join(REPO_ROOT, ".cache/bun-runtimes", `${name}-${bunVersion}`, "bun");
-      const sameRuntime = sha256(runtime("bun-linux-x64")) === sha256(runtime("bun-linux-x64-baseline"));
-      const r = await runCommand(["qemu-x86_64-static", "-cpu", NO_AVX2_CPU, releasePath("plexus-linux-amd64")], {
-        env: { PATH: TEST_PATH, CNI_COMMAND: "VERSION" },
-      });
+      const runtime = (name: string) =>
+        join(REPO_ROOT, ".cache/bun-runtimes", `${name}-${bunVersion}`, "bun");
+      const sameRuntime =
+        sha256(runtime("bun-linux-x64")) === sha256(runtime("bun-linux-x64-baseline"));
+      const r = await runCommand(
+        ["qemu-x86_64-static", "-cpu", NO_AVX2_CPU, releasePath("plexus-linux-amd64")],
+        {
+          env: { PATH: TEST_PATH, CNI_COMMAND: "VERSION" },
+        },
+      );
       timings.push(
         `plexus-linux-amd64 on ${NO_AVX2_CPU}: ${sameRuntime ? "same runtime as baseline" : "AVX2 runtime"}, VERSION ${r.signal ?? r.code}`,
       );

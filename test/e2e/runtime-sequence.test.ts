@@ -11,7 +11,14 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
 import { cniError } from "../support/plexus-bin";
-import { describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope, type Netns } from "../support/netns";
+import {
+  describeE2e,
+  links,
+  NOTHING_LEFT,
+  useE2eScope,
+  type E2eScope,
+  type Netns,
+} from "../support/netns";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
@@ -67,14 +74,22 @@ function nad(scope: E2eScope, name: string, subnet: number, namespace = "app") {
     metadata: { namespace, name },
     spec: {
       config: JSON.stringify(
-        bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.221.${subnet}.0/24`) }),
+        bridgeNet({
+          name,
+          bridge: scope.bridgeName(),
+          ipam: hostLocal(scope, `10.221.${subnet}.0/24`),
+        }),
       ),
     },
   };
 }
 
 /** K1: the cleanup DEL, the DEL without a netns, and a DEL after the API server went away. */
-async function playRuntimeDels(scope: E2eScope, conf: Record<string, unknown>, env: Record<string, string>) {
+async function playRuntimeDels(
+  scope: E2eScope,
+  conf: Record<string, unknown>,
+  env: Record<string, string>,
+) {
   expectSilentOk(await scope.run("DEL", conf, env));
   expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
   await api?.close();
@@ -90,7 +105,11 @@ interface FailureClass {
 }
 
 const CLASSES: FailureClass[] = [
-  { what: "B21 an annotation that is not JSON", code: 7, arrange: (_s, a) => void a.addPod(pod("p", '[{"name":')) },
+  {
+    what: "B21 an annotation that is not JSON",
+    code: 7,
+    arrange: (_s, a) => void a.addPod(pod("p", '[{"name":')),
+  },
   {
     what: "B23 an invalid interface name",
     code: 7,
@@ -110,18 +129,25 @@ const CLASSES: FailureClass[] = [
       void (a.addPod(pod("p", JSON.stringify([{ name: "net-a", ips: ["999.1.1.1/24"] }]))),
       a.addNad(nad(s, "net-a", 2))),
   },
-  { what: "B20 a name that is not DNS-1123", code: 7, arrange: (_s, a) => void a.addPod(pod("p", "Net_A")) },
+  {
+    what: "B20 a name that is not DNS-1123",
+    code: 7,
+    arrange: (_s, a) => void a.addPod(pod("p", "Net_A")),
+  },
   {
     what: "B23 N4.1.2.1.5 a duplicate interface",
     code: 7,
     arrange: (s, a) =>
-      void (a.addPod(pod("p", "net-a@data0,net-b@data0")), a.addNad(nad(s, "net-a", 2)), a.addNad(nad(s, "net-b", 3))),
+      void (a.addPod(pod("p", "net-a@data0,net-b@data0")),
+      a.addNad(nad(s, "net-a", 2)),
+      a.addNad(nad(s, "net-b", 3))),
   },
   { what: "B28 a missing NAD", code: 7, arrange: (_s, a) => void a.addPod(pod("p", "nope")) },
   {
     what: "B32 N3.4.1 a NAD without config and without a file",
     code: 7,
-    arrange: (_s, a) => void (a.addPod(pod("p", "bare")), a.addNad({ metadata: { namespace: "app", name: "bare" } })),
+    arrange: (_s, a) =>
+      void (a.addPod(pod("p", "bare")), a.addNad({ metadata: { namespace: "app", name: "bare" } })),
   },
   {
     what: "B24 N7.4 namespace isolation refusing the NAD",
@@ -137,7 +163,12 @@ const CLASSES: FailureClass[] = [
     code: 7,
     arrange: (s, a) =>
       void (a.addPod(
-        pod("p", JSON.stringify([{ name: "net-a", portMappings: [{ hostPort: 8080, containerPort: 80 }] }])),
+        pod(
+          "p",
+          JSON.stringify([
+            { name: "net-a", portMappings: [{ hostPort: 8080, containerPort: 80 }] },
+          ]),
+        ),
       ),
       a.addNad(nad(s, "net-a", 2))),
   },
@@ -152,30 +183,39 @@ const CLASSES: FailureClass[] = [
     what: "N6.1.2 the readiness indicator never appearing",
     code: 11,
     arrange: (s, a) => (
-      a.addPod(pod("p", "")), { readinessindicatorfile: join(s.root, "never"), readinessTimeoutSeconds: 0.3 }
+      a.addPod(pod("p", "")),
+      { readinessindicatorfile: join(s.root, "never"), readinessTimeoutSeconds: 0.3 }
     ),
   },
 ];
 
 function pod(name: string, networks: string) {
   return {
-    metadata: { namespace: "app", name, uid: `uid-${name}`, annotations: networks ? { [NETWORKS]: networks } : {} },
+    metadata: {
+      namespace: "app",
+      name,
+      uid: `uid-${name}`,
+      annotations: networks ? { [NETWORKS]: networks } : {},
+    },
   };
 }
 
 describeE2e("e2e K1 M7 a failed ADD, then the runtime's DELs: none fails, nothing is left", () => {
-  it.each(CLASSES.map((c, i) => [c.what, c, i] as const))("K1 M7 C2.5 %s", async (_what, cls, i) => {
-    const { scope } = t;
-    const { api, conf } = await setup(scope, 10 + i);
-    Object.assign(conf, cls.arrange(scope, api) ?? {});
-    const ns = scope.addNetns();
-    const env = podEnv(ns, "p");
-    const err = cniError(await scope.run("ADD", conf, env));
-    expect(err.code, err.msg).toBe(cls.code);
-    expect(err.msg).toContain("app/p");
-    expect(podNames(ns)).toEqual([]);
-    await playRuntimeDels(scope, conf, env);
-  });
+  it.each(CLASSES.map((c, i) => [c.what, c, i] as const))(
+    "K1 M7 C2.5 %s",
+    async (_what, cls, i) => {
+      const { scope } = t;
+      const { api, conf } = await setup(scope, 10 + i);
+      Object.assign(conf, cls.arrange(scope, api) ?? {});
+      const ns = scope.addNetns();
+      const env = podEnv(ns, "p");
+      const err = cniError(await scope.run("ADD", conf, env));
+      expect(err.code, err.msg).toBe(cls.code);
+      expect(err.msg).toContain("app/p");
+      expect(podNames(ns)).toEqual([]);
+      await playRuntimeDels(scope, conf, env);
+    },
+  );
 
   it("K1 M7 B34 the API server down at ADD: ADD fails with 104, and every DEL succeeds without it", async () => {
     const { scope } = t;
@@ -188,56 +228,66 @@ describeE2e("e2e K1 M7 a failed ADD, then the runtime's DELs: none fails, nothin
   });
 });
 
-describeE2e("e2e M7 retryDeleteOnError: a delegate that can never DEL does not wedge the pod", () => {
-  /** A bridge NAD whose subnet cannot parse: host-local fails ADD and DEL alike (code 999). */
-  const broken = (scope: E2eScope, bridge: string, subnet = "10.221.41.128/33") => ({
-    metadata: { namespace: "app", name: "bad" },
-    spec: { config: JSON.stringify(bridgeNet({ name: "bad", bridge, ipam: hostLocal(scope, subnet) })) },
-  });
+describeE2e(
+  "e2e M7 retryDeleteOnError: a delegate that can never DEL does not wedge the pod",
+  () => {
+    /** A bridge NAD whose subnet cannot parse: host-local fails ADD and DEL alike (code 999). */
+    const broken = (scope: E2eScope, bridge: string, subnet = "10.221.41.128/33") => ({
+      metadata: { namespace: "app", name: "bad" },
+      spec: {
+        config: JSON.stringify(bridgeNet({ name: "bad", bridge, ipam: hostLocal(scope, subnet) })),
+      },
+    });
 
-  it("M7 off (default): ADD fails, DEL #1 reports the failure, DEL #2 succeeds but keeps the attachment pending (no event); housekeeping (GC) past failedDelRetrySeconds abandons it with a TeardownAbandoned event", async () => {
-    const { scope } = t;
-    const { api, conf } = await setup(scope, 40, { failedDelRetrySeconds: 0, cniVersion: "1.1.0" });
-    api.addPod(pod("p", "bad"));
-    api.addNad(broken(scope, scope.bridgeName()));
-    const ns = scope.addNetns();
-    const env = podEnv(ns, "p");
-    expect(cniError(await scope.run("ADD", conf, env)).msg).toContain("invalid CIDR address");
-    const del1 = cniError(await scope.run("DEL", conf, env));
-    expect(del1.msg).toMatch(/network "app\/bad" \(net1\).*invalid CIDR address/);
-    expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
-    const abandoned = () => api.events().filter((e) => e.reason === "TeardownAbandoned");
-    expect(abandoned()).toEqual([]);
-    expect(scope.recordFiles()).toEqual(["ctr-p-eth0.json"]);
-    scope.deleteNetns(ns);
-    expectSilentOk(await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [] }));
-    expect(abandoned()).toEqual([
-      expect.objectContaining({
-        type: "Warning",
-        message: expect.stringMatching(/network "app\/bad" \(net1\), plugins bridge: .*invalid CIDR address/),
-      }),
-    ]);
-    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
-  });
+    it("M7 off (default): ADD fails, DEL #1 reports the failure, DEL #2 succeeds but keeps the attachment pending (no event); housekeeping (GC) past failedDelRetrySeconds abandons it with a TeardownAbandoned event", async () => {
+      const { scope } = t;
+      const { api, conf } = await setup(scope, 40, {
+        failedDelRetrySeconds: 0,
+        cniVersion: "1.1.0",
+      });
+      api.addPod(pod("p", "bad"));
+      api.addNad(broken(scope, scope.bridgeName()));
+      const ns = scope.addNetns();
+      const env = podEnv(ns, "p");
+      expect(cniError(await scope.run("ADD", conf, env)).msg).toContain("invalid CIDR address");
+      const del1 = cniError(await scope.run("DEL", conf, env));
+      expect(del1.msg).toMatch(/network "app\/bad" \(net1\).*invalid CIDR address/);
+      expectSilentOk(await scope.run("DEL", conf, { ...env, CNI_NETNS: "" }));
+      const abandoned = () => api.events().filter((e) => e.reason === "TeardownAbandoned");
+      expect(abandoned()).toEqual([]);
+      expect(scope.recordFiles()).toEqual(["ctr-p-eth0.json"]);
+      scope.deleteNetns(ns);
+      expectSilentOk(await scope.run("GC", { ...conf, "cni.dev/valid-attachments": [] }));
+      expect(abandoned()).toEqual([
+        expect.objectContaining({
+          type: "Warning",
+          message: expect.stringMatching(
+            /network "app\/bad" \(net1\), plugins bridge: .*invalid CIDR address/,
+          ),
+        }),
+      ]);
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    });
 
-  it("M7 on: DEL keeps failing while the NAD is broken; once the admin fixes the NAD, DEL succeeds and nothing is left", async () => {
-    const { scope } = t;
-    const { api, conf } = await setup(scope, 42, { retryDeleteOnError: true });
-    const bridge = scope.bridgeName();
-    api.addPod(pod("p", "bad"));
-    api.addNad(broken(scope, bridge));
-    const ns = scope.addNetns();
-    const env = podEnv(ns, "p");
-    expect(cniError(await scope.run("ADD", conf, env)).code).toBe(999);
-    for (const netns of [ns.path, "", ""])
-      expect(cniError(await scope.run("DEL", conf, { ...env, CNI_NETNS: netns })).code).toBe(999);
-    expect(scope.recordFiles()).toEqual(["ctr-p-eth0.json"]);
-    api.addNad(broken(scope, bridge, "10.221.43.0/24"));
-    expectSilentOk(await scope.run("DEL", conf, env));
-    expect(api.events().filter((e) => e.reason === "TeardownAbandoned")).toEqual([]);
-    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
-  });
-});
+    it("M7 on: DEL keeps failing while the NAD is broken; once the admin fixes the NAD, DEL succeeds and nothing is left", async () => {
+      const { scope } = t;
+      const { api, conf } = await setup(scope, 42, { retryDeleteOnError: true });
+      const bridge = scope.bridgeName();
+      api.addPod(pod("p", "bad"));
+      api.addNad(broken(scope, bridge));
+      const ns = scope.addNetns();
+      const env = podEnv(ns, "p");
+      expect(cniError(await scope.run("ADD", conf, env)).code).toBe(999);
+      for (const netns of [ns.path, "", ""])
+        expect(cniError(await scope.run("DEL", conf, { ...env, CNI_NETNS: netns })).code).toBe(999);
+      expect(scope.recordFiles()).toEqual(["ctr-p-eth0.json"]);
+      api.addNad(broken(scope, bridge, "10.221.43.0/24"));
+      expectSilentOk(await scope.run("DEL", conf, env));
+      expect(api.events().filter((e) => e.reason === "TeardownAbandoned")).toEqual([]);
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    });
+  },
+);
 
 describeE2e(
   "e2e N4.1.2.1.3 N4.1.2.1.4 M4 ips and mac reach the delegate in args.cni, whatever its capabilities",
@@ -245,7 +295,12 @@ describeE2e(
     it("N4.1.2.1.3 N4.1.2.1.4 static IPAM and bridge honour args.cni ips and mac with no capability declared: ADD succeeds, network-status shows them", async () => {
       const { scope } = t;
       const { api, conf } = await setup(scope, 50);
-      api.addPod(pod("p", JSON.stringify([{ name: "fixed", ips: ["10.221.51.77/24"], mac: "02:21:00:00:00:77" }])));
+      api.addPod(
+        pod(
+          "p",
+          JSON.stringify([{ name: "fixed", ips: ["10.221.51.77/24"], mac: "02:21:00:00:00:77" }]),
+        ),
+      );
       api.addNad({
         metadata: { namespace: "app", name: "fixed" },
         spec: {
@@ -266,7 +321,9 @@ describeE2e(
         addresses: ["10.221.51.77/24"],
       });
       const status = JSON.parse(
-        (api.getPod("app", "p")!.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/network-status"]!,
+        (api.getPod("app", "p")!.metadata.annotations as Record<string, string>)[
+          "k8s.v1.cni.cncf.io/network-status"
+        ]!,
       ) as Array<Record<string, unknown>>;
       expect(status[1]).toMatchObject({
         name: "app/fixed",
@@ -318,7 +375,11 @@ describeE2e("e2e C2.6 CHECK of a pod whose NADs speak 0.3.1, 0.4.0 and 1.0.0", (
         metadata: { namespace: "app", name },
         spec: {
           config: JSON.stringify({
-            ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, `10.221.${subnet}.0/24`) }),
+            ...bridgeNet({
+              name,
+              bridge: scope.bridgeName(),
+              ipam: hostLocal(scope, `10.221.${subnet}.0/24`),
+            }),
             cniVersion: version,
           }),
         },
@@ -341,14 +402,22 @@ describeE2e("e2e M4 the runtime's own requests belong to the network on CNI_IFNA
       scope,
       [
         withIps(defaultNet(scope, "10.221.70.0/24")),
-        withIps(bridgeNet({ name: "second", bridge: scope.bridgeName(), ipam: hostLocal(scope, "10.221.71.0/24") })),
+        withIps(
+          bridgeNet({
+            name: "second",
+            bridge: scope.bridgeName(),
+            ipam: hostLocal(scope, "10.221.71.0/24"),
+          }),
+        ),
       ],
       { capabilities: { ips: true }, runtimeConfig: { ips: ["10.221.70.50/24"] } },
     );
     const ns = scope.addNetns();
     const env = { CNI_CONTAINERID: "ctr-podman", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
     const add = expectOk(await scope.run("ADD", conf, env));
-    expect((add.ips as Array<{ address: string }>).map((i) => i.address)).toEqual(["10.221.70.50/24"]);
+    expect((add.ips as Array<{ address: string }>).map((i) => i.address)).toEqual([
+      "10.221.70.50/24",
+    ]);
     const byName = new Map(links(ns.name).map((l) => [l.name, l.addresses]));
     expect(byName.get("eth0")).toEqual(["10.221.70.50/24"]);
     expect(byName.get("net1")).toEqual(["10.221.71.2/24"]);

@@ -40,7 +40,9 @@ function attachEnv(ns: Netns, containerId: string) {
 /** ADD, check eth0 against the printed result and net1 against its cached result; returns net1's link. */
 async function addAndMatch(conf: unknown, ns: Netns, containerId: string, net1Name: string) {
   const { scope } = t;
-  const result = expectOk(await scope.run("ADD", conf, attachEnv(ns, containerId))) as unknown as Result100;
+  const result = expectOk(
+    await scope.run("ADD", conf, attachEnv(ns, containerId)),
+  ) as unknown as Result100;
   expectNetnsMatchesResult(ns, result, { ifName: "eth0" });
   const net1Result = cachedResult(scope, net1Name, containerId, "net1");
   const nsLinks = expectNetnsMatchesResult(ns, net1Result, { ifName: "net1" });
@@ -101,9 +103,15 @@ describeE2e("e2e secondary networks: macvlan, ipvlan, static IPAM, tuning", () =
     });
     const conf = plexusConf(scope, [defaultNet(scope, "10.212.6.0/24"), staticNet]);
     const { net1Result, net1 } = await addAndMatch(conf, ns, "ctr-static", "static-net");
-    expect(net1Result.ips).toEqual([{ address: "10.212.5.10/24", gateway: "10.212.5.1", interface: 2 }]);
+    expect(net1Result.ips).toEqual([
+      { address: "10.212.5.10/24", gateway: "10.212.5.1", interface: 2 },
+    ]);
     expect(net1.addresses).toEqual(["10.212.5.10/24"]);
-    expect(routes(ns.name)).toContainEqual({ dst: "10.212.100.0/24", gateway: "10.212.5.1", dev: "net1" });
+    expect(routes(ns.name)).toContainEqual({
+      dst: "10.212.100.0/24",
+      gateway: "10.212.5.1",
+      dev: "net1",
+    });
     // Static IPAM keeps no reservation; only the default network's host-local one exists.
     expect(scope.ipReservations()).toEqual(["default-net/10.212.6.2"]);
 

@@ -11,7 +11,13 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { expect, it } from "vitest";
-import { accountingSelfCheck, formatSummary, LEAK_KINDS, runSoak, type LeakyCycle } from "../../scripts/soak/run.mjs";
+import {
+  accountingSelfCheck,
+  formatSummary,
+  LEAK_KINDS,
+  runSoak,
+  type LeakyCycle,
+} from "../../scripts/soak/run.mjs";
 import { describeE2e } from "../support/netns";
 
 const SEED = 13;
@@ -36,14 +42,16 @@ describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
 
   // Bounded by its cycles, not by time: the deadline below only keeps a wedged soak from holding
   // CI for good, and on it the soak stops starting cycles and removes its world.
-  const title = "300 seeded cycles, ≥ 30 % faulted, every fault kind: nothing left, unfaulted ADDs succeed";
+  const title =
+    "300 seeded cycles, ≥ 30 % faulted, every fault kind: nothing left, unfaulted ADDs succeed";
   it(title, async ({ signal }) => {
     const s = await runSoak({ cycles: CYCLES, seed: SEED, lanes: 3, signal });
     const table = formatSummary(s, { firstLeaks: 10 });
     console.log(table);
     expect(s.cycles).toBe(CYCLES);
     expect(s.faulted / s.cycles).toBeGreaterThanOrEqual(0.3);
-    for (const [kind, n] of Object.entries(s.faults)) expect(n, `cycles with fault ${kind}`).toBeGreaterThan(0);
+    for (const [kind, n] of Object.entries(s.faults))
+      expect(n, `cycles with fault ${kind}`).toBeGreaterThan(0);
     const known = s.leakyCycles.filter(excused);
     if (known.length > 0)
       console.warn(

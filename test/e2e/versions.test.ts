@@ -5,7 +5,14 @@
  */
 import { describe, expect, it } from "vitest";
 import { ALL_VERSIONS } from "../../src/cni/version";
-import { describeE2e, links, NOTHING_LEFT, routes, useE2eScope, type Netns } from "../support/netns";
+import {
+  describeE2e,
+  links,
+  NOTHING_LEFT,
+  routes,
+  useE2eScope,
+  type Netns,
+} from "../support/netns";
 import {
   bridgeNet,
   defaultNet,
@@ -38,7 +45,11 @@ describeE2e("e2e result versions with real bridge delegates", () => {
           scope,
           [
             defaultNet(scope, `${subnet}.0/24`),
-            bridgeNet({ name: "second", bridge: scope.bridgeName(), ipam: hostLocal(scope, `${subnet}.128/25`) }),
+            bridgeNet({
+              name: "second",
+              bridge: scope.bridgeName(),
+              ipam: hostLocal(scope, `${subnet}.128/25`),
+            }),
           ],
           {
             cniVersion: version,
@@ -53,18 +64,32 @@ describeE2e("e2e result versions with real bridge delegates", () => {
         if (version === "0.1.0" || version === "0.2.0") {
           // libcni types/020: ip4 (+ routes inside it), no interfaces, no ips list.
           expect(Object.keys(out).sort()).toEqual(["cniVersion", "dns", "ip4"]);
-          expect(out.ip4).toEqual({ ip: address, gateway: `${subnet}.1`, routes: [{ dst: "0.0.0.0/0" }] });
+          expect(out.ip4).toEqual({
+            ip: address,
+            gateway: `${subnet}.1`,
+            routes: [{ dst: "0.0.0.0/0" }],
+          });
         } else {
           const r = out as unknown as Result100 & { ips: Array<Record<string, unknown>> };
           expect(r.ips).toHaveLength(1);
           // 0.3.x/0.4.0 (types/040) carry "version" per IP; 1.x does not.
           const versionKey = version.startsWith("0.") ? { version: "4" } : {};
-          expect(r.ips[0]).toEqual({ address, gateway: `${subnet}.1`, interface: 2, ...versionKey });
+          expect(r.ips[0]).toEqual({
+            address,
+            gateway: `${subnet}.1`,
+            interface: 2,
+            ...versionKey,
+          });
           expect(r.routes).toEqual([{ dst: "0.0.0.0/0" }]);
           expectNetnsMatchesResult(ns, r, { ifName: "eth0" });
         }
-        expect(routes(ns.name)).toContainEqual({ dst: "default", gateway: `${subnet}.1`, dev: "eth0" });
-        if (version === "0.4.0" || version.startsWith("1.")) expectSilentOk(await scope.run("CHECK", conf, env));
+        expect(routes(ns.name)).toContainEqual({
+          dst: "default",
+          gateway: `${subnet}.1`,
+          dev: "eth0",
+        });
+        if (version === "0.4.0" || version.startsWith("1."))
+          expectSilentOk(await scope.run("CHECK", conf, env));
         expectSilentOk(await scope.run("DEL", conf, env));
         expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
       });

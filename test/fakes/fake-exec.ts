@@ -47,7 +47,8 @@ type RuleOptions = { delayMs?: number; times?: number };
 
 export class FakeExec implements PluginExec {
   readonly calls: FakeCall[] = [];
-  private readonly rules: Array<{ m: Matcher; answer: FakeAnswer; delayMs: number; left: number }> = [];
+  private readonly rules: Array<{ m: Matcher; answer: FakeAnswer; delayMs: number; left: number }> =
+    [];
   /** Every findInPath lookup, in order. */
   readonly lookups: Array<{ type: string; dirs: readonly string[] }> = [];
   private running = 0;
@@ -104,15 +105,23 @@ export class FakeExec implements PluginExec {
       if (rule?.delayMs) await new Promise((res) => setTimeout(res, rule.delayMs));
       const answer =
         rule?.answer ??
-        (call.command === "ADD" ? { result: defaultResult(call.ifName, this.calls.length) } : { result: {} });
+        (call.command === "ADD"
+          ? { result: defaultResult(call.ifName, this.calls.length) }
+          : { result: {} });
       if ("throws" in answer) throw answer.throws;
       if ("error" in answer)
-        throw new CniError(passedOnCode(answer.error.code), `${r.what}: ${answer.error.msg}`, answer.error.details);
+        throw new CniError(
+          passedOnCode(answer.error.code),
+          `${r.what}: ${answer.error.msg}`,
+          answer.error.details,
+        );
       if ("stdout" in answer) return Buffer.from(answer.stdout);
       if (call.command !== "ADD") return Buffer.from("");
       // Answers are written in the 1.x shape and printed in the version the plugin was asked for.
       const version = String(stdin.cniVersion);
-      return Buffer.from(JSON.stringify(convertResult({ ...answer.result, cniVersion: "1.0.0" } as Result, version)));
+      return Buffer.from(
+        JSON.stringify(convertResult({ ...answer.result, cniVersion: "1.0.0" } as Result, version)),
+      );
     } finally {
       this.running--;
       this.calls.push({ ...call, end: performance.now() });
@@ -141,7 +150,11 @@ export class FakeExec implements PluginExec {
 export function defaultResult(ifName: string, n: number): Record<string, unknown> {
   return {
     interfaces: [
-      { name: ifName, mac: `0a:58:0a:00:00:${(n + 2).toString(16).padStart(2, "0")}`, sandbox: "/proc/self/ns/net" },
+      {
+        name: ifName,
+        mac: `0a:58:0a:00:00:${(n + 2).toString(16).padStart(2, "0")}`,
+        sandbox: "/proc/self/ns/net",
+      },
     ],
     ips: [{ address: `10.0.${n}.2/24`, gateway: `10.0.${n}.1`, interface: 0 }],
   };
@@ -159,7 +172,9 @@ export function recordingLogger(lines: LogLine[] = []): Logger & { lines: LogLin
     (level: string) =>
     (a: object | string, b?: string): void => {
       lines.push(
-        typeof a === "string" ? { level, obj: {}, msg: a } : { level, obj: a as Record<string, unknown>, msg: b ?? "" },
+        typeof a === "string"
+          ? { level, obj: {}, msg: a }
+          : { level, obj: a as Record<string, unknown>, msg: b ?? "" },
       );
     };
   const log = {

@@ -24,20 +24,34 @@ export class FakeKube implements KubeApi {
     return this.calls.length;
   }
 
-  addPod(namespace: string, name: string, annotations: Record<string, string> = {}, uid = `uid-${name}`): this {
+  addPod(
+    namespace: string,
+    name: string,
+    annotations: Record<string, string> = {},
+    uid = `uid-${name}`,
+  ): this {
     this.pods.set(`${namespace}/${name}`, { metadata: { namespace, name, uid, annotations } });
     return this;
   }
 
-  addNad(namespace: string, name: string, config?: unknown, annotations?: Record<string, string>): this {
+  addNad(
+    namespace: string,
+    name: string,
+    config?: unknown,
+    annotations?: Record<string, string>,
+  ): this {
     const nad: Nad = { metadata: { namespace, name, ...(annotations ? { annotations } : {}) } };
-    if (config !== undefined) nad.spec = { config: typeof config === "string" ? config : JSON.stringify(config) };
+    if (config !== undefined)
+      nad.spec = { config: typeof config === "string" ? config : JSON.stringify(config) };
     this.nads.set(`${namespace}/${name}`, nad);
     return this;
   }
 
   /** Every later call of `method` fails with this error (104 by default: the API is down). */
-  fail(method: Method, err = new CniError(Code.ApiFailure, `${method}: the API server is unreachable`)): this {
+  fail(
+    method: Method,
+    err = new CniError(Code.ApiFailure, `${method}: the API server is unreachable`),
+  ): this {
     this.failures.set(method, err);
     return this;
   }

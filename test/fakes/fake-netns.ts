@@ -16,7 +16,10 @@ export function fakeNetns(): FakeNetns {
     routes,
     async assertUsable(netns: string): Promise<void> {
       if (!existsSync(netns))
-        throw new CniError(Code.InvalidEnv, `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (ENOENT)`);
+        throw new CniError(
+          Code.InvalidEnv,
+          `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (ENOENT)`,
+        );
     },
     async setDefaultRoutes(netns: string, r: readonly DefaultRoute[]): Promise<void> {
       routes.push({ netns, routes: [...r] });

@@ -9,10 +9,17 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cniError, PLEXUS_BIN, requirePlexusBinary, runPlexus, TEST_PATH } from "../support/plexus-bin";
+import {
+  cniError,
+  PLEXUS_BIN,
+  requirePlexusBinary,
+  runPlexus,
+  TEST_PATH,
+} from "../support/plexus-bin";
 
 const env = { PATH: TEST_PATH };
-const run = (args: string[], extra: Record<string, string> = {}) => runPlexus({ env: { ...env, ...extra }, args });
+const run = (args: string[], extra: Record<string, string> = {}) =>
+  runPlexus({ env: { ...env, ...extra }, args });
 const SPEC_ID = /\b[BCKMN]\d+(\.\d+)*\b/;
 const dirs: string[] = [];
 afterAll(() => {
@@ -24,13 +31,24 @@ describe("people's output", () => {
     const r = await run([]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("Usage: plexus");
-    for (const cmd of ["explain", "validate", "doctor", "records", "completion", "install", "daemon"])
+    for (const cmd of [
+      "explain",
+      "validate",
+      "doctor",
+      "records",
+      "completion",
+      "install",
+      "daemon",
+    ])
       expect(r.stdout).toContain(cmd);
     expect(r.stderr).toBe("");
   });
 
   it("B1 without CNI_COMMAND but with the other CNI_* variables it is still a CNI call: error 4 on stdout", async () => {
-    const r = await runPlexus({ env: { ...env, CNI_CONTAINERID: "c1", CNI_PATH: "/opt/cni/bin" }, stdin: "{}" });
+    const r = await runPlexus({
+      env: { ...env, CNI_CONTAINERID: "c1", CNI_PATH: "/opt/cni/bin" },
+      stdin: "{}",
+    });
     expect(cniError(r).code).toBe(4);
   });
 
@@ -156,7 +174,13 @@ describe("the commands through the binary", () => {
         cniVersion: "1.0.0",
         name: "plexus",
         plugins: [
-          { type: "plexus", clusterNetwork: "cbr0", confDir, fileClusterDir: cluster, cniDir: join(dir, "state") },
+          {
+            type: "plexus",
+            clusterNetwork: "cbr0",
+            confDir,
+            fileClusterDir: cluster,
+            cniDir: join(dir, "state"),
+          },
         ],
       }),
     );
@@ -180,7 +204,11 @@ describe("the commands through the binary", () => {
         {
           apiVersion: "v1",
           kind: "Pod",
-          metadata: { namespace: "app", name: "web", annotations: { "k8s.v1.cni.cncf.io/networks": "gone" } },
+          metadata: {
+            namespace: "app",
+            name: "web",
+            annotations: { "k8s.v1.cni.cncf.io/networks": "gone" },
+          },
         },
       ]
         .map((o) => `---\n${JSON.stringify(o)}\n`)

@@ -43,7 +43,10 @@ describe("C2.2 stdout is the CNI result channel, for every verb", () => {
     const { sb } = ctx;
     const r = await sb.run("ADD", loudConfig());
     expect(r.code, r.stdout).toBe(0);
-    expect(singleJson(r.stdout)).toMatchObject({ cniVersion: "1.1.0", ips: [{ address: "10.1.2.3/24" }] });
+    expect(singleJson(r.stdout)).toMatchObject({
+      cniVersion: "1.1.0",
+      ips: [{ address: "10.1.2.3/24" }],
+    });
     expect(r.stderr).toMatch(/"level":/);
     expect(readFileSync(join(sb.root, "plexus.log"), "utf8")).toMatch(/attached/);
   });
@@ -70,7 +73,9 @@ describe("C2.2 stdout is the CNI result channel, for every verb", () => {
     const conf = loudConfig();
     expect((await sb.run("ADD", conf)).code).toBe(0);
     expectSilentSuccess(await sb.run("CHECK", conf));
-    sb.setBehaviours("net-a", { CHECK: { do: "error", error: { code: 100, msg: "eth0 has the wrong IP" } } });
+    sb.setBehaviours("net-a", {
+      CHECK: { do: "error", error: { code: 100, msg: "eth0 has the wrong IP" } },
+    });
     expectOneError(await sb.run("CHECK", conf));
     expect(sb.calls()).toEqual(["ADD net-a", "CHECK net-a", "CHECK net-a"]);
   });
@@ -95,7 +100,10 @@ describe("C2.2 stdout is the CNI result channel, for every verb", () => {
     const { sb } = ctx;
     const r = await sb.run("VERSION", loudConfig());
     expect(r.code).toBe(0);
-    expect(singleJson(r.stdout)).toEqual({ cniVersion: "1.1.0", supportedVersions: [...ALL_VERSIONS] });
+    expect(singleJson(r.stdout)).toEqual({
+      cniVersion: "1.1.0",
+      supportedVersions: [...ALL_VERSIONS],
+    });
   });
 
   it("C2.2 a config error prints one JSON error and exits 1", async () => {
@@ -142,7 +150,9 @@ describe("B1 B2 bad environment", () => {
     const { sb } = ctx;
     for (const version of ["0.4.0", "1.0.0"]) {
       const e = cniError(
-        await sb.run("ADD", sb.config([sb.delegate("net-a")], { cniVersion: version }), { CNI_CONTAINERID: "a/b" }),
+        await sb.run("ADD", sb.config([sb.delegate("net-a")], { cniVersion: version }), {
+          CNI_CONTAINERID: "a/b",
+        }),
       );
       expect(e).toMatchObject({ code: 4, cniVersion: version });
     }
@@ -158,7 +168,10 @@ describe("B10 VERSION ignores stdin", () => {
     const { sb } = ctx;
     const r = await sb.run("VERSION", stdin);
     expect(r.code).toBe(0);
-    expect(singleJson(r.stdout)).toEqual({ cniVersion: "1.1.0", supportedVersions: [...ALL_VERSIONS] });
+    expect(singleJson(r.stdout)).toEqual({
+      cniVersion: "1.1.0",
+      supportedVersions: [...ALL_VERSIONS],
+    });
   });
 });
 

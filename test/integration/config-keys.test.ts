@@ -17,7 +17,9 @@ describe("M1 keys in other cases and unknown keys, through the binary", () => {
   it("B75 M1 a Multus config with its keys in other cases attaches its delegate (Delegates, CNIVersion, Type…)", async () => {
     const { sb } = ctx;
     const delegate = sb.delegate("net-a") as Record<string, unknown>;
-    const upper = Object.fromEntries(Object.entries(delegate).map(([k, v]) => [k === "type" ? "Type" : k, v]));
+    const upper = Object.fromEntries(
+      Object.entries(delegate).map(([k, v]) => [k === "type" ? "Type" : k, v]),
+    );
     const conf = {
       CNIVersion: "1.0.0",
       Name: "multus-cni-network",
@@ -29,27 +31,39 @@ describe("M1 keys in other cases and unknown keys, through the binary", () => {
     expect(r.code, r.stdout).toBe(0);
     expect(singleJson(r.stdout)).toMatchObject({ ips: [{ address: "10.1.2.3/24" }] });
     // The delegate got the keys Plexus reads spelled canonically, its own keys as given.
-    expect(sb.invocations().map((i) => (i.stdin as Record<string, unknown>).type)).toEqual(["noop"]);
+    expect(sb.invocations().map((i) => (i.stdin as Record<string, unknown>).type)).toEqual([
+      "noop",
+    ]);
   });
 
   it("M1 unknown keys are written to the log file even at Multus's default level (panic), with a suggestion", async () => {
     const { sb } = ctx;
     const logFile = join(sb.root, "plexus.log");
-    const conf = sb.config([sb.delegate("net-a")], { logFile, clusterNetwrok: "x", chrootDir: "/hostroot" });
+    const conf = sb.config([sb.delegate("net-a")], {
+      logFile,
+      clusterNetwrok: "x",
+      chrootDir: "/hostroot",
+    });
     const r = await sb.run("ADD", conf, { CNI_ARGS: "IgnoreUnknown=1" });
     expect(r.code, r.stdout).toBe(0);
     const log = readFileSync(logFile, "utf8");
     expect(log).toContain("`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`?");
-    expect(log).toContain("`chrootDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here");
+    expect(log).toContain(
+      "`chrootDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here",
+    );
     // Nothing else at that level: the log stays Multus's default otherwise.
     expect(log.split("\n").filter(Boolean)).toHaveLength(2);
   });
 
   it("M1 without a log file and at level panic, a config with unknown keys writes nothing anywhere but its result", async () => {
     const { sb } = ctx;
-    const r = await sb.run("ADD", sb.config([sb.delegate("net-a")], { clusterNetwrok: "x", logToStderr: true }), {
-      CNI_ARGS: "IgnoreUnknown=1",
-    });
+    const r = await sb.run(
+      "ADD",
+      sb.config([sb.delegate("net-a")], { clusterNetwrok: "x", logToStderr: true }),
+      {
+        CNI_ARGS: "IgnoreUnknown=1",
+      },
+    );
     expect(r.code).toBe(0);
     expect(r.stderr).toBe("");
   });
@@ -74,10 +88,14 @@ describe("M1 M11 no silent default network only, through the binary", () => {
   it("M1 an ADD naming a pod with no kubeconfig, in-cluster env or fileClusterDir fails with 7 and runs nothing", async () => {
     const { sb } = ctx;
     const e = cniError(
-      await sb.run("ADD", sb.config([sb.delegate("net-a")], { withoutKubernetes: false }), { CNI_ARGS: POD_ARGS }),
+      await sb.run("ADD", sb.config([sb.delegate("net-a")], { withoutKubernetes: false }), {
+        CNI_ARGS: POD_ARGS,
+      }),
     );
     expect(e.code).toBe(7);
-    expect(e.msg).toMatch(/pod app\/web: CNI_ARGS name a pod, but the config gives no way to reach Kubernetes/);
+    expect(e.msg).toMatch(
+      /pod app\/web: CNI_ARGS name a pod, but the config gives no way to reach Kubernetes/,
+    );
     expect(sb.invocations()).toEqual([]);
     expect(sb.recordFiles()).toEqual([]);
   });
@@ -92,7 +110,9 @@ describe("M1 M11 no silent default network only, through the binary", () => {
 
   it("B15 a kubeconfig that cannot be read still fails with 7", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a")], { kubeconfig: join(sb.root, "absent.kubeconfig") });
+    const conf = sb.config([sb.delegate("net-a")], {
+      kubeconfig: join(sb.root, "absent.kubeconfig"),
+    });
     expect(cniError(await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS })).code).toBe(7);
   });
 });
@@ -126,28 +146,45 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
   it("M1 explain of a pod on a node whose config cannot reach Kubernetes: exit 1 with the error ADD gives", async () => {
     const { sb } = ctx;
     const file = join(sb.root, "p.conf");
-    writeFileSync(file, JSON.stringify(sb.config([sb.delegate("net-a")], { withoutKubernetes: false })));
+    writeFileSync(
+      file,
+      JSON.stringify(sb.config([sb.delegate("net-a")], { withoutKubernetes: false })),
+    );
     const r = await run(["explain", "app/web", "--config", file]);
     expect(r.code, r.stderr).toBe(1);
-    expect(r.stdout).toContain("CNI_ARGS name a pod, but the config gives no way to reach Kubernetes");
+    expect(r.stdout).toContain(
+      "CNI_ARGS name a pod, but the config gives no way to reach Kubernetes",
+    );
   });
 
   it("M12 doctor shows the auxiliary chain ADD would run, and an error for one that cannot run", async () => {
     const { sb } = ctx;
     const netd = join(sb.root, "netd");
     mkdirSync(join(netd, "chain"), { recursive: true });
-    writeFileSync(join(netd, "10-a.conf"), JSON.stringify({ cniVersion: "1.0.0", name: "a", type: "noop" }));
+    writeFileSync(
+      join(netd, "10-a.conf"),
+      JSON.stringify({ cniVersion: "1.0.0", name: "a", type: "noop" }),
+    );
     writeFileSync(join(netd, "chain", "t.conf"), JSON.stringify({ type: "tuning" }));
     const file = join(sb.root, "p.conf");
     // The plugins are looked up as a call would: binDir first.
     const write = (extra: Record<string, unknown>) =>
       writeFileSync(
         file,
-        JSON.stringify(sb.config([], { auxiliaryCNIChainName: "chain", confDir: netd, binDir: sb.binDir, ...extra })),
+        JSON.stringify(
+          sb.config([], {
+            auxiliaryCNIChainName: "chain",
+            confDir: netd,
+            binDir: sb.binDir,
+            ...extra,
+          }),
+        ),
       );
     write({ clusterNetwork: join(netd, "10-a.conf") });
     const noTuning = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
-    expect(noTuning.stdout).toMatch(/error +auxiliary chain +network "chain": plugin type="tuning" is missing/);
+    expect(noTuning.stdout).toMatch(
+      /error +auxiliary chain +network "chain": plugin type="tuning" is missing/,
+    );
     sb.installPlugin("noop");
     sb.installPlugin("tuning");
     const ok = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
@@ -157,7 +194,9 @@ describe("operator exit codes: 0 fine, 1 a problem, 2 usage, 3 could not run", (
     write({ clusterNetwork: "a" });
     const bad = await run(["doctor", "--config", file, "--cni-conf-dir", sb.root]);
     expect(bad.code).toBe(1);
-    expect(bad.stdout).toMatch(/error +auxiliary chain +.*needs "clusterNetwork" to be a file path.*every ADD fails/);
+    expect(bad.stdout).toMatch(
+      /error +auxiliary chain +.*needs "clusterNetwork" to be a file path.*every ADD fails/,
+    );
   });
 
   it("B75 M1 doctor names a mistyped key with the nearest known one", async () => {

@@ -70,12 +70,20 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
       status: running,
     });
     s.addPod({
-      metadata: { name: "pending", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } },
+      metadata: {
+        name: "pending",
+        namespace: "app",
+        annotations: { [NETWORKS_ANNOTATION]: "net-a" },
+      },
       spec: node,
       status: { phase: "Pending" },
     });
     s.addPod({
-      metadata: { name: "other-node", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } },
+      metadata: {
+        name: "other-node",
+        namespace: "app",
+        annotations: { [NETWORKS_ANNOTATION]: "net-a" },
+      },
       spec: { nodeName: "node-2" },
       status: running,
     });
@@ -93,7 +101,9 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
       silentLogger(),
     );
     cleanups.push(() => d.stop());
-    await expect.poll(async () => daemonGet(socket, "/readyz"), { timeout: 5000 }).toContain("true");
+    await expect
+      .poll(async () => daemonGet(socket, "/readyz"), { timeout: 5000 })
+      .toContain("true");
     s.addPod({
       metadata: {
         name: "skipped",
@@ -107,7 +117,9 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
 
     const missing = () => s.events().filter((e) => e.reason === "NetworksMissing");
     await expect.poll(() => missing().length, { timeout: 8000 }).toBe(2);
-    const byPod = Object.fromEntries(missing().map((e) => [(e.involvedObject as { name: string }).name, e]));
+    const byPod = Object.fromEntries(
+      missing().map((e) => [(e.involvedObject as { name: string }).name, e]),
+    );
     expect(Object.keys(byPod).sort()).toEqual(["before", "skipped"]);
     expect(byPod.before).toMatchObject({
       type: "Warning",

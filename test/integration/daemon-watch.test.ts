@@ -12,7 +12,12 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { startDaemon } from "../../src/daemon/main";
 import { silentLogger } from "../../src/log/logger";
-import { type FakeApiServer, type LoggedRequest, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import {
+  type FakeApiServer,
+  type LoggedRequest,
+  startFakeApiServer,
+  writeKubeconfig,
+} from "../support/fake-apiserver";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -25,7 +30,12 @@ function metric(socket: string, name: string): Promise<number> {
       let text = "";
       res.on("data", (c) => (text += c));
       res.on("end", () =>
-        resolve(Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? Number.NaN)),
+        resolve(
+          Number(
+            new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ??
+              Number.NaN,
+          ),
+        ),
       );
     });
     req.on("error", reject);
@@ -38,7 +48,10 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   cleanups.push(() => s.close());
   const dir = mkdtempSync(join(tmpdir(), "plx-daemon-watch-"));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web" }, spec: { nodeName: "node-1" } });
+  s.addPod({
+    metadata: { name: "web", namespace: "app", uid: "uid-web" },
+    spec: { nodeName: "node-1" },
+  });
   s.addNad({ metadata: { name: "net-a", namespace: "app" }, spec: { config: "{}" } });
   const socket = join(dir, "plexus.sock");
   const d = await startDaemon(
@@ -71,7 +84,10 @@ it("a quiet watch resumes after compaction without relisting (bookmarks), and st
   expect(await metric(socket, 'plexus_daemon_watch_lists_total{kind="pod"}')).toBe(1);
   expect(await metric(socket, 'plexus_daemon_watch_lists_total{kind="nad"}')).toBe(1);
   // And the resumed watches deliver: a new pod on this node and a NAD edit reach the caches.
-  s.addPod({ metadata: { name: "late", namespace: "app", uid: "uid-late" }, spec: { nodeName: "node-1" } });
+  s.addPod({
+    metadata: { name: "late", namespace: "app", uid: "uid-late" },
+    spec: { nodeName: "node-1" },
+  });
   s.addNad({ metadata: { name: "net-b", namespace: "app" }, spec: { config: "{}" } });
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="pod"}')).toBe(2);
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(2);
@@ -102,13 +118,16 @@ async function daemonWith1200Nads() {
 
 const NADS = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions";
 /** The NAD LISTs (not watches), answered or not. */
-const nadGets = (s: FakeApiServer) => s.requests.filter((r) => r.path === NADS && !r.query.includes("watch=true"));
+const nadGets = (s: FakeApiServer) =>
+  s.requests.filter((r) => r.path === NADS && !r.query.includes("watch=true"));
 const param = (r: LoggedRequest, name: string) => new URLSearchParams(r.query).get(name);
 
 it("the first LIST is resourceVersion=0, served whole from the watch cache (its limit ignored): no quorum read; the watch starts at its resourceVersion", async () => {
   const { s } = await daemonWith1200Nads();
   const lists = s.requests.filter((r) => r.list);
-  expect(lists.map((r) => [r.path, param(r, "resourceVersion"), param(r, "limit"), r.list!.servedFrom])).toEqual(
+  expect(
+    lists.map((r) => [r.path, param(r, "resourceVersion"), param(r, "limit"), r.list!.servedFrom]),
+  ).toEqual(
     expect.arrayContaining([
       ["/api/v1/pods", "0", "500", "watch-cache"],
       [NADS, "0", "500", "watch-cache"],
@@ -129,17 +148,18 @@ it("a relist after 410 Expired is at the last resourceVersion synced, from the w
   const synced = s.resourceVersion();
   // The cluster moves on where the NAD watch sees nothing, then its history goes: the watch's
   // resume is 410 Expired and the informer lists again.
-  const elsewhere = (name: string) => s.addPod({ metadata: { name, namespace: "app" }, spec: { nodeName: "node-2" } });
+  const elsewhere = (name: string) =>
+    s.addPod({ metadata: { name, namespace: "app" }, spec: { nodeName: "node-2" } });
   elsewhere("o1");
   s.compactHistory();
   s.dropWatches();
   await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(2);
   const relist = nadGets(s)[1]!;
-  expect([param(relist, "resourceVersion"), param(relist, "limit"), relist.list?.servedFrom]).toEqual([
-    synced,
-    null,
-    "watch-cache",
-  ]);
+  expect([
+    param(relist, "resourceVersion"),
+    param(relist, "limit"),
+    relist.list?.servedFrom,
+  ]).toEqual([synced, null, "watch-cache"]);
   await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(3);
   // What the relist answered (the cache's newest) is what this node has synced now.
   const relisted = s.resourceVersion();
@@ -154,10 +174,15 @@ it("a relist after 410 Expired is at the last resourceVersion synced, from the w
       code: 504,
       reason: "Timeout",
       message: "Too large resource version",
-      details: { causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }] },
+      details: {
+        causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
+      },
     },
   );
-  s.inject({ method: "GET", path: NADS, watch: false, query: /continue=/, times: 1 }, { kind: "delay", ms: 300 });
+  s.inject(
+    { method: "GET", path: NADS, watch: false, query: /continue=/, times: 1 },
+    { kind: "delay", ms: 300 },
+  );
   elsewhere("o2");
   s.compactHistory();
   s.dropWatches();
@@ -168,19 +193,21 @@ it("a relist after 410 Expired is at the last resourceVersion synced, from the w
   const [, , refused, firstPage, expiredPage, whole] = nadGets(s);
   expect(param(refused!, "resourceVersion")).toBe(relisted);
   expect(refused!.list, "answered by the injected 504").toBeUndefined();
-  expect([param(firstPage!, "resourceVersion"), param(firstPage!, "limit"), firstPage!.list?.servedFrom]).toEqual([
-    null,
-    "500",
-    "etcd",
-  ]);
+  expect([
+    param(firstPage!, "resourceVersion"),
+    param(firstPage!, "limit"),
+    firstPage!.list?.servedFrom,
+  ]).toEqual([null, "500", "etcd"]);
   expect(param(expiredPage!, "continue")).toBeTruthy();
   expect(expiredPage!.list, "410 Expired").toBeUndefined();
-  expect([param(whole!, "resourceVersion"), param(whole!, "limit"), param(whole!, "continue")]).toEqual([
-    null,
-    null,
-    null,
-  ]);
-  await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}'), { timeout: 5000 }).toBe(1_202);
+  expect([
+    param(whole!, "resourceVersion"),
+    param(whole!, "limit"),
+    param(whole!, "continue"),
+  ]).toEqual([null, null, null]);
+  await expect
+    .poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}'), { timeout: 5000 })
+    .toBe(1_202);
   // Quorum reads of NADs: only the ones after the server refused the resourceVersion.
   expect(nadGets(s).filter((r) => r.list?.servedFrom === "etcd")).toEqual([firstPage, whole]);
 });

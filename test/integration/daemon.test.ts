@@ -7,7 +7,15 @@
  * --health-address listener (health and metrics over TCP, never the /v1 API).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:http";
 import { connect as netConnect, type Socket } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
@@ -15,7 +23,12 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
 import { DaemonKube } from "../../src/daemon/client";
-import { bounded, parseHealthAddress, type RunningDaemon, startDaemon } from "../../src/daemon/main";
+import {
+  bounded,
+  parseHealthAddress,
+  type RunningDaemon,
+  startDaemon,
+} from "../../src/daemon/main";
 import { kubeFactory } from "../../src/daemon/kube-factory";
 import type { KubeApi } from "../../src/k8s/kube-api";
 import { silentLogger } from "../../src/log/logger";
@@ -30,7 +43,13 @@ afterEach(async () => {
 });
 
 const FAST = {
-  retry: { requestTimeoutMs: 300, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 3 },
+  retry: {
+    requestTimeoutMs: 300,
+    totalTimeoutMs: 1500,
+    baseDelayMs: 10,
+    maxDelayMs: 40,
+    maxAttempts: 3,
+  },
 };
 const NAD_CONF = JSON.stringify({ cniVersion: "1.0.0", type: "bridge" });
 
@@ -54,7 +73,10 @@ async function cluster() {
   return { s, dir, kubeconfig, socket: join(dir, "plexus.sock") };
 }
 
-async function daemon(c: { kubeconfig: string; socket: string }, healthAddress?: string): Promise<RunningDaemon> {
+async function daemon(
+  c: { kubeconfig: string; socket: string },
+  healthAddress?: string,
+): Promise<RunningDaemon> {
   const d = await startDaemon(
     {
       kubeconfig: c.kubeconfig,
@@ -126,7 +148,10 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     expect(reads(c.s) - before).toBe(0);
 
     const writesBefore = c.s.requests.length;
-    await k.setNetworkStatus({ namespace: "app", name: "web", uid: "uid-web" }, '[{"name":"cbr0"}]');
+    await k.setNetworkStatus(
+      { namespace: "app", name: "web", uid: "uid-web" },
+      '[{"name":"cbr0"}]',
+    );
     // M9: the daemon answers the event at once and writes it in the background (the CNI call
     // waits only for its status write): an API server slow to take the event costs it nothing.
     c.s.inject({ method: "POST", path: /\/events$/, times: 1 }, { kind: "delay", ms: 500 });
@@ -143,9 +168,11 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
       "PATCH /api/v1/namespaces/app/pods/web/status",
       "POST /api/v1/namespaces/app/events",
     ]);
-    expect((c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION]).toBe(
-      '[{"name":"cbr0"}]',
-    );
+    expect(
+      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[
+        NETWORK_STATUS_ANNOTATION
+      ],
+    ).toBe('[{"name":"cbr0"}]');
     expect(k.requestCount).toBe(0);
     expect(k.fallbackReason).toBeUndefined();
 
@@ -162,10 +189,16 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     await daemon(c);
     await ready(c.socket);
     const k = client(c.socket);
-    c.s.addPod({ metadata: { name: "fresh", namespace: "app", uid: "uid-fresh" }, spec: { nodeName: "node-1" } });
+    c.s.addPod({
+      metadata: { name: "fresh", namespace: "app", uid: "uid-fresh" },
+      spec: { nodeName: "node-1" },
+    });
     expect((await k.getPod("app", "fresh", "uid-fresh")).metadata.uid).toBe("uid-fresh");
     c.s.deletePod("app", "web");
-    c.s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web-2" }, spec: { nodeName: "node-1" } });
+    c.s.addPod({
+      metadata: { name: "web", namespace: "app", uid: "uid-web-2" },
+      spec: { nodeName: "node-1" },
+    });
     expect((await k.getPod("app", "web", "uid-web-2")).metadata.uid).toBe("uid-web-2");
     c.s.addNad({ metadata: { name: "net-new", namespace: "app" }, spec: { config: NAD_CONF } });
     expect((await k.getNad("app", "net-new"))?.metadata.name).toBe("net-new");
@@ -182,22 +215,31 @@ describe("plexus daemon: watch caches behind a unix socket", () => {
     // Pods, NADs, and this node's ResourceSlices (ResourceClaims are read by name, never watched).
     await expect.poll(() => c.s.watchCount()).toBe(3);
     c.s.dropWatches();
-    c.s.addPod({ metadata: { name: "after-drop", namespace: "app" }, spec: { nodeName: "node-1" } });
+    c.s.addPod({
+      metadata: { name: "after-drop", namespace: "app" },
+      spec: { nodeName: "node-1" },
+    });
     const metric = async (name: string) =>
       Number(
         new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\d+)`, "m").exec(
           (await daemonGet(c.socket, "/metrics")).text,
         )?.[1] ?? NaN,
       );
-    await expect.poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 }).toBe(2);
+    await expect
+      .poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 })
+      .toBe(2);
 
     c.s.compactHistory();
     c.s.dropWatches();
     c.s.deletePod("app", "after-drop");
     c.s.deleteNad("app", "net-a");
     c.s.addNad({ metadata: { name: "net-b", namespace: "app" }, spec: { config: NAD_CONF } });
-    await expect.poll(() => metric('plexus_daemon_watch_lists_total{kind="nad"}'), { timeout: 5000 }).toBe(2);
-    await expect.poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 }).toBe(1);
+    await expect
+      .poll(() => metric('plexus_daemon_watch_lists_total{kind="nad"}'), { timeout: 5000 })
+      .toBe(2);
+    await expect
+      .poll(() => metric('plexus_daemon_cache_objects{kind="pod"}'), { timeout: 5000 })
+      .toBe(1);
     const k = client(c.socket);
     const before = reads(c.s);
     expect((await k.getNad("app", "net-b"))?.metadata.name).toBe("net-b");
@@ -247,7 +289,9 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     expect(addr.host).toBe("127.0.0.1");
     expect(addr.port).toBeGreaterThan(0);
     expect(await tcpRequest(addr, "/healthz")).toEqual({ status: 200, text: '{"ok":true}' });
-    await expect.poll(async () => (await tcpRequest(addr, "/readyz")).status, { timeout: 5000 }).toBe(200);
+    await expect
+      .poll(async () => (await tcpRequest(addr, "/readyz")).status, { timeout: 5000 })
+      .toBe(200);
     const metrics = await tcpRequest(addr, "/metrics");
     expect(metrics.status).toBe(200);
     expect(metrics.text).toContain("plexus_daemon_cache_synced 1");
@@ -257,11 +301,19 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     for (const [method, path, body] of [
       ["GET", "/v1/pod?namespace=app&name=web"],
       ["GET", "/v1/nad?namespace=app&name=net-a"],
-      ["POST", "/v1/network-status", JSON.stringify({ namespace: "app", name: "web", status: "[]" })],
+      [
+        "POST",
+        "/v1/network-status",
+        JSON.stringify({ namespace: "app", name: "web", status: "[]" }),
+      ],
       [
         "POST",
         "/v1/event",
-        JSON.stringify({ namespace: "app", name: "web", event: { type: "Normal", reason: "X", message: "y" } }),
+        JSON.stringify({
+          namespace: "app",
+          name: "web",
+          event: { type: "Normal", reason: "X", message: "y" },
+        }),
       ],
       ["GET", "/"],
     ] as const) {
@@ -271,9 +323,13 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       // Not a daemon bug (999): a route not served here, as for a CNI binary of another version (1).
       expect(JSON.parse(r.text).error.code, `${method} ${path}`).toBe(Code.IncompatibleVersion);
     }
-    expect(c.s.requests.slice(before).filter((r) => !new URLSearchParams(r.query).has("watch"))).toEqual([]);
     expect(
-      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION],
+      c.s.requests.slice(before).filter((r) => !new URLSearchParams(r.query).has("watch")),
+    ).toEqual([]);
+    expect(
+      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[
+        NETWORK_STATUS_ANNOTATION
+      ],
     ).toBeUndefined();
     // The same route on the root-only socket answers.
     expect((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).status).toBe(200);
@@ -289,12 +345,18 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     expect(d.healthAddress!.host).toBe("0.0.0.0");
     const port = d.healthAddress!.port;
     for (const host of [external!, "127.0.0.1"]) {
-      await expect.poll(async () => (await tcpRequest({ host, port }, "/readyz")).status, { timeout: 5000 }).toBe(200);
+      await expect
+        .poll(async () => (await tcpRequest({ host, port }, "/readyz")).status, { timeout: 5000 })
+        .toBe(200);
       expect((await tcpRequest({ host, port }, "/healthz")).status, host).toBe(200);
       const metrics = await tcpRequest({ host, port }, "/metrics");
       expect(metrics.status, host).toBe(200);
       expect(metrics.text, host).toContain('plexus_daemon_cache_objects{kind="pod"} 1');
-      for (const path of ["/v1/pod?namespace=app&name=web", "/v1/nad?namespace=app&name=net-a", "/v1/pod-devices"]) {
+      for (const path of [
+        "/v1/pod?namespace=app&name=web",
+        "/v1/nad?namespace=app&name=net-a",
+        "/v1/pod-devices",
+      ]) {
         const r = await tcpRequest({ host, port }, path);
         expect(r.status, `${host} ${path}`).toBe(404);
         expect(r.text, `${host} ${path}`).not.toContain("uid-web");
@@ -308,7 +370,9 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       expect(post.status, host).toBe(404);
     }
     expect(
-      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[NETWORK_STATUS_ANNOTATION],
+      (c.s.getPod("app", "web")!.metadata.annotations as Record<string, string>)[
+        NETWORK_STATUS_ANNOTATION
+      ],
     ).toBeUndefined();
   });
 
@@ -317,13 +381,17 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     const d = await daemon(c, "127.0.0.1:0");
     const raw = (opts: { port: number; host: string } | { path: string }) =>
       new Promise<string>((resolve, reject) => {
-        const s = netConnect(opts as never, () => s.write("GET http://[ HTTP/1.1\r\nHost: x\r\n\r\n"));
+        const s = netConnect(opts as never, () =>
+          s.write("GET http://[ HTTP/1.1\r\nHost: x\r\n\r\n"),
+        );
         let text = "";
         s.on("data", (b) => (text += b));
         s.on("end", () => resolve(text));
         s.on("error", reject);
       });
-    expect(await raw({ host: "127.0.0.1", port: d.healthAddress!.port })).toMatch(/^HTTP\/1\.1 400 /);
+    expect(await raw({ host: "127.0.0.1", port: d.healthAddress!.port })).toMatch(
+      /^HTTP\/1\.1 400 /,
+    );
     expect(await raw({ path: c.socket })).toMatch(/^HTTP\/1\.1 400 /);
     expect(await raw({ path: c.socket })).toContain(`"code":${Code.Decoding}`);
     expect((await tcpRequest(d.healthAddress!, "/healthz")).status).toBe(200);
@@ -352,7 +420,9 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     const c = await cluster();
     writeFileSync(c.socket, "someone's data");
     await expect(daemon(c)).rejects.toThrow(
-      new RegExp(`daemon socket ${c.socket}: a file that is not a socket is there; refusing to remove it`),
+      new RegExp(
+        `daemon socket ${c.socket}: a file that is not a socket is there; refusing to remove it`,
+      ),
     );
     expect(readFileSync(c.socket, "utf8")).toBe("someone's data");
     rmSync(c.socket);
@@ -360,7 +430,11 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
     await expect(daemon(c)).rejects.toThrow(/a directory is there; refusing to remove it/);
     rmSync(c.socket, { recursive: true });
     // A socket nobody answers on (a killed daemon's) is stale: removed, and the daemon starts.
-    execFileSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", c.socket]);
+    execFileSync("python3", [
+      "-c",
+      "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+      c.socket,
+    ]);
     expect(statSync(c.socket).isSocket()).toBe(true);
     const d = await daemon(c);
     await ready(c.socket);
@@ -379,7 +453,10 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       ["--api-total-timeout", ""],
       ["--missing-networks-grace", "0"],
     ]) {
-      const r = await runPlexus({ args: ["daemon", "--socket", "/nonexistent/x.sock", flag!, value!], env: {} });
+      const r = await runPlexus({
+        args: ["daemon", "--socket", "/nonexistent/x.sock", flag!, value!],
+        env: {},
+      });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(
         `plexus daemon: ${flag} ${JSON.stringify(value)}: expected a number of seconds greater than 0`,
@@ -426,7 +503,10 @@ describe("the CNI side falls back to the API server when the daemon cannot answe
     return { c, log, direct: () => (built++, direct()), built: () => built };
   }
 
-  async function fakeDaemon(socket: string, handler: Parameters<typeof createServer>[1]): Promise<Server> {
+  async function fakeDaemon(
+    socket: string,
+    handler: Parameters<typeof createServer>[1],
+  ): Promise<Server> {
     const srv = createServer(handler);
     await new Promise<void>((r) => srv.listen(socket, r));
     cleanups.push(
@@ -440,7 +520,10 @@ describe("the CNI side falls back to the API server when the daemon cannot answe
   }
 
   const cases: Array<[string, (socket: string) => Promise<void>]> = [
-    ["a socket file nobody listens on (daemon died)", async (socket) => void writeFileSync(socket, "")],
+    [
+      "a socket file nobody listens on (daemon died)",
+      async (socket) => void writeFileSync(socket, ""),
+    ],
     ["a daemon that hangs", async (socket) => void (await fakeDaemon(socket, () => {}))],
     [
       "a daemon answering garbage",
@@ -488,13 +571,18 @@ describe("the CNI side falls back to the API server when the daemon cannot answe
       expect(built()).toBe(1);
       expect(k.fallbackReason).toBeTruthy();
       expect(k.requestCount).toBe(3);
-      expect(log.lines.filter((l) => l.level === "warn" && /daemon unavailable/.test(l.msg))).toHaveLength(1);
+      expect(
+        log.lines.filter((l) => l.level === "warn" && /daemon unavailable/.test(l.msg)),
+      ).toHaveLength(1);
     });
   }
 
   it("kubeFactory: no socket file → the direct client at once; a live daemon → DaemonKube", async () => {
     const c = await cluster();
-    const none = kubeFactory({ kubeconfig: c.kubeconfig, daemonSocket: c.socket }, { client: FAST });
+    const none = kubeFactory(
+      { kubeconfig: c.kubeconfig, daemonSocket: c.socket },
+      { client: FAST },
+    );
     cleanups.push(() => none.close());
     expect((await none())?.constructor.name).toBe("RestKube");
     await daemon(c);
@@ -525,7 +613,9 @@ async function binaryDaemon(
     daemon.kill("SIGTERM");
     await exited;
   });
-  await expect.poll(() => unixSocketStatus(c.socket, "/healthz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  await expect
+    .poll(() => unixSocketStatus(c.socket, "/healthz"), { timeout: 15_000, interval: 20 })
+    .toBe(200);
   return { daemon, stderr: () => stderr };
 }
 
@@ -535,18 +625,33 @@ describe("the daemon accepts the kubeconfigs the CNI binary accepts (one loader)
     cleanups.push(() => s.close());
     const dir = mkdtempSync(join(tmpdir(), "plx-daemon-http-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    s.addPod({ metadata: { name: "web", namespace: "app", uid: "uid-web" }, spec: { nodeName: "node-1" } });
+    s.addPod({
+      metadata: { name: "web", namespace: "app", uid: "uid-web" },
+      spec: { nodeName: "node-1" },
+    });
     s.addNad({ metadata: { name: "net-a", namespace: "app" }, spec: { config: NAD_CONF } });
-    const c = { kubeconfig: writeKubeconfig(s, { dir, tokenFile: true }), socket: join(dir, "plexus.sock") };
+    const c = {
+      kubeconfig: writeKubeconfig(s, { dir, tokenFile: true }),
+      socket: join(dir, "plexus.sock"),
+    };
     const d = await binaryDaemon(c);
-    await expect.poll(() => unixSocketStatus(c.socket, "/readyz"), { timeout: 10_000, interval: 50 }).toBe(200);
+    await expect
+      .poll(() => unixSocketStatus(c.socket, "/readyz"), { timeout: 10_000, interval: 50 })
+      .toBe(200);
     const watches = s.requests.filter((r) => new URLSearchParams(r.query).get("watch") === "true");
     const watched = watches.map((r) => r.path);
     expect(watched).toEqual(
-      expect.arrayContaining(["/api/v1/pods", "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions"]),
+      expect.arrayContaining([
+        "/api/v1/pods",
+        "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions",
+      ]),
     );
-    expect(JSON.parse((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).text).source).toBe("cache");
-    expect(JSON.parse((await daemonGet(c.socket, "/v1/nad?namespace=app&name=net-a")).text).source).toBe("cache");
+    expect(
+      JSON.parse((await daemonGet(c.socket, "/v1/pod?namespace=app&name=web")).text).source,
+    ).toBe("cache");
+    expect(
+      JSON.parse((await daemonGet(c.socket, "/v1/nad?namespace=app&name=net-a")).text).source,
+    ).toBe("cache");
     // The watches carried the kubeconfig's token, as the REST client's requests do.
     expect(s.requests.every((r) => r.user !== undefined)).toBe(true);
     expect(d.stderr()).not.toMatch(/HTTP protocol is not allowed/);

@@ -14,7 +14,10 @@ const ctx = useSandbox();
 /** ADD with one default network `net-a` whose ADD behaves as given; a fast deadline. */
 async function addFailing(add: Behaviour, extra: Record<string, unknown> = {}) {
   const { sb } = ctx;
-  const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: add } })], { delegateTimeoutSeconds: 2, ...extra });
+  const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: add } })], {
+    delegateTimeoutSeconds: 2,
+    ...extra,
+  });
   const r = await sb.run("ADD", conf);
   return { r, err: cniError(r) };
 }
@@ -98,7 +101,10 @@ describe("B51 delegate binary cannot be run", () => {
       closed = true;
       const r = await run;
       expect(r.code, r.stdout).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ cniVersion: "1.0.0", ips: [{ address: "10.1.2.3/24" }] });
+      expect(JSON.parse(r.stdout)).toMatchObject({
+        cniVersion: "1.0.0",
+        ips: [{ address: "10.1.2.3/24" }],
+      });
       expect(sb.calls()).toEqual(["ADD net-a"]);
     } finally {
       if (!closed) closeSync(fd);
@@ -109,9 +115,12 @@ describe("B51 delegate binary cannot be run", () => {
 describe("B52 delegate hangs", () => {
   it("B52 is killed at delegateTimeoutSeconds with its whole process group, then DELed", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang", child: true } } })], {
-      delegateTimeoutSeconds: 1,
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { behaviours: { ADD: { do: "hang", child: true } } })],
+      {
+        delegateTimeoutSeconds: 1,
+      },
+    );
     const r = await sb.run("ADD", conf);
     const err = cniError(r);
     expect(err.code).toBe(101);
@@ -140,13 +149,16 @@ describe("B53 delegate crashes", () => {
 });
 
 describe("B54 delegate killed by a signal", () => {
-  it.each(["SIGKILL", "SIGSEGV"])("B54 %s: the message names the signal, DEL run", async (signal) => {
-    const { err } = await addFailing({ do: "signal", signal });
-    expect(err.code).toBeGreaterThanOrEqual(100);
-    expect(err.msg).toContain(signal);
-    expect(err.msg).toContain("net-a");
-    expectRolledBack();
-  });
+  it.each(["SIGKILL", "SIGSEGV"])(
+    "B54 %s: the message names the signal, DEL run",
+    async (signal) => {
+      const { err } = await addFailing({ do: "signal", signal });
+      expect(err.code).toBeGreaterThanOrEqual(100);
+      expect(err.msg).toContain(signal);
+      expect(err.msg).toContain("net-a");
+      expectRolledBack();
+    },
+  );
 });
 
 describe("B55 delegate prints something that is not a result", () => {
@@ -154,7 +166,10 @@ describe("B55 delegate prints something that is not a result", () => {
     ["garbage", "this is not json at all"],
     ["partial JSON", '{"cniVersion":"1.0.0","ips":[{"address":"10.'],
     ["null", "null"],
-    ["JSON plus trailing text", '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]} and then some'],
+    [
+      "JSON plus trailing text",
+      '{"cniVersion":"1.0.0","ips":[{"address":"10.1.2.3/24"}]} and then some',
+    ],
     ["a list", "[]"],
     ["nothing", ""],
   ];
@@ -206,7 +221,11 @@ describe("B61 delegate floods its output", () => {
   it("B61 100 MiB on stdout: capped, plexus exits quickly with an error and bounded memory, DEL run", async () => {
     const { sb } = ctx;
     const conf = sb.config(
-      [sb.delegate("net-a", { behaviours: { ADD: { do: "flood", stream: "stdout", bytes: 100 * 1024 * 1024 } } })],
+      [
+        sb.delegate("net-a", {
+          behaviours: { ADD: { do: "flood", stream: "stdout", bytes: 100 * 1024 * 1024 } },
+        }),
+      ],
       {
         delegateTimeoutSeconds: 20,
       },
@@ -225,7 +244,11 @@ describe("B61 delegate floods its output", () => {
   it("B61 100 MiB on stderr: capped, one JSON document on stdout, no OOM", async () => {
     const { sb } = ctx;
     const conf = sb.config(
-      [sb.delegate("net-a", { behaviours: { ADD: { do: "flood", stream: "stderr", bytes: 100 * 1024 * 1024 } } })],
+      [
+        sb.delegate("net-a", {
+          behaviours: { ADD: { do: "flood", stream: "stderr", bytes: 100 * 1024 * 1024 } },
+        }),
+      ],
       {
         delegateTimeoutSeconds: 20,
       },
@@ -247,7 +270,9 @@ describe("B63 delegate leaves a daemon holding its stdout", () => {
     });
     const r = await sb.run("ADD", conf);
     expect(r.code, r.stdout).toBe(0);
-    expect(singleJson(r.stdout)).toMatchObject({ ips: [expect.objectContaining({ address: expect.any(String) })] });
+    expect(singleJson(r.stdout)).toMatchObject({
+      ips: [expect.objectContaining({ address: expect.any(String) })],
+    });
     expect(r.durationMs, "well before the 20 s deadline").toBeLessThan(10_000);
     const [add] = sb.invocations();
     expect(add?.childPid).toBeTypeOf("number");

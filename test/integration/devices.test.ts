@@ -5,11 +5,22 @@
  * (it logs the deviceID and runtimeConfig it got and rewrites the device-info file).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
-import { type FakePodResources, podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
+import {
+  type FakePodResources,
+  podWithDevices,
+  startFakePodResources,
+} from "../support/fake-pod-resources";
 import { cniError, PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
@@ -42,7 +53,12 @@ async function setup(o: {
   const api = await startFakeApiServer();
   onTestFinished(() => api.close());
   api.addPod({
-    metadata: { namespace: "app", name: "web", uid: "uid-web", annotations: { [NETWORKS]: o.networks } },
+    metadata: {
+      namespace: "app",
+      name: "web",
+      uid: "uid-web",
+      annotations: { [NETWORKS]: o.networks },
+    },
     spec: { nodeName: "node-1" },
   });
   const sriov = sb.delegate("sriov-a", {
@@ -51,7 +67,11 @@ async function setup(o: {
     extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } },
   });
   api.addNad({
-    metadata: { namespace: "app", name: "sriov-a", annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE } },
+    metadata: {
+      namespace: "app",
+      name: "sriov-a",
+      annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE },
+    },
     spec: { config: JSON.stringify(sriov) },
   });
   const socket = join(sb.root, "kubelet.sock");
@@ -77,15 +97,19 @@ function dpFile(devinfo: string, deviceID: string, text: string): void {
 }
 
 const status = (api: FakeApiServer) =>
-  JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!) as Array<
-    Record<string, unknown>
-  >;
-const deviceAdds = () => ctx.sb.invocations().filter((i) => i.command === "ADD" && i.network === "sriov-a");
+  JSON.parse(
+    (api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!,
+  ) as Array<Record<string, unknown>>;
+const deviceAdds = () =>
+  ctx.sb.invocations().filter((i) => i.command === "ADD" && i.network === "sriov-a");
 const PCI = { type: "pci", version: "1.1.0", pci: { "pci-address": VF1 } };
 
 describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
   it("M10 one device network: deviceID everywhere, device-info copied before the delegate and read back into network-status; DEL removes the copy and asks kubelet nothing", async () => {
-    const s = await setup({ networks: "sriov-a", behaviours: { ADD: { deviceInfo: { "rdma-device": "mlx5_3" } } } });
+    const s = await setup({
+      networks: "sriov-a",
+      behaviours: { ADD: { deviceInfo: { "rdma-device": "mlx5_3" } } },
+    });
     dpFile(s.devinfo, VF1, JSON.stringify(PCI));
     const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -189,7 +213,9 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     const s = await setup({ networks: "sriov-a,sriov-a" });
     const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
     expect(err.code).toBe(7);
-    expect(err.msg).toMatch(/resource intel\.com\/sriov_netdevice: 2 network\(s\).*kubelet allocated 1/);
+    expect(err.msg).toMatch(
+      /resource intel\.com\/sriov_netdevice: 2 network\(s\).*kubelet allocated 1/,
+    );
     expect(ctx.sb.invocations()).toEqual([]);
   });
 
@@ -198,7 +224,9 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     s.kubelet.mode = "get-unimplemented";
     // Other pods first: the list is bigger than HTTP/2's initial 64 KiB window and spans many frames.
     const others = Array.from({ length: 2000 }, (_, i) =>
-      podWithDevices("other", `pod-${i}`, { c: { [RESOURCE]: [`0000:af:${String(i).padStart(4, "0")}.1`] } }),
+      podWithDevices("other", `pod-${i}`, {
+        c: { [RESOURCE]: [`0000:af:${String(i).padStart(4, "0")}.1`] },
+      }),
     );
     s.kubelet.pods.unshift(...others);
     const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
@@ -211,19 +239,22 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     ["missing", /cannot connect/],
     ["error", /kubelet answered INTERNAL: fake kubelet failure/],
     ["hang", /no answer within 1000 ms/],
-  ])("M10 a pod-resources socket %s fails the ADD with 11 naming the socket and the resource", async (mode, why) => {
-    const s = await setup({ networks: "sriov-a" });
-    if (mode === "missing") await s.kubelet.close();
-    else s.kubelet.mode = mode as "error" | "hang";
-    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
-    const err = cniError(r);
-    expect(err.code).toBe(11);
-    expect(err.msg).toContain(s.socket);
-    expect(err.msg).toContain(RESOURCE);
-    expect(err.msg).toMatch(why);
-    expect(r.durationMs).toBeLessThan(5000);
-    expect(ctx.sb.invocations()).toEqual([]);
-  });
+  ])(
+    "M10 a pod-resources socket %s fails the ADD with 11 naming the socket and the resource",
+    async (mode, why) => {
+      const s = await setup({ networks: "sriov-a" });
+      if (mode === "missing") await s.kubelet.close();
+      else s.kubelet.mode = mode as "error" | "hang";
+      const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+      const err = cniError(r);
+      expect(err.code).toBe(11);
+      expect(err.msg).toContain(s.socket);
+      expect(err.msg).toContain(RESOURCE);
+      expect(err.msg).toMatch(why);
+      expect(r.durationMs).toBeLessThan(5000);
+      expect(ctx.sb.invocations()).toEqual([]);
+    },
+  );
 
   it("M10 no device plugin file: ADD works, no device-info in network-status", async () => {
     const s = await setup({ networks: "sriov-a" });
@@ -245,7 +276,9 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(deviceAdds()[0]!.deviceInfoSeen).toBeNull();
     expect(status(s.api)[1]).not.toHaveProperty("device-info");
-    expect(readFileSync(logFile, "utf8")).toMatch(/"level":40.*device plugin's device-info file ignored: malformed/);
+    expect(readFileSync(logFile, "utf8")).toMatch(
+      /"level":40.*device plugin's device-info file ignored: malformed/,
+    );
   });
 
   it("B72 a FIFO at the device plugin's device-info path does not hang the ADD: it goes on without device-info", async () => {
@@ -334,7 +367,9 @@ async function startDaemon(
       await new Promise((r) => daemon.once("exit", r));
     }
   });
-  await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  await expect
+    .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 })
+    .toBe(200);
   return { socket, daemon, stderr: () => stderr };
 }
 
@@ -344,11 +379,18 @@ describe("M10 the daemon answers pod-resources queries (one channel to kubelet)"
     const d = await startDaemon(s, s.socket);
     const conf = { ...s.conf, daemonSocket: d.socket };
     for (const id of ["ctr1", "ctr2"]) {
-      const r = await ctx.sb.run("ADD", { ...conf, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS, CNI_CONTAINERID: id });
+      const r = await ctx.sb.run(
+        "ADD",
+        { ...conf, logLevel: "verbose" },
+        { CNI_ARGS: POD_ARGS, CNI_CONTAINERID: id },
+      );
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect(r.stderr).not.toMatch(/asking kubelet directly/);
     }
-    expect(deviceAdds().map((i) => (i.stdin as Record<string, unknown>).deviceID)).toEqual([VF1, VF1]);
+    expect(deviceAdds().map((i) => (i.stdin as Record<string, unknown>).deviceID)).toEqual([
+      VF1,
+      VF1,
+    ]);
     // Both queries came through the daemon: the CNI processes never fell back (no warning above).
     expect(s.kubelet.calls).toEqual(["Get", "Get"]);
     await stopDaemon(d.daemon);

@@ -32,7 +32,10 @@ const STATUS = "k8s.v1.cni.cncf.io/network-status";
 /** The NADs' netconf: the fixture as an SR-IOV-like delegate that declares the device capabilities. */
 function nadConfig(name: string): string {
   return JSON.stringify(
-    ctx.sb.delegate(name, { type: "sriov", extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } } }),
+    ctx.sb.delegate(name, {
+      type: "sriov",
+      extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } },
+    }),
   );
 }
 
@@ -86,12 +89,20 @@ describe("M10 DRA device networks from a manifest directory (fileClusterDir), no
       CNIDeviceInfoFile: join(ctx.sb.root, "devinfo", "cni", "netdra-a-ctr1_net1"),
     });
     expect(JSON.parse(net1.deviceInfoSeen as string)).toEqual(pci);
-    const status = JSON.parse(readFileSync(join(ctx.sb.root, "cluster", "status", "app.web.json"), "utf8")).metadata
-      .annotations[STATUS];
-    expect(JSON.parse(status)[1]).toMatchObject({ name: "app/netdra-a", interface: "net1", "device-info": pci });
+    const status = JSON.parse(
+      readFileSync(join(ctx.sb.root, "cluster", "status", "app.web.json"), "utf8"),
+    ).metadata.annotations[STATUS];
+    expect(JSON.parse(status)[1]).toMatchObject({
+      name: "app/netdra-a",
+      interface: "net1",
+      "device-info": pci,
+    });
     await expectCleanDel(conf);
     const dels = ctx.sb.invocations().filter((i) => i.command === "DEL" && i.type === "sriov");
-    expect(dels.map((i) => (i.stdin as Record<string, unknown>).deviceID).sort()).toEqual([VF1, VF2]);
+    expect(dels.map((i) => (i.stdin as Record<string, unknown>).deviceID).sort()).toEqual([
+      VF1,
+      VF2,
+    ]);
     expect(existsSync(join(ctx.sb.root, "devinfo", "cni", "netdra-a-ctr1_net1"))).toBe(false);
   });
 
@@ -117,7 +128,9 @@ describe("M10 DRA device networks from a manifest directory (fileClusterDir), no
     [
       "an attribute of the wrong type",
       (sc) => {
-        (sc.slices[1]!.spec as { devices: unknown[] }).devices[0] = vfDevice("vf-1", VF1, { int: 7 });
+        (sc.slices[1]!.spec as { devices: unknown[] }).devices[0] = vfDevice("vf-1", VF1, {
+          int: 7,
+        });
       },
       7,
       /device vf-1 .*k8s\.cni\.cncf\.io\/resourceName must be a string .* but has int/,
@@ -125,7 +138,9 @@ describe("M10 DRA device networks from a manifest directory (fileClusterDir), no
     [
       "more NADs than devices",
       (sc) => {
-        sc.pod.metadata.annotations = { "k8s.v1.cni.cncf.io/networks": "netdra-a,netdra-b,netdra-a" };
+        sc.pod.metadata.annotations = {
+          "k8s.v1.cni.cncf.io/networks": "netdra-a,netdra-b,netdra-a",
+        };
       },
       7,
       new RegExp(
@@ -171,7 +186,10 @@ describe("M10 DRA device networks from a manifest directory (fileClusterDir), no
       draScenario({
         nadConfig,
         edit: (sc) => {
-          const pod = sc.pod as unknown as { spec: Record<string, unknown>; status: Record<string, unknown> };
+          const pod = sc.pod as unknown as {
+            spec: Record<string, unknown>;
+            status: Record<string, unknown>;
+          };
           pod.spec.resourceClaims = [];
           pod.status.resourceClaimStatuses = [];
           pod.spec.containers = [
@@ -204,12 +222,17 @@ async function apiSetup(
   const api = await startFakeApiServer(server);
   onTestFinished(() => api.close());
   onApi(api, draScenario({ nadConfig, ...(edit ? { edit } : {}) }));
-  const conf = baseConf({ kubeconfig: writeKubeconfig(api, { dir: ctx.sb.root }), apiRequestTimeoutSeconds: 2 });
+  const conf = baseConf({
+    kubeconfig: writeKubeconfig(api, { dir: ctx.sb.root }),
+    apiRequestTimeoutSeconds: 2,
+  });
   return { api, conf };
 }
 
 const draRequests = (api: FakeApiServer) =>
-  api.requests.filter((r) => r.path.startsWith("/apis/resource.k8s.io/")).map((r) => `${r.method} ${r.path}${r.query}`);
+  api.requests
+    .filter((r) => r.path.startsWith("/apis/resource.k8s.io/"))
+    .map((r) => `${r.method} ${r.path}${r.query}`);
 
 describe("M10 DRA device networks through the API server (thin mode)", () => {
   it("M10 the same devices; the ADD adds one GET per claim and one LIST per driver (field selectors spec.nodeName, spec.driver)", async () => {
@@ -226,19 +249,18 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
       ].sort(),
     );
     // The rest of the ADD as for any pod: the pod, its two NADs, the status write, the event.
-    expect(api.requests.filter((q) => !q.path.startsWith("/apis/resource.k8s.io/")).map((q) => q.method)).toEqual([
-      "GET",
-      "GET",
-      "GET",
-      "PATCH",
-      "POST",
-    ]);
+    expect(
+      api.requests.filter((q) => !q.path.startsWith("/apis/resource.k8s.io/")).map((q) => q.method),
+    ).toEqual(["GET", "GET", "GET", "PATCH", "POST"]);
     await expectCleanDel(conf);
   });
 
   it("M10 a pod without claims reads no DRA object (the device-plugin path is unchanged)", async () => {
     const { api, conf } = await apiSetup((sc) => {
-      const pod = sc.pod as unknown as { spec: Record<string, unknown>; status: Record<string, unknown> };
+      const pod = sc.pod as unknown as {
+        spec: Record<string, unknown>;
+        status: Record<string, unknown>;
+      };
       delete pod.spec.resourceClaims;
       delete pod.status.resourceClaimStatuses;
     });
@@ -271,16 +293,20 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
     expect(err.msg).toContain("Dynamic Resource Allocation");
     // One GET per claim, none repeated; no slice is listed.
     const claimGets = draRequests(api);
-    expect(claimGets.every((r) => r.startsWith("GET /apis/resource.k8s.io/v1/namespaces/app/resourceclaims/"))).toBe(
-      true,
-    );
+    expect(
+      claimGets.every((r) =>
+        r.startsWith("GET /apis/resource.k8s.io/v1/namespaces/app/resourceclaims/"),
+      ),
+    ).toBe(true);
     expect(new Set(claimGets).size).toBe(claimGets.length);
     expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
     await expectCleanDel(conf);
   });
 
   it("M10 a claim not allocated yet: 11 through the API too; nothing attached", async () => {
-    const { conf } = await apiSetup((sc) => delete (sc.claims[0]!.status as Record<string, unknown>).allocation);
+    const { conf } = await apiSetup(
+      (sc) => delete (sc.claims[0]!.status as Record<string, unknown>).allocation,
+    );
     const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
     expect(err.code).toBe(11);
     expect(err.msg).toMatch(/not allocated yet/);
@@ -374,7 +400,17 @@ async function startDaemon(kubeconfig: string): Promise<{ socket: string; daemon
   const socket = join(ctx.sb.root, "run", "plexus.sock");
   const daemon = spawn(
     PLEXUS_BIN,
-    ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--pod-resources-socket", ""],
+    [
+      "daemon",
+      "--kubeconfig",
+      kubeconfig,
+      "--node-name",
+      "node-1",
+      "--socket",
+      socket,
+      "--pod-resources-socket",
+      "",
+    ],
     { cwd: "/", stdio: ["ignore", "ignore", "pipe"] },
   );
   daemon.stderr!.resume();
@@ -385,7 +421,9 @@ async function startDaemon(kubeconfig: string): Promise<{ socket: string; daemon
       await exited;
     }
   });
-  await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+  await expect
+    .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 })
+    .toBe(200);
   return { socket, daemon };
 }
 
@@ -409,32 +447,50 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     // The DRA caches are not part of readiness: the slice watch opens, the pod's two claims are read.
     await expect
       .poll(() => metricsText(d.socket), { timeout: 10_000 })
-      .toMatch(/plexus_daemon_cache_objects\{kind="resourceclaim"\} 2\n[\s\S]*kind="resourceslice"\} 3\n/);
+      .toMatch(
+        /plexus_daemon_cache_objects\{kind="resourceclaim"\} 2\n[\s\S]*kind="resourceslice"\} 3\n/,
+      );
     expect(claimRequests(api).sort()).toEqual([
       `GET ${CLAIMS}/${GPU_CLAIM} plexus-daemon`,
       `GET ${CLAIMS}/${NET_CLAIM} plexus-daemon`,
     ]);
     const before = api.requests.length;
-    const r = await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket, logLevel: "verbose" }, { CNI_ARGS: POD_ARGS });
+    const r = await ctx.sb.run(
+      "ADD",
+      { ...conf, daemonSocket: d.socket, logLevel: "verbose" },
+      { CNI_ARGS: POD_ARGS },
+    );
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/thin mode/);
     expect(deviceAdds()).toEqual(EXPECTED);
-    const reads = api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"));
+    const reads = api.requests
+      .slice(before)
+      .filter((q) => q.method === "GET" && !q.query.includes("watch"));
     expect(reads).toEqual([]);
-    expect(await metricsText(d.socket)).toContain('plexus_daemon_cache_total{kind="resourceclaim",result="hit"} 2\n');
+    expect(await metricsText(d.socket)).toContain(
+      'plexus_daemon_cache_total{kind="resourceclaim",result="hit"} 2\n',
+    );
     // Nothing of the daemon's life asked for the claims of the cluster, listed or watched.
-    expect(api.requests.filter((q) => q.path === "/apis/resource.k8s.io/v1/resourceclaims")).toEqual([]);
-    expect(api.requests.filter((q) => q.path.includes("/resourceclaims") && q.query.includes("watch"))).toEqual([]);
+    expect(
+      api.requests.filter((q) => q.path === "/apis/resource.k8s.io/v1/resourceclaims"),
+    ).toEqual([]);
+    expect(
+      api.requests.filter((q) => q.path.includes("/resourceclaims") && q.query.includes("watch")),
+    ).toEqual([]);
     await stopDaemon(d);
   });
 
   it("M10 a claim cached before its allocation is read again at the ADD (never answered stale): 11, then the devices once allocated", async () => {
     const sc = draScenario({ nadConfig });
     const allocated = sc.claims[0]!;
-    const { api, conf } = await apiSetup((x) => delete (x.claims[0]!.status as Record<string, unknown>).allocation);
+    const { api, conf } = await apiSetup(
+      (x) => delete (x.claims[0]!.status as Record<string, unknown>).allocation,
+    );
     const d = await startDaemon(conf.kubeconfig as string);
     await expect.poll(() => claimRequests(api).length, { timeout: 10_000 }).toBe(2);
-    const err = cniError(await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }));
+    const err = cniError(
+      await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }),
+    );
     expect(err).toMatchObject({
       code: 11,
       msg: expect.stringContaining(`ResourceClaim app/${NET_CLAIM} is not allocated yet`),
@@ -459,7 +515,11 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     const { api, conf } = await apiSetup();
     const d = await startDaemon(conf.kubeconfig as string);
     const cachedClaims = async () =>
-      Number(/plexus_daemon_cache_objects\{kind="resourceclaim"\} (\d+)/.exec(await metricsText(d.socket))?.[1]);
+      Number(
+        /plexus_daemon_cache_objects\{kind="resourceclaim"\} (\d+)/.exec(
+          await metricsText(d.socket),
+        )?.[1],
+      );
     await expect.poll(cachedClaims, { timeout: 10_000 }).toBe(2);
     api.deletePod("app", "web");
     await expect.poll(cachedClaims, { timeout: 5000 }).toBe(0);
@@ -470,8 +530,9 @@ describe("M10 DRA device networks through the daemon's caches", () => {
       const status = c.status as { reservedFor: Array<{ uid: string }> };
       status.reservedFor[0]!.uid = uid;
     }
-    const results = (again.claims[0]!.status as { allocation: { devices: { results: Array<{ device: string }> } } })
-      .allocation.devices.results;
+    const results = (
+      again.claims[0]!.status as { allocation: { devices: { results: Array<{ device: string }> } } }
+    ).allocation.devices.results;
     results[0]!.device = "vf-3";
     for (const c of again.claims) api.addDra("resourceclaims", c as never);
     api.addPod({ ...again.pod, metadata: { ...again.pod.metadata, uid } } as never);
@@ -484,7 +545,9 @@ describe("M10 DRA device networks through the daemon's caches", () => {
       ["netdra-a", "net1", VF1],
       ["netdra-b", "net2", "0000:07:00.3"],
     ]);
-    expect(api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch"))).toEqual([]);
+    expect(
+      api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch")),
+    ).toEqual([]);
     expect(claimRequests(api)).toHaveLength(4);
     await stopDaemon(d);
   });
@@ -492,14 +555,18 @@ describe("M10 DRA device networks through the daemon's caches", () => {
   it("M10 the daemon on a cluster without resource.k8s.io/v1: the ADD fails with 104, not 11", async () => {
     const { api, conf } = await apiSetup(undefined, { unserved: ["resource.k8s.io/v1"] });
     const d = await startDaemon(conf.kubeconfig as string);
-    const err = cniError(await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }));
+    const err = cniError(
+      await ctx.sb.run("ADD", { ...conf, daemonSocket: d.socket }, { CNI_ARGS: POD_ARGS }),
+    );
     expect(err.code).toBe(104);
     expect(err.msg).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
     expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
     // The daemon's probe found the API not served: no DRA watch was opened.
-    expect(api.requests.some((q) => q.path.startsWith("/apis/resource.k8s.io/") && q.query.includes("watch"))).toBe(
-      false,
-    );
+    expect(
+      api.requests.some(
+        (q) => q.path.startsWith("/apis/resource.k8s.io/") && q.query.includes("watch"),
+      ),
+    ).toBe(false);
     const exited = new Promise((res) => d.daemon.once("exit", res));
     d.daemon.kill("SIGTERM");
     await exited;

@@ -15,8 +15,20 @@ import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { type FakeApiServer, otherCaPem, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
-import { cniError, PLEXUS_BIN, singleJson, TEST_PATH, unixSocketStatus, waitFor } from "../support/plexus-bin";
+import {
+  type FakeApiServer,
+  otherCaPem,
+  startFakeApiServer,
+  writeKubeconfig,
+} from "../support/fake-apiserver";
+import {
+  cniError,
+  PLEXUS_BIN,
+  singleJson,
+  TEST_PATH,
+  unixSocketStatus,
+  waitFor,
+} from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
@@ -26,7 +38,10 @@ const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD
 async function apiWithPod(): Promise<FakeApiServer> {
   const api = await startFakeApiServer();
   onTestFinished(() => api.close());
-  api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web" }, spec: { nodeName: "node-1" } });
+  api.addPod({
+    metadata: { namespace: "app", name: "web", uid: "uid-web" },
+    spec: { nodeName: "node-1" },
+  });
   return api;
 }
 
@@ -50,7 +65,8 @@ function kubeconfigWith(
   );
   let text = readFileSync(path, "utf8");
   if (o.server) text = text.replace(`server: ${api.url}`, `server: ${o.server}`);
-  if (o.clusterLines) text = text.replace(/^( {4}server: .*)$/m, (l) => [l, ...o.clusterLines!].join("\n"));
+  if (o.clusterLines)
+    text = text.replace(/^( {4}server: .*)$/m, (l) => [l, ...o.clusterLines!].join("\n"));
   writeFileSync(path, text);
   return path;
 }
@@ -77,14 +93,18 @@ describe("HTTPS to the API server from dist/plexus", () => {
       "POST /api/v1/namespaces/app/events",
     ]);
     expect(
-      JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!),
+      JSON.parse(
+        (api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!,
+      ),
     ).toMatchObject([{ name: "net-a", interface: "eth0" }]);
 
     const dir = join(ctx.sb.root, "other-ca");
     mkdirSync(dir);
     const otherCa = otherCaPem(dir);
     const before = api.requests.length;
-    const err = cniError(await addThrough(kubeconfigWith(api, "other-ca.kubeconfig", { caPem: otherCa })));
+    const err = cniError(
+      await addThrough(kubeconfigWith(api, "other-ca.kubeconfig", { caPem: otherCa })),
+    );
     expect(err.code).toBe(104);
     expect(err.msg).toMatch(/certificate|self.signed|verify/i);
     expect(calls(api, before)).toEqual([]);
@@ -96,14 +116,20 @@ describe("HTTPS to the API server from dist/plexus", () => {
       apiRequestTimeoutSeconds: 2,
       apiTotalTimeoutSeconds: 4,
     });
-    const insecureEnv = cniError(await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_TLS_REJECT_UNAUTHORIZED: "0" }));
+    const insecureEnv = cniError(
+      await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_TLS_REJECT_UNAUTHORIZED: "0" }),
+    );
     expect(insecureEnv.code).toBe(104);
     // Nor can the host's CA settings naming the CA that signed this server, which the kubeconfig
     // does not name (an impostor's): the kubeconfig's CA is the process's only trust anchor.
     const impostorCa = join(dir, "server-ca.pem");
     writeFileSync(impostorCa, api.caPem);
     const widened = cniError(
-      await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS, NODE_EXTRA_CA_CERTS: impostorCa, SSL_CERT_FILE: impostorCa }),
+      await sb.run("ADD", conf, {
+        CNI_ARGS: POD_ARGS,
+        NODE_EXTRA_CA_CERTS: impostorCa,
+        SSL_CERT_FILE: impostorCa,
+      }),
     );
     expect(widened.code).toBe(104);
     expect(calls(api, before)).toEqual([]);
@@ -149,15 +175,21 @@ describe("HTTPS to the API server from dist/plexus", () => {
     // The server's certificate is for IP:127.0.0.1 and DNS:localhost (test/support/tls/README.md).
     expect(await sniOfAdd(kubeconfigWith(api, "ip.kubeconfig", {}))).toEqual(["(none)"]);
     expect(
-      await sniOfAdd(kubeconfigWith(api, "sni.kubeconfig", { clusterLines: ["    tls-server-name: localhost"] })),
+      await sniOfAdd(
+        kubeconfigWith(api, "sni.kubeconfig", { clusterLines: ["    tls-server-name: localhost"] }),
+      ),
     ).toEqual(["localhost"]);
-    expect(await sniOfAdd(kubeconfigWith(api, "host.kubeconfig", { server: `https://localhost:${port}` }))).toEqual([
-      "localhost",
-    ]);
+    expect(
+      await sniOfAdd(
+        kubeconfigWith(api, "host.kubeconfig", { server: `https://localhost:${port}` }),
+      ),
+    ).toEqual(["localhost"]);
     const before = api.requests.length;
     const err = cniError(
       await addThrough(
-        kubeconfigWith(api, "wrong.kubeconfig", { clusterLines: ["    tls-server-name: wrong.invalid"] }),
+        kubeconfigWith(api, "wrong.kubeconfig", {
+          clusterLines: ["    tls-server-name: wrong.invalid"],
+        }),
       ),
     );
     expect(err.code).toBe(104);
@@ -179,7 +211,9 @@ describe("C2.2 stdout and the exit status", () => {
       ips: [{ address: "10.1.2.3/24", interface: 0 }],
       routes,
     };
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "result", result } } })]);
+    const conf = sb.config([
+      sb.delegate("net-a", { behaviours: { ADD: { do: "result", result } } }),
+    ]);
     const slowReader = (stdin: string) =>
       spawnSync("bash", ["-c", 'set -o pipefail; "$0" | { sleep 0.3; cat; }', PLEXUS_BIN], {
         input: stdin,
@@ -218,7 +252,11 @@ function installDirs(): InstallDirs {
   writeFileSync(join(root, "sa", "ca.crt"), "ca-1");
   writeFileSync(
     d.primary,
-    JSON.stringify({ cniVersion: "1.0.0", name: "primary-net", plugins: [{ type: "bridge", bridge: "cni0" }] }),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "primary-net",
+      plugins: [{ type: "bridge", bridge: "cni0" }],
+    }),
   );
   return d;
 }
@@ -239,7 +277,11 @@ function installArgs(d: InstallDirs, extra: string[]): string[] {
   ];
 }
 
-const INSTALL_ENV = { PATH: TEST_PATH, KUBERNETES_SERVICE_HOST: "10.219.255.1", KUBERNETES_SERVICE_PORT: "443" };
+const INSTALL_ENV = {
+  PATH: TEST_PATH,
+  KUBERNETES_SERVICE_HOST: "10.219.255.1",
+  KUBERNETES_SERVICE_PORT: "443",
+};
 const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 function exitOf(child: ChildProcess): Promise<number | null> {
@@ -279,22 +321,34 @@ describe("plexus install on the executable", () => {
     expect(r.stdout).toBe("");
     const installed = join(d.binDir, "plexus");
     expect(sha(installed)).toBe(sha(exe));
-    const v = spawnSync(installed, [], { env: { CNI_COMMAND: "VERSION" }, input: "", encoding: "utf8" });
+    const v = spawnSync(installed, [], {
+      env: { CNI_COMMAND: "VERSION" },
+      input: "",
+      encoding: "utf8",
+    });
     expect(singleJson(v.stdout)).toHaveProperty("supportedVersions");
   });
 
   it("M11 fs.watch alone wakes the installer (poll interval 10 min): a changed primary config is regenerated within seconds; SIGTERM ends it with exit 0", async () => {
     const d = installDirs();
     const confPath = join(d.confDir, "00-plexus.conflist");
-    const child = spawn(PLEXUS_BIN, installArgs(d, [`--bin-file=${PLEXUS_BIN}`, "--poll-interval=600000"]), {
-      env: INSTALL_ENV,
-      cwd: "/",
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      PLEXUS_BIN,
+      installArgs(d, [`--bin-file=${PLEXUS_BIN}`, "--poll-interval=600000"]),
+      {
+        env: INSTALL_ENV,
+        cwd: "/",
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const out = track(child);
     let stdout = "";
     child.stdout!.on("data", (c: Buffer) => (stdout += c.toString()));
-    await waitFor(() => existsSync(confPath), 15_000, `the installer's first config (stderr: ${out.stderr()})`);
+    await waitFor(
+      () => existsSync(confPath),
+      15_000,
+      `the installer's first config (stderr: ${out.stderr()})`,
+    );
     // Let the installer settle into its wait, then change the primary network.
     await new Promise((r) => setTimeout(r, 300));
     const primary = JSON.parse(readFileSync(d.primary, "utf8"));
@@ -319,11 +373,23 @@ describe("plexus daemon on the executable", () => {
     const socket = join(sb.root, "run", "plexus.sock");
     const daemon = spawn(
       PLEXUS_BIN,
-      ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket, "--log-level", "info"],
+      [
+        "daemon",
+        "--kubeconfig",
+        kubeconfig,
+        "--node-name",
+        "node-1",
+        "--socket",
+        socket,
+        "--log-level",
+        "info",
+      ],
       { cwd: "/", stdio: ["ignore", "pipe", "pipe"] },
     );
     const out = track(daemon);
-    await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+    await expect
+      .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 })
+      .toBe(200);
 
     const before = api.requests.length;
     const conf = sb.config([sb.delegate("net-a")], { kubeconfig, daemonSocket: socket });
@@ -332,7 +398,10 @@ describe("plexus daemon on the executable", () => {
     expect(r.stderr).not.toMatch(/daemon unavailable/);
     await expect
       .poll(() => calls(api, before))
-      .toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+      .toEqual([
+        "PATCH /api/v1/namespaces/app/pods/web/status",
+        "POST /api/v1/namespaces/app/events",
+      ]);
 
     daemon.kill("SIGTERM");
     expect(await exitOf(daemon), out.stderr()).toBe(0);

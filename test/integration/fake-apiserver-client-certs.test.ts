@@ -22,13 +22,17 @@ async function apiWithPod(): Promise<FakeApiServer> {
   // (docs/node-scoped-writes.md); these tests are about authentication.
   const api = await startFakeApiServer({ clientCertificates: true, admission: false });
   onTestFinished(() => api.close());
-  api.addPod({ metadata: { namespace: "app", name: "web", uid: "uid-web" }, spec: { nodeName: "node-1" } });
+  api.addPod({
+    metadata: { namespace: "app", name: "web", uid: "uid-web" },
+    spec: { nodeName: "node-1" },
+  });
   api.addNad({ metadata: { namespace: "app", name: "net-b" }, spec: { config: "{}" } });
   return api;
 }
 
 /** Who made each request, and how: [user, "client-certificate"|"token"|undefined]. */
-const identities = (api: FakeApiServer) => new Set(api.requests.map((r) => `${r.user} by ${r.authenticatedBy}`));
+const identities = (api: FakeApiServer) =>
+  new Set(api.requests.map((r) => `${r.user} by ${r.authenticatedBy}`));
 
 function exitOf(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) =>
@@ -39,12 +43,18 @@ function exitOf(child: ChildProcess): Promise<number | null> {
 }
 
 for (const as of ["data", "file"] as const) {
-  const form = as === "data" ? "client-certificate-data/client-key-data" : "client-certificate/client-key paths";
+  const form =
+    as === "data"
+      ? "client-certificate-data/client-key-data"
+      : "client-certificate/client-key paths";
   describe(`a kubeconfig with ${form}`, () => {
     it("M1 dist/plexus: the ADD reads the pod and writes its status, every request authenticated by the certificate", async () => {
       const { sb } = ctx;
       const api = await apiWithPod();
-      const kubeconfig = writeKubeconfig(api, { dir: sb.root, clientCertificate: { name: "plexus", as } });
+      const kubeconfig = writeKubeconfig(api, {
+        dir: sb.root,
+        clientCertificate: { name: "plexus", as },
+      });
       const conf = sb.config([sb.delegate("net-a")], { kubeconfig });
       const r = await sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
       expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -55,14 +65,19 @@ for (const as of ["data", "file"] as const) {
       ]);
       expect(identities(api)).toEqual(new Set([`${SA} by client-certificate`]));
       expect(
-        JSON.parse((api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!),
+        JSON.parse(
+          (api.getPod("app", "web")!.metadata.annotations as Record<string, string>)[STATUS]!,
+        ),
       ).toMatchObject([{ name: "net-a" }]);
     });
 
     it("M1 plexus daemon: its lists and watches (client-node) and its writes authenticate with the certificate; an ADD through it reads nothing from the API", async () => {
       const { sb } = ctx;
       const api = await apiWithPod();
-      const kubeconfig = writeKubeconfig(api, { dir: sb.root, clientCertificate: { name: "plexus", as } });
+      const kubeconfig = writeKubeconfig(api, {
+        dir: sb.root,
+        clientCertificate: { name: "plexus", as },
+      });
       const socket = join(sb.root, "run", "plexus.sock");
       const daemon = spawn(
         PLEXUS_BIN,
@@ -78,7 +93,9 @@ for (const as of ["data", "file"] as const) {
         if (daemon.exitCode === null && daemon.signalCode === null) daemon.kill("SIGKILL");
         await exitOf(daemon);
       });
-      await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+      await expect
+        .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 })
+        .toBe(200);
       // Pods, NADs, this node's ResourceSlices.
       await expect.poll(() => api.watchCount(), { timeout: 5000 }).toBe(3);
       const before = api.requests.length;
@@ -87,7 +104,10 @@ for (const as of ["data", "file"] as const) {
       expect(r.code, r.stdout + r.stderr).toBe(0);
       await expect
         .poll(() => api.requests.slice(before).map((q) => `${q.method} ${q.path}`))
-        .toEqual(["PATCH /api/v1/namespaces/app/pods/web/status", "POST /api/v1/namespaces/app/events"]);
+        .toEqual([
+          "PATCH /api/v1/namespaces/app/pods/web/status",
+          "POST /api/v1/namespaces/app/events",
+        ]);
       expect(api.requests.filter((q) => q.query.includes("watch=true")).length).toBe(3);
       expect(identities(api)).toEqual(new Set([`${SA} by client-certificate`]));
       daemon.kill("SIGTERM");

@@ -74,8 +74,10 @@ const ON_NODE_1 = "spec.nodeName=node-1";
 
 /** makeInformer (no fieldSelector parameter) carries the selector in the watch path's query. */
 function nodePodInformer(kc: KubeConfig, core: CoreV1Api) {
-  const inf = makeInformer<V1Pod>(kc, `${NS1_PODS}?fieldSelector=${encodeURIComponent(ON_NODE_1)}`, () =>
-    core.listNamespacedPod({ namespace: "ns1", fieldSelector: ON_NODE_1 }),
+  const inf = makeInformer<V1Pod>(
+    kc,
+    `${NS1_PODS}?fieldSelector=${encodeURIComponent(ON_NODE_1)}`,
+    () => core.listNamespacedPod({ namespace: "ns1", fieldSelector: ON_NODE_1 }),
   );
   informers.push(inf);
   return inf;
@@ -97,7 +99,10 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
 
     s.addPod({ metadata: { name: "b", namespace: "ns1" }, spec: { nodeName: "node-1" } });
     s.addPod({ metadata: { name: "c", namespace: "ns1" }, spec: { nodeName: "node-2" } });
-    s.addPod({ metadata: { name: "a", namespace: "ns1", labels: { v: "2" } }, spec: { nodeName: "node-1" } }); // exists: MODIFIED
+    s.addPod({
+      metadata: { name: "a", namespace: "ns1", labels: { v: "2" } },
+      spec: { nodeName: "node-1" },
+    }); // exists: MODIFIED
     s.deletePod("ns1", "other-node");
     await expect.poll(() => names(inf)).toEqual(["ns1/a", "ns1/b"]);
     await expect.poll(() => inf.get("a", "ns1")?.metadata?.labels).toEqual({ v: "2" });
@@ -147,7 +152,9 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
     await expect.poll(() => s.watchCount()).toBe(1);
     s.addPod({ metadata: { name: "after", namespace: "ns1" }, spec: { nodeName: "node-1" } });
     await expect.poll(() => names(inf)).toEqual(["ns1/a", "ns1/after", "ns1/during"]);
-    const resumed = new URLSearchParams(s.requests.filter((r) => r.path === NS1_PODS && isWatch(r.query))[1]!.query);
+    const resumed = new URLSearchParams(
+      s.requests.filter((r) => r.path === NS1_PODS && isWatch(r.query))[1]!.query,
+    );
     expect(Number(resumed.get("resourceVersion"))).toBeGreaterThan(1000);
     expect(lists(s, NS1_PODS)).toBe(1);
     expect(seen).toEqual(["add ns1/a", "add ns1/during", "add ns1/after"]);
@@ -169,7 +176,10 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
       s.dropWatches();
       s.deletePod("ns1", "gone");
       s.addPod({ metadata: { name: "moved", namespace: "ns1" }, spec: { nodeName: "node-2" } });
-      s.addPod({ metadata: { name: "keep", namespace: "ns1", labels: { v: "2" } }, spec: { nodeName: "node-1" } });
+      s.addPod({
+        metadata: { name: "keep", namespace: "ns1", labels: { v: "2" } },
+        spec: { nodeName: "node-1" },
+      });
       s.addPod({ metadata: { name: "new", namespace: "ns1" }, spec: { nodeName: "node-1" } });
       s.compactHistory();
 
@@ -177,7 +187,12 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
       await expect.poll(() => names(inf)).toEqual(["ns1/keep", "ns1/new"]);
       expect(inf.get("keep", "ns1")?.metadata?.labels).toEqual({ v: "2" });
       expect(seen).toEqual(
-        expect.arrayContaining(["delete ns1/gone", "delete ns1/moved", "update ns1/keep", "add ns1/new"]),
+        expect.arrayContaining([
+          "delete ns1/gone",
+          "delete ns1/moved",
+          "update ns1/keep",
+          "add ns1/new",
+        ]),
       );
       expect(errors).toEqual([]);
 
@@ -218,8 +233,14 @@ describe("fake API server watch: across namespaces", () => {
 
   it("NAD informer over CustomObjectsApi (all namespaces): initial, ADDED, MODIFIED, DELETED (deleteNad)", async () => {
     const { s, kc, custom } = await cluster();
-    s.addNad({ metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"type":"bridge"}' } });
-    s.addNad({ metadata: { name: "net-b", namespace: "ns2" }, spec: { config: '{"type":"macvlan"}' } });
+    s.addNad({
+      metadata: { name: "net-a", namespace: "ns1" },
+      spec: { config: '{"type":"bridge"}' },
+    });
+    s.addNad({
+      metadata: { name: "net-b", namespace: "ns2" },
+      spec: { config: '{"type":"macvlan"}' },
+    });
     const path = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions";
     const inf = makeInformer<KubernetesObject & { spec?: { config?: string } }>(
       kc,
@@ -237,12 +258,21 @@ describe("fake API server watch: across namespaces", () => {
     expect(names(inf)).toEqual(["ns1/net-a", "ns2/net-b"]);
     await expect.poll(() => s.watchCount()).toBe(1);
     s.addNad({ metadata: { name: "net-c", namespace: "ns3" } });
-    s.addNad({ metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"type":"ipvlan"}' } });
+    s.addNad({
+      metadata: { name: "net-a", namespace: "ns1" },
+      spec: { config: '{"type":"ipvlan"}' },
+    });
     expect(s.deleteNad("ns2", "net-b")).toBe(true);
     expect(s.deleteNad("ns2", "missing")).toBe(false);
     await expect.poll(() => names(inf)).toEqual(["ns1/net-a", "ns3/net-c"]);
     await expect.poll(() => inf.get("net-a", "ns1")?.spec?.config).toBe('{"type":"ipvlan"}');
-    expect(seen).toEqual(["add ns1/net-a", "add ns2/net-b", "add ns3/net-c", "update ns1/net-a", "delete ns2/net-b"]);
+    expect(seen).toEqual([
+      "add ns1/net-a",
+      "add ns2/net-b",
+      "add ns3/net-c",
+      "update ns1/net-a",
+      "delete ns2/net-b",
+    ]);
     expect(errors).toEqual([]);
     // The per-namespace list too.
     const ns1 = (await custom.listNamespacedCustomObject({
@@ -349,7 +379,10 @@ describe("fake API server watch: the wire", () => {
     const rv = s.resourceVersion();
     s.addPod({ metadata: { name: "b", namespace: "ns2" } });
 
-    const fromScratch = rawWatch(s, "/api/v1/pods?watch=1&timeoutSeconds=1&allowWatchBookmarks=true");
+    const fromScratch = rawWatch(
+      s,
+      "/api/v1/pods?watch=1&timeoutSeconds=1&allowWatchBookmarks=true",
+    );
     const resumed = rawWatch(s, `/api/v1/pods?watch=true&resourceVersion=${rv}&timeoutSeconds=1`);
     await expect.poll(() => s.watchCount()).toBe(2);
     s.addPod({ metadata: { name: "a", namespace: "ns1", labels: { x: "1" } } });
@@ -408,7 +441,10 @@ describe("fake API server watch: the wire", () => {
       },
     ]);
     // Resuming from the compaction point itself is fine.
-    const current = rawWatch(s, `${NS1_PODS}?watch=true&resourceVersion=${s.resourceVersion()}&timeoutSeconds=1`);
+    const current = rawWatch(
+      s,
+      `${NS1_PODS}?watch=true&resourceVersion=${s.resourceVersion()}&timeoutSeconds=1`,
+    );
     await expect.poll(() => s.watchCount()).toBe(1);
     s.deletePod("ns1", "a");
     expect((await current).lines.map((l) => l.type)).toEqual(["DELETED"]);
@@ -420,7 +456,9 @@ describe("fake API server watch: the wire", () => {
       code: 400,
       message: "field label not supported: spec.bogus",
     });
-    expect((await rawWatch(s, `/api/v1/pods?fieldSelector=spec.nodeName%3D%3Dnode-1`)).status).toBe(200);
+    expect((await rawWatch(s, `/api/v1/pods?fieldSelector=spec.nodeName%3D%3Dnode-1`)).status).toBe(
+      200,
+    );
   });
 
   it("10,000 NADs in bulk are quick, are listed across namespaces and reach an open watch", async () => {

@@ -39,21 +39,25 @@ function call(
     const headers: Record<string, string> = {};
     if (o.token !== null) headers.authorization = `Bearer ${o.token ?? s.token}`;
     if (o.body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
-    const req = request(`${s.url}${path}`, { method, headers, ca: s.caPem, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          /* keep text */
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
-      res.on("error", reject);
-    });
+    const req = request(
+      `${s.url}${path}`,
+      { method, headers, ca: s.caPem, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            /* keep text */
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(o.body === undefined ? undefined : JSON.stringify(o.body));
   });
@@ -122,7 +126,11 @@ describe("fake API server: an API group it does not serve", () => {
       expect(r.body, path).toBe("404 page not found\n");
     }
     // A served group's missing object: NewNotFound's Status, the resource as kind and its group.
-    const nad = await call(s, "GET", "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/nope");
+    const nad = await call(
+      s,
+      "GET",
+      "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/nope",
+    );
     expect(nad.status).toBe(404);
     expect(nad.body).toMatchObject({
       reason: "NotFound",
@@ -150,7 +158,12 @@ describe("fake API server: writes and preconditions", () => {
         body: { ...pod, metadata: { ...pod.metadata, labels: { a: "2" } } },
       });
       expect(stale.status).toBe(409);
-      expect(stale.body).toMatchObject({ kind: "Status", status: "Failure", reason: "Conflict", code: 409 });
+      expect(stale.body).toMatchObject({
+        kind: "Status",
+        status: "Failure",
+        reason: "Conflict",
+        code: 409,
+      });
       // An update's object carries its UID: a storage precondition, so another UID is 409 too.
       const current = s.getPod("ns1", "p1")!;
       const otherUid = await call(s, "PUT", POD, {
@@ -204,7 +217,12 @@ describe("fake API server: writes and preconditions", () => {
       });
       expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({ keep: "me", x: "1" });
       const same = await call(s, "PATCH", `${POD}/status`, {
-        body: { metadata: { uid: s.getPod("ns1", "p1")!.metadata.uid, annotations: { x: "4", keep: null } } },
+        body: {
+          metadata: {
+            uid: s.getPod("ns1", "p1")!.metadata.uid,
+            annotations: { x: "4", keep: null },
+          },
+        },
         contentType: merge,
       });
       expect(same.status).toBe(200);
@@ -241,14 +259,26 @@ describe("fake API server: writes and preconditions", () => {
     await withPod(async (s) => {
       const patch = { spec: { containers: [{ name: "sidecar", image: "envoy" }] } };
       const admin = { token: ADMIN_TOKEN };
-      await call(s, "PATCH", POD, { ...admin, body: patch, contentType: "application/strategic-merge-patch+json" });
-      expect((s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map((c) => c.name)).toEqual(
-        ["main", "sidecar"],
-      );
-      await call(s, "PATCH", POD, { ...admin, body: patch, contentType: "application/merge-patch+json" });
-      expect((s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map((c) => c.name)).toEqual(
-        ["sidecar"],
-      );
+      await call(s, "PATCH", POD, {
+        ...admin,
+        body: patch,
+        contentType: "application/strategic-merge-patch+json",
+      });
+      expect(
+        (s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map(
+          (c) => c.name,
+        ),
+      ).toEqual(["main", "sidecar"]);
+      await call(s, "PATCH", POD, {
+        ...admin,
+        body: patch,
+        contentType: "application/merge-patch+json",
+      });
+      expect(
+        (s.getPod("ns1", "p1")!.spec as { containers: { name: string }[] }).containers.map(
+          (c) => c.name,
+        ),
+      ).toEqual(["sidecar"]);
       const json = await call(s, "PATCH", POD, {
         ...admin,
         body: [{ op: "add", path: "/x", value: 1 }],
@@ -262,7 +292,11 @@ describe("fake API server: writes and preconditions", () => {
   it("the status subresource keeps the spec; the main resource keeps the status", async () => {
     await withPod(async (s) => {
       await call(s, "PATCH", `${POD}/status`, {
-        body: { metadata: { annotations: { a: "1" } }, spec: { nodeName: "evil" }, status: { phase: "Running" } },
+        body: {
+          metadata: { annotations: { a: "1" } },
+          spec: { nodeName: "evil" },
+          status: { phase: "Running" },
+        },
         contentType: "application/merge-patch+json",
       });
       let pod = s.getPod("ns1", "p1")!;
@@ -283,7 +317,10 @@ describe("fake API server: writes and preconditions", () => {
 describe("fake API server: NADs and events", () => {
   it("GET and LIST network-attachment-definitions per namespace", async () => {
     await using s = await startFakeApiServer();
-    s.addNad({ metadata: { name: "net-a", namespace: "ns1" }, spec: { config: '{"cniVersion":"1.0.0"}' } });
+    s.addNad({
+      metadata: { name: "net-a", namespace: "ns1" },
+      spec: { config: '{"cniVersion":"1.0.0"}' },
+    });
     s.addNad({ metadata: { name: "net-b", namespace: "ns2" } });
     const base = "/apis/k8s.cni.cncf.io/v1/namespaces";
     const one = await call(s, "GET", `${base}/ns1/network-attachment-definitions/net-a`);
@@ -295,8 +332,12 @@ describe("fake API server: NADs and events", () => {
     });
     const list = await call(s, "GET", `${base}/ns1/network-attachment-definitions`);
     expect(list.body.kind).toBe("NetworkAttachmentDefinitionList");
-    expect(list.body.items.map((i: { metadata: { name: string } }) => i.metadata.name)).toEqual(["net-a"]);
-    expect((await call(s, "GET", `${base}/ns1/network-attachment-definitions/net-b`)).status).toBe(404);
+    expect(list.body.items.map((i: { metadata: { name: string } }) => i.metadata.name)).toEqual([
+      "net-a",
+    ]);
+    expect((await call(s, "GET", `${base}/ns1/network-attachment-definitions/net-b`)).status).toBe(
+      404,
+    );
   });
 
   it("POST events to core v1 and events.k8s.io/v1; a namespace mismatch is 400", async () => {
@@ -312,7 +353,9 @@ describe("fake API server: NADs and events", () => {
     });
     expect(v1.status).toBe(201);
     expect(s.events().map((e) => e.apiVersion)).toEqual(["v1", "events.k8s.io/v1"]);
-    const bad = await call(s, "POST", "/api/v1/namespaces/ns1/events", { body: { metadata: { namespace: "ns2" } } });
+    const bad = await call(s, "POST", "/api/v1/namespaces/ns1/events", {
+      body: { metadata: { namespace: "ns2" } },
+    });
     expect(bad.status).toBe(400);
   });
 });
@@ -320,7 +363,10 @@ describe("fake API server: NADs and events", () => {
 describe("fake API server: faults, log and shutdown", () => {
   it("a fault applies `times` times to matching requests only, then normal answers resume", async () => {
     await withPod(async (s) => {
-      s.inject({ method: "GET", path: POD, times: 2 }, { kind: "status", code: 429, retryAfter: "3" });
+      s.inject(
+        { method: "GET", path: POD, times: 2 },
+        { kind: "status", code: 429, retryAfter: "3" },
+      );
       const a = await call(s, "GET", POD);
       expect(a.status).toBe(429);
       expect(a.headers["retry-after"]).toBe("3");
@@ -363,7 +409,9 @@ describe("fake API server: faults, log and shutdown", () => {
     const s = await startFakeApiServer();
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     s.inject({ path: POD, times: 1 }, { kind: "reset" });
-    await expect(call(s, "GET", POD)).rejects.toMatchObject({ code: expect.stringMatching(/ECONNRESET|EPIPE/) });
+    await expect(call(s, "GET", POD)).rejects.toMatchObject({
+      code: expect.stringMatching(/ECONNRESET|EPIPE/),
+    });
     s.inject({ path: POD }, { kind: "hang" });
     const hung = call(s, "GET", POD).then(
       () => "answered",
@@ -384,7 +432,9 @@ describe("fake API server: faults, log and shutdown", () => {
       headers: { authorization: `Bearer ${s.token}` },
     });
     expect(r.status).toBe(200);
-    expect(((await r.json()) as { metadata: { namespace: string } }).metadata.namespace).toBe("default");
+    expect(((await r.json()) as { metadata: { namespace: string } }).metadata.namespace).toBe(
+      "default",
+    );
   });
 });
 
@@ -393,7 +443,9 @@ describe("fake API server: RBAC from deploy/", () => {
     await withPod(async (s) => {
       expect(s.user.name).toBe("system:serviceaccount:kube-system:plexus");
       expect((await call(s, "GET", POD)).status).toBe(200);
-      expect((await call(s, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1")).status).toBe(200);
+      expect(
+        (await call(s, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1")).status,
+      ).toBe(200);
       const put = await call(s, "PUT", POD, { body: s.getPod("ns1", "p1") });
       expect(put.status).toBe(403);
       expect(put.body).toEqual({
@@ -412,11 +464,15 @@ describe("fake API server: RBAC from deploy/", () => {
       expect(secrets.body.message).toBe(
         'secrets is forbidden: User "system:serviceaccount:kube-system:plexus" cannot list resource "secrets" in API group "" at the cluster scope',
       );
-      const ev = await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", { body: { metadata: {} } });
+      const ev = await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", {
+        body: { metadata: {} },
+      });
       expect(ev.body.message).toContain(
         'events.events.k8s.io is forbidden: User "system:serviceaccount:kube-system:plexus" cannot create resource "events" in API group "events.k8s.io" in the namespace "ns1"',
       );
-      expect(s.requests.map((r) => r.user)).toEqual(Array(5).fill("system:serviceaccount:kube-system:plexus"));
+      expect(s.requests.map((r) => r.user)).toEqual(
+        Array(5).fill("system:serviceaccount:kube-system:plexus"),
+      );
       // The administrator (system:masters) is not subject to RBAC.
       expect((await call(s, "GET", "/api/v1/secrets", { token: ADMIN_TOKEN })).status).toBe(404);
     });
@@ -431,21 +487,31 @@ describe("fake API server: RBAC from deploy/", () => {
       rules?: { resources?: string[] }[];
     }[];
     for (const d of docs)
-      if (d.kind === "ClusterRole") d.rules = d.rules!.filter((r) => !r.resources?.includes("pods/status"));
+      if (d.kind === "ClusterRole")
+        d.rules = d.rules!.filter((r) => !r.resources?.includes("pods/status"));
     writeFileSync(join(dir, "rbac.yaml"), docs.map((d) => dump(d)).join("---\n"));
     await using s = await startFakeApiServer({ rbac: { deployDir: dir } });
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
-    const patch = { body: { metadata: { annotations: { a: "1" } } }, contentType: "application/merge-patch+json" };
+    const patch = {
+      body: { metadata: { annotations: { a: "1" } } },
+      contentType: "application/merge-patch+json",
+    };
     const denied = await call(s, "PATCH", `${POD}/status`, patch);
     expect(denied.status).toBe(403);
-    expect(denied.body.message).toContain('cannot patch resource "pods/status" in API group "" in the namespace "ns1"');
+    expect(denied.body.message).toContain(
+      'cannot patch resource "pods/status" in API group "" in the namespace "ns1"',
+    );
     expect((await call(s, "GET", POD)).status).toBe(200);
   });
 
   it("with rbac: false nothing is enforced (only for tests about something else)", async () => {
     await using s = await startFakeApiServer({ rbac: false });
     expect(
-      (await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", { body: { metadata: {} } })).status,
+      (
+        await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", {
+          body: { metadata: {} },
+        })
+      ).status,
     ).toBe(201);
   });
 });
@@ -469,8 +535,13 @@ describe("fake API server: LIST as the cacher serves it", () => {
     expect(cached.body.items).toHaveLength(5);
     expect(cached.body.metadata.continue).toBeUndefined();
     expect((await call(s, "GET", `${LIST}?resourceVersion=${rv}`)).body.items).toHaveLength(5);
-    expect((await call(s, "GET", `${LIST}?resourceVersion=${rv}&limit=2`)).body.items).toHaveLength(2);
-    expect((await call(s, "GET", `${LIST}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`)).status).toBe(200);
+    expect((await call(s, "GET", `${LIST}?resourceVersion=${rv}&limit=2`)).body.items).toHaveLength(
+      2,
+    );
+    expect(
+      (await call(s, "GET", `${LIST}?resourceVersion=${rv}&resourceVersionMatch=NotOlderThan`))
+        .status,
+    ).toBe(200);
     expect(served(s)).toEqual(["etcd", "watch-cache", "watch-cache", "etcd", "watch-cache"]);
   });
 
@@ -479,25 +550,35 @@ describe("fake API server: LIST as the cacher serves it", () => {
     const first = await call(s, "GET", `${LIST}?limit=2`);
     s.deletePod("ns1", "p3");
     const second = await call(s, "GET", `${LIST}?limit=2&continue=${first.body.metadata.continue}`);
-    expect(second.body.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual(["p2", "p3"]);
+    expect(second.body.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual([
+      "p2",
+      "p3",
+    ]);
     expect(second.body.metadata.resourceVersion).toBe(first.body.metadata.resourceVersion);
     s.compactHistory();
-    const expired = await call(s, "GET", `${LIST}?limit=2&continue=${second.body.metadata.continue}`);
+    const expired = await call(
+      s,
+      "GET",
+      `${LIST}?limit=2&continue=${second.body.metadata.continue}`,
+    );
     expect(expired.status).toBe(410);
     expect(expired.body).toMatchObject({ kind: "Status", reason: "Expired", code: 410 });
     expect(expired.body.message).toMatch(
       /^The provided continue parameter is too old to display a consistent list result/,
     );
     const rest = await call(s, "GET", `${LIST}?limit=2&continue=${expired.body.metadata.continue}`);
-    expect(rest.body.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual(["p4"]);
+    expect(rest.body.items.map((p: { metadata: { name: string } }) => p.metadata.name)).toEqual([
+      "p4",
+    ]);
   });
 
   it("Exact at a compacted revision is 410; a future revision is 504 ResourceVersionTooLarge; bad combinations are refused as kube-apiserver refuses them", async () => {
     await using s = await fivePods();
     const old = Number(s.resourceVersion()) - 2;
-    expect((await call(s, "GET", `${LIST}?resourceVersion=${old}&resourceVersionMatch=Exact`)).body.items).toHaveLength(
-      3,
-    );
+    expect(
+      (await call(s, "GET", `${LIST}?resourceVersion=${old}&resourceVersionMatch=Exact`)).body
+        .items,
+    ).toHaveLength(3);
     s.compactHistory();
     const gone = await call(s, "GET", `${LIST}?resourceVersion=${old}&resourceVersionMatch=Exact`);
     expect(gone.body).toMatchObject({
@@ -505,7 +586,11 @@ describe("fake API server: LIST as the cacher serves it", () => {
       reason: "Expired",
       message: "The resourceVersion for the provided list is too old.",
     });
-    const future = await call(s, "GET", `${LIST}?resourceVersion=${Number(s.resourceVersion()) + 10}`);
+    const future = await call(
+      s,
+      "GET",
+      `${LIST}?resourceVersion=${Number(s.resourceVersion()) + 10}`,
+    );
     expect(future.status).toBe(504);
     expect(future.headers["retry-after"]).toBe("1");
     expect(future.body).toMatchObject({
@@ -513,13 +598,18 @@ describe("fake API server: LIST as the cacher serves it", () => {
       details: { causes: [{ reason: "ResourceVersionTooLarge" }] },
     });
     expect((await call(s, "GET", `${LIST}?resourceVersionMatch=NotOlderThan`)).status).toBe(422);
-    expect((await call(s, "GET", `${LIST}?resourceVersion=0&resourceVersionMatch=Exact`)).status).toBe(422);
+    expect(
+      (await call(s, "GET", `${LIST}?resourceVersion=0&resourceVersionMatch=Exact`)).status,
+    ).toBe(422);
     expect((await call(s, "GET", `${LIST}?resourceVersion=5&continue=x`)).status).toBe(400);
   });
 });
 
 describe("fake API server: client certificates", () => {
-  function callWithCert(s: FakeApiServer, name: "plexus" | "other" | "selfsigned"): Promise<Answer> {
+  function callWithCert(
+    s: FakeApiServer,
+    name: "plexus" | "other" | "selfsigned",
+  ): Promise<Answer> {
     const files = clientCertFiles(name);
     return new Promise((resolve, reject) => {
       const req = request(

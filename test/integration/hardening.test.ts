@@ -40,10 +40,13 @@ describe("bounded work per call", () => {
 
   it("B52 addTimeoutSeconds bounds the whole ADD: a hanging delegate is killed when the call's time is up, not after its own 30 s; the next network never runs; 101 and a rollback", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } }), sb.delegate("net-b")], {
-      addTimeoutSeconds: 1,
-      delegateTimeoutSeconds: 30,
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } }), sb.delegate("net-b")],
+      {
+        addTimeoutSeconds: 1,
+        delegateTimeoutSeconds: 30,
+      },
+    );
     const r = await sb.run("ADD", conf);
     expect(cniError(r).code).toBe(101);
     expect(r.durationMs).toBeLessThan(10_000);
@@ -57,7 +60,10 @@ describe("R5 the executable ignores its runtime's tuning variables", () => {
     const { sb } = ctx;
     const marks = join(sb.root, "preload-runs");
     const preload = join(sb.root, "preload.js");
-    writeFileSync(preload, `require("fs").appendFileSync(${JSON.stringify(marks)}, process.pid + "\\n");`);
+    writeFileSync(
+      preload,
+      `require("fs").appendFileSync(${JSON.stringify(marks)}, process.pid + "\\n");`,
+    );
     const conf = sb.config([sb.delegate("net-a")]);
     const tuning = {
       BUN_OPTIONS: `--preload ${preload}`,
@@ -65,7 +71,10 @@ describe("R5 the executable ignores its runtime's tuning variables", () => {
       NODE_TLS_REJECT_UNAUTHORIZED: "0",
       BUN_CONFIG_VERBOSE_FETCH: "1",
     };
-    const r = await sb.run("ADD", conf, { ...tuning, SSL_CERT_FILE: "/etc/ssl/certs/ca-certificates.crt" });
+    const r = await sb.run("ADD", conf, {
+      ...tuning,
+      SSL_CERT_FILE: "/etc/ssl/certs/ca-certificates.crt",
+    });
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(readFileSync(marks, "utf8").trim().split("\n")).toHaveLength(1);
     const env = sb.invocations()[0]!.env as Record<string, string>;

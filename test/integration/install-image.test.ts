@@ -52,7 +52,14 @@ describe("Dockerfile", () => {
     }
     // What `npm run build` reads is in the context: its scripts and their inputs.
     const sources = fromContext.flatMap((c) => c.sources);
-    for (const needed of ["package.json", "package-lock.json", "esbuild.config.mjs", "bin", "scripts", "src"])
+    for (const needed of [
+      "package.json",
+      "package-lock.json",
+      "esbuild.config.mjs",
+      "bin",
+      "scripts",
+      "src",
+    ])
       expect(sources).toContain(needed);
   });
 
@@ -90,7 +97,9 @@ describe("Dockerfile", () => {
     requirePlexusBinary();
     accessSync(PLEXUS_BIN, constants.X_OK);
     const ldd = spawnSync("ldd", [PLEXUS_BIN], { encoding: "utf8" });
-    const libs = [...ldd.stdout.matchAll(/^\s*(\S+\.so[.\d]*)/gm)].map((m) => m[1]!.replace(/\.so.*$/, ""));
+    const libs = [...ldd.stdout.matchAll(/^\s*(\S+\.so[.\d]*)/gm)].map((m) =>
+      m[1]!.replace(/\.so.*$/, ""),
+    );
     const allowed = new Set([
       "linux-vdso",
       "libdl",

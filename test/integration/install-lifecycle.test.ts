@@ -26,7 +26,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type Manifest, patchLocally, renderKustomization } from "../support/deploy-render";
-import { isAlive, PLEXUS_BIN, requirePlexusBinary, TEST_PATH, waitFor } from "../support/plexus-bin";
+import {
+  isAlive,
+  PLEXUS_BIN,
+  requirePlexusBinary,
+  TEST_PATH,
+  waitFor,
+} from "../support/plexus-bin";
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -34,7 +40,13 @@ afterEach(() => {
 });
 
 /** Flags whose value is a path inside the installer's container: moved under the temp root. */
-const CONTAINER_PATH_FLAGS = new Set(["--host-prefix", "--cni-conf-dir", "--cni-bin-dir", "--token-file", "--ca-file"]);
+const CONTAINER_PATH_FLAGS = new Set([
+  "--host-prefix",
+  "--cni-conf-dir",
+  "--cni-bin-dir",
+  "--token-file",
+  "--ca-file",
+]);
 /** Flags whose value is a node path (the installer resolves it under --host-prefix): kept. */
 const NODE_PATH_FLAGS = new Set([
   "--kubeconfig-file-host",
@@ -51,7 +63,8 @@ function rebase(command: string[], root: string): string[] {
     const [flag, value] = eq < 0 ? [arg, undefined] : [arg.slice(0, eq), arg.slice(eq + 1)];
     if (value === undefined || NODE_PATH_FLAGS.has(flag)) return arg;
     if (CONTAINER_PATH_FLAGS.has(flag)) return `${flag}=${join(root, value)}`;
-    if (value.startsWith("/")) throw new Error(`${arg}: classify ${flag} as a container or a node path in this test`);
+    if (value.startsWith("/"))
+      throw new Error(`${arg}: classify ${flag} as a container or a node path in this test`);
     return arg;
   });
 }
@@ -62,12 +75,17 @@ function container(ds: Manifest, name: string): { command: string[] } {
 
 const daemonSet = renderKustomization(".").find((d) => d.kind === "DaemonSet")!;
 const installCommand = container(daemonSet, "install").command;
-const uninstallCommand = container(patchLocally(daemonSet, "uninstall/daemonset-patch.yaml"), "install").command;
+const uninstallCommand = container(
+  patchLocally(daemonSet, "uninstall/daemonset-patch.yaml"),
+  "install",
+).command;
 
 const PRIMARY = JSON.stringify({
   cniVersion: "1.0.0",
   name: "primary-net",
-  plugins: [{ type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.244.0.0/24" } }],
+  plugins: [
+    { type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.244.0.0/24" } },
+  ],
 });
 
 /** The node (`<root>/host`) with a primary network, and the container's token and CA. */
@@ -77,7 +95,10 @@ function node() {
   const host = (p: string) => join(root, "host", p);
   for (const d of ["/etc/cni/net.d", "/opt/cni/bin"]) mkdirSync(host(d), { recursive: true });
   writeFileSync(host("/etc/cni/net.d/10-primary.conflist"), PRIMARY);
-  writeFileSync(host("/etc/cni/net.d/99-other.conf"), '{"cniVersion":"1.0.0","name":"other","type":"bridge"}');
+  writeFileSync(
+    host("/etc/cni/net.d/99-other.conf"),
+    '{"cniVersion":"1.0.0","name":"other","type":"bridge"}',
+  );
   writeFileSync(host("/opt/cni/bin/bridge"), "#!/bin/sh\n", { mode: 0o755 });
   for (const flag of ["--token-file", "--ca-file"]) {
     const path = join(root, installCommand.find((a) => a.startsWith(`${flag}=`))!.split("=")[1]!);
@@ -87,7 +108,11 @@ function node() {
   return { root, host };
 }
 
-function run(args: string[]): { child: ChildProcess; exit: Promise<number | null>; stderr: () => string } {
+function run(args: string[]): {
+  child: ChildProcess;
+  exit: Promise<number | null>;
+  stderr: () => string;
+} {
   let stderr = "";
   const child = spawn(PLEXUS_BIN, args, {
     env: { PATH: TEST_PATH, KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" },
@@ -102,7 +127,10 @@ function run(args: string[]): { child: ChildProcess; exit: Promise<number | null
 }
 
 /** Runs the installer with deploy/'s arguments until its config is written, then SIGTERMs it. */
-async function installThenSigterm(n: ReturnType<typeof node>, extra: string[] = []): Promise<string> {
+async function installThenSigterm(
+  n: ReturnType<typeof node>,
+  extra: string[] = [],
+): Promise<string> {
   const conflist = n.host("/etc/cni/net.d/00-plexus.conflist");
   const p = run(["install", ...rebase(installCommand, n.root), "--poll-interval=50", ...extra]);
   await waitFor(
@@ -154,7 +182,11 @@ describe("uninstall: `plexus uninstall` with deploy/uninstall/'s arguments", () 
       "99-other.conf",
       "plexus.d",
     ]);
-    expect(readdirSync(join(confDir, "plexus.d")).sort()).toEqual(["ca.crt", "plexus.kubeconfig", "token"]);
+    expect(readdirSync(join(confDir, "plexus.d")).sort()).toEqual([
+      "ca.crt",
+      "plexus.kubeconfig",
+      "token",
+    ]);
     // A temp file an installer killed mid-write left behind goes too.
     writeFileSync(join(confDir, ".00-plexus.conflist.tmp-12345-1-abc"), "partial");
 
@@ -180,7 +212,11 @@ describe("uninstall: `plexus uninstall` with deploy/uninstall/'s arguments", () 
     const n = node();
     await installThenSigterm(n);
     const u = run(["uninstall", ...rebase(uninstallCommand, n.root)]);
-    await waitFor(() => u.stderr().includes("waiting for SIGTERM"), 10_000, "the uninstall to wait");
+    await waitFor(
+      () => u.stderr().includes("waiting for SIGTERM"),
+      10_000,
+      "the uninstall to wait",
+    );
     expect(existsSync(n.host("/etc/cni/net.d/00-plexus.conflist"))).toBe(false);
     expect(existsSync(n.host("/opt/cni/bin/plexus"))).toBe(false);
     expect(isAlive(u.child.pid!)).toBe(true);

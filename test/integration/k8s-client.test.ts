@@ -27,7 +27,13 @@ import { recordingLogger } from "../fakes/fake-exec";
 import { bunKubeApi } from "../support/bun-kube";
 
 const FAST: ClientNodeOptions = {
-  retry: { requestTimeoutMs: 200, totalTimeoutMs: 1500, baseDelayMs: 10, maxDelayMs: 40, maxAttempts: 4 },
+  retry: {
+    requestTimeoutMs: 200,
+    totalTimeoutMs: 1500,
+    baseDelayMs: 10,
+    maxDelayMs: 40,
+    maxAttempts: 4,
+  },
 };
 const POD_PATH = "/api/v1/namespaces/ns1/pods/p1";
 const STATUS_PATH = `${POD_PATH}/status`;
@@ -62,15 +68,23 @@ async function clientFor(
   o: ClientNodeOptions = FAST,
   kubeconfig = writeKubeconfig(s),
 ): Promise<KubeApi> {
-  const kube = runtime === "bun" ? await bunKubeApi(kubeconfig, o) : await loadKubeApi({ kubeconfig }, { client: o });
+  const kube =
+    runtime === "bun"
+      ? await bunKubeApi(kubeconfig, o)
+      : await loadKubeApi({ kubeconfig }, { client: o });
   if (!kube) throw new Error("no client");
   opened.push(kube);
   return kube;
 }
 
-async function withCluster(fn: (s: FakeApiServer, kube: KubeApi) => Promise<void>, o: ClientNodeOptions = FAST) {
+async function withCluster(
+  fn: (s: FakeApiServer, kube: KubeApi) => Promise<void>,
+  o: ClientNodeOptions = FAST,
+) {
   await using s = await startFakeApiServer();
-  s.addPod({ metadata: { name: "p1", namespace: "ns1", uid: "uid-1", annotations: { keep: "me" } } });
+  s.addPod({
+    metadata: { name: "p1", namespace: "ns1", uid: "uid-1", annotations: { keep: "me" } },
+  });
   s.addNad({
     metadata: { name: "net-a", namespace: "ns1" },
     spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' },
@@ -141,12 +155,18 @@ bothRuntimes("reads and writes through the REST client", () => {
 
   it("N5 setNetworkStatus is one merge patch on pods/status with the UID precondition; other annotations stay", async () => {
     await withCluster(async (s, kube) => {
-      await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '[{"name":"net-a"}]');
+      await kube.setNetworkStatus(
+        { namespace: "ns1", name: "p1", uid: "uid-1" },
+        '[{"name":"net-a"}]',
+      );
       expect(s.requests.map((r) => `${r.method} ${r.path} ${r.contentType}`)).toEqual([
         `PATCH ${STATUS_PATH} application/merge-patch+json`,
       ]);
       expect(JSON.parse(s.requests[0]!.body)).toEqual({
-        metadata: { uid: "uid-1", annotations: { [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' } },
+        metadata: {
+          uid: "uid-1",
+          annotations: { [NETWORK_STATUS_ANNOTATION]: '[{"name":"net-a"}]' },
+        },
       });
       expect(s.getPod("ns1", "p1")!.metadata.annotations).toEqual({
         keep: "me",
@@ -177,7 +197,8 @@ bothRuntimes("reads and writes through the REST client", () => {
         {
           kind: "status",
           code: 422,
-          message: 'Pod "p1" is invalid: metadata.annotations: Too long: must have at most 262144 bytes',
+          message:
+            'Pod "p1" is invalid: metadata.annotations: Too long: must have at most 262144 bytes',
           details: {
             name: "p1",
             kind: "Pod",
@@ -185,7 +206,9 @@ bothRuntimes("reads and writes through the REST client", () => {
           },
         },
       );
-      const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"));
+      const err = await failure(
+        kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"),
+      );
       expect(err.code).toBe(Code.ApiFailure);
       expect(err.message).toContain("metadata.annotations: Too long");
       expect(s.requests.map((r) => r.method)).toEqual(["PATCH"]);
@@ -198,7 +221,9 @@ bothRuntimes("reads and writes through the REST client", () => {
       await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '["raced"]');
       expect(s.storageRetries()).toBe(1);
       expect(s.requests.map((r) => r.method)).toEqual(["PATCH"]);
-      expect(s.getPod("ns1", "p1")!.metadata.annotations).toMatchObject({ [NETWORK_STATUS_ANNOTATION]: '["raced"]' });
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toMatchObject({
+        [NETWORK_STATUS_ANNOTATION]: '["raced"]',
+      });
     });
   });
 
@@ -206,7 +231,11 @@ bothRuntimes("reads and writes through the REST client", () => {
     await withCluster(async (s, kube) => {
       await kube.recordEvent(
         { namespace: "ns1", name: "p1", uid: "uid-1" },
-        { type: "Normal", reason: "AddedInterface", message: "Add net1 [10.1.1.2/24] from ns1/net-a" },
+        {
+          type: "Normal",
+          reason: "AddedInterface",
+          message: "Add net1 [10.1.1.2/24] from ns1/net-a",
+        },
       );
       await kube.recordEvent(
         { namespace: "ns1", name: "p1", uid: "uid-1" },
@@ -222,7 +251,13 @@ bothRuntimes("reads and writes through the REST client", () => {
         apiVersion: "v1",
         kind: "Event",
         metadata: { namespace: "ns1", name: expect.stringMatching(/^p1\./) },
-        involvedObject: { apiVersion: "v1", kind: "Pod", name: "p1", namespace: "ns1", uid: "uid-1" },
+        involvedObject: {
+          apiVersion: "v1",
+          kind: "Pod",
+          name: "p1",
+          namespace: "ns1",
+          uid: "uid-1",
+        },
         reason: "AddedInterface",
         type: "Normal",
         message: "Add net1 [10.1.1.2/24] from ns1/net-a",
@@ -230,7 +265,9 @@ bothRuntimes("reads and writes through the REST client", () => {
         count: 1,
       });
       expect(events[1]).toMatchObject({ type: "Warning", reason: "NoNetworkFound" });
-      expect(new Date(events[0]!.firstTimestamp as string).getTime()).toBeGreaterThan(Date.now() - 60_000);
+      expect(new Date(events[0]!.firstTimestamp as string).getTime()).toBeGreaterThan(
+        Date.now() - 60_000,
+      );
     });
   });
 });
@@ -239,9 +276,12 @@ describe("M1 where the configuration comes from", () => {
   it("M1 no kubeconfig and no in-cluster env: no Kubernetes; the env alone is enough for in-cluster", () => {
     expect(hasKubernetesConfig({}, {})).toBe(false);
     expect(hasKubernetesConfig({ kubeconfig: "/x" }, {})).toBe(true);
-    expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" })).toBe(
-      true,
-    );
+    expect(
+      hasKubernetesConfig(
+        {},
+        { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" },
+      ),
+    ).toBe(true);
     expect(hasKubernetesConfig({}, { KUBERNETES_SERVICE_HOST: "10.96.0.1" })).toBe(false);
   });
 
@@ -273,7 +313,9 @@ describe("M1 where the configuration comes from", () => {
     await using s = await startFakeApiServer({ tls: false });
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const path = writeKubeconfig(s);
-    expect(readFileSync(path, "utf8")).not.toMatch(/insecure-skip-tls-verify|certificate-authority/);
+    expect(readFileSync(path, "utf8")).not.toMatch(
+      /insecure-skip-tls-verify|certificate-authority/,
+    );
     const log = recordingLogger();
     const kube = await loadKubeApi({ kubeconfig: path }, { client: FAST, log });
     opened.push(kube!);
@@ -292,7 +334,10 @@ describe("M1 where the configuration comes from", () => {
     // A copy of the server with another URL owns no temp dir that s.close() removes: write into one that goes with the test.
     const dir = mkdtempSync(join(tmpdir(), "plx-kubeconfig-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const path = writeKubeconfig({ ...s, url: s.url.replace("http://", "http://admin:s3cr3t@") }, { dir });
+    const path = writeKubeconfig(
+      { ...s, url: s.url.replace("http://", "http://admin:s3cr3t@") },
+      { dir },
+    );
     const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
     expect(err.code).toBe(7);
     expect(err.message).toContain("carries credentials");
@@ -346,12 +391,21 @@ describe("B15 unusable kubeconfig: code 7 naming the file, no request", () => {
   const cases: [string, (dir: string) => string][] = [
     ["missing", (dir) => join(dir, "nope.kubeconfig")],
     ["a directory (unreadable as a file)", (dir) => dir],
-    ["invalid YAML", (dir) => (writeFileSync(join(dir, "k"), "clusters: [\n  - {name: x\n"), join(dir, "k"))],
-    ["not a mapping", (dir) => (writeFileSync(join(dir, "k"), "- just\n- a list\n"), join(dir, "k"))],
+    [
+      "invalid YAML",
+      (dir) => (writeFileSync(join(dir, "k"), "clusters: [\n  - {name: x\n"), join(dir, "k")),
+    ],
+    [
+      "not a mapping",
+      (dir) => (writeFileSync(join(dir, "k"), "- just\n- a list\n"), join(dir, "k")),
+    ],
     [
       "no current-context",
       (dir) => (
-        writeFileSync(join(dir, "k"), "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n"),
+        writeFileSync(
+          join(dir, "k"),
+          "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n",
+        ),
         join(dir, "k")
       ),
     ],
@@ -390,9 +444,19 @@ describe("B15 kubeconfig fields Plexus does not implement: refused, naming the f
     ["user", "as", "    as: admin", 'user "plexus" sets "as" (impersonation of another user)'],
     ["user", "as-uid", "    as-uid: 1234", 'user "plexus" sets "as-uid"'],
     ["user", "as-groups", "    as-groups: [system:masters]", 'user "plexus" sets "as-groups"'],
-    ["user", "as-user-extra", "    as-user-extra: {scopes: [a]}", 'user "plexus" sets "as-user-extra"'],
+    [
+      "user",
+      "as-user-extra",
+      "    as-user-extra: {scopes: [a]}",
+      'user "plexus" sets "as-user-extra"',
+    ],
     ["user", "As (Go's decoder matches keys case-insensitively)", "    As: admin", 'sets "as"'],
-    ["cluster", "proxy-url", "    proxy-url: http://proxy:3128", 'cluster "fake" sets "proxy-url" (a proxy'],
+    [
+      "cluster",
+      "proxy-url",
+      "    proxy-url: http://proxy:3128",
+      'cluster "fake" sets "proxy-url" (a proxy',
+    ],
   ];
   for (const [entry, field, line, expected] of cases) {
     it(`B15 ${entry} ${field}: 7 naming it, before any request`, async () => {
@@ -440,34 +504,62 @@ describe("B15 kubeconfig fields Plexus does not implement: refused, naming the f
 describe("B20 invalid names never become a request", () => {
   const bad = ["A", "-a", "a".repeat(64), ".", "..", "%2e", "a/b", "a%2fb", "", "a..b"];
   // Pod names are subdomains: dots between labels and up to 253 characters are fine.
-  const badPodNames = ["A", "-a", "a".repeat(254), ".", "..", "%2e", "a/b", "a%2fb", "", "a..b", ".a"];
+  const badPodNames = [
+    "A",
+    "-a",
+    "a".repeat(254),
+    ".",
+    "..",
+    "%2e",
+    "a/b",
+    "a%2fb",
+    "",
+    "a..b",
+    ".a",
+  ];
   it("B20 namespace, pod name and NAD name: code 7, zero requests reach the server", async () => {
     await withCluster(async (s, kube) => {
       for (const name of bad) {
-        expect((await failure(kube.getPod(name, "p1"))).code, `namespace ${name}`).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.getNad("ns1", name))).code, `nad ${name}`).toBe(Code.InvalidNetworkConfig);
+        expect((await failure(kube.getPod(name, "p1"))).code, `namespace ${name}`).toBe(
+          Code.InvalidNetworkConfig,
+        );
+        expect((await failure(kube.getNad("ns1", name))).code, `nad ${name}`).toBe(
+          Code.InvalidNetworkConfig,
+        );
         expect((await failure(kube.getNad(name, "net-a"))).code, `nad namespace ${name}`).toBe(
           Code.InvalidNetworkConfig,
         );
-        expect((await failure(kube.setNetworkStatus({ namespace: name, name: "p1" }, "[]"))).code).toBe(
-          Code.InvalidNetworkConfig,
-        );
+        expect(
+          (await failure(kube.setNetworkStatus({ namespace: name, name: "p1" }, "[]"))).code,
+        ).toBe(Code.InvalidNetworkConfig);
         expect(
           (
             await failure(
-              kube.recordEvent({ namespace: name, name: "p1" }, { type: "Normal", reason: "R", message: "m" }),
+              kube.recordEvent(
+                { namespace: name, name: "p1" },
+                { type: "Normal", reason: "R", message: "m" },
+              ),
             )
           ).code,
         ).toBe(Code.InvalidNetworkConfig);
       }
       for (const name of badPodNames) {
-        expect((await failure(kube.getPod("ns1", name))).code, `pod ${name}`).toBe(Code.InvalidNetworkConfig);
-        expect((await failure(kube.setNetworkStatus({ namespace: "ns1", name }, "[]"))).code, `pod ${name}`).toBe(
+        expect((await failure(kube.getPod("ns1", name))).code, `pod ${name}`).toBe(
           Code.InvalidNetworkConfig,
         );
         expect(
-          (await failure(kube.recordEvent({ namespace: "ns1", name }, { type: "Normal", reason: "R", message: "m" })))
-            .code,
+          (await failure(kube.setNetworkStatus({ namespace: "ns1", name }, "[]"))).code,
+          `pod ${name}`,
+        ).toBe(Code.InvalidNetworkConfig);
+        expect(
+          (
+            await failure(
+              kube.recordEvent(
+                { namespace: "ns1", name },
+                { type: "Normal", reason: "R", message: "m" },
+              ),
+            )
+          ).code,
         ).toBe(Code.InvalidNetworkConfig);
       }
       expect(s.requests).toHaveLength(0);
@@ -540,7 +632,13 @@ bothRuntimes("B35 5xx and 429", () => {
 
   it("B35 the total budget caps many fast failures", async () => {
     const o: ClientNodeOptions = {
-      retry: { requestTimeoutMs: 200, totalTimeoutMs: 300, baseDelayMs: 40, maxDelayMs: 80, maxAttempts: 1000 },
+      retry: {
+        requestTimeoutMs: 200,
+        totalTimeoutMs: 300,
+        baseDelayMs: 40,
+        maxDelayMs: 80,
+        maxAttempts: 1000,
+      },
     };
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH }, { kind: "status", code: 500 });
@@ -668,7 +766,9 @@ bothRuntimes("B38 / B43 pod not found", () => {
     await withCluster(async (s, kube) => {
       await kube.getPod("ns1", "p1");
       s.deletePod("ns1", "p1");
-      const err = await failure(kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"));
+      const err = await failure(
+        kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, "[]"),
+      );
       expect(err.code).toBe(Code.UnknownContainer);
       expect(s.requests.map((r) => r.method)).toEqual(["GET", "PATCH"]);
     });
@@ -680,7 +780,9 @@ bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; else
   const NAD_PATH = "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a";
 
   it("B38 no resource.k8s.io/v1, no NAD CRD: claim, slices, NAD reads are 104 naming the API, once", async () => {
-    await using s = await startFakeApiServer({ unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"] });
+    await using s = await startFakeApiServer({
+      unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"],
+    });
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
     const kube = await clientFor(s);
     expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
@@ -689,12 +791,16 @@ bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; else
     expect(claim.message).toContain("get ResourceClaim ns1/c1");
     expect(claim.message).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
     expect(claim.message).toContain('"404 page not found"');
-    const slices = await failure(kube.listResourceSlices!({ nodeName: "node-1", driver: "d.example.com" }));
+    const slices = await failure(
+      kube.listResourceSlices!({ nodeName: "node-1", driver: "d.example.com" }),
+    );
     expect(slices.code).toBe(Code.ApiFailure);
     expect(slices.message).toContain("does not serve resourceslices of API resource.k8s.io/v1");
     const nad = await failure(kube.getNad("ns1", "net-a"));
     expect(nad.code).toBe(Code.ApiFailure);
-    expect(nad.message).toContain("does not serve network-attachment-definitions of API k8s.cni.cncf.io/v1");
+    expect(nad.message).toContain(
+      "does not serve network-attachment-definitions of API k8s.cni.cncf.io/v1",
+    );
     expect(nad.message).toContain("CRD");
     // Not retried: a 404 is an answer.
     expect(s.requests.map((r) => r.path)).toEqual([
@@ -767,7 +873,9 @@ bothRuntimes("B41 response size cap", () => {
   it("B41 a body over the cap without a usable Content-Length is cut while streaming", async () => {
     await withCluster(
       async (s, kube) => {
-        s.addPod({ metadata: { name: "big", namespace: "ns1", annotations: { pad: "x".repeat(5000) } } });
+        s.addPod({
+          metadata: { name: "big", namespace: "ns1", annotations: { pad: "x".repeat(5000) } },
+        });
         s.inject(
           { path: "/api/v1/namespaces/ns1/pods/big" },
           { kind: "slow-body", chunkBytes: 2048, intervalMs: 1, chunked: true },
@@ -804,7 +912,9 @@ bothRuntimes("B42 an injected 409 fault on the status write", () => {
     await withCluster(async (s, kube) => {
       s.inject({ method: "PATCH", path: STATUS_PATH, times: 2 }, { kind: "status", code: 409 });
       await kube.setNetworkStatus({ namespace: "ns1", name: "p1", uid: "uid-1" }, '["ok"]');
-      expect(s.getPod("ns1", "p1")!.metadata.annotations).toMatchObject({ [NETWORK_STATUS_ANNOTATION]: '["ok"]' });
+      expect(s.getPod("ns1", "p1")!.metadata.annotations).toMatchObject({
+        [NETWORK_STATUS_ANNOTATION]: '["ok"]',
+      });
       expect(s.requests.map((r) => r.method)).toEqual(["PATCH", "GET", "PATCH", "GET", "PATCH"]);
     });
   });
@@ -853,7 +963,9 @@ describe("B50 kubeconfig replaced while it is read", () => {
         const src = await loadKubeSource({ kubeconfig: path, env: {} });
         if (!src || "plugin" in src) throw new Error("expected a token kubeconfig");
         const pair = `${src.server} ${(await src.auth.headers()).authorization?.replace("Bearer ", "")}`;
-        expect(["https://127.0.0.1:1111 token-old", "https://127.0.0.1:2222 token-new"]).toContain(pair);
+        expect(["https://127.0.0.1:1111 token-old", "https://127.0.0.1:2222 token-new"]).toContain(
+          pair,
+        );
         seen.add(pair);
       }
     } finally {
@@ -890,42 +1002,52 @@ bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor", () => {
   });
 });
 
-bothRuntimes("events are created once: a create is repeated only when it surely never reached the server", () => {
-  const EVENTS = "/api/v1/namespaces/ns1/events";
-  const event = { type: "Normal", reason: "AddedInterface", message: "Add net1" } as const;
+bothRuntimes(
+  "events are created once: a create is repeated only when it surely never reached the server",
+  () => {
+    const EVENTS = "/api/v1/namespaces/ns1/events";
+    const event = { type: "Normal", reason: "AddedInterface", message: "Add net1" } as const;
 
-  for (const fault of [{ kind: "status", code: 500 }, { kind: "status", code: 503 }, { kind: "reset" }] as const) {
-    it(`M9 ${fault.kind === "status" ? `HTTP ${fault.code}` : "a reset"} on the event POST: one attempt, 104, no duplicate`, async () => {
+    for (const fault of [
+      { kind: "status", code: 500 },
+      { kind: "status", code: 503 },
+      { kind: "reset" },
+    ] as const) {
+      it(`M9 ${fault.kind === "status" ? `HTTP ${fault.code}` : "a reset"} on the event POST: one attempt, 104, no duplicate`, async () => {
+        await withCluster(async (s, kube) => {
+          s.inject({ method: "POST", path: EVENTS, times: 1 }, fault);
+          const err = await failure(kube.recordEvent({ namespace: "ns1", name: "p1" }, event));
+          expect(err.code).toBe(Code.ApiFailure);
+          expect(s.requests.filter((r) => r.method === "POST")).toHaveLength(1);
+        });
+      });
+    }
+
+    it("M9 429 (the server did nothing) on the event POST: retried, one event", async () => {
       await withCluster(async (s, kube) => {
-        s.inject({ method: "POST", path: EVENTS, times: 1 }, fault);
-        const err = await failure(kube.recordEvent({ namespace: "ns1", name: "p1" }, event));
-        expect(err.code).toBe(Code.ApiFailure);
-        expect(s.requests.filter((r) => r.method === "POST")).toHaveLength(1);
+        s.inject(
+          { method: "POST", path: EVENTS, times: 1 },
+          { kind: "status", code: 429, retryAfter: "0" },
+        );
+        await kube.recordEvent({ namespace: "ns1", name: "p1" }, event);
+        expect(s.requests.filter((r) => r.method === "POST")).toHaveLength(2);
+        expect(s.events()).toHaveLength(1);
       });
     });
-  }
 
-  it("M9 429 (the server did nothing) on the event POST: retried, one event", async () => {
-    await withCluster(async (s, kube) => {
-      s.inject({ method: "POST", path: EVENTS, times: 1 }, { kind: "status", code: 429, retryAfter: "0" });
-      await kube.recordEvent({ namespace: "ns1", name: "p1" }, event);
-      expect(s.requests.filter((r) => r.method === "POST")).toHaveLength(2);
-      expect(s.events()).toHaveLength(1);
+    it("M9 connection refused on the event POST: retried once (it never reached a server)", async () => {
+      const s = await startFakeApiServer();
+      const dir = mkdtempSync(join(tmpdir(), "plx-refused-"));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const path = writeKubeconfig(s, { dir });
+      await s.close();
+      const kube = await clientFor(s, FAST, path);
+      const err = await failure(kube.recordEvent({ namespace: "ns1", name: "p1" }, event));
+      expect(err.message).toMatch(/ECONNREFUSED/);
+      expect(kube.requestCount).toBe(2);
     });
-  });
-
-  it("M9 connection refused on the event POST: retried once (it never reached a server)", async () => {
-    const s = await startFakeApiServer();
-    const dir = mkdtempSync(join(tmpdir(), "plx-refused-"));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const path = writeKubeconfig(s, { dir });
-    await s.close();
-    const kube = await clientFor(s, FAST, path);
-    const err = await failure(kube.recordEvent({ namespace: "ns1", name: "p1" }, event));
-    expect(err.message).toMatch(/ECONNREFUSED/);
-    expect(kube.requestCount).toBe(2);
-  });
-});
+  },
+);
 
 bothRuntimes("client certificates in the kubeconfig, over TLS", () => {
   for (const as of ["data", "file"] as const) {
@@ -955,7 +1077,10 @@ bothRuntimes("client certificates in the kubeconfig, over TLS", () => {
     writeFileSync(join(dir, "node.crt"), readFileSync(files.cert));
     writeFileSync(join(dir, "node.key"), readFileSync(files.key));
     const path = writeKubeconfig(s, { dir, clientCertificate: { name: "plexus", as: "file" } });
-    writeFileSync(path, readFileSync(path, "utf8").replace(files.cert, "node.crt").replace(files.key, "node.key"));
+    writeFileSync(
+      path,
+      readFileSync(path, "utf8").replace(files.cert, "node.crt").replace(files.key, "node.key"),
+    );
     const kube = await clientFor(s, FAST, path);
     expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
   });
@@ -976,14 +1101,19 @@ bothRuntimes("client certificates in the kubeconfig, over TLS", () => {
     writeFileSync(path, readFileSync(path, "utf8").replace(/^ {4}client-key-data: .*\n/m, ""));
     const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
     expect(err.code).toBe(Code.InvalidNetworkConfig);
-    expect(err.message).toContain(`kubeconfig ${path}: user "plexus" has client-certificate but no client-key`);
+    expect(err.message).toContain(
+      `kubeconfig ${path}: user "plexus" has client-certificate but no client-key`,
+    );
     expect(s.requests).toHaveLength(0);
   });
 
   it("B15 a client-key file that cannot be read is 7 before any request", async () => {
     await using s = await startFakeApiServer({ clientCertificates: true });
     const path = writeKubeconfig(s, { clientCertificate: { name: "plexus", as: "file" } });
-    writeFileSync(path, readFileSync(path, "utf8").replace(clientCertFiles("plexus").key, "/nonexistent/node.key"));
+    writeFileSync(
+      path,
+      readFileSync(path, "utf8").replace(clientCertFiles("plexus").key, "/nonexistent/node.key"),
+    );
     const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
     expect(err.code).toBe(Code.InvalidNetworkConfig);
     expect(err.message).toContain("client-key /nonexistent/node.key");

@@ -108,18 +108,21 @@ describe("M10 a hostile pod-resources socket ends the ADD in time (dist/plexus, 
     ["huffman-16mb-continuation", /maxHeaderBlockBytes/],
     ["oversized-frame", /maxFrameBytes/],
     ["length-prefix-1gb", /maxMessageBytes/],
-  ] as const)("M10 B82 %s: code 11 naming the limit, within the timeout + margin", async (h, limit) => {
-    const dir = mkdtempSync(join(tmpdir(), "plx-hostile-"));
-    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    const server = await hostile.startHostilePodResources(join(dir, "kubelet.sock"), h);
-    onTestFinished(() => server.close());
-    const { conf } = await stage(server.socket);
-    const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
-    const err = cniError(r);
-    expect(err.code).toBe(11);
-    expect(err.msg).toMatch(limit);
-    expect(err.msg).toContain(server.socket);
-    expect(r.durationMs).toBeLessThan(TIMEOUT_SECONDS * 1000 + MARGIN_MS);
-    expect(nicAdds()).toEqual([]);
-  });
+  ] as const)(
+    "M10 B82 %s: code 11 naming the limit, within the timeout + margin",
+    async (h, limit) => {
+      const dir = mkdtempSync(join(tmpdir(), "plx-hostile-"));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const server = await hostile.startHostilePodResources(join(dir, "kubelet.sock"), h);
+      onTestFinished(() => server.close());
+      const { conf } = await stage(server.socket);
+      const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
+      const err = cniError(r);
+      expect(err.code).toBe(11);
+      expect(err.msg).toMatch(limit);
+      expect(err.msg).toContain(server.socket);
+      expect(r.durationMs).toBeLessThan(TIMEOUT_SECONDS * 1000 + MARGIN_MS);
+      expect(nicAdds()).toEqual([]);
+    },
+  );
 });

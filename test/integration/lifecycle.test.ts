@@ -24,10 +24,13 @@ const ctx = useSandbox();
 /** Two networks: net-a (default, eth0) and net-b (net1), each its own fixture type. */
 function twoNetworks(extra: Record<string, unknown> = {}) {
   const { sb } = ctx;
-  return sb.config([sb.delegate("net-a", { type: "noop-a" }), sb.delegate("net-b", { type: "noop-b" })], {
-    delegateTimeoutSeconds: 5,
-    ...extra,
-  });
+  return sb.config(
+    [sb.delegate("net-a", { type: "noop-a" }), sb.delegate("net-b", { type: "noop-b" })],
+    {
+      delegateTimeoutSeconds: 5,
+      ...extra,
+    },
+  );
 }
 
 async function addOk(conf: unknown, env: Record<string, string> = {}) {
@@ -41,7 +44,9 @@ describe("B62 DEL of one delegate fails", () => {
     const { sb } = ctx;
     const conf = twoNetworks();
     await addOk(conf);
-    sb.setBehaviours("net-b", { DEL: { do: "error", error: { code: 11, msg: "device or resource busy" } } });
+    sb.setBehaviours("net-b", {
+      DEL: { do: "error", error: { code: 11, msg: "device or resource busy" } },
+    });
     const r = await sb.run("DEL", conf);
     const err = cniError(r);
     expect(err.code).toBe(11);
@@ -85,7 +90,11 @@ describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
       sb.setBehaviours(hanging, { ADD: { do: "hang" } });
       let plexusPid = 0;
       const run = sb.run("ADD", conf, {}, { onSpawn: (pid) => (plexusPid = pid) });
-      await waitFor(() => sb.calls().includes(`ADD ${hanging}`), 10_000, `the ADD of ${hanging} to start`);
+      await waitFor(
+        () => sb.calls().includes(`ADD ${hanging}`),
+        10_000,
+        `the ADD of ${hanging} to start`,
+      );
       process.kill(plexusPid, "SIGKILL"); // the runtime's deadline
       const killed = await run;
       expect(killed.signal).toBe("SIGKILL");
@@ -96,7 +105,10 @@ describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
       // runtime kills only plexus. It holds the container's lock (inherited): the DEL finds the
       // owner dead and kills it before tearing down.
       const orphan = sb.invocations().find((i) => i.command === "ADD" && i.network === hanging)!;
-      expect(isAlive(orphan.pid), "the orphaned delegate is still running when the runtime's DEL comes").toBe(true);
+      expect(
+        isAlive(orphan.pid),
+        "the orphaned delegate is still running when the runtime's DEL comes",
+      ).toBe(true);
 
       sb.setBehaviours(hanging, {});
       const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
@@ -138,14 +150,17 @@ describe("B64 a dead call's leftovers are found by its lock, not by a path strin
       },
     ],
     ["as a relative path", () => "cni"],
-  ])("B64 B81 cniDir given %s: the runtime's DEL kills the orphaned delegate and succeeds", async (_how, spell) => {
-    const { sb } = ctx;
-    const conf = twoNetworks({ delegateTimeoutSeconds: 30, cniDir: spell(sb.root, sb.cniDir) });
-    const { r, orphan } = await killedAddThenDel(conf, {});
-    expect(r.code, r.stdout).toBe(0);
-    await waitFor(() => !isAlive(orphan.pid), 2000, "the orphaned delegate to be gone");
-    expect(sb.recordFiles()).toEqual([]);
-  });
+  ])(
+    "B64 B81 cniDir given %s: the runtime's DEL kills the orphaned delegate and succeeds",
+    async (_how, spell) => {
+      const { sb } = ctx;
+      const conf = twoNetworks({ delegateTimeoutSeconds: 30, cniDir: spell(sb.root, sb.cniDir) });
+      const { r, orphan } = await killedAddThenDel(conf, {});
+      expect(r.code, r.stdout).toBe(0);
+      await waitFor(() => !isAlive(orphan.pid), 2000, "the orphaned delegate to be gone");
+      expect(sb.recordFiles()).toEqual([]);
+    },
+  );
 
   it("B64 B81 a delegate's child that cleared its environment and left its session still holds the lock: killed too", async () => {
     const { sb } = ctx;
@@ -171,7 +186,10 @@ describe("B64 an orphaned delegate that is only slow", () => {
     await waitFor(() => sb.calls().includes("ADD net-b"), 10_000, "the ADD of net-b to start");
     process.kill(plexusPid, "SIGKILL");
     expect((await run).signal).toBe("SIGKILL");
-    expect(existsSync(done), "the slow delegate is still at work when the runtime's DEL comes").toBe(false);
+    expect(
+      existsSync(done),
+      "the slow delegate is still at work when the runtime's DEL comes",
+    ).toBe(false);
     sb.setBehaviours("net-b", {});
     const r = await sb.run("DEL", conf, { CNI_NETNS: "" });
     expect(r.code, r.stdout).toBe(0);
@@ -297,7 +315,10 @@ describe("B47 damaged record", () => {
     const rec = JSON.parse(readFileSync(join(sb.cniDir, "records", "ctr1-eth0.json"), "utf8")) as {
       attachments: Array<{ network: string; ifName: string }>;
     };
-    expect(rec.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual(["net-a@eth0", "net-b@net1"]);
+    expect(rec.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual([
+      "net-a@eth0",
+      "net-b@net1",
+    ]);
   });
 });
 
@@ -323,7 +344,9 @@ describe("K5 B60 the default network's IP", () => {
   it("K5 an ips[] entry without an interface index counts for eth0; a secondary network may have no IP", async () => {
     const { sb } = ctx;
     const conf = twoNetworks();
-    sb.setBehaviours("net-a", { ADD: { result: { cniVersion: "1.0.0", ips: [{ address: "10.9.8.7/24" }] } } });
+    sb.setBehaviours("net-a", {
+      ADD: { result: { cniVersion: "1.0.0", ips: [{ address: "10.9.8.7/24" }] } },
+    });
     sb.setBehaviours("net-b", { ADD: { noIps: true } });
     const out = await addOk(conf);
     expect(out).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.9.8.7/24" }] });
@@ -342,7 +365,13 @@ describe("B58 delegate results in other versions", () => {
     ips: [{ version: "4", address: "10.1.2.3/24", gateway: "10.1.2.1", interface: 0 }],
   };
   const r020 = { cniVersion: "0.2.0", ip4: { ip: "10.1.2.3/24", gateway: "10.1.2.1" } };
-  const cases: Array<{ label: string; conf: string; delegate: string; result: unknown; expected: unknown }> = [
+  const cases: Array<{
+    label: string;
+    conf: string;
+    delegate: string;
+    result: unknown;
+    expected: unknown;
+  }> = [
     {
       label: "0.2.0 result, 1.0.0 config",
       conf: "1.0.0",
@@ -350,9 +379,27 @@ describe("B58 delegate results in other versions", () => {
       result: r020,
       expected: { cniVersion: "1.0.0", ips: [{ address: "10.1.2.3/24", gateway: "10.1.2.1" }] },
     },
-    { label: "0.4.0 result, 1.0.0 config", conf: "1.0.0", delegate: "1.0.0", result: r040, expected: r100 },
-    { label: "1.0.0 result, 0.4.0 config", conf: "0.4.0", delegate: "1.0.0", result: r100, expected: r040 },
-    { label: "1.0.0 result, 0.2.0 config", conf: "0.2.0", delegate: "1.0.0", result: r100, expected: r020 },
+    {
+      label: "0.4.0 result, 1.0.0 config",
+      conf: "1.0.0",
+      delegate: "1.0.0",
+      result: r040,
+      expected: r100,
+    },
+    {
+      label: "1.0.0 result, 0.4.0 config",
+      conf: "0.4.0",
+      delegate: "1.0.0",
+      result: r100,
+      expected: r040,
+    },
+    {
+      label: "1.0.0 result, 0.2.0 config",
+      conf: "0.2.0",
+      delegate: "1.0.0",
+      result: r100,
+      expected: r020,
+    },
     {
       label: "empty cniVersion read as the delegate's 0.4.0, 1.1.0 config",
       conf: "1.1.0",
@@ -370,15 +417,20 @@ describe("B58 delegate results in other versions", () => {
   ];
   it.each(cases)("B58 $label", async ({ conf, delegate, result, expected }) => {
     const { sb } = ctx;
-    const c = sb.config([sb.delegate("net-a", { cniVersion: delegate, behaviours: { ADD: { result } } })], {
-      cniVersion: conf,
-    });
+    const c = sb.config(
+      [sb.delegate("net-a", { cniVersion: delegate, behaviours: { ADD: { result } } })],
+      {
+        cniVersion: conf,
+      },
+    );
     expect(await addOk(c)).toEqual(expected);
   });
 
   it("B58 an unknown result version fails cleanly with 100 and a DEL", async () => {
     const { sb } = ctx;
-    const c = sb.config([sb.delegate("net-a", { behaviours: { ADD: { result: { ...r100, cniVersion: "9.9.9" } } } })]);
+    const c = sb.config([
+      sb.delegate("net-a", { behaviours: { ADD: { result: { ...r100, cniVersion: "9.9.9" } } } }),
+    ]);
     const err = cniError(await sb.run("ADD", c));
     expect(err.code).toBe(100);
     expect(err.msg).toContain("9.9.9");
@@ -391,7 +443,9 @@ describe("N7.2 C2.5 B5 B65 B9 ordering and idempotence through the binary", () =
     const { sb } = ctx;
     const conf = sb.config([
       sb.delegate("net-a"),
-      sb.delegate("net-b", { behaviours: { ADD: { do: "error", error: { code: 11, msg: "no" } } } }),
+      sb.delegate("net-b", {
+        behaviours: { ADD: { do: "error", error: { code: 11, msg: "no" } } },
+      }),
       sb.delegate("net-c"),
     ]);
     const e = cniError(await sb.run("ADD", conf));
@@ -416,7 +470,11 @@ describe("N7.2 C2.5 B5 B65 B9 ordering and idempotence through the binary", () =
   it("B9 CNI_PATH naming only directories that do not exist → 7 naming the type, nothing run", async () => {
     const { sb } = ctx;
     const conf = twoNetworks();
-    const e = cniError(await sb.run("ADD", conf, { CNI_PATH: `${join(sb.root, "nope1")}:${join(sb.root, "nope2")}` }));
+    const e = cniError(
+      await sb.run("ADD", conf, {
+        CNI_PATH: `${join(sb.root, "nope1")}:${join(sb.root, "nope2")}`,
+      }),
+    );
     expect(e.code).toBe(7);
     expect(e.msg).toContain('"noop-a"');
     expect(e.msg).toContain("nope1");
@@ -441,7 +499,12 @@ describe("N7.2 C2.5 B5 B65 B9 ordering and idempotence through the binary", () =
     expect(out).toMatchObject({ ips: [{ address: "10.7.7.7/24" }] });
     expect((await sb.run("DEL", sb.config([list]))).code).toBe(0);
     const calls = sb.invocations();
-    expect(calls.map((c) => `${c.command} ${c.type}`)).toEqual(["ADD first", "ADD second", "DEL second", "DEL first"]);
+    expect(calls.map((c) => `${c.command} ${c.type}`)).toEqual([
+      "ADD first",
+      "ADD second",
+      "DEL second",
+      "DEL first",
+    ]);
     const stdin = calls.map((c) => c.stdin as Record<string, unknown>);
     for (const s of stdin) expect(s).toMatchObject({ name: "chain", cniVersion: "1.0.0" });
     expect(stdin[0]).not.toHaveProperty("prevResult");

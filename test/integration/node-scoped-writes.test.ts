@@ -29,7 +29,8 @@ import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
 const STATUS = "k8s.v1.cni.cncf.io/network-status";
-const podArgs = (name: string) => `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name}`;
+const podArgs = (name: string) =>
+  `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name}`;
 
 /** A cluster with pods `web-a` (node-a, with a label and an annotation) and `web-b` (node-b) in `app`. */
 async function cluster(policy: boolean): Promise<FakeApiServer> {
@@ -40,7 +41,13 @@ async function cluster(policy: boolean): Promise<FakeApiServer> {
     ["web-b", "node-b"],
   ] as const)
     api.addPod({
-      metadata: { namespace: "app", name, uid: `uid-${name}`, labels: { app: "web" }, annotations: { team: "a" } },
+      metadata: {
+        namespace: "app",
+        name,
+        uid: `uid-${name}`,
+        labels: { app: "web" },
+        annotations: { team: "a" },
+      },
       spec: { nodeName: node, containers: [{ name: "main", image: "busybox" }] },
     });
   return api;
@@ -51,7 +58,12 @@ function nodeKubeconfig(api: FakeApiServer, o: { node?: string; name?: string } 
   const token = api.issueToken(
     o.node === undefined ? { node: "node-a", pod: "plexus-a" } : { node: o.node || undefined },
   );
-  return writeKubeconfig(api, { dir: ctx.sb.root, token, tokenFile: true, fileName: o.name ?? "node-a" });
+  return writeKubeconfig(api, {
+    dir: ctx.sb.root,
+    token,
+    tokenFile: true,
+    fileName: o.name ?? "node-a",
+  });
 }
 
 async function client(kubeconfig: string): Promise<RestKube> {
@@ -62,7 +74,10 @@ async function client(kubeconfig: string): Promise<RestKube> {
 }
 
 /** What a holder of the token can send without Plexus: a merge patch of a pod's status. */
-function patchStatus(api: FakeApiServer, o: { kubeconfigToken: string; pod: string; patch: unknown }) {
+function patchStatus(
+  api: FakeApiServer,
+  o: { kubeconfigToken: string; pod: string; patch: unknown },
+) {
   return new Promise<{ status: number; body: any }>((resolve, reject) => {
     const req = request(
       `${api.url}/api/v1/namespaces/app/pods/${o.pod}/status`,
@@ -70,7 +85,10 @@ function patchStatus(api: FakeApiServer, o: { kubeconfigToken: string; pod: stri
         method: "PATCH",
         ca: api.caPem,
         agent: false,
-        headers: { authorization: `Bearer ${o.kubeconfigToken}`, "content-type": "application/merge-patch+json" },
+        headers: {
+          authorization: `Bearer ${o.kubeconfigToken}`,
+          "content-type": "application/merge-patch+json",
+        },
       },
       (res) => {
         let text = "";
@@ -116,7 +134,11 @@ function doctorWith(kubeconfig: string) {
 
 function addThrough(kubeconfig: string, pod: string, extra: Record<string, unknown> = {}) {
   const { sb } = ctx;
-  const conf = sb.config([sb.delegate("net-a")], { kubeconfig, apiTotalTimeoutSeconds: 4, ...extra });
+  const conf = sb.config([sb.delegate("net-a")], {
+    kubeconfig,
+    apiTotalTimeoutSeconds: 4,
+    ...extra,
+  });
   return { conf, run: (cmd: string) => sb.run(cmd, conf, { CNI_ARGS: podArgs(pod) }) };
 }
 
@@ -127,24 +149,34 @@ describe.each([
   it("M16 dist/plexus ADD of a pod on node B cannot write its network-status (104, the pod untouched)", async () => {
     const api = await cluster(policy);
     const r = await addThrough(nodeKubeconfig(api), "web-b").run("ADD");
-    if (!policy) return void expect(JSON.parse(annotationsOf(api, "web-b")[STATUS]!)).not.toHaveLength(0);
+    if (!policy)
+      return void expect(JSON.parse(annotationsOf(api, "web-b")[STATUS]!)).not.toHaveLength(0);
     expect(r.code, r.stderr).not.toBe(0);
-    expect(cniError(r)).toMatchObject({ code: 104, msg: expect.stringContaining("is not on node node-a") });
+    expect(cniError(r)).toMatchObject({
+      code: 104,
+      msg: expect.stringContaining("is not on node node-a"),
+    });
     expect(annotationsOf(api, "web-b")).toEqual({ team: "a" });
   });
 
   it("M16 Plexus's client cannot write the network-status of a node B pod, nor record an Event about it", async () => {
     const api = await cluster(policy);
     const kube = await client(nodeKubeconfig(api));
-    const write = await refusal(kube.setNetworkStatus({ namespace: "app", name: "web-b", uid: "uid-web-b" }, "[]"));
+    const write = await refusal(
+      kube.setNetworkStatus({ namespace: "app", name: "web-b", uid: "uid-web-b" }, "[]"),
+    );
     const event = { type: "Normal" as const, reason: "AddedInterface", message: "forged" };
-    const about = await refusal(kube.recordEvent({ namespace: "app", name: "web-b", uid: "uid-web-b" }, event));
+    const about = await refusal(
+      kube.recordEvent({ namespace: "app", name: "web-b", uid: "uid-web-b" }, event),
+    );
     if (!policy) {
       expect([write, about]).toEqual([undefined, undefined]);
       return void expect(api.events()).toHaveLength(1);
     }
     expect(write).toMatch(/HTTP 403 Forbidden.*pod app\/web-b is not on node node-a/);
-    expect(about).toMatch(/HTTP 403 Forbidden.*Event about pod app\/web-b, which is not on node node-a/);
+    expect(about).toMatch(
+      /HTTP 403 Forbidden.*Event about pod app\/web-b, which is not on node node-a/,
+    );
     expect(api.events()).toEqual([]);
   });
 
@@ -157,7 +189,9 @@ describe.each([
     const otherNs = await refusal(kube.recordEvent({ namespace: "other", name: "db" }, event));
     if (!policy) return void expect([empty, otherNs]).toEqual([undefined, undefined]);
     expect(empty).toMatch(/HTTP 422 .*no params found for policy binding/);
-    expect(otherNs).toMatch(/HTTP 403 Forbidden.*Event about pod other\/db, which is not on node node-a/);
+    expect(otherNs).toMatch(
+      /HTTP 403 Forbidden.*Event about pod other\/db, which is not on node node-a/,
+    );
     expect(api.events()).toEqual([]);
   });
 
@@ -194,7 +228,9 @@ describe.each([
 
   it("M16 a token that names no node writes nothing (the default switch), even to a node A pod", async () => {
     const api = await cluster(policy);
-    const r = await addThrough(nodeKubeconfig(api, { node: "", name: "legacy" }), "web-a").run("ADD");
+    const r = await addThrough(nodeKubeconfig(api, { node: "", name: "legacy" }), "web-a").run(
+      "ADD",
+    );
     if (!policy) return void expect(r.code, r.stderr).toBe(0);
     expect(cniError(r)).toMatchObject({ code: 104, msg: expect.stringContaining("names no node") });
   });
@@ -206,7 +242,9 @@ describe.each([
     expect(add.code, add.stderr).toBe(0);
     expect(JSON.parse(annotationsOf(api, "web-a")[STATUS]!)).not.toHaveLength(0);
     expect(annotationsOf(api, "web-a").team).toBe("a");
-    expect(api.events().map((e: KubeObject) => (e.involvedObject as { name: string }).name)).toEqual(["web-a"]);
+    expect(
+      api.events().map((e: KubeObject) => (e.involvedObject as { name: string }).name),
+    ).toEqual(["web-a"]);
     const del = await run("DEL");
     expect(del.code, del.stderr).toBe(0);
   });
@@ -226,7 +264,9 @@ describe.each([
     );
     const exited = new Promise((resolve) => daemon.once("exit", resolve));
     try {
-      await expect.poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 }).toBe(200);
+      await expect
+        .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 15_000, interval: 20 })
+        .toBe(200);
       const before = api.requests.length;
       const r = await addThrough(kubeconfig, "web-a", { daemonSocket: socket }).run("ADD");
       expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -259,7 +299,10 @@ describe.each([
     });
     expect(checks.find((c) => c.subject === "node-scoped writes")).toMatchObject(
       policy
-        ? { level: "ok", msg: expect.stringContaining("writes with a token that names no node are refused") }
+        ? {
+            level: "ok",
+            msg: expect.stringContaining("writes with a token that names no node are refused"),
+          }
         : { level: "warning", msg: expect.stringContaining("not installed") },
     );
   });
@@ -267,11 +310,16 @@ describe.each([
 
 it("M16 plexus doctor, when the credentials may not read the policies, says it could not tell", async () => {
   await using api = await startFakeApiServer({ clientCertificates: true });
-  const kubeconfig = writeKubeconfig(api, { dir: ctx.sb.root, clientCertificate: { name: "other", as: "data" } });
+  const kubeconfig = writeKubeconfig(api, {
+    dir: ctx.sb.root,
+    clientCertificate: { name: "other", as: "data" },
+  });
   const checks = await doctorWith(kubeconfig);
   expect(checks.find((c) => c.subject === "node-scoped writes")).toMatchObject({
     level: "warning",
-    msg: expect.stringMatching(/^could not tell whether the policies are installed: the credentials may not read/),
+    msg: expect.stringMatching(
+      /^could not tell whether the policies are installed: the credentials may not read/,
+    ),
   });
   expect(checks.find((c) => c.subject === "token node")).toBeUndefined();
 });
@@ -288,7 +336,10 @@ it("M16 with the switch (allow-tokens-without-node), a token that names no node 
   expect(withSwitch).toContain("allow-tokens-without-node");
   writeFileSync(k, withSwitch);
   await using api = await startFakeApiServer({ node: "node-a", admission: { deployDir } });
-  api.addPod({ metadata: { namespace: "app", name: "web-a", uid: "uid-web-a" }, spec: { nodeName: "node-a" } });
+  api.addPod({
+    metadata: { namespace: "app", name: "web-a", uid: "uid-web-a" },
+    spec: { nodeName: "node-a" },
+  });
   const logFile = join(sb.root, "plexus.log");
   const kubeconfig = nodeKubeconfig(api, { node: "", name: "legacy" });
   const r = await addThrough(kubeconfig, "web-a", { logFile, logLevel: "warn" }).run("ADD");
@@ -301,8 +352,15 @@ it("M16 with the switch (allow-tokens-without-node), a token that names no node 
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { msg: string; warning?: string });
-  expect(logged.find((l) => l.msg === "the API server answered with a warning")?.warning).toContain("names no node");
+  expect(logged.find((l) => l.msg === "the API server answered with a warning")?.warning).toContain(
+    "names no node",
+  );
   // A token that names another node is still refused.
-  const other = await addThrough(nodeKubeconfig(api, { node: "node-b", name: "b" }), "web-a").run("ADD");
-  expect(cniError(other)).toMatchObject({ code: 104, msg: expect.stringContaining("is not on node node-b") });
+  const other = await addThrough(nodeKubeconfig(api, { node: "node-b", name: "b" }), "web-a").run(
+    "ADD",
+  );
+  expect(cniError(other)).toMatchObject({
+    code: 104,
+    msg: expect.stringContaining("is not on node node-b"),
+  });
 });

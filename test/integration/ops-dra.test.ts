@@ -9,7 +9,14 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { explain, renderExplanation } from "../../src/ops/explain";
 import { validate } from "../../src/ops/validate";
-import { type DraScenario, draScenario, NET_CLAIM, NETDRA, VF1, VF2 } from "../support/dra-fixtures";
+import {
+  type DraScenario,
+  draScenario,
+  NET_CLAIM,
+  NETDRA,
+  VF1,
+  VF2,
+} from "../support/dra-fixtures";
 import { Sandbox, TEST_PATH } from "../support/plexus-bin";
 
 let sb: Sandbox;
@@ -20,7 +27,8 @@ afterEach(async () => {
   await sb.dispose();
 });
 
-const nadConfig = () => JSON.stringify({ cniVersion: "1.0.0", type: "noop", capabilities: { deviceID: true } });
+const nadConfig = () =>
+  JSON.stringify({ cniVersion: "1.0.0", type: "noop", capabilities: { deviceID: true } });
 
 /** A node: net.d with Plexus first and the default network, the scenario as a manifest directory. */
 function node(objects: object[]) {
@@ -45,7 +53,10 @@ function node(objects: object[]) {
     join(confDir, "10-default.conflist"),
     JSON.stringify({ cniVersion: "1.0.0", name: "default-net", plugins: [{ type: "noop" }] }),
   );
-  writeFileSync(join(clusterDir, "objects.yaml"), objects.map((x) => `---\n${JSON.stringify(x)}\n`).join(""));
+  writeFileSync(
+    join(clusterDir, "objects.yaml"),
+    objects.map((x) => `---\n${JSON.stringify(x)}\n`).join(""),
+  );
   sb.installPlugin("noop");
   return {
     clusterDir,
@@ -62,7 +73,9 @@ describe("M10 DRA in plexus explain and validate", () => {
     const r = await explain("app/web", n.flags, n.env);
     expect(r.errors).toEqual([]);
     expect(
-      r.attachments.slice(1).map((a) => [a.ifName, a.device?.deviceID, a.device?.from, a.device?.claim?.device]),
+      r.attachments
+        .slice(1)
+        .map((a) => [a.ifName, a.device?.deviceID, a.device?.from, a.device?.claim?.device]),
     ).toEqual([
       ["net1", VF1, "claim", "vf-1"],
       ["net2", VF2, "claim", "vf-2"],
@@ -91,12 +104,18 @@ describe("M10 DRA in plexus explain and validate", () => {
   it("M10 explain of a claim not allocated yet: ADD's error, naming the claim", async () => {
     const n = node(
       all(
-        draScenario({ nadConfig, edit: (sc) => delete (sc.claims[0]!.status as Record<string, unknown>).allocation }),
+        draScenario({
+          nadConfig,
+          edit: (sc) => delete (sc.claims[0]!.status as Record<string, unknown>).allocation,
+        }),
       ),
     );
     const r = await explain("app/web", n.flags, n.env);
     expect(r.errors).toEqual([
-      { code: 11, msg: expect.stringContaining(`ResourceClaim app/${NET_CLAIM} is not allocated yet`) },
+      {
+        code: 11,
+        msg: expect.stringContaining(`ResourceClaim app/${NET_CLAIM} is not allocated yet`),
+      },
     ]);
   });
 
@@ -104,9 +123,14 @@ describe("M10 DRA in plexus explain and validate", () => {
     const sc = draScenario({ nadConfig });
     const other = structuredClone(sc.nads[1]!);
     other.metadata.name = "netdra-typo";
-    (other.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/resourceName"] = "example.com/netdrA";
+    (other.metadata.annotations as Record<string, string>)["k8s.v1.cni.cncf.io/resourceName"] =
+      "example.com/netdrA";
     const n = node([...all(sc), other]);
-    const { reports } = await validate(undefined, { ...n.flags, all: true, nodeName: "node-1" }, n.env);
+    const { reports } = await validate(
+      undefined,
+      { ...n.flags, all: true, nodeName: "node-1" },
+      n.env,
+    );
     const of = (name: string) => reports.find((r) => r.nad === `app/${name}`)!.findings;
     expect(of("netdra-a")).toContainEqual({
       level: "ok",
@@ -114,7 +138,9 @@ describe("M10 DRA in plexus explain and validate", () => {
     });
     expect(of("netdra-typo")).toContainEqual({
       level: "warning",
-      msg: expect.stringContaining("resourceName example.com/netdrA: no DRA driver on node node-1 publishes a device"),
+      msg: expect.stringContaining(
+        "resourceName example.com/netdrA: no DRA driver on node node-1 publishes a device",
+      ),
     });
   });
 });

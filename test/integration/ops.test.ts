@@ -43,7 +43,12 @@ const nad = (name: string, config: Record<string, unknown> | string) => ({
 const pod = (name: string, networks: string) => ({
   apiVersion: "v1",
   kind: "Pod",
-  metadata: { namespace: NS, name, uid: `uid-${name}`, annotations: { "k8s.v1.cni.cncf.io/networks": networks } },
+  metadata: {
+    namespace: NS,
+    name,
+    uid: `uid-${name}`,
+    annotations: { "k8s.v1.cni.cncf.io/networks": networks },
+  },
 });
 
 /** A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture as plugins. */
@@ -76,7 +81,10 @@ function node(
       plugins: [{ type: "noop", debugFile: sb.setBehaviours("default-net", {}) }],
     }),
   );
-  writeFileSync(join(clusterDir, "objects.yaml"), objects.map((x) => `---\n${JSON.stringify(x)}\n`).join(""));
+  writeFileSync(
+    join(clusterDir, "objects.yaml"),
+    objects.map((x) => `---\n${JSON.stringify(x)}\n`).join(""),
+  );
   sb.installPlugin("noop");
   const env = { PATH: TEST_PATH, CNI_PATH: sb.binDir };
   const flags = { cniConfDir: confDir };
@@ -85,7 +93,11 @@ function node(
   return { confDir, clusterDir, env, flags, stdinConf };
 }
 
-const noopConf = (extra: Record<string, unknown> = {}) => ({ cniVersion: "1.0.0", type: "noop", ...extra });
+const noopConf = (extra: Record<string, unknown> = {}) => ({
+  cniVersion: "1.0.0",
+  type: "noop",
+  ...extra,
+});
 
 /** What the built binary's ADD says for the pod (the sandbox's netns is this process's own; the fixture never enters it). */
 async function addError(stdinConf: object, podName: string): Promise<string> {
@@ -162,21 +174,27 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     ],
     [
       "an undeclared capability",
-      [nad("blue", noopConf()), pod("web", JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]))],
+      [
+        nad("blue", noopConf()),
+        pod("web", JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }])),
+      ],
       '"deviceID"',
     ],
     ["a NAD that does not exist", [pod("web", "nope")], "nope"],
-  ])("with %s: explain reports the error ADD gives, word for word", async (_label, objects, needle) => {
-    const n = node(objects);
-    const r = await explain(`${NS}/web`, n.flags, n.env);
-    expect(r.errors).toHaveLength(1);
-    const add = await addError(n.stdinConf, "web");
-    // explain runs here under Node, ADD in the Bun executable: JSON.parse words its complaint per
-    // engine, so that tail is left out of the comparison (in the executable both are Bun's).
-    const engineFree = (m: string) => m.replace(/is not valid JSON: .*/, "is not valid JSON: …");
-    expect(engineFree(r.errors[0]!.msg)).toBe(engineFree(add));
-    expect(add).toContain(needle);
-  });
+  ])(
+    "with %s: explain reports the error ADD gives, word for word",
+    async (_label, objects, needle) => {
+      const n = node(objects);
+      const r = await explain(`${NS}/web`, n.flags, n.env);
+      expect(r.errors).toHaveLength(1);
+      const add = await addError(n.stdinConf, "web");
+      // explain runs here under Node, ADD in the Bun executable: JSON.parse words its complaint per
+      // engine, so that tail is left out of the comparison (in the executable both are Bun's).
+      const engineFree = (m: string) => m.replace(/is not valid JSON: .*/, "is not valid JSON: …");
+      expect(engineFree(r.errors[0]!.msg)).toBe(engineFree(add));
+      expect(add).toContain(needle);
+    },
+  );
 
   it("M10 N7.4 explain reports a deviceID no allocation backs, as ADD words it", async () => {
     const chosen = JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]);
@@ -200,16 +218,26 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     const add = await addError(n.stdinConf, "web");
     expect(r.errors[0]!.msg).toBe(add);
     expect(r.errors.map((e) => e.msg)).toEqual([
-      expect.stringMatching(/network demo\/missing-1 requested .*no NetworkAttachmentDefinition missing-1/),
+      expect.stringMatching(
+        /network demo\/missing-1 requested .*no NetworkAttachmentDefinition missing-1/,
+      ),
       expect.stringMatching(/network demo\/bad: .*spec\.config is not valid JSON/),
-      expect.stringMatching(/network demo\/missing-2 requested .*no NetworkAttachmentDefinition missing-2/),
+      expect.stringMatching(
+        /network demo\/missing-2 requested .*no NetworkAttachmentDefinition missing-2/,
+      ),
     ]);
-    expect(renderExplanation(r)).toContain("ADD would fail (it stops at the first; all 3 problems found)");
+    expect(renderExplanation(r)).toContain(
+      "ADD would fail (it stops at the first; all 3 problems found)",
+    );
     // M1: the node config's unknown keys are named too.
     expect(r.notes).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/),
-        expect.stringMatching(/`SocketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/),
+        expect.stringMatching(
+          /`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/,
+        ),
+        expect.stringMatching(
+          /`SocketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/,
+        ),
       ]),
     );
   });
@@ -218,7 +246,11 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     const n = node([pod("web", "missing-1")]);
     writeFileSync(
       join(n.confDir, "10-default.conflist"),
-      JSON.stringify({ cniVersion: "1.0.0", name: "default-net", plugins: [{ type: "gone-primary" }] }),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "default-net",
+        plugins: [{ type: "gone-primary" }],
+      }),
     );
     const r = await explain(`${NS}/web`, n.flags, n.env);
     expect(r.errors.map((e) => e.msg)).toEqual(
@@ -258,7 +290,9 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
         deviceID: "0000:3b:02.1",
         runtimeConfig: { deviceID: "0000:3b:02.1" },
       });
-      expect(renderExplanation(r)).toContain("device: 0000:3b:02.1 of intel.com/sriov (allocated by kubelet)");
+      expect(renderExplanation(r)).toContain(
+        "device: 0000:3b:02.1 of intel.com/sriov (allocated by kubelet)",
+      );
     } finally {
       await kubelet.close();
     }
@@ -284,7 +318,10 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     const r = await explain(undefined, { ...n.flags, file: podFile, nads: nadDir }, n.env);
     expect(r.errors).toEqual([]);
     expect(r.pod).toBe(`${NS}/web`);
-    expect(r.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual(["default-net@eth0", "demo/blue@fast0"]);
+    expect(r.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual([
+      "default-net@eth0",
+      "demo/blue@fast0",
+    ]);
   });
 
   it("against the API server: reads the pod and NADs, writes nothing (no status, no event)", async () => {
@@ -298,7 +335,10 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
         annotations: { "k8s.v1.cni.cncf.io/networks": "blue,missing-one" },
       },
     });
-    api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
+    api.addNad({
+      metadata: { namespace: NS, name: "blue" },
+      spec: { config: JSON.stringify(noopConf()) },
+    });
     const n = node([], { kubeconfig });
     const r = await explain(`${NS}/web`, n.flags, n.env);
     expect(r.errors.map((e) => e.msg).join()).toContain("missing-one");
@@ -323,14 +363,18 @@ describe("plexus validate: can this node run the NAD", () => {
     const { reports, notes } = await validate(`${NS}/listy`, n.flags, n.env);
     expect(notes).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/`namespaceIsolaton` is not a Plexus key; did you mean `namespaceIsolation`\?/),
+        expect.stringMatching(
+          /`namespaceIsolaton` is not a Plexus key; did you mean `namespaceIsolation`\?/,
+        ),
       ]),
     );
     expect(reports[0]!.findings).toEqual(
       expect.arrayContaining([
         {
           level: "warning",
-          msg: expect.stringMatching(/`disableChek` is not a conflist key .*did you mean `disableCheck`\?/),
+          msg: expect.stringMatching(
+            /`disableChek` is not a conflist key .*did you mean `disableCheck`\?/,
+          ),
         },
         { level: "ok", msg: expect.stringContaining("config parses (from spec.config): noop") },
       ]),
@@ -339,10 +383,16 @@ describe("plexus validate: can this node run the NAD", () => {
 
   it("reports a missing binary, a typo, overlapping ranges on one bridge, an undeclared capability a pod requests, and a cniVersion the plugin does not speak", async () => {
     const old = join(sb.binDir, "old-plugin");
-    writeFileSync(old, `#!/bin/sh\necho '{"cniVersion":"0.4.0","supportedVersions":["0.3.1","0.4.0"]}'\n`);
+    writeFileSync(
+      old,
+      `#!/bin/sh\necho '{"cniVersion":"0.4.0","supportedVersions":["0.3.1","0.4.0"]}'\n`,
+    );
     chmodSync(old, 0o755);
     sb.installPlugin("bridge");
-    const hostLocal = (subnet: string, extra = {}) => ({ type: "host-local", ranges: [[{ subnet, ...extra }]] });
+    const hostLocal = (subnet: string, extra = {}) => ({
+      type: "host-local",
+      ranges: [[{ subnet, ...extra }]],
+    });
     const n = node([
       nad("absent", noopConf({ type: "absent-plugin" })),
       nad("typo", '{"cniVersion":"1.0.0","type":"noop",}'),
@@ -355,7 +405,10 @@ describe("plexus validate: can this node run the NAD", () => {
           ipam: hostLocal("10.9.0.0/24", { rangeStart: "10.9.0.100", rangeEnd: "10.9.0.200" }),
         }),
       ),
-      nad("elsewhere", noopConf({ type: "bridge", bridge: "br-y", ipam: hostLocal("10.9.0.0/24") })),
+      nad(
+        "elsewhere",
+        noopConf({ type: "bridge", bridge: "br-y", ipam: hostLocal("10.9.0.0/24") }),
+      ),
       nad("outside", noopConf({ ipam: hostLocal("10.8.0.0/24", { rangeEnd: "10.8.1.9" }) })),
       nad("plain", noopConf()),
       nad("old", { cniVersion: "1.0.0", type: "old-plugin" }),
@@ -381,7 +434,9 @@ describe("plexus validate: can this node run the NAD", () => {
         'pod demo/web: network demo/plain (config "plain"): the pod requests "deviceID", but no plugin of the network declares that capability',
       ),
     ]);
-    expect(of("old").join()).toContain("does not speak the network's cniVersion 1.0.0 (it speaks 0.3.1, 0.4.0)");
+    expect(of("old").join()).toContain(
+      "does not speak the network's cniVersion 1.0.0 (it speaks 0.3.1, 0.4.0)",
+    );
   });
 
   it("macvlan, ipvlan, vlan master and host-device device must exist on the node; a bridge not", async () => {
@@ -406,7 +461,9 @@ describe("plexus validate: can this node run the NAD", () => {
     ]);
     expect(of("mv-lo")).toEqual([]);
     expect(of("mv-default")).toEqual([]);
-    expect(of("ipv-case")).toEqual([expect.stringContaining('plugin ipvlan: master "plx-absent1" does not exist')]);
+    expect(of("ipv-case")).toEqual([
+      expect.stringContaining('plugin ipvlan: master "plx-absent1" does not exist'),
+    ]);
     expect(of("vlan-bad-name")).toEqual([expect.stringContaining("is not a valid interface name")]);
     expect(of("hd-absent")).toEqual([
       expect.stringContaining('plugin host-device: device "plx-absent2" does not exist'),
@@ -417,7 +474,9 @@ describe("plexus validate: can this node run the NAD", () => {
   it("one NAD by name, or from --file; a NAD that does not exist is an error", async () => {
     const n = node([nad("blue", noopConf())]);
     const one = await validate(`${NS}/blue`, n.flags, n.env);
-    expect(one.reports.map((r) => [r.nad, r.findings.map((f) => f.level)])).toEqual([[`${NS}/blue`, ["ok", "ok"]]]);
+    expect(one.reports.map((r) => [r.nad, r.findings.map((f) => f.level)])).toEqual([
+      [`${NS}/blue`, ["ok", "ok"]],
+    ]);
     const file = join(sb.root, "typo.yaml");
     writeFileSync(file, JSON.stringify(nad("blue", '{"cniVersion":"1.0.0","type":"noop"')));
     const fromFile = await validate(undefined, { ...n.flags, file }, n.env);
@@ -434,13 +493,20 @@ describe("plexus validate: can this node run the NAD", () => {
   it("against the API server: lists every NAD and this node's pods, writes nothing", async () => {
     api = await startFakeApiServer();
     const kubeconfig = writeKubeconfig(api, { dir: sb.root });
-    api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
+    api.addNad({
+      metadata: { namespace: NS, name: "blue" },
+      spec: { config: JSON.stringify(noopConf()) },
+    });
     api.addNad({ metadata: { namespace: NS, name: "bad" }, spec: { config: "{" } });
     api.addPod({
       metadata: {
         namespace: NS,
         name: "web",
-        annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.1" }]) },
+        annotations: {
+          "k8s.v1.cni.cncf.io/networks": JSON.stringify([
+            { name: "blue", deviceID: "0000:03:00.1" },
+          ]),
+        },
       },
       spec: { nodeName: "node-1" },
     });
@@ -448,25 +514,36 @@ describe("plexus validate: can this node run the NAD", () => {
       metadata: {
         namespace: NS,
         name: "other",
-        annotations: { "k8s.v1.cni.cncf.io/networks": JSON.stringify([{ name: "blue", deviceID: "0000:03:00.2" }]) },
+        annotations: {
+          "k8s.v1.cni.cncf.io/networks": JSON.stringify([
+            { name: "blue", deviceID: "0000:03:00.2" },
+          ]),
+        },
       },
       spec: { nodeName: "node-2" },
     });
     const n = node([], { kubeconfig });
-    const { reports } = await validate(undefined, { ...n.flags, all: true, nodeName: "node-1" }, n.env);
+    const { reports } = await validate(
+      undefined,
+      { ...n.flags, all: true, nodeName: "node-1" },
+      n.env,
+    );
     const errors = Object.fromEntries(
       reports.map((r) => [r.nad, r.findings.filter((f) => f.level === "error").map((f) => f.msg)]),
     );
     expect(errors[`${NS}/bad`]!.join()).toContain("not valid JSON");
     // Only node-1's pod is checked.
     expect(errors[`${NS}/blue`]).toEqual([
-      expect.stringContaining('pod demo/web: network demo/blue (config "blue"): the pod requests "deviceID"'),
+      expect.stringContaining(
+        'pod demo/web: network demo/blue (config "blue"): the pod requests "deviceID"',
+      ),
     ]);
     expect(api.requests.filter((q) => q.method !== "GET")).toEqual([]);
     expect(
       api.requests.some(
         (q) =>
-          q.path === "/api/v1/pods" && new URLSearchParams(q.query).get("fieldSelector") === "spec.nodeName=node-1",
+          q.path === "/api/v1/pods" &&
+          new URLSearchParams(q.query).get("fieldSelector") === "spec.nodeName=node-1",
       ),
     ).toBe(true);
   });
@@ -512,7 +589,9 @@ describe("plexus doctor: the node in one screen", () => {
       {
         level: "error",
         subject: "default network",
-        msg: expect.stringMatching(/default-net .*plugin type="gone-primary" is missing.*: every ADD fails/),
+        msg: expect.stringMatching(
+          /default-net .*plugin type="gone-primary" is missing.*: every ADD fails/,
+        ),
       },
     ]);
     expect(d[0]!.msg).toContain(sb.binDir);
@@ -553,7 +632,10 @@ describe("plexus doctor: the node in one screen", () => {
   it("the daemon's socket: synced caches with their sizes; a socket file nobody answers on is an error", async () => {
     api = await startFakeApiServer();
     const kubeconfig = writeKubeconfig(api, { dir: sb.root });
-    api.addNad({ metadata: { namespace: NS, name: "blue" }, spec: { config: JSON.stringify(noopConf()) } });
+    api.addNad({
+      metadata: { namespace: NS, name: "blue" },
+      spec: { config: JSON.stringify(noopConf()) },
+    });
     api.addPod({ metadata: { namespace: NS, name: "web" }, spec: { nodeName: "node-1" } });
     const socket = join(sb.root, "plexus.sock");
     const d = await startDaemon(
@@ -564,8 +646,13 @@ describe("plexus doctor: the node in one screen", () => {
     try {
       const n = node([], { kubeconfig, daemonSocket: socket });
       await expect
-        .poll(async () => (await doctor(n.flags, n.env)).find((c) => c.subject === "daemon"), { timeout: 5000 })
-        .toMatchObject({ level: "ok", msg: `${socket}: caches synced (1 pod(s) of this node, 1 NAD(s))` });
+        .poll(async () => (await doctor(n.flags, n.env)).find((c) => c.subject === "daemon"), {
+          timeout: 5000,
+        })
+        .toMatchObject({
+          level: "ok",
+          msg: `${socket}: caches synced (1 pod(s) of this node, 1 NAD(s))`,
+        });
     } finally {
       await d.stop();
     }
@@ -618,7 +705,10 @@ describe("plexus doctor: the node in one screen", () => {
       JSON.stringify({ cniVersion: "1.0.0", name: "other", plugins: [{ type: "bridge" }] }),
     );
     const confFile = join(sb.root, "plexus.json");
-    writeFileSync(confFile, JSON.stringify({ ...n.stdinConf, readinessindicatorfile: join(sb.root, "never") }));
+    writeFileSync(
+      confFile,
+      JSON.stringify({ ...n.stdinConf, readinessindicatorfile: join(sb.root, "never") }),
+    );
     const checks = await doctor({ ...n.flags, config: confFile }, n.env);
     expect(checks.find((c) => c.subject === "runtime config")).toMatchObject({
       level: "error",
@@ -632,7 +722,11 @@ describe("plexus records: list, show, rm --teardown", () => {
   function capture() {
     const out: string[] = [];
     const err: string[] = [];
-    return { io: { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) }, out, err };
+    return {
+      io: { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) },
+      out,
+      err,
+    };
   }
 
   it("a record whose sandbox is gone: listed as stale, shown, torn down with DEL's code (every plugin DELed), then removed", async () => {
@@ -700,7 +794,14 @@ describe("plexus records: list, show, rm --teardown", () => {
 
   it("an unknown ID is an error naming the directory", async () => {
     const c = capture();
-    expect(await recordsMain("show", "nope", { cniDir: sb.cniDir, cniConfDir: join(sb.root, "none") }, c.io)).toBe(1);
+    expect(
+      await recordsMain(
+        "show",
+        "nope",
+        { cniDir: sb.cniDir, cniConfDir: join(sb.root, "none") },
+        c.io,
+      ),
+    ).toBe(1);
     expect(c.err.join("")).toContain(`no record "nope" in ${join(sb.cniDir, "records")}`);
   });
 });

@@ -26,7 +26,11 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
     const conf = sb.config(
       [
         sb.delegate("net-a", {
-          extra: { capabilities: { portMappings: true }, bridge: "cni0", ipam: { type: "host-local" } },
+          extra: {
+            capabilities: { portMappings: true },
+            bridge: "cni0",
+            ipam: { type: "host-local" },
+          },
         }),
         sb.delegate("net-b", { cniVersion: "0.4.0" }),
       ],
@@ -40,7 +44,12 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
     expect(del.code, del.stdout).toBe(0);
 
     const calls = sb.invocations();
-    expect(calls.map((c) => `${c.command} ${c.network}`)).toEqual(["ADD net-a", "ADD net-b", "DEL net-b", "DEL net-a"]);
+    expect(calls.map((c) => `${c.command} ${c.network}`)).toEqual([
+      "ADD net-a",
+      "ADD net-b",
+      "DEL net-b",
+      "DEL net-a",
+    ]);
     const [addA, addB, delB, delA] = calls as [
       (typeof calls)[0],
       (typeof calls)[0],
@@ -96,7 +105,11 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
     const { sb } = ctx;
     const logFile = join(sb.root, "plexus.log");
     const conf = sb.config(
-      [sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: hello from the delegate's stderr\n" } } })],
+      [
+        sb.delegate("net-a", {
+          behaviours: { ADD: { stderr: "noop: hello from the delegate's stderr\n" } },
+        }),
+      ],
       {
         logFile,
         logLevel: "verbose",
@@ -113,10 +126,13 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
 
   it("C4.1 with logToStderr the delegate's stderr goes to Plexus's stderr", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: to stderr please\n" } } })], {
-      logLevel: "verbose",
-      logToStderr: true,
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { behaviours: { ADD: { stderr: "noop: to stderr please\n" } } })],
+      {
+        logLevel: "verbose",
+        logToStderr: true,
+      },
+    );
     const r = await sb.run("ADD", conf);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("to stderr please");
@@ -138,23 +154,34 @@ describe("K2 K3 input shaped as containerd sends it", () => {
       const r = await sb.run(verb, conf, { CNI_ARGS: orders[i] });
       expect(r.code, `${verb}: ${r.stdout}`).toBe(0);
     }
-    expect(sb.invocations().map((c) => [c.command, c.cniEnv.CNI_ARGS])).toEqual(verbs.map((v, i) => [v, orders[i]]));
+    expect(sb.invocations().map((c) => [c.command, c.cniEnv.CNI_ARGS])).toEqual(
+      verbs.map((v, i) => [v, orders[i]]),
+    );
     expect(sb.recordFiles()).toEqual([]);
   });
 
   it("K3 K4 a compact, key-sorted config with Go-named capability values works; only declared capabilities reach the delegate, verbatim", async () => {
     const { sb } = ctx;
     const ports = [{ ContainerPort: 80, HostIP: "", HostPort: 8080, Protocol: "tcp" }];
-    const annotations = { "k8s.v1.cni.cncf.io/networks": "", "io.kubernetes.cri.sandbox-id": "ctr1" };
-    const conf = sb.config([sb.delegate("net-a", { extra: { capabilities: { portMappings: true } } })], {
-      capabilities: { portMappings: true, "io.kubernetes.cri.pod-annotations": true },
-      runtimeConfig: { portMappings: ports, "io.kubernetes.cri.pod-annotations": annotations },
-    });
+    const annotations = {
+      "k8s.v1.cni.cncf.io/networks": "",
+      "io.kubernetes.cri.sandbox-id": "ctr1",
+    };
+    const conf = sb.config(
+      [sb.delegate("net-a", { extra: { capabilities: { portMappings: true } } })],
+      {
+        capabilities: { portMappings: true, "io.kubernetes.cri.pod-annotations": true },
+        runtimeConfig: { portMappings: ports, "io.kubernetes.cri.pod-annotations": annotations },
+      },
+    );
     const text = sortedCompactJson(conf);
     expect(text).not.toMatch(/\s"|":\s/); // compact
     const add = await sb.run("ADD", text, { CNI_ARGS: POD_ARGS.join(";") });
     expect(add.code, add.stdout).toBe(0);
-    expect(singleJson(add.stdout)).toMatchObject({ cniVersion: "1.0.0", ips: [{ address: "10.1.2.3/24" }] });
+    expect(singleJson(add.stdout)).toMatchObject({
+      cniVersion: "1.0.0",
+      ips: [{ address: "10.1.2.3/24" }],
+    });
     const del = await sb.run("DEL", text, { CNI_ARGS: POD_ARGS.join(";") });
     expect(del.code, del.stdout).toBe(0);
     const [a] = sb.invocations();
@@ -173,10 +200,13 @@ describe("B18 large runtimeConfig", () => {
     }));
     const annotations: Record<string, string> = {};
     for (let i = 0; i < 200; i++) annotations[`example.com/a${i}`] = "x".repeat(1000);
-    const conf = sb.config([sb.delegate("net-a", { extra: { capabilities: { portMappings: true } } })], {
-      capabilities: { portMappings: true, "io.kubernetes.cri.pod-annotations": true },
-      runtimeConfig: { portMappings: ports, "io.kubernetes.cri.pod-annotations": annotations },
-    });
+    const conf = sb.config(
+      [sb.delegate("net-a", { extra: { capabilities: { portMappings: true } } })],
+      {
+        capabilities: { portMappings: true, "io.kubernetes.cri.pod-annotations": true },
+        runtimeConfig: { portMappings: ports, "io.kubernetes.cri.pod-annotations": annotations },
+      },
+    );
     const add = await sb.run("ADD", conf);
     expect(add.code, add.stdout).toBe(0);
     const [a] = sb.invocations();
@@ -196,7 +226,10 @@ describe("C2.8 STATUS", () => {
   it("C2.8 is forwarded to 1.1.0 delegates only, with no container env; success prints nothing", async () => {
     const { sb } = ctx;
     const conf = sb.config(
-      [sb.delegate("net-a", { cniVersion: "1.1.0" }), sb.delegate("net-b", { cniVersion: "1.0.0" })],
+      [
+        sb.delegate("net-a", { cniVersion: "1.1.0" }),
+        sb.delegate("net-b", { cniVersion: "1.0.0" }),
+      ],
       { cniVersion: "1.1.0" },
     );
     const r = await sb.run("STATUS", conf);
@@ -214,7 +247,9 @@ describe("C2.8 STATUS", () => {
       [
         sb.delegate("net-a", {
           cniVersion: "1.1.0",
-          behaviours: { STATUS: { do: "error", error: { code: 50, msg: "no IPs left in the pool" } } },
+          behaviours: {
+            STATUS: { do: "error", error: { code: 50, msg: "no IPs left in the pool" } },
+          },
         }),
       ],
       {
@@ -232,18 +267,28 @@ describe("C2.8 STATUS", () => {
 describe("C2.9 GC", () => {
   function gcConfig() {
     const { sb } = ctx;
-    return sb.config([sb.delegate("net-a", { cniVersion: "1.1.0" }), sb.delegate("net-b", { cniVersion: "1.1.0" })], {
-      cniVersion: "1.1.0",
-    });
+    return sb.config(
+      [
+        sb.delegate("net-a", { cniVersion: "1.1.0" }),
+        sb.delegate("net-b", { cniVersion: "1.1.0" }),
+      ],
+      {
+        cniVersion: "1.1.0",
+      },
+    );
   }
 
   it("C2.9 tears down containers the runtime no longer lists and forwards GC with the still-valid attachments", async () => {
     const { sb } = ctx;
     const conf = gcConfig();
-    for (const id of ["keep1", "gone2"]) expect((await sb.run("ADD", conf, { CNI_CONTAINERID: id })).code).toBe(0);
+    for (const id of ["keep1", "gone2"])
+      expect((await sb.run("ADD", conf, { CNI_CONTAINERID: id })).code).toBe(0);
     expect(sb.recordFiles()).toEqual(["gone2-eth0.json", "keep1-eth0.json"]);
 
-    const r = await sb.run("GC", { ...conf, "cni.dev/valid-attachments": [{ containerID: "keep1", ifname: "eth0" }] });
+    const r = await sb.run("GC", {
+      ...conf,
+      "cni.dev/valid-attachments": [{ containerID: "keep1", ifname: "eth0" }],
+    });
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toBe("");
     const after = sb.invocations().slice(4);

@@ -49,7 +49,12 @@ function plantedRecord(containerId: string, ifName: string, conf: Record<string,
     cniVersion: "1.0.0",
     cniArgs: "",
     attachments: [
-      { network: "net-a", ifName, isDefault: true, conf: { cniVersion: "1.0.0", name: "net-a", plugins: [conf] } },
+      {
+        network: "net-a",
+        ifName,
+        isDefault: true,
+        conf: { cniVersion: "1.0.0", name: "net-a", plugins: [conf] },
+      },
     ],
   };
 }
@@ -62,9 +67,16 @@ describe("B71 record contents never become paths", () => {
     const records = join(sb.cniDir, "records");
     mkdirSync(records, { recursive: true });
     // What the old code would have removed: <root>/victim-eth0.json (the record), <root>/victim-eth0.lock (its lock).
-    for (const victim of ["victim-eth0.json", "victim-eth0.lock"]) writeFileSync(join(sb.root, victim), "keep me");
-    writeFileSync(join(records, "evil-eth0.json"), JSON.stringify(plantedRecord("../../victim", "eth0", delegate)));
-    writeFileSync(join(records, "evil2-x.json"), JSON.stringify(plantedRecord("evil2", "../../../x", delegate)));
+    for (const victim of ["victim-eth0.json", "victim-eth0.lock"])
+      writeFileSync(join(sb.root, victim), "keep me");
+    writeFileSync(
+      join(records, "evil-eth0.json"),
+      JSON.stringify(plantedRecord("../../victim", "eth0", delegate)),
+    );
+    writeFileSync(
+      join(records, "evil2-x.json"),
+      JSON.stringify(plantedRecord("evil2", "../../../x", delegate)),
+    );
     const before = snapshot(sb.root, [sb.logPath]);
 
     const gc = await sb.run("GC", { ...conf, "cni.dev/valid-attachments": [] });
@@ -76,7 +88,10 @@ describe("B71 record contents never become paths", () => {
     expect(stamp).toBe("");
     expect(afterGc).toEqual(before);
 
-    const list = await runPlexus({ args: ["records", "list", "--cni-dir", sb.cniDir, "-o", "json"], env: OPS_ENV });
+    const list = await runPlexus({
+      args: ["records", "list", "--cni-dir", sb.cniDir, "-o", "json"],
+      env: OPS_ENV,
+    });
     expect(list.code, list.stderr).toBe(0);
     const listed = JSON.parse(list.stdout) as Array<{ id: string; state: string; why: string }>;
     expect(listed.map((r) => [r.id, r.state])).toEqual([
@@ -107,7 +122,9 @@ describe("B71 record contents never become paths", () => {
 describe("B72 FIFOs where state files belong", () => {
   it("B72 FIFOs in records/ and results/: records list, doctor and GC each finish within 5 s", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { cniVersion: "1.1.0" })], { cniVersion: "1.1.0" });
+    const conf = sb.config([sb.delegate("net-a", { cniVersion: "1.1.0" })], {
+      cniVersion: "1.1.0",
+    });
     // A real record and cached result beside the FIFOs: the tools still see them.
     expect((await sb.run("ADD", conf)).code).toBe(0);
     execFileSync("mkfifo", [join(sb.cniDir, "records", "fifo-eth0.json")]);
@@ -129,12 +146,23 @@ describe("B72 FIFOs where state files belong", () => {
     expect(list.stdout).toMatch(/ctr1-eth0\s+ok/);
     expect(list.stdout).toMatch(/fifo-eth0\s+corrupt.*not read: it is a FIFO, not a regular file/);
 
-    const doctor = await runPlexus({ args: ["doctor", "--cni-conf-dir", confDir], env: OPS_ENV, timeoutMs: 10_000 });
+    const doctor = await runPlexus({
+      args: ["doctor", "--cni-conf-dir", confDir],
+      env: OPS_ENV,
+      timeoutMs: 10_000,
+    });
     expect(doctor.timedOut).toBe(false);
     expect(doctor.durationMs).toBeLessThan(5000);
-    expect(doctor.stdout + doctor.stderr).toMatch(/corrupt record.*fifo-eth0: not read: it is a FIFO/);
+    expect(doctor.stdout + doctor.stderr).toMatch(
+      /corrupt record.*fifo-eth0: not read: it is a FIFO/,
+    );
 
-    const gc = await sb.run("GC", { ...conf, "cni.dev/valid-attachments": [] }, {}, { timeoutMs: 10_000 });
+    const gc = await sb.run(
+      "GC",
+      { ...conf, "cni.dev/valid-attachments": [] },
+      {},
+      { timeoutMs: 10_000 },
+    );
     expect(gc.timedOut).toBe(false);
     expect(gc.durationMs).toBeLessThan(5000);
     expect(gc.code, gc.stdout + gc.stderr).toBe(0);
@@ -147,7 +175,11 @@ describe("B72 a FIFO in place of a container's cached result", () => {
   it("B72 DEL goes on without prevResult (a warning), finishes at once, exits 0 and removes the FIFO", async () => {
     const { sb } = ctx;
     const logFile = join(sb.root, "plexus.log");
-    const conf = sb.config([sb.delegate("net-a")], { logFile, logLevel: "verbose", logToStderr: false });
+    const conf = sb.config([sb.delegate("net-a")], {
+      logFile,
+      logLevel: "verbose",
+      logToStderr: false,
+    });
     expect((await sb.run("ADD", conf)).code).toBe(0);
     const [entry] = sb.resultFiles();
     rmSync(join(sb.cniDir, "results", entry!));
@@ -157,7 +189,10 @@ describe("B72 a FIFO in place of a container's cached result", () => {
     expect(del.durationMs).toBeLessThan(5000);
     expect(del.code, del.stdout).toBe(0);
     expect(del.stdout).toBe("");
-    const delStdin = sb.invocations().find((i) => i.command === "DEL")!.stdin as Record<string, unknown>;
+    const delStdin = sb.invocations().find((i) => i.command === "DEL")!.stdin as Record<
+      string,
+      unknown
+    >;
     expect(delStdin).not.toHaveProperty("prevResult");
     expect(readFileSync(logFile, "utf8")).toMatch(/cached result unreadable; DEL without it/);
     expect(sb.resultFiles()).toEqual([]);
@@ -213,7 +248,11 @@ describe("B74 log rotation in the executable", () => {
       utimesSync(join(logDir, sibling), old, old);
     }
     writeFileSync(join(logDir, "plexus.log.rotate-lock"), "");
-    utimesSync(join(logDir, "plexus.log.rotate-lock"), Date.now() / 1000 - 120, Date.now() / 1000 - 120);
+    utimesSync(
+      join(logDir, "plexus.log.rotate-lock"),
+      Date.now() / 1000 - 120,
+      Date.now() / 1000 - 120,
+    );
     const conf = sb.config([sb.delegate("net-a")], {
       logFile,
       logLevel: "info",
@@ -239,7 +278,9 @@ describe("B74 log rotation in the executable", () => {
 describe("records rm --teardown takes the container's lock", () => {
   it("records rm --teardown waits for an ADD that holds the container's lock, then finds its rollback did the work: one DEL, never alongside the ADD", async () => {
     const { sb } = ctx;
-    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } })], { addTimeoutSeconds: 2 });
+    const conf = sb.config([sb.delegate("net-a", { behaviours: { ADD: { do: "hang" } } })], {
+      addTimeoutSeconds: 2,
+    });
     const add = sb.run("ADD", conf);
     await expect.poll(() => sb.calls(), { timeout: 5000, interval: 20 }).toEqual(["ADD net-a"]);
     expect(sb.recordFiles()).toEqual(["ctr1-eth0.json"]);
@@ -268,9 +309,13 @@ describe("B72 what sits at a container's lock path", () => {
     mkdirSync(join(sb.cniDir, "locks"), { recursive: true });
     execFileSync("mkfifo", [lock]);
     // Held open read-write (so reading it would wait for data, not for a writer) and flocked.
-    const holder = spawn("bash", ["-c", 'exec 9<>"$1"; flock 9; echo locked; exec sleep 30', "_", lock], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const holder = spawn(
+      "bash",
+      ["-c", 'exec 9<>"$1"; flock 9; echo locked; exec sleep 30', "_", lock],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     onTestFinished(() => void holder.kill("SIGKILL"));
     await new Promise((resolve) => holder.stdout.once("data", resolve));
     const add = await sb.run("ADD", conf, {}, { timeoutMs: 10_000 });

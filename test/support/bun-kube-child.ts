@@ -20,11 +20,16 @@ let kube: KubeApi | undefined;
 
 async function answer(ask: Ask): Promise<unknown> {
   if (ask.op === "open") {
-    kube = await loadKubeApi({ kubeconfig: ask.kubeconfig }, { client: { ...ask.client, shortLived: true } });
+    kube = await loadKubeApi(
+      { kubeconfig: ask.kubeconfig },
+      { client: { ...ask.client, shortLived: true } },
+    );
     if (!kube) throw new Error("no client");
     return null;
   }
-  const fn = (kube as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[ask.method ?? ""];
+  const fn = (kube as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
+    ask.method ?? ""
+  ];
   if (typeof fn !== "function") throw new Error(`no method ${ask.method}`);
   return fn.apply(kube, ask.args ?? []);
 }
@@ -32,7 +37,9 @@ async function answer(ask: Ask): Promise<unknown> {
 async function reply(ask: Ask): Promise<void> {
   try {
     const value = await answer(ask);
-    process.stdout.write(`${JSON.stringify({ id: ask.id, ok: true, value, requestCount: kube?.requestCount ?? 0 })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ id: ask.id, ok: true, value, requestCount: kube?.requestCount ?? 0 })}\n`,
+    );
   } catch (err) {
     const e = err as { code?: unknown; message?: string; name?: string };
     const error = { code: e.code, message: e.message ?? String(err), name: e.name };
@@ -43,4 +50,5 @@ async function reply(ask: Ask): Promise<void> {
 }
 
 // Each request is answered when it is done, not in turn: calls a test makes at once run at once.
-for await (const line of console as unknown as AsyncIterable<string>) void reply(JSON.parse(line) as Ask);
+for await (const line of console as unknown as AsyncIterable<string>)
+  void reply(JSON.parse(line) as Ask);

@@ -32,7 +32,8 @@ export async function bunKubeApi(kubeconfig: string, client: KubeClientOptions):
   const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.once("exit", () => {
     exited = true;
-    for (const w of waiting.values()) w({ id: -1, ok: false, error: { message: "bun child exited" }, requestCount });
+    for (const w of waiting.values())
+      w({ id: -1, ok: false, error: { message: "bun child exited" }, requestCount });
   });
   createInterface({ input: child.stdout! }).on("line", (line) => {
     const r = JSON.parse(line) as Reply;
@@ -47,7 +48,10 @@ export async function bunKubeApi(kubeconfig: string, client: KubeClientOptions):
     child.stdin!.write(`${JSON.stringify({ id, ...body })}\n`);
     return reply.then((r) => {
       if (r.ok) return r.value;
-      throw Object.assign(new Error(r.error?.message), { code: r.error?.code, name: r.error?.name ?? "Error" });
+      throw Object.assign(new Error(r.error?.message), {
+        code: r.error?.code,
+        name: r.error?.name ?? "Error",
+      });
     });
   };
   // Only plain data crosses the process boundary: no logger, no clock.

@@ -21,11 +21,17 @@ export type Manifest = {
 
 function kubectl(args: string[]): string {
   try {
-    return execFileSync("kubectl", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 60_000 });
+    return execFileSync("kubectl", args, {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 60_000,
+    });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     if (e.code === "ENOENT")
-      throw new Error("kubectl is not on PATH: the deploy/ tests render the manifests with `kubectl kustomize`");
+      throw new Error(
+        "kubectl is not on PATH: the deploy/ tests render the manifests with `kubectl kustomize`",
+      );
     throw new Error(`kubectl ${args.join(" ")} failed: ${e.stderr ?? e.message}`);
   }
 }

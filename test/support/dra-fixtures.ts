@@ -54,10 +54,19 @@ export function draScenario(o: ScenarioOptions): DraScenario {
   const nad = (name: string): Obj => ({
     apiVersion: "k8s.cni.cncf.io/v1",
     kind: "NetworkAttachmentDefinition",
-    metadata: { name, namespace: "app", annotations: { "k8s.v1.cni.cncf.io/resourceName": NETDRA } },
+    metadata: {
+      name,
+      namespace: "app",
+      annotations: { "k8s.v1.cni.cncf.io/resourceName": NETDRA },
+    },
     spec: { config: o.nadConfig(name) },
   });
-  const result = (driver: string, device: string, request: string) => ({ driver, pool: NODE, device, request });
+  const result = (driver: string, device: string, request: string) => ({
+    driver,
+    pool: NODE,
+    device,
+    request,
+  });
   const sc: DraScenario = {
     pod: {
       apiVersion: "v1",
@@ -70,13 +79,22 @@ export function draScenario(o: ScenarioOptions): DraScenario {
       },
       spec: {
         nodeName: NODE,
-        containers: [{ name: "app", image: "busybox", resources: { claims: [{ name: "net" }, { name: "gpu" }] } }],
+        containers: [
+          {
+            name: "app",
+            image: "busybox",
+            resources: { claims: [{ name: "net" }, { name: "gpu" }] },
+          },
+        ],
         resourceClaims: [
           { name: "net", resourceClaimTemplateName: "netdra-vfs" },
           { name: "gpu", resourceClaimName: GPU_CLAIM },
         ],
       },
-      status: { phase: "Pending", resourceClaimStatuses: [{ name: "net", resourceClaimName: NET_CLAIM }] },
+      status: {
+        phase: "Pending",
+        resourceClaimStatuses: [{ name: "net", resourceClaimName: NET_CLAIM }],
+      },
     },
     nads: [nad("netdra-a"), nad("netdra-b")],
     claims: [
@@ -84,12 +102,20 @@ export function draScenario(o: ScenarioOptions): DraScenario {
         apiVersion: "resource.k8s.io/v1",
         kind: "ResourceClaim",
         metadata: { name: NET_CLAIM, namespace: "app" },
-        spec: { devices: { requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }] } },
+        spec: {
+          devices: {
+            requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }],
+          },
+        },
         status: {
           allocation: {
-            devices: { results: [result(SRIOV_DRIVER, "vf-2", "vfs"), result(SRIOV_DRIVER, "vf-1", "vfs")] },
+            devices: {
+              results: [result(SRIOV_DRIVER, "vf-2", "vfs"), result(SRIOV_DRIVER, "vf-1", "vfs")],
+            },
             nodeSelector: {
-              nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [NODE] }] }],
+              nodeSelectorTerms: [
+                { matchFields: [{ key: "metadata.name", operator: "In", values: [NODE] }] },
+              ],
             },
           },
           reservedFor: [{ resource: "pods", name: "web", uid: "uid-web" }],
@@ -148,5 +174,9 @@ export function draScenario(o: ScenarioOptions): DraScenario {
 
 /** The scenario as one multi-document YAML-compatible JSON `List` (for fileClusterDir). */
 export function scenarioList(sc: DraScenario): string {
-  return JSON.stringify({ apiVersion: "v1", kind: "List", items: [sc.pod, ...sc.nads, ...sc.claims, ...sc.slices] });
+  return JSON.stringify({
+    apiVersion: "v1",
+    kind: "List",
+    items: [sc.pod, ...sc.nads, ...sc.claims, ...sc.slices],
+  });
 }

@@ -51,7 +51,9 @@ export interface TokenIssuer {
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
 
 /** An ES256 signer, as the API server's service-account key issues bound tokens. */
-export function createTokenIssuer(issuer = "https://kubernetes.default.svc.cluster.local"): TokenIssuer {
+export function createTokenIssuer(
+  issuer = "https://kubernetes.default.svc.cluster.local",
+): TokenIssuer {
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
   const kid = randomUUID();
   return {
@@ -69,11 +71,17 @@ export function createTokenIssuer(issuer = "https://kubernetes.default.svc.clust
           namespace: b.namespace,
           ...(b.node ? { node: { name: b.node, uid: `node-uid-${b.node}` } } : {}),
           ...(b.pod ? { pod: { name: b.pod, uid: `pod-uid-${b.namespace}-${b.pod}` } } : {}),
-          serviceaccount: { name: b.serviceAccount, uid: `sa-uid-${b.namespace}-${b.serviceAccount}` },
+          serviceaccount: {
+            name: b.serviceAccount,
+            uid: `sa-uid-${b.namespace}-${b.serviceAccount}`,
+          },
         },
       };
       const input = `${b64({ alg: "ES256", kid })}.${b64(claims)}`;
-      const sig = sign("sha256", Buffer.from(input), { key: privateKey, dsaEncoding: "ieee-p1363" });
+      const sig = sign("sha256", Buffer.from(input), {
+        key: privateKey,
+        dsaEncoding: "ieee-p1363",
+      });
       return `${input}.${sig.toString("base64url")}`;
     },
     authenticate(token) {
@@ -81,7 +89,8 @@ export function createTokenIssuer(issuer = "https://kubernetes.default.svc.clust
       if (parts.length !== 3) return undefined;
       const signed = Buffer.from(`${parts[0]}.${parts[1]}`);
       const sig = Buffer.from(parts[2]!, "base64url");
-      if (!verify("sha256", signed, { key: publicKey, dsaEncoding: "ieee-p1363" }, sig)) return undefined;
+      if (!verify("sha256", signed, { key: publicKey, dsaEncoding: "ieee-p1363" }, sig))
+        return undefined;
       const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString("utf8")) as Obj;
       if (typeof claims.exp !== "number" || claims.exp * 1000 <= Date.now()) return undefined;
       return userOfClaims(claims);
@@ -92,7 +101,9 @@ export function createTokenIssuer(issuer = "https://kubernetes.default.svc.clust
 /** serviceaccount.UserInfo: the user name, groups and extra of a bound token's claims. */
 function userOfClaims(claims: Obj): AdmissionUser {
   const k = claims["kubernetes.io"] as Obj;
-  const extra: Record<string, string[]> = { "authentication.kubernetes.io/credential-id": [`JTI=${claims.jti}`] };
+  const extra: Record<string, string[]> = {
+    "authentication.kubernetes.io/credential-id": [`JTI=${claims.jti}`],
+  };
   if (k.pod) {
     extra["authentication.kubernetes.io/pod-name"] = [k.pod.name];
     extra["authentication.kubernetes.io/pod-uid"] = [k.pod.uid];
@@ -104,7 +115,11 @@ function userOfClaims(claims: Obj): AdmissionUser {
   return {
     name: claims.sub,
     uid: k.serviceaccount.uid,
-    groups: ["system:serviceaccounts", `system:serviceaccounts:${k.namespace}`, "system:authenticated"],
+    groups: [
+      "system:serviceaccounts",
+      `system:serviceaccounts:${k.namespace}`,
+      "system:authenticated",
+    ],
     extra,
   };
 }
@@ -184,8 +199,11 @@ function refuseUnsupported(policy: Obj): void {
   const m = policy.spec?.matchConstraints ?? {};
   for (const k of ["excludeResourceRules", "namespaceSelector", "objectSelector"])
     if (m[k] && Object.keys(m[k]).length)
-      throw new Error(`fake admission: policy ${policy.metadata.name}: matchConstraints.${k} is not modelled`);
-  if (policy.spec?.auditAnnotations) throw new Error("fake admission: auditAnnotations are not modelled");
+      throw new Error(
+        `fake admission: policy ${policy.metadata.name}: matchConstraints.${k} is not modelled`,
+      );
+  if (policy.spec?.auditAnnotations)
+    throw new Error("fake admission: auditAnnotations are not modelled");
 }
 
 function compilePolicy(d: Obj): CompiledPolicy {
@@ -203,12 +221,17 @@ function compilePolicy(d: Obj): CompiledPolicy {
       expression: c.expression,
       program: compile(c.expression, at(`matchCondition ${c.name}`)),
     })),
-    variables: (s.variables ?? []).map((v: Obj) => ({ name: v.name, program: compile(v.expression, at(v.name)) })),
+    variables: (s.variables ?? []).map((v: Obj) => ({
+      name: v.name,
+      program: compile(v.expression, at(v.name)),
+    })),
     validations: (s.validations ?? []).map((v: Obj, i: number) => ({
       expression: v.expression,
       program: compile(v.expression, at(`validation ${i}`)),
       message: v.message,
-      messageProgram: v.messageExpression ? compile(v.messageExpression, at(`message ${i}`)) : undefined,
+      messageProgram: v.messageExpression
+        ? compile(v.messageExpression, at(`message ${i}`))
+        : undefined,
       reason: v.reason,
     })),
   };
@@ -220,7 +243,8 @@ export function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
   for (const d of docs) {
     if (d.kind === "ValidatingAdmissionPolicy") out.policies.push(compilePolicy(d));
     else if (d.kind === "ValidatingAdmissionPolicyBinding") {
-      if (d.spec?.matchResources) throw new Error("fake admission: a binding's matchResources is not modelled");
+      if (d.spec?.matchResources)
+        throw new Error("fake admission: a binding's matchResources is not modelled");
       out.bindings.push({
         name: d.metadata.name,
         policy: d.spec.policyName,
@@ -234,12 +258,14 @@ export function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
 
 /** A NamedRuleWithOperations against the request: `*`, `*` + `/*`, `pods/*`, `*` + `/status`. */
 export function ruleMatches(rule: Obj, r: AdmissionRequest): boolean {
-  const has = (list: unknown, v: string) => Array.isArray(list) && (list.includes("*") || list.includes(v));
+  const has = (list: unknown, v: string) =>
+    Array.isArray(list) && (list.includes("*") || list.includes(v));
   if (!has(rule.operations, r.operation) || !has(rule.apiGroups, r.resource.group)) return false;
   if (!has(rule.apiVersions, r.resource.version)) return false;
   return (rule.resources as string[]).some((pattern) => {
     const [res, sub = ""] = pattern.split("/");
-    if (!r.subResource) return !pattern.includes("/") && (res === "*" || res === r.resource.resource);
+    if (!r.subResource)
+      return !pattern.includes("/") && (res === "*" || res === r.resource.resource);
     return (res === "*" || res === r.resource.resource) && (sub === "*" || sub === r.subResource);
   });
 }
@@ -249,7 +275,8 @@ export function toCel(v: unknown): CelInput {
   if (v === null || v === undefined) return null;
   if (Array.isArray(v)) return v.map(toCel);
   if (typeof v === "number") return Number.isInteger(v) ? BigInt(v) : v;
-  if (typeof v === "object") return new Map(Object.entries(v as Obj).map(([k, x]) => [k, toCel(x)]));
+  if (typeof v === "object")
+    return new Map(Object.entries(v as Obj).map(([k, x]) => [k, toCel(x)]));
   return v as CelInput;
 }
 
@@ -269,7 +296,10 @@ function requestValue(r: AdmissionRequest): CelInput {
 type Decision = { message: string; reason: string };
 
 /** The message of a failed validation: messageExpression's string, else message, else the expression. */
-function failureMessage(v: CompiledPolicy["validations"][number], vars: Record<string, CelInput>): string {
+function failureMessage(
+  v: CompiledPolicy["validations"][number],
+  vars: Record<string, CelInput>,
+): string {
   const m = v.messageProgram?.(vars);
   if (typeof m === "string" && m.trim() && !m.includes("\n")) return m;
   return v.message?.trim() || `failed expression: ${v.expression}`;
@@ -299,7 +329,10 @@ function evalError(expression: string, got: unknown): Decision {
 }
 
 /** matchConditions: all true to apply; an error is the failurePolicy's (kube-apiserver's matcher). */
-function conditionsMatch(policy: CompiledPolicy, vars: Record<string, CelInput>): boolean | Decision {
+function conditionsMatch(
+  policy: CompiledPolicy,
+  vars: Record<string, CelInput>,
+): boolean | Decision {
   for (const c of policy.matchConditions) {
     const v = c.program(vars);
     if (v === false) return false;
@@ -312,7 +345,12 @@ function conditionsMatch(policy: CompiledPolicy, vars: Record<string, CelInput>)
 }
 
 /** Objects of a policy's paramKind for a binding (Pods: in the request's namespace, by selector). */
-export type ParamLookup = (q: { apiVersion: string; kind: string; namespace: string; selector: Obj }) => Obj[];
+export type ParamLookup = (q: {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  selector: Obj;
+}) => Obj[];
 
 function decisionsFor(q: {
   policy: CompiledPolicy;
@@ -324,12 +362,19 @@ function decisionsFor(q: {
   const { policy, binding } = q;
   if (!policy.paramKind) return validate(policy, { ...q.base, params: null });
   const ref = binding.paramRef;
-  if (!ref?.selector) throw new Error(`fake admission: binding ${binding.name}: only paramRef.selector is modelled`);
-  const params = q.paramsOf({ ...policy.paramKind, namespace: q.r.namespace, selector: ref.selector });
+  if (!ref?.selector)
+    throw new Error(`fake admission: binding ${binding.name}: only paramRef.selector is modelled`);
+  const params = q.paramsOf({
+    ...policy.paramKind,
+    namespace: q.r.namespace,
+    selector: ref.selector,
+  });
   if (params.length === 0) {
     if (ref.parameterNotFoundAction !== "Deny") return [];
     const why = "no params found for policy binding with `Deny` parameterNotFoundAction";
-    return policy.failurePolicy === "Fail" ? [{ message: `failed to configure binding: ${why}`, reason: "" }] : [];
+    return policy.failurePolicy === "Fail"
+      ? [{ message: `failed to configure binding: ${why}`, reason: "" }]
+      : [];
   }
   return params.flatMap((p) => validate(policy, { ...q.base, params: toCel(p) }));
 }
@@ -340,7 +385,9 @@ const REASON_CODES: Record<string, number> = { Forbidden: 403, Unauthorized: 401
 function denialOf(r: AdmissionRequest, message: string, reason: string): AdmissionDenial {
   const why = reason || "Invalid";
   const name = r.name || String(r.object?.metadata?.name ?? "");
-  const resource = r.resource.group ? `${r.resource.resource}.${r.resource.group}` : r.resource.resource;
+  const resource = r.resource.group
+    ? `${r.resource.resource}.${r.resource.group}`
+    : r.resource.resource;
   return {
     code: REASON_CODES[why] ?? 400,
     reason: why,
@@ -355,7 +402,11 @@ function denialOf(r: AdmissionRequest, message: string, reason: string): Admissi
 }
 
 /** Every binding's policy against one request, as the validating admission plugin runs them. */
-export function admit(p: AdmissionPolicies, r: AdmissionRequest, paramsOf: ParamLookup): AdmissionOutcome {
+export function admit(
+  p: AdmissionPolicies,
+  r: AdmissionRequest,
+  paramsOf: ParamLookup,
+): AdmissionOutcome {
   const out: AdmissionOutcome = { warnings: [], audit: [] };
   const base = { request: requestValue(r), object: toCel(r.object), oldObject: toCel(r.oldObject) };
   for (const binding of p.bindings) {
@@ -363,12 +414,14 @@ export function admit(p: AdmissionPolicies, r: AdmissionRequest, paramsOf: Param
     if (!policy?.rules.some((rule) => ruleMatches(rule, r))) continue;
     const matched = conditionsMatch(policy, { ...base, params: null, variables: new Map() });
     if (matched === false) continue;
-    const decisions = matched === true ? decisionsFor({ policy, binding, base, r, paramsOf }) : [matched];
+    const decisions =
+      matched === true ? decisionsFor({ policy, binding, base, r, paramsOf }) : [matched];
     const first = decisions[0];
     if (!first) continue;
     const where = `ValidatingAdmissionPolicy '${policy.name}' with binding '${binding.name}'`;
     for (const d of decisions) {
-      if (binding.actions.includes("Warn")) out.warnings.push(`Validation failed for ${where}: ${d.message}`);
+      if (binding.actions.includes("Warn"))
+        out.warnings.push(`Validation failed for ${where}: ${d.message}`);
       if (binding.actions.includes("Audit")) out.audit.push(`${where}: ${d.message}`);
     }
     if (binding.actions.includes("Deny") && !out.denial)
@@ -402,14 +455,20 @@ export interface FakeAdmission {
     oldObject: Obj | null;
   }): AdmissionOutcome;
   /** GET of an installed policy or binding (`plexus doctor` asks); undefined for other groups. */
-  serve(info: { apiGroup: string; resource: string; name: string }, method: string): [number, unknown] | undefined;
+  serve(
+    info: { apiGroup: string; resource: string; name: string },
+    method: string,
+  ): [number, unknown] | undefined;
   readonly audit: string[];
 }
 
 function labelsMatch(selector: Obj, o: Obj): boolean {
-  if (selector.matchExpressions?.length) throw new Error("fake admission: matchExpressions are not modelled");
+  if (selector.matchExpressions?.length)
+    throw new Error("fake admission: matchExpressions are not modelled");
   const labels = (o.metadata?.labels ?? {}) as Record<string, string>;
-  return Object.entries((selector.matchLabels ?? {}) as Record<string, string>).every(([k, v]) => labels[k] === v);
+  return Object.entries((selector.matchLabels ?? {}) as Record<string, string>).every(
+    ([k, v]) => labels[k] === v,
+  );
 }
 
 function notFound(resource: string, name: string): [number, unknown] {
@@ -443,7 +502,9 @@ export function createFakeAdmission(o: {
   const paramsOf: ParamLookup = (q) => {
     if (q.apiVersion !== "v1" || q.kind !== "Pod")
       throw new Error(`fake admission: paramKind ${q.kind} is not modelled`);
-    return [...o.pods()].filter((p) => p.metadata?.namespace === q.namespace && labelsMatch(q.selector, p));
+    return [...o.pods()].filter(
+      (p) => p.metadata?.namespace === q.namespace && labelsMatch(q.selector, p),
+    );
   };
   return {
     issueToken: (b) => issuer.issue({ ...b, namespace, serviceAccount }),
@@ -471,7 +532,8 @@ export function createFakeAdmission(o: {
         validatingadmissionpolicies: "ValidatingAdmissionPolicy",
         validatingadmissionpolicybindings: "ValidatingAdmissionPolicyBinding",
       }[info.resource];
-      if (method !== "GET" || !kind || !info.name) return [405, { kind: "Status", status: "Failure", code: 405 }];
+      if (method !== "GET" || !kind || !info.name)
+        return [405, { kind: "Status", status: "Failure", code: 405 }];
       const found = installed.find((d) => d.kind === kind && d.metadata?.name === info.name);
       return found ? [200, found] : notFound(info.resource, info.name);
     },

@@ -39,7 +39,12 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -55,7 +60,10 @@ const TLS_DIR = join(import.meta.dirname, "tls");
  * requests carry the service account's token and meet the shipped RBAC.
  */
 export const ADMIN_TOKEN = "plexus-test-admin";
-const ADMIN_USER: UserInfo = { name: "kubernetes-admin", groups: ["system:masters", "system:authenticated"] };
+const ADMIN_USER: UserInfo = {
+  name: "kubernetes-admin",
+  groups: ["system:masters", "system:authenticated"],
+};
 export const TEST_CA_PEM = readFileSync(join(TLS_DIR, "ca.crt"), "utf8");
 const SERVER_CERT = readFileSync(join(TLS_DIR, "server.crt"), "utf8");
 const SERVER_KEY = readFileSync(join(TLS_DIR, "server.key"), "utf8");
@@ -191,7 +199,9 @@ export interface FakeApiServer extends AsyncDisposable {
   token: string;
   readonly requests: LoggedRequest[];
   addPod(
-    pod: Partial<KubeObject> & { metadata: { name: string; namespace?: string } & Record<string, unknown> },
+    pod: Partial<KubeObject> & {
+      metadata: { name: string; namespace?: string } & Record<string, unknown>;
+    },
   ): KubeObject;
   getPod(namespace: string, name: string): KubeObject | undefined;
   /** Emits DELETED to watches; false (and nothing emitted) when the pod does not exist. */
@@ -309,12 +319,17 @@ function kustomizationDocs(dir: string, seen = new Set<string>(), out: Doc[] = [
   for (const r of (k.resources ?? []) as string[]) {
     const p = join(dirname(file), r);
     if (statSync(p).isDirectory()) out.push(...kustomizationDocs(p, seen));
-    else for (const d of loadAll(readFileSync(p, "utf8"))) if (d && typeof d === "object") out.push(d as Doc);
+    else
+      for (const d of loadAll(readFileSync(p, "utf8")))
+        if (d && typeof d === "object") out.push(d as Doc);
   }
-  for (const c of (k.components ?? []) as string[]) kustomizationDocs(join(dirname(file), c), seen, out);
+  for (const c of (k.components ?? []) as string[])
+    kustomizationDocs(join(dirname(file), c), seen, out);
   for (const { path } of (k.patches ?? []) as { path: string }[]) {
     const patch = loadAll(readFileSync(join(dirname(file), path), "utf8"))[0] as Doc;
-    const i = out.findIndex((d) => d.kind === patch.kind && d.metadata?.name === patch.metadata?.name);
+    const i = out.findIndex(
+      (d) => d.kind === patch.kind && d.metadata?.name === patch.metadata?.name,
+    );
     if (i < 0) throw new Error(`fake API server: patch ${path} in ${dir} matches no object`);
     out[i] = mergePatch(out[i], patch) as Doc;
   }
@@ -323,11 +338,17 @@ function kustomizationDocs(dir: string, seen = new Set<string>(), out: Doc[] = [
 
 /** The RBAC objects and service accounts Plexus ships (default: everything `kubectl apply -k deploy/` creates). */
 export function loadShippedRbac(dir = DEPLOY_DIR): RbacPolicy {
-  const policy: RbacPolicy = { clusterRoles: new Map(), roles: new Map(), bindings: [], serviceAccounts: [] };
+  const policy: RbacPolicy = {
+    clusterRoles: new Map(),
+    roles: new Map(),
+    bindings: [],
+    serviceAccounts: [],
+  };
   for (const d of kustomizationDocs(dir)) {
     const ns = d.metadata?.namespace as string | undefined;
     if (d.kind === "ClusterRole") policy.clusterRoles.set(d.metadata.name, d.rules ?? []);
-    else if (d.kind === "Role") policy.roles.set(`${ns ?? "default"}/${d.metadata.name}`, d.rules ?? []);
+    else if (d.kind === "Role")
+      policy.roles.set(`${ns ?? "default"}/${d.metadata.name}`, d.rules ?? []);
     else if (d.kind === "ClusterRoleBinding" || d.kind === "RoleBinding")
       policy.bindings.push({
         kind: d.kind,
@@ -345,18 +366,28 @@ export function loadShippedRbac(dir = DEPLOY_DIR): RbacPolicy {
 export function serviceAccountUser(namespace: string, name: string): UserInfo {
   return {
     name: `system:serviceaccount:${namespace}:${name}`,
-    groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`, "system:authenticated"],
+    groups: [
+      "system:serviceaccounts",
+      `system:serviceaccounts:${namespace}`,
+      "system:authenticated",
+    ],
   };
 }
 
-function appliesTo(s: Binding["subjects"][number], user: UserInfo, bindingNs: string | undefined): boolean {
+function appliesTo(
+  s: Binding["subjects"][number],
+  user: UserInfo,
+  bindingNs: string | undefined,
+): boolean {
   if (s.kind === "User") return s.name === user.name;
   if (s.kind === "Group") return user.groups.includes(s.name);
-  if (s.kind === "ServiceAccount") return user.name === `system:serviceaccount:${s.namespace ?? bindingNs}:${s.name}`;
+  if (s.kind === "ServiceAccount")
+    return user.name === `system:serviceaccount:${s.namespace ?? bindingNs}:${s.name}`;
   return false;
 }
 
-const has = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === "*" || x === v);
+const has = (list: string[] | undefined, v: string) =>
+  (list ?? []).some((x) => x === "*" || x === v);
 
 function ruleAllows(r: PolicyRule, a: RequestAttributes): boolean {
   if (!has(r.verbs, a.verb) || !has(r.apiGroups, a.apiGroup)) return false;
@@ -513,8 +544,10 @@ export const DRA_RESOURCE_DEFS = [
   },
 ] as const;
 
-export const draKindOf = (r: DraResource): string => DRA_RESOURCE_DEFS.find((d) => d.key === r)!.kind;
-export const isNamespacedDra = (r: DraResource): boolean => DRA_RESOURCE_DEFS.find((d) => d.key === r)!.namespaced;
+export const draKindOf = (r: DraResource): string =>
+  DRA_RESOURCE_DEFS.find((d) => d.key === r)!.kind;
+export const isNamespacedDra = (r: DraResource): boolean =>
+  DRA_RESOURCE_DEFS.find((d) => d.key === r)!.namespaced;
 
 const POD_FIELDS = new Set([
   "metadata.name",
@@ -613,7 +646,9 @@ function requestInfo(method: string, path: string, q: URLSearchParams): RequestI
     rest = rest.slice(2);
   }
   const [resource = "", name = "", subresource = ""] = rest;
-  let verb = VERBS[method] ?? (method === "DELETE" ? (name ? "delete" : "deletecollection") : name ? "get" : "list");
+  let verb =
+    VERBS[method] ??
+    (method === "DELETE" ? (name ? "delete" : "deletecollection") : name ? "get" : "list");
   if (TRUE.has(q.get("watch") ?? "")) verb = "watch";
   return { verb, apiGroup, apiVersion, namespace, resource, name, subresource };
 }
@@ -634,10 +669,17 @@ function parseFieldSelector(sel: string | null, resource: Resource): Filter {
     const term = raw.trim();
     if (!term) continue;
     const m = /^([^!=\s]+)\s*(==|!=|=)\s*(.*)$/.exec(term);
-    if (!m) throw new HttpError(400, `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`);
+    if (!m)
+      throw new HttpError(
+        400,
+        `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`,
+      );
     const [, field, op, value] = m as unknown as [string, string, string, string];
-    if (!defOf(resource).fields.has(field)) throw new HttpError(400, `field label not supported: ${field}`);
-    terms.push(op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value);
+    if (!defOf(resource).fields.has(field))
+      throw new HttpError(400, `field label not supported: ${field}`);
+    terms.push(
+      op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value,
+    );
   }
   return terms.length === 0 ? () => true : (o) => terms.every((t) => t(o));
 }
@@ -667,10 +709,16 @@ function parseLabelSelector(sel: string | null): Filter {
       terms.push((l) => !(k in l));
     } else if ((m = new RegExp(`^${KEY}\\s+(in|notin)\\s*\\(([^)]*)\\)$`).exec(term))) {
       const [k, op, list] = [m[1]!, m[2]!, new Set(m[3]!.split(",").map((v) => v.trim()))];
-      terms.push(op === "in" ? (l) => k in l && list.has(String(l[k])) : (l) => !(k in l) || !list.has(String(l[k])));
+      terms.push(
+        op === "in"
+          ? (l) => k in l && list.has(String(l[k]))
+          : (l) => !(k in l) || !list.has(String(l[k])),
+      );
     } else if ((m = new RegExp(`^${KEY}\\s*(==|!=|=)\\s*([-A-Za-z0-9_.]*)$`).exec(term))) {
       const [k, op, v] = [m[1]!, m[2]!, m[3]!];
-      terms.push(op === "!=" ? (l) => !(k in l) || String(l[k]) !== v : (l) => k in l && String(l[k]) === v);
+      terms.push(
+        op === "!=" ? (l) => !(k in l) || String(l[k]) !== v : (l) => k in l && String(l[k]) === v,
+      );
     } else if ((m = new RegExp(`^${KEY}$`).exec(term))) {
       const k = m[1]!;
       terms.push((l) => k in l);
@@ -711,7 +759,8 @@ function listOptions(q: URLSearchParams): ListOptions {
     throw new HttpError(400, `invalid resource version: ${JSON.stringify(o.resourceVersion)}`);
   const forbidden: string[] = [];
   if (o.match) {
-    if (!o.resourceVersion) forbidden.push("resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (!o.resourceVersion)
+      forbidden.push("resourceVersionMatch is forbidden unless resourceVersion is provided");
     if (o.continue) forbidden.push("resourceVersionMatch is forbidden when continue is provided");
     if (o.match !== "Exact" && o.match !== "NotOlderThan")
       throw invalidListOptions(`resourceVersionMatch: Unsupported value: "${o.match}"`);
@@ -719,7 +768,9 @@ function listOptions(q: URLSearchParams): ListOptions {
       forbidden.push('resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
   }
   if (forbidden.length)
-    throw invalidListOptions(forbidden.map((f) => `resourceVersionMatch: Forbidden: ${f}`).join(", "));
+    throw invalidListOptions(
+      forbidden.map((f) => `resourceVersionMatch: Forbidden: ${f}`).join(", "),
+    );
   if (o.continue && o.resourceVersion !== "" && o.resourceVersion !== "0")
     throw new HttpError(400, "specifying resource version is not allowed when using continue");
   return o;
@@ -763,8 +814,12 @@ function encodeContinue(rv: number, start: string): string {
 
 function decodeContinue(token: string): { rv: number; start: string } {
   try {
-    const t = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Record<string, unknown>;
-    if (t.v !== "meta.k8s.io/v1" || typeof t.rv !== "number" || typeof t.start !== "string") throw new Error();
+    const t = JSON.parse(Buffer.from(token, "base64url").toString("utf8")) as Record<
+      string,
+      unknown
+    >;
+    if (t.v !== "meta.k8s.io/v1" || typeof t.rv !== "number" || typeof t.start !== "string")
+      throw new Error();
     return { rv: t.rv, start: t.start };
   } catch {
     throw new HttpError(400, "continue key is not valid: the token does not decode");
@@ -833,7 +888,11 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
  * `$patch: delete` on such an element removes it.
  */
 export function strategicMergePatch(target: unknown, patch: unknown): unknown {
-  if (Array.isArray(patch) && Array.isArray(target) && patch.every((p) => isObject(p) && typeof p.name === "string")) {
+  if (
+    Array.isArray(patch) &&
+    Array.isArray(target) &&
+    patch.every((p) => isObject(p) && typeof p.name === "string")
+  ) {
     const out = [...target];
     for (const p of patch as Record<string, unknown>[]) {
       const i = out.findIndex((t) => isObject(t) && t.name === p.name);
@@ -863,7 +922,9 @@ async function loadFakeAdmission(
   opts: FakeApiServerOptions,
   o: { user: UserInfo; pods: () => Iterable<KubeObject> },
 ): Promise<FakeAdmission> {
-  const mod = (await import(new URL("./fake-admission.ts", import.meta.url).href)) as typeof import("./fake-admission");
+  const mod = (await import(
+    new URL("./fake-admission.ts", import.meta.url).href
+  )) as typeof import("./fake-admission");
   // rbac: false (a test about something else than permissions) turns admission off unless asked for.
   const off = opts.admission === false || (opts.rbac === false && opts.admission === undefined);
   const dir = off ? undefined : ((opts.admission || undefined)?.deployDir ?? DEPLOY_DIR);
@@ -912,9 +973,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
 
   const state = { token: opts.token ?? "" };
   let storageRetries = 0;
-  const rbac: RbacPolicy | undefined = opts.rbac === false ? undefined : loadShippedRbac(opts.rbac?.deployDir);
+  const rbac: RbacPolicy | undefined =
+    opts.rbac === false ? undefined : loadShippedRbac(opts.rbac?.deployDir);
   // The token is the shipped service account's (the DaemonSet's projected token, the installer's kubeconfig).
-  const saUser: UserInfo = (rbac ?? loadShippedRbac()).serviceAccounts[0] ?? serviceAccountUser("default", "default");
+  const saUser: UserInfo =
+    (rbac ?? loadShippedRbac()).serviceAccounts[0] ?? serviceAccountUser("default", "default");
   const admission = await loadFakeAdmission(opts, { user: saUser, pods: () => pods.values() });
   // The DaemonSet's pod-bound token on the fixtures' node: a test-chosen `token` stands for it too.
   const ownToken = admission.issueToken({ node: opts.node ?? "node-1", pod: "plexus-fake" });
@@ -922,10 +985,14 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   state.token ||= ownToken;
 
   /** kube-apiserver's authenticators, x509 first: a verified client certificate, else the bearer token. */
-  function authenticate(req: IncomingMessage): { user: UserInfo; by: "token" | "client-certificate" } | undefined {
+  function authenticate(
+    req: IncomingMessage,
+  ): { user: UserInfo; by: "token" | "client-certificate" } | undefined {
     const socket = req.socket as Partial<TLSSocket>;
     if (opts.clientCertificates && socket.authorized) {
-      const subject = socket.getPeerCertificate?.()?.subject as Record<string, string | string[]> | undefined;
+      const subject = socket.getPeerCertificate?.()?.subject as
+        | Record<string, string | string[]>
+        | undefined;
       const cn = subject?.CN;
       if (typeof cn === "string" && cn) {
         const o = subject?.O;
@@ -933,14 +1000,21 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         return { user: { name: cn, groups }, by: "client-certificate" };
       }
     }
-    if (req.headers.authorization === `Bearer ${state.token}`) return { user: tokenUser, by: "token" };
-    if (req.headers.authorization === `Bearer ${ADMIN_TOKEN}`) return { user: ADMIN_USER, by: "token" };
+    if (req.headers.authorization === `Bearer ${state.token}`)
+      return { user: tokenUser, by: "token" };
+    if (req.headers.authorization === `Bearer ${ADMIN_TOKEN}`)
+      return { user: ADMIN_USER, by: "token" };
     const bound = admission.authenticate(req.headers.authorization?.replace(/^Bearer /, "") ?? "");
     return bound ? { user: bound, by: "token" } : undefined;
   }
 
   /** RBAC's decision, or undefined when allowed: discovery paths are open to every authenticated user. */
-  function denied(user: UserInfo, info: RequestInfo | undefined, method: string, path: string): string | undefined {
+  function denied(
+    user: UserInfo,
+    info: RequestInfo | undefined,
+    method: string,
+    path: string,
+  ): string | undefined {
     // kube-apiserver authorizes the system:masters group before RBAC is asked.
     if (!rbac || user.groups.includes("system:masters")) return undefined;
     if (!info) {
@@ -950,9 +1024,18 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     return authorize(rbac, user, info) ? undefined : forbiddenMessage(user, info);
   }
 
-  function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
+  function send(
+    res: ServerResponse,
+    code: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): void {
     const buf = Buffer.from(JSON.stringify(body));
-    res.writeHead(code, { "content-type": "application/json", "content-length": String(buf.length), ...headers });
+    res.writeHead(code, {
+      "content-type": "application/json",
+      "content-length": String(buf.length),
+      ...headers,
+    });
     res.end(buf);
   }
 
@@ -1041,7 +1124,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const store = storeOf(resource);
     const prev = store.get(key);
     store.set(key, obj);
-    return { rv: Number(obj.metadata.resourceVersion), type: prev ? "MODIFIED" : "ADDED", resource, obj, prev };
+    return {
+      rv: Number(obj.metadata.resourceVersion),
+      type: prev ? "MODIFIED" : "ADDED",
+      resource,
+      obj,
+      prev,
+    };
   }
 
   function remove(resource: Resource, ns: string, name: string): boolean {
@@ -1075,18 +1164,34 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   /** LIST, or the plan of a WATCH, of a collection (`ns` undefined: all namespaces). */
-  function handleList(c: Call, resource: Resource, ns: string | undefined): [number, unknown] | WatchPlan {
+  function handleList(
+    c: Call,
+    resource: Resource,
+    ns: string | undefined,
+  ): [number, unknown] | WatchPlan {
     const { q } = c;
     const fieldFilter = parseFieldSelector(q.get("fieldSelector"), resource);
     const labelFilter = parseLabelSelector(q.get("labelSelector"));
-    const filter: Filter = (o) => (ns === undefined || o.metadata.namespace === ns) && fieldFilter(o) && labelFilter(o);
+    const filter: Filter = (o) =>
+      (ns === undefined || o.metadata.namespace === ns) && fieldFilter(o) && labelFilter(o);
     if (c.info.verb === "watch") return watchPlan(resource, filter, q);
     const o = listOptions(q);
     const servedFrom = servesFromStorage(o) ? "etcd" : "watch-cache";
-    const page = servedFrom === "etcd" ? listFromStorage(resource, filter, o) : listFromCache(resource, filter, o);
+    const page =
+      servedFrom === "etcd"
+        ? listFromStorage(resource, filter, o)
+        : listFromCache(resource, filter, o);
     c.logged.list = { servedFrom, resourceVersion: o.resourceVersion };
     const def = defOf(resource);
-    return [200, { apiVersion: apiVersionOf(def), kind: def.listKind, metadata: page.metadata, items: page.items }];
+    return [
+      200,
+      {
+        apiVersion: apiVersionOf(def),
+        kind: def.listKind,
+        metadata: page.metadata,
+        items: page.items,
+      },
+    ];
   }
 
   function watchPlan(resource: Resource, filter: Filter, q: URLSearchParams): WatchPlan {
@@ -1133,14 +1238,22 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         if (token.rv < h.compactedRv) throw continueExpired(token.start);
         at = token.rv;
       }
-    } else if (o.resourceVersion !== "" && o.resourceVersion !== "0" && o.match !== "NotOlderThan" && o.limit > 0) {
+    } else if (
+      o.resourceVersion !== "" &&
+      o.resourceVersion !== "0" &&
+      o.match !== "NotOlderThan" &&
+      o.limit > 0
+    ) {
       at = Number(o.resourceVersion);
     } else if (o.match === "Exact") at = Number(o.resourceVersion);
     const from = Number(o.resourceVersion || 0);
     if (at > resourceVersion || from > resourceVersion)
       throw tooLargeResourceVersion(Math.max(at, from), resourceVersion);
-    if (at < h.compactedRv) throw new HttpError(410, "The resourceVersion for the provided list is too old.");
-    const matching = [...snapshotAt(resource, at)].filter(([key, obj]) => key >= start && filter(obj));
+    if (at < h.compactedRv)
+      throw new HttpError(410, "The resourceVersion for the provided list is too old.");
+    const matching = [...snapshotAt(resource, at)].filter(
+      ([key, obj]) => key >= start && filter(obj),
+    );
     matching.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const page = o.limit > 0 ? matching.slice(0, o.limit) : matching;
     const metadata: Record<string, unknown> = { resourceVersion: String(at) };
@@ -1167,16 +1280,27 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   }
 
   /** Starts a watch stream: expiry, the first batch (current state or replayed history), then live. */
-  async function startWatch(res: ServerResponse, plan: WatchPlan, fault: Fault | undefined): Promise<void> {
+  async function startWatch(
+    res: ServerResponse,
+    plan: WatchPlan,
+    fault: Fault | undefined,
+  ): Promise<void> {
     const h = historyOf(plan.resource);
     if (!plan.sendInitial && plan.since! < h.compactedRv) {
       const message = `too old resource version: ${plan.since} (${h.compactedRv})`;
-      if (opts.expiredWatch === "status") return send(res, 410, statusBody(410, message, "Expired"));
+      if (opts.expiredWatch === "status")
+        return send(res, 410, statusBody(410, message, "Expired"));
       res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
       res.end(eventLine("ERROR", JSON.stringify(statusBody(410, message, "Expired"))));
       return;
     }
-    const w: Watcher = { resource: plan.resource, filter: plan.filter, res, timers: [], queue: undefined };
+    const w: Watcher = {
+      resource: plan.resource,
+      filter: plan.filter,
+      res,
+      timers: [],
+      queue: undefined,
+    };
     let first = "";
     if (plan.sendInitial) {
       for (const o of storeOf(plan.resource).values())
@@ -1254,7 +1378,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       if (!isObject(v)) throw new Error("not an object");
       return v;
     } catch (err) {
-      throw new HttpError(400, `the body of the request was in an unknown format: ${(err as Error).message}`);
+      throw new HttpError(
+        400,
+        `the body of the request was in an unknown format: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -1292,7 +1419,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
           "the object has been modified; please apply your changes to the latest version and try again",
         );
       }
-      if (meta.uid !== undefined && meta.uid !== "" && meta.uid !== curMeta.uid) invalidUid(u.name, meta.uid);
+      if (meta.uid !== undefined && meta.uid !== "" && meta.uid !== curMeta.uid)
+        invalidUid(u.name, meta.uid);
       if (u.racingWrite && attempt === 0) {
         // Another writer lands first: this write's compare-and-swap on the old revision fails.
         const racer = { ...current, metadata: { ...curMeta, resourceVersion: nextRv() } };
@@ -1316,7 +1444,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       };
       if (u.sub) merged.spec = current.spec;
       else merged.status = current.status;
-      u.admit(current, { ...merged, metadata: { ...merged.metadata, resourceVersion: curMeta.resourceVersion } });
+      u.admit(current, {
+        ...merged,
+        metadata: { ...merged.metadata, resourceVersion: curMeta.resourceVersion },
+      });
       record([put("pods", key, merged)]);
       return merged;
     }
@@ -1348,19 +1479,31 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       // An update's object carries its UID, which becomes a storage precondition (409, not 422).
       const uid = isObject(next.metadata) && next.metadata.uid ? next.metadata.uid : undefined;
       const admit = admitter(c, "UPDATE");
-      return [200, updatePod({ ns, name, sub, uidPrecondition: uid, mutate: () => next, racingWrite, admit })];
+      return [
+        200,
+        updatePod({ ns, name, sub, uidPrecondition: uid, mutate: () => next, racingWrite, admit }),
+      ];
     }
     if (method === "PATCH") {
       const ct = (c.req.headers["content-type"] ?? "").split(";")[0]!.trim();
-      if (ct !== "application/merge-patch+json" && ct !== "application/strategic-merge-patch+json") {
-        throw new HttpError(415, `the fake API server does not implement patch type ${JSON.stringify(ct)}`);
+      if (
+        ct !== "application/merge-patch+json" &&
+        ct !== "application/strategic-merge-patch+json"
+      ) {
+        throw new HttpError(
+          415,
+          `the fake API server does not implement patch type ${JSON.stringify(ct)}`,
+        );
       }
       const patch = parseBody(c.body);
       const apply = ct === "application/merge-patch+json" ? mergePatch : strategicMergePatch;
       // No storage precondition: the patch applies to whatever is stored, UID and resourceVersion included.
       const mutate = (current: KubeObject) => apply(current, patch) as Record<string, unknown>;
       const admit = admitter(c, "UPDATE");
-      return [200, updatePod({ ns, name, sub, uidPrecondition: undefined, mutate, racingWrite, admit })];
+      return [
+        200,
+        updatePod({ ns, name, sub, uidPrecondition: undefined, mutate, racingWrite, admit }),
+      ];
     }
     throw new HttpError(405, `method ${method} not allowed`);
   }
@@ -1368,7 +1511,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   /** Admission of a write: a denial thrown as kube-apiserver answers it, warnings on the answer. */
   function admitter(c: Call, operation: "CREATE" | "UPDATE") {
     return (oldObject: KubeObject | null, object: KubeObject) => {
-      const outcome: AdmissionOutcome = admission.review({ info: c.info, user: c.user, operation, object, oldObject });
+      const outcome: AdmissionOutcome = admission.review({
+        info: c.info,
+        user: c.user,
+        operation,
+        object,
+        oldObject,
+      });
       if (outcome.warnings.length) (c.logged.warnings ??= []).push(...outcome.warnings);
       if (!outcome.denial) return;
       const e = new HttpError(outcome.denial.code, outcome.denial.message, outcome.denial.details);
@@ -1383,26 +1532,36 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const obj = storeOf(def.key as Resource).get(podKey(ns, name));
     // kube-apiserver's NewNotFound: the resource as `kind`, its group beside it (omitted for core).
     if (!obj)
-      throw new HttpError(404, `${def.group ? `${def.plural}.${def.group}` : def.plural} "${name}" not found`, {
-        name,
-        ...(def.group ? { group: def.group } : {}),
-        kind: def.plural,
-      });
+      throw new HttpError(
+        404,
+        `${def.group ? `${def.plural}.${def.group}` : def.plural} "${name}" not found`,
+        {
+          name,
+          ...(def.group ? { group: def.group } : {}),
+          kind: def.plural,
+        },
+      );
     return [200, obj];
   }
 
   /** Resources whose named objects take more than GET. */
-  const objectHandlers: Partial<Record<Resource, (c: Call, ns: string, name: string) => [number, unknown]>> = {
+  const objectHandlers: Partial<
+    Record<Resource, (c: Call, ns: string, name: string) => [number, unknown]>
+  > = {
     pods: (c, ns, name) => handlePods(c, ns, name, c.info.subresource === "status"),
   };
 
   function handleEvent(c: Call, def: ResourceDef): [number, unknown] {
     const ns = c.info.namespace;
-    if (c.method !== "POST" || c.info.name || !ns) throw new HttpError(405, `method ${c.method} not allowed`);
+    if (c.method !== "POST" || c.info.name || !ns)
+      throw new HttpError(405, `method ${c.method} not allowed`);
     const ev = parseBody(c.body) as KubeObject;
     const meta = (isObject(ev.metadata) ? ev.metadata : {}) as Record<string, unknown>;
     if (meta.namespace !== undefined && meta.namespace !== ns)
-      throw new HttpError(400, "the namespace of the provided object does not match the namespace sent on the request");
+      throw new HttpError(
+        400,
+        "the namespace of the provided object does not match the namespace sent on the request",
+      );
     const name =
       typeof meta.name === "string" && meta.name
         ? meta.name
@@ -1411,7 +1570,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       ...ev,
       apiVersion: apiVersionOf(def),
       kind: "Event",
-      metadata: { ...meta, name, namespace: ns, uid: `event-uid-${++uidCounter}`, resourceVersion: nextRv() },
+      metadata: {
+        ...meta,
+        name,
+        namespace: ns,
+        uid: `event-uid-${++uidCounter}`,
+        resourceVersion: nextRv(),
+      },
     } as KubeObject;
     admitter(c, "CREATE")(null, stored);
     events.push(stored);
@@ -1424,7 +1589,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const policyObject = admission.serve(info, c.method);
     if (policyObject) return policyObject;
     const def = RESOURCES.find(
-      (d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource,
+      (d) =>
+        d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource,
     );
     if (!def || (info.subresource && !def.subresources.includes(info.subresource)))
       throw new HttpError(404, "the server could not find the requested resource");
@@ -1434,7 +1600,8 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       if (c.method !== "GET") throw new HttpError(405, `method ${c.method} not allowed`);
       return handleList(c, def.key, ns);
     }
-    if (def.namespaced !== Boolean(ns)) throw new HttpError(404, "the server could not find the requested resource");
+    if (def.namespaced !== Boolean(ns))
+      throw new HttpError(404, "the server could not find the requested resource");
     const handler = objectHandlers[def.key];
     return handler ? handler(c, ns ?? "", info.name) : handleGet(c, def, ns ?? "", info.name);
   }
@@ -1471,7 +1638,11 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       const details = info
         ? { name: info.name || undefined, group: info.apiGroup || undefined, kind: info.resource }
         : undefined;
-      return send(res, 403, statusBody(403, forbidden, "Forbidden", details && JSON.parse(JSON.stringify(details))));
+      return send(
+        res,
+        403,
+        statusBody(403, forbidden, "Forbidden", details && JSON.parse(JSON.stringify(details))),
+      );
     }
 
     const faults = takeFault(method, path, isWatch, url.search);
@@ -1481,7 +1652,12 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return send(
         res,
         fault.code,
-        statusBody(fault.code, fault.message ?? `injected ${fault.code}`, fault.reason, fault.details),
+        statusBody(
+          fault.code,
+          fault.message ?? `injected ${fault.code}`,
+          fault.reason,
+          fault.details,
+        ),
         fault.retryAfter ? { "retry-after": fault.retryAfter } : {},
       );
     }
@@ -1496,7 +1672,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       const html = Buffer.from(
         "<!DOCTYPE html><html><head><title>Proxy Login</title></head><body>Please log in</body></html>",
       );
-      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-length": String(html.length) });
+      res.writeHead(200, {
+        "content-type": "text/html; charset=utf-8",
+        "content-length": String(html.length),
+      });
       return void res.end(html);
     }
     if (fault?.kind === "huge-body") {
@@ -1511,11 +1690,21 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return send(res, 200, { apiVersion: "v1", kind: "List", metadata: {}, items: [] });
     }
 
-    if (info && opts.unserved?.includes(`${info.apiGroup}/${info.apiVersion}`)) return notServed(res);
+    if (info && opts.unserved?.includes(`${info.apiGroup}/${info.apiVersion}`))
+      return notServed(res);
     let routed: [number, unknown] | WatchPlan;
     try {
       if (!info) throw new HttpError(404, "the server could not find the requested resource");
-      routed = route({ method, info, q: url.searchParams, req, body, fault, logged, user: who.user });
+      routed = route({
+        method,
+        info,
+        q: url.searchParams,
+        req,
+        body,
+        fault,
+        logged,
+        user: who.user,
+      });
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
       const retryAfter = err.details?.retryAfterSeconds;
@@ -1531,7 +1720,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     const buf = Buffer.from(JSON.stringify(answer));
     if (fault?.kind === "truncated") {
       const half = buf.subarray(0, Math.floor(buf.length / 2));
-      res.writeHead(200, { "content-type": "application/json", "content-length": String(half.length) });
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "content-length": String(half.length),
+      });
       return void res.end(half);
     }
     if (fault?.kind === "hang-after-headers" || fault?.kind === "slow-body") {
@@ -1561,13 +1753,16 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
 
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     onRequest(req, res).catch((err: unknown) => {
-      if (!res.headersSent) send(res, 500, statusBody(500, `fake API server bug: ${(err as Error).message}`));
+      if (!res.headersSent)
+        send(res, 500, statusBody(500, `fake API server bug: ${(err as Error).message}`));
       else res.destroy();
     });
   };
   // As kube-apiserver with --client-ca-file: a certificate is asked for, not required; one that does
   // not verify authenticates nobody (the request then needs a token).
-  const clientCa = opts.clientCertificates ? { requestCert: true, rejectUnauthorized: false, ca: [TEST_CA_PEM] } : {};
+  const clientCa = opts.clientCertificates
+    ? { requestCert: true, rejectUnauthorized: false, ca: [TEST_CA_PEM] }
+    : {};
   const server: Server = tls
     ? createHttpsServer({ cert: SERVER_CERT, key: SERVER_KEY, ...clientCa }, handler)
     : createHttpServer(handler);
@@ -1670,8 +1865,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       return open.length;
     },
     compactHistory() {
-      for (const h of histories.values()) Object.assign(h, { events: [], start: 0, compactedRv: resourceVersion });
-      for (const d of RESOURCES) if (d.key !== "events") historyOf(d.key).compactedRv = resourceVersion;
+      for (const h of histories.values())
+        Object.assign(h, { events: [], start: 0, compactedRv: resourceVersion });
+      for (const d of RESOURCES)
+        if (d.key !== "events") historyOf(d.key).compactedRv = resourceVersion;
     },
     watchCount: () => watchers.size,
     events: () => [...events],
@@ -1692,7 +1889,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
         for (const t of pending) clearTimeout(t);
         for (const w of [...watchers]) stopWatcher(w);
         const socketsClosed = [...sockets].map(
-          (s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))),
+          (s) =>
+            new Promise<void>((resolve) =>
+              s.closed ? resolve() : s.once("close", () => resolve()),
+            ),
         );
         const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         for (const s of sockets) s.destroy();
@@ -1790,10 +1990,28 @@ export function writeKubeconfig(
 
 /** A CA the fake server's certificate does not chain to (PEM), made with openssl in `dir`: for "wrong CA" tests. */
 export function otherCaPem(dir: string): string {
-  const args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  const args = [
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+  ];
   execFileSync(
     "openssl",
-    [...args, "-keyout", join(dir, "k.pem"), "-out", join(dir, "ca.pem"), "-subj", "/CN=other-ca", "-days", "1"],
+    [
+      ...args,
+      "-keyout",
+      join(dir, "k.pem"),
+      "-out",
+      join(dir, "ca.pem"),
+      "-subj",
+      "/CN=other-ca",
+      "-days",
+      "1",
+    ],
     {
       stdio: "ignore",
     },

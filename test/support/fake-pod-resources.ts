@@ -21,7 +21,9 @@ const root = protobuf.Root.fromJSON({
         ListPodResourcesResponse: { fields: { podResources: many("PodResources", 1) } },
         GetPodResourcesRequest: { fields: { podName: str(1), podNamespace: str(2) } },
         GetPodResourcesResponse: { fields: { podResources: { type: "PodResources", id: 1 } } },
-        PodResources: { fields: { name: str(1), namespace: str(2), containers: many("ContainerResources", 3) } },
+        PodResources: {
+          fields: { name: str(1), namespace: str(2), containers: many("ContainerResources", 3) },
+        },
         ContainerResources: {
           fields: {
             name: str(1),
@@ -59,14 +61,20 @@ export interface FakePodResources {
   close(): Promise<void>;
 }
 
-function method(m: { path: string; request: Type; response: Type }): grpc.MethodDefinition<object, object> {
+function method(m: {
+  path: string;
+  request: Type;
+  response: Type;
+}): grpc.MethodDefinition<object, object> {
   return {
     path: m.path,
     requestStream: false,
     responseStream: false,
-    requestSerialize: (v: object) => Buffer.from(m.request.encode(m.request.fromObject(v)).finish()),
+    requestSerialize: (v: object) =>
+      Buffer.from(m.request.encode(m.request.fromObject(v)).finish()),
     requestDeserialize: (b: Buffer) => m.request.toObject(m.request.decode(b)),
-    responseSerialize: (v: object) => Buffer.from(m.response.encode(m.response.fromObject(v)).finish()),
+    responseSerialize: (v: object) =>
+      Buffer.from(m.response.encode(m.response.fromObject(v)).finish()),
     responseDeserialize: (b: Buffer) => m.response.toObject(m.response.decode(b)),
   };
 }
@@ -82,14 +90,20 @@ export function podWithDevices(
     name,
     containers: Object.entries(containers).map(([c, res]) => ({
       name: c,
-      devices: Object.entries(res).map(([resourceName, deviceIds]) => ({ resourceName, deviceIds })),
+      devices: Object.entries(res).map(([resourceName, deviceIds]) => ({
+        resourceName,
+        deviceIds,
+      })),
       // A field kubelet sends that Plexus does not read: the client must skip it.
       cpuIds: [2, 3],
     })),
   };
 }
 
-export async function startFakePodResources(socket: string, pods: PodResources[] = []): Promise<FakePodResources> {
+export async function startFakePodResources(
+  socket: string,
+  pods: PodResources[] = [],
+): Promise<FakePodResources> {
   const server = new grpc.Server();
   const hung: Array<() => void> = [];
   const fake: FakePodResources = {
@@ -104,14 +118,18 @@ export async function startFakePodResources(socket: string, pods: PodResources[]
         setTimeout(() => server.forceShutdown(), 500).unref();
       }),
   };
-  const answer = (name: "List" | "Get", reply: () => object) => (_call: unknown, cb: grpc.sendUnaryData<object>) => {
-    fake.calls.push(name);
-    if (fake.mode === "hang") return void hung.push(() => cb({ code: grpc.status.CANCELLED, details: "fake closed" }));
-    if (fake.mode === "error") return cb({ code: grpc.status.INTERNAL, details: "fake kubelet failure" });
-    if (fake.mode === "get-unimplemented" && name === "Get")
-      return cb({ code: grpc.status.UNIMPLEMENTED, details: "unknown method Get" });
-    cb(null, reply());
-  };
+  const answer =
+    (name: "List" | "Get", reply: () => object) =>
+    (_call: unknown, cb: grpc.sendUnaryData<object>) => {
+      fake.calls.push(name);
+      if (fake.mode === "hang")
+        return void hung.push(() => cb({ code: grpc.status.CANCELLED, details: "fake closed" }));
+      if (fake.mode === "error")
+        return cb({ code: grpc.status.INTERNAL, details: "fake kubelet failure" });
+      if (fake.mode === "get-unimplemented" && name === "Get")
+        return cb({ code: grpc.status.UNIMPLEMENTED, details: "unknown method Get" });
+      cb(null, reply());
+    };
   server.addService(
     { List: method(PodResourcesMethods.List), Get: method(PodResourcesMethods.Get) },
     {

@@ -55,7 +55,11 @@ export function multusEntry(d: MultusDelegate): Record<string, unknown> {
 }
 
 /** `<dir>/<containerId>` holding the delegates as Multus's saveDelegates writes them (mode 0600). */
-export function writeMultusCache(dir: string, containerId: string, delegates: readonly MultusDelegate[]): string {
+export function writeMultusCache(
+  dir: string,
+  containerId: string,
+  delegates: readonly MultusDelegate[],
+): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const path = join(dir, containerId);
   writeFileSync(path, JSON.stringify(delegates.map(multusEntry)), { mode: 0o600 });

@@ -11,7 +11,16 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { isIP } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
@@ -82,7 +91,11 @@ function missingTools(tools: readonly E2eTool[]): string[] {
     .map((t) => `no ${t.command} (install ${t.pkg}; "scripts/bootstrap.sh test" does)`);
 }
 
-export function describeE2e(name: string, fn: () => void, o: { tools?: readonly E2eTool[] } = {}): void {
+export function describeE2e(
+  name: string,
+  fn: () => void,
+  o: { tools?: readonly E2eTool[] } = {},
+): void {
   const missing = [...missingPrerequisites(), ...missingTools(o.tools ?? [])];
   if (missing.length === 0) {
     describe(name, () => {
@@ -121,9 +134,11 @@ export function kernelLacksLinkType(type: string): string | undefined {
     // Only a kernel that does not know the type is a reason to skip: the kernel's own answer for an
     // unregistered link kind, with no such module loaded. Any other failure (permissions, a broken
     // namespace, "not supported" for another reason) is a failure, under CI too.
-    const unknown = r.status !== 0 && /Unknown device type/.test(r.stderr) && !existsSync(`/sys/module/${type}`);
+    const unknown =
+      r.status !== 0 && /Unknown device type/.test(r.stderr) && !existsSync(`/sys/module/${type}`);
     if (unknown) reason = `kernel has no ${type}`;
-    else if (r.status !== 0) throw new Error(`probing for ${type} links failed: ${r.stderr.trim()}`);
+    else if (r.status !== 0)
+      throw new Error(`probing for ${type} links failed: ${r.stderr.trim()}`);
   } finally {
     ipTry(["netns", "del", ns]);
   }
@@ -143,15 +158,23 @@ function ipArgs(args: readonly string[], o: IpOptions): string[] {
 }
 
 /** Runs `ip`, returning status and output without throwing. */
-export function ipTry(args: readonly string[], o: IpOptions = {}): { status: number; stdout: string; stderr: string } {
+export function ipTry(
+  args: readonly string[],
+  o: IpOptions = {},
+): { status: number; stdout: string; stderr: string } {
   const r = spawnSync("ip", ipArgs(args, o), { encoding: "utf8", timeout: 10_000 });
-  return { status: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr ?? String(r.error ?? "") };
+  return {
+    status: r.status ?? -1,
+    stdout: r.stdout ?? "",
+    stderr: r.stderr ?? String(r.error ?? ""),
+  };
 }
 
 /** Runs `ip` and throws with its stderr on failure. */
 export function ip(args: readonly string[], o: IpOptions = {}): string {
   const r = ipTry(args, o);
-  if (r.status !== 0) throw new Error(`ip ${ipArgs(args, o).join(" ")} failed (${r.status}): ${r.stderr.trim()}`);
+  if (r.status !== 0)
+    throw new Error(`ip ${ipArgs(args, o).join(" ")} failed (${r.status}): ${r.stderr.trim()}`);
   return r.stdout;
 }
 
@@ -238,7 +261,10 @@ export function routes(netns: string): RouteInfo[] {
     ["-4", "route", "show", "table", "main"],
     { netns },
   ).map((r) => {
-    const out: RouteInfo = { dst: r.dst === "default" || r.dst.includes("/") ? r.dst : `${r.dst}/32`, dev: r.dev };
+    const out: RouteInfo = {
+      dst: r.dst === "default" || r.dst.includes("/") ? r.dst : `${r.dst}/32`,
+      dev: r.dev,
+    };
     if (r.gateway) out.gateway = r.gateway;
     if (r.scope) out.scope = r.scope;
     return out;
@@ -369,7 +395,10 @@ export class E2eScope {
   }
 
   /** The CNI environment for one plexus call (K2-like: cwd /, CNI_PATH the plugin dir). */
-  env(command: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  env(
+    command: string,
+    extra: Record<string, string | undefined> = {},
+  ): Record<string, string | undefined> {
     const [mk, mv] = this.marker.split("=") as [string, string];
     return {
       PATH: TEST_PATH,
@@ -382,7 +411,11 @@ export class E2eScope {
   }
 
   /** Runs dist/plexus with `conf` on stdin. */
-  run(command: string, conf: unknown, env: Record<string, string | undefined> = {}): Promise<RunResult> {
+  run(
+    command: string,
+    conf: unknown,
+    env: Record<string, string | undefined> = {},
+  ): Promise<RunResult> {
     return runPlexus({
       env: this.env(command, env),
       stdin: typeof conf === "string" ? conf : JSON.stringify(conf),
@@ -418,7 +451,9 @@ export class E2eScope {
         if (!readFileSync(`/proc/${pid}/environ`).includes(needle)) continue;
         const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
         if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-        out.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim()}`);
+        out.push(
+          `${pid} ${readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim()}`,
+        );
       } catch {
         // Exited meanwhile.
       }
@@ -434,7 +469,8 @@ export class E2eScope {
     }
     const hostLinks: string[] = [];
     for (const br of this.bridges)
-      for (const port of bridgePorts(br)) if (!this.ownLinks.has(port)) hostLinks.push(`${br}/${port}`);
+      for (const port of bridgePorts(br))
+        if (!this.ownLinks.has(port)) hostLinks.push(`${br}/${port}`);
     return {
       netnsLinks,
       hostLinks,
@@ -452,7 +488,8 @@ export class E2eScope {
    * the test left, and returns what survived (all lists empty when clean).
    */
   async dispose(): Promise<DisposeReport> {
-    for (let i = 0; i < 50 && this.processes().length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && this.processes().length > 0; i++)
+      await new Promise((r) => setTimeout(r, 20));
     const processes = this.processes();
     for (const p of processes) {
       try {
@@ -462,7 +499,8 @@ export class E2eScope {
       }
     }
     for (const ns of this.netnses) if (netnsExists(ns)) ipTry(["netns", "del", ns]);
-    for (const l of [...this.bridges, ...this.ownLinks]) if (linkExists(l)) ipTry(["link", "del", l]);
+    for (const l of [...this.bridges, ...this.ownLinks])
+      if (linkExists(l)) ipTry(["link", "del", l]);
     rmSync(this.root, { recursive: true, force: true });
     return {
       netns: [...this.netnses].filter(netnsExists),
@@ -516,7 +554,12 @@ export function useE2eScope(): { readonly scope: E2eScope } {
     const left = passed ? scope.attachmentLeftovers() : NOTHING_LEFT;
     const report = await scope.dispose();
     if (passed) expect(left, "left behind by the test's DELs").toEqual(NOTHING_LEFT);
-    expect(report, "still there after cleanup").toEqual({ netns: [], hostLinks: [], tempDir: [], processes: [] });
+    expect(report, "still there after cleanup").toEqual({
+      netns: [],
+      hostLinks: [],
+      tempDir: [],
+      processes: [],
+    });
   });
   return holder;
 }

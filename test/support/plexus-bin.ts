@@ -146,7 +146,12 @@ export function singleJson(stdout: string): Record<string, unknown> {
 }
 
 /** The CNI error Plexus printed: exit 1 and one error object on stdout. */
-export function cniError(r: RunResult): { cniVersion: string; code: number; msg: string; details?: string } {
+export function cniError(r: RunResult): {
+  cniVersion: string;
+  code: number;
+  msg: string;
+  details?: string;
+} {
   if (r.code !== 1)
     throw new Error(
       `expected exit 1, got ${r.code ?? r.signal}; stdout=${r.stdout.slice(0, 500)} stderr=${r.stderr.slice(0, 500)}`,
@@ -161,7 +166,17 @@ export function cniError(r: RunResult): { cniVersion: string; code: number; msg:
 
 /** What the fixture does for one command (see the header of test/fixtures/noop-plugin.mjs). */
 export interface Behaviour {
-  do?: "result" | "ok" | "version" | "error" | "crash" | "print" | "hang" | "daemon" | "flood" | "signal";
+  do?:
+    | "result"
+    | "ok"
+    | "version"
+    | "error"
+    | "crash"
+    | "print"
+    | "hang"
+    | "daemon"
+    | "flood"
+    | "signal";
   result?: unknown;
   resultVersion?: string;
   address?: string;
@@ -180,7 +195,9 @@ export interface Behaviour {
   /** Written by a "result" ADD just before it prints its result: proof that it finished its work. */
   doneFile?: string;
 }
-export type Behaviours = Partial<Record<"ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION", Behaviour>>;
+export type Behaviours = Partial<
+  Record<"ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION", Behaviour>
+>;
 
 /** One line of the fixture's invocation log. */
 export interface Invocation {
@@ -275,7 +292,10 @@ export class Sandbox {
     };
   }
 
-  env(command: string, extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  env(
+    command: string,
+    extra: Record<string, string | undefined> = {},
+  ): Record<string, string | undefined> {
     // The marker reaches dist/plexus and, through it, every delegate and their children: how
     // liveProcesses finds a leaked one whatever its command line.
     const base: Record<string, string | undefined> = {
@@ -302,7 +322,8 @@ export class Sandbox {
     env: Record<string, string | undefined> = {},
     o: Partial<RunOptions> = {},
   ): Promise<RunResult> {
-    const stdin = typeof conf === "string" || conf instanceof Uint8Array ? conf : JSON.stringify(conf);
+    const stdin =
+      typeof conf === "string" || conf instanceof Uint8Array ? conf : JSON.stringify(conf);
     return runPlexus({ cwd: this.root, ...o, env: this.env(command, env), stdin });
   }
 

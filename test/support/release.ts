@@ -9,7 +9,11 @@ import { join } from "node:path";
 import { REPO_ROOT, TEST_PATH, type RunResult } from "./plexus-bin";
 
 export const RELEASE_DIR = join(REPO_ROOT, "dist/release");
-export const RELEASE_FILES = ["plexus-linux-amd64", "plexus-linux-amd64-baseline", "plexus-linux-arm64"] as const;
+export const RELEASE_FILES = [
+  "plexus-linux-amd64",
+  "plexus-linux-amd64-baseline",
+  "plexus-linux-arm64",
+] as const;
 export type ReleaseFile = (typeof RELEASE_FILES)[number];
 
 export const releasePath = (file: ReleaseFile): string => join(RELEASE_DIR, file);
@@ -20,7 +24,8 @@ export const releasePath = (file: ReleaseFile): string => join(RELEASE_DIR, file
  */
 export function ensureRelease(): number {
   const bundle = join(REPO_ROOT, "dist/plexus.cjs");
-  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`node esbuild.config.mjs\` (npm test does)`);
+  if (!existsSync(bundle))
+    throw new Error(`${bundle} is missing: run \`node esbuild.config.mjs\` (npm test does)`);
   const since = statSync(bundle).mtimeMs;
   const fresh = [...RELEASE_FILES, "SHA256SUMS"].every((f) => {
     const p = join(RELEASE_DIR, f);
@@ -34,7 +39,8 @@ export function ensureRelease(): number {
     env: { ...process.env, PATH: TEST_PATH },
     timeout: 300_000,
   });
-  if (r.status !== 0) throw new Error(`scripts/build-release.mjs failed (${r.status ?? r.signal}): ${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(`scripts/build-release.mjs failed (${r.status ?? r.signal}): ${r.stderr}`);
   return performance.now() - started;
 }
 

@@ -21,8 +21,17 @@ const dns = opt(
     options: opt(z.array(z.string())),
   }),
 );
-const iface = z.object({ name: z.string(), mac: opt(z.string()), sandbox: opt(z.string()), mtu: opt(z.number()) });
-const ipShape = { address: z.string(), gateway: opt(z.string()), interface: opt(z.number({ int: true })) };
+const iface = z.object({
+  name: z.string(),
+  mac: opt(z.string()),
+  sandbox: opt(z.string()),
+  mtu: opt(z.number()),
+});
+const ipShape = {
+  address: z.string(),
+  gateway: opt(z.string()),
+  interface: opt(z.number({ int: true })),
+};
 const ip = z.object(ipShape);
 
 const schemas = {
@@ -58,7 +67,9 @@ export function errorCodeOf(code: number): Code {
 }
 
 /** A CNI error object: `code` and `msg`, and none of a result's keys. */
-export function looksLikeCniError(value: unknown): value is { code: number; msg?: string; details?: string } {
+export function looksLikeCniError(
+  value: unknown,
+): value is { code: number; msg?: string; details?: string } {
   return (
     isPlainObject(value) &&
     typeof value.code === "number" &&
@@ -73,8 +84,16 @@ export function looksLikeCniError(value: unknown): value is { code: number; msg?
  * Parses a delegate's stdout. A result with an empty `cniVersion` is read as the config's version,
  * as libcni does since cni#895. Exit 0 with an error object is an error (B56).
  */
-export function decodeResult(stdout: Uint8Array | string, confVersion: string, what: string): AnyResult {
-  const value = decodeJson(stdout, { what: `${what}: result`, maxBytes: MAX_RESULT_BYTES, code: Code.InvalidResult });
+export function decodeResult(
+  stdout: Uint8Array | string,
+  confVersion: string,
+  what: string,
+): AnyResult {
+  const value = decodeJson(stdout, {
+    what: `${what}: result`,
+    maxBytes: MAX_RESULT_BYTES,
+    code: Code.InvalidResult,
+  });
   if (!isPlainObject(value)) {
     throw new CniError(
       Code.InvalidResult,
@@ -88,7 +107,8 @@ export function decodeResult(stdout: Uint8Array | string, confVersion: string, w
       value.details,
     );
   }
-  const version = value.cniVersion === undefined || value.cniVersion === "" ? confVersion : value.cniVersion;
+  const version =
+    value.cniVersion === undefined || value.cniVersion === "" ? confVersion : value.cniVersion;
   if (!isSupportedVersion(version)) {
     throw new CniError(
       Code.InvalidResult,

@@ -22,14 +22,20 @@ describe("C2.1 B6 CNI_ARGS", () => {
     "B6 %j is refused with code 4 (libcni LoadArgs)",
     (raw) => {
       expect(() => parseCniArgs(raw)).toThrow(
-        expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("CNI_ARGS") }),
+        expect.objectContaining({
+          code: Code.InvalidEnv,
+          message: expect.stringContaining("CNI_ARGS"),
+        }),
       );
     },
   );
 
   it("B6 our rule for a duplicate key: two K8S_POD_NAMEs are refused with code 4 naming the key", () => {
     expect(() => parseCniArgs("K8S_POD_NAME=a;K8S_POD_NAME=b")).toThrow(
-      expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining("K8S_POD_NAME") }),
+      expect.objectContaining({
+        code: Code.InvalidEnv,
+        message: expect.stringContaining("K8S_POD_NAME"),
+      }),
     );
     // Also when both give the same value: the rule is about the key, not about a conflict.
     expect(() => parseCniArgs("K8S_POD_NAME=a;IgnoreUnknown=1;K8S_POD_NAME=a")).toThrow(
@@ -53,7 +59,10 @@ describe("B7 B8 pod identity from CNI_ARGS", () => {
   });
 
   it("B8 K8S_POD_UID and K8S_POD_INFRA_CONTAINER_ID are optional; an empty UID counts as absent", () => {
-    expect(podFromArgs(parseCniArgs("K8S_POD_NAME=a;K8S_POD_NAMESPACE=ns"))).toEqual({ namespace: "ns", name: "a" });
+    expect(podFromArgs(parseCniArgs("K8S_POD_NAME=a;K8S_POD_NAMESPACE=ns"))).toEqual({
+      namespace: "ns",
+      name: "a",
+    });
     expect(podFromArgs(parseCniArgs("K8S_POD_UID=;K8S_POD_NAME=a;K8S_POD_NAMESPACE=ns"))).toEqual({
       namespace: "ns",
       name: "a",

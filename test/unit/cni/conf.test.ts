@@ -32,7 +32,9 @@ describe("K3 a single conf becomes a one-plugin list", () => {
   });
 
   it("N3.4.2 a missing name and version take the defaults given; given ones win", () => {
-    expect(parseConfList({ type: "macvlan" }, { what, defaultName: "net-a", defaultVersion: "1.0.0" })).toMatchObject({
+    expect(
+      parseConfList({ type: "macvlan" }, { what, defaultName: "net-a", defaultVersion: "1.0.0" }),
+    ).toMatchObject({
       name: "net-a",
       cniVersion: "1.0.0",
     });
@@ -49,8 +51,10 @@ describe("K3 a single conf becomes a one-plugin list", () => {
 
   it("C3.2 plugin capabilities must be a map of booleans (code 7 naming the key otherwise)", () => {
     expect(
-      parseConfList({ cniVersion: "1.0.0", name: "n", type: "portmap", capabilities: { portMappings: true } }, { what })
-        .plugins[0]?.capabilities,
+      parseConfList(
+        { cniVersion: "1.0.0", name: "n", type: "portmap", capabilities: { portMappings: true } },
+        { what },
+      ).plugins[0]?.capabilities,
     ).toEqual({ portMappings: true });
     expect(() =>
       parseConfList(
@@ -89,7 +93,10 @@ describe("B13 B14 versions and names of delegate configs", () => {
 describe("C4.2 B29 B30 B31 B17 refused delegate configs", () => {
   it.each([null, [], "str", 5])("B29 %j is not a config: code 7 saying what was found", (value) => {
     expect(() => parseConfList(value, { what })).toThrow(
-      expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining(what) }),
+      expect.objectContaining({
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringContaining(what),
+      }),
     );
   });
 
@@ -100,9 +107,15 @@ describe("C4.2 B29 B30 B31 B17 refused delegate configs", () => {
         expect.objectContaining({ code: Code.InvalidNetworkConfig }),
       );
       expect(() =>
-        parseConfList({ cniVersion: "1.0.0", name: "n", plugins: [{ type: "bridge" }, { type }] }, { what }),
+        parseConfList(
+          { cniVersion: "1.0.0", name: "n", plugins: [{ type: "bridge" }, { type }] },
+          { what },
+        ),
       ).toThrow(
-        expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining("plugin 1") }),
+        expect.objectContaining({
+          code: Code.InvalidNetworkConfig,
+          message: expect.stringContaining("plugin 1"),
+        }),
       );
     },
   );
@@ -114,32 +127,43 @@ describe("C4.2 B29 B30 B31 B17 refused delegate configs", () => {
         message: expect.stringContaining("at least one plugin"),
       }),
     );
-    expect(() => parseConfList({ cniVersion: "1.0.0", name: "n", plugins: [{ bridge: "br0" }] }, { what })).toThrow(
+    expect(() =>
+      parseConfList({ cniVersion: "1.0.0", name: "n", plugins: [{ bridge: "br0" }] }, { what }),
+    ).toThrow(
       expect.objectContaining({
         code: Code.InvalidNetworkConfig,
         message: expect.stringMatching(/NAD default\/net-a \(network n\) plugin 0.*no "type"/),
       }),
     );
-    expect(() => parseConfList({ cniVersion: "1.0.0", name: "n", plugins: "bridge" }, { what })).toThrow(
-      expect.objectContaining({ code: Code.InvalidNetworkConfig }),
-    );
-    expect(() => parseConfList({ cniVersion: "1.0.0", name: "n", plugins: [null] }, { what })).toThrow(
-      expect.objectContaining({ code: Code.InvalidNetworkConfig }),
-    );
+    expect(() =>
+      parseConfList({ cniVersion: "1.0.0", name: "n", plugins: "bridge" }, { what }),
+    ).toThrow(expect.objectContaining({ code: Code.InvalidNetworkConfig }));
+    expect(() =>
+      parseConfList({ cniVersion: "1.0.0", name: "n", plugins: [null] }, { what }),
+    ).toThrow(expect.objectContaining({ code: Code.InvalidNetworkConfig }));
     expect(() => parseConfList({ cniVersion: "1.0.0", name: "n" }, { what })).toThrow(
-      expect.objectContaining({ code: Code.InvalidNetworkConfig, message: expect.stringContaining('no "type"') }),
+      expect.objectContaining({
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringContaining('no "type"'),
+      }),
     );
   });
 
   it('B17 "Type" beside "type" is 7 at the top, in a conflist and in a plugin', () => {
-    expect(() => parseConfList({ cniVersion: "1.0.0", name: "n", type: "bridge", Type: "macvlan" }, { what })).toThrow(
-      expect.objectContaining({ code: 7 }),
-    );
     expect(() =>
-      parseConfList({ cniVersion: "1.0.0", name: "n", Name: "m", plugins: [{ type: "bridge" }] }, { what }),
+      parseConfList({ cniVersion: "1.0.0", name: "n", type: "bridge", Type: "macvlan" }, { what }),
     ).toThrow(expect.objectContaining({ code: 7 }));
     expect(() =>
-      parseConfList({ cniVersion: "1.0.0", name: "n", plugins: [{ type: "bridge", TYPE: "x" }] }, { what }),
+      parseConfList(
+        { cniVersion: "1.0.0", name: "n", Name: "m", plugins: [{ type: "bridge" }] },
+        { what },
+      ),
+    ).toThrow(expect.objectContaining({ code: 7 }));
+    expect(() =>
+      parseConfList(
+        { cniVersion: "1.0.0", name: "n", plugins: [{ type: "bridge", TYPE: "x" }] },
+        { what },
+      ),
     ).toThrow(expect.objectContaining({ code: 7 }));
   });
 });
@@ -164,8 +188,10 @@ describe("N7.1 conflists", () => {
       plugins: [{ type: "bridge", isGateway: true }, { type: "tuning" }],
     });
     expect(
-      parseConfList({ cniVersion: "1.1.0", name: "n", disableCheck: "false", plugins: [{ type: "bridge" }] }, { what })
-        .disableCheck,
+      parseConfList(
+        { cniVersion: "1.1.0", name: "n", disableCheck: "false", plugins: [{ type: "bridge" }] },
+        { what },
+      ).disableCheck,
     ).toBe(false);
     expect(
       parseConfList({ cniVersion: "1.1.0", name: "n", plugins: [{ type: "bridge" }] }, { what }),
@@ -174,7 +200,12 @@ describe("N7.1 conflists", () => {
 
   it("N7.1 disableCheck of another type is code 7 naming the key", () => {
     expect(() =>
-      parseConfList({ cniVersion: "1.1.0", name: "n", disableCheck: "yes", plugins: [{ type: "bridge" }] }, { what }),
-    ).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("disableCheck") }));
+      parseConfList(
+        { cniVersion: "1.1.0", name: "n", disableCheck: "yes", plugins: [{ type: "bridge" }] },
+        { what },
+      ),
+    ).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining("disableCheck") }),
+    );
   });
 });

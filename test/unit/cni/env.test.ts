@@ -27,7 +27,11 @@ function codeOf(fn: () => unknown): number | string {
 
 describe("C2.1 CNI_* environment", () => {
   it("C2.1 parses a valid ADD environment; CNI_PATH is split on ':' with empty entries dropped", () => {
-    const req = parseEnv({ ...ADD, CNI_PATH: ":/a::/b:", CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAME=p" });
+    const req = parseEnv({
+      ...ADD,
+      CNI_PATH: ":/a::/b:",
+      CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAME=p",
+    });
     expect(req).toMatchObject({
       command: "ADD",
       containerId: "abc123",
@@ -54,7 +58,11 @@ describe("C2.1 CNI_* environment", () => {
   ])("C2.1 %s needs %j: each one missing or empty is code 4 naming it", (command, required) => {
     for (const key of required) {
       for (const value of [undefined, ""]) {
-        const env: Record<string, string | undefined> = { ...ADD, CNI_COMMAND: command, [key]: value };
+        const env: Record<string, string | undefined> = {
+          ...ADD,
+          CNI_COMMAND: command,
+          [key]: value,
+        };
         expect(() => parseEnv(env)).toThrow(
           expect.objectContaining({ code: Code.InvalidEnv, message: expect.stringContaining(key) }),
         );
@@ -71,7 +79,9 @@ describe("C2.1 CNI_* environment", () => {
 
   it('C2.1 B5 DEL accepts an empty or missing CNI_NETNS (containerd passes "" once the netns is closed)', () => {
     expect(parseEnv({ ...ADD, CNI_COMMAND: "DEL", CNI_NETNS: "" }).netns).toBe("");
-    expect(parseEnv({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "c", CNI_IFNAME: "eth0" })).toMatchObject({
+    expect(
+      parseEnv({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "c", CNI_IFNAME: "eth0" }),
+    ).toMatchObject({
       command: "DEL",
       netns: "",
       path: [],
@@ -102,13 +112,18 @@ describe("C2.1 CNI_* environment", () => {
     for (const c of COMMANDS) expect(parseCommand(c)).toBe(c);
   });
 
-  it.each([undefined, "", "add", "Add", "FOO", " ADD", "ADD\n"])("B1 CNI_COMMAND %j is code 4", (cmd) => {
-    expect(codeOf(() => parseEnv({ ...ADD, CNI_COMMAND: cmd }))).toBe(Code.InvalidEnv);
-  });
+  it.each([undefined, "", "add", "Add", "FOO", " ADD", "ADD\n"])(
+    "B1 CNI_COMMAND %j is code 4",
+    (cmd) => {
+      expect(codeOf(() => parseEnv({ ...ADD, CNI_COMMAND: cmd }))).toBe(Code.InvalidEnv);
+    },
+  );
 
   it("B1 a missing CNI_COMMAND says which commands exist", () => {
     expect(() => parseCommand(undefined)).toThrow(
-      expect.objectContaining({ message: expect.stringContaining("ADD, DEL, CHECK, VERSION, STATUS, GC") }),
+      expect.objectContaining({
+        message: expect.stringContaining("ADD, DEL, CHECK, VERSION, STATUS, GC"),
+      }),
     );
   });
 
@@ -136,7 +151,9 @@ describe("C2.1 CNI_* environment", () => {
     ["ä"],
   ])("B2 C2.1 container ID %#: code 4 on ADD, CHECK and DEL", (id) => {
     for (const command of ["ADD", "CHECK", "DEL"]) {
-      expect(codeOf(() => parseEnv({ ...ADD, CNI_COMMAND: command, CNI_CONTAINERID: id }))).toBe(Code.InvalidEnv);
+      expect(codeOf(() => parseEnv({ ...ADD, CNI_COMMAND: command, CNI_CONTAINERID: id }))).toBe(
+        Code.InvalidEnv,
+      );
     }
   });
 
@@ -163,13 +180,24 @@ describe("C2.1 CNI_* environment", () => {
       expect(parseEnv({ ...ADD, CNI_CONTAINERID: id }).containerId).toBe(id);
   });
 
-  it.each(["", "a".repeat(16), "é".repeat(8), ".", "..", "eth0:1", "a b", "a/b", "tab\tx", "nl\n", "nb\u00a0sp"])(
-    "B3 CNI_IFNAME %j is code 4",
-    (name) => {
-      expect(codeOf(() => parseEnv({ ...ADD, CNI_IFNAME: name }))).toBe(Code.InvalidEnv);
-      expect(codeOf(() => parseEnv({ ...ADD, CNI_COMMAND: "DEL", CNI_IFNAME: name }))).toBe(Code.InvalidEnv);
-    },
-  );
+  it.each([
+    "",
+    "a".repeat(16),
+    "é".repeat(8),
+    ".",
+    "..",
+    "eth0:1",
+    "a b",
+    "a/b",
+    "tab\tx",
+    "nl\n",
+    "nb\u00a0sp",
+  ])("B3 CNI_IFNAME %j is code 4", (name) => {
+    expect(codeOf(() => parseEnv({ ...ADD, CNI_IFNAME: name }))).toBe(Code.InvalidEnv);
+    expect(codeOf(() => parseEnv({ ...ADD, CNI_COMMAND: "DEL", CNI_IFNAME: name }))).toBe(
+      Code.InvalidEnv,
+    );
+  });
 
   it("B3 a 15-byte interface name is the longest allowed", () => {
     expect(parseEnv({ ...ADD, CNI_IFNAME: "a".repeat(15) }).ifName).toHaveLength(15);
@@ -185,12 +213,17 @@ describe("C2.1 CNI_* environment", () => {
     ["a Cyrillic look-alike of eth0", "\u0435th0"],
     ["a Cyrillic look-alike inside net1", "n\u0435t1"],
     ["non-ASCII letters", "é".repeat(7)],
-  ])("B3 an interface name with %s is refused: ASCII letters, digits, '_', '.', '-' only", (_what, name) => {
-    expect(codeOf(() => parseEnv({ ...ADD, CNI_IFNAME: name }))).toBe(Code.InvalidEnv);
-  });
+  ])(
+    "B3 an interface name with %s is refused: ASCII letters, digits, '_', '.', '-' only",
+    (_what, name) => {
+      expect(codeOf(() => parseEnv({ ...ADD, CNI_IFNAME: name }))).toBe(Code.InvalidEnv);
+    },
+  );
 
   it("B6 an invalid CNI_ARGS fails the whole environment with code 4", () => {
-    expect(codeOf(() => parseEnv({ ...ADD, CNI_ARGS: "K8S_POD_NAME=a;K8S_POD_NAME=b" }))).toBe(Code.InvalidEnv);
+    expect(codeOf(() => parseEnv({ ...ADD, CNI_ARGS: "K8S_POD_NAME=a;K8S_POD_NAME=b" }))).toBe(
+      Code.InvalidEnv,
+    );
     expect(codeOf(() => parseEnv({ ...ADD, CNI_ARGS: "A=1;" }))).toBe(Code.InvalidEnv);
   });
 });

@@ -39,16 +39,27 @@ describe("C2.3 error codes", () => {
       msg: "bad",
       details: "why",
     });
-    expect(JSON.stringify(new CniError(4, "bad").toJSON("0.4.0"))).toBe('{"cniVersion":"0.4.0","code":4,"msg":"bad"}');
+    expect(JSON.stringify(new CniError(4, "bad").toJSON("0.4.0"))).toBe(
+      '{"cniVersion":"0.4.0","code":4,"msg":"bad"}',
+    );
   });
 
   it("C2.3 withContext keeps code and details and prefixes the message", () => {
-    const e = new CniError(11, "busy", "d").withContext('plugin type="bridge" name="a" failed (add)');
-    expect(e).toMatchObject({ code: 11, details: "d", message: 'plugin type="bridge" name="a" failed (add): busy' });
+    const e = new CniError(11, "busy", "d").withContext(
+      'plugin type="bridge" name="a" failed (add)',
+    );
+    expect(e).toMatchObject({
+      code: 11,
+      details: "d",
+      message: 'plugin type="bridge" name="a" failed (add): busy',
+    });
   });
 
   it("C2.3 anything not a CniError becomes 999 keeping its message; a CniError passes through", () => {
-    expect(asCniError(new TypeError("boom"))).toMatchObject({ code: Code.Internal, message: "boom" });
+    expect(asCniError(new TypeError("boom"))).toMatchObject({
+      code: Code.Internal,
+      message: "boom",
+    });
     expect(asCniError("str")).toMatchObject({ code: Code.Internal, message: "str" });
     const own = new CniError(5, "x");
     expect(isCniError(own)).toBe(true);
@@ -59,16 +70,27 @@ describe("C2.3 error codes", () => {
   it.each(["ENOSPC", "EDQUOT", "EIO", "EROFS", "EACCES", "EMFILE"])(
     "C2.3 B44 a file-system error (%s) on Plexus's state is an I/O error (5), never 999",
     (errno) => {
-      const err = Object.assign(new Error(`${errno}: no luck, write`), { code: errno, syscall: "write" });
-      expect(asCniError(err)).toMatchObject({ code: Code.IoFailure, message: `${errno}: no luck, write` });
+      const err = Object.assign(new Error(`${errno}: no luck, write`), {
+        code: errno,
+        syscall: "write",
+      });
+      expect(asCniError(err)).toMatchObject({
+        code: Code.IoFailure,
+        message: `${errno}: no luck, write`,
+      });
       // Another errno is no state of the node's disks: it stays the catch-all.
-      expect(asCniError(Object.assign(new Error("ENOENT: gone"), { code: "ENOENT" })).code).toBe(Code.Internal);
+      expect(asCniError(Object.assign(new Error("ENOENT: gone"), { code: "ENOENT" })).code).toBe(
+        Code.Internal,
+      );
     },
   );
 
   it("C2.9 an aggregate keeps the first failure's code, every message in order, and each error with its code and cause", () => {
     const first = new CniError(5, "a", "da", { cause: new Error("disk") });
-    const e = oneError([first, new CniError(7, "b"), new CniError(11, "c", "dc")], "DEL had 3 failures");
+    const e = oneError(
+      [first, new CniError(7, "b"), new CniError(11, "c", "dc")],
+      "DEL had 3 failures",
+    );
     expect(e).toBeInstanceOf(AggregateCniError);
     expect(e).toMatchObject({ code: 5, message: "DEL had 3 failures: a; b; c", details: "da\ndc" });
     expect((e as AggregateCniError).errors.map((x) => x.code)).toEqual([5, 7, 11]);
@@ -87,9 +109,13 @@ describe("C2.3 error codes", () => {
   it("N7.2 with a lead error (ADD's cause before its rollback failed): the lead's code, message and details, then the others", () => {
     const cause = new CniError(7, "add broke", "bridge said no");
     expect(oneError([], "rollback also failed", { lead: cause })).toBe(cause);
-    const e = oneError([new CniError(5, "del broke", "d2"), new CniError(11, "del 2 broke")], "rollback also failed", {
-      lead: cause,
-    });
+    const e = oneError(
+      [new CniError(5, "del broke", "d2"), new CniError(11, "del 2 broke")],
+      "rollback also failed",
+      {
+        lead: cause,
+      },
+    );
     expect(e).toMatchObject({
       code: 7,
       message: "add broke; rollback also failed: del broke; del 2 broke",

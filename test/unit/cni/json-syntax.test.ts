@@ -31,7 +31,10 @@ describe("JSON syntax errors: position and expectation, no content", () => {
 
   it.each([
     ['{"a": 1', `at line 1, column 8: expected ',' or '}' after a property value, found ${END}`],
-    ['{\n  "a": 1,\n  b: 2\n}', "at line 3, column 3: expected a property name in double quotes, found a letter"],
+    [
+      '{\n  "a": 1,\n  b: 2\n}',
+      "at line 3, column 3: expected a property name in double quotes, found a letter",
+    ],
     ['{"a" 1}', "at line 1, column 6: expected ':' after a property name, found a digit"],
     ["[1, 2", `at line 1, column 6: expected ',' or ']' after an element, found ${END}`],
     ['{"a": "x\\q"}', "at line 1, column 10: expected an escape"],

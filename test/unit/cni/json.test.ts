@@ -52,10 +52,12 @@ describe("B11 malformed stdin", () => {
   });
 
   it("B11 the caller's code replaces 6 for malformed input (100 for a delegate's output)", () => {
-    expect(errorOf(() => decodeJson("garbage", { what: "result", code: Code.InvalidResult })).code).toBe(
+    expect(
+      errorOf(() => decodeJson("garbage", { what: "result", code: Code.InvalidResult })).code,
+    ).toBe(Code.InvalidResult);
+    expect(errorOf(() => decodeJson("", { what: "result", code: Code.InvalidResult })).code).toBe(
       Code.InvalidResult,
     );
-    expect(errorOf(() => decodeJson("", { what: "result", code: Code.InvalidResult })).code).toBe(Code.InvalidResult);
   });
 });
 
@@ -77,27 +79,35 @@ describe("B12 oversized and deeply nested input", () => {
     expect(decodeJson(pad(MAX_STDIN_BYTES), { what })).toHaveProperty("a");
     expect(errorOf(() => decodeJson(pad(MAX_STDIN_BYTES + 1), { what })).code).toBe(Code.Decoding);
     // 600k two-byte characters: under the cap in characters, over it in bytes.
-    expect(errorOf(() => decodeJson(`"${"é".repeat(600_000)}"`, { what })).code).toBe(Code.Decoding);
+    expect(errorOf(() => decodeJson(`"${"é".repeat(600_000)}"`, { what })).code).toBe(
+      Code.Decoding,
+    );
   });
 
   it("B12 10^5-deep arrays and objects are code 6, not a stack overflow", () => {
     const arrays = "[".repeat(100_000) + "]".repeat(100_000);
     expect(errorOf(() => decodeJson(arrays, { what })).code).toBe(Code.Decoding);
     const objects = `${'{"a":'.repeat(100_000)}1${"}".repeat(100_000)}`;
-    expect(errorOf(() => decodeJson(objects, { what, maxBytes: 1 << 21 })).code).toBe(Code.Decoding);
+    expect(errorOf(() => decodeJson(objects, { what, maxBytes: 1 << 21 })).code).toBe(
+      Code.Decoding,
+    );
   });
 
   it("B12 10^6-deep nesting (a 4 MiB delegate output) is refused with the caller's code, not a crash", () => {
     const deep = "[".repeat(1_000_000) + "]".repeat(1_000_000);
-    expect(errorOf(() => decodeJson(deep, { what: "result", maxBytes: 4 << 20, code: Code.InvalidResult })).code).toBe(
-      Code.InvalidResult,
-    );
+    expect(
+      errorOf(() =>
+        decodeJson(deep, { what: "result", maxBytes: 4 << 20, code: Code.InvalidResult }),
+      ).code,
+    ).toBe(Code.InvalidResult);
   });
 
   it("B12 nesting up to the depth limit is accepted; one more level is refused naming the limit", () => {
     const nest = (n: number) => "[".repeat(n) + "]".repeat(n);
     expect(decodeJson(nest(MAX_JSON_DEPTH), { what })).toBeDefined();
-    expect(errorOf(() => decodeJson(nest(MAX_JSON_DEPTH + 1), { what })).message).toContain(`${MAX_JSON_DEPTH} levels`);
+    expect(errorOf(() => decodeJson(nest(MAX_JSON_DEPTH + 1), { what })).message).toContain(
+      `${MAX_JSON_DEPTH} levels`,
+    );
   });
 });
 
@@ -117,15 +127,19 @@ describe("B17 prototype keys and case collisions", () => {
 
   it("B17 B55 in a delegate's output (caller's code 100) a prototype key is 100, not a config error", () => {
     expect(
-      errorOf(() => decodeJson('{"cniVersion":"1.0.0","__proto__":{}}', { what: "result", code: Code.InvalidResult }))
-        .code,
+      errorOf(() =>
+        decodeJson('{"cniVersion":"1.0.0","__proto__":{}}', {
+          what: "result",
+          code: Code.InvalidResult,
+        }),
+      ).code,
     ).toBe(Code.InvalidResult);
   });
 
   it("B17 the message says where the key was", () => {
-    expect(errorOf(() => decodeJson('{"delegates":[{"ipam":{"__proto__":{}}}]}', { what })).message).toContain(
-      "delegates[0].ipam",
-    );
+    expect(
+      errorOf(() => decodeJson('{"delegates":[{"ipam":{"__proto__":{}}}]}', { what })).message,
+    ).toContain("delegates[0].ipam");
   });
 
   it("B17 a prototype-looking value (not key) is fine", () => {
@@ -147,6 +161,12 @@ describe("B17 prototype keys and case collisions", () => {
 
   it("isPlainObject is true only for non-null, non-array objects", () => {
     expect([{}, { a: 1 }].map(isPlainObject)).toEqual([true, true]);
-    expect([null, [], "s", 1, undefined].map(isPlainObject)).toEqual([false, false, false, false, false]);
+    expect([null, [], "s", 1, undefined].map(isPlainObject)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });

@@ -13,7 +13,11 @@ describe("M1 keys match as Go matches them", () => {
       { ClusterNetwork: "/Etc/CNI/A.conf", ReadinessIndicatorFile: "/Run/X", clusterNetwrok: 1 },
       keys,
     );
-    expect(value).toEqual({ clusterNetwork: "/Etc/CNI/A.conf", readinessindicatorfile: "/Run/X", clusterNetwrok: 1 });
+    expect(value).toEqual({
+      clusterNetwork: "/Etc/CNI/A.conf",
+      readinessindicatorfile: "/Run/X",
+      clusterNetwrok: 1,
+    });
     expect(unknown).toEqual(["clusterNetwrok"]);
   });
 
@@ -43,7 +47,12 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
       GlobalNamespaces: "a,b",
       LogLevel: "debug",
       Delegates: [
-        { CNIVersion: "0.3.1", Name: "cbr0", Type: "bridge", IPAM: { Type: "host-local", Subnet: "10.1.0.0/24" } },
+        {
+          CNIVersion: "0.3.1",
+          Name: "cbr0",
+          Type: "bridge",
+          IPAM: { Type: "host-local", Subnet: "10.1.0.0/24" },
+        },
       ],
     });
     expect(c).toMatchObject({
@@ -69,20 +78,29 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
   });
 
   it("B17 M1 two keys of one object differing only in case stay refused (Go would take the last silently)", () => {
-    expect(() => parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "a", ClusterNetwork: "b" })).toThrow(
+    expect(() =>
+      parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "a", ClusterNetwork: "b" }),
+    ).toThrow(
       expect.objectContaining({
         code: 7,
         message: expect.stringMatching(/both "clusterNetwork" and "ClusterNetwork"/),
       }),
     );
     expect(() =>
-      parseConfList({ cniVersion: "1.0.0", name: "n", type: "bridge", ipam: { type: "a", Type: "b" } }, { what: "d" }),
+      parseConfList(
+        { cniVersion: "1.0.0", name: "n", type: "bridge", ipam: { type: "a", Type: "b" } },
+        { what: "d" },
+      ),
     ).toThrow(expect.objectContaining({ code: 7 }));
   });
 
   it("M1 a conflist's keys in other cases (Plugins, Name, CNIVersion) are read; the plugins' own keys pass as given", () => {
     const l = parseConfList(
-      { CNIVersion: "1.0.0", NAME: "net", Plugins: [{ TYPE: "bridge", Bridge: "br9" }, { type: "tuning" }] },
+      {
+        CNIVersion: "1.0.0",
+        NAME: "net",
+        Plugins: [{ TYPE: "bridge", Bridge: "br9" }, { type: "tuning" }],
+      },
       { what: "NAD default/net" },
     );
     expect(l.name).toBe("net");
@@ -101,7 +119,9 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
       whatever: 1,
     });
     expect(c.unknownKeys).toEqual(["clusterNetwrok", "chrootDir", "SocketDir", "whatever"]);
-    const msgs = reportUnknownKeys(c.unknownKeys, ["clusterNetwork", "confDir"], "the config").map((r) => r.msg);
+    const msgs = reportUnknownKeys(c.unknownKeys, ["clusterNetwork", "confDir"], "the config").map(
+      (r) => r.msg,
+    );
     expect(msgs).toEqual([
       "the config: `clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`?",
       "the config: `chrootDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here",

@@ -41,7 +41,16 @@ describe("C2.3 shapes", () => {
 
   it("C2.3 each bound and type is a problem at its key path", () => {
     expect(
-      problems({ name: "", timeout: 0, count: 1.5, flag: "yes", names: 3, caps: { x: 1 }, list: [], gone: null }),
+      problems({
+        name: "",
+        timeout: 0,
+        count: 1.5,
+        flag: "yes",
+        names: 3,
+        caps: { x: 1 },
+        list: [],
+        gone: null,
+      }),
     ).toEqual([
       "name: expected a non-empty string",
       "timeout: expected a number greater than 0",
@@ -55,17 +64,24 @@ describe("C2.3 shapes", () => {
       "timeout: expected a number of at most 60",
       "count: expected a number of 0 or more",
     ]);
-    expect(problems({ timeout: "1" })).toEqual(["name: expected a non-empty string", "timeout: expected a number"]);
+    expect(problems({ timeout: "1" })).toEqual([
+      "name: expected a non-empty string",
+      "timeout: expected a number",
+    ]);
     expect(problems([])).toEqual([": expected an object"]);
   });
 
   it("C2.3 a union's failed branch leaves no problem behind when another branch fits", () => {
     expect(problems({ name: "n", names: "a" })).toEqual([]);
-    expect(problems({ name: "n", names: ["a", 1] })).toEqual(["names: expected a string or a list of strings"]);
+    expect(problems({ name: "n", names: ["a", 1] })).toEqual([
+      "names: expected a string or a list of strings",
+    ]);
   });
 
   it("C2.3 parseWithSchema names the key, the problem and the value found, with the code asked for", () => {
-    expect(() => parseWithSchema(conf, { name: "n", caps: { x: "yes" } }, "stdin config", Code.InvalidResult)).toThrow(
+    expect(() =>
+      parseWithSchema(conf, { name: "n", caps: { x: "yes" } }, "stdin config", Code.InvalidResult),
+    ).toThrow(
       expect.objectContaining({
         code: Code.InvalidResult,
         message: 'stdin config is invalid: key "caps.x": expected a boolean (found "yes")',

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { Code } from "../../../src/cni/errors";
 import { decodeJson } from "../../../src/cni/json";
-import { DEFAULT_CNI_DIR, DEFAULT_MULTUS_CACHE_DIR, parsePlexusConf } from "../../../src/config/plugin-conf";
+import {
+  DEFAULT_CNI_DIR,
+  DEFAULT_MULTUS_CACHE_DIR,
+  parsePlexusConf,
+} from "../../../src/config/plugin-conf";
 
 const base = {
   cniVersion: "1.0.0",
@@ -25,20 +29,27 @@ function codeOf(fn: () => unknown): number | string {
 }
 
 describe("B11 B17 stdin that is not a usable object", () => {
-  it.each(["", "   ", "null", "[]", '"str"', "5", "true", '{"cniVersion":', '{"cniVersion":"1.0.0"'])(
-    "B11 %j is code 6",
-    (text) => {
-      expect(codeOf(() => fromStdin(text))).toBe(Code.Decoding);
-    },
-  );
+  it.each([
+    "",
+    "   ",
+    "null",
+    "[]",
+    '"str"',
+    "5",
+    "true",
+    '{"cniVersion":',
+    '{"cniVersion":"1.0.0"',
+  ])("B11 %j is code 6", (text) => {
+    expect(codeOf(() => fromStdin(text))).toBe(Code.Decoding);
+  });
 
   it("B17 __proto__ and constructor keys are 7 and pollute nothing", () => {
-    expect(codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","__proto__":{"polluted":1}}`))).toBe(
-      Code.InvalidNetworkConfig,
-    );
-    expect(codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","delegates":[{"constructor":{}}]}`))).toBe(
-      Code.InvalidNetworkConfig,
-    );
+    expect(
+      codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","__proto__":{"polluted":1}}`)),
+    ).toBe(Code.InvalidNetworkConfig);
+    expect(
+      codeOf(() => fromStdin(`{"cniVersion":"1.0.0","name":"p","delegates":[{"constructor":{}}]}`)),
+    ).toBe(Code.InvalidNetworkConfig);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
@@ -47,23 +58,33 @@ describe("B11 B17 stdin that is not a usable object", () => {
       expect.objectContaining({ code: 7, message: expect.stringMatching(/"type".*"Type"/) }),
     );
     expect(() =>
-      parsePlexusConf({ ...base, delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge", Type: "macvlan" }] }),
-    ).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }));
+      parsePlexusConf({
+        ...base,
+        delegates: [{ cniVersion: "1.0.0", name: "a", type: "bridge", Type: "macvlan" }],
+      }),
+    ).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }),
+    );
   });
 });
 
 describe("B13 B14 B16 required keys", () => {
-  it.each([undefined, "9.9.9", "1.0", "", 1])("B13 cniVersion %j is code 1 listing the supported versions", (v) => {
-    expect(() => parsePlexusConf({ ...base, cniVersion: v })).toThrow(
-      expect.objectContaining({
-        code: Code.IncompatibleVersion,
-        message: expect.stringContaining("0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"),
-      }),
-    );
-  });
+  it.each([undefined, "9.9.9", "1.0", "", 1])(
+    "B13 cniVersion %j is code 1 listing the supported versions",
+    (v) => {
+      expect(() => parsePlexusConf({ ...base, cniVersion: v })).toThrow(
+        expect.objectContaining({
+          code: Code.IncompatibleVersion,
+          message: expect.stringContaining("0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"),
+        }),
+      );
+    },
+  );
 
   it("B13 a delegate with an unsupported cniVersion is code 1 naming the delegate", () => {
-    expect(() => parsePlexusConf({ ...base, delegates: [{ cniVersion: "9.9.9", name: "a", type: "bridge" }] })).toThrow(
+    expect(() =>
+      parsePlexusConf({ ...base, delegates: [{ cniVersion: "9.9.9", name: "a", type: "bridge" }] }),
+    ).toThrow(
       expect.objectContaining({ code: 1, message: expect.stringContaining("delegates[0]") }),
     );
   });
@@ -81,13 +102,18 @@ describe("B13 B14 B16 required keys", () => {
       { ...base, delegates: [], clusterNetwork: "" },
     ]) {
       expect(() => parsePlexusConf(c)).toThrow(
-        expect.objectContaining({ code: 7, message: expect.stringMatching(/clusterNetwork.*delegates/) }),
+        expect.objectContaining({
+          code: 7,
+          message: expect.stringMatching(/clusterNetwork.*delegates/),
+        }),
       );
     }
   });
 
   it("B16 DEL and GC (requireNetworks false) accept it: the record has the networks", () => {
-    expect(parsePlexusConf({ ...base, delegates: [] }, { requireNetworks: false }).delegates).toEqual([]);
+    expect(
+      parsePlexusConf({ ...base, delegates: [] }, { requireNetworks: false }).delegates,
+    ).toEqual([]);
   });
 
   it("M2 clusterNetwork alone is enough", () => {
@@ -97,8 +123,13 @@ describe("B13 B14 B16 required keys", () => {
 
   it("B30 a delegate with a path as type is 7 naming the delegate", () => {
     expect(() =>
-      parsePlexusConf({ ...base, delegates: [{ cniVersion: "1.0.0", name: "a", type: "../bin/sh" }] }),
-    ).toThrow(expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }));
+      parsePlexusConf({
+        ...base,
+        delegates: [{ cniVersion: "1.0.0", name: "a", type: "../bin/sh" }],
+      }),
+    ).toThrow(
+      expect.objectContaining({ code: 7, message: expect.stringContaining("delegates[0]") }),
+    );
   });
 });
 
@@ -184,20 +215,27 @@ describe("M1 Multus config keys and defaults", () => {
   });
 
   it("M1 globalNamespaces as Multus's comma-separated string becomes a list, blanks dropped", () => {
-    expect(parsePlexusConf({ ...base, globalNamespaces: "default, kube-public,,x " }).globalNamespaces).toEqual([
-      "default",
-      "kube-public",
-      "x",
-    ]);
+    expect(
+      parsePlexusConf({ ...base, globalNamespaces: "default, kube-public,,x " }).globalNamespaces,
+    ).toEqual(["default", "kube-public", "x"]);
     expect(parsePlexusConf({ ...base, globalNamespaces: "" }).globalNamespaces).toEqual([]);
   });
 
-  it.each(["debug", "verbose", "error", "panic", "DEBUG", "Verbose", "trace", "info", "warn", "fatal", "silent"])(
-    "M1 logLevel %j is accepted",
-    (l) => {
-      expect(parsePlexusConf({ ...base, logLevel: l }).logLevel).toBe(l);
-    },
-  );
+  it.each([
+    "debug",
+    "verbose",
+    "error",
+    "panic",
+    "DEBUG",
+    "Verbose",
+    "trace",
+    "info",
+    "warn",
+    "fatal",
+    "silent",
+  ])("M1 logLevel %j is accepted", (l) => {
+    expect(parsePlexusConf({ ...base, logLevel: l }).logLevel).toBe(l);
+  });
 
   it.each(["loud", "warning", "5", " debug"])(
     "M1 logLevel %j is code 7 naming the key and the accepted values",
@@ -216,7 +254,14 @@ describe("M1 Multus config keys and defaults", () => {
   });
 
   it("M1 unknown keys are collected for a debug log, not refused; keys that belong to every CNI config are not unknown", () => {
-    const c = parsePlexusConf({ ...base, somethingNew: 1, "x.io/y": {}, args: { cni: {} }, ipam: {}, dns: {} });
+    const c = parsePlexusConf({
+      ...base,
+      somethingNew: 1,
+      "x.io/y": {},
+      args: { cni: {} },
+      ipam: {},
+      dns: {},
+    });
     expect(c.unknownKeys).toEqual(["somethingNew", "x.io/y"]);
   });
 
@@ -240,7 +285,9 @@ describe("M1 Multus config keys and defaults", () => {
   it('multusCacheDir (migration from Multus): Multus\'s own cniDir by default, a path as given, "" turns it off, a non-string is code 7', () => {
     expect(DEFAULT_MULTUS_CACHE_DIR).toBe("/var/lib/cni/multus");
     expect(parsePlexusConf(base).multusCacheDir).toBe("/var/lib/cni/multus");
-    expect(parsePlexusConf({ ...base, multusCacheDir: "/var/lib/x/multus" }).multusCacheDir).toBe("/var/lib/x/multus");
+    expect(parsePlexusConf({ ...base, multusCacheDir: "/var/lib/x/multus" }).multusCacheDir).toBe(
+      "/var/lib/x/multus",
+    );
     expect(parsePlexusConf({ ...base, multusCacheDir: "" }).multusCacheDir).toBe("");
     expect(parsePlexusConf({ ...base, multusCacheDir: "" }).unknownKeys).toEqual([]);
     expect(() => parsePlexusConf({ ...base, multusCacheDir: false })).toThrow(
@@ -318,13 +365,15 @@ describe("C2.9 GC's valid attachments", () => {
       { containerID: "c2", ifname: "net1" },
     ]);
     expect(c.unknownKeys).toEqual([]);
-    expect(parsePlexusConf({ ...base, "cni.dev/valid-attachments": [] }).validAttachments).toEqual([]);
+    expect(parsePlexusConf({ ...base, "cni.dev/valid-attachments": [] }).validAttachments).toEqual(
+      [],
+    );
   });
 
   it("C2.9 a malformed attachment list is code 7", () => {
-    expect(() => parsePlexusConf({ ...base, "cni.dev/valid-attachments": [{ containerID: "c1" }] })).toThrow(
-      expect.objectContaining({ code: 7 }),
-    );
+    expect(() =>
+      parsePlexusConf({ ...base, "cni.dev/valid-attachments": [{ containerID: "c1" }] }),
+    ).toThrow(expect.objectContaining({ code: 7 }));
     expect(() => parsePlexusConf({ ...base, "cni.dev/valid-attachments": "c1" })).toThrow(
       expect.objectContaining({ code: 7 }),
     );

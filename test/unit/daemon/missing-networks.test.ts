@@ -31,13 +31,21 @@ function pod(
     status: { phase: o.phase ?? "Running" },
   };
 }
-const entry = (name: string, iface: string, isDefault = false) => ({ name, interface: iface, default: isDefault });
+const entry = (name: string, iface: string, isDefault = false) => ({
+  name,
+  interface: iface,
+  default: isDefault,
+});
 
 describe("missingNetworks: what a Running pod asked for and does not have", () => {
   it("a pod with every network in its status is fine; one lacking a network names it (with its interface when requested)", () => {
     const full = pod("a", {
       networks: "net-a,other/net-b@data0",
-      status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1"), entry("other/net-b", "data0")],
+      status: [
+        entry("cbr0", "eth0", true),
+        entry("app/net-a", "net1"),
+        entry("other/net-b", "data0"),
+      ],
     });
     expect(missingNetworks(full)).toBeUndefined();
     const partial = pod("b", {
@@ -50,7 +58,9 @@ describe("missingNetworks: what a Running pod asked for and does not have", () =
   it("a pod with no network-status at all (created before Plexus, or a runtime that skipped it) lacks everything it asked for", () => {
     expect(
       missingNetworks(
-        pod("c", { networks: JSON.stringify([{ name: "net-a" }, { name: "net-a", interface: "net9" }]) }),
+        pod("c", {
+          networks: JSON.stringify([{ name: "net-a" }, { name: "net-a", interface: "net9" }]),
+        }),
       ),
     ).toEqual(["app/net-a", "app/net-a@net9"]);
   });
@@ -58,7 +68,10 @@ describe("missingNetworks: what a Running pod asked for and does not have", () =
   it("the same NAD twice needs two status entries", () => {
     expect(
       missingNetworks(
-        pod("d", { networks: "net-a,net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] }),
+        pod("d", {
+          networks: "net-a,net-a",
+          status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")],
+        }),
       ),
     ).toEqual(["app/net-a"]);
   });
@@ -75,7 +88,9 @@ describe("missingNetworks: what a Running pod asked for and does not have", () =
   });
 
   it("pods in kube-system are checked too (the annotation applies in systemNamespaces)", () => {
-    expect(missingNetworks(pod("f", { networks: "net-a", namespace: "kube-system" }))).toEqual(["kube-system/net-a"]);
+    expect(missingNetworks(pod("f", { networks: "net-a", namespace: "kube-system" }))).toEqual([
+      "kube-system/net-a",
+    ]);
   });
 });
 
@@ -102,7 +117,10 @@ describe("MissingNetworksDetector", () => {
   it("waits out the grace period, then records one Warning NetworksMissing event per pod UID and counts it; never again for the same UID", async () => {
     const pods = [
       pod("old", { networks: "net-a" }),
-      pod("ok", { networks: "net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] }),
+      pod("ok", {
+        networks: "net-a",
+        status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")],
+      }),
       pod("host", { networks: "net-a", hostNetwork: true }),
     ];
     const { d, events, advance } = detector(pods);
@@ -117,7 +135,11 @@ describe("MissingNetworksDetector", () => {
     expect(events).toEqual([
       {
         pod: "app/old/uid-old",
-        event: { type: "Warning", reason: "NetworksMissing", message: expect.stringContaining("app/net-a") },
+        event: {
+          type: "Warning",
+          reason: "NetworksMissing",
+          message: expect.stringContaining("app/net-a"),
+        },
       },
     ]);
     expect(events[0]!.event.message).toContain("no network-status at all");
@@ -136,7 +158,10 @@ describe("MissingNetworksDetector", () => {
     const { d, events, advance } = detector(pods);
     await d.scan();
     advance(5_000);
-    pods[0] = pod("new", { networks: "net-a", status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")] });
+    pods[0] = pod("new", {
+      networks: "net-a",
+      status: [entry("cbr0", "eth0", true), entry("app/net-a", "net1")],
+    });
     await d.scan();
     advance(60_000);
     await d.scan();

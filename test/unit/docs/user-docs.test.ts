@@ -123,7 +123,8 @@ function pluginConfKeys(): string[] {
       const obj = ts.isCallExpression(call) ? call.arguments[0] : undefined;
       if (obj && ts.isObjectLiteralExpression(obj))
         for (const p of obj.properties)
-          if (ts.isPropertyAssignment(p)) keys.push(ts.isStringLiteral(p.name) ? p.name.text : p.name.getText(src));
+          if (ts.isPropertyAssignment(p))
+            keys.push(ts.isStringLiteral(p.name) ? p.name.text : p.name.getText(src));
     }
     n.forEachChild(visit);
   };
@@ -193,11 +194,18 @@ describe("user docs: README.md and docs/*.md", () => {
   it("the link check is live: a missing file and a missing anchor are reported, GitHub's anchors are found", () => {
     expect(slug("`plexus install` flags")).toBe("plexus-install-flags");
     expect(slug("Quick start on a cluster (5 minutes)")).toBe("quick-start-on-a-cluster-5-minutes");
-    expect(slug("Where Plexus differs from Multus, on purpose")).toBe("where-plexus-differs-from-multus-on-purpose");
-    expect(anchors("# A\n## B\n```\n# not a heading\n```\n## B\n")).toEqual(new Set(["a", "b", "b-1"]));
+    expect(slug("Where Plexus differs from Multus, on purpose")).toBe(
+      "where-plexus-differs-from-multus-on-purpose",
+    );
+    expect(anchors("# A\n## B\n```\n# not a heading\n```\n## B\n")).toEqual(
+      new Set(["a", "b", "b-1"]),
+    );
     const file = join(DOCS, "x.md");
     expect(
-      brokenLinks(file, "[a](install.md) [b](nope.md) [c](install.md#no-such) [d](https://x.invalid/y.md)"),
+      brokenLinks(
+        file,
+        "[a](install.md) [b](nope.md) [c](install.md#no-such) [d](https://x.invalid/y.md)",
+      ),
     ).toEqual([
       "docs/x.md: nope.md (no such file)",
       "docs/x.md: install.md#no-such (no heading with that anchor in docs/install.md)",
@@ -223,7 +231,8 @@ describe("user docs: README.md and docs/*.md", () => {
     const kebab = (f: string) => f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
     // commander turns `--no-log-to-stderr` into logToStderr: either spelling may be the documented one.
     const missing = fields.filter(
-      (f) => !conf.includes(`\n| \`--${kebab(f)}\` |`) && !conf.includes(`\n| \`--no-${kebab(f)}\` |`),
+      (f) =>
+        !conf.includes(`\n| \`--${kebab(f)}\` |`) && !conf.includes(`\n| \`--no-${kebab(f)}\` |`),
     );
     expect(missing).toEqual([]);
   });

@@ -9,7 +9,9 @@ import { load, loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
-const version = (JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }).version;
+const version = (
+  JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as { version: string }
+).version;
 const yaml = (file: string) => readFileSync(join(REPO_ROOT, "deploy", file), "utf8");
 const daemonSet = loadAll(yaml("daemonset.yaml")).find((d: any) => d?.kind === "DaemonSet") as any;
 /** The image name scripts/image.mjs tags (its IMAGE constant, read from the source). */
@@ -23,15 +25,23 @@ describe("deploy/ and the image", () => {
     const images = daemonSet.spec.template.spec.containers.map((c: { image: string }) => c.image);
     expect(images.length).toBeGreaterThan(0);
     expect(new Set(images)).toEqual(new Set([`${builtName}:${version}`]));
-    const k = load(yaml("kustomization.yaml")) as { images: Array<{ name: string; newName?: string; newTag: string }> };
+    const k = load(yaml("kustomization.yaml")) as {
+      images: Array<{ name: string; newName?: string; newTag: string }>;
+    };
     expect(k.images).toEqual([{ name: builtName, newName: builtName, newTag: version }]);
   });
 
   it("M11 the DaemonSet runs only on linux nodes of the architectures the image has (amd64, arm64)", () => {
     const pod = daemonSet.spec.template.spec;
     expect(pod.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
-    expect(pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms).toEqual([
-      { matchExpressions: [{ key: "kubernetes.io/arch", operator: "In", values: ["amd64", "arm64"] }] },
+    expect(
+      pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms,
+    ).toEqual([
+      {
+        matchExpressions: [
+          { key: "kubernetes.io/arch", operator: "In", values: ["amd64", "arm64"] },
+        ],
+      },
     ]);
   });
 });

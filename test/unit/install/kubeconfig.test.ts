@@ -26,7 +26,10 @@ describe("node kubeconfig", () => {
     writeFileSync(token, "secret-token-1");
     writeFileSync(ca, "not really a CA");
     const path = join(dir, "plexus.kubeconfig");
-    await syncFile(path, renderKubeconfig({ server: "https://10.96.0.1:443", tokenFileHost: token, caFileHost: ca }));
+    await syncFile(
+      path,
+      renderKubeconfig({ server: "https://10.96.0.1:443", tokenFileHost: token, caFileHost: ca }),
+    );
     const text = readFileSync(path, "utf8");
     expect(JSON.parse(text).users[0].user.tokenFile).toBe(token);
     expect(text).not.toMatch(/^\s*token:/m);
@@ -121,7 +124,11 @@ describe("node kubeconfig: JSON, as the installer writes it, or YAML, as people 
       writeFileSync(path, text);
       const src = await loadKubeconfigFile(path);
       if ("plugin" in src) throw new Error(`${name}: expected a token-file kubeconfig`);
-      expect({ name, server: src.server, ca: String(src.tls?.ca) }).toEqual({ name, server: input.server, ca: "ca" });
+      expect({ name, server: src.server, ca: String(src.tls?.ca) }).toEqual({
+        name,
+        server: input.server,
+        ca: "ca",
+      });
       expect((await src.auth.headers()).authorization).toBe("Bearer t1");
     }
   });

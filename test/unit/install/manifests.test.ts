@@ -18,9 +18,17 @@ import * as rbac from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import * as core from "kubernetes-models/v1";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET } from "../../../src/config/plugin-conf";
+import {
+  DEFAULT_DAEMON_SOCKET,
+  DEFAULT_POD_RESOURCES_SOCKET,
+} from "../../../src/config/plugin-conf";
 import { SERVICE_ACCOUNT_DIR } from "../../../src/config/defaults";
-import { DEPLOY, type Manifest, patchLocally, renderKustomization } from "../../support/deploy-render";
+import {
+  DEPLOY,
+  type Manifest,
+  patchLocally,
+  renderKustomization,
+} from "../../support/deploy-render";
 import { LAYOUTS, renderLayout } from "../../support/deploy-render";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
@@ -32,8 +40,8 @@ const all = [
   ...crdRendered.map((d) => ({ file: "deploy/crd/", doc: d })),
 ];
 const find = (kind: string, name?: string) =>
-  all.find((x) => x.doc.kind === kind && (name === undefined || x.doc.metadata.name === name))!.doc as Doc &
-    Record<string, any>;
+  all.find((x) => x.doc.kind === kind && (name === undefined || x.doc.metadata.name === name))!
+    .doc as Doc & Record<string, any>;
 
 /** Every YAML file under deploy/, relative to it. */
 function deployFiles(dir = DEPLOY): string[] {
@@ -61,7 +69,8 @@ const MODELS: Record<string, Record<string, unknown>> = {
 /** The kubernetes-models class for a manifest's apiVersion and kind. */
 async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): void }> {
   const model = MODELS[doc.apiVersion]?.[doc.kind];
-  if (typeof model !== "function") throw new Error(`no kubernetes-models model for ${doc.apiVersion} ${doc.kind}`);
+  if (typeof model !== "function")
+    throw new Error(`no kubernetes-models model for ${doc.apiVersion} ${doc.kind}`);
   return model as new (
     d: unknown,
   ) => { validate(): void };
@@ -124,7 +133,9 @@ describe("deploy/ manifests", () => {
     for (const c of components) used.add(join("components", c, "kustomization.yaml"));
     expect(deployFiles().filter((f) => !used.has(f))).toEqual([]);
     // The CRD is reachable only through deploy/crd/ (`kubectl delete -k deploy/` keeps every NAD).
-    const root = loadAll(readFileSync(join(DEPLOY, "kustomization.yaml"), "utf8"))[0] as { resources: string[] };
+    const root = loadAll(readFileSync(join(DEPLOY, "kustomization.yaml"), "utf8"))[0] as {
+      resources: string[];
+    };
     expect(root.resources.some((r) => r.startsWith("crd"))).toBe(false);
   });
 
@@ -148,7 +159,8 @@ describe("deploy/ manifests", () => {
     const untyped: string[] = [];
     const walk = (s: Record<string, any>, path: string) => {
       if (typeof s.type !== "string") untyped.push(path);
-      for (const [k, sub] of Object.entries(s.properties ?? {})) walk(sub as Record<string, any>, `${path}.${k}`);
+      for (const [k, sub] of Object.entries(s.properties ?? {}))
+        walk(sub as Record<string, any>, `${path}.${k}`);
     };
     walk(schema, "$");
     expect(untyped).toEqual([]);
@@ -196,11 +208,26 @@ describe("deploy/ manifests", () => {
     const daemonCalls = informers.flatMap((i) => [`${i.list} list`, `${i.watch} watch`]);
     const role = find("ClusterRole", "plexus");
     const granted = (
-      role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>
-    ).flatMap((r) => r.apiGroups.flatMap((g) => r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`))));
+      role.rules as Array<{
+        apiGroups: string[];
+        resources: string[];
+        verbs: string[];
+        resourceNames?: string[];
+      }>
+    ).flatMap((r) =>
+      r.apiGroups.flatMap((g) =>
+        r.resources.flatMap((res) => r.verbs.map((v) => `${g}/${res} ${v}`)),
+      ),
+    );
     // Exactly: a grant missing, extra or repeated fails.
-    expect(granted.sort()).toEqual([...new Set([...Object.values(calls).flat(), ...daemonCalls])].sort());
-    expect((role.rules as Array<{ resourceNames?: string[] }>).every((r) => r.resourceNames === undefined)).toBe(true);
+    expect(granted.sort()).toEqual(
+      [...new Set([...Object.values(calls).flat(), ...daemonCalls])].sort(),
+    );
+    expect(
+      (role.rules as Array<{ resourceNames?: string[] }>).every(
+        (r) => r.resourceNames === undefined,
+      ),
+    ).toBe(true);
     expect(granted.join(" ")).not.toContain("*");
     const binding = find("ClusterRoleBinding", "plexus");
     const sa = find("ServiceAccount");
@@ -320,7 +347,11 @@ describe("deploy/ manifests", () => {
 
   it("upgrade: the installer is not told to remove the config on SIGTERM, so a rolling update leaves no window in which new pods get the primary network only", () => {
     const pod = find("DaemonSet").spec.template.spec;
-    for (const c of pod.containers as Array<{ name: string; command?: string[]; args?: string[] }>) {
+    for (const c of pod.containers as Array<{
+      name: string;
+      command?: string[];
+      args?: string[];
+    }>) {
       const argv = [...(c.command ?? []), ...(c.args ?? [])];
       expect(
         argv.filter((a) => a.split("=")[0] === "--cleanup-config-on-exit"),
@@ -328,7 +359,9 @@ describe("deploy/ manifests", () => {
       ).toEqual([]);
     }
     // The flag this guards against still exists (the check would be empty otherwise).
-    expect(readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8")).toContain('"--cleanup-config-on-exit"');
+    expect(readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8")).toContain(
+      '"--cleanup-config-on-exit"',
+    );
   });
 
   it("the daemon container: `plexus daemon` with flags it knows, the socket on the host where the plugin looks, in-cluster credentials, metrics on a non-loopback --health-address (the `metrics` port) that the probes reach on 127.0.0.1", () => {
@@ -352,11 +385,15 @@ describe("deploy/ manifests", () => {
       commands.indexOf(".action(", commands.indexOf('.command("daemon")')),
     );
     expect(daemonCmd).toContain(".option(");
-    for (const flag of Object.keys(flags)) expect(daemonCmd, `daemon flag ${flag}`).toContain(`"${flag} `);
+    for (const flag of Object.keys(flags))
+      expect(daemonCmd, `daemon flag ${flag}`).toContain(`"${flag} `);
 
     // The node name from the downward API.
     expect(flags["--node-name"]).toBe("$(NODE_NAME)");
-    expect(d.env).toContainEqual({ name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } });
+    expect(d.env).toContainEqual({
+      name: "NODE_NAME",
+      valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } },
+    });
 
     // The socket: the plugin's default daemonSocket, in a mounted hostPath dir with the same path
     // on the node (the CNI binary runs on the host).
@@ -403,7 +440,10 @@ describe("deploy/ manifests", () => {
     expect(d.livenessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/healthz" });
     expect(d.readinessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/readyz" });
 
-    expect(d.resources).toEqual({ requests: { cpu: "20m", memory: "64Mi" }, limits: { memory: "256Mi" } });
+    expect(d.resources).toEqual({
+      requests: { cpu: "20m", memory: "64Mi" },
+      limits: { memory: "256Mi" },
+    });
     expect(d.securityContext).toEqual({
       runAsUser: 0,
       allowPrivilegeEscalation: false,
@@ -415,7 +455,9 @@ describe("deploy/ manifests", () => {
   it("deploy/monitoring/: a PodMonitor (not in deploy/) that scrapes the daemon's metrics port on the DaemonSet's pods", () => {
     expect(rendered.map((d) => d.kind)).not.toContain("PodMonitor");
     const monitors = renderKustomization("monitoring");
-    expect(monitors.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual(["monitoring.coreos.com/v1 PodMonitor"]);
+    expect(monitors.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual([
+      "monitoring.coreos.com/v1 PodMonitor",
+    ]);
     const pm = monitors[0]!;
     const ds = find("DaemonSet");
     const labels = ds.spec.template.metadata.labels as Record<string, string>;
@@ -444,7 +486,13 @@ describe("deploy/ manifests", () => {
     expect(c.command).toContain("--wait");
     expect(c.command).not.toContain("--remove-state");
     // Every path the installer was given, the uninstall is given the same (it finds what was written).
-    for (const flag of ["--cni-conf-dir", "--cni-bin-dir", "--host-prefix", "--kubeconfig-file-host", "--cni-dir"])
+    for (const flag of [
+      "--cni-conf-dir",
+      "--cni-bin-dir",
+      "--host-prefix",
+      "--kubeconfig-file-host",
+      "--cni-dir",
+    ])
       expect(flagValue(c.command, flag), flag).toBe(flagValue(install.command, flag));
     // Every flag is one the `uninstall` subcommand declares.
     const cmd = ["src/cli/uninstall-command.ts", "src/cli/node-path-options.ts"]
@@ -467,18 +515,31 @@ describe("deploy/ manifests", () => {
  */
 function daemonInformers(): Array<{ kind: string; list: string; watch: string }> {
   const parse = (file: string) =>
-    ts.createSourceFile(file, readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"), ts.ScriptTarget.Latest, true);
-  const files = [parse("watch-cache.ts"), parse("dra-watch.ts"), parse("rest-kube.ts"), parse("dra.ts")];
+    ts.createSourceFile(
+      file,
+      readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"),
+      ts.ScriptTarget.Latest,
+      true,
+    );
+  const files = [
+    parse("watch-cache.ts"),
+    parse("dra-watch.ts"),
+    parse("rest-kube.ts"),
+    parse("dra.ts"),
+  ];
   const consts = new Map<string, ts.Expression>();
   const collect = (n: ts.Node) => {
-    if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer) consts.set(n.name.text, n.initializer);
+    if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer)
+      consts.set(n.name.text, n.initializer);
     n.forEachChild(collect);
   };
   files.forEach(collect);
   const evaluate = (e: ts.Expression): string => {
     if (ts.isStringLiteral(e) || ts.isNoSubstitutionTemplateLiteral(e)) return e.text;
     if (ts.isTemplateExpression(e))
-      return e.head.text + e.templateSpans.map((s) => evaluate(s.expression) + s.literal.text).join("");
+      return (
+        e.head.text + e.templateSpans.map((s) => evaluate(s.expression) + s.literal.text).join("")
+      );
     if (ts.isIdentifier(e) && consts.has(e.text)) return evaluate(consts.get(e.text)!);
     throw new Error(`watch-cache.ts: cannot evaluate ${e.getText()} to a path`);
   };
@@ -487,16 +548,24 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
     if (core) return `/${core[1]}`;
     const grouped = /^\/apis\/([a-z0-9.-]+)\/[a-z0-9]+\/([a-z-]+)$/.exec(path);
     if (grouped) return `${grouped[1]}/${grouped[2]}`;
-    throw new Error(`watch-cache.ts: ${path} is not a cluster-wide collection path; map it to RBAC by hand`);
+    throw new Error(
+      `watch-cache.ts: ${path} is not a cluster-wide collection path; map it to RBAC by hand`,
+    );
   };
   const found: Array<{ kind: string; list: string; watch: string }> = [];
   const visit = (n: ts.Node) => {
-    if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === "Informer") {
+    if (
+      ts.isNewExpression(n) &&
+      ts.isIdentifier(n.expression) &&
+      n.expression.text === "Informer"
+    ) {
       const [opts] = n.arguments ?? [];
       const prop = (name: string) =>
         opts && ts.isObjectLiteralExpression(opts)
           ? opts.properties.flatMap((p) =>
-              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name ? [p.initializer] : [],
+              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name
+                ? [p.initializer]
+                : [],
             )[0]
           : undefined;
       const [kind, watchPath, lister] = [prop("kind"), prop("path"), prop("list")];
@@ -510,7 +579,9 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
         q &&
         ts.isObjectLiteralExpression(q)
           ? q.properties.flatMap((p) =>
-              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === "path" ? [p.initializer] : [],
+              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === "path"
+                ? [p.initializer]
+                : [],
             )[0]
           : lister.arguments[0];
       if (!listPath) throw new Error(`unexpected Informer list ${lister.getText()}`);

@@ -36,7 +36,10 @@ describe("M11 Multus installer flags", () => {
   });
 
   it.each([
-    ["--multus-autoconfig-dir=/host/etc/cni/other", /--multus-autoconfig-dir .*differs from --cni-conf-dir/],
+    [
+      "--multus-autoconfig-dir=/host/etc/cni/other",
+      /--multus-autoconfig-dir .*differs from --cni-conf-dir/,
+    ],
     ["--override-network-name", /--network-name/],
     ["--rename-conf-file=true", /never renames/],
     ["--skip-tls-verify", /always verifies .*--ca-file/],
@@ -66,6 +69,8 @@ describe("M11 Multus installer flags", () => {
   });
 
   it("M11 a boolean given a value other than true or false is refused", () => {
-    expect(() => translateMultusFlags(["--namespace-isolation=yes"])).toThrow(/expected true or false/);
+    expect(() => translateMultusFlags(["--namespace-isolation=yes"])).toThrow(
+      /expected true or false/,
+    );
   });
 });

@@ -9,7 +9,17 @@ import { execFileSync } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CelInput, celEnv, celUint, isCelError, isCelList, isCelMap, isCelUint, parse, plan } from "@bufbuild/cel";
+import {
+  type CelInput,
+  celEnv,
+  celUint,
+  isCelError,
+  isCelList,
+  isCelMap,
+  isCelUint,
+  parse,
+  plan,
+} from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
 import { getTestRegistry } from "@bufbuild/cel-spec/testdata/registry.js";
 import { getConformanceSuite, type IncrementalTest } from "@bufbuild/cel-spec/testdata/tests.js";
@@ -60,9 +70,13 @@ function fromValue(v: ExprValue): CelInput {
   if (k === "listValue") return value.values.map(fromValue);
   if (k === "mapValue")
     return new Map(
-      value.entries.map((e: { key: ExprValue; value: ExprValue }) => [fromValue(e.key), fromValue(e.value)]),
+      value.entries.map((e: { key: ExprValue; value: ExprValue }) => [
+        fromValue(e.key),
+        fromValue(e.value),
+      ]),
     );
-  if (["boolValue", "stringValue", "doubleValue", "bytesValue", "int64Value"].includes(k ?? "")) return value;
+  if (["boolValue", "stringValue", "doubleValue", "bytesValue", "int64Value"].includes(k ?? ""))
+    return value;
   throw new Error(`conformance value ${k} is not in the slice`);
 }
 
@@ -83,7 +97,9 @@ function conformanceTests(): { name: string; test: IncrementalTest }[] {
   const suite = getConformanceSuite();
   return Object.entries(SLICE).flatMap(([file, sections]) =>
     sections.flatMap((section) => {
-      const tests = suite.suites.find((s) => s.name === file)!.suites.find((s) => s.name === section)!.tests;
+      const tests = suite.suites
+        .find((s) => s.name === file)!
+        .suites.find((s) => s.name === section)!.tests;
       return tests.map((test) => ({ name: `${file}/${section}/${test.name}`, test }));
     }),
   );
@@ -106,7 +122,8 @@ describe("the CEL evaluator (@bufbuild/cel) against the CEL conformance suite", 
     const got = plan(env, parse(o.expr))(bindings);
     const m = o.resultMatcher;
     if (m.case === "evalError") expect(isCelError(got), String(got)).toBe(true);
-    else if (m.case === "value") expect(normalize(got)).toEqual(normalize(fromValue(m.value as ExprValue)));
+    else if (m.case === "value")
+      expect(normalize(got)).toEqual(normalize(fromValue(m.value as ExprValue)));
     else expect(got).toBe(true);
   });
 });
@@ -115,7 +132,10 @@ describe("the CEL evaluator (@bufbuild/cel) against the CEL conformance suite", 
 // The shipped policies over generated requests.
 // ---------------------------------------------------------------------------------------------
 
-function podOn(node: string, o: { ns?: string; name?: string; annotations?: Obj; labels?: Obj } = {}): Obj {
+function podOn(
+  node: string,
+  o: { ns?: string; name?: string; annotations?: Obj; labels?: Obj } = {},
+): Obj {
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -138,7 +158,10 @@ function admissionOver(docs: Obj[], pods: Obj[]): FakeAdmission {
   let c = compiled.get(docs);
   if (!c) {
     const world = { pods: [] as Obj[] };
-    c = { admission: createFakeAdmission({ docs, user: SA, pods: () => world.pods }), pods: world.pods };
+    c = {
+      admission: createFakeAdmission({ docs, user: SA, pods: () => world.pods }),
+      pods: world.pods,
+    };
     compiled.set(docs, c);
   }
   c.pods.splice(0, c.pods.length, ...pods);
@@ -150,7 +173,10 @@ const userOn = (node?: string): AdmissionUser => ({
   extra: node ? { [NODE_NAME_EXTRA]: [node] } : {},
 });
 
-function patchStatus(a: FakeAdmission, o: { node?: string; old: Obj; next: Obj }): AdmissionOutcome {
+function patchStatus(
+  a: FakeAdmission,
+  o: { node?: string; old: Obj; next: Obj },
+): AdmissionOutcome {
   const m = o.old.metadata;
   const info = {
     apiGroup: "",
@@ -160,7 +186,13 @@ function patchStatus(a: FakeAdmission, o: { node?: string; old: Obj; next: Obj }
     namespace: m.namespace,
     name: m.name,
   };
-  return a.review({ info, user: userOn(o.node), operation: "UPDATE", object: o.next, oldObject: o.old });
+  return a.review({
+    info,
+    user: userOn(o.node),
+    operation: "UPDATE",
+    object: o.next,
+    oldObject: o.old,
+  });
 }
 
 function eventAbout(pod: { ns: string; name: string; uid?: string }, ns = pod.ns): Obj {
@@ -183,8 +215,21 @@ function eventAbout(pod: { ns: string; name: string; uid?: string }, ns = pod.ns
 
 function createEvent(a: FakeAdmission, o: { node?: string; event: Obj }): AdmissionOutcome {
   const ns = o.event.metadata.namespace;
-  const info = { apiGroup: "", apiVersion: "v1", resource: "events", subresource: "", namespace: ns, name: "" };
-  return a.review({ info, user: userOn(o.node), operation: "CREATE", object: o.event, oldObject: null });
+  const info = {
+    apiGroup: "",
+    apiVersion: "v1",
+    resource: "events",
+    subresource: "",
+    namespace: ns,
+    name: "",
+  };
+  return a.review({
+    info,
+    user: userOn(o.node),
+    operation: "CREATE",
+    object: o.event,
+    oldObject: null,
+  });
 }
 
 const withStatus = (pod: Obj, value: string): Obj => ({
@@ -210,12 +255,16 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
   it("M16 installs the three policies, each with a binding of its name that denies", () => {
     const names = (kind: string) => docs.filter((d) => d.kind === kind).map((d) => d.metadata.name);
     expect(names("ValidatingAdmissionPolicy").sort()).toEqual([...NODE_SCOPE_POLICIES].sort());
-    expect(names("ValidatingAdmissionPolicyBinding").sort()).toEqual([...NODE_SCOPE_POLICIES].sort());
+    expect(names("ValidatingAdmissionPolicyBinding").sort()).toEqual(
+      [...NODE_SCOPE_POLICIES].sort(),
+    );
     for (const b of docs.filter((d) => d.kind === "ValidatingAdmissionPolicyBinding")) {
       expect(b.spec.policyName).toBe(b.metadata.name);
       expect(b.spec.validationActions).toEqual(["Deny"]);
     }
-    const read = docs.find((d) => d.kind === "ClusterRole" && d.metadata.name === "plexus-node-scoped-writes-read")!;
+    const read = docs.find(
+      (d) => d.kind === "ClusterRole" && d.metadata.name === "plexus-node-scoped-writes-read",
+    )!;
     expect(read.rules).toEqual([
       {
         apiGroups: ["admissionregistration.k8s.io"],
@@ -231,7 +280,11 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
       fc.property(nodeName, nodeName, fc.string({ maxLength: 30 }), (tokenNode, podNode, value) => {
         fc.pre(tokenNode !== podNode);
         const old = podOn(podNode);
-        const out = patchStatus(admissionOver(docs, [old]), { node: tokenNode, old, next: withStatus(old, value) });
+        const out = patchStatus(admissionOver(docs, [old]), {
+          node: tokenNode,
+          old,
+          next: withStatus(old, value),
+        });
         expect(out.denial?.code).toBe(403);
         expect(out.denial?.message).toContain(`is not on node ${tokenNode}`);
       }),
@@ -244,24 +297,32 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
     // undefined: the old map again (annotations: with a new network-status), so both outcomes come up.
     const maybe = fc.option(stringMap, { nil: undefined, freq: 2 });
     fc.assert(
-      fc.property(nodeName, stringMap, maybe, stringMap, maybe, (node, oldAnn, annIn, oldLabels, labelsIn) => {
-        const newAnn = annIn ?? { ...oldAnn, [STATUS]: `[${node}]` };
-        const newLabels = labelsIn ?? oldLabels;
-        const old = podOn(node, { annotations: oldAnn, labels: oldLabels });
-        const next = podOn(node, { annotations: newAnn, labels: newLabels });
-        const out = patchStatus(admissionOver(docs, [old]), { node, old, next });
-        const entries = (m: Obj, skip?: string) =>
-          JSON.stringify(
-            Object.entries(m)
-              .filter(([k]) => k !== skip)
-              .sort(),
-          );
-        const onlyStatus =
-          entries(oldAnn, STATUS) === entries(newAnn, STATUS) && entries(oldLabels) === entries(newLabels);
-        expect(out.denial === undefined, JSON.stringify(out.denial)).toBe(onlyStatus);
-        if (out.denial) expect(out.denial.code).toBe(403);
-        seen[out.denial ? "refused" : "allowed"]++;
-      }),
+      fc.property(
+        nodeName,
+        stringMap,
+        maybe,
+        stringMap,
+        maybe,
+        (node, oldAnn, annIn, oldLabels, labelsIn) => {
+          const newAnn = annIn ?? { ...oldAnn, [STATUS]: `[${node}]` };
+          const newLabels = labelsIn ?? oldLabels;
+          const old = podOn(node, { annotations: oldAnn, labels: oldLabels });
+          const next = podOn(node, { annotations: newAnn, labels: newLabels });
+          const out = patchStatus(admissionOver(docs, [old]), { node, old, next });
+          const entries = (m: Obj, skip?: string) =>
+            JSON.stringify(
+              Object.entries(m)
+                .filter(([k]) => k !== skip)
+                .sort(),
+            );
+          const onlyStatus =
+            entries(oldAnn, STATUS) === entries(newAnn, STATUS) &&
+            entries(oldLabels) === entries(newLabels);
+          expect(out.denial === undefined, JSON.stringify(out.denial)).toBe(onlyStatus);
+          if (out.denial) expect(out.denial.code).toBe(403);
+          seen[out.denial ? "refused" : "allowed"]++;
+        },
+      ),
       propertyRuns({ seed: SEED, numRuns: 300 }),
     );
     expect(seen.allowed).toBeGreaterThan(30);
@@ -275,10 +336,16 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
       { ...old, spec: { ...old.spec, nodeName: "node-a", hostNetwork: true } },
       { ...old, status: { ...old.status, podIP: "10.9.9.9" } },
       { ...old, metadata: { ...old.metadata, finalizers: ["x"] } },
-      { ...old, metadata: { ...old.metadata, ownerReferences: [{ kind: "ReplicaSet", name: "r" }] } },
+      {
+        ...old,
+        metadata: { ...old.metadata, ownerReferences: [{ kind: "ReplicaSet", name: "r" }] },
+      },
     ])
       expect(patchStatus(a, { node: "node-a", old, next }).denial?.code).toBe(403);
-    expect(patchStatus(a, { node: "node-a", old, next: withStatus(old, "[]") })).toEqual({ warnings: [], audit: [] });
+    expect(patchStatus(a, { node: "node-a", old, next: withStatus(old, "[]") })).toEqual({
+      warnings: [],
+      audit: [],
+    });
   });
 
   it("M16 an Event about a pod on the token's node is allowed; about a pod on another node, or in a namespace without pods, refused", () => {
@@ -289,9 +356,14 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
         const theirs = podOn(other, { name: "theirs" });
         const a = admissionOver(docs, [mine, theirs]);
         const uid = (p: Obj) => (withUid ? p.metadata.uid : undefined);
-        const about = (name: string, u?: string) => eventAbout({ ns: "app", name, ...(u ? { uid: u } : {}) });
-        expect(createEvent(a, { node: tokenNode, event: about("mine", uid(mine)) }).denial).toBeUndefined();
-        expect(createEvent(a, { node: tokenNode, event: about("theirs", uid(theirs)) }).denial?.code).toBe(403);
+        const about = (name: string, u?: string) =>
+          eventAbout({ ns: "app", name, ...(u ? { uid: u } : {}) });
+        expect(
+          createEvent(a, { node: tokenNode, event: about("mine", uid(mine)) }).denial,
+        ).toBeUndefined();
+        expect(
+          createEvent(a, { node: tokenNode, event: about("theirs", uid(theirs)) }).denial?.code,
+        ).toBe(403);
         const empty = eventAbout({ ns: "empty", name: "mine" });
         expect(createEvent(a, { node: tokenNode, event: empty }).denial?.code).toBe(422);
       }),
@@ -305,7 +377,10 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
     const refused = (event: Obj) => createEvent(a, { node: "node-a", event }).denial?.code;
     expect(refused(eventAbout({ ns: "app", name: "mine", uid: "uid-recreated" }))).toBe(403);
     expect(refused(eventAbout({ ns: "app", name: "mine" }, "other"))).toBe(403);
-    const node = { ...eventAbout({ ns: "app", name: "mine" }), involvedObject: { kind: "Node", name: "node-a" } };
+    const node = {
+      ...eventAbout({ ns: "app", name: "mine" }),
+      involvedObject: { kind: "Node", name: "node-a" },
+    };
     expect(refused(node)).toBe(403);
   });
 
@@ -313,21 +388,43 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
     const pod = podOn("node-a");
     const a = admissionOver(docs, [pod]);
     const user = userOn("node-a");
-    const info = { apiGroup: "", apiVersion: "v1", resource: "pods", subresource: "", namespace: "app", name: "web" };
+    const info = {
+      apiGroup: "",
+      apiVersion: "v1",
+      resource: "pods",
+      subresource: "",
+      namespace: "app",
+      name: "web",
+    };
     expect(
-      a.review({ info, user, operation: "UPDATE", object: withStatus(pod, "[]"), oldObject: pod }).denial?.code,
+      a.review({ info, user, operation: "UPDATE", object: withStatus(pod, "[]"), oldObject: pod })
+        .denial?.code,
     ).toBe(403);
-    expect(a.review({ info, user, operation: "DELETE", object: null, oldObject: pod }).denial?.code).toBe(403);
-    expect(a.review({ info, user, operation: "CREATE", object: pod, oldObject: null }).denial?.code).toBe(403);
+    expect(
+      a.review({ info, user, operation: "DELETE", object: null, oldObject: pod }).denial?.code,
+    ).toBe(403);
+    expect(
+      a.review({ info, user, operation: "CREATE", object: pod, oldObject: null }).denial?.code,
+    ).toBe(403);
     const cm = { ...info, resource: "configmaps", name: "x" };
     expect(
-      a.review({ info: cm, user, operation: "CREATE", object: { metadata: { name: "x" } }, oldObject: null }).denial
-        ?.code,
+      a.review({
+        info: cm,
+        user,
+        operation: "CREATE",
+        object: { metadata: { name: "x" } },
+        oldObject: null,
+      }).denial?.code,
     ).toBe(403);
     const ev = { ...info, apiGroup: "events.k8s.io", resource: "events", name: "" };
     expect(
-      a.review({ info: ev, user, operation: "CREATE", object: eventAbout({ ns: "app", name: "web" }), oldObject: null })
-        .denial?.code,
+      a.review({
+        info: ev,
+        user,
+        operation: "CREATE",
+        object: eventAbout({ ns: "app", name: "web" }),
+        oldObject: null,
+      }).denial?.code,
     ).toBe(403);
   });
 
@@ -345,9 +442,15 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
           namespace: "app",
           name: "web",
         };
-        const user = { name, groups: ["system:authenticated"], extra: { [NODE_NAME_EXTRA]: [node] } };
+        const user = {
+          name,
+          groups: ["system:authenticated"],
+          extra: { [NODE_NAME_EXTRA]: [node] },
+        };
         const next = { ...old, metadata: { ...old.metadata, labels: { x: "y" } } };
-        expect(a.review({ info, user, operation: "UPDATE", object: next, oldObject: old }).denial).toBeUndefined();
+        expect(
+          a.review({ info, user, operation: "UPDATE", object: next, oldObject: old }).denial,
+        ).toBeUndefined();
       }),
       propertyRuns({ seed: SEED, numRuns: 100 }),
     );
@@ -360,7 +463,9 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
     expect(out.denial?.code).toBe(403);
     expect(out.denial?.message).toContain("plexus-node-claim-required");
     expect(out.denial?.message).toContain("names no node");
-    expect(createEvent(a, { event: eventAbout({ ns: "app", name: "web" }) }).denial?.code).toBe(403);
+    expect(createEvent(a, { event: eventAbout({ ns: "app", name: "web" }) }).denial?.code).toBe(
+      403,
+    );
   });
 });
 
@@ -377,7 +482,9 @@ describe("the switch: deploy/components/allow-tokens-without-node", () => {
     ),
   );
   const docs = (
-    loadAll(execFileSync("kubectl", ["kustomize", join(dir, "deploy")], { encoding: "utf8" })) as Manifest[]
+    loadAll(
+      execFileSync("kubectl", ["kustomize", join(dir, "deploy")], { encoding: "utf8" }),
+    ) as Manifest[]
   ).filter(Boolean);
 
   it("turns only the no-node binding into Warn + Audit; the node checks still deny", () => {
@@ -404,7 +511,9 @@ describe("the switch: deploy/components/allow-tokens-without-node", () => {
       ),
     ]);
     expect(out.audit).toHaveLength(1);
-    expect(patchStatus(a, { node: "node-b", old, next: withStatus(old, "[]") }).denial?.code).toBe(403);
+    expect(patchStatus(a, { node: "node-b", old, next: withStatus(old, "[]") }).denial?.code).toBe(
+      403,
+    );
   });
 });
 
@@ -412,7 +521,12 @@ describe("bound tokens", () => {
   const issuer = createTokenIssuer();
 
   it("carry the kubernetes.io claims of a pod-bound token; the user's extra names the node", () => {
-    const token = issuer.issue({ namespace: "kube-system", serviceAccount: "plexus", node: "node-a", pod: "plexus-x" });
+    const token = issuer.issue({
+      namespace: "kube-system",
+      serviceAccount: "plexus",
+      node: "node-a",
+      pod: "plexus-x",
+    });
     const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString("utf8"));
     expect(claims["kubernetes.io"]).toMatchObject({
       namespace: "kube-system",
@@ -435,7 +549,9 @@ describe("bound tokens", () => {
     const claims = JSON.parse(Buffer.from(p!, "base64url").toString("utf8"));
     claims["kubernetes.io"].node = { name: "node-b", uid: "x" };
     expect(
-      issuer.authenticate(`${h}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.${sig}`),
+      issuer.authenticate(
+        `${h}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}.${sig}`,
+      ),
     ).toBeUndefined();
     expect(createTokenIssuer().authenticate(plain)).toBeUndefined();
     const expired = issuer.issue({

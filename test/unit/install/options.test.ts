@@ -19,7 +19,11 @@ const defaults: InstallFlags = {
 describe("install options", () => {
   it("M11 maps container paths to node paths through --host-prefix", () => {
     const o = resolveOptions(
-      { ...defaults, readinessIndicatorFile: "/run/flannel/subnet.env", cniDir: "/var/lib/cni/plexus" },
+      {
+        ...defaults,
+        readinessIndicatorFile: "/run/flannel/subnet.env",
+        cniDir: "/var/lib/cni/plexus",
+      },
       { KUBERNETES_SERVICE_HOST: "fd00::1", KUBERNETES_SERVICE_PORT: "443" },
     );
     expect(o.confDir).toEqual({ local: "/host/etc/cni/net.d", host: "/etc/cni/net.d" });
@@ -31,8 +35,14 @@ describe("install options", () => {
       local: "/host/etc/cni/net.d/plexus.d/plexus.kubeconfig",
       host: "/etc/cni/net.d/plexus.d/plexus.kubeconfig",
     });
-    expect(o.token).toEqual({ local: "/host/etc/cni/net.d/plexus.d/token", host: "/etc/cni/net.d/plexus.d/token" });
-    expect(o.readinessIndicator).toEqual({ local: "/host/run/flannel/subnet.env", host: "/run/flannel/subnet.env" });
+    expect(o.token).toEqual({
+      local: "/host/etc/cni/net.d/plexus.d/token",
+      host: "/etc/cni/net.d/plexus.d/token",
+    });
+    expect(o.readinessIndicator).toEqual({
+      local: "/host/run/flannel/subnet.env",
+      host: "/run/flannel/subnet.env",
+    });
     expect(o.cniDir).toEqual({ local: "/host/var/lib/cni/plexus", host: "/var/lib/cni/plexus" });
     expect(o.apiServer).toBe("https://[fd00::1]:443");
     expect(o.watch).toBe(true);
@@ -40,7 +50,12 @@ describe("install options", () => {
 
   it("M11 an empty --host-prefix means the installer runs on the node itself", () => {
     const o = resolveOptions(
-      { ...defaults, hostPrefix: "", cniConfDir: "/tmp/x/net.d", kubeconfigFileHost: "/tmp/x/net.d/plexus.d/k" },
+      {
+        ...defaults,
+        hostPrefix: "",
+        cniConfDir: "/tmp/x/net.d",
+        kubeconfigFileHost: "/tmp/x/net.d/plexus.d/k",
+      },
       {},
     );
     expect(o.confDir).toEqual({ local: "/tmp/x/net.d", host: "/tmp/x/net.d" });
@@ -50,15 +65,27 @@ describe("install options", () => {
   });
 
   it("M11 refuses bad flags naming the flag", () => {
-    expect(() => resolveOptions({ ...defaults, cniVersion: "0.5.0" }, {})).toThrow(/--cni-version "0.5.0"/);
+    expect(() => resolveOptions({ ...defaults, cniVersion: "0.5.0" }, {})).toThrow(
+      /--cni-version "0.5.0"/,
+    );
     expect(() => resolveOptions({ ...defaults, cniConfDir: "etc/cni" }, {})).toThrow(
       /--cni-conf-dir must be an absolute path/,
     );
-    expect(() => resolveOptions({ ...defaults, logLevel: "loud" }, {})).toThrow(/--log-level "loud"/);
-    expect(() => resolveOptions({ ...defaults, primaryConfigTimeout: "soon" }, {})).toThrow(/--primary-config-timeout/);
-    expect(() => resolveOptions({ ...defaults, apiServer: "http://10.0.0.1" }, {})).toThrow(/https/);
-    expect(() => resolveOptions({ ...defaults, binFile: undefined }, {})).toThrow(/--bin-file is required/);
-    expect(resolveOptions({ ...defaults, binFile: undefined, skipBinaryCopy: true }, {}).binFile).toBeUndefined();
+    expect(() => resolveOptions({ ...defaults, logLevel: "loud" }, {})).toThrow(
+      /--log-level "loud"/,
+    );
+    expect(() => resolveOptions({ ...defaults, primaryConfigTimeout: "soon" }, {})).toThrow(
+      /--primary-config-timeout/,
+    );
+    expect(() => resolveOptions({ ...defaults, apiServer: "http://10.0.0.1" }, {})).toThrow(
+      /https/,
+    );
+    expect(() => resolveOptions({ ...defaults, binFile: undefined }, {})).toThrow(
+      /--bin-file is required/,
+    );
+    expect(
+      resolveOptions({ ...defaults, binFile: undefined, skipBinaryCopy: true }, {}).binFile,
+    ).toBeUndefined();
   });
 
   it("M11 flag-given plugin keys use Multus's names", () => {

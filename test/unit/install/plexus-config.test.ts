@@ -57,9 +57,17 @@ describe("generated Plexus config", () => {
   });
 
   it("M11 capabilities are the union of the primary's plugins' (true ones), so runtimeConfig reaches them", () => {
-    expect(primaryCapabilities(primary)).toEqual({ bandwidth: true, ipRanges: true, portMappings: true });
+    expect(primaryCapabilities(primary)).toEqual({
+      bandwidth: true,
+      ipRanges: true,
+      portMappings: true,
+    });
     const c = buildPlexusConfig(input()) as { plugins: Array<Record<string, unknown>> };
-    expect(c.plugins[0]!.capabilities).toEqual({ bandwidth: true, ipRanges: true, portMappings: true });
+    expect(c.plugins[0]!.capabilities).toEqual({
+      bandwidth: true,
+      ipRanges: true,
+      portMappings: true,
+    });
     const single = parseConfList({ cniVersion: "1.0.0", name: "n", type: "bridge" }, { what: "x" });
     expect(buildPlexusConfig(input({ primary: single })).plugins).toEqual([
       expect.not.objectContaining({ capabilities: expect.anything() }),
@@ -96,13 +104,19 @@ describe("generated Plexus config", () => {
 
   it("M11 N6.1 the plugin's own parser accepts it as the runtime passes it (name and cniVersion injected)", () => {
     const list = JSON.parse(
-      renderPlexusConfig(input({ readinessIndicatorHost: "/run/ready", pluginKeys: { namespaceIsolation: true } })),
+      renderPlexusConfig(
+        input({ readinessIndicatorHost: "/run/ready", pluginKeys: { namespaceIsolation: true } }),
+      ),
     ) as {
       cniVersion: string;
       name: string;
       plugins: Array<Record<string, unknown>>;
     };
-    const conf = parsePlexusConf({ ...list.plugins[0], name: list.name, cniVersion: list.cniVersion });
+    const conf = parsePlexusConf({
+      ...list.plugins[0],
+      name: list.name,
+      cniVersion: list.cniVersion,
+    });
     expect(conf.clusterNetwork).toBe("/etc/cni/net.d/10-calico.conflist");
     expect(conf.kubeconfig).toBe("/etc/cni/net.d/plexus.d/plexus.kubeconfig");
     expect(conf.readinessindicatorfile).toBe("/run/ready");

@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { choosePrimary } from "../../../src/install/primary";
 
-const bridge = (name = "mynet") => JSON.stringify({ cniVersion: "1.0.0", name, plugins: [{ type: "bridge" }] });
+const bridge = (name = "mynet") =>
+  JSON.stringify({ cniVersion: "1.0.0", name, plugins: [{ type: "bridge" }] });
 const f = (name: string, content: string) => ({ path: `/etc/cni/net.d/${name}`, content });
 
 describe("choosePrimary", () => {
@@ -18,9 +19,9 @@ describe("choosePrimary", () => {
     expect(c.primary?.path).toBe("/etc/cni/net.d/10-a.conf");
     expect(c.primary?.conf.plugins[0]?.type).toBe("ptp");
     // "Z" (0x5A) sorts before "a" (0x61) as libcni's sort.Strings has it.
-    expect(choosePrimary([f("a.conflist", bridge("a")), f("Z.conflist", bridge("z"))]).primary?.path).toBe(
-      "/etc/cni/net.d/Z.conflist",
-    );
+    expect(
+      choosePrimary([f("a.conflist", bridge("a")), f("Z.conflist", bridge("z"))]).primary?.path,
+    ).toBe("/etc/cni/net.d/Z.conflist");
   });
 
   it("B49 refuses a dir holding only Plexus's own config", () => {
@@ -34,14 +35,20 @@ describe("choosePrimary", () => {
   });
 
   it("B49 refuses a renamed copy of Plexus's config (type plexus) and says why", () => {
-    const own = JSON.stringify({ cniVersion: "1.0.0", name: "plexus-cni-network", plugins: [{ type: "plexus" }] });
+    const own = JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "plexus-cni-network",
+      plugins: [{ type: "plexus" }],
+    });
     const c = choosePrimary([f("05-plexus-old.conflist", own)]);
     expect(c.primary).toBeUndefined();
     expect(c.warnings.join("\n")).toMatch(/05-plexus-old\.conflist is a Plexus config/);
   });
 
   it("B49 refuses a conflist with plugins: [] and names the file", () => {
-    const c = choosePrimary([f("10-empty.conflist", JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: [] }))]);
+    const c = choosePrimary([
+      f("10-empty.conflist", JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: [] })),
+    ]);
     expect(c.primary).toBeUndefined();
     expect(c.warnings.join("\n")).toMatch(/10-empty\.conflist has no plugins/);
   });
@@ -57,7 +64,10 @@ describe("choosePrimary", () => {
       f("01-empty.conf", ""),
       f("02-garbage.conflist", "{not json"),
       f("03-notype.conf", JSON.stringify({ cniVersion: "1.0.0", name: "x" })),
-      f("04-badversion.conflist", JSON.stringify({ cniVersion: "9.9.9", name: "x", plugins: [{ type: "bridge" }] })),
+      f(
+        "04-badversion.conflist",
+        JSON.stringify({ cniVersion: "9.9.9", name: "x", plugins: [{ type: "bridge" }] }),
+      ),
       f("05-list.json", "[1,2]"),
       f("10-good.conflist", bridge("good")),
     ]);

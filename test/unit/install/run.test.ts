@@ -18,7 +18,11 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { resolveOptions, type InstallFlags, type InstallOptions } from "../../../src/install/options";
+import {
+  resolveOptions,
+  type InstallFlags,
+  type InstallOptions,
+} from "../../../src/install/options";
 import { runInstall } from "../../../src/install/run";
 import { waitFor } from "../../support/plexus-bin";
 import { recordingLogger } from "./recording-logger";
@@ -63,7 +67,10 @@ function options(flags: Partial<InstallFlags> = {}): InstallOptions {
     installerLogLevel: "info",
     ...flags,
   };
-  return resolveOptions(f, { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" });
+  return resolveOptions(f, {
+    KUBERNETES_SERVICE_HOST: "10.96.0.1",
+    KUBERNETES_SERVICE_PORT: "443",
+  });
 }
 
 function start(o: InstallOptions) {
@@ -85,7 +92,10 @@ const primaryText = (cniVersion = "1.0.0", extra: Record<string, unknown> = {}) 
   });
 const plexusConf = () => join(confDir, "00-plexus.conflist");
 const readConf = () =>
-  JSON.parse(readFileSync(plexusConf(), "utf8")) as { cniVersion: string; plugins: Array<Record<string, unknown>> };
+  JSON.parse(readFileSync(plexusConf(), "utf8")) as {
+    cniVersion: string;
+    plugins: Array<Record<string, unknown>>;
+  };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("plexus install (in-process, temp dirs)", () => {
@@ -107,7 +117,8 @@ describe("plexus install (in-process, temp dirs)", () => {
     });
     expect(readFileSync(join(confDir, "plexus.d", "token"), "utf8")).toBe("token-1");
     expect(
-      JSON.parse(readFileSync(join(confDir, "plexus.d", "plexus.kubeconfig"), "utf8")).users[0].user.tokenFile,
+      JSON.parse(readFileSync(join(confDir, "plexus.d", "plexus.kubeconfig"), "utf8")).users[0].user
+        .tokenFile,
     ).toBe(join(confDir, "plexus.d", "token"));
     expect(existsSync(join(root, "state"))).toBe(true);
     expect(log.text()).toMatch(/config installed/);
@@ -126,9 +137,11 @@ describe("plexus install (in-process, temp dirs)", () => {
   it("M11 the wait is bounded: no primary within --primary-config-timeout → exit 1 with an error line", async () => {
     const { done, log } = start(options({ once: true, primaryConfigTimeout: "0.3" }));
     expect(await done).toBe(1);
-    expect(log.lines.some((l) => l.level === "error" && /not ready within --primary-config-timeout/.test(l.msg))).toBe(
-      true,
-    );
+    expect(
+      log.lines.some(
+        (l) => l.level === "error" && /not ready within --primary-config-timeout/.test(l.msg),
+      ),
+    ).toBe(true);
     expect(existsSync(plexusConf())).toBe(false);
   });
 
@@ -146,7 +159,9 @@ describe("plexus install (in-process, temp dirs)", () => {
     writeFileSync(join(confDir, ".00-plexus.conflist.tmp-1-1-x.conflist"), primaryText());
     const { done, log } = start(options({ once: true, primaryConfigTimeout: "0.4" }));
     expect(await done).toBe(1);
-    const refused = log.lines.filter((l) => l.level === "warn" && l.msg.startsWith("primary config candidate refused"));
+    const refused = log.lines.filter(
+      (l) => l.level === "warn" && l.msg.startsWith("primary config candidate refused"),
+    );
     for (const name of [
       "01-empty.conf",
       "02-garbage.conflist",
@@ -173,12 +188,19 @@ describe("plexus install (in-process, temp dirs)", () => {
     await waitFor(() => existsSync(plexusConf()), 3000, "config after the readiness file appeared");
     expect(readConf().plugins[0]!.readinessindicatorfile).toBe(ready);
     unlinkSync(ready);
-    await waitFor(() => !existsSync(plexusConf()), 3000, "config removed after the readiness file went");
+    await waitFor(
+      () => !existsSync(plexusConf()),
+      3000,
+      "config removed after the readiness file went",
+    );
     expect(log.text()).toMatch(/Plexus config removed until it is \(N6\.1\)/);
   });
 
   it("N6.1 a stale config from before a reboot is removed while the primary network is not ready", async () => {
-    writeFileSync(plexusConf(), JSON.stringify({ cniVersion: "1.0.0", name: "old", plugins: [{ type: "plexus" }] }));
+    writeFileSync(
+      plexusConf(),
+      JSON.stringify({ cniVersion: "1.0.0", name: "old", plugins: [{ type: "plexus" }] }),
+    );
     const { log } = start(options());
     await waitFor(() => !existsSync(plexusConf()), 3000, "stale config removed");
     expect(log.text()).toMatch(/primary network not ready/);
@@ -224,11 +246,19 @@ describe("plexus install (in-process, temp dirs)", () => {
     renameSync(plexusConf(), join(confDir, "00-plexus.conflist.bak"));
     await waitFor(() => existsSync(plexusConf()), 3000, "config restored after a rename");
     writeFileSync(plexusConf(), "{}");
-    await waitFor(() => readFileSync(plexusConf(), "utf8") === good, 3000, "config restored after an edit");
+    await waitFor(
+      () => readFileSync(plexusConf(), "utf8") === good,
+      3000,
+      "config restored after an edit",
+    );
     expect(log.text()).toMatch(/modified by another agent: restored/);
     // The kubeconfig too.
     unlinkSync(join(confDir, "plexus.d", "plexus.kubeconfig"));
-    await waitFor(() => existsSync(join(confDir, "plexus.d", "plexus.kubeconfig")), 3000, "kubeconfig restored");
+    await waitFor(
+      () => existsSync(join(confDir, "plexus.d", "plexus.kubeconfig")),
+      3000,
+      "kubeconfig restored",
+    );
   });
 
   it("M11 watch: a rotated service-account token is copied to the node's token file (the kubeconfig stays the same)", async () => {
@@ -240,7 +270,11 @@ describe("plexus install (in-process, temp dirs)", () => {
     // A projected volume swaps the file; write-then-rename stands in for that.
     writeFileSync(join(saDir, ".token.new"), "token-2");
     renameSync(join(saDir, ".token.new"), join(saDir, "token"));
-    await waitFor(() => readFileSync(tokenCopy, "utf8") === "token-2", 3000, "refreshed token copy");
+    await waitFor(
+      () => readFileSync(tokenCopy, "utf8") === "token-2",
+      3000,
+      "refreshed token copy",
+    );
     expect(statSync(tokenCopy).mode & 0o777).toBe(0o600);
     expect(readFileSync(join(confDir, "plexus.d", "plexus.kubeconfig"), "utf8")).toBe(kubeconfig);
     expect(log.text()).toMatch(/token rotated: copy refreshed/);
@@ -272,7 +306,12 @@ describe("M1 the installer names unknown keys of the configs it reads", () => {
   it("M1 a conflist-level key of the primary config that libcni does not read is logged with a suggestion", async () => {
     writeFileSync(
       join(confDir, "10-bridge.conflist"),
-      JSON.stringify({ cniVersion: "1.0.0", name: "mynet", disableChek: true, plugins: [{ type: "bridge" }] }),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "mynet",
+        disableChek: true,
+        plugins: [{ type: "bridge" }],
+      }),
     );
     const { done, log } = start(options({ once: true }));
     expect(await done).toBe(0);
@@ -284,17 +323,28 @@ describe("M1 the installer names unknown keys of the configs it reads", () => {
 
 describe("M11 no silent default network only: credentials", () => {
   it.each([
-    ["the token", () => unlinkSync(join(saDir, "token")), /service-account token .*token is missing or empty/],
-    ["the CA", () => unlinkSync(join(saDir, "ca.crt")), /service-account CA .*ca\.crt is missing or empty/],
-  ])("M11 without %s: exit 1 naming what is missing, and no Plexus config written", async (_what, remove, message) => {
-    writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
-    remove();
-    const { done, log } = start(options({ once: true }));
-    expect(await done).toBe(1);
-    expect(log.text()).toMatch(message);
-    expect(log.text()).toMatch(/no Plexus config written \(pass --without-kubernetes/);
-    expect(existsSync(plexusConf())).toBe(false);
-  });
+    [
+      "the token",
+      () => unlinkSync(join(saDir, "token")),
+      /service-account token .*token is missing or empty/,
+    ],
+    [
+      "the CA",
+      () => unlinkSync(join(saDir, "ca.crt")),
+      /service-account CA .*ca\.crt is missing or empty/,
+    ],
+  ])(
+    "M11 without %s: exit 1 naming what is missing, and no Plexus config written",
+    async (_what, remove, message) => {
+      writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
+      remove();
+      const { done, log } = start(options({ once: true }));
+      expect(await done).toBe(1);
+      expect(log.text()).toMatch(message);
+      expect(log.text()).toMatch(/no Plexus config written \(pass --without-kubernetes/);
+      expect(existsSync(plexusConf())).toBe(false);
+    },
+  );
 
   it("M11 without an API server (no --api-server, no in-cluster env): exit 1 naming both, no config", async () => {
     writeFileSync(join(confDir, "10-bridge.conflist"), primaryText());
@@ -302,7 +352,9 @@ describe("M11 no silent default network only: credentials", () => {
     delete f.apiServer;
     const { done, log } = start(f);
     expect(await done).toBe(1);
-    expect(log.text()).toMatch(/no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST/);
+    expect(log.text()).toMatch(
+      /no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST/,
+    );
     expect(existsSync(plexusConf())).toBe(false);
   });
 
@@ -324,13 +376,16 @@ describe("M11 no silent default network only: credentials", () => {
     writeFileSync(join(confDir, "10-bridge.conflist"), primaryText("0.4.0"));
     await waitFor(() => readConf().cniVersion === "0.4.0", 3000, "regenerated config");
     expect(readConf().plugins[0]!.kubeconfig).toBe(join(confDir, "plexus.d", "plexus.kubeconfig"));
-    expect(log.text()).toMatch(/token .* is missing or empty; the kubeconfig keeps the last token copied/);
+    expect(log.text()).toMatch(
+      /token .* is missing or empty; the kubeconfig keeps the last token copied/,
+    );
   });
 });
 
 describe("M11 a user-supplied config (--plexus-conf-file, Multus's --multus-conf-file)", () => {
   const userFile = () => join(root, "my-plexus.conf");
-  const writeUser = (value: Record<string, unknown>) => writeFileSync(userFile(), JSON.stringify(value));
+  const writeUser = (value: Record<string, unknown>) =>
+    writeFileSync(userFile(), JSON.stringify(value));
 
   it("M11 M1 a valid single config is validated and installed as 00-plexus.conflist; unknown keys are logged with a suggestion", async () => {
     writeUser({
@@ -345,15 +400,27 @@ describe("M11 a user-supplied config (--plexus-conf-file, Multus's --multus-conf
     const { done, log } = start(options({ once: true, plexusConfFile: userFile() }));
     expect(await done).toBe(0);
     const installed = JSON.parse(readFileSync(plexusConf(), "utf8"));
-    expect(installed).toMatchObject({ cniVersion: "1.0.0", name: "mine", plugins: [{ Type: "plexus" }] });
-    expect(log.text()).toMatch(/`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/);
-    expect(log.text()).toMatch(/`socketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/);
+    expect(installed).toMatchObject({
+      cniVersion: "1.0.0",
+      name: "mine",
+      plugins: [{ Type: "plexus" }],
+    });
+    expect(log.text()).toMatch(
+      /`clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`\?/,
+    );
+    expect(log.text()).toMatch(
+      /`socketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here/,
+    );
     expect(log.text()).toMatch(/user-supplied Plexus config validated and installed/);
   });
 
   it.each([
     ["not JSON", "{nope", /is not valid JSON/],
-    ["not a Plexus config", JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "bridge" }), /not a Plexus config/],
+    [
+      "not a Plexus config",
+      JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "bridge" }),
+      /not a Plexus config/,
+    ],
     [
       "no network",
       JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "plexus", kubeconfig: "/k" }),
@@ -373,7 +440,12 @@ describe("M11 a user-supplied config (--plexus-conf-file, Multus's --multus-conf
     ],
     [
       "no way to Kubernetes",
-      JSON.stringify({ cniVersion: "1.0.0", name: "x", type: "plexus", clusterNetwork: "/a/b.conf" }),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "x",
+        type: "plexus",
+        clusterNetwork: "/a/b.conf",
+      }),
       /has no .{1,3}kubeconfig.{1,3} \(nor .{1,3}fileClusterDir/,
     ],
     [
@@ -387,11 +459,14 @@ describe("M11 a user-supplied config (--plexus-conf-file, Multus's --multus-conf
       }),
       /its kubeconfig \/nope\/kc does not exist on the node/,
     ],
-  ])("M11 one that cannot work (%s) is refused: exit 1, nothing installed", async (_what, text, message) => {
-    writeFileSync(userFile(), text);
-    const { done, log } = start(options({ once: true, plexusConfFile: userFile() }));
-    expect(await done).toBe(1);
-    expect(log.text()).toMatch(message);
-    expect(existsSync(plexusConf())).toBe(false);
-  });
+  ])(
+    "M11 one that cannot work (%s) is refused: exit 1, nothing installed",
+    async (_what, text, message) => {
+      writeFileSync(userFile(), text);
+      const { done, log } = start(options({ once: true, plexusConfFile: userFile() }));
+      expect(await done).toBe(1);
+      expect(log.text()).toMatch(message);
+      expect(existsSync(plexusConf())).toBe(false);
+    },
+  );
 });

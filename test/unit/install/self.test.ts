@@ -6,10 +6,12 @@ import { AVX2_BUILD_NAME, cpuinfoHasAvx2, executableToInstall } from "../../../s
 
 const processor = (n: number, flags: string) =>
   `processor\t: ${n}\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: ${flags}\nbugs\t\t:\n\n`;
-const NEHALEM_FLAGS = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 ssse3 cx16 sse4_1 sse4_2 popcnt";
+const NEHALEM_FLAGS =
+  "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 ssse3 cx16 sse4_1 sse4_2 popcnt";
 const HASWELL_FLAGS = `${NEHALEM_FLAGS} avx f16c fma bmi1 avx2 bmi2 movbe`;
 // What an arm64 node's /proc/cpuinfo holds: "Features", no "flags".
-const ARM64 = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n\n";
+const ARM64 =
+  "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n\n";
 
 describe("cpuinfoHasAvx2", () => {
   it("M11 true only when every processor lists avx2 (avx alone, arm64 or an empty file: false)", () => {
@@ -42,7 +44,9 @@ describe("executableToInstall", () => {
     expect(executableToInstall({ own, cpuinfoPath: cpuinfo(processor(0, HASWELL_FLAGS)) })).toBe(
       join(dir, AVX2_BUILD_NAME),
     );
-    expect(executableToInstall({ own, cpuinfoPath: cpuinfo(processor(0, NEHALEM_FLAGS)) })).toBe(own);
+    expect(executableToInstall({ own, cpuinfoPath: cpuinfo(processor(0, NEHALEM_FLAGS)) })).toBe(
+      own,
+    );
     expect(executableToInstall({ own, cpuinfoPath: join(dir, "no-such-cpuinfo") })).toBe(own);
   });
 
@@ -50,7 +54,9 @@ describe("executableToInstall", () => {
     const own = join(dir, "plexus");
     writeFileSync(own, "arm64");
     expect(executableToInstall({ own, cpuinfoPath: cpuinfo(ARM64) })).toBe(own);
-    expect(executableToInstall({ own, cpuinfoPath: cpuinfo(processor(0, HASWELL_FLAGS)) })).toBe(own);
+    expect(executableToInstall({ own, cpuinfoPath: cpuinfo(processor(0, HASWELL_FLAGS)) })).toBe(
+      own,
+    );
     expect(executableToInstall({ own: undefined })).toBeUndefined();
   });
 });

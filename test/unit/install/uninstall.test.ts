@@ -31,7 +31,10 @@ describe("planUninstall", () => {
       "/host/etc/cni/net.d/plexus.d/token",
       "/host/etc/cni/net.d/plexus.d/ca.crt",
     ]);
-    expect(p.credentialsDir).toEqual({ local: "/host/etc/cni/net.d/plexus.d", host: "/etc/cni/net.d/plexus.d" });
+    expect(p.credentialsDir).toEqual({
+      local: "/host/etc/cni/net.d/plexus.d",
+      host: "/etc/cni/net.d/plexus.d",
+    });
     expect(p.binary).toEqual({ local: "/host/opt/cni/bin/plexus", host: "/opt/cni/bin/plexus" });
     expect(p.cniDir).toEqual({ local: "/host/var/lib/cni/plexus", host: "/var/lib/cni/plexus" });
     expect(p.removeState).toBe(false);

@@ -53,7 +53,9 @@ describe("M10 the daemon's claim cache", () => {
     cache.podChanged(pod({ claims: ["a", "b"] }));
     await settle();
     expect(reads.sort()).toEqual(["app/a", "app/b"]);
-    expect(await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" })).toMatchObject({ source: "cache" });
+    expect(await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" })).toMatchObject({
+      source: "cache",
+    });
     expect(reads).toHaveLength(2);
     expect(cache.stats()).toEqual({ claims: 2, reads: { prefetch: 2, request: 0 } });
   });
@@ -64,8 +66,12 @@ describe("M10 the daemon's claim cache", () => {
     cache.podChanged(pod({ claims: ["a"], phase: "Running" }));
     await settle();
     expect(reads).toEqual([]);
-    expect(await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" })).toMatchObject({ source: "api" });
-    expect(await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" })).toMatchObject({ source: "cache" });
+    expect(await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" })).toMatchObject({
+      source: "api",
+    });
+    expect(await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" })).toMatchObject({
+      source: "cache",
+    });
   });
 
   it("M10 a copy not allocated, reserved for another pod, or asked without a pod UID is read again (never stale)", async () => {
@@ -77,7 +83,9 @@ describe("M10 the daemon's claim cache", () => {
     const got = await cache.claim({ namespace: "app", name: "a", podUid: "uid-web" });
     expect(got.source).toBe("api");
     expect(got.claim?.status?.allocation).toBeDefined();
-    expect((await cache.claim({ namespace: "app", name: "a", podUid: "uid-other" })).source).toBe("api");
+    expect((await cache.claim({ namespace: "app", name: "a", podUid: "uid-other" })).source).toBe(
+      "api",
+    );
     expect((await cache.claim({ namespace: "app", name: "a" })).source).toBe("api");
     expect(reads).toHaveLength(4);
   });
@@ -119,7 +127,9 @@ describe("M10 the daemon's claim cache", () => {
     await settle();
     older!({ metadata: { name: "a", namespace: "app" } });
     await settle();
-    expect((await cache.claim({ namespace: "app", name: "a", podUid: "uid-2" })).source).toBe("cache");
+    expect((await cache.claim({ namespace: "app", name: "a", podUid: "uid-2" })).source).toBe(
+      "cache",
+    );
   });
 
   it("M10 any sequence of pod events: the cache holds only claims a pod of the node names, never more than its bound", async () => {
@@ -147,7 +157,10 @@ describe("M10 the daemon's claim cache", () => {
         for (const n of ["a", "b", "c", "d", "e"].filter((x) => !all.has(x))) {
           const before = cache.stats().reads.request;
           await cache.claim({ namespace: "app", name: n, podUid: "u1" });
-          expect(cache.stats().reads.request, `claim ${n} named by no pod was served from the cache`).toBe(before + 1);
+          expect(
+            cache.stats().reads.request,
+            `claim ${n} named by no pod was served from the cache`,
+          ).toBe(before + 1);
         }
       }),
       propertyRuns({ seed: 20261126, numRuns: 200 }),

@@ -17,7 +17,15 @@ import { silentLogger } from "../../../src/log/logger";
 import type { Pod } from "../../../src/npwg/types";
 import { assignDevices } from "../../../src/orchestrate/devices";
 import type { Attachment } from "../../../src/orchestrate/record";
-import { draScenario, GPU_CLAIM, NET_CLAIM, NETDRA, VF1, VF2, vfDevice } from "../../support/dra-fixtures";
+import {
+  draScenario,
+  GPU_CLAIM,
+  NET_CLAIM,
+  NETDRA,
+  VF1,
+  VF2,
+  vfDevice,
+} from "../../support/dra-fixtures";
 import { recordingLogger } from "../../fakes/fake-exec";
 
 const nadConfig = () => "{}";
@@ -33,7 +41,9 @@ function reader(sc = draScenario({ nadConfig })): DraReader & { calls: string[] 
     },
     async listResourceSlices(q) {
       calls.push(`slices ${q.nodeName} ${q.driver}`);
-      return sc.slices.flatMap((s) => trimResourceSlice(s) ?? []).filter((s) => s.spec.driver === q.driver);
+      return sc.slices
+        .flatMap((s) => trimResourceSlice(s) ?? [])
+        .filter((s) => s.spec.driver === q.driver);
     },
   };
 }
@@ -42,12 +52,21 @@ const podOf = (sc = draScenario({ nadConfig })) => trimPod(sc.pod, "app")!;
 
 describe("M10 DRA: trimmed shapes", () => {
   it("M10 a pod without claims keeps exactly its old trimmed shape; one with claims keeps them and its containers' extended resources only", () => {
-    const plain = { metadata: { name: "a", namespace: "x" }, spec: { nodeName: "n", containers: [{ name: "c" }] } };
-    expect(trimPod(plain, "x")).toEqual({ metadata: { name: "a", namespace: "x" }, spec: { nodeName: "n" } });
+    const plain = {
+      metadata: { name: "a", namespace: "x" },
+      spec: { nodeName: "n", containers: [{ name: "c" }] },
+    };
+    expect(trimPod(plain, "x")).toEqual({
+      metadata: { name: "a", namespace: "x" },
+      spec: { nodeName: "n" },
+    });
     expect(trimPodClaims(plain)).toEqual({});
     const sc = draScenario({ nadConfig });
     (sc.pod.spec as { containers: unknown[] }).containers = [
-      { name: "app", resources: { requests: { cpu: "1", [NETDRA]: 2 }, limits: { memory: "1Gi" } } },
+      {
+        name: "app",
+        resources: { requests: { cpu: "1", [NETDRA]: 2 }, limits: { memory: "1Gi" } },
+      },
     ];
     const pod = podOf(sc);
     expect(pod.spec).toEqual({
@@ -58,7 +77,9 @@ describe("M10 DRA: trimmed shapes", () => {
       ],
       containers: [{ name: "app", resources: { requests: { [NETDRA]: "2" } } }],
     });
-    expect(pod.status).toEqual({ resourceClaimStatuses: [{ name: "net", resourceClaimName: NET_CLAIM }] });
+    expect(pod.status).toEqual({
+      resourceClaimStatuses: [{ name: "net", resourceClaimName: NET_CLAIM }],
+    });
     // The daemon answers a trimmed pod that the binary trims again: the same pod.
     expect(trimPod(pod as never, "app")).toEqual(pod);
   });
@@ -173,7 +194,9 @@ describe("M10 DRA: a pod's claimed network devices", () => {
     await expect(podClaimDevices(podOf(sc), reader(sc), silentLogger())).rejects.toMatchObject({
       code: 7,
       message: expect.stringMatching(
-        new RegExp(`ResourceClaim ${NET_CLAIM}: device vf-2 .*k8s\\.cni\\.cncf\\.io/deviceID must be a string`),
+        new RegExp(
+          `ResourceClaim ${NET_CLAIM}: device vf-2 .*k8s\\.cni\\.cncf\\.io/deviceID must be a string`,
+        ),
       ),
     });
   });

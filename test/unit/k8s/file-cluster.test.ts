@@ -76,7 +76,9 @@ describe("FileCluster: manifests standing in for the API server", () => {
       ["demo", "a/b"],
       ["Demo", "x"],
     ] as const) {
-      await expect(fc.setNetworkStatus({ namespace, name }, "[]")).rejects.toMatchObject({ code: 4 });
+      await expect(fc.setNetworkStatus({ namespace, name }, "[]")).rejects.toMatchObject({
+        code: 4,
+      });
     }
     expect(readdirSync(dir)).toEqual([]);
     expect(existsSync(join(dir, "..", "x.json"))).toBe(false);
@@ -90,7 +92,9 @@ describe("FileCluster: manifests standing in for the API server", () => {
     );
     symlinkSync(join(dir, "..", `${basename(dir)}-outside.yaml`), join(dir, "link.yaml"));
     try {
-      await expect(new FileCluster(dir).getPod("default", "outside")).rejects.toMatchObject({ code: 3 });
+      await expect(new FileCluster(dir).getPod("default", "outside")).rejects.toMatchObject({
+        code: 3,
+      });
     } finally {
       rmSync(join(dir, "..", `${basename(dir)}-outside.yaml`));
     }
@@ -142,7 +146,9 @@ describe("FileCluster: manifests standing in for the API server", () => {
 
   it("N5 writes the network-status to a pod-shaped document under status/, and events as JSON lines (M9)", async () => {
     const fc = new FileCluster(dir);
-    const status = JSON.stringify([{ name: "cbr0", interface: "eth0", ips: ["10.1.0.2"], default: true }]);
+    const status = JSON.stringify([
+      { name: "cbr0", interface: "eth0", ips: ["10.1.0.2"], default: true },
+    ]);
     await fc.setNetworkStatus({ namespace: "demo", name: "web", uid: "u-1" }, status);
     const doc = JSON.parse(readFileSync(fc.statusPath("demo", "web"), "utf8"));
     expect(doc.metadata).toMatchObject({ namespace: "demo", name: "web", uid: "u-1" });

@@ -44,10 +44,21 @@ describe("M10 HTTP/2 client for unary gRPC calls", () => {
   const call = (budgetMs = 2000) => {
     const channel = new UnixGrpcChannel({ socket, maxMessageBytes: 1 << 20 });
     channels.push(channel);
-    return channel.unary({ path: "/t.S/M", request: Buffer.from("hi"), deadline: Date.now() + budgetMs });
+    return channel.unary({
+      path: "/t.S/M",
+      request: Buffer.from("hi"),
+      deadline: Date.now() + budgetMs,
+    });
   };
-  const ok = (stream: http2.ServerHttp2Stream, body: Buffer, trailers: Record<string, string> = {}) => {
-    stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+  const ok = (
+    stream: http2.ServerHttp2Stream,
+    body: Buffer,
+    trailers: Record<string, string> = {},
+  ) => {
+    stream.respond(
+      { ":status": 200, "content-type": "application/grpc" },
+      { waitForTrailers: true },
+    );
     stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0", ...trailers }));
     stream.end(body);
   };
@@ -92,21 +103,32 @@ describe("M10 HTTP/2 client for unary gRPC calls", () => {
       session.ping(() => {});
       ok(stream, message(10), { "grpc-message": longMessage });
     };
-    await start({ paddingStrategy: http2.constants.PADDING_STRATEGY_MAX, maxSendHeaderBlockLength: 100_000 });
+    await start({
+      paddingStrategy: http2.constants.PADDING_STRATEGY_MAX,
+      maxSendHeaderBlockLength: 100_000,
+    });
     expect((await call()).length).toBe(10);
   });
 
   it("M10 a status other than OK is a GrpcError with the server's message", async () => {
     handler = (stream) => {
       stream.respond(
-        { ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": "no%20Get" },
+        {
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": "12",
+          "grpc-message": "no%20Get",
+        },
         {
           endStream: true,
         },
       );
     };
     await start();
-    await expect(call()).rejects.toMatchObject({ code: GrpcStatus.UNIMPLEMENTED, details: "no Get" });
+    await expect(call()).rejects.toMatchObject({
+      code: GrpcStatus.UNIMPLEMENTED,
+      details: "no Get",
+    });
   });
 
   it("M10 a stream reset and a lost connection are UNAVAILABLE; after GOAWAY or a loss the next call opens a new connection", async () => {
@@ -124,7 +146,8 @@ describe("M10 HTTP/2 client for unary gRPC calls", () => {
     await start();
     const channel = new UnixGrpcChannel({ socket, maxMessageBytes: 1 << 20 });
     channels.push(channel);
-    const once = () => channel.unary({ path: "/t.S/M", request: Buffer.alloc(0), deadline: Date.now() + 2000 });
+    const once = () =>
+      channel.unary({ path: "/t.S/M", request: Buffer.alloc(0), deadline: Date.now() + 2000 });
     await expect(once()).rejects.toMatchObject({
       code: GrpcStatus.UNAVAILABLE,
       details: expect.stringMatching(/reset/),

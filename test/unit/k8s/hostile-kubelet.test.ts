@@ -46,7 +46,8 @@ describe("M10 a hostile pod-resources socket: bounded in time and memory", () =>
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const title = "M10 B82 %s: code 11 naming the limit, within the timeout, counters within the caps";
+  const title =
+    "M10 B82 %s: code 11 naming the limit, within the timeout, counters within the caps";
   it.each(CASES)(title, async (h, limit) => {
     const socket = join(dir, "kubelet.sock");
     server = await hostile.startHostilePodResources(socket, h);

@@ -11,11 +11,15 @@ const hex = (s: string) => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ""), "h
 describe("M10 HPACK decoding: RFC 7541 Appendix C", () => {
   it("M10 C.2: a literal with indexing, one without, one never indexed, an indexed field", () => {
     const d = new HpackDecoder();
-    expect(d.decode(hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572"))).toEqual([
-      ["custom-key", "custom-header"],
+    expect(
+      d.decode(hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572")),
+    ).toEqual([["custom-key", "custom-header"]]);
+    expect(d.decode(hex("040c 2f73 616d 706c 652f 7061 7468"))).toEqual([
+      [":path", "/sample/path"],
     ]);
-    expect(d.decode(hex("040c 2f73 616d 706c 652f 7061 7468"))).toEqual([[":path", "/sample/path"]]);
-    expect(d.decode(hex("1008 7061 7373 776f 7264 0673 6563 7265 74"))).toEqual([["password", "secret"]]);
+    expect(d.decode(hex("1008 7061 7373 776f 7264 0673 6563 7265 74"))).toEqual([
+      ["password", "secret"],
+    ]);
     expect(d.decode(hex("82"))).toEqual([[":method", "GET"]]);
     // The first block's field went into the dynamic table: index 62.
     expect(d.decode(hex("be"))).toEqual([["custom-key", "custom-header"]]);

@@ -43,7 +43,9 @@ function kubeconfig(user: string, cluster = "    certificate-authority-data: Zm9
 }
 
 /** Settles within 2 s (a read blocked on a FIFO would not settle at all). */
-async function settled<T>(p: Promise<T>): Promise<{ ok: T } | { err: { code: number; message: string } }> {
+async function settled<T>(
+  p: Promise<T>,
+): Promise<{ ok: T } | { err: { code: number; message: string } }> {
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(() => reject(new Error("still waiting after 2 s")), 2000),
   );
@@ -81,7 +83,9 @@ describe("B72 B15 FIFOs where a kubeconfig's files are", () => {
     expect(await settled(loadKubeSource({ kubeconfig: path, env }))).toMatchObject({
       err: {
         code: Code.InvalidNetworkConfig,
-        message: expect.stringMatching(/certificate-authority .*ca\.crt cannot be read: it is a FIFO/),
+        message: expect.stringMatching(
+          /certificate-authority .*ca\.crt cannot be read: it is a FIFO/,
+        ),
       },
     });
   });
@@ -96,12 +100,18 @@ describe("B72 the in-cluster service account's files", () => {
     writeFileSync(join(saDir(), "ca.crt"), "ca");
     fifo(join(saDir(), "token"));
     expect(await settled(loadKubeSource({ env: inCluster, inClusterRoot: dir }))).toMatchObject({
-      err: { code: Code.InvalidNetworkConfig, message: expect.stringMatching(/token cannot be read: it is a FIFO/) },
+      err: {
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringMatching(/token cannot be read: it is a FIFO/),
+      },
     });
     rmSync(join(saDir(), "ca.crt"));
     fifo(join(saDir(), "ca.crt"));
     expect(await settled(loadKubeSource({ env: inCluster, inClusterRoot: dir }))).toMatchObject({
-      err: { code: Code.InvalidNetworkConfig, message: expect.stringMatching(/ca\.crt cannot be read: it is a FIFO/) },
+      err: {
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringMatching(/ca\.crt cannot be read: it is a FIFO/),
+      },
     });
   });
 

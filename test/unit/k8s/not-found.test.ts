@@ -37,20 +37,29 @@ describe("notFoundIn: what a 404 means", () => {
     for (const r of [POD_RESOURCE, NAD_RESOURCE, CLAIM_RESOURCE]) {
       const err = new ApiStatusError(answer(404, notFound(r, "x1")));
       expect(notFoundIn(err, r, "x1")).toBe("missing");
-      expect(notFoundIn(new CniError(Code.ApiFailure, "wrapped", undefined, { cause: err }), r, "x1")).toBe("missing");
+      expect(
+        notFoundIn(new CniError(Code.ApiFailure, "wrapped", undefined, { cause: err }), r, "x1"),
+      ).toBe("missing");
     }
   });
 
   it("B38 plain text, a Status without details or naming another object: 'not-served'", () => {
     const cases = [
       answer(404, "404 page not found\n"),
-      answer(404, { kind: "Status", reason: "NotFound", message: "the server could not find the requested resource" }),
+      answer(404, {
+        kind: "Status",
+        reason: "NotFound",
+        message: "the server could not find the requested resource",
+      }),
       answer(404, notFound(POD_RESOURCE, "other")),
       answer(404, notFound(NAD_RESOURCE, "x1")),
     ];
-    for (const a of cases) expect(notFoundIn(new ApiStatusError(a), POD_RESOURCE, "x1")).toBe("not-served");
+    for (const a of cases)
+      expect(notFoundIn(new ApiStatusError(a), POD_RESOURCE, "x1")).toBe("not-served");
     // A list has no name: any 404 is the resource not served.
-    expect(notFoundIn(new ApiStatusError(answer(404, notFound(POD_RESOURCE, "x1"))), POD_RESOURCE)).toBe("not-served");
+    expect(
+      notFoundIn(new ApiStatusError(answer(404, notFound(POD_RESOURCE, "x1"))), POD_RESOURCE),
+    ).toBe("not-served");
     expect(notFoundIn(new ApiStatusError(answer(500, "x")), POD_RESOURCE, "x1")).toBeUndefined();
     expect(notFoundIn(new Error("x"), POD_RESOURCE, "x1")).toBeUndefined();
   });
@@ -72,10 +81,16 @@ describe("notFoundIn: what a 404 means", () => {
     });
     fc.assert(
       fc.property(resources, body, fc.boolean(), (r, b, asText) => {
-        const err = new ApiStatusError(answer(404, asText ? JSON.stringify(b).slice(1) : { kind: "Status", ...b }));
+        const err = new ApiStatusError(
+          answer(404, asText ? JSON.stringify(b).slice(1) : { kind: "Status", ...b }),
+        );
         const d = b.details;
         const names =
-          !asText && b.reason === "NotFound" && d?.name === "x1" && d.kind === r.plural && (d.group ?? "") === r.group;
+          !asText &&
+          b.reason === "NotFound" &&
+          d?.name === "x1" &&
+          d.kind === r.plural &&
+          (d.group ?? "") === r.group;
         expect(notFoundIn(err, r, "x1")).toBe(names ? "missing" : "not-served");
       }),
       propertyRuns({ seed: 20261126, numRuns: 300 }),

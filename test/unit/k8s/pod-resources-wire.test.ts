@@ -32,11 +32,16 @@ const root = protobuf.Root.fromJSON({
       },
     },
     ContainerDevices: {
-      fields: { resourceName: { type: "string", id: 1 }, deviceIds: { rule: "repeated", type: "string", id: 2 } },
+      fields: {
+        resourceName: { type: "string", id: 1 },
+        deviceIds: { rule: "repeated", type: "string", id: 2 },
+      },
     },
     List: { fields: { podResources: { rule: "repeated", type: "PodResources", id: 1 } } },
     Get: { fields: { podResources: { type: "PodResources", id: 1 } } },
-    GetRequest: { fields: { podName: { type: "string", id: 1 }, podNamespace: { type: "string", id: 2 } } },
+    GetRequest: {
+      fields: { podName: { type: "string", id: 1 }, podNamespace: { type: "string", id: 2 } },
+    },
   },
 });
 const encode = (type: string, value: object) => {
@@ -66,7 +71,9 @@ const plain = (name: string, ids: string[]) => ({
 
 describe("M10 pod-resources messages by hand", () => {
   it("M10 Get and List answers written by protobufjs read the same, with the fields Plexus does not use skipped", () => {
-    expect(decodeGetResponse(encode("Get", { podResources: pod("p", ["0000:3b:02.1", "ü-ïd"]) }))).toEqual({
+    expect(
+      decodeGetResponse(encode("Get", { podResources: pod("p", ["0000:3b:02.1", "ü-ïd"]) })),
+    ).toEqual({
       podResources: plain("p", ["0000:3b:02.1", "ü-ïd"]),
     });
     expect(decodeGetResponse(encode("Get", {}))).toEqual({});

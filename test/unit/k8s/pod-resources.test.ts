@@ -9,11 +9,18 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors";
 import { PodResourcesClient, podDeviceIds } from "../../../src/k8s/pod-resources";
-import { type FakePodResources, podWithDevices, startFakePodResources } from "../../support/fake-pod-resources";
+import {
+  type FakePodResources,
+  podWithDevices,
+  startFakePodResources,
+} from "../../support/fake-pod-resources";
 
 const RESOURCE = "intel.com/sriov";
 const PODS = [
-  podWithDevices("ns", "p", { a: { [RESOURCE]: ["0000:3b:02.2", "0000:3b:02.1"] }, b: { "x.io/gpu": ["g0"] } }),
+  podWithDevices("ns", "p", {
+    a: { [RESOURCE]: ["0000:3b:02.2", "0000:3b:02.1"] },
+    b: { "x.io/gpu": ["g0"] },
+  }),
   podWithDevices("ns", "other", { a: { [RESOURCE]: ["0000:3b:02.3"] } }),
 ];
 
@@ -35,7 +42,10 @@ describe("M10 pod-resources client over HTTP/2 against a grpc-js kubelet", () =>
 
   it("M10 Get answers the pod's devices per resource, across containers, sorted", async () => {
     const got = await podDeviceIds({ socket, ...query });
-    expect(Object.fromEntries(got)).toEqual({ [RESOURCE]: ["0000:3b:02.1", "0000:3b:02.2"], "x.io/gpu": ["g0"] });
+    expect(Object.fromEntries(got)).toEqual({
+      [RESOURCE]: ["0000:3b:02.1", "0000:3b:02.2"],
+      "x.io/gpu": ["g0"],
+    });
     expect(kubelet?.calls).toEqual(["Get"]);
   });
 
@@ -48,7 +58,9 @@ describe("M10 pod-resources client over HTTP/2 against a grpc-js kubelet", () =>
     const client = new PodResourcesClient(socket);
     try {
       expect((await client.devices(query)).get(RESOURCE)).toEqual(["0000:3b:02.1", "0000:3b:02.2"]);
-      expect((await client.devices({ ...query, name: "other" })).get(RESOURCE)).toEqual(["0000:3b:02.3"]);
+      expect((await client.devices({ ...query, name: "other" })).get(RESOURCE)).toEqual([
+        "0000:3b:02.3",
+      ]);
     } finally {
       client.close();
     }

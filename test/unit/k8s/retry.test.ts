@@ -1,19 +1,38 @@
 /** src/k8s/retry.ts with a fake clock: backoff bounds, Retry-After, attempt and deadline caps (B34, B35). */
 import { describe, expect, it } from "vitest";
-import { backoffMs, parseRetryAfter, RetriesExhausted, type RetryClock, withRetry } from "../../../src/k8s/retry";
+import {
+  backoffMs,
+  parseRetryAfter,
+  RetriesExhausted,
+  type RetryClock,
+  withRetry,
+} from "../../../src/k8s/retry";
 
 function fakeClock(random = 0.5): RetryClock & { slept: number[] } {
   let t = 1_000_000;
   const slept: number[] = [];
-  return { slept, now: () => t, sleep: async (ms) => void (slept.push(ms), (t += ms)), random: () => random };
+  return {
+    slept,
+    now: () => t,
+    sleep: async (ms) => void (slept.push(ms), (t += ms)),
+    random: () => random,
+  };
 }
 
-const policy = { requestTimeoutMs: 100, totalTimeoutMs: 1_000, baseDelayMs: 10, maxDelayMs: 80, maxAttempts: 5 };
+const policy = {
+  requestTimeoutMs: 100,
+  totalTimeoutMs: 1_000,
+  baseDelayMs: 10,
+  maxDelayMs: 80,
+  maxAttempts: 5,
+};
 
 describe("retry", () => {
   it("B35 backoff doubles from base, is capped, and keeps half of it fixed (jitter on the other half)", () => {
     expect([1, 2, 3, 4, 5].map((n) => backoffMs(n, policy, () => 0))).toEqual([5, 10, 20, 40, 40]);
-    expect([1, 2, 3, 4, 5].map((n) => backoffMs(n, policy, () => 0.999))).toEqual([10, 20, 40, 80, 80]);
+    expect([1, 2, 3, 4, 5].map((n) => backoffMs(n, policy, () => 0.999))).toEqual([
+      10, 20, 40, 80, 80,
+    ]);
   });
 
   it("B35 Retry-After: seconds or an HTTP date; garbage is ignored", () => {
@@ -47,9 +66,9 @@ describe("retry", () => {
       calls++;
       throw original;
     };
-    await expect(withRetry(attempt, { policy, classify: () => ({ retry: false }), clock: fakeClock() })).rejects.toBe(
-      original,
-    );
+    await expect(
+      withRetry(attempt, { policy, classify: () => ({ retry: false }), clock: fakeClock() }),
+    ).rejects.toBe(original);
     expect(calls).toBe(1);
   });
 
@@ -81,7 +100,12 @@ describe("retry", () => {
         await clock.sleep(t); // the attempt used its whole timeout
         throw new Error("timeout");
       },
-      { policy: { ...policy, maxAttempts: 100 }, classify: () => ({ retry: true }), clock, deadlineAt: start + 250 },
+      {
+        policy: { ...policy, maxAttempts: 100 },
+        classify: () => ({ retry: true }),
+        clock,
+        deadlineAt: start + 250,
+      },
     ).catch((e: unknown) => e);
     expect(err).toMatchObject({ why: "deadline" });
     expect(timeouts[0]).toBe(100);

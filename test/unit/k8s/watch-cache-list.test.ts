@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiStatusError } from "../../../src/k8s/rest-kube";
-import { isResourceVersionUnavailable, LIST_PAGE, listAt, listResourceVersion } from "../../../src/k8s/watch-cache";
+import {
+  isResourceVersionUnavailable,
+  LIST_PAGE,
+  listAt,
+  listResourceVersion,
+} from "../../../src/k8s/watch-cache";
 
 const item = (name: string) => ({ metadata: { name, namespace: "ns" } });
 const trim = (x: Record<string, unknown>) => x as never;
@@ -40,7 +45,10 @@ describe("listResourceVersion (the reflector's relistResourceVersion)", () => {
 
   it("410 Expired and 504 with the ResourceVersionTooLarge cause make a resourceVersion unavailable; other 504s do not", () => {
     expect(isResourceVersionUnavailable(status(410, { reason: "Expired" }))).toBe(true);
-    const tooLarge = status(504, { reason: "Timeout", details: { causes: [{ reason: "ResourceVersionTooLarge" }] } });
+    const tooLarge = status(504, {
+      reason: "Timeout",
+      details: { causes: [{ reason: "ResourceVersionTooLarge" }] },
+    });
     expect(isResourceVersionUnavailable(new Error("wrapped", { cause: tooLarge }))).toBe(true);
     expect(isResourceVersionUnavailable(status(504, { reason: "Timeout" }))).toBe(false);
     expect(isResourceVersionUnavailable(new Error("ECONNRESET"))).toBe(false);
@@ -88,7 +96,9 @@ describe("listAt (the pager)", () => {
 
   it("a failure of the first page is the caller's (no fallback list)", async () => {
     const r = recorder([status(410, { reason: "Expired" })]);
-    await expect(listAt({ ...base, list: r.list, resourceVersion: "5" })).rejects.toBeInstanceOf(ApiStatusError);
+    await expect(listAt({ ...base, list: r.list, resourceVersion: "5" })).rejects.toBeInstanceOf(
+      ApiStatusError,
+    );
     expect(r.queries).toHaveLength(1);
   });
 });

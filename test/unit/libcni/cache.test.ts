@@ -37,7 +37,10 @@ describe("ResultCache", () => {
   it("B48 a second ADD's entry replaces the first one, leaving one file and no temp files", async () => {
     await cache.set(entry("10.0.0.2/24"));
     await cache.set(entry("10.0.0.3/24"));
-    expect((await cache.get(k))!.result).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.0.0.3/24" }] });
+    expect((await cache.get(k))!.result).toEqual({
+      cniVersion: "1.0.0",
+      ips: [{ address: "10.0.0.3/24" }],
+    });
     expect(readdirSync(join(cniDir, "results"))).toEqual(["net-a-ctr1-eth0"]);
   });
 
@@ -56,9 +59,17 @@ describe("ResultCache", () => {
     ["a list", "[]"],
     [
       "a foreign record",
-      JSON.stringify({ kind: "somethingElse", networkName: "net-a", containerId: "ctr1", ifName: "eth0" }),
+      JSON.stringify({
+        kind: "somethingElse",
+        networkName: "net-a",
+        containerId: "ctr1",
+        ifName: "eth0",
+      }),
     ],
-    ["a record without ifName", JSON.stringify({ kind: "cniCacheV1", networkName: "net-a", containerId: "ctr1" })],
+    [
+      "a record without ifName",
+      JSON.stringify({ kind: "cniCacheV1", networkName: "net-a", containerId: "ctr1" }),
+    ],
   ])("B47 an entry holding %s reads as absent and is left out of list()", async (_what, text) => {
     mkdirSync(join(cniDir, "results"), { recursive: true });
     writeFileSync(cache.path(k), text);
@@ -121,7 +132,10 @@ describe("state file names (issue 13 R3, R8)", () => {
       const k = { networkName: "net-a", containerId: "ctr1", ifName: "eth0" };
       await cache.set({ ...k, config: "{}", result: { cniVersion: "1.0.0" } as never });
       expect(await cache.get(k)).toBeDefined();
-      writeFileSync(cache.path(k), JSON.stringify({ kind: "cniCacheV1", ...k, containerId: "other", config: "{}" }));
+      writeFileSync(
+        cache.path(k),
+        JSON.stringify({ kind: "cniCacheV1", ...k, containerId: "other", config: "{}" }),
+      );
       expect(await cache.get(k)).toBeUndefined();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -136,8 +150,16 @@ describe("state file names (issue 13 R3, R8)", () => {
       const dead = spawnSync("true").pid!;
       writeFileSync(join(results, `.net-a-ctr9-eth0.tmp-${dead}-1-abc`), "half");
       writeFileSync(join(results, `.net-a-ctr8-eth0.tmp-${process.ppid}-1-abc`), "in progress");
-      await new ResultCache(dir).set({ networkName: "net-b", containerId: "ctr1", ifName: "eth0", config: "{}" });
-      expect(readdirSync(results).sort()).toEqual([`.net-a-ctr8-eth0.tmp-${process.ppid}-1-abc`, "net-b-ctr1-eth0"]);
+      await new ResultCache(dir).set({
+        networkName: "net-b",
+        containerId: "ctr1",
+        ifName: "eth0",
+        config: "{}",
+      });
+      expect(readdirSync(results).sort()).toEqual([
+        `.net-a-ctr8-eth0.tmp-${process.ppid}-1-abc`,
+        "net-b-ctr1-eth0",
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

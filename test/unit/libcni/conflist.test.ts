@@ -84,7 +84,11 @@ beforeEach(() => {
 });
 afterEach(() => deps.dispose());
 
-const key = (containerId = "ctr1", ifName = "eth0", networkName = "net-a") => ({ networkName, containerId, ifName });
+const key = (containerId = "ctr1", ifName = "eth0", networkName = "net-a") => ({
+  networkName,
+  containerId,
+  ifName,
+});
 
 describe("ADD", () => {
   it("C3.1 runs the plugins in order, each given the previous plugin's result as prevResult; returns the last result", async () => {
@@ -106,15 +110,24 @@ describe("ADD", () => {
   it("C3.1 B58 a plugin answering in another version is converted to the list's version before it is chained", async () => {
     exec.on(
       { command: "ADD", type: "bridge" },
-      { stdout: JSON.stringify({ cniVersion: "0.4.0", ips: [{ version: "4", address: "10.1.0.9/24" }] }) },
+      {
+        stdout: JSON.stringify({
+          cniVersion: "0.4.0",
+          ips: [{ version: "4", address: "10.1.0.9/24" }],
+        }),
+      },
     );
     await addNetworkList(list("1.0.0"), rt(), deps);
-    expect(exec.calls[1]!.stdin.prevResult).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.1.0.9/24" }] });
+    expect(exec.calls[1]!.stdin.prevResult).toEqual({
+      cniVersion: "1.0.0",
+      ips: [{ address: "10.1.0.9/24" }],
+    });
   });
 
   it("N7.1 the list's name and cniVersion are injected into every plugin, replacing the plugin's own; other keys verbatim", async () => {
     await addNetworkList(list("0.4.0"), rt(), deps);
-    for (const c of exec.calls) expect(c.stdin).toMatchObject({ name: "net-a", cniVersion: "0.4.0" });
+    for (const c of exec.calls)
+      expect(c.stdin).toMatchObject({ name: "net-a", cniVersion: "0.4.0" });
     expect(exec.calls[0]!.stdin).toEqual({
       type: "bridge",
       name: "net-a",
@@ -171,7 +184,11 @@ describe("ADD", () => {
   });
 
   it("C4.1 every delegate gets CNI_COMMAND, CONTAINERID, NETNS, IFNAME, ARGS and PATH, plus the base env", async () => {
-    await addNetworkList(list(), rt({ baseEnv: { PATH: "/usr/bin", KEEP_ME: "1", HOME: "/root" } }), deps);
+    await addNetworkList(
+      list(),
+      rt({ baseEnv: { PATH: "/usr/bin", KEEP_ME: "1", HOME: "/root" } }),
+      deps,
+    );
     for (const c of exec.calls) {
       expect(c.env).toEqual({
         PATH: "/usr/bin",
@@ -185,12 +202,20 @@ describe("ADD", () => {
         CNI_PATH: "/opt/cni/bin:/usr/lib/cni",
       });
     }
-    expect(exec.calls.map((c) => c.path)).toEqual(["/fake/bin/bridge", "/fake/bin/tuning", "/fake/bin/portmap"]);
+    expect(exec.calls.map((c) => c.path)).toEqual([
+      "/fake/bin/bridge",
+      "/fake/bin/tuning",
+      "/fake/bin/portmap",
+    ]);
     expect(exec.lookups[0]).toEqual({ type: "bridge", dirs: ["/opt/cni/bin", "/usr/lib/cni"] });
   });
 
   it("C3.3 the final result is cached with the config, netns, args and capability values it was added with", async () => {
-    const out = await addNetworkList(list(), rt({ capabilityArgs: { mac: "02:00:00:00:00:09" } }), deps);
+    const out = await addNetworkList(
+      list(),
+      rt({ capabilityArgs: { mac: "02:00:00:00:00:09" } }),
+      deps,
+    );
     const entry = await deps.cache.get(key());
     expect(entry).toMatchObject({
       kind: "cniCacheV1",
@@ -220,7 +245,10 @@ describe("ADD", () => {
     exec = new FakeExec(["bridge"]);
     deps.exec = exec;
     const err = (await addNetworkList(list(), rt(), deps).catch((e: unknown) => e)) as CniError;
-    expect(err).toMatchObject({ code: 7, message: expect.stringMatching(/network "net-a".*"tuning"/) });
+    expect(err).toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/network "net-a".*"tuning"/),
+    });
     expect(pluginsStartedOf(err)).toBe(1);
     expect(exec.summary()).toEqual(["ADD eth0 bridge"]);
   });
@@ -262,13 +290,19 @@ describe("DEL", () => {
   it("C2.5 DEL without an earlier ADD runs every plugin without prevResult and succeeds", async () => {
     await delNetworkList(list(), rt({ netns: "" }), deps);
     expect(exec.summary()).toEqual(["DEL eth0 portmap", "DEL eth0 tuning", "DEL eth0 bridge"]);
-    expect(exec.calls.every((c) => !("prevResult" in c.stdin) && c.env.CNI_NETNS === "")).toBe(true);
+    expect(exec.calls.every((c) => !("prevResult" in c.stdin) && c.env.CNI_NETNS === "")).toBe(
+      true,
+    );
   });
 
   it("B62 C3.3 a failing plugin does not stop the others; the cache entry is kept for the retry, and removed once a retry succeeds", async () => {
     await addNetworkList(list(), rt(), deps);
     exec.calls.length = 0;
-    exec.on({ command: "DEL", type: "tuning" }, { error: { code: 5, msg: "tuning broke" } }, { times: 1 });
+    exec.on(
+      { command: "DEL", type: "tuning" },
+      { error: { code: 5, msg: "tuning broke" } },
+      { times: 1 },
+    );
     await expect(delNetworkList(list(), rt(), deps)).rejects.toMatchObject({
       code: 5,
       message: expect.stringContaining("tuning broke"),
@@ -285,7 +319,9 @@ describe("DEL", () => {
   it("N7.2 several failing plugins give one aggregate error that names each, with the first code", async () => {
     exec.on({ command: "DEL", type: "portmap" }, { error: { code: 11, msg: "portmap broke" } });
     exec.on({ command: "DEL", type: "bridge" }, { throws: new TypeError("bridge exploded") });
-    const err = (await delNetworkList(list(), rt(), deps).catch((e: unknown) => e)) as AggregateCniError;
+    const err = (await delNetworkList(list(), rt(), deps).catch(
+      (e: unknown) => e,
+    )) as AggregateCniError;
     expect(err).toBeInstanceOf(AggregateCniError);
     expect(err.code).toBe(11);
     expect(err.errors.map((e) => e.code)).toEqual([11, 999]);
@@ -298,7 +334,11 @@ describe("CHECK", () => {
     const out = await addNetworkList(list(), rt(), deps);
     exec.calls.length = 0;
     await checkNetworkList(list(), rt(), deps);
-    expect(exec.summary()).toEqual(["CHECK eth0 bridge", "CHECK eth0 tuning", "CHECK eth0 portmap"]);
+    expect(exec.summary()).toEqual([
+      "CHECK eth0 bridge",
+      "CHECK eth0 tuning",
+      "CHECK eth0 portmap",
+    ]);
     for (const c of exec.calls) expect(c.stdin.prevResult).toEqual(out);
   });
 
@@ -339,7 +379,11 @@ describe("STATUS", () => {
   });
 
   it("C2.8 a 1.1.0 list: every plugin, without attachment env, runtimeConfig or prevResult", async () => {
-    await statusNetworkList(list("1.1.0"), rt({ capabilityArgs: { portMappings: [1], mac: "x" } }), deps);
+    await statusNetworkList(
+      list("1.1.0"),
+      rt({ capabilityArgs: { portMappings: [1], mac: "x" } }),
+      deps,
+    );
     expect(exec.summary()).toEqual(["STATUS  bridge", "STATUS  tuning", "STATUS  portmap"]);
     for (const c of exec.calls) {
       expect(c.env).toEqual({
@@ -401,7 +445,11 @@ describe("GC", () => {
     expect(gcs.map((c) => c.type)).toEqual(["bridge", "tuning", "portmap"]);
     expect(exec.calls.slice(-3).every((c) => c.command === "GC")).toBe(true);
     for (const c of gcs)
-      expect(c.stdin).toMatchObject({ name: "net-a", cniVersion: "1.1.0", "cni.dev/valid-attachments": valid });
+      expect(c.stdin).toMatchObject({
+        name: "net-a",
+        cniVersion: "1.1.0",
+        "cni.dev/valid-attachments": valid,
+      });
     expect((await deps.cache.list("net-a")).map((e) => e.containerId)).toEqual(["keep"]);
     expect((await deps.cache.list("net-b")).map((e) => e.containerId)).toEqual(["stale1"]);
   });
@@ -415,16 +463,25 @@ describe("GC", () => {
 
   it("C2.9 keeps going past failures and reports them all at the end; a failed attachment stays cached", async () => {
     await addAll("1.1.0");
-    exec.on({ command: "DEL", containerId: "stale1", type: "bridge" }, { error: { code: 5, msg: "stale1 broke" } });
+    exec.on(
+      { command: "DEL", containerId: "stale1", type: "bridge" },
+      { error: { code: 5, msg: "stale1 broke" } },
+    );
     exec.on({ command: "GC", type: "tuning" }, { error: { code: 11, msg: "gc broke" } });
-    const err = (await gcNetworkList(list("1.1.0"), [{ containerID: "keep", ifname: "eth0" }], gcRt(), deps).catch(
-      (e: unknown) => e,
-    )) as AggregateCniError;
+    const err = (await gcNetworkList(
+      list("1.1.0"),
+      [{ containerID: "keep", ifname: "eth0" }],
+      gcRt(),
+      deps,
+    ).catch((e: unknown) => e)) as AggregateCniError;
     expect(err).toBeInstanceOf(AggregateCniError);
     expect(err.message).toMatch(/stale1 broke.*gc broke/);
     expect(exec.calls.filter((c) => c.containerId === "stale2")).toHaveLength(3);
     expect(exec.calls.filter((c) => c.command === "GC")).toHaveLength(3);
-    expect((await deps.cache.list("net-a")).map((e) => e.containerId).sort()).toEqual(["keep", "stale1"]);
+    expect((await deps.cache.list("net-a")).map((e) => e.containerId).sort()).toEqual([
+      "keep",
+      "stale1",
+    ]);
   });
 
   it("C2.9 disableGC skips GC entirely", async () => {
@@ -452,7 +509,10 @@ describe("the call's deadline (addTimeoutSeconds, delTimeoutSeconds)", () => {
     };
     await addNetworkList(
       list(),
-      rt({ deadlineMs: 60_000, callDeadline: { at: Date.now() + 5_000, key: "addTimeoutSeconds" } }),
+      rt({
+        deadlineMs: 60_000,
+        callDeadline: { at: Date.now() + 5_000, key: "addTimeoutSeconds" },
+      }),
       deps,
     );
     expect(seen).toHaveLength(3);

@@ -19,9 +19,12 @@ describe("M1 logLevel names", () => {
     expect(toPinoLevel(multus)).toBe(pinoLevel);
   });
 
-  it.each(["trace", "debug", "info", "warn", "error", "fatal", "silent"])("M1 pino's own %j is accepted as is", (l) => {
-    expect(toPinoLevel(l)).toBe(l);
-  });
+  it.each(["trace", "debug", "info", "warn", "error", "fatal", "silent"])(
+    "M1 pino's own %j is accepted as is",
+    (l) => {
+      expect(toPinoLevel(l)).toBe(l);
+    },
+  );
 
   it("M1 unset or empty means Multus's default, panic (fatal)", () => {
     expect(toPinoLevel(undefined)).toBe("fatal");
@@ -73,11 +76,14 @@ describe("C2.2 createLogger", () => {
     ["verbose", "info"],
     ["error", "error"],
     ["warn", "warn"],
-  ])("M1 C2.2 logLevel %j gives a pino logger at %j writing to stderr (fd 2), never fd 1", async (multus, level) => {
-    const log = await createLogger({ logLevel: multus });
-    expect(log.level).toBe(level);
-    expect(fdsOf(log)).toEqual([2]);
-  });
+  ])(
+    "M1 C2.2 logLevel %j gives a pino logger at %j writing to stderr (fd 2), never fd 1",
+    async (multus, level) => {
+      const log = await createLogger({ logLevel: multus });
+      expect(log.level).toBe(level);
+      expect(fdsOf(log)).toEqual([2]);
+    },
+  );
 
   it("C2.2 with a logFile and logToStderr, both are written; with logToStderr false, only the file", async () => {
     const file = join(dir, "both.log");
@@ -86,13 +92,25 @@ describe("C2.2 createLogger", () => {
     expect(fds).toHaveLength(2);
     expect(fds).toContain(2);
     expect(fds).not.toContain(1);
-    const only = await createLogger({ logLevel: "debug", logFile: join(dir, "only.log"), logToStderr: false });
+    const only = await createLogger({
+      logLevel: "debug",
+      logFile: join(dir, "only.log"),
+      logToStderr: false,
+    });
     expect(fdsOf(only)).toHaveLength(1);
     expect(fdsOf(only)[0]).not.toBe(1);
     expect(fdsOf(only)[0]).not.toBe(2);
     only.info({ containerId: "c1" }, "to the file");
-    const line = JSON.parse(readFileSync(join(dir, "only.log"), "utf8").trim()) as Record<string, unknown>;
-    expect(line).toMatchObject({ msg: "to the file", containerId: "c1", level: 30, pid: process.pid });
+    const line = JSON.parse(readFileSync(join(dir, "only.log"), "utf8").trim()) as Record<
+      string,
+      unknown
+    >;
+    expect(line).toMatchObject({
+      msg: "to the file",
+      containerId: "c1",
+      level: 30,
+      pid: process.pid,
+    });
   });
 
   it("B44 a log file Plexus creates is readable by root only (0600): it names pods, networks and paths", async () => {

@@ -49,7 +49,9 @@ describe("M1 logOptions: log rotation on open", () => {
     await expect
       .poll(() => readdirSync(dir), { timeout: 10_000, interval: 50 })
       .toEqual(["plexus-2026-01-02T03-04-05.000Z.log.gz"]);
-    expect(gunzipSync(readFileSync(join(dir, "plexus-2026-01-02T03-04-05.000Z.log.gz"))).toString()).toBe(body);
+    expect(
+      gunzipSync(readFileSync(join(dir, "plexus-2026-01-02T03-04-05.000Z.log.gz"))).toString(),
+    ).toBe(body);
   });
 
   it("M1 prunes backups beyond maxBackups and older than maxAge", () => {
@@ -102,7 +104,11 @@ describe("M1 logOptions: log rotation on open", () => {
     for (const n of siblings) touch(n, old);
     const own = touch(backupName(file, old), old);
     writeFileSync(file, "current");
-    rotateIfNeeded(file, { maxSize: 100, maxAge: 1, maxBackups: 1 }, new Date("2026-06-01T00:00:00Z"));
+    rotateIfNeeded(
+      file,
+      { maxSize: 100, maxAge: 1, maxBackups: 1 },
+      new Date("2026-06-01T00:00:00Z"),
+    );
     expect(readdirSync(dir).sort()).toEqual([...siblings, "plexus.log"].sort());
     expect(readdirSync(dir)).not.toContain(own.split("/").pop());
   });
@@ -122,6 +128,8 @@ describe("M1 logOptions: log rotation on open", () => {
   });
 
   it("M1 never throws when the log directory is missing", () => {
-    expect(() => rotateIfNeeded(join(dir, "nope", "plexus.log"), { maxSize: 1, maxBackups: 1 })).not.toThrow();
+    expect(() =>
+      rotateIfNeeded(join(dir, "nope", "plexus.log"), { maxSize: 1, maxBackups: 1 }),
+    ).not.toThrow();
   });
 });

@@ -13,7 +13,8 @@ describe("M4 default-route's tools: fixed absolute paths, never $PATH", () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it("M4 the candidates are absolute, in a fixed order", () => {
-    for (const paths of Object.values(TOOL_PATHS)) for (const p of paths) expect(p.startsWith("/")).toBe(true);
+    for (const paths of Object.values(TOOL_PATHS))
+      for (const p of paths) expect(p.startsWith("/")).toBe(true);
     expect(TOOL_PATHS.ip[0]).toBe("/usr/sbin/ip");
   });
 

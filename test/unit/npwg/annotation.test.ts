@@ -8,7 +8,11 @@ import {
 const parse = (v: string, opts: ParseAnnotationOptions = {}) =>
   parseNetworksAnnotation(v, "pods", { reservedIfName: "eth0", ...opts });
 
-function err(v: string, opts: ParseAnnotationOptions = {}, podNamespace = "pods"): { code: number; message: string } {
+function err(
+  v: string,
+  opts: ParseAnnotationOptions = {},
+  podNamespace = "pods",
+): { code: number; message: string } {
   try {
     parseNetworksAnnotation(v, podNamespace, { reservedIfName: "eth0", ...opts });
   } catch (e) {
@@ -65,17 +69,32 @@ describe("N4.1 N4.1.1 comma form", () => {
     );
   });
 
-  it.each(["A", "-a", "x".repeat(64), ".", "..", "%2e", "ns/UPPER", "UPPER/n", "../n", "%2e/n", "a.b"])(
-    "B20 N3.3 %j (not DNS-1123) is refused with 7 before any request",
-    (v) => {
-      expect(err(v)).toMatchObject({ code: 7, message: expect.stringContaining("not a valid DNS-1123 label") });
-    },
-  );
+  it.each([
+    "A",
+    "-a",
+    "x".repeat(64),
+    ".",
+    "..",
+    "%2e",
+    "ns/UPPER",
+    "UPPER/n",
+    "../n",
+    "%2e/n",
+    "a.b",
+  ])("B20 N3.3 %j (not DNS-1123) is refused with 7 before any request", (v) => {
+    expect(err(v)).toMatchObject({
+      code: 7,
+      message: expect.stringContaining("not a valid DNS-1123 label"),
+    });
+  });
 
   it.each(["ns / net-a", "net-a @eth1", "net-a@ eth1", "net a", "ns/ net-a"])(
     "N4.1.1 whitespace inside an item %j is refused (documented choice), not squeezed",
     (v) => {
-      expect(err(v)).toMatchObject({ code: 7, message: expect.stringMatching(/DNS-1123|whitespace/) });
+      expect(err(v)).toMatchObject({
+        code: 7,
+        message: expect.stringMatching(/DNS-1123|whitespace/),
+      });
     },
   );
 
@@ -105,8 +124,12 @@ describe("N4.1 N4.1.1 comma form", () => {
 
   it("N4.1.1 an invalid pod namespace is reported as the pod's, not as the user's item", () => {
     expect(err("net-a", {}, "Bad_NS").message).toContain(`namespace (the pod's) "Bad_NS"`);
-    expect(err(json({ name: "net-a" }), {}, "Bad_NS").message).toContain(`namespace (the pod's) "Bad_NS"`);
-    expect(err(json({ name: "net-a", namespace: "Bad_NS" })).message).toContain(`key "namespace" "Bad_NS"`);
+    expect(err(json({ name: "net-a" }), {}, "Bad_NS").message).toContain(
+      `namespace (the pod's) "Bad_NS"`,
+    );
+    expect(err(json({ name: "net-a", namespace: "Bad_NS" })).message).toContain(
+      `key "namespace" "Bad_NS"`,
+    );
   });
 });
 
@@ -138,23 +161,34 @@ describe("B25 the number of selections is bounded", () => {
       code: 7,
       message: expect.stringContaining("40 networks"),
     });
-    expect(err(json(...Array(40).fill(5)))).toMatchObject({ code: 7, message: expect.stringContaining("40 networks") });
+    expect(err(json(...Array(40).fill(5)))).toMatchObject({
+      code: 7,
+      message: expect.stringContaining("40 networks"),
+    });
   });
 });
 
 describe("N4.1.2 JSON form", () => {
   it("N4.1.2 N4.1.2.1.1 N4.1.2.1.2 name required; namespace missing or empty means the pod's", () => {
-    expect(parse(json({ name: "net-a" }, { name: "net-b", namespace: "x" }, { name: "net-c", namespace: "" }))).toEqual(
-      [
-        { name: "net-a", namespace: "pods" },
-        { name: "net-b", namespace: "x" },
-        { name: "net-c", namespace: "pods" },
-      ],
-    );
+    expect(
+      parse(
+        json(
+          { name: "net-a" },
+          { name: "net-b", namespace: "x" },
+          { name: "net-c", namespace: "" },
+        ),
+      ),
+    ).toEqual([
+      { name: "net-a", namespace: "pods" },
+      { name: "net-b", namespace: "x" },
+      { name: "net-c", namespace: "pods" },
+    ]);
   });
 
   it("N4.1.2 detected after trimming; an empty list selects nothing", () => {
-    expect(parse(`  \n${json({ name: "net-a" })}  `)).toEqual([{ name: "net-a", namespace: "pods" }]);
+    expect(parse(`  \n${json({ name: "net-a" })}  `)).toEqual([
+      { name: "net-a", namespace: "pods" },
+    ]);
     expect(parse("[]")).toEqual([]);
   });
 
@@ -189,14 +223,16 @@ describe("N4.1.2 JSON form", () => {
   });
 
   it("N4.1.2 unknown reserved keys and reverse-domain keys are ignored", () => {
-    expect(parse(json({ name: "n", futureKey: { x: 1 }, "example.com/mine": 2, "k8s.io/x": [1] }))).toEqual([
-      { name: "n", namespace: "pods" },
-    ]);
+    expect(
+      parse(json({ name: "n", futureKey: { x: 1 }, "example.com/mine": 2, "k8s.io/x": [1] })),
+    ).toEqual([{ name: "n", namespace: "pods" }]);
   });
 
   it("M4 interfaceRequest (the old name of interface) alone, or equal to interface, sets the interface", () => {
     expect(parse(json({ name: "n", interfaceRequest: "net7" }))[0]?.interfaceRequest).toBe("net7");
-    expect(parse(json({ name: "n", interface: "net7", interfaceRequest: "net7" }))[0]?.interfaceRequest).toBe("net7");
+    expect(
+      parse(json({ name: "n", interface: "net7", interfaceRequest: "net7" }))[0]?.interfaceRequest,
+    ).toBe("net7");
   });
 
   it("M4 interface and interfaceRequest that disagree are refused naming both", () => {
@@ -213,12 +249,16 @@ describe("N4.1.2 JSON form", () => {
     expect(parse(json({ name: "n", mac }))[0]?.mac).toBe(mac);
   });
 
-  it.each([["10.1.0.5"], ["10.1.0.5/32"], ["0.0.0.0/0"], ["fd00::5/128"], ["FD00::0005"], ["::ffff:10.1.0.5"]])(
-    "N4.1.2.1.3 %s is a valid requested IP",
-    (ip) => {
-      expect(parse(json({ name: "n", ips: [ip] }))[0]?.ips).toEqual([ip]);
-    },
-  );
+  it.each([
+    ["10.1.0.5"],
+    ["10.1.0.5/32"],
+    ["0.0.0.0/0"],
+    ["fd00::5/128"],
+    ["FD00::0005"],
+    ["::ffff:10.1.0.5"],
+  ])("N4.1.2.1.3 %s is a valid requested IP", (ip) => {
+    expect(parse(json({ name: "n", ips: [ip] }))[0]?.ips).toEqual([ip]);
+  });
 
   it.each([
     ["{}", "must be a list of objects, got {}"],
@@ -266,16 +306,25 @@ describe("N4.1.2 JSON form", () => {
   });
 
   it.each([
-    [{ interface: "abcdefghijklmnop" }, 'key "interface" "abcdefghijklmnop" is invalid: it is longer than 15 bytes'],
+    [
+      { interface: "abcdefghijklmnop" },
+      'key "interface" "abcdefghijklmnop" is invalid: it is longer than 15 bytes',
+    ],
     [{ interface: "eth0/1" }, 'key "interface" "eth0/1" is invalid'],
     [{ interface: "a b" }, "whitespace"],
     [{ interface: "" }, "it is empty"],
     [{ interface: "eth0" }, 'key "interface" "eth0" is the default network\'s interface'],
-    [{ interfaceRequest: "eth0" }, 'key "interfaceRequest" "eth0" is the default network\'s interface'],
+    [
+      { interfaceRequest: "eth0" },
+      'key "interfaceRequest" "eth0" is the default network\'s interface',
+    ],
     [{ interfaceRequest: "x/y" }, 'key "interfaceRequest" "x/y" is invalid'],
     [{ interface: 1 }, 'key "interface" must be a string, got 1'],
   ])("B23 N4.1.2.1.5 %j is refused with 7", (extra, text) => {
-    expect(err(json({ name: "a", ...extra }))).toMatchObject({ code: 7, message: expect.stringContaining(text) });
+    expect(err(json({ name: "a", ...extra }))).toMatchObject({
+      code: 7,
+      message: expect.stringContaining(text),
+    });
   });
 
   it.each([
@@ -299,17 +348,29 @@ describe("N4.1.2 JSON form", () => {
     [{ "cni-args": [1] }, 'key "cni-args" must be an object'],
     [{ portMappings: {} }, 'key "portMappings" must be a list, got {}'],
     [{ bandwidth: [] }, 'key "bandwidth" must be an object, got []'],
-    [{ "default-route": "10.0.0.1" }, 'key "default-route" must be a list of gateway IP addresses, got "10.0.0.1"'],
+    [
+      { "default-route": "10.0.0.1" },
+      'key "default-route" must be a list of gateway IP addresses, got "10.0.0.1"',
+    ],
     [{ "default-route": ["10.0.0.1/24"] }, 'key "default-route" must be a list'],
     [{ "default-route": [null] }, 'key "default-route" must be a list'],
     [{ deviceID: 3 }, 'key "deviceID" must be a string, got 3'],
     [{ "infiniband-guid": true }, 'key "infiniband-guid" must be a string, got true'],
-  ])("M4 N4.1.x a wrong type for %j is refused with 7 naming the key and the value", (extra, text) => {
-    expect(err(json({ name: "a", ...extra }))).toMatchObject({ code: 7, message: expect.stringContaining(text) });
-  });
+  ])(
+    "M4 N4.1.x a wrong type for %j is refused with 7 naming the key and the value",
+    (extra, text) => {
+      expect(err(json({ name: "a", ...extra }))).toMatchObject({
+        code: 7,
+        message: expect.stringContaining(text),
+      });
+    },
+  );
 
   it("N4.1.x an error names the item, the key and the value", () => {
-    expect(err(json({ name: "ok" }, { name: "b", namespace: "x", "default-route": ["not-an-ip"] })).message).toBe(
+    expect(
+      err(json({ name: "ok" }, { name: "b", namespace: "x", "default-route": ["not-an-ip"] }))
+        .message,
+    ).toBe(
       'networks annotation item 2 ("x/b"): key "default-route" must be a list of gateway IP addresses, got ["not-an-ip"]',
     );
   });
@@ -328,7 +389,10 @@ describe("N4.1.2 JSON form", () => {
 
   it("B12 deeply nested JSON (e.g. in cni-args) is refused with 7, no stack overflow later", () => {
     const deep = `[{"name":"a","cni-args":${'{"x":'.repeat(5000)}1${"}".repeat(5000)}}]`;
-    expect(err(deep)).toMatchObject({ code: 7, message: expect.stringContaining("nested more than") });
+    expect(err(deep)).toMatchObject({
+      code: 7,
+      message: expect.stringContaining("nested more than"),
+    });
   });
 
   it("N4.1.x a huge value is cut in the message", () => {

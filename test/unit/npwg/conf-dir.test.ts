@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { firstConfigFile, isConfigFileName, pickByName, type ConfFile } from "../../../src/npwg/conf-dir";
+import {
+  firstConfigFile,
+  isConfigFileName,
+  pickByName,
+  type ConfFile,
+} from "../../../src/npwg/conf-dir";
 
 const conf = (name: string, type = "bridge") => JSON.stringify({ cniVersion: "1.0.0", name, type });
 const list = (name: string, plugins: unknown[] = [{ type: "bridge" }]) =>
@@ -14,7 +19,9 @@ describe("N3.4.1 pickByName", () => {
     ];
     const r = pickByName(files, "net-a");
     expect(r.picked?.path).toBe("/d/99-a.conflist");
-    expect(r.warnings).toEqual(['/d/00-a.conf, /d/01-a.json also have "name": "net-a"; using /d/99-a.conflist']);
+    expect(r.warnings).toEqual([
+      '/d/00-a.conf, /d/01-a.json also have "name": "net-a"; using /d/99-a.conflist',
+    ]);
   });
 
   it("N3.4.1 matches the JSON name, not the file name; without a .conflist the first matching .conf/.json in path order", () => {
@@ -53,20 +60,27 @@ describe("N3.4.1 pickByName", () => {
     ["JSON null", "null", "is not a JSON object"],
     ["a list", "[]", "is not a JSON object"],
     ["a __proto__ key", '{"__proto__": {}, "name": "net-a", "type": "bridge"}', "__proto__"],
-    ["over 1 MiB", JSON.stringify({ name: "net-a", type: "bridge", pad: "x".repeat(1024 * 1024) }), "byte limit"],
-  ])("B29 a broken file (%s) is skipped with a warning, the next one is used", (_label, content, warning) => {
-    const r = pickByName(
-      [
-        { path: "/d/00-broken.conflist", content },
-        { path: "/d/10-ok.conf", content: conf("net-a") },
-      ],
-      "net-a",
-    );
-    expect(r.picked?.path).toBe("/d/10-ok.conf");
-    expect(r.warnings).toHaveLength(1);
-    expect(r.warnings[0]).toMatch(/^\/d\/00-broken\.conflist .*skipped$/);
-    expect(r.warnings[0]).toContain(warning);
-  });
+    [
+      "over 1 MiB",
+      JSON.stringify({ name: "net-a", type: "bridge", pad: "x".repeat(1024 * 1024) }),
+      "byte limit",
+    ],
+  ])(
+    "B29 a broken file (%s) is skipped with a warning, the next one is used",
+    (_label, content, warning) => {
+      const r = pickByName(
+        [
+          { path: "/d/00-broken.conflist", content },
+          { path: "/d/10-ok.conf", content: conf("net-a") },
+        ],
+        "net-a",
+      );
+      expect(r.picked?.path).toBe("/d/10-ok.conf");
+      expect(r.warnings).toHaveLength(1);
+      expect(r.warnings[0]).toMatch(/^\/d\/00-broken\.conflist .*skipped$/);
+      expect(r.warnings[0]).toContain(warning);
+    },
+  );
 });
 
 describe("M2 M11 firstConfigFile", () => {
@@ -82,7 +96,10 @@ describe("M2 M11 firstConfigFile", () => {
   it.each([
     ["not JSON", "{"],
     ["a conflist with plugins: []", list("x", [])],
-    ["a conflist with plugins not a list", JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: {} })],
+    [
+      "a conflist with plugins not a list",
+      JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: {} }),
+    ],
     ["a conf without type", JSON.stringify({ cniVersion: "1.0.0", name: "x" })],
   ])("B49 M2 %s is skipped with a warning", (_label, content) => {
     const r = firstConfigFile([
@@ -105,13 +122,8 @@ describe("M2 M11 firstConfigFile", () => {
   });
 
   it("M2 config file names: .conf, .conflist, .json only", () => {
-    expect(["a.conf", "a.conflist", "a.json", "a.conf.bak", "a.yaml", "conf"].map(isConfigFileName)).toEqual([
-      true,
-      true,
-      true,
-      false,
-      false,
-      false,
-    ]);
+    expect(
+      ["a.conf", "a.conflist", "a.json", "a.conf.bak", "a.yaml", "conf"].map(isConfigFileName),
+    ).toEqual([true, true, true, false, false, false]);
   });
 });

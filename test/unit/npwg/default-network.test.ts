@@ -39,7 +39,9 @@ function source(
           getNad: async (ns: string, name: string) => {
             calls.push(`nad ${ns}/${name}`);
             if (o.nadError) throw o.nadError;
-            return (o.nads ?? []).find((n) => n.metadata.namespace === ns && n.metadata.name === name);
+            return (o.nads ?? []).find(
+              (n) => n.metadata.namespace === ns && n.metadata.name === name,
+            );
           },
         }),
     confDirFiles: async () => {
@@ -62,15 +64,18 @@ const pod = (namespace: string, annotations: Record<string, string> = {}, name =
 });
 const conf = (extra: Record<string, unknown>) =>
   parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", type: "plexus", ...extra });
-const names = (r: { clusterNetwork: { network: string }; defaultNetworks: Array<{ network: string }> }) => [
-  r.clusterNetwork.network,
-  ...r.defaultNetworks.map((d) => d.network),
-];
+const names = (r: {
+  clusterNetwork: { network: string };
+  defaultNetworks: Array<{ network: string }>;
+}) => [r.clusterNetwork.network, ...r.defaultNetworks.map((d) => d.network)];
 
 describe("N6 M2 the cluster default network", () => {
   it("M2 a NAD of that name in multusNamespace wins over a config file of that name, and carries the NAD", async () => {
     const cbr0 = nadOf("kube-system", "cbr0", "ptp");
-    const s = source({ nads: [cbr0], confDir: [{ path: "/d/10-cbr0.conf", content: cfg("cbr0") }] });
+    const s = source({
+      nads: [cbr0],
+      confDir: [{ path: "/d/10-cbr0.conf", content: cfg("cbr0") }],
+    });
     const r = await resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "cbr0" }), s);
     expect(r.clusterNetwork).toMatchObject({
       network: "kube-system/cbr0",
@@ -82,7 +87,11 @@ describe("N6 M2 the cluster default network", () => {
 
   it("M2 a NAD is looked up in multusNamespace, not in the pod's namespace", async () => {
     const s = source({ nads: [nadOf("app", "cbr0", "ptp"), nadOf("infra", "cbr0", "macvlan")] });
-    const r = await resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "cbr0", multusNamespace: "infra" }), s);
+    const r = await resolveDefaultNetworks(
+      pod("app"),
+      conf({ clusterNetwork: "cbr0", multusNamespace: "infra" }),
+      s,
+    );
     expect(r.clusterNetwork.network).toBe("infra/cbr0");
     expect(r.clusterNetwork.conf.plugins[0]?.type).toBe("macvlan");
   });
@@ -99,12 +108,22 @@ describe("N6 M2 the cluster default network", () => {
         }),
       },
     ];
-    const r = await resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "cbr0" }), source({ confDir: files }));
+    const r = await resolveDefaultNetworks(
+      pod("app"),
+      conf({ clusterNetwork: "cbr0" }),
+      source({ confDir: files }),
+    );
     expect(r.clusterNetwork).toEqual({
       network: "cbr0",
-      conf: { cniVersion: "1.0.0", name: "cbr0", plugins: [{ type: "bridge" }, { type: "portmap" }] },
+      conf: {
+        cniVersion: "1.0.0",
+        name: "cbr0",
+        plugins: [{ type: "bridge" }, { type: "portmap" }],
+      },
     });
-    expect(r.warnings).toEqual(['/d/10-cbr0.conf also has "name": "cbr0"; using /d/20-cbr0.conflist']);
+    expect(r.warnings).toEqual([
+      '/d/10-cbr0.conf also has "name": "cbr0"; using /d/20-cbr0.conflist',
+    ]);
   });
 
   it("M2 then a directory: its first usable config file (broken ones skipped with a warning)", async () => {
@@ -118,14 +137,20 @@ describe("N6 M2 the cluster default network", () => {
         },
       ],
     };
-    const r = await resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "/etc/flannel" }), source({ dirs: dir }));
+    const r = await resolveDefaultNetworks(
+      pod("app"),
+      conf({ clusterNetwork: "/etc/flannel" }),
+      source({ dirs: dir }),
+    );
     expect(r.clusterNetwork).toMatchObject({ network: "a", conf: { plugins: [{ type: "ptp" }] } });
     expect(r.warnings).toEqual(['/etc/flannel/05-x.conflist has no plugins in "plugins"; skipped']);
   });
 
   it("M2 a directory without a usable config is 7 naming it", async () => {
     const s = source({ dirs: { "/etc/empty": [{ path: "/etc/empty/a.conf", content: "{" }] } });
-    await expect(resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "/etc/empty" }), s)).rejects.toMatchObject({
+    await expect(
+      resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "/etc/empty" }), s),
+    ).rejects.toMatchObject({
       code: 7,
       message: expect.stringContaining('"/etc/empty" is a directory with no usable'),
     });
@@ -141,30 +166,49 @@ describe("N6 M2 the cluster default network", () => {
         }),
       },
     });
-    const file = await resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "/etc/x/10-calico.conflist" }), s);
+    const file = await resolveDefaultNetworks(
+      pod("app"),
+      conf({ clusterNetwork: "/etc/x/10-calico.conflist" }),
+      s,
+    );
     expect(file.clusterNetwork).toEqual({
       network: "k8s-pod-network",
       conf: { cniVersion: "0.3.1", name: "k8s-pod-network", plugins: [{ type: "calico" }] },
     });
-    expect(s.calls).toEqual(["confDir", "dir /etc/x/10-calico.conflist", "read /etc/x/10-calico.conflist"]);
+    expect(s.calls).toEqual([
+      "confDir",
+      "dir /etc/x/10-calico.conflist",
+      "read /etc/x/10-calico.conflist",
+    ]);
   });
 
   it.each([
     ["not JSON", "{", "not valid JSON"],
     ["a conf without type", JSON.stringify({ cniVersion: "1.0.0", name: "x" }), 'no "type"'],
-    ["an empty conflist", JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: [] }), "at least one plugin"],
-  ])("M2 B31 a clusterNetwork file that is %s is 7 naming the file", async (_label, content, text) => {
-    const s = source({ paths: { "/etc/x/a.conf": content } });
-    await expect(
-      resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "/etc/x/a.conf" }), s),
-    ).rejects.toMatchObject({
-      code: 7,
-      message: expect.stringMatching(new RegExp(`/etc/x/a\\.conf.*${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`)),
-    });
-  });
+    [
+      "an empty conflist",
+      JSON.stringify({ cniVersion: "1.0.0", name: "x", plugins: [] }),
+      "at least one plugin",
+    ],
+  ])(
+    "M2 B31 a clusterNetwork file that is %s is 7 naming the file",
+    async (_label, content, text) => {
+      const s = source({ paths: { "/etc/x/a.conf": content } });
+      await expect(
+        resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "/etc/x/a.conf" }), s),
+      ).rejects.toMatchObject({
+        code: 7,
+        message: expect.stringMatching(
+          new RegExp(`/etc/x/a\\.conf.*${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`),
+        ),
+      });
+    },
+  );
 
   it("M2 nothing found is 7 naming the value and what was tried", async () => {
-    await expect(resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "nope" }), source())).rejects.toMatchObject({
+    await expect(
+      resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "nope" }), source()),
+    ).rejects.toMatchObject({
       code: 7,
       message: expect.stringMatching(
         /^clusterNetwork "nope" names no network: no NetworkAttachmentDefinition nope in namespace kube-system; no config in the CNI config directory/,
@@ -177,36 +221,54 @@ describe("N6 M2 the cluster default network", () => {
       nadError: Object.assign(new Error("API down"), { code: 104 }),
       confDir: [{ path: "/d/cbr0.conf", content: cfg("cbr0") }],
     });
-    await expect(resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "cbr0" }), s)).rejects.toThrow("API down");
+    await expect(
+      resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "cbr0" }), s),
+    ).rejects.toThrow("API down");
   });
 
   it("B7 without Kubernetes access a clusterNetwork name is looked up in confDir only, never as a NAD", async () => {
     const s = source({ kube: false, confDir: [{ path: "/d/10-cbr0.conf", content: cfg("cbr0") }] });
-    expect((await resolveDefaultNetworks(undefined, conf({ clusterNetwork: "cbr0" }), s)).clusterNetwork.network).toBe(
-      "cbr0",
-    );
+    expect(
+      (await resolveDefaultNetworks(undefined, conf({ clusterNetwork: "cbr0" }), s)).clusterNetwork
+        .network,
+    ).toBe("cbr0");
     expect(s.calls).toEqual(["confDir"]);
   });
 
   it("N6 N6.2 inline delegates: the first is the cluster network, the others follow it, in order", async () => {
-    const c = conf({ delegates: [JSON.parse(cfg("d0")), JSON.parse(cfg("d1")), JSON.parse(cfg("d2"))] });
+    const c = conf({
+      delegates: [JSON.parse(cfg("d0")), JSON.parse(cfg("d1")), JSON.parse(cfg("d2"))],
+    });
     const s = source();
     expect(names(await resolveDefaultNetworks(pod("app"), c, s))).toEqual(["d0", "d1", "d2"]);
     expect(s.calls).toEqual([]);
   });
 
   it("N6 clusterNetwork wins over inline delegates, with a warning", async () => {
-    const c = conf({ clusterNetwork: "cbr0", delegates: [JSON.parse(cfg("d0")), JSON.parse(cfg("d1"))] });
-    const r = await resolveDefaultNetworks(pod("app"), c, source({ nads: [nadOf("kube-system", "cbr0")] }));
+    const c = conf({
+      clusterNetwork: "cbr0",
+      delegates: [JSON.parse(cfg("d0")), JSON.parse(cfg("d1"))],
+    });
+    const r = await resolveDefaultNetworks(
+      pod("app"),
+      c,
+      source({ nads: [nadOf("kube-system", "cbr0")] }),
+    );
     expect(names(r)).toEqual(["kube-system/cbr0"]);
-    expect(r.warnings).toEqual([expect.stringContaining('both "clusterNetwork" and "delegates" are set')]);
+    expect(r.warnings).toEqual([
+      expect.stringContaining('both "clusterNetwork" and "delegates" are set'),
+    ]);
   });
 });
 
 describe("M3 N6.2 defaultNetworks", () => {
   const s = () =>
     source({
-      nads: [nadOf("kube-system", "cbr0"), nadOf("kube-system", "mon"), nadOf("kube-system", "log")],
+      nads: [
+        nadOf("kube-system", "cbr0"),
+        nadOf("kube-system", "mon"),
+        nadOf("kube-system", "log"),
+      ],
       confDir: [{ path: "/d/side.conf", content: cfg("side", "ptp") }],
     });
   it("M3 N6.2 are added after the cluster network, in config order, read from multusNamespace", async () => {
@@ -227,15 +289,25 @@ describe("M3 N6.2 defaultNetworks", () => {
     expect(r.defaultNetworks).toEqual([
       {
         network: "side",
-        conf: { cniVersion: "1.0.0", name: "side", plugins: [{ type: "ptp", name: "side", cniVersion: "1.0.0" }] },
+        conf: {
+          cniVersion: "1.0.0",
+          name: "side",
+          plugins: [{ type: "ptp", name: "side", cniVersion: "1.0.0" }],
+        },
       },
     ]);
   });
 
   it("M3 are skipped for pods whose NAMESPACE is a system namespace (Multus compares the pod name)", async () => {
-    const c = conf({ clusterNetwork: "cbr0", defaultNetworks: ["mon"], systemNamespaces: ["kube-system", "infra"] });
+    const c = conf({
+      clusterNetwork: "cbr0",
+      defaultNetworks: ["mon"],
+      systemNamespaces: ["kube-system", "infra"],
+    });
     expect((await resolveDefaultNetworks(pod("infra"), c, s())).defaultNetworks).toEqual([]);
-    expect((await resolveDefaultNetworks(pod("app", {}, "infra"), c, s())).defaultNetworks).toHaveLength(1);
+    expect(
+      (await resolveDefaultNetworks(pod("app", {}, "infra"), c, s())).defaultNetworks,
+    ).toHaveLength(1);
   });
 
   it("M3 systemNamespaces defaults to kube-system", async () => {
@@ -247,7 +319,11 @@ describe("M3 N6.2 defaultNetworks", () => {
 
   it("M3 B28 a missing defaultNetworks entry is 7 naming it", async () => {
     await expect(
-      resolveDefaultNetworks(pod("app"), conf({ clusterNetwork: "cbr0", defaultNetworks: ["gone"] }), s()),
+      resolveDefaultNetworks(
+        pod("app"),
+        conf({ clusterNetwork: "cbr0", defaultNetworks: ["gone"] }),
+        s(),
+      ),
     ).rejects.toMatchObject({
       code: 7,
       message: expect.stringContaining(
@@ -279,17 +355,16 @@ describe("M5 the v1.multus-cni.io/default-network override", () => {
 
   it("M5 with inline delegates only delegates[0] is replaced", async () => {
     const c = conf({ delegates: [JSON.parse(cfg("d0")), JSON.parse(cfg("d1"))] });
-    expect(names(await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "alt" }), c, source({ nads })))).toEqual([
-      "kube-system/alt",
-      "d1",
-    ]);
+    expect(
+      names(await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "alt" }), c, source({ nads }))),
+    ).toEqual(["kube-system/alt", "d1"]);
   });
 
   it("M5 namespace/name and Multus's JSON form (one element) are accepted", async () => {
     const c = conf({ clusterNetwork: "cbr0" });
     expect(
-      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "team-b/alt" }), c, source({ nads }))).clusterNetwork
-        .network,
+      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "team-b/alt" }), c, source({ nads })))
+        .clusterNetwork.network,
     ).toBe("team-b/alt");
     expect(
       (
@@ -301,20 +376,31 @@ describe("M5 the v1.multus-cni.io/default-network override", () => {
       ).clusterNetwork.network,
     ).toBe("team-b/alt");
     expect(
-      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: '[{"name":"alt"}]' }), c, source({ nads }))).clusterNetwork
-        .network,
+      (
+        await resolveDefaultNetworks(
+          pod("app", { [OVERRIDE]: '[{"name":"alt"}]' }),
+          c,
+          source({ nads }),
+        )
+      ).clusterNetwork.network,
     ).toBe("kube-system/alt");
   });
 
   it("M5 B24 N7.4 namespace isolation applies to the override too (Multus forgets it), before any NAD is read", async () => {
     const s = source({ nads });
     const c = conf({ clusterNetwork: "cbr0", namespaceIsolation: true });
-    await expect(resolveDefaultNetworks(pod("app", { [OVERRIDE]: "team-b/alt" }), c, s)).rejects.toMatchObject({
+    await expect(
+      resolveDefaultNetworks(pod("app", { [OVERRIDE]: "team-b/alt" }), c, s),
+    ).rejects.toMatchObject({
       code: 7,
       message: expect.stringContaining("team-b/alt is refused for a pod in namespace app"),
     });
     await expect(
-      resolveDefaultNetworks(pod("app", { [OVERRIDE]: '[{"name":"alt","namespace":"team-b"}]' }), c, s),
+      resolveDefaultNetworks(
+        pod("app", { [OVERRIDE]: '[{"name":"alt","namespace":"team-b"}]' }),
+        c,
+        s,
+      ),
     ).rejects.toMatchObject({ code: 7, message: expect.stringContaining("refused") });
     expect(s.calls).toEqual([]);
   });
@@ -322,17 +408,22 @@ describe("M5 the v1.multus-cni.io/default-network override", () => {
   it("M5 N7.4 with isolation the override may still name multusNamespace (bare name) or the pod's own namespace", async () => {
     const c = conf({ clusterNetwork: "cbr0", namespaceIsolation: true });
     expect(
-      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "alt" }), c, source({ nads }))).clusterNetwork.network,
+      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "alt" }), c, source({ nads })))
+        .clusterNetwork.network,
     ).toBe("kube-system/alt");
     expect(
-      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "app/mine" }), c, source({ nads }))).clusterNetwork
-        .network,
+      (await resolveDefaultNetworks(pod("app", { [OVERRIDE]: "app/mine" }), c, source({ nads })))
+        .clusterNetwork.network,
     ).toBe("app/mine");
   });
 
   it("M5 B28 an override naming a missing NAD is 7 naming the pod, the reference and the annotation", async () => {
     await expect(
-      resolveDefaultNetworks(pod("app", { [OVERRIDE]: "gone" }), conf({ clusterNetwork: "cbr0" }), source({ nads })),
+      resolveDefaultNetworks(
+        pod("app", { [OVERRIDE]: "gone" }),
+        conf({ clusterNetwork: "cbr0" }),
+        source({ nads }),
+      ),
     ).rejects.toMatchObject({
       code: 7,
       message:
@@ -370,16 +461,25 @@ describe("M5 the v1.multus-cni.io/default-network override", () => {
   ])("B20 M5 override %s is 7 before any request", async (value, text) => {
     const s = source({ nads });
     await expect(
-      resolveDefaultNetworks(pod("app", { [OVERRIDE]: value }), conf({ clusterNetwork: "cbr0" }), s),
+      resolveDefaultNetworks(
+        pod("app", { [OVERRIDE]: value }),
+        conf({ clusterNetwork: "cbr0" }),
+        s,
+      ),
     ).rejects.toMatchObject({ code: 7, message: expect.stringContaining(text) });
     expect(s.calls).toEqual([]);
   });
 
   it("M5 parseDefaultNetworkAnnotation ignores unknown (reverse-domain) keys and treats an empty namespace as multusNamespace", () => {
-    expect(parseDefaultNetworkAnnotation('[{"name":"alt","namespace":"","example.com/x":1}]', "infra")).toEqual({
+    expect(
+      parseDefaultNetworkAnnotation('[{"name":"alt","namespace":"","example.com/x":1}]', "infra"),
+    ).toEqual({
       namespace: "infra",
       name: "alt",
     });
-    expect(parseDefaultNetworkAnnotation(" team-b / alt ", "infra")).toEqual({ namespace: "team-b", name: "alt" });
+    expect(parseDefaultNetworkAnnotation(" team-b / alt ", "infra")).toEqual({
+      namespace: "team-b",
+      name: "alt",
+    });
   });
 });

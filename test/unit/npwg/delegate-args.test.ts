@@ -7,7 +7,12 @@ const list: ConfList = {
   cniVersion: "1.0.0",
   name: "net-a",
   plugins: [
-    { type: "bridge", ipam: { type: "static" }, capabilities: { ips: true }, args: { cni: { keep: 1 }, other: true } },
+    {
+      type: "bridge",
+      ipam: { type: "static" },
+      capabilities: { ips: true },
+      args: { cni: { keep: 1 }, other: true },
+    },
     { type: "tuning", capabilities: { mac: true } },
   ],
 };
@@ -25,12 +30,18 @@ const sel = { name: "net-a", namespace: "ns" };
 describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
   it("N4.1.2.1.3 N4.1.2.1.4 ips and mac go to every plugin as args.cni, merged with what it had; the input is not mutated", () => {
     const before = JSON.stringify(list);
-    const { conf, capabilityArgs } = applySelection(list, { ...sel, ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" });
+    const { conf, capabilityArgs } = applySelection(list, {
+      ...sel,
+      ips: ["10.1.0.9/24"],
+      mac: "02:00:00:00:00:09",
+    });
     expect(conf.plugins[0]!.args).toEqual({
       cni: { keep: 1, ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" },
       other: true,
     });
-    expect(conf.plugins[1]!.args).toEqual({ cni: { ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" } });
+    expect(conf.plugins[1]!.args).toEqual({
+      cni: { ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" },
+    });
     expect(capabilityArgs).toEqual({ ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" });
     expect(JSON.stringify(list)).toBe(before);
   });
@@ -44,9 +55,17 @@ describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
   });
 
   it("M4 C3.2 capability values reach only the plugins that declare them, as runtimeConfig", () => {
-    const { conf, capabilityArgs } = applySelection(list, { ...sel, ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" });
-    expect(buildPluginConf(conf, conf.plugins[0]!, capabilityArgs).runtimeConfig).toEqual({ ips: ["10.1.0.9/24"] });
-    expect(buildPluginConf(conf, conf.plugins[1]!, capabilityArgs).runtimeConfig).toEqual({ mac: "02:00:00:00:00:09" });
+    const { conf, capabilityArgs } = applySelection(list, {
+      ...sel,
+      ips: ["10.1.0.9/24"],
+      mac: "02:00:00:00:00:09",
+    });
+    expect(buildPluginConf(conf, conf.plugins[0]!, capabilityArgs).runtimeConfig).toEqual({
+      ips: ["10.1.0.9/24"],
+    });
+    expect(buildPluginConf(conf, conf.plugins[1]!, capabilityArgs).runtimeConfig).toEqual({
+      mac: "02:00:00:00:00:09",
+    });
   });
 
   it("M4 infiniband-guid, portMappings, bandwidth and deviceID become the CNI capabilities infinibandGUID, portMappings, bandwidth, deviceID", () => {
@@ -97,7 +116,9 @@ describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
       expect(() => applySelection(list, { ...sel, ...extra })).toThrow(
         expect.objectContaining({
           code: 7,
-          message: expect.stringMatching(new RegExp(`^network ns/net-a .*"${cap}".*"${cap}": true`)),
+          message: expect.stringMatching(
+            new RegExp(`^network ns/net-a .*"${cap}".*"${cap}": true`),
+          ),
         }),
       );
     },
@@ -109,7 +130,11 @@ describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
       name: "plain",
       plugins: [{ type: "macvlan", ipam: { type: "static" } }, { type: "tuning" }],
     };
-    const { conf, capabilityArgs } = applySelection(noCaps, { ...sel, ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" });
+    const { conf, capabilityArgs } = applySelection(noCaps, {
+      ...sel,
+      ips: ["10.1.0.9/24"],
+      mac: "02:00:00:00:00:09",
+    });
     for (const p of conf.plugins) {
       expect(p.args).toEqual({ cni: { ips: ["10.1.0.9/24"], mac: "02:00:00:00:00:09" } });
       expect(buildPluginConf(conf, p, capabilityArgs).runtimeConfig).toBeUndefined();
@@ -122,8 +147,13 @@ describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
       name: "plain",
       plugins: [{ type: "macvlan", ipam: { type: "static" } }],
     };
-    expect(() => applySelection(noCaps, { ...sel, ips: ["10.1.0.9/24"], portMappings: [{ hostPort: 1 }] })).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringMatching(/requests "portMappings", but/) }),
+    expect(() =>
+      applySelection(noCaps, { ...sel, ips: ["10.1.0.9/24"], portMappings: [{ hostPort: 1 }] }),
+    ).toThrow(
+      expect.objectContaining({
+        code: 7,
+        message: expect.stringMatching(/requests "portMappings", but/),
+      }),
     );
   });
 
@@ -134,7 +164,11 @@ describe("M4 N4.1.2.1.3 N4.1.2.1.4 selection → delegate", () => {
       plugins: [{ type: "portmap", capabilities: { portMappings: false } }],
     };
     expect(() =>
-      applySelection(off, { ...sel, portMappings: [{ hostPort: 1 }], bandwidth: { ingressRate: 1 } }),
+      applySelection(off, {
+        ...sel,
+        portMappings: [{ hostPort: 1 }],
+        bandwidth: { ingressRate: 1 },
+      }),
     ).toThrow(
       expect.objectContaining({
         code: 7,

@@ -1,11 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { dns1123LabelProblem, MAX_LABEL_LENGTH, validateDns1123Label } from "../../../src/npwg/dns1123";
+import {
+  dns1123LabelProblem,
+  MAX_LABEL_LENGTH,
+  validateDns1123Label,
+} from "../../../src/npwg/dns1123";
 
 describe("N3.3 DNS-1123 labels", () => {
-  it.each(["a", "net-a", "a1", "0", "1-2", "a--b", "x".repeat(63)])("N3.3 %j is a valid label", (v) => {
-    expect(dns1123LabelProblem(v)).toBeUndefined();
-    expect(validateDns1123Label(v, "name")).toBe(v);
-  });
+  it.each(["a", "net-a", "a1", "0", "1-2", "a--b", "x".repeat(63)])(
+    "N3.3 %j is a valid label",
+    (v) => {
+      expect(dns1123LabelProblem(v)).toBeUndefined();
+      expect(validateDns1123Label(v, "name")).toBe(v);
+    },
+  );
 
   it.each([
     ["", "empty"],
@@ -50,6 +57,8 @@ describe("N3.3 DNS-1123 labels", () => {
 
   it("B20 a value that is not a string (untyped JSON) is a problem, not a crash", () => {
     expect(dns1123LabelProblem(5 as unknown as string)).toContain("not a string");
-    expect(() => validateDns1123Label(null as unknown as string, "name")).toThrow(expect.objectContaining({ code: 7 }));
+    expect(() => validateDns1123Label(null as unknown as string, "name")).toThrow(
+      expect.objectContaining({ code: 7 }),
+    );
   });
 });

@@ -53,9 +53,12 @@ const CASES = [
 ];
 
 describe("N4.1.2.1.3 IP addresses as text", () => {
-  it.each(CASES.map((c) => [JSON.stringify(c), c]))("N4.1.2.1.3 %s: the verdict of node:net", (_, text) => {
-    expect(isIpText(text)).toBe(text.includes(":") ? isIPv6(text) : isIPv4(text));
-  });
+  it.each(CASES.map((c) => [JSON.stringify(c), c]))(
+    "N4.1.2.1.3 %s: the verdict of node:net",
+    (_, text) => {
+      expect(isIpText(text)).toBe(text.includes(":") ? isIPv6(text) : isIPv4(text));
+    },
+  );
 
   it("N4.1.2.1.3 a zone is refused, though node:net takes it", () => {
     expect(isIPv6("fe80::1%eth0")).toBe(true);

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { checkNamespaceAccess, effectiveGlobalNamespaces } from "../../../src/npwg/isolation";
 
-const conf = { namespaceIsolation: true, globalNamespaces: ["shared"], multusNamespace: "kube-system" };
+const conf = {
+  namespaceIsolation: true,
+  globalNamespaces: ["shared"],
+  multusNamespace: "kube-system",
+};
 const access =
   (namespace: string, extra: { allowMultusNamespace?: boolean; conf?: typeof conf } = {}) =>
   () =>
@@ -38,15 +42,23 @@ describe("N7.4 B24 namespace isolation", () => {
 
   it("B24 N7.4 multusNamespace is refused for an annotation reference unless global (as Multus: it is not implicitly allowed)", () => {
     expect(access("kube-system")).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringContaining("kube-system/n is refused") }),
+      expect.objectContaining({
+        code: 7,
+        message: expect.stringContaining("kube-system/n is refused"),
+      }),
     );
-    expect(access("kube-system", { conf: { ...conf, globalNamespaces: ["shared", "kube-system"] } })).not.toThrow();
+    expect(
+      access("kube-system", { conf: { ...conf, globalNamespaces: ["shared", "kube-system"] } }),
+    ).not.toThrow();
   });
 
   it("M5 N7.4 the default-network override may use multusNamespace (where its bare name points), still not another namespace", () => {
     expect(access("kube-system", { allowMultusNamespace: true })).not.toThrow();
     expect(access("team-b", { allowMultusNamespace: true })).toThrow(
-      expect.objectContaining({ code: 7, message: expect.stringContaining("multusNamespace kube-system") }),
+      expect.objectContaining({
+        code: 7,
+        message: expect.stringContaining("multusNamespace kube-system"),
+      }),
     );
   });
 

@@ -16,7 +16,10 @@ const err7 = (text: string | RegExp) =>
 describe("N3.4.1 NAD → delegate config", () => {
   it("N3.4.1 spec.config first, even when a file of that name exists: a single config becomes a one-plugin list", () => {
     const r = resolveNadConfig(nad(JSON.stringify(bridge)), [
-      { path: "/etc/cni/net.d/net-a.conflist", content: JSON.stringify({ ...bridge, plugins: [{ type: "macvlan" }] }) },
+      {
+        path: "/etc/cni/net.d/net-a.conflist",
+        content: JSON.stringify({ ...bridge, plugins: [{ type: "macvlan" }] }),
+      },
     ]);
     expect(r.source).toBe("spec.config");
     expect(r.conf).toEqual({ cniVersion: "1.0.0", name: "net-a", plugins: [{ ...bridge }] });
@@ -50,7 +53,11 @@ describe("N3.4.1 NAD → delegate config", () => {
       },
       {
         path: "/d/10-other.conflist",
-        content: JSON.stringify({ cniVersion: "1.0.0", name: "other", plugins: [{ type: "bridge" }] }),
+        content: JSON.stringify({
+          cniVersion: "1.0.0",
+          name: "other",
+          plugins: [{ type: "bridge" }],
+        }),
       },
     ];
     const r = resolveNadConfig(nad(), files);
@@ -66,20 +73,25 @@ describe("N3.4.1 NAD → delegate config", () => {
     const r = resolveNadConfig(nad(""), files);
     expect(r.source).toBe("/d/02-net-a.json");
     expect(r.conf.plugins[0]?.type).toBe("bridge");
-    expect(r.warnings).toEqual([expect.stringMatching(/^\/d\/01-broken\.conflist is not valid JSON.*; skipped$/)]);
+    expect(r.warnings).toEqual([
+      expect.stringMatching(/^\/d\/01-broken\.conflist is not valid JSON.*; skipped$/),
+    ]);
   });
 
   it("N3.4.2 a file config without cniVersion takes defaultVersion", () => {
     const { cniVersion: _v, ...noVersion } = bridge;
     expect(
-      resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify(noVersion) }], { defaultVersion: "0.4.0" })
-        .conf.cniVersion,
+      resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify(noVersion) }], {
+        defaultVersion: "0.4.0",
+      }).conf.cniVersion,
     ).toBe("0.4.0");
   });
 
   it("B32 N3.4.1 no spec.config and no file of that name → 7 naming the NAD and what was looked for", () => {
     expect(() =>
-      resolveNadConfig(nad(), [{ path: "/d/x.conf", content: JSON.stringify({ ...bridge, name: "x" }) }]),
+      resolveNadConfig(nad(), [
+        { path: "/d/x.conf", content: JSON.stringify({ ...bridge, name: "x" }) },
+      ]),
     ).toThrow(
       err7(
         /^NetworkAttachmentDefinition ns\/net-a: spec\.config absent and no \.conflist, \.conf or \.json file in the CNI config directory has "name": "net-a"$/,
@@ -92,7 +104,10 @@ describe("N3.4.1 NAD → delegate config", () => {
       resolveNadConfig(nad(), [{ path: "/d/net-a.conf", content: "{" }]);
       expect.unreachable();
     } catch (e) {
-      expect(e).toMatchObject({ code: 7, details: expect.stringContaining("/d/net-a.conf is not valid JSON") });
+      expect(e).toMatchObject({
+        code: 7,
+        details: expect.stringContaining("/d/net-a.conf is not valid JSON"),
+      });
     }
   });
 
@@ -103,14 +118,19 @@ describe("N3.4.1 NAD → delegate config", () => {
     expect(single.conf.plugins[0]?.name).toBe("net-a");
     expect(single.warnings).toEqual([]);
     expect(
-      resolveNadConfig(nad(JSON.stringify({ cniVersion: "1.0.0", plugins: [{ type: "bridge" }] })), []).conf.name,
+      resolveNadConfig(
+        nad(JSON.stringify({ cniVersion: "1.0.0", plugins: [{ type: "bridge" }] })),
+        [],
+      ).conf.name,
     ).toBe("net-a");
   });
 
   it("N3.4.3 a config name that differs from the NAD's is kept and returned as a warning", () => {
     const r = resolveNadConfig(nad(JSON.stringify({ ...bridge, name: "other-name" })), []);
     expect(r.conf.name).toBe("other-name");
-    expect(r.warnings).toEqual([expect.stringMatching(/ns\/net-a.*"other-name" differs from the NAD's name "net-a"/)]);
+    expect(r.warnings).toEqual([
+      expect.stringMatching(/ns\/net-a.*"other-name" differs from the NAD's name "net-a"/),
+    ]);
   });
 
   it.each([
@@ -121,11 +141,15 @@ describe("N3.4.1 NAD → delegate config", () => {
     ["a string", '"net-a"'],
     ["over 1 MiB", JSON.stringify({ ...bridge, pad: "x".repeat(1024 * 1024) })],
   ])("B29 spec.config %s → 7 naming the NAD", (_label, config) => {
-    expect(() => resolveNadConfig(nad(config), [])).toThrow(err7("NetworkAttachmentDefinition ns/net-a spec.config"));
+    expect(() => resolveNadConfig(nad(config), [])).toThrow(
+      err7("NetworkAttachmentDefinition ns/net-a spec.config"),
+    );
   });
 
   it("B29 spec.config that is not a string (a hand-made object) → 7", () => {
-    expect(() => resolveNadConfig(nad({ type: "bridge" }), [])).toThrow(err7("ns/net-a: spec.config must be a string"));
+    expect(() => resolveNadConfig(nad({ type: "bridge" }), [])).toThrow(
+      err7("ns/net-a: spec.config must be a string"),
+    );
   });
 
   it.each([
@@ -142,7 +166,9 @@ describe("N3.4.1 NAD → delegate config", () => {
 
   it("B30 a bad type in a conf-dir file → 7 naming the NAD and the file", () => {
     expect(() =>
-      resolveNadConfig(nad(), [{ path: "/d/a.conf", content: JSON.stringify({ ...bridge, type: "../x" }) }]),
+      resolveNadConfig(nad(), [
+        { path: "/d/a.conf", content: JSON.stringify({ ...bridge, type: "../x" }) },
+      ]),
     ).toThrow(err7(/ns\/net-a \(config from \/d\/a\.conf\)/));
   });
 });

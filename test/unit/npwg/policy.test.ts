@@ -18,7 +18,9 @@ describe("allowedPluginTypes", () => {
   });
 
   it("N7.4 a type not listed fails with 7 naming the network, the type, the list and the key", () => {
-    expect(() => checkPluginTypes(list("n", ["host-device"]), ["bridge", "macvlan", "host-local"], "app/n")).toThrow(
+    expect(() =>
+      checkPluginTypes(list("n", ["host-device"]), ["bridge", "macvlan", "host-local"], "app/n"),
+    ).toThrow(
       expect.objectContaining({
         code: 7,
         message: expect.stringMatching(
@@ -26,9 +28,9 @@ describe("allowedPluginTypes", () => {
         ),
       }),
     );
-    expect(() => checkPluginTypes(list("n", ["bridge"], "dhcp"), ["bridge", "host-local"], "app/n")).toThrow(
-      expect.objectContaining({ message: expect.stringContaining('"dhcp"') }),
-    );
+    expect(() =>
+      checkPluginTypes(list("n", ["bridge"], "dhcp"), ["bridge", "host-local"], "app/n"),
+    ).toThrow(expect.objectContaining({ message: expect.stringContaining('"dhcp"') }));
   });
 });
 
@@ -36,20 +38,29 @@ describe("bounded work per call", () => {
   const bounds = { maxPluginsPerNetwork: 4, maxDelegateCalls: 6 };
 
   it("B25 a network with more plugins than maxPluginsPerNetwork fails with 7 naming it and the key", () => {
-    expect(() => checkPlanBounds([{ network: "app/big", conf: list("big", Array(5).fill("tuning")) }], bounds)).toThrow(
+    expect(() =>
+      checkPlanBounds([{ network: "app/big", conf: list("big", Array(5).fill("tuning")) }], bounds),
+    ).toThrow(
       expect.objectContaining({
         code: 7,
-        message: expect.stringMatching(/network app\/big has 5 plugins, more than the 4 .*"maxPluginsPerNetwork"/),
+        message: expect.stringMatching(
+          /network app\/big has 5 plugins, more than the 4 .*"maxPluginsPerNetwork"/,
+        ),
       }),
     );
   });
 
   it("B25 more delegate runs in total than maxDelegateCalls fails with 7 naming the count and the key", () => {
-    const nets = [1, 2].map((i) => ({ network: `app/n${i}`, conf: list(`n${i}`, Array(4).fill("tuning")) }));
+    const nets = [1, 2].map((i) => ({
+      network: `app/n${i}`,
+      conf: list(`n${i}`, Array(4).fill("tuning")),
+    }));
     expect(() => checkPlanBounds(nets, bounds)).toThrow(
       expect.objectContaining({
         code: 7,
-        message: expect.stringMatching(/2 networks would run 8 delegates, more than the 6 .*"maxDelegateCalls"/),
+        message: expect.stringMatching(
+          /2 networks would run 8 delegates, more than the 6 .*"maxDelegateCalls"/,
+        ),
       }),
     );
     expect(() => checkPlanBounds(nets.slice(0, 1), bounds)).not.toThrow();

@@ -19,27 +19,47 @@ const bridgeResult = {
     { address: "fd00::5/64", interface: 2 },
     { address: "10.9.9.9/24", interface: 0 },
   ],
-  dns: { nameservers: ["10.96.0.10"], domain: "cluster.local", search: ["ns.svc.cluster.local"], options: ["ndots:5"] },
+  dns: {
+    nameservers: ["10.96.0.10"],
+    domain: "cluster.local",
+    search: ["ns.svc.cluster.local"],
+    options: ["ndots:5"],
+  },
 };
 
 describe("N5 network-status entries", () => {
   it("N5.3.1 N5.3.2 N5.3.3 N5.3.4 N5.3.5 N5.3.6 M6 the first sandbox interface, its IPs (no prefix), MAC, MTU, DNS, default", () => {
-    expect(buildNetworkStatus({ name: "ns/net-a", isDefault: false, ifName: "net1", result: bridgeResult })).toEqual({
+    expect(
+      buildNetworkStatus({
+        name: "ns/net-a",
+        isDefault: false,
+        ifName: "net1",
+        result: bridgeResult,
+      }),
+    ).toEqual({
       name: "ns/net-a",
       interface: "eth0",
       ips: ["10.1.0.5", "fd00::5"],
       mac: "0a:58:0a:01:00:05",
       mtu: 1450,
       default: false,
-      dns: { nameservers: ["10.96.0.10"], domain: "cluster.local", search: ["ns.svc.cluster.local"] },
+      dns: {
+        nameservers: ["10.96.0.10"],
+        domain: "cluster.local",
+        search: ["ns.svc.cluster.local"],
+      },
     });
   });
 
   it("N5.2 N5.3.5 the default network's entry says default: true; M6 default is always written", () => {
-    expect(buildNetworkStatus({ name: "cbr0", isDefault: true, ifName: "eth0", result: bridgeResult }).default).toBe(
-      true,
+    expect(
+      buildNetworkStatus({ name: "cbr0", isDefault: true, ifName: "eth0", result: bridgeResult })
+        .default,
+    ).toBe(true);
+    expect(buildNetworkStatus({ name: "x/y", isDefault: false, ifName: "net1" })).toHaveProperty(
+      "default",
+      false,
     );
-    expect(buildNetworkStatus({ name: "x/y", isDefault: false, ifName: "net1" })).toHaveProperty("default", false);
   });
 
   it("N5.1.1 no result: a minimal entry (name, interface, default)", () => {
@@ -59,7 +79,9 @@ describe("N5 network-status entries", () => {
         { version: "4", address: "10.3.0.2/24", interface: 0 },
       ],
     };
-    expect(buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r as never })).toEqual({
+    expect(
+      buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r as never }),
+    ).toEqual({
       name: "n",
       interface: "net1",
       ips: ["10.2.0.2"],
@@ -92,7 +114,9 @@ describe("N5 network-status entries", () => {
       cniVersion: "0.4.0",
       ips: bridgeResult.ips.map((ip) => ({ ...ip, version: ip.address.includes(":") ? "6" : "4" })),
     };
-    expect(buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r as never })).toMatchObject({
+    expect(
+      buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r as never }),
+    ).toMatchObject({
       interface: "eth0",
       ips: ["10.1.0.5", "fd00::5"],
       mac: "0a:58:0a:01:00:05",
@@ -136,7 +160,9 @@ describe("N5 network-status entries", () => {
 
   it("N5.3.6 only the DNS fields that are present are written", () => {
     const r = { cniVersion: "1.0.0", dns: { search: ["a.b"] } };
-    expect(buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r }).dns).toEqual({
+    expect(
+      buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r }).dns,
+    ).toEqual({
       search: ["a.b"],
     });
   });
@@ -153,13 +179,31 @@ describe("N5 network-status entries", () => {
     ["interfaces not a list", { cniVersion: "1.0.0", interfaces: { name: "x" }, ips: "nope" }],
     [
       "garbage entries",
-      { cniVersion: "1.0.0", interfaces: [null, 5, { sandbox: "/p" }], ips: [null, { address: 7 }, { interface: 0 }] },
+      {
+        cniVersion: "1.0.0",
+        interfaces: [null, 5, { sandbox: "/p" }],
+        ips: [null, { address: 7 }, { interface: 0 }],
+      },
     ],
-    ["a 0.4.0 result whose ips is not a list", { cniVersion: "0.4.0", ips: { address: "10.0.0.1/24" } }],
-    ["dns of the wrong shape", { cniVersion: "1.0.0", dns: { nameservers: "10.0.0.10", search: [1, 2] } }],
-    ["mtu not a positive integer", { cniVersion: "1.0.0", interfaces: [{ name: "x0", sandbox: "/p", mtu: -1 }] }],
+    [
+      "a 0.4.0 result whose ips is not a list",
+      { cniVersion: "0.4.0", ips: { address: "10.0.0.1/24" } },
+    ],
+    [
+      "dns of the wrong shape",
+      { cniVersion: "1.0.0", dns: { nameservers: "10.0.0.10", search: [1, 2] } },
+    ],
+    [
+      "mtu not a positive integer",
+      { cniVersion: "1.0.0", interfaces: [{ name: "x0", sandbox: "/p", mtu: -1 }] },
+    ],
   ])("B59 a result with %s gives a small entry, no crash", (_what, r) => {
-    const s = buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r as never });
+    const s = buildNetworkStatus({
+      name: "n",
+      isDefault: false,
+      ifName: "net1",
+      result: r as never,
+    });
     expect(s).toMatchObject({ name: "n", default: false });
     expect(typeof s.interface).toBe("string");
     expect(s).not.toHaveProperty("ips");
@@ -168,11 +212,13 @@ describe("N5 network-status entries", () => {
   });
 
   it("N5.3.3 without a sandbox interface, IPs with a negative index count too", () => {
-    const r = { cniVersion: "1.0.0", ips: [{ address: "10.6.0.2/24", interface: -1 }, { address: "10.6.0.3/24" }] };
-    expect(buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r }).ips).toEqual([
-      "10.6.0.2",
-      "10.6.0.3",
-    ]);
+    const r = {
+      cniVersion: "1.0.0",
+      ips: [{ address: "10.6.0.2/24", interface: -1 }, { address: "10.6.0.3/24" }],
+    };
+    expect(
+      buildNetworkStatus({ name: "n", isDefault: false, ifName: "net1", result: r }).ips,
+    ).toEqual(["10.6.0.2", "10.6.0.3"]);
   });
 
   it("M6 gateway from default-route and device-info are carried", () => {
@@ -208,20 +254,24 @@ describe("N5.2 B26 B27 the annotation", () => {
     expect(() => checkAnnotationBudget(big, "[]".padEnd(400, " "))).toThrow(
       expect.objectContaining({ code: 7, message: expect.stringContaining("262144-byte limit") }),
     );
-    expect(() => checkAnnotationBudget({ [NETWORK_STATUS_ANNOTATION]: "y".repeat(200 * 1024) }, "[]")).not.toThrow();
+    expect(() =>
+      checkAnnotationBudget({ [NETWORK_STATUS_ANNOTATION]: "y".repeat(200 * 1024) }, "[]"),
+    ).not.toThrow();
   });
 
   it("B26 the limit is the API server's: keys and values in bytes, exactly 256 KiB allowed", () => {
     expect(MAX_ANNOTATIONS_BYTES).toBe(262144);
     const status = "[]";
     const fixed = Buffer.byteLength(NETWORK_STATUS_ANNOTATION) + status.length + "k".length;
-    expect(() => checkAnnotationBudget({ k: "x".repeat(MAX_ANNOTATIONS_BYTES - fixed) }, status)).not.toThrow();
-    expect(() => checkAnnotationBudget({ k: "x".repeat(MAX_ANNOTATIONS_BYTES - fixed + 1) }, status)).toThrow(
-      expect.objectContaining({ code: 7 }),
-    );
+    expect(() =>
+      checkAnnotationBudget({ k: "x".repeat(MAX_ANNOTATIONS_BYTES - fixed) }, status),
+    ).not.toThrow();
+    expect(() =>
+      checkAnnotationBudget({ k: "x".repeat(MAX_ANNOTATIONS_BYTES - fixed + 1) }, status),
+    ).toThrow(expect.objectContaining({ code: 7 }));
     // Multi-byte characters count as bytes, not characters.
-    expect(() => checkAnnotationBudget({ k: "é".repeat((MAX_ANNOTATIONS_BYTES - fixed) / 2 + 1) }, status)).toThrow(
-      expect.objectContaining({ code: 7 }),
-    );
+    expect(() =>
+      checkAnnotationBudget({ k: "é".repeat((MAX_ANNOTATIONS_BYTES - fixed) / 2 + 1) }, status),
+    ).toThrow(expect.objectContaining({ code: 7 }));
   });
 });

@@ -17,9 +17,17 @@ const result: Result = {
     { address: "10.9.0.9/24", interface: 0 },
   ],
 };
-const sel = (extra: Partial<NetworkSelection>): NetworkSelection => ({ name: "net-a", namespace: "ns", ...extra });
+const sel = (extra: Partial<NetworkSelection>): NetworkSelection => ({
+  name: "net-a",
+  namespace: "ns",
+  ...extra,
+});
 
-function failure(r: Result, s: NetworkSelection, ifName = "net1"): { code: number; message: string } {
+function failure(
+  r: Result,
+  s: NetworkSelection,
+  ifName = "net1",
+): { code: number; message: string } {
   try {
     verifyAttachment(r, s, ifName);
   } catch (e) {
@@ -41,7 +49,9 @@ describe("N4.1.2.1.3 requested IPs are checked after ADD", () => {
   );
 
   it("N4.1.2.1.3 every requested IP must be there", () => {
-    expect(() => verifyAttachment(result, sel({ ips: ["10.1.0.5", "fd00::5"] }), "net1")).not.toThrow();
+    expect(() =>
+      verifyAttachment(result, sel({ ips: ["10.1.0.5", "fd00::5"] }), "net1"),
+    ).not.toThrow();
     expect(failure(result, sel({ ips: ["10.1.0.5", "10.1.0.6"] })).message).toContain(
       "requested IPs 10.1.0.6 were not assigned",
     );
@@ -79,7 +89,9 @@ describe("N4.1.2.1.3 requested IPs are checked after ADD", () => {
   });
 
   it("N4.1.2.1.3 no IPs at all: got none", () => {
-    expect(failure({ cniVersion: "1.0.0" }, sel({ ips: ["10.1.0.5"] })).message).toContain("(got none)");
+    expect(failure({ cniVersion: "1.0.0" }, sel({ ips: ["10.1.0.5"] })).message).toContain(
+      "(got none)",
+    );
   });
 
   it("N4.1.2.1.3 N5.3.3 IPs that name no interface count (0.2.0 results, plugins that omit the index)", () => {
@@ -164,12 +176,17 @@ describe("N4.1.2.1.4 the requested MAC is checked after ADD", () => {
   it("N4.1.2.1.4 B59 an interface without a mac, or no interfaces at all, fails with got none", () => {
     const r: Result = { cniVersion: "1.0.0", interfaces: [{ name: "net1", sandbox: "/p" }] };
     expect(failure(r, sel({ mac: "02:00:00:00:00:01" })).message).toContain("(got none)");
-    expect(failure({ cniVersion: "1.0.0" }, sel({ mac: "02:00:00:00:00:01" })).message).toContain("(got none)");
+    expect(failure({ cniVersion: "1.0.0" }, sel({ mac: "02:00:00:00:00:01" })).message).toContain(
+      "(got none)",
+    );
   });
 
   it("N4.1.2.1.4 a 20-byte InfiniBand address is compared too", () => {
     const ib = Array.from({ length: 20 }, (_, i) => (i + 16).toString(16)).join(":");
-    const r: Result = { cniVersion: "1.0.0", interfaces: [{ name: "ib1", mac: ib, sandbox: "/p" }] };
+    const r: Result = {
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "ib1", mac: ib, sandbox: "/p" }],
+    };
     expect(() => verifyAttachment(r, sel({ mac: ib.toUpperCase() }), "ib1")).not.toThrow();
   });
 });

@@ -35,11 +35,19 @@ describe("hostLinkProblems", () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 40 }), (name) => {
         const asked: string[] = [];
-        const problems = hostLinkProblems([{ type: "macvlan", master: name }], (n) => (asked.push(n), true));
+        const problems = hostLinkProblems(
+          [{ type: "macvlan", master: name }],
+          (n) => (asked.push(n), true),
+        );
         const valid =
-          name !== "" && Buffer.byteLength(name) <= 15 && !/[/:\s]/.test(name) && name !== "." && name !== "..";
+          name !== "" &&
+          Buffer.byteLength(name) <= 15 &&
+          !/[/:\s]/.test(name) &&
+          name !== "." &&
+          name !== "..";
         expect(asked).toEqual(valid ? [name] : []);
-        if (name !== "" && !valid) expect(problems).toEqual([expect.stringContaining("is not a valid interface name")]);
+        if (name !== "" && !valid)
+          expect(problems).toEqual([expect.stringContaining("is not a valid interface name")]);
         for (const n of asked) expect(n.includes("/")).toBe(false);
       }),
       propertyRuns({ seed: 20261126, numRuns: 300 }),

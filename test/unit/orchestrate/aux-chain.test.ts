@@ -10,7 +10,12 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
-import { addNetworkList, delNetworkList, isBuiltinPassthru, type RuntimeConf } from "../../../src/libcni/conflist";
+import {
+  addNetworkList,
+  delNetworkList,
+  isBuiltinPassthru,
+  type RuntimeConf,
+} from "../../../src/libcni/conflist";
 import { silentLogger } from "../../../src/log/logger";
 import { eagerLoaders } from "../../../src/ops/loaders";
 import { loadAuxiliaryChain } from "../../../src/orchestrate/aux-chain";
@@ -42,7 +47,10 @@ function conf(extra: Record<string, unknown> = {}): PlexusConf {
 }
 function chainFile(name: string, value: unknown): void {
   mkdirSync(join(confDir, "chain"), { recursive: true });
-  writeFileSync(join(confDir, "chain", name), typeof value === "string" ? value : JSON.stringify(value));
+  writeFileSync(
+    join(confDir, "chain", name),
+    typeof value === "string" ? value : JSON.stringify(value),
+  );
 }
 const req = (command: string, args = "IgnoreUnknown=1"): CniRequest =>
   parseEnv({
@@ -57,7 +65,12 @@ const load = (c: PlexusConf) => loadAuxiliaryChain(c, new FsNetworkSource(c.conf
 
 describe("M12 the auxiliary chain", () => {
   it("M12 the .conf files of <dir of clusterNetwork>/<name>/, in name order, behind the passthru; other files ignored", async () => {
-    chainFile("20-second.conf", { cniVersion: "0.3.1", name: "b", type: "tuning", sysctl: { a: "1" } });
+    chainFile("20-second.conf", {
+      cniVersion: "0.3.1",
+      name: "b",
+      type: "tuning",
+      sysctl: { a: "1" },
+    });
     chainFile("10-first.conf", { name: "a", Type: "bandwidth" });
     chainFile("30-not-a-conf.json", { type: "ignored" });
     chainFile("40-nor-this.conflist", { type: "ignored" });
@@ -80,22 +93,35 @@ describe("M12 the auxiliary chain", () => {
   });
 
   it.each([
-    ["a clusterNetwork that is not a path", { clusterNetwork: "cbr0" }, /needs "clusterNetwork" to be a file path/],
+    [
+      "a clusterNetwork that is not a path",
+      { clusterNetwork: "cbr0" },
+      /needs "clusterNetwork" to be a file path/,
+    ],
     [
       "a name that cannot be a directory",
       { auxiliaryCNIChainName: "../etc" },
       /not a network name that can be a directory/,
     ],
   ])("M12 %s is refused with 7", async (_what, extra, message) => {
-    await expect(load(conf(extra))).rejects.toMatchObject({ code: 7, message: expect.stringMatching(message) });
+    await expect(load(conf(extra))).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(message),
+    });
   });
 
   it("M12 a chain file that is not JSON or has no type fails the ADD (7) naming the file (Multus would skip the chain)", async () => {
     chainFile("a.conf", "{nope");
-    await expect(load(conf())).rejects.toMatchObject({ code: 7, message: expect.stringContaining("chain/a.conf") });
+    await expect(load(conf())).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringContaining("chain/a.conf"),
+    });
     rmSync(join(confDir, "chain"), { recursive: true });
     chainFile("b.conf", { name: "x" });
-    await expect(load(conf())).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/b\.conf.*no "type"/) });
+    await expect(load(conf())).rejects.toMatchObject({
+      code: 7,
+      message: expect.stringMatching(/b\.conf.*no "type"/),
+    });
   });
 
   it("M12 B72 a FIFO, a directory or an oversized file named *.conf fails the ADD (7) naming it and what it is, never skipped", async () => {
@@ -133,11 +159,14 @@ describe("M12 the auxiliary chain", () => {
       ["chain", "net2", true],
     ]);
     expect((await planForPod(req("DEL", podArgs), conf(), ctx)).attachments).toHaveLength(2);
-    expect((await planForPod(req("ADD", podArgs), conf({ auxiliaryCNIChainName: "" }), ctx)).attachments).toHaveLength(
-      2,
-    );
+    expect(
+      (await planForPod(req("ADD", podArgs), conf({ auxiliaryCNIChainName: "" }), ctx)).attachments,
+    ).toHaveLength(2);
     // A call without a pod gets it too: "for every pod".
-    expect((await planForPod(req("ADD"), conf(), ctx)).attachments.map((a) => a.ifName)).toEqual(["eth0", "net1"]);
+    expect((await planForPod(req("ADD"), conf(), ctx)).attachments.map((a) => a.ifName)).toEqual([
+      "eth0",
+      "net1",
+    ]);
   });
 });
 

@@ -34,7 +34,12 @@ function events(): Array<{ reason: string; message: string; pod: string }> {
     .trim()
     .split("\n")
     .map(
-      (l) => JSON.parse(l) as { reason: string; message: string; involvedObject: { namespace: string; name: string } },
+      (l) =>
+        JSON.parse(l) as {
+          reason: string;
+          message: string;
+          involvedObject: { namespace: string; name: string };
+        },
     )
     .filter((e) => e.reason !== "AddedInterface")
     .map((e) => ({
@@ -60,7 +65,10 @@ beforeEach(() => {
     kind: "Pod",
     metadata: { namespace: "app", name, uid: `uid-${name}` },
   }));
-  writeFileSync(join(clusterDir, "objects.json"), JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+  writeFileSync(
+    join(clusterDir, "objects.json"),
+    JSON.stringify({ apiVersion: "v1", kind: "List", items }),
+  );
   deps.kube = async () => new FileCluster(clusterDir);
 });
 afterEach(() => deps.dispose());
@@ -72,26 +80,43 @@ const THREE = [
 ];
 
 function conf(extra: Record<string, unknown> = {}): PlexusConf {
-  return parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", type: "plexus", delegates: THREE, ...extra });
+  return parsePlexusConf({
+    cniVersion: "1.0.0",
+    name: "plexus",
+    type: "plexus",
+    delegates: THREE,
+    ...extra,
+  });
 }
-const req = (command: string, extra: Record<string, string> = {}): CniRequest => cniRequest(command, extra);
+const req = (command: string, extra: Record<string, string> = {}): CniRequest =>
+  cniRequest(command, extra);
 const podReq = (command: string, id: string) =>
-  req(command, { CNI_CONTAINERID: id, CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${id}` });
+  req(command, {
+    CNI_CONTAINERID: id,
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${id}`,
+  });
 const dir = (name: string) =>
-  existsSync(join(deps.cniDir, name)) ? readdirSync(join(deps.cniDir, name)).filter((n) => !n.startsWith(".")) : [];
+  existsSync(join(deps.cniDir, name))
+    ? readdirSync(join(deps.cniDir, name)).filter((n) => !n.startsWith("."))
+    : [];
 /** The interfaces of ctr1 (the pending record) a call retried. */
 function retriedIfNames(): string[] {
   const calls = exec.calls.filter((c) => c.containerId === "ctr1");
   return calls.map((c) => c.ifName);
 }
-const record = (id = "ctr1") => JSON.parse(readFileSync(deps.records.path(id, "eth0"), "utf8")) as ContainerRecord;
+const record = (id = "ctr1") =>
+  JSON.parse(readFileSync(deps.records.path(id, "eth0"), "utf8")) as ContainerRecord;
 
 describe("the DEL deadline, shared between the networks (M7)", () => {
   it("M7 each network's DEL gets what is left divided by the networks still to go; the default network, last, gets the rest", async () => {
     await cmdAdd(req("ADD"), conf({ delTimeoutSeconds: 3 }), deps);
     deadlines = [];
     await cmdDel(req("DEL"), conf({ delTimeoutSeconds: 3 }), deps);
-    expect(exec.summary().slice(-3)).toEqual(["DEL net2 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary().slice(-3)).toEqual([
+      "DEL net2 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     const [red, blue, cluster] = deadlines as [number, number, number];
     expect(red).toBeGreaterThan(900);
     expect(red).toBeLessThanOrEqual(1000);
@@ -130,7 +155,11 @@ describe("the DEL deadline, shared between the networks (M7)", () => {
 describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () => {
   async function failedDel(c: PlexusConf, id = "ctr1"): Promise<void> {
     await cmdAdd(podReq("ADD", id), c, deps);
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } }, { times: 1 });
+    exec.on(
+      { command: "DEL", type: "macvlan" },
+      { error: { code: 999, msg: "master gone" } },
+      { times: 1 },
+    );
     await expect(cmdDel(podReq("DEL", id), c, deps)).rejects.toMatchObject({ code: 999 });
   }
 
@@ -202,8 +231,16 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     const c = conf();
     await failedDel(c, "ctr1");
     await failedDel(c, "ctr2");
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } }, { times: 2 });
-    await cmdGc(req("GC"), conf({ failedDelRetrySeconds: 0, "cni.dev/valid-attachments": [] }), deps);
+    exec.on(
+      { command: "DEL", type: "macvlan" },
+      { error: { code: 999, msg: "master gone" } },
+      { times: 2 },
+    );
+    await cmdGc(
+      req("GC"),
+      conf({ failedDelRetrySeconds: 0, "cni.dev/valid-attachments": [] }),
+      deps,
+    );
     expect(dir("records")).toEqual([]);
     expect(dir("pending")).toEqual([]);
     expect(
@@ -216,7 +253,10 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
   it("M7 M13 B83 a pending entry that is not a regular file (symlink, FIFO), names no valid container, or is not its own file name is ignored, not followed", async () => {
     const { symlinkSync } = await import("node:fs");
     mkdirSync(join(deps.cniDir, "pending"), { recursive: true });
-    writeFileSync(join(deps.cniDir, "pending", "x-eth0.json"), JSON.stringify({ containerId: "../x", ifName: "eth0" }));
+    writeFileSync(
+      join(deps.cniDir, "pending", "x-eth0.json"),
+      JSON.stringify({ containerId: "../x", ifName: "eth0" }),
+    );
     symlinkSync("/etc/passwd", join(deps.cniDir, "pending", "y-eth0.json"));
     const { execFileSync } = await import("node:child_process");
     execFileSync("mkfifo", [join(deps.cniDir, "pending", "z-eth0.json")]);
@@ -291,10 +331,12 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
 
 describe("CHECK and the config's version (C2.6)", () => {
   it("C2.6 CHECK with a Plexus config older than 0.4.0 fails with 1 (config version does not allow CHECK), running nothing", async () => {
-    await expect(cmdCheck(req("CHECK"), conf({ cniVersion: "0.3.1" }), deps)).rejects.toMatchObject({
-      code: 1,
-      message: expect.stringContaining("config version does not allow CHECK"),
-    });
+    await expect(cmdCheck(req("CHECK"), conf({ cniVersion: "0.3.1" }), deps)).rejects.toMatchObject(
+      {
+        code: 1,
+        message: expect.stringContaining("config version does not allow CHECK"),
+      },
+    );
     expect(exec.calls).toEqual([]);
   });
 });

@@ -96,7 +96,8 @@ const results = () =>
   existsSync(join(deps.cniDir, "results"))
     ? readdirSync(join(deps.cniDir, "results")).filter((n) => !n.startsWith("."))
     : [];
-const record = () => JSON.parse(readFileSync(deps.records.path("ctr1", "eth0"), "utf8")) as ContainerRecord;
+const record = () =>
+  JSON.parse(readFileSync(deps.records.path("ctr1", "eth0"), "utf8")) as ContainerRecord;
 const failure = (p: Promise<unknown>) =>
   p.then(
     () => expect.fail("expected a failure"),
@@ -119,7 +120,9 @@ describe("DEL without a record (M7, B65, K1)", () => {
         expect(exec.summary()).toEqual(["DEL eth0 bridge"]);
       }
       expect(records()).toEqual([]);
-      expect(deps.logs.some((l) => l.level === "warn" && /could not be worked out/.test(l.msg))).toBe(true);
+      expect(
+        deps.logs.some((l) => l.level === "warn" && /could not be worked out/.test(l.msg)),
+      ).toBe(true);
     },
   );
 
@@ -147,7 +150,11 @@ describe("DEL without a record (M7, B65, K1)", () => {
     "M7 K1 a DEL with no record whose delegate fails (a plugin that is not idempotent) exits 0 and writes nothing, every time (retryDeleteOnError %s)",
     async (retry) => {
       writeCluster("", []);
-      exec.on({ command: "DEL", type: "bridge" }, { error: { code: 999, msg: "Link missing" } }, { times: 5 });
+      exec.on(
+        { command: "DEL", type: "bridge" },
+        { error: { code: 999, msg: "Link missing" } },
+        { times: 5 },
+      );
       for (const netns of ["/proc/self/ns/net", "", "", "/proc/self/ns/net", ""]) {
         await cmdDel(req("DEL", { CNI_NETNS: netns }), conf({ retryDeleteOnError: retry }), deps);
         expect(records()).toEqual([]);
@@ -155,7 +162,10 @@ describe("DEL without a record (M7, B65, K1)", () => {
       expect(exec.summary()).toEqual(Array(5).fill("DEL eth0 bridge"));
       expect(events()).toEqual([]);
       expect(deps.logs).toContainEqual(
-        expect.objectContaining({ level: "warn", msg: expect.stringContaining("precautionary DEL failed") }),
+        expect.objectContaining({
+          level: "warn",
+          msg: expect.stringContaining("precautionary DEL failed"),
+        }),
       );
     },
   );
@@ -164,11 +174,17 @@ describe("DEL without a record (M7, B65, K1)", () => {
 describe("DEL without a record, a delegate refusing its config (M7, C2.3)", () => {
   it("M7 a precautionary DEL refused with a config code (1–7, e.g. a cniVersion the binary does not speak) is logged, not a failure: no record, no retry", async () => {
     writeCluster("", []);
-    exec.on({ command: "DEL", type: "bridge" }, { error: { code: 1, msg: "incompatible CNI versions" } });
+    exec.on(
+      { command: "DEL", type: "bridge" },
+      { error: { code: 1, msg: "incompatible CNI versions" } },
+    );
     await cmdDel(req("DEL"), conf(), deps);
     expect(records()).toEqual([]);
     expect(deps.logs).toContainEqual(
-      expect.objectContaining({ level: "warn", msg: expect.stringContaining("precautionary DEL failed") }),
+      expect.objectContaining({
+        level: "warn",
+        msg: expect.stringContaining("precautionary DEL failed"),
+      }),
     );
   });
 });
@@ -186,7 +202,11 @@ describe("retryDeleteOnError (M7)", () => {
     writeCluster("", []);
     await cmdAdd(req("ADD"), twoNets(), deps);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0"]);
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } }, { times: 2 });
+    exec.on(
+      { command: "DEL", type: "macvlan" },
+      { error: { code: 999, msg: "master gone" } },
+      { times: 2 },
+    );
     exec.calls.length = 0;
     const err = await failure(cmdDel(req("DEL"), twoNets(), deps));
     expect(err.message).toContain('network "blue" (net1)');
@@ -222,7 +242,9 @@ describe("retryDeleteOnError (M7)", () => {
       expect.objectContaining({
         type: "Warning",
         reason: "TeardownAbandoned",
-        message: expect.stringMatching(/network "blue" \(net1\), plugins macvlan: .*master gone.*may have leaked/),
+        message: expect.stringMatching(
+          /network "blue" \(net1\), plugins macvlan: .*master gone.*may have leaked/,
+        ),
       }),
     ]);
     expect(deps.logs).toContainEqual(
@@ -264,7 +286,11 @@ describe("retryDeleteOnError (M7)", () => {
   it("M7 off: a delegate that recovers on the retry is simply done, no event", async () => {
     writeCluster("", []);
     await cmdAdd(req("ADD"), twoNets(), deps);
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 11, msg: "busy" } }, { times: 1 });
+    exec.on(
+      { command: "DEL", type: "macvlan" },
+      { error: { code: 11, msg: "busy" } },
+      { times: 1 },
+    );
     await expect(cmdDel(req("DEL"), twoNets(), deps)).rejects.toMatchObject({ code: 11 });
     await cmdDel(req("DEL"), twoNets(), deps);
     expect(records()).toEqual([]);
@@ -283,9 +309,15 @@ describe("retryDeleteOnError (M7)", () => {
         ],
       });
     await cmdAdd(req("ADD"), c(), deps);
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "master gone" } }, { times: 4 });
+    exec.on(
+      { command: "DEL", type: "macvlan" },
+      { error: { code: 999, msg: "master gone" } },
+      { times: 4 },
+    );
     for (let i = 1; i <= 4; i++) {
-      await expect(cmdDel(req("DEL", { CNI_NETNS: "" }), c(), deps)).rejects.toMatchObject({ code: 999 });
+      await expect(cmdDel(req("DEL", { CNI_NETNS: "" }), c(), deps)).rejects.toMatchObject({
+        code: 999,
+      });
       expect(record().attachments.map((a) => [a.ifName, a.failedDels])).toEqual([["net1", i]]);
     }
     await cmdDel(req("DEL", { CNI_NETNS: "" }), c(), deps);
@@ -308,7 +340,12 @@ describe("retryDeleteOnError (M7)", () => {
 
 describe("ADD rollback keeps only what may really be attached (M7, C4.1)", () => {
   const withNad = (subnet: string) =>
-    nad("bad", { cniVersion: "1.0.0", name: "bad", type: "macvlan", ipam: { type: "host-local", subnet } });
+    nad("bad", {
+      cniVersion: "1.0.0",
+      name: "bad",
+      type: "macvlan",
+      ipam: { type: "host-local", subnet },
+    });
 
   it("M7 C4.1 a delegate that refused its config on ADD and on the rollback's DEL with the same code (1–7) never attached: no record is kept", async () => {
     writeCluster("bad", [withNad("10.0.0.0/24")]);

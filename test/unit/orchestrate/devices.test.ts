@@ -79,13 +79,19 @@ const plan = (podDevices: PodDevicesLookup) =>
 const sriov = (name: string) => ({
   cniVersion: "1.0.0",
   name,
-  plugins: [{ type: "sriov", capabilities: { deviceID: true, CNIDeviceInfoFile: true } }, { type: "tuning" }],
+  plugins: [
+    { type: "sriov", capabilities: { deviceID: true, CNIDeviceInfoFile: true } },
+    { type: "tuning" },
+  ],
 });
 
 describe("assignDevices (M10)", () => {
   it("M10 a NAD with a resourceName gets the pod's device: deviceID in every plugin, runtimeConfig values, the record keeps it", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
-    const att = (await plan(fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }))).attachments[1]!;
+    kube
+      .addPod("app", "web", { [NETWORKS]: "sriov-a" })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const att = (await plan(fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] })))
+      .attachments[1]!;
     expect(att.conf.plugins.map((p) => p.deviceID)).toEqual(["0000:3b:02.1", "0000:3b:02.1"]);
     const infoFile = join(dir, "devinfo", "cni", "sriov-a-ctr1_net1");
     expect(att.capabilityArgs).toEqual({ deviceID: "0000:3b:02.1", CNIDeviceInfoFile: infoFile });
@@ -95,13 +101,23 @@ describe("assignDevices (M10)", () => {
       from: "kubelet",
       infoFile,
     });
-    expect(lookups).toEqual([{ namespace: "app", name: "web", resourceNames: ["intel.com/sriov_netdevice"] }]);
+    expect(lookups).toEqual([
+      { namespace: "app", name: "web", resourceNames: ["intel.com/sriov_netdevice"] },
+    ]);
   });
 
   it("M10 two networks of one resource take two different devices, in order", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
-    const p = await plan(fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1", "0000:3b:02.2"] }));
-    expect(p.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", "0000:3b:02.2"]);
+    kube
+      .addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const p = await plan(
+      fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1", "0000:3b:02.2"] }),
+    );
+    expect(p.attachments.map((a) => a.device?.deviceID)).toEqual([
+      undefined,
+      "0000:3b:02.1",
+      "0000:3b:02.2",
+    ]);
   });
 
   it("M10 the allocation wins: a pod's deviceID among its devices takes that one", async () => {
@@ -151,7 +167,9 @@ describe("assignDevices (M10)", () => {
   });
 
   it("M10 more networks than devices fails with 7 naming the resource and both counts", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    kube
+      .addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
     const err = await plan(fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] })).then(
       () => expect.fail("expected a failure"),
       (e: unknown) => e as { code: number; message: string },
@@ -168,11 +186,17 @@ describe("assignDevices (M10)", () => {
       .addNad("app", "br", { cniVersion: "1.0.0", name: "br", type: "bridge" });
     const p = await plan(fakeLookup({}));
     expect(lookups).toEqual([]);
-    expect(p.attachments.every((a) => !a.device && a.conf.plugins.every((pl) => pl.deviceID === undefined))).toBe(true);
+    expect(
+      p.attachments.every(
+        (a) => !a.device && a.conf.plugins.every((pl) => pl.deviceID === undefined),
+      ),
+    ).toBe(true);
   });
 
   it("M10 a lookup failure fails the plan with its code, naming the pod", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    kube
+      .addPod("app", "web", { [NETWORKS]: "sriov-a" })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
     const { CniError } = await import("../../../src/cni/errors");
     const err = await plan(async () => {
       throw new CniError(11, "kubelet socket gone");
@@ -206,15 +230,26 @@ describe("device-info files (M10, NPWG device-info)", () => {
     expect(dpDeviceInfoPath("/d", "intel.com/../x", "1")).toBeUndefined();
     expect(dpDeviceInfoPath("/d", "intel.com/x", "../1")).toBeUndefined();
     expect(dpDeviceInfoPath("/d", "noslash", "1")).toBeUndefined();
-    expect(cniDeviceInfoPath("/d", { network: "n", containerId: "c", ifName: "net1" })).toBe("/d/cni/n-c_net1");
-    expect(cniDeviceInfoPath("/d", { network: "..", containerId: "c", ifName: "net1" })).toBeUndefined();
+    expect(cniDeviceInfoPath("/d", { network: "n", containerId: "c", ifName: "net1" })).toBe(
+      "/d/cni/n-c_net1",
+    );
+    expect(
+      cniDeviceInfoPath("/d", { network: "..", containerId: "c", ifName: "net1" }),
+    ).toBeUndefined();
   });
 
   it("M10 the device plugin's file is copied before the delegate, read back after, removed on DEL", () => {
     const dp = dpDeviceInfoPath(base(), "intel.com/sriov_netdevice", "0000:3b:02.1")!;
     mkdirSync(join(base(), "dp"), { recursive: true });
-    writeFileSync(dp, JSON.stringify({ type: "pci", version: "1.1.0", pci: { "pci-address": "0000:3b:02.1" } }));
-    const infoFile = cniDeviceInfoPath(base(), { network: "sriov-a", containerId: "ctr1", ifName: "net1" })!;
+    writeFileSync(
+      dp,
+      JSON.stringify({ type: "pci", version: "1.1.0", pci: { "pci-address": "0000:3b:02.1" } }),
+    );
+    const infoFile = cniDeviceInfoPath(base(), {
+      network: "sriov-a",
+      containerId: "ctr1",
+      ifName: "net1",
+    })!;
     const a = att(infoFile);
     prepareDeviceInfo(a, conf(), log);
     expect(JSON.parse(readFileSync(infoFile, "utf8"))).toMatchObject({ type: "pci" });
@@ -237,7 +272,11 @@ describe("device-info files (M10, NPWG device-info)", () => {
   });
 
   it("M10 no device plugin file: nothing copied, no device-info", () => {
-    const infoFile = cniDeviceInfoPath(base(), { network: "sriov-a", containerId: "ctr1", ifName: "net1" })!;
+    const infoFile = cniDeviceInfoPath(base(), {
+      network: "sriov-a",
+      containerId: "ctr1",
+      ifName: "net1",
+    })!;
     prepareDeviceInfo(att(infoFile), conf(), log);
     expect(existsSync(infoFile)).toBe(false);
     expect(deviceInfoAfterAdd(att(infoFile), log)).toBeUndefined();
@@ -252,7 +291,11 @@ describe("device-info files (M10, NPWG device-info)", () => {
     mkdirSync(join(base(), "dp"), { recursive: true });
     writeFileSync(dp, text);
     expect(readDeviceInfo(dp).state).toBe("malformed");
-    const infoFile = cniDeviceInfoPath(base(), { network: "sriov-a", containerId: "ctr1", ifName: "net1" })!;
+    const infoFile = cniDeviceInfoPath(base(), {
+      network: "sriov-a",
+      containerId: "ctr1",
+      ifName: "net1",
+    })!;
     const logger = recordingLogger();
     prepareDeviceInfo(att(infoFile), conf(), logger);
     expect(existsSync(infoFile)).toBe(false);
@@ -262,7 +305,9 @@ describe("device-info files (M10, NPWG device-info)", () => {
 
 describe("DEL without a record (M10, M7)", () => {
   it("M10 M7 devices are a best effort: kubelet down or too few devices leave the attachment without one, never fail the plan", async () => {
-    kube.addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" }).addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    kube
+      .addPod("app", "web", { [NETWORKS]: "sriov-a,sriov-a" })
+      .addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
     const { CniError } = await import("../../../src/cni/errors");
     const down = await planForPod(req(), conf(), {
       load: eagerLoaders,
@@ -273,7 +318,11 @@ describe("DEL without a record (M10, M7)", () => {
         throw new CniError(11, "kubelet socket gone");
       },
     });
-    expect(down.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, undefined, undefined]);
+    expect(down.attachments.map((a) => a.device?.deviceID)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
     const few = await planForPod(req(), conf(), {
       kube: async () => kube,
       log,
@@ -281,7 +330,11 @@ describe("DEL without a record (M10, M7)", () => {
       devicesBestEffort: true,
       podDevices: fakeLookup({ "intel.com/sriov_netdevice": ["0000:3b:02.1"] }),
     });
-    expect(few.attachments.map((a) => a.device?.deviceID)).toEqual([undefined, "0000:3b:02.1", undefined]);
+    expect(few.attachments.map((a) => a.device?.deviceID)).toEqual([
+      undefined,
+      "0000:3b:02.1",
+      undefined,
+    ]);
   });
 });
 
@@ -304,7 +357,9 @@ describe("the pod's deviceID on a device network (M10, M4)", () => {
   it("M10 M4 needs no declared deviceID capability when the NAD has a resourceName (it reaches every plugin at the top level); without one it still fails", async () => {
     const plain = { cniVersion: "1.0.0", name: "sriov-b", type: "sriov" };
     kube
-      .addPod("app", "web", { [NETWORKS]: JSON.stringify([{ name: "sriov-b", deviceID: "0000:af:00.7" }]) })
+      .addPod("app", "web", {
+        [NETWORKS]: JSON.stringify([{ name: "sriov-b", deviceID: "0000:af:00.7" }]),
+      })
       .addNad("app", "sriov-b", plain, RESOURCE);
     const att = (await plan(fakeLookup({ [SRIOV]: ["0000:af:00.7"] }))).attachments[1]!;
     expect(att.conf.plugins[0]!.deviceID).toBe("0000:af:00.7");

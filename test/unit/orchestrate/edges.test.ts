@@ -30,7 +30,13 @@ const three = (v = "1.0.0") => [
 ];
 
 function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): PlexusConf {
-  return parsePlexusConf({ cniVersion: version, name: "plexus", type: "plexus", delegates: three(), ...extra });
+  return parsePlexusConf({
+    cniVersion: version,
+    name: "plexus",
+    type: "plexus",
+    delegates: three(),
+    ...extra,
+  });
 }
 const noDelegates = () =>
   parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false });
@@ -43,7 +49,8 @@ beforeEach(() => {
 });
 afterEach(() => deps.dispose());
 
-const records = () => (existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")) : []);
+const records = () =>
+  existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")) : [];
 const failure = (p: Promise<unknown>) =>
   p.then(
     () => expect.fail("expected a failure"),
@@ -54,7 +61,10 @@ describe("ADD failures (N7.2, C4.1)", () => {
   it("N7.2 C4.1 the default network failing: it alone is DELed, later networks are never tried, the code is kept", async () => {
     exec.on({ command: "ADD", ifName: "eth0" }, { error: { code: 11, msg: "ipam busy" } });
     const err = await failure(cmdAdd(req("ADD"), conf(), deps));
-    expect(err).toMatchObject({ code: 11, message: expect.stringContaining('default network "cluster" (eth0)') });
+    expect(err).toMatchObject({
+      code: 11,
+      message: expect.stringContaining('default network "cluster" (eth0)'),
+    });
     expect(exec.summary()).toEqual(["ADD eth0 bridge", "DEL eth0 bridge"]);
     expect(records()).toEqual([]);
   });
@@ -84,12 +94,18 @@ describe("ADD failures (N7.2, C4.1)", () => {
 
   it("N7.2 B62 M7 when the rollback fails too, the error says both, keeps the cause's code, and the record keeps only what is left for DEL", async () => {
     exec.on({ command: "ADD", ifName: "net1" }, { error: { code: 11, msg: "add broke" } });
-    exec.on({ command: "DEL", ifName: "eth0" }, { error: { code: 5, msg: "del broke" } }, { times: 1 });
+    exec.on(
+      { command: "DEL", ifName: "eth0" },
+      { error: { code: 5, msg: "del broke" } },
+      { times: 1 },
+    );
     const err = await failure(cmdAdd(req("ADD"), conf(), deps));
     expect(err.code).toBe(11);
     expect(err.message).toMatch(/add broke.*rollback also failed.*del broke/);
     expect(records()).toEqual(["ctr1-eth0.json"]);
-    const rec = JSON.parse(readFileSync(deps.records.path("ctr1", "eth0"), "utf8")) as ContainerRecord;
+    const rec = JSON.parse(
+      readFileSync(deps.records.path("ctr1", "eth0"), "utf8"),
+    ) as ContainerRecord;
     expect(rec.attachments.map((a) => a.ifName)).toEqual(["eth0"]);
     // The runtime's DEL then finishes the job from the record.
     exec.calls.length = 0;
@@ -133,7 +149,10 @@ describe("C2.4 the ADD output is in the config's cniVersion", () => {
     if (v === "0.1.0" || v === "0.2.0") expect(r.ip4).toMatchObject({ ip: "10.0.0.2/24" });
     else
       expect(r.ips).toEqual([
-        expect.objectContaining({ address: "10.0.0.2/24", ...(v.startsWith("0.") ? { version: "4" } : {}) }),
+        expect.objectContaining({
+          address: "10.0.0.2/24",
+          ...(v.startsWith("0.") ? { version: "4" } : {}),
+        }),
       ]);
     // Not another attachment's result.
     expect(JSON.stringify(r)).not.toContain("10.0.1.");
@@ -144,7 +163,10 @@ describe("records (M7, B44–B48)", () => {
   it("B45 a cniDir that refuses writes (EROFS) fails ADD with 5 before any delegate runs", async () => {
     class ReadOnlyStore extends RecordStore {
       override async write(): Promise<void> {
-        throw ioError(`cannot write ${this.dir}`, Object.assign(new Error("read-only file system"), { code: "EROFS" }));
+        throw ioError(
+          `cannot write ${this.dir}`,
+          Object.assign(new Error("read-only file system"), { code: "EROFS" }),
+        );
       }
     }
     deps.records = new ReadOnlyStore(deps.cniDir);
@@ -159,27 +181,46 @@ describe("records (M7, B44–B48)", () => {
     const file = join(deps.cniDir, "plain-file");
     writeFileSync(file, "");
     deps.records = new RecordStore(file);
-    await expect(cmdAdd(req("ADD"), conf({ cniDir: file }), deps)).rejects.toMatchObject({ code: 5 });
+    await expect(cmdAdd(req("ADD"), conf({ cniDir: file }), deps)).rejects.toMatchObject({
+      code: 5,
+    });
     expect(exec.calls).toEqual([]);
   });
 
   it.each([
     ["zero-byte", ""],
-    ["truncated", '{"kind":"plexusRecordV1","containerId":"ctr1","ifName":"eth0","attachments":[{"netw'],
-  ])("B47 ADD over a %s record overwrites it and tears nothing down from it", async (_what, text) => {
-    mkdirp(join(deps.cniDir, "records"));
-    writeFileSync(deps.records.path("ctr1", "eth0"), text);
-    await cmdAdd(req("ADD"), conf(), deps);
-    expect(exec.summary().every((s) => s.startsWith("ADD"))).toBe(true);
-    const rec = JSON.parse(readFileSync(deps.records.path("ctr1", "eth0"), "utf8")) as ContainerRecord;
-    expect(rec.attachments.map((a) => a.ifName)).toEqual(["eth0", "net1", "net2"]);
-  });
+    [
+      "truncated",
+      '{"kind":"plexusRecordV1","containerId":"ctr1","ifName":"eth0","attachments":[{"netw',
+    ],
+  ])(
+    "B47 ADD over a %s record overwrites it and tears nothing down from it",
+    async (_what, text) => {
+      mkdirp(join(deps.cniDir, "records"));
+      writeFileSync(deps.records.path("ctr1", "eth0"), text);
+      await cmdAdd(req("ADD"), conf(), deps);
+      expect(exec.summary().every((s) => s.startsWith("ADD"))).toBe(true);
+      const rec = JSON.parse(
+        readFileSync(deps.records.path("ctr1", "eth0"), "utf8"),
+      ) as ContainerRecord;
+      expect(rec.attachments.map((a) => a.ifName)).toEqual(["eth0", "net1", "net2"]);
+    },
+  );
 
   it("B48 B64 ADD over the record of an earlier, cut-short ADD tears that one down first, from its record, then replaces it", async () => {
-    await cmdAdd(req("ADD"), conf({ delegates: [{ cniVersion: "1.0.0", name: "old", type: "bridge" }] }), deps);
+    await cmdAdd(
+      req("ADD"),
+      conf({ delegates: [{ cniVersion: "1.0.0", name: "old", type: "bridge" }] }),
+      deps,
+    );
     exec.calls.length = 0;
     await cmdAdd(req("ADD"), conf(), deps);
-    expect(exec.summary()).toEqual(["DEL eth0 bridge", "ADD eth0 bridge", "ADD net1 macvlan", "ADD net2 tuning"]);
+    expect(exec.summary()).toEqual([
+      "DEL eth0 bridge",
+      "ADD eth0 bridge",
+      "ADD net1 macvlan",
+      "ADD net2 tuning",
+    ]);
     expect(exec.calls[0]!.stdin.name).toBe("old");
     const read = await deps.records.read("ctr1", "eth0");
     expect(read.state === "found" && read.record.attachments.map((a) => a.network)).toEqual([
@@ -218,7 +259,10 @@ describe("records (M7, B44–B48)", () => {
     expect(deps.logs).toContainEqual(
       expect.objectContaining({
         level: "warn",
-        obj: expect.objectContaining({ path: deps.records.path("ctr1", "eth0"), reason: "the file is empty" }),
+        obj: expect.objectContaining({
+          path: deps.records.path("ctr1", "eth0"),
+          reason: "the file is empty",
+        }),
       }),
     );
   });
@@ -228,7 +272,9 @@ describe("DEL (C2.5, N7.2, B62, B65)", () => {
   it("C2.5 B65 DEL of a container never added runs the configured delegates without prevResult, succeeds, and writes no record", async () => {
     await cmdDel(req("DEL", { CNI_CONTAINERID: "unknown", CNI_NETNS: "" }), conf(), deps);
     expect(exec.summary()).toEqual(["DEL net2 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
-    expect(exec.calls.every((c) => !("prevResult" in c.stdin) && c.env.CNI_NETNS === "")).toBe(true);
+    expect(exec.calls.every((c) => !("prevResult" in c.stdin) && c.env.CNI_NETNS === "")).toBe(
+      true,
+    );
     expect(records()).toEqual([]);
   });
 
@@ -261,7 +307,11 @@ describe("DEL (C2.5, N7.2, B62, B65)", () => {
 
   it("B62 a retried DEL after a failure finishes the job and removes the record", async () => {
     await cmdAdd(req("ADD"), conf(), deps);
-    exec.on({ command: "DEL", ifName: "net1" }, { error: { code: 11, msg: "try later" } }, { times: 1 });
+    exec.on(
+      { command: "DEL", ifName: "net1" },
+      { error: { code: 11, msg: "try later" } },
+      { times: 1 },
+    );
     await expect(cmdDel(req("DEL"), conf(), deps)).rejects.toMatchObject({ code: 11 });
     await cmdDel(req("DEL", { CNI_NETNS: "" }), conf(), deps);
     expect(records()).toEqual([]);
@@ -316,7 +366,8 @@ describe("CHECK, STATUS, GC corners", () => {
   });
 
   it("C2.9 B66 GC without pod args: failures are aggregated, the others still run, a failed stale record is kept", async () => {
-    const c = (extra: Record<string, unknown> = {}) => conf({ delegates: three("1.1.0"), ...extra }, "1.1.0");
+    const c = (extra: Record<string, unknown> = {}) =>
+      conf({ delegates: three("1.1.0"), ...extra }, "1.1.0");
     for (const id of ["keep", "stale1", "stale2"])
       await cmdAdd(req("ADD", { CNI_CONTAINERID: id, CNI_ARGS: "" }), c(), deps);
     mkdirp(join(deps.cniDir, "records"));
@@ -329,7 +380,11 @@ describe("CHECK, STATUS, GC corners", () => {
     exec.on({ command: "GC", type: "tuning" }, { error: { code: 11, msg: "gc broke" } });
     const gcReq = parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/opt/cni/bin" });
     const err = (await failure(
-      cmdGc(gcReq, c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }), deps),
+      cmdGc(
+        gcReq,
+        c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }),
+        deps,
+      ),
     )) as AggregateCniError;
     expect(err).toBeInstanceOf(AggregateCniError);
     // stale1 net1 fails in the container teardown and again when the "blue" network's GC retries
@@ -340,7 +395,9 @@ describe("CHECK, STATUS, GC corners", () => {
       expect.stringMatching(/^GC of network "green": .*gc broke/),
     ]);
     // stale1's other attachments and all of stale2's were still DELed; GC went to every network.
-    expect(exec.calls.map((x) => `${x.command} ${x.containerId || "-"} ${x.ifName || "-"} ${x.type}`)).toEqual([
+    expect(
+      exec.calls.map((x) => `${x.command} ${x.containerId || "-"} ${x.ifName || "-"} ${x.type}`),
+    ).toEqual([
       "DEL stale1 net2 tuning",
       "DEL stale1 net1 macvlan",
       "DEL stale1 eth0 bridge",
@@ -353,14 +410,18 @@ describe("CHECK, STATUS, GC corners", () => {
       "GC - - tuning",
     ]);
     expect(
-      exec.calls.find((x) => x.command === "GC" && x.type === "bridge")!.stdin["cni.dev/valid-attachments"],
+      exec.calls.find((x) => x.command === "GC" && x.type === "bridge")!.stdin[
+        "cni.dev/valid-attachments"
+      ],
     ).toEqual([{ containerID: "keep", ifname: "eth0" }]);
     expect(records().sort()).toEqual(["broken-eth0.json", "keep-eth0.json", "stale1-eth0.json"]);
   });
 });
 
 it("C4.1 baseEnvOf passes the runtime's env through without CNI_* (those are set per delegate)", () => {
-  expect(baseEnvOf({ PATH: "/bin", CNI_COMMAND: "ADD", CNI_PATH: "/x", HOME: undefined, LANG: "C" })).toEqual({
+  expect(
+    baseEnvOf({ PATH: "/bin", CNI_COMMAND: "ADD", CNI_PATH: "/x", HOME: undefined, LANG: "C" }),
+  ).toEqual({
     PATH: "/bin",
     LANG: "C",
   });

@@ -31,7 +31,12 @@ import {
   type MultusCacheRead,
 } from "../../../src/orchestrate/multus-cache";
 import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
-import { multusEntry, writeLibcniResult, writeMultusCache, type MultusDelegate } from "../../support/multus-cache";
+import {
+  multusEntry,
+  writeLibcniResult,
+  writeMultusCache,
+  type MultusDelegate,
+} from "../../support/multus-cache";
 
 const NETNS = "/proc/self/ns/net";
 const CID = "0123abcd";
@@ -66,7 +71,10 @@ const blue: MultusDelegate = {
   config: {
     cniVersion: "1.0.0",
     name: "blue",
-    plugins: [{ type: "macvlan", master: "eth9", capabilities: { ips: true, mac: true } }, { type: "tuning" }],
+    plugins: [
+      { type: "macvlan", master: "eth9", capabilities: { ips: true, mac: true } },
+      { type: "tuning" },
+    ],
   },
   ifnameRequest: "blue1",
   ipRequest: ["10.2.0.5/24"],
@@ -87,7 +95,8 @@ const query = (extra: Partial<MultusCacheQuery> = {}): MultusCacheQuery => ({
   ...extra,
 });
 const write = (text: string) => writeFileSync(join(dir, CID), text);
-const reasonOf = (r: MultusCacheRead) => (r.state === "corrupt" ? r.reason : `not corrupt: ${r.state}`);
+const reasonOf = (r: MultusCacheRead) =>
+  r.state === "corrupt" ? r.reason : `not corrupt: ${r.state}`;
 
 describe("reading Multus's delegate cache", () => {
   it("a file as Multus 4.x writes it: the first entry is the default network on CNI_IFNAME, the others on ifnameRequest or net<position>; requests only for the others", async () => {
@@ -122,7 +131,9 @@ describe("reading Multus's delegate cache", () => {
     expect(r.attachments[0]!.conf).toMatchObject({
       name: "cluster",
       cniVersion: "1.0.0",
-      plugins: [{ type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.1.0.0/24" } }],
+      plugins: [
+        { type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.1.0.0/24" } },
+      ],
     });
     expect(r.attachments[1]!.conf.plugins.map((p) => p.type)).toEqual(["macvlan", "tuning"]);
     // A config without cniVersion gets the Plexus config's, as Multus gives it its own.
@@ -131,7 +142,9 @@ describe("reading Multus's delegate cache", () => {
 
   it('a missing file is missing; multusCacheDir "" is off without looking', async () => {
     expect(await readMultusCache(query())).toEqual({ state: "missing", path: join(dir, CID) });
-    expect(await readMultusCache(query({ dir: join(dir, "no", "such") }))).toMatchObject({ state: "missing" });
+    expect(await readMultusCache(query({ dir: join(dir, "no", "such") }))).toMatchObject({
+      state: "missing",
+    });
     writeMultusCache(dir, CID, [cluster]);
     expect(await readMultusCache(query({ dir: "" }))).toEqual({ state: "off" });
   });
@@ -139,9 +152,17 @@ describe("reading Multus's delegate cache", () => {
   it.each([
     ["not JSON", "[{", /not valid JSON/],
     ["empty", "", /empty/],
-    ["an object, not a list", JSON.stringify(multusEntry(cluster)), /expected a JSON list of Multus delegates/],
+    [
+      "an object, not a list",
+      JSON.stringify(multusEntry(cluster)),
+      /expected a JSON list of Multus delegates/,
+    ],
     ["an empty list", "[]", /list of delegates is empty/],
-    ["an entry without Bytes", JSON.stringify([{ ...multusEntry(cluster), Bytes: undefined }]), /Bytes/],
+    [
+      "an entry without Bytes",
+      JSON.stringify([{ ...multusEntry(cluster), Bytes: undefined }]),
+      /Bytes/,
+    ],
     [
       "Bytes that are not base64",
       JSON.stringify([{ ...multusEntry(cluster), Bytes: "%%%not*base64" }]),
@@ -149,7 +170,9 @@ describe("reading Multus's delegate cache", () => {
     ],
     [
       "Bytes that decode to garbage",
-      JSON.stringify([{ ...multusEntry(cluster), Bytes: Buffer.from("\u0001\u0002garbage{").toString("base64") }]),
+      JSON.stringify([
+        { ...multusEntry(cluster), Bytes: Buffer.from("\u0001\u0002garbage{").toString("base64") },
+      ]),
       /entry 0.*not valid JSON/,
     ],
     [
@@ -159,10 +182,16 @@ describe("reading Multus's delegate cache", () => {
     ],
     [
       "a plugin type that is a path",
-      JSON.stringify([multusEntry({ config: { cniVersion: "1.0.0", name: "x", type: "../../bin/sh" } })]),
+      JSON.stringify([
+        multusEntry({ config: { cniVersion: "1.0.0", name: "x", type: "../../bin/sh" } }),
+      ]),
       /plugin type/,
     ],
-    ["ipRequest that is not a list", JSON.stringify([{ ...multusEntry(cluster), ipRequest: "10.0.0.1" }]), /ipRequest/],
+    [
+      "ipRequest that is not a list",
+      JSON.stringify([{ ...multusEntry(cluster), ipRequest: "10.0.0.1" }]),
+      /ipRequest/,
+    ],
     [
       "an interface name with a slash",
       JSON.stringify([multusEntry(cluster), multusEntry({ ...blue, ifnameRequest: "../x" })]),
@@ -186,13 +215,19 @@ describe("reading Multus's delegate cache", () => {
     expect(reasonOf(await readMultusCache(query()))).toMatch(/more than the 4194304-byte limit/);
     rmSync(join(dir, CID));
     mkdirSync(join(dir, CID));
-    expect(reasonOf(await readMultusCache(query()))).toBe("not read: it is a directory, not a regular file");
+    expect(reasonOf(await readMultusCache(query()))).toBe(
+      "not read: it is a directory, not a regular file",
+    );
     rmSync(join(dir, CID), { recursive: true });
     symlinkSync("/etc/hostname", join(dir, CID));
-    expect(reasonOf(await readMultusCache(query()))).toBe("not read: it is a symbolic link (not followed)");
+    expect(reasonOf(await readMultusCache(query()))).toBe(
+      "not read: it is a symbolic link (not followed)",
+    );
     rmSync(join(dir, CID));
     expect(spawnSync("mkfifo", [join(dir, CID)]).status).toBe(0);
-    expect(reasonOf(await readMultusCache(query()))).toBe("not read: it is a FIFO, not a regular file");
+    expect(reasonOf(await readMultusCache(query()))).toBe(
+      "not read: it is a FIFO, not a regular file",
+    );
   });
 
   it("a container ID that could leave the directory is refused (code 4) before any path is built", async () => {
@@ -231,9 +266,12 @@ const resultFor = (ifName: string, address: string) => ({
   interfaces: [{ name: ifName, sandbox: NETNS }],
   ips: [{ address, interface: 0 }],
 });
-const multusFiles = () => (existsSync(dir) ? readdirSync(dir).filter((n) => !n.startsWith(".")) : []);
+const multusFiles = () =>
+  existsSync(dir) ? readdirSync(dir).filter((n) => !n.startsWith(".")) : [];
 const multusResults = () =>
-  existsSync(join(dir, "results")) ? readdirSync(join(dir, "results")).filter((n) => !n.startsWith(".")) : [];
+  existsSync(join(dir, "results"))
+    ? readdirSync(join(dir, "results")).filter((n) => !n.startsWith("."))
+    : [];
 
 /** A container as Multus left it: the delegate list and libcni's cached results. */
 function multusAttached(): void {
@@ -276,10 +314,18 @@ describe("DEL of a container Multus attached", () => {
   it("M7 C2.5 C3.3 without a Plexus record, DEL runs Multus's delegates in reverse with their cached results and requests, then removes the file and the results", async () => {
     multusAttached();
     await cmdDel(req("DEL"), conf(), deps);
-    expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL blue1 tuning", "DEL blue1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "DEL net2 bridge",
+      "DEL blue1 tuning",
+      "DEL blue1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     const [green1, tuning, macvlan, eth0] = exec.calls;
     // Only what the plugin declares reaches it as runtimeConfig (C3.2); ips/mac are blue's requests.
-    expect(macvlan!.stdin.runtimeConfig).toEqual({ ips: ["10.2.0.5/24"], mac: "02:00:00:00:00:05" });
+    expect(macvlan!.stdin.runtimeConfig).toEqual({
+      ips: ["10.2.0.5/24"],
+      mac: "02:00:00:00:00:05",
+    });
     expect(tuning!.stdin).not.toHaveProperty("runtimeConfig");
     // prevResult comes from libcni's cache under Multus's cniDir; green has no cniVersion of its own
     // and runs with the Plexus config's, as Multus gave it its own config's.
@@ -327,9 +373,9 @@ describe("DEL of a container Multus attached", () => {
     write("{not json");
     await cmdDel(req("DEL"), conf(), deps);
     expect(exec.calls.map((c) => c.stdin.name)).toEqual(["plexus-default"]);
-    expect(deps.logs.find((l) => l.level === "warn" && String(l.obj.path).endsWith(CID))?.obj.reason).toMatch(
-      /not valid JSON/,
-    );
+    expect(
+      deps.logs.find((l) => l.level === "warn" && String(l.obj.path).endsWith(CID))?.obj.reason,
+    ).toMatch(/not valid JSON/);
     expect(multusFiles()).toEqual([CID]);
   });
 
@@ -339,14 +385,24 @@ describe("DEL of a container Multus attached", () => {
     deps.kube = async () => new FileCluster(clusterDir);
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 11, msg: "Link not found" } });
     const err = (await cmdDel(req("DEL"), conf(), deps).catch((e: unknown) => e)) as CniError;
-    expect(err).toMatchObject({ code: 11, message: expect.stringContaining('network "default/blue" (blue1)') });
+    expect(err).toMatchObject({
+      code: 11,
+      message: expect.stringContaining('network "default/blue" (blue1)'),
+    });
     expect(err.message).not.toMatch(/not found/i);
-    expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL blue1 tuning", "DEL blue1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "DEL net2 bridge",
+      "DEL blue1 tuning",
+      "DEL blue1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     expect(multusFiles().sort()).toEqual([CID, "results"]);
     // The failed network's cached result stays for the retry; the others are gone.
     expect(multusResults()).toEqual([`blue-${CID}-blue1`]);
     // The file is still Multus's format (Multus ignores the mark), now marked as failed once.
-    const marked = JSON.parse(readFileSync(join(dir, CID), "utf8")) as Array<Record<string, unknown>>;
+    const marked = JSON.parse(readFileSync(join(dir, CID), "utf8")) as Array<
+      Record<string, unknown>
+    >;
     expect(marked.map((e) => [e.Name, e.plexusDelAttempts])).toEqual([
       ["cluster", 1],
       ["default/blue", 1],
@@ -355,7 +411,12 @@ describe("DEL of a container Multus attached", () => {
 
     exec.calls.length = 0;
     await cmdDel(req("DEL"), conf(), deps);
-    expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL blue1 tuning", "DEL blue1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "DEL net2 bridge",
+      "DEL blue1 tuning",
+      "DEL blue1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     expect(
       deps.logs.some(
         (l) =>
@@ -385,7 +446,9 @@ describe("DEL of a container Multus attached", () => {
     multusAttached();
     exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 5, msg: "busy" } }, { times: 3 });
     for (let i = 0; i < 3; i++)
-      await expect(cmdDel(req("DEL"), conf({ retryDeleteOnError: true }), deps)).rejects.toMatchObject({ code: 5 });
+      await expect(
+        cmdDel(req("DEL"), conf({ retryDeleteOnError: true }), deps),
+      ).rejects.toMatchObject({ code: 5 });
     expect(multusFiles().sort()).toEqual([CID, "results"]);
     await cmdDel(req("DEL"), conf({ retryDeleteOnError: true }), deps);
     expect(multusFiles()).toEqual(["results"]);

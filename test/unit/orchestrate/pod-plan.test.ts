@@ -29,7 +29,9 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(confDir, { recursive: true, force: true }));
 
-function req(args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web"): CniRequest {
+function req(
+  args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web",
+): CniRequest {
   return parseEnv({
     CNI_COMMAND: "ADD",
     CNI_CONTAINERID: "ctr1",
@@ -40,9 +42,16 @@ function req(args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_
   });
 }
 function conf(extra: Record<string, unknown> = {}): PlexusConf {
-  return parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", clusterNetwork: "cbr0", confDir, ...extra });
+  return parsePlexusConf({
+    cniVersion: "1.0.0",
+    name: "plexus",
+    clusterNetwork: "cbr0",
+    confDir,
+    ...extra,
+  });
 }
-const plan = (c = conf(), r = req()) => planForPod(r, c, { kube: async () => kube, log, load: eagerLoaders });
+const plan = (c = conf(), r = req()) =>
+  planForPod(r, c, { kube: async () => kube, log, load: eagerLoaders });
 const bridge = (name: string, extra: Record<string, unknown> = {}) => ({
   cniVersion: "1.0.0",
   name,
@@ -77,11 +86,15 @@ describe("planForPod", () => {
   it("N4.1.2.1.3 M4 a selection's ips and mac become args.cni and the attachment's capability values", async () => {
     kube
       .addPod("app", "web", {
-        [NETWORKS]: JSON.stringify([{ name: "net-a", ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" }]),
+        [NETWORKS]: JSON.stringify([
+          { name: "net-a", ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" },
+        ]),
       })
       .addNad("app", "net-a", bridge("net-a"));
     const att = (await plan()).attachments[1]!;
-    expect(att.conf.plugins[0]!.args).toEqual({ cni: { ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" } });
+    expect(att.conf.plugins[0]!.args).toEqual({
+      cni: { ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" },
+    });
     expect(att.capabilityArgs).toEqual({ ips: ["10.1.0.5/24"], mac: "02:00:00:00:00:05" });
     expect(att.selection).toMatchObject({ namespace: "app", name: "net-a" });
   });
@@ -115,7 +128,10 @@ describe("planForPod", () => {
 
   it("M8 B39 a recreated pod (another UID) fails with 3 before any NAD is read", async () => {
     kube.addPod("app", "web", {}, "uid-new");
-    await expect(plan()).rejects.toMatchObject({ code: 3, message: expect.stringContaining("UID mismatch") });
+    await expect(plan()).rejects.toMatchObject({
+      code: 3,
+      message: expect.stringContaining("UID mismatch"),
+    });
     expect(kube.calls).toEqual(["getPod app/web"]);
   });
 
@@ -135,14 +151,25 @@ describe("the tenant model: what a pod's annotations may make the node run", () 
   it("N7.4 allowedPluginTypes: a pod's network of another type fails with 7 before any delegate runs; the admin's cluster network is not checked", async () => {
     kube
       .addPod("app", "web", { [NETWORKS]: "hd" })
-      .addNad("app", "hd", { cniVersion: "1.0.0", name: "hd", type: "host-device", device: "eth1" });
-    await expect(plan(conf({ allowedPluginTypes: ["macvlan", "host-local"] }))).rejects.toMatchObject({
+      .addNad("app", "hd", {
+        cniVersion: "1.0.0",
+        name: "hd",
+        type: "host-device",
+        device: "eth1",
+      });
+    await expect(
+      plan(conf({ allowedPluginTypes: ["macvlan", "host-local"] })),
+    ).rejects.toMatchObject({
       code: 7,
-      message: expect.stringMatching(/^pod app\/web: network app\/hd uses plugin type "host-device"/),
+      message: expect.stringMatching(
+        /^pod app\/web: network app\/hd uses plugin type "host-device"/,
+      ),
     });
     kube.addPod("app", "web", {});
     expect(
-      (await plan(conf({ allowedPluginTypes: ["macvlan"] }))).attachments.map((a) => a.conf.plugins[0]!.type),
+      (await plan(conf({ allowedPluginTypes: ["macvlan"] }))).attachments.map(
+        (a) => a.conf.plugins[0]!.type,
+      ),
     ).toEqual(["bridge"]);
   });
 
@@ -159,7 +186,11 @@ describe("the tenant model: what a pod's annotations may make the node run", () 
   it("N7.4 N3.4.1 under namespaceIsolation a tenant's NAD without spec.config cannot take the admin's config file of the same name; a global namespace's can", async () => {
     writeFileSync(
       join(confDir, "20-storage.conflist"),
-      JSON.stringify({ cniVersion: "1.0.0", name: "storage", plugins: [{ type: "macvlan", master: "eth1" }] }),
+      JSON.stringify({
+        cniVersion: "1.0.0",
+        name: "storage",
+        plugins: [{ type: "macvlan", master: "eth1" }],
+      }),
     );
     kube.addPod("app", "web", { [NETWORKS]: "storage" }).addNad("app", "storage");
     await expect(plan(conf({ namespaceIsolation: true }))).rejects.toMatchObject({
@@ -168,7 +199,9 @@ describe("the tenant model: what a pod's annotations may make the node run", () 
     });
     expect((await plan(conf())).attachments[1]!.conf.name).toBe("storage");
     kube.addPod("app", "web", { [NETWORKS]: "default/storage" }).addNad("default", "storage");
-    expect((await plan(conf({ namespaceIsolation: true }))).attachments[1]!.conf.plugins[0]!.type).toBe("macvlan");
+    expect(
+      (await plan(conf({ namespaceIsolation: true }))).attachments[1]!.conf.plugins[0]!.type,
+    ).toBe("macvlan");
   });
 
   it("B25 a NAD of 1,000 plugins fails with 7 at planning, naming maxPluginsPerNetwork", async () => {
@@ -187,12 +220,22 @@ describe("the tenant model: what a pod's annotations may make the node run", () 
 describe("planDefaultsOnly (DEL without a record, B38)", () => {
   it("M2 M3 the cluster network, and defaultNetworks only with Kubernetes access", async () => {
     kube.addNad("kube-system", "always", bridge("always"));
-    const withKube = await planDefaultsOnly(req(), conf({ defaultNetworks: ["always"] }), kube, log);
+    const withKube = await planDefaultsOnly(
+      req(),
+      conf({ defaultNetworks: ["always"] }),
+      kube,
+      log,
+    );
     expect(withKube.map((a) => [a.network, a.ifName])).toEqual([
       ["cbr0", "eth0"],
       ["kube-system/always", "net1"],
     ]);
-    const without = await planDefaultsOnly(req(), conf({ defaultNetworks: ["always"] }), undefined, log);
+    const without = await planDefaultsOnly(
+      req(),
+      conf({ defaultNetworks: ["always"] }),
+      undefined,
+      log,
+    );
     expect(without.map((a) => [a.network, a.ifName])).toEqual([["cbr0", "eth0"]]);
   });
 });

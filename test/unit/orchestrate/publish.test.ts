@@ -8,7 +8,11 @@ import { CniError, Code } from "../../../src/cni/errors";
 import type { AnyResult } from "../../../src/cni/result/types";
 import { silentLogger } from "../../../src/log/logger";
 import type { Pod } from "../../../src/npwg/types";
-import { publishNetworkStatus, verifySelection, type Attached } from "../../../src/orchestrate/publish";
+import {
+  publishNetworkStatus,
+  verifySelection,
+  type Attached,
+} from "../../../src/orchestrate/publish";
 import { FakeKube } from "../../fakes/fake-kube";
 
 const log = silentLogger();
@@ -50,10 +54,19 @@ describe("publishNetworkStatus", () => {
   it("N5 N5.2 M6 M9 one status write with every attachment (the default first, gateway from default-route), then one event naming them all", async () => {
     const kube = new FakeKube().addPod("app", "web");
     await publishNetworkStatus(pod(), "uid-web", attached, kube, log);
-    expect(kube.calls).toEqual(["setNetworkStatus app/web", "recordEvent app/web Normal AddedInterface"]);
+    expect(kube.calls).toEqual([
+      "setNetworkStatus app/web",
+      "recordEvent app/web Normal AddedInterface",
+    ]);
     expect(kube.statuses[0]!.pod).toEqual({ namespace: "app", name: "web", uid: "uid-web" });
     expect(JSON.parse(kube.statuses[0]!.value)).toEqual([
-      { name: "cbr0", interface: "eth0", ips: ["10.0.0.2"], mac: "0a:58:0a:00:00:02", default: true },
+      {
+        name: "cbr0",
+        interface: "eth0",
+        ips: ["10.0.0.2"],
+        mac: "0a:58:0a:00:00:02",
+        default: true,
+      },
       {
         name: "app/net-a",
         interface: "net1",
@@ -63,7 +76,9 @@ describe("publishNetworkStatus", () => {
         gateway: ["10.1.0.1"],
       },
     ]);
-    expect(kube.events[0]!.message).toBe("Add eth0 [10.0.0.2/24] from cbr0; Add net1 [10.1.0.5/24] from app/net-a");
+    expect(kube.events[0]!.message).toBe(
+      "Add eth0 [10.0.0.2/24] from cbr0; Add net1 [10.1.0.5/24] from app/net-a",
+    );
   });
 
   it("M9 the event is best effort: its failure does not fail the ADD", async () => {
@@ -76,18 +91,24 @@ describe("publishNetworkStatus", () => {
     const kube = new FakeKube()
       .addPod("app", "web")
       .fail("setNetworkStatus", new CniError(Code.ApiFailure, "409 conflict, retries exhausted"));
-    await expect(publishNetworkStatus(pod(), "uid-web", attached, kube, log)).rejects.toMatchObject({ code: 104 });
+    await expect(publishNetworkStatus(pod(), "uid-web", attached, kube, log)).rejects.toMatchObject(
+      { code: 104 },
+    );
     expect(kube.events).toEqual([]);
   });
 
   it("M8 the UID precondition travels with the write: a recreated pod is not written", async () => {
     const kube = new FakeKube().addPod("app", "web", {}, "uid-other");
-    await expect(publishNetworkStatus(pod(), "uid-web", attached, kube, log)).rejects.toMatchObject({ code: 3 });
+    await expect(publishNetworkStatus(pod(), "uid-web", attached, kube, log)).rejects.toMatchObject(
+      { code: 3 },
+    );
   });
 
   it("M8 without the runtime's K8S_POD_UID, the UID of the pod the ADD read guards the write", async () => {
     const kube = new FakeKube().addPod("app", "web", {}, "uid-other");
-    await expect(publishNetworkStatus(pod(), undefined, attached, kube, log)).rejects.toMatchObject({ code: 3 });
+    await expect(publishNetworkStatus(pod(), undefined, attached, kube, log)).rejects.toMatchObject(
+      { code: 3 },
+    );
     expect(kube.statuses).toEqual([]);
   });
 
@@ -118,7 +139,10 @@ describe("verifySelection", () => {
     expect(() =>
       verifySelection({
         ...a,
-        attachment: { ...a.attachment, selection: { namespace: "app", name: "net-a", mac: "02:00:00:00:99:99" } },
+        attachment: {
+          ...a.attachment,
+          selection: { namespace: "app", name: "net-a", mac: "02:00:00:00:99:99" },
+        },
       }),
     ).toThrow(
       expect.objectContaining({

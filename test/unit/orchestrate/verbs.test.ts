@@ -61,11 +61,21 @@ describe("ADD", () => {
   it("N6.2 N7.3 the default network first on CNI_IFNAME, then net1, net2, one at a time; C3.1 plugins of a list in order", async () => {
     exec.on(
       { type: "macvlan" },
-      { result: { interfaces: [{ name: "net1", sandbox: NETNS }], ips: [{ address: "10.9.0.2/24", interface: 0 }] } },
+      {
+        result: {
+          interfaces: [{ name: "net1", sandbox: NETNS }],
+          ips: [{ address: "10.9.0.2/24", interface: 0 }],
+        },
+      },
       5,
     );
     await cmdAdd(req("ADD"), conf(), deps);
-    expect(exec.summary()).toEqual(["ADD eth0 bridge", "ADD net1 macvlan", "ADD net1 tuning", "ADD net2 bridge"]);
+    expect(exec.summary()).toEqual([
+      "ADD eth0 bridge",
+      "ADD net1 macvlan",
+      "ADD net1 tuning",
+      "ADD net2 bridge",
+    ]);
     expect(exec.overlapped).toBe(false);
     for (let i = 1; i < exec.calls.length; i++)
       expect(exec.calls[i]!.start).toBeGreaterThanOrEqual(exec.calls[i - 1]!.end);
@@ -83,7 +93,10 @@ describe("ADD", () => {
     expect(macvlan!.stdin).not.toHaveProperty("capabilities");
     expect(macvlan!.stdin).not.toHaveProperty("prevResult");
     expect(tuning!.stdin).not.toHaveProperty("runtimeConfig");
-    expect(tuning!.stdin.prevResult).toMatchObject({ cniVersion: "1.0.0", interfaces: [{ name: "net1" }] });
+    expect(tuning!.stdin.prevResult).toMatchObject({
+      cniVersion: "1.0.0",
+      interfaces: [{ name: "net1" }],
+    });
     expect(macvlan!.env).toMatchObject({
       CNI_COMMAND: "ADD",
       CNI_CONTAINERID: "ctr1",
@@ -102,7 +115,11 @@ describe("ADD", () => {
 
   it("C2.4 the printed result is the default network's, in the config's cniVersion", async () => {
     for (const v of ["0.2.0", "0.3.1", "0.4.0", "1.1.0"]) {
-      const out = await cmdAdd(req("ADD", { CNI_CONTAINERID: `c${v.replaceAll(".", "")}` }), conf({}, v), deps);
+      const out = await cmdAdd(
+        req("ADD", { CNI_CONTAINERID: `c${v.replaceAll(".", "")}` }),
+        conf({}, v),
+        deps,
+      );
       expect(out.result.cniVersion).toBe(v);
       expect(JSON.stringify(out.result)).toContain("10.0.");
     }
@@ -116,18 +133,19 @@ describe("ADD", () => {
     await cmdAdd(req("ADD"), conf(), deps);
     expect(seen).toEqual(["ctr1-eth0.json"]);
     const read = await deps.records.read("ctr1", "eth0");
-    expect(read.state === "found" && read.record.attachments.map((a) => `${a.network}@${a.ifName}`)).toEqual([
-      "cluster@eth0",
-      "blue@net1",
-      "green@net2",
-    ]);
+    expect(
+      read.state === "found" && read.record.attachments.map((a) => `${a.network}@${a.ifName}`),
+    ).toEqual(["cluster@eth0", "blue@net1", "green@net2"]);
     expect(results().sort()).toEqual(["blue-ctr1-net1", "cluster-ctr1-eth0", "green-ctr1-net2"]);
   });
 
   it("N7.2 C4.1 the first failure stops the ADD; what was attached is torn down in reverse, the failing delegate included; nothing is left", async () => {
     exec.on({ command: "ADD", type: "tuning" }, { error: { code: 11, msg: "busy" } });
     const err = await cmdAdd(req("ADD"), conf(), deps).catch((e: unknown) => e as CniError);
-    expect(err).toMatchObject({ code: 11, message: expect.stringContaining('network "blue" (net1)') });
+    expect(err).toMatchObject({
+      code: 11,
+      message: expect.stringContaining('network "blue" (net1)'),
+    });
     expect(exec.summary()).toEqual([
       "ADD eth0 bridge",
       "ADD net1 macvlan",
@@ -141,7 +159,10 @@ describe("ADD", () => {
   });
 
   it("B60 K5 a default network result without an IP fails the ADD and tears everything down", async () => {
-    exec.on({ command: "ADD", ifName: "eth0" }, { result: { interfaces: [{ name: "eth0", sandbox: NETNS }] } });
+    exec.on(
+      { command: "ADD", ifName: "eth0" },
+      { result: { interfaces: [{ name: "eth0", sandbox: NETNS }] } },
+    );
     await expect(cmdAdd(req("ADD"), conf(), deps)).rejects.toMatchObject({ code: 103 });
     expect(exec.summary().filter((s) => s.startsWith("DEL"))).toEqual([
       "DEL net2 bridge",
@@ -153,7 +174,12 @@ describe("ADD", () => {
   });
 
   it("M2 a clusterNetwork that resolves to nothing fails ADD with 7 naming it, runs nothing and leaves no record", async () => {
-    const c = parsePlexusConf({ cniVersion: "1.0.0", name: "p", clusterNetwork: "cbr0", confDir: deps.cniDir });
+    const c = parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "p",
+      clusterNetwork: "cbr0",
+      confDir: deps.cniDir,
+    });
     await expect(cmdAdd(req("ADD"), c, deps)).rejects.toMatchObject({
       code: 7,
       message: expect.stringContaining("clusterNetwork"),
@@ -174,8 +200,16 @@ describe("DEL", () => {
     await cmdAdd(req("ADD"), conf(), deps);
     exec.calls.length = 0;
     await cmdDel(req("DEL"), conf(), deps);
-    expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
-    expect(exec.calls[0]!.stdin.prevResult).toMatchObject({ cniVersion: "0.4.0", ips: [{ version: "4" }] });
+    expect(exec.summary()).toEqual([
+      "DEL net2 bridge",
+      "DEL net1 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
+    expect(exec.calls[0]!.stdin.prevResult).toMatchObject({
+      cniVersion: "0.4.0",
+      ips: [{ version: "4" }],
+    });
     expect(exec.calls[3]!.stdin.prevResult).toMatchObject({ interfaces: [{ name: "eth0" }] });
     expect(records()).toEqual([]);
     expect(results()).toEqual([]);
@@ -183,7 +217,10 @@ describe("DEL", () => {
 
   it("N7.2 B62 one failure does not stop the others; the error names every failure; record and that cache entry are kept for the retry", async () => {
     await cmdAdd(req("ADD"), conf(), deps);
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "macvlan DEL broke" } });
+    exec.on(
+      { command: "DEL", type: "macvlan" },
+      { error: { code: 999, msg: "macvlan DEL broke" } },
+    );
     exec.on({ command: "DEL", ifName: "eth0" }, { error: { code: 5, msg: "bridge DEL broke" } });
     const err = await cmdDel(req("DEL"), conf(), deps).catch((e: unknown) => e as CniError);
     expect((err as CniError).message).toMatch(/macvlan DEL broke.*bridge DEL broke/);
@@ -203,10 +240,15 @@ describe("DEL", () => {
     await cmdDel(req("DEL", { CNI_NETNS: "" }), conf(), deps);
     await cmdDel(
       req("DEL", { CNI_CONTAINERID: "never-added" }),
-      parsePlexusConf({ cniVersion: "1.0.0", name: "p", delegates: [] }, { requireNetworks: false }),
+      parsePlexusConf(
+        { cniVersion: "1.0.0", name: "p", delegates: [] },
+        { requireNetworks: false },
+      ),
       deps,
     );
-    expect(exec.calls.filter((c) => c.command === "DEL").every((c) => c.env.CNI_NETNS === "")).toBe(true);
+    expect(exec.calls.filter((c) => c.command === "DEL").every((c) => c.env.CNI_NETNS === "")).toBe(
+      true,
+    );
   });
 
   it("B33 M7 DEL runs what the record says, whatever the config says now", async () => {
@@ -226,7 +268,12 @@ describe("DEL", () => {
     writeFileSync(deps.records.path("ctr1", "eth0"), "");
     exec.calls.length = 0;
     await cmdDel(req("DEL"), conf(), deps);
-    expect(exec.summary()).toEqual(["DEL net2 bridge", "DEL net1 tuning", "DEL net1 macvlan", "DEL eth0 bridge"]);
+    expect(exec.summary()).toEqual([
+      "DEL net2 bridge",
+      "DEL net1 tuning",
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+    ]);
     expect(records()).toEqual([]);
     expect(deps.logs.some((l) => l.level === "warn" && /unreadable/.test(l.msg))).toBe(true);
   });
@@ -235,7 +282,11 @@ describe("DEL", () => {
 describe("CNI_PATH for delegates", () => {
   it("C4.1 M1 binDir first, every entry absolute (`.` is the working directory, never a PATH lookup), empty ones and repeats dropped", () => {
     const r = req("ADD", { CNI_PATH: `.:/usr/lib/cni::${process.cwd()}` });
-    expect(delegatePath(r, conf({ binDir: "/opt/extra" }))).toEqual(["/opt/extra", process.cwd(), "/usr/lib/cni"]);
+    expect(delegatePath(r, conf({ binDir: "/opt/extra" }))).toEqual([
+      "/opt/extra",
+      process.cwd(),
+      "/usr/lib/cni",
+    ]);
   });
 });
 
@@ -246,7 +297,11 @@ describe("the runtime's own requests (issue 10 item 7)", () => {
       cniVersion: "1.0.0",
       name: "plexus",
       withoutKubernetes: true,
-      runtimeConfig: { ips: ["10.9.0.50/24"], mac: "02:00:00:00:00:50", portMappings: [{ hostPort: 80 }] },
+      runtimeConfig: {
+        ips: ["10.9.0.50/24"],
+        mac: "02:00:00:00:00:50",
+        portMappings: [{ hostPort: 80 }],
+      },
       delegates: [
         { cniVersion: "1.0.0", name: "cluster", type: "bridge", capabilities: caps },
         { cniVersion: "1.0.0", name: "blue", type: "macvlan", capabilities: caps },
@@ -263,7 +318,8 @@ describe("the runtime's own requests (issue 10 item 7)", () => {
     );
     await cmdAdd(
       req("ADD", {
-        CNI_ARGS: "IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns",
+        CNI_ARGS:
+          "IgnoreUnknown=1;IP=10.9.0.50;K8S_POD_NAME=p;MAC=02:00:00:00:00:50;K8S_POD_NAMESPACE=ns",
       }),
       c,
       deps,
@@ -294,7 +350,9 @@ describe("CHECK, STATUS, GC", () => {
       "CHECK net2 bridge",
     ]);
     expect(exec.calls.every((c) => c.stdin.prevResult !== undefined)).toBe(true);
-    await expect(cmdCheck(req("CHECK", { CNI_CONTAINERID: "nope" }), conf(), deps)).rejects.toMatchObject({ code: 3 });
+    await expect(
+      cmdCheck(req("CHECK", { CNI_CONTAINERID: "nope" }), conf(), deps),
+    ).rejects.toMatchObject({ code: 3 });
   });
 
   it("C2.8 B66 STATUS goes to 1.1.0 delegates only, without pod arguments, and keeps a delegate's 50", async () => {
@@ -335,10 +393,19 @@ describe("CHECK, STATUS, GC", () => {
       c({ "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }),
       deps,
     );
-    expect(exec.summary()).toEqual(["DEL net1 macvlan", "DEL eth0 bridge", "GC  bridge", "GC  macvlan"]);
+    expect(exec.summary()).toEqual([
+      "DEL net1 macvlan",
+      "DEL eth0 bridge",
+      "GC  bridge",
+      "GC  macvlan",
+    ]);
     expect(exec.calls[0]!.env.CNI_CONTAINERID).toBe("stale");
-    expect(exec.calls[2]!.stdin["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "eth0" }]);
-    expect(exec.calls[3]!.stdin["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "net1" }]);
+    expect(exec.calls[2]!.stdin["cni.dev/valid-attachments"]).toEqual([
+      { containerID: "keep", ifname: "eth0" },
+    ]);
+    expect(exec.calls[3]!.stdin["cni.dev/valid-attachments"]).toEqual([
+      { containerID: "keep", ifname: "net1" },
+    ]);
     expect(records()).toEqual(["keep-eth0.json"]);
   });
 
@@ -354,8 +421,8 @@ describe("CHECK, STATUS, GC", () => {
   });
 
   it("C2.9 GC without cni.dev/valid-attachments refuses (7) rather than release everything", async () => {
-    await expect(cmdGc(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/x" }), conf({}, "1.1.0"), deps)).rejects.toMatchObject(
-      { code: 7 },
-    );
+    await expect(
+      cmdGc(parseEnv({ CNI_COMMAND: "GC", CNI_PATH: "/x" }), conf({}, "1.1.0"), deps),
+    ).rejects.toMatchObject({ code: 7 });
   });
 });

@@ -19,7 +19,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ioError, listStateFiles, removeFile, writeFileAtomic } from "../../../src/store/atomic-file";
+import {
+  ioError,
+  listStateFiles,
+  removeFile,
+  writeFileAtomic,
+} from "../../../src/store/atomic-file";
 
 let dir: string;
 beforeEach(() => {
@@ -71,7 +76,9 @@ describe("writeFileAtomic", () => {
 
   it("B44 a missing parent that cannot be created (a file on the way) is 5", async () => {
     writeFileSync(join(dir, "f"), "");
-    await expect(writeFileAtomic(join(dir, "f", "deeper", "x.json"), "x")).rejects.toMatchObject({ code: 5 });
+    await expect(writeFileAtomic(join(dir, "f", "deeper", "x.json"), "x")).rejects.toMatchObject({
+      code: 5,
+    });
   });
 
   it("B46 the rename fails (a directory sits at the target): 5, the temp file is removed, the target untouched", async () => {
@@ -89,7 +96,8 @@ describe("writeFileAtomic", () => {
     class FailingBytes extends Uint8Array {
       private reads = 0;
       override get byteLength(): number {
-        if (++this.reads > 1) throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+        if (++this.reads > 1)
+          throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
         return super.byteLength;
       }
     }
@@ -160,7 +168,10 @@ describe("helpers", () => {
   });
 
   it("C2.3 ioError is code 5 and keeps the errno code in the message", () => {
-    const e = ioError("cannot write /x", Object.assign(new Error("read-only file system"), { code: "EROFS" }));
+    const e = ioError(
+      "cannot write /x",
+      Object.assign(new Error("read-only file system"), { code: "EROFS" }),
+    );
     expect(e.code).toBe(5);
     expect(e.message).toBe("cannot write /x: EROFS read-only file system");
   });

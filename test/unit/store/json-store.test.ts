@@ -26,7 +26,8 @@ describe("state files are input: names are checked before they become paths", ()
   });
   afterEach(() => rmSync(cniDir, { recursive: true, force: true }));
 
-  const plant = (name: string, value: unknown) => writeFileSync(join(cniDir, "records", name), JSON.stringify(value));
+  const plant = (name: string, value: unknown) =>
+    writeFileSync(join(cniDir, "records", name), JSON.stringify(value));
 
   it("B71 a record holding ../ in its container ID, interface or an attachment is corrupt, never found", async () => {
     const store = new RecordStore(cniDir);
@@ -34,7 +35,10 @@ describe("state files are input: names are checked before they become paths", ()
     plant("ctr2-eth0.json", record("ctr2", "eth0", "../x"));
     plant("ctr3-eth0.json", record("ctr3", "eth0", "eth0", "../../net"));
     // A hashed name (its interface holds a dash) matches ../ contents only if nothing checks the names.
-    plant(`${new RecordStore(cniDir).path("../up", "a-b").split("/").pop()}`, record("../up", "a-b"));
+    plant(
+      `${new RecordStore(cniDir).path("../up", "a-b").split("/").pop()}`,
+      record("../up", "a-b"),
+    );
     const reads = await store.list();
     expect(reads).toHaveLength(4);
     for (const r of reads) {
@@ -62,14 +66,26 @@ describe("state files are input: names are checked before they become paths", ()
     await cache.set({ networkName: "net-a", containerId: "ctr1", ifName: "eth0", config: "{}" });
     writeFileSync(
       join(cniDir, "results", "net-a-x-eth0"),
-      JSON.stringify({ kind: "cniCacheV1", networkName: "../..", containerId: "x", ifName: "eth0", config: "{}" }),
+      JSON.stringify({
+        kind: "cniCacheV1",
+        networkName: "../..",
+        containerId: "x",
+        ifName: "eth0",
+        config: "{}",
+      }),
     );
     expect((await cache.list()).map((e) => e.containerId)).toEqual(["ctr1"]);
   });
 
   it("an entry under libcni's <network>-<container>-<interface> name (what Plexus wrote before hashed names) is still listed", async () => {
     const cache = new ResultCache(cniDir);
-    const entry = { kind: "cniCacheV1", networkName: "net-a", containerId: "ctr1", ifName: "net1-x", config: "{}" };
+    const entry = {
+      kind: "cniCacheV1",
+      networkName: "net-a",
+      containerId: "ctr1",
+      ifName: "net1-x",
+      config: "{}",
+    };
     expect(cache.path(entry).split("/").pop()).toMatch(/^~/);
     writeFileSync(join(cniDir, "results", "net-a-ctr1-net1-x"), JSON.stringify(entry));
     expect((await cache.list()).map((e) => e.ifName)).toEqual(["net1-x"]);

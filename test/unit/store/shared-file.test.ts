@@ -30,7 +30,10 @@ describe("readSharedFile: what sits in a shared directory is input", () => {
     });
     expect(Date.now() - started).toBeLessThan(1000);
     mkdirSync(join(dir, "d"));
-    expect(readSharedFile(join(dir, "d"), { maxBytes: 10 })).toMatchObject({ state: "refused", why: "not-regular" });
+    expect(readSharedFile(join(dir, "d"), { maxBytes: 10 })).toMatchObject({
+      state: "refused",
+      why: "not-regular",
+    });
   });
 
   it("B73 a symlink is not followed, even to a readable regular file", () => {

@@ -34,7 +34,11 @@ const r020as1x = {
     { address: "10.1.0.5/24", gateway: "10.1.0.1" },
     { address: "fd00::5/64", gateway: "fd00::1" },
   ],
-  routes: [{ dst: "0.0.0.0/0", gw: "10.1.0.1" }, { dst: "192.168.0.0/16" }, { dst: "::/0", gw: "fd00::1" }],
+  routes: [
+    { dst: "0.0.0.0/0", gw: "10.1.0.1" },
+    { dst: "192.168.0.0/16" },
+    { dst: "::/0", gw: "fd00::1" },
+  ],
   dns,
   "example.com/extra": { from: "020" },
 };
@@ -96,7 +100,15 @@ const r100 = {
     { address: "10.9.0.5/24", interface: 1 },
   ],
   routes: [
-    { dst: "0.0.0.0/0", gw: "10.1.0.1", mtu: 1400, advmss: 1360, priority: 10, table: 100, scope: 0 },
+    {
+      dst: "0.0.0.0/0",
+      gw: "10.1.0.1",
+      mtu: 1400,
+      advmss: 1360,
+      priority: 10,
+      table: 100,
+      scope: 0,
+    },
     { dst: "10.9.0.0/16", gw: "10.9.0.1", table: 200, scope: 253 },
     { dst: "::/0", gw: "fd00::1", priority: 1024 },
   ],
@@ -114,11 +126,23 @@ const r100as020 = {
     ip: "10.1.0.5/24",
     gateway: "10.1.0.1",
     routes: [
-      { dst: "0.0.0.0/0", gw: "10.1.0.1", mtu: 1400, advmss: 1360, priority: 10, table: 100, scope: 0 },
+      {
+        dst: "0.0.0.0/0",
+        gw: "10.1.0.1",
+        mtu: 1400,
+        advmss: 1360,
+        priority: 10,
+        table: 100,
+        scope: 0,
+      },
       { dst: "10.9.0.0/16", gw: "10.9.0.1", table: 200, scope: 253 },
     ],
   },
-  ip6: { ip: "fd00::5/64", gateway: "fd00::1", routes: [{ dst: "::/0", gw: "fd00::1", priority: 1024 }] },
+  ip6: {
+    ip: "fd00::5/64",
+    gateway: "fd00::1",
+    routes: [{ dst: "::/0", gw: "fd00::1", priority: 1024 }],
+  },
   dns,
   "example.com/extra": { from: "100" },
 };
@@ -145,7 +169,10 @@ function sourceAt(version: string): {
         },
       };
     case "040":
-      return { input: { ...r040, cniVersion: version }, expected: { "020": r040as020, "040": r040, "100": r040as1x } };
+      return {
+        input: { ...r040, cniVersion: version },
+        expected: { "020": r040as020, "040": r040, "100": r040as1x },
+      };
     case "100":
       return {
         input: { ...r100, cniVersion: version },
@@ -195,7 +222,9 @@ describe.each(ALL_VERSIONS)("C5.1 converting a %s result", (from) => {
       // Every fixture route has an IP of its family, so all come back, IPv4 ones first.
       expect(r.routes).toEqual([...(input as { routes: unknown[] }).routes].sort(byFamily));
       expect(r.dns).toEqual(dns);
-      expect(r["example.com/extra"]).toEqual((input as Record<string, unknown>)["example.com/extra"]);
+      expect(r["example.com/extra"]).toEqual(
+        (input as Record<string, unknown>)["example.com/extra"],
+      );
     });
   });
 });
@@ -215,17 +244,24 @@ describe("C5.1 libcni conversion rules", () => {
 
   it("C5.1 1.x → 0.2.0 with only IPv4 has no ip6, and an IPv6 route is dropped as libcni drops it", () => {
     const out = convertResult(
-      { cniVersion: "1.0.0", ips: [{ address: "10.1.0.5/24" }], routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }] },
+      {
+        cniVersion: "1.0.0",
+        ips: [{ address: "10.1.0.5/24" }],
+        routes: [{ dst: "0.0.0.0/0" }, { dst: "::/0" }],
+      },
       "0.2.0",
     );
-    expect(out).toEqual({ cniVersion: "0.2.0", ip4: { ip: "10.1.0.5/24", routes: [{ dst: "0.0.0.0/0" }] } });
+    expect(out).toEqual({
+      cniVersion: "0.2.0",
+      ip4: { ip: "10.1.0.5/24", routes: [{ dst: "0.0.0.0/0" }] },
+    });
   });
 
   it("C5.1 a result without any IP cannot become 0.1.0 or 0.2.0: code 1", () => {
     for (const to of ["0.1.0", "0.2.0"]) {
-      expect(() => convertResult({ cniVersion: "1.0.0", interfaces: [{ name: "eth0" }] }, to)).toThrow(
-        expect.objectContaining({ code: Code.IncompatibleVersion }),
-      );
+      expect(() =>
+        convertResult({ cniVersion: "1.0.0", interfaces: [{ name: "eth0" }] }, to),
+      ).toThrow(expect.objectContaining({ code: Code.IncompatibleVersion }));
       expect(() => convertResult({ cniVersion: "0.4.0", ips: [] }, to)).toThrow(
         expect.objectContaining({ code: Code.IncompatibleVersion }),
       );
@@ -233,7 +269,9 @@ describe("C5.1 libcni conversion rules", () => {
   });
 
   it("C5.1 a result without any IP converts fine between 0.3.0 and 1.1.0", () => {
-    expect(convertResult({ cniVersion: "1.1.0", interfaces: [{ name: "eth0", mtu: 1500 }] }, "0.3.0")).toEqual({
+    expect(
+      convertResult({ cniVersion: "1.1.0", interfaces: [{ name: "eth0", mtu: 1500 }] }, "0.3.0"),
+    ).toEqual({
       cniVersion: "0.3.0",
       interfaces: [{ name: "eth0", mtu: 1500 }],
     });
@@ -247,7 +285,10 @@ describe("C5.1 libcni conversion rules", () => {
 
   it('C5.1 → 0.3.x/0.4.0 each IP gets version "4" or "6" from its address, even over a stray version key', () => {
     const out = convertResult(
-      { cniVersion: "1.0.0", ips: [{ address: "fd00::5/64", version: "4" } as never, { address: "10.0.0.1/8" }] },
+      {
+        cniVersion: "1.0.0",
+        ips: [{ address: "fd00::5/64", version: "4" } as never, { address: "10.0.0.1/8" }],
+      },
       "0.4.0",
     );
     expect(out).toEqual({
@@ -266,7 +307,10 @@ describe("C5.1 libcni conversion rules", () => {
   it("C5.1 converting to an unknown version is code 1 listing the supported ones", () => {
     for (const v of ["2.0.0", "1.0", ""]) {
       expect(() => convertResult(r100, v)).toThrow(
-        expect.objectContaining({ code: Code.IncompatibleVersion, message: expect.stringContaining("0.1.0, 0.2.0") }),
+        expect.objectContaining({
+          code: Code.IncompatibleVersion,
+          message: expect.stringContaining("0.1.0, 0.2.0"),
+        }),
       );
     }
   });

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { Code, isCniError } from "../../../../src/cni/errors";
 import { convertResult, toResult } from "../../../../src/cni/result/convert";
-import { decodeResult, looksLikeCniError, MAX_RESULT_BYTES } from "../../../../src/cni/result/decode";
+import {
+  decodeResult,
+  looksLikeCniError,
+  MAX_RESULT_BYTES,
+} from "../../../../src/cni/result/decode";
 import { ALL_VERSIONS } from "../../../../src/cni/version";
 
 const what = 'plugin type="bridge" name="net-a" (add)';
@@ -38,9 +42,15 @@ describe("B55 output that is not a CNI result", () => {
   });
 
   it("B55 bytes are decoded like text", () => {
-    expect(errorOf(() => decodeResult(Buffer.from("garbage"), "1.0.0", what)).code).toBe(Code.InvalidResult);
+    expect(errorOf(() => decodeResult(Buffer.from("garbage"), "1.0.0", what)).code).toBe(
+      Code.InvalidResult,
+    );
     expect(
-      decodeResult(Buffer.from('{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}'), "1.0.0", what),
+      decodeResult(
+        Buffer.from('{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}'),
+        "1.0.0",
+        what,
+      ),
     ).toEqual({
       cniVersion: "1.0.0",
       ips: [{ address: "10.0.0.2/24" }],
@@ -56,7 +66,10 @@ describe("B55 output that is not a CNI result", () => {
 
   it.each([
     ['{"cniVersion":"1.0.0","ips":[{"address":5}]}', "ips[0].address"],
-    ['{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24","interface":"0"}]}', "ips[0].interface"],
+    [
+      '{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24","interface":"0"}]}',
+      "ips[0].interface",
+    ],
     ['{"cniVersion":"1.0.0","interfaces":{"name":"eth0"}}', "interfaces"],
     ['{"cniVersion":"1.0.0","interfaces":[{"mac":"aa:bb:cc:dd:ee:ff"}]}', "interfaces[0].name"],
     ['{"cniVersion":"1.1.0","routes":[{"gw":"10.0.0.1"}]}', "routes[0].dst"],
@@ -74,7 +87,11 @@ describe("B55 output that is not a CNI result", () => {
 describe("B56 exit 0 with an error object", () => {
   it("B56 is that error: its code, its message (with the delegate named) and its details", () => {
     const e = errorOf(() =>
-      decodeResult('{"cniVersion":"1.0.0","code":11,"msg":"busy","details":"try later"}', "1.0.0", what),
+      decodeResult(
+        '{"cniVersion":"1.0.0","code":11,"msg":"busy","details":"try later"}',
+        "1.0.0",
+        what,
+      ),
     );
     expect(e).toMatchObject({ code: 11, details: "try later" });
     expect(e.message).toContain("busy");
@@ -82,12 +99,13 @@ describe("B56 exit 0 with an error object", () => {
   });
 
   it("B56 an error object whose code is 0 (or not a positive integer) is reported as 100, never as code 0", () => {
-    expect(errorOf(() => decodeResult('{"cniVersion":"1.0.0","code":0,"msg":"ok?"}', "1.0.0", what)).code).toBe(
-      Code.InvalidResult,
-    );
-    expect(errorOf(() => decodeResult('{"cniVersion":"1.0.0","code":-3,"msg":"x"}', "1.0.0", what)).code).toBe(
-      Code.InvalidResult,
-    );
+    expect(
+      errorOf(() => decodeResult('{"cniVersion":"1.0.0","code":0,"msg":"ok?"}', "1.0.0", what))
+        .code,
+    ).toBe(Code.InvalidResult);
+    expect(
+      errorOf(() => decodeResult('{"cniVersion":"1.0.0","code":-3,"msg":"x"}', "1.0.0", what)).code,
+    ).toBe(Code.InvalidResult);
   });
 
   it("B56 an error object without cniVersion or msg is still an error with its code", () => {
@@ -96,7 +114,11 @@ describe("B56 exit 0 with an error object", () => {
 
   it("B56 a result that happens to carry a numeric `code` key next to ips or interfaces is a result", () => {
     expect(
-      decodeResult('{"cniVersion":"1.0.0","code":1,"ips":[{"address":"10.0.0.2/24"}]}', "1.0.0", what),
+      decodeResult(
+        '{"cniVersion":"1.0.0","code":1,"ips":[{"address":"10.0.0.2/24"}]}',
+        "1.0.0",
+        what,
+      ),
     ).toMatchObject({ code: 1 });
     expect(looksLikeCniError({ code: 1, interfaces: [] })).toBe(false);
     expect(looksLikeCniError({ code: 1, ip4: { ip: "10.0.0.2/24" } })).toBe(false);
@@ -107,7 +129,9 @@ describe("B56 exit 0 with an error object", () => {
 
 describe("B58 result versions", () => {
   it("B58 a result without cniVersion is read as the config's version (cni#895)", () => {
-    expect(decodeResult('{"ips":[{"version":"4","address":"10.0.0.2/24"}]}', "0.4.0", what)).toEqual({
+    expect(
+      decodeResult('{"ips":[{"version":"4","address":"10.0.0.2/24"}]}', "0.4.0", what),
+    ).toEqual({
       cniVersion: "0.4.0",
       ips: [{ version: "4", address: "10.0.0.2/24" }],
     });
@@ -122,16 +146,25 @@ describe("B58 result versions", () => {
   });
 
   it("B58 an empty cniVersion is read as the config's version too", () => {
-    expect(decodeResult('{"cniVersion":"","ip4":{"ip":"10.0.0.2/24"}}', "0.2.0", what).cniVersion).toBe("0.2.0");
+    expect(
+      decodeResult('{"cniVersion":"","ip4":{"ip":"10.0.0.2/24"}}', "0.2.0", what).cniVersion,
+    ).toBe("0.2.0");
   });
 
   it("B58 a 0.4.0-versioned IP without `version` decodes (libcni's 040 decoder does not require it) and converts", () => {
     const r = decodeResult('{"ips":[{"address":"fd00::2/64"}]}', "0.4.0", what);
-    expect(convertResult(r, "0.4.0")).toEqual({ cniVersion: "0.4.0", ips: [{ version: "6", address: "fd00::2/64" }] });
+    expect(convertResult(r, "0.4.0")).toEqual({
+      cniVersion: "0.4.0",
+      ips: [{ version: "6", address: "fd00::2/64" }],
+    });
   });
 
   it("B58 a result in another supported version than the config's keeps its own and converts to the config's", () => {
-    const r = decodeResult('{"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24","gateway":"10.0.0.1"}}', "1.0.0", what);
+    const r = decodeResult(
+      '{"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24","gateway":"10.0.0.1"}}',
+      "1.0.0",
+      what,
+    );
     expect(r.cniVersion).toBe("0.2.0");
     expect(convertResult(r, "1.0.0")).toEqual({
       cniVersion: "1.0.0",
@@ -157,14 +190,19 @@ describe("B58 result versions", () => {
         : `{"cniVersion":"${v}","ips":[{"address":"10.0.0.2/24"}]}`;
     const r = decodeResult(out, "1.0.0", what);
     expect(r.cniVersion).toBe(v);
-    for (const to of ALL_VERSIONS) expect(toResult(convertResult(r, to)).ips).toEqual([{ address: "10.0.0.2/24" }]);
+    for (const to of ALL_VERSIONS)
+      expect(toResult(convertResult(r, to)).ips).toEqual([{ address: "10.0.0.2/24" }]);
   });
 });
 
 describe("B59 incomplete but valid results", () => {
   it("B59 a result with no interfaces, no sandbox or an out-of-range interface index still decodes, unchanged", () => {
     expect(
-      decodeResult('{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24","interface":7}]}', "1.0.0", what),
+      decodeResult(
+        '{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24","interface":7}]}',
+        "1.0.0",
+        what,
+      ),
     ).toEqual({
       cniVersion: "1.0.0",
       ips: [{ address: "10.0.0.2/24", interface: 7 }],

@@ -316,10 +316,8 @@ function holdsDeadLock(o: FdQuery): boolean {
 }
 
 /** `lock: <n>: FLOCK <kind> WRITE <pid> <major>:<minor>:<inode> …`, pid and inode captured. */
-const FDINFO_FLOCK = new RegExp(
-  String.raw`^lock:\s+\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s`,
-  "gm",
-);
+const FDINFO_FLOCK =
+  /^lock:\s+\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/gm;
 
 /**
  * The pid that took the flock this descriptor holds (`lock: 1: FLOCK ADVISORY WRITE <pid>

@@ -149,14 +149,12 @@ describe("planForPod", () => {
 
 describe("the tenant model: what a pod's annotations may make the node run", () => {
   it("N7.4 allowedPluginTypes: a pod's network of another type fails with 7 before any delegate runs; the admin's cluster network is not checked", async () => {
-    kube
-      .addPod("app", "web", { [NETWORKS]: "hd" })
-      .addNad("app", "hd", {
-        cniVersion: "1.0.0",
-        name: "hd",
-        type: "host-device",
-        device: "eth1",
-      });
+    kube.addPod("app", "web", { [NETWORKS]: "hd" }).addNad("app", "hd", {
+      cniVersion: "1.0.0",
+      name: "hd",
+      type: "host-device",
+      device: "eth1",
+    });
     await expect(
       plan(conf({ allowedPluginTypes: ["macvlan", "host-local"] })),
     ).rejects.toMatchObject({

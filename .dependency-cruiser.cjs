@@ -4,7 +4,7 @@
  * same layer only where no cycle results (no-circular). Bottom to top:
  */
 const LAYERS = [
-  ["cni", "log"], //                 the CNI protocol (pure), logging
+  ["cni", "log", "sys"], //          the CNI protocol (pure), logging, libc and /proc
   ["invoke", "store", "netns"], //    running a plugin; state files; the pod's namespace
   ["libcni"], //                      conflists and the result cache (libcni's API)
   ["npwg", "config"], //              the NPWG spec's rules; Plexus's config

@@ -11,9 +11,9 @@
  * each is SIGKILLed with its process group; their own children become Plexus's in turn, so this
  * repeats until none is left (bounded).
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { logCompressorPids } from "../log/rotate";
-import { libc } from "./libc";
+import { killProcessAndGroup } from "../sys/kill";
+import { libc } from "../sys/libc";
+import { otherProcessIds, readProcStat } from "../sys/proc";
 
 const PR_SET_CHILD_SUBREAPER = 36;
 const WNOHANG = 1;
@@ -30,11 +30,11 @@ export function becomeSubreaper(): boolean {
 }
 
 /**
- * Kills every child of Plexus that is not a running delegate (`running`) nor its own log
- * compressor (log/rotate.ts), with its group, until none is left; returns the pids killed (for the
- * log). Zombies are reaped on the way.
+ * Kills every child of Plexus that is not `spared` (the running delegates, and children the caller
+ * started itself: the log's compressors), with its group, until none is left; returns the pids
+ * killed (for the log). Zombies are reaped on the way.
  */
-export async function killOrphans(running: ReadonlySet<number>): Promise<number[]> {
+export async function killOrphans(spared: (pid: number) => boolean): Promise<number[]> {
   const c = libc();
   if (!subreaper || !c) return [];
   const killed: number[] = [];
@@ -42,17 +42,10 @@ export async function killOrphans(running: ReadonlySet<number>): Promise<number[
     const reaped = c.waitpid(-1, null, WNOHANG);
     if (reaped > 0) continue; // a zombie (an orphan that ended): look again
     if (reaped < 0) return killed; // ECHILD: no child at all
-    const compressors = logCompressorPids();
-    const orphans = childrenOfSelf().filter((pid) => !running.has(pid) && !compressors.has(pid));
-    if (orphans.length === 0) return killed; // only running delegates
+    const orphans = childrenOfSelf().filter((pid) => !spared(pid));
+    if (orphans.length === 0) return killed; // only spared ones
     for (const pid of orphans) {
-      for (const target of [-pid, pid]) {
-        try {
-          process.kill(target, "SIGKILL");
-        } catch {
-          // Not a group leader, or gone meanwhile.
-        }
-      }
+      killProcessAndGroup(pid);
       killed.push(pid);
     }
     await new Promise((res) => setTimeout(res, 5));
@@ -60,26 +53,10 @@ export async function killOrphans(running: ReadonlySet<number>): Promise<number[
   return killed;
 }
 
-/** Live (not zombie) processes whose parent is this one: the one place /proc is read. */
+/** Live (not zombie) processes whose parent is this one. */
 function childrenOfSelf(): number[] {
-  const self = process.pid;
-  const out: number[] = [];
-  let names: string[];
-  try {
-    names = readdirSync("/proc");
-  } catch {
-    return out;
-  }
-  for (const name of names) {
-    const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 1 || pid === self) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(rest[1]) === self && rest[0] !== "Z") out.push(pid);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
+  return otherProcessIds().filter((pid) => {
+    const stat = readProcStat(pid);
+    return stat !== undefined && stat.ppid === process.pid && stat.state !== "Z";
+  });
 }

@@ -36,8 +36,23 @@ function tail(bytes: Uint8Array | undefined, max = 2000): string {
   return s.length > max ? `…${s.slice(-max)}` : s;
 }
 
+export interface RawExecOptions {
+  /**
+   * Children this process starts itself that outlive a delegate (the log's compressors): the
+   * runner kills every other child left when a delegate ends.
+   */
+  sparePids?: ReadonlySet<number>;
+}
+
 export class RawExec implements PluginExec {
-  constructor(private readonly log: Logger) {}
+  private readonly sparePids: ReadonlySet<number>;
+
+  constructor(
+    private readonly log: Logger,
+    options: RawExecOptions = {},
+  ) {
+    this.sparePids = options.sparePids ?? new Set();
+  }
 
   findInPath(type: string, dirs: readonly string[]): Promise<string> {
     return findInPath(type, dirs);
@@ -72,6 +87,7 @@ export class RawExec implements PluginExec {
       maxStdoutBytes: MAX_STDOUT_BYTES,
       maxStderrBytes: MAX_STDERR_BYTES,
       pipeGraceMs: PIPE_GRACE_MS,
+      sparePids: this.sparePids,
     });
     if (res.orphansKilled?.length)
       this.log.warn(

@@ -8,6 +8,7 @@
  * grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node streams for
  * every child; Bun.spawn does not, which saves a few milliseconds per delegate.
  */
+import { killGroup } from "../sys/kill";
 import { becomeSubreaper, killOrphans } from "./orphans";
 import type { ExecRequest, ProcessOutcome } from "./plugin-exec";
 
@@ -32,21 +33,17 @@ export interface RunLimits {
   maxStderrBytes: number;
   /** After the deadline kill, how long to wait for pipes held open by escaped children. */
   pipeGraceMs: number;
+  /**
+   * Children of Plexus that are not a delegate's leftovers (the log's compressors, which the
+   * caller started): never killed when a delegate ends. Read each time, so it may grow.
+   */
+  sparePids: ReadonlySet<number>;
 }
 
 /** Bun's spawn when this process runs on Bun, else undefined. */
 export function bunSpawn(): BunSpawn | undefined {
   const bun = (globalThis as { Bun?: { spawn?: BunSpawn } }).Bun;
   return typeof bun?.spawn === "function" ? bun.spawn.bind(bun) : undefined;
-}
-
-export function killGroup(pid: number | undefined): void {
-  if (!pid) return;
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    // Already gone.
-  }
 }
 
 /** Reads a pipe to its end, keeping at most `cap` bytes; `onOver` is told once when more came. */
@@ -137,7 +134,7 @@ export async function runProcessBun(
       spawnError: undefined,
       overflow,
       timedOut,
-      orphansKilled: await afterExit(child),
+      orphansKilled: await afterExit(child, limits.sparePids),
     };
   } finally {
     watch.stop();
@@ -145,10 +142,10 @@ export async function runProcessBun(
 }
 
 /** After the delegate ended: its group and whatever it left re-parented to Plexus are killed (orphans.ts). */
-async function afterExit(child: BunSubprocess): Promise<number[]> {
+async function afterExit(child: BunSubprocess, sparePids: ReadonlySet<number>): Promise<number[]> {
   await child.exited.catch(() => {});
   running.delete(child.pid);
-  return killOrphans(running);
+  return killOrphans((pid) => running.has(pid) || sparePids.has(pid));
 }
 
 /**

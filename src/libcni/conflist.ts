@@ -12,7 +12,6 @@ import type { AnyResult } from "../cni/result/types";
 import { versionAtLeast } from "../cni/version";
 import type { Logger } from "../log/logger";
 import type { ResultCache } from "./cache";
-import { CALL_MARK_ENV, type ContainerLock } from "../store/container-lock";
 import type { Env, PluginExec } from "../invoke/plugin-exec";
 
 export interface RuntimeConf {
@@ -25,7 +24,10 @@ export interface RuntimeConf {
   path: readonly string[];
   /** Capability values the runtime supplied (`runtimeConfig` of Plexus's own config). */
   capabilityArgs: Readonly<Record<string, unknown>>;
-  /** The environment delegates inherit, without CNI_* (those are set per call). */
+  /**
+   * The environment delegates inherit, without CNI_* (those are set per call): the node's, and
+   * whatever the caller adds for its delegates (the container lock's call mark).
+   */
   baseEnv: Readonly<Env>;
   /** Per-delegate deadline (B52). */
   deadlineMs: number;
@@ -37,8 +39,11 @@ export interface ExecDeps {
   exec: PluginExec;
   cache: ResultCache;
   log: Logger;
-  /** The container's lock, held for this call: every delegate inherits it (container-lock.ts). */
-  lock?: ContainerLock;
+  /**
+   * The container's lock, held for this call: every delegate inherits its descriptor as fd 3
+   * (undefined: no lock here).
+   */
+  lock?: { readonly fd: number | undefined };
 }
 
 type Verb = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
@@ -126,12 +131,10 @@ async function runPlugin(
   onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
   const inheritFd = deps.lock?.fd;
-  const marker = deps.lock?.marker;
   return deps.exec.execPlugin({
     path,
     stdin: Buffer.from(JSON.stringify(conf)),
-    // The call's mark: a later call may kill what this delegate leaves running, and only that.
-    env: marker === undefined ? envFor(verb, rt) : { ...envFor(verb, rt), [CALL_MARK_ENV]: marker },
+    env: envFor(verb, rt),
     deadlineMs,
     what,
     ...(inheritFd === undefined ? {} : { inheritFd }),

@@ -129,7 +129,8 @@ fs.createReadStream(src).pipe(zlib.createGzip()).pipe(fs.createWriteStream(tmp, 
 /**
  * The compressors this process started. They are its children, not a delegate's leftovers: the
  * executable, which kills every child that is not a running delegate after each delegate ends
- * (invoke/orphans.ts), leaves these alone, or a slow compression would be cut short.
+ * (invoke/orphans.ts), is given these to spare (orchestrate/node-deps.ts), or a slow compression
+ * would be cut short.
  */
 const compressors = new Set<number>();
 

@@ -10,6 +10,7 @@
  */
 import { closeSync, constants, openSync } from "node:fs";
 import { isIP } from "node:net";
+import { libc, type Libc } from "../sys/libc";
 
 const CLONE_NEWNET = 0x40000000;
 const AF_INET = 2;
@@ -35,48 +36,9 @@ const RTA_OIF = 4;
 const RTA_GATEWAY = 5;
 const MSG_DONTWAIT = 0x40;
 
-interface Libc {
-  setns(fd: number, nstype: number): number;
-  socket(domain: number, type: number, protocol: number): number;
-  if_nametoindex(name: Uint8Array): number;
-  send(fd: number, buf: Uint8Array, len: number, flags: number): number | bigint;
-  recv(fd: number, buf: Uint8Array, len: number, flags: number): number | bigint;
-  close(fd: number): number;
-  __errno_location(): unknown;
-}
-
-let libc: { fns: Libc; errno(): number } | null | undefined;
-
-function loadLibc(): { fns: Libc; errno(): number } | null {
-  if (libc !== undefined) return libc;
-  libc = null;
-  if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return libc;
-  try {
-    const ffi = require("bun:ffi") as {
-      dlopen: (lib: string, s: object) => { symbols: Libc };
-      FFIType: Record<string, number>;
-      read: { i32(ptr: unknown, offset: number): number };
-    };
-    const { i32, u32, ptr, u64, i64 } = ffi.FFIType as Record<string, number>;
-    const { symbols } = ffi.dlopen("libc.so.6", {
-      setns: { args: [i32, i32], returns: i32 },
-      socket: { args: [i32, i32, i32], returns: i32 },
-      if_nametoindex: { args: [ptr], returns: u32 },
-      send: { args: [i32, ptr, u64, i32], returns: i64 },
-      recv: { args: [i32, ptr, u64, i32], returns: i64 },
-      close: { args: [i32], returns: i32 },
-      __errno_location: { args: [], returns: ptr },
-    });
-    libc = { fns: symbols, errno: () => ffi.read.i32(symbols.__errno_location(), 0) };
-  } catch {
-    libc = null;
-  }
-  return libc;
-}
-
 /** Whether routes can be changed here without host tools (the executable). */
 export function netlinkAvailable(): boolean {
-  return loadLibc() !== null;
+  return libc() !== null;
 }
 
 /** A netlink failure: the kernel's errno (positive) and what was being done. */
@@ -91,25 +53,24 @@ export class NetlinkError extends Error {
 
 /** A route netlink socket in `netns`, and each interface's index there. */
 export function openRouteSocket(netns: string, ifNames: readonly string[]): RouteSocket {
-  const lib = loadLibc();
+  const lib = libc();
   if (!lib) throw new Error("rtnetlink needs bun:ffi (the executable)");
   const self = openSync("/proc/thread-self/ns/net", constants.O_RDONLY);
   let target: number | undefined;
   try {
     target = openSync(netns, constants.O_RDONLY);
-    if (lib.fns.setns(target, CLONE_NEWNET) !== 0)
+    if (lib.setns(target, CLONE_NEWNET) !== 0)
       throw new NetlinkError(lib.errno(), `cannot enter ${netns}`);
     let sock = -1;
     const indexes = new Map<string, number>();
     try {
-      sock = lib.fns.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+      sock = lib.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
       if (sock < 0) throw new NetlinkError(lib.errno(), "cannot open a route netlink socket");
-      for (const name of ifNames)
-        indexes.set(name, lib.fns.if_nametoindex(Buffer.from(`${name}\0`)));
+      for (const name of ifNames) indexes.set(name, lib.if_nametoindex(Buffer.from(`${name}\0`)));
     } finally {
       // Back to the node's namespace before anything else runs on this thread (delegates are spawned from it).
-      if (lib.fns.setns(self, CLONE_NEWNET) !== 0) {
-        if (sock >= 0) lib.fns.close(sock);
+      if (lib.setns(self, CLONE_NEWNET) !== 0) {
+        if (sock >= 0) lib.close(sock);
         // biome-ignore lint/correctness/noUnsafeFinally: staying in the pod's namespace is worse than any error in flight.
         throw new Error(`cannot return to the node's network namespace (errno ${lib.errno()})`);
       }
@@ -124,13 +85,13 @@ export function openRouteSocket(netns: string, ifNames: readonly string[]): Rout
 export class RouteSocket {
   private seq = 0;
   constructor(
-    private readonly lib: { fns: Libc; errno(): number },
+    private readonly lib: Libc,
     private readonly fd: number,
     private readonly indexes: ReadonlyMap<string, number>,
   ) {}
 
   close(): void {
-    this.lib.fns.close(this.fd);
+    this.lib.close(this.fd);
   }
 
   /** Removes one default route of the family; false when there is none left (ESRCH). */
@@ -171,7 +132,7 @@ export class RouteSocket {
     msg.writeUInt16LE(NLM_F_REQUEST | NLM_F_ACK | flags, 6);
     msg.writeUInt32LE(seq, 8);
     payload.copy(msg, 16);
-    if (Number(this.lib.fns.send(this.fd, msg, msg.length, 0)) < 0)
+    if (Number(this.lib.send(this.fd, msg, msg.length, 0)) < 0)
       throw new NetlinkError(this.lib.errno(), "cannot talk to the kernel");
     return this.ack(seq);
   }
@@ -180,7 +141,7 @@ export class RouteSocket {
   private ack(seq: number): number {
     const buf = Buffer.alloc(8192);
     for (let tries = 0; tries < 100; tries++) {
-      const n = Number(this.lib.fns.recv(this.fd, buf, buf.length, MSG_DONTWAIT));
+      const n = Number(this.lib.recv(this.fd, buf, buf.length, MSG_DONTWAIT));
       if (n < 0) throw new NetlinkError(this.lib.errno(), "no answer from the kernel");
       for (let off = 0; off + 16 <= n; ) {
         const len = buf.readUInt32LE(off);

@@ -20,6 +20,7 @@ import { resolveNadConfig, type ConfFile } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import type { Logger } from "../log/logger";
+import { logCompressorPids } from "../log/rotate";
 import { clusterLists } from "./cluster-list";
 import {
   exitCodeOf,
@@ -80,7 +81,7 @@ function footprints(nad: string, conf: ConfList): Footprint[] {
 
 /** Asks a plugin binary which spec versions it speaks (CNI VERSION), as a runtime would. */
 async function pluginVersions(path: string, cniVersion: string, log: Logger): Promise<string[]> {
-  const out = await new RawExec(log).execPlugin({
+  const out = await new RawExec(log, { sparePids: logCompressorPids() }).execPlugin({
     path,
     stdin: Buffer.from(JSON.stringify({ cniVersion })),
     env: {

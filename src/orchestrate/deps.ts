@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { ResultCache } from "../libcni/cache";
-import type { LockFactory } from "../store/container-lock";
+import { CALL_MARK_ENV, type ContainerLock, type LockFactory } from "../store/container-lock";
 import type { ExecDeps, RuntimeConf } from "../libcni/conflist";
 import type { Env, PluginExec } from "../invoke/plugin-exec";
 import type { KubeApi } from "../k8s/kube-api";
@@ -28,6 +28,8 @@ export interface Deps extends ExecDeps {
   kube?: () => Promise<KubeApi | undefined>;
   /** Takes a container's lock (store/container-lock.ts); undefined: no locking (unit tests). */
   locks?: LockFactory;
+  /** The container's lock this call holds (lock.ts): its descriptor and its call mark. */
+  lock?: ContainerLock;
   /** M10: the pod's allocated devices; undefined: kubelet's pod-resources socket (`podResourcesSocket`). */
   podDevices?: PodDevicesLookup;
   /** The pod's network namespace: the B4 check and M4's default routes. */
@@ -109,7 +111,7 @@ export function runtimeConfFor(
   ctx: RuntimeFor,
   req: CniRequest,
   conf: PlexusConf,
-  deps: Pick<Deps, "baseEnv">,
+  deps: Pick<Deps, "baseEnv" | "lock">,
 ): RuntimeConf {
   const runtime = runtimeRequestsFor(att, conf, ctx.cniArgs);
   return {
@@ -119,10 +121,19 @@ export function runtimeConfFor(
     args: runtime.args,
     path: delegatePath(req, conf),
     capabilityArgs: { ...runtime.capabilityArgs, ...att.capabilityArgs },
-    baseEnv: deps.baseEnv,
+    baseEnv: delegateEnv(deps),
     deadlineMs: conf.delegateTimeoutMs,
     ...(ctx.deadline ? { callDeadline: ctx.deadline } : {}),
   };
+}
+
+/**
+ * The environment delegates inherit, with the call's mark when it holds the container's lock
+ * (store/container-lock.ts): what a delegate leaves running names the call it belongs to.
+ */
+function delegateEnv(deps: Pick<Deps, "baseEnv" | "lock">): Env {
+  const marker = deps.lock?.marker;
+  return marker === undefined ? deps.baseEnv : { ...deps.baseEnv, [CALL_MARK_ENV]: marker };
 }
 
 export function describeAttachment(

@@ -6,6 +6,7 @@
 import { RawExec } from "../invoke/raw-exec";
 import { ResultCache } from "../libcni/cache";
 import type { Logger } from "../log/logger";
+import { logCompressorPids } from "../log/rotate";
 import { acquireContainerLock } from "../store/container-lock";
 import { baseEnvOf, type Deps } from "./deps";
 import { RecordStore } from "./record";
@@ -18,7 +19,8 @@ export function nodeDeps(
   env: Readonly<Record<string, string | undefined>>,
 ): NodeDeps {
   return {
-    exec: new RawExec(log),
+    // The log's compressors are this process's children too, not a delegate's leftovers.
+    exec: new RawExec(log, { sparePids: logCompressorPids() }),
     cache: new ResultCache(conf.cniDir),
     records: new RecordStore(conf.cniDir),
     log,

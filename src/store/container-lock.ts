@@ -31,7 +31,6 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   readlinkSync,
   statSync,
   unlinkSync,
@@ -40,7 +39,9 @@ import {
 import { basename, dirname, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
 import type { Logger } from "../log/logger";
-import { libc } from "../invoke/libc";
+import { killProcessAndGroup } from "../sys/kill";
+import { libc } from "../sys/libc";
+import { otherProcessIds, readProcStat } from "../sys/proc";
 import { ioError } from "./atomic-file";
 import { readSharedFile } from "./shared-file";
 import { stateFileName } from "./state-names";
@@ -229,12 +230,8 @@ function readOwner(path: string): Owner | undefined {
 
 /** Running: not gone, and not a zombie nobody has reaped yet (a killed Plexus whose runtime is slow to wait). */
 function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
+  const stat = readProcStat(pid);
+  return stat !== undefined && stat.state !== "Z";
 }
 
 /**
@@ -258,17 +255,7 @@ function killOrphans(path: string, log: Logger): void {
   }
   const killed: number[] = [];
   for (const pid of deadLockHolders(basename(path), target)) {
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // Not a group leader: the process alone.
-    }
-    try {
-      process.kill(pid, "SIGKILL");
-      killed.push(pid);
-    } catch {
-      // Gone meanwhile.
-    }
+    if (killProcessAndGroup(pid)) killed.push(pid);
   }
   if (killed.length) {
     const owner = readOwner(path);
@@ -283,9 +270,7 @@ function killOrphans(path: string, log: Logger): void {
 function deadLockHolders(name: string, target: { dev: number; ino: number }): number[] {
   const self = safeReadlink("/proc/self/exe");
   const out: number[] = [];
-  for (const entry of safeReaddir("/proc")) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
+  for (const pid of otherProcessIds()) {
     const fds = safeReaddir(`/proc/${pid}/fd`);
     const holds = fds.some((fd) => holdsDeadLock({ pid, fd, name, target }));
     if (holds && safeReadlink(`/proc/${pid}/exe`) !== self) out.push(pid);

@@ -9,15 +9,15 @@
  */
 import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
-import { type ApiTransport, socketTransport } from "../k8s/http-transport";
-import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import { type ApiTransport, socketTransport } from "../kubeapi/http-transport";
+import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import {
   type ResourceClaim,
   type ResourceSlice,
   trimResourceClaim,
   trimResourceSlice,
-} from "../k8s/dra";
-import { trimNad, trimPod } from "../k8s/rest-kube";
+} from "../cluster/dra-objects";
+import { trimNad, trimPod } from "../kubeapi/rest-kube";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { AUTHORITATIVE_CODES, DAEMON_API } from "./protocol";

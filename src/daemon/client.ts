@@ -17,7 +17,7 @@ import {
   trimResourceClaim,
   trimResourceSlice,
 } from "../cluster/dra-objects";
-import { trimNad, trimPod } from "../kubeapi/rest-kube";
+import { trimNad, trimPod } from "../cluster/objects";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { AUTHORITATIVE_CODES, DAEMON_API } from "./protocol";

@@ -21,15 +21,13 @@ import { type DeviceTextKind, validateDeviceText } from "../npwg/device-id";
 import type { Pod } from "../npwg/types";
 import {
   DEVICE_ID_ATTRIBUTE,
-  podClaimRefs,
   RESOURCE_NAME_ATTRIBUTE,
   type AllocationResult,
-  type PodClaimRef,
   type ResourceClaim,
   type ResourceSlice,
   type SliceDevice,
-  stringAttribute,
 } from "../cluster/dra-objects";
+import { podClaimRefs, type PodClaimRef, stringAttribute } from "./pod-claims";
 
 /** What the DRA path reads; every {@link KubeApi} that supports DRA implements it. */
 export interface DraReader {

@@ -27,10 +27,10 @@ import {
   DRA_VERSION,
   type ResourceClaim,
   type ResourceSlice,
-  trimPodClaims,
   trimResourceClaim,
   trimResourceSlice,
 } from "../cluster/dra-objects";
+import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import type { KubeSource } from "./kubeconfig";
 import {
@@ -45,9 +45,6 @@ import {
   withRetry,
 } from "./retry";
 
-export const NAD_GROUP = "k8s.cni.cncf.io";
-export const NAD_VERSION = "v1";
-export const NAD_PLURAL = "network-attachment-definitions";
 export const EVENT_COMPONENT = "plexus";
 
 export interface KubeClientOptions {
@@ -280,63 +277,6 @@ export function classifyForRetry(err: unknown, now = Date.now(), idempotent = tr
     }
   }
   return { retry: false };
-}
-
-function isStringMap(v: unknown): v is Record<string, string> {
-  return (
-    typeof v === "object" &&
-    v !== null &&
-    !Array.isArray(v) &&
-    Object.values(v).every((x) => typeof x === "string")
-  );
-}
-
-/** The fields of a v1 Pod Plexus reads (a watch cache keeps only these, too). */
-export function trimPod(raw: Record<string, unknown>, fallbackNamespace: string): Pod | undefined {
-  const m = raw.metadata as Record<string, unknown> | undefined;
-  if (raw.kind !== undefined && raw.kind !== "Pod") return undefined;
-  if (!m || typeof m.name !== "string" || !m.name) return undefined;
-  const spec = raw.spec as Record<string, unknown> | undefined;
-  // M10, DRA: a pod with claims keeps them (and its containers' extended resources); others nothing more.
-  const claims = trimPodClaims(raw);
-  const nodeName =
-    typeof spec?.nodeName === "string" && spec.nodeName ? { nodeName: spec.nodeName } : {};
-  return {
-    metadata: {
-      name: m.name,
-      namespace: typeof m.namespace === "string" ? m.namespace : fallbackNamespace,
-      ...(typeof m.uid === "string" && m.uid ? { uid: m.uid } : {}),
-      ...(typeof m.resourceVersion === "string" && m.resourceVersion
-        ? { resourceVersion: m.resourceVersion }
-        : {}),
-      ...(isStringMap(m.annotations) ? { annotations: { ...m.annotations } } : {}),
-    },
-    ...(nodeName.nodeName || claims.spec ? { spec: { ...nodeName, ...claims.spec } } : {}),
-    ...(claims.status ? { status: claims.status } : {}),
-  };
-}
-
-/** The fields of a NetworkAttachmentDefinition Plexus reads. */
-export function trimNad(raw: Record<string, unknown>, fallbackNamespace: string): Nad | undefined {
-  const meta = raw.metadata as Record<string, unknown> | undefined;
-  if (raw.kind !== undefined && raw.kind !== "NetworkAttachmentDefinition") return undefined;
-  if (typeof meta?.name !== "string") return undefined;
-  const spec = raw.spec as Record<string, unknown> | undefined;
-  return {
-    apiVersion: typeof raw.apiVersion === "string" ? raw.apiVersion : `${NAD_GROUP}/${NAD_VERSION}`,
-    kind: "NetworkAttachmentDefinition",
-    metadata: {
-      name: meta.name,
-      namespace: typeof meta.namespace === "string" ? meta.namespace : fallbackNamespace,
-      ...(isStringMap(meta.annotations) ? { annotations: { ...meta.annotations } } : {}),
-      ...(typeof meta.resourceVersion === "string"
-        ? { resourceVersion: meta.resourceVersion }
-        : {}),
-    },
-    ...(spec && typeof spec === "object"
-      ? { spec: typeof spec.config === "string" ? { config: spec.config } : {} }
-      : {}),
-  };
 }
 
 /** One object's read, for {@link RestKube}'s 404 handling. */

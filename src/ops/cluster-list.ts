@@ -4,7 +4,7 @@
  */
 import type { PlexusConf } from "../config/plugin-conf";
 import { loadKubeApi } from "../kubeapi/index";
-import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../kubeapi/rest-kube";
+import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
 import type { Logger } from "../log/logger";
 import {
   DRA_GROUP,

@@ -20,11 +20,8 @@ import { asCniError, CniError, Code } from "../cni/errors";
 import { showValue } from "../cni/json";
 import { withKeysFold } from "../cni/keys";
 import type { PlexusConf } from "../config/plugin-conf";
-import {
-  podHasClaims,
-  RESOURCE_NAME_ATTRIBUTE,
-  requestedExtendedResources,
-} from "../cluster/dra-objects";
+import { RESOURCE_NAME_ATTRIBUTE } from "../cluster/dra-objects";
+import { podHasClaims, requestedExtendedResources } from "../dra/pod-claims";
 import {
   type ClaimDevice,
   type DraReader,

@@ -21,7 +21,8 @@
  */
 import type { Logger } from "../log/logger";
 import type { Pod } from "../npwg/types";
-import { allocatedForPod, podClaimNames, type ResourceClaim } from "../cluster/dra-objects";
+import type { ResourceClaim } from "../cluster/dra-objects";
+import { allocatedForPod, podClaimNames } from "../dra/pod-claims";
 
 /** GET one claim by name; undefined when it does not exist. */
 export type ClaimGetter = (namespace: string, name: string) => Promise<ResourceClaim | undefined>;

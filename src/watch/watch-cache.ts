@@ -18,14 +18,8 @@ import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { sourceKubeConfig } from "../kubeapi/client-node-auth";
 import type { KubeSource } from "../kubeapi/kubeconfig";
-import {
-  apiStatusIn,
-  NAD_GROUP,
-  NAD_PLURAL,
-  NAD_VERSION,
-  trimNad,
-  trimPod,
-} from "../kubeapi/rest-kube";
+import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
+import { apiStatusIn } from "../kubeapi/rest-kube";
 
 /** GET a list (path + query) from the API server, as JSON. */
 export type ListFn = (

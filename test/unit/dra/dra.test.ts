@@ -6,14 +6,13 @@
  */
 import { describe, expect, it } from "vitest";
 import {
-  allocatedForPod,
-  podClaimRefs,
   trimPodClaims,
   trimResourceClaim,
   trimResourceSlice,
 } from "../../../src/cluster/dra-objects";
+import { allocatedForPod, podClaimRefs } from "../../../src/dra/pod-claims";
 import { type DraReader, podClaimDevices } from "../../../src/dra/claim-devices";
-import { trimPod } from "../../../src/kubeapi/rest-kube";
+import { trimPod } from "../../../src/cluster/objects";
 import { silentLogger } from "../../../src/log/logger";
 import type { Pod } from "../../../src/npwg/types";
 import { assignDevices } from "../../../src/orchestrate/devices";

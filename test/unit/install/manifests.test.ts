@@ -526,6 +526,7 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
     parse("watch/watch-cache.ts"),
     parse("watch/dra-watch.ts"),
     parse("kubeapi/rest-kube.ts"),
+    parse("cluster/objects.ts"),
     parse("cluster/dra-objects.ts"),
   ];
   const consts = new Map<string, ts.Expression>();

@@ -52,6 +52,14 @@ module.exports = {
       to: { path: "^test/" },
     },
     {
+      name: "kubelet-one-door",
+      severity: "error",
+      comment:
+        "outside kubelet/, only kubelet/pod-devices.ts is imported: the wire stack stays behind it",
+      from: { path: "^src/", pathNot: "^src/kubelet/" },
+      to: { path: "^src/kubelet/", pathNot: "^src/kubelet/pod-devices[.]ts$" },
+    },
+    {
       name: "known-folder",
       severity: "error",
       comment: "every folder of src/ has its place in LAYERS (.dependency-cruiser.cjs)",

@@ -5,6 +5,7 @@
  * for it).
  */
 import type { PlexusConf } from "../config/plugin-conf";
+import { podDeviceIds } from "../kubelet/pod-devices";
 import type { Logger } from "../log/logger";
 import type { PodDevicesLookup } from "../orchestrate/devices";
 
@@ -28,7 +29,7 @@ export function podDevicesLookup(conf: LookupConf, log: Logger): PodDevicesLooku
         );
       }
     }
-    return (await import("../kubelet/pod-resources")).podDeviceIds({
+    return podDeviceIds({
       socket: conf.podResourcesSocket,
       timeoutMs: conf.podResourcesTimeoutMs,
       ...q,

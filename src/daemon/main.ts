@@ -14,7 +14,7 @@ import {
   DEFAULT_DAEMON_SOCKET,
   DEFAULT_POD_RESOURCES_SOCKET,
 } from "../config/defaults";
-import type { PodResourcesClient } from "../kubelet/pod-resources";
+import { kubeletDevices } from "../kubelet/pod-devices";
 import { loadKubeApi } from "../kubeapi/index";
 import { createLogger, type Logger } from "../log/logger";
 import { HotplugReconciler, parseNamespaces, type HotplugPass } from "./hotplug";
@@ -207,17 +207,10 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
 
 /** M10: one channel to kubelet for the daemon's life, opened on the first query ("" turns it off). */
 function podDevicesChannel(socket: string) {
-  let kubelet: PodResourcesClient | undefined;
-  const query = socket
-    ? async (q: {
-        namespace: string;
-        name: string;
-        resourceNames: string[];
-        timeoutMs: number;
-      }) => {
-        kubelet ??= new (await import("../kubelet/pod-resources")).PodResourcesClient(socket);
-        return kubelet.devices(q);
-      }
+  const kubelet = socket ? kubeletDevices(socket) : undefined;
+  const query = kubelet
+    ? (q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) =>
+        kubelet.devices(q)
     : undefined;
   return { query, close: () => kubelet?.close() };
 }

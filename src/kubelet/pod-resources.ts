@@ -42,8 +42,8 @@ export interface PodResourcesQuery {
 }
 
 /**
- * One channel to kubelet's socket: the CNI process makes one per query (podDeviceIds), the daemon
- * keeps one for its life (reconnected on the next query after kubelet restarts).
+ * One channel to kubelet's socket: the CNI process makes one per query (pod-devices.ts), the
+ * daemon keeps one for its life (reconnected on the next query after kubelet restarts).
  */
 export class PodResourcesClient {
   readonly socket: string;
@@ -88,16 +88,6 @@ export class PodResourcesClient {
 
   close(): void {
     this.channel.close();
-  }
-}
-
-/** One query on a channel of its own (the CNI process: one ADD, one query). */
-export async function podDeviceIds(query: PodResourcesQuery): Promise<Map<string, string[]>> {
-  const client = new PodResourcesClient(query.socket);
-  try {
-    return await client.devices(query);
-  } finally {
-    client.close();
   }
 }
 

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors";
-import { PodResourcesClient, podDeviceIds } from "../../../src/kubelet/pod-resources";
+import { podDeviceIds } from "../../../src/kubelet/pod-devices";
+import { PodResourcesClient } from "../../../src/kubelet/pod-resources";
 import {
   type FakePodResources,
   podWithDevices,

@@ -1,8 +1,8 @@
 /**
- * DRA (resource.k8s.io/v1) reading (M10): the trimmed shapes (src/k8s/dra.ts), the claims → slices
- * → attributes walk (src/dra/claim-devices.ts) over an in-memory reader, and how devices.ts
- * combines a pod's claimed devices with kubelet's (sorted, kubelet asked only for requested
- * resources).
+ * DRA (resource.k8s.io/v1) reading (M10): the trimmed shapes (src/cluster/dra-objects.ts), the
+ * claims a pod uses (src/dra/pod-claims.ts), the claims → slices → attributes walk
+ * (src/dra/claim-devices.ts) over an in-memory reader, and how devices.ts combines a pod's claimed
+ * devices with kubelet's (sorted, kubelet asked only for requested resources).
  */
 import { describe, expect, it } from "vitest";
 import {

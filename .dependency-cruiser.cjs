@@ -26,7 +26,9 @@ const upward = LAYERS.flatMap((layer, rank) => {
     {
       name: `layer-${layer.join("-")}`,
       severity: "error",
-      comment: `${layer.join(", ")} may not import ${above.join(", ")}: layers point down (README "Layers")`,
+      comment:
+        `${layer.join(", ")} may not import ${above.join(", ")}: layers point down ` +
+        "(docs/how-it-works.md#layers)",
       from: { path: `^src/(${layer.join("|")})/` },
       to: { path: `^src/(${above.join("|")})/` },
     },

@@ -1,8 +1,8 @@
 /**
  * The seam between orchestration and the Kubernetes API, which unit tests fake (test/fakes/fake-kube.ts).
  * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
- * without a cluster; the API server's REST protocol (rest-kube.ts, loaded only on the paths that
- * need it); the node daemon's caches over its socket (daemon/client.ts).
+ * without a cluster; the API server's REST protocol (kubeapi/rest-kube.ts, loaded only on the
+ * paths that need it); the node daemon's caches over its socket (daemon/client.ts).
  */
 import type { Nad, Pod } from "../npwg/types";
 import type { ResourceClaim, ResourceSlice } from "./dra-objects";
@@ -37,8 +37,8 @@ export interface KubeApi {
   ): Promise<void>;
   /**
    * M10, DRA: a ResourceClaim of the pod's namespace (`undefined` when it does not exist). Asked
-   * only for a pod with claims whose NADs carry a resourceName (dra-devices.ts); `forPod`, the pod
-   * of that ADD, tells the daemon's cache which copy it may serve (watch/claim-cache.ts).
+   * only for a pod with claims whose NADs carry a resourceName (dra/claim-devices.ts); `forPod`,
+   * the pod of that ADD, tells the daemon's cache which copy it may serve (watch/claim-cache.ts).
    */
   getResourceClaim?(
     namespace: string,

@@ -155,7 +155,7 @@ async function connectApi(
       log,
       client: {
         retry: { requestTimeoutMs: s.requestTimeoutMs, totalTimeoutMs: s.totalTimeoutMs },
-        // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
+        // A list page is 500 objects (watch/watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
         // process keeps its 4 MiB cap.
         maxResponseBytes: 256 * 1024 * 1024,
         userAgent: "plexus-daemon",

@@ -13,7 +13,7 @@ import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfi
 /**
  * client-node's KubeConfig from a kubeconfig as kubeconfig.ts read it (token files normalised),
  * its relative paths taken from the kubeconfig's directory; the one loader for credential plugins
- * and the daemon's watches (watch-cache.ts). Throws what client-node throws.
+ * and the daemon's watches (watch/watch-cache.ts). Throws what client-node throws.
  */
 export function clientNodeKubeConfig(
   kubeconfig: Pick<PluginKubeconfig, "path" | "raw">,

@@ -28,7 +28,7 @@ export type ListFn = (
 ) => Promise<Record<string, unknown>>;
 
 export interface WatchCacheOptions {
-  /** The daemon REST client's server and credentials (kubeconfig.ts, the binary's loader). */
+  /** The daemon REST client's server and credentials (kubeapi/kubeconfig.ts reads them). */
   source: KubeSource;
   /** This node: only its pods are watched (`spec.nodeName=<nodeName>`). */
   nodeName: string;

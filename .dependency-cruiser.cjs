@@ -1,17 +1,21 @@
 /**
- * Layers that only point down (issue 12), checked by `npm run lint:deps` (scripts/test.sh runs it
- * before the tests). A folder may import its own modules and those of lower layers; a folder of the
- * same layer only where no cycle results (no-circular). Bottom to top:
+ * Layers that only point down, checked by `npm run lint:deps` (scripts/test.sh runs it before the
+ * tests). A folder may import its own modules and those of lower layers; a folder of the same layer
+ * only where no cycle results (no-circular). Bottom to top; docs/how-it-works.md draws the same
+ * table (test/unit/docs/layers.test.ts holds the two together).
  */
 const LAYERS = [
-  ["cni", "log", "sys"], //          the CNI protocol (pure), logging, libc and /proc
+  ["sys", "cni", "log"], //           the system interface; the CNI protocol (pure); logging
   ["invoke", "store", "netns"], //    running a plugin; state files; the pod's namespace
   ["libcni"], //                      conflists and the result cache (libcni's API)
   ["npwg", "config"], //              the NPWG spec's rules; Plexus's config
-  ["k8s"], //                         Kubernetes clients
+  ["cluster"], //                     the KubeApi port, the objects Plexus reads, the file cluster
+  ["kubeapi", "kubelet", "dra"], //   the API server's client; kubelet's pod devices; DRA's rules
+  ["watch"], //                       the daemon's watch caches (client-node informers, claims)
   ["orchestrate"], //                 the verbs
-  ["daemon", "install"], //           the node daemon (and which Kubernetes a call uses); the installer
-  ["ops"], //                         the admin commands (use the installer's conf-dir reader, the daemon's factory)
+  ["daemon", "install"], //           the node daemon and its client; the installer
+  ["connect"], //                     which Kubernetes and which device source a call uses
+  ["ops"], //                         the admin commands
   ["cli"], //                         the entry: argv, stdio, and the wiring (verb-deps.ts)
 ];
 
@@ -22,7 +26,9 @@ const upward = LAYERS.flatMap((layer, rank) => {
     {
       name: `layer-${layer.join("-")}`,
       severity: "error",
-      comment: `${layer.join(", ")} may not import ${above.join(", ")}: layers point down (README "Layers")`,
+      comment:
+        `${layer.join(", ")} may not import ${above.join(", ")}: layers point down ` +
+        "(docs/how-it-works.md#layers)",
       from: { path: `^src/(${layer.join("|")})/` },
       to: { path: `^src/(${above.join("|")})/` },
     },
@@ -48,6 +54,14 @@ module.exports = {
       to: { path: "^test/" },
     },
     {
+      name: "kubelet-one-door",
+      severity: "error",
+      comment:
+        "outside kubelet/, only kubelet/pod-devices.ts is imported: the wire stack stays behind it",
+      from: { path: "^src/", pathNot: "^src/kubelet/" },
+      to: { path: "^src/kubelet/", pathNot: "^src/kubelet/pod-devices[.]ts$" },
+    },
+    {
       name: "known-folder",
       severity: "error",
       comment: "every folder of src/ has its place in LAYERS (.dependency-cruiser.cjs)",
@@ -62,3 +76,7 @@ module.exports = {
     enhancedResolveOptions: { extensions: [".ts", ".js", ".mjs", ".json"] },
   },
 };
+
+// The table itself, for test/unit/docs/layers.test.ts: not enumerable, as dependency-cruiser
+// refuses a configuration with keys it does not know.
+Object.defineProperty(module.exports, "LAYERS", { value: LAYERS, enumerable: false });

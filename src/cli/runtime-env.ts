@@ -9,7 +9,7 @@
  * Trust settings that many hosts set for every program (`SSL_CERT_FILE`, `SSL_CERT_DIR`,
  * `NODE_EXTRA_CA_CERTS`) are left alone: they cost no re-exec per pod, delegates may need them, and
  * they cannot widen what the CNI process trusts (the kubeconfig's CA is its only trust anchor, and
- * verification is explicit: src/k8s/http-transport.ts; tested with both set to another CA).
+ * verification is explicit: src/kubeapi/http-transport.ts; tested with both set to another CA).
  *
  * Bun applies `BUN_OPTIONS` before any of Plexus's code runs: a `--preload` there has run once
  * already when this check sees it. What the re-exec guarantees is that the call itself (its

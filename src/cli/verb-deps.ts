@@ -5,8 +5,8 @@
  * publishing nor the route commands.
  */
 import type { PlexusConf } from "../config/plugin-conf";
-import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
-import { podDevicesLookup } from "../daemon/pod-devices-lookup";
+import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
+import { podDevicesLookup } from "../connect/pod-devices-lookup";
 import type { Logger } from "../log/logger";
 import { assertNetnsUsable } from "../netns/check";
 import type { NetnsOps } from "../netns/index";

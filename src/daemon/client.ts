@@ -9,15 +9,15 @@
  */
 import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
-import { type ApiTransport, socketTransport } from "../k8s/http-transport";
-import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import { type ApiTransport, socketTransport } from "../kubeapi/http-transport";
+import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import {
   type ResourceClaim,
   type ResourceSlice,
   trimResourceClaim,
   trimResourceSlice,
-} from "../k8s/dra";
-import { trimNad, trimPod } from "../k8s/rest-kube";
+} from "../cluster/dra-objects";
+import { trimNad, trimPod } from "../cluster/objects";
 import type { Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { AUTHORITATIVE_CODES, DAEMON_API } from "./protocol";
@@ -65,48 +65,28 @@ export class DaemonKube implements KubeApi {
   }
 
   getPod(namespace: string, name: string, uid?: string): Promise<Pod> {
-    return this.via(
-      "get pod",
-      async () => {
-        const r = await this.ask(
-          "GET",
-          `${DAEMON_API.pod}?${new URLSearchParams({ namespace, name, ...(uid ? { uid } : {}) })}`,
-          undefined,
-          this.o.timeoutMs,
-        );
-        const pod =
-          typeof r.pod === "object" && r.pod !== null
-            ? trimPod(r.pod as Record<string, unknown>, namespace)
-            : undefined;
-        if (!pod || pod.metadata.name !== name)
-          throw new DaemonUnavailable("the daemon answered a pod request without a pod");
-        return pod;
-      },
-      (k) => k.getPod(namespace, name),
-    );
+    return this.read({
+      what: "get pod",
+      route: DAEMON_API.pod,
+      field: "pod",
+      ref: { namespace, name },
+      query: uid ? { uid } : {},
+      trim: trimPod,
+      direct: (k) => k.getPod(namespace, name),
+    });
   }
 
   getNad(namespace: string, name: string): Promise<Nad | undefined> {
-    return this.via(
-      "get NAD",
-      async () => {
-        const r = await this.ask(
-          "GET",
-          `${DAEMON_API.nad}?${new URLSearchParams({ namespace, name })}`,
-          undefined,
-          this.o.timeoutMs,
-        );
-        if (r.nad === null) return undefined;
-        const nad =
-          typeof r.nad === "object" && r.nad !== undefined
-            ? trimNad(r.nad as Record<string, unknown>, namespace)
-            : undefined;
-        if (!nad || nad.metadata.name !== name)
-          throw new DaemonUnavailable("the daemon answered a NAD request without a NAD");
-        return nad;
-      },
-      (k) => k.getNad(namespace, name),
-    );
+    return this.read<Nad, Nad | undefined>({
+      what: "get NAD",
+      route: DAEMON_API.nad,
+      field: "nad",
+      noun: "NAD",
+      ref: { namespace, name },
+      nullable: true,
+      trim: trimNad,
+      direct: (k) => k.getNad(namespace, name),
+    });
   }
 
   /**
@@ -118,31 +98,16 @@ export class DaemonKube implements KubeApi {
     name: string,
     forPod?: { uid?: string | undefined },
   ): Promise<ResourceClaim | undefined> {
-    const query = new URLSearchParams({
-      namespace,
-      name,
-      ...(forPod?.uid ? { podUid: forPod.uid } : {}),
+    return this.read<ResourceClaim, ResourceClaim | undefined>({
+      what: "get ResourceClaim",
+      route: DAEMON_API.resourceClaim,
+      field: "claim",
+      ref: { namespace, name },
+      query: forPod?.uid ? { podUid: forPod.uid } : {},
+      nullable: true,
+      trim: trimResourceClaim,
+      direct: (k) => directOnly(k.getResourceClaim, "get ResourceClaim").call(k, namespace, name),
     });
-    return this.via(
-      "get ResourceClaim",
-      async () => {
-        const r = await this.ask(
-          "GET",
-          `${DAEMON_API.resourceClaim}?${query}`,
-          undefined,
-          this.o.timeoutMs,
-        );
-        if (r.claim === null) return undefined;
-        const claim =
-          typeof r.claim === "object"
-            ? trimResourceClaim(r.claim as Record<string, unknown>, namespace)
-            : undefined;
-        if (!claim || claim.metadata.name !== name)
-          throw new DaemonUnavailable("the daemon answered a claim request without a claim");
-        return claim;
-      },
-      (k) => directOnly(k.getResourceClaim, "get ResourceClaim").call(k, namespace, name),
-    );
   }
 
   /** M10, DRA: this node's slices of one driver, from the daemon's watch. */
@@ -207,6 +172,32 @@ export class DaemonKube implements KubeApi {
     await this.directKube?.close?.();
   }
 
+  /**
+   * One object through the daemon: asked, its answer checked and trimmed as the API client trims
+   * it (an answer without the object asked for means the daemon is unusable: thin mode), or read
+   * directly once this call has fallen back.
+   */
+  private read<T extends Named, R extends T | undefined = T>(o: DaemonRead<T, R>): Promise<R> {
+    const noun = o.noun ?? o.field;
+    return this.via(
+      o.what,
+      async () => {
+        const query = new URLSearchParams({ ...o.ref, ...o.query });
+        const r = await this.ask("GET", `${o.route}?${query}`, undefined, this.o.timeoutMs);
+        const raw = r[o.field];
+        if (raw === null && o.nullable) return undefined as R;
+        const obj =
+          typeof raw === "object" && raw !== null
+            ? o.trim(raw as Record<string, unknown>, o.ref.namespace)
+            : undefined;
+        if (!obj || obj.metadata.name !== o.ref.name)
+          throw new DaemonUnavailable(`the daemon answered a ${noun} request without a ${noun}`);
+        return obj as R;
+      },
+      o.direct,
+    );
+  }
+
   private async via<T>(
     what: string,
     daemon: () => Promise<T>,
@@ -266,6 +257,29 @@ export class DaemonKube implements KubeApi {
     }
     throw new DaemonUnavailable(`the daemon answered HTTP ${answer.status}`);
   }
+}
+
+interface Named {
+  metadata: { name: string };
+}
+
+/** One object read through the daemon ({@link DaemonKube} `read`). */
+interface DaemonRead<T extends Named, R> {
+  /** The operation, for the log and the errors: "get pod". */
+  what: string;
+  /** The daemon's route (DAEMON_API) and the field of its answer that holds the object. */
+  route: string;
+  field: string;
+  /** How a wrong answer names the object; the field's name when unset. */
+  noun?: string;
+  ref: { namespace: string; name: string };
+  /** More of the query than the object's namespace and name. */
+  query?: Record<string, string>;
+  /** `null` in the field: no such object (NADs, claims). A pod's answer always holds it. */
+  nullable?: boolean;
+  trim: (raw: Record<string, unknown>, fallbackNamespace: string) => T | undefined;
+  /** The same read from the API server, after a fallback. */
+  direct: (kube: KubeApi) => Promise<R>;
 }
 
 function directOnly<F>(f: F | undefined, what: string): F {

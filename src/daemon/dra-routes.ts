@@ -1,7 +1,7 @@
 /**
  * The daemon's DRA routes (M10): a pod's ResourceClaims, read by name when a pod of the node named
- * them (k8s/claim-cache.ts), and this node's ResourceSlices from the daemon's watch
- * (k8s/dra-watch.ts), so an ADD with a device network through DRA reads nothing from the API
+ * them (watch/claim-cache.ts), and this node's ResourceSlices from the daemon's watch
+ * (watch/dra-watch.ts), so an ADD with a device network through DRA reads nothing from the API
  * server. A claim the cache does not hold allocated and reserved for the pod asking (`podUid`),
  * and slices of another node, are read live, never answered stale.
  *
@@ -9,8 +9,8 @@
  *   GET /v1/resource-slices?driver=&nodeName=    → { slices: [...], source }
  */
 import { CniError, Code } from "../cni/errors";
-import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
-import type { KubeApi } from "../k8s/kube-api";
+import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
+import type { KubeApi } from "../cluster/kube-api";
 import type { DaemonMetrics } from "./metrics";
 import { validateDns1123Label } from "../npwg/dns1123";
 

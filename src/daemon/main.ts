@@ -14,8 +14,8 @@ import {
   DEFAULT_DAEMON_SOCKET,
   DEFAULT_POD_RESOURCES_SOCKET,
 } from "../config/defaults";
-import type { PodResourcesClient } from "../k8s/pod-resources";
-import { loadApiBundle, loadKubeApi } from "../k8s/index";
+import { kubeletDevices } from "../kubelet/pod-devices";
+import { loadKubeApi } from "../kubeapi/index";
 import { createLogger, type Logger } from "../log/logger";
 import { HotplugReconciler, parseNamespaces, type HotplugPass } from "./hotplug";
 import { MissingNetworksDetector } from "./missing-networks";
@@ -155,7 +155,7 @@ async function connectApi(
       log,
       client: {
         retry: { requestTimeoutMs: s.requestTimeoutMs, totalTimeoutMs: s.totalTimeoutMs },
-        // A list page is 500 objects (watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
+        // A list page is 500 objects (watch/watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
         // process keeps its 4 MiB cap.
         maxResponseBytes: 256 * 1024 * 1024,
         userAgent: "plexus-daemon",
@@ -171,18 +171,23 @@ async function connectApi(
 
 /** The watch caches, the missing-networks detector and the metrics over them (none started yet). */
 async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
-  // prom-client (metrics.ts) loads with the daemon only: a CNI call never needs it.
-  const [bundle, { DaemonMetrics }] = await Promise.all([loadApiBundle(), import("./metrics")]);
+  // The watch caches (@kubernetes/client-node) and prom-client (metrics.ts) load with the daemon
+  // only: a CNI call never needs them.
+  const [{ WatchCaches }, { DraCaches }, { DaemonMetrics }] = await Promise.all([
+    import("../watch/watch-cache"),
+    import("../watch/dra-watch"),
+    import("./metrics"),
+  ]);
   const watchOptions = {
     source: api.source,
     nodeName: s.nodeName,
     list: (path: string, query: Record<string, string>) => api.list(path, query),
     log,
   };
-  const caches = new bundle.WatchCaches(watchOptions);
+  const caches = new WatchCaches(watchOptions);
   const getClaim = api.getResourceClaim?.bind(api);
   if (!getClaim) throw new Error("the daemon's API client cannot read ResourceClaims");
-  const dra = new bundle.DraCaches({ ...watchOptions, getClaim });
+  const dra = new DraCaches({ ...watchOptions, getClaim });
   caches.onPodEvent((event, pod) => dra.podEvent(event, pod));
   const detector = new MissingNetworksDetector({
     pods: () => caches.listPods(),
@@ -202,17 +207,10 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
 
 /** M10: one channel to kubelet for the daemon's life, opened on the first query ("" turns it off). */
 function podDevicesChannel(socket: string) {
-  let kubelet: PodResourcesClient | undefined;
-  const query = socket
-    ? async (q: {
-        namespace: string;
-        name: string;
-        resourceNames: string[];
-        timeoutMs: number;
-      }) => {
-        kubelet ??= new (await import("../k8s/pod-resources")).PodResourcesClient(socket);
-        return kubelet.devices(q);
-      }
+  const kubelet = socket ? kubeletDevices(socket) : undefined;
+  const query = kubelet
+    ? (q: { namespace: string; name: string; resourceNames: string[]; timeoutMs: number }) =>
+        kubelet.devices(q)
     : undefined;
   return { query, close: () => kubelet?.close() };
 }

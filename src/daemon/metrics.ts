@@ -1,18 +1,18 @@
 /**
  * The daemon's /metrics through prom-client, with its default process metrics (CPU, memory,
- * event-loop lag, GC, file descriptors). Loaded only by `plexus daemon`: it travels in the API
- * bundle (src/k8s/api-entry.ts), never in a CNI call. The series names are the ones the daemon
+ * event-loop lag, GC, file descriptors). Loaded only by `plexus daemon` (imported dynamically,
+ * with the watch caches), never in a CNI call. The series names are the ones the daemon
  * has always exposed; values the watch caches keep are read at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { CacheStats } from "../k8s/watch-cache";
+import type { CacheStats } from "../watch/watch-cache";
 import type { HotplugTally } from "./hotplug";
 
 /** What the daemon reads at scrape time. */
 export interface ScrapeSources {
   cacheStats(): CacheStats;
   synced(): boolean;
-  /** M10: the DRA caches' sizes (k8s/dra-watch.ts), when the daemon keeps them. */
+  /** M10: the DRA caches' sizes (watch/dra-watch.ts), when the daemon keeps them. */
   draStats?(): { claims: number; slices: number };
   apiRequests(): number;
   /** Pods of this node that are Running without a network their annotation asks for. */

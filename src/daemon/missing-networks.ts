@@ -11,7 +11,7 @@
  * annotation's networks are checked, which apply in `systemNamespaces` too; the config's
  * `defaultNetworks` are not (the daemon does not read the plugin's config).
  */
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import type { Logger } from "../log/logger";
 import { parseNetworksAnnotation } from "../npwg/annotation";
 import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../npwg/types";

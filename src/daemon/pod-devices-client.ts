@@ -4,7 +4,7 @@
  * neither gRPC's load nor a connection set-up. Any failure of the daemon (missing, slow, refusing,
  * kubelet unreachable from it) is a DaemonUnavailable: the caller asks kubelet itself.
  */
-import { socketTransport } from "../k8s/http-transport";
+import { socketTransport } from "../kubeapi/http-transport";
 import { DaemonUnavailable } from "./client";
 import { DAEMON_API } from "./protocol";
 

@@ -20,8 +20,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { type AddressInfo, connect } from "node:net";
 import { dirname, join } from "node:path";
 import { CniError, Code, isCniError } from "../cni/errors";
-import type { KubeApi, PodEvent } from "../k8s/kube-api";
-import type { CacheStats } from "../k8s/watch-cache";
+import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import type { CacheStats } from "../watch/watch-cache";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";

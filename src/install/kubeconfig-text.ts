@@ -11,7 +11,7 @@ export interface KubeconfigInput {
 
 /**
  * JSON, which kubectl and client-go read as they read YAML (JSON is YAML), and which every CNI
- * process parses without loading a YAML parser (src/k8s/kubeconfig.ts). The `plexus` extension
+ * process parses without loading a YAML parser (src/kubeapi/kubeconfig.ts). The `plexus` extension
  * says who wrote it, where a YAML file would carry a comment.
  */
 export function renderKubeconfig(input: KubeconfigInput): string {

@@ -1,6 +1,7 @@
 /**
- * NPWG nouns shared by the pure resolution code (src/npwg) and the Kubernetes access layer (src/k8s).
- * Names follow the spec: NetworkSelection (one element of the networks annotation), Nad, NetworkStatus.
+ * NPWG nouns shared by the pure resolution code (src/npwg) and the cluster-facing layers
+ * (src/cluster and above). Names follow the spec: NetworkSelection (one element of the networks
+ * annotation), Nad, NetworkStatus.
  */
 
 /** Minimal pod shape Plexus reads (trimmed, as the daemon will cache it). */
@@ -21,7 +22,8 @@ export interface Pod {
 
 /**
  * A pod's Dynamic Resource Allocation fields (resource.k8s.io/v1), kept only for a pod that has
- * claims (k8s/dra.ts trims them): its claims, and the extended resources its containers request.
+ * claims (cluster/dra-objects.ts trims them): its claims, and the extended resources its containers
+ * request.
  */
 export interface PodClaimSpec {
   resourceClaims?: Array<{

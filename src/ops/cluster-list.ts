@@ -3,10 +3,15 @@
  * (fileClusterDir) or the API server, paged like the daemon's lists. The CNI path never lists.
  */
 import type { PlexusConf } from "../config/plugin-conf";
-import { loadKubeApi } from "../k8s/index";
-import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../k8s/rest-kube";
+import { loadKubeApi } from "../kubeapi/index";
+import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
 import type { Logger } from "../log/logger";
-import { DRA_GROUP, DRA_VERSION, type ResourceSlice, trimResourceSlice } from "../k8s/dra";
+import {
+  DRA_GROUP,
+  DRA_VERSION,
+  type ResourceSlice,
+  trimResourceSlice,
+} from "../cluster/dra-objects";
 import type { Nad, Pod } from "../npwg/types";
 
 export interface ClusterLists {
@@ -24,7 +29,7 @@ export async function clusterLists(
   log: Logger,
 ): Promise<ClusterLists | undefined> {
   if (conf.fileClusterDir) {
-    const { FileCluster } = await import("../k8s/file-cluster");
+    const { FileCluster } = await import("../cluster/file-cluster");
     const fc = new FileCluster(conf.fileClusterDir);
     return {
       nads: () => fc.listNads(),

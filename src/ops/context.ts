@@ -4,9 +4,9 @@
  * (kubeFactory: the manifest directory, the daemon, else the API server) but read-only, and where
  * its output goes. Nothing here runs in a CNI call.
  */
-import { kubeFactory, type KubeFactory } from "../daemon/kube-factory";
-import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
-import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
+import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
+import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import { createLogger, type Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { loadNodeConfig, type NodeConfig } from "./node-config";

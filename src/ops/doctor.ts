@@ -10,8 +10,8 @@ import { dirname } from "node:path";
 import { isPlainObject } from "../cni/json";
 import { DEFAULT_CONF_DIR, PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
-import { loadKubeApi } from "../k8s/index";
-import { readCredentialFile, readKubeconfig } from "../k8s/kubeconfig";
+import { loadKubeApi } from "../kubeapi/index";
+import { readCredentialFile, readKubeconfig } from "../kubeapi/kubeconfig";
 import { resolveDefaultNetworks } from "../npwg/default-network";
 import { auxiliaryChainDir, loadAuxiliaryChain } from "../orchestrate/aux-chain";
 import { FsNetworkSource } from "../orchestrate/network-source";
@@ -52,7 +52,10 @@ export function tokenExpiry(token: string): Date | undefined {
   }
 }
 
-/** The token the kubeconfig's current user sends, read as the plugin reads it (k8s/kubeconfig.ts). */
+/**
+ * The token the kubeconfig's current user sends, read as the plugin reads it
+ * (kubeapi/kubeconfig.ts).
+ */
 export async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
   const raw = await readKubeconfig(kubeconfig);
   const ctxName = raw["current-context"];

@@ -3,7 +3,8 @@
  * publishes devices with the NAD's resourceName (the `k8s.cni.cncf.io/resourceName` attribute of
  * a ResourceSlice's devices), the attribute Plexus matches a pod's claimed devices against.
  */
-import { RESOURCE_NAME_ATTRIBUTE, type ResourceSlice, stringAttribute } from "../k8s/dra";
+import { RESOURCE_NAME_ATTRIBUTE, type ResourceSlice } from "../cluster/dra-objects";
+import { stringAttribute } from "../dra/pod-claims";
 import type { Nad } from "../npwg/types";
 import { resourceNameOf } from "../orchestrate/devices";
 

@@ -9,7 +9,7 @@
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import { parseNetworksAnnotation } from "../npwg/annotation";
 import { resolveDefaultNetworks } from "../npwg/default-network";
 import { checkDeviceChoice, checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";

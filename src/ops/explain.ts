@@ -11,7 +11,7 @@ import { parseCniArgs } from "../cni/args";
 import { buildPluginConf, envFor, isBuiltinPassthru } from "../libcni/conflist";
 import { findInPath } from "../invoke/find";
 import { resolveNadConfig } from "../npwg/nad";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import { inPod } from "../orchestrate/add";
 import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../orchestrate/deps";
 import { FsNetworkSource } from "../orchestrate/network-source";
@@ -28,7 +28,7 @@ import {
   processOutput,
   ReadOnlyKube,
 } from "./context";
-import { podDevicesLookup } from "../daemon/pod-devices-lookup";
+import { podDevicesLookup } from "../connect/pod-devices-lookup";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { sweepPodNetworks } from "./explain-sweep";

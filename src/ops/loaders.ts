@@ -4,7 +4,7 @@
  * lazily instead (cli/verb-deps.ts).
  */
 import type { PlexusConf } from "../config/plugin-conf";
-import { kubeFactory } from "../daemon/kube-factory";
+import { kubeFactory } from "../connect/kube-factory";
 import { createLogger } from "../log/logger";
 import type { Logger } from "../log/types";
 import { hostNetns } from "../netns/index";

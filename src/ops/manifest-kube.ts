@@ -7,9 +7,9 @@ import { readFileSync } from "node:fs";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
-import { FileCluster } from "../k8s/file-cluster";
-import type { ResourceClaim, ResourceSlice } from "../k8s/dra";
-import type { KubeApi } from "../k8s/kube-api";
+import { FileCluster } from "../cluster/file-cluster";
+import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
+import type { KubeApi } from "../cluster/kube-api";
 import type { Nad, Pod } from "../npwg/types";
 
 /** The first Pod (or NetworkAttachmentDefinition, with `kind`) in a YAML/JSON manifest file. */

@@ -4,8 +4,8 @@
  * node a write comes from), and whether the admission policies that hold each node to its own
  * pods are installed and bound. The token is decoded, not verified, and never printed.
  */
-import { loadKubeApi } from "../k8s/index";
-import { apiStatusIn, type RestKube } from "../k8s/rest-kube";
+import { loadKubeApi } from "../kubeapi/index";
+import { apiStatusIn, type RestKube } from "../kubeapi/rest-kube";
 import { messageOf, type OpsContext } from "./context";
 import type { Finding } from "./validate";
 

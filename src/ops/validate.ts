@@ -35,7 +35,7 @@ import { checkIpam, overlaps, type AddressRange } from "./ipam";
 import { checkResourceName } from "./dra-check";
 import { hostLinkProblems } from "./host-links";
 import { readManifest } from "./manifest-kube";
-import type { ResourceSlice } from "../k8s/dra";
+import type { ResourceSlice } from "../cluster/dra-objects";
 
 export interface ValidateFlags extends CommonFlags {
   file?: string | undefined;

@@ -7,7 +7,7 @@ import { AggregateCniError, asCniError, CniError, Code, oneError } from "../cni/
 import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
 import type { Pod } from "../npwg/types";
 import {

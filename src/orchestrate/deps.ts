@@ -6,7 +6,7 @@ import type { ResultCache } from "../libcni/cache";
 import { CALL_MARK_ENV, type ContainerLock, type LockFactory } from "../store/container-lock";
 import type { ExecDeps, RuntimeConf } from "../libcni/conflist";
 import type { Env, PluginExec } from "../invoke/plugin-exec";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import type { Logger } from "../log/logger";
 import type { NetnsOps } from "../netns/index";
 import type * as Annotation from "../npwg/annotation";

@@ -12,21 +12,22 @@
  * (another tenant's VF, the host's) into it. Every device ID passes npwg/device-id.ts. The record
  * keeps the device, so DEL asks kubelet nothing.
  *
- * DRA (resource.k8s.io/v1): a pod with ResourceClaims also gets the network devices its claims
- * were allocated (k8s/dra-devices.ts), combined with kubelet's and sorted, as Multus combines them.
+ * DRA (resource.k8s.io/v1): a pod with ResourceClaims also gets the network devices its claims were
+ * allocated (dra/claim-devices.ts), combined with kubelet's and sorted, as Multus combines them.
  */
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
 import { showValue } from "../cni/json";
 import { withKeysFold } from "../cni/keys";
 import type { PlexusConf } from "../config/plugin-conf";
-import { podHasClaims, RESOURCE_NAME_ATTRIBUTE, requestedExtendedResources } from "../k8s/dra";
+import { RESOURCE_NAME_ATTRIBUTE } from "../cluster/dra-objects";
+import { podHasClaims, requestedExtendedResources } from "../dra/pod-claims";
 import {
   type ClaimDevice,
   type DraReader,
   type PodClaimDevices,
   podClaimDevices,
-} from "../k8s/dra-devices";
+} from "../dra/claim-devices";
 import type { Logger } from "../log/logger";
 import {
   cniDeviceInfoPath,
@@ -59,7 +60,7 @@ export interface AssignContext {
   ref: PodRef;
   containerId: string;
   conf: Pick<PlexusConf, "deviceInfoDir">;
-  /** Wired by the caller (daemon/pod-devices-lookup.ts: the daemon, else kubelet's socket). */
+  /** Wired by the caller (connect/pod-devices-lookup.ts: the daemon, else kubelet's socket). */
   lookup?: PodDevicesLookup | undefined;
   /** DRA: the pod as read (its claims), and what reads its ResourceClaims and ResourceSlices. */
   pod?: Pod | undefined;

@@ -12,7 +12,7 @@ import type { CniRequest } from "../cni/env";
 import { asCniError, type CniError } from "../cni/errors";
 import { toResult } from "../cni/result/convert";
 import type { PlexusConf } from "../config/plugin-conf";
-import type { KubeApi, PodEvent } from "../k8s/kube-api";
+import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
 import { buildNetworkStatusAnnotation, checkAnnotationBudget } from "../npwg/status";
 import { NETWORK_STATUS_ANNOTATION, type NetworkStatus, type Pod } from "../npwg/types";

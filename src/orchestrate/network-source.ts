@@ -5,7 +5,7 @@
  */
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import type { NetworkSource } from "../npwg/default-network";
 import type { ConfFile } from "../npwg/nad";
 import { readSharedFile } from "../store/shared-file";

@@ -10,7 +10,7 @@ import { podFromArgs, type PodRef } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import type { Logger } from "../log/logger";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveDefaultNetworks, type ResolvedNetwork } from "../npwg/default-network";

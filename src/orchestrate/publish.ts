@@ -8,7 +8,7 @@ import type { CniError } from "../cni/errors";
 import { asCniError } from "../cni/errors";
 import { toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
-import type { KubeApi } from "../k8s/kube-api";
+import type { KubeApi } from "../cluster/kube-api";
 import type { Logger } from "../log/logger";
 import {
   buildNetworkStatus,

@@ -1,11 +1,11 @@
 /**
- * An in-memory {@link KubeApi} for unit tests (the seam src/k8s/kube-api.ts defines): pods and NADs in maps,
- * every call recorded in order, per-method failures to inject. The integration tier runs the real
- * REST client against the fake API server instead; this one lets the planner and the status
- * publisher be tested without processes or sockets.
+ * An in-memory {@link KubeApi} for unit tests (the seam src/cluster/kube-api.ts defines): pods and
+ * NADs in maps, every call recorded in order, per-method failures to inject. The integration tier
+ * runs the real REST client against the fake API server instead; this one lets the planner and the
+ * status publisher be tested without processes or sockets.
  */
 import { CniError, Code } from "../../src/cni/errors";
-import type { KubeApi, PodEvent } from "../../src/k8s/kube-api";
+import type { KubeApi, PodEvent } from "../../src/cluster/kube-api";
 import type { Nad, Pod } from "../../src/npwg/types";
 
 type PodRef = { namespace: string; name: string; uid?: string };

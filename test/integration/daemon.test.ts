@@ -29,8 +29,8 @@ import {
   type RunningDaemon,
   startDaemon,
 } from "../../src/daemon/main";
-import { kubeFactory } from "../../src/daemon/kube-factory";
-import type { KubeApi } from "../../src/k8s/kube-api";
+import { kubeFactory } from "../../src/connect/kube-factory";
+import type { KubeApi } from "../../src/cluster/kube-api";
 import { silentLogger } from "../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import { recordingLogger } from "../unit/install/recording-logger";

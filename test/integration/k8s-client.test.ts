@@ -1,7 +1,7 @@
 /**
- * The API-server KubeApi (src/k8s/rest-kube.ts; client-node only for credential plugins) against
- * the fake API server over HTTPS: config loading (M1, B15, B50), name validation (B20), every API
- * failure of docs/conformance.md B34–B43, the UID precondition (M8) and events (M9).
+ * The API-server KubeApi (src/kubeapi/rest-kube.ts; client-node only for credential plugins)
+ * against the fake API server over HTTPS: config loading (M1, B15, B50), name validation (B20),
+ * every API failure of docs/conformance.md B34–B43, the UID precondition (M8) and events (M9).
  * Short timeouts (200 ms per request) keep each fault test well under a second.
  */
 import { spawn } from "node:child_process";
@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { Code } from "../../src/cni/errors";
-import type { KubeClientOptions as ClientNodeOptions } from "../../src/k8s/rest-kube";
-import { hasKubernetesConfig, loadKubeApi } from "../../src/k8s/index";
-import type { KubeApi } from "../../src/k8s/kube-api";
+import type { KubeClientOptions as ClientNodeOptions } from "../../src/kubeapi/rest-kube";
+import { hasKubernetesConfig, loadKubeApi } from "../../src/kubeapi/index";
+import type { KubeApi } from "../../src/cluster/kube-api";
 import { SERVICE_ACCOUNT_DIR } from "../../src/config/defaults";
-import { loadKubeSource } from "../../src/k8s/kubeconfig";
+import { loadKubeSource } from "../../src/kubeapi/kubeconfig";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";
 import {
   clientCertFiles,
@@ -45,7 +45,8 @@ afterEach(async () => {
 
 /**
  * Where the client runs: in this Node process (node:https), or in a Bun process as the executable
- * builds it for a CNI call (Bun's fetch, test/support/bun-kube.ts). The transport's suites run on both.
+ * builds it for a CNI call (Bun's fetch, test/support/bun-kube.ts). The transport's suites run on
+ * both.
  */
 type Runtime = "node" | "bun";
 let runtime: Runtime = "node";

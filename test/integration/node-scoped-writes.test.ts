@@ -1,9 +1,9 @@
 /**
  * Node-scoped writes (docs/node-scoped-writes.md) at the boundary: a token issued for node A, as
  * the DaemonSet's pod-bound projected token is, against the fake API server enforcing the shipped
- * admission policies (test/support/fake-admission.ts). Plexus's own client (src/k8s), dist/plexus
- * and a plain HTTPS request (what someone holding the stolen token would send) each try what the
- * policy must refuse; Plexus's own ADD, DEL and daemon flows on node A must pass.
+ * admission policies (test/support/fake-admission.ts). Plexus's own client (src/kubeapi),
+ * dist/plexus and a plain HTTPS request (what someone holding the stolen token would send) each try
+ * what the policy must refuse; Plexus's own ADD, DEL and daemon flows on node A must pass.
  *
  * Every case runs twice: with the policy, and on a cluster without it (`admission: false`), where
  * the same writes go through. That second run is what shows each refusal is the policy's.
@@ -14,8 +14,8 @@ import { request } from "node:https";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { isCniError } from "../../src/cni/errors";
-import { loadKubeApi } from "../../src/k8s/index";
-import type { RestKube } from "../../src/k8s/rest-kube";
+import { loadKubeApi } from "../../src/kubeapi/index";
+import type { RestKube } from "../../src/kubeapi/rest-kube";
 import { doctor } from "../../src/ops/doctor";
 import {
   DEPLOY_DIR,

@@ -3,9 +3,9 @@
  * it for a CNI call (`shortLived`: Bun's fetch), driven by JSON lines on stdin, one answer line per
  * request on stdout. Lets the client's fault tests run on the transport that ships.
  */
-import { loadKubeApi } from "../../src/k8s/index";
-import type { KubeApi } from "../../src/k8s/kube-api";
-import type { KubeClientOptions } from "../../src/k8s/rest-kube";
+import { loadKubeApi } from "../../src/kubeapi/index";
+import type { KubeApi } from "../../src/cluster/kube-api";
+import type { KubeClientOptions } from "../../src/kubeapi/rest-kube";
 
 interface Ask {
   id: number;

@@ -8,8 +8,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { KubeApi } from "../../src/k8s/kube-api";
-import type { KubeClientOptions } from "../../src/k8s/rest-kube";
+import type { KubeApi } from "../../src/cluster/kube-api";
+import type { KubeClientOptions } from "../../src/kubeapi/rest-kube";
 // @ts-expect-error: a plain .mjs module without types
 import { bunPath } from "../../scripts/bun-path.mjs";
 

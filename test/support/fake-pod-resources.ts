@@ -3,11 +3,11 @@
  * `v1.PodResourcesLister` List and Get from a table of pods, with switchable failures
  * (UNIMPLEMENTED Get, an error, a hang) and a count of the calls it got. Its messages go through
  * protobufjs from kubelet's api.proto field numbers, independent of Plexus's own hand-written
- * codec (src/k8s/pod-resources-wire.ts), which they so test.
+ * codec (src/kubelet/pod-resources-wire.ts), which they so test.
  */
 import * as grpc from "@grpc/grpc-js";
 import * as protobuf from "protobufjs/light";
-import { PodResourcesPaths, type PodResources } from "../../src/k8s/pod-resources";
+import { PodResourcesPaths, type PodResources } from "../../src/kubelet/pod-resources";
 
 const str = (id: number) => ({ type: "string", id });
 const many = (type: string, id: number) => ({ rule: "repeated", type, id });

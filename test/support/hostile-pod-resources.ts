@@ -6,7 +6,7 @@
  * the client takes them (drain), so this server's own memory stays flat.
  */
 import * as net from "node:net";
-import { encodeHeaders } from "../../src/k8s/hpack";
+import { encodeHeaders } from "../../src/kubelet/hpack";
 
 export type Hostility =
   | "ping-flood"

@@ -4,7 +4,7 @@
  * or plain strings; table size updates), chosen per field by the caller, with its own copy of
  * the dynamic table. The client's decoder must read back whatever it writes.
  */
-import { huffmanCodes } from "../../src/k8s/hpack";
+import { huffmanCodes } from "../../src/kubelet/hpack";
 
 export type Representation = "indexed" | "incremental" | "without" | "never";
 

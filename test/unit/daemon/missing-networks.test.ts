@@ -1,7 +1,7 @@
 /** The daemon's NetworksMissing detector (issue 14) over pods as the watch cache keeps them, with a fake clock. */
 import { describe, expect, it } from "vitest";
 import { MissingNetworksDetector, missingNetworks } from "../../../src/daemon/missing-networks";
-import type { PodEvent } from "../../../src/k8s/kube-api";
+import type { PodEvent } from "../../../src/cluster/kube-api";
 import { silentLogger } from "../../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../../../src/npwg/types";
 

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readCredentials, renderKubeconfig, syncFile } from "../../../src/install/kubeconfig";
-import { loadKubeconfigFile } from "../../../src/k8s/kubeconfig";
+import { loadKubeconfigFile } from "../../../src/kubeapi/kubeconfig";
 
 let dir: string;
 beforeEach(() => {

@@ -3,10 +3,11 @@
  * against the Kubernetes OpenAPI schemas (kubernetes-models' JSON-schema validators): the default
  * kustomization (service account, RBAC, DaemonSet; never the CRD, so `kubectl delete -k deploy/`
  * keeps every NAD), the CRD's own kustomization against N3.1, the RBAC against exactly the calls
- * Plexus makes (the methods of src/k8s/kube-api.ts KubeApi, and the list+watch of each informer
- * src/k8s/watch-cache.ts WatchCaches builds, read from the source), the DaemonSet against what the
- * installer and the daemon need (no config removal on SIGTERM, metrics on a non-loopback address),
- * the PodMonitor example against the DaemonSet, and the uninstall patch applied to the DaemonSet.
+ * Plexus makes (the methods of src/cluster/kube-api.ts KubeApi, and the list+watch of each informer
+ * src/watch/watch-cache.ts WatchCaches builds, read from the source), the DaemonSet against what
+ * the installer and the daemon need (no config removal on SIGTERM, metrics on a non-loopback
+ * address), the PodMonitor example against the DaemonSet, and the uninstall patch applied to the
+ * DaemonSet.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -172,7 +173,7 @@ describe("deploy/ manifests", () => {
     // The KubeApi interface's methods, read from the source: a new method fails here until mapped.
     const src = ts.createSourceFile(
       "kube-api.ts",
-      readFileSync(join(REPO_ROOT, "src/k8s/kube-api.ts"), "utf8"),
+      readFileSync(join(REPO_ROOT, "src/cluster/kube-api.ts"), "utf8"),
       ts.ScriptTarget.Latest,
     );
     const methods: string[] = [];
@@ -510,22 +511,23 @@ describe("deploy/ manifests", () => {
 
 /**
  * Each `new Informer({ kind, path: watchPath, list: listOf(listPath, …), … })` in
- * src/k8s/watch-cache.ts, with its paths evaluated from the string constants they are built of
- * (there and in rest-kube.ts) and turned into RBAC's `group/resource`.
+ * src/watch/watch-cache.ts, with its paths evaluated from the string constants they are built of
+ * (there and in src/kubeapi and src/cluster) and turned into RBAC's `group/resource`.
  */
 function daemonInformers(): Array<{ kind: string; list: string; watch: string }> {
   const parse = (file: string) =>
     ts.createSourceFile(
       file,
-      readFileSync(join(REPO_ROOT, "src/k8s", file), "utf8"),
+      readFileSync(join(REPO_ROOT, "src", file), "utf8"),
       ts.ScriptTarget.Latest,
       true,
     );
   const files = [
-    parse("watch-cache.ts"),
-    parse("dra-watch.ts"),
-    parse("rest-kube.ts"),
-    parse("dra.ts"),
+    parse("watch/watch-cache.ts"),
+    parse("watch/dra-watch.ts"),
+    parse("kubeapi/rest-kube.ts"),
+    parse("cluster/objects.ts"),
+    parse("cluster/dra-objects.ts"),
   ];
   const consts = new Map<string, ts.Expression>();
   const collect = (n: ts.Node) => {

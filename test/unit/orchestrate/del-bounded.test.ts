@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CniRequest } from "../../../src/cni/env";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import type { ExecRequest } from "../../../src/invoke/plugin-exec";
-import { FileCluster } from "../../../src/k8s/file-cluster";
+import { FileCluster } from "../../../src/cluster/file-cluster";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";

@@ -20,7 +20,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import type { CniError } from "../../../src/cni/errors";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
-import { FileCluster } from "../../../src/k8s/file-cluster";
+import { FileCluster } from "../../../src/cluster/file-cluster";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";

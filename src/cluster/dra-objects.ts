@@ -1,0 +1,255 @@
+/**
+ * Dynamic Resource Allocation (resource.k8s.io/v1) as Plexus reads it (M10): the few fields of a
+ * pod, a ResourceClaim and a ResourceSlice that tell which device a network's delegate gets.
+ * Every reader of cluster data (the API client, the daemon's caches, the manifest directory) keeps
+ * these trimmed shapes, so a cached claim or slice costs a few hundred bytes, not its whole object.
+ *
+ * A network device driver publishes, per device of its ResourceSlice, the attributes
+ * `k8s.cni.cncf.io/deviceID` (what the delegate gets as `deviceID`) and
+ * `k8s.cni.cncf.io/resourceName` (what a NAD's `k8s.v1.cni.cncf.io/resourceName` names), the
+ * contract Multus's DRA client reads. Attribute values are typed: `{ "string": "0000:07:00.1" }`.
+ */
+import { isPlainObject } from "../cni/json";
+import type { PodClaimSpec, PodClaimStatus } from "../npwg/types";
+
+export const DRA_GROUP = "resource.k8s.io";
+export const DRA_VERSION = "v1";
+export const DEVICE_ID_ATTRIBUTE = "k8s.cni.cncf.io/deviceID";
+export const RESOURCE_NAME_ATTRIBUTE = "k8s.cni.cncf.io/resourceName";
+const KEPT_ATTRIBUTES = [DEVICE_ID_ATTRIBUTE, RESOURCE_NAME_ATTRIBUTE] as const;
+/** The two slice attributes Plexus reads. */
+export type KeptAttribute = (typeof KEPT_ATTRIBUTES)[number];
+
+/** One device of a claim's allocation (`status.allocation.devices.results[]`), in allocation order. */
+export interface AllocationResult {
+  driver: string;
+  pool: string;
+  device: string;
+  request: string;
+}
+
+/** A pod the claim is reserved for (`status.reservedFor[]` with resource "pods" of the core group). */
+export interface PodReservation {
+  resource: "pods";
+  name: string;
+  uid: string;
+}
+
+/** The API's bound on `status.reservedFor`. */
+export const RESERVED_FOR_MAX = 256;
+
+export interface ResourceClaim {
+  metadata: { name: string; namespace: string; uid?: string; resourceVersion?: string };
+  /**
+   * `allocation` absent: not allocated (yet). `reservedFor`: the pods that may use it; while a pod
+   * is there the API server refuses to change or clear the allocation (the daemon's cache relies
+   * on that, watch/claim-cache.ts).
+   */
+  status?: {
+    allocation?: { devices: { results: AllocationResult[] }; nodeSelector?: unknown };
+    reservedFor?: PodReservation[];
+  };
+}
+
+export interface SliceDevice {
+  name: string;
+  /** Only the two attributes Plexus reads, values as published (typed objects). */
+  attributes?: Partial<Record<KeptAttribute, unknown>>;
+}
+
+export interface ResourceSlice {
+  metadata: { name: string; resourceVersion?: string };
+  spec: {
+    driver: string;
+    nodeName?: string;
+    pool: { name: string; generation: number };
+    devices: SliceDevice[];
+  };
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** The fields of a ResourceClaim Plexus reads, or undefined for anything else. */
+export function trimResourceClaim(
+  obj: Record<string, unknown>,
+  fallbackNamespace: string,
+): ResourceClaim | undefined {
+  if (obj.kind !== undefined && obj.kind !== "ResourceClaim") return undefined;
+  const m = isPlainObject(obj.metadata) ? obj.metadata : undefined;
+  const name = str(m?.name);
+  if (!m || !name) return undefined;
+  const claim: ResourceClaim = {
+    metadata: {
+      name,
+      namespace: str(m.namespace) ?? fallbackNamespace,
+      ...(str(m.uid) ? { uid: m.uid as string } : {}),
+      ...(str(m.resourceVersion) ? { resourceVersion: m.resourceVersion as string } : {}),
+    },
+  };
+  const status = isPlainObject(obj.status) ? obj.status : undefined;
+  const allocation = isPlainObject(status?.allocation) ? status.allocation : undefined;
+  if (!allocation) return claim;
+  const devices = isPlainObject(allocation.devices) ? allocation.devices : {};
+  const results = arr(devices.results).flatMap((r) => {
+    if (!isPlainObject(r)) return [];
+    const [driver, pool, device] = [str(r.driver), str(r.pool), str(r.device)];
+    return driver && pool && device
+      ? [{ driver, pool, device, request: str(r.request) ?? "" }]
+      : [];
+  });
+  const reservedFor = podReservations(status!.reservedFor);
+  claim.status = {
+    allocation: {
+      devices: { results },
+      ...(allocation.nodeSelector !== undefined ? { nodeSelector: allocation.nodeSelector } : {}),
+    },
+    ...(reservedFor.length ? { reservedFor } : {}),
+  };
+  return claim;
+}
+
+/** The pods of `status.reservedFor` (other consumers are not pods a CNI call is for), bounded as the API bounds it. */
+function podReservations(v: unknown): PodReservation[] {
+  return arr(v)
+    .slice(0, RESERVED_FOR_MAX)
+    .flatMap((r) => {
+      if (
+        !isPlainObject(r) ||
+        r.resource !== "pods" ||
+        (r.apiGroup !== undefined && r.apiGroup !== "")
+      )
+        return [];
+      const [name, uid] = [str(r.name), str(r.uid)];
+      return name && uid ? [{ resource: "pods" as const, name, uid }] : [];
+    });
+}
+
+/** The fields of a ResourceSlice Plexus reads: driver, node, pool, and each device's two attributes. */
+export function trimResourceSlice(obj: Record<string, unknown>): ResourceSlice | undefined {
+  if (obj.kind !== undefined && obj.kind !== "ResourceSlice") return undefined;
+  const m = isPlainObject(obj.metadata) ? obj.metadata : undefined;
+  const spec = isPlainObject(obj.spec) ? obj.spec : undefined;
+  const pool = isPlainObject(spec?.pool) ? spec.pool : undefined;
+  const [name, driver, poolName] = [str(m?.name), str(spec?.driver), str(pool?.name)];
+  if (!m || !spec || !name || !driver || !poolName) return undefined;
+  const devices = arr(spec.devices).flatMap((d): SliceDevice[] => {
+    if (!isPlainObject(d) || !str(d.name)) return [];
+    const attrs = isPlainObject(d.attributes) ? d.attributes : {};
+    const kept = Object.fromEntries(
+      KEPT_ATTRIBUTES.filter((k) => k in attrs).map((k) => [k, attrs[k]]),
+    );
+    return [{ name: d.name as string, ...(Object.keys(kept).length ? { attributes: kept } : {}) }];
+  });
+  return {
+    metadata: {
+      name,
+      ...(str(m.resourceVersion) ? { resourceVersion: m.resourceVersion as string } : {}),
+    },
+    spec: {
+      driver,
+      ...(str(spec.nodeName) ? { nodeName: spec.nodeName as string } : {}),
+      pool: {
+        name: poolName,
+        generation: typeof pool!.generation === "number" ? pool!.generation : 0,
+      },
+      devices,
+    },
+  };
+}
+
+/**
+ * A pod's DRA fields (spec.resourceClaims, status.resourceClaimStatuses and
+ * status.extendedResourceClaimStatus, the containers' extended resources), only when it has
+ * claims: a pod without any keeps its trimmed shape unchanged.
+ */
+export function trimPodClaims(obj: Record<string, unknown>): {
+  spec?: PodClaimSpec;
+  status?: PodClaimStatus;
+} {
+  const spec = isPlainObject(obj.spec) ? obj.spec : {};
+  const status = isPlainObject(obj.status) ? obj.status : {};
+  const resourceClaims = arr(spec.resourceClaims).flatMap((c) => {
+    if (!isPlainObject(c) || !str(c.name)) return [];
+    return [
+      {
+        name: c.name as string,
+        ...(str(c.resourceClaimName) ? { resourceClaimName: c.resourceClaimName as string } : {}),
+        ...(str(c.resourceClaimTemplateName)
+          ? { resourceClaimTemplateName: c.resourceClaimTemplateName as string }
+          : {}),
+      },
+    ];
+  });
+  const statuses = arr(status.resourceClaimStatuses).flatMap((c) =>
+    isPlainObject(c) && str(c.name)
+      ? [
+          {
+            name: c.name as string,
+            ...(str(c.resourceClaimName)
+              ? { resourceClaimName: c.resourceClaimName as string }
+              : {}),
+          },
+        ]
+      : [],
+  );
+  const ext = isPlainObject(status.extendedResourceClaimStatus)
+    ? status.extendedResourceClaimStatus
+    : undefined;
+  const extended =
+    ext && str(ext.resourceClaimName)
+      ? {
+          resourceClaimName: ext.resourceClaimName as string,
+          requestMappings: arr(ext.requestMappings).flatMap((r) =>
+            isPlainObject(r) && str(r.resourceName) && str(r.requestName)
+              ? [
+                  {
+                    containerName: str(r.containerName) ?? "",
+                    resourceName: r.resourceName as string,
+                    requestName: r.requestName as string,
+                  },
+                ]
+              : [],
+          ),
+        }
+      : undefined;
+  if (resourceClaims.length === 0 && statuses.length === 0 && !extended) return {};
+  const containers = (v: unknown) =>
+    arr(v).flatMap((c) =>
+      isPlainObject(c) && str(c.name) ? [{ name: c.name as string, resources: extendedOf(c) }] : [],
+    );
+  return {
+    spec: {
+      ...(resourceClaims.length ? { resourceClaims } : {}),
+      containers: containers(spec.containers),
+      ...(arr(spec.initContainers).length
+        ? { initContainers: containers(spec.initContainers) }
+        : {}),
+    },
+    status: {
+      ...(statuses.length ? { resourceClaimStatuses: statuses } : {}),
+      ...(extended ? { extendedResourceClaimStatus: extended } : {}),
+    },
+  };
+}
+
+/** A container's extended resources: names with a domain (cpu, memory, hugepages-… have none). */
+function extendedOf(c: Record<string, unknown>): {
+  requests?: Record<string, string>;
+  limits?: Record<string, string>;
+} {
+  const r = isPlainObject(c.resources) ? c.resources : {};
+  const pick = (v: unknown) =>
+    isPlainObject(v)
+      ? Object.fromEntries(
+          Object.entries(v)
+            .filter(([k]) => k.includes("/"))
+            .map(([k, q]) => [k, String(q)]),
+        )
+      : {};
+  const [requests, limits] = [pick(r.requests), pick(r.limits)];
+  return {
+    ...(Object.keys(requests).length ? { requests } : {}),
+    ...(Object.keys(limits).length ? { limits } : {}),
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * The seam between orchestration and the Kubernetes API, which unit tests fake (test/fakes/fake-kube.ts).
+ * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
+ * without a cluster; the API server's REST protocol (kubeapi/rest-kube.ts, loaded only on the
+ * paths that need it); the node daemon's caches over its socket (daemon/client.ts).
+ */
+import type { Nad, Pod } from "../npwg/types";
+import type { ResourceClaim, ResourceSlice } from "./dra-objects";
+
+export interface PodEvent {
+  type: "Normal" | "Warning";
+  /** `AddedInterface`, `NoNetworkFound`, … (M9). */
+  reason: string;
+  message: string;
+}
+
+export interface KubeApi {
+  /**
+   * Throws CniError: code 3 when the pod does not exist (B38), 104 for API failures (B34–B41).
+   * `uid`, the runtime's K8S_POD_UID, lets a cache tell a stale entry from the pod asked for.
+   */
+  getPod(namespace: string, name: string, uid?: string): Promise<Pod>;
+  /** `undefined` when the NAD does not exist (404, B28); throws for other failures. */
+  getNad(namespace: string, name: string): Promise<Nad | undefined>;
+  /**
+   * Writes the network-status annotation on the pod's status subresource with a merge patch,
+   * retrying on conflict (B42). `uid`, when given, must still match (M8).
+   */
+  setNetworkStatus(
+    pod: { namespace: string; name: string; uid?: string },
+    statusJson: string,
+  ): Promise<void>;
+  /** Best effort: failures are logged, never fail the ADD (M9). */
+  recordEvent(
+    pod: { namespace: string; name: string; uid?: string },
+    event: PodEvent,
+  ): Promise<void>;
+  /**
+   * M10, DRA: a ResourceClaim of the pod's namespace (`undefined` when it does not exist). Asked
+   * only for a pod with claims whose NADs carry a resourceName (dra/claim-devices.ts); `forPod`,
+   * the pod of that ADD, tells the daemon's cache which copy it may serve (watch/claim-cache.ts).
+   */
+  getResourceClaim?(
+    namespace: string,
+    name: string,
+    forPod?: { uid?: string | undefined },
+  ): Promise<ResourceClaim | undefined>;
+  /** M10, DRA: the ResourceSlices of one driver on one node (cluster-scoped). */
+  listResourceSlices?(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]>;
+  /** Requests made so far (benchmarks: API requests per ADD). */
+  readonly requestCount?: number;
+  /** Releases connections (B36); safe to call more than once. */
+  close?(): Promise<void>;
+}

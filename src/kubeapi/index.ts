@@ -1,0 +1,76 @@
+/**
+ * The API server's client for a CNI call, built only when a pod needs it (VERSION, STATUS and a DEL
+ * served from the record never load any of it, nor @kubernetes/client-node): `kubeconfig`, else the
+ * in-cluster service account (M1), or none. Which Kubernetes a call uses (a manifest directory, the
+ * node's daemon, or this client) is chosen above, in connect/kube-factory.ts.
+ */
+import type { Logger } from "../log/logger";
+import type { KubeClientOptions, RestKube } from "./rest-kube";
+
+export interface KubeConfigKeys {
+  fileClusterDir?: string | undefined;
+  kubeconfig?: string | undefined;
+  /** `plexus daemon`'s socket ("" or absent: thin mode only); see connect/kube-factory.ts. */
+  daemonSocket?: string | undefined;
+  daemonTimeoutMs?: number | undefined;
+}
+
+export interface KubeContext {
+  /** The plugin's environment (in-cluster: KUBERNETES_SERVICE_HOST/PORT). */
+  env?: Readonly<Record<string, string | undefined>> | undefined;
+  log?: Logger | undefined;
+  /** Timeouts, retries, size cap (B34–B42). */
+  client?: KubeClientOptions | undefined;
+  /** Prefix for the service account directory (tests). */
+  inClusterRoot?: string | undefined;
+}
+
+/** M1: a kubeconfig, or the in-cluster environment. Cheap: loads nothing. */
+export function hasKubernetesConfig(
+  conf: KubeConfigKeys,
+  env: Readonly<Record<string, string | undefined>> = {},
+): boolean {
+  return (
+    Boolean(conf.kubeconfig) || Boolean(env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT)
+  );
+}
+
+/**
+ * The API-server client, or undefined without any Kubernetes config: {@link RestKube}, which
+ * needs no @kubernetes/client-node (about 2 MB bundled, ~21 ms to initialise in the executable); that bundle is
+ * loaded only for a kubeconfig whose user runs a credential plugin (exec, auth-provider).
+ * Throws 7 for an unusable kubeconfig (B15), before any request.
+ */
+export async function loadKubeApi(
+  conf: KubeConfigKeys,
+  ctx: KubeContext = {},
+): Promise<RestKube | undefined> {
+  const env = ctx.env ?? {};
+  if (!hasKubernetesConfig(conf, env)) return undefined;
+  // node:https, node:tls and js-yaml load only here: a DEL from the record never pays for them.
+  const [{ loadKubeSource }, { RestKube }] = await Promise.all([
+    import("./kubeconfig"),
+    import("./rest-kube"),
+  ]);
+  let source = await loadKubeSource({
+    kubeconfig: conf.kubeconfig,
+    env,
+    inClusterRoot: ctx.inClusterRoot,
+  });
+  if (!source) return undefined;
+  if (!("plugin" in source) && source.server.startsWith("http:")) {
+    ctx.log?.warn(
+      { credentials: source.credentials, host: new URL(source.server).host },
+      "the API server is plain http: the credentials and every request travel unencrypted",
+    );
+  }
+  if ("plugin" in source) {
+    ctx.log?.debug(
+      { kubeconfig: source.path },
+      "kubeconfig user runs a credential plugin: loading @kubernetes/client-node",
+    );
+    // @kubernetes/client-node is imported dynamically: only such a kubeconfig initialises it.
+    source = await (await import("./client-node-auth")).pluginKubeSource(source);
+  }
+  return new RestKube(source, { ...ctx.client, log: ctx.log });
+}

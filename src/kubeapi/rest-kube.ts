@@ -1,0 +1,703 @@
+/**
+ * {@link KubeApi} over the API server's REST protocol: the four calls the plugin makes (get pod,
+ * get NAD, merge-patch pods/status, create event) on {@link HttpTransport}, with bounded retries.
+ * No @kubernetes/client-node here: its initialisation (~21 ms in the executable) would be paid by every
+ * pod sandbox, and four JSON requests need none of its generated model classes.
+ *
+ * Failures become CniErrors: 3 pod not found (B38, B43), 6 undecodable answer (B40), 7 bad names
+ * (B20), 104 everything else after bounded retries (B34–B37, B41, B42).
+ */
+import { hostname } from "node:os";
+import { CniError, Code, isCniError } from "../cni/errors";
+import { isPlainObject } from "../cni/json";
+import type { Logger } from "../log/logger";
+import { validateDns1123Label } from "../npwg/dns1123";
+import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
+import {
+  type ApiTransport,
+  DecodeError,
+  HttpTransport,
+  RETRYABLE_TRANSPORT,
+  shortLivedTransport,
+  TransportError,
+  type HttpAnswer,
+} from "./http-transport";
+import {
+  DRA_GROUP,
+  DRA_VERSION,
+  type ResourceClaim,
+  type ResourceSlice,
+  trimResourceClaim,
+  trimResourceSlice,
+} from "../cluster/dra-objects";
+import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
+import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import type { KubeSource } from "./kubeconfig";
+import {
+  backoffMs,
+  DEFAULT_RETRY_POLICY,
+  parseRetryAfter,
+  RetriesExhausted,
+  type RetryClock,
+  type RetryPolicy,
+  type RetryVerdict,
+  realClock,
+  withRetry,
+} from "./retry";
+
+export const EVENT_COMPONENT = "plexus";
+
+export interface KubeClientOptions {
+  retry?: Partial<RetryPolicy> | undefined;
+  /** 409 answers to the status write before giving up (B42). Default 5. */
+  conflictRetries?: number | undefined;
+  /** Largest response body accepted (B41). Default 4 MiB (etcd's object limit is 1.5 MiB). */
+  maxResponseBytes?: number | undefined;
+  /** Absolute cap (epoch ms) on every operation, e.g. the ADD's own budget (B35). */
+  deadlineAt?: number | undefined;
+  log?: Logger | undefined;
+  clock?: RetryClock | undefined;
+  /**
+   * A process that makes its few requests and exits (the CNI binary): Bun's fetch where it runs
+   * in Bun (see {@link shortLivedTransport}), whose pooled connection {@link RestKube.close} cannot
+   * release. Never for the daemon.
+   */
+  shortLived?: boolean | undefined;
+  /** Connections kept to the API server at once (default 4). */
+  maxSockets?: number | undefined;
+  /** User-Agent of every request, so audit logs tell the CNI binary from the daemon. */
+  userAgent?: string | undefined;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_CONFLICT_RETRIES = 5;
+
+/** What a metav1.Status says, as far as Plexus reads it. */
+export interface ApiStatus {
+  message?: string;
+  reason?: string;
+  /** `details.causes`: which field a 422 Invalid is about, what a 504 Timeout was (ResourceVersionTooLarge). */
+  causes?: { reason?: string; field?: string; message?: string }[];
+  /**
+   * `details.name`, `details.kind` (the resource, e.g. `pods`), `details.group`: which object a
+   * 404 is about.
+   */
+  details?: { name?: string; kind?: string; group?: string };
+}
+
+/** A non-2xx answer: its code and the metav1.Status it carried, if any. */
+export class ApiStatusError extends Error {
+  override name = "ApiStatusError";
+  readonly code: number;
+  readonly headers: Record<string, string>;
+  readonly status: ApiStatus;
+  /** The body's first bytes, for a message when it is no Status (a plain `404 page not found`). */
+  readonly bodyStart: string;
+  constructor(answer: HttpAnswer) {
+    const status = statusOf(answer.body);
+    super(
+      `HTTP ${answer.status}${status.reason ? ` ${status.reason}` : ""}${status.message ? `: ${status.message}` : ""}`,
+    );
+    this.code = answer.status;
+    this.headers = answer.headers;
+    this.status = status;
+    this.bodyStart = answer.body.subarray(0, 80).toString("utf8").trim();
+  }
+}
+
+function statusOf(body: Buffer): ApiStatus {
+  try {
+    const b = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+    if (typeof b !== "object" || b === null) return {};
+    const details = b.details as Record<string, unknown> | undefined;
+    const causes = Array.isArray(details?.causes)
+      ? details.causes.filter(
+          (c): c is NonNullable<ApiStatus["causes"]>[number] => typeof c === "object" && c !== null,
+        )
+      : [];
+    return {
+      ...(typeof b.message === "string" ? { message: b.message } : {}),
+      ...(typeof b.reason === "string" ? { reason: b.reason } : {}),
+      ...(causes.length ? { causes } : {}),
+      ...(isPlainObject(details) ? { details: namedDetails(details) } : {}),
+    };
+  } catch {
+    return {};
+  }
+}
+
+function namedDetails(d: Record<string, unknown>): NonNullable<ApiStatus["details"]> {
+  const out: NonNullable<ApiStatus["details"]> = {};
+  for (const k of ["name", "kind", "group"] as const) if (typeof d[k] === "string") out[k] = d[k];
+  return out;
+}
+
+/** The API server's answer behind an error (followed through CniError and RetriesExhausted causes). */
+export function apiStatusIn(err: unknown): ApiStatusError | undefined {
+  for (let e = err, depth = 0; e && depth < 8; depth++) {
+    if (e instanceof ApiStatusError) return e;
+    e = e instanceof RetriesExhausted ? e.lastError : (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** One API resource, as a request path and a 404's Status name it (`group` "": the core group). */
+export interface ApiResource {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export const POD_RESOURCE: ApiResource = { group: "", version: "v1", plural: "pods" };
+export const NAD_RESOURCE: ApiResource = {
+  group: NAD_GROUP,
+  version: NAD_VERSION,
+  plural: NAD_PLURAL,
+};
+export const CLAIM_RESOURCE: ApiResource = {
+  group: DRA_GROUP,
+  version: DRA_VERSION,
+  plural: "resourceclaims",
+};
+export const SLICE_RESOURCE: ApiResource = {
+  group: DRA_GROUP,
+  version: DRA_VERSION,
+  plural: "resourceslices",
+};
+
+export type NotFound = "missing" | "not-served";
+
+/**
+ * What a 404 means, read as kube-apiserver writes it: a missing object is a NotFound Status whose
+ * `details` name it (its name, its resource as `kind`, its `group`); a group, version or resource
+ * the server does not serve (a CRD not installed, an API not enabled) falls through its handler
+ * chain to Go's `http.NotFound`, the plain text `404 page not found`, with no Status at all. So a
+ * 404 is "missing" only when its Status names the object asked for; any other 404 (a list has no
+ * name) is "not-served". Undefined: not a 404. The one classifier of every read (pods, NADs,
+ * claims, slices).
+ */
+export function notFoundIn(err: unknown, api: ApiResource, name?: string): NotFound | undefined {
+  const s = apiStatusIn(err);
+  if (s?.code !== 404) return undefined;
+  const d = s.status.details;
+  const namesIt =
+    name !== undefined &&
+    s.status.reason === "NotFound" &&
+    d?.name === name &&
+    d.kind === api.plural &&
+    (d.group ?? "") === api.group;
+  return namesIt ? "missing" : "not-served";
+}
+
+/** What the operator can do when a resource is not served, by API group. */
+const NOT_SERVED_HINT: Record<string, string> = {
+  "": "is the kubeconfig's server URL the API server itself, without a path of a proxy in front?",
+  [NAD_GROUP]: `is the NetworkAttachmentDefinition CRD (${NAD_PLURAL}.${NAD_GROUP}) installed?`,
+  [DRA_GROUP]: "Dynamic Resource Allocation is not enabled on the cluster",
+};
+
+/** Code 104 for a resource the API server does not serve, naming its API and what to check. */
+export interface NotServed {
+  what: string;
+  server: string;
+  resource: ApiResource;
+  err: unknown;
+}
+
+export function notServedError(o: NotServed): CniError {
+  const { group, version, plural } = o.resource;
+  const api = group ? `${group}/${version}` : version;
+  const s = apiStatusIn(o.err);
+  const answer = s?.status.message ?? s?.bodyStart ?? "";
+  const said = `HTTP 404${answer ? ` ${JSON.stringify(answer)}` : ""}`;
+  const hint = NOT_SERVED_HINT[group] ?? "is that API installed?";
+  const served = `the API server ${o.server} does not serve ${plural} of API ${api}`;
+  return new CniError(
+    Code.ApiFailure,
+    `${o.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
+    undefined,
+    { cause: o.err },
+  );
+}
+
+/** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
+export function isUidChangeRefused(err: unknown): err is ApiStatusError {
+  return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
+}
+
+/** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
+const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export function validatePodName(value: string, what: string): string {
+  if (value.length > 253 || !SUBDOMAIN.test(value)) {
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what} ${JSON.stringify(value.slice(0, 80))} is not a valid pod name (DNS-1123 subdomain)`,
+    );
+  }
+  return value;
+}
+
+/** Transport failures before the request could reach the server. */
+const NEVER_SENT: ReadonlySet<TransportError["kind"]> = new Set(["refused", "dns"]);
+
+export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
+  return err instanceof ApiStatusError && err.code === code;
+}
+
+/**
+ * B34, B35, B36: what is worth another attempt. A request that is not idempotent (an event's
+ * create) is repeated only when it surely never reached the server (refused, no such host) or the
+ * server said it did nothing (429): after a reset, a timeout or a 5xx it may have been applied.
+ */
+export function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): RetryVerdict {
+  if (err instanceof TransportError) {
+    const retry = idempotent ? RETRYABLE_TRANSPORT.has(err.kind) : NEVER_SENT.has(err.kind);
+    return { retry };
+  }
+  if (err instanceof ApiStatusError && !idempotent) {
+    return err.code === 429
+      ? { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) }
+      : { retry: false };
+  }
+  // The watch cache waited for a resourceVersion it has not seen: the caller lists at "" instead (client-go's reflector).
+  if (
+    err instanceof ApiStatusError &&
+    (err.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge")
+  )
+    return { retry: false };
+  if (err instanceof ApiStatusError) {
+    if (
+      err.code === 429 ||
+      err.code === 500 ||
+      err.code === 502 ||
+      err.code === 503 ||
+      err.code === 504
+    ) {
+      return { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) };
+    }
+  }
+  return { retry: false };
+}
+
+/** One object's read, for {@link RestKube}'s 404 handling. */
+interface ObjectRead {
+  resource: ApiResource;
+  name: string;
+  what: string;
+}
+
+export class RestKube implements KubeApi {
+  private readonly http: ApiTransport;
+  private readonly policy: RetryPolicy;
+  private readonly conflictRetries: number;
+  private readonly clock: RetryClock;
+  /** Where the server and credentials came from (the daemon's watches use the same). */
+  readonly source: KubeSource;
+  private readonly opts: KubeClientOptions;
+  private readonly base: URL;
+
+  constructor(source: KubeSource, opts: KubeClientOptions = {}) {
+    this.source = source;
+    this.opts = opts;
+    this.base = new URL(source.server);
+    const transport = {
+      tls: source.tls,
+      maxBytes: opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      maxSockets: opts.maxSockets,
+    };
+    this.http = opts.shortLived ? shortLivedTransport(transport) : new HttpTransport(transport);
+    this.policy = { ...DEFAULT_RETRY_POLICY, ...opts.retry };
+    this.conflictRetries = opts.conflictRetries ?? DEFAULT_CONFLICT_RETRIES;
+    this.clock = opts.clock ?? realClock;
+  }
+
+  get requestCount(): number {
+    return this.http.sent;
+  }
+
+  async getPod(namespace: string, name: string): Promise<Pod> {
+    validateDns1123Label(namespace, "pod namespace");
+    validatePodName(name, "pod name");
+    const what = `get pod ${namespace}/${name}`;
+    let obj: Record<string, unknown>;
+    try {
+      obj = await this.call("GET", `/api/v1/namespaces/${namespace}/pods/${name}`);
+    } catch (err) {
+      if (this.isMissing(err, { resource: POD_RESOURCE, name, what }))
+        throw new CniError(
+          Code.UnknownContainer,
+          `${what}: the pod does not exist (HTTP 404 from ${this.source.server})`,
+        );
+      throw this.toCniError(err, what);
+    }
+    const pod = obj.apiVersion === "v1" ? trimPod(obj, namespace) : undefined;
+    if (!pod || obj.kind !== "Pod") {
+      throw new CniError(
+        Code.Decoding,
+        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} (apiVersion ${JSON.stringify(obj.apiVersion ?? null)}) instead of a v1 Pod`,
+      );
+    }
+    return pod;
+  }
+
+  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
+    validateDns1123Label(namespace, "NetworkAttachmentDefinition namespace");
+    validateDns1123Label(name, "NetworkAttachmentDefinition name");
+    const what = `get NetworkAttachmentDefinition ${namespace}/${name}`;
+    let obj: Record<string, unknown>;
+    try {
+      obj = await this.call(
+        "GET",
+        `/apis/${NAD_GROUP}/${NAD_VERSION}/namespaces/${namespace}/${NAD_PLURAL}/${name}`,
+      );
+    } catch (err) {
+      if (this.isMissing(err, { resource: NAD_RESOURCE, name, what })) return undefined;
+      throw this.toCniError(err, what);
+    }
+    const nad = obj.kind === "NetworkAttachmentDefinition" ? trimNad(obj, namespace) : undefined;
+    if (!nad)
+      throw new CniError(
+        Code.Decoding,
+        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a NetworkAttachmentDefinition`,
+      );
+    return nad;
+  }
+
+  /** M10, DRA: GET one ResourceClaim (an ADD asks only for a pod with claims and a device network). */
+  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
+    validateDns1123Label(namespace, "ResourceClaim namespace");
+    validatePodName(name, "ResourceClaim name");
+    const what = `get ResourceClaim ${namespace}/${name}`;
+    let obj: Record<string, unknown>;
+    try {
+      obj = await this.call(
+        "GET",
+        `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${namespace}/resourceclaims/${name}`,
+      );
+    } catch (err) {
+      if (this.isMissing(err, { resource: CLAIM_RESOURCE, name, what })) return undefined;
+      throw this.toCniError(err, what);
+    }
+    const claim = obj.kind === "ResourceClaim" ? trimResourceClaim(obj, namespace) : undefined;
+    if (!claim)
+      throw new CniError(
+        Code.Decoding,
+        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a ResourceClaim`,
+      );
+    return claim;
+  }
+
+  /** M10, DRA: LIST the ResourceSlices of one driver on one node (server-side field selectors). */
+  async listResourceSlices(query: {
+    nodeName?: string | undefined;
+    driver: string;
+  }): Promise<ResourceSlice[]> {
+    const fieldSelector = [
+      ...(query.nodeName ? [`spec.nodeName=${query.nodeName}`] : []),
+      `spec.driver=${query.driver}`,
+    ].join(",");
+    const path = `/apis/${DRA_GROUP}/${DRA_VERSION}/resourceslices`;
+    const l = await this.list(path, { fieldSelector }).catch((err: unknown) => {
+      if (notFoundIn(err, SLICE_RESOURCE) !== "not-served") throw err;
+      const what = `list ResourceSlices (${fieldSelector})`;
+      throw notServedError({ what, server: this.source.server, resource: SLICE_RESOURCE, err });
+    });
+    if (l.kind !== "ResourceSliceList" || !Array.isArray(l.items))
+      throw new CniError(
+        Code.Decoding,
+        `list ResourceSlices (${fieldSelector}): the API server answered with kind ${JSON.stringify(l.kind ?? null)} instead of a ResourceSliceList`,
+      );
+    // An item without `kind` (as list items come) is taken as a ResourceSlice by the trim.
+    return l.items.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
+  }
+
+  /**
+   * N5, M6: a JSON merge patch of the annotation on `pods/{name}/status`. With `uid` the patch
+   * carries `metadata.uid`. PATCH sets no storage precondition, but the UID is immutable: a pod
+   * recreated under the same name (another UID) refuses the patch with 422 Invalid on
+   * `metadata.uid`, so the old sandbox's status never lands on the new pod (M8) — code 3.
+   *
+   * B42: a merge patch without resourceVersion is retried inside kube-apiserver (GuaranteedUpdate)
+   * and never answers 409; a 409 comes only from something between (an aggregator, a webhook, a
+   * server that is not kube-apiserver). It is retried up to `conflictRetries` times, the UID
+   * re-checked each time, then fails with 104 (the ADD tears down).
+   * B43: 404 (the pod was deleted during the ADD) fails with 3, unlike Multus, which tolerates it
+   * (k8snetworkplumbingwg/multus-cni#1407): the sandbox is going away, so tearing the ADD down
+   * costs nothing, while reporting success would leave a status-less attachment behind if the
+   * "deleted" pod was in fact a stale cache or a recreated one.
+   */
+  async setNetworkStatus(
+    pod: { namespace: string; name: string; uid?: string },
+    statusJson: string,
+  ): Promise<void> {
+    validateDns1123Label(pod.namespace, "pod namespace");
+    validatePodName(pod.name, "pod name");
+    const what = `write network-status of pod ${pod.namespace}/${pod.name}`;
+    const body = JSON.stringify({
+      metadata: {
+        ...(pod.uid ? { uid: pod.uid } : {}),
+        annotations: { [NETWORK_STATUS_ANNOTATION]: statusJson },
+      },
+    });
+    const deadlineAt = this.operationDeadline();
+    for (let conflicts = 0; ; ) {
+      try {
+        await this.call("PATCH", `/api/v1/namespaces/${pod.namespace}/pods/${pod.name}/status`, {
+          body,
+          contentType: "application/merge-patch+json",
+          deadlineAt,
+        });
+        return;
+      } catch (err) {
+        if (this.isMissing(err, { resource: POD_RESOURCE, name: pod.name, what }))
+          throw new CniError(
+            Code.UnknownContainer,
+            `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`,
+          );
+        if (isUidChangeRefused(err)) {
+          throw new CniError(
+            Code.UnknownContainer,
+            `${what}: the pod was deleted and recreated: the API server refused the runtime's K8S_POD_UID ${pod.uid} as a change of the pod's UID (HTTP 422 Invalid: ${err.status.message ?? "metadata.uid is immutable"})`,
+          );
+        }
+        if (!isApiStatus(err, 409)) throw this.toCniError(err, what);
+        conflicts++;
+        await this.afterConflict({ pod, what, conflicts, err, deadlineAt });
+      }
+    }
+  }
+
+  /** One 409 on the status write: the UID re-checked, then a backoff, or 104 when out of attempts or time. */
+  private async afterConflict(o: {
+    pod: { namespace: string; name: string; uid?: string };
+    what: string;
+    conflicts: number;
+    err: ApiStatusError;
+    deadlineAt: number;
+  }): Promise<void> {
+    const { pod, what, conflicts } = o;
+    if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
+    if (conflicts > this.conflictRetries) {
+      throw new CniError(
+        Code.ApiFailure,
+        `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${o.err.status.message ?? "conflict"})`,
+      );
+    }
+    const delay = backoffMs(conflicts, this.policy, this.clock.random);
+    if (this.clock.now() + delay >= o.deadlineAt)
+      throw new CniError(
+        Code.ApiFailure,
+        `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`,
+      );
+    this.opts.log?.debug({ conflicts, delay }, "network-status write conflicted; retrying");
+    await this.clock.sleep(delay);
+  }
+
+  private async checkUid(
+    pod: { namespace: string; name: string; uid: string },
+    what: string,
+  ): Promise<void> {
+    const current = await this.getPod(pod.namespace, pod.name).catch((err: unknown) => {
+      if (isCniError(err) && err.code === Code.UnknownContainer)
+        throw new CniError(
+          Code.UnknownContainer,
+          `${what}: the pod no longer exists (deleted during ADD)`,
+        );
+      throw err;
+    });
+    if (current.metadata.uid && current.metadata.uid !== pod.uid) {
+      throw new CniError(
+        Code.UnknownContainer,
+        `${what}: UID mismatch: the runtime's K8S_POD_UID is ${pod.uid} but the API has ${current.metadata.uid} (the pod was deleted and recreated)`,
+      );
+    }
+  }
+
+  /**
+   * M9: a core/v1 Event on the pod. Best effort, the caller logs failures. A create is not
+   * idempotent: a second attempt after a 5xx, a reset or a timeout could record the event twice,
+   * so it follows only a refused connection or a 429 (see {@link classifyForRetry}).
+   */
+  async recordEvent(
+    pod: { namespace: string; name: string; uid?: string },
+    event: PodEvent,
+  ): Promise<void> {
+    validateDns1123Label(pod.namespace, "pod namespace");
+    validatePodName(pod.name, "pod name");
+    const now = new Date().toISOString();
+    const host = hostname();
+    const body = {
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { generateName: `${pod.name}.`, namespace: pod.namespace },
+      involvedObject: {
+        apiVersion: "v1",
+        kind: "Pod",
+        name: pod.name,
+        namespace: pod.namespace,
+        ...(pod.uid ? { uid: pod.uid } : {}),
+      },
+      reason: event.reason,
+      message: event.message,
+      type: event.type,
+      source: { component: EVENT_COMPONENT, host },
+      reportingComponent: EVENT_COMPONENT,
+      reportingInstance: host,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+    try {
+      await this.call("POST", `/api/v1/namespaces/${pod.namespace}/events`, {
+        body: JSON.stringify(body),
+        contentType: "application/json",
+        maxAttempts: 2,
+        idempotent: false,
+      });
+    } catch (err) {
+      throw this.toCniError(
+        err,
+        `record event ${event.reason} on pod ${pod.namespace}/${pod.name}`,
+      );
+    }
+  }
+
+  /** GET a list (the daemon's informers), with the same retries; `query` is URL-encoded here. */
+  async list(path: string, query: Record<string, string> = {}): Promise<Record<string, unknown>> {
+    const qs = new URLSearchParams(query).toString();
+    try {
+      return await this.call("GET", qs ? `${path}?${qs}` : path);
+    } catch (err) {
+      throw this.toCniError(err, `list ${path}`);
+    }
+  }
+
+  /** Destroys the keep-alive sockets (B36). */
+  async close(): Promise<void> {
+    this.http.close();
+  }
+
+  /** A 404 naming the object: true; a resource not served: 104 thrown; anything else: false. */
+  private isMissing(err: unknown, o: ObjectRead): boolean {
+    const verdict = notFoundIn(err, o.resource, o.name);
+    if (verdict === "not-served")
+      throw notServedError({ what: o.what, server: this.source.server, resource: o.resource, err });
+    return verdict === "missing";
+  }
+
+  private operationDeadline(): number {
+    return Math.min(
+      this.clock.now() + this.policy.totalTimeoutMs,
+      this.opts.deadlineAt ?? Number.POSITIVE_INFINITY,
+    );
+  }
+
+  /** One API call with the retry policy; each attempt gets its own deadline as an AbortSignal. */
+  private call(
+    method: string,
+    path: string,
+    o: {
+      body?: string;
+      contentType?: string;
+      deadlineAt?: number;
+      maxAttempts?: number;
+      idempotent?: boolean;
+    } = {},
+  ): Promise<Record<string, unknown>> {
+    const url = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
+    return withRetry(
+      async (timeoutMs) => {
+        const ac = new AbortController();
+        const timer = setTimeout(() => ac.abort(), timeoutMs);
+        try {
+          const headers = {
+            "user-agent": this.opts.userAgent ?? "plexus-cni",
+            ...(await this.source.auth.headers()),
+            ...(o.contentType ? { "content-type": o.contentType } : {}),
+          };
+          const answer = await this.http.request({
+            method,
+            url,
+            headers,
+            body: o.body,
+            signal: ac.signal,
+          });
+          // An admission policy's Warn action (a token that names no node, docs/node-scoped-writes.md).
+          const warning = answer.headers.warning;
+          if (warning)
+            this.opts.log?.warn(
+              { method, path, warning },
+              "the API server answered with a warning",
+            );
+          if (answer.status < 200 || answer.status >= 300) throw new ApiStatusError(answer);
+          return answer.json ?? {};
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+      {
+        policy: o.maxAttempts ? { ...this.policy, maxAttempts: o.maxAttempts } : this.policy,
+        classify: (err) => classifyForRetry(err, this.clock.now(), o.idempotent ?? true),
+        deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
+        clock: this.clock,
+        onRetry: (err, attempt, delayMs) =>
+          this.opts.log?.debug(
+            { attempt, delayMs, err: describe(err) },
+            "API request failed; retrying",
+          ),
+      },
+    );
+  }
+
+  private toCniError(err: unknown, what: string): CniError {
+    if (isCniError(err)) return err;
+    if (err instanceof RetriesExhausted) {
+      const inner = this.toCniError(err.lastError, what);
+      return new CniError(inner.code, `${inner.message}; ${err.message}`, inner.details, {
+        cause: err,
+      });
+    }
+    if (err instanceof DecodeError)
+      return new CniError(
+        Code.Decoding,
+        `${what}: the API server answered ${err.message}`,
+        undefined,
+        { cause: err },
+      );
+    if (err instanceof ApiStatusError) {
+      const s = err.status;
+      // A body that is no Status (a 404 for a path not served is plain text) is quoted as it came.
+      const plain = !s.reason && err.bodyStart ? JSON.stringify(err.bodyStart) : undefined;
+      const said = s.message ?? plain;
+      const detail = said ? `: ${said}` : "";
+      if (err.code === 401 || err.code === 403) {
+        // B37: the status and where the credentials came from, so the operator knows what to fix.
+        return new CniError(
+          Code.ApiFailure,
+          `${what}: HTTP ${err.code} ${err.code === 401 ? "Unauthorized" : "Forbidden"} from ${this.source.server} with the credentials of ${this.source.credentials}${detail}`,
+          undefined,
+          { cause: err },
+        );
+      }
+      return new CniError(
+        Code.ApiFailure,
+        `${what}: HTTP ${err.code}${s.reason ? ` ${s.reason}` : ""} from ${this.source.server}${detail}`,
+        undefined,
+        { cause: err },
+      );
+    }
+    return new CniError(
+      Code.ApiFailure,
+      `${what}: ${describe(err)} (${this.source.server})`,
+      undefined,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ApiStatusError) return `HTTP ${err.code}`;
+  return err instanceof Error ? err.message : String(err);
+}

@@ -21,6 +21,9 @@ import { bunPath } from "../../../scripts/bun-path.mjs";
 
 export type Reply = Record<string, unknown>;
 
+/** The harnesses of this folder, each `<name>.ts`. */
+export type HarnessName = "run-delegate" | "hold-lock" | "pod-devices";
+
 export interface Harness {
   readonly pid: number;
   /** The next JSON line the harness printed; rejects when it exits first. */
@@ -35,7 +38,7 @@ export interface Harness {
 }
 
 /** Starts `test/unit/shipped/<name>.ts` under Bun; it is killed when the test ends. */
-export function startHarness(name: "run-delegate" | "hold-lock", input: object): Harness {
+export function startHarness(name: HarnessName, input: object): Harness {
   const file = fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
   const child: ChildProcess = spawn(bunPath(), [file, JSON.stringify(input)], {
     stdio: ["pipe", "pipe", "inherit"],
@@ -73,7 +76,7 @@ export function startHarness(name: "run-delegate" | "hold-lock", input: object):
 }
 
 /** A harness's first answer, once it has exited (its stdin ended: it holds nothing after). */
-export async function runHarness(name: "run-delegate" | "hold-lock", input: object) {
+export async function runHarness(name: HarnessName, input: object) {
   const harness = startHarness(name, input);
   const reply = await harness.next();
   harness.end();

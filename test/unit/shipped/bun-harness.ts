@@ -22,7 +22,7 @@ import { bunPath } from "../../../scripts/bun-path.mjs";
 export type Reply = Record<string, unknown>;
 
 /** The harnesses of this folder, each `<name>.ts`. */
-export type HarnessName = "run-delegate" | "hold-lock" | "pod-devices";
+export type HarnessName = "run-delegate" | "hold-lock" | "pod-devices" | "ask-daemon";
 
 export interface Harness {
   readonly pid: number;

@@ -19,10 +19,17 @@ import { onTestFinished } from "vitest";
 // @ts-expect-error: a plain .mjs module without types
 import { bunPath } from "../../../scripts/bun-path.mjs";
 
+export { bunPath };
+
 export type Reply = Record<string, unknown>;
 
 /** The harnesses of this folder, each `<name>.ts`. */
-export type HarnessName = "run-delegate" | "hold-lock" | "pod-devices" | "ask-daemon";
+export type HarnessName =
+  | "run-delegate"
+  | "hold-lock"
+  | "pod-devices"
+  | "ask-daemon"
+  | "set-routes";
 
 export interface Harness {
   readonly pid: number;
@@ -37,10 +44,14 @@ export interface Harness {
   kill(): Promise<void>;
 }
 
+/** The harness file `test/unit/shipped/<name>.ts`. */
+export function harnessFile(name: HarnessName): string {
+  return fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
+}
+
 /** Starts `test/unit/shipped/<name>.ts` under Bun; it is killed when the test ends. */
 export function startHarness(name: HarnessName, input: object): Harness {
-  const file = fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
-  const child: ChildProcess = spawn(bunPath(), [file, JSON.stringify(input)], {
+  const child: ChildProcess = spawn(bunPath(), [harnessFile(name), JSON.stringify(input)], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));

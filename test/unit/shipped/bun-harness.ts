@@ -6,7 +6,8 @@
  *
  * Delegates started through a harness carry a mark in their environment (`TIERS_MARK`), by which
  * a test finds what they left running, whatever its process group or session, and kills it when
- * the test ends, also when it fails.
+ * the test ends, also when it fails. Temp dirs start with the tests' prefix (`plx-`), which the
+ * next run sweeps should this one be killed.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -109,12 +110,14 @@ export interface Scratch {
 
 /** A scratch for one test; its directory and every marked process go when the test ends. */
 export function scratch(): Scratch {
-  const dir = mkdtempSync(join(tmpdir(), "plexus-shipped-"));
+  const dir = mkdtempSync(join(tmpdir(), "plx-shipped-"));
   const mark = randomUUID();
   const self: Scratch = {
     dir,
     mark,
-    env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", TIERS_MARK: mark },
+    // The directory's name in the environment too: a killed run's leftovers are swept by it
+    // (test/support/leftovers.ts looks for the test prefix in each process's environment).
+    env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", TIERS_MARK: mark, TIERS_SCRATCH: dir },
     script: (name, body) => {
       const path = join(dir, name);
       writeFileSync(path, `#!/bin/sh\n${body}\n`);

@@ -20,7 +20,7 @@ const RESOURCE = "intel.com/sriov";
 
 /** The daemon's server on a socket of its own; `cached` is what its watch caches hold. */
 async function daemon() {
-  const dir = mkdtempSync(join(tmpdir(), "plexus-shipped-daemon-"));
+  const dir = mkdtempSync(join(tmpdir(), "plx-shipped-daemon-"));
   const socketPath = join(dir, "daemon.sock");
   const cached = new FakeKube().addPod("ns", "p").addNad("ns", "net-a", { type: "bridge" });
   // The API server behind the daemon, for its live reads and writes.
@@ -102,7 +102,7 @@ describe("a CNI call asks the daemon over Bun's fetch on its socket, run by Bun"
   });
 
   it("no daemon at the socket: the call gives up on it (naming the socket) and, with no direct client, fails with 104", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "plexus-shipped-nodaemon-"));
+    const dir = mkdtempSync(join(tmpdir(), "plx-shipped-nodaemon-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const socketPath = join(dir, "daemon.sock");
     const reply = await runHarness("ask-daemon", {

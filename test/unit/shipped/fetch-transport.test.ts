@@ -66,7 +66,7 @@ describe("the CNI call's API transport that ships (Bun's fetch), run by Bun", ()
 
   it("the kubeconfig's CA is the only trust anchor: another CA is 104 before any request", async () => {
     const s = await cluster();
-    const dir = mkdtempSync(join(tmpdir(), "plexus-shipped-ca-"));
+    const dir = mkdtempSync(join(tmpdir(), "plx-shipped-ca-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const other = { url: s.url, token: s.token, caPem: otherCaPem(dir) };
     const kube = await bunClient(writeKubeconfig(other, { dir }));

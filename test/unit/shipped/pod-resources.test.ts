@@ -19,7 +19,7 @@ import { runHarness } from "./bun-harness";
 const RESOURCE = "intel.com/sriov";
 
 async function kubelet(pods = [podWithDevices("ns", "p", { c: { [RESOURCE]: ["d2", "d1"] } })]) {
-  const dir = mkdtempSync(join(tmpdir(), "plexus-shipped-podres-"));
+  const dir = mkdtempSync(join(tmpdir(), "plx-shipped-podres-"));
   const socket = join(dir, "kubelet.sock");
   const fake = await startFakePodResources(socket, pods);
   onTestFinished(async () => {
@@ -67,7 +67,7 @@ describe("M10 kubelet's pod-resources over the socket that ships (Bun's), run by
   });
 
   it("M10 no kubelet at the socket: 11, cannot connect", async () => {
-    const socket = join(tmpdir(), `plexus-shipped-absent-${process.pid}.sock`);
+    const socket = join(tmpdir(), `plx-shipped-absent-${process.pid}.sock`);
     const reply = await ask({ socket }, {});
     expect(reply).toMatchObject({ ok: false, code: Code.TryAgainLater });
     expect(reply.message).toMatch(/cannot connect \(.+\); is kubelet running/);

@@ -21,6 +21,7 @@ function run(input: {
   env: Record<string, string>;
   deadlineMs?: number;
   inheritFile?: string;
+  busy?: boolean;
 }) {
   return runHarness("run-delegate", {
     stdin: '{"cniVersion":"1.0.0","name":"net-a","type":"shipped"}',
@@ -116,6 +117,18 @@ describe("a delegate that fails, as the runner that ships reports it", () => {
     const reply = await run({ path, env: s.env });
     expect(reply).toMatchObject({ ok: false, code: Code.IoFailure });
     expect(reply.message).toContain(`cannot execute ${path} (${why})`);
+  });
+
+  it("B51 a delegate binary held open for writing (ETXTBSY) is retried, then 11 when it stays busy", async () => {
+    const s = scratch();
+    const path = s.script("busy", `echo '${RESULT}'`);
+    const reply = await run({ path, env: s.env, busy: true });
+    expect(reply).toMatchObject({ ok: false, code: Code.TryAgainLater });
+    expect(reply.message).toContain(`${path} stayed busy ("text file busy") after 5 retries`);
+    const retries = (reply.warnings as Array<{ msg: string }>).filter((line) =>
+      line.msg.includes("busy"),
+    );
+    expect(retries).toHaveLength(5);
   });
 
   it("B53 exit 1 with only stderr: 102, the stderr text in the message and details", async () => {

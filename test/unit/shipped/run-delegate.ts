@@ -5,7 +5,8 @@
  * CniError's code and message; with either, what the runner logged at warn.
  *
  * Input (argv[2], JSON): the ExecRequest's path, stdin (text), env and deadlineMs, and optionally
- * `inheritFile`, a file opened here and passed as the descriptor the delegate inherits (fd 3).
+ * `inheritFile`, a file opened here and passed as the descriptor the delegate inherits (fd 3), and
+ * `busy`: the delegate's file held open for writing here, as while it is being replaced.
  */
 import { openSync } from "node:fs";
 import { RawExec } from "../../../src/invoke/raw-exec";
@@ -17,11 +18,13 @@ interface Ask {
   env: Record<string, string>;
   deadlineMs: number;
   inheritFile?: string;
+  busy?: boolean;
 }
 
 const ask = JSON.parse(process.argv[2] ?? "{}") as Ask;
 const log = recordingLogger();
 const warnings = () => log.lines.filter((line) => line.level === "warn");
+if (ask.busy) openSync(ask.path, "r+");
 try {
   const stdout = await new RawExec(log).execPlugin({
     path: ask.path,

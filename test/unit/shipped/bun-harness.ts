@@ -30,7 +30,8 @@ export type HarnessName =
   | "hold-lock"
   | "pod-devices"
   | "ask-daemon"
-  | "set-routes";
+  | "set-routes"
+  | "log-and-run";
 
 export interface Harness {
   readonly pid: number;

@@ -45,7 +45,7 @@ async function holderWithDelegate(s: Scratch) {
 }
 
 describe("the container lock that ships, taken by Bun processes", () => {
-  it("a second call waits while the first holds the lock, fails with 11 naming the holder, and takes it once released", async () => {
+  it("a second call gets 11 naming the holder; once released, the lock is its", async () => {
     const s = scratch();
     const first = startHarness("hold-lock", lockInput(s, { verb: "ADD", waitMs: 20_000 }));
     const held = await first.next();
@@ -66,7 +66,7 @@ describe("the container lock that ships, taken by Bun processes", () => {
     expect(await second.next()).toMatchObject({ held: true });
   });
 
-  it("B64 B81 the holder killed while its delegate runs: after the grace the next call kills the delegate that holds the lock, and takes it", async () => {
+  it("B64 B81 a dead holder's delegate is killed after the grace; the lock taken", async () => {
     const s = scratch();
     const { holder, delegate } = await holderWithDelegate(s);
     await holder.kill();
@@ -83,7 +83,7 @@ describe("the container lock that ships, taken by Bun processes", () => {
     );
   });
 
-  it("B64 housekeeping (killsOrphans false) never kills a dead call's delegate: 11 at its deadline, the delegate still running", async () => {
+  it("B64 housekeeping never kills a dead call's delegate: 11, it runs on", async () => {
     const s = scratch();
     const { holder, delegate } = await holderWithDelegate(s);
     await holder.kill();
@@ -94,7 +94,7 @@ describe("the container lock that ships, taken by Bun processes", () => {
     expect(running(delegate)).toBe(true);
   });
 
-  it("a live holder's delegate is never killed: the waiter fails with 11 after its deadline", async () => {
+  it("a live holder's delegate is never killed: the waiter gets 11", async () => {
     const s = scratch();
     const { delegate } = await holderWithDelegate(s);
     // As above, the waiter looks at once; the holder runs, so its delegate is not a leftover.
@@ -117,7 +117,7 @@ describe("the container lock that ships, taken by Bun processes", () => {
     );
   });
 
-  it("B72 a symlink at the lock path is not followed: its target keeps its content, a lock file replaces the link", async () => {
+  it("B72 a symlink at the lock path is replaced, not followed: the target is kept", async () => {
     const s = scratch();
     const target = join(s.dir, "precious");
     writeFileSync(target, "keep me");

@@ -63,7 +63,7 @@ async function daemon() {
 }
 
 describe("a CNI call asks the daemon over Bun's fetch on its socket, run by Bun", () => {
-  it("pod and NAD from the daemon's caches, the status written through it, the pod's devices: no fallback", async () => {
+  it("pod, NAD, status write and devices all through the daemon: no fallback", async () => {
     const { socketPath, api } = await daemon();
     const status = '[{"name":"ns/net-a","interface":"net1"}]';
     const reply = await runHarness("ask-daemon", {
@@ -88,7 +88,7 @@ describe("a CNI call asks the daemon over Bun's fetch on its socket, run by Bun"
     expect(reply.fallbackReason).toBeUndefined();
   });
 
-  it("the daemon's authoritative answer crosses the socket as it is: a pod that does not exist is 3", async () => {
+  it("the daemon's own answer crosses the socket: a pod that does not exist is 3", async () => {
     const { socketPath, api } = await daemon();
     const reply = await runHarness("ask-daemon", {
       socketPath,
@@ -101,7 +101,7 @@ describe("a CNI call asks the daemon over Bun's fetch on its socket, run by Bun"
     expect(reply.fallbackReason).toBeUndefined();
   });
 
-  it("no daemon at the socket: the call gives up on it (naming the socket) and, with no direct client, fails with 104", async () => {
+  it("no daemon at the socket: given up on, naming it; no direct client: 104", async () => {
     const dir = mkdtempSync(join(tmpdir(), "plx-shipped-nodaemon-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const socketPath = join(dir, "daemon.sock");

@@ -57,7 +57,7 @@ async function setRoutes(routes: Array<{ gateway: string; ifName: string }>) {
   return { reply: JSON.parse(reply!), v4: JSON.parse(v4!), v6: JSON.parse(v6!) };
 }
 
-describe("M4 the pod's default route over route netlink, run by Bun in namespaces of its own", () => {
+describe("M4 the pod's default route over route netlink, by Bun in its own namespaces", () => {
   it.skipIf(skip)(`M4 each family's default route is replaced, IPv4 and IPv6${why}`, async () => {
     const got = await setRoutes([
       { gateway: "10.1.0.1", ifName: "v0" },

@@ -64,7 +64,7 @@ describe("the CNI call's API transport that ships (Bun's fetch), run by Bun", ()
     ]);
   });
 
-  it("the kubeconfig's CA is the only trust anchor: another CA is 104 before any request", async () => {
+  it("the kubeconfig's CA is the only trust anchor: another CA is 104, no request", async () => {
     const s = await cluster();
     const dir = mkdtempSync(join(tmpdir(), "plx-shipped-ca-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));

@@ -21,7 +21,7 @@ async function compressedBackup(dir: string, withinMs = 30_000): Promise<string>
 }
 
 describe("B74 the log compressor survives the delegates' leftover kill, run by Bun", () => {
-  it("B74 B69 an ADD that rotates its log runs a delegate; the compressor, its child, still writes the .gz", async () => {
+  it("B74 B69 the compressor a rotating ADD started outlives its delegate's end", async () => {
     const s = scratch();
     const logFile = join(s.dir, "plexus.log");
     const text = `${'{"level":30,"msg":"an old line"}\n'.repeat(40_000)}`;

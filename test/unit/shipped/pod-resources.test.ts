@@ -47,7 +47,7 @@ describe("M10 kubelet's pod-resources over the socket that ships (Bun's), run by
     expect(fake.calls).toEqual(["Get"]);
   });
 
-  it("M10 Get unimplemented: List answers, the node's whole list (over 64 KiB: many HTTP/2 frames, flow control)", async () => {
+  it("M10 Get unimplemented: List answers over 64 KiB (many frames, flow control)", async () => {
     const many = Array.from({ length: 3000 }, (_, i) =>
       podWithDevices("ns", `other-${i}`, { c: { [RESOURCE]: [`0000:3b:${i}`] } }),
     );
@@ -57,7 +57,7 @@ describe("M10 kubelet's pod-resources over the socket that ships (Bun's), run by
     expect(fake.calls).toEqual(["Get", "List"]);
   });
 
-  it("M10 kubelet that never answers: 11 at the query's deadline, naming the socket and the pod", async () => {
+  it("M10 kubelet that never answers: 11 at the deadline, naming socket and pod", async () => {
     const fake = await kubelet();
     fake.mode = "hang";
     const reply = await ask(fake, { timeoutMs: 300 });

@@ -32,10 +32,11 @@ function run(input: {
 
 const bridge = "/usr/lib/cni/bridge";
 const haveBridge = existsSync(bridge);
+const noBridge = haveBridge ? "" : ` (skipped: no ${bridge})`;
 
 describe("the runner that ships, run by Bun", () => {
   it.skipIf(!haveBridge && !process.env.CI)(
-    `C4.1 a reference plugin's VERSION comes back whole${haveBridge ? "" : ` (skipped: no ${bridge})`}`,
+    `C4.1 a reference plugin's VERSION comes back whole${noBridge}`,
     async () => {
       const { env } = scratch();
       const reply = await run({ path: bridge, env: { ...env, CNI_COMMAND: "VERSION" } });
@@ -45,7 +46,7 @@ describe("the runner that ships, run by Bun", () => {
     },
   );
 
-  it("B52 a delegate that hangs is stopped at its deadline with its whole process group: 101", async () => {
+  it("B52 a hanging delegate is killed at its deadline with its process group: 101", async () => {
     const s = scratch();
     const hang = s.script("hang", `${LONG_SLEEP} & echo $! > ${s.dir}/child\nwait`);
     const reply = await run({ path: hang, env: s.env, deadlineMs: 1000 });
@@ -54,7 +55,7 @@ describe("the runner that ships, run by Bun", () => {
     expect(s.marked()).toEqual([]);
   });
 
-  it("B63 a delegate that exits 0 while its child holds stdout: its result is used, the child killed", async () => {
+  it("B63 exit 0 while a child holds stdout: the result is used, the child killed", async () => {
     const s = scratch();
     const path = s.script("linger", `echo '${RESULT}'\n${LONG_SLEEP} &\necho $! > ${s.dir}/child`);
     // Waiting for the held pipe would end at this deadline with 101 instead of the result.
@@ -64,9 +65,10 @@ describe("the runner that ships, run by Bun", () => {
     expect(s.marked()).toEqual([]);
   });
 
-  it("B69 a grandchild that left the delegate's session (setsid) is killed when the delegate ends", async () => {
+  it("B69 a setsid grandchild is killed when the delegate ends", async () => {
     const s = scratch();
-    const body = `setsid ${LONG_SLEEP} </dev/null >/dev/null 2>&1 &\necho $! > ${s.dir}/child\necho '${RESULT}'`;
+    const detach = `setsid ${LONG_SLEEP} </dev/null >/dev/null 2>&1 &`;
+    const body = `${detach}\necho $! > ${s.dir}/child\necho '${RESULT}'`;
     const reply = await run({ path: s.script("detach", body), env: s.env });
     expect(reply).toMatchObject({ ok: true, stdout: `${RESULT}\n` });
     const child = Number(await waitForFile(join(s.dir, "child")));
@@ -77,7 +79,7 @@ describe("the runner that ships, run by Bun", () => {
     expect(warned.flatMap((line) => line.fields.killed ?? [])).toContain(child);
   });
 
-  it("B61 a delegate that never stops writing to stdout is stopped past 4 MiB: 100, not its deadline", async () => {
+  it("B61 an endless stdout is stopped past 4 MiB: 100, not the deadline's 101", async () => {
     const s = scratch();
     // Endless: only the cap's kill ends it before the deadline (which would be 101).
     const flood = s.script("flood", "cat /dev/zero");
@@ -87,7 +89,7 @@ describe("the runner that ships, run by Bun", () => {
     expect(s.marked()).toEqual([]);
   });
 
-  it("B61 3 MB on stderr with a good result: the result is used (stderr only goes to the log)", async () => {
+  it("B61 3 MB on stderr and a good result: the result is used", async () => {
     const s = scratch();
     const chatty = s.script(
       "chatty",
@@ -119,7 +121,7 @@ describe("a delegate that fails, as the runner that ships reports it", () => {
     expect(reply.message).toContain(`cannot execute ${path} (${why})`);
   });
 
-  it("B51 a delegate binary held open for writing (ETXTBSY) is retried, then 11 when it stays busy", async () => {
+  it("B51 a binary held open for writing (ETXTBSY): retried, then 11", async () => {
     const s = scratch();
     const path = s.script("busy", `echo '${RESULT}'`);
     const reply = await run({ path, env: s.env, busy: true });
@@ -147,7 +149,7 @@ describe("a delegate that fails, as the runner that ships reports it", () => {
     expect(reply.message).toContain("killed by signal SIGSEGV (11)");
   });
 
-  it("B57 exit 1 with a CNI error: its code, msg and details kept, the delegate named", async () => {
+  it("B57 exit 1 with a CNI error: code, msg and details kept, the delegate named", async () => {
     const s = scratch();
     const error = '{"cniVersion":"1.0.0","code":11,"msg":"busy","details":"try later"}';
     const reply = await run({ path: s.script("busy", `echo '${error}'\nexit 1`), env: s.env });
@@ -155,7 +157,7 @@ describe("a delegate that fails, as the runner that ships reports it", () => {
     expect(reply.message).toBe('plugin type="shipped" network="net-a" (ADD): busy');
   });
 
-  it("the descriptor a call hands its delegates (the container's lock) is the delegate's fd 3", async () => {
+  it("the container's lock a call hands its delegates is their fd 3", async () => {
     const s = scratch();
     const lockFile = join(s.dir, "held.lock");
     writeFileSync(lockFile, "");

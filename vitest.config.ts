@@ -2,10 +2,10 @@ import { defineConfig } from "vitest/config";
 
 // Three tiers: unit (pure, fakes), integration (the bundled binary with fixture delegates; a fake
 // API server over real HTTP), e2e (root, real netns and plugins).
-// The delegate runner that ships (Bun.spawn: deadline, output caps, orphans; invoke/spawn-bun.ts)
-// and the container lock (flock through bun:ffi, store/container-lock.ts) exist only in the Bun
-// executable: the integration tests against dist/plexus and the e2e tests cover them. Unit tests
-// run delegates through FakeExec (test/fakes/fake-exec.ts); under Node the lock is a no-op.
+// Unit tests run on Node: delegates through FakeExec (test/fakes/fake-exec.ts), the container lock
+// a no-op. What exists only in the Bun executable (the delegate runner, the lock, Bun's fetch) is
+// run by Bun from test/unit/shipped/ where it can be, else by the integration tests against
+// dist/plexus and the e2e tests: docs/development.md lists which tier covers which module.
 // Unit and integration run together first; e2e runs alone after them (sequence.groupOrder), so a
 // machine loaded by the other tiers never decides an end-to-end test.
 export default defineConfig({

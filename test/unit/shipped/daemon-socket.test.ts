@@ -1,6 +1,6 @@
 /**
  * A CNI call's questions to `plexus daemon` on the path that ships: Bun's fetch on the daemon's
- * unix socket (`socketTransport` in k8s/http-transport.ts, used by daemon/client.ts and
+ * unix socket (`socketTransport` in kubeapi/http-transport.ts, used by daemon/client.ts and
  * daemon/pod-devices-client.ts), run by Bun (ask-daemon.ts), against the daemon's own server
  * (daemon/server.ts) started here with its caches and API client in memory (FakeKube). Under
  * Node the same client goes through `node:http`.

@@ -1,6 +1,6 @@
 /**
  * The API client a CNI call of dist/plexus builds (`shortLived`: Bun's fetch, the FetchTransport
- * of k8s/http-transport.ts), run by Bun (test/support/bun-kube.ts) against the fake API server
+ * of kubeapi/http-transport.ts), run by Bun (test/support/bun-kube.ts) against the fake API server
  * over real HTTPS: what the transport itself guarantees, in the fast tier. The whole fault suite
  * of the client (resets, 5xx, hangs, 401/403, 404s, …) runs on this transport too, in
  * test/integration/k8s-client.test.ts.
@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { Code } from "../../../src/cni/errors";
-import type { KubeApi } from "../../../src/k8s/kube-api";
-import type { KubeClientOptions } from "../../../src/k8s/rest-kube";
+import type { KubeApi } from "../../../src/cluster/kube-api";
+import type { KubeClientOptions } from "../../../src/kubeapi/rest-kube";
 import { NETWORK_STATUS_ANNOTATION } from "../../../src/npwg/types";
 import { bunKubeApi } from "../../support/bun-kube";
 import {

@@ -1,15 +1,15 @@
 /**
  * Run by Bun (pod-resources.test.ts starts it through bun-harness.ts): one query of kubelet's
  * pod-resources API as a CNI call of dist/plexus makes it (podDeviceIds), over Bun's own unix
- * socket (`Bun.connect`, k8s/h2c.ts), which only Bun has. Prints one JSON line: the devices per
+ * socket (`Bun.connect`, kubelet/h2c.ts), which only Bun has. Prints one JSON line: the devices per
  * resource name, or the CniError's code and message.
  *
- * Input (argv[2], JSON): the PodResourcesQuery (socket, namespace, name, timeoutMs,
+ * Input (argv[2], JSON): the query (socket, namespace, name, timeoutMs,
  * resourceNames).
  */
-import { podDeviceIds, type PodResourcesQuery } from "../../../src/k8s/pod-resources";
+import { podDeviceIds } from "../../../src/kubelet/pod-devices";
 
-const query = JSON.parse(process.argv[2] ?? "{}") as PodResourcesQuery;
+const query = JSON.parse(process.argv[2] ?? "{}") as Parameters<typeof podDeviceIds>[0];
 try {
   const devices = Object.fromEntries(await podDeviceIds(query));
   process.stdout.write(`${JSON.stringify({ ok: true, devices })}\n`);

@@ -1,6 +1,6 @@
 /**
  * kubelet's pod-resources API as a CNI call of dist/plexus asks it: the HTTP/2 and gRPC client of
- * k8s/ over Bun's own unix socket (`Bun.connect`, k8s/h2c.ts), run by Bun (pod-devices.ts)
+ * kubelet/ over Bun's own unix socket (`Bun.connect`, kubelet/h2c.ts), run by Bun (pod-devices.ts)
  * against a grpc-js kubelet (test/support/fake-pod-resources.ts). test/unit/k8s runs the same
  * client on Node's `node:net`; this is the socket adapter that ships.
  */

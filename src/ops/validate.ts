@@ -35,6 +35,7 @@ import { checkResourceName } from "./dra-check";
 import { hostLinkProblems } from "./host-links";
 import { readManifest } from "./manifest-kube";
 import type { ResourceSlice } from "../k8s/dra";
+import { ExitCode } from "../config/exit-codes";
 
 export interface ValidateFlags extends CommonFlags {
   file?: string | undefined;
@@ -364,7 +365,7 @@ export async function validateMain(
 ): Promise<number> {
   if (!name && !flags.file && !flags.all) {
     out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
-    return 2;
+    return ExitCode.Usage;
   }
   try {
     const { reports, notes } = await validate(name, flags);
@@ -373,7 +374,9 @@ export async function validateMain(
         ? `${JSON.stringify({ reports, notes }, null, 2)}\n`
         : renderFindings(reports, notes),
     );
-    return reports.some((r) => r.findings.some((x) => x.level === "error")) ? 1 : 0;
+    return reports.some((r) => r.findings.some((x) => x.level === "error"))
+      ? ExitCode.Problem
+      : ExitCode.Ok;
   } catch (err) {
     out.err(`plexus validate: ${messageOf(err)}\n`);
     return exitCodeOf(err);

@@ -8,11 +8,9 @@
  */
 import { hostname } from "node:os";
 import { asCniError } from "../cni/errors";
-import { LIST_KEYS, type ConfList, type PluginConf } from "../cni/conf";
-import { isPlainObject } from "../cni/json";
-import { canonicalizeKeys, hasKeyFold } from "../cni/keys";
+import type { ConfList, PluginConf } from "../cni/conf";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
-import { reportUnknownKeys } from "../config/unknown-keys";
+import { conflistUnknownKeys, renderUnknownKeys, reportUnknownKeys } from "../config/unknown-keys";
 import { findInPath } from "../invoke/find";
 import { RawExec } from "../invoke/raw-exec";
 import { applySelection } from "../npwg/delegate-args";
@@ -191,10 +189,8 @@ function listKeyWarnings(nad: Nad): string[] {
   } catch {
     return []; // reported by resolveNadConfig
   }
-  if (!isPlainObject(value) || !hasKeyFold(value, "plugins")) return [];
-  const unknown = canonicalizeKeys(value, LIST_KEYS).unknown;
-  return reportUnknownKeys(unknown, LIST_KEYS.names, "spec.config (a conflist)").map((r) =>
-    r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"),
+  return renderUnknownKeys(conflistUnknownKeys(value), "spec.config (a conflist)").map(
+    (r) => r.msg,
   );
 }
 

@@ -83,7 +83,7 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) return commanderExit(err);
-    // A command crashed: never silently (issue 10 item 8).
+    // A command crashed: never silently (its stack on stderr, exit status 3).
     process.stderr.write(
       `plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );

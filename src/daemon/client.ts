@@ -1,5 +1,5 @@
 /**
- * The CNI binary's side of the daemon (issue 5): a {@link KubeApi} that asks `plexus daemon` over
+ * The CNI binary's side of the daemon (daemon mode): a {@link KubeApi} that asks `plexus daemon` over
  * its unix socket, and falls back to the direct API client (thin mode) — for this call and the
  * rest of this CNI call — as soon as the daemon is missing, refusing, slow (past `timeoutMs`),
  * answering garbage or failing on its side. The fallback is logged. Answers the daemon gives

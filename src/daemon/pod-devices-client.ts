@@ -1,5 +1,5 @@
 /**
- * The CNI process asking `plexus daemon` for a pod's devices (M10, issue 15 item 5): the daemon
+ * The CNI process asking `plexus daemon` for a pod's devices (M10): the daemon
  * keeps one channel to kubelet's pod-resources socket, so an ADD with a device network pays
  * neither gRPC's load nor a connection set-up. Any failure of the daemon (missing, slow, refusing,
  * kubelet unreachable from it) is a DaemonUnavailable: the caller asks kubelet itself.

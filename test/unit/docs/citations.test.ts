@@ -1,0 +1,126 @@
+/**
+ * What the code cites stays checkable: comments and test titles in src/, test/, scripts/ and bin/
+ * name requirement IDs that docs/requirements.json defines (N, C, M, K, B), never an issue number
+ * ("issue 12", "#23") nor an ID of their own (an issue's "R1"): an issue is closed and renumbered
+ * work, a requirement stays. Another project's issue (`multus-cni#1407`) may be named with its
+ * repository.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../../support/plexus-bin";
+
+const DIRS = ["src", "test", "scripts", "bin"];
+const CODE = /\.(ts|mts|cts|js|mjs|cjs)$/;
+/** The checks themselves, which quote the forms they look for. */
+const CHECKERS = new Set(["test/unit/docs/citations.test.ts", "test/unit/docs/user-docs.test.ts"]);
+
+/** "issue 12", "issues 10–15", "#23" (not `owner/repo#23`, not an ordinal as in "DEL #2"). */
+const ISSUE_RES = [/\bissues?\s+#?\d+/i, /(?<![\w/.-])(?<!\b[A-Z]{2,} )#\d+\b/];
+/** One capital and a number, the shape of a requirement ID: N4.1.2, C2.5, M7, B62, R1. */
+const ID_RE = /\b[A-Z]\d+(?:\.[\dx]+)*\b/g;
+/** Names of that shape that are not IDs. */
+const NOT_IDS = new Set(["V8"]);
+
+function definedIds(): Set<string> {
+  const doc = JSON.parse(readFileSync(join(REPO_ROOT, "docs", "requirements.json"), "utf8"));
+  return new Set(
+    (doc.groups as { requirements: Record<string, unknown> }[]).flatMap((group) =>
+      Object.keys(group.requirements),
+    ),
+  );
+}
+
+function codeFiles(): string[] {
+  return DIRS.flatMap((dir) =>
+    readdirSync(join(REPO_ROOT, dir), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && CODE.test(e.name))
+      .map((e) => join(e.parentPath, e.name))
+      .filter((file) => !CHECKERS.has(relative(REPO_ROOT, file).split(sep).join("/"))),
+  );
+}
+
+/** A test or suite call (`it`, `test`, `describe`, `describeE2e`, with `.each(…)` and the like). */
+function isTestCall(call: ts.CallExpression): boolean {
+  let callee: ts.Expression = call.expression;
+  while (ts.isPropertyAccessExpression(callee) || ts.isCallExpression(callee))
+    callee = callee.expression;
+  return ts.isIdentifier(callee) && /^(it|test|describe\w*)$/.test(callee.text);
+}
+
+/**
+ * Every comment of a file: a comment is trivia before a token, so the ones before a node, after a
+ * node (before `}` or `)`), after a `,` and just inside an opening `{`, `[` or `(`.
+ */
+function commentsOf(text: string, source: ts.SourceFile): string[] {
+  const found = new Map<number, string>();
+  const add = (ranges: ts.CommentRange[] | undefined) => {
+    for (const range of ranges ?? []) found.set(range.pos, text.slice(range.pos, range.end));
+  };
+  const visit = (node: ts.Node): void => {
+    add(ts.getLeadingCommentRanges(text, node.pos));
+    add(ts.getLeadingCommentRanges(text, node.end));
+    add(ts.getTrailingCommentRanges(text, node.end));
+    const comma = /^[ \t]*,/.exec(text.slice(node.end, node.end + 80));
+    if (comma) add(ts.getTrailingCommentRanges(text, node.end + comma[0].length));
+    const start = node.getStart(source);
+    if ("{[(".includes(text[start] ?? "")) add(ts.getLeadingCommentRanges(text, start + 1));
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return [...found.values()];
+}
+
+/** The literal titles of a file's tests and suites. */
+function titlesOf(source: ts.SourceFile): string[] {
+  const titles: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && isTestCall(node)) {
+      const title = node.arguments[0];
+      if (title && (ts.isStringLiteralLike(title) || ts.isTemplateExpression(title)))
+        titles.push(title.getText(source));
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return titles;
+}
+
+/** The comments and the literal test titles of one file, each as text. */
+function citingTexts(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  return [...commentsOf(text, source), ...titlesOf(source)];
+}
+
+/** What a text cites that it should not: issue numbers and IDs without a definition. */
+function badCitations(text: string, defined: ReadonlySet<string>): string[] {
+  const issues = ISSUE_RES.flatMap((re) => text.match(re)?.[0] ?? []);
+  const ids = [...text.matchAll(ID_RE)]
+    .map((m) => m[0])
+    .filter((id) => !defined.has(id) && !NOT_IDS.has(id));
+  return [...issues, ...ids];
+}
+
+describe("what comments and test titles cite", () => {
+  it("the checker finds an issue number, an ad-hoc ID and an undefined ID, and passes a defined one", () => {
+    const defined = new Set(["B64", "N4.1.x"]);
+    expect(badCitations("// lock (issue 13 R1, B64): see #23", defined)).toEqual([
+      "issue 13",
+      "#23",
+      "R1",
+    ]);
+    expect(badCitations('it("B999 N4.1.x DEL #2 multus-cni#1407")', defined)).toEqual(["B999"]);
+  });
+
+  it("no issue numbers, and only IDs docs/requirements.json defines, in src/, test/, scripts/, bin/", () => {
+    const defined = definedIds();
+    const found = codeFiles().flatMap((file) =>
+      citingTexts(file).flatMap((text) =>
+        badCitations(text, defined).map((bad) => `${relative(REPO_ROOT, file)}: ${bad}`),
+      ),
+    );
+    expect(found).toEqual([]);
+  });
+});

@@ -29,7 +29,7 @@ export class DaemonUnavailable extends Error {
 
 export interface DaemonKubeOptions {
   socketPath: string;
-  /** One request to the daemon (reads from its cache answer in well under a millisecond). */
+  /** One request to the daemon (it answers reads from its caches, without the API server). */
   timeoutMs: number;
   /** Writes wait for the API server behind the daemon: this long. */
   writeTimeoutMs: number;

@@ -1,8 +1,8 @@
 /**
  * The daemon's /metrics through prom-client, with its default process metrics (CPU, memory,
- * event-loop lag, GC, file descriptors). Loaded only by `plexus daemon`: it travels in the API
- * bundle (src/k8s/api-entry.ts), never in a CNI call. The series names are the ones the daemon
- * has always exposed; values the watch caches keep are read at scrape time.
+ * event-loop lag, GC, file descriptors). Loaded only by `plexus daemon` (a dynamic import in
+ * daemon/main.ts, beside the API bundle), never in a CNI call. The series names are the ones the
+ * daemon has always exposed; values the watch caches keep are read at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { CacheStats } from "../k8s/watch-cache";

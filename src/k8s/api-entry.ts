@@ -1,7 +1,7 @@
 /**
- * What needs @kubernetes/client-node (~2 MB bundled, slow to initialise): imported dynamically
+ * What needs @kubernetes/client-node (slow to initialise): imported dynamically
  * (src/k8s/index.ts), so only the calls where it earns its cost initialise it: a kubeconfig with
- * a credential plugin, and the node daemon's watch caches.
+ * a credential plugin, and the node daemon's watch caches (pods, NADs, DRA).
  */
 export { pluginKubeSource } from "./client-node-auth";
 export { WatchCaches } from "./watch-cache";

@@ -1,7 +1,7 @@
 /**
  * The Node APIs dist/plexus relies on, proven on the executable itself (a Bun single executable,
- * so Node's semantics come from Bun's node: modules). What other files already
- * prove through dist/plexus is listed in docs/benchmarks.md ("What the executable relies on");
+ * so Node's semantics come from Bun's node: modules). What other files already prove through
+ * dist/plexus is listed in docs/benchmarks.md ("What the executable relies on, proven on it");
  * this file adds what they did not:
  * - HTTPS with the kubeconfig's CA as the only trust anchor (passed with every connection)
  *   and the TLS SNI name (tls-server-name, the URL's host name, none for an IP);

@@ -33,7 +33,8 @@ function newProgram(): Command {
         "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
           "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
           "The commands below are for people on a node, and for the DaemonSet (install, daemon).\n\n" +
-          "Exit codes: 0 fine, 1 a problem found, 2 a usage error, 3 the command could not run.",
+          `Exit codes: ${ExitCode.Ok} fine, ${ExitCode.Problem} a problem found, ` +
+          `${ExitCode.Usage} a usage error, ${ExitCode.CannotRun} the command could not run.`,
       )
       .version(VERSION_LINE, "-v, --version")
       // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.

@@ -48,6 +48,21 @@ describe("M1 unknown keys as records", () => {
     ]);
   });
 
+  it("M1 a hostile conflist's keys: each message escaped and cut", () => {
+    const conflist: Record<string, unknown> = { cniVersion: "1.0.0", plugins: [{ type: "x" }] };
+    for (let i = 0; i < 20; i++) conflist[`${"x".repeat(50_000)}${i}`] = 1;
+    conflist["a\u0000b"] = 1;
+    const reports = renderUnknownKeys(conflistUnknownKeys(conflist), "primary config /c.conflist");
+    expect(reports).toHaveLength(21);
+    for (const r of reports) {
+      expect(r.msg.length).toBeLessThan(250);
+      expect(r.msg).not.toMatch(/[\u0000-\u001f]/);
+      expect(r.msg).toContain("is not a conflist key (libcni reads no such key)");
+    }
+    expect(reports[0]!.msg).toContain("(50001 characters)");
+    expect(reports[20]!.msg).toContain('"a\\u0000b"');
+  });
+
   it("M1 B75 any key: the rendered text names the key's reader, and the suggestion when there is one", () => {
     const key = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom(...LIST_KEYS.names));
     const typo = key.map((k) => (k.length > 4 ? `${k.slice(0, -1)}x` : k));

@@ -2,8 +2,8 @@
 // scripts/build-bun.mjs then compiles it with Bun (bytecode on) into dist/plexus, the single
 // executable. What only some calls need (the core behind VERSION, the installer, the daemon,
 // @kubernetes/client-node) is still imported dynamically: esbuild keeps such modules in the one
-// file but evaluates them only on first import, so VERSION and a DEL from the record never
-// initialise them.
+// file but evaluates them only on first import, so VERSION initialises none of them and a DEL
+// from the record only the core.
 // The version and commit (scripts/build-info.mjs) are baked in: `plexus --version` prints them.
 import { writeFileSync } from "node:fs";
 import { build } from "esbuild";

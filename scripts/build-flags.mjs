@@ -2,9 +2,9 @@
 // the release executables by build-release.mjs), so that what is tested is what ships.
 // A CNI plugin runs in whatever directory the runtime gives it, so the executable must never read
 // a `.env` or `bunfig.toml` from there: both autoloads are off.
-// JIT tier-up starts 16× later than Bun's default: a CNI call lives ~50 ms, and compiling hot code
-// for it costs more than it saves (measured: ~4 ms less per DEL, ~10 ms per ADD, ~5 MiB less
-// RSS). The long-running commands (daemon, install) set the normal policy back (src/cli/core.ts).
+// JIT tier-up starts 16× later than Bun's default: a CNI call is over before compiling its hot code
+// pays back (measured: docs/benchmarks.md, "Levers, measured"). The long-running commands
+// (daemon, install) set the normal policy back (src/cli/core.ts).
 // Bytecode: every target Bun cross-compiles to here (linux x64, x64-baseline, aarch64) takes it.
 const JIT_POLICY = 16;
 

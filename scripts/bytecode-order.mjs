@@ -1,6 +1,6 @@
 // Records which functions a CNI call runs, in order, so that `bun build --bytecode-order` lays
 // their bytecode out together at the start: a call then touches fewer pages of the executable
-// (measured: ~2.5 MiB less peak RSS and ~2 ms less per ADD + DEL, docs/benchmarks.md). The
+// (what that saves: docs/benchmarks.md, "Levers, measured"). The
 // recording is a real ADD, CHECK and DEL of a pod with two NAD networks, made by the executable
 // `exe` against the project's fake API server over HTTPS, as thin mode makes it on a node, plus a
 // VERSION. The delegate is a shell script that answers without touching any network, so the

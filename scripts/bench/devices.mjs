@@ -1,4 +1,4 @@
-// Device-plugin networks (M10, issue 15): a pod with the default network plus one NAD network,
+// Device-plugin networks (M10): a pod with the default network plus one NAD network,
 // that NAD plain or annotated with `k8s.v1.cni.cncf.io/resourceName` (its bridge delegate simply
 // ignores the deviceID it is given), through the fake API server and a fake kubelet pod-resources
 // server (grpc-js on a unix socket), in thin mode (the CNI process asks kubelet itself) and daemon

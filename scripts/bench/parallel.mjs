@@ -175,7 +175,7 @@ export async function benchParallel(rounds = 3, sizes = [10, 50]) {
     rmSync(tmp, { recursive: true, force: true });
   }
   console.log(
-    `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ${rounds} batches, interleaved; ms, × node -e 0). Multus thick, 10 pods (issue 11's run): 8,865`,
+    `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ${rounds} batches, interleaved; ms, × node -e 0). Multus thick, 10 pods (the yardstick's run): 8,865`,
   );
   table(
     [

@@ -30,8 +30,8 @@ import {
 const NODE_NAME = "bench-node";
 
 /**
- * Multus v4.0.2 thin on this machine kind, the yardstick of issue 11: own ADD+DEL (ms) in a run
- * where `node -e 0` took MULTUS_NODE_MS; requests per ADD (issue 3).
+ * Multus v4.0.2 thin on this machine kind, the yardstick of the per-pod targets: own ADD+DEL (ms) in a run
+ * where `node -e 0` took MULTUS_NODE_MS; requests per ADD.
  */
 export const MULTUS = {
   0: { thin: 42, req: 4 },
@@ -193,7 +193,7 @@ export async function benchPodsApi(runs, counts = [0, 1, 2, 4, 8], latencies = [
   console.log(
     "   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches excluded); DEL over floor = DEL − direct DEL − `node -e 0`",
   );
-  console.log(`   Multus thin own: issue 11's run, where node -e 0 took ${MULTUS_NODE_MS} ms`);
+  console.log(`   Multus thin own: the yardstick's run, where node -e 0 took ${MULTUS_NODE_MS} ms`);
   table(
     [
       "latency",

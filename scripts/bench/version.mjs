@@ -18,7 +18,7 @@ export async function benchVersion(runs) {
     }
   }
   const floor = median(res[0].ms);
-  console.log("== VERSION start-up (target: dist/plexus ≤ 12 ms, issue 11)");
+  console.log("== VERSION start-up (target: dist/plexus ≤ 12 ms)");
   table(
     ["case", "median ms", "× node -e 0", "peak RSS MiB (× node -e 0)"],
     cases.map(([name], j) => [

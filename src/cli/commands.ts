@@ -15,6 +15,7 @@ import { housekeepingPass } from "./housekeeping-pass";
 import { hotplugPass } from "./hotplug-pass";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
+import { ExitCode } from "../config/exit-codes";
 
 // Baked in by the build (esbuild.config.mjs from scripts/build-info.mjs): the version from the
 // git tag, or package.json's plus the commit; the commit id, or "unknown" for a build without git.
@@ -25,10 +26,6 @@ export const COMMIT = typeof PLEXUS_COMMIT === "string" ? PLEXUS_COMMIT : "unkno
 /** What `plexus --version` prints: the version, then the commit it was built from. */
 export const VERSION_LINE = `${VERSION} (commit ${COMMIT})`;
 
-/** Exit codes of the person-facing commands (documented; the CNI verbs keep their own). */
-const EXIT_USAGE = 2;
-const EXIT_CANNOT_RUN = 3;
-
 function newProgram(): Command {
   return (
     new Command("plexus")
@@ -36,7 +33,8 @@ function newProgram(): Command {
         "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
           "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
           "The commands below are for people on a node, and for the DaemonSet (install, daemon).\n\n" +
-          "Exit codes: 0 fine, 1 a problem found, 2 a usage error, 3 the command could not run.",
+          `Exit codes: ${ExitCode.Ok} fine, ${ExitCode.Problem} a problem found, ` +
+          `${ExitCode.Usage} a usage error, ${ExitCode.CannotRun} the command could not run.`,
       )
       .version(VERSION_LINE, "-v, --version")
       // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
@@ -51,7 +49,7 @@ function newProgram(): Command {
 /** Commander's own exits: help and --version are answers (0); anything else it reports is a usage error. */
 function commanderExit(err: { code?: unknown; exitCode?: number }): number {
   const answers = ["commander.helpDisplayed", "commander.help", "commander.version"];
-  return answers.includes(String(err.code)) ? 0 : EXIT_USAGE;
+  return answers.includes(String(err.code)) ? ExitCode.Ok : ExitCode.Usage;
 }
 
 export async function runCommands(argv: readonly string[]): Promise<number> {
@@ -62,7 +60,7 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     .action(() => {
       process.stdout.write(`${ALL_VERSIONS.join("\n")}\n`);
     });
-  let exitCode = 0;
+  let exitCode: number = ExitCode.Ok;
   const setExitCode = (code: number) => {
     exitCode = code;
   };
@@ -72,25 +70,25 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
   addOpsCommands(program, setExitCode);
   if (argv.length === 0) {
     program.outputHelp();
-    return 0;
+    return ExitCode.Ok;
   }
   let args: string[];
   try {
     args = argv[0] === "install" ? ["install", ...translateMultusFlags(argv.slice(1))] : [...argv];
   } catch (err) {
     process.stderr.write(`plexus install: ${(err as Error).message}\n`);
-    return EXIT_USAGE;
+    return ExitCode.Usage;
   }
   try {
     await program.parseAsync(args, { from: "user" });
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) return commanderExit(err);
-    // A command crashed: never silently (issue 10 item 8).
+    // A command crashed: never silently (its stack on stderr, exit status 3).
     process.stderr.write(
       `plexus: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
     );
-    return EXIT_CANNOT_RUN;
+    return ExitCode.CannotRun;
   }
 }
 

@@ -2,8 +2,9 @@
  * Everything behind the CLI boundary except VERSION, initialised on first use by load-core.ts, so
  * VERSION never pays for it.
  *
- * Only the CNI verbs are imported eagerly; the person-facing commands (commander, the installer)
- * are initialised on first use, so an ADD never pays for them.
+ * Only the CNI verbs' entry and wiring are imported with it (run-verb.ts, verb-deps.ts); each verb
+ * (orchestrate/add.ts, del.ts, …) is loaded when it is called, and the person-facing commands
+ * (commander, the installer) on first use, so an ADD never pays for them.
  */
 export { runVerb } from "./run-verb";
 

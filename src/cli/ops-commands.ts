@@ -5,6 +5,7 @@
  */
 import type { Command } from "commander";
 import { DEFAULT_CONF_DIR } from "../config/defaults";
+import { ExitCode } from "../config/exit-codes";
 
 type SetExit = (code: number) => void;
 
@@ -112,7 +113,7 @@ function addCompletionCommand(program: Command, setExit: SetExit): void {
         process.stderr.write(
           `plexus completion: ${JSON.stringify(shell)} is not supported; only bash is\n`,
         );
-        return setExit(2);
+        return setExit(ExitCode.Usage);
       }
       process.stdout.write(script);
     });
@@ -146,7 +147,7 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
     const known = "list, show, rm, retry";
     const what = `error: unknown command '${records.args[0]}'`;
     process.stderr.write(`${what} for plexus records (${known})\n`);
-    setExit(2);
+    setExit(ExitCode.Usage);
   });
   const run = async (
     action: "list" | "show" | "rm",

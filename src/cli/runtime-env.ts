@@ -2,7 +2,7 @@
  * The JavaScript runtime inside the executable (Bun; Node under development) reads variables of its
  * environment that change what it runs: `BUN_OPTIONS` (`--preload` a script, `--inspect` a
  * debugger), `NODE_OPTIONS`, `NODE_TLS_REJECT_UNAUTHORIZED`, JSC and Bun config knobs. A CNI plugin
- * runs as root with whatever environment its runtime has (issue 13 R5), so the executable runs
+ * runs as root with whatever environment its runtime has, so the executable runs
  * without them: when any is set, it replaces itself at once (execve, same pid, same stdin/stdout)
  * with the same command and an environment without them.
  *

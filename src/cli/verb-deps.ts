@@ -1,8 +1,9 @@
 /**
  * The CNI verbs' wiring: which executor, stores, Kubernetes access and namespace operations a verb
- * gets, and the modules only some calls need, loaded on first use. A VERSION, a DEL from the record
- * and an ADD of a pod without selections load neither the annotation parser, network-status
- * publishing nor the route commands.
+ * gets, and the modules only some calls need, loaded on first use: the annotation parser and
+ * network-status publishing for a call with a pod of a cluster, the route code for a selection
+ * with `default-route`. VERSION, STATUS, GC, a DEL from the record and an ADD without a pod load
+ * none of them.
  */
 import type { PlexusConf } from "../config/plugin-conf";
 import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
@@ -34,11 +35,12 @@ export function verbDeps(
     log,
     client: {
       retry: { requestTimeoutMs: conf.apiRequestTimeoutMs, totalTimeoutMs: conf.apiTotalTimeoutMs },
-      // A CNI call exits after its few requests: Bun's fetch, which loads no Node HTTP modules.
+      // A CNI call exits after its few requests: in the executable Bun's fetch, which loads no
+      // Node HTTP modules.
       shortLived: true,
       // One connection: the pod and its NADs are read one after the other on it. A second
-      // connection's TCP + TLS handshake costs two round trips and ~1.5 ms of CPU, more than the
-      // one round trip it saves for K ≤ 3 networks (measured in docs/benchmarks.md).
+      // connection's TCP + TLS handshake costs two round trips and CPU, more than the one round
+      // trip it saves for K ≤ 3 networks (docs/benchmarks.md, "Levers, measured").
       maxSockets: 1,
     },
   });

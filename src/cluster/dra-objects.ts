@@ -2,7 +2,7 @@
  * Dynamic Resource Allocation (resource.k8s.io/v1) as Plexus reads it (M10): the few fields of a
  * pod, a ResourceClaim and a ResourceSlice that tell which device a network's delegate gets.
  * Every reader of cluster data (the API client, the daemon's caches, the manifest directory) keeps
- * these trimmed shapes, so a cached claim or slice costs a few hundred bytes, not its whole object.
+ * these trimmed shapes, so a cached claim or slice holds these fields only, not its whole object.
  *
  * A network device driver publishes, per device of its ResourceSlice, the attributes
  * `k8s.cni.cncf.io/deviceID` (what the delegate gets as `deviceID`) and

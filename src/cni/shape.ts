@@ -2,8 +2,8 @@
  * The shapes of the JSON Plexus reads (its own config, conflists, delegate results, Multus's
  * cache), checked by small composable functions: each takes a value, its key path and a list to
  * add problems to, and returns the value (objects and arrays copied). It replaces a schema library
- * whose schemas cost every CNI process ~4 ms and several MiB to build before the first byte was
- * parsed (docs/benchmarks.md); these are plain closures, built in microseconds.
+ * (zod/mini) whose schemas every CNI process built before the first byte was parsed (what that
+ * cost: docs/benchmarks.md, "Levers, measured"); these are plain closures.
  *
  * Only what these configs need: strings, booleans, numbers with bounds, literals, arrays, records
  * and objects that keep the keys they do not name (a plugin's own keys pass through).

@@ -1,7 +1,8 @@
 /**
  * Default paths and times named once: the plugin config (plugin-conf.ts), the daemon's flags and
  * their help (daemon/main.ts, cli/commands.ts), the installer and the in-cluster credentials read
- * them from here. No imports: the command line's help loads this without the core.
+ * them from here. No imports, so whatever reads a default (the command line's help among them)
+ * pulls in nothing else with it.
  */
 
 /** Plexus's state dir on the node: container records, cached results, locks. */

@@ -108,7 +108,7 @@ export interface PlexusConf {
   kubeconfig?: string;
   confDir: string;
   cniDir: string;
-  /** Multus's cache of the pods it attached (migration, issue 10); "" turns reading it off. */
+  /** Multus's cache of the pods it attached (migration from Multus, M14); "" turns reading it off. */
   multusCacheDir: string;
   binDir?: string;
   /** Inline delegates, the first is the cluster default network (M1). */
@@ -159,7 +159,7 @@ export interface PlexusConf {
    * whose NAD has no resourceName (hardware no allocation backs); npwg/isolation.ts.
    */
   allowUnallocatedDeviceIDs: boolean;
-  /** The node daemon's unix socket (issue 5); "" turns the daemon off. */
+  /** The node daemon's unix socket (daemon mode); "" turns the daemon off. */
   daemonSocket: string;
   /** How long one request to the daemon may take before the API is asked directly. */
   daemonTimeoutMs: number;

@@ -4,8 +4,9 @@
  * networks. Each is named with the nearest known key; the keys only Multus's thick daemon reads
  * are named as accepted but without effect, not as typos.
  */
-import { showKey } from "../cni/json";
-import { foldKey } from "../cni/keys";
+import { LIST_KEYS } from "../cni/conf";
+import { isPlainObject, showKey } from "../cni/json";
+import { canonicalizeKeys, foldKey, hasKeyFold } from "../cni/keys";
 
 const MAX_HINTS = 5;
 
@@ -30,11 +31,25 @@ export const MULTUS_THICK_KEYS: readonly string[] = [
 ];
 const THICK_FOLDED = new Set(MULTUS_THICK_KEYS.map(foldKey));
 
-export interface UnknownKeyReport {
+/** Whose keys they are: the reader that ignores a key it does not know. */
+export type KeyReader = "plexus" | "conflist";
+
+/**
+ * One key a config has that its reader does not read: what every message about unknown keys is
+ * rendered from (describeUnknownKey), so no message is ever parsed back into what it says.
+ */
+export interface UnknownKey {
+  /** The top-level key as the config spells it. */
   key: string;
-  /** "thick": a Multus daemon key, accepted without effect; "unknown": not a key Plexus knows. */
+  reader: KeyReader;
+  /** "thick": a Multus daemon key, accepted without effect; "unknown": not a key the reader knows. */
   kind: "thick" | "unknown";
+  /** The known key nearest to it, when near enough to be the one meant. */
   suggestion?: string;
+}
+
+export interface UnknownKeyReport extends UnknownKey {
+  /** The record rendered, prefixed with where the config is. */
   msg: string;
 }
 
@@ -68,35 +83,68 @@ export function nearestKey(key: string, known: readonly string[]): string | unde
   return best?.name;
 }
 
-/** What to say of one unknown key, without saying where it is. */
-type KeyDescription = Omit<UnknownKeyReport, "msg"> & { text: string };
-
-function describeKey(key: string, known: readonly string[]): KeyDescription {
-  // A key as typed when it is short, printable ASCII; else escaped and cut (showKey).
-  const shown = /^[\x20-\x7e]{1,80}$/.test(key) ? `\`${key}\`` : showKey(key);
-  if (THICK_FOLDED.has(foldKey(key))) {
-    return {
-      key,
-      kind: "thick",
-      text: `${shown} is a key of Multus's thick-plugin daemon: accepted, has no effect here`,
-    };
-  }
-  const suggestion = nearestKey(key, known);
-  const hint = suggestion ? `; did you mean \`${suggestion}\`?` : " and is ignored";
-  const text = `${shown} is not a Plexus key${hint}`;
-  return suggestion ? { key, kind: "unknown", suggestion, text } : { key, kind: "unknown", text };
+/**
+ * The records of the unknown `keys` of one config: the one place that classifies and suggests.
+ * `known` is what `reader` reads; the keys only Multus's thick daemon reads count as accepted in a
+ * Plexus config (a conflist has no such keys).
+ */
+export function findUnknownKeys(
+  keys: readonly string[],
+  known: readonly string[],
+  reader: KeyReader = "plexus",
+): UnknownKey[] {
+  return keys.map((key) => {
+    if (reader === "plexus" && THICK_FOLDED.has(foldKey(key)))
+      return { key, reader, kind: "thick" };
+    const suggestion = nearestKey(key, known);
+    return suggestion
+      ? { key, reader, kind: "unknown", suggestion }
+      : { key, reader, kind: "unknown" };
+  });
 }
 
-/** One line per unknown key, for doctor, validate, explain, the installer's log and the CNI log. */
+/**
+ * The top-level keys of a conflist that libcni does not read (a plugin's own keys belong to the
+ * plugin and are not judged here). Anything that is not a conflist (no `plugins`) has none.
+ */
+export function conflistUnknownKeys(value: unknown): UnknownKey[] {
+  if (!isPlainObject(value) || !hasKeyFold(value, "plugins")) return [];
+  return findUnknownKeys(canonicalizeKeys(value, LIST_KEYS).unknown, LIST_KEYS.names, "conflist");
+}
+
+const NOT_READ: Record<KeyReader, string> = {
+  plexus: "is not a Plexus key",
+  conflist: "is not a conflist key (libcni reads no such key)",
+};
+
+/** What to say of one unknown key, without saying where it is. */
+export function describeUnknownKey(record: UnknownKey): string {
+  // A key as typed when it is short, printable ASCII; else escaped and cut (showKey).
+  const shown = /^[\x20-\x7e]{1,80}$/.test(record.key) ? `\`${record.key}\`` : showKey(record.key);
+  if (record.kind === "thick")
+    return `${shown} is a key of Multus's thick-plugin daemon: accepted, has no effect here`;
+  const hint = record.suggestion ? `; did you mean \`${record.suggestion}\`?` : " and is ignored";
+  return `${shown} ${NOT_READ[record.reader]}${hint}`;
+}
+
+/** One line per record, prefixed with where the config is. */
+export function renderUnknownKeys(
+  records: readonly UnknownKey[],
+  where: string,
+): UnknownKeyReport[] {
+  return records.map((record) => ({ ...record, msg: `${where}: ${describeUnknownKey(record)}` }));
+}
+
+/**
+ * One line per unknown key of a Plexus config, for doctor, validate, explain, the installer's log
+ * and the CNI log.
+ */
 export function reportUnknownKeys(
   keys: readonly string[],
   known: readonly string[],
   where = "the Plexus config",
 ): UnknownKeyReport[] {
-  return keys.map((key) => {
-    const { text, ...report } = describeKey(key, known);
-    return { ...report, msg: `${where}: ${text}` };
-  });
+  return renderUnknownKeys(findUnknownKeys(keys, known), where);
 }
 
 /**
@@ -105,10 +153,9 @@ export function reportUnknownKeys(
  * they are accepted). Undefined when there is nothing to say.
  */
 export function unknownKeysHint(keys: readonly string[], known: readonly string[]) {
-  const lines = keys
-    .map((key) => describeKey(key, known))
-    .filter((d) => d.kind === "unknown")
-    .map((d) => d.text);
+  const lines = findUnknownKeys(keys, known)
+    .filter((record) => record.kind === "unknown")
+    .map(describeUnknownKey);
   if (lines.length === 0) return undefined;
   // A handful is what a person reads; the rest are counted.
   const more = lines.length > MAX_HINTS ? `; and ${lines.length - MAX_HINTS} more` : "";

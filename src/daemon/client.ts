@@ -1,5 +1,5 @@
 /**
- * The CNI binary's side of the daemon (issue 5): a {@link KubeApi} that asks `plexus daemon` over
+ * The CNI binary's side of the daemon (daemon mode): a {@link KubeApi} that asks `plexus daemon` over
  * its unix socket, and falls back to the direct API client (thin mode) — for this call and the
  * rest of this CNI call — as soon as the daemon is missing, refusing, slow (past `timeoutMs`),
  * answering garbage or failing on its side. The fallback is logged. Answers the daemon gives
@@ -29,7 +29,7 @@ export class DaemonUnavailable extends Error {
 
 export interface DaemonKubeOptions {
   socketPath: string;
-  /** One request to the daemon (reads from its cache answer in well under a millisecond). */
+  /** One request to the daemon (it answers reads from its caches, without the API server). */
   timeoutMs: number;
   /** Writes wait for the API server behind the daemon: this long. */
   writeTimeoutMs: number;

@@ -20,6 +20,7 @@ import { createLogger, type Logger } from "../log/logger";
 import { HotplugReconciler, parseNamespaces, type HotplugPass } from "./hotplug";
 import { MissingNetworksDetector } from "./missing-networks";
 import { startDaemonServer } from "./server";
+import { ExitCode } from "../config/exit-codes";
 
 export interface DaemonFlags {
   kubeconfig?: string | undefined;
@@ -362,7 +363,7 @@ export async function daemonMain(flags: DaemonFlags, passes: DaemonPasses = {}):
     resolveDaemonFlags(flags, process.env);
   } catch (err) {
     process.stderr.write(`plexus daemon: ${(err as Error).message}\n`);
-    return 2;
+    return ExitCode.Usage;
   }
   const log = await createLogger(
     {
@@ -377,7 +378,7 @@ export async function daemonMain(flags: DaemonFlags, passes: DaemonPasses = {}):
     daemon = await startDaemon(flags, process.env, log, passes.housekeeping, passes.hotplug);
   } catch (err) {
     log.error({ err: err instanceof Error ? err.message : String(err) }, "daemon failed to start");
-    return 1;
+    return ExitCode.Problem;
   }
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string) => {
@@ -388,5 +389,5 @@ export async function daemonMain(flags: DaemonFlags, passes: DaemonPasses = {}):
     process.once("SIGINT", onSignal);
   });
   await daemon.stop();
-  return 0;
+  return ExitCode.Ok;
 }

@@ -1,8 +1,8 @@
 /**
- * The CNI process asking `plexus daemon` for a pod's devices (M10, issue 15 item 5): the daemon
- * keeps one channel to kubelet's pod-resources socket, so an ADD with a device network pays
- * neither gRPC's load nor a connection set-up. Any failure of the daemon (missing, slow, refusing,
- * kubelet unreachable from it) is a DaemonUnavailable: the caller asks kubelet itself.
+ * The CNI process asking `plexus daemon` for a pod's devices (M10): the daemon keeps one channel
+ * to kubelet's pod-resources socket, so an ADD with a device network loads no gRPC client and
+ * opens no connection to kubelet. Any failure of the daemon (missing, slow, refusing, kubelet
+ * unreachable from it) is a DaemonUnavailable: the caller asks kubelet itself.
  */
 import { socketTransport } from "../kubeapi/http-transport";
 import { DaemonUnavailable } from "./client";

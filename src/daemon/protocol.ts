@@ -1,5 +1,5 @@
 /**
- * The daemon's API on its unix socket (issue 5), shared by the server (server.ts) and the CNI
+ * The daemon's API on its unix socket (daemon mode), shared by the server (server.ts) and the CNI
  * binary's client (client.ts). JSON over HTTP/1.1; errors carry the CNI code the binary should
  * return, so an authoritative answer ("no such pod") is not mistaken for a daemon failure.
  *

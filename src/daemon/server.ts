@@ -47,7 +47,7 @@ export interface DaemonServerOptions {
   log: Logger;
   /** Also serve /healthz, /readyz and /metrics (nothing else) over plain HTTP on this TCP address. */
   healthAddress?: { host: string; port: number } | undefined;
-  /** prom-client's registry and the daemon's series (metrics.ts, loaded with the API bundle). */
+  /** prom-client's registry and the daemon's series (metrics.ts, loaded by the daemon only). */
   metrics: DaemonMetrics;
   /** M10: the pod's devices from kubelet's pod-resources API; undefined: the route answers 404. */
   podDevices?:

@@ -7,6 +7,7 @@ import { createLogger } from "../log/logger";
 import { resolveOptions, type InstallFlags } from "./options";
 import { runInstall } from "./run";
 import { executableToInstall, ownExecutable } from "./self";
+import { ExitCode } from "../config/exit-codes";
 
 export async function installMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as InstallFlags;
@@ -21,7 +22,7 @@ export async function installMain(flags: Record<string, unknown>): Promise<numbe
     log.error({ err: asCniError(err).message }, "invalid flags");
     // Also without a logger (--installer-log-level silent): a wrong flag must not pass unnoticed.
     if (log.level === "silent") process.stderr.write(`${asCniError(err).message}\n`);
-    return 2;
+    return ExitCode.Usage;
   }
   const abort = new AbortController();
   const onSignal = (sig: NodeJS.Signals): void => {

@@ -10,10 +10,11 @@
 import { readdirSync } from "node:fs";
 import { readSharedFile } from "../store/shared-file";
 import { basename, join } from "node:path";
-import { LIST_KEYS, parseConfList, type ConfList } from "../cni/conf";
+import { parseConfList, type ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
-import { canonicalizeKeys, getKeyFold, hasKeyFold } from "../cni/keys";
+import { getKeyFold } from "../cni/keys";
 import { firstConfigFile, MAX_CONF_FILE_BYTES, type ConfFile } from "../npwg/conf-dir";
+import { conflistUnknownKeys, type UnknownKey } from "../config/unknown-keys";
 import { PLEXUS_CONF_NAME } from "./options";
 import { isMultusConfig } from "./multus-config";
 
@@ -22,8 +23,8 @@ export interface PrimaryConfig {
   /** The file's text, to notice when it changes. */
   content: string;
   conf: ConfList;
-  /** Top-level keys of a conflist that libcni reads no such key of (M1: named in the log, never silent). */
-  unknownKeys: string[];
+  /** Top-level keys of a conflist that libcni does not read (M1: named in the log, never silent). */
+  unknownKeys: UnknownKey[];
 }
 
 export interface PrimaryChoice {
@@ -83,9 +84,7 @@ export function choosePrimary(
     try {
       const conf = parseConfList(value, { what: path });
       const content = candidates.find((f) => f.path === path)!.content;
-      const unknownKeys = hasKeyFold(value, "plugins")
-        ? canonicalizeKeys(value, LIST_KEYS).unknown
-        : [];
+      const unknownKeys = conflistUnknownKeys(value);
       return { primary: { path, content, conf, unknownKeys }, warnings };
     } catch (err) {
       warnings.push(`${(err as Error).message}; refused as the primary config`);

@@ -10,8 +10,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { removeFile } from "../store/atomic-file";
-import { LIST_KEYS } from "../cni/conf";
-import { reportUnknownKeys } from "../config/unknown-keys";
+import { renderUnknownKeys } from "../config/unknown-keys";
 import type { Logger } from "../log/logger";
 import { installBinary } from "./binary";
 import { readCredentials, readNodeFile, renderKubeconfig, syncFile } from "./kubeconfig";
@@ -148,14 +147,8 @@ export async function syncCredentials(
 
 /** M1: unknown keys are never silent, also in the primary config the installer reads. */
 function logUnknownKeys(primary: PrimaryConfig, log: Logger): void {
-  for (const r of reportUnknownKeys(
-    primary.unknownKeys,
-    LIST_KEYS.names,
-    `primary config ${primary.path}`,
-  ))
-    log.warn(
-      r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"),
-    );
+  for (const r of renderUnknownKeys(primary.unknownKeys, `primary config ${primary.path}`))
+    log.warn(r.msg);
 }
 
 /** The binary was removed or replaced by something else since the full copy: copy again. */

@@ -19,6 +19,7 @@ import {
 } from "./reconcile";
 import { reconcileUserConfig } from "./user-config";
 import { ChangeNotifier } from "./watch";
+import { ExitCode } from "../config/exit-codes";
 
 export interface InstallDeps {
   log: Logger;
@@ -146,8 +147,8 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
     copyBinary(options, state, log);
     notifier = new ChangeNotifier(watchedDirs(options), options.pollIntervalMs);
     const ready = await waitUntilReady(options, state, notifier, deps);
-    if (!ready) return deps.signal.aborted ? await exitOnSignal(options, log) : 1;
-    if (options.once) return 0;
+    if (!ready) return deps.signal.aborted ? await exitOnSignal(options, log) : ExitCode.Problem;
+    if (options.once) return ExitCode.Ok;
     if (options.watch) {
       notifier.close();
       // The credentials dir exists now: watch it too (a deleted kubeconfig is restored at once).
@@ -168,7 +169,7 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
     return await exitOnSignal(options, log);
   } catch (err) {
     log.error({ err: asCniError(err).message }, "plexus install failed");
-    return 1;
+    return ExitCode.Problem;
   } finally {
     notifier?.close();
   }
@@ -177,5 +178,5 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
 async function exitOnSignal(o: InstallOptions, log: Logger): Promise<number> {
   log.info("terminating");
   if (o.cleanupConfigOnExit) await removePlexusConfig(o, log);
-  return 0;
+  return ExitCode.Ok;
 }

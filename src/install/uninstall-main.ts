@@ -6,6 +6,7 @@
 import { asCniError } from "../cni/errors";
 import { createLogger } from "../log/logger";
 import { planUninstall, runUninstall, type UninstallFlags } from "./uninstall";
+import { ExitCode } from "../config/exit-codes";
 
 export async function uninstallMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as UninstallFlags & { logLevel: string };
@@ -19,7 +20,7 @@ export async function uninstallMain(flags: Record<string, unknown>): Promise<num
   } catch (err) {
     log.error({ err: asCniError(err).message }, "invalid flags");
     if (log.level === "silent") process.stderr.write(`${asCniError(err).message}\n`);
-    return 2;
+    return ExitCode.Usage;
   }
   const code = await runUninstall(plan, log);
   if (!f.wait) return code;

@@ -14,6 +14,7 @@ import type { Logger } from "../log/logger";
 import { ioError, removeFile } from "../store/atomic-file";
 import * as own from "../store/own-names";
 import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
+import { ExitCode } from "../config/exit-codes";
 
 /** The flags as commander hands them over. */
 export interface UninstallFlags {
@@ -209,11 +210,11 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
     handleState(plan, log);
   } catch (err) {
     log.error({ err: asCniError(err).message }, "plexus uninstall failed");
-    return 1;
+    return ExitCode.Problem;
   }
   log.info(
     { config: plan.plexusConf.host, binary: plan.binary.host },
     "Plexus removed from this node",
   );
-  return 0;
+  return ExitCode.Ok;
 }

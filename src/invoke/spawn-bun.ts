@@ -6,7 +6,7 @@
  * whole group SIGKILLed at the deadline, then a grace for pipes held open by children that escaped
  * the group (B52, B61, B63); and whatever the delegate left running outside its group (a `setsid`
  * grandchild) is killed when it ends (orphans.ts). Bun's node:child_process builds Node streams for
- * every child; Bun.spawn does not, which saves a few milliseconds per delegate.
+ * every child; Bun.spawn does not.
  */
 import { killGroup } from "../sys/kill";
 import { becomeSubreaper, killOrphans } from "./orphans";

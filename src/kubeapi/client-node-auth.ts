@@ -1,8 +1,8 @@
 /**
  * Credentials a kubeconfig delegates to a plugin (`exec`, `auth-provider`: cloud IAM, OIDC) come
  * from @kubernetes/client-node's KubeConfig, which runs those plugins and caches their tokens.
- * Loaded (in the API bundle) only for such kubeconfigs; the usual token, token file or client
- * certificate never pays for client-node (kubeconfig.ts).
+ * Loaded (in the API bundle) only for such kubeconfigs and by the daemon: a CNI call with the
+ * usual token, token file or client certificate never pays for client-node (kubeconfig.ts).
  */
 import type * as https from "node:https";
 import { dirname } from "node:path";

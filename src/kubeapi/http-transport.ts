@@ -1,8 +1,10 @@
 /**
- * The API client's transport: node:http(s) with one keep-alive agent, a deadline per attempt
- * (headers and body, as an AbortSignal), a response size cap (B41) and a check that a 2xx answer
- * is a JSON object (B40). No fetch, no undici: the CNI process pays for neither (a cold undici
- * costs ~70 ms), and a hung or trickling server leaves no socket behind (B36).
+ * The API client's transports: {@link HttpTransport}, node:http(s) with one keep-alive agent (the
+ * daemon, and every process under Node), and in the Bun executable Bun's own fetch for a process
+ * that makes a few requests and exits (see shortLivedTransport, socketTransport). Both hold the
+ * same rules: a deadline per attempt (headers and body, as an AbortSignal), a response size cap
+ * (B41), a check that a 2xx answer is a JSON object (B40), and a hung or trickling server leaves no
+ * socket in use behind (B36).
  */
 import type * as http from "node:http";
 
@@ -143,7 +145,8 @@ export class HttpTransport {
       method: r.method,
       headers,
       agent: this.agent,
-      // Given, it spares Node's own guess, whose first IPv6 regex costs a cold process ~4 ms.
+      // Always given (the kubeconfig's tls-server-name, else the URL's host name, none for an
+      // IP): Node's own guess is not needed.
       servername:
         this.socketPath || url.protocol !== "https:"
           ? ""
@@ -288,9 +291,9 @@ const inBun = (): boolean => (globalThis as { Bun?: unknown }).Bun !== undefined
 
 /**
  * A transport to a local unix socket (the daemon). In the Bun executable it is Bun's own fetch,
- * whose `unix` option connects to the socket natively: loading `node:http` in a Bun process costs
- * ~8 ms of CPU and ~9 MiB of memory, Bun's fetch ~1 ms and ~4 MiB (measured in
- * docs/benchmarks.md). Elsewhere (Node, the unit tests) it is {@link HttpTransport}.
+ * whose `unix` option connects to the socket natively, so the CNI process loads no `node:http`
+ * (what that saves: docs/benchmarks.md, "Levers, measured"). Elsewhere (Node, the unit tests) it
+ * is {@link HttpTransport}.
  */
 export function socketTransport(options: { socketPath: string; maxBytes: number }): ApiTransport {
   return inBun() ? new FetchTransport(options) : new HttpTransport({ ...options, maxSockets: 1 });
@@ -299,8 +302,8 @@ export function socketTransport(options: { socketPath: string; maxBytes: number 
 /**
  * The API server's transport for a process that makes a few requests and exits (the CNI call): in
  * the Bun executable Bun's own fetch, which loads none of Node's HTTP, TLS and stream modules
- * (~4 ms of a thin ADD's CPU before its first request, measured in docs/benchmarks.md) and keeps
- * one connection for the call's sequential requests. Its pooled connection cannot be closed on
+ * (what that saves: docs/benchmarks.md, "Levers, measured") and keeps one connection for the
+ * call's sequential requests. Its pooled connection cannot be closed on
  * demand, so a long-lived process (the daemon) keeps {@link HttpTransport}. Elsewhere (Node) it is
  * {@link HttpTransport} too.
  */

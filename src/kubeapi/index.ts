@@ -1,6 +1,7 @@
 /**
  * The API server's client for a CNI call, built only when a pod needs it (VERSION, STATUS and a DEL
- * served from the record never load any of it, nor @kubernetes/client-node): `kubeconfig`, else the
+ * served from the record load neither it, kubeconfig.ts and rest-kube.ts, nor
+ * @kubernetes/client-node; this file is only the loader): `kubeconfig`, else the
  * in-cluster service account (M1), or none. Which Kubernetes a call uses (a manifest directory, the
  * node's daemon, or this client) is chosen above, in connect/kube-factory.ts.
  */
@@ -37,8 +38,8 @@ export function hasKubernetesConfig(
 
 /**
  * The API-server client, or undefined without any Kubernetes config: {@link RestKube}, which
- * needs no @kubernetes/client-node (about 2 MB bundled, ~21 ms to initialise in the executable); that bundle is
- * loaded only for a kubeconfig whose user runs a credential plugin (exec, auth-provider).
+ * needs no @kubernetes/client-node (slow to initialise); that bundle is loaded only for a
+ * kubeconfig whose user runs a credential plugin (exec, auth-provider).
  * Throws 7 for an unusable kubeconfig (B15), before any request.
  */
 export async function loadKubeApi(
@@ -47,7 +48,8 @@ export async function loadKubeApi(
 ): Promise<RestKube | undefined> {
   const env = ctx.env ?? {};
   if (!hasKubernetesConfig(conf, env)) return undefined;
-  // node:https, node:tls and js-yaml load only here: a DEL from the record never pays for them.
+  // The kubeconfig reader and the REST client load only here: a DEL from the record never pays for
+  // them (nor for js-yaml, which kubeconfig.ts loads only for a kubeconfig that is not JSON).
   const [{ loadKubeSource }, { RestKube }] = await Promise.all([
     import("./kubeconfig"),
     import("./rest-kube"),

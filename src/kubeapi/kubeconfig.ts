@@ -4,8 +4,8 @@
  *
  * The CNI process reads the kubeconfig itself: the fields a node plugin's kubeconfig uses (server,
  * CA, client certificate, token, token file, basic auth, insecure-skip-tls-verify,
- * tls-server-name) need no @kubernetes/client-node, whose initialisation every pod would pay, even
- * from the executable's bytecode (its cost: docs/benchmarks.md).
+ * tls-server-name) need no @kubernetes/client-node, whose initialisation every pod would otherwise
+ * pay, even from the executable's bytecode.
  * A user with an `exec` or `auth-provider` credential plugin is handed to client-node's KubeConfig
  * (client-node-auth.ts, loaded only then). A field of client-go's schema that would change where
  * requests go or whom they act as, and that is not implemented, is refused (refuseUnimplemented).
@@ -92,7 +92,8 @@ function bad(path: string, why: string, cause?: unknown): CniError {
 
 /**
  * JSON (what `plexus install` writes) is parsed as JSON: the YAML parser is loaded only for a
- * kubeconfig that is not JSON, so a CNI call on an installed node never pays for it (~1.5 ms).
+ * kubeconfig that is not JSON, so a CNI call on an installed node never pays for it (what that
+ * saves: docs/benchmarks.md, "Levers, measured").
  * YAML is a superset of JSON, so the result is what the YAML parser would give either way.
  */
 async function parseKubeconfigText(text: string): Promise<unknown> {

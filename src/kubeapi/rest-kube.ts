@@ -1,8 +1,8 @@
 /**
- * {@link KubeApi} over the API server's REST protocol: the four calls the plugin makes (get pod,
- * get NAD, merge-patch pods/status, create event) on {@link HttpTransport}, with bounded retries.
- * No @kubernetes/client-node here: its initialisation (~21 ms in the executable) would be paid by every
- * pod sandbox, and four JSON requests need none of its generated model classes.
+ * {@link KubeApi} over the API server's REST protocol: the calls the plugin makes (get pod, get
+ * NAD, merge-patch pods/status, create event; for DRA get a claim, list slices) on an
+ * {@link ApiTransport}, with bounded retries. No @kubernetes/client-node here: its initialisation
+ * would be paid by every pod sandbox, and a few JSON requests need none of its model classes.
  *
  * Failures become CniErrors: 3 pod not found (B38, B43), 6 undecodable answer (B40), 7 bad names
  * (B20), 104 everything else after bounded retries (B34–B37, B41, B42).

@@ -4,9 +4,10 @@
  * `application/grpc`, `te: trailers`, `grpc-timeout`) and one DATA frame holding the length-prefixed
  * message; the answer is the DATA frames' message and the trailers' `grpc-status`/`grpc-message`.
  *
- * Why not @grpc/grpc-js, nor `node:http2`: in the Bun executable their module load (and grpc-js's
- * channel set-up) cost a CNI process that asks one question far more than the question
- * (docs/benchmarks.md, "Levers, measured"). No compression is offered, so none comes back.
+ * Why not @grpc/grpc-js, nor `node:http2`: grpc-js runs on `node:http2`, whose load alone in the
+ * Bun executable costs a CNI process that asks one question more than the question
+ * (docs/benchmarks.md, "Levers, measured"), and grpc-js adds its own and its channel's set-up.
+ * No compression is offered, so none comes back.
  */
 import { H2Code, H2Connection, type H2Error, type H2Peaks, openUnixSocket } from "./h2c";
 import { type PeerLimit, PeerLimits } from "./peer-limits";

@@ -2,8 +2,9 @@
  * HTTP/2 over cleartext on a unix socket (RFC 9113, "prior knowledge"), as much as a client of
  * unary gRPC calls needs: the preface and SETTINGS, one stream per request (HEADERS, then DATA
  * ending the stream), the server's HEADERS (with CONTINUATION), DATA and trailers, SETTINGS and
- * PING acknowledged, flow-control credit returned as data arrives, RST_STREAM and GOAWAY. No
- * priorities, no push (turned off), no padding sent.
+ * PING acknowledged, the connection's flow-control credit returned as data arrives (a stream's
+ * window is opened to its largest at once), RST_STREAM and GOAWAY. No priorities, no push (turned
+ * off), no padding sent; no send window is kept (see onFrame).
  *
  * The server is held to the peer limits (./peer-limits, M10): a frame longer than the size
  * advertised, a header block or list past its cap, answers it leaves unread past the write cap,
@@ -12,8 +13,8 @@
  * call's deadline timer always gets its turn.
  *
  * Why not `node:http2`: in the executable, loading it (with `node:net` and Node's streams) costs a
- * CNI call more than the whole exchange (docs/benchmarks.md). The socket here is Bun's own
- * (`Bun.connect`), or `node:net` under Node (development and tests).
+ * CNI call more than the whole exchange (docs/benchmarks.md, "Levers, measured"). The socket here
+ * is Bun's own (`Bun.connect`), or `node:net` under Node (development and tests).
  */
 import { encodeHeaders, HpackDecoder, HpackError } from "./hpack";
 import { type PeerLimit, PeerLimits } from "./peer-limits";
@@ -99,7 +100,7 @@ const FRAME = {
 };
 const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8, PRIORITY: 0x20 };
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-/** A stream may receive this much before any credit is returned: more than any answer allowed. */
+/** Each stream's receive window, never replenished: more than any answer allowed. */
 const STREAM_WINDOW = 2 ** 31 - 1;
 
 /**
@@ -395,7 +396,9 @@ export class H2Connection {
         this.goaway(payload);
         return this.releaseIfIdle();
       default:
-      // PRIORITY, WINDOW_UPDATE (nothing here sends more than a window's worth) and unknown types.
+      // PRIORITY, WINDOW_UPDATE and unknown types are ignored. No send window is kept: a request
+      // is one small DATA frame (a pod's namespace and name), sent whatever window the server
+      // advertised; RFC 9113 §6.9.2 starts every window at 65,535 bytes.
     }
   }
 

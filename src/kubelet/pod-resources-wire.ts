@@ -1,8 +1,9 @@
 /**
  * The protobuf wire form of the few pod-resources messages Plexus sends and reads (field numbers
- * of kubelet's pkg/kubelet/apis/podresources/v1 api.proto), by hand: a protobuf library costs
- * the CNI process ~4 ms to load and to build its reflection before the first byte (measured,
- * docs/benchmarks.md), for two strings out and a few nested lists back. Fields Plexus does not
+ * of kubelet's pkg/kubelet/apis/podresources/v1 api.proto), by hand: a protobuf library is loaded
+ * and builds its reflection before the first byte, more than the CNI process should pay for two
+ * strings out and a few nested lists back (what protobufjs cost: docs/benchmarks.md, "Levers,
+ * measured"). Fields Plexus does not
  * read (CPU ids, memory, topology, dynamic resources) are skipped by their wire type, so what
  * newer kubelets add does not matter.
  *

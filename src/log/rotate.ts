@@ -34,7 +34,10 @@ export interface LogRotation {
   compress?: boolean;
 }
 
-/** A `.rotate-lock` older than this was left by a killed process: rotation takes only milliseconds. */
+/**
+ * A `.rotate-lock` older than this was left by a killed process: a rotation holds it for a stat
+ * and a rename.
+ */
 export const STALE_ROTATE_LOCK_MS = 60_000;
 
 export function rotateIfNeeded(file: string, opts: LogRotation, now = new Date()): void {

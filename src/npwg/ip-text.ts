@@ -2,8 +2,8 @@
  * IP addresses as text: what a pod's annotation may ask for and what a delegate reports back,
  * taken as Go's `net.ParseIP` takes them (no leading zeros in IPv4, `::ffff:1.2.3.4` allowed, no
  * zone). IPv6 goes through the WHATWG URL parser (the runtime's own, spec'd), IPv4 through one
- * regular expression: neither loads a module (`node:net` would bring Node's streams, ~2 ms of
- * every ADD, measured in docs/benchmarks.md). Both agree with `node:net`'s isIPv4/isIPv6 on the
+ * regular expression: neither loads a module (`node:net` would bring Node's streams into every
+ * ADD). Both agree with `node:net`'s isIPv4/isIPv6 on the
  * unit tests' cases, but for zones, which Plexus refuses.
  */
 const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;

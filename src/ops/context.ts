@@ -10,6 +10,7 @@ import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import { createLogger, type Logger } from "../log/logger";
 import type { Nad, Pod } from "../npwg/types";
 import { loadNodeConfig, type NodeConfig } from "./node-config";
+import { ExitCode } from "../config/exit-codes";
 
 export interface Output {
   out(text: string): void;
@@ -47,14 +48,6 @@ export function cniPathOf(
 ): string[] {
   return (flag ?? env.CNI_PATH ?? DEFAULT_CNI_PATH).split(":").filter(Boolean);
 }
-
-/**
- * Exit codes of the person-facing commands (the CNI verbs keep theirs: 0 or 1 with a CNI error).
- * 0: fine; 1: a problem was found (a check failed, ADD would fail, no such record); 2: the command
- * line is wrong (commander's parse errors and Plexus's own); 3: the command could not run (the API
- * server unreachable, a config or state that cannot be read).
- */
-export const ExitCode = { Ok: 0, Problem: 1, Usage: 2, CannotRun: 3 } as const;
 
 /** The command line asks for something that cannot be (exit 2). */
 export class UsageError extends Error {}

@@ -31,6 +31,7 @@ import { checkNodeScope } from "./node-scope-check";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
 import { missingPluginBinaries, pluginDirs } from "./plugin-binaries";
+import { ExitCode } from "../config/exit-codes";
 
 export interface Check extends Finding {
   subject: string;
@@ -386,7 +387,7 @@ export async function doctorMain(flags: CommonFlags, out: Output = processOutput
     const json = wantsJson(flags.output);
     const checks = await doctor(flags);
     out.out(json ? `${JSON.stringify(checks, null, 2)}\n` : renderChecks(checks));
-    return checks.some((c) => c.level === "error") ? 1 : 0;
+    return checks.some((c) => c.level === "error") ? ExitCode.Problem : ExitCode.Ok;
   } catch (err) {
     out.err(`plexus doctor: ${messageOf(err)}\n`);
     return exitCodeOf(err);

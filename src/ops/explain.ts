@@ -36,6 +36,7 @@ import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
 import { noteLogger } from "./note-logger";
 import { pluginDirs } from "./plugin-binaries";
+import { ExitCode } from "../config/exit-codes";
 
 export interface ExplainFlags extends CommonFlags {
   file?: string | undefined;
@@ -369,7 +370,7 @@ export async function explainMain(
 ): Promise<number> {
   if (!pod && !flags.file) {
     out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
-    return 2;
+    return ExitCode.Usage;
   }
   let r: Explanation;
   try {
@@ -379,5 +380,5 @@ export async function explainMain(
     return exitCodeOf(err);
   }
   out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
-  return r.errors.length ? 1 : 0;
+  return r.errors.length ? ExitCode.Problem : ExitCode.Ok;
 }

@@ -10,6 +10,7 @@ import { cmdHotplug, type HotplugReport } from "../orchestrate/hotplug";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags, Output } from "./context";
 import { nodePassDeps } from "./loaders";
+import { ExitCode } from "../config/exit-codes";
 
 export interface HotplugFlags extends CommonFlags {
   uid?: string | undefined;
@@ -36,7 +37,7 @@ export async function hotplugMain(
     const report = await cmdHotplug(target, { path, dryRun: flags.dryRun === true }, conf, deps);
     const json = flags.output === "json" || !flags.dryRun;
     out.out(json ? `${JSON.stringify(report)}\n` : describeReport(report));
-    return report.state === "failed" ? 1 : 0;
+    return report.state === "failed" ? ExitCode.Problem : ExitCode.Ok;
   } catch (err) {
     out.err(`plexus hotplug: ${messageOf(err)}\n`);
     return exitCodeOf(err);

@@ -15,6 +15,7 @@ import { housekeep } from "../orchestrate/pending";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags } from "./context";
 import { nodePassDeps } from "./loaders";
+import { ExitCode } from "../config/exit-codes";
 
 export interface RetryFlags extends CommonFlags {
   /** Set by the daemon: seconds until its pass after next, for the stamp DELs read. */
@@ -43,7 +44,7 @@ export async function recordsRetryMain(flags: RetryFlags, out = processOutput): 
     if (stampMs !== undefined) await deps.records.markHousekeeper(Date.now() + stampMs);
     const after = `${pending()} still pending (plexus records list)`;
     out.out(`retried ${before} pending record(s); ${after}\n`);
-    return 0;
+    return ExitCode.Ok;
   } catch (err) {
     out.err(`plexus records retry: ${messageOf(err)}\n`);
     return exitCodeOf(err);

@@ -32,6 +32,7 @@ import {
 } from "./context";
 import { opsWiring } from "./loaders";
 import { loadNodeConfig } from "./node-config";
+import { ExitCode } from "../config/exit-codes";
 
 export interface RecordsFlags extends CommonFlags {
   cniDir?: string | undefined;
@@ -262,14 +263,14 @@ export async function recordsMain(
     if (action === "list") {
       const list = await listRecords(store, conf);
       out.out(json ? `${JSON.stringify(list, null, 2)}\n` : renderRecordList(list, store.dir));
-      return 0;
+      return ExitCode.Ok;
     }
     const { read, summary } = await find(store, id!, conf);
     if (action === "show") {
       out.out(
         `${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`,
       );
-      return 0;
+      return ExitCode.Ok;
     }
     if (flags.teardown && read.state === "found") {
       const errors = await tearDownRecord(read.record, conf, flags);
@@ -277,13 +278,13 @@ export async function recordsMain(
         out.out(
           `record ${summary.id} was removed while this waited for the container's lock (a DEL ran)\n`,
         );
-        return 0;
+        return ExitCode.Ok;
       }
       if (errors.length) {
         out.err(
           `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,
         );
-        return 1;
+        return ExitCode.Problem;
       }
       out.out(`tore down ${read.record.attachments.length} attachment(s) of ${summary.id}\n`);
     } else if (read.state === "found") {
@@ -297,7 +298,7 @@ export async function recordsMain(
       await removeIdleLock(conf.cniDir, read.record.containerId, read.record.ifName);
     } else if (read.state !== "found") await rm(summary.path, { force: true });
     out.out(`removed record ${summary.id}\n`);
-    return 0;
+    return ExitCode.Ok;
   } catch (err) {
     out.err(`plexus records ${action}: ${messageOf(err)}\n`);
     return exitCodeOf(err);

@@ -8,11 +8,9 @@
  */
 import { hostname } from "node:os";
 import { asCniError } from "../cni/errors";
-import { LIST_KEYS, type ConfList, type PluginConf } from "../cni/conf";
-import { isPlainObject } from "../cni/json";
-import { canonicalizeKeys, hasKeyFold } from "../cni/keys";
+import type { ConfList, PluginConf } from "../cni/conf";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
-import { reportUnknownKeys } from "../config/unknown-keys";
+import { conflistUnknownKeys, renderUnknownKeys, reportUnknownKeys } from "../config/unknown-keys";
 import { findInPath } from "../invoke/find";
 import { RawExec } from "../invoke/raw-exec";
 import { applySelection } from "../npwg/delegate-args";
@@ -36,6 +34,7 @@ import { checkResourceName } from "./dra-check";
 import { hostLinkProblems } from "./host-links";
 import { readManifest } from "./manifest-kube";
 import type { ResourceSlice } from "../cluster/dra-objects";
+import { ExitCode } from "../config/exit-codes";
 
 export interface ValidateFlags extends CommonFlags {
   file?: string | undefined;
@@ -191,10 +190,8 @@ function listKeyWarnings(nad: Nad): string[] {
   } catch {
     return []; // reported by resolveNadConfig
   }
-  if (!isPlainObject(value) || !hasKeyFold(value, "plugins")) return [];
-  const unknown = canonicalizeKeys(value, LIST_KEYS).unknown;
-  return reportUnknownKeys(unknown, LIST_KEYS.names, "spec.config (a conflist)").map((r) =>
-    r.msg.replace("is not a Plexus key", "is not a conflist key (libcni reads no such key)"),
+  return renderUnknownKeys(conflistUnknownKeys(value), "spec.config (a conflist)").map(
+    (r) => r.msg,
   );
 }
 
@@ -365,7 +362,7 @@ export async function validateMain(
 ): Promise<number> {
   if (!name && !flags.file && !flags.all) {
     out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
-    return 2;
+    return ExitCode.Usage;
   }
   try {
     const { reports, notes } = await validate(name, flags);
@@ -374,7 +371,9 @@ export async function validateMain(
         ? `${JSON.stringify({ reports, notes }, null, 2)}\n`
         : renderFindings(reports, notes),
     );
-    return reports.some((r) => r.findings.some((x) => x.level === "error")) ? 1 : 0;
+    return reports.some((r) => r.findings.some((x) => x.level === "error"))
+      ? ExitCode.Problem
+      : ExitCode.Ok;
   } catch (err) {
     out.err(`plexus validate: ${messageOf(err)}\n`);
     return exitCodeOf(err);

@@ -27,7 +27,7 @@ export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): P
 async function checkLocked(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const read = await deps.records.read(req.containerId, req.ifName);
   if (read.state === "missing") {
-    // A pod Multus attached before the node switched to Plexus: CHECK from Multus's cache (issue 10).
+    // A pod Multus attached before the node switched to Plexus: CHECK from Multus's cache (M14).
     const { multusAttachedForCheck } = await import("./multus-migrate");
     const fromMultus = await multusAttachedForCheck(req, conf, deps);
     if (fromMultus) return checkAttachments(fromMultus.attachments, req, conf, fromMultus.deps);

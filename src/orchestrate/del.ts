@@ -75,7 +75,7 @@ async function delLocked(
     );
   }
   if (read.state === "missing") {
-    // A pod Multus attached before the node switched to Plexus: DEL from Multus's cache (issue 10).
+    // A pod Multus attached before the node switched to Plexus: DEL from Multus's cache (M14).
     const { delMultusAttached } = await import("./multus-migrate");
     if (await delMultusAttached(req, conf, deps)) return;
   }

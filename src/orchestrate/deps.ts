@@ -38,8 +38,9 @@ export interface Deps extends ExecDeps {
 }
 
 /**
- * Modules only some calls use, loaded on first use. The wiring (cli/) decides how: a verb never
- * calls `import()` itself, and an ADD without a pod or without selections never loads them.
+ * Modules only some calls use. The wiring decides how they load (cli/verb-deps.ts on first use,
+ * ops/loaders.ts up front) and passes them in; an ADD without a pod never loads them. (DEL and
+ * CHECK load Multus's migration path, multus-migrate.ts, themselves, only without a record.)
  */
 export interface Loaders {
   /** The networks annotation parser: only a pod of a cluster needs it. */

@@ -1,5 +1,5 @@
 /**
- * A verb under its container's lock (issue 13 R1, R2; store/container-lock.ts): ADD, DEL and CHECK
+ * A verb under its container's lock (B64, B81; store/container-lock.ts): ADD, DEL and CHECK
  * of one (container, interface) run one at a time, and their delegates inherit the lock. When the
  * call leaves no record behind (a DEL that finished, an ADD rolled back), the lock file goes too.
  */

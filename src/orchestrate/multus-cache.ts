@@ -1,6 +1,6 @@
 /**
  * Reading the delegate cache Multus 4.x (thin or thick) writes at every ADD, so that a node switched
- * from Multus to Plexus can still DEL and CHECK the pods Multus attached (issue 10, migration).
+ * from Multus to Plexus can still DEL and CHECK the pods Multus attached (M14, migration).
  *
  * The file is `<Multus's cniDir>/<containerID>`: a JSON list of the delegates Multus ran, the
  * pod's default network first. Of each entry Plexus uses the config Multus ran (`Bytes`, base64; a

@@ -1,5 +1,5 @@
 /**
- * DEL and CHECK of a pod that Multus attached before the node switched to Plexus (issue 10,
+ * DEL and CHECK of a pod that Multus attached before the node switched to Plexus (M14,
  * migration): used when Plexus has no record for the container but Multus's delegate cache is
  * there (see ./multus-cache). The delegates' results are where Multus's libcni cached them,
  * `<multusCacheDir>/results/` (libcni's own format, which Plexus's ResultCache reads): they are

@@ -1,5 +1,5 @@
 /**
- * One container's lock (issue 13 R1, R2): ADD, DEL, CHECK and GC of a (container, interface) take
+ * One container's lock (B64, B81): ADD, DEL, CHECK and GC of a (container, interface) take
  * `<cniDir>/locks/<name>.lock` with flock(2), so two calls for one container never interleave (an
  * ADD's rollback deleting what a concurrent ADD made; a DEL finishing while an ADD still attaches).
  *

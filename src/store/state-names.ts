@@ -19,8 +19,8 @@ export function stateFileName(parts: readonly string[], ext = ""): string {
   const readable = `${parts.join("-")}${ext}`;
   const unambiguous = parts.slice(1).every((p) => !p.includes("-"));
   if (unambiguous && Buffer.byteLength(readable) <= MAX_FILE_NAME_BYTES) return readable;
-  // node:crypto only here, when a name needs it: loading it costs every call ~1.5 ms (it brings
-  // the stream classes with it).
+  // node:crypto only here, when a name needs it: loading it (it brings the stream classes with
+  // it) would cost every call (docs/benchmarks.md, "Levers, measured").
   const { createHash } = process.getBuiltinModule("node:crypto");
   return `~${createHash("sha256").update(parts.join("\n")).digest("hex")}${ext}`;
 }

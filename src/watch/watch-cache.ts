@@ -4,7 +4,8 @@
  * then watch from the list's resourceVersion, resume from the last resourceVersion after a dropped
  * stream (bookmarks keep it current while nothing changes), relist on 410 Gone/Expired, reconnect
  * after a quiet 30 s. Objects are trimmed to the fields Plexus reads before the informer stores
- * them (a pod's spec and status never stay in memory), so 10,000 NADs and 110 pods cost a few MiB.
+ * them (a pod's spec and status never stay in memory); what the daemon holds for 10,000 NADs is in
+ * docs/benchmarks.md ("The other sections, in the same run").
  *
  * Every LIST is read as client-go's reflector reads it ({@link listResourceVersion}), so that a
  * DaemonSet rollout on thousands of nodes is served from the API servers' watch caches, not by one

@@ -1,5 +1,5 @@
 /**
- * Daemon mode end to end (issue 5): `dist/plexus daemon` as its own process in front of the fake
+ * Daemon mode end to end: `dist/plexus daemon` as its own process in front of the fake
  * API server (HTTPS), `dist/plexus` as the CNI binary with `daemonSocket`, real bridge/host-local
  * in real namespaces. An ADD reads nothing from the API (0 GETs; 2 writes: status and one event);
  * with the daemon killed (SIGKILL) at random through 200 ADD/DEL cycles, every ADD succeeds

@@ -357,7 +357,7 @@ async function startHousekeepingDaemon(
   return { stop };
 }
 
-describeE2e("e2e R1 the lock waiter kills only a dead call's leftovers", () => {
+describeE2e("e2e B81 the lock waiter kills only a dead call's leftovers", () => {
   /** A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x … sleep`. */
   function holdLock(
     scope: E2eScope,
@@ -376,7 +376,7 @@ describeE2e("e2e R1 the lock waiter kills only a dead call's leftovers", () => {
     return holder;
   }
 
-  it("R1 a process holding the dead owner's lock without the owner's PLEXUS_CALL mark is not killed: DEL waits to its deadline (11); once it lets go, DEL succeeds", async () => {
+  it("B81 a process holding the dead owner's lock without the owner's PLEXUS_CALL mark is not killed: DEL waits to its deadline (11); once it lets go, DEL succeeds", async () => {
     const { scope } = t;
     const conf = plexusConf(scope, [defaultNet(scope, "10.224.9.0/24")], { delTimeoutSeconds: 1 });
     const holder = holdLock(scope, "ctr-foreign", {});
@@ -394,7 +394,7 @@ describeE2e("e2e R1 the lock waiter kills only a dead call's leftovers", () => {
   // A dead call's leftovers are found by the lock's identity (the flock their descriptor holds was
   // taken by a process that is gone), never by their environment: a live process that took the
   // lock itself is another call, whatever mark it carries (lifecycle.test.ts covers the leftovers).
-  it("R1 B81 a live process that took the lock itself, even with the dead owner's mark, is not killed: DEL waits (11)", async () => {
+  it("B81 a live process that took the lock itself, even with the dead owner's mark, is not killed: DEL waits (11)", async () => {
     const { scope } = t;
     const conf = plexusConf(scope, [defaultNet(scope, "10.224.10.0/24")], { delTimeoutSeconds: 1 });
     const holder = holdLock(scope, "ctr-marked", { PLEXUS_CALL: "dead-owner-mark" });

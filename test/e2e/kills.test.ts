@@ -1,5 +1,5 @@
 /**
- * The runtime's deadline and overlapping calls, played for real (issue 13 R1, R2; B64, K1): the real
+ * The runtime's deadline and overlapping calls, played for real (B64, B81, K1): the real
  * dist/plexus, the real bridge and host-local, real SIGKILLs of Plexus only (as containerd kills
  * it: its delegates are not the runtime's to kill), and the runtime's DELs right after. The
  * container's lock, inherited by every delegate, is what makes these end clean. Subnets 10.223.x.
@@ -53,8 +53,8 @@ function run(
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing behind", () => {
-  it("B64 K1 R1 Plexus SIGKILLed while a delegate is still starting, then the runtime's DELs: the orphaned delegate never attaches after the DEL (8 rounds, kills 50–450 ms into ADD)", async () => {
+describeE2e("e2e B64 the runtime's SIGKILL and overlapping calls leave nothing behind", () => {
+  it("B64 K1 Plexus SIGKILLed while a delegate is still starting, then the runtime's DELs: the orphaned delegate never attaches after the DEL (8 rounds, kills 50–450 ms into ADD)", async () => {
     const { scope } = t;
     const slow = slowBridgeDir(scope, 0.5);
     for (let round = 0; round < 8; round++) {
@@ -87,7 +87,7 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
     }
   });
 
-  it("R2 ADD and DEL of one container at once (10 rounds): they run one after the other, and after the runtime's last DEL nothing is left", async () => {
+  it("ADD and DEL of one container at once (10 rounds): they run one after the other, and after the runtime's last DEL nothing is left", async () => {
     const { scope } = t;
     for (let round = 0; round < 10; round++) {
       const conf = plexusConf(scope, [
@@ -115,7 +115,7 @@ describeE2e("e2e R1 R2 the runtime's SIGKILL and overlapping calls leave nothing
     }
   });
 
-  it("R2 two ADDs of one container at once: both answer, the second replaces the first, and one DEL leaves nothing (IPs, record, cache, lock)", async () => {
+  it("two ADDs of one container at once: both answer, the second replaces the first, and one DEL leaves nothing (IPs, record, cache, lock)", async () => {
     const { scope } = t;
     const conf = plexusConf(scope, [defaultNet(scope, "10.223.60.0/24")]);
     const ns = scope.addNetns();

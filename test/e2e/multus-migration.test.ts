@@ -1,5 +1,5 @@
 /**
- * In-place migration from Multus (issue 10): a pod attached by Multus 4.x before the node's primary
+ * In-place migration from Multus (M14): a pod attached by Multus 4.x before the node's primary
  * config was switched to Plexus is DELed by dist/plexus from what Multus left on the node. The
  * attachment is made here as Multus makes it: the reference bridge plugin (with host-local) run
  * directly for eth0 and net1 with the env libcni gives it, libcni's result cache written under

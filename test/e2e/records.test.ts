@@ -1,5 +1,5 @@
 /**
- * `plexus records` (issue 14) with the reference plugins: a container whose sandbox went away
+ * `plexus records` with the reference plugins: a container whose sandbox went away
  * without a successful DEL is listed as stale, and `records rm --teardown` runs DEL's teardown
  * with CNI_NETNS="" so the host side (veth, IP reservations, cached results) is released and the
  * record removed. Subnets 10.223.x.0/24.

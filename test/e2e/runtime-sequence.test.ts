@@ -1,5 +1,5 @@
 /**
- * Every failed ADD played as a runtime plays it (K1, M7, C2.5; issue 10): ADD fails, then DEL with
+ * Every failed ADD played as a runtime plays it (K1, M7, C2.5, M14): ADD fails, then DEL with
  * the same config and CNI_NETNS set (containerd's cleanup), DEL again with CNI_NETNS="" and no
  * prevResult (RemovePodSandbox), and DEL once the API server has gone. Every DEL must exit 0 and
  * nothing may be left: a DEL that fails wedges the pod (stuck Terminating, netns and IPs leaked).

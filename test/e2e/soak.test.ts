@@ -1,5 +1,5 @@
 /**
- * The fault soak (issue 13 item 7, scripts/soak.mjs) in its short form: 300 seeded cycles of
+ * The fault soak (scripts/soak.mjs) in its short form: 300 seeded cycles of
  * dist/plexus on real namespaces with bridge + host-local, about half of them faulted (SIGKILL in
  * ADD and DEL, delegates that hang, crash, print garbage or sleep past the kill, concurrent
  * ADD/ADD and ADD/DEL, API 5xx/resets/hangs/409s, daemon kills; a delegate DEL that fails once its

@@ -1,5 +1,5 @@
 /**
- * The built binary as a person meets it (issue 14): help and --version on stdout, errors on
+ * The built binary as a person meets it: help and --version on stdout, errors on
  * stderr, no spec IDs in any help text, `plexus` alone prints the help (a runtime calling without
  * CNI_COMMAND still gets error 4), a bash completion script that bash accepts, and the commands
  * end to end on a node directory.

@@ -1,5 +1,5 @@
 /**
- * The daemon's NetworksMissing detector (issue 14) against the fake API server: a pod Running
+ * The daemon's NetworksMissing detector against the fake API server: a pod Running
  * since before the daemon started, and one whose runtime never ran Plexus (Running, no
  * network-status), each get one Warning event and count in plexus_pods_missing_networks; pods with
  * their networks, hostNetwork pods and pods not Running get none; the detector makes no API read

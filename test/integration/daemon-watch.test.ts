@@ -1,5 +1,5 @@
 /**
- * The daemon's watches on a quiet cluster (issue 5): bookmarks keep the resourceVersion current, so
+ * The daemon's watches on a quiet cluster: bookmarks keep the resourceVersion current, so
  * when the server ends a watch after history it no longer holds was compacted, the daemon resumes
  * without a relist (at 5,000 nodes a relist of every NAD per watch timeout would be megabytes per
  * node per hour); and lists come in pages, so a list of every NAD is never one huge response.

@@ -1,5 +1,5 @@
 /**
- * `plexus daemon` (issue 5) in-process against the fake API server over HTTPS, and the CNI side's
+ * `plexus daemon` in-process against the fake API server over HTTPS, and the CNI side's
  * DaemonKube through the real unix socket: reads from the watch caches (0 API reads), live reads
  * on a miss (a pod created just before its ADD, a recreated pod), writes through the daemon, the
  * caches recovering from dropped watches and 410 Expired, and the binary side falling back to the

@@ -1,7 +1,7 @@
 /**
- * The Node APIs dist/plexus relies on, proven on the executable itself (a Bun single executable
- * since issue 11, so Node's semantics come from Bun's node: modules). What other files already
- * prove through dist/plexus is listed in docs/benchmarks.md ("What the executable relies on");
+ * The Node APIs dist/plexus relies on, proven on the executable itself (a Bun single executable,
+ * so Node's semantics come from Bun's node: modules). What other files already prove through
+ * dist/plexus is listed in docs/benchmarks.md ("What the executable relies on, proven on it");
  * this file adds what they did not:
  * - HTTPS with the kubeconfig's CA as the only trust anchor (passed with every connection)
  *   and the TLS SNI name (tls-server-name, the URL's host name, none for an IP);
@@ -109,7 +109,7 @@ describe("HTTPS to the API server from dist/plexus", () => {
     expect(err.msg).toMatch(/certificate|self.signed|verify/i);
     expect(calls(api, before)).toEqual([]);
 
-    // R5: the environment cannot turn verification off (the token would go to an impostor).
+    // The runtime's environment cannot turn verification off (the token would go to an impostor).
     const { sb } = ctx;
     const conf = sb.config([sb.delegate("net-b")], {
       kubeconfig: kubeconfigWith(api, "other-ca-2.kubeconfig", { caPem: otherCa }),

@@ -1,5 +1,5 @@
 /**
- * Hostile or careless input through the built binary (issue 13): what a tenant, a runtime's
+ * Hostile or careless input through the built binary: what a tenant, a runtime's
  * environment or a broken config can make Plexus do, and what it must refuse.
  */
 import { readFileSync, writeFileSync } from "node:fs";
@@ -55,7 +55,7 @@ describe("bounded work per call", () => {
   });
 });
 
-describe("R5 the executable ignores its runtime's tuning variables", () => {
+describe("the executable ignores its runtime's tuning variables", () => {
   it("B18 BUN_OPTIONS=--preload: the call itself and its delegates run without it (the preload ran once, before Plexus could act), NODE_OPTIONS and friends never reach a delegate", async () => {
     const { sb } = ctx;
     const marks = join(sb.root, "preload-runs");

@@ -83,7 +83,7 @@ describe("B62 DEL of one delegate fails", () => {
 
 describe("B64 ADD SIGKILLed mid-way, then DEL", () => {
   it.each(["net-a", "net-b"])(
-    "B64 R1 killed while %s's ADD hangs: the runtime's DEL kills the orphaned delegate itself, tears everything down and leaves no record",
+    "B64 killed while %s's ADD hangs: the runtime's DEL kills the orphaned delegate itself, tears everything down and leaves no record",
     async (hanging) => {
       const { sb } = ctx;
       const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
@@ -176,7 +176,7 @@ describe("B64 a dead call's leftovers are found by its lock, not by a path strin
 });
 
 describe("B64 an orphaned delegate that is only slow", () => {
-  it("B64 R1 killed while a delegate's ADD takes 400 ms: the runtime's DEL lets it finish on its own (no kill half-way through its bookkeeping), then tears everything down", async () => {
+  it("B64 killed while a delegate's ADD takes 400 ms: the runtime's DEL lets it finish on its own (no kill half-way through its bookkeeping), then tears everything down", async () => {
     const { sb } = ctx;
     const conf = twoNetworks({ delegateTimeoutSeconds: 30 });
     const done = join(sb.root, "net-b.done");

@@ -1,5 +1,5 @@
 /**
- * The person-facing commands (issue 14) in-process, against a file-backed cluster and against the
+ * The person-facing commands in-process, against a file-backed cluster and against the
  * fake API server, with the fixture plugin as delegates: `explain` shows ADD's plan and exactly
  * the error ADD gives (checked against the built binary's ADD), `validate` finds a missing
  * binary, a typo in a NAD, an undeclared capability, overlapping ranges and a plugin that does not

@@ -1958,7 +1958,7 @@ export function writeKubeconfig(
     writeFileSync(tokenPath, token);
     auth = `    tokenFile: ${tokenPath}`;
   }
-  // A plain-http server gets no TLS line at all, as `kubectl proxy` users write it (issue 10 item 6).
+  // A plain-http server gets no TLS line at all, as `kubectl proxy` users write it.
   const tlsLines = server.url.startsWith("https:")
     ? [`    certificate-authority-data: ${Buffer.from(server.caPem).toString("base64")}`]
     : [];

@@ -1,4 +1,4 @@
-/** The runtime-tuning variables the executable runs without (src/cli/runtime-env.ts, issue 13 R5). */
+/** The runtime-tuning variables the executable runs without (src/cli/runtime-env.ts). */
 import { describe, expect, it } from "vitest";
 import { tuningVariables, withoutTuning } from "../../../src/cli/runtime-env";
 

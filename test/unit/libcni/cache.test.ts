@@ -113,7 +113,7 @@ describe("ResultCache", () => {
   });
 });
 
-describe("state file names (issue 13 R3, R8)", () => {
+describe("state file names", () => {
   it("B48 readable libcni-style names when unambiguous; a hashed name when a later part has a dash or the name is too long; never the same file for two identities", () => {
     expect(stateFileName(["net-a", "ctr1", "eth0"])).toBe("net-a-ctr1-eth0");
     const a = stateFileName(["abc", "net1-x"], ".json");

@@ -1,4 +1,4 @@
-/** Human-readable log lines for a terminal (install and daemon run by hand, issue 14). */
+/** Human-readable log lines for a terminal (install and daemon run by hand). */
 import { describe, expect, it } from "vitest";
 import { formatLogLine } from "../../../src/log/pretty";
 

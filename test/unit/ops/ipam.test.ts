@@ -1,4 +1,4 @@
-/** `plexus validate`'s IPAM checks (issue 14): subnets, ranges inside them, overlaps. */
+/** `plexus validate`'s IPAM checks: subnets, ranges inside them, overlaps. */
 import { describe, expect, it } from "vitest";
 import { checkIpam, overlaps, parseCidr } from "../../../src/ops/ipam";
 

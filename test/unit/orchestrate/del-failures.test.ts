@@ -1,5 +1,5 @@
 /**
- * No DEL fails forever (M7, K1, issue 10): DEL without a record, `retryDeleteOnError` in both modes,
+ * No DEL fails forever (M7, K1, M14): DEL without a record, `retryDeleteOnError` in both modes,
  * ADD's rollback of a delegate that refused its config, a fixed NAD un-wedging its pods. Over a
  * FakeExec and the file-backed cluster (the real KubeApi over a manifest directory).
  */

@@ -432,7 +432,7 @@ function mkdirp(d: string) {
   mkdirSync(d, { recursive: true });
 }
 
-describe("record names (issue 13 R3)", () => {
+describe("record names", () => {
   it("B48 M7 (container abc, interface net1-x) and (container abc-net1, interface x) keep separate records; each DEL finds its own", async () => {
     const c = conf({ delegates: [{ cniVersion: "1.0.0", name: "cluster", type: "bridge" }] });
     await cmdAdd(req("ADD", { CNI_CONTAINERID: "abc", CNI_IFNAME: "net1-x" }), c, deps);

@@ -1,5 +1,5 @@
 /**
- * Migration from Multus (issue 10): reading Multus 4.x's per-container delegate cache, and DEL and
+ * Migration from Multus (M14): reading Multus 4.x's per-container delegate cache, and DEL and
  * CHECK of a container Plexus has no record of but Multus attached, over a FakeExec.
  */
 import { spawnSync } from "node:child_process";

@@ -290,7 +290,7 @@ describe("CNI_PATH for delegates", () => {
   });
 });
 
-describe("the runtime's own requests (issue 10 item 7)", () => {
+describe("the runtime's own requests", () => {
   it("M4 C3.2 runtimeConfig ips/mac and CNI_ARGS IP=/MAC= go to the default network's delegates only; other capabilities and args reach every network", async () => {
     const caps = { ips: true, mac: true, portMappings: true };
     const c = parsePlexusConf({

@@ -3,7 +3,8 @@
  * dist/plexus opens it (createLogger with a log file and rotation: the log rotated on open, its
  * backup compressed by a detached child of this process), then one delegate through RawExec,
  * after which the runner kills every child that is not a running delegate, except the pids it is
- * told to spare (as node-deps.ts tells it: that compressor). Prints one JSON line: the delegate's stdout, or the CniError's code and message.
+ * told to spare (as node-deps.ts tells it: that compressor). Prints one JSON line: the
+ * delegate's stdout, or the CniError's code and message.
  *
  * Input (argv[2], JSON): the log file, its maxSize (MB), and the delegate's path and env.
  */

@@ -45,12 +45,12 @@ function matchForbidden(options: ListOptions): string[] {
   return forbidden;
 }
 
-export function listOptions(q: URLSearchParams): ListOptions {
+export function listOptions(query: URLSearchParams): ListOptions {
   const options = {
-    resourceVersion: q.get("resourceVersion") ?? "",
-    match: q.get("resourceVersionMatch") ?? "",
-    limit: Math.max(0, Number(q.get("limit") ?? 0) || 0),
-    continue: q.get("continue") ?? "",
+    resourceVersion: query.get("resourceVersion") ?? "",
+    match: query.get("resourceVersionMatch") ?? "",
+    limit: Math.max(0, Number(query.get("limit") ?? 0) || 0),
+    continue: query.get("continue") ?? "",
   };
   const rv = options.resourceVersion;
   if (rv !== "" && !/^\d+$/.test(rv))

@@ -60,10 +60,10 @@ export const DRA_RESOURCE_DEFS = [
   },
 ] as const;
 
-export const draKindOf = (r: DraResource): string =>
-  DRA_RESOURCE_DEFS.find((d) => d.key === r)!.kind;
-export const isNamespacedDra = (r: DraResource): boolean =>
-  DRA_RESOURCE_DEFS.find((d) => d.key === r)!.namespaced;
+export const draKindOf = (resource: DraResource): string =>
+  DRA_RESOURCE_DEFS.find((d) => d.key === resource)!.kind;
+export const isNamespacedDra = (resource: DraResource): boolean =>
+  DRA_RESOURCE_DEFS.find((d) => d.key === resource)!.namespaced;
 
 const POD_FIELDS = new Set([
   "metadata.name",
@@ -115,9 +115,11 @@ export const RESOURCES: readonly ResourceDef[] = [
   ...DRA_RESOURCE_DEFS,
 ];
 
-export const defOf = (r: Resource): ResourceDef => RESOURCES.find((d) => d.key === r)!;
+export const defOf = (resource: Resource): ResourceDef =>
+  RESOURCES.find((d) => d.key === resource)!;
 
-export const apiVersionOf = (d: ResourceDef) => (d.group ? `${d.group}/${d.version}` : d.version);
+export const apiVersionOf = (def: ResourceDef) =>
+  def.group ? `${def.group}/${def.version}` : def.version;
 
 /** The stored key of an object: "namespace/name" ("/name" when cluster-scoped). */
 export function objectKey(namespace: string, name: string): string {

@@ -89,7 +89,7 @@ const VERBS: Record<string, string> = { POST: "create", PUT: "update", PATCH: "p
 export function requestInfo(
   method: string,
   path: string,
-  q: URLSearchParams,
+  query: URLSearchParams,
 ): RequestInfo | undefined {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   let apiGroup = "";
@@ -109,45 +109,45 @@ export function requestInfo(
   let verb =
     VERBS[method] ??
     (method === "DELETE" ? (name ? "delete" : "deletecollection") : name ? "get" : "list");
-  if (TRUE.has(q.get("watch") ?? "")) verb = "watch";
+  if (TRUE.has(query.get("watch") ?? "")) verb = "watch";
   return { verb, apiGroup, apiVersion, namespace, resource, name, subresource };
 }
 
 /** LIST, or the plan of a WATCH, of a collection (`ns` undefined: all namespaces). */
 function handleList(
   ctx: ServerContext,
-  c: Call,
+  call: Call,
   collection: { resource: Resource; ns: string | undefined },
 ): Answer | WatchPlan {
-  const { q } = c;
+  const { q } = call;
   const { resource, ns } = collection;
   const fieldFilter = parseFieldSelector(q.get("fieldSelector"), resource);
   const labelFilter = parseLabelSelector(q.get("labelSelector"));
   const filter: Filter = (o) =>
     (ns === undefined || o.metadata.namespace === ns) && fieldFilter(o) && labelFilter(o);
-  if (c.info.verb === "watch") return watchPlan({ resource, filter }, q);
+  if (call.info.verb === "watch") return watchPlan({ resource, filter }, q);
   const options = listOptions(q);
   const servedFrom = servesFromStorage(options) ? "etcd" : "watch-cache";
   const list = { resource, filter, options };
   const page =
     servedFrom === "etcd" ? listFromStorage(ctx.store, list) : listFromCache(ctx.store, list);
-  c.logged.list = { servedFrom, resourceVersion: options.resourceVersion };
+  call.logged.list = { servedFrom, resourceVersion: options.resourceVersion };
   const def = defOf(resource);
   const body = { apiVersion: apiVersionOf(def), kind: def.listKind, ...page };
   return [200, body];
 }
 
 /** Admission of a write: a denial thrown as kube-apiserver answers it, warnings on the answer. */
-function admitter(ctx: ServerContext, c: Call, operation: "CREATE" | "UPDATE") {
+function admitter(ctx: ServerContext, call: Call, operation: "CREATE" | "UPDATE") {
   return (oldObject: KubeObject | null, object: KubeObject) => {
     const outcome: AdmissionOutcome = ctx.admission.review({
-      info: c.info,
-      user: c.user,
+      info: call.info,
+      user: call.user,
       operation,
       object,
       oldObject,
     });
-    if (outcome.warnings.length) (c.logged.warnings ??= []).push(...outcome.warnings);
+    if (outcome.warnings.length) (call.logged.warnings ??= []).push(...outcome.warnings);
     if (!outcome.denial) return;
     const e = new HttpError(outcome.denial.code, outcome.denial.message, outcome.denial.details);
     e.reason = outcome.denial.reason;
@@ -175,19 +175,19 @@ const PATCHES = new Map<string, (target: unknown, patch: unknown) => unknown>([
 ]);
 
 /** GET, PUT and PATCH of a pod or its status subresource. */
-function handlePods(ctx: ServerContext, c: Call, pod: { ns: string; name: string }): Answer {
-  const { method } = c;
+function handlePods(ctx: ServerContext, call: Call, pod: { ns: string; name: string }): Answer {
+  const { method } = call;
   const { ns, name } = pod;
-  const sub = c.info.subresource === "status";
+  const sub = call.info.subresource === "status";
   if (method === "GET") {
     const current = ctx.store.objects("pods").get(objectKey(ns, name));
     if (!current) notFound("pods", name);
     return [200, current];
   }
-  const update = { ns, name, sub, racingWrite: c.fault?.kind === "racing-write" };
-  const admit = admitter(ctx, c, "UPDATE");
+  const update = { ns, name, sub, racingWrite: call.fault?.kind === "racing-write" };
+  const admit = admitter(ctx, call, "UPDATE");
   if (method === "PUT") {
-    const next = parseBody(c.body);
+    const next = parseBody(call.body);
     if (next.kind !== undefined && next.kind !== "Pod")
       throw new HttpError(400, `kind ${String(next.kind)} does not match Pod`);
     // An update's object carries its UID, which becomes a storage precondition (409, not 422).
@@ -198,14 +198,14 @@ function handlePods(ctx: ServerContext, c: Call, pod: { ns: string; name: string
     ];
   }
   if (method === "PATCH") {
-    const ct = (c.req.headers["content-type"] ?? "").split(";")[0]!.trim();
+    const ct = (call.req.headers["content-type"] ?? "").split(";")[0]!.trim();
     const apply = PATCHES.get(ct);
     if (!apply)
       throw new HttpError(
         415,
         `the fake API server does not implement patch type ${JSON.stringify(ct)}`,
       );
-    const patch = parseBody(c.body);
+    const patch = parseBody(call.body);
     // No storage precondition: the patch applies to whatever is stored, UID and resourceVersion included.
     const mutate = (current: KubeObject) => apply(current, patch) as Record<string, unknown>;
     return [200, ctx.store.updatePod({ ...update, uidPrecondition: undefined, mutate, admit })];
@@ -214,10 +214,10 @@ function handlePods(ctx: ServerContext, c: Call, pod: { ns: string; name: string
 }
 
 /** GET of a named object of a read-only resource (the default handler). */
-function handleGet(ctx: ServerContext, c: Call, def: ResourceDef): Answer {
-  if (c.method !== "GET") throw methodNotAllowed(c.method);
-  const name = c.info.name;
-  const obj = ctx.store.objects(def.key as Resource).get(objectKey(c.info.namespace, name));
+function handleGet(ctx: ServerContext, call: Call, def: ResourceDef): Answer {
+  if (call.method !== "GET") throw methodNotAllowed(call.method);
+  const name = call.info.name;
+  const obj = ctx.store.objects(def.key as Resource).get(objectKey(call.info.namespace, name));
   if (obj) return [200, obj];
   // kube-apiserver's NewNotFound: the resource as `kind`, its group beside it (omitted for core).
   const what = def.group ? `${def.plural}.${def.group}` : def.plural;
@@ -229,10 +229,10 @@ function handleGet(ctx: ServerContext, c: Call, def: ResourceDef): Answer {
 }
 
 /** POST of an Event (core v1 or events.k8s.io/v1): stored create-only, never watched. */
-function handleEvent(ctx: ServerContext, c: Call, def: ResourceDef): Answer {
-  const ns = c.info.namespace;
-  if (c.method !== "POST" || c.info.name || !ns) throw methodNotAllowed(c.method);
-  const ev = parseBody(c.body) as KubeObject;
+function handleEvent(ctx: ServerContext, call: Call, def: ResourceDef): Answer {
+  const ns = call.info.namespace;
+  if (call.method !== "POST" || call.info.name || !ns) throw methodNotAllowed(call.method);
+  const ev = parseBody(call.body) as KubeObject;
   const meta = (isObject(ev.metadata) ? ev.metadata : {}) as Record<string, unknown>;
   if (meta.namespace !== undefined && meta.namespace !== ns)
     throw new HttpError(
@@ -256,42 +256,42 @@ function handleEvent(ctx: ServerContext, c: Call, def: ResourceDef): Answer {
       resourceVersion: store.nextRv(),
     },
   } as KubeObject;
-  admitter(ctx, c, "CREATE")(null, stored);
+  admitter(ctx, call, "CREATE")(null, stored);
   store.events.push(stored);
   return [201, stored];
 }
 
 /** Resources whose named objects take more than GET. */
 const objectHandlers: Partial<
-  Record<Resource, (ctx: ServerContext, c: Call, obj: { ns: string; name: string }) => Answer>
+  Record<Resource, (ctx: ServerContext, call: Call, obj: { ns: string; name: string }) => Answer>
 > = { pods: handlePods };
 
 /** The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or create-only). */
-export function route(ctx: ServerContext, c: Call): Answer | WatchPlan {
-  const { info } = c;
-  const policyObject = ctx.admission.serve(info, c.method);
+export function route(ctx: ServerContext, call: Call): Answer | WatchPlan {
+  const { info } = call;
+  const policyObject = ctx.admission.serve(info, call.method);
   if (policyObject) return policyObject;
   const def = RESOURCES.find(
     (d) => d.group === info.apiGroup && d.version === info.apiVersion && d.plural === info.resource,
   );
   if (!def || (info.subresource && !def.subresources.includes(info.subresource)))
     throw notFoundResource();
-  if (def.key === "events") return handleEvent(ctx, c, def);
+  if (def.key === "events") return handleEvent(ctx, call, def);
   const ns = info.namespace || undefined;
   if (!info.name) {
-    if (c.method !== "GET") throw methodNotAllowed(c.method);
-    return handleList(ctx, c, { resource: def.key, ns });
+    if (call.method !== "GET") throw methodNotAllowed(call.method);
+    return handleList(ctx, call, { resource: def.key, ns });
   }
   if (def.namespaced !== Boolean(ns)) throw notFoundResource();
   const handler = objectHandlers[def.key];
-  if (handler) return handler(ctx, c, { ns: ns ?? "", name: info.name });
-  return handleGet(ctx, c, def);
+  if (handler) return handler(ctx, call, { ns: ns ?? "", name: info.name });
+  return handleGet(ctx, call, def);
 }
 
 /** The request as logged: what it asked, when, with which TLS name. */
 async function logRequest(ctx: ServerContext, req: IncomingMessage): Promise<LoggedRequest> {
   const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
+  for await (const chunk of req) chunks.push(chunk as Buffer);
   const url = new URL(req.url ?? "/", "http://x");
   const sni = (req.socket as { servername?: string | false }).servername;
   const logged: LoggedRequest = {

@@ -59,20 +59,20 @@ const MODIFIED_MESSAGE =
   "the object has been modified; please apply your changes to the latest version and try again";
 
 /** The checks of an update before it is written: preconditions (409), resourceVersion, UID. */
-function checkUpdate(u: PodUpdate, current: KubeObject, next: Record<string, unknown>): void {
+function checkUpdate(update: PodUpdate, current: KubeObject, next: Record<string, unknown>): void {
   const curMeta = current.metadata;
   const meta = (isObject(next.metadata) ? next.metadata : {}) as Record<string, unknown>;
   if (meta.resourceVersion !== undefined && meta.resourceVersion !== curMeta.resourceVersion)
-    conflict("pods", u.name, MODIFIED_MESSAGE);
+    conflict("pods", update.name, MODIFIED_MESSAGE);
   if (meta.uid !== undefined && meta.uid !== "" && meta.uid !== curMeta.uid)
-    invalidUid(u.name, meta.uid);
+    invalidUid(update.name, meta.uid);
 }
 
-function checkPrecondition(u: PodUpdate, current: KubeObject): void {
+function checkPrecondition(update: PodUpdate, current: KubeObject): void {
   const uid = current.metadata.uid;
-  if (u.uidPrecondition === undefined || u.uidPrecondition === uid) return;
-  const why = `Precondition failed: UID in precondition: ${String(u.uidPrecondition)}, UID in object meta: ${String(uid)}`;
-  conflict("pods", u.name, why);
+  if (update.uidPrecondition === undefined || update.uidPrecondition === uid) return;
+  const why = `Precondition failed: UID in precondition: ${String(update.uidPrecondition)}, UID in object meta: ${String(uid)}`;
+  conflict("pods", update.name, why);
 }
 
 /** Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping. */
@@ -180,28 +180,28 @@ export class ObjectStore {
    * Invalid). A racing write makes the compare-and-swap fail: the object is re-read and `mutate`
    * re-applied, as GuaranteedUpdate does.
    */
-  updatePod(u: PodUpdate): KubeObject {
-    const key = objectKey(u.ns, u.name);
+  updatePod(update: PodUpdate): KubeObject {
+    const key = objectKey(update.ns, update.name);
     for (let attempt = 0; ; attempt++) {
       const current = this.objects("pods").get(key);
-      if (!current) notFound("pods", u.name);
-      checkPrecondition(u, current);
-      const next = u.mutate(current);
-      checkUpdate(u, current, next);
-      if (u.racingWrite && attempt === 0) {
+      if (!current) notFound("pods", update.name);
+      checkPrecondition(update, current);
+      const next = update.mutate(current);
+      checkUpdate(update, current, next);
+      if (update.racingWrite && attempt === 0) {
         // Another writer lands first: this write's compare-and-swap on the old revision fails.
         const racer = withRv(current, Number(this.nextRv()));
         this.record([this.put("pods", key, racer)]);
         this.retries++;
         continue;
       }
-      return this.writeUpdate(u, current, next);
+      return this.writeUpdate(update, current, next);
     }
   }
 
   /** The update's object as stored: identity from storage, a new resourceVersion, admitted. */
   private writeUpdate(
-    u: PodUpdate,
+    update: PodUpdate,
     current: KubeObject,
     next: Record<string, unknown>,
   ): KubeObject {
@@ -213,21 +213,21 @@ export class ObjectStore {
       kind: "Pod",
       metadata: {
         ...meta,
-        name: u.name,
-        namespace: u.ns,
+        name: update.name,
+        namespace: update.ns,
         uid: curMeta.uid,
         creationTimestamp: curMeta.creationTimestamp,
         resourceVersion: this.nextRv(),
       },
     };
     // The status subresource keeps the spec; the main resource keeps the status (as the apiserver).
-    if (u.sub) merged.spec = current.spec;
+    if (update.sub) merged.spec = current.spec;
     else merged.status = current.status;
-    u.admit(current, {
+    update.admit(current, {
       ...merged,
       metadata: { ...merged.metadata, resourceVersion: curMeta.resourceVersion },
     });
-    this.record([this.put("pods", objectKey(u.ns, u.name), merged)]);
+    this.record([this.put("pods", objectKey(update.ns, update.name), merged)]);
     return merged;
   }
 

@@ -37,20 +37,20 @@ interface Watcher {
 
 export function watchPlan(
   watch: { resource: Resource; filter: Filter },
-  q: URLSearchParams,
+  query: URLSearchParams,
 ): WatchPlan {
-  const rvParam = q.get("resourceVersion") ?? "";
+  const rvParam = query.get("resourceVersion") ?? "";
   if (rvParam !== "" && !/^\d+$/.test(rvParam))
     throw new HttpError(400, `invalid resource version: ${JSON.stringify(rvParam)}`);
   const since = rvParam === "" || rvParam === "0" ? undefined : Number(rvParam);
-  const initialEventsEnd = TRUE.has(q.get("sendInitialEvents") ?? "");
-  const timeout = q.get("timeoutSeconds");
+  const initialEventsEnd = TRUE.has(query.get("sendInitialEvents") ?? "");
+  const timeout = query.get("timeoutSeconds");
   return {
     ...watch,
     since,
     sendInitial: since === undefined || initialEventsEnd,
     initialEventsEnd,
-    bookmarks: TRUE.has(q.get("allowWatchBookmarks") ?? ""),
+    bookmarks: TRUE.has(query.get("allowWatchBookmarks") ?? ""),
     timeoutMs: timeout ? Number(timeout) * 1000 : undefined,
   };
 }
@@ -63,15 +63,16 @@ export function eventLine(type: string, json: string): string {
  * object leaving the selector is DELETED (its previous state at the event's RV), entering it ADDED. */
 export function projectEvent(
   watch: { resource: Resource; filter: Filter },
-  e: HistoryEvent,
+  event: HistoryEvent,
 ): string | undefined {
-  if (e.resource !== watch.resource) return undefined;
-  const was = e.prev !== undefined && watch.filter(e.prev);
-  const is = e.type !== "DELETED" && watch.filter(e.obj);
-  if (is) return eventLine(was ? "MODIFIED" : "ADDED", (e.json ??= JSON.stringify(e.obj)));
+  if (event.resource !== watch.resource) return undefined;
+  const was = event.prev !== undefined && watch.filter(event.prev);
+  const is = event.type !== "DELETED" && watch.filter(event.obj);
+  if (is) return eventLine(was ? "MODIFIED" : "ADDED", (event.json ??= JSON.stringify(event.obj)));
   if (!was) return undefined;
-  if (e.type === "DELETED") return eventLine("DELETED", (e.json ??= JSON.stringify(e.obj)));
-  return eventLine("DELETED", JSON.stringify(withRv(e.prev!, e.rv)));
+  if (event.type === "DELETED")
+    return eventLine("DELETED", (event.json ??= JSON.stringify(event.obj)));
+  return eventLine("DELETED", JSON.stringify(withRv(event.prev!, event.rv)));
 }
 
 /** The index of the first retained event after `since` (binary search: rv ascends). */
@@ -102,18 +103,18 @@ export class WatchHub {
   constructor(options: WatchHubOptions) {
     this.options = options;
     options.store.listeners.add((evts) => {
-      for (const w of this.watchers) {
+      for (const watcher of this.watchers) {
         let text = "";
-        for (const e of evts) text += projectEvent(w, e) ?? "";
-        this.writeTo(w, text);
+        for (const e of evts) text += projectEvent(watcher, e) ?? "";
+        this.writeTo(watcher, text);
       }
     });
   }
 
-  writeTo(w: Watcher, text: string): void {
+  writeTo(watcher: Watcher, text: string): void {
     if (!text) return;
-    if (w.queue) w.queue.push(text);
-    else if (!w.res.destroyed && !w.res.writableEnded) w.res.write(text);
+    if (watcher.queue) watcher.queue.push(text);
+    else if (!watcher.res.destroyed && !watcher.res.writableEnded) watcher.res.write(text);
   }
 
   bookmarkLine(resource: Resource, initialEventsEnd = false): string {
@@ -126,22 +127,22 @@ export class WatchHub {
     return eventLine("BOOKMARK", JSON.stringify({ kind, apiVersion, metadata }));
   }
 
-  stop(w: Watcher): void {
-    for (const t of w.timers) clearTimeout(t);
-    w.timers.length = 0;
-    this.watchers.delete(w);
+  stop(watcher: Watcher): void {
+    for (const t of watcher.timers) clearTimeout(t);
+    watcher.timers.length = 0;
+    this.watchers.delete(watcher);
   }
 
-  end(w: Watcher, abort = false): void {
-    this.stop(w);
-    if (abort) w.res.destroy();
-    else if (!w.res.destroyed && !w.res.writableEnded) w.res.end();
+  end(watcher: Watcher, abort = false): void {
+    this.stop(watcher);
+    if (abort) watcher.res.destroy();
+    else if (!watcher.res.destroyed && !watcher.res.writableEnded) watcher.res.end();
   }
 
   /** Ends every open stream (with `abort`, destroys its connection); how many were open. */
   dropAll(abort?: boolean): number {
     const open = [...this.watchers];
-    for (const w of open) this.end(w, abort);
+    for (const watcher of open) this.end(watcher, abort);
     return open.length;
   }
 
@@ -160,7 +161,7 @@ export class WatchHub {
   }
 
   /** The first batch: the current state (ADDED), or the retained history after `since`. */
-  private firstBatch(w: Watcher, plan: WatchPlan): string {
+  private firstBatch(watcher: Watcher, plan: WatchPlan): string {
     const store = this.options.store;
     let first = "";
     if (plan.sendInitial) {
@@ -171,21 +172,21 @@ export class WatchHub {
     }
     const h = store.history(plan.resource);
     const from = firstAfter(h.events, { start: h.start, since: plan.since! });
-    for (let i = from; i < h.events.length; i++) first += projectEvent(w, h.events[i]!) ?? "";
+    for (let i = from; i < h.events.length; i++) first += projectEvent(watcher, h.events[i]!) ?? "";
     return first;
   }
 
   /** Starts a watch stream: expiry, the first batch (current state or replayed history), then live. */
   async start(res: ServerResponse, plan: WatchPlan, fault: Fault | undefined): Promise<void> {
     if (this.expired(res, plan)) return;
-    const w: Watcher = {
+    const watcher: Watcher = {
       resource: plan.resource,
       filter: plan.filter,
       res,
       timers: [],
       queue: undefined,
     };
-    const first = this.firstBatch(w, plan);
+    const first = this.firstBatch(watcher, plan);
     res.writeHead(200, {
       "content-type": "application/json",
       "transfer-encoding": "chunked",
@@ -196,39 +197,39 @@ export class WatchHub {
       const text = first || this.bookmarkLine(plan.resource);
       return void res.end(text.slice(0, Math.floor(text.length / 2)));
     }
-    this.watchers.add(w);
-    res.on("close", () => this.stop(w));
-    this.startTimers(w, plan);
-    if (fault?.kind === "slow-body") return this.writeSlowly(w, { first, fault });
+    this.watchers.add(watcher);
+    res.on("close", () => this.stop(watcher));
+    this.startTimers(watcher, plan);
+    if (fault?.kind === "slow-body") return this.writeSlowly(watcher, { first, fault });
     if (first) res.write(first);
     else res.flushHeaders();
   }
 
   /** Bookmarks every `bookmarkIntervalMs`, and the end at `timeoutSeconds` (a bookmark first). */
-  private startTimers(w: Watcher, plan: WatchPlan): void {
+  private startTimers(watcher: Watcher, plan: WatchPlan): void {
     const interval = this.options.bookmarkIntervalMs ?? 60_000;
     if (plan.bookmarks) {
       const tick = () => {
-        this.writeTo(w, this.bookmarkLine(plan.resource));
-        w.timers[0] = setTimeout(tick, interval);
+        this.writeTo(watcher, this.bookmarkLine(plan.resource));
+        watcher.timers[0] = setTimeout(tick, interval);
       };
-      w.timers[0] = setTimeout(tick, interval);
+      watcher.timers[0] = setTimeout(tick, interval);
     }
     if (plan.timeoutMs !== undefined) {
-      w.timers[1] = setTimeout(() => {
-        if (plan.bookmarks) this.writeTo(w, this.bookmarkLine(plan.resource));
-        this.end(w);
+      watcher.timers[1] = setTimeout(() => {
+        if (plan.bookmarks) this.writeTo(watcher, this.bookmarkLine(plan.resource));
+        this.end(watcher);
       }, plan.timeoutMs);
     }
   }
 
   /** The first batch a few bytes at a time; live events wait behind it. */
   private async writeSlowly(
-    w: Watcher,
+    watcher: Watcher,
     slow: { first: string; fault: Extract<Fault, { kind: "slow-body" }> },
   ): Promise<void> {
-    const { res } = w;
-    w.queue = [];
+    const { res } = watcher;
+    watcher.queue = [];
     const buf = Buffer.from(slow.first);
     const step = slow.fault.chunkBytes ?? 1;
     for (let i = 0; i < buf.length && !res.destroyed; i += step) {
@@ -236,8 +237,8 @@ export class WatchHub {
       if (res.destroyed) return;
       res.write(buf.subarray(i, i + step));
     }
-    const queued = w.queue.join("");
-    w.queue = undefined;
-    this.writeTo(w, queued);
+    const queued = watcher.queue.join("");
+    watcher.queue = undefined;
+    this.writeTo(watcher, queued);
   }
 }

@@ -138,9 +138,9 @@ describe("routing to handlers", () => {
       user,
     };
   }
-  function routeError(ctx: ServerContext, c: Call): HttpError {
+  function routeError(ctx: ServerContext, request: Call): HttpError {
     try {
-      route(ctx, c);
+      route(ctx, request);
     } catch (err) {
       if (err instanceof HttpError) return err;
       throw err;

@@ -58,7 +58,7 @@ interface Rule {
   left: number;
 }
 
-export interface FaultRequest {
+interface FaultRequest {
   method: string;
   path: string;
   isWatch: boolean;

@@ -18,7 +18,7 @@ export interface ListOptions {
   continue: string;
 }
 
-export interface ListPage {
+interface ListPage {
   metadata: Record<string, unknown>;
   items: KubeObject[];
 }
@@ -80,7 +80,7 @@ export function servesFromStorage(options: ListOptions): boolean {
 }
 
 /** The cacher (after waiting for its cache) and etcd (a future revision) both answer 504 with this cause. */
-export function tooLargeResourceVersion(rv: number, current: number): HttpError {
+function tooLargeResourceVersion(rv: number, current: number): HttpError {
   const e = new HttpError(504, `Too large resource version: ${rv}, current: ${current}`, {
     causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
     retryAfterSeconds: 1,

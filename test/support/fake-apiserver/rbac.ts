@@ -232,7 +232,7 @@ export interface Authenticators {
   boundToken: (token: string) => UserInfo | undefined;
 }
 
-export type Authenticated = { user: UserInfo; by: "token" | "client-certificate" };
+type Authenticated = { user: UserInfo; by: "token" | "client-certificate" };
 
 /** The user of a client certificate the TLS layer verified: CN the name, O the groups. */
 function certificateUser(req: IncomingMessage): UserInfo | undefined {

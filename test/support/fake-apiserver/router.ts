@@ -44,7 +44,7 @@ import type { Filter, KubeObject, LoggedRequest } from "./types.ts";
 import { type WatchHub, type WatchPlan, watchPlan } from "./watch.ts";
 
 /** A request as kube-apiserver's RequestInfoFactory reads its path: the attributes RBAC decides on. */
-export interface RequestInfo extends RequestAttributes {
+interface RequestInfo extends RequestAttributes {
   apiVersion: string;
 }
 
@@ -155,7 +155,7 @@ function admitter(ctx: ServerContext, call: Call, operation: "CREATE" | "UPDATE"
   };
 }
 
-export function parseBody(body: string): Record<string, unknown> {
+function parseBody(body: string): Record<string, unknown> {
   try {
     const v = JSON.parse(body) as unknown;
     if (!isObject(v)) throw new Error("not an object");

@@ -29,7 +29,7 @@ export const FIRST_RV = 1000;
  * a flood of pod events does not expire a NAD watch. Retained events are events[start..]; every
  * event of that resource with rv > compactedRv is retained.
  */
-export interface History {
+interface History {
   events: HistoryEvent[];
   start: number;
   compactedRv: number;

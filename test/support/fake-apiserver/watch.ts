@@ -55,7 +55,7 @@ export function watchPlan(
   };
 }
 
-export function eventLine(type: string, json: string): string {
+function eventLine(type: string, json: string): string {
   return `{"type":"${type}","object":${json}}\n`;
 }
 
@@ -87,7 +87,7 @@ function firstAfter(events: readonly HistoryEvent[], range: { start: number; sin
   return lo;
 }
 
-export interface WatchHubOptions {
+interface WatchHubOptions {
   store: ObjectStore;
   expiredWatch?: "event" | "status" | undefined;
   bookmarkIntervalMs?: number | undefined;

@@ -1,7 +1,7 @@
 /**
  * Node-scoped writes (docs/node-scoped-writes.md) at the boundary: a token issued for node A, as
  * the DaemonSet's pod-bound projected token is, against the fake API server enforcing the shipped
- * admission policies (test/support/fake-admission.ts). Plexus's own client (src/kubeapi),
+ * admission policies (test/support/fake-apiserver/admission.ts). Plexus's own client (src/kubeapi),
  * dist/plexus and a plain HTTPS request (what someone holding the stolen token would send) each try
  * what the policy must refuse; Plexus's own ADD, DEL and daemon flows on node A must pass.
  *

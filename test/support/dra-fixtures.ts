@@ -50,8 +50,8 @@ export function vfDevice(name: string, pci: string, resourceName: unknown = s(NE
   };
 }
 
-export function draScenario(o: ScenarioOptions): DraScenario {
-  const nad = (name: string): Obj => ({
+function scenarioNad(name: string, options: ScenarioOptions): Obj {
+  return {
     apiVersion: "k8s.cni.cncf.io/v1",
     kind: "NetworkAttachmentDefinition",
     metadata: {
@@ -59,116 +59,127 @@ export function draScenario(o: ScenarioOptions): DraScenario {
       namespace: "app",
       annotations: { "k8s.v1.cni.cncf.io/resourceName": NETDRA },
     },
-    spec: { config: o.nadConfig(name) },
-  });
-  const result = (driver: string, device: string, request: string) => ({
-    driver,
-    pool: NODE,
-    device,
-    request,
-  });
-  const sc: DraScenario = {
-    pod: {
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: {
-        name: "web",
-        namespace: "app",
-        uid: "uid-web",
-        annotations: { "k8s.v1.cni.cncf.io/networks": o.networks ?? "netdra-a,netdra-b" },
-      },
+    spec: { config: options.nadConfig(name) },
+  };
+}
+
+/** The pod: a claim from a template (its generated name in the status) and a claim named directly. */
+function scenarioPod(networks: string): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: "web",
+      namespace: "app",
+      uid: "uid-web",
+      annotations: { "k8s.v1.cni.cncf.io/networks": networks },
+    },
+    spec: {
+      nodeName: NODE,
+      containers: [
+        {
+          name: "app",
+          image: "busybox",
+          resources: { claims: [{ name: "net" }, { name: "gpu" }] },
+        },
+      ],
+      resourceClaims: [
+        { name: "net", resourceClaimTemplateName: "netdra-vfs" },
+        { name: "gpu", resourceClaimName: GPU_CLAIM },
+      ],
+    },
+    status: {
+      phase: "Pending",
+      resourceClaimStatuses: [{ name: "net", resourceClaimName: NET_CLAIM }],
+    },
+  };
+}
+
+const result = (driver: string, device: string, request: string) => ({
+  driver,
+  pool: NODE,
+  device,
+  request,
+});
+
+/** The two claims, allocated and reserved for the pod. */
+function scenarioClaims(): Obj[] {
+  return [
+    {
+      apiVersion: "resource.k8s.io/v1",
+      kind: "ResourceClaim",
+      metadata: { name: NET_CLAIM, namespace: "app" },
       spec: {
-        nodeName: NODE,
-        containers: [
-          {
-            name: "app",
-            image: "busybox",
-            resources: { claims: [{ name: "net" }, { name: "gpu" }] },
-          },
-        ],
-        resourceClaims: [
-          { name: "net", resourceClaimTemplateName: "netdra-vfs" },
-          { name: "gpu", resourceClaimName: GPU_CLAIM },
-        ],
+        devices: {
+          requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }],
+        },
       },
       status: {
-        phase: "Pending",
-        resourceClaimStatuses: [{ name: "net", resourceClaimName: NET_CLAIM }],
+        allocation: {
+          devices: {
+            results: [result(SRIOV_DRIVER, "vf-2", "vfs"), result(SRIOV_DRIVER, "vf-1", "vfs")],
+          },
+          nodeSelector: {
+            nodeSelectorTerms: [
+              { matchFields: [{ key: "metadata.name", operator: "In", values: [NODE] }] },
+            ],
+          },
+        },
+        reservedFor: [{ resource: "pods", name: "web", uid: "uid-web" }],
       },
     },
-    nads: [nad("netdra-a"), nad("netdra-b")],
-    claims: [
-      {
-        apiVersion: "resource.k8s.io/v1",
-        kind: "ResourceClaim",
-        metadata: { name: NET_CLAIM, namespace: "app" },
-        spec: {
-          devices: {
-            requests: [{ name: "vfs", exactly: { deviceClassName: "sriov-vf", count: 2 } }],
-          },
-        },
-        status: {
-          allocation: {
-            devices: {
-              results: [result(SRIOV_DRIVER, "vf-2", "vfs"), result(SRIOV_DRIVER, "vf-1", "vfs")],
-            },
-            nodeSelector: {
-              nodeSelectorTerms: [
-                { matchFields: [{ key: "metadata.name", operator: "In", values: [NODE] }] },
-              ],
-            },
-          },
-          reservedFor: [{ resource: "pods", name: "web", uid: "uid-web" }],
-        },
+    {
+      apiVersion: "resource.k8s.io/v1",
+      kind: "ResourceClaim",
+      metadata: { name: GPU_CLAIM, namespace: "app" },
+      spec: { devices: { requests: [{ name: "gpu", exactly: { deviceClassName: "gpu" } }] } },
+      status: {
+        allocation: { devices: { results: [result(GPU_DRIVER, "gpu-0", "gpu")] } },
+        reservedFor: [{ resource: "pods", name: "web", uid: "uid-web" }],
       },
-      {
-        apiVersion: "resource.k8s.io/v1",
-        kind: "ResourceClaim",
-        metadata: { name: GPU_CLAIM, namespace: "app" },
-        spec: { devices: { requests: [{ name: "gpu", exactly: { deviceClassName: "gpu" } }] } },
-        status: {
-          allocation: { devices: { results: [result(GPU_DRIVER, "gpu-0", "gpu")] } },
-          reservedFor: [{ resource: "pods", name: "web", uid: "uid-web" }],
-        },
-      },
-    ],
-    slices: [
-      {
-        apiVersion: "resource.k8s.io/v1",
-        kind: "ResourceSlice",
-        metadata: { name: `${NODE}-sriov-old` },
-        spec: {
-          driver: SRIOV_DRIVER,
-          nodeName: NODE,
-          pool: { name: NODE, generation: 1, resourceSliceCount: 1 },
-          devices: [vfDevice("vf-1", "0000:99:00.1"), vfDevice("vf-2", "0000:99:00.2")],
-        },
-      },
-      {
-        apiVersion: "resource.k8s.io/v1",
-        kind: "ResourceSlice",
-        metadata: { name: `${NODE}-sriov` },
-        spec: {
-          driver: SRIOV_DRIVER,
-          nodeName: NODE,
-          pool: { name: NODE, generation: 2, resourceSliceCount: 1 },
-          devices: [vfDevice("vf-1", VF1), vfDevice("vf-2", VF2), vfDevice("vf-3", "0000:07:00.3")],
-        },
-      },
-      {
-        apiVersion: "resource.k8s.io/v1",
-        kind: "ResourceSlice",
-        metadata: { name: `${NODE}-gpu` },
-        spec: {
-          driver: GPU_DRIVER,
-          nodeName: NODE,
-          pool: { name: NODE, generation: 1, resourceSliceCount: 1 },
-          devices: [{ name: "gpu-0", attributes: { model: s("A100") } }],
-        },
-      },
-    ],
+    },
+  ];
+}
+
+/** The node's slices: the SR-IOV pool in two generations (only the latest counts), and a GPU. */
+function scenarioSlices(): Obj[] {
+  const slice = (name: string, spec: Record<string, unknown>): Obj => ({
+    apiVersion: "resource.k8s.io/v1",
+    kind: "ResourceSlice",
+    metadata: { name },
+    spec,
+  });
+  const pool = (generation: number) => ({ name: NODE, generation, resourceSliceCount: 1 });
+  return [
+    slice(`${NODE}-sriov-old`, {
+      driver: SRIOV_DRIVER,
+      nodeName: NODE,
+      pool: pool(1),
+      devices: [vfDevice("vf-1", "0000:99:00.1"), vfDevice("vf-2", "0000:99:00.2")],
+    }),
+    slice(`${NODE}-sriov`, {
+      driver: SRIOV_DRIVER,
+      nodeName: NODE,
+      pool: pool(2),
+      devices: [vfDevice("vf-1", VF1), vfDevice("vf-2", VF2), vfDevice("vf-3", "0000:07:00.3")],
+    }),
+    slice(`${NODE}-gpu`, {
+      driver: GPU_DRIVER,
+      nodeName: NODE,
+      pool: pool(1),
+      devices: [{ name: "gpu-0", attributes: { model: s("A100") } }],
+    }),
+  ];
+}
+
+export function draScenario(options: ScenarioOptions): DraScenario {
+  const sc: DraScenario = {
+    pod: scenarioPod(options.networks ?? "netdra-a,netdra-b"),
+    nads: [scenarioNad("netdra-a", options), scenarioNad("netdra-b", options)],
+    claims: scenarioClaims(),
+    slices: scenarioSlices(),
   };
-  o.edit?.(sc);
+  options.edit?.(sc);
   return sc;
 }
 

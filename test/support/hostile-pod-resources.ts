@@ -95,15 +95,33 @@ function pump(conn: net.Socket, next: () => Buffer | undefined, count: (n: numbe
 
 const repeat = (frame: Buffer, n: number) => Buffer.concat(new Array<Buffer>(n).fill(frame));
 
+const once =
+  (...chunks: Buffer[]) =>
+  () =>
+    chunks.shift();
+const forever = (chunk: Buffer) => () => chunk;
+const headers = (block: Uint8Array, flags = END_HEADERS) =>
+  h2frame({ type: TYPE.HEADERS, flags, stream: 1, payload: block });
+
+/** `first` once, then `rest` for ever. */
+function firstThen(first: Buffer, rest: Buffer): () => Buffer {
+  let sent = false;
+  return () => (sent ? rest : ((sent = true), first));
+}
+
+/** A 16 MiB Huffman literal in frames of the size the client allows: HEADERS, then CONTINUATION. */
+function continuedLiteral(): () => Buffer | undefined {
+  const payload = Buffer.alloc(16_384);
+  const part = h2frame({ type: TYPE.CONTINUATION, stream: 1, payload });
+  const last = h2frame({ type: TYPE.CONTINUATION, flags: END_HEADERS, stream: 1, payload });
+  const frames = [headers(huffmanLiteralHead(MB16), 0)];
+  for (let n = MB16 / 16_384; n > 1; n--) frames.push(part);
+  frames.push(last);
+  return () => frames.shift();
+}
+
 /** What each hostility sends after the server's SETTINGS: chunks, until undefined. */
 function script(hostility: Hostility): () => Buffer | undefined {
-  const once =
-    (...chunks: Buffer[]) =>
-    () =>
-      chunks.shift();
-  const forever = (chunk: Buffer) => () => chunk;
-  const headers = (block: Uint8Array, flags = END_HEADERS) =>
-    h2frame({ type: TYPE.HEADERS, flags, stream: 1, payload: block });
   switch (hostility) {
     case "ping-flood":
       return forever(repeat(h2frame({ type: TYPE.PING, payload: new Uint8Array(8) }), 1000));
@@ -116,20 +134,15 @@ function script(hostility: Hostility): () => Buffer | undefined {
       const block = Buffer.concat([insert, Buffer.alloc(4000, 0x61), Buffer.alloc(12_000, 0xbe)]);
       return once(headers(block));
     }
-    case "continuation-flood":
-      return (() => {
-        let first = true;
-        const payload = Buffer.alloc(16_384, 0x61);
-        const filler = h2frame({ type: TYPE.CONTINUATION, stream: 1, payload });
-        return () => (first ? ((first = false), headers(Buffer.alloc(100, 0x61), 0)) : filler);
-      })();
-    case "empty-continuation-flood":
-      return (() => {
-        let first = true;
-        const empty = repeat(h2frame({ type: TYPE.CONTINUATION, stream: 1 }), 1000);
-        const open = headers(encodeHeaders([[":status", "200"]]), 0);
-        return () => (first ? ((first = false), open) : empty);
-      })();
+    case "continuation-flood": {
+      const payload = Buffer.alloc(16_384, 0x61);
+      const filler = h2frame({ type: TYPE.CONTINUATION, stream: 1, payload });
+      return firstThen(headers(Buffer.alloc(100, 0x61), 0), filler);
+    }
+    case "empty-continuation-flood": {
+      const empty = repeat(h2frame({ type: TYPE.CONTINUATION, stream: 1 }), 1000);
+      return firstThen(headers(encodeHeaders([[":status", "200"]]), 0), empty);
+    }
     case "oversized-frame":
       return streamed(h2frame({ type: TYPE.DATA, stream: 1, length: LONGEST }), LONGEST);
     case "huffman-16mb": {
@@ -140,16 +153,8 @@ function script(hostility: Hostility): () => Buffer | undefined {
       const head = h2frame({ type: TYPE.HEADERS, flags, stream: 1, length, payload: literal });
       return streamed(head, value);
     }
-    case "huffman-16mb-continuation": {
-      // The same literal in frames of the size the client allows: HEADERS, then CONTINUATION.
-      const payload = Buffer.alloc(16_384);
-      const part = h2frame({ type: TYPE.CONTINUATION, stream: 1, payload });
-      const last = h2frame({ type: TYPE.CONTINUATION, flags: END_HEADERS, stream: 1, payload });
-      const frames = [headers(huffmanLiteralHead(MB16), 0)];
-      for (let n = MB16 / 16_384; n > 1; n--) frames.push(part);
-      frames.push(last);
-      return () => frames.shift();
-    }
+    case "huffman-16mb-continuation":
+      return continuedLiteral();
     case "length-prefix-1gb": {
       const ok = encodeHeaders([
         [":status", "200"],

@@ -1,7 +1,7 @@
 /**
  * Node-scoped writes (docs/node-scoped-writes.md): the admission policies deploy/ ships, as
  * `kubectl kustomize` renders them, evaluated by the fake API server's admission
- * (test/support/fake-admission.ts) over generated requests; the CEL evaluator it uses checked
+ * (test/support/fake-apiserver/admission.ts) over generated requests; the CEL evaluator it uses checked
  * against a slice of the CEL conformance suite that covers what the policies' expressions use;
  * the bound tokens it issues; the switch for tokens without a node; doctor's decoding of a token.
  */
@@ -35,7 +35,7 @@ import {
   createTokenIssuer,
   type FakeAdmission,
   NODE_NAME_EXTRA,
-} from "../../support/fake-admission";
+} from "../../support/fake-apiserver/admission";
 import { propertyRuns } from "../../support/property";
 
 const SEED = 20261126;

@@ -58,7 +58,7 @@ export const LIST_KEYS = new KeySet([
  * merged). They are passed on spelled canonically, which a Go plugin reads the same; every other
  * key and every value goes to the delegate as given.
  */
-export const PLUGIN_KEYS = new KeySet([
+const PLUGIN_KEYS = new KeySet([
   "cniVersion",
   "name",
   "type",

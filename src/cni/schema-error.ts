@@ -17,7 +17,7 @@ function showValue(v: unknown): string {
   return s.length > 60 ? `${s.slice(0, 60)}…` : s;
 }
 
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   return path.reduce<string>(
     (acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)),
     "",

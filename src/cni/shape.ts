@@ -8,7 +8,7 @@
  * Only what these configs need: strings, booleans, numbers with bounds, literals, arrays, records
  * and objects that keep the keys they do not name (a plugin's own keys pass through).
  */
-export type KeyPath = readonly (string | number)[];
+type KeyPath = readonly (string | number)[];
 
 export interface Problem {
   path: KeyPath;

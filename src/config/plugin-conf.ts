@@ -27,18 +27,18 @@ export { DEFAULT_CNI_DIR, DEFAULT_CONF_DIR };
 /** Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached. */
 export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
 /** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */
-export const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
+const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 /**
  * A whole ADD's or DEL's delegates: below the kubelet's runtime request timeout (2 min), within
  * which containerd and CRI-O run the plugin, so Plexus fails and rolls back before it is killed.
  */
-export const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
+const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
 /** An hour of retries by later calls and GC before a failed DEL's record is abandoned. */
-export const DEFAULT_FAILED_DEL_RETRY_SECONDS = 3600;
+const DEFAULT_FAILED_DEL_RETRY_SECONDS = 3600;
 /** Real conflists have a handful of plugins; 16 leaves room and bounds a tenant's NAD. */
-export const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
+const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
 /** maxNetworks (32) networks of a few plugins each, with room. */
-export const DEFAULT_MAX_DELEGATE_CALLS = 128;
+const DEFAULT_MAX_DELEGATE_CALLS = 128;
 
 const stringOrList = z.union([z.string(), z.array(z.string())], "a string or a list of strings");
 
@@ -99,7 +99,7 @@ const schema = z.object({
   ),
 });
 
-export { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET };
+export { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET };
 
 export interface PlexusConf {
   cniVersion: CniVersion;

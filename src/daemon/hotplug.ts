@@ -19,7 +19,7 @@ export interface HotplugOutcome {
   error?: string;
 }
 
-export interface HotplugTarget {
+interface HotplugTarget {
   namespace: string;
   name: string;
   uid: string;

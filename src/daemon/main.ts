@@ -139,7 +139,7 @@ function housekeepingMs(value: string | undefined): number {
 }
 
 /** How long stop() may take: a watch or an API close that hangs must not keep a terminating pod alive. */
-export const STOP_TIMEOUT_MS = 10_000;
+const STOP_TIMEOUT_MS = 10_000;
 
 type ApiClient = NonNullable<Awaited<ReturnType<typeof loadKubeApi>>>;
 

@@ -30,7 +30,7 @@ import { limitConnections } from "./connection-limit";
 import { type DraCacheView, getResourceClaimRoute, getResourceSlicesRoute } from "./dra-routes";
 import { DAEMON_API } from "./protocol";
 
-export interface CacheView {
+interface CacheView {
   readonly synced: boolean;
   pod(namespace: string, name: string): Pod | undefined;
   nad(namespace: string, name: string): Nad | undefined;

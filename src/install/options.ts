@@ -10,10 +10,8 @@ import { isSupportedVersion, ALL_VERSIONS } from "../cni/version";
 import { toPinoLevel } from "../log/levels";
 
 export const PLEXUS_CONF_NAME = "00-plexus.conflist";
-export const DEFAULT_NETWORK_NAME = "plexus-cni-network";
 /** Where Multus reads NAD configs without spec.config (its confDir default): Plexus too. */
-export const DEFAULT_NAD_CONF_DIR = "/etc/cni/multus/net.d";
-export { SERVICE_ACCOUNT_DIR } from "../config/defaults";
+const DEFAULT_NAD_CONF_DIR = "/etc/cni/multus/net.d";
 
 /** The flags as commander hands them over (strings and booleans, unvalidated). */
 export interface InstallFlags {
@@ -142,7 +140,7 @@ function number(v: string | number, flag: string, min: number): number {
 }
 
 /** The API server the generated kubeconfig names: --api-server, else the in-cluster service env. */
-export function apiServerFrom(
+function apiServerFrom(
   flag: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
 ): string | undefined {

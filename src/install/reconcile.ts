@@ -54,11 +54,7 @@ function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger):
 }
 
 /** N6.1: the primary config and the readiness indicator file, as they are now. */
-export function checkReadiness(
-  options: InstallOptions,
-  state: ReconcileState,
-  log: Logger,
-): Readiness {
+function checkReadiness(options: InstallOptions, state: ReconcileState, log: Logger): Readiness {
   const dir = readConfDir(options.confDir.local);
   const choice = choosePrimary(dir.files, { fileName: options.primaryConfigFileName });
   logNewWarnings([...dir.warnings, ...choice.warnings], state, log);

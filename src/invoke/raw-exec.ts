@@ -13,14 +13,12 @@ import { decodeJson } from "../cni/json";
 import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
 import { findInPath } from "./find";
-import type { ExecRequest, PluginExec, ProcessOutcome } from "./plugin-exec";
-
-export type { ProcessOutcome };
+import type { ExecRequest, PluginExec } from "./plugin-exec";
 import { bunSpawn, runProcessBun, type BunSpawn } from "./spawn-bun";
 import { nodeSpawn } from "./spawn-node";
 
-export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
-export const MAX_STDERR_BYTES = 1024 * 1024;
+const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
+const MAX_STDERR_BYTES = 1024 * 1024;
 const ETXTBSY_RETRIES = 5;
 /** After the delegate exited or was killed, how long to wait for pipes its children hold open (B63). */
 const PIPE_GRACE_MS = 200;
@@ -126,7 +124,7 @@ export class RawExec implements PluginExec {
 class TextFileBusy extends Error {}
 
 /** libcni `pluginErr`: a failed plugin's stdout is its CNI error; keep its code, add the delegate's name (B53, B57). */
-export function pluginError(
+function pluginError(
   what: string,
   exitCode: number,
   stdout: Uint8Array | undefined,

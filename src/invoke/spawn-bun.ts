@@ -40,7 +40,7 @@ export function bunSpawn(): BunSpawn | undefined {
   return typeof bun?.spawn === "function" ? bun.spawn.bind(bun) : undefined;
 }
 
-export function killGroup(pid: number | undefined): void {
+function killGroup(pid: number | undefined): void {
   if (!pid) return;
   try {
     process.kill(-pid, "SIGKILL");

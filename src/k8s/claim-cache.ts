@@ -27,7 +27,7 @@ import { allocatedForPod, podClaimNames, type ResourceClaim } from "./dra";
 export type ClaimGetter = (namespace: string, name: string) => Promise<ResourceClaim | undefined>;
 
 /** Entries kept at most: a node's pods name a few claims each; more than this only costs reads. */
-export const CLAIM_CACHE_MAX = 1024;
+const CLAIM_CACHE_MAX = 1024;
 /** Reads ahead at once: the daemon's API client has few connections, and an ADD's writes share them. */
 const PREFETCH_CONCURRENCY = 2;
 

@@ -25,7 +25,7 @@ import {
   watchKubeConfig,
 } from "./watch-cache";
 
-export interface DraCacheStats {
+interface DraCacheStats {
   claims: number;
   slices: number;
   /** Claims read by name: ahead of an ADD, or at a request the cache could not answer. */

@@ -27,14 +27,14 @@ export interface AllocationResult {
 }
 
 /** A pod the claim is reserved for (`status.reservedFor[]` with resource "pods" of the core group). */
-export interface PodReservation {
+interface PodReservation {
   resource: "pods";
   name: string;
   uid: string;
 }
 
 /** The API's bound on `status.reservedFor`. */
-export const RESERVED_FOR_MAX = 256;
+const RESERVED_FOR_MAX = 256;
 
 export interface ResourceClaim {
   metadata: { name: string; namespace: string; uid?: string; resourceVersion?: string };

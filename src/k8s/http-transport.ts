@@ -28,7 +28,7 @@ export const RETRYABLE_TRANSPORT: ReadonlySet<TransportError["kind"]> = new Set(
   "dns",
 ]);
 
-export function transportError(err: unknown): TransportError {
+function transportError(err: unknown): TransportError {
   if (err instanceof TransportError) return err;
   const e = err as NodeJS.ErrnoException;
   const code = e.code ?? "";
@@ -89,7 +89,7 @@ const https = () => process.getBuiltinModule("node:https");
 const plainHttp = () => process.getBuiltinModule("node:http");
 
 /** The TLS SNI name for a host: none for an IP literal (RFC 6066 §3), else the host name. */
-export function sniName(hostname: string): string {
+function sniName(hostname: string): string {
   return /^\d{1,3}(\.\d{1,3}){3}$/.test(hostname) ||
     hostname.startsWith("[") ||
     hostname.includes(":")
@@ -254,7 +254,7 @@ function answerFrom(a: HttpAnswer, r: HttpRequest): HttpAnswer | DecodeError {
 }
 
 /** The body as a JSON object, or what is wrong with it. */
-export function parseJsonObject(
+function parseJsonObject(
   contentType: string | undefined,
   body: Buffer,
 ): Record<string, unknown> | string {

@@ -30,7 +30,7 @@ const MAX_KUBECONFIG_BYTES = 1024 * 1024;
 const TOKEN_FILE_TTL_MS = 60_000;
 
 /** Request headers for the credentials, computed per request (a token file can rotate). */
-export interface Auth {
+interface Auth {
   headers(): Promise<Record<string, string>>;
 }
 
@@ -59,7 +59,7 @@ export interface KubeSourceOptions {
 }
 
 /** Whether any Kubernetes configuration exists (M1: otherwise inline `delegates` only). */
-export function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
+function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
   return (
     Boolean(options.kubeconfig) ||
     Boolean(options.env.KUBERNETES_SERVICE_HOST && options.env.KUBERNETES_SERVICE_PORT)

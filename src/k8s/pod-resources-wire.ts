@@ -12,7 +12,7 @@
  */
 import { type PeerLimit, PeerLimits } from "./peer-limits";
 
-export interface ContainerDevices {
+interface ContainerDevices {
   resourceName?: string;
   deviceIds?: string[];
 }

@@ -48,7 +48,7 @@ import {
 export const NAD_GROUP = "k8s.cni.cncf.io";
 export const NAD_VERSION = "v1";
 export const NAD_PLURAL = "network-attachment-definitions";
-export const EVENT_COMPONENT = "plexus";
+const EVENT_COMPONENT = "plexus";
 
 export interface KubeClientOptions {
   retry?: Partial<RetryPolicy> | undefined;
@@ -72,8 +72,8 @@ export interface KubeClientOptions {
   userAgent?: string | undefined;
 }
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
-export const DEFAULT_CONFLICT_RETRIES = 5;
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_CONFLICT_RETRIES = 5;
 
 /** What a metav1.Status says, as far as Plexus reads it. */
 export interface ApiStatus {
@@ -200,14 +200,14 @@ const NOT_SERVED_HINT: Record<string, string> = {
 };
 
 /** Code 104 for a resource the API server does not serve, naming its API and what to check. */
-export interface NotServed {
+interface NotServed {
   what: string;
   server: string;
   resource: ApiResource;
   err: unknown;
 }
 
-export function notServedError(o: NotServed): CniError {
+function notServedError(o: NotServed): CniError {
   const { group, version, plural } = o.resource;
   const api = group ? `${group}/${version}` : version;
   const s = apiStatusIn(o.err);
@@ -224,13 +224,13 @@ export function notServedError(o: NotServed): CniError {
 }
 
 /** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
-export function isUidChangeRefused(err: unknown): err is ApiStatusError {
+function isUidChangeRefused(err: unknown): err is ApiStatusError {
   return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
 }
 
 /** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-export function validatePodName(value: string, what: string): string {
+function validatePodName(value: string, what: string): string {
   if (value.length > 253 || !SUBDOMAIN.test(value)) {
     throw new CniError(
       Code.InvalidNetworkConfig,
@@ -243,7 +243,7 @@ export function validatePodName(value: string, what: string): string {
 /** Transport failures before the request could reach the server. */
 const NEVER_SENT: ReadonlySet<TransportError["kind"]> = new Set(["refused", "dns"]);
 
-export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
+function isApiStatus(err: unknown, code: number): err is ApiStatusError {
   return err instanceof ApiStatusError && err.code === code;
 }
 
@@ -252,7 +252,7 @@ export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
  * create) is repeated only when it surely never reached the server (refused, no such host) or the
  * server said it did nothing (429): after a reset, a timeout or a 5xx it may have been applied.
  */
-export function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): RetryVerdict {
+function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): RetryVerdict {
   if (err instanceof TransportError) {
     const retry = idempotent ? RETRYABLE_TRANSPORT.has(err.kind) : NEVER_SENT.has(err.kind);
     return { retry };

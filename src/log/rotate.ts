@@ -35,7 +35,7 @@ export interface LogRotation {
 }
 
 /** A `.rotate-lock` older than this was left by a killed process: rotation takes only milliseconds. */
-export const STALE_ROTATE_LOCK_MS = 60_000;
+const STALE_ROTATE_LOCK_MS = 60_000;
 
 export function rotateIfNeeded(file: string, opts: LogRotation, now = new Date()): void {
   try {

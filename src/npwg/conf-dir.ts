@@ -14,7 +14,7 @@ export interface ConfFile {
 }
 
 /** A config file picked from the directory, its JSON decoded (not yet validated as a CNI config). */
-export interface PickedConf {
+interface PickedConf {
   path: string;
   value: Record<string, unknown>;
 }

@@ -39,7 +39,7 @@ export interface OpsContext extends NodeConfig {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-export const DEFAULT_CNI_PATH = "/opt/cni/bin";
+const DEFAULT_CNI_PATH = "/opt/cni/bin";
 
 export function cniPathOf(
   flag: string | undefined,
@@ -54,7 +54,7 @@ export function cniPathOf(
  * line is wrong (commander's parse errors and Plexus's own); 3: the command could not run (the API
  * server unreachable, a config or state that cannot be read).
  */
-export const ExitCode = { Ok: 0, Problem: 1, Usage: 2, CannotRun: 3 } as const;
+const ExitCode = { Ok: 0, Problem: 1, Usage: 2, CannotRun: 3 } as const;
 
 /** The command line asks for something that cannot be (exit 2). */
 export class UsageError extends Error {}

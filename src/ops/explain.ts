@@ -44,7 +44,7 @@ export interface ExplainFlags extends CommonFlags {
   uid?: string | undefined;
 }
 
-export interface PluginStep {
+interface PluginStep {
   type: string;
   /** The binary `type` resolves to; absent when it is missing (see `missing`). */
   binary?: string;
@@ -54,7 +54,7 @@ export interface PluginStep {
   env: Record<string, string>;
 }
 
-export interface AttachmentPlan {
+interface AttachmentPlan {
   network: string;
   ifName: string;
   isDefault: boolean;

@@ -44,7 +44,7 @@ export async function hotplugMain(
 }
 
 /** The dry run's text: what a reconcile would do. */
-export function describeReport(r: HotplugReport): string {
+function describeReport(r: HotplugReport): string {
   const none = "no sandbox of this pod on this node; nothing to reconcile";
   if (r.state === "no-sandbox") return `${r.pod}: ${none}\n`;
   const lines = [`${r.pod} (container ${r.containerId}): a hot-plug reconcile would`];

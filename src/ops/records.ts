@@ -176,7 +176,7 @@ async function find(
   return { read: matches[0]!, summary: summarise(matches[0]!, store, policy) };
 }
 
-export function renderRecordList(list: RecordSummary[], dir: string): string {
+function renderRecordList(list: RecordSummary[], dir: string): string {
   if (list.length === 0) return `no container records in ${dir}\n`;
   const rows = list.map((s) => [
     s.id,

@@ -43,7 +43,7 @@ export interface ValidateFlags extends CommonFlags {
   nodeName?: string | undefined;
 }
 
-export type Level = "ok" | "warning" | "error";
+type Level = "ok" | "warning" | "error";
 export interface Finding {
   level: Level;
   msg: string;
@@ -341,7 +341,7 @@ export async function validate(
   }
 }
 
-export function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
+function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
   const lines: string[] = [];
   for (const r of reports) {
     const worst = r.findings.some((x) => x.level === "error")

@@ -51,7 +51,7 @@ export interface HotplugReport {
 const change = (a: Attachment): Change => ({ network: a.network, ifName: a.ifName });
 
 /** The sandbox's record of this pod: pending ones (DEL failed) are a sandbox being removed. */
-export async function findPodRecord(target: HotplugTarget, deps: Pick<Deps, "records">) {
+async function findPodRecord(target: HotplugTarget, deps: Pick<Deps, "records">) {
   for (const read of await deps.records.list()) {
     if (read.state !== "found") continue;
     const { pod, delFailedAt } = read.record;

@@ -74,7 +74,7 @@ export interface MultusCacheQuery {
 }
 
 /** `<dir>/<containerID>`; the ID is checked again here, as it becomes a file name. */
-export function multusCachePath(dir: string, containerId: string): string {
+function multusCachePath(dir: string, containerId: string): string {
   validateContainerId(containerId);
   if (containerId === "." || containerId === "..")
     throw new CniError(
@@ -106,7 +106,7 @@ function readBounded(path: string): string | undefined | { reason: string } {
 }
 
 /** Parses the file's text into attachments; throws a CniError naming the first problem. */
-export function parseMultusCache(
+function parseMultusCache(
   text: string,
   query: MultusCacheQuery,
 ): Omit<MultusCacheFound, "state" | "path"> {

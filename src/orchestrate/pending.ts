@@ -29,7 +29,7 @@ import type { ContainerRecord, RecordRead } from "./record";
 import { failedAttachments, teardown } from "./teardown";
 
 /** Least time housekeeping gives one record's teardown, whatever `delTimeoutSeconds` says. */
-export const HOUSEKEEPING_DEL_MS = 60_000;
+const HOUSEKEEPING_DEL_MS = 60_000;
 /** Less time than this left of the calling DEL's deadline: no retry is started. */
 const MIN_RETRY_MS = 1_000;
 /** A record is not retried again by a DEL within this long (at most `failedDelRetrySeconds`). */

@@ -64,7 +64,7 @@ export interface ContainerLock {
   release(options: { remove: boolean }): void;
 }
 
-export interface LockRequest {
+interface LockRequest {
   cniDir: string;
   containerId: string;
   ifName: string;

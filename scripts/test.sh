@@ -27,7 +27,8 @@ tsc --noEmit -p tsconfig.json
 biome check .
 # Layers point down, no import cycles (.dependency-cruiser.cjs): an upward import fails here.
 npm run --silent lint:deps
-# No dead code (knip.jsonc): an export nothing imports, a file nothing reaches, an unused dependency.
+# No dead code (knip.jsonc): an export nothing imports, a file nothing reaches, a dependency
+# nothing uses.
 npm run --silent lint:dead
 # No function in src/ over 60 lines, counted from signature to closing brace as a reader sees them
 # (the shared structure tool beside the clone; its last line is "functions total=N over=N longest=N").

@@ -70,8 +70,8 @@ const PLUGIN_KEYS = new KeySet([
 ]);
 const IPAM_KEYS = new KeySet(["type"]);
 
-function asBool(v: boolean | "true" | "false" | undefined): boolean | undefined {
-  return v === undefined ? undefined : v === true || v === "true";
+function asBool(value: boolean | "true" | "false" | undefined): boolean | undefined {
+  return value === undefined ? undefined : value === true || value === "true";
 }
 
 export interface ParseConfOptions {

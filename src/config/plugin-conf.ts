@@ -188,9 +188,9 @@ export interface PlexusConf {
 /** Every key Plexus reads from its config, canonically spelled; matched as Go matches them (M1). */
 export const PLEXUS_KEYS = new KeySet([...Object.keys(schema.keys), "args", "ipam", "dns"]);
 
-function splitList(v: string | string[] | undefined): string[] {
-  if (v === undefined) return [];
-  const items = Array.isArray(v) ? v : v.split(",");
+function splitList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  const items = Array.isArray(value) ? value : value.split(",");
   return items.map((s) => s.trim()).filter(Boolean);
 }
 
@@ -357,10 +357,10 @@ function assertLogLevel(level: string | undefined): void {
 }
 
 /** The keys that stay absent from PlexusConf unless given (and not ""). */
-function setOptionalKeys(conf: PlexusConf, c: z.Infer<typeof schema>): void {
-  if (c.logOptions) conf.logOptions = c.logOptions;
-  if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
-  const valid = c["cni.dev/valid-attachments"];
+function setOptionalKeys(conf: PlexusConf, decoded: z.Infer<typeof schema>): void {
+  if (decoded.logOptions) conf.logOptions = decoded.logOptions;
+  if (decoded.allowedPluginTypes) conf.allowedPluginTypes = decoded.allowedPluginTypes;
+  const valid = decoded["cni.dev/valid-attachments"];
   if (valid)
     conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
   for (const k of [
@@ -373,6 +373,6 @@ function setOptionalKeys(conf: PlexusConf, c: z.Infer<typeof schema>): void {
     "logLevel",
     "auxiliaryCNIChainName",
   ] as const) {
-    if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
+    if (decoded[k] !== undefined && decoded[k] !== "") conf[k] = decoded[k];
   }
 }

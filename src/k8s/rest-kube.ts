@@ -129,9 +129,10 @@ function statusOf(body: Buffer): ApiStatus {
   }
 }
 
-function namedDetails(d: Record<string, unknown>): NonNullable<ApiStatus["details"]> {
+function namedDetails(details: Record<string, unknown>): NonNullable<ApiStatus["details"]> {
   const out: NonNullable<ApiStatus["details"]> = {};
-  for (const k of ["name", "kind", "group"] as const) if (typeof d[k] === "string") out[k] = d[k];
+  for (const k of ["name", "kind", "group"] as const)
+    if (typeof details[k] === "string") out[k] = details[k];
   return out;
 }
 
@@ -207,19 +208,19 @@ interface NotServed {
   err: unknown;
 }
 
-function notServedError(o: NotServed): CniError {
-  const { group, version, plural } = o.resource;
+function notServedError(notServed: NotServed): CniError {
+  const { group, version, plural } = notServed.resource;
   const api = group ? `${group}/${version}` : version;
-  const s = apiStatusIn(o.err);
+  const s = apiStatusIn(notServed.err);
   const answer = s?.status.message ?? s?.bodyStart ?? "";
   const said = `HTTP 404${answer ? ` ${JSON.stringify(answer)}` : ""}`;
   const hint = NOT_SERVED_HINT[group] ?? "is that API installed?";
-  const served = `the API server ${o.server} does not serve ${plural} of API ${api}`;
+  const served = `the API server ${notServed.server} does not serve ${plural} of API ${api}`;
   return new CniError(
     Code.ApiFailure,
-    `${o.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
+    `${notServed.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
     undefined,
-    { cause: o.err },
+    { cause: notServed.err },
   );
 }
 
@@ -282,12 +283,12 @@ function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): Re
   return { retry: false };
 }
 
-function isStringMap(v: unknown): v is Record<string, string> {
+function isStringMap(value: unknown): value is Record<string, string> {
   return (
-    typeof v === "object" &&
-    v !== null &&
-    !Array.isArray(v) &&
-    Object.values(v).every((x) => typeof x === "string")
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((x) => typeof x === "string")
   );
 }
 
@@ -528,23 +529,24 @@ export class RestKube implements KubeApi {
   }
 
   /** One 409 on the status write: the UID re-checked, then a backoff, or 104 when out of attempts or time. */
-  private async afterConflict(o: {
+  private async afterConflict(conflict: {
     pod: { namespace: string; name: string; uid?: string };
     what: string;
     conflicts: number;
     err: ApiStatusError;
     deadlineAt: number;
   }): Promise<void> {
-    const { pod, what, conflicts } = o;
+    const { pod, what, conflicts } = conflict;
     if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
     if (conflicts > this.conflictRetries) {
       throw new CniError(
         Code.ApiFailure,
-        `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${o.err.status.message ?? "conflict"})`,
+        `${what}: HTTP 409 Conflict ${conflicts} times, giving up ` +
+          `(${conflict.err.status.message ?? "conflict"})`,
       );
     }
     const delay = backoffMs(conflicts, this.policy, this.clock.random);
-    if (this.clock.now() + delay >= o.deadlineAt)
+    if (this.clock.now() + delay >= conflict.deadlineAt)
       throw new CniError(
         Code.ApiFailure,
         `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`,
@@ -638,10 +640,15 @@ export class RestKube implements KubeApi {
   }
 
   /** A 404 naming the object: true; a resource not served: 104 thrown; anything else: false. */
-  private isMissing(err: unknown, o: ObjectRead): boolean {
-    const verdict = notFoundIn(err, o.resource, o.name);
+  private isMissing(err: unknown, read: ObjectRead): boolean {
+    const verdict = notFoundIn(err, read.resource, read.name);
     if (verdict === "not-served")
-      throw notServedError({ what: o.what, server: this.source.server, resource: o.resource, err });
+      throw notServedError({
+        what: read.what,
+        server: this.source.server,
+        resource: read.resource,
+        err,
+      });
     return verdict === "missing";
   }
 
@@ -656,7 +663,7 @@ export class RestKube implements KubeApi {
   private call(
     method: string,
     path: string,
-    o: {
+    options: {
       body?: string;
       contentType?: string;
       deadlineAt?: number;
@@ -673,13 +680,13 @@ export class RestKube implements KubeApi {
           const headers = {
             "user-agent": this.opts.userAgent ?? "plexus-cni",
             ...(await this.source.auth.headers()),
-            ...(o.contentType ? { "content-type": o.contentType } : {}),
+            ...(options.contentType ? { "content-type": options.contentType } : {}),
           };
           const answer = await this.http.request({
             method,
             url,
             headers,
-            body: o.body,
+            body: options.body,
             signal: ac.signal,
           });
           // An admission policy's Warn action (a token that names no node, docs/node-scoped-writes.md).
@@ -696,9 +703,11 @@ export class RestKube implements KubeApi {
         }
       },
       {
-        policy: o.maxAttempts ? { ...this.policy, maxAttempts: o.maxAttempts } : this.policy,
-        classify: (err) => classifyForRetry(err, this.clock.now(), o.idempotent ?? true),
-        deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
+        policy: options.maxAttempts
+          ? { ...this.policy, maxAttempts: options.maxAttempts }
+          : this.policy,
+        classify: (err) => classifyForRetry(err, this.clock.now(), options.idempotent ?? true),
+        deadlineAt: options.deadlineAt ?? this.opts.deadlineAt,
         clock: this.clock,
         onRetry: (err, attempt, delayMs) =>
           this.opts.log?.debug(

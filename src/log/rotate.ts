@@ -66,7 +66,7 @@ export function backupName(file: string, at: Date): string {
   return `${stem}-${at.toISOString().replace(/:/g, "-")}${ext}`;
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** backupName's timestamp: the ISO time with `-` for `:`. */
 const STAMP = "\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z";

@@ -15,7 +15,7 @@ import { importFakeApiServer, nodeKubeconfig } from "./bench/lib.mjs";
 import { compileArgs } from "./build-flags.mjs";
 
 /** Where the build keeps the record (dist/plexus's and the release executables' layout). */
-export const ORDER_DIR = fileURLToPath(new URL("../dist/bytecode-order", import.meta.url));
+const ORDER_DIR = fileURLToPath(new URL("../dist/bytecode-order", import.meta.url));
 
 /**
  * Compiles `entry` for the host without a layout, records its calls and keeps the record in
@@ -50,7 +50,7 @@ esac
 `;
 
 /** Runs the calls with `exe` in `dir` (made empty by the caller); returns the order files, most important first. */
-export async function recordBytecodeOrder({ exe, dir }) {
+async function recordBytecodeOrder({ exe, dir }) {
   const bin = join(dir, "bin");
   mkdirSync(bin, { recursive: true });
   writeFileSync(join(bin, "noop"), NOOP_DELEGATE);

@@ -40,7 +40,7 @@ function readelf(flag, file) {
 }
 
 /** The shared libraries `file` names (NEEDED) and its dynamic loader (PT_INTERP). */
-export function linkedFiles(file) {
+function linkedFiles(file) {
   const needed = [
     ...readelf("-d", file).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g),
   ].map((m) => m[1]);

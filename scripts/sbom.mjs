@@ -27,7 +27,7 @@ function npmSbom() {
 }
 
 /** `name@version` of every npm package a file of the bundle came from. */
-export function bundledPackages(inputs = join(root, "dist/plexus.cjs.inputs.json")) {
+function bundledPackages(inputs = join(root, "dist/plexus.cjs.inputs.json")) {
   const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")).packages ?? {};
   const refs = new Set();
   for (const file of JSON.parse(readFileSync(inputs, "utf8"))) {

@@ -27,6 +27,9 @@ tsc --noEmit -p tsconfig.json
 biome check .
 # Layers point down, no import cycles (.dependency-cruiser.cjs): an upward import fails here.
 npm run --silent lint:deps
+# No dead code (knip.jsonc): an export nothing imports, a file nothing reaches, a dependency
+# nothing uses.
+npm run --silent lint:dead
 # No function over 60 lines at the formatter's width, in src/, test/, scripts/ and bin/ alike,
 # counted from signature to closing brace as a reader sees them (describe bodies aside).
 node scripts/check-functions.mjs 60 src test scripts bin >&2

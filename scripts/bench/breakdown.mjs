@@ -34,7 +34,7 @@ const TRACED =
 const LINE = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/;
 
 /** Phases of one traced ADD: [{ label, start, ms }] with start relative to the execve (ms). */
-export function phasesFromStrace(text) {
+function phasesFromStrace(text) {
   const events = [];
   for (const l of text.split("\n")) {
     const m = LINE.exec(l);

@@ -105,7 +105,7 @@ export function fmt(ms) {
  * figure is printed with its ratio to it, so a run on a slower or faster (or busier) host can be
  * read against the targets, which were set where it took ~21 ms.
  */
-export const floor = { ms: Number.NaN, rssKiB: Number.NaN };
+const floor = { ms: Number.NaN, rssKiB: Number.NaN };
 
 export async function measureFloor(runs) {
   const ms = [];
@@ -129,10 +129,6 @@ export function rel(ms) {
 /** "41.2 (1.05×)": MiB and their ratio to the peak RSS of `node -e 0` in this run. */
 export function relMiB(mib) {
   return `${mib.toFixed(1)} (${((mib * 1024) / floor.rssKiB).toFixed(2)}×)`;
-}
-
-export function sh(cmd, args) {
-  return execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 
 /** Prints a fixed-width table to stdout. */

@@ -33,7 +33,7 @@ const NODE_NAME = "bench-node";
  * Multus v4.0.2 thin on this machine kind, the yardstick of the per-pod targets: own ADD+DEL (ms) in a run
  * where `node -e 0` took MULTUS_NODE_MS; requests per ADD.
  */
-export const MULTUS = {
+const MULTUS = {
   0: { thin: 42, req: 4 },
   2: { thin: 41, req: 6 },
   8: { thin: 535, req: 12 },

@@ -65,7 +65,7 @@ function lockedInodes() {
 }
 
 /** Leftovers of the world right now, as [kind, detail] pairs; empty when nothing is left. */
-export function leftovers(world, netnsName, procs) {
+function leftovers(world, netnsName, procs) {
   const found = [];
   const add = (kind, detail) => found.push([kind, detail]);
   if (netnsName)

@@ -45,7 +45,7 @@ function mulberry32(a) {
   };
 }
 
-export function cycleSeed(seed, i) {
+function cycleSeed(seed, i) {
   let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x7feb352d) >>> 0;
   return (h ^ (h >>> 15)) >>> 0;

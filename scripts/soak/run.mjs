@@ -9,8 +9,8 @@ import { createWorld } from "./world.mjs";
  * Problems that are not leftovers but fail the soak all the same: a DEL that kept failing, an ADD
  * that should have succeeded and did not, an ADD that reported an interface the netns lacks.
  */
-export const FAILURE_KINDS = ["del-failed", "add-failed", "add-result-missing"];
-export const PROBLEM_KINDS = [...LEAK_KINDS, ...FAILURE_KINDS];
+const FAILURE_KINDS = ["del-failed", "add-failed", "add-result-missing"];
+const PROBLEM_KINDS = [...LEAK_KINDS, ...FAILURE_KINDS];
 export { LEAK_KINDS };
 
 /** Runs one cycle in `world` and accounts for it; returns the plan and what was found. */

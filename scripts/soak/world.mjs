@@ -12,7 +12,7 @@ import { killPids, ownedProcesses, sleep } from "./proc.mjs";
 
 export const PLEXUS = resolve(import.meta.dirname, "../../dist/plexus");
 const CNI_BIN = "/usr/lib/cni";
-export const NODE_NAME = "soak-node";
+const NODE_NAME = "soak-node";
 export const NAMESPACE = "soak";
 export const MAX_EXTRA = 4;
 /** Each world's cniDir: a tmpfs this big (records, results and locks of one container at a time). */
@@ -75,7 +75,7 @@ function socketStatus(socketPath, path) {
 }
 
 export const ifName = (k) => (k === 0 ? "eth0" : `net${k}`);
-export const networkName = (k) => (k === 0 ? "cbr0" : `net${k}`);
+const networkName = (k) => (k === 0 ? "cbr0" : `net${k}`);
 
 /**
  * Lane 0 uses 10.230–10.234, lane 1 10.235–10.239, lane 2 10.230–… again: no network is a gateway,

@@ -42,7 +42,7 @@ export function hotplugPass(flags: Record<string, string | boolean | undefined>)
 }
 
 /** The counts from the child's report; a missing or partial report counts nothing. */
-export function outcomeOf(stdout: string, ok: boolean, how: string): HotplugOutcome {
+function outcomeOf(stdout: string, ok: boolean, how: string): HotplugOutcome {
   let report: { attached?: unknown[]; detached?: unknown[]; error?: unknown } = {};
   try {
     report = JSON.parse(stdout.trim().split("\n").pop() ?? "") as typeof report;

@@ -1,5 +1,5 @@
 /** Everything after VERSION: parse env and config, build the dependencies, dispatch the verb. */
-import { parseEnv } from "../cni/env";
+import { parseEnv, type CniRequest } from "../cni/env";
 import { asCniError } from "../cni/errors";
 import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
@@ -39,36 +39,45 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
   if (conf.unknownKeys.length) await reportUnknownKeys(conf, log);
   const deps = verbDeps(conf, log, io.env);
   try {
-    switch (req.command) {
-      case "ADD": {
-        const { cmdAdd } = await import("../orchestrate/add");
-        return (await cmdAdd(req, conf, deps)).result;
-      }
-      case "DEL": {
-        const { cmdDel } = await import("../orchestrate/del");
-        return void (await cmdDel(req, conf, deps));
-      }
-      case "CHECK": {
-        const { cmdCheck } = await import("../orchestrate/check");
-        return void (await cmdCheck(req, conf, deps));
-      }
-      case "STATUS": {
-        const { cmdStatus } = await import("../orchestrate/status");
-        return void (await cmdStatus(req, conf, deps));
-      }
-      case "GC": {
-        const { cmdGc } = await import("../orchestrate/gc");
-        return void (await cmdGc(req, conf, deps));
-      }
-      default:
-        return undefined;
-    }
+    return await dispatch(req, conf, deps);
   } catch (err) {
     const e = asCniError(err);
     log.error({ code: e.code, err: e.message }, `${req.command} failed`);
     throw e;
   } finally {
     await deps.kube.close();
+  }
+}
+
+/** The verb's own module, loaded for the verb alone. */
+async function dispatch(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: ReturnType<typeof verbDeps>,
+): Promise<unknown> {
+  switch (req.command) {
+    case "ADD": {
+      const { cmdAdd } = await import("../orchestrate/add");
+      return (await cmdAdd(req, conf, deps)).result;
+    }
+    case "DEL": {
+      const { cmdDel } = await import("../orchestrate/del");
+      return void (await cmdDel(req, conf, deps));
+    }
+    case "CHECK": {
+      const { cmdCheck } = await import("../orchestrate/check");
+      return void (await cmdCheck(req, conf, deps));
+    }
+    case "STATUS": {
+      const { cmdStatus } = await import("../orchestrate/status");
+      return void (await cmdStatus(req, conf, deps));
+    }
+    case "GC": {
+      const { cmdGc } = await import("../orchestrate/gc");
+      return void (await cmdGc(req, conf, deps));
+    }
+    default:
+      return undefined;
   }
 }
 

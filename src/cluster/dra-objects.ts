@@ -29,14 +29,14 @@ export interface AllocationResult {
 }
 
 /** A pod the claim is reserved for (`status.reservedFor[]` with resource "pods" of the core group). */
-export interface PodReservation {
+interface PodReservation {
   resource: "pods";
   name: string;
   uid: string;
 }
 
 /** The API's bound on `status.reservedFor`. */
-export const RESERVED_FOR_MAX = 256;
+const RESERVED_FOR_MAX = 256;
 
 export interface ResourceClaim {
   metadata: { name: string; namespace: string; uid?: string; resourceVersion?: string };
@@ -67,8 +67,9 @@ export interface ResourceSlice {
   };
 }
 
-const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
-const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (value: unknown): string | undefined =>
+  typeof value === "string" && value !== "" ? value : undefined;
+const arr = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
 /** The fields of a ResourceClaim Plexus reads, or undefined for anything else. */
 export function trimResourceClaim(
@@ -110,8 +111,8 @@ export function trimResourceClaim(
 }
 
 /** The pods of `status.reservedFor` (other consumers are not pods a CNI call is for), bounded as the API bounds it. */
-function podReservations(v: unknown): PodReservation[] {
-  return arr(v)
+function podReservations(value: unknown): PodReservation[] {
+  return arr(value)
     .slice(0, RESERVED_FOR_MAX)
     .flatMap((r) => {
       if (
@@ -193,26 +194,7 @@ export function trimPodClaims(obj: Record<string, unknown>): {
         ]
       : [],
   );
-  const ext = isPlainObject(status.extendedResourceClaimStatus)
-    ? status.extendedResourceClaimStatus
-    : undefined;
-  const extended =
-    ext && str(ext.resourceClaimName)
-      ? {
-          resourceClaimName: ext.resourceClaimName as string,
-          requestMappings: arr(ext.requestMappings).flatMap((r) =>
-            isPlainObject(r) && str(r.resourceName) && str(r.requestName)
-              ? [
-                  {
-                    containerName: str(r.containerName) ?? "",
-                    resourceName: r.resourceName as string,
-                    requestName: r.requestName as string,
-                  },
-                ]
-              : [],
-          ),
-        }
-      : undefined;
+  const extended = trimExtendedClaimStatus(status.extendedResourceClaimStatus);
   if (resourceClaims.length === 0 && statuses.length === 0 && !extended) return {};
   const containers = (v: unknown) =>
     arr(v).flatMap((c) =>
@@ -233,12 +215,32 @@ export function trimPodClaims(obj: Record<string, unknown>): {
   };
 }
 
+/** status.extendedResourceClaimStatus: the claim behind the containers' extended resources. */
+function trimExtendedClaimStatus(value: unknown): PodClaimStatus["extendedResourceClaimStatus"] {
+  const ext = isPlainObject(value) ? value : undefined;
+  if (!ext || !str(ext.resourceClaimName)) return undefined;
+  return {
+    resourceClaimName: ext.resourceClaimName as string,
+    requestMappings: arr(ext.requestMappings).flatMap((r) =>
+      isPlainObject(r) && str(r.resourceName) && str(r.requestName)
+        ? [
+            {
+              containerName: str(r.containerName) ?? "",
+              resourceName: r.resourceName as string,
+              requestName: r.requestName as string,
+            },
+          ]
+        : [],
+    ),
+  };
+}
+
 /** A container's extended resources: names with a domain (cpu, memory, hugepages-… have none). */
-function extendedOf(c: Record<string, unknown>): {
+function extendedOf(container: Record<string, unknown>): {
   requests?: Record<string, string>;
   limits?: Record<string, string>;
 } {
-  const r = isPlainObject(c.resources) ? c.resources : {};
+  const r = isPlainObject(container.resources) ? container.resources : {};
   const pick = (v: unknown) =>
     isPlainObject(v)
       ? Object.fromEntries(

@@ -27,7 +27,7 @@ import {
 } from "./dra-objects";
 import type { KubeApi, PodEvent } from "./kube-api";
 
-export const STATUS_DIR = "status";
+const STATUS_DIR = "status";
 const MANIFEST = /\.(ya?ml|json)$/;
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 

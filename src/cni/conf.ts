@@ -58,7 +58,7 @@ export const LIST_KEYS = new KeySet([
  * merged). They are passed on spelled canonically, which a Go plugin reads the same; every other
  * key and every value goes to the delegate as given.
  */
-export const PLUGIN_KEYS = new KeySet([
+const PLUGIN_KEYS = new KeySet([
   "cniVersion",
   "name",
   "type",
@@ -70,8 +70,8 @@ export const PLUGIN_KEYS = new KeySet([
 ]);
 const IPAM_KEYS = new KeySet(["type"]);
 
-function asBool(v: boolean | "true" | "false" | undefined): boolean | undefined {
-  return v === undefined ? undefined : v === true || v === "true";
+function asBool(value: boolean | "true" | "false" | undefined): boolean | undefined {
+  return value === undefined ? undefined : value === true || value === "true";
 }
 
 export interface ParseConfOptions {

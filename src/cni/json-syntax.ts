@@ -41,32 +41,33 @@ export function describeJsonSyntaxError(text: string): string {
   }
 }
 
-function step(s: Scan): void {
-  const c = s.text[s.pos];
-  if (c === undefined) throw new Stop(s.pos, expectedIn(s.state, s.stack[s.stack.length - 1]));
-  if (s.state === "value" || s.state === "value-or-end") {
-    if (c === "]" && s.state === "value-or-end") return close(s);
-    return scanValue(s, c);
+function step(scan: Scan): void {
+  const c = scan.text[scan.pos];
+  if (c === undefined)
+    throw new Stop(scan.pos, expectedIn(scan.state, scan.stack[scan.stack.length - 1]));
+  if (scan.state === "value" || scan.state === "value-or-end") {
+    if (c === "]" && scan.state === "value-or-end") return close(scan);
+    return scanValue(scan, c);
   }
-  if (s.state === "key" || s.state === "key-or-end") {
-    if (c === "}" && s.state === "key-or-end") return close(s);
-    if (c !== '"') throw new Stop(s.pos, expectedIn(s.state));
-    scanString(s);
-    s.state = "colon";
+  if (scan.state === "key" || scan.state === "key-or-end") {
+    if (c === "}" && scan.state === "key-or-end") return close(scan);
+    if (c !== '"') throw new Stop(scan.pos, expectedIn(scan.state));
+    scanString(scan);
+    scan.state = "colon";
     return;
   }
-  if (s.state === "colon") {
-    if (c !== ":") throw new Stop(s.pos, expectedIn(s.state));
-    s.pos++;
-    s.state = "value";
+  if (scan.state === "colon") {
+    if (c !== ":") throw new Stop(scan.pos, expectedIn(scan.state));
+    scan.pos++;
+    scan.state = "value";
     return;
   }
-  const top = s.stack[s.stack.length - 1];
+  const top = scan.stack[scan.stack.length - 1];
   if (c === ",") {
-    s.pos++;
-    s.state = top === "{" ? "key" : "value";
-  } else if ((c === "}" && top === "{") || (c === "]" && top === "[")) close(s);
-  else throw new Stop(s.pos, expectedIn("after", top));
+    scan.pos++;
+    scan.state = top === "{" ? "key" : "value";
+  } else if ((c === "}" && top === "{") || (c === "]" && top === "[")) close(scan);
+  else throw new Stop(scan.pos, expectedIn("after", top));
 }
 
 function expectedIn(state: State, top?: string): string {
@@ -86,53 +87,53 @@ function expectedIn(state: State, top?: string): string {
   }
 }
 
-function close(s: Scan): void {
-  s.stack.pop();
-  s.pos++;
-  s.state = "after";
+function close(scan: Scan): void {
+  scan.stack.pop();
+  scan.pos++;
+  scan.state = "after";
 }
 
 const ANY_VALUE = "a value (an object, array, string, number, true, false or null)";
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
-function scanValue(s: Scan, c: string): void {
-  if (c === "{" || c === "[") {
-    s.stack.push(c);
-    s.pos++;
-    s.state = c === "{" ? "key-or-end" : "value-or-end";
+function scanValue(scan: Scan, char: string): void {
+  if (char === "{" || char === "[") {
+    scan.stack.push(char);
+    scan.pos++;
+    scan.state = char === "{" ? "key-or-end" : "value-or-end";
     return;
   }
-  s.state = "after";
-  if (c === '"') return scanString(s);
+  scan.state = "after";
+  if (char === '"') return scanString(scan);
   for (const word of ["true", "false", "null"])
-    if (s.text.startsWith(word, s.pos)) {
-      s.pos += word.length;
+    if (scan.text.startsWith(word, scan.pos)) {
+      scan.pos += word.length;
       return;
     }
-  NUMBER.lastIndex = s.pos;
-  if (!NUMBER.test(s.text)) throw new Stop(s.pos, ANY_VALUE);
-  s.pos = NUMBER.lastIndex;
+  NUMBER.lastIndex = scan.pos;
+  if (!NUMBER.test(scan.text)) throw new Stop(scan.pos, ANY_VALUE);
+  scan.pos = NUMBER.lastIndex;
 }
 
-function scanString(s: Scan): void {
-  let i = s.pos + 1;
+function scanString(scan: Scan): void {
+  let i = scan.pos + 1;
   for (;;) {
-    const c = s.text.charCodeAt(i);
+    const c = scan.text.charCodeAt(i);
     if (Number.isNaN(c)) throw new Stop(i, "the closing '\"' of a string");
     if (c === 0x22) break;
     if (c < 0x20) throw new Stop(i, "no control character inside a string (escape it)");
     if (c === 0x5c) {
-      const e = s.text[i + 1];
-      if (e === "u" && /^[0-9a-fA-F]{4}$/.test(s.text.slice(i + 2, i + 6))) i += 6;
+      const e = scan.text[i + 1];
+      if (e === "u" && /^[0-9a-fA-F]{4}$/.test(scan.text.slice(i + 2, i + 6))) i += 6;
       else if (e !== undefined && '"\\/bfnrt'.includes(e)) i += 2;
       else throw new Stop(i + 1, 'an escape (one of \\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)');
     } else i++;
   }
-  s.pos = i + 1;
+  scan.pos = i + 1;
 }
 
-function skipSpace(s: Scan): void {
-  while (s.pos < s.text.length && " \t\n\r".includes(s.text[s.pos]!)) s.pos++;
+function skipSpace(scan: Scan): void {
+  while (scan.pos < scan.text.length && " \t\n\r".includes(scan.text[scan.pos]!)) scan.pos++;
 }
 
 function position(text: string, pos: number): string {

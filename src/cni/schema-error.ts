@@ -11,13 +11,13 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
-function showValue(v: unknown): string {
-  if (v === undefined) return "missing";
-  const s = JSON.stringify(v) ?? String(v);
+function showValue(value: unknown): string {
+  if (value === undefined) return "missing";
+  const s = JSON.stringify(value) ?? String(value);
   return s.length > 60 ? `${s.slice(0, 60)}…` : s;
 }
 
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   return path.reduce<string>(
     (acc, k) => (typeof k === "number" ? `${acc}[${k}]` : acc ? `${acc}.${String(k)}` : String(k)),
     "",

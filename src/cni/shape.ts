@@ -8,7 +8,7 @@
  * Only what these configs need: strings, booleans, numbers with bounds, literals, arrays, records
  * and objects that keep the keys they do not name (a plugin's own keys pass through).
  */
-export type KeyPath = readonly (string | number)[];
+type KeyPath = readonly (string | number)[];
 
 export interface Problem {
   path: KeyPath;
@@ -143,8 +143,8 @@ export function array<T>(item: Shape<T>, options: ArrayOptions = {}): Shape<T[]>
   };
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** An object whose values all fit `value` (JSON keys are strings already). */
 export function record<T>(value: Shape<T>): Shape<Record<string, T>> {

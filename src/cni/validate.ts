@@ -9,10 +9,10 @@ const CONTAINER_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** Container IDs become file names under cniDir; 64 hex is the norm, leave room, stay far below NAME_MAX. */
 export const MAX_CONTAINER_ID_LENGTH = 200;
 /** IFNAMSIZ is 16 including the NUL. */
-export const MAX_IFNAME_LENGTH = 15;
+const MAX_IFNAME_LENGTH = 15;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** Network names end up in file names, logs and events: bounded as Kubernetes bounds an object name. */
-export const MAX_NETWORK_NAME_LENGTH = 253;
+const MAX_NETWORK_NAME_LENGTH = 253;
 
 /** C2.1: non-empty, starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
 export function validateContainerId(id: string, code: Code = Code.InvalidEnv): string {

@@ -27,18 +27,18 @@ export { DEFAULT_CNI_DIR, DEFAULT_CONF_DIR };
 /** Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached. */
 export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
 /** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */
-export const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
+const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 /**
  * A whole ADD's or DEL's delegates: below the kubelet's runtime request timeout (2 min), within
  * which containerd and CRI-O run the plugin, so Plexus fails and rolls back before it is killed.
  */
-export const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
+const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
 /** An hour of retries by later calls and GC before a failed DEL's record is abandoned. */
-export const DEFAULT_FAILED_DEL_RETRY_SECONDS = 3600;
+const DEFAULT_FAILED_DEL_RETRY_SECONDS = 3600;
 /** Real conflists have a handful of plugins; 16 leaves room and bounds a tenant's NAD. */
-export const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
+const DEFAULT_MAX_PLUGINS_PER_NETWORK = 16;
 /** maxNetworks (32) networks of a few plugins each, with room. */
-export const DEFAULT_MAX_DELEGATE_CALLS = 128;
+const DEFAULT_MAX_DELEGATE_CALLS = 128;
 
 const stringOrList = z.union([z.string(), z.array(z.string())], "a string or a list of strings");
 
@@ -99,7 +99,7 @@ const schema = z.object({
   ),
 });
 
-export { DEFAULT_DAEMON_SOCKET, DEFAULT_DEVICE_INFO_DIR, DEFAULT_POD_RESOURCES_SOCKET };
+export { DEFAULT_DAEMON_SOCKET, DEFAULT_POD_RESOURCES_SOCKET };
 
 export interface PlexusConf {
   cniVersion: CniVersion;
@@ -188,9 +188,9 @@ export interface PlexusConf {
 /** Every key Plexus reads from its config, canonically spelled; matched as Go matches them (M1). */
 export const PLEXUS_KEYS = new KeySet([...Object.keys(schema.keys), "args", "ipam", "dns"]);
 
-function splitList(v: string | string[] | undefined): string[] {
-  if (v === undefined) return [];
-  const items = Array.isArray(v) ? v : v.split(",");
+function splitList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  const items = Array.isArray(value) ? value : value.split(",");
   return items.map((s) => s.trim()).filter(Boolean);
 }
 
@@ -357,10 +357,10 @@ function assertLogLevel(level: string | undefined): void {
 }
 
 /** The keys that stay absent from PlexusConf unless given (and not ""). */
-function setOptionalKeys(conf: PlexusConf, c: z.Infer<typeof schema>): void {
-  if (c.logOptions) conf.logOptions = c.logOptions;
-  if (c.allowedPluginTypes) conf.allowedPluginTypes = c.allowedPluginTypes;
-  const valid = c["cni.dev/valid-attachments"];
+function setOptionalKeys(conf: PlexusConf, decoded: z.Infer<typeof schema>): void {
+  if (decoded.logOptions) conf.logOptions = decoded.logOptions;
+  if (decoded.allowedPluginTypes) conf.allowedPluginTypes = decoded.allowedPluginTypes;
+  const valid = decoded["cni.dev/valid-attachments"];
   if (valid)
     conf.validAttachments = valid.map((a) => ({ containerID: a.containerID, ifname: a.ifname }));
   for (const k of [
@@ -373,6 +373,6 @@ function setOptionalKeys(conf: PlexusConf, c: z.Infer<typeof schema>): void {
     "logLevel",
     "auxiliaryCNIChainName",
   ] as const) {
-    if (c[k] !== undefined && c[k] !== "") conf[k] = c[k];
+    if (decoded[k] !== undefined && decoded[k] !== "") conf[k] = decoded[k];
   }
 }

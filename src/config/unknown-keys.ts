@@ -14,7 +14,7 @@ const MAX_HINTS = 5;
  * Keys of Multus's thick-plugin daemon config (its server config and the config it generates) that
  * a thin config may carry over: harmless here, since Plexus has no such daemon settings.
  */
-export const MULTUS_THICK_KEYS: readonly string[] = [
+const MULTUS_THICK_KEYS: readonly string[] = [
   "chrootDir",
   "socketDir",
   "perNodeCertificate",

@@ -282,10 +282,10 @@ interface DaemonRead<T extends Named, R> {
   direct: (kube: KubeApi) => Promise<R>;
 }
 
-function directOnly<F>(f: F | undefined, what: string): F {
-  if (!f)
+function directOnly<F>(member: F | undefined, what: string): F {
+  if (!member)
     throw new CniError(Code.Internal, `${what}: the direct API client cannot read DRA objects`);
-  return f;
+  return member;
 }
 
 function parseError(body: Buffer): { code: number; msg: string } | undefined {

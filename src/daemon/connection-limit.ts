@@ -14,13 +14,13 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
-export interface ConnectionLimits {
+interface ConnectionLimits {
   maxConnections: number;
   idleMs: number;
 }
 
 /** Probes and a scrape need a handful; the rest is headroom. */
-export const HEALTH_CONNECTION_LIMITS: ConnectionLimits = { maxConnections: 64, idleMs: 5_000 };
+const HEALTH_CONNECTION_LIMITS: ConnectionLimits = { maxConnections: 64, idleMs: 5_000 };
 
 interface Tracked {
   /** Requests in flight on the connection. */

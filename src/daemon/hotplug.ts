@@ -19,7 +19,7 @@ export interface HotplugOutcome {
   error?: string;
 }
 
-export interface HotplugTarget {
+interface HotplugTarget {
   namespace: string;
   name: string;
   uid: string;
@@ -137,23 +137,34 @@ export class HotplugReconciler {
       });
   }
 
-  private settle(state: PodState, outcome: HotplugOutcome, o: { attempt: number; log: Logger }) {
+  private settle(
+    state: PodState,
+    outcome: HotplugOutcome,
+    context: { attempt: number; log: Logger },
+  ) {
     const seconds = (Date.now() - state.since) / 1000;
     const { attached, detached } = outcome;
     this.options.metrics?.hotplugReconciled({ attached, detached, failed: !outcome.ok, seconds });
     if (outcome.ok) {
-      if (attached || detached) o.log.info({ attached, detached, seconds }, "hot-plug reconciled");
+      if (attached || detached)
+        context.log.info({ attached, detached, seconds }, "hot-plug reconciled");
       return;
     }
     const max = this.options.maxAttempts ?? 6;
     const { minMs, maxMs } = this.options.backoff ?? { minMs: 1000, maxMs: 60_000 };
-    const retryInMs = Math.min(maxMs, minMs * 2 ** (o.attempt - 1));
-    if (o.attempt >= max || state.dirty) {
+    const retryInMs = Math.min(maxMs, minMs * 2 ** (context.attempt - 1));
+    if (context.attempt >= max || state.dirty) {
       const err = outcome.error;
-      o.log.warn({ err, attempts: o.attempt }, "hot-plug failed; waiting for the next edit");
+      context.log.warn(
+        { err, attempts: context.attempt },
+        "hot-plug failed; waiting for the next edit",
+      );
       return;
     }
-    o.log.warn({ err: outcome.error, attempt: o.attempt, retryInMs }, "hot-plug failed; retrying");
+    context.log.warn(
+      { err: outcome.error, attempt: context.attempt, retryInMs },
+      "hot-plug failed; retrying",
+    );
     this.schedule(state, retryInMs);
   }
 

@@ -140,22 +140,25 @@ function housekeepingMs(value: string | undefined): number {
 }
 
 /** How long stop() may take: a watch or an API close that hangs must not keep a terminating pod alive. */
-export const STOP_TIMEOUT_MS = 10_000;
+const STOP_TIMEOUT_MS = 10_000;
 
 type ApiClient = NonNullable<Awaited<ReturnType<typeof loadKubeApi>>>;
 
 async function connectApi(
-  s: DaemonSettings,
+  settings: DaemonSettings,
   env: Readonly<Record<string, string | undefined>>,
   log: Logger,
 ) {
   const api = await loadKubeApi(
-    { kubeconfig: s.kubeconfig },
+    { kubeconfig: settings.kubeconfig },
     {
       env,
       log,
       client: {
-        retry: { requestTimeoutMs: s.requestTimeoutMs, totalTimeoutMs: s.totalTimeoutMs },
+        retry: {
+          requestTimeoutMs: settings.requestTimeoutMs,
+          totalTimeoutMs: settings.totalTimeoutMs,
+        },
         // A list page is 500 objects (watch/watch-cache.ts), at most 1.5 MiB each in etcd; the CNI
         // process keeps its 4 MiB cap.
         maxResponseBytes: 256 * 1024 * 1024,
@@ -171,7 +174,7 @@ async function connectApi(
 }
 
 /** The watch caches, the missing-networks detector and the metrics over them (none started yet). */
-async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
+async function buildServices(settings: DaemonSettings, api: ApiClient, log: Logger) {
   // The watch caches (@kubernetes/client-node) and prom-client (metrics.ts) load with the daemon
   // only: a CNI call never needs them.
   const [{ WatchCaches }, { DraCaches }, { DaemonMetrics }] = await Promise.all([
@@ -181,7 +184,7 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
   ]);
   const watchOptions = {
     source: api.source,
-    nodeName: s.nodeName,
+    nodeName: settings.nodeName,
     list: (path: string, query: Record<string, string>) => api.list(path, query),
     log,
   };
@@ -194,7 +197,7 @@ async function buildServices(s: DaemonSettings, api: ApiClient, log: Logger) {
     pods: () => caches.listPods(),
     api,
     log,
-    graceMs: s.missingNetworksGraceMs,
+    graceMs: settings.missingNetworksGraceMs,
   });
   const metrics = new DaemonMetrics({
     cacheStats: () => caches.stats(),
@@ -222,16 +225,16 @@ function podDevicesChannel(socket: string) {
  */
 export function startHousekeeping(
   pass: HousekeepingPass | undefined,
-  o: { intervalMs: number; log: Logger },
+  options: { intervalMs: number; log: Logger },
 ): { stop(): Promise<void> } {
-  if (!pass || o.intervalMs <= 0) return { stop: async () => {} };
-  const log = o.log.child({ component: "housekeeping" });
+  if (!pass || options.intervalMs <= 0) return { stop: async () => {} };
+  const log = options.log.child({ component: "housekeeping" });
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
   let lastError = "";
   const run = () => {
-    running = pass({ intervalMs: o.intervalMs, log })
+    running = pass({ intervalMs: options.intervalMs, log })
       .then(
         () => {
           lastError = "";
@@ -245,7 +248,7 @@ export function startHousekeeping(
         },
       )
       .finally(() => {
-        if (!stopped) timer = setTimeout(run, o.intervalMs);
+        if (!stopped) timer = setTimeout(run, options.intervalMs);
       });
   };
   timer = setTimeout(run, 0);
@@ -262,18 +265,21 @@ type Services = Awaited<ReturnType<typeof buildServices>>;
 
 /** With --hot-plug: the reconciler, fed by the pod watch (registered before the caches start). */
 function startHotplug(
-  s: DaemonSettings,
-  o: Pick<Services, "caches" | "metrics"> & { pass: HotplugPass | undefined; log: Logger },
+  settings: DaemonSettings,
+  services: Pick<Services, "caches" | "metrics"> & { pass: HotplugPass | undefined; log: Logger },
 ): HotplugReconciler | undefined {
-  if (!s.hotPlug || !o.pass) return undefined;
+  if (!settings.hotPlug || !services.pass) return undefined;
   const reconciler = new HotplugReconciler({
-    pass: o.pass,
-    log: o.log,
-    namespaces: s.hotPlugNamespaces,
-    metrics: o.metrics,
+    pass: services.pass,
+    log: services.log,
+    namespaces: settings.hotPlugNamespaces,
+    metrics: services.metrics,
   });
-  o.caches.onPodEvent((how, pod) => reconciler.observe(pod, how));
-  o.log.info({ namespaces: s.hotPlugNamespaces ? [...s.hotPlugNamespaces] : "all" }, "hot-plug on");
+  services.caches.onPodEvent((how, pod) => reconciler.observe(pod, how));
+  services.log.info(
+    { namespaces: settings.hotPlugNamespaces ? [...settings.hotPlugNamespaces] : "all" },
+    "hot-plug on",
+  );
   return reconciler;
 }
 

@@ -71,11 +71,11 @@ export class DaemonMetrics {
   }
 
   /** One reconcile: what it attached and detached, whether it failed, how long it took. */
-  hotplugReconciled(o: HotplugTally): void {
-    if (o.attached) this.hotplugChanges.inc({ change: "attach" }, o.attached);
-    if (o.detached) this.hotplugChanges.inc({ change: "detach" }, o.detached);
-    if (o.failed) this.hotplugChanges.inc({ change: "failure" });
-    this.hotplugDurations.observe(o.seconds);
+  hotplugReconciled(tally: HotplugTally): void {
+    if (tally.attached) this.hotplugChanges.inc({ change: "attach" }, tally.attached);
+    if (tally.detached) this.hotplugChanges.inc({ change: "detach" }, tally.detached);
+    if (tally.failed) this.hotplugChanges.inc({ change: "failure" });
+    this.hotplugDurations.observe(tally.seconds);
   }
 
   cacheLookup(kind: "pod" | "nad" | "resourceclaim", result: "hit" | "miss" | "stale"): void {

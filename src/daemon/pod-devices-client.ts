@@ -48,11 +48,11 @@ export async function daemonPodDevices(query: DaemonDevicesQuery): Promise<Map<s
   }
 }
 
-function devicesFrom(v: unknown): Map<string, string[]> {
-  if (typeof v !== "object" || v === null || Array.isArray(v))
+function devicesFrom(value: unknown): Map<string, string[]> {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new DaemonUnavailable("the daemon answered a devices request without devices");
   const out = new Map<string, string[]>();
-  for (const [k, ids] of Object.entries(v)) {
+  for (const [k, ids] of Object.entries(value)) {
     if (!Array.isArray(ids) || !ids.every((id) => typeof id === "string"))
       throw new DaemonUnavailable(`the daemon answered malformed devices for ${k}`);
     out.set(k, ids as string[]);

@@ -29,9 +29,5 @@ export const DAEMON_API = {
   metrics: "/metrics",
 } as const;
 
-export interface DaemonErrorBody {
-  error: { code: number; msg: string };
-}
-
 /** CNI codes the daemon answers with authority: the binary returns them, no fallback. */
 export const AUTHORITATIVE_CODES: ReadonlySet<number> = new Set([3, 6, 7]);

@@ -173,11 +173,11 @@ function noRoute(method: string | undefined, pathname: string, where = ""): Http
 }
 
 function str(
-  q: URLSearchParams | Record<string, unknown>,
+  query: URLSearchParams | Record<string, unknown>,
   key: string,
   required = true,
 ): string | undefined {
-  const v = q instanceof URLSearchParams ? q.get(key) : q[key];
+  const v = query instanceof URLSearchParams ? query.get(key) : query[key];
   if (typeof v === "string" && v !== "") return v;
   if (required)
     throw new CniError(Code.InvalidNetworkConfig, `daemon request: "${key}" is missing`);
@@ -322,19 +322,19 @@ function getPodDevices({ podDevices }: RouterDeps): Route {
 }
 
 /** Every route, by `METHOD path`; anything else is a 404. */
-function router(d: RouterDeps): Route {
-  const { cache, metrics } = d;
+function router(deps: RouterDeps): Route {
+  const { cache, metrics } = deps;
   const routes: Record<string, Route> = {
     [`GET ${DAEMON_API.healthz}`]: async () => [200, { ok: true }],
     [`GET ${DAEMON_API.readyz}`]: async () =>
       cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }],
-    [`GET ${DAEMON_API.pod}`]: getPod(d),
-    [`GET ${DAEMON_API.nad}`]: getNad(d),
-    [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(d),
-    [`POST ${DAEMON_API.event}`]: postEvent(d),
-    [`GET ${DAEMON_API.podDevices}`]: getPodDevices(d),
-    [`GET ${DAEMON_API.resourceClaim}`]: getResourceClaimRoute(d),
-    [`GET ${DAEMON_API.resourceSlices}`]: getResourceSlicesRoute(d),
+    [`GET ${DAEMON_API.pod}`]: getPod(deps),
+    [`GET ${DAEMON_API.nad}`]: getNad(deps),
+    [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(deps),
+    [`POST ${DAEMON_API.event}`]: postEvent(deps),
+    [`GET ${DAEMON_API.podDevices}`]: getPodDevices(deps),
+    [`GET ${DAEMON_API.resourceClaim}`]: getResourceClaimRoute(deps),
+    [`GET ${DAEMON_API.resourceSlices}`]: getResourceSlicesRoute(deps),
     [`GET ${DAEMON_API.metrics}`]: async () => [200, await metrics.render(), metrics.contentType],
   };
   return async (req, url) => {
@@ -386,10 +386,10 @@ function requestHandler(route: Route, { log, metrics }: RouterDeps): Handler {
   };
 }
 
-function closeServer(s: Server): Promise<void> {
+function closeServer(server: Server): Promise<void> {
   return new Promise<void>((resolve) => {
-    s.close(() => resolve());
-    s.closeAllConnections();
+    server.close(() => resolve());
+    server.closeAllConnections();
   });
 }
 

@@ -86,12 +86,12 @@ class SliceIndex {
     private readonly nodeName: string | undefined,
   ) {}
 
-  async locate(r: AllocationResult): Promise<Located> {
-    let index = this.byDriver.get(r.driver);
-    if (!index) this.byDriver.set(r.driver, (index = this.load(r.driver)));
-    const listed = (await index).get(`${r.pool}\u0000${r.device}`);
+  async locate(result: AllocationResult): Promise<Located> {
+    let index = this.byDriver.get(result.driver);
+    if (!index) this.byDriver.set(result.driver, (index = this.load(result.driver)));
+    const listed = (await index).get(`${result.pool}\u0000${result.device}`);
     if (!listed) return { state: "no-slice" };
-    if (listed.slices.length > 1) throw duplicateDevice(r, listed);
+    if (listed.slices.length > 1) throw duplicateDevice(result, listed);
     return { state: "found", device: listed.device };
   }
 
@@ -124,18 +124,18 @@ class SliceIndex {
   }
 }
 
-function duplicateDevice(r: AllocationResult, listed: Listed): CniError {
+function duplicateDevice(result: AllocationResult, listed: Listed): CniError {
   const names = [...listed.slices].sort();
   const by =
     new Set(names).size === 1
       ? `ResourceSlice ${names[0]} lists it ${names.length} times`
       : `ResourceSlices ${names.join(", ")} each list it`;
-  const pool = `driver ${r.driver}, pool ${r.pool}, generation ${listed.generation}`;
-  const device = `device ${r.device} (${pool})`;
+  const pool = `driver ${result.driver}, pool ${result.pool}, generation ${listed.generation}`;
+  const device = `device ${result.device} (${pool})`;
   return new CniError(
     Code.InvalidNetworkConfig,
     `${device}: ${by}; a pool's devices must be unique within one generation, so Plexus does ` +
-      `not pick one copy; the driver ${r.driver} must republish the pool`,
+      `not pick one copy; the driver ${result.driver} must republish the pool`,
   );
 }
 
@@ -219,30 +219,37 @@ async function allocatedClaim(
  */
 function networkDevice(
   device: SliceDevice,
-  r: AllocationResult,
-  o: { claim: string; strict: string | undefined; log: Logger },
+  result: AllocationResult,
+  context: { claim: string; strict: string | undefined; log: Logger },
 ): ClaimDevice | undefined {
   const id = stringAttribute(device, DEVICE_ID_ATTRIBUTE);
   const rn = stringAttribute(device, RESOURCE_NAME_ATTRIBUTE);
-  const where = `ResourceClaim ${o.claim}: device ${r.device} (driver ${r.driver}, pool ${r.pool})`;
+  const where =
+    `ResourceClaim ${context.claim}: device ${result.device} (driver ` +
+    `${result.driver}, pool ${result.pool})`;
   checkAttribute(id, { where, name: DEVICE_ID_ATTRIBUTE, kind: "deviceID" });
   checkAttribute(rn, { where, name: RESOURCE_NAME_ATTRIBUTE, kind: "resourceName" });
-  if (o.strict !== undefined) {
-    if (id.state !== "found" || rn.state !== "found" || rn.value !== o.strict)
+  if (context.strict !== undefined) {
+    if (id.state !== "found" || rn.state !== "found" || rn.value !== context.strict)
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `${where}: the extended resource ${o.strict} is mapped to request ${r.request}, so the device must carry ${DEVICE_ID_ATTRIBUTE} and ${RESOURCE_NAME_ATTRIBUTE}=${o.strict}, but it has ${id.state === "found" ? "" : `no ${DEVICE_ID_ATTRIBUTE}, `}${RESOURCE_NAME_ATTRIBUTE} ${rn.state === "found" ? JSON.stringify(rn.value) : "absent"}`,
+        `${where}: the extended resource ${context.strict} is mapped to request ` +
+          `${result.request}, so the device must carry ${DEVICE_ID_ATTRIBUTE} and ` +
+          `${RESOURCE_NAME_ATTRIBUTE}=${context.strict}, but it has ` +
+          `${id.state === "found" ? "" : `no ${DEVICE_ID_ATTRIBUTE}, `}` +
+          `${RESOURCE_NAME_ATTRIBUTE} ` +
+          `${rn.state === "found" ? JSON.stringify(rn.value) : "absent"}`,
       );
   }
   if (id.state !== "found" || rn.state !== "found") {
     if (id.state === "found" || rn.state === "found")
-      o.log.warn(
-        { claim: o.claim, device: r.device, driver: r.driver, pool: r.pool },
+      context.log.warn(
+        { claim: context.claim, device: result.device, driver: result.driver, pool: result.pool },
         `device has only one of ${DEVICE_ID_ATTRIBUTE} and ${RESOURCE_NAME_ATTRIBUTE}; not a network device, skipped`,
       );
     return undefined;
   }
-  return { ...r, deviceID: id.value, resourceName: rn.value, claim: o.claim };
+  return { ...result, deviceID: id.value, resourceName: rn.value, claim: context.claim };
 }
 
 /**
@@ -250,21 +257,23 @@ function networkDevice(
  * (npwg/device-id.ts): it reaches a delegate as `deviceID`, and a file name. Else 7.
  */
 function checkAttribute(
-  a: ReturnType<typeof stringAttribute>,
-  o: { where: string; name: string; kind: DeviceTextKind },
+  attribute: ReturnType<typeof stringAttribute>,
+  field: { where: string; name: string; kind: DeviceTextKind },
 ): void {
-  const what = `${o.where}: attribute ${o.name}`;
-  if (a.state === "wrong-type") {
-    const msg = `${what} must be a string ({"string": "…"}) in its ResourceSlice, but has ${a.got}`;
+  const what = `${field.where}: attribute ${field.name}`;
+  if (attribute.state === "wrong-type") {
+    const msg =
+      `${what} must be a string ({"string": "…"}) in its ResourceSlice, but has ` +
+      `${attribute.got}`;
     throw new CniError(Code.InvalidNetworkConfig, msg);
   }
-  if (a.state === "found") validateDeviceText(a.value, { what, kind: o.kind });
+  if (attribute.state === "found") validateDeviceText(attribute.value, { what, kind: field.kind });
 }
 
 /** `status.extendedResourceClaimStatus`: each mapped request's devices, strictly (Multus's rule). */
 async function addExtendedDevices(
   pod: Pod,
-  o: {
+  input: {
     reader: DraReader;
     slices: SliceIndex;
     out: PodClaimDevices;
@@ -274,8 +283,8 @@ async function addExtendedDevices(
 ): Promise<void> {
   const ext = pod.status?.extendedResourceClaimStatus;
   if (!ext) return;
-  const claim = await allocatedClaim(o.reader, pod, { claim: ext.resourceClaimName });
-  o.out.claims.push(claim.metadata.name);
+  const claim = await allocatedClaim(input.reader, pod, { claim: ext.resourceClaimName });
+  input.out.claims.push(claim.metadata.name);
   const results = claim.status!.allocation!.devices.results;
   for (const m of ext.requestMappings) {
     const mine = results.filter((r) => r.request === m.requestName);
@@ -285,17 +294,17 @@ async function addExtendedDevices(
         `ResourceClaim ${claim.metadata.name}: the extended resource ${m.resourceName} (container ${m.containerName}) is mapped to request ${m.requestName}, which has no allocated device`,
       );
     for (const r of mine) {
-      const at = await o.slices.locate(r);
+      const at = await input.slices.locate(r);
       if (at.state === "no-slice")
         throw new CniError(
           Code.TryAgainLater,
           `ResourceClaim ${claim.metadata.name}: device ${r.device} (driver ${r.driver}, pool ${r.pool}) of the extended resource ${m.resourceName} is in no ResourceSlice on node ${pod.spec?.nodeName ?? "(unknown)"}`,
         );
-      o.add(
+      input.add(
         networkDevice(at.device, r, {
           claim: claim.metadata.name,
           strict: m.resourceName,
-          log: o.log,
+          log: input.log,
         })!,
       );
     }

@@ -28,15 +28,15 @@ import { ioError } from "../store/atomic-file";
 
 export type CopyOutcome = "installed" | "unchanged";
 
-function sameContent(a: string, b: string): boolean {
+function sameContent(left: string, right: string): boolean {
   try {
-    const have = statSync(b);
+    const have = statSync(right);
     // Only a regular file is hashed: a FIFO planted at the destination would block the read.
-    if (!have.isFile() || statSync(a).size !== have.size) return false;
+    if (!have.isFile() || statSync(left).size !== have.size) return false;
   } catch {
     return false;
   }
-  return hashFile(a) === hashFile(b);
+  return hashFile(left) === hashFile(right);
 }
 
 /** The copy's and the hash's read size. */

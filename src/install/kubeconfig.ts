@@ -11,10 +11,10 @@ import { dirname } from "node:path";
 import { writeFileAtomic } from "../store/atomic-file";
 import { readSharedFile } from "../store/shared-file";
 
-export { type KubeconfigInput, renderKubeconfig } from "./kubeconfig-text";
+export { renderKubeconfig } from "./kubeconfig-text";
 
 /** A kubeconfig, a token or a CA bundle is a few KiB; a file far larger is none of them. */
-export const MAX_NODE_FILE_BYTES = 1024 * 1024;
+const MAX_NODE_FILE_BYTES = 1024 * 1024;
 
 const NOT_THERE = "it does not exist";
 
@@ -47,7 +47,7 @@ function readOrUndefined(path: string, follow: boolean): Buffer | undefined {
  * The directory the installer writes its credentials into (`plexus.d`) must be a directory, not a
  * symlink: a link there would send the token copy wherever it points. Throws naming the dir.
  */
-export function assertNotSymlinkedDir(dir: string): void {
+function assertNotSymlinkedDir(dir: string): void {
   let isLink = false;
   try {
     isLink = lstatSync(dir).isSymbolicLink();

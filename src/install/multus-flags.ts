@@ -43,7 +43,7 @@ const BOOLEANS = new Set([
   "--take-over-multus",
 ]);
 
-export class MultusFlagError extends Error {}
+class MultusFlagError extends Error {}
 
 /** The default of --cni-conf-dir (cli/node-path-options.ts; Multus's --multus-autoconfig-dir has the same). */
 const DEFAULT_INSTALL_CONF_DIR = `${DEFAULT_HOST_PREFIX}${DEFAULT_CONF_DIR}`;

@@ -10,10 +10,8 @@ import { isSupportedVersion, ALL_VERSIONS } from "../cni/version";
 import { toPinoLevel } from "../log/levels";
 
 export const PLEXUS_CONF_NAME = "00-plexus.conflist";
-export const DEFAULT_NETWORK_NAME = "plexus-cni-network";
 /** Where Multus reads NAD configs without spec.config (its confDir default): Plexus too. */
-export const DEFAULT_NAD_CONF_DIR = "/etc/cni/multus/net.d";
-export { SERVICE_ACCOUNT_DIR } from "../config/defaults";
+const DEFAULT_NAD_CONF_DIR = "/etc/cni/multus/net.d";
 
 /** The flags as commander hands them over (strings and booleans, unvalidated). */
 export interface InstallFlags {
@@ -129,20 +127,21 @@ function hostPathFromHost(host: string, prefix: string): HostPath {
   return { local: toLocal(host, prefix), host };
 }
 
-function absolute(v: string, flag: string): string {
-  if (!posix.isAbsolute(v)) throw bad(`${flag} must be an absolute path, got ${JSON.stringify(v)}`);
-  return posix.normalize(v);
+function absolute(value: string, flag: string): string {
+  if (!posix.isAbsolute(value))
+    throw bad(`${flag} must be an absolute path, got ${JSON.stringify(value)}`);
+  return posix.normalize(value);
 }
 
-function number(v: string | number, flag: string, min: number): number {
-  const n = typeof v === "number" ? v : Number(v);
+function number(value: string | number, flag: string, min: number): number {
+  const n = typeof value === "number" ? value : Number(value);
   if (!Number.isFinite(n) || n < min)
-    throw bad(`${flag} must be a number ≥ ${min}, got ${JSON.stringify(v)}`);
+    throw bad(`${flag} must be a number ≥ ${min}, got ${JSON.stringify(value)}`);
   return n;
 }
 
 /** The API server the generated kubeconfig names: --api-server, else the in-cluster service env. */
-export function apiServerFrom(
+function apiServerFrom(
   flag: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
 ): string | undefined {
@@ -248,7 +247,7 @@ export function resolveOptions(
 }
 
 function setOptionalPaths(
-  o: InstallOptions,
+  options: InstallOptions,
   flags: InstallFlags,
   ctx: {
     env: Readonly<Record<string, string | undefined>>;
@@ -256,17 +255,18 @@ function setOptionalPaths(
     binFile: string | undefined;
   },
 ): void {
-  if (ctx.binFile) o.binFile = ctx.binFile;
-  if (flags.primaryConfigFileName) o.primaryConfigFileName = flags.primaryConfigFileName;
+  if (ctx.binFile) options.binFile = ctx.binFile;
+  if (flags.primaryConfigFileName) options.primaryConfigFileName = flags.primaryConfigFileName;
   const server = apiServerFrom(flags.apiServer, ctx.env);
-  if (server) o.apiServer = server;
+  if (server) options.apiServer = server;
   if (flags.readinessIndicatorFile)
-    o.readinessIndicator = hostPathFromHost(
+    options.readinessIndicator = hostPathFromHost(
       absolute(flags.readinessIndicatorFile, "--readiness-indicator-file"),
       ctx.prefix,
     );
-  if (flags.cniDir) o.cniDir = hostPathFromHost(absolute(flags.cniDir, "--cni-dir"), ctx.prefix);
-  if (flags.cniVersion) o.cniVersion = flags.cniVersion;
+  if (flags.cniDir)
+    options.cniDir = hostPathFromHost(absolute(flags.cniDir, "--cni-dir"), ctx.prefix);
+  if (flags.cniVersion) options.cniVersion = flags.cniVersion;
   if (flags.plexusConfFile && flags.plexusConfFile !== "auto")
-    o.userConfFile = absolute(flags.plexusConfFile, "--plexus-conf-file");
+    options.userConfFile = absolute(flags.plexusConfFile, "--plexus-conf-file");
 }

@@ -53,11 +53,7 @@ function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger):
 }
 
 /** N6.1: the primary config and the readiness indicator file, as they are now. */
-export function checkReadiness(
-  options: InstallOptions,
-  state: ReconcileState,
-  log: Logger,
-): Readiness {
+function checkReadiness(options: InstallOptions, state: ReconcileState, log: Logger): Readiness {
   const dir = readConfDir(options.confDir.local);
   const choice = choosePrimary(dir.files, { fileName: options.primaryConfigFileName });
   logNewWarnings([...dir.warnings, ...choice.warnings], state, log);
@@ -201,49 +197,12 @@ export async function reconcile(
   if (!options.takeOverMultus) handBackToMultus(multus, log);
   const r = checkReadiness(options, state, log);
   if (!r.ready) {
-    if (existsSync(options.plexusConf.local)) {
-      await removeFile(options.plexusConf.local);
-      log.warn(
-        { config: options.plexusConf.host, reason: r.reason },
-        "primary network not ready: Plexus config removed until it is (N6.1)",
-      );
-      delete state.written;
-    } else if (state.notReadyReason !== r.reason) {
-      log.info({ reason: r.reason }, "waiting for the primary network");
-    }
-    state.notReadyReason = r.reason;
+    await withdrawUntilReady(options, state, log, r.reason);
     return r;
   }
   delete state.notReadyReason;
   if (state.primary?.content !== r.primary.content) logUnknownKeys(r.primary, log);
-  const kubeconfigHost = await syncCredentials(options, state, log);
-  const text = renderPlexusConfig({
-    primary: r.primary.conf,
-    primaryHostPath: join(
-      options.confDir.host,
-      r.primary.path.slice(options.confDir.local.length + 1),
-    ),
-    networkName: options.networkName,
-    cniVersion: options.cniVersion,
-    kubeconfigHost,
-    confDirHost: options.nadConfDirHost,
-    readinessIndicatorHost: options.readinessIndicator?.host,
-    cniDirHost: options.cniDir?.host,
-    pluginKeys: options.pluginKeys,
-  });
-  const current = readText(options.plexusConf.local);
-  if (current !== text) {
-    const why = describeChange(current, state, r.primary);
-    await syncFile(options.plexusConf.local, text);
-    log.info(
-      {
-        config: options.plexusConf.host,
-        primary: r.primary.path,
-        cniVersion: r.primary.conf.cniVersion,
-      },
-      why,
-    );
-  }
+  const text = await writePlexusConfig(options, state, log, r.primary);
   if (
     options.cniVersion &&
     options.cniVersion !== r.primary.conf.cniVersion &&
@@ -259,6 +218,64 @@ export async function reconcile(
   // Plexus's config is in place (temp file + rename): only now may Multus's go (take-over.ts).
   if (options.takeOverMultus) takeOverFromMultus(multus, state.takeOverBlocked, log);
   return r;
+}
+
+/** The primary network is not ready: no Plexus config until it is (N6.1). */
+async function withdrawUntilReady(
+  options: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+  reason: string,
+): Promise<void> {
+  if (existsSync(options.plexusConf.local)) {
+    await removeFile(options.plexusConf.local);
+    log.warn(
+      { config: options.plexusConf.host, reason },
+      "primary network not ready: Plexus config removed until it is (N6.1)",
+    );
+    delete state.written;
+  } else if (state.notReadyReason !== reason) {
+    log.info({ reason }, "waiting for the primary network");
+  }
+  state.notReadyReason = reason;
+}
+
+/** Renders Plexus's config for this primary and writes it when it differs; returns the text. */
+async function writePlexusConfig(
+  options: InstallOptions,
+  state: ReconcileState,
+  log: Logger,
+  primary: PrimaryConfig,
+): Promise<string> {
+  const kubeconfigHost = await syncCredentials(options, state, log);
+  const text = renderPlexusConfig({
+    primary: primary.conf,
+    primaryHostPath: join(
+      options.confDir.host,
+      primary.path.slice(options.confDir.local.length + 1),
+    ),
+    networkName: options.networkName,
+    cniVersion: options.cniVersion,
+    kubeconfigHost,
+    confDirHost: options.nadConfDirHost,
+    readinessIndicatorHost: options.readinessIndicator?.host,
+    cniDirHost: options.cniDir?.host,
+    pluginKeys: options.pluginKeys,
+  });
+  const current = readText(options.plexusConf.local);
+  if (current !== text) {
+    const why = describeChange(current, state, primary);
+    await syncFile(options.plexusConf.local, text);
+    log.info(
+      {
+        config: options.plexusConf.host,
+        primary: primary.path,
+        cniVersion: primary.conf.cniVersion,
+      },
+      why,
+    );
+  }
+  return text;
 }
 
 /** SIGTERM with --cleanup-config-on-exit: a half-uninstalled node must not point new pods at Plexus. */

@@ -29,11 +29,13 @@ export interface InstallDeps {
 
 /** One pass: the generated config, or the user-supplied one (--plexus-conf-file). */
 function pass(
-  o: InstallOptions,
+  options: InstallOptions,
   state: ReconcileState,
   log: Logger,
 ): Promise<{ ready: boolean; reason?: string }> {
-  return o.userConfFile ? reconcileUserConfig(o, state, log) : reconcile(o, state, log);
+  return options.userConfFile
+    ? reconcileUserConfig(options, state, log)
+    : reconcile(options, state, log);
 }
 
 /** How often "still waiting" is repeated while the primary network is not ready. */
@@ -49,13 +51,13 @@ function requireDir(path: string, flag: string): void {
   if (!ok) throw new Error(`${flag} ${path} is not a directory (is the host path mounted?)`);
 }
 
-function copyBinary(o: InstallOptions, state: ReconcileState, log: Logger): void {
-  if (!o.binFile) return;
-  const dest = join(o.binDir.local, "plexus");
-  const outcome = installBinary(o.binFile, dest);
+function copyBinary(options: InstallOptions, state: ReconcileState, log: Logger): void {
+  if (!options.binFile) return;
+  const dest = join(options.binDir.local, "plexus");
+  const outcome = installBinary(options.binFile, dest);
   state.binarySize = statSync(dest).size;
   log.info(
-    { binary: dest, source: o.binFile },
+    { binary: dest, source: options.binFile },
     outcome === "installed"
       ? "plexus binary installed (copy + rename)"
       : "plexus binary already up to date",
@@ -64,7 +66,7 @@ function copyBinary(o: InstallOptions, state: ReconcileState, log: Logger): void
 
 /** Reconciles until the primary network is ready; false when the deadline or an abort came first. */
 async function waitUntilReady(
-  o: InstallOptions,
+  options: InstallOptions,
   state: ReconcileState,
   notifier: ChangeNotifier,
   deps: InstallDeps,
@@ -72,10 +74,10 @@ async function waitUntilReady(
   const started = Date.now();
   let lastLog = started;
   for (;;) {
-    const r = await pass(o, state, deps.log);
+    const r = await pass(options, state, deps.log);
     if (r.ready) return true;
     const waited = Date.now() - started;
-    if (waited >= o.primaryConfigTimeoutMs) {
+    if (waited >= options.primaryConfigTimeoutMs) {
       deps.log.error(
         { reason: r.reason, waitedSeconds: Math.round(waited / 1000) },
         "primary network not ready within --primary-config-timeout: giving up (the DaemonSet restarts the installer)",
@@ -95,7 +97,7 @@ async function waitUntilReady(
 }
 
 async function watchUntilAborted(
-  o: InstallOptions,
+  options: InstallOptions,
   state: ReconcileState,
   notifier: ChangeNotifier,
   deps: InstallDeps,
@@ -104,7 +106,7 @@ async function watchUntilAborted(
     await notifier.next(deps.signal);
     if (deps.signal.aborted) return;
     try {
-      await pass(o, state, deps.log);
+      await pass(options, state, deps.log);
     } catch (err) {
       deps.log.error(
         { err: asCniError(err).message },
@@ -114,15 +116,15 @@ async function watchUntilAborted(
   }
 }
 
-function watchedDirs(o: InstallOptions): string[] {
+function watchedDirs(options: InstallOptions): string[] {
   const dirs = [
-    o.confDir.local,
-    dirname(o.kubeconfig.local),
-    dirname(o.sourceTokenFile),
-    o.binDir.local,
+    options.confDir.local,
+    dirname(options.kubeconfig.local),
+    dirname(options.sourceTokenFile),
+    options.binDir.local,
   ];
-  if (o.readinessIndicator) dirs.push(dirname(o.readinessIndicator.local));
-  if (o.userConfFile) dirs.push(dirname(o.userConfFile));
+  if (options.readinessIndicator) dirs.push(dirname(options.readinessIndicator.local));
+  if (options.userConfFile) dirs.push(dirname(options.userConfFile));
   return dirs.filter((d) => existsSync(d));
 }
 
@@ -175,8 +177,8 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
   }
 }
 
-async function exitOnSignal(o: InstallOptions, log: Logger): Promise<number> {
+async function exitOnSignal(options: InstallOptions, log: Logger): Promise<number> {
   log.info("terminating");
-  if (o.cleanupConfigOnExit) await removePlexusConfig(o, log);
+  if (options.cleanupConfigOnExit) await removePlexusConfig(options, log);
   return ExitCode.Ok;
 }

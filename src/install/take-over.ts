@@ -61,15 +61,19 @@ export interface Blocked {
 }
 
 /** Moves Multus's configs aside when Plexus's config can come first; logs what it did. */
-export function takeOverFromMultus(o: TakeOverOptions, blocked: Blocked, log: Logger): string[] {
-  const { files } = readConfDir(o.confDir);
+export function takeOverFromMultus(
+  options: TakeOverOptions,
+  blocked: Blocked,
+  log: Logger,
+): string[] {
+  const { files } = readConfDir(options.confDir);
   const named = files.map((f) => ({ name: basename(f.path), content: f.content }));
-  const plan = planTakeOver(named, o.plexusName);
+  const plan = planTakeOver(named, options.plexusName);
   if (plan.action === "blocked") {
     if (blocked.last !== plan.name)
       log.error(
-        { confDir: o.confDir, blocking: plan.name },
-        `Multus's config sorts first, but ${plan.name} also sorts before ${o.plexusName}: ` +
+        { confDir: options.confDir, blocking: plan.name },
+        `Multus's config sorts first, but ${plan.name} also sorts before ${options.plexusName}: ` +
           "not taking over from Multus (the runtime would run that file in between): move it",
       );
     blocked.last = plan.name;
@@ -78,9 +82,9 @@ export function takeOverFromMultus(o: TakeOverOptions, blocked: Blocked, log: Lo
   delete blocked.last;
   if (plan.action === "none") return [];
   for (const name of plan.names) {
-    renameSync(join(o.confDir, name), join(o.confDir, `${name}${MOVED_SUFFIX}`));
+    renameSync(join(options.confDir, name), join(options.confDir, `${name}${MOVED_SUFFIX}`));
     log.info(
-      { config: join(o.confDir, name), keptAs: `${name}${MOVED_SUFFIX}` },
+      { config: join(options.confDir, name), keptAs: `${name}${MOVED_SUFFIX}` },
       "took over from Multus: its config is moved aside (kept for the way back)",
     );
   }
@@ -88,10 +92,10 @@ export function takeOverFromMultus(o: TakeOverOptions, blocked: Blocked, log: Lo
 }
 
 /** The way back: every config Plexus moved aside goes back under its name, so Multus's is first. */
-export function handBackToMultus(o: TakeOverOptions, log: Logger): string[] {
+export function handBackToMultus(options: TakeOverOptions, log: Logger): string[] {
   let names: string[];
   try {
-    names = readdirSync(o.confDir);
+    names = readdirSync(options.confDir);
   } catch {
     return [];
   }
@@ -100,8 +104,8 @@ export function handBackToMultus(o: TakeOverOptions, log: Logger): string[] {
     const name = moved.slice(0, -MOVED_SUFFIX.length);
     // Only a config name, and never over a file someone wrote since (Multus's entrypoint, say).
     if (!isConfigFileName(name) || names.includes(name)) continue;
-    renameSync(join(o.confDir, moved), join(o.confDir, name));
-    const config = join(o.confDir, name);
+    renameSync(join(options.confDir, moved), join(options.confDir, name));
+    const config = join(options.confDir, name);
     log.info({ config }, "handed the node back to Multus: its config is restored");
     back.push(name);
   }

@@ -29,7 +29,7 @@ import {
   type ReconcileState,
 } from "./reconcile";
 
-export interface UserConfig {
+interface UserConfig {
   /** The conflist text to install. */
   text: string;
   conf: PlexusConf;
@@ -38,7 +38,7 @@ export interface UserConfig {
 }
 
 /** Thrown for a config that cannot work; the message says why and what to change. */
-export class UserConfigError extends Error {}
+class UserConfigError extends Error {}
 
 function readUserFile(path: string): Record<string, unknown> {
   // A ConfigMap's file is a symlink (into ..data/): followed, but only to a regular file.
@@ -78,7 +78,7 @@ function kubernetesProblem(conf: PlexusConf, hostPrefix: string, path: string): 
  * Reads and validates the user's config. `hostPrefix` maps the node paths it names to this
  * container's. Throws UserConfigError (or a CniError from the parser) for one that cannot work.
  */
-export function loadUserConfig(path: string, hostPrefix: string): UserConfig {
+function loadUserConfig(path: string, hostPrefix: string): UserConfig {
   const value = readUserFile(path);
   const entry = plexusEntry(value);
   if (!entry)

@@ -13,14 +13,12 @@ import { decodeJson } from "../cni/json";
 import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
 import { findInPath } from "./find";
-import type { ExecRequest, PluginExec, ProcessOutcome } from "./plugin-exec";
-
-export type { ProcessOutcome };
+import type { ExecRequest, PluginExec } from "./plugin-exec";
 import { bunSpawn, runProcessBun, type BunSpawn } from "./spawn-bun";
 import { nodeSpawn } from "./spawn-node";
 
-export const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
-export const MAX_STDERR_BYTES = 1024 * 1024;
+const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
+const MAX_STDERR_BYTES = 1024 * 1024;
 const ETXTBSY_RETRIES = 5;
 /** After the delegate exited or was killed, how long to wait for pipes its children hold open (B63). */
 const PIPE_GRACE_MS = 200;
@@ -82,8 +80,8 @@ export class RawExec implements PluginExec {
     }
   }
 
-  private async execOnce(r: ExecRequest): Promise<Uint8Array> {
-    const res = await runProcessBun(spawnerOf(), r, {
+  private async execOnce(request: ExecRequest): Promise<Uint8Array> {
+    const res = await runProcessBun(spawnerOf(), request, {
       maxStdoutBytes: MAX_STDOUT_BYTES,
       maxStderrBytes: MAX_STDERR_BYTES,
       pipeGraceMs: PIPE_GRACE_MS,
@@ -91,17 +89,18 @@ export class RawExec implements PluginExec {
     });
     if (res.orphansKilled?.length)
       this.log.warn(
-        { delegate: r.what, killed: res.orphansKilled },
+        { delegate: request.what, killed: res.orphansKilled },
         "the delegate left processes running outside its process group; killed them",
       );
     const stderrText = tail(res.stderr);
     if (stderrText)
-      this.log.info({ delegate: r.what, stderr: stderrText }, "delegate wrote to stderr");
+      this.log.info({ delegate: request.what, stderr: stderrText }, "delegate wrote to stderr");
 
     if (res.timedOut) {
       throw new CniError(
         Code.DelegateTimeout,
-        `${r.what}: did not finish within ${r.deadlineMs} ms; its process group was killed`,
+        `${request.what}: did not finish within ${request.deadlineMs} ms; its process group ` +
+          `was killed`,
         stderrText || undefined,
       );
     }
@@ -113,36 +112,40 @@ export class RawExec implements PluginExec {
       spawnCode === "ENOEXEC" ||
       spawnCode === "EISDIR"
     ) {
-      throw new CniError(Code.IoFailure, `${r.what}: cannot execute ${r.path} (${spawnCode})`);
+      throw new CniError(
+        Code.IoFailure,
+        `${request.what}: cannot execute ${request.path} (${spawnCode})`,
+      );
     }
     if (res.spawnError)
       throw new CniError(
         Code.DelegateFailed,
-        `${r.what}: could not run ${r.path}: ${res.spawnError.message}`,
+        `${request.what}: could not run ${request.path}: ${res.spawnError.message}`,
       );
     if (res.overflow) {
       throw new CniError(
         Code.InvalidResult,
-        `${r.what}: wrote more than ${MAX_STDOUT_BYTES} bytes to stdout, which cannot be a CNI result; it was stopped`,
+        `${request.what}: wrote more than ${MAX_STDOUT_BYTES} bytes to stdout, which cannot ` +
+          `be a CNI result; it was stopped`,
       );
     }
     if (res.signal) {
       const number = osConstants.signals[res.signal];
       throw new CniError(
         Code.DelegateFailed,
-        `${r.what}: killed by signal ${res.signal}${number ? ` (${number})` : ""}`,
+        `${request.what}: killed by signal ${res.signal}${number ? ` (${number})` : ""}`,
         stderrText || undefined,
       );
     }
     if (res.exitCode === 0) return res.stdout;
-    throw pluginError(r.what, res.exitCode ?? -1, res.stdout, stderrText);
+    throw pluginError(request.what, res.exitCode ?? -1, res.stdout, stderrText);
   }
 }
 
 class TextFileBusy extends Error {}
 
 /** libcni `pluginErr`: a failed plugin's stdout is its CNI error; keep its code, add the delegate's name (B53, B57). */
-export function pluginError(
+function pluginError(
   what: string,
   exitCode: number,
   stdout: Uint8Array | undefined,

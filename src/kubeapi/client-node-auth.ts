@@ -15,9 +15,7 @@ import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfi
  * its relative paths taken from the kubeconfig's directory; the one loader for credential plugins
  * and the daemon's watches (watch/watch-cache.ts). Throws what client-node throws.
  */
-export function clientNodeKubeConfig(
-  kubeconfig: Pick<PluginKubeconfig, "path" | "raw">,
-): KubeConfig {
+function clientNodeKubeConfig(kubeconfig: Pick<PluginKubeconfig, "path" | "raw">): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromString(JSON.stringify(kubeconfig.raw));
   kc.makePathsAbsolute(dirname(kubeconfig.path));

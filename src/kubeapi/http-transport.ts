@@ -30,7 +30,7 @@ export const RETRYABLE_TRANSPORT: ReadonlySet<TransportError["kind"]> = new Set(
   "dns",
 ]);
 
-export function transportError(err: unknown): TransportError {
+function transportError(err: unknown): TransportError {
   if (err instanceof TransportError) return err;
   const e = err as NodeJS.ErrnoException;
   const code = e.code ?? "";
@@ -91,7 +91,7 @@ const https = () => process.getBuiltinModule("node:https");
 const plainHttp = () => process.getBuiltinModule("node:http");
 
 /** The TLS SNI name for a host: none for an IP literal (RFC 6066 §3), else the host name. */
-export function sniName(hostname: string): string {
+function sniName(hostname: string): string {
   return /^\d{1,3}(\.\d{1,3}){3}$/.test(hostname) ||
     hostname.startsWith("[") ||
     hostname.includes(":")
@@ -136,13 +136,14 @@ export class HttpTransport {
   }
 
   /** The request on the keep-alive agent, headers set, not yet sent. */
-  private open(r: HttpRequest): http.ClientRequest {
-    const { url } = r;
+  private open(request: HttpRequest): http.ClientRequest {
+    const { url } = request;
     const lib = url.protocol === "https:" ? https() : plainHttp();
-    const headers: Record<string, string> = { accept: "application/json", ...r.headers };
-    if (r.body !== undefined) headers["content-length"] = String(Buffer.byteLength(r.body));
+    const headers: Record<string, string> = { accept: "application/json", ...request.headers };
+    if (request.body !== undefined)
+      headers["content-length"] = String(Buffer.byteLength(request.body));
     const req = lib.request(url, {
-      method: r.method,
+      method: request.method,
       headers,
       agent: this.agent,
       // Always given (the kubeconfig's tls-server-name, else the URL's host name, none for an
@@ -158,10 +159,10 @@ export class HttpTransport {
   }
 
   /** The answer's body, within `maxBytes` (declared or streamed); a connection closed early is a reset. */
-  private receive(res: http.IncomingMessage, r: HttpRequest, x: Exchange): void {
+  private receive(res: http.IncomingMessage, request: HttpRequest, exchange: Exchange): void {
     const declared = Number(res.headers["content-length"]);
     if (declared > this.maxBytes)
-      return x.fail(
+      return exchange.fail(
         new TransportError(
           "too-large",
           `response of ${declared} bytes exceeds the ${this.maxBytes}-byte limit`,
@@ -172,15 +173,19 @@ export class HttpTransport {
     res.on("data", (c: Buffer) => {
       size += c.length;
       if (size > this.maxBytes)
-        x.fail(new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`));
+        exchange.fail(
+          new TransportError("too-large", `response exceeds the ${this.maxBytes}-byte limit`),
+        );
       else chunks.push(c);
     });
-    res.on("error", (err) => x.fail(err));
+    res.on("error", (err) => exchange.fail(err));
     res.on("close", () => {
       if (!res.complete)
-        x.fail(new TransportError("reset", `connection closed after ${size} bytes of the answer`));
+        exchange.fail(
+          new TransportError("reset", `connection closed after ${size} bytes of the answer`),
+        );
     });
-    res.on("end", () => x.finish(() => answerOf(res, Buffer.concat(chunks), r)));
+    res.on("end", () => exchange.finish(() => answerOf(res, Buffer.concat(chunks), request)));
   }
 
   close(): void {
@@ -193,13 +198,13 @@ class Exchange {
   private settled = false;
   constructor(
     private readonly req: http.ClientRequest,
-    private readonly r: HttpRequest,
+    private readonly request: HttpRequest,
     private readonly resolve: (a: HttpAnswer) => void,
     private readonly reject: (err: Error) => void,
   ) {}
 
   /** The caller's signal fired: no complete answer in time. */
-  readonly abort = (): void => this.fail(requestTimedOut(this.r));
+  readonly abort = (): void => this.fail(requestTimedOut(this.request));
 
   /** Fails the request (the first failure wins): the socket destroyed, the error as a TransportError. */
   fail(err: unknown): void {
@@ -221,15 +226,15 @@ class Exchange {
   }
 
   private release(): void {
-    this.r.signal?.removeEventListener("abort", this.abort);
+    this.request.signal?.removeEventListener("abort", this.abort);
   }
 }
 
 /** The caller's signal fired before the whole answer was in (both transports say it so). */
-function requestTimedOut(r: HttpRequest, cause?: unknown): TransportError {
+function requestTimedOut(request: HttpRequest, cause?: unknown): TransportError {
   return new TransportError(
     "timeout",
-    `no complete answer within the request timeout (${r.method} ${r.url.pathname})`,
+    `no complete answer within the request timeout (${request.method} ${request.url.pathname})`,
     cause === undefined ? undefined : { cause },
   );
 }
@@ -238,17 +243,17 @@ function requestTimedOut(r: HttpRequest, cause?: unknown): TransportError {
 function answerOf(
   res: http.IncomingMessage,
   body: Buffer,
-  r: HttpRequest,
+  request: HttpRequest,
 ): HttpAnswer | DecodeError {
   const flat: Record<string, string> = {};
   for (const [k, v] of Object.entries(res.headers))
     if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(", ") : v;
-  return answerFrom({ status: res.statusCode ?? 0, headers: flat, body }, r);
+  return answerFrom({ status: res.statusCode ?? 0, headers: flat, body }, request);
 }
 
-function answerFrom(a: HttpAnswer, r: HttpRequest): HttpAnswer | DecodeError {
-  const { status, headers: flat, body } = a;
-  if (status >= 200 && status < 300 && r.expectJson !== false) {
+function answerFrom(answer: HttpAnswer, request: HttpRequest): HttpAnswer | DecodeError {
+  const { status, headers: flat, body } = answer;
+  if (status >= 200 && status < 300 && request.expectJson !== false) {
     const parsed = parseJsonObject(flat["content-type"], body);
     if (typeof parsed === "string") return new DecodeError(`HTTP ${status} with ${parsed}`);
     return { status, headers: flat, body, json: parsed };
@@ -257,7 +262,7 @@ function answerFrom(a: HttpAnswer, r: HttpRequest): HttpAnswer | DecodeError {
 }
 
 /** The body as a JSON object, or what is wrong with it. */
-export function parseJsonObject(
+function parseJsonObject(
   contentType: string | undefined,
   body: Buffer,
 ): Record<string, unknown> | string {

@@ -30,7 +30,7 @@ const MAX_KUBECONFIG_BYTES = 1024 * 1024;
 const TOKEN_FILE_TTL_MS = 60_000;
 
 /** Request headers for the credentials, computed per request (a token file can rotate). */
-export interface Auth {
+interface Auth {
   headers(): Promise<Record<string, string>>;
 }
 
@@ -59,7 +59,7 @@ export interface KubeSourceOptions {
 }
 
 /** Whether any Kubernetes configuration exists (M1: otherwise inline `delegates` only). */
-export function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
+function hasKubeSource(options: Pick<KubeSourceOptions, "kubeconfig" | "env">): boolean {
   return (
     Boolean(options.kubeconfig) ||
     Boolean(options.env.KUBERNETES_SERVICE_HOST && options.env.KUBERNETES_SERVICE_PORT)
@@ -139,11 +139,11 @@ function named(list: unknown, name: string, key: string): Record<string, unknown
   return isPlainObject(entry[key]) ? entry[key] : {};
 }
 
-const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+const str = (value: unknown): string | undefined =>
+  typeof value === "string" && value !== "" ? value : undefined;
 
 export async function loadKubeconfigFile(path: string): Promise<KubeSource | PluginKubeconfig> {
   const raw = await readKubeconfig(path);
-  const dir = dirname(path);
   const fail = (why: string, cause?: unknown) => bad(path, why, cause);
   const contextName = str(raw["current-context"]);
   if (!contextName) throw fail("has no current-context");
@@ -154,15 +154,33 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
   const cluster = named(raw.clusters, clusterName, "cluster");
   if (!cluster)
     throw fail(`the cluster of context ${JSON.stringify(contextName)} is not among its clusters`);
-  const insecure = cluster["insecure-skip-tls-verify"] === true;
   const server = checkServer(str(cluster.server) ?? "", clusterName, fail);
-  const user = named(raw.users, str(context.user) ?? "", "user") ?? {};
-  refuseUnimplemented({ cluster, clusterName, user, userName: str(context.user) ?? "", fail });
+  const userName = str(context.user) ?? "";
+  const user = named(raw.users, userName, "user") ?? {};
+  refuseUnimplemented({ cluster, clusterName, user, userName, fail });
   if (user.exec !== undefined || user["auth-provider"] !== undefined)
     return { plugin: true, path, raw };
+  const tls = kubeconfigTls({ dir: dirname(path), cluster, user, userName, fail });
+  return {
+    credentials: `kubeconfig ${path}`,
+    server,
+    tls: server.startsWith("https:") ? tls : undefined,
+    auth: userAuth(user, fail),
+  };
+}
 
-  const file = (v: unknown) =>
-    typeof v === "string" && v ? (isAbsolute(v) ? v : join(dir, v)) : undefined;
+/** The CA, the client certificate and key (inline `-data` or a file beside the kubeconfig). */
+function kubeconfigTls(input: {
+  dir: string;
+  cluster: Record<string, unknown>;
+  user: Record<string, unknown>;
+  userName: string;
+  fail: (why: string, cause?: unknown) => CniError;
+}): TlsMaterial {
+  const { dir, cluster, user, fail } = input;
+  const insecure = cluster["insecure-skip-tls-verify"] === true;
+  const file = (value: unknown) =>
+    typeof value === "string" && value ? (isAbsolute(value) ? value : join(dir, value)) : undefined;
   const readPem = (what: string, data: unknown, f: unknown): Buffer | undefined => {
     if (typeof data === "string" && data) return Buffer.from(data, "base64");
     const p = file(f);
@@ -191,26 +209,27 @@ export async function loadKubeconfigFile(path: string): Promise<KubeSource | Plu
     ...(str(cluster["tls-server-name"]) ? { servername: str(cluster["tls-server-name"]) } : {}),
   };
   // As client-go: a certificate needs its key and a key its certificate (else TLS fails later, vaguely).
-  if (Boolean(tls.cert) !== Boolean(tls.key))
-    throw fail(
-      `user ${JSON.stringify(str(context.user) ?? "")} has ${tls.cert ? "client-certificate but no client-key" : "client-key but no client-certificate"} (or their -data forms)`,
-    );
-  let auth: Auth = { headers: async () => ({}) };
+  if (Boolean(tls.cert) !== Boolean(tls.key)) {
+    const what = tls.cert
+      ? "client-certificate but no client-key"
+      : "client-key but no client-certificate";
+    throw fail(`user ${JSON.stringify(input.userName)} has ${what} (or their -data forms)`);
+  }
+  return tls;
+}
+
+/** The user's token, token file or basic auth, else no credentials. */
+function userAuth(user: Record<string, unknown>, fail: (why: string) => CniError): Auth {
   const token = str(user.token);
   const tokenFile = str(user["token-file"]);
-  if (token) auth = staticHeaders({ authorization: `Bearer ${token}` });
-  else if (tokenFile) auth = tokenFileAuth(tokenFile, (why) => fail(why));
-  else if (str(user.username) && typeof user.password === "string") {
-    auth = staticHeaders({
+  if (token) return staticHeaders({ authorization: `Bearer ${token}` });
+  if (tokenFile) return tokenFileAuth(tokenFile, (why) => fail(why));
+  if (str(user.username) && typeof user.password === "string") {
+    return staticHeaders({
       authorization: `Basic ${Buffer.from(`${String(user.username)}:${user.password}`).toString("base64")}`,
     });
   }
-  return {
-    credentials: `kubeconfig ${path}`,
-    server,
-    tls: server.startsWith("https:") ? tls : undefined,
-    auth,
-  };
+  return { headers: async () => ({}) };
 }
 
 /**
@@ -231,7 +250,7 @@ const UNIMPLEMENTED = {
   },
 } as const;
 
-function refuseUnimplemented(o: {
+function refuseUnimplemented(input: {
   cluster: Record<string, unknown>;
   clusterName: string;
   user: Record<string, unknown>;
@@ -239,14 +258,14 @@ function refuseUnimplemented(o: {
   fail: (why: string) => CniError;
 }): void {
   const entries = [
-    ["cluster", o.clusterName, o.cluster, UNIMPLEMENTED.cluster],
-    ["user", o.userName, o.user, UNIMPLEMENTED.user],
+    ["cluster", input.clusterName, input.cluster, UNIMPLEMENTED.cluster],
+    ["user", input.userName, input.user, UNIMPLEMENTED.user],
   ] as const;
   for (const [kind, name, entry, fields] of entries) {
     for (const [field, what] of Object.entries(fields)) {
       if (!hasKeyFold(entry, field)) continue;
       const where = `${kind} ${JSON.stringify(name)} sets "${field}" (${what})`;
-      throw o.fail(
+      throw input.fail(
         `${where}, which Plexus does not implement: remove it, or give Plexus a kubeconfig ` +
           "without it (its requests would otherwise go out without it)",
       );
@@ -254,8 +273,8 @@ function refuseUnimplemented(o: {
   }
 }
 
-function staticHeaders(h: Record<string, string>): Auth {
-  return { headers: async () => h };
+function staticHeaders(headers: Record<string, string>): Auth {
+  return { headers: async () => headers };
 }
 
 /** The token is read now (7 if it cannot be) and again when older than a minute (rotation, M11). */

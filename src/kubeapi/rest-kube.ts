@@ -45,7 +45,7 @@ import {
   withRetry,
 } from "./retry";
 
-export const EVENT_COMPONENT = "plexus";
+const EVENT_COMPONENT = "plexus";
 
 export interface KubeClientOptions {
   retry?: Partial<RetryPolicy> | undefined;
@@ -69,8 +69,8 @@ export interface KubeClientOptions {
   userAgent?: string | undefined;
 }
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
-export const DEFAULT_CONFLICT_RETRIES = 5;
+const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const DEFAULT_CONFLICT_RETRIES = 5;
 
 /** What a metav1.Status says, as far as Plexus reads it. */
 export interface ApiStatus {
@@ -126,9 +126,10 @@ function statusOf(body: Buffer): ApiStatus {
   }
 }
 
-function namedDetails(d: Record<string, unknown>): NonNullable<ApiStatus["details"]> {
+function namedDetails(details: Record<string, unknown>): NonNullable<ApiStatus["details"]> {
   const out: NonNullable<ApiStatus["details"]> = {};
-  for (const k of ["name", "kind", "group"] as const) if (typeof d[k] === "string") out[k] = d[k];
+  for (const k of ["name", "kind", "group"] as const)
+    if (typeof details[k] === "string") out[k] = details[k];
   return out;
 }
 
@@ -197,37 +198,37 @@ const NOT_SERVED_HINT: Record<string, string> = {
 };
 
 /** Code 104 for a resource the API server does not serve, naming its API and what to check. */
-export interface NotServed {
+interface NotServed {
   what: string;
   server: string;
   resource: ApiResource;
   err: unknown;
 }
 
-export function notServedError(o: NotServed): CniError {
-  const { group, version, plural } = o.resource;
+function notServedError(notServed: NotServed): CniError {
+  const { group, version, plural } = notServed.resource;
   const api = group ? `${group}/${version}` : version;
-  const s = apiStatusIn(o.err);
+  const s = apiStatusIn(notServed.err);
   const answer = s?.status.message ?? s?.bodyStart ?? "";
   const said = `HTTP 404${answer ? ` ${JSON.stringify(answer)}` : ""}`;
   const hint = NOT_SERVED_HINT[group] ?? "is that API installed?";
-  const served = `the API server ${o.server} does not serve ${plural} of API ${api}`;
+  const served = `the API server ${notServed.server} does not serve ${plural} of API ${api}`;
   return new CniError(
     Code.ApiFailure,
-    `${o.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
+    `${notServed.what}: ${served} (${said}, not a NotFound status naming the object): ${hint}`,
     undefined,
-    { cause: o.err },
+    { cause: notServed.err },
   );
 }
 
 /** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
-export function isUidChangeRefused(err: unknown): err is ApiStatusError {
+function isUidChangeRefused(err: unknown): err is ApiStatusError {
   return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
 }
 
 /** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-export function validatePodName(value: string, what: string): string {
+function validatePodName(value: string, what: string): string {
   if (value.length > 253 || !SUBDOMAIN.test(value)) {
     throw new CniError(
       Code.InvalidNetworkConfig,
@@ -240,7 +241,7 @@ export function validatePodName(value: string, what: string): string {
 /** Transport failures before the request could reach the server. */
 const NEVER_SENT: ReadonlySet<TransportError["kind"]> = new Set(["refused", "dns"]);
 
-export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
+function isApiStatus(err: unknown, code: number): err is ApiStatusError {
   return err instanceof ApiStatusError && err.code === code;
 }
 
@@ -249,7 +250,7 @@ export function isApiStatus(err: unknown, code: number): err is ApiStatusError {
  * create) is repeated only when it surely never reached the server (refused, no such host) or the
  * server said it did nothing (429): after a reset, a timeout or a 5xx it may have been applied.
  */
-export function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): RetryVerdict {
+function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): RetryVerdict {
   if (err instanceof TransportError) {
     const retry = idempotent ? RETRYABLE_TRANSPORT.has(err.kind) : NEVER_SENT.has(err.kind);
     return { retry };
@@ -468,23 +469,24 @@ export class RestKube implements KubeApi {
   }
 
   /** One 409 on the status write: the UID re-checked, then a backoff, or 104 when out of attempts or time. */
-  private async afterConflict(o: {
+  private async afterConflict(conflict: {
     pod: { namespace: string; name: string; uid?: string };
     what: string;
     conflicts: number;
     err: ApiStatusError;
     deadlineAt: number;
   }): Promise<void> {
-    const { pod, what, conflicts } = o;
+    const { pod, what, conflicts } = conflict;
     if (pod.uid) await this.checkUid(pod as { namespace: string; name: string; uid: string }, what);
     if (conflicts > this.conflictRetries) {
       throw new CniError(
         Code.ApiFailure,
-        `${what}: HTTP 409 Conflict ${conflicts} times, giving up (${o.err.status.message ?? "conflict"})`,
+        `${what}: HTTP 409 Conflict ${conflicts} times, giving up ` +
+          `(${conflict.err.status.message ?? "conflict"})`,
       );
     }
     const delay = backoffMs(conflicts, this.policy, this.clock.random);
-    if (this.clock.now() + delay >= o.deadlineAt)
+    if (this.clock.now() + delay >= conflict.deadlineAt)
       throw new CniError(
         Code.ApiFailure,
         `${what}: HTTP 409 Conflict ${conflicts} times before the deadline`,
@@ -578,10 +580,15 @@ export class RestKube implements KubeApi {
   }
 
   /** A 404 naming the object: true; a resource not served: 104 thrown; anything else: false. */
-  private isMissing(err: unknown, o: ObjectRead): boolean {
-    const verdict = notFoundIn(err, o.resource, o.name);
+  private isMissing(err: unknown, read: ObjectRead): boolean {
+    const verdict = notFoundIn(err, read.resource, read.name);
     if (verdict === "not-served")
-      throw notServedError({ what: o.what, server: this.source.server, resource: o.resource, err });
+      throw notServedError({
+        what: read.what,
+        server: this.source.server,
+        resource: read.resource,
+        err,
+      });
     return verdict === "missing";
   }
 
@@ -596,7 +603,7 @@ export class RestKube implements KubeApi {
   private call(
     method: string,
     path: string,
-    o: {
+    options: {
       body?: string;
       contentType?: string;
       deadlineAt?: number;
@@ -613,13 +620,13 @@ export class RestKube implements KubeApi {
           const headers = {
             "user-agent": this.opts.userAgent ?? "plexus-cni",
             ...(await this.source.auth.headers()),
-            ...(o.contentType ? { "content-type": o.contentType } : {}),
+            ...(options.contentType ? { "content-type": options.contentType } : {}),
           };
           const answer = await this.http.request({
             method,
             url,
             headers,
-            body: o.body,
+            body: options.body,
             signal: ac.signal,
           });
           // An admission policy's Warn action (a token that names no node, docs/node-scoped-writes.md).
@@ -636,9 +643,11 @@ export class RestKube implements KubeApi {
         }
       },
       {
-        policy: o.maxAttempts ? { ...this.policy, maxAttempts: o.maxAttempts } : this.policy,
-        classify: (err) => classifyForRetry(err, this.clock.now(), o.idempotent ?? true),
-        deadlineAt: o.deadlineAt ?? this.opts.deadlineAt,
+        policy: options.maxAttempts
+          ? { ...this.policy, maxAttempts: options.maxAttempts }
+          : this.policy,
+        classify: (err) => classifyForRetry(err, this.clock.now(), options.idempotent ?? true),
+        deadlineAt: options.deadlineAt ?? this.opts.deadlineAt,
         clock: this.clock,
         onRetry: (err, attempt, delayMs) =>
           this.opts.log?.debug(

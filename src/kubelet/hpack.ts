@@ -264,10 +264,10 @@ export class HpackDecoder {
     return list.fields;
   }
 
-  private literal(r: Reader, prefixBits: number, room: number): [string, string] {
-    const index = r.integer(prefixBits);
-    const name = index === 0 ? r.string(room) : this.entry(index)[0];
-    return [name, r.string(room - name.length)];
+  private literal(reader: Reader, prefixBits: number, room: number): [string, string] {
+    const index = reader.integer(prefixBits);
+    const name = index === 0 ? reader.string(room) : this.entry(index)[0];
+    return [name, reader.string(room - name.length)];
   }
 
   private entry(index: number): [string, string] {

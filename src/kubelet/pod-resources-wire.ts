@@ -13,7 +13,7 @@
  */
 import { type PeerLimit, PeerLimits } from "./peer-limits";
 
-export interface ContainerDevices {
+interface ContainerDevices {
   resourceName?: string;
   deviceIds?: string[];
 }
@@ -131,7 +131,8 @@ export function decodeGetResponse(bytes: Uint8Array): { podResources?: PodResour
 }
 
 const EMPTY = new Uint8Array(0);
-const sameBytes = (a: Uint8Array | undefined, b: Uint8Array) => Buffer.compare(a ?? EMPTY, b) === 0;
+const sameBytes = (left: Uint8Array | undefined, right: Uint8Array) =>
+  Buffer.compare(left ?? EMPTY, right) === 0;
 
 type PodRef = { namespace: string; name: string };
 

@@ -107,25 +107,25 @@ export function devicesOf(pod: PodResources | undefined): Map<string, string[]> 
 const NOT_MOUNTED = "is kubelet running and the socket mounted into the pod running Plexus?";
 
 /** What went wrong, in words: a local deadline, no kubelet, a hostile answer, or kubelet's own. */
-function reason(q: PodResourcesQuery, err: unknown): string {
+function reason(query: PodResourcesQuery, err: unknown): string {
   const e = err as Partial<GrpcError> & { limit?: string };
   if (e.peerFault || err instanceof WireError) {
     const what = e.details ?? e.message;
     const broke = e.limit ? `went past the limit ${e.limit}` : "broke the protocol";
     return `its answer ${broke} (${what}); is it kubelet that serves the socket?`;
   }
-  if (e.code === GrpcStatus.DEADLINE_EXCEEDED) return `no answer within ${q.timeoutMs} ms`;
+  if (e.code === GrpcStatus.DEADLINE_EXCEEDED) return `no answer within ${query.timeoutMs} ms`;
   const what = e.details || e.message;
   if (e.code === GrpcStatus.UNAVAILABLE) return `cannot connect (${what}); ${NOT_MOUNTED}`;
   const code = e.code !== undefined ? grpcStatusName(e.code) : "an error";
   return `kubelet answered ${code}: ${what || String(err)}`;
 }
 
-function failure(q: PodResourcesQuery, err: unknown): CniError {
+function failure(query: PodResourcesQuery, err: unknown): CniError {
   return new CniError(
     Code.TryAgainLater,
-    `cannot learn the devices of resource ${q.resourceNames.join(", ")} allocated to pod ` +
-      `${q.namespace}/${q.name} from kubelet's pod-resources socket ${q.socket} ` +
-      `(podResourcesSocket): ${reason(q, err)}`,
+    `cannot learn the devices of resource ${query.resourceNames.join(", ")} allocated to pod ` +
+      `${query.namespace}/${query.name} from kubelet's pod-resources socket ${query.socket} ` +
+      `(podResourcesSocket): ${reason(query, err)}`,
   );
 }

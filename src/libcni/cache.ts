@@ -95,6 +95,6 @@ export class ResultCache {
   }
 }
 
-function identityOf(k: AttachmentKey): string[] {
-  return [k.networkName, k.containerId, k.ifName];
+function identityOf(key: AttachmentKey): string[] {
+  return [key.networkName, key.containerId, key.ifName];
 }

@@ -38,7 +38,7 @@ export interface LogRotation {
  * A `.rotate-lock` older than this was left by a killed process: a rotation holds it for a stat
  * and a rename.
  */
-export const STALE_ROTATE_LOCK_MS = 60_000;
+const STALE_ROTATE_LOCK_MS = 60_000;
 
 export function rotateIfNeeded(file: string, opts: LogRotation, now = new Date()): void {
   try {
@@ -69,7 +69,7 @@ export function backupName(file: string, at: Date): string {
   return `${stem}-${at.toISOString().replace(/:/g, "-")}${ext}`;
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** backupName's timestamp: the ISO time with `-` for `:`. */
 const STAMP = "\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}\\.\\d{3}Z";

@@ -110,12 +110,13 @@ export async function setDefaultRoutes(
   });
 }
 
-const familyOf = (r: DefaultRoute): 4 | 6 => (r.gateway.includes(":") ? 6 : 4);
+const familyOf = (route: DefaultRoute): 4 | 6 => (route.gateway.includes(":") ? 6 : 4);
 
-const cannotRoute = (r: DefaultRoute, why: string) =>
+const cannotRoute = (route: DefaultRoute, why: string) =>
   new CniError(
     Code.VerificationFailed,
-    `default-route: cannot route the pod's default traffic via ${r.gateway} on ${r.ifName}: ${why} (is the gateway in that network's subnet?)`,
+    `default-route: cannot route the pod's default traffic via ${route.gateway} on ` +
+      `${route.ifName}: ${why} (is the gateway in that network's subnet?)`,
   );
 
 function setDefaultRoutesNetlink(netns: string, routes: readonly DefaultRoute[]): void {

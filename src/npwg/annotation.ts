@@ -65,18 +65,19 @@ interface ItemContext {
 }
 
 /** B25: checked on the raw count, before names are validated or anything is looked up. */
-function checkCount(n: number, max: number): void {
-  if (n > max) {
+function checkCount(count: number, max: number): void {
+  if (count > max) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `networks annotation requests ${n} networks; at most ${max} are allowed per pod (config "maxNetworks")`,
+      `networks annotation requests ${count} networks; at most ${max} are allowed per pod ` +
+        `(config "maxNetworks")`,
     );
   }
 }
 
-function checkName(item: string, key: string, v: string): void {
-  const problem = dns1123LabelProblem(v);
-  if (problem) fail(item, `${key} ${show(v)} is not a valid DNS-1123 label: ${problem}`);
+function checkName(item: string, key: string, value: string): void {
+  const problem = dns1123LabelProblem(value);
+  if (problem) fail(item, `${key} ${show(value)} is not a valid DNS-1123 label: ${problem}`);
 }
 
 /** N4.1.2.1.5, B23: a valid Linux name, and not the default network's. */
@@ -152,8 +153,8 @@ const STRING_KEYS = [
  * N4.1.2.1.x and M4. Unknown keys are ignored: those without a period are reserved by the spec
  * (a later version may define them), those with one are other implementations' (N4.1.2).
  */
-function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): NetworkSelection {
-  let item = `item ${i + 1}`;
+function parseSelectionObject(el: unknown, index: number, ctx: ItemContext): NetworkSelection {
+  let item = `item ${index + 1}`;
   if (!isPlainObject(el)) fail(item, `must be an object, got ${show(el)}`);
   const mustBeString = (key: (typeof STRING_KEYS)[number]) => {
     if (el[key] !== undefined && typeof el[key] !== "string")
@@ -165,7 +166,7 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
   const name = el.name as string;
   const namespace =
     el.namespace === undefined || el.namespace === "" ? ctx.podNamespace : (el.namespace as string);
-  item = `item ${i + 1} (${show(`${namespace}/${name}`)})`;
+  item = `item ${index + 1} (${show(`${namespace}/${name}`)})`;
   for (const key of STRING_KEYS) mustBeString(key);
   checkName(item, el.namespace ? 'key "namespace"' : "namespace (the pod's)", namespace);
   checkName(item, 'key "name"', name);
@@ -192,6 +193,16 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
   if (el.deviceID !== undefined && el.deviceID !== "") {
     sel.deviceID = checkDeviceId(item, el.deviceID as string);
   }
+  readCapabilityKeys(el, sel, item);
+  return sel;
+}
+
+/** The keys passed on to delegates: `cni-args` and the capability args, each checked for shape. */
+function readCapabilityKeys(
+  el: Record<string, unknown>,
+  sel: NetworkSelection,
+  item: string,
+): void {
   if (el["cni-args"] !== undefined) {
     if (!isPlainObject(el["cni-args"]))
       fail(item, `key "cni-args" must be an object, got ${show(el["cni-args"])}`);
@@ -214,7 +225,6 @@ function parseSelectionObject(el: unknown, i: number, ctx: ItemContext): Network
     }
     sel.defaultRoute = gws as string[];
   }
-  return sel;
 }
 
 /** A prefix length in plain decimal: `/24`, not `/024` or `/+24`. */
@@ -225,12 +235,12 @@ const PREFIX = /^(0|[1-9][0-9]{0,2})$/;
  * parse `args.cni.ips` with): no zone (`fe80::1%eth0`), no leading zeros, a prefix only where
  * allowed and in range for the family.
  */
-function isIp(v: string, allowPrefix: boolean): boolean {
-  const slash = v.indexOf("/");
-  if (slash >= 0 && (!allowPrefix || !PREFIX.test(v.slice(slash + 1)))) return false;
-  const addr = slash >= 0 ? v.slice(0, slash) : v;
+function isIp(text: string, allowPrefix: boolean): boolean {
+  const slash = text.indexOf("/");
+  if (slash >= 0 && (!allowPrefix || !PREFIX.test(text.slice(slash + 1)))) return false;
+  const addr = slash >= 0 ? text.slice(0, slash) : text;
   if (addr.includes("%") || !isIpText(addr)) return false;
-  return slash < 0 || Number(v.slice(slash + 1)) <= (addr.includes(":") ? 128 : 32);
+  return slash < 0 || Number(text.slice(slash + 1)) <= (addr.includes(":") ? 128 : 32);
 }
 
 /** N4.1.2.1.3: a non-empty list of IPv4/IPv6 addresses, a CIDR suffix allowed (as Multus accepts). */

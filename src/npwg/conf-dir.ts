@@ -14,7 +14,7 @@ export interface ConfFile {
 }
 
 /** A config file picked from the directory, its JSON decoded (not yet validated as a CNI config). */
-export interface PickedConf {
+interface PickedConf {
   path: string;
   value: Record<string, unknown>;
 }
@@ -35,8 +35,8 @@ export function isConfigFileName(path: string): boolean {
 }
 
 /** Byte order for ASCII names, like Go's `sort.Strings` (localeCompare would put `B` after `a`). */
-function byPath(a: ConfFile, b: ConfFile): number {
-  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+function byPath(left: ConfFile, right: ConfFile): number {
+  return left.path < right.path ? -1 : left.path > right.path ? 1 : 0;
 }
 
 function decode(file: ConfFile, warnings: string[]): Record<string, unknown> | undefined {

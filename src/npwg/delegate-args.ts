@@ -30,7 +30,7 @@ export interface AppliedSelection {
 }
 
 /** The CNI capability names of what a selection requests (M4). */
-export function requestedCapabilities(sel: NetworkSelection): Record<string, unknown> {
+function requestedCapabilities(sel: NetworkSelection): Record<string, unknown> {
   const caps: Record<string, unknown> = {};
   if (sel.ips?.length) caps.ips = sel.ips;
   if (sel.mac) caps.mac = sel.mac;

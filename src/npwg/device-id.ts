@@ -77,11 +77,11 @@ export interface DeviceTextSource {
 }
 
 /** The value, or a CniError (7) naming where it came from, the value and what is wrong with it. */
-export function validateDeviceText(value: unknown, o: DeviceTextSource): string {
-  const kind = o.kind ?? "deviceID";
+export function validateDeviceText(value: unknown, source: DeviceTextSource): string {
+  const kind = source.kind ?? "deviceID";
   const problem = deviceTextProblem(value, kind);
   if (problem === undefined) return value as string;
   const noun = kind === "deviceID" ? "device ID" : "resource name";
-  const msg = `${o.what} ${showValue(value)} is not a valid ${noun}: ${problem}`;
+  const msg = `${source.what} ${showValue(value)} is not a valid ${noun}: ${problem}`;
   throw new CniError(Code.InvalidNetworkConfig, msg);
 }

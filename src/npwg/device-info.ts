@@ -25,7 +25,7 @@ const SAFE = /^[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$/;
 /** Linux's NAME_MAX: a longer file name cannot exist (the names here are ASCII: bytes = length). */
 const MAX_FILE_NAME = 255;
 
-const safe = (s: string) => SAFE.test(s) && s.length <= 253;
+const safe = (text: string) => SAFE.test(text) && text.length <= 253;
 
 /**
  * The device plugin's file, or undefined when a name cannot be part of a path: the resource name

@@ -22,8 +22,8 @@ export interface InterfaceNameOptions {
   label?: (sel: NetworkSelection, index: number) => string;
 }
 
-const annotationItem = (sel: NetworkSelection, i: number) =>
-  `networks annotation item ${i + 1} (${sel.namespace}/${sel.name})`;
+const annotationItem = (sel: NetworkSelection, index: number) =>
+  `networks annotation item ${index + 1} (${sel.namespace}/${sel.name})`;
 
 export function assignInterfaceNames(
   selections: readonly NetworkSelection[],

@@ -21,7 +21,7 @@ export interface IsolationConf {
 }
 
 /** Multus's default for an unset `globalNamespaces`. */
-export const DEFAULT_GLOBAL_NAMESPACES: readonly string[] = ["default"];
+const DEFAULT_GLOBAL_NAMESPACES: readonly string[] = ["default"];
 
 export function effectiveGlobalNamespaces(
   conf: Pick<IsolationConf, "globalNamespaces">,

@@ -29,7 +29,7 @@ export interface ResolveNadOptions {
 }
 
 /** B29: a `spec.config` larger than this is refused (the same cap as stdin). */
-export const MAX_NAD_CONFIG_BYTES = 1024 * 1024;
+const MAX_NAD_CONFIG_BYTES = 1024 * 1024;
 
 function nadRef(nad: Nad): string {
   return `${nad.metadata.namespace}/${nad.metadata.name}`;

@@ -32,8 +32,8 @@ export interface StatusInput {
 const withoutPrefix = (ip: IpConfig) => ip.address.split("/")[0]!;
 const isIpConfig = (ip: unknown): ip is IpConfig =>
   typeof ip === "object" && ip !== null && typeof (ip as IpConfig).address === "string";
-const strings = (v: unknown): string[] =>
-  Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+const strings = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((x): x is string => typeof x === "string") : [];
 
 /**
  * One attachment's entry. B59: a result without `interfaces`, without a `sandbox`, with an
@@ -66,30 +66,7 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
     // N5.3.2, N5.3.3: results before 0.3.0 have no interfaces: the CNI_IFNAME used, ip4 and ip6.
     if (ips.length) status.ips = ips.map(withoutPrefix);
   } else {
-    // N5.1.1, N5.3.2: the first interface with a sandbox.
-    const ifaces: unknown[] = Array.isArray(r.interfaces) ? r.interfaces : [];
-    const k = ifaces.findIndex(
-      (i) =>
-        isPlainObject(i) &&
-        typeof i.sandbox === "string" &&
-        i.sandbox !== "" &&
-        typeof i.name === "string",
-    );
-    const iface = k >= 0 ? (ifaces[k] as Interface) : undefined;
-    // N5.3.3: that interface's IPs; with no sandbox interface, the IPs that name no interface.
-    const own = iface
-      ? ips.filter((ip) => ip.interface === k)
-      : ips.filter(
-          (ip) =>
-            ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0),
-        );
-    if (iface) {
-      status.interface = iface.name;
-      // N5.3.4: a mac only with its interface, which is always set here.
-      if (typeof iface.mac === "string" && iface.mac !== "") status.mac = iface.mac;
-      if (Number.isInteger(iface.mtu) && iface.mtu! > 0) status.mtu = iface.mtu!;
-    }
-    if (own.length) status.ips = own.map(withoutPrefix);
+    addSandboxInterface(status, { result: r, ips });
   }
   // N5.3.6: nameservers, domain, search (not options, which the spec does not list).
   if (isPlainObject(r.dns)) {
@@ -105,6 +82,37 @@ export function buildNetworkStatus(input: StatusInput): NetworkStatus {
     }
   }
   return extras();
+}
+
+/** A result ≥ 0.3.0: the pod's interface (name, mac, mtu) and its IPs. */
+function addSandboxInterface(
+  status: NetworkStatus,
+  { result, ips }: { result: Result; ips: IpConfig[] },
+): void {
+  // N5.1.1, N5.3.2: the first interface with a sandbox.
+  const ifaces: unknown[] = Array.isArray(result.interfaces) ? result.interfaces : [];
+  const k = ifaces.findIndex(
+    (i) =>
+      isPlainObject(i) &&
+      typeof i.sandbox === "string" &&
+      i.sandbox !== "" &&
+      typeof i.name === "string",
+  );
+  const iface = k >= 0 ? (ifaces[k] as Interface) : undefined;
+  // N5.3.3: that interface's IPs; with no sandbox interface, the IPs that name no interface.
+  const own = iface
+    ? ips.filter((ip) => ip.interface === k)
+    : ips.filter(
+        (ip) =>
+          ip.interface === undefined || (typeof ip.interface === "number" && ip.interface < 0),
+      );
+  if (iface) {
+    status.interface = iface.name;
+    // N5.3.4: a mac only with its interface, which is always set here.
+    if (typeof iface.mac === "string" && iface.mac !== "") status.mac = iface.mac;
+    if (Number.isInteger(iface.mtu) && iface.mtu! > 0) status.mtu = iface.mtu!;
+  }
+  if (own.length) status.ips = own.map(withoutPrefix);
 }
 
 /** N5.2: the annotation value; exactly one entry is the default network's. */

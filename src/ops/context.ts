@@ -40,7 +40,7 @@ export interface OpsContext extends NodeConfig {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-export const DEFAULT_CNI_PATH = "/opt/cni/bin";
+const DEFAULT_CNI_PATH = "/opt/cni/bin";
 
 export function cniPathOf(
   flag: string | undefined,

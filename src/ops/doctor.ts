@@ -40,7 +40,7 @@ export interface Check extends Finding {
 type Add = (level: Check["level"], subject: string, msg: string) => void;
 
 /** The `exp` claim of a JWT (a projected service-account token), or undefined. */
-export function tokenExpiry(token: string): Date | undefined {
+function tokenExpiry(token: string): Date | undefined {
   const payload = token.trim().split(".")[1];
   if (!payload) return undefined;
   try {
@@ -57,7 +57,7 @@ export function tokenExpiry(token: string): Date | undefined {
  * The token the kubeconfig's current user sends, read as the plugin reads it
  * (kubeapi/kubeconfig.ts).
  */
-export async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
+async function tokenOf(kubeconfig: string): Promise<{ token?: string; from: string }> {
   const raw = await readKubeconfig(kubeconfig);
   const ctxName = raw["current-context"];
   const ctx = (Array.isArray(raw.contexts) ? raw.contexts : []).find(
@@ -377,7 +377,7 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
   return checks;
 }
 
-export function renderChecks(checks: readonly Check[]): string {
+function renderChecks(checks: readonly Check[]): string {
   const w = Math.max(...checks.map((c) => c.subject.length));
   return `${checks.map((c) => `${c.level.padEnd(7)} ${c.subject.padEnd(w)}  ${c.msg}`).join("\n")}\n`;
 }

@@ -45,7 +45,7 @@ export interface ExplainFlags extends CommonFlags {
   uid?: string | undefined;
 }
 
-export interface PluginStep {
+interface PluginStep {
   type: string;
   /** The binary `type` resolves to; absent when it is missing (see `missing`). */
   binary?: string;
@@ -55,7 +55,7 @@ export interface PluginStep {
   env: Record<string, string>;
 }
 
-export interface AttachmentPlan {
+interface AttachmentPlan {
   network: string;
   ifName: string;
   isDefault: boolean;
@@ -96,10 +96,10 @@ function podArg(
 
 async function kubeFor(
   ctx: OpsContext,
-  f: ExplainFlags,
+  flags: ExplainFlags,
 ): Promise<{ kube?: KubeApi; manifest?: ManifestKube }> {
-  if (f.file) {
-    const manifest = new ManifestKube(f.file, f.nads);
+  if (flags.file) {
+    const manifest = new ManifestKube(flags.file, flags.nads);
     return { kube: manifest, manifest };
   }
   const kube = await ctx.kube();
@@ -178,61 +178,76 @@ export async function explain(
       report.errors.push({ code: e.code, msg: e.message });
   };
   try {
-    const { kube, manifest } = await kubeFor(ctx, flags);
-    const ref = podArg(pod, manifest);
-    // No Kubernetes access: ADD's planner says what ADD would (fail, or the default network only
-    // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
-    if (ref && !kube)
-      notes.push(
-        `config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`,
-      );
-    const ro = kube ? new ReadOnlyKube(kube) : undefined;
-    // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
-    const found =
-      ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;
-    if (ref) report.pod = `${ref.namespace}/${ref.name}`;
-    const req = addRequest(
-      ref,
-      flags.uid ?? found?.metadata.uid,
-      flags.ifname ?? "eth0",
-      ctx.cniPath,
-    );
-    const readiness = readinessError(ctx);
-    if (readiness) report.errors.push(readiness);
-    try {
-      await planInto(report, { req, ctx, ro, fail });
-    } catch (err) {
-      fail(err);
-      // ADD stops at its first error; a person wants every one (all missing NADs, all bad networks).
-      if (found && ref && ro)
-        for (const e of await sweepPodNetworks(found, ref, {
-          conf: ctx.conf,
-          kube: ro,
-          ifName: req.ifName,
-          pluginDirs: pluginDirs(ctx.conf, ctx.cniPath),
-        }))
-          fail(e);
-    } finally {
-      for (const e of ro?.withheldEvents ?? [])
-        notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);
-    }
+    await explainAdd(report, { pod, flags, ctx, fail });
   } finally {
     await ctx.kube.close();
   }
   return report;
 }
 
+/** What ADD would do for the pod (or none), into `report`: its plan, else every error it hits. */
+async function explainAdd(
+  report: Explanation,
+  call: {
+    pod: string | undefined;
+    flags: ExplainFlags;
+    ctx: OpsContext;
+    fail: (err: unknown) => void;
+  },
+): Promise<void> {
+  const { pod, flags, ctx, fail } = call;
+  const { notes } = report;
+  const { kube, manifest } = await kubeFor(ctx, flags);
+  const ref = podArg(pod, manifest);
+  // No Kubernetes access: ADD's planner says what ADD would (fail, or the default network only
+  // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
+  if (ref && !kube)
+    notes.push(
+      `config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`,
+    );
+  const ro = kube ? new ReadOnlyKube(kube) : undefined;
+  // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
+  const found =
+    ref && kube ? await kube.getPod(ref.namespace, ref.name).catch(() => undefined) : undefined;
+  if (ref) report.pod = `${ref.namespace}/${ref.name}`;
+  const req = addRequest(
+    ref,
+    flags.uid ?? found?.metadata.uid,
+    flags.ifname ?? "eth0",
+    ctx.cniPath,
+  );
+  const readiness = readinessError(ctx);
+  if (readiness) report.errors.push(readiness);
+  try {
+    await planInto(report, { req, ctx, ro, fail });
+  } catch (err) {
+    fail(err);
+    // ADD stops at its first error; a person wants every one (all missing NADs, all bad networks).
+    if (found && ref && ro)
+      for (const e of await sweepPodNetworks(found, ref, {
+        conf: ctx.conf,
+        kube: ro,
+        ifName: req.ifName,
+        pluginDirs: pluginDirs(ctx.conf, ctx.cniPath),
+      }))
+        fail(e);
+  } finally {
+    for (const e of ro?.withheldEvents ?? [])
+      notes.push(`ADD would record a ${e.type} event ${e.reason} on the pod: ${e.message}`);
+  }
+}
+
 /** ADD's own plan for the request, each attachment's plugins, environment and binaries. */
 async function planInto(
   report: Explanation,
-  o: {
+  call: {
     req: CniRequest;
     ctx: OpsContext;
     ro: ReadOnlyKube | undefined;
     fail: (err: unknown) => void;
   },
 ): Promise<void> {
-  const { req, ctx, ro } = o;
+  const { req, ctx, ro } = call;
   const log = noteLogger(report.notes, ctx.log);
   const plan = await planForPod(req, ctx.conf, {
     kube: async () => ro,
@@ -242,7 +257,7 @@ async function planInto(
   });
   const rt: RuntimeFor = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
   for (const att of plan.attachments) {
-    const step = await attachmentPlan(att, rt, req, ctx, o.fail);
+    const step = await attachmentPlan(att, rt, req, ctx, call.fail);
     const source = att.selection && ro ? await nadSource(ro, att, ctx) : undefined;
     report.attachments.push(source ? { ...step, source } : step);
   }
@@ -293,10 +308,13 @@ async function attachmentPlan(
 }
 
 /** Where a network's device came from, in words (DRA: the claim and its allocated device). */
-function deviceSource(d: AttachmentDevice): string {
-  if (d.from === "pod") return "named by the pod's deviceID, one of its allocated devices";
-  if (d.from === "claim" && d.claim)
-    return `ResourceClaim ${d.claim.name}, request ${d.claim.request}: device ${d.claim.device} of driver ${d.claim.driver}, pool ${d.claim.pool}`;
+function deviceSource(device: AttachmentDevice): string {
+  if (device.from === "pod") return "named by the pod's deviceID, one of its allocated devices";
+  if (device.from === "claim" && device.claim)
+    return (
+      `ResourceClaim ${device.claim.name}, request ${device.claim.request}: device ` +
+      `${device.claim.device} of driver ${device.claim.driver}, pool ${device.claim.pool}`
+    );
   return "allocated by kubelet";
 }
 

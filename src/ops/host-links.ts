@@ -25,7 +25,7 @@ function validLinkName(name: string): boolean {
 
 const INVALID_NAME = "not a valid interface name (1–15 bytes, no / : or spaces)";
 
-export function linkExistsOnNode(name: string): boolean {
+function linkExistsOnNode(name: string): boolean {
   return existsSync(`/sys/class/net/${name}`);
 }
 

@@ -45,13 +45,13 @@ export async function hotplugMain(
 }
 
 /** The dry run's text: what a reconcile would do. */
-export function describeReport(r: HotplugReport): string {
+function describeReport(report: HotplugReport): string {
   const none = "no sandbox of this pod on this node; nothing to reconcile";
-  if (r.state === "no-sandbox") return `${r.pod}: ${none}\n`;
-  const lines = [`${r.pod} (container ${r.containerId}): a hot-plug reconcile would`];
-  for (const d of r.detached) lines.push(`  detach ${d.network} from ${d.ifName}`);
-  for (const a of r.attached) lines.push(`  attach ${a.network} on ${a.ifName}`);
-  for (const f of r.refused) lines.push(`  refuse ${f.network} on ${f.ifName}: ${f.reason}`);
+  if (report.state === "no-sandbox") return `${report.pod}: ${none}\n`;
+  const lines = [`${report.pod} (container ${report.containerId}): a hot-plug reconcile would`];
+  for (const d of report.detached) lines.push(`  detach ${d.network} from ${d.ifName}`);
+  for (const a of report.attached) lines.push(`  attach ${a.network} on ${a.ifName}`);
+  for (const f of report.refused) lines.push(`  refuse ${f.network} on ${f.ifName}: ${f.reason}`);
   const nothing = "  do nothing: the pod has the networks its annotation asks for";
   if (lines.length === 1) lines.push(nothing);
   return `${lines.join("\n")}\n`;

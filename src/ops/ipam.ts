@@ -57,7 +57,7 @@ export function parseCidr(text: string): Cidr | undefined {
   return { family: ip.family, first: ip.value & ~host, last: (ip.value & ~host) | host };
 }
 
-const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+const str = (value: unknown) => (typeof value === "string" && value !== "" ? value : undefined);
 
 interface RangeSpec {
   subnet?: string;
@@ -66,15 +66,16 @@ interface RangeSpec {
   gateway?: string;
 }
 
-function checkRange(r: RangeSpec, where: string, out: IpamCheck): void {
-  if (!r.subnet) {
+function checkRange(range: RangeSpec, where: string, out: IpamCheck): void {
+  if (!range.subnet) {
     out.errors.push(`${where}: no subnet`);
     return;
   }
-  const cidr = parseCidr(r.subnet);
+  const cidr = parseCidr(range.subnet);
   if (!cidr) {
     out.errors.push(
-      `${where}: subnet ${JSON.stringify(r.subnet)} is not an address/prefix (e.g. 10.1.0.0/24)`,
+      `${where}: subnet ${JSON.stringify(range.subnet)} is not an address/prefix (e.g. ` +
+        `10.1.0.0/24)`,
     );
     return;
   }
@@ -86,75 +87,32 @@ function checkRange(r: RangeSpec, where: string, out: IpamCheck): void {
         `${where}: ${name} ${JSON.stringify(value)} is not an IPv${cidr.family} address`,
       );
     else if (ip.value < cidr.first || ip.value > cidr.last)
-      out.errors.push(`${where}: ${name} ${value} is outside subnet ${r.subnet}`);
+      out.errors.push(`${where}: ${name} ${value} is outside subnet ${range.subnet}`);
     else return ip.value;
     return undefined;
   };
-  const start = point("rangeStart", r.start);
-  const end = point("rangeEnd", r.end);
-  point("gateway", r.gateway);
+  const start = point("rangeStart", range.start);
+  const end = point("rangeEnd", range.end);
+  point("gateway", range.gateway);
   if (start !== undefined && end !== undefined && start > end)
-    out.errors.push(`${where}: rangeStart ${r.start} is after rangeEnd ${r.end}`);
+    out.errors.push(`${where}: rangeStart ${range.start} is after rangeEnd ${range.end}`);
   out.ranges.push({
     family: cidr.family,
     start: start ?? cidr.first,
     end: end ?? cidr.last,
-    text: r.start || r.end ? `${r.start ?? "…"}-${r.end ?? "…"} in ${r.subnet}` : r.subnet,
+    text:
+      range.start || range.end
+        ? `${range.start ?? "…"}-${range.end ?? "…"} in ${range.subnet}`
+        : range.subnet,
   });
 }
 
 export function checkIpam(ipam: unknown, where: string): IpamCheck {
   const out: IpamCheck = { errors: [], ranges: [] };
   if (!isPlainObject(ipam)) return out;
-  if (ipam.type === "host-local") {
-    if (Array.isArray(ipam.ranges)) {
-      ipam.ranges.forEach((set, i) => {
-        if (!Array.isArray(set))
-          return out.errors.push(`${where}: ipam.ranges[${i}] must be a list of ranges`);
-        set.forEach((r, j) => {
-          const o = isPlainObject(r) ? r : {};
-          checkRange(
-            {
-              subnet: str(o.subnet),
-              start: str(o.rangeStart),
-              end: str(o.rangeEnd),
-              gateway: str(o.gateway),
-            },
-            `${where}: ipam.ranges[${i}][${j}]`,
-            out,
-          );
-        });
-        return undefined;
-      });
-    } else
-      checkRange(
-        {
-          subnet: str(ipam.subnet),
-          start: str(ipam.rangeStart),
-          end: str(ipam.rangeEnd),
-          gateway: str(ipam.gateway),
-        },
-        `${where}: ipam`,
-        out,
-      );
-  } else if (ipam.type === "whereabouts") {
-    const range = str(ipam.range);
-    // whereabouts also accepts "10.0.0.10-10.0.0.20/24"-style ranges: the address part before "-" then.
-    const m = range ? /^([^-]+)-([^/]+)(\/\d+)$/.exec(range) : null;
-    if (m)
-      checkRange({ subnet: `${m[1]}${m[3]}`, start: m[1], end: m[2] }, `${where}: ipam.range`, out);
-    else
-      checkRange(
-        {
-          subnet: range,
-          start: str(ipam.range_start),
-          end: str(ipam.range_end),
-          gateway: str(ipam.gateway),
-        },
-        `${where}: ipam`,
-        out,
-      );
-  } else if (ipam.type === "static" && Array.isArray(ipam.addresses)) {
+  if (ipam.type === "host-local") checkHostLocal(ipam, where, out);
+  else if (ipam.type === "whereabouts") checkWhereabouts(ipam, where, out);
+  else if (ipam.type === "static" && Array.isArray(ipam.addresses)) {
     ipam.addresses.forEach((a, i) => {
       const address = isPlainObject(a) ? str(a.address) : undefined;
       if (!address || !parseCidr(address))
@@ -164,6 +122,60 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
     });
   }
   return out;
+}
+
+/** host-local: `ranges` (a list of range sets), else the older single `subnet`. */
+function checkHostLocal(ipam: Record<string, unknown>, where: string, out: IpamCheck): void {
+  if (Array.isArray(ipam.ranges)) {
+    ipam.ranges.forEach((set, i) => {
+      if (!Array.isArray(set))
+        return out.errors.push(`${where}: ipam.ranges[${i}] must be a list of ranges`);
+      set.forEach((r, j) => {
+        const o = isPlainObject(r) ? r : {};
+        checkRange(
+          {
+            subnet: str(o.subnet),
+            start: str(o.rangeStart),
+            end: str(o.rangeEnd),
+            gateway: str(o.gateway),
+          },
+          `${where}: ipam.ranges[${i}][${j}]`,
+          out,
+        );
+      });
+      return undefined;
+    });
+  } else
+    checkRange(
+      {
+        subnet: str(ipam.subnet),
+        start: str(ipam.rangeStart),
+        end: str(ipam.rangeEnd),
+        gateway: str(ipam.gateway),
+      },
+      `${where}: ipam`,
+      out,
+    );
+}
+
+function checkWhereabouts(ipam: Record<string, unknown>, where: string, out: IpamCheck): void {
+  const range = str(ipam.range);
+  // whereabouts also accepts "10.0.0.10-10.0.0.20/24"-style ranges: then the subnet is the
+  // address before "-" with the prefix.
+  const m = range ? /^([^-]+)-([^/]+)(\/\d+)$/.exec(range) : null;
+  if (m)
+    checkRange({ subnet: `${m[1]}${m[3]}`, start: m[1], end: m[2] }, `${where}: ipam.range`, out);
+  else
+    checkRange(
+      {
+        subnet: range,
+        start: str(ipam.range_start),
+        end: str(ipam.range_end),
+        gateway: str(ipam.gateway),
+      },
+      `${where}: ipam`,
+      out,
+    );
 }
 
 export function overlaps(left: AddressRange, right: AddressRange): boolean {

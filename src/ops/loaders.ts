@@ -28,13 +28,13 @@ export const opsWiring: Pick<Deps, "netns" | "load"> = { netns: hostNetns, load:
  * (`plexus records retry`, `plexus hotplug`): the node's Plexus config, a logger to stderr, the
  * verbs' stores and executor, and the API client with the config's request deadlines.
  */
-export async function nodePassDeps(o: {
+export async function nodePassDeps(input: {
   flags: CommonFlags;
   bindings: Record<string, unknown>;
 }): Promise<{ conf: PlexusConf; log: Logger; deps: Deps }> {
-  const { conf } = loadNodeConfig({ config: o.flags.config, confDir: o.flags.cniConfDir });
-  const logLevel = o.flags.logLevel ?? "info";
-  const log = await createLogger({ logLevel, logToStderr: true }, o.bindings);
+  const { conf } = loadNodeConfig({ config: input.flags.config, confDir: input.flags.cniConfDir });
+  const logLevel = input.flags.logLevel ?? "info";
+  const log = await createLogger({ logLevel, logToStderr: true }, input.bindings);
   const { apiRequestTimeoutMs: requestTimeoutMs, apiTotalTimeoutMs: totalTimeoutMs } = conf;
   const client = { retry: { requestTimeoutMs, totalTimeoutMs } };
   const deps: Deps = {

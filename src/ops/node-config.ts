@@ -30,8 +30,6 @@ export interface NodeConfig {
   conf: PlexusConf;
 }
 
-export { plexusEntry };
-
 /** What the runtime picks from `confDir` (libcni order). */
 export function runtimeConfig(confDir: string): RuntimeChoice {
   const { files, warnings } = readConfDir(confDir);

@@ -40,21 +40,28 @@ export function tokenBinding(token: string): { node?: string; pod?: string } | u
   }
 }
 
-function checkTokenNode(t: { token?: string; from: string }, add: Add): void {
-  if (!t.token) return;
-  const b = tokenBinding(t.token);
+function checkTokenNode(source: { token?: string; from: string }, add: Add): void {
+  if (!source.token) return;
+  const b = tokenBinding(source.token);
   if (!b)
     return add(
       "warning",
       "token node",
-      `${t.from} is not a bound service-account token (no JWT): the API server cannot tell which node writes with it; with node-scoped writes installed its writes are refused`,
+      `${source.from} is not a bound service-account token (no JWT): the API server cannot ` +
+        `tell which node writes with it; with node-scoped writes installed its writes are refused`,
     );
   if (b.node)
-    return add("ok", "token node", `${t.from} was issued on node ${b.node} (pod ${b.pod ?? "?"})`);
+    return add(
+      "ok",
+      "token node",
+      `${source.from} was issued on node ${b.node} (pod ${b.pod ?? "?"})`,
+    );
   add(
     "warning",
     "token node",
-    `${t.from} names no node: the API server cannot hold its writes to this node's pods; node-scoped writes refuse them (or warn, with allow-tokens-without-node). A pod-bound projected token on Kubernetes 1.30+ names its node`,
+    `${source.from} names no node: the API server cannot hold its writes to this node's pods; ` +
+      `node-scoped writes refuse them (or warn, with allow-tokens-without-node). A pod-bound ` +
+      `projected token on Kubernetes 1.30+ names its node`,
   );
 }
 
@@ -102,15 +109,15 @@ async function checkPolicies(api: RestKube, add: Add): Promise<void> {
 }
 
 /** Both checks; nothing to say without an API server or a token. */
-export async function checkNodeScope(o: {
+export async function checkNodeScope(input: {
   ctx: OpsContext;
   add: Add;
   readToken: (kubeconfig: string) => Promise<{ token?: string; from: string }>;
 }): Promise<void> {
-  const { conf } = o.ctx;
+  const { conf } = input.ctx;
   if (conf.fileClusterDir || !conf.kubeconfig) return;
   try {
-    checkTokenNode(await o.readToken(conf.kubeconfig), o.add);
+    checkTokenNode(await input.readToken(conf.kubeconfig), input.add);
   } catch {
     // The kubeconfig check above already said why the token cannot be read.
   }
@@ -119,15 +126,19 @@ export async function checkNodeScope(o: {
       requestTimeoutMs: conf.apiRequestTimeoutMs,
       totalTimeoutMs: conf.apiTotalTimeoutMs,
     };
-    const api = await loadKubeApi(conf, { env: o.ctx.env, log: o.ctx.log, client: { retry } });
+    const api = await loadKubeApi(conf, {
+      env: input.ctx.env,
+      log: input.ctx.log,
+      client: { retry },
+    });
     if (!api) return;
     try {
-      await checkPolicies(api, o.add);
+      await checkPolicies(api, input.add);
     } finally {
       await api.close();
     }
   } catch (err) {
-    o.add(
+    input.add(
       "warning",
       "node-scoped writes",
       `could not tell whether the policies are installed: ${messageOf(err)}`,

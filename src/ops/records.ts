@@ -68,18 +68,18 @@ export interface RecordSummary {
 export type RetryKeys = Pick<PlexusConf, "failedDelRetryMs" | "retryDeleteOnError">;
 
 /** The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the directory. */
-function confFor(f: RecordsFlags): PlexusConf {
+function confFor(flags: RecordsFlags): PlexusConf {
   let conf: PlexusConf;
   try {
-    conf = loadNodeConfig({ config: f.config, confDir: f.cniConfDir }).conf;
+    conf = loadNodeConfig({ config: flags.config, confDir: flags.cniConfDir }).conf;
   } catch (err) {
-    if (!f.cniDir) throw err;
+    if (!flags.cniDir) throw err;
     conf = parsePlexusConf(
       { cniVersion: "1.1.0", name: "plexus", type: "plexus" },
       { requireNetworks: false },
     );
   }
-  if (f.cniDir) conf.cniDir = f.cniDir;
+  if (flags.cniDir) conf.cniDir = flags.cniDir;
   return conf;
 }
 
@@ -123,14 +123,14 @@ export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKey
  * (abandoned once failedDelRetrySeconds have passed since its first failed DEL; never with
  * retryDeleteOnError).
  */
-function pendingSummary(r: ContainerRecord, policy?: RetryKeys): Partial<RecordSummary> {
-  const since = Date.parse(r.delFailedAt ?? "");
+function pendingSummary(record: ContainerRecord, policy?: RetryKeys): Partial<RecordSummary> {
+  const since = Date.parse(record.delFailedAt ?? "");
   const retryUntil = policy?.retryDeleteOnError
     ? "never"
     : policy && Number.isFinite(since)
       ? new Date(since + policy.failedDelRetryMs).toISOString()
       : undefined;
-  const lastErrors = r.attachments.map((a) => {
+  const lastErrors = record.attachments.map((a) => {
     const e = a.lastDelError;
     return `${a.network}@${a.ifName}: ${e ? `code ${e.code}: ${e.msg}` : "?"}`;
   });
@@ -142,11 +142,11 @@ function pendingSummary(r: ContainerRecord, policy?: RetryKeys): Partial<RecordS
         : "until it succeeds or failedDelRetrySeconds have passed, then abandons it";
   return {
     state: "pending",
-    ...(r.delFailedAt ? { delFailedAt: r.delFailedAt } : {}),
+    ...(record.delFailedAt ? { delFailedAt: record.delFailedAt } : {}),
     ...(retryUntil ? { retryUntil } : {}),
     lastErrors,
     why:
-      `its DEL failed at ${r.delFailedAt} (${lastErrors.join("; ")}); housekeeping ` +
+      `its DEL failed at ${record.delFailedAt} (${lastErrors.join("; ")}); housekeeping ` +
       `(the daemon's timer, CNI GC, or a later DEL) retries it ${until}`,
   };
 }
@@ -177,7 +177,7 @@ async function find(
   return { read: matches[0]!, summary: summarise(matches[0]!, store, policy) };
 }
 
-export function renderRecordList(list: RecordSummary[], dir: string): string {
+function renderRecordList(list: RecordSummary[], dir: string): string {
   if (list.length === 0) return `no container records in ${dir}\n`;
   const rows = list.map((s) => [
     s.id,
@@ -207,10 +207,10 @@ export function renderRecordList(list: RecordSummary[], dir: string): string {
 async function tearDownRecord(
   found: ContainerRecord,
   conf: PlexusConf,
-  f: RecordsFlags,
+  flags: RecordsFlags,
 ): Promise<string[] | "gone"> {
   const log = await createLogger(
-    { logLevel: f.logLevel ?? "info", logToStderr: true },
+    { logLevel: flags.logLevel ?? "info", logToStderr: true },
     { component: "records", containerId: found.containerId },
   );
   const deps: Deps = { ...nodeDeps(conf, log, process.env), ...opsWiring };
@@ -229,7 +229,7 @@ async function tearDownRecord(
       ifName: record.ifName,
       args: parseCniArgs(record.cniArgs),
       rawArgs: record.cniArgs,
-      path: cniPathOf(f.cniPath, process.env),
+      path: cniPathOf(flags.cniPath, process.env),
     };
     const ctx = { containerId: record.containerId, netns, cniArgs: record.cniArgs, deadline };
     const errors = await teardown(record.attachments, ctx, req, conf, locked);

@@ -19,7 +19,7 @@ import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import type { Logger } from "../log/logger";
 import { logCompressorPids } from "../log/rotate";
-import { clusterLists } from "./cluster-list";
+import { clusterLists, type ClusterLists } from "./cluster-list";
 import {
   exitCodeOf,
   messageOf,
@@ -43,7 +43,7 @@ export interface ValidateFlags extends CommonFlags {
   nodeName?: string | undefined;
 }
 
-export type Level = "ok" | "warning" | "error";
+type Level = "ok" | "warning" | "error";
 export interface Finding {
   level: Level;
   msg: string;
@@ -61,12 +61,12 @@ interface Footprint {
   ranges: AddressRange[];
 }
 
-function sharedLink(p: PluginConf): string | undefined {
-  if (p.type === "bridge")
-    return `bridge ${typeof p.bridge === "string" && p.bridge ? p.bridge : "cni0"}`;
-  if (["macvlan", "ipvlan", "vlan"].includes(p.type))
-    return typeof p.master === "string" && p.master
-      ? `master ${p.master}`
+function sharedLink(plugin: PluginConf): string | undefined {
+  if (plugin.type === "bridge")
+    return `bridge ${typeof plugin.bridge === "string" && plugin.bridge ? plugin.bridge : "cni0"}`;
+  if (["macvlan", "ipvlan", "vlan"].includes(plugin.type))
+    return typeof plugin.master === "string" && plugin.master
+      ? `master ${plugin.master}`
       : "master (the node's default-route interface)";
   return undefined;
 }
@@ -246,13 +246,13 @@ function parseRef(
 /** The NADs asked about: from --file, every listed one (--all), or the one named. */
 async function selectNads(
   name: string | undefined,
-  f: ValidateFlags,
+  flags: ValidateFlags,
   ctx: OpsContext,
   listed: Nad[] | undefined,
 ): Promise<Array<Nad | { missing: string }>> {
-  if (f.file) return readManifest<Nad>(f.file, "NetworkAttachmentDefinition");
-  if (f.all) return listed ?? [];
-  const ref = parseRef(name!, f.namespace);
+  if (flags.file) return readManifest<Nad>(flags.file, "NetworkAttachmentDefinition");
+  if (flags.all) return listed ?? [];
+  const ref = parseRef(name!, flags.namespace);
   const kube = await ctx.kube();
   const nad = kube
     ? await kube.getNad(ref.namespace, ref.name)
@@ -292,23 +292,12 @@ export async function validate(
       "no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked",
     );
   try {
-    const listed = lists
-      ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined)
-      : undefined;
-    const pods = lists
-      ? ((await lists
-          .pods(flags.nodeName || env.NODE_NAME || hostname())
-          .catch(note("listing this node's pods"))) ?? [])
-      : [];
     const nodeName = flags.nodeName || env.NODE_NAME || hostname();
-    const slices = lists?.slices
-      ? await lists.slices(nodeName).catch((err: unknown) => {
-          notes.push(
-            `listing this node's ResourceSlices failed (${messageOf(err)}): resourceNames not checked against DRA drivers`,
-          );
-          return undefined;
-        })
-      : undefined;
+    const { listed, pods, slices } = await listCluster(lists ?? undefined, {
+      nodeName,
+      notes,
+      note,
+    });
     const nads = await selectNads(name, flags, ctx, listed);
     const files = await new FsNetworkSource(ctx.conf.confDir, undefined).confDirFiles();
     const others = allFootprints(
@@ -339,7 +328,31 @@ export async function validate(
   }
 }
 
-export function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
+/** The NADs, this node's pods and its ResourceSlices: each a best effort, a failure noted. */
+async function listCluster(
+  lists: ClusterLists | undefined,
+  scope: { nodeName: string; notes: string[]; note: (what: string) => (err: unknown) => void },
+): Promise<{ listed: Nad[] | undefined; pods: Pod[]; slices: ResourceSlice[] | undefined }> {
+  const { nodeName, notes, note } = scope;
+  const listed = lists
+    ? ((await lists.nads().catch(note("listing NADs"))) ?? undefined)
+    : undefined;
+  const pods = lists
+    ? ((await lists.pods(nodeName).catch(note("listing this node's pods"))) ?? [])
+    : [];
+  const slices = lists?.slices
+    ? await lists.slices(nodeName).catch((err: unknown) => {
+        notes.push(
+          `listing this node's ResourceSlices failed (${messageOf(err)}): ` +
+            "resourceNames not checked against DRA drivers",
+        );
+        return undefined;
+      })
+    : undefined;
+  return { listed, pods, slices };
+}
+
+function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
   const lines: string[] = [];
   for (const r of reports) {
     const worst = r.findings.some((x) => x.level === "error")

@@ -75,28 +75,10 @@ async function addLocked(
   await clearPreviousAttempt(req, conf, deps);
   const record = await writeRecord(req, conf, plan, deps);
 
-  const done: Attachment[] = [];
-  /** The attachment whose ADD failed, as it is in `done`, and that ADD's code. */
-  let failed: { attachment: Attachment; code: Code } | undefined;
-  const results: AddOutcome["results"] = [];
+  const progress: AddProgress = { done: [], failed: undefined, results: [] };
+  const { done, results } = progress;
   try {
-    for (const att of plan) {
-      done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
-      if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
-      const result = await addNetworkList(
-        att.conf,
-        runtimeConfFor(att, ctx, req, conf, deps),
-        deps,
-      ).catch((err: unknown) => {
-        const e = asCniError(err);
-        failed = keepWhatRan(att, pluginsStartedOf(err), done, e.code);
-        throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
-      });
-      const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
-      results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
-      if (att.selection) (await deps.load.publish()).verifySelection({ attachment: att, result });
-      deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
-    }
+    await attachInOrder(plan, progress, { ctx, req, conf, deps });
     const first = results[0];
     if (!first)
       throw new CniError(
@@ -108,7 +90,43 @@ async function addLocked(
     if (pod && kube) await publish(pod, ref?.uid, results, kube, deps);
     return { result: convertResult(first.result, conf.cniVersion), results };
   } catch (err) {
+    const { failed } = progress;
     throw await rollBack({ cause: inPod(req, err), done, failed, record, ctx }, req, conf, deps);
+  }
+}
+
+/** What an ADD ran so far, for its answer and for its rollback. */
+interface AddProgress {
+  /** The attachments to tear down should the ADD fail. */
+  done: Attachment[];
+  /** The attachment whose ADD failed, as it is in `done`, and that ADD's code. */
+  failed: { attachment: Attachment; code: Code } | undefined;
+  results: AddOutcome["results"];
+}
+
+/** Attaches the planned networks one at a time, in order (N7.3), recording each in `progress`. */
+async function attachInOrder(
+  plan: Attachment[],
+  progress: AddProgress,
+  call: { ctx: RuntimeFor; req: CniRequest; conf: PlexusConf; deps: Deps },
+): Promise<void> {
+  const { ctx, req, conf, deps } = call;
+  for (const att of plan) {
+    progress.done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
+    if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
+    const result = await addNetworkList(
+      att.conf,
+      runtimeConfFor(att, ctx, req, conf, deps),
+      deps,
+    ).catch((err: unknown) => {
+      const e = asCniError(err);
+      progress.failed = keepWhatRan(att, pluginsStartedOf(err), progress.done, e.code);
+      throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
+    });
+    const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
+    progress.results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });
+    if (att.selection) (await deps.load.publish()).verifySelection({ attachment: att, result });
+    deps.log.info({ network: att.network, ifName: att.ifName }, "attached");
   }
 }
 
@@ -142,7 +160,7 @@ function keepWhatRan(
  * again) and that failure is part of the error, not swallowed.
  */
 async function rollBack(
-  o: {
+  attempt: {
     cause: CniError;
     done: Attachment[];
     failed: { attachment: Attachment; code: Code } | undefined;
@@ -154,17 +172,17 @@ async function rollBack(
   deps: Deps,
 ): Promise<CniError> {
   // The rollback has a teardown's own deadline: an ADD that ran out of time must still undo itself.
-  const ctx = { ...o.ctx, deadline: callDeadline("DEL", conf) };
-  const rollback = (await teardown(o.done, ctx, req, conf, deps)).filter(
-    (f) => !neverAttached(f, o.failed),
+  const ctx = { ...attempt.ctx, deadline: callDeadline("DEL", conf) };
+  const rollback = (await teardown(attempt.done, ctx, req, conf, deps)).filter(
+    (f) => !neverAttached(f, attempt.failed),
   );
   if (rollback.length === 0) {
     await deps.records.delete(req.containerId, req.ifName).catch(() => {});
-    return o.cause;
+    return attempt.cause;
   }
   const errors = rollback.map((f) => f.error);
   await deps.records
-    .write({ ...o.record, attachments: failedAttachments(rollback) })
+    .write({ ...attempt.record, attachments: failedAttachments(rollback) })
     .catch((err: unknown) => {
       errors.push(
         asCniError(err).withContext(
@@ -176,7 +194,7 @@ async function rollBack(
     { errors: errors.map((e) => e.message) },
     "rollback after failed ADD left attachments; the record keeps them for DEL",
   );
-  return oneError(errors, "rollback also failed", { lead: o.cause })!;
+  return oneError(errors, "rollback also failed", { lead: attempt.cause })!;
 }
 
 /** M4: an attachment with `default-route` carries the pod's default route. */
@@ -214,13 +232,13 @@ async function publish(
  * would fail every DEL of the pod for a config that can never work.
  */
 function neverAttached(
-  f: TeardownFailure,
+  failure: TeardownFailure,
   failed: { attachment: Attachment; code: Code } | undefined,
 ): boolean {
   return (
     failed !== undefined &&
-    f.attachment === failed.attachment &&
-    f.error.code === failed.code &&
+    failure.attachment === failed.attachment &&
+    failure.error.code === failed.code &&
     failed.code >= 1 &&
     failed.code <= 7
   );

@@ -30,7 +30,7 @@ import { FsNetworkSource } from "./network-source";
 import type { Attachment, ContainerRecord } from "./record";
 import { failedAttachments, type TeardownFailure } from "./teardown";
 
-export const TEARDOWN_ABANDONED = "TeardownAbandoned";
+const TEARDOWN_ABANDONED = "TeardownAbandoned";
 
 /** Ends a DEL: success, or an error after keeping what failed in the record (see the file's doc). */
 export async function settleDel(

@@ -56,15 +56,16 @@ async function delLocked(
       path: deps.records.path(req.containerId, req.ifName),
       reason: asCniError(err).message,
     }));
+  // The runtime's CNI_ARGS, never the recorded ones: args a plugin refused must not come back on
+  // every DEL.
+  const ctx: RuntimeFor = {
+    containerId: req.containerId,
+    netns: req.netns,
+    cniArgs: req.rawArgs,
+    deadline,
+  };
   if (read.state === "found") {
     const { record } = read;
-    // The runtime's CNI_ARGS, never the recorded ones: args a plugin refused must not come back on every DEL.
-    const ctx: RuntimeFor = {
-      containerId: req.containerId,
-      netns: req.netns,
-      cniArgs: req.rawArgs,
-      deadline,
-    };
     const failures = await teardown(record.attachments, ctx, req, conf, deps);
     return settleDel(
       await retryWithCurrentNads(failures, ctx, req, conf, deps),
@@ -79,6 +80,18 @@ async function delLocked(
     const { delMultusAttached } = await import("./multus-migrate");
     if (await delMultusAttached(req, conf, deps)) return;
   }
+  return delWithoutRecord({ read, ctx, req, conf, deps });
+}
+
+/** No usable record: a precautionary teardown of the planned networks, then the record files go. */
+async function delWithoutRecord(input: {
+  read: Exclude<RecordRead, { state: "found" }>;
+  ctx: RuntimeFor;
+  req: CniRequest;
+  conf: PlexusConf;
+  deps: Deps;
+}): Promise<void> {
+  const { read, ctx, req, conf, deps } = input;
   if (read.state === "corrupt") {
     deps.log.warn(
       { path: read.path, reason: read.reason },
@@ -90,12 +103,6 @@ async function delLocked(
       "no container record (its DEL succeeded already, or Plexus ran no delegate for it); tearing down the networks worked out from the config as a precaution",
     );
   }
-  const ctx: RuntimeFor = {
-    containerId: req.containerId,
-    netns: req.netns,
-    cniArgs: req.rawArgs,
-    deadline,
-  };
   for (const f of await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps))
     deps.log.warn(
       {

@@ -147,18 +147,18 @@ interface OwnChoice {
 }
 
 /** A selection's deviceID that is not one of the pod's devices of the network's resource: 7. */
-function notAllocated(w: Wanted, o: OwnChoice): CniError {
+function notAllocated(wanted: Wanted, choice: OwnChoice): CniError {
   const source = (d: Allocated) => (d.claim ? `ResourceClaim ${d.claim.claim}` : "kubelet");
-  const ids = o.devices.map((d) => `${d.deviceID} (${source(d)})`);
+  const ids = choice.devices.map((d) => `${d.deviceID} (${source(d)})`);
   const more = ids.length > 8 ? `, … (${ids.length} in all)` : "";
   const shown = ids.slice(0, 8).join(", ") + more;
-  const other = [...o.taken].find(([d]) => d.deviceID === o.own)?.[1];
+  const other = [...choice.taken].find(([d]) => d.deviceID === choice.own)?.[1];
   const why = other
     ? `the network ${other.att.network} on ${other.att.ifName} already takes it`
-    : `the devices allocated to the pod for ${w.resourceName} are ${shown || "none"}`;
+    : `the devices allocated to the pod for ${wanted.resourceName} are ${shown || "none"}`;
   const msg = [
-    `network ${w.att.network} (resource ${w.resourceName}):`,
-    `the pod's selection asks for deviceID ${JSON.stringify(o.own)}, but ${why};`,
+    `network ${wanted.att.network} (resource ${wanted.resourceName}):`,
+    `the pod's selection asks for deviceID ${JSON.stringify(choice.own)}, but ${why};`,
     'the allocated device wins: drop "deviceID" from the selection or name one of those devices',
   ];
   return new CniError(Code.InvalidNetworkConfig, msg.join(" "));
@@ -178,15 +178,15 @@ interface AllocatedDevices {
 }
 
 function deviceOf(
-  w: Wanted,
+  wanted: Wanted,
   got: Allocated,
-  o: { own: boolean; ctx: AssignContext },
+  scope: { own: boolean; ctx: AssignContext },
 ): AttachmentDevice {
   const c = got.claim;
   const device: AttachmentDevice = {
-    resourceName: w.resourceName,
+    resourceName: wanted.resourceName,
     deviceID: got.deviceID,
-    from: o.own ? "pod" : c ? "claim" : "kubelet",
+    from: scope.own ? "pod" : c ? "claim" : "kubelet",
     ...(c
       ? {
           claim: {
@@ -199,16 +199,16 @@ function deviceOf(
         }
       : {}),
   };
-  const infoFile = cniDeviceInfoPath(o.ctx.conf.deviceInfoDir, {
-    network: w.att.conf.name,
-    containerId: o.ctx.containerId,
-    ifName: w.att.ifName,
+  const infoFile = cniDeviceInfoPath(scope.ctx.conf.deviceInfoDir, {
+    network: wanted.att.conf.name,
+    containerId: scope.ctx.containerId,
+    ifName: wanted.att.ifName,
   });
   if (infoFile) device.infoFile = infoFile;
-  o.ctx.log.info(
+  scope.ctx.log.info(
     {
-      network: w.att.network,
-      ifName: w.att.ifName,
+      network: wanted.att.network,
+      ifName: wanted.att.ifName,
       resourceName: device.resourceName,
       deviceID: device.deviceID,
       from: device.from,

@@ -17,7 +17,7 @@
 import type { NetworkSelection } from "../npwg/types";
 import type { Attachment } from "./record";
 
-export interface Refusal {
+interface Refusal {
   attachment: Attachment;
   reason: string;
 }
@@ -37,7 +37,7 @@ export function isSelected(att: Attachment): boolean {
 }
 
 /** A selection's parameters: everything but its network and interface, keys sorted. */
-export function selectionParameters(sel: NetworkSelection): string {
+function selectionParameters(sel: NetworkSelection): string {
   const { name: _n, namespace: _ns, interfaceRequest: _i, ...rest } = sel;
   return JSON.stringify(rest, Object.keys(rest).sort());
 }

@@ -48,10 +48,13 @@ export interface HotplugReport {
   error?: string;
 }
 
-const change = (a: Attachment): Change => ({ network: a.network, ifName: a.ifName });
+const change = (attachment: Attachment): Change => ({
+  network: attachment.network,
+  ifName: attachment.ifName,
+});
 
 /** The sandbox's record of this pod: pending ones (DEL failed) are a sandbox being removed. */
-export async function findPodRecord(target: HotplugTarget, deps: Pick<Deps, "records">) {
+async function findPodRecord(target: HotplugTarget, deps: Pick<Deps, "records">) {
   for (const read of await deps.records.list()) {
     if (read.state !== "found") continue;
     const { pod, delFailedAt } = read.record;
@@ -109,15 +112,15 @@ interface Reconcile {
  * ADD's planner, for the annotation as it is now. What it refuses (a missing NAD, a policy, a
  * malformed annotation) changes nothing; it is a HotplugFailed event and the daemon's log.
  */
-async function planNow(r: Reconcile, conf: PlexusConf, deps: Deps) {
+async function planNow(job: Reconcile, conf: PlexusConf, deps: Deps) {
   const kube = deps.kube ?? (async () => undefined);
   const ctx = { kube, log: deps.log, podDevices: deps.podDevices, load: deps.load };
   try {
-    return await planForPod(r.req, conf, ctx);
+    return await planForPod(job.req, conf, ctx);
   } catch (err) {
     const e = asCniError(err);
-    const pod = r.record.pod;
-    const api = r.dryRun || !pod ? undefined : await kube().catch(() => undefined);
+    const pod = job.record.pod;
+    const api = job.dryRun || !pod ? undefined : await kube().catch(() => undefined);
     const message = `${e.message} (nothing changed)`;
     const event: PodEvent = { type: "Warning", reason: "HotplugFailed", message };
     await api?.recordEvent(pod!, event).catch(() => {});
@@ -125,24 +128,28 @@ async function planNow(r: Reconcile, conf: PlexusConf, deps: Deps) {
   }
 }
 
-async function reconcileLocked(r: Reconcile, conf: PlexusConf, deps: Deps): Promise<HotplugReport> {
-  const planned = await planNow(r, conf, deps);
+async function reconcileLocked(
+  job: Reconcile,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<HotplugReport> {
+  const planned = await planNow(job, conf, deps);
   if (!planned.pod || !planned.kube)
-    return { pod: r.pod, state: "no-sandbox", attached: [], detached: [], refused: [] };
-  const diff = diffHotplug(r.record.attachments, planned.attachments.filter(isSelected));
+    return { pod: job.pod, state: "no-sandbox", attached: [], detached: [], refused: [] };
+  const diff = diffHotplug(job.record.attachments, planned.attachments.filter(isSelected));
   const report: HotplugReport = {
-    pod: r.pod,
-    state: r.dryRun ? "planned" : "reconciled",
-    containerId: r.req.containerId,
+    pod: job.pod,
+    state: job.dryRun ? "planned" : "reconciled",
+    containerId: job.req.containerId,
     attached: diff.attach.map(change),
     detached: diff.detach.map(change),
     refused: diff.refused.map((f) => ({ ...change(f.attachment), reason: f.reason })),
   };
-  if (r.dryRun) return report;
+  if (job.dryRun) return report;
   const events = new EventSink(planned.kube, planned.pod, deps);
-  for (const f of diff.refused) await events.warn("HotplugRefused", `${r.pod}: ${f.reason}`);
+  for (const f of diff.refused) await events.warn("HotplugRefused", `${job.pod}: ${f.reason}`);
   if (diff.attach.length === 0 && diff.detach.length === 0) return report;
-  return applyDiff({ ...r, diff, report, pod: planned.pod, events }, conf, deps);
+  return applyDiff({ ...job, diff, report, pod: planned.pod, events }, conf, deps);
 }
 
 /** Events of one reconcile: best effort (a failed write is logged, never the pod's failure). */
@@ -180,63 +187,74 @@ interface Apply extends Omit<Reconcile, "pod"> {
   events: EventSink;
 }
 
-async function applyDiff(a: Apply, conf: PlexusConf, deps: Deps): Promise<HotplugReport> {
-  const name = a.report.pod;
-  const record = await detachRemoved(a, conf, deps);
-  const kept = a.diff.detach.filter((d) => record.attachments.some((k) => k.ifName === d.ifName));
-  a.report.detached = a.report.detached.filter((d) => !kept.some((k) => k.ifName === d.ifName));
-  const outcome = await attachNew(a, record, conf, deps);
+async function applyDiff(apply: Apply, conf: PlexusConf, deps: Deps): Promise<HotplugReport> {
+  const name = apply.report.pod;
+  const record = await detachRemoved(apply, conf, deps);
+  const kept = apply.diff.detach.filter((d) =>
+    record.attachments.some((k) => k.ifName === d.ifName),
+  );
+  apply.report.detached = apply.report.detached.filter(
+    (d) => !kept.some((k) => k.ifName === d.ifName),
+  );
+  const outcome = await attachNew(apply, record, conf, deps);
   if (outcome.error) {
-    a.report.state = "failed";
-    a.report.attached = [];
-    a.report.error = outcome.error.message;
+    apply.report.state = "failed";
+    apply.report.attached = [];
+    apply.report.error = outcome.error.message;
     const why = { pod: name, err: outcome.error.message };
     deps.log.error(why, "hot-plug failed; its attaches were rolled back");
-    await a.events.warn("HotplugFailed", `${name}: ${outcome.error.message} (rolled back)`);
+    await apply.events.warn("HotplugFailed", `${name}: ${outcome.error.message} (rolled back)`);
   }
-  if (kept.length > 0 && !a.report.error) {
-    a.report.state = "failed";
+  if (kept.length > 0 && !apply.report.error) {
+    apply.report.state = "failed";
     const which = kept.map(describeAttachment).join(", ");
-    a.report.error = `detaching ${which} failed; the record keeps it`;
+    apply.report.error = `detaching ${which} failed; the record keeps it`;
   }
-  if (a.report.detached.length > 0 || outcome.attached.length > 0)
-    await publishStatus(a, outcome.attached, deps).catch(async (err: unknown) => {
+  if (apply.report.detached.length > 0 || outcome.attached.length > 0)
+    await publishStatus(apply, outcome.attached, deps).catch(async (err: unknown) => {
       const e = asCniError(err).withContext("writing the network-status annotation failed");
-      a.report.state = "failed";
-      a.report.error = e.message;
-      await a.events.warn("HotplugFailed", `${name}: ${e.message}`);
+      apply.report.state = "failed";
+      apply.report.error = e.message;
+      await apply.events.warn("HotplugFailed", `${name}: ${e.message}`);
     });
-  for (const d of a.report.detached)
-    await a.events.normal("RemovedInterface", `Remove ${d.ifName} from ${d.network} (hot-plug)`);
+  for (const d of apply.report.detached)
+    await apply.events.normal(
+      "RemovedInterface",
+      `Remove ${d.ifName} from ${d.network} (hot-plug)`,
+    );
   for (const { attachment, result } of outcome.attached) {
     const ips = (toResult(result).ips ?? []).map((ip) => ip.address).join(",");
     const what = `Add ${attachment.ifName} [${ips}] from ${attachment.network}`;
-    await a.events.normal("AddedInterface", `${what} (hot-plug)`);
+    await apply.events.normal("AddedInterface", `${what} (hot-plug)`);
   }
-  return a.report;
+  return apply.report;
 }
 
 /** Detaches what the annotation no longer selects; what fails stays in the record (for DEL). */
-async function detachRemoved(a: Apply, conf: PlexusConf, deps: Deps): Promise<ContainerRecord> {
-  if (a.diff.detach.length === 0) return a.record;
-  const ctx = runtimeOf(a, "DEL", conf);
-  const failures = await teardown(a.diff.detach, ctx, a.req, conf, deps);
+async function detachRemoved(apply: Apply, conf: PlexusConf, deps: Deps): Promise<ContainerRecord> {
+  if (apply.diff.detach.length === 0) return apply.record;
+  const ctx = runtimeOf(apply, "DEL", conf);
+  const failures = await teardown(apply.diff.detach, ctx, apply.req, conf, deps);
   for (const f of failures) {
-    await a.events.warn("HotplugFailed", `${a.report.pod}: ${f.error.message}`);
+    await apply.events.warn("HotplugFailed", `${apply.report.pod}: ${f.error.message}`);
   }
   const failed = new Map(failedAttachments(failures).map((f) => [f.ifName, f]));
-  const attachments = a.record.attachments.flatMap((att) => {
-    if (!a.diff.detach.includes(att)) return [att];
+  const attachments = apply.record.attachments.flatMap((att) => {
+    if (!apply.diff.detach.includes(att)) return [att];
     const f = failed.get(att.ifName);
     return f ? [f] : [];
   });
-  const record = { ...a.record, attachments };
+  const record = { ...apply.record, attachments };
   await deps.records.write(record);
   return record;
 }
 
-function runtimeOf(a: Pick<Apply, "record">, verb: "ADD" | "DEL", conf: PlexusConf): RuntimeFor {
-  const { containerId, netns, cniArgs } = a.record;
+function runtimeOf(
+  apply: Pick<Apply, "record">,
+  verb: "ADD" | "DEL",
+  conf: PlexusConf,
+): RuntimeFor {
+  const { containerId, netns, cniArgs } = apply.record;
   return { containerId, netns, cniArgs, deadline: callDeadline(verb, conf) };
 }
 
@@ -246,21 +264,21 @@ function runtimeOf(a: Pick<Apply, "record">, verb: "ADD" | "DEL", conf: PlexusCo
  * with only the plugins that ran) and narrows the record to what could not be torn down.
  */
 async function attachNew(
-  a: Apply,
+  apply: Apply,
   before: ContainerRecord,
   conf: PlexusConf,
   deps: Deps,
 ): Promise<{ attached: Attached[]; error?: CniError }> {
-  const ctx = runtimeOf(a, "ADD", conf);
+  const ctx = runtimeOf(apply, "ADD", conf);
   const attached: Attached[] = [];
   const done: Attachment[] = [];
   try {
-    for (const att of a.diff.attach) {
+    for (const att of apply.diff.attach) {
       const entry: Attachment = { ...att, hotpluggedAt: new Date().toISOString() };
       done.push(entry);
       await deps.records.write({ ...before, attachments: [...before.attachments, ...done] });
       if (entry.device) prepareDeviceInfo(entry, conf, deps.log);
-      const runtime = runtimeConfFor(entry, ctx, a.req, conf, deps);
+      const runtime = runtimeConfFor(entry, ctx, apply.req, conf, deps);
       const result = await addNetworkList(entry.conf, runtime, deps).catch((err: unknown) => {
         const started = pluginsStartedOf(err);
         if (started === 0) done.pop();
@@ -276,7 +294,7 @@ async function attachNew(
     return { attached };
   } catch (err) {
     const error = asCniError(err);
-    const failures = await teardown(done, runtimeOf(a, "DEL", conf), a.req, conf, deps);
+    const failures = await teardown(done, runtimeOf(apply, "DEL", conf), apply.req, conf, deps);
     const left = failedAttachments(failures);
     await deps.records.write({ ...before, attachments: [...before.attachments, ...left] });
     if (left.length > 0) {
@@ -293,15 +311,15 @@ function ranPart(att: Attachment, started: number): Attachment {
 }
 
 /** network-status: the pod's entries without the detached interfaces, then the attached ones. */
-async function publishStatus(a: Apply, attached: readonly Attached[], deps: Pick<Deps, "log">) {
-  const gone = new Set(a.report.detached.map((d) => d.ifName));
-  const now = parseStatus(a.pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]).filter(
+async function publishStatus(apply: Apply, attached: readonly Attached[], deps: Pick<Deps, "log">) {
+  const gone = new Set(apply.report.detached.map((d) => d.ifName));
+  const now = parseStatus(apply.pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]).filter(
     (e) => !(typeof e.interface === "string" && gone.has(e.interface)),
   );
   const value = buildNetworkStatusAnnotation([...now, ...networkStatuses(attached)]);
-  checkAnnotationBudget(a.pod.metadata.annotations ?? {}, value);
-  await a.events.writeStatus(value);
-  deps.log.debug({ pod: a.report.pod }, "network-status updated");
+  checkAnnotationBudget(apply.pod.metadata.annotations ?? {}, value);
+  await apply.events.writeStatus(value);
+  deps.log.debug({ pod: apply.report.pod }, "network-status updated");
 }
 
 function parseStatus(value: string | undefined): NetworkStatus[] {

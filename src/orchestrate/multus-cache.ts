@@ -74,7 +74,7 @@ export interface MultusCacheQuery {
 }
 
 /** `<dir>/<containerID>`; the ID is checked again here, as it becomes a file name. */
-export function multusCachePath(dir: string, containerId: string): string {
+function multusCachePath(dir: string, containerId: string): string {
   validateContainerId(containerId);
   if (containerId === "." || containerId === "..")
     throw new CniError(
@@ -106,7 +106,7 @@ function readBounded(path: string): string | undefined | { reason: string } {
 }
 
 /** Parses the file's text into attachments; throws a CniError naming the first problem. */
-export function parseMultusCache(
+function parseMultusCache(
   text: string,
   query: MultusCacheQuery,
 ): Omit<MultusCacheFound, "state" | "path"> {
@@ -119,29 +119,35 @@ export function parseMultusCache(
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-function toAttachment(e: Entry, i: number, q: MultusCacheQuery): Attachment {
-  const what = `entry ${i}${e.Name ? ` (${e.Name})` : ""}`;
-  if (!BASE64.test(e.Bytes)) throw new CniError(Code.Decoding, `${what}: "Bytes" is not base64`);
-  const raw = decodeJson(Buffer.from(e.Bytes, "base64"), {
+function toAttachment(entry: Entry, index: number, query: MultusCacheQuery): Attachment {
+  const what = `entry ${index}${entry.Name ? ` (${entry.Name})` : ""}`;
+  if (!BASE64.test(entry.Bytes))
+    throw new CniError(Code.Decoding, `${what}: "Bytes" is not base64`);
+  const raw = decodeJson(Buffer.from(entry.Bytes, "base64"), {
     what: `${what}: the config in "Bytes"`,
     maxBytes: MAX_MULTUS_CACHE_BYTES,
   });
-  const conf = parseConfList(raw, { what, defaultVersion: q.cniVersion, ...defaultName(e.Name) });
-  const isDefault = i === 0;
-  const ifName = e.ifnameRequest || (isDefault ? q.ifName : `net${i}`);
+  const conf = parseConfList(raw, {
+    what,
+    defaultVersion: query.cniVersion,
+    ...defaultName(entry.Name),
+  });
+  const isDefault = index === 0;
+  const ifName = entry.ifnameRequest || (isDefault ? query.ifName : `net${index}`);
   const problem = interfaceNameProblem(ifName);
   if (problem)
     throw new CniError(
       Code.InvalidNetworkConfig,
       `${what}: interface name ${JSON.stringify(ifName)} is invalid: ${problem}`,
     );
-  const att: Attachment = { network: e.Name || conf.name, ifName, isDefault, conf };
+  const att: Attachment = { network: entry.Name || conf.name, ifName, isDefault, conf };
   if (!isDefault) {
     const caps: Record<string, unknown> = {};
-    if (e.ipRequest && e.ipRequest.length > 0) caps.ips = e.ipRequest;
-    if (e.macRequest) caps.mac = e.macRequest;
-    if (e.infinibandGUIDRequest) caps.infinibandGUID = e.infinibandGUIDRequest;
-    if (e.deviceID) caps.deviceID = validateDeviceText(e.deviceID, { what: `${what}: "deviceID"` });
+    if (entry.ipRequest && entry.ipRequest.length > 0) caps.ips = entry.ipRequest;
+    if (entry.macRequest) caps.mac = entry.macRequest;
+    if (entry.infinibandGUIDRequest) caps.infinibandGUID = entry.infinibandGUIDRequest;
+    if (entry.deviceID)
+      caps.deviceID = validateDeviceText(entry.deviceID, { what: `${what}: "deviceID"` });
     if (Object.keys(caps).length > 0) att.capabilityArgs = caps;
   }
   return att;

@@ -29,7 +29,7 @@ import type { ContainerRecord, RecordRead } from "./record";
 import { failedAttachments, teardown } from "./teardown";
 
 /** Least time housekeeping gives one record's teardown, whatever `delTimeoutSeconds` says. */
-export const HOUSEKEEPING_DEL_MS = 60_000;
+const HOUSEKEEPING_DEL_MS = 60_000;
 /** Less time than this left of the calling DEL's deadline: no retry is started. */
 const MIN_RETRY_MS = 1_000;
 /** A record is not retried again by a DEL within this long (at most `failedDelRetrySeconds`). */
@@ -102,15 +102,15 @@ async function syncIndex(records: readonly ContainerRecord[], deps: Deps): Promi
 const found = (reads: readonly RecordRead[]): ContainerRecord[] =>
   reads.flatMap((r) => (r.state === "found" ? [r.record] : []));
 
-async function retryOne(o: {
+async function retryOne(retry: {
   target: Target;
   req: CniRequest;
   conf: PlexusConf;
   deps: Deps;
   untilAt: number;
 }): Promise<CniError[]> {
-  const { req, conf, deps, untilAt } = o;
-  const target = { containerId: o.target.containerId, ifName: o.target.ifName };
+  const { req, conf, deps, untilAt } = retry;
+  const target = { containerId: retry.target.containerId, ifName: retry.target.ifName };
   // The lock is tried once: a container busy with a call of its own is that call's to finish.
   return withContainerLock(
     { verb: "RETRY", req: target, conf, deps, deadlineAt: Date.now(), killsOrphans: false },

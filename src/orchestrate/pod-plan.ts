@@ -186,17 +186,17 @@ async function planPodNetworks(
 }
 
 /** The attachments in order, each with its interface name (the default networks' first, as Multus numbers them). */
-function buildAttachments(o: {
+function buildAttachments(input: {
   req: CniRequest;
   defaults: Awaited<ReturnType<typeof resolveDefaultNetworks>>;
   selections: NetworkSelection[];
   selected: Awaited<ReturnType<typeof resolveSelections>>;
   multusNamespace: string;
 }): { attachments: Attachment[]; resourceNames: Array<string | undefined> } {
-  const { req, defaults, selections, selected } = o;
+  const { req, defaults, selections, selected } = input;
   const defaultSelections: NetworkSelection[] = defaults.defaultNetworks.map((d) => ({
     name: d.network,
-    namespace: o.multusNamespace,
+    namespace: input.multusNamespace,
   }));
   const nDefaults = defaultSelections.length;
   const ifNames = assignInterfaceNames([...defaultSelections, ...selections], req.ifName, {

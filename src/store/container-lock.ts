@@ -182,17 +182,17 @@ interface Owner {
 /** The environment variable that marks a delegate (and what it starts) as this call's. */
 export const CALL_MARK_ENV = "PLEXUS_CALL";
 
-function heldLock(fd: number, path: string, r: LockRequest): ContainerLock {
+function heldLock(fd: number, path: string, request: LockRequest): ContainerLock {
   const marker = crypto.randomUUID();
   const buf = Buffer.from(
-    JSON.stringify({ pid: process.pid, verb: r.verb, marker } satisfies Owner),
+    JSON.stringify({ pid: process.pid, verb: request.verb, marker } satisfies Owner),
   );
   try {
     ftruncateSync(fd, 0);
     writeSync(fd, buf, 0, buf.byteLength, 0);
   } catch (err) {
     const e = ioError(`cannot write the owner of the container's lock ${path}`, err);
-    r.log.warn(
+    request.log.warn(
       { err: e.message },
       "holding the container's lock without naming its owner in the lock file",
     );
@@ -285,18 +285,18 @@ interface FdQuery {
   target: { dev: number; ino: number };
 }
 
-function holdsDeadLock(o: FdQuery): boolean {
+function holdsDeadLock(query: FdQuery): boolean {
   // The link's file name is only a cheap first filter (it is the same however cniDir was
   // reached); the identity is the inode, and the lock.
-  const link = safeReadlink(`/proc/${o.pid}/fd/${o.fd}`);
-  if (link === undefined || !(link === o.name || link.endsWith(`/${o.name}`))) return false;
+  const link = safeReadlink(`/proc/${query.pid}/fd/${query.fd}`);
+  if (link === undefined || !(link === query.name || link.endsWith(`/${query.name}`))) return false;
   try {
-    const st = statSync(`/proc/${o.pid}/fd/${o.fd}`);
-    if (st.ino !== o.target.ino || st.dev !== o.target.dev) return false;
+    const st = statSync(`/proc/${query.pid}/fd/${query.fd}`);
+    if (st.ino !== query.target.ino || st.dev !== query.target.dev) return false;
   } catch {
     return false;
   }
-  const taker = flockTaker(`/proc/${o.pid}/fdinfo/${o.fd}`, o.target.ino);
+  const taker = flockTaker(`/proc/${query.pid}/fdinfo/${query.fd}`, query.target.ino);
   return taker !== undefined && (taker <= 0 || !alive(taker));
 }
 
@@ -326,9 +326,9 @@ function safeReaddir(dir: string): string[] {
   }
 }
 
-function safeReadlink(p: string): string | undefined {
+function safeReadlink(path: string): string | undefined {
   try {
-    return readlinkSync(p);
+    return readlinkSync(path);
   } catch {
     return undefined;
   }

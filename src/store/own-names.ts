@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { interfaceNameProblem } from "../cni/validate";
 
 /** Plexus's subdirectories of its state dir, with the extension of the names it writes there. */
-export const STATE_SUBDIRS: Readonly<Record<string, string>> = {
+const STATE_SUBDIRS: Readonly<Record<string, string>> = {
   records: ".json",
   pending: ".json",
   locks: ".lock",

@@ -28,7 +28,7 @@ import { allocatedForPod, podClaimNames } from "../dra/pod-claims";
 export type ClaimGetter = (namespace: string, name: string) => Promise<ResourceClaim | undefined>;
 
 /** Entries kept at most: a node's pods name a few claims each; more than this only costs reads. */
-export const CLAIM_CACHE_MAX = 1024;
+const CLAIM_CACHE_MAX = 1024;
 /** Reads ahead at once: the daemon's API client has few connections, and an ADD's writes share them. */
 const PREFETCH_CONCURRENCY = 2;
 
@@ -63,7 +63,9 @@ export class ClaimCache {
   /** Set once the API server said it serves no ResourceClaims: no read ahead. */
   private off = false;
 
-  constructor(private readonly o: { get: ClaimGetter; log: Logger; max?: number | undefined }) {}
+  constructor(
+    private readonly options: { get: ClaimGetter; log: Logger; max?: number | undefined },
+  ) {}
 
   /** A pod of the node was added or changed (the pod watch): track its claims, read new ones ahead. */
   podChanged(pod: Pod): void {
@@ -80,7 +82,7 @@ export class ClaimCache {
       const e = this.entries.get(claimKey);
       if (e && allocatedForPod(e.claim, uid)) continue;
       void this.schedule(() => this.readAhead(claimKey, uid)).catch((err: unknown) =>
-        this.o.log.debug(
+        this.options.log.debug(
           { claim: claimKey, err: (err as Error).message },
           "claim read ahead failed",
         ),
@@ -98,14 +100,14 @@ export class ClaimCache {
    * for that pod, else a read from the API server (kept while a pod of the node names it).
    * Undefined: no such claim.
    */
-  async claim(q: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
+  async claim(ref: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
     claim: ResourceClaim | undefined;
     source: "cache" | "api";
   }> {
-    const key = `${q.namespace}/${q.name}`;
+    const key = `${ref.namespace}/${ref.name}`;
     await this.inflight.get(key)?.catch(() => undefined);
     const e = this.entries.get(key);
-    if (e && q.podUid && allocatedForPod(e.claim, q.podUid)) {
+    if (e && ref.podUid && allocatedForPod(e.claim, ref.podUid)) {
       this.touch(key, e);
       return { claim: e.claim, source: "cache" };
     }
@@ -132,7 +134,7 @@ export class ClaimCache {
     const seq = ++this.seq;
     this.reads[why]++;
     const [namespace, name] = splitKey(key);
-    const p = this.o.get(namespace, name);
+    const p = this.options.get(namespace, name);
     this.inflight.set(key, p);
     try {
       const claim = await p;
@@ -143,16 +145,16 @@ export class ClaimCache {
     }
   }
 
-  private store(key: string, r: { claim: ResourceClaim | undefined; seq: number }): void {
+  private store(key: string, fetched: { claim: ResourceClaim | undefined; seq: number }): void {
     const e = this.entries.get(key);
-    if (e && e.seq > r.seq) return;
+    if (e && e.seq > fetched.seq) return;
     // Only claims a pod of the node names (the pod may have gone while the read was out).
-    if (!r.claim || !this.users.has(key)) {
+    if (!fetched.claim || !this.users.has(key)) {
       this.entries.delete(key);
       return;
     }
-    this.touch(key, { claim: r.claim, seq: r.seq });
-    const max = this.o.max ?? CLAIM_CACHE_MAX;
+    this.touch(key, { claim: fetched.claim, seq: fetched.seq });
+    const max = this.options.max ?? CLAIM_CACHE_MAX;
     for (const oldest of this.entries.keys()) {
       if (this.entries.size <= max) break;
       this.entries.delete(oldest);
@@ -160,9 +162,9 @@ export class ClaimCache {
   }
 
   /** Most recently used last (Map order): eviction takes the first. */
-  private touch(key: string, e: Entry): void {
+  private touch(key: string, entry: Entry): void {
     this.entries.delete(key);
-    this.entries.set(key, e);
+    this.entries.set(key, entry);
   }
 
   /** Records the claims a pod names; a claim no pod of the node names any more leaves the cache. */

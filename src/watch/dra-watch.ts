@@ -25,7 +25,7 @@ import {
   watchKubeConfig,
 } from "./watch-cache";
 
-export interface DraCacheStats {
+interface DraCacheStats {
   claims: number;
   slices: number;
   /** Claims read by name: ahead of an ADD, or at a request the cache could not answer. */
@@ -106,11 +106,11 @@ export class DraCaches {
   }
 
   /** A claim for an ADD of the pod `podUid`: cached when that cannot be stale, else read live. */
-  claim(q: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
+  claim(ref: { namespace: string; name: string; podUid?: string | undefined }): Promise<{
     claim: ResourceClaim | undefined;
     source: "cache" | "api";
   }> {
-    return this.claims.claim(q);
+    return this.claims.claim(ref);
   }
 
   /** The pod watch of this node saw a pod added or changed, or deleted. */

@@ -255,7 +255,7 @@ export class Informer<T> {
  * A pod as the daemon keeps it: what the CNI binary reads (trimPod), plus what the
  * missing-networks detector needs: the phase, hostNetwork and a pending deletion.
  */
-export function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
+function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
   const pod = trimPod(raw, "");
   if (!pod) return undefined;
   const meta = raw.metadata as Record<string, unknown>;

@@ -147,7 +147,7 @@ export class FakeExec implements PluginExec {
   }
 }
 
-export function defaultResult(ifName: string, n: number): Record<string, unknown> {
+function defaultResult(ifName: string, n: number): Record<string, unknown> {
   return {
     interfaces: [
       {
@@ -214,7 +214,7 @@ export function fakeDeps(
 }
 
 /** The netns path unit tests give verbs: this process's own, which passes the netns check. */
-export const TEST_NETNS = "/proc/self/ns/net";
+const TEST_NETNS = "/proc/self/ns/net";
 
 /** A parsed CNI request for unit tests: container ctr1 on eth0 in {@link TEST_NETNS}; `extra` overrides any variable. */
 export function cniRequest(command: string, extra: Record<string, string> = {}): CniRequest {

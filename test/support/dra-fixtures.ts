@@ -8,9 +8,9 @@
  * PCI addresses: only the latest generation counts.
  */
 export const NETDRA = "example.com/netdra";
-export const SRIOV_DRIVER = "sriov.example.com";
-export const GPU_DRIVER = "gpu.example.com";
-export const NODE = "node-1";
+const SRIOV_DRIVER = "sriov.example.com";
+const GPU_DRIVER = "gpu.example.com";
+const NODE = "node-1";
 export const VF1 = "0000:07:00.1";
 export const VF2 = "0000:07:00.2";
 export const NET_CLAIM = "web-net-x7k2p";

@@ -51,7 +51,7 @@ const PodResourcesMethods = {
 };
 type Type = protobuf.Type;
 
-export type FakeMode = "ok" | "get-unimplemented" | "error" | "hang";
+type FakeMode = "ok" | "get-unimplemented" | "error" | "hang";
 
 export interface FakePodResources {
   socket: string;

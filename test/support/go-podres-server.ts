@@ -16,7 +16,7 @@ import { promisify } from "node:util";
 import { REPO_ROOT } from "./plexus-bin";
 
 const run = promisify(execFile);
-export const MULTUS_TARBALL = resolve(REPO_ROOT, "../shared/peers/multus-cni-4.0.2.tar.gz");
+const MULTUS_TARBALL = resolve(REPO_ROOT, "../shared/peers/multus-cni-4.0.2.tar.gz");
 const MAIN_GO = join(REPO_ROOT, "test/support/go/podres-server/main.go");
 const GO = "/usr/bin/go";
 /** The vendored packages main.go imports. */
@@ -66,7 +66,7 @@ export async function buildGoPodResServer(): Promise<string> {
   }
 }
 
-export interface GoPodResServer {
+interface GoPodResServer {
   socket: string;
   /** The methods it served, in order ("List"; Get is not in this kubelet API). */
   calls: string[];

@@ -41,7 +41,7 @@ interface FrameSpec {
   length?: number;
 }
 
-export function h2frame(o: FrameSpec): Buffer {
+function h2frame(o: FrameSpec): Buffer {
   const payload = o.payload ?? new Uint8Array(0);
   const head = Buffer.alloc(9);
   head.writeUIntBE(o.length ?? payload.length, 0, 3);

@@ -37,7 +37,7 @@ function mostlyExact(name: string): fc.Arbitrary<string> {
 /** A key that is no one's, in the same alphabet (so it can collide only with itself). */
 const otherKey = fc.constantFrom("mtu", "master", "mode", "kind", "isGateway", "hairpinMode");
 
-export interface KeyedEntry {
+interface KeyedEntry {
   key: string;
   value: unknown;
 }
@@ -47,7 +47,7 @@ export interface KeyedEntry {
  * does): `required` keys always present in some spelling, `optional` ones sometimes, and now and
  * then a second spelling of one of them.
  */
-export function objectOf(options: {
+function objectOf(options: {
   required: Record<string, fc.Arbitrary<unknown>>;
   optional?: Record<string, fc.Arbitrary<unknown>>;
 }): fc.Arbitrary<Record<string, unknown>> {
@@ -99,7 +99,7 @@ const args = objectOf({
 });
 
 /** One plugin of a tenant's config: every key Plexus owns may appear, in any spelling. */
-export const tenantPlugin = (type: string): fc.Arbitrary<Record<string, unknown>> =>
+const tenantPlugin = (type: string): fc.Arbitrary<Record<string, unknown>> =>
   objectOf({
     required: { type: fc.constant(type) },
     optional: {

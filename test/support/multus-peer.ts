@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "./plexus-bin";
 
-export const MULTUS_TARBALL =
+const MULTUS_TARBALL =
   process.env.MULTUS_TARBALL ?? join(REPO_ROOT, "..", "shared", "peers", "multus-cni-4.0.2.tar.gz");
 
 /** The thin plugin's path, building it first when the cache has none; or why it cannot be had. */

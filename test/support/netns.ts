@@ -31,7 +31,7 @@ import { requirePlexusBinary, runPlexus, TEST_PATH, type RunResult } from "./ple
 export const CNI_BIN_DIR = "/usr/lib/cni";
 export const NETNS_DIR = "/var/run/netns";
 /** Every namespace, bridge and veth these tests make starts with this, so a stray one is recognisable. */
-export const NAME_PREFIX = TEST_NAME_PREFIX;
+const NAME_PREFIX = TEST_NAME_PREFIX;
 /** Plugins every e2e file uses; others (macvlan, tuning, static, ipvlan) are probed where used. */
 const REQUIRED_PLUGINS = ["bridge", "host-local"];
 
@@ -43,7 +43,7 @@ export function randomHex(bytes: number): string {
 // Prerequisites
 
 /** Reasons the e2e tier cannot run here; empty when it can. */
-export function missingPrerequisites(): string[] {
+function missingPrerequisites(): string[] {
   const reasons: string[] = [];
   if (typeof process.getuid !== "function" || process.getuid() !== 0) {
     reasons.push("not running as root (network namespaces need it): run `sudo npm test`");
@@ -179,7 +179,7 @@ export function ip(args: readonly string[], o: IpOptions = {}): string {
 }
 
 /** `ip -j …` parsed. */
-export function ipJson<T>(args: readonly string[], o: IpOptions = {}): T[] {
+function ipJson<T>(args: readonly string[], o: IpOptions = {}): T[] {
   const out = ip(["-j", ...args], o).trim();
   return out === "" ? [] : (JSON.parse(out) as T[]);
 }
@@ -242,7 +242,7 @@ export function linkExists(name: string, netns?: string): boolean {
 }
 
 /** Links enslaved to a host bridge (the host ends of the bridge plugin's veths). */
-export function bridgePorts(bridge: string): string[] {
+function bridgePorts(bridge: string): string[] {
   if (!linkExists(bridge)) return [];
   return ipJson<RawLink>(["link", "show", "master", bridge]).map((l) => l.ifname);
 }

@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const PLEXUS_BIN = join(REPO_ROOT, "dist/plexus");
-export const FIXTURE = join(REPO_ROOT, "test/fixtures/noop-plugin.mjs");
+const FIXTURE = join(REPO_ROOT, "test/fixtures/noop-plugin.mjs");
 /** The pinned Node 24 first, so the fixture's `#!/usr/bin/env node` does not pick the machine's Node 20. */
 export const TEST_PATH = `${join(REPO_ROOT, "node_modules/.bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
@@ -391,7 +391,7 @@ function listFiles(dir: string): string[] {
 }
 
 /** Live (not zombie) processes whose environment holds `entry` (`NAME=value`). */
-export function processesWithEnv(entry: string): Array<{ pid: number; cmdline: string }> {
+function processesWithEnv(entry: string): Array<{ pid: number; cmdline: string }> {
   const needle = Buffer.from(`${entry}\0`);
   const out: Array<{ pid: number; cmdline: string }> = [];
   for (const name of readdirSync("/proc")) {
@@ -411,7 +411,7 @@ export function processesWithEnv(entry: string): Array<{ pid: number; cmdline: s
   return out;
 }
 
-export function processesMentioning(needle: string): Array<{ pid: number; cmdline: string }> {
+function processesMentioning(needle: string): Array<{ pid: number; cmdline: string }> {
   const out: Array<{ pid: number; cmdline: string }> = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;

@@ -19,9 +19,9 @@ function ipFamily(cidrOrIp: string): 4 | 6 {
   return cidrOrIp.includes(":") ? 6 : 4;
 }
 
-function omitUndefined<T extends object>(o: T): T {
-  for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
-  return o;
+function omitUndefined<T extends object>(value: T): T {
+  for (const k of Object.keys(value) as (keyof T)[]) if (value[k] === undefined) delete value[k];
+  return value;
 }
 
 const toCanonical: Record<VersionFamily, (r: AnyResult) => Result> = {

@@ -14,7 +14,7 @@ export interface Route {
   scope?: number;
 }
 
-export interface Dns {
+interface Dns {
   nameservers?: string[];
   domain?: string;
   search?: string[];
@@ -49,7 +49,7 @@ export interface Result {
 }
 
 /** 0.3.0, 0.3.1, 0.4.0 (libcni `types/040`): as 1.x, with `version` on each IP. */
-export interface IpConfig040 extends IpConfig {
+interface IpConfig040 extends IpConfig {
   version: "4" | "6";
 }
 export interface Result040 extends Omit<Result, "ips"> {
@@ -57,7 +57,7 @@ export interface Result040 extends Omit<Result, "ips"> {
 }
 
 /** 0.1.0 and 0.2.0 (libcni `types/020`). */
-export interface Ip020 {
+interface Ip020 {
   ip: string;
   gateway?: string;
   routes?: Route[];

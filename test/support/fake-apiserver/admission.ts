@@ -128,7 +128,7 @@ function userOfClaims(claims: Obj): AdmissionUser {
 // Policies
 // ---------------------------------------------------------------------------------------------
 
-export interface AdmissionRequest {
+interface AdmissionRequest {
   operation: "CREATE" | "UPDATE" | "DELETE" | "CONNECT";
   resource: { group: string; version: string; resource: string };
   subResource: string;
@@ -141,7 +141,7 @@ export interface AdmissionRequest {
 }
 
 /** A denial as kube-apiserver answers it: the Status's code, reason, message and details. */
-export interface AdmissionDenial {
+interface AdmissionDenial {
   code: number;
   reason: string;
   message: string;
@@ -179,7 +179,7 @@ interface CompiledBinding {
   paramRef?: { selector?: Obj; parameterNotFoundAction?: string };
 }
 
-export interface AdmissionPolicies {
+interface AdmissionPolicies {
   policies: CompiledPolicy[];
   bindings: CompiledBinding[];
 }
@@ -238,7 +238,7 @@ function compilePolicy(d: Obj): CompiledPolicy {
 }
 
 /** The policies and bindings among rendered manifests (deploy/ through its kustomization). */
-export function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
+function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
   const out: AdmissionPolicies = { policies: [], bindings: [] };
   for (const d of docs) {
     if (d.kind === "ValidatingAdmissionPolicy") out.policies.push(compilePolicy(d));
@@ -257,7 +257,7 @@ export function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
 }
 
 /** A NamedRuleWithOperations against the request: `*`, `*` + `/*`, `pods/*`, `*` + `/status`. */
-export function ruleMatches(rule: Obj, r: AdmissionRequest): boolean {
+function ruleMatches(rule: Obj, r: AdmissionRequest): boolean {
   const has = (list: unknown, v: string) =>
     Array.isArray(list) && (list.includes("*") || list.includes(v));
   if (!has(rule.operations, r.operation) || !has(rule.apiGroups, r.resource.group)) return false;
@@ -271,7 +271,7 @@ export function ruleMatches(rule: Obj, r: AdmissionRequest): boolean {
 }
 
 /** JSON as CEL values: objects are maps, integers ints (as Kubernetes' int64 fields), null null. */
-export function toCel(v: unknown): CelInput {
+function toCel(v: unknown): CelInput {
   if (v === null || v === undefined) return null;
   if (Array.isArray(v)) return v.map(toCel);
   if (typeof v === "number") return Number.isInteger(v) ? BigInt(v) : v;
@@ -345,7 +345,7 @@ function conditionsMatch(
 }
 
 /** Objects of a policy's paramKind for a binding (Pods: in the request's namespace, by selector). */
-export type ParamLookup = (q: {
+type ParamLookup = (q: {
   apiVersion: string;
   kind: string;
   namespace: string;
@@ -402,11 +402,7 @@ function denialOf(r: AdmissionRequest, message: string, reason: string): Admissi
 }
 
 /** Every binding's policy against one request, as the validating admission plugin runs them. */
-export function admit(
-  p: AdmissionPolicies,
-  r: AdmissionRequest,
-  paramsOf: ParamLookup,
-): AdmissionOutcome {
+function admit(p: AdmissionPolicies, r: AdmissionRequest, paramsOf: ParamLookup): AdmissionOutcome {
   const out: AdmissionOutcome = { warnings: [], audit: [] };
   const base = { request: requestValue(r), object: toCel(r.object), oldObject: toCel(r.oldObject) };
   for (const binding of p.bindings) {

@@ -22,7 +22,7 @@ import { bunPath } from "../../../scripts/bun-path.mjs";
 
 export { bunPath };
 
-export type Reply = Record<string, unknown>;
+type Reply = Record<string, unknown>;
 
 /** The harnesses of this folder, each `<name>.ts`. */
 export type HarnessName =

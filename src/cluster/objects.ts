@@ -10,12 +10,12 @@ export const NAD_GROUP = "k8s.cni.cncf.io";
 export const NAD_VERSION = "v1";
 export const NAD_PLURAL = "network-attachment-definitions";
 
-function isStringMap(v: unknown): v is Record<string, string> {
+function isStringMap(value: unknown): value is Record<string, string> {
   return (
-    typeof v === "object" &&
-    v !== null &&
-    !Array.isArray(v) &&
-    Object.values(v).every((x) => typeof x === "string")
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((x) => typeof x === "string")
   );
 }
 

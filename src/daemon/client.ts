@@ -177,24 +177,24 @@ export class DaemonKube implements KubeApi {
    * it (an answer without the object asked for means the daemon is unusable: thin mode), or read
    * directly once this call has fallen back.
    */
-  private read<T extends Named, R extends T | undefined = T>(o: DaemonRead<T, R>): Promise<R> {
-    const noun = o.noun ?? o.field;
+  private read<T extends Named, R extends T | undefined = T>(read: DaemonRead<T, R>): Promise<R> {
+    const noun = read.noun ?? read.field;
     return this.via(
-      o.what,
+      read.what,
       async () => {
-        const query = new URLSearchParams({ ...o.ref, ...o.query });
-        const r = await this.ask("GET", `${o.route}?${query}`, undefined, this.o.timeoutMs);
-        const raw = r[o.field];
-        if (raw === null && o.nullable) return undefined as R;
+        const query = new URLSearchParams({ ...read.ref, ...read.query });
+        const r = await this.ask("GET", `${read.route}?${query}`, undefined, this.o.timeoutMs);
+        const raw = r[read.field];
+        if (raw === null && read.nullable) return undefined as R;
         const obj =
           typeof raw === "object" && raw !== null
-            ? o.trim(raw as Record<string, unknown>, o.ref.namespace)
+            ? read.trim(raw as Record<string, unknown>, read.ref.namespace)
             : undefined;
-        if (!obj || obj.metadata.name !== o.ref.name)
+        if (!obj || obj.metadata.name !== read.ref.name)
           throw new DaemonUnavailable(`the daemon answered a ${noun} request without a ${noun}`);
         return obj as R;
       },
-      o.direct,
+      read.direct,
     );
   }
 

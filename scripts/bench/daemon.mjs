@@ -64,6 +64,57 @@ function pod(i, nodeName) {
   };
 }
 
+/**
+ * Churn: 10% of the node's pods replaced, then a NAD edited, over ~2 s. Returns how many pods
+ * were replaced, how long it took (s) and the API requests made meanwhile, watches aside.
+ */
+async function churnPods(api, podsOnNode) {
+  const before = api.requests.length;
+  const t0 = performance.now();
+  const churn = Math.round(podsOnNode / 10);
+  for (let i = 0; i < churn; i++) {
+    api.deletePod(`tenant-${i % 100}`, `app-${NODE_NAME}-${i}`);
+    api.addPod(pod(podsOnNode + i, NODE_NAME));
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  api.addNad(nad(7));
+  await new Promise((r) => setTimeout(r, 500));
+  const seconds = (performance.now() - t0) / 1000;
+  const during = api.requests
+    .slice(before)
+    .filter((r) => !/[?&]watch=(1|true)/.test(r.query)).length;
+  return { churn, seconds, during };
+}
+
+function printDaemon({ r, gauge, churn, counts: { nadCount, podsOnNode, podsElsewhere } }) {
+  console.log(
+    `== plexus daemon with ${nadCount.toLocaleString("en")} NADs and ${podsOnNode} pods on its node (${podsElsewhere.toLocaleString("en")} elsewhere), fake API over HTTPS`,
+  );
+  table(
+    [
+      "ready after ms",
+      "RSS MiB",
+      "peak RSS MiB",
+      "cached pods",
+      "cached NADs",
+      `API requests during ${churn} pod replacements + 1 NAD edit (${r.churnSeconds.toFixed(1)} s)`,
+    ],
+    [
+      [
+        rel(r.readyMs),
+        relMiB(r.rssMiB),
+        relMiB(r.hwmMiB),
+        gauge("pod"),
+        gauge("nad"),
+        r.requestsDuringChurn,
+      ],
+    ],
+  );
+  console.log(
+    "   (× node -e 0: its time, its peak RSS) target: RSS ≤ 100 MiB at 10,000 NADs; requests independent of churn (0 besides the two watches)\n",
+  );
+}
+
 export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsewhere = 1_000) {
   const { startFakeApiServer } = await importFakeApiServer();
   const tmp = mkdtempSync(join(tmpdir(), "plx-benchd-"));
@@ -80,21 +131,7 @@ export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsew
       nodeName: NODE_NAME,
     });
     const atReady = daemon.rssKiB();
-    // Churn: 10% of the node's pods replaced, then a NAD edited, over ~2 s.
-    const before = api.requests.length;
-    const t0 = performance.now();
-    const churn = Math.round(podsOnNode / 10);
-    for (let i = 0; i < churn; i++) {
-      api.deletePod(`tenant-${i % 100}`, `app-${NODE_NAME}-${i}`);
-      api.addPod(pod(podsOnNode + i, NODE_NAME));
-      await new Promise((r) => setTimeout(r, 150));
-    }
-    api.addNad(nad(7));
-    await new Promise((r) => setTimeout(r, 500));
-    const seconds = (performance.now() - t0) / 1000;
-    const during = api.requests
-      .slice(before)
-      .filter((r) => !/[?&]watch=(1|true)/.test(r.query)).length;
+    const { churn, seconds, during } = await churnPods(api, podsOnNode);
     const metrics = await daemon.metrics();
     const gauge = (kind) =>
       Number(
@@ -110,23 +147,7 @@ export async function benchDaemon(nadCount = 10_000, podsOnNode = 110, podsElsew
       requestsDuringChurn: during,
       churnSeconds: seconds,
     };
-    console.log(
-      `== plexus daemon with ${nadCount.toLocaleString("en")} NADs and ${podsOnNode} pods on its node (${podsElsewhere.toLocaleString("en")} elsewhere), fake API over HTTPS`,
-    );
-    table(
-      [
-        "ready after ms",
-        "RSS MiB",
-        "peak RSS MiB",
-        "cached pods",
-        "cached NADs",
-        `API requests during ${churn} pod replacements + 1 NAD edit (${seconds.toFixed(1)} s)`,
-      ],
-      [[rel(r.readyMs), relMiB(r.rssMiB), relMiB(r.hwmMiB), gauge("pod"), gauge("nad"), during]],
-    );
-    console.log(
-      "   (× node -e 0: its time, its peak RSS) target: RSS ≤ 100 MiB at 10,000 NADs; requests independent of churn (0 besides the two watches)\n",
-    );
+    printDaemon({ r, gauge, churn, counts: { nadCount, podsOnNode, podsElsewhere } });
     return r;
   } finally {
     await daemon?.stop();

@@ -341,3 +341,24 @@ export function addBenchPods(api, nads) {
       spec: { nodeName: "bench-node" },
     });
 }
+
+/**
+ * The NADs `nads` in namespace `b` and the pod `b/p` (uid `u`) on `nodeName` whose networks
+ * annotation names them all: the one pod of a section that measures one pod at K networks.
+ */
+export function addPodWithNads(api, { nads, nodeName }) {
+  api.addPod({
+    metadata: {
+      namespace: "b",
+      name: "p",
+      uid: "u",
+      annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
+    },
+    spec: { nodeName },
+  });
+  for (const n of nads)
+    api.addNad({
+      metadata: { namespace: "b", name: n.name },
+      spec: { config: JSON.stringify(n) },
+    });
+}

@@ -234,6 +234,23 @@ function methods(world) {
       ipQuiet(["netns", "del", name]);
       world.netns.delete(name);
     },
+    ...fileMethods(world),
+    ...daemonMethods(world),
+    processes() {
+      const exclude = new Set([...live].map((w) => w.daemon?.pid).filter(Boolean));
+      const foreign = [...live].filter((w) => w !== world).map((w) => w.marker);
+      return ownedProcesses(world.marker, { exclude, foreign });
+    },
+    /** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
+    cleanup() {
+      cleanupWorld(world);
+    },
+  };
+}
+
+/** The world's files a fault or a cycle changes: cniDir's fill, the state dir, the fault file. */
+function fileMethods(world) {
+  return {
     /** Fills cniDir (its tmpfs) to the last byte; unfill() gives the space back. */
     fillCniDir() {
       const filler = join(world.cniDir, ".filler");
@@ -253,6 +270,12 @@ function methods(world) {
     setFault(lines) {
       writeFileSync(world.faultFile, lines.map((l) => `${l}\n`).join(""));
     },
+  };
+}
+
+/** Starting the world's `plexus daemon` and killing it as a crash would. */
+function daemonMethods(world) {
+  return {
     async startDaemon({ waitReady = false } = {}) {
       const d = spawn(
         PLEXUS,
@@ -291,34 +314,30 @@ function methods(world) {
         d.kill("SIGKILL");
       });
     },
-    processes() {
-      const exclude = new Set([...live].map((w) => w.daemon?.pid).filter(Boolean));
-      const foreign = [...live].filter((w) => w !== world).map((w) => w.marker);
-      return ownedProcesses(world.marker, { exclude, foreign });
-    },
-    /** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
-    cleanup() {
-      if (world.cleaned) return;
-      world.cleaned = true;
-      live.delete(world);
-      try {
-        world.daemon?.kill("SIGKILL");
-      } catch {}
-      const others = [...live];
-      killPids(
-        ownedProcesses(world.marker, {
-          foreign: others.map((w) => w.marker),
-          exclude: new Set(others.map((w) => w.daemon?.pid)),
-        }).map((p) => p.pid),
-      );
-      world.api?.close().catch(() => {});
-      for (const n of [...world.netns]) world.deleteNetns(n);
-      for (const b of world.bridges) ipQuiet(["link", "del", b]);
-      if (world.mounted)
-        try {
-          execFileSync("umount", ["-l", world.cniDir], { stdio: "ignore" });
-        } catch {}
-      rmSync(world.root, { recursive: true, force: true });
-    },
   };
+}
+
+/** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
+function cleanupWorld(world) {
+  if (world.cleaned) return;
+  world.cleaned = true;
+  live.delete(world);
+  try {
+    world.daemon?.kill("SIGKILL");
+  } catch {}
+  const others = [...live];
+  killPids(
+    ownedProcesses(world.marker, {
+      foreign: others.map((w) => w.marker),
+      exclude: new Set(others.map((w) => w.daemon?.pid)),
+    }).map((p) => p.pid),
+  );
+  world.api?.close().catch(() => {});
+  for (const n of [...world.netns]) world.deleteNetns(n);
+  for (const b of world.bridges) ipQuiet(["link", "del", b]);
+  if (world.mounted)
+    try {
+      execFileSync("umount", ["-l", world.cniDir], { stdio: "ignore" });
+    } catch {}
+  rmSync(world.root, { recursive: true, force: true });
 }

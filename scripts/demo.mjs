@@ -100,8 +100,8 @@ export class DemoHost {
   }
 
   /** A bridge name for the bridge plugin to create (≤ 15 bytes). */
-  bridgeName(n) {
-    const name = `plxd${this.tag}b${n}`;
+  bridgeName(index) {
+    const name = `plxd${this.tag}b${index}`;
     this.bridges.push(name);
     return name;
   }

@@ -47,10 +47,10 @@ ENTRYPOINT ["/usr/local/bin/plexus"]
 CMD ["install"]
 `;
 
-function podman(globals, args, o = {}) {
+function podman(globals, args, options = {}) {
   return execFileSync("podman", [...globals, ...args], {
     encoding: "utf8",
-    stdio: ["ignore", "pipe", o.quiet ? "pipe" : "inherit"],
+    stdio: ["ignore", "pipe", options.quiet ? "pipe" : "inherit"],
   });
 }
 

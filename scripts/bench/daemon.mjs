@@ -9,41 +9,41 @@ import { rel, relMiB, startDaemon, table, importFakeApiServer, nodeKubeconfig } 
 
 const NODE_NAME = "bench-node";
 
-function nad(i) {
-  const ns = `tenant-${i % 100}`;
+function nad(index) {
+  const ns = `tenant-${index % 100}`;
   const config = {
     cniVersion: "1.0.0",
-    name: `net-${i}`,
+    name: `net-${index}`,
     type: "macvlan",
     master: "eth1",
     mode: "bridge",
     ipam: {
       type: "whereabouts",
-      range: `10.${(i >> 8) & 255}.${i & 255}.0/24`,
-      exclude: [`10.${(i >> 8) & 255}.${i & 255}.0/28`],
+      range: `10.${(index >> 8) & 255}.${index & 255}.0/24`,
+      exclude: [`10.${(index >> 8) & 255}.${index & 255}.0/28`],
       routes: [{ dst: "0.0.0.0/0" }],
     },
   };
   return {
     metadata: {
       namespace: ns,
-      name: `net-${i}`,
-      labels: { team: `t${i % 37}` },
+      name: `net-${index}`,
+      labels: { team: `t${index % 37}` },
       annotations: { "k8s.v1.cni.cncf.io/resourceName": "intel.com/sriov_netdevice" },
     },
     spec: { config: JSON.stringify(config) },
   };
 }
 
-function pod(i, nodeName) {
-  const ns = `tenant-${i % 100}`;
+function pod(index, nodeName) {
+  const ns = `tenant-${index % 100}`;
   return {
     metadata: {
       namespace: ns,
-      name: `app-${nodeName}-${i}`,
-      uid: `uid-${nodeName}-${i}`,
-      labels: { app: `app-${i % 13}`, "pod-template-hash": "7d9f8c6b5d" },
-      annotations: { "k8s.v1.cni.cncf.io/networks": `net-${i},net-${i + 100}@eth7` },
+      name: `app-${nodeName}-${index}`,
+      uid: `uid-${nodeName}-${index}`,
+      labels: { app: `app-${index % 13}`, "pod-template-hash": "7d9f8c6b5d" },
+      annotations: { "k8s.v1.cni.cncf.io/networks": `net-${index},net-${index + 100}@eth7` },
       // What a real pod carries that the daemon trims away.
       managedFields: Array.from({ length: 4 }, (_, j) => ({
         manager: `m${j}`,

@@ -18,14 +18,14 @@ import {
   RUNTIME_ENV,
 } from "./lib.mjs";
 
-function delegateConf(k, dataDir) {
+function delegateConf(index, dataDir) {
   return {
     cniVersion: "1.0.0",
-    name: `plxbench${k}`,
+    name: `plxbench${index}`,
     type: "bridge",
-    bridge: `plxb${k}`,
+    bridge: `plxb${index}`,
     isGateway: true,
-    ipam: { type: "host-local", subnet: `10.231.${k}.0/24`, dataDir },
+    ipam: { type: "host-local", subnet: `10.231.${index}.0/24`, dataDir },
   };
 }
 

@@ -157,9 +157,9 @@ export async function cni(cmd, env, stdin) {
 }
 
 /** Nearest-rank percentile (p in 0..100). */
-export function percentile(xs, p) {
+export function percentile(xs, pct) {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((pct / 100) * s.length) - 1))];
 }
 
 function socketGet(socketPath, path) {

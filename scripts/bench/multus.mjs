@@ -99,7 +99,8 @@ async function stopThick(child, { madeSecretsDir }) {
 
 /**
  * multus-daemon v4.0.2 only takes the in-cluster config: run it in a private mount namespace with
- * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed after).
+ * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed
+ * after).
  */
 export async function startMultusThick({ front, root, confDir, clusterNetwork }) {
   const socketDir = join(root, "multus-run");
@@ -184,14 +185,14 @@ function contenderConfs({ root, confDir, clusterNetwork, kubeconfig, multusKubec
 }
 
 /** The CNI_* environment of the bench pod's calls at K networks. */
-function multusPodEnv(K, netnsPath) {
+function multusPodEnv(networkCount, netnsPath) {
   return {
     ...RUNTIME_ENV,
-    CNI_CONTAINERID: `benchm${K}`,
+    CNI_CONTAINERID: `benchm${networkCount}`,
     CNI_NETNS: netnsPath,
     CNI_PATH,
     CNI_IFNAME: "eth0",
-    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u;K8S_POD_INFRA_CONTAINER_ID=benchm${K}`,
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u;K8S_POD_INFRA_CONTAINER_ID=benchm${networkCount}`,
   };
 }
 

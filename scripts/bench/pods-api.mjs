@@ -128,7 +128,8 @@ function summarizePodsApi({ latencyMs, K, samples: m }) {
     ...med,
     thinOwn: med.tAdd + med.tDel - floor,
     daemonOwn: med.dAdd + med.dDel - floor,
-    // DEL is served from the record in both modes: its cost over the bare Node start and its delegates.
+    // DEL is served from the record in both modes: its cost over the bare Node start and its
+    // delegates.
     delOver: med.dDel - med.fDel - med.node,
     tReads: max(m.tReq.map((q) => q.reads)),
     tWrites: max(m.tReq.map((q) => q.writes)),
@@ -163,21 +164,21 @@ async function benchPodsApiCase({ latencyMs, K, tmp, netnsPath, runs, startFakeA
 }
 
 /** A printed row of one case, beside Multus's figures from issue 11's run at 0 ms. */
-function podsApiRow(r) {
-  const multus = r.latencyMs === 0 ? MULTUS[r.K] : undefined;
+function podsApiRow(row) {
+  const multus = row.latencyMs === 0 ? MULTUS[row.K] : undefined;
   return [
-    r.latencyMs,
-    r.K,
-    `${rel(r.tAdd)} / ${rel(r.tDel)}`,
-    `${rel(r.dAdd)} / ${rel(r.dDel)}`,
-    `${rel(r.fAdd)} / ${rel(r.fDel)}`,
-    rel(r.thinOwn),
-    rel(r.daemonOwn),
+    row.latencyMs,
+    row.K,
+    `${rel(row.tAdd)} / ${rel(row.tDel)}`,
+    `${rel(row.dAdd)} / ${rel(row.dDel)}`,
+    `${rel(row.fAdd)} / ${rel(row.fDel)}`,
+    rel(row.thinOwn),
+    rel(row.daemonOwn),
     multus ? multusRel(multus.thin) : "",
-    `${r.tReads}+${r.tWrites}`,
-    `${r.dReads}+${r.dWrites}`,
+    `${row.tReads}+${row.tWrites}`,
+    `${row.dReads}+${row.dWrites}`,
     multus ? multus.req : "",
-    fmt(r.delOver),
+    fmt(row.delOver),
   ];
 }
 

@@ -84,14 +84,14 @@ export const networkName = (k) => (k === 0 ? "cbr0" : `net${k}`);
  */
 const subnet = (lane, k) => `10.${230 + ((lane * (MAX_EXTRA + 1) + k) % 10)}.0.0/16`;
 
-function networkConf(world, k) {
+function networkConf(world, index) {
   return {
     cniVersion: "1.0.0",
-    name: networkName(k),
+    name: networkName(index),
     type: "bridge",
-    bridge: world.bridges[k],
+    bridge: world.bridges[index],
     isGateway: false,
-    ipam: { type: "host-local", subnet: subnet(world.lane, k), dataDir: world.dataDir },
+    ipam: { type: "host-local", subnet: subnet(world.lane, index), dataDir: world.dataDir },
   };
 }
 
@@ -241,7 +241,7 @@ function methods(world) {
       const foreign = [...live].filter((w) => w !== world).map((w) => w.marker);
       return ownedProcesses(world.marker, { exclude, foreign });
     },
-    /** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
+    /** Removes everything the soak made (cleanupWorld). */
     cleanup() {
       cleanupWorld(world);
     },

@@ -44,7 +44,7 @@ async function expectNothingLeft(scope: E2eScope, socket: string): Promise<void>
   expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
 }
 
-async function setup(scope: E2eScope, n: number) {
+async function setup(scope: E2eScope, octet: number) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
@@ -53,7 +53,7 @@ async function setup(scope: E2eScope, n: number) {
     JSON.stringify({
       cniVersion: "1.0.0",
       name: "cbr0",
-      plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")],
+      plugins: [defaultNet(scope, `10.219.${octet}.0/24`, "cbr0")],
     }),
   );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
@@ -73,7 +73,7 @@ async function setup(scope: E2eScope, n: number) {
         bridgeNet({
           name: "net-a",
           bridge: scope.bridgeName(),
-          ipam: hostLocal(scope, `10.219.${n + 1}.0/24`),
+          ipam: hostLocal(scope, `10.219.${octet + 1}.0/24`),
         }),
       ),
     },
@@ -117,7 +117,7 @@ async function killAtRandom(
   }
 }
 
-/** ADD and DEL of every pod, in parallel, cycle after cycle; what failed and how many cycles ran. */
+/** ADD and DEL of every pod, in parallel, cycle after cycle: what failed, how many cycles ran. */
 async function cyclePods(options: {
   scope: E2eScope;
   conf: unknown;

@@ -253,11 +253,14 @@ describeE2e(
     };
 
     /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
-    async function delUntilZero(scope: E2eScope, s: ReturnType<typeof slowSetup>): Promise<void> {
-      expectOk(await scope.run("ADD", s.conf, s.env));
-      const first = cniError(await scope.run("DEL", s.conf, s.env));
+    async function delUntilZero(
+      scope: E2eScope,
+      setUp: ReturnType<typeof slowSetup>,
+    ): Promise<void> {
+      expectOk(await scope.run("ADD", setUp.conf, setUp.env));
+      const first = cniError(await scope.run("DEL", setUp.conf, setUp.env));
       expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
-      expectSilentOk(await scope.run("DEL", s.conf, s.env));
+      expectSilentOk(await scope.run("DEL", setUp.conf, setUp.env));
       // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
       expect(scope.recordFiles()).toHaveLength(1);
       expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);

@@ -72,11 +72,11 @@ function firstConfig(confDir: string, only?: string): Picked {
 /** A CNI call on a pod's netns; `file` runs that config instead of the first. */
 type CallOptions = { command: "ADD" | "DEL"; pod: string; netns: string; file?: string };
 
-function runtimeCall(node: Node, o: CallOptions) {
-  const { file, stdin, type } = firstConfig(node.confDir, o.file);
+function runtimeCall(node: Node, call: CallOptions) {
+  const { file, stdin, type } = firstConfig(node.confDir, call.file);
   const [mk, mv] = node.scope.marker.split("=") as [string, string];
-  const cid = `ctr-${o.pod}`;
-  const pod = `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${o.pod};K8S_POD_UID=uid-${o.pod}`;
+  const cid = `ctr-${call.pod}`;
+  const pod = `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${call.pod};K8S_POD_UID=uid-${call.pod}`;
   const args = `IgnoreUnknown=1;${pod}`;
   type Outcome = { file: string; type: string; status: number | null; out: string };
   return new Promise<Outcome>((resolve) => {
@@ -85,9 +85,9 @@ function runtimeCall(node: Node, o: CallOptions) {
       env: {
         PATH: TEST_PATH,
         [mk]: mv,
-        CNI_COMMAND: o.command,
+        CNI_COMMAND: call.command,
         CNI_CONTAINERID: cid,
-        CNI_NETNS: o.netns,
+        CNI_NETNS: call.netns,
         CNI_IFNAME: "eth0",
         CNI_PATH: `${node.binDir}:${CNI_BIN_DIR}`,
         CNI_ARGS: `${args};K8S_POD_INFRA_CONTAINER_ID=${cid}`,

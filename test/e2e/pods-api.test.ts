@@ -17,7 +17,7 @@ afterEach(async () => {
   api = undefined;
 });
 
-async function setup(scope: E2eScope, n: number) {
+async function setup(scope: E2eScope, octet: number) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
@@ -26,7 +26,7 @@ async function setup(scope: E2eScope, n: number) {
     JSON.stringify({
       cniVersion: "1.0.0",
       name: "cbr0",
-      plugins: [defaultNet(scope, `10.217.${n}.0/24`, "cbr0")],
+      plugins: [defaultNet(scope, `10.217.${octet}.0/24`, "cbr0")],
     }),
   );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root });

@@ -145,23 +145,23 @@ it("the first LIST is resourceVersion=0, served whole from the watch cache (its 
  * resume is 410 Expired and the informer lists again, at the resourceVersion it synced, from the
  * watch cache. Returns the resourceVersion that relist answered (what this node has synced now).
  */
-async function expireAndRelist(s: FakeApiServer, socket: string): Promise<string> {
-  await expect.poll(() => s.watchCount()).toBe(3);
-  s.addNad({ metadata: { name: "late", namespace: "ns-0" }, spec: { config: "{}" } });
+async function expireAndRelist(server: FakeApiServer, socket: string): Promise<string> {
+  await expect.poll(() => server.watchCount()).toBe(3);
+  server.addNad({ metadata: { name: "late", namespace: "ns-0" }, spec: { config: "{}" } });
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_201);
-  const synced = s.resourceVersion();
-  s.addPod({ metadata: { name: "o1", namespace: "app" }, spec: { nodeName: "node-2" } });
-  s.compactHistory();
-  s.dropWatches();
-  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(2);
-  const relist = nadGets(s)[1]!;
+  const synced = server.resourceVersion();
+  server.addPod({ metadata: { name: "o1", namespace: "app" }, spec: { nodeName: "node-2" } });
+  server.compactHistory();
+  server.dropWatches();
+  await expect.poll(() => nadGets(server).length, { timeout: 5000 }).toBe(2);
+  const relist = nadGets(server)[1]!;
   expect([
     param(relist, "resourceVersion"),
     param(relist, "limit"),
     relist.list?.servedFrom,
   ]).toEqual([synced, null, "watch-cache"]);
-  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(3);
-  return s.resourceVersion();
+  await expect.poll(() => server.watchCount(), { timeout: 5000 }).toBe(3);
+  return server.resourceVersion();
 }
 
 /**
@@ -169,8 +169,8 @@ async function expireAndRelist(s: FakeApiServer, socket: string): Promise<string
  * ResourceVersionTooLarge): the list goes to etcd at "", in pages; the second page is held until
  * the revision of the first is compacted, so it ends in 410 and one full list.
  */
-async function refuseThenExpirePages(s: FakeApiServer): Promise<void> {
-  s.inject(
+async function refuseThenExpirePages(server: FakeApiServer): Promise<void> {
+  server.inject(
     { method: "GET", path: NADS, watch: false, times: 1 },
     {
       kind: "status",
@@ -182,17 +182,17 @@ async function refuseThenExpirePages(s: FakeApiServer): Promise<void> {
       },
     },
   );
-  s.inject(
+  server.inject(
     { method: "GET", path: NADS, watch: false, query: /continue=/, times: 1 },
     { kind: "delay", ms: 300 },
   );
-  s.addPod({ metadata: { name: "o2", namespace: "app" }, spec: { nodeName: "node-2" } });
-  s.compactHistory();
-  s.dropWatches();
-  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(5);
-  s.addNad({ metadata: { name: "later", namespace: "ns-1" }, spec: { config: "{}" } });
-  s.compactHistory();
-  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(6);
+  server.addPod({ metadata: { name: "o2", namespace: "app" }, spec: { nodeName: "node-2" } });
+  server.compactHistory();
+  server.dropWatches();
+  await expect.poll(() => nadGets(server).length, { timeout: 5000 }).toBe(5);
+  server.addNad({ metadata: { name: "later", namespace: "ns-1" }, spec: { config: "{}" } });
+  server.compactHistory();
+  await expect.poll(() => nadGets(server).length, { timeout: 5000 }).toBe(6);
 }
 
 it("a relist after 410 Expired is at the last resourceVersion synced, from the watch cache; etcd is read only when the server says that one is unavailable, in pages of 500, and an expired continue token ends in one full list", async () => {

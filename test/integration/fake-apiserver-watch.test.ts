@@ -36,8 +36,8 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
 });
 
-async function cluster(o: FakeApiServerOptions = {}) {
-  const s = await startFakeApiServer(o);
+async function cluster(options: FakeApiServerOptions = {}) {
+  const s = await startFakeApiServer(options);
   servers.push(s);
   const kc = new KubeConfig();
   kc.loadFromFile(writeKubeconfig(s));
@@ -332,16 +332,16 @@ interface RawAnswer {
 
 /** A whole (ending) response, split into NDJSON lines. */
 function rawWatch(
-  s: FakeApiServer,
+  server: FakeApiServer,
   path: string,
-  token = s.token,
+  token = server.token,
   onLine?: (l: { type: string }) => void,
 ): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const request = s.url.startsWith("https:") ? httpsRequest : httpRequest;
+    const request = server.url.startsWith("https:") ? httpsRequest : httpRequest;
     const req = request(
-      `${s.url}${path}`,
-      { headers: { authorization: `Bearer ${token}` }, agent: false, ca: s.caPem },
+      `${server.url}${path}`,
+      { headers: { authorization: `Bearer ${token}` }, agent: false, ca: server.caPem },
       (res) => {
         let text = "";
         let partial = "";

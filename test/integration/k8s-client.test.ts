@@ -64,14 +64,14 @@ function describeBothRuntimes(name: string, body: (rt: Runtime) => void): void {
 }
 
 async function clientFor(
-  s: Pick<FakeApiServer, "url" | "caPem" | "token">,
-  o: ClientNodeOptions = FAST,
-  kubeconfig = writeKubeconfig(s),
+  server: Pick<FakeApiServer, "url" | "caPem" | "token">,
+  options: ClientNodeOptions = FAST,
+  kubeconfig = writeKubeconfig(server),
 ): Promise<KubeApi> {
   const kube =
     runtime === "bun"
-      ? await bunKubeApi(kubeconfig, o)
-      : await loadKubeApi({ kubeconfig }, { client: o });
+      ? await bunKubeApi(kubeconfig, options)
+      : await loadKubeApi({ kubeconfig }, { client: options });
   if (!kube) throw new Error("no client");
   opened.push(kube);
   return kube;
@@ -79,7 +79,7 @@ async function clientFor(
 
 async function withCluster(
   fn: (s: FakeApiServer, kube: KubeApi) => Promise<void>,
-  o: ClientNodeOptions = FAST,
+  options: ClientNodeOptions = FAST,
 ) {
   await using s = await startFakeApiServer();
   s.addPod({
@@ -89,13 +89,13 @@ async function withCluster(
     metadata: { name: "net-a", namespace: "ns1" },
     spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' },
   });
-  await fn(s, await clientFor(s, o));
+  await fn(s, await clientFor(s, options));
 }
 
 /** Resolves to the rejection (so a test can inspect code and message), fails if it resolved. */
-async function failure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+async function failure(pending: Promise<unknown>): Promise<{ code: number; message: string }> {
   try {
-    await p;
+    await pending;
   } catch (err) {
     return err as { code: number; message: string };
   }

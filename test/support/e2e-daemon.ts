@@ -27,7 +27,7 @@ export interface E2eDaemon {
 export class E2eDaemons {
   readonly #live = new Set<ChildProcess>();
 
-  /** Starts a daemon; when it does not get ready in 10 s it is stopped and the error has its log. */
+  /** Starts a daemon; one not ready in 10 s is stopped, and the error carries its log. */
   async start(scope: E2eScope, options: E2eDaemonOptions): Promise<E2eDaemon> {
     const { kubeconfig, socket, extraArgs = [], waitReady = true } = options;
     const args = ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1"];

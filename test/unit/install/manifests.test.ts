@@ -107,7 +107,7 @@ function expectInformers(informers: Array<{ kind: string; list: string; watch: s
   });
 }
 
-/** The ClusterRole `role` is bound to the ServiceAccount the DaemonSet runs as, in its namespace. */
+/** The ClusterRole `role` is bound to the ServiceAccount the DaemonSet runs as. */
 function expectBoundToDaemonSet(role: any): void {
   const binding = find("ClusterRoleBinding", "plexus");
   const sa = find("ServiceAccount");
@@ -161,7 +161,8 @@ function expectHostSockets({ pod, d, flags }: DaemonContainer): void {
 
 /**
  * Credentials: in-cluster (no --kubeconfig), the projected token and CA where both in-cluster
- * loaders (kubeconfig.ts for the REST client, client-node's loadFromCluster for the watches) read them.
+ * loaders (kubeconfig.ts for the REST client, client-node's loadFromCluster for the watches)
+ * read them.
  */
 function expectInClusterCredentials({ pod, d, flags }: DaemonContainer): void {
   expect(flags["--kubeconfig"]).toBeUndefined();

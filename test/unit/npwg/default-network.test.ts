@@ -21,7 +21,7 @@ interface Fake extends NetworkSource {
 }
 
 function source(
-  o: {
+  options: {
     nads?: Nad[];
     confDir?: ConfFile[];
     paths?: Record<string, string>;
@@ -33,28 +33,28 @@ function source(
   const calls: string[] = [];
   return {
     calls,
-    ...(o.kube === false
+    ...(options.kube === false
       ? {}
       : {
           getNad: async (ns: string, name: string) => {
             calls.push(`nad ${ns}/${name}`);
-            if (o.nadError) throw o.nadError;
-            return (o.nads ?? []).find(
+            if (options.nadError) throw options.nadError;
+            return (options.nads ?? []).find(
               (n) => n.metadata.namespace === ns && n.metadata.name === name,
             );
           },
         }),
     confDirFiles: async () => {
       calls.push("confDir");
-      return o.confDir ?? [];
+      return options.confDir ?? [];
     },
     readPath: async (p) => {
       calls.push(`read ${p}`);
-      return o.paths?.[p];
+      return options.paths?.[p];
     },
     listDir: async (p) => {
       calls.push(`dir ${p}`);
-      return o.dirs?.[p];
+      return options.dirs?.[p];
     },
   };
 }

@@ -428,8 +428,8 @@ it("C4.1 baseEnvOf passes the runtime's env through without CNI_* (those are set
 });
 
 /** RecordStore creates its dir on write; tests that plant a file before any write make it here. */
-function mkdirp(d: string) {
-  mkdirSync(d, { recursive: true });
+function mkdirp(dir: string) {
+  mkdirSync(dir, { recursive: true });
 }
 
 describe("record names (issue 13 R3)", () => {

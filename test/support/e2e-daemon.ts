@@ -1,8 +1,8 @@
 /**
  * `dist/plexus daemon` as the end-to-end tests start it: for node-1, before the fake API server,
  * carrying the test scope's marker (so that the scope's process accounting sees it), its output
- * kept for the failure message. Each test file keeps one `E2eDaemons` and stops them all in its
- * afterEach, so a failed test leaves no daemon running.
+ * kept for the failure message. The daemons an `E2eDaemons` started are stopped by its stopAll()
+ * (in an afterEach, or the test's own finally), so a failed test leaves no daemon running.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { expect } from "vitest";

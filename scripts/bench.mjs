@@ -118,9 +118,9 @@ const target = (what, got, limit, print = rel) => {
     `${what}: ${print(got)} (target ≤ ${limit} ms = ${(limit / MULTUS_NODE_MS).toFixed(2)}×): ${verdict(got <= limit)} in ms, ${ratio}`,
   );
 };
-const mib = (x) => `${x.toFixed(1)} MiB`;
+const mib = (value) => `${value.toFixed(1)} MiB`;
 if (version) target("VERSION", version.version, 12);
-const at = (K) => api?.find((r) => r.latencyMs === 0 && r.K === K);
+const at = (extras) => api?.find((r) => r.latencyMs === 0 && r.K === extras);
 for (const K of [0, 1, 2, 8]) {
   const r = at(K);
   if (!r) continue;
@@ -154,7 +154,7 @@ if (devices) {
   );
 }
 // Against Multus v4.0.2 measured in the same run (the optional peer), when it was built.
-const vs = (K) => multus?.find((r) => r.K === K);
+const vs = (extras) => multus?.find((r) => r.K === extras);
 for (const [K, limit] of [
   [0, 1.0],
   [2, 1.0],

@@ -94,23 +94,23 @@ function integrityOf(path) {
   return `sha512-${createHash("sha512").update(readFileSync(path)).digest("base64")}`;
 }
 
-/** Where the runtime of `t` is unpacked (its `bin/bun`). */
-export function runtimePath(t, version = pinnedBunVersion()) {
-  return join(RUNTIME_CACHE, `${t.pkg.replace("@oven/", "")}-${version}`, "bun");
+/** Where the runtime of `target` is unpacked (its `bin/bun`). */
+export function runtimePath(target, version = pinnedBunVersion()) {
+  return join(RUNTIME_CACHE, `${target.pkg.replace("@oven/", "")}-${version}`, "bun");
 }
 
-/** The runtime of `t` from the npm registry (or the cache), its tarball's integrity checked. */
-function fetchRuntime(t, version) {
-  const want = expectedIntegrity(t.pkg, version);
-  const tgz = join(RUNTIME_CACHE, `oven-${t.pkg.replace("@oven/", "")}-${version}.tgz`);
-  const bin = runtimePath(t, version);
+/** The runtime of `target` from the npm registry (or the cache), integrity checked. */
+function fetchRuntime(target, version) {
+  const want = expectedIntegrity(target.pkg, version);
+  const tgz = join(RUNTIME_CACHE, `oven-${target.pkg.replace("@oven/", "")}-${version}.tgz`);
+  const bin = runtimePath(target, version);
   const stamp = `${bin}.integrity`;
   mkdirSync(RUNTIME_CACHE, { recursive: true });
   if (!existsSync(tgz) || integrityOf(tgz) !== want) {
     rmSync(tgz, { force: true });
     execFileSync(
       "npm",
-      ["pack", `${t.pkg}@${version}`, "--pack-destination", RUNTIME_CACHE, "--silent"],
+      ["pack", `${target.pkg}@${version}`, "--pack-destination", RUNTIME_CACHE, "--silent"],
       {
         cwd: root,
         stdio: ["ignore", "ignore", "inherit"],
@@ -120,7 +120,7 @@ function fetchRuntime(t, version) {
     if (got !== want) {
       rmSync(tgz, { force: true });
       throw new Error(
-        `${t.pkg}@${version} from the registry has integrity ${got}, expected ${want}: refusing it`,
+        `${target.pkg}@${version} from the registry has integrity ${got}, expected ${want}: refusing it`,
       );
     }
   }
@@ -142,18 +142,24 @@ function fetchRuntime(t, version) {
 
 const sha256 = (path) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
-function compile(bun, t, runtime, order) {
-  const out = join(RELEASE_DIR, t.file);
+function compile(bun, releaseTarget, runtime, order) {
+  const out = join(RELEASE_DIR, releaseTarget.file);
   // The executable embeds its outfile's base name (its Bun.main): compiled under the final name in
   // a per-process directory, then renamed, so no build's PID lands in the bytes.
   const scratch = join(RELEASE_DIR, `.build-${process.pid}`);
-  const tmp = join(scratch, t.file);
+  const tmp = join(scratch, releaseTarget.file);
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch);
   try {
     execFileSync(
       bun,
-      compileArgs({ entry: "dist/plexus.cjs", outfile: tmp, target: t.target, runtime, order }),
+      compileArgs({
+        entry: "dist/plexus.cjs",
+        outfile: tmp,
+        target: releaseTarget.target,
+        runtime,
+        order,
+      }),
       {
         cwd: root,
         stdio: ["ignore", "ignore", "inherit"],

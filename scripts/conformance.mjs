@@ -46,11 +46,11 @@ function loadDefinitions() {
 }
 
 /** Natural order: group, then each dotted part as a number (`x`, any sub-key, after its siblings). */
-function compareIds(a, b, order) {
-  const byGroup = order.indexOf(a[0]) - order.indexOf(b[0]);
+function compareIds(left, right, order) {
+  const byGroup = order.indexOf(left[0]) - order.indexOf(right[0]);
   if (byGroup !== 0) return byGroup;
-  const pa = a.slice(1).split(".");
-  const pb = b.slice(1).split(".");
+  const pa = left.slice(1).split(".");
+  const pb = right.slice(1).split(".");
   for (let i = 0; i < Math.min(pa.length, pb.length); i++) {
     const d = partValue(pa[i]) - partValue(pb[i]);
     if (d !== 0) return d;
@@ -58,7 +58,7 @@ function compareIds(a, b, order) {
   return pa.length - pb.length;
 }
 
-const partValue = (p) => (p === "x" ? Number.MAX_SAFE_INTEGER : Number(p));
+const partValue = (part) => (part === "x" ? Number.MAX_SAFE_INTEGER : Number(part));
 
 // ---- citations ---------------------------------------------------------------------------------
 
@@ -130,47 +130,50 @@ function testTitles(src) {
   return titles;
 }
 
-const skipSpace = (s, i) => {
-  while (i < s.length && /\s/.test(s[i])) i++;
-  return i;
+const skipSpace = (text, index) => {
+  while (index < text.length && /\s/.test(text[index])) index++;
+  return index;
 };
 
-/** A string or template literal starting at `i`: its raw text (`${…}` kept as written) and end. */
-function readLiteral(s, i) {
-  const q = s[i];
+/**
+ * A string or template literal starting at `start`: its raw text (`${…}` kept as written) and
+ * its end.
+ */
+function readLiteral(source, start) {
+  const q = source[start];
   if (q !== '"' && q !== "'" && q !== "`") return undefined;
-  const end = literalEnd(s, i);
-  return end < 0 ? undefined : { text: s.slice(i + 1, end - 1), end };
+  const end = literalEnd(source, start);
+  return end < 0 ? undefined : { text: source.slice(start + 1, end - 1), end };
 }
 
-/** Index just after the literal opening at `i`, or -1. */
-function literalEnd(s, i) {
-  const q = s[i];
-  for (let j = i + 1; j < s.length; j++) {
-    if (s[j] === "\\") j++;
-    else if (s[j] === q) return j + 1;
-    else if (q === "`" && s[j] === "$" && s[j + 1] === "{") {
-      j = skipBalanced(s, j + 1) - 1;
+/** Index just after the literal opening at `start`, or -1. */
+function literalEnd(source, start) {
+  const q = source[start];
+  for (let j = start + 1; j < source.length; j++) {
+    if (source[j] === "\\") j++;
+    else if (source[j] === q) return j + 1;
+    else if (q === "`" && source[j] === "$" && source[j + 1] === "{") {
+      j = skipBalanced(source, j + 1) - 1;
       if (j < 0) return -1;
-    } else if (q !== "`" && s[j] === "\n") return -1;
+    } else if (q !== "`" && source[j] === "\n") return -1;
   }
   return -1;
 }
 
 /** `open` is at `(`, `[` or `{`: the index just after its matching closer, or -1. */
-function skipBalanced(s, open) {
+function skipBalanced(source, open) {
   const pairs = { "(": ")", "[": "]", "{": "}" };
-  const stack = [pairs[s[open]]];
+  const stack = [pairs[source[open]]];
   if (!stack[0]) return -1;
-  for (let j = open + 1; j < s.length; j++) {
-    const c = s[j];
+  for (let j = open + 1; j < source.length; j++) {
+    const c = source[j];
     if (c === '"' || c === "'" || c === "`") {
-      j = literalEnd(s, j) - 1;
+      j = literalEnd(source, j) - 1;
       if (j < 0) return -1;
-    } else if (c === "/" && s[j + 1] === "/")
-      j = s.indexOf("\n", j) < 0 ? s.length : s.indexOf("\n", j);
-    else if (c === "/" && s[j + 1] === "*")
-      j = s.indexOf("*/", j) < 0 ? s.length : s.indexOf("*/", j) + 1;
+    } else if (c === "/" && source[j + 1] === "/")
+      j = source.indexOf("\n", j) < 0 ? source.length : source.indexOf("\n", j);
+    else if (c === "/" && source[j + 1] === "*")
+      j = source.indexOf("*/", j) < 0 ? source.length : source.indexOf("*/", j) + 1;
     else if (pairs[c]) stack.push(pairs[c]);
     else if (c === stack[stack.length - 1]) {
       stack.pop();
@@ -197,8 +200,8 @@ function proofs(defs) {
 
 // ---- the document ------------------------------------------------------------------------------
 
-const cell = (s) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
-const code = (p) => `\`${p}\``;
+const cell = (text) => text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+const code = (path) => `\`${path}\``;
 
 function render(defs, impl, proof) {
   const untested = defs.groups.flatMap((g) => g.ids).filter((id) => !proof.has(id));
@@ -231,15 +234,15 @@ function render(defs, impl, proof) {
   return `${out.join("\n")}\n`;
 }
 
-function renderGroup(g, defs, impl, proof) {
-  const rows = g.ids.map((id) => {
+function renderGroup(group, defs, impl, proof) {
+  const rows = group.ids.map((id) => {
     const req = defs.byId.get(id);
     const text = req.differs ? `${req.text} **Plexus differs:** ${req.differs}` : req.text;
     const files = [...(impl.get(id) ?? [])].sort();
     return `| ${id} | ${cell(text)} | ${files.length ? files.map(code).join(", ") : "—"} | ${provedBy(proof.get(id))} |`;
   });
   return [
-    `## ${g.prefix}: ${g.title}`,
+    `## ${group.prefix}: ${group.title}`,
     "",
     "| ID | Requirement | Implemented in | Proved by |",
     "| --- | --- | --- | --- |",

@@ -31,7 +31,7 @@ export const DELEGATE_VERSION = "1.0.0";
 // Output
 
 const tty = process.stdout.isTTY;
-const paint = (code, s) => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
+const paint = (code, text) => (tty ? `\x1b[${code}m${text}\x1b[0m` : text);
 export const say = {
   title: (s) => console.log(`\n${paint("1;36", `══ ${s} ══`)}`),
   section: (s) => console.log(`\n${paint("1", `── ${s}`)}`),
@@ -100,8 +100,8 @@ export class DemoHost {
   }
 
   /** A bridge name for the bridge plugin to create (≤ 15 bytes). */
-  bridgeName(n) {
-    const name = `plxd${this.tag}b${n}`;
+  bridgeName(index) {
+    const name = `plxd${this.tag}b${index}`;
     this.bridges.push(name);
     return name;
   }

@@ -54,7 +54,7 @@ function goFolds() {
 
 const { version, pairs } = goFolds();
 const runs = packRuns(pairs.filter(([from]) => from >= 0x80));
-const hex = (n) => n.toString(16);
+const hex = (codePoint) => codePoint.toString(16);
 const text = runs.map((r) => `${hex(r.start)}.${hex(r.count)}.${r.stride}.${hex(r.delta)}`);
 const lines = [];
 for (let i = 0; i < text.length; i += 6) lines.push(`  "${text.slice(i, i + 6).join(" ")} " +`);

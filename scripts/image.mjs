@@ -26,7 +26,7 @@ export const IMAGE = "localhost/plexus";
  */
 const LICENSES = "Apache-2.0 AND MIT AND LGPL-2.1-or-later";
 
-const isoSeconds = (s) => new Date(s * 1000).toISOString().replace(/\.000Z$/, "Z");
+const isoSeconds = (seconds) => new Date(seconds * 1000).toISOString().replace(/\.000Z$/, "Z");
 
 /** The OCI annotation labels for this build. */
 export function ociLabels(info) {
@@ -47,10 +47,10 @@ ENTRYPOINT ["/usr/local/bin/plexus"]
 CMD ["install"]
 `;
 
-function podman(globals, args, o = {}) {
+function podman(globals, args, options = {}) {
   return execFileSync("podman", [...globals, ...args], {
     encoding: "utf8",
-    stdio: ["ignore", "pipe", o.quiet ? "pipe" : "inherit"],
+    stdio: ["ignore", "pipe", options.quiet ? "pipe" : "inherit"],
   });
 }
 

@@ -33,37 +33,34 @@ const TRACED =
   "execve,clone,clone3,read,write,sendto,recvfrom,connect,openat,close,fsync,rename,flock,wait4,exit_group";
 const LINE = /^(\d+)\s+(\d+\.\d+)\s+(.*)$/;
 
-/** Phases of one traced ADD: [{ label, start, ms }] with start relative to the execve (ms). */
-function phasesFromStrace(text) {
+/** The traced calls, each with its pid, time (ms) and call text. */
+function straceEvents(text) {
   const events = [];
   for (const l of text.split("\n")) {
     const m = LINE.exec(l);
     if (m) events.push({ pid: Number(m[1]), t: Number(m[2]) * 1000, call: m[3] });
   }
-  const main = events[0].pid;
-  const t0 = events[0].t;
-  const out = [];
-  const add = (label, from, to) => out.push({ label, start: from - t0, ms: to - from });
-  // Plexus's process is its main thread and the threads it starts (Bun's fetch runs on its own
-  // HTTP thread): a delegate's threads are not Plexus's.
+  return events;
+}
+
+/**
+ * Plexus's process is its main thread and the threads it starts (Bun's fetch runs on its own
+ * HTTP thread): a delegate's threads are not Plexus's.
+ */
+function ownThreads(events, main) {
   const own = new Set([main]);
   for (const e of events) {
     const thread = own.has(e.pid) && /CLONE_THREAD/.test(e.call) && /= (\d+)$/.exec(e.call);
     if (thread) own.add(Number(thread[1]));
   }
-  const mine = events.filter((e) => own.has(e.pid));
-  const first = (re, after = 0) => mine.find((e) => e.t >= after && re.test(e.call));
-  const stdin = first(/^read\(0,/);
-  if (stdin) add("process start + module initialisation (exec → stdin read)", t0, stdin.t);
-  const lock = first(/^flock\(\d+, LOCK_EX/);
-  if (stdin && lock) add("config parse + set-up (stdin → lock)", stdin.t, lock.t);
-  const ca = first(/^openat\(.*ca-certificates/);
-  if (ca) {
-    const closed = first(/^close\(/, ca.t);
-    add("system CA bundle read", ca.t, closed?.t ?? ca.t);
-  }
-  // TLS: connect → the client's second flight (Finished) is the handshake; each later send of
-  // application data → the first answer on that socket is one API request.
+  return own;
+}
+
+/**
+ * TLS: connect → the client's second flight (Finished) is the handshake; each later send of
+ * application data → the first answer on that socket is one API request.
+ */
+function tlsPhases(mine, add) {
   for (const c of mine.filter((e) => /^connect\(\d+, \{sa_family=AF_INET/.test(e.call))) {
     const fd = /^connect\((\d+)/.exec(c.call)[1];
     const onFd = mine.filter(
@@ -74,14 +71,17 @@ function phasesFromStrace(text) {
     const sends = live.filter((e) => e.call.startsWith("sendto("));
     if (sends.length < 2) continue;
     add(`TLS connect + handshake (fd ${fd})`, c.t, sends[1].t);
-    for (const s of sends.slice(2)) {
+    for (const sent of sends.slice(2)) {
       const answer = live.find(
-        (e) => e.t > s.t && e.call.startsWith("recvfrom(") && !/= -1 EAGAIN/.test(e.call),
+        (e) => e.t > sent.t && e.call.startsWith("recvfrom(") && !/= -1 EAGAIN/.test(e.call),
       );
-      if (answer) add(`API request (fd ${fd})`, s.t, answer.t);
+      if (answer) add(`API request (fd ${fd})`, sent.t, answer.t);
     }
   }
-  // Atomic writes: temp file open → the directory's fsync after the rename.
+}
+
+/** Atomic writes: temp file open → the directory's fsync after the rename. */
+function atomicWritePhases({ mine, first, add }) {
   for (const o of mine.filter((e) => /^openat\(.*\.tmp-\d+-\d+-.*O_EXCL/.test(e.call))) {
     const kind = /\/records\//.test(o.call) ? "record write" : "result-cache write";
     const renamed = first(/^rename\(/, o.t);
@@ -94,7 +94,10 @@ function phasesFromStrace(text) {
         dirSync.t + 0.05,
       );
   }
-  // Delegates: their execve (a child process) → reaped by the process that spawned them.
+}
+
+/** Delegates: their execve (a child process) → reaped by the process that spawned them. */
+function delegatePhases({ events, main, own, add }) {
   for (const x of events.filter((e) => e.pid !== main && /^execve\("/.test(e.call))) {
     const name = /^execve\("([^"]+)"/.exec(x.call)[1].split("/").at(-1);
     const reaped = events.find(
@@ -109,15 +112,16 @@ function phasesFromStrace(text) {
         reapedResumed.t,
       );
   }
-  const stdout = mine.findLast((e) => /^write\(1,/.test(e.call));
-  const exited = events.findLast((e) => e.pid === main && /^\+\+\+ exited/.test(e.call));
-  if (stdout && exited) add("result written → process gone (exit)", stdout.t, exited.t);
-  out.sort((a, b) => a.start - b.start);
-  // What lies between the phases above in the Plexus process itself: its own JavaScript (and
-  // untraced calls), e.g. reading the kubeconfig and building the client, the plan, the status.
+}
+
+/**
+ * What lies between the phases in the Plexus process itself: its own JavaScript (and untraced
+ * calls), e.g. reading the kubeconfig and building the client, the plan, the status.
+ */
+function gapsBetween(phases) {
   const gaps = [];
   let end = 0;
-  for (const p of out.filter((x) => !x.label.includes("by its parent"))) {
+  for (const p of phases.filter((x) => !x.label.includes("by its parent"))) {
     if (p.start - end > 0.5)
       gaps.push({
         label: "Plexus's own work between (no traced I/O)",
@@ -126,7 +130,36 @@ function phasesFromStrace(text) {
       });
     end = Math.max(end, p.start + p.ms);
   }
-  out.push(...gaps);
+  return gaps;
+}
+
+/** Phases of one traced ADD: [{ label, start, ms }] with start relative to the execve (ms). */
+function phasesFromStrace(text) {
+  const events = straceEvents(text);
+  const main = events[0].pid;
+  const t0 = events[0].t;
+  const out = [];
+  const add = (label, from, to) => out.push({ label, start: from - t0, ms: to - from });
+  const own = ownThreads(events, main);
+  const mine = events.filter((e) => own.has(e.pid));
+  const first = (re, after = 0) => mine.find((e) => e.t >= after && re.test(e.call));
+  const stdin = first(/^read\(0,/);
+  if (stdin) add("process start + module initialisation (exec → stdin read)", t0, stdin.t);
+  const lock = first(/^flock\(\d+, LOCK_EX/);
+  if (stdin && lock) add("config parse + set-up (stdin → lock)", stdin.t, lock.t);
+  const ca = first(/^openat\(.*ca-certificates/);
+  if (ca) {
+    const closed = first(/^close\(/, ca.t);
+    add("system CA bundle read", ca.t, closed?.t ?? ca.t);
+  }
+  tlsPhases(mine, add);
+  atomicWritePhases({ mine, first, add });
+  delegatePhases({ events, main, own, add });
+  const stdout = mine.findLast((e) => /^write\(1,/.test(e.call));
+  const exited = events.findLast((e) => e.pid === main && /^\+\+\+ exited/.test(e.call));
+  if (stdout && exited) add("result written → process gone (exit)", stdout.t, exited.t);
+  out.sort((a, b) => a.start - b.start);
+  out.push(...gapsBetween(out));
   out.sort((a, b) => a.start - b.start);
   if (exited) out.push({ label: "total (traced)", start: 0, ms: exited.t - t0 });
   return out;
@@ -177,6 +210,130 @@ const FLOOR = `(async () => {
 })();
 `;
 
+/** Peak RSS of VERSION, of DEL at K = 0 and of ADD at K = 0 / 2 / 8; ADD's wall time at K = 2. */
+async function measureCallMemory({ conf, env, runs }) {
+  const mem = { add: { 0: [], 2: [], 8: [] }, del: [], version: [], addMs: [] };
+  for (let i = 0; i < Math.max(3, Math.round(runs / 2)) + 1; i++) {
+    for (const K of [0, 2, 8]) {
+      const a = await cni("dist/plexus", { ...env(K), CNI_COMMAND: "ADD" }, conf);
+      const d = await cni("dist/plexus", { ...env(K), CNI_COMMAND: "DEL" }, conf);
+      if (i === 0) continue;
+      mem.add[K].push(a.rssKiB);
+      if (K === 2) mem.addMs.push(a.ms);
+      if (K === 0) mem.del.push(d.rssKiB);
+    }
+    const v = await timed("dist/plexus", [], { env: { ...RUNTIME_ENV, CNI_COMMAND: "VERSION" } });
+    if (i) mem.version.push(v.rssKiB);
+  }
+  return mem;
+}
+
+/** One ADD at K = 2 under strace (then its DEL), cut into phases; none when strace failed. */
+async function traceOneAdd({ tmp, conf, env }) {
+  const trace = join(tmp, "add.strace");
+  const traced = await timed(
+    "strace",
+    [
+      "-f",
+      "-ttt",
+      "-s",
+      "64",
+      "--seccomp-bpf",
+      "-e",
+      `trace=${TRACED}`,
+      "-o",
+      trace,
+      "dist/plexus",
+    ],
+    { env: { ...env(2), CNI_COMMAND: "ADD" }, stdin: conf },
+  );
+  await cni("dist/plexus", { ...env(2), CNI_COMMAND: "DEL" }, conf);
+  return traced.code === 0 ? phasesFromStrace(readFileSync(trace, "utf8")) : [];
+}
+
+function printPhases({ phases, total, untraced }) {
+  console.log(
+    `== one thin ADD (default network + 2 NAD networks, HTTPS) by phase: traced with strace -f (${total.toFixed(1)} ms traced, ${untraced.toFixed(1)} ms untraced median; "≈ untraced" scales each phase by ${(untraced / total).toFixed(2)}, a rough guide: tracing slows system-call-heavy phases most)`,
+  );
+  table(
+    ["at (ms)", "took (ms)", "≈ untraced", "phase"],
+    phases.map((p) => [
+      p.start.toFixed(1),
+      p.ms.toFixed(1),
+      ((p.ms * untraced) / total).toFixed(1),
+      p.label,
+    ]),
+  );
+}
+
+/** Peak RSS by cause, each row over the one above; prints and returns the rows. */
+function printMemoryRows({ hello, floorProgram, mem }) {
+  const mib = (xs) => median(xs) / 1024;
+  console.log(
+    `== the floor of a Bun CNI call: a program built as dist/plexus that only loads libc through bun:ffi, runs /bin/true and makes one HTTPS GET through fetch peaks at ${floorProgram.rssMiB.toFixed(1)} MiB (${(floorProgram.rssMiB - hello.rssMiB).toFixed(1)} over a hello-world)`,
+  );
+  const rows = [
+    [
+      "Bun hello-world executable",
+      hello.rssMiB,
+      "the runtime's floor (JavaScriptCore, Bun's own start-up)",
+    ],
+    ["VERSION", mib(mem.version), "+ the executable's bundle and bytecode mapped, main()"],
+    [
+      "DEL from the record, K = 0",
+      mib(mem.del),
+      "+ the core initialised (config shapes, logger, libc), one delegate run",
+    ],
+    [
+      "ADD thin, K = 0",
+      mib(mem.add[0]),
+      "+ kubeconfig, TLS (Bun's fetch), API answers, status write",
+    ],
+    ["ADD thin, K = 2", mib(mem.add[2]), "+ two networks"],
+    ["ADD thin, K = 8", mib(mem.add[8]), "+ eight networks"],
+  ];
+  console.log("== peak RSS by cause (medians, MiB; each row adds to the one above)");
+  table(
+    ["call", "peak RSS", "over the row above", "what it adds"],
+    rows.map((r, i) => [r[0], r[1].toFixed(1), i ? (r[1] - rows[i - 1][1]).toFixed(1) : "", r[2]]),
+  );
+  console.log(
+    `   per extra network (K = 2 → 8): ${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`,
+  );
+  return rows;
+}
+
+/** The pods p0, p2, p8 and their NADs on `api`, and the thin-mode config and env of their calls. */
+async function setUpBreakdown({ api, tmp, netnsPath }) {
+  const { confDir, clusterNetwork, net } = benchNetworks({
+    root: tmp,
+    bridgePrefix: "plxbd",
+    octet: 238,
+  });
+  const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
+  addBenchPods(api, nads);
+  const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
+  const conf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "plexus",
+    type: "plexus",
+    clusterNetwork: clusterNetwork,
+    confDir,
+    kubeconfig,
+    cniDir: join(tmp, "cni"),
+    daemonSocket: "",
+  });
+  const env = (K) => ({
+    ...RUNTIME_ENV,
+    CNI_CONTAINERID: `bd${K}`,
+    CNI_NETNS: netnsPath,
+    CNI_PATH,
+    CNI_IFNAME: "eth0",
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p${K};K8S_POD_UID=u${K}`,
+  });
+  return { conf, env };
+}
+
 export async function benchBreakdown(runs) {
   if (!needsRoot("one ADD's breakdown")) return undefined;
   if (!existsSync("/usr/bin/strace")) {
@@ -190,121 +347,19 @@ export async function benchBreakdown(runs) {
   for (let k = 0; k <= 8; k++) s.link(`plxbd${k}`);
   const api = await startFakeApiServer({ node: "bench-node" });
   try {
-    const { confDir, clusterNetwork, net } = benchNetworks({
-      root: tmp,
-      bridgePrefix: "plxbd",
-      octet: 238,
-    });
-    const nads = Array.from({ length: 8 }, (_, i) => net(`net${i}`, i + 1));
-    addBenchPods(api, nads);
-    const kubeconfig = await nodeKubeconfig(api, { dir: tmp });
-    const conf = JSON.stringify({
-      cniVersion: "1.0.0",
-      name: "plexus",
-      type: "plexus",
-      clusterNetwork: clusterNetwork,
-      confDir,
-      kubeconfig,
-      cniDir: join(tmp, "cni"),
-      daemonSocket: "",
-    });
-    const env = (K) => ({
-      ...RUNTIME_ENV,
-      CNI_CONTAINERID: `bd${K}`,
-      CNI_NETNS: netnsPath,
-      CNI_PATH,
-      CNI_IFNAME: "eth0",
-      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p${K};K8S_POD_UID=u${K}`,
-    });
-    const mem = { add: { 0: [], 2: [], 8: [] }, del: [], version: [], addMs: [] };
-    for (let i = 0; i < Math.max(3, Math.round(runs / 2)) + 1; i++) {
-      for (const K of [0, 2, 8]) {
-        const a = await cni("dist/plexus", { ...env(K), CNI_COMMAND: "ADD" }, conf);
-        const d = await cni("dist/plexus", { ...env(K), CNI_COMMAND: "DEL" }, conf);
-        if (i === 0) continue;
-        mem.add[K].push(a.rssKiB);
-        if (K === 2) mem.addMs.push(a.ms);
-        if (K === 0) mem.del.push(d.rssKiB);
-      }
-      const v = await timed("dist/plexus", [], { env: { ...RUNTIME_ENV, CNI_COMMAND: "VERSION" } });
-      if (i) mem.version.push(v.rssKiB);
-    }
-    const trace = join(tmp, "add.strace");
-    const traced = await timed(
-      "strace",
-      [
-        "-f",
-        "-ttt",
-        "-s",
-        "64",
-        "--seccomp-bpf",
-        "-e",
-        `trace=${TRACED}`,
-        "-o",
-        trace,
-        "dist/plexus",
-      ],
-      { env: { ...env(2), CNI_COMMAND: "ADD" }, stdin: conf },
-    );
-    await cni("dist/plexus", { ...env(2), CNI_COMMAND: "DEL" }, conf);
-    const phases = traced.code === 0 ? phasesFromStrace(readFileSync(trace, "utf8")) : [];
+    const { conf, env } = await setUpBreakdown({ api, tmp, netnsPath });
+    const mem = await measureCallMemory({ conf, env, runs });
+    const phases = await traceOneAdd({ tmp, conf, env });
     const total = phases.at(-1)?.ms ?? Number.NaN;
     const untraced = median(mem.addMs);
-    console.log(
-      `== one thin ADD (default network + 2 NAD networks, HTTPS) by phase: traced with strace -f (${total.toFixed(1)} ms traced, ${untraced.toFixed(1)} ms untraced median; "≈ untraced" scales each phase by ${(untraced / total).toFixed(2)}, a rough guide: tracing slows system-call-heavy phases most)`,
-    );
-    table(
-      ["at (ms)", "took (ms)", "≈ untraced", "phase"],
-      phases.map((p) => [
-        p.start.toFixed(1),
-        p.ms.toFixed(1),
-        ((p.ms * untraced) / total).toFixed(1),
-        p.label,
-      ]),
-    );
+    printPhases({ phases, total, untraced });
     const hello = await bunProgramPeak(tmp, "hello", HELLO);
     const floorProgram = await bunProgramPeak(tmp, "floor", FLOOR, {
       FLOOR_URL: `${api.url}/api/v1/namespaces/b/pods/p0`,
       FLOOR_TOKEN: api.token,
       FLOOR_CA: api.caPem,
     });
-    const mib = (xs) => median(xs) / 1024;
-    console.log(
-      `== the floor of a Bun CNI call: a program built as dist/plexus that only loads libc through bun:ffi, runs /bin/true and makes one HTTPS GET through fetch peaks at ${floorProgram.rssMiB.toFixed(1)} MiB (${(floorProgram.rssMiB - hello.rssMiB).toFixed(1)} over a hello-world)`,
-    );
-    const rows = [
-      [
-        "Bun hello-world executable",
-        hello.rssMiB,
-        "the runtime's floor (JavaScriptCore, Bun's own start-up)",
-      ],
-      ["VERSION", mib(mem.version), "+ the executable's bundle and bytecode mapped, main()"],
-      [
-        "DEL from the record, K = 0",
-        mib(mem.del),
-        "+ the core initialised (config shapes, logger, libc), one delegate run",
-      ],
-      [
-        "ADD thin, K = 0",
-        mib(mem.add[0]),
-        "+ kubeconfig, TLS (Bun's fetch), API answers, status write",
-      ],
-      ["ADD thin, K = 2", mib(mem.add[2]), "+ two networks"],
-      ["ADD thin, K = 8", mib(mem.add[8]), "+ eight networks"],
-    ];
-    console.log("== peak RSS by cause (medians, MiB; each row adds to the one above)");
-    table(
-      ["call", "peak RSS", "over the row above", "what it adds"],
-      rows.map((r, i) => [
-        r[0],
-        r[1].toFixed(1),
-        i ? (r[1] - rows[i - 1][1]).toFixed(1) : "",
-        r[2],
-      ]),
-    );
-    console.log(
-      `   per extra network (K = 2 → 8): ${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`,
-    );
+    const rows = printMemoryRows({ hello, floorProgram, mem });
     return {
       phases,
       untraced,

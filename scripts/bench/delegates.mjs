@@ -18,88 +18,64 @@ import {
   RUNTIME_ENV,
 } from "./lib.mjs";
 
-function delegateConf(k, dataDir) {
+function delegateConf(index, dataDir) {
   return {
     cniVersion: "1.0.0",
-    name: `plxbench${k}`,
+    name: `plxbench${index}`,
     type: "bridge",
-    bridge: `plxb${k}`,
+    bridge: `plxb${index}`,
     isGateway: true,
-    ipam: { type: "host-local", subnet: `10.231.${k}.0/24`, dataDir },
+    ipam: { type: "host-local", subnet: `10.231.${index}.0/24`, dataDir },
   };
 }
 
-export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
-  if (!needsRoot("delegates")) return;
-  const tmp = mkdtempSync(join(tmpdir(), "plx-bench-"));
-  const netnsName = `plx-bench-${process.pid}`;
-  const netns = `/var/run/netns/${netnsName}`;
-  execFileSync("ip", ["netns", "add", netnsName]);
-  const rows = [];
-  const perK = {};
-  try {
-    for (const K of counts) {
-      const dataDir = join(tmp, `ipam-${K}`);
-      const delegates = Array.from({ length: K }, (_, k) => delegateConf(k, dataDir));
-      const conf = JSON.stringify({
-        cniVersion: "1.0.0",
-        name: "plexus-bench",
-        type: "plexus",
-        cniDir: join(tmp, `cni-${K}`),
-        delegates,
-      });
-      const base = {
-        ...RUNTIME_ENV,
-        CNI_CONTAINERID: `bench${K}`,
-        CNI_NETNS: netns,
-        CNI_PATH,
-        CNI_ARGS: "IgnoreUnknown=1",
-      };
-      const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], rss: [] };
-      for (let i = 0; i < runs + 1; i++) {
-        const a = await cni(
-          "dist/plexus",
-          { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" },
-          conf,
-        );
-        const d = await cni(
-          "dist/plexus",
-          { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" },
-          conf,
-        );
-        const direct = await runDirect(delegates, base);
-        if (i === 0) continue;
-        m.pAdd.push(a.ms);
-        m.pDel.push(d.ms);
-        m.dAdd.push(direct.add);
-        m.dDel.push(direct.del);
-        m.rss.push(a.rssKiB ?? 0, d.rssKiB ?? 0);
-      }
-      const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
-      const ownAdd = median(m.pAdd) - median(m.dAdd);
-      perK[K] = { own, ownAdd };
-      rows.push([
-        K,
-        rel(median(m.pAdd)),
-        rel(median(m.pDel)),
-        rel(median(m.dAdd)),
-        rel(median(m.dDel)),
-        rel(ownAdd),
-        rel(median(m.pDel) - median(m.dDel)),
-        rel(own),
-        relMiB(max(m.rss) / 1024),
-      ]);
-    }
-  } finally {
-    execFileSync("ip", ["netns", "del", netnsName]);
-    for (const K of counts)
-      for (let k = 0; k < K; k++) {
-        try {
-          execFileSync("ip", ["link", "del", `plxb${k}`], { stdio: "ignore" });
-        } catch {}
-      }
-    rmSync(tmp, { recursive: true, force: true });
+/** One N's figures: Plexus with N delegates against the same delegates run directly, medians. */
+async function benchDelegatesAt({ K, tmp, netns, runs }) {
+  const dataDir = join(tmp, `ipam-${K}`);
+  const delegates = Array.from({ length: K }, (_, k) => delegateConf(k, dataDir));
+  const conf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "plexus-bench",
+    type: "plexus",
+    cniDir: join(tmp, `cni-${K}`),
+    delegates,
+  });
+  const base = {
+    ...RUNTIME_ENV,
+    CNI_CONTAINERID: `bench${K}`,
+    CNI_NETNS: netns,
+    CNI_PATH,
+    CNI_ARGS: "IgnoreUnknown=1",
+  };
+  const m = { pAdd: [], pDel: [], dAdd: [], dDel: [], rss: [] };
+  for (let i = 0; i < runs + 1; i++) {
+    const a = await cni("dist/plexus", { ...base, CNI_COMMAND: "ADD", CNI_IFNAME: "eth0" }, conf);
+    const d = await cni("dist/plexus", { ...base, CNI_COMMAND: "DEL", CNI_IFNAME: "eth0" }, conf);
+    const direct = await runDirect(delegates, base);
+    if (i === 0) continue;
+    m.pAdd.push(a.ms);
+    m.pDel.push(d.ms);
+    m.dAdd.push(direct.add);
+    m.dDel.push(direct.del);
+    m.rss.push(a.rssKiB ?? 0, d.rssKiB ?? 0);
   }
+  const own = median(m.pAdd) + median(m.pDel) - median(m.dAdd) - median(m.dDel);
+  const ownAdd = median(m.pAdd) - median(m.dAdd);
+  const row = [
+    K,
+    rel(median(m.pAdd)),
+    rel(median(m.pDel)),
+    rel(median(m.dAdd)),
+    rel(median(m.dDel)),
+    rel(ownAdd),
+    rel(median(m.pDel) - median(m.dDel)),
+    rel(own),
+    relMiB(max(m.rss) / 1024),
+  ];
+  return { own, ownAdd, row };
+}
+
+function printDelegates(rows, perK) {
   console.log(
     "== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms, × node -e 0)",
   );
@@ -127,5 +103,32 @@ export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
     );
   }
   console.log("");
+}
+
+export async function benchDelegates(runs, counts = [1, 2, 4, 8]) {
+  if (!needsRoot("delegates")) return;
+  const tmp = mkdtempSync(join(tmpdir(), "plx-bench-"));
+  const netnsName = `plx-bench-${process.pid}`;
+  const netns = `/var/run/netns/${netnsName}`;
+  execFileSync("ip", ["netns", "add", netnsName]);
+  const rows = [];
+  const perK = {};
+  try {
+    for (const K of counts) {
+      const { own, ownAdd, row } = await benchDelegatesAt({ K, tmp, netns, runs });
+      perK[K] = { own, ownAdd };
+      rows.push(row);
+    }
+  } finally {
+    execFileSync("ip", ["netns", "del", netnsName]);
+    for (const K of counts)
+      for (let k = 0; k < K; k++) {
+        try {
+          execFileSync("ip", ["link", "del", `plxb${k}`], { stdio: "ignore" });
+        } catch {}
+      }
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  printDelegates(rows, perK);
   return perK;
 }

@@ -153,9 +153,9 @@ export async function cni(cmd, env, stdin) {
 }
 
 /** Nearest-rank percentile (p in 0..100). */
-export function percentile(xs, p) {
+export function percentile(xs, pct) {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((pct / 100) * s.length) - 1))];
 }
 
 function socketGet(socketPath, path) {
@@ -335,5 +335,26 @@ export function addBenchPods(api, nads) {
         },
       },
       spec: { nodeName: "bench-node" },
+    });
+}
+
+/**
+ * The NADs `nads` in namespace `b` and the pod `b/p` (uid `u`) on `nodeName` whose networks
+ * annotation names them all: the one pod of a section that measures one pod at K networks.
+ */
+export function addPodWithNads(api, { nads, nodeName }) {
+  api.addPod({
+    metadata: {
+      namespace: "b",
+      name: "p",
+      uid: "u",
+      annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
+    },
+    spec: { nodeName },
+  });
+  for (const n of nads)
+    api.addNad({
+      metadata: { namespace: "b", name: n.name },
+      spec: { config: JSON.stringify(n) },
     });
 }

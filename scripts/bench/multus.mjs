@@ -22,6 +22,7 @@ import {
   table,
   RUNTIME_ENV,
   nodeKubeconfig,
+  addPodWithNads,
 } from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 
@@ -42,12 +43,8 @@ export function multusMissing() {
   return undefined;
 }
 
-/**
- * multus-daemon v4.0.2 only takes the in-cluster config: run it in a private mount namespace with
- * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed after).
- */
-export async function startMultusThick({ front, root, confDir, clusterNetwork }) {
-  const socketDir = join(root, "multus-run");
+/** The daemon's config file, the in-cluster token and CA it will copy in, under `root`. */
+function writeThickConfig({ front, root, confDir, clusterNetwork, socketDir }) {
   const sa = join(root, "sa");
   mkdirSync(sa, { recursive: true });
   writeFileSync(join(sa, "token"), front.token);
@@ -71,6 +68,43 @@ export async function startMultusThick({ front, root, confDir, clusterNetwork })
       clusterNetwork,
     }),
   );
+  return { sa, config };
+}
+
+/** Waits for the daemon's socket; kills it and throws with its stderr when it exits or hangs. */
+async function waitForThickSocket({ child, socket, stderr }) {
+  const t0 = performance.now();
+  while (!existsSync(socket)) {
+    if (child.exitCode !== null || performance.now() - t0 > 20_000) {
+      child.kill("SIGKILL");
+      throw new Error(`multus-daemon did not start: ${stderr().slice(-500)}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Stops the daemon (SIGTERM, then SIGKILL) and removes the /run/secrets mount point it made. */
+async function stopThick(child, { madeSecretsDir }) {
+  if (child.exitCode === null) {
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+  if (madeSecretsDir)
+    try {
+      execFileSync("rmdir", ["/run/secrets"], { stdio: "ignore" });
+    } catch {}
+}
+
+/**
+ * multus-daemon v4.0.2 only takes the in-cluster config: run it in a private mount namespace with
+ * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed
+ * after).
+ */
+export async function startMultusThick({ front, root, confDir, clusterNetwork }) {
+  const socketDir = join(root, "multus-run");
+  const { sa, config } = writeThickConfig({ front, root, confDir, clusterNetwork, socketDir });
   const made = !existsSync("/run/secrets");
   const script = [
     "set -e",
@@ -88,15 +122,7 @@ export async function startMultusThick({ front, root, confDir, clusterNetwork })
   });
   let stderr = "";
   child.stderr.on("data", (c) => (stderr += c));
-  const socket = join(socketDir, "multus.sock");
-  const t0 = performance.now();
-  while (!existsSync(socket)) {
-    if (child.exitCode !== null || performance.now() - t0 > 20_000) {
-      child.kill("SIGKILL");
-      throw new Error(`multus-daemon did not start: ${stderr.slice(-500)}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitForThickSocket({ child, socket: join(socketDir, "multus.sock"), stderr: () => stderr });
   return {
     pid: child.pid,
     shimConf: JSON.stringify({
@@ -105,185 +131,192 @@ export async function startMultusThick({ front, root, confDir, clusterNetwork })
       type: "multus-shim",
       daemonSocketDir: socketDir,
     }),
-    stop: async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGTERM");
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
-        if (child.exitCode === null) child.kill("SIGKILL");
-      }
-      if (made)
-        try {
-          execFileSync("rmdir", ["/run/secrets"], { stdio: "ignore" });
-        } catch {}
-    },
+    stop: () => stopThick(child, { madeSecretsDir: made }),
   };
 }
 
-export async function benchMultus(runs, counts = [0, 2, 8]) {
-  const missing = multusMissing();
-  if (missing) {
-    console.log(`== Multus v4.0.2 beside Plexus: skipped: ${missing}\n`);
-    return undefined;
+/** The default network and K NADs (bridges plxm0..K), with the pod that selects them, on `api`. */
+function addMultusPodAndNads({ api, K, root }) {
+  const dataDir = join(root, "ipam");
+  const confDir = join(root, "net.d");
+  mkdirSync(confDir, { recursive: true });
+  const net = (name, k) => ({
+    cniVersion: "1.0.0",
+    name,
+    type: "bridge",
+    bridge: `plxm${k}`,
+    ipam: { type: "host-local", subnet: `10.236.${k}.0/24`, dataDir },
+  });
+  const cluster = net("cbr0", 0);
+  const clusterNetwork = join(confDir, "10-cbr0.conf");
+  writeFileSync(clusterNetwork, JSON.stringify(cluster));
+  const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
+  addPodWithNads(api, { nads, nodeName: NODE_NAME });
+  return { confDir, cluster, clusterNetwork, nads };
+}
+
+/** The network config each contender gets: Plexus thin, Plexus daemon mode and Multus thin. */
+function contenderConfs({ root, confDir, clusterNetwork, kubeconfig, multusKubeconfig, socket }) {
+  const base = {
+    cniVersion: "1.0.0",
+    name: "plexus",
+    type: "plexus",
+    clusterNetwork,
+    confDir,
+    kubeconfig,
+  };
+  const thinConf = JSON.stringify({ ...base, cniDir: join(root, "cni"), daemonSocket: "" });
+  const daemonConf = JSON.stringify({
+    ...base,
+    cniDir: join(root, "cni"),
+    daemonSocket: socket,
+  });
+  const multusConf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "multus-cni-network",
+    type: "multus",
+    kubeconfig: multusKubeconfig,
+    clusterNetwork,
+    confDir,
+    cniDir: join(root, "multus-cache"),
+    binDir: CNI_PATH,
+  });
+  return { thinConf, daemonConf, multusConf };
+}
+
+/** The CNI_* environment of the bench pod's calls at K networks. */
+function multusPodEnv(networkCount, netnsPath) {
+  return {
+    ...RUNTIME_ENV,
+    CNI_CONTAINERID: `benchm${networkCount}`,
+    CNI_NETNS: netnsPath,
+    CNI_PATH,
+    CNI_IFNAME: "eth0",
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u;K8S_POD_INFRA_CONTAINER_ID=benchm${networkCount}`,
+  };
+}
+
+/** One round: each contender's ADD then DEL, in `order`, and Multus's request count. */
+async function runRound({ order, env, front }) {
+  const round = {};
+  for (const [name, [bin, conf]] of order) {
+    const before = front.log.length;
+    const a = await cni(bin, { ...env, CNI_COMMAND: "ADD" }, conf);
+    if (name === "multus") round.req = front.log.length - before;
+    const d = await cni(bin, { ...env, CNI_COMMAND: "DEL" }, conf);
+    round[name] = [a, d];
   }
-  if (!needsRoot("Multus v4.0.2 beside Plexus")) return undefined;
-  const { startFakeApiServer } = await importFakeApiServer();
-  const tmp = mkdtempSync(join(tmpdir(), "plx-benchmultus-"));
-  const s = scratch("plx-benchm");
-  const netnsPath = s.netns(`plx-benchm-${process.pid}`);
-  for (let k = 0; k <= Math.max(...counts); k++) s.link(`plxm${k}`);
-  const results = [];
+  return round;
+}
+
+/** The samples of every round after the warm-up one, per contender, beside the direct runs. */
+async function measureContenders({ pairs, env, front, confs, runs }) {
+  const m = Object.fromEntries(
+    Object.keys(pairs).flatMap((k) => [
+      [`${k}Add`, []],
+      [`${k}Del`, []],
+      [`${k}Rss`, []],
+      [`${k}Own`, []],
+    ]),
+  );
+  m.fAdd = [];
+  m.fDel = [];
+  m.multusReq = [];
+  m.thinVsMultus = [];
+  for (let i = 0; i < runs + 1; i++) {
+    // Every other round in reverse order, so no contender always runs right after another.
+    const order = i % 2 ? Object.entries(pairs).reverse() : Object.entries(pairs);
+    const round = await runRound({ order, env, front });
+    const direct = await runDirect(confs, env);
+    if (i === 0) continue;
+    for (const [name, [a, d]] of Object.entries(round).filter(([k]) => k !== "req")) {
+      m[`${name}Add`].push(a.ms);
+      m[`${name}Del`].push(d.ms);
+      m[`${name}Rss`].push(a.rssKiB ?? 0, d.rssKiB ?? 0);
+      m[`${name}Own`].push(a.ms + d.ms - direct.add - direct.del);
+    }
+    // Round by round: a host whose speed drifts between rounds still compares like with like.
+    m.thinVsMultus.push(m.thinOwn.at(-1) / m.multusOwn.at(-1));
+    m.fAdd.push(direct.add);
+    m.fDel.push(direct.del);
+    m.multusReq.push(round.req);
+  }
+  return m;
+}
+
+/** The medians (and peaks) of one K's samples. */
+function summarizeContenders({ K, pairs, samples: m }) {
+  const floorMs = median(m.fAdd) + median(m.fDel);
+  const r = { K, floorMs };
+  for (const name of Object.keys(pairs)) {
+    r[name] = {
+      add: median(m[`${name}Add`]),
+      del: median(m[`${name}Del`]),
+      // Each round's ADD + DEL − that round's direct delegates, then the median.
+      own: median(m[`${name}Own`]),
+      rssMiB: max(m[`${name}Rss`]) / 1024,
+    };
+  }
+  r.multusReq = max(m.multusReq);
+  r.thinVsMultus = median(m.thinVsMultus);
+  return r;
+}
+
+/**
+ * One K: its own fake API server, protobuf front, Plexus daemon and Multus thick (when it starts),
+ * all stopped after. Returns the row and, when Multus thick did not start, why.
+ */
+async function benchMultusAt({ K, tmp, netnsPath, runs, startFakeApiServer }) {
+  // Multus ships its own ClusterRole (update pods/status); Plexus's shipped RBAC would refuse it.
+  const api = await startFakeApiServer({ rbac: false });
+  const front = await startProtobufFront(api);
+  let daemon;
+  let thick;
   let thickNote = "";
   try {
-    for (const K of counts) {
-      // Multus ships its own ClusterRole (update pods/status); Plexus's shipped RBAC would refuse it.
-      const api = await startFakeApiServer({ rbac: false });
-      const front = await startProtobufFront(api);
-      let daemon;
-      let thick;
-      try {
-        const root = join(tmp, `k${K}`);
-        const dataDir = join(root, "ipam");
-        const confDir = join(root, "net.d");
-        mkdirSync(confDir, { recursive: true });
-        const net = (name, k) => ({
-          cniVersion: "1.0.0",
-          name,
-          type: "bridge",
-          bridge: `plxm${k}`,
-          ipam: { type: "host-local", subnet: `10.236.${k}.0/24`, dataDir },
-        });
-        const cluster = net("cbr0", 0);
-        const clusterNetwork = join(confDir, "10-cbr0.conf");
-        writeFileSync(clusterNetwork, JSON.stringify(cluster));
-        const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
-        api.addPod({
-          metadata: {
-            namespace: "b",
-            name: "p",
-            uid: "u",
-            annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
-          },
-          spec: { nodeName: NODE_NAME },
-        });
-        for (const n of nads)
-          api.addNad({
-            metadata: { namespace: "b", name: n.name },
-            spec: { config: JSON.stringify(n) },
-          });
-        const kubeconfig = await nodeKubeconfig(api, { dir: root });
-        const multusKubeconfig = await nodeKubeconfig(front, {
-          dir: root,
-          fileName: "multus.kubeconfig",
-        });
-        const socket = join(root, "plexus.sock");
-        daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
-        try {
-          thick = await startMultusThick({ front, root, confDir, clusterNetwork });
-        } catch (err) {
-          thickNote = `Multus thick not run: ${err.message}`;
-        }
-        const base = {
-          cniVersion: "1.0.0",
-          name: "plexus",
-          type: "plexus",
-          clusterNetwork,
-          confDir,
-          kubeconfig,
-        };
-        const thinConf = JSON.stringify({ ...base, cniDir: join(root, "cni"), daemonSocket: "" });
-        const daemonConf = JSON.stringify({
-          ...base,
-          cniDir: join(root, "cni"),
-          daemonSocket: socket,
-        });
-        const multusConf = JSON.stringify({
-          cniVersion: "1.0.0",
-          name: "multus-cni-network",
-          type: "multus",
-          kubeconfig: multusKubeconfig,
-          clusterNetwork,
-          confDir,
-          cniDir: join(root, "multus-cache"),
-          binDir: CNI_PATH,
-        });
-        const env = {
-          ...RUNTIME_ENV,
-          CNI_CONTAINERID: `benchm${K}`,
-          CNI_NETNS: netnsPath,
-          CNI_PATH,
-          CNI_IFNAME: "eth0",
-          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=p;K8S_POD_UID=u;K8S_POD_INFRA_CONTAINER_ID=benchm${K}`,
-        };
-        const M = (b) => join(MULTUS_DIR, b);
-        const pairs = {
-          thin: ["dist/plexus", thinConf],
-          daemon: ["dist/plexus", daemonConf],
-          multus: [M("multus"), multusConf],
-          ...(thick ? { thick: [M("multus-shim"), thick.shimConf] } : {}),
-        };
-        const m = Object.fromEntries(
-          Object.keys(pairs).flatMap((k) => [
-            [`${k}Add`, []],
-            [`${k}Del`, []],
-            [`${k}Rss`, []],
-            [`${k}Own`, []],
-          ]),
-        );
-        m.fAdd = [];
-        m.fDel = [];
-        m.multusReq = [];
-        m.thinVsMultus = [];
-        for (let i = 0; i < runs + 1; i++) {
-          const round = {};
-          // Every other round in reverse order, so no contender always runs right after another.
-          const order = i % 2 ? Object.entries(pairs).reverse() : Object.entries(pairs);
-          for (const [name, [bin, conf]] of order) {
-            const before = front.log.length;
-            const a = await cni(bin, { ...env, CNI_COMMAND: "ADD" }, conf);
-            if (name === "multus") round.req = front.log.length - before;
-            const d = await cni(bin, { ...env, CNI_COMMAND: "DEL" }, conf);
-            round[name] = [a, d];
-          }
-          const direct = await runDirect([cluster, ...nads], env);
-          if (i === 0) continue;
-          for (const [name, [a, d]] of Object.entries(round).filter(([k]) => k !== "req")) {
-            m[`${name}Add`].push(a.ms);
-            m[`${name}Del`].push(d.ms);
-            m[`${name}Rss`].push(a.rssKiB ?? 0, d.rssKiB ?? 0);
-            m[`${name}Own`].push(a.ms + d.ms - direct.add - direct.del);
-          }
-          // Round by round: a host whose speed drifts between rounds still compares like with like.
-          m.thinVsMultus.push(m.thinOwn.at(-1) / m.multusOwn.at(-1));
-          m.fAdd.push(direct.add);
-          m.fDel.push(direct.del);
-          m.multusReq.push(round.req);
-        }
-        const floorMs = median(m.fAdd) + median(m.fDel);
-        const r = { K, floorMs };
-        for (const name of Object.keys(pairs)) {
-          r[name] = {
-            add: median(m[`${name}Add`]),
-            del: median(m[`${name}Del`]),
-            // Each round's ADD + DEL − that round's direct delegates, then the median.
-            own: median(m[`${name}Own`]),
-            rssMiB: max(m[`${name}Rss`]) / 1024,
-          };
-        }
-        r.multusReq = max(m.multusReq);
-        r.thinVsMultus = median(m.thinVsMultus);
-        results.push(r);
-      } finally {
-        await thick?.stop();
-        await daemon?.stop();
-        await front.close();
-        await api.close();
-      }
+    const root = join(tmp, `k${K}`);
+    const { confDir, cluster, clusterNetwork, nads } = addMultusPodAndNads({ api, K, root });
+    const kubeconfig = await nodeKubeconfig(api, { dir: root });
+    const multusKubeconfig = await nodeKubeconfig(front, {
+      dir: root,
+      fileName: "multus.kubeconfig",
+    });
+    const socket = join(root, "plexus.sock");
+    daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
+    try {
+      thick = await startMultusThick({ front, root, confDir, clusterNetwork });
+    } catch (err) {
+      thickNote = `Multus thick not run: ${err.message}`;
     }
+    const { thinConf, daemonConf, multusConf } = contenderConfs({
+      root,
+      confDir,
+      clusterNetwork,
+      kubeconfig,
+      multusKubeconfig,
+      socket,
+    });
+    const binOf = (b) => join(MULTUS_DIR, b);
+    const pairs = {
+      thin: ["dist/plexus", thinConf],
+      daemon: ["dist/plexus", daemonConf],
+      multus: [binOf("multus"), multusConf],
+      ...(thick ? { thick: [binOf("multus-shim"), thick.shimConf] } : {}),
+    };
+    const env = multusPodEnv(K, netnsPath);
+    const confs = [cluster, ...nads];
+    const samples = await measureContenders({ pairs, env, front, confs, runs });
+    return { row: summarizeContenders({ K, pairs, samples }), thickNote };
   } finally {
-    s.cleanup();
-    rmSync(tmp, { recursive: true, force: true });
+    await thick?.stop();
+    await daemon?.stop();
+    await front.close();
+    await api.close();
   }
+}
+
+/** Prints the rows of every K, with why Multus thick did not run when it did not. */
+function printMultusTable(results, thickNote) {
   const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}×` : "");
   console.log(
     "== Multus v4.0.2 beside Plexus: a pod with the default network + K NAD networks, fake API server (HTTPS, 0 ms), interleaved (ms, medians)",
@@ -317,5 +350,32 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
   );
   if (thickNote) console.log(`   ${thickNote}`);
   console.log("");
+}
+
+export async function benchMultus(runs, counts = [0, 2, 8]) {
+  const missing = multusMissing();
+  if (missing) {
+    console.log(`== Multus v4.0.2 beside Plexus: skipped: ${missing}\n`);
+    return undefined;
+  }
+  if (!needsRoot("Multus v4.0.2 beside Plexus")) return undefined;
+  const { startFakeApiServer } = await importFakeApiServer();
+  const tmp = mkdtempSync(join(tmpdir(), "plx-benchmultus-"));
+  const s = scratch("plx-benchm");
+  const netnsPath = s.netns(`plx-benchm-${process.pid}`);
+  for (let k = 0; k <= Math.max(...counts); k++) s.link(`plxm${k}`);
+  const results = [];
+  let thickNote = "";
+  try {
+    for (const K of counts) {
+      const at = await benchMultusAt({ K, tmp, netnsPath, runs, startFakeApiServer });
+      results.push(at.row);
+      thickNote = at.thickNote || thickNote;
+    }
+  } finally {
+    s.cleanup();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  printMultusTable(results, thickNote);
   return results;
 }

@@ -16,8 +16,8 @@ const COUNTS = [0, 1, 20];
 const SLOW_S = 1;
 
 /** A pending record as Plexus writes one (record.ts), and its entry, due long ago. */
-function writePending(cniDir, i) {
-  const containerId = `pending${i}`;
+function writePending(cniDir, index) {
+  const containerId = `pending${index}`;
   const record = {
     kind: "plexusRecordV1",
     containerId,
@@ -48,8 +48,8 @@ function makeDue(cniDir) {
   for (const n of readdirSync(dir)) utimesSync(join(dir, n), old, old);
 }
 
-function world(tmp, s, n) {
-  const root = join(tmp, `n${n}`);
+function world(tmp, size, count) {
+  const root = join(tmp, `n${count}`);
   const bin = join(root, "bin");
   const cniDir = join(root, "cni");
   const dirs = [bin, join(cniDir, "records"), join(cniDir, "pending")];
@@ -57,7 +57,7 @@ function world(tmp, s, n) {
   const script = `#!/bin/sh\n[ "$CNI_COMMAND" = DEL ] && sleep ${SLOW_S}\nexit 1\n`;
   writeFileSync(join(bin, "slowdel"), script);
   chmodSync(join(bin, "slowdel"), 0o755);
-  for (let i = 0; i < n; i++) writePending(cniDir, i);
+  for (let i = 0; i < count; i++) writePending(cniDir, i);
   const conf = JSON.stringify({
     cniVersion: "1.0.0",
     name: "plexus",
@@ -70,26 +70,26 @@ function world(tmp, s, n) {
         cniVersion: "1.0.0",
         name: "plain",
         type: "bridge",
-        bridge: s.link(`plxk${n}`),
-        ipam: { type: "host-local", subnet: `10.236.${n}.0/24`, dataDir: join(root, "ipam") },
+        bridge: size.link(`plxk${count}`),
+        ipam: { type: "host-local", subnet: `10.236.${count}.0/24`, dataDir: join(root, "ipam") },
       },
     ],
   });
   const env = {
     ...RUNTIME_ENV,
-    CNI_CONTAINERID: `plain${n}`,
-    CNI_NETNS: s.netns(`plx-benchk-${process.pid}-${n}`),
+    CNI_CONTAINERID: `plain${count}`,
+    CNI_NETNS: size.netns(`plx-benchk-${process.pid}-${count}`),
     CNI_IFNAME: "eth0",
     CNI_PATH: `${bin}:${CNI_PATH}`,
   };
   return { cniDir, conf, env };
 }
 
-async function addDel(w) {
-  makeDue(w.cniDir);
-  const a = await cni("dist/plexus", { ...w.env, CNI_COMMAND: "ADD" }, w.conf);
-  makeDue(w.cniDir);
-  const d = await cni("dist/plexus", { ...w.env, CNI_COMMAND: "DEL" }, w.conf);
+async function addDel(world) {
+  makeDue(world.cniDir);
+  const a = await cni("dist/plexus", { ...world.env, CNI_COMMAND: "ADD" }, world.conf);
+  makeDue(world.cniDir);
+  const d = await cni("dist/plexus", { ...world.env, CNI_COMMAND: "DEL" }, world.conf);
   return { add: a.ms, del: d.ms };
 }
 

@@ -48,126 +48,103 @@ function summarise(log) {
   return out;
 }
 
-export async function benchScale() {
-  if (!needsRoot("API load per node")) return undefined;
-  const { startFakeApiServer } = await importFakeApiServer();
-  const tmp = mkdtempSync(join(tmpdir(), "plx-benchscale-"));
-  const s = scratch("plx-benchs");
-  const netnsPath = s.netns(`plx-benchs-${process.pid}`);
-  for (let k = 0; k <= K; k++) s.link(`plxs${k}`);
-  const api = await startFakeApiServer({ rbac: false });
-  const front = await startProtobufFront(api);
-  const phases = [];
+/**
+ * `mark` records the requests the front saw since `from` as one phase; `run` adds pod `name` and
+ * makes its ADD and DEL with `bin` and `conf`, marking each.
+ */
+function scaleRunner({ api, front, phases, nads, netnsPath }) {
   const mark = (mode, what, from) =>
     phases.push({ mode, what, ...summariseFlat(front.log.slice(from)) });
-  try {
-    const { confDir, clusterNetwork, net } = benchNetworks({
-      root: tmp,
-      bridgePrefix: "plxs",
-      octet: 239,
-    });
-    const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
-    for (const n of nads)
-      api.addNad({
-        metadata: { namespace: "b", name: n.name },
-        spec: { config: JSON.stringify(n) },
-      });
-    const kubeconfig = await nodeKubeconfig(front, { dir: tmp });
-    const pod = (name) =>
-      api.addPod({
-        metadata: {
-          namespace: "b",
-          name,
-          uid: `uid-${name}`,
-          annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
-        },
-        spec: { nodeName: "bench-node" },
-      });
-    const env = (name) => ({
-      ...RUNTIME_ENV,
-      CNI_CONTAINERID: `c-${name}`,
-      CNI_NETNS: netnsPath,
-      CNI_PATH,
-      CNI_IFNAME: "eth0",
-      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name};K8S_POD_INFRA_CONTAINER_ID=c-${name}`,
-    });
-    const run = async (mode, bin, conf, name) => {
-      pod(name);
-      let from = front.log.length;
-      await cni(bin, { ...env(name), CNI_COMMAND: "ADD" }, conf);
-      mark(mode, "ADD", from);
-      from = front.log.length;
-      await cni(bin, { ...env(name), CNI_COMMAND: "DEL" }, conf);
-      mark(mode, "DEL", from);
-    };
-    const base = {
-      cniVersion: "1.0.0",
-      name: "plexus",
-      type: "plexus",
-      clusterNetwork,
-      confDir,
-      kubeconfig,
-    };
-    await run(
-      "Plexus thin",
-      "dist/plexus",
-      JSON.stringify({ ...base, cniDir: join(tmp, "cni"), daemonSocket: "" }),
-      "thin",
-    );
-    const socket = join(tmp, "plexus.sock");
-    let from = front.log.length;
-    const daemon = await startDaemon({ kubeconfig, socket, nodeName: "bench-node" });
-    await new Promise((r) => setTimeout(r, 300));
-    mark("Plexus daemon", "daemon start", from);
-    // A pod with one ResourceClaim bound to the node: the daemon reads that claim by name (it
-    // watches no claims), once, ahead of the pod's ADD.
-    from = front.log.length;
-    api.addDra("resourceclaims", benchClaim("claim-dmn"));
+  const pod = (name) =>
     api.addPod({
-      metadata: { namespace: "b", name: "claimed", uid: "uid-claimed" },
-      spec: {
-        nodeName: "bench-node",
-        resourceClaims: [{ name: "c", resourceClaimName: "claim-dmn" }],
+      metadata: {
+        namespace: "b",
+        name,
+        uid: `uid-${name}`,
+        annotations: { "k8s.v1.cni.cncf.io/networks": nads.map((n) => n.name).join(",") },
       },
-      status: { phase: "Pending" },
+      spec: { nodeName: "bench-node" },
     });
-    await new Promise((r) => setTimeout(r, 300));
-    mark("Plexus daemon", "a pod with a claim is bound", from);
-    await run(
-      "Plexus daemon",
-      "dist/plexus",
-      JSON.stringify({ ...base, cniDir: join(tmp, "cni"), daemonSocket: socket }),
-      "dmn",
-    );
-    await new Promise((r) => setTimeout(r, 300));
-    await daemon.stop();
-    if (!multusMissing()) {
-      const multusConf = JSON.stringify({
-        cniVersion: "1.0.0",
-        name: "multus-cni-network",
-        type: "multus",
-        kubeconfig,
-        clusterNetwork,
-        confDir,
-        cniDir: join(tmp, "multus-cache"),
-        binDir: CNI_PATH,
-      });
-      await run("Multus thin", join(MULTUS_DIR, "multus"), multusConf, "mthin");
-      from = front.log.length;
-      const thick = await startMultusThick({ front, root: tmp, confDir, clusterNetwork });
-      mark("Multus thick", "daemon start", from);
-      try {
-        await run("Multus thick", join(MULTUS_DIR, "multus-shim"), thick.shimConf, "mthick");
-      } finally {
-        await thick.stop();
-      }
-    }
+  const env = (name) => ({
+    ...RUNTIME_ENV,
+    CNI_CONTAINERID: `c-${name}`,
+    CNI_NETNS: netnsPath,
+    CNI_PATH,
+    CNI_IFNAME: "eth0",
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=b;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name};K8S_POD_INFRA_CONTAINER_ID=c-${name}`,
+  });
+  const run = async (mode, bin, conf, name) => {
+    pod(name);
+    let from = front.log.length;
+    await cni(bin, { ...env(name), CNI_COMMAND: "ADD" }, conf);
+    mark(mode, "ADD", from);
+    from = front.log.length;
+    await cni(bin, { ...env(name), CNI_COMMAND: "DEL" }, conf);
+    mark(mode, "DEL", from);
+  };
+  return { mark, run };
+}
+
+/** Daemon mode: its start, a bound pod's claim read by name, then one pod's ADD and DEL. */
+async function measurePlexusDaemon({ api, front, runner: { mark, run }, base, tmp }) {
+  const socket = join(tmp, "plexus.sock");
+  let from = front.log.length;
+  const daemon = await startDaemon({
+    kubeconfig: base.kubeconfig,
+    socket,
+    nodeName: "bench-node",
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  mark("Plexus daemon", "daemon start", from);
+  // A pod with one ResourceClaim bound to the node: the daemon reads that claim by name (it
+  // watches no claims), once, ahead of the pod's ADD.
+  from = front.log.length;
+  api.addDra("resourceclaims", benchClaim("claim-dmn"));
+  api.addPod({
+    metadata: { namespace: "b", name: "claimed", uid: "uid-claimed" },
+    spec: {
+      nodeName: "bench-node",
+      resourceClaims: [{ name: "c", resourceClaimName: "claim-dmn" }],
+    },
+    status: { phase: "Pending" },
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  mark("Plexus daemon", "a pod with a claim is bound", from);
+  await run(
+    "Plexus daemon",
+    "dist/plexus",
+    JSON.stringify({ ...base, cniDir: join(tmp, "cni"), daemonSocket: socket }),
+    "dmn",
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  await daemon.stop();
+}
+
+/** Multus thin's pod, then Multus thick's start and pod. */
+async function measureMultusScale({ front, runner: { mark, run }, base, tmp }) {
+  const { kubeconfig, clusterNetwork, confDir } = base;
+  const multusConf = JSON.stringify({
+    cniVersion: "1.0.0",
+    name: "multus-cni-network",
+    type: "multus",
+    kubeconfig,
+    clusterNetwork,
+    confDir,
+    cniDir: join(tmp, "multus-cache"),
+    binDir: CNI_PATH,
+  });
+  await run("Multus thin", join(MULTUS_DIR, "multus"), multusConf, "mthin");
+  const from = front.log.length;
+  const thick = await startMultusThick({ front, root: tmp, confDir, clusterNetwork });
+  mark("Multus thick", "daemon start", from);
+  try {
+    await run("Multus thick", join(MULTUS_DIR, "multus-shim"), thick.shimConf, "mthick");
   } finally {
-    await front.close();
-    await api.close();
-    s.cleanup();
-    rmSync(tmp, { recursive: true, force: true });
+    await thick.stop();
   }
+}
+
+function printScale(phases) {
   console.log(
     `== API requests per node, one pod with the default network + ${K} NAD networks (requests: reads + writes [+ events]; bytes: bodies sent / received)`,
   );
@@ -198,6 +175,55 @@ export async function benchScale() {
     ]),
   );
   console.log("");
+}
+
+export async function benchScale() {
+  if (!needsRoot("API load per node")) return undefined;
+  const { startFakeApiServer } = await importFakeApiServer();
+  const tmp = mkdtempSync(join(tmpdir(), "plx-benchscale-"));
+  const s = scratch("plx-benchs");
+  const netnsPath = s.netns(`plx-benchs-${process.pid}`);
+  for (let k = 0; k <= K; k++) s.link(`plxs${k}`);
+  const api = await startFakeApiServer({ rbac: false });
+  const front = await startProtobufFront(api);
+  const phases = [];
+  try {
+    const { confDir, clusterNetwork, net } = benchNetworks({
+      root: tmp,
+      bridgePrefix: "plxs",
+      octet: 239,
+    });
+    const nads = Array.from({ length: K }, (_, i) => net(`net${i}`, i + 1));
+    for (const n of nads)
+      api.addNad({
+        metadata: { namespace: "b", name: n.name },
+        spec: { config: JSON.stringify(n) },
+      });
+    const kubeconfig = await nodeKubeconfig(front, { dir: tmp });
+    const runner = scaleRunner({ api, front, phases, nads, netnsPath });
+    const base = {
+      cniVersion: "1.0.0",
+      name: "plexus",
+      type: "plexus",
+      clusterNetwork,
+      confDir,
+      kubeconfig,
+    };
+    await runner.run(
+      "Plexus thin",
+      "dist/plexus",
+      JSON.stringify({ ...base, cniDir: join(tmp, "cni"), daemonSocket: "" }),
+      "thin",
+    );
+    await measurePlexusDaemon({ api, front, runner, base, tmp });
+    if (!multusMissing()) await measureMultusScale({ front, runner, base, tmp });
+  } finally {
+    await front.close();
+    await api.close();
+    s.cleanup();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  printScale(phases);
   return phases;
 }
 

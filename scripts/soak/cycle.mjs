@@ -35,32 +35,32 @@ export const FAULTS = [
 /** Fault kinds after which ADD must still succeed (the daemon's absence has a fallback). */
 const ADD_MUST_SUCCEED = new Set(["none", "daemon-kill", "del-non-idempotent", "del-slow"]);
 
-function mulberry32(a) {
+function mulberry32(seed) {
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
+    seed = (seed + 0x6d2b79f5) >>> 0;
+    let t = seed;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 
-function cycleSeed(seed, i) {
-  let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0;
+function cycleSeed(seed, index) {
+  let h = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b)) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x7feb352d) >>> 0;
   return (h ^ (h >>> 15)) >>> 0;
 }
 
-function pick(r, weighted) {
+function pick(random, weighted) {
   const total = weighted.reduce((s, [, w]) => s + w, 0);
-  let x = r() * total;
+  let x = random() * total;
   for (const [v, w] of weighted) if ((x -= w) < 0) return v;
   return weighted[0][0];
 }
 
-/** What cycle `i` of a run with `seed` does. */
-export function planCycle(seed, i, faults = FAULTS) {
-  const r = mulberry32(cycleSeed(seed, i));
+/** What cycle `index` of a run with `seed` does. */
+export function planCycle(seed, index, faults = FAULTS) {
+  const r = mulberry32(cycleSeed(seed, index));
   const k = Math.floor(r() * (MAX_EXTRA + 1));
   const kind = pick(r, faults);
   const mode = kind.startsWith("api-")
@@ -71,7 +71,7 @@ export function planCycle(seed, i, faults = FAULTS) {
         ? "thin"
         : "daemon";
   const target = Math.floor(r() * (k + 1));
-  const p = { i, seed: cycleSeed(seed, i), k, kind, mode };
+  const p = { i: index, seed: cycleSeed(seed, index), k, kind, mode };
   planDelFault(p, r);
   // Roughly how long a clean ADD of k+1 networks takes here; kills land anywhere in it.
   const addMs = 60 + 45 * (k + 1);
@@ -101,116 +101,119 @@ export function planCycle(seed, i, faults = FAULTS) {
 }
 
 /** The plan of the DEL fault classes (their mode picks a config of world.mjs where they need one). */
-function planDelFault(p, r) {
-  const anyIf = () => ifName(Math.floor(r() * (p.k + 1)));
-  switch (p.kind) {
+function planDelFault(plan, random) {
+  const anyIf = () => ifName(Math.floor(random() * (plan.k + 1)));
+  switch (plan.kind) {
     case "del-non-idempotent":
-      p.target = anyIf();
+      plan.target = anyIf();
       break;
     case "del-slow":
-      p.k = Math.max(p.k, 2);
-      p.mode = "delDeadline";
-      p.sleepS = 5;
+      plan.k = Math.max(plan.k, 2);
+      plan.mode = "delDeadline";
+      plan.sleepS = 5;
       break;
     case "delegate-setsid":
-      p.target = anyIf();
-      p.sleepS = Number((1.5 + r()).toFixed(2));
+      plan.target = anyIf();
+      plan.sleepS = Number((1.5 + random()).toFixed(2));
       break;
     case "full-cnidir":
-      p.when = r() < 0.5 ? "before" : "after";
+      plan.when = random() < 0.5 ? "before" : "after";
       break;
     case "runtime-del-once":
-      p.k = Math.max(p.k, 1);
-      p.mode = "delOnce";
-      p.target = ifName(1 + Math.floor(r() * p.k));
-      p.when = r() < 0.5 ? "before" : "after";
+      plan.k = Math.max(plan.k, 1);
+      plan.mode = "delOnce";
+      plan.target = ifName(1 + Math.floor(random() * plan.k));
+      plan.when = random() < 0.5 ? "before" : "after";
       // After a failure past bridge's ADD, the retry must succeed (abandoning it would leak by design).
-      p.fixed = p.when === "after" || r() < 0.5;
+      plan.fixed = plan.when === "after" || random() < 0.5;
       break;
   }
 }
 
-export function describePlan(p) {
-  const extra = Object.entries(p)
+export function describePlan(plan) {
+  const extra = Object.entries(plan)
     .filter(([key]) => !["i", "seed", "kind", "k", "mode"].includes(key))
     .map(([key, v]) => `${key}=${v}`)
     .join(" ");
-  return `${p.kind} (${p.k} extra networks, ${p.mode}${extra ? `, ${extra}` : ""})`;
+  return `${plan.kind} (${plan.k} extra networks, ${plan.mode}${extra ? `, ${extra}` : ""})`;
 }
 
-function apiFault(world, p) {
-  const pod = `p${p.k}`;
+function apiFault(world, plan) {
+  const pod = `p${plan.k}`;
   const path = {
     pod: `/api/v1/namespaces/${NAMESPACE}/pods/${pod}`,
     status: `/api/v1/namespaces/${NAMESPACE}/pods/${pod}/status`,
     event: /\/events$/,
     nad: /network-attachment-definitions/,
-  }[p.route];
-  const method = { pod: "GET", status: "PATCH", event: "POST", nad: "GET" }[p.route];
+  }[plan.route];
+  const method = { pod: "GET", status: "PATCH", event: "POST", nad: "GET" }[plan.route];
   const fault = {
-    "api-5xx": { kind: "status", code: p.code },
+    "api-5xx": { kind: "status", code: plan.code },
     "api-reset": { kind: "reset" },
     "api-hang": { kind: "hang" },
     "api-409": { kind: "status", code: 409, reason: "Conflict" },
-  }[p.kind];
-  world.api.inject({ method, path, times: p.times, watch: false }, fault);
+  }[plan.kind];
+  world.api.inject({ method, path, times: plan.times, watch: false }, fault);
 }
 
-const delegateFaultLine = (p, mode, arg = "-") =>
-  `${p.target} ADD ${mode} ${p.when ?? "before"} ${arg}`;
+const delegateFaultLine = (plugin, mode, arg = "-") =>
+  `${plugin.target} ADD ${mode} ${plugin.when ?? "before"} ${arg}`;
 
 /** The ADD phase of a cycle, faulted as planned. Returns the ADD results that finished. */
-async function addPhase(world, p, call) {
-  switch (p.kind) {
+async function addPhase(world, plan, call) {
+  switch (plan.kind) {
     case "kill-add": {
       const a = call("ADD");
-      await sleep(p.killAfterMs);
+      await sleep(plan.killAfterMs);
       a.kill();
       return [await a.done];
     }
     case "delegate-hang":
     case "delegate-crash":
     case "delegate-garbage":
-      world.setFault([delegateFaultLine(p, p.kind.slice("delegate-".length))]);
+      world.setFault([delegateFaultLine(plan, plan.kind.slice("delegate-".length))]);
       return [await call("ADD").done];
     case "delegate-sleep-past-kill": {
-      world.setFault([delegateFaultLine(p, "sleep", (p.sleepMs / 1000).toFixed(3))]);
+      world.setFault([delegateFaultLine(plan, "sleep", (plan.sleepMs / 1000).toFixed(3))]);
       const a = call("ADD");
-      await sleep(p.killAfterMs);
+      await sleep(plan.killAfterMs);
       a.kill();
       return [await a.done];
     }
     case "concurrent-add-add": {
       const a = call("ADD");
-      await sleep(p.gapMs);
+      await sleep(plan.gapMs);
       const b = call("ADD");
       return Promise.all([a.done, b.done]);
     }
     case "concurrent-add-del": {
       const a = call("ADD");
-      await sleep(p.gapMs);
+      await sleep(plan.gapMs);
       const d = call("DEL");
       return [(await Promise.all([a.done, d.done]))[0]];
     }
     case "delegate-setsid":
-      world.setFault([`${p.target} ADD setsid - ${p.sleepS}`]);
+      world.setFault([`${plan.target} ADD setsid - ${plan.sleepS}`]);
       return [await call("ADD").done];
     case "full-cnidir":
-      if (p.when === "before") world.fillCniDir();
+      if (plan.when === "before") world.fillCniDir();
       return [await call("ADD").done];
     case "runtime-del-once":
-      world.setFault([`${p.target} ADD fail ${p.when} -`, `${p.target} DEL fail before -`]);
+      world.setFault([
+        `${plan.target} ADD fail ${plan.when} -`,
+        `${plan.target} DEL fail before -`,
+      ]);
       return [await call("ADD").done];
     case "daemon-kill": {
       const a = call("ADD");
-      await sleep(p.killAfterMs);
+      await sleep(plan.killAfterMs);
       await world.killDaemon();
       const r = await a.done;
       await world.startDaemon();
       return [r];
     }
     default:
-      if (p.kind.startsWith("api-")) apiFault(world, p);
+      if (plan.kind.startsWith("api-")) apiFault(world, plan);
       return [await call("ADD").done];
   }
 }
@@ -262,13 +265,13 @@ function missingInterfaces(adds, netnsName) {
 }
 
 /**
- * Runs cycle `p` in its own netns; returns the problems found by its own calls (a DEL that kept
- * failing, a must-succeed ADD that failed, a successful ADD whose interfaces are not there). The
- * caller does the accounting while the netns lives.
+ * Runs the cycle `plan` in its own netns; returns the problems found by its own calls (a DEL
+ * that kept failing, a must-succeed ADD that failed, a successful ADD whose interfaces are not
+ * there). The caller does the accounting while the netns lives.
  */
-export async function runCycle(world, p, netns) {
-  const ctx = { containerId: `soak${world.tag}c${p.i}`, netns: netns.path, pod: `p${p.k}` };
-  const conf = world.confs[p.mode];
+export async function runCycle(world, plan, netns) {
+  const ctx = { containerId: `soak${world.tag}c${plan.i}`, netns: netns.path, pod: `p${plan.k}` };
+  const conf = world.confs[plan.mode];
   const call = (cmd, over = {}) =>
     start(PLEXUS, [], { env: world.env(cmd, { ...ctx, ...over }), stdin: conf });
   const problems = [];
@@ -277,34 +280,35 @@ export async function runCycle(world, p, netns) {
   // survived it must still find its config and show up as the leak it is).
   world.clearState();
   if (
-    p.mode === "daemon" &&
+    plan.mode === "daemon" &&
     (!world.daemon || world.daemon.exitCode !== null || world.daemon.signalCode !== null)
   )
     await world.startDaemon();
-  if (p.kind === "kill-del") {
+  if (plan.kind === "kill-del") {
     const a = await call("ADD").done;
     if (a.code !== 0)
       problems.push(["add-failed", `ADD exit ${a.code}: ${a.stdout.slice(0, 300)}`]);
     const d = call("DEL");
-    await sleep(p.killAfterMs * 0.7);
+    await sleep(plan.killAfterMs * 0.7);
     d.kill();
     await d.done;
   } else {
-    adds = await addPhase(world, p, call);
-    if (ADD_MUST_SUCCEED.has(p.kind))
+    adds = await addPhase(world, plan, call);
+    if (ADD_MUST_SUCCEED.has(plan.kind))
       for (const a of adds)
         if (a.code !== 0)
           problems.push([
             "add-failed",
             `ADD exit ${a.code}: ${a.stdout.slice(0, 300)} ${a.stderr.slice(-300)}`,
           ]);
-    if (RESULT_CHECKED.has(p.kind))
+    if (RESULT_CHECKED.has(plan.kind))
       for (const m of missingInterfaces(adds, netns.name)) problems.push(["add-result-missing", m]);
   }
   world.setFault([]);
-  if (p.kind === "runtime-del-once") return runtimeDelsOnce(world, p, { call, netns, problems });
-  if (DEL_FAULTS.has(p.kind)) return delFaultDels(world, p, { call, netns, adds, problems });
-  if (p.kind === "concurrent-add-del") {
+  if (plan.kind === "runtime-del-once")
+    return runtimeDelsOnce(world, plan, { call, netns, problems });
+  if (DEL_FAULTS.has(plan.kind)) return delFaultDels(world, plan, { call, netns, adds, problems });
+  if (plan.kind === "concurrent-add-del") {
     // The racing DEL was the runtime's StopPodSandbox; it then removes the netns, and
     // RemovePodSandbox's DEL comes without one. What the ADD left must go with those two.
     world.deleteNetns(netns.name);
@@ -324,22 +328,22 @@ async function delOnceOk(call, over, problems, what) {
 }
 
 /** The DEL phase of the DEL fault classes (each DEL is judged on its own, see delOnceOk). */
-async function delFaultDels(world, p, { call, netns, adds, problems }) {
+async function delFaultDels(world, plan, { call, netns, adds, problems }) {
   try {
-    if (p.kind === "full-cnidir") {
-      checkFullAdd(p, adds, problems);
+    if (plan.kind === "full-cnidir") {
+      checkFullAdd(plan, adds, problems);
       // Topped up before every DEL: what the one before freed must not make the next one easy.
       for (const over of [{}, { netns: "" }, { netns: "" }]) {
         world.fillCniDir();
         await delOnceOk(call, over, problems, "full cniDir");
       }
-    } else if (p.kind === "del-non-idempotent") {
-      world.setFault([`${p.target} DEL nonidem - -`]);
+    } else if (plan.kind === "del-non-idempotent") {
+      world.setFault([`${plan.target} DEL nonidem - -`]);
       await runtimeDel(call, {}, problems);
       for (const over of [{}, { netns: "" }, { netns: "" }])
-        await delOnceOk(call, over, problems, `DEL without a record, ${p.target}'s DEL failing`);
+        await delOnceOk(call, over, problems, `DEL without a record, ${plan.target}'s DEL failing`);
     } else {
-      world.setFault(["net1", "net2"].map((n) => `${n} DEL sleeponce - ${p.sleepS}`));
+      world.setFault(["net1", "net2"].map((n) => `${n} DEL sleeponce - ${plan.sleepS}`));
       await call("DEL").done;
       // Whatever the slow ones did, the default network's DEL got its turn within the deadline.
       const left = ipJson(["-n", netns.name, "link", "show"]).map((l) => l.ifname);
@@ -356,8 +360,8 @@ async function delFaultDels(world, p, { call, netns, adds, problems }) {
 }
 
 /** A full cniDir: an ADD must fail with 5 (an I/O error, never 999) and the DELs succeed. */
-function checkFullAdd(p, adds, problems) {
-  if (p.when !== "before") return;
+function checkFullAdd(plan, adds, problems) {
+  if (plan.when !== "before") return;
   for (const a of adds) {
     let code;
     try {
@@ -373,14 +377,14 @@ function checkFullAdd(p, adds, problems) {
  * removed; then another container is run and removed on the node, and must take the record of
  * the failed DEL with it (retried, or abandoned at once with failedDelRetrySeconds 0).
  */
-async function runtimeDelsOnce(world, p, { call, netns, problems }) {
-  world.setFault([`${p.target} DEL fail before -`]);
+async function runtimeDelsOnce(world, plan, { call, netns, problems }) {
+  world.setFault([`${plan.target} DEL fail before -`]);
   await call("DEL").done;
   world.deleteNetns(netns.name); // podman rm: the sandbox and its netns go, no DEL comes again
-  if (p.fixed) world.setFault([]);
+  if (plan.fixed) world.setFault([]);
   const nextNs = `${netns.name}n`;
   const next = {
-    containerId: `soak${world.tag}c${p.i}n`,
+    containerId: `soak${world.tag}c${plan.i}n`,
     pod: "p0",
     netns: world.addNetns(nextNs),
   };

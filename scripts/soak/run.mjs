@@ -14,9 +14,9 @@ const PROBLEM_KINDS = [...LEAK_KINDS, ...FAILURE_KINDS];
 export { LEAK_KINDS };
 
 /** Runs one cycle in `world` and accounts for it; returns the plan and what was found. */
-async function oneCycle(world, seed, i, settleMs) {
-  const p = planCycle(seed, i);
-  const nsName = `plx-soak-${world.tag}-${i}`;
+async function oneCycle(world, seed, index, settleMs) {
+  const p = planCycle(seed, index);
+  const nsName = `plx-soak-${world.tag}-${index}`;
   const netns = world.addNetns(nsName);
   let found;
   try {
@@ -53,9 +53,9 @@ function tally(summary, { p, found }) {
  * o.progress(summary) called after each cycle; o.signal stops starting new cycles once aborted (a
  * test's deadline): the cycles under way finish and the world is removed as on any other end.
  */
-export async function runSoak(o) {
-  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 3, settleMs = 3000 } = o;
-  const { progress, signal } = o;
+export async function runSoak(options) {
+  const { cycles, timeLimitS = Infinity, seed, start = 0, lanes = 3, settleMs = 3000 } = options;
+  const { progress, signal } = options;
   const summary = {
     seed,
     lanes,
@@ -113,23 +113,27 @@ export async function runSoak(o) {
 }
 
 /** The closing table: cycles, faults by kind, leaks by kind (cycles with at least one of that kind). */
-export function formatSummary(s, { firstLeaks = 5 } = {}) {
+export function formatSummary(summary, { firstLeaks = 5 } = {}) {
   const lines = [];
-  const pct = (n) => `${((100 * n) / Math.max(1, s.cycles)).toFixed(1)} %`;
+  const pct = (n) => `${((100 * n) / Math.max(1, summary.cycles)).toFixed(1)} %`;
   const rows = [
     [
       "cycles",
-      String(s.cycles),
-      `seed ${s.seed}, ${s.lanes} lanes, ${s.seconds.toFixed(0)} s, ` +
-        `${(s.cycles / Math.max(s.seconds, 0.001)).toFixed(2)} cycles/s` +
-        `${s.interrupted ? `, stopped by ${s.interrupted}` : ""}`,
+      String(summary.cycles),
+      `seed ${summary.seed}, ${summary.lanes} lanes, ${summary.seconds.toFixed(0)} s, ` +
+        `${(summary.cycles / Math.max(summary.seconds, 0.001)).toFixed(2)} cycles/s` +
+        `${summary.interrupted ? `, stopped by ${summary.interrupted}` : ""}`,
     ],
-    ["faulted cycles", String(s.faulted), pct(s.faulted)],
+    ["faulted cycles", String(summary.faulted), pct(summary.faulted)],
   ];
-  for (const [k, n] of Object.entries(s.faults))
+  for (const [k, n] of Object.entries(summary.faults))
     if (k !== "none")
-      rows.push([`  fault ${k}`, String(n), s.byFault[k] ? `${s.byFault[k]} leaky` : ""]);
-  for (const [k, n] of Object.entries(s.leaks))
+      rows.push([
+        `  fault ${k}`,
+        String(n),
+        summary.byFault[k] ? `${summary.byFault[k]} leaky` : "",
+      ]);
+  for (const [k, n] of Object.entries(summary.leaks))
     rows.push([
       `  ${FAILURE_KINDS.includes(k) ? "failure" : "leak"} ${k}`,
       String(n),
@@ -137,17 +141,17 @@ export function formatSummary(s, { firstLeaks = 5 } = {}) {
     ]);
   rows.push([
     "cycles with a leak or failure",
-    String(s.leakyCycles.length),
-    s.leakyCycles.length ? "FAIL" : "ok",
+    String(summary.leakyCycles.length),
+    summary.leakyCycles.length ? "FAIL" : "ok",
   ]);
   const w0 = Math.max(...rows.map((r) => r[0].length));
   const w1 = Math.max(...rows.map((r) => r[1].length));
   for (const [a, b, c] of rows) lines.push(`${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`.trimEnd());
-  for (const l of s.leakyCycles.slice(0, firstLeaks)) {
+  for (const l of summary.leakyCycles.slice(0, firstLeaks)) {
     lines.push(
       "",
       `cycle ${l.i} (cycle seed ${l.cycleSeed}): ${l.plan}`,
-      `  replay: npm run soak -- --seed ${s.seed} --start ${l.i} --cycles 1`,
+      `  replay: npm run soak -- --seed ${summary.seed} --start ${l.i} --cycles 1`,
     );
     for (const [k, d] of l.found.slice(0, 8)) lines.push(`  ${k}: ${d}`);
     if (l.found.length > 8) lines.push(`  … ${l.found.length - 8} more`);

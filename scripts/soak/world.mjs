@@ -74,24 +74,24 @@ function socketStatus(socketPath, path) {
   });
 }
 
-export const ifName = (k) => (k === 0 ? "eth0" : `net${k}`);
-const networkName = (k) => (k === 0 ? "cbr0" : `net${k}`);
+export const ifName = (slot) => (slot === 0 ? "eth0" : `net${slot}`);
+const networkName = (slot) => (slot === 0 ? "cbr0" : `net${slot}`);
 
 /**
  * Lane 0 uses 10.230–10.234, lane 1 10.235–10.239, lane 2 10.230–… again: no network is a gateway,
  * so the host has no address or route in any of them and two lanes' equal subnets (on their own
  * bridges, in their own namespaces and host-local stores) cannot meet.
  */
-const subnet = (lane, k) => `10.${230 + ((lane * (MAX_EXTRA + 1) + k) % 10)}.0.0/16`;
+const subnet = (lane, slot) => `10.${230 + ((lane * (MAX_EXTRA + 1) + slot) % 10)}.0.0/16`;
 
-function networkConf(world, k) {
+function networkConf(world, index) {
   return {
     cniVersion: "1.0.0",
-    name: networkName(k),
+    name: networkName(index),
     type: "bridge",
-    bridge: world.bridges[k],
+    bridge: world.bridges[index],
     isGateway: false,
-    ipam: { type: "host-local", subnet: subnet(world.lane, k), dataDir: world.dataDir },
+    ipam: { type: "host-local", subnet: subnet(world.lane, index), dataDir: world.dataDir },
   };
 }
 
@@ -234,6 +234,23 @@ function methods(world) {
       ipQuiet(["netns", "del", name]);
       world.netns.delete(name);
     },
+    ...fileMethods(world),
+    ...daemonMethods(world),
+    processes() {
+      const exclude = new Set([...live].map((w) => w.daemon?.pid).filter(Boolean));
+      const foreign = [...live].filter((w) => w !== world).map((w) => w.marker);
+      return ownedProcesses(world.marker, { exclude, foreign });
+    },
+    /** Removes everything the soak made (cleanupWorld). */
+    cleanup() {
+      cleanupWorld(world);
+    },
+  };
+}
+
+/** The world's files a fault or a cycle changes: cniDir's fill, the state dir, the fault file. */
+function fileMethods(world) {
+  return {
     /** Fills cniDir (its tmpfs) to the last byte; unfill() gives the space back. */
     fillCniDir() {
       const filler = join(world.cniDir, ".filler");
@@ -253,6 +270,12 @@ function methods(world) {
     setFault(lines) {
       writeFileSync(world.faultFile, lines.map((l) => `${l}\n`).join(""));
     },
+  };
+}
+
+/** Starting the world's `plexus daemon` and killing it as a crash would. */
+function daemonMethods(world) {
+  return {
     async startDaemon({ waitReady = false } = {}) {
       const d = spawn(
         PLEXUS,
@@ -291,34 +314,30 @@ function methods(world) {
         d.kill("SIGKILL");
       });
     },
-    processes() {
-      const exclude = new Set([...live].map((w) => w.daemon?.pid).filter(Boolean));
-      const foreign = [...live].filter((w) => w !== world).map((w) => w.marker);
-      return ownedProcesses(world.marker, { exclude, foreign });
-    },
-    /** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
-    cleanup() {
-      if (world.cleaned) return;
-      world.cleaned = true;
-      live.delete(world);
-      try {
-        world.daemon?.kill("SIGKILL");
-      } catch {}
-      const others = [...live];
-      killPids(
-        ownedProcesses(world.marker, {
-          foreign: others.map((w) => w.marker),
-          exclude: new Set(others.map((w) => w.daemon?.pid)),
-        }).map((p) => p.pid),
-      );
-      world.api?.close().catch(() => {});
-      for (const n of [...world.netns]) world.deleteNetns(n);
-      for (const b of world.bridges) ipQuiet(["link", "del", b]);
-      if (world.mounted)
-        try {
-          execFileSync("umount", ["-l", world.cniDir], { stdio: "ignore" });
-        } catch {}
-      rmSync(world.root, { recursive: true, force: true });
-    },
   };
+}
+
+/** Removes everything the soak made; idempotent, synchronous (also runs from signal handlers). */
+function cleanupWorld(world) {
+  if (world.cleaned) return;
+  world.cleaned = true;
+  live.delete(world);
+  try {
+    world.daemon?.kill("SIGKILL");
+  } catch {}
+  const others = [...live];
+  killPids(
+    ownedProcesses(world.marker, {
+      foreign: others.map((w) => w.marker),
+      exclude: new Set(others.map((w) => w.daemon?.pid)),
+    }).map((p) => p.pid),
+  );
+  world.api?.close().catch(() => {});
+  for (const n of [...world.netns]) world.deleteNetns(n);
+  for (const b of world.bridges) ipQuiet(["link", "del", b]);
+  if (world.mounted)
+    try {
+      execFileSync("umount", ["-l", world.cniDir], { stdio: "ignore" });
+    } catch {}
+  rmSync(world.root, { recursive: true, force: true });
 }

@@ -6,79 +6,45 @@
  * through the fallback or the restarted daemon, every DEL succeeds, nothing is left behind.
  * Subnets 10.219.x.0/24.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
-import { describeE2e, links, NOTHING_LEFT, useE2eScope, type E2eScope } from "../support/netns";
-import { PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
+import { describeE2e, links, NOTHING_LEFT, useE2eScope } from "../support/netns";
+import type { E2eScope, Netns } from "../support/netns";
+import { E2eDaemons } from "../support/e2e-daemon";
+import { unixSocketStatus } from "../support/plexus-bin";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
 let api: FakeApiServer | undefined;
-const daemons = new Set<ChildProcess>();
+const daemons = new E2eDaemons();
 afterEach(async () => {
-  for (const d of daemons) await stopDaemon(d);
+  await daemons.stopAll();
   await api?.close();
   api = undefined;
 });
 
-function stopDaemon(d: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  daemons.delete(d);
-  if (d.exitCode !== null || d.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    d.once("exit", () => resolve());
-    d.kill(signal);
-  });
-}
-
 async function startDaemon(
   scope: E2eScope,
-  kubeconfig: string,
-  socket: string,
-  waitReady = true,
+  {
+    kubeconfig,
+    socket,
+    waitReady = true,
+  }: { kubeconfig: string; socket: string; waitReady?: boolean },
 ): Promise<ChildProcess> {
-  const d = spawn(
-    PLEXUS_BIN,
-    [
-      "daemon",
-      "--kubeconfig",
-      kubeconfig,
-      "--node-name",
-      "node-1",
-      "--socket",
-      socket,
-      "--log-level",
-      "warn",
-    ],
-    {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, [scope.marker.split("=")[0]!]: scope.marker.split("=")[1] },
-    },
-  );
-  let stderr = "";
-  d.stderr!.on("data", (c) => (stderr += c));
-  d.stdout!.on("data", (c) => (stderr += `[stdout] ${c}`));
-  daemons.add(d);
-  if (waitReady)
-    await expect
-      .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 20 })
-      .toBe(200)
-      .catch((err: unknown) => {
-        throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
-      });
-  return d;
+  return (await daemons.start(scope, { kubeconfig, socket, waitReady })).child;
 }
 
 /** Stops every daemon (SIGTERM: it removes its socket), then checks that nothing is left behind. */
 async function expectNothingLeft(scope: E2eScope, socket: string): Promise<void> {
-  for (const d of [...daemons]) await stopDaemon(d);
+  await daemons.stopAll();
   expect(existsSync(socket)).toBe(false);
   expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
 }
 
-async function setup(scope: E2eScope, n: number) {
+async function setup(scope: E2eScope, octet: number) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
@@ -87,7 +53,7 @@ async function setup(scope: E2eScope, n: number) {
     JSON.stringify({
       cniVersion: "1.0.0",
       name: "cbr0",
-      plugins: [defaultNet(scope, `10.219.${n}.0/24`, "cbr0")],
+      plugins: [defaultNet(scope, `10.219.${octet}.0/24`, "cbr0")],
     }),
   );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
@@ -107,7 +73,7 @@ async function setup(scope: E2eScope, n: number) {
         bridgeNet({
           name: "net-a",
           bridge: scope.bridgeName(),
-          ipam: hostLocal(scope, `10.219.${n + 1}.0/24`),
+          ipam: hostLocal(scope, `10.219.${octet + 1}.0/24`),
         }),
       ),
     },
@@ -122,6 +88,64 @@ const podEnv = (ns: { path: string }, pod: string, ctr = `ctr-${pod}`) => ({
   CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${pod};K8S_POD_UID=uid-${pod}`,
 });
 
+const CYCLES = 200;
+const MIN_KILLS = 5;
+const MAX_CYCLES = 1000;
+
+/** The chaos test's daemon of the moment, how often it was killed, and whether to stop. */
+type Chaos = { daemon: ChildProcess; kills: number; stop: boolean };
+
+/**
+ * The chaos: the daemon lives 400–2000 ms (it needs ~200 ms to listen again, more under load), is
+ * SIGKILLed (its socket file stays behind, refusing), and is restarted 50–300 ms later without
+ * waiting for ready. Runs until `chaos.stop`.
+ */
+async function killAtRandom(
+  scope: E2eScope,
+  { chaos, paths }: { chaos: Chaos; paths: { kubeconfig: string; socket: string } },
+): Promise<void> {
+  while (!chaos.stop) {
+    const alive = chaos.daemon.exitCode === null && chaos.daemon.signalCode === null;
+    await new Promise((r) =>
+      setTimeout(r, alive ? 400 + Math.random() * 1600 : 50 + Math.random() * 250),
+    );
+    if (chaos.stop) break;
+    if (alive) {
+      await daemons.stop(chaos.daemon, "SIGKILL");
+      chaos.kills++;
+    } else chaos.daemon = await startDaemon(scope, { ...paths, waitReady: false });
+  }
+}
+
+/** ADD and DEL of every pod, in parallel, cycle after cycle: what failed, how many cycles ran. */
+async function cyclePods(options: {
+  scope: E2eScope;
+  conf: unknown;
+  pods: Array<{ name: string; ns: Netns }>;
+  chaos: Chaos;
+}): Promise<{ failures: string[]; done: number }> {
+  const { scope, conf, pods, chaos } = options;
+  const failures: string[] = [];
+  let done = 0;
+  await Promise.all(
+    pods.map(async (p) => {
+      // Counted, not timed: at least CYCLES cycles, and on until the daemon was killed
+      // MIN_KILLS times (a fast machine finishes the cycles first), never past MAX_CYCLES.
+      for (let i = 0; (done < CYCLES || chaos.kills < MIN_KILLS) && done < MAX_CYCLES; i++) {
+        done++;
+        const env = podEnv(p.ns, p.name, `ctr-${p.name}-${i}`);
+        const add = await scope.run("ADD", conf, env);
+        if (add.code !== 0) failures.push(`ADD ${p.name}#${i}: ${add.stdout}`);
+        const del = await scope.run("DEL", conf, env);
+        if (del.code !== 0 || del.stdout !== "") failures.push(`DEL ${p.name}#${i}: ${del.stdout}`);
+        if (links(p.ns.name).some((l) => l.name !== "lo"))
+          failures.push(`leftover links in ${p.ns.name} after cycle ${i}`);
+      }
+    }),
+  );
+  return { failures, done };
+}
+
 describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
   it("an ADD reads nothing from the API server (0 GETs), writes status and one event; DEL needs neither", async () => {
     const { scope } = t;
@@ -135,7 +159,7 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
       },
       spec: { nodeName: "node-1" },
     });
-    await startDaemon(scope, kubeconfig, socket);
+    await startDaemon(scope, { kubeconfig, socket });
     // Pods, NADs, and this node's ResourceSlices (ResourceClaims are read by name, never watched).
     await expect.poll(() => api.watchCount()).toBe(3);
     const before = api.requests.length;
@@ -172,7 +196,7 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
   it("a pod created just before its ADD is found (the daemon reads it live)", async () => {
     const { scope } = t;
     const { api, conf, kubeconfig, socket } = await setup(scope, 3);
-    await startDaemon(scope, kubeconfig, socket);
+    await startDaemon(scope, { kubeconfig, socket });
     api.addPod({
       metadata: {
         namespace: "app",
@@ -191,11 +215,7 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
   it("200 ADD/DEL cycles with the daemon SIGKILLed at random and restarted: every ADD and DEL succeeds, nothing left", async () => {
     const { scope } = t;
     const { api, conf, kubeconfig, socket } = await setup(scope, 5);
-    const PODS = 4;
-    const CYCLES = 200;
-    const MIN_KILLS = 5;
-    const MAX_CYCLES = 1000;
-    const pods = Array.from({ length: PODS }, (_, i) => {
+    const pods = Array.from({ length: 4 }, (_, i) => {
       api!.addPod({
         metadata: {
           namespace: "app",
@@ -207,62 +227,30 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
       });
       return { name: `p${i}`, ns: scope.addNetns() };
     });
-    let daemon = await startDaemon(scope, kubeconfig, socket);
-    let kills = 0;
-    let stop = false;
-    // The chaos: the daemon lives 400–2000 ms (it needs ~200 ms to listen again, more under load), is SIGKILLed
-    // (its socket file stays behind, refusing), and is restarted 50–300 ms later without waiting for ready.
-    const chaos = (async () => {
-      while (!stop) {
-        const alive = daemon.exitCode === null && daemon.signalCode === null;
-        await new Promise((r) =>
-          setTimeout(r, alive ? 400 + Math.random() * 1600 : 50 + Math.random() * 250),
-        );
-        if (stop) break;
-        if (alive) {
-          await stopDaemon(daemon, "SIGKILL");
-          kills++;
-        } else daemon = await startDaemon(scope, kubeconfig, socket, false);
-      }
-    })();
-    const failures: string[] = [];
-    let done = 0;
+    const paths = { kubeconfig, socket };
+    const chaos: Chaos = { daemon: await startDaemon(scope, paths), kills: 0, stop: false };
+    const killing = killAtRandom(scope, { chaos, paths });
+    let cycles: { failures: string[]; done: number };
     try {
-      await Promise.all(
-        pods.map(async (p) => {
-          // Counted, not timed: at least CYCLES cycles, and on until the daemon was killed
-          // MIN_KILLS times (a fast machine finishes the cycles first), never past MAX_CYCLES.
-          for (let i = 0; (done < CYCLES || kills < MIN_KILLS) && done < MAX_CYCLES; i++) {
-            done++;
-            const env = podEnv(p.ns, p.name, `ctr-${p.name}-${i}`);
-            const add = await scope.run("ADD", conf, env);
-            if (add.code !== 0) failures.push(`ADD ${p.name}#${i}: ${add.stdout}`);
-            const del = await scope.run("DEL", conf, env);
-            if (del.code !== 0 || del.stdout !== "")
-              failures.push(`DEL ${p.name}#${i}: ${del.stdout}`);
-            if (links(p.ns.name).some((l) => l.name !== "lo"))
-              failures.push(`leftover links in ${p.ns.name} after cycle ${i}`);
-          }
-        }),
-      );
+      cycles = await cyclePods({ scope, conf, pods, chaos });
     } finally {
-      stop = true;
-      await chaos;
+      chaos.stop = true;
+      await killing;
     }
-    expect(failures).toEqual([]);
-    expect(kills).toBeGreaterThanOrEqual(MIN_KILLS);
+    expect(cycles.failures).toEqual([]);
+    expect(chaos.kills).toBeGreaterThanOrEqual(MIN_KILLS);
     // Both paths carried pods: the CNI binary read pods itself only while the daemon was down.
     const cniPodReads = api.requests.filter(
       (r) => r.method === "GET" && r.userAgent === "plexus-cni" && /\/pods\/p\d$/.test(r.path),
     ).length;
     console.log(
-      `chaos: ${done} cycles, ${kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`,
+      `chaos: ${cycles.done} cycles, ${chaos.kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`,
     );
     expect(cniPodReads).toBeGreaterThan(0);
-    expect(cniPodReads).toBeLessThan(done);
+    expect(cniPodReads).toBeLessThan(cycles.done);
     // A SIGKILLed daemon leaves its socket file; the next one claims it. End on a live one.
-    if (daemon.exitCode !== null || daemon.signalCode !== null)
-      daemon = await startDaemon(scope, kubeconfig, socket);
+    const { daemon } = chaos;
+    if (daemon.exitCode !== null || daemon.signalCode !== null) await startDaemon(scope, paths);
     else
       await expect
         .poll(() => unixSocketStatus(socket, "/readyz"), { timeout: 10_000, interval: 20 })

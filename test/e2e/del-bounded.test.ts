@@ -10,7 +10,8 @@ import { dirname, join } from "node:path";
 import { expect, it } from "vitest";
 import { lockPath } from "../../src/store/container-lock";
 import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
-import { cniError, PLEXUS_BIN, TEST_PATH, unixSocketStatus } from "../support/plexus-bin";
+import { E2eDaemons } from "../support/e2e-daemon";
+import { cniError, TEST_PATH } from "../support/plexus-bin";
 import {
   CNI_BIN_DIR,
   describeE2e,
@@ -34,6 +35,39 @@ function wrapperDir(scope: E2eScope, name: string, body: string): string {
   );
   chmodSync(join(dir, name), 0o755);
   return dir;
+}
+
+/**
+ * The default network "main" and two secondaries, slow-a and slow-b, whose delegate `slowdel`
+ * runs `body` and then the real bridge, on 10.224.<octet>, <octet+1> and <octet+2>.0/24; and the
+ * environment of one pod's calls (container ctr-slow) that finds that delegate first.
+ */
+function slowDelegates(
+  scope: E2eScope,
+  { octet, body, extra }: { octet: number; body: string; extra: Record<string, unknown> },
+) {
+  const bin = wrapperDir(scope, "slowdel", body);
+  const slow = (name: string, subnet: string) => ({
+    ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
+    type: "slowdel",
+  });
+  const conf = plexusConf(
+    scope,
+    [
+      defaultNet(scope, `10.224.${octet}.0/24`, "main"),
+      slow("slow-a", `10.224.${octet + 1}.0/24`),
+      slow("slow-b", `10.224.${octet + 2}.0/24`),
+    ],
+    extra,
+  );
+  const ns = scope.addNetns();
+  const env = {
+    CNI_CONTAINERID: "ctr-slow",
+    CNI_NETNS: ns.path,
+    CNI_IFNAME: "eth0",
+    CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
+  };
+  return { bin, conf, ns, env };
 }
 
 const podLinks = (netns: string) =>
@@ -66,31 +100,11 @@ describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
   it("B68 M7 two secondary networks whose DEL is slow, delTimeoutSeconds 2: the default network's DEL still runs on the first DEL; DEL repeated until exit 0 leaves nothing", async () => {
     const { scope } = t;
     // Slow (5 s) on the first DEL of each interface only: a plugin stuck on something that clears.
-    const bin = wrapperDir(
-      scope,
-      "slowdel",
-      `[ "$CNI_COMMAND" = DEL ] && [ ! -e "$S/$CNI_IFNAME" ] && { touch "$S/$CNI_IFNAME"; sleep 5; }`,
-    );
-    const slow = (name: string, subnet: string) => ({
-      ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
-      type: "slowdel",
+    const { conf, ns, env } = slowDelegates(scope, {
+      octet: 2,
+      body: `[ "$CNI_COMMAND" = DEL ] && [ ! -e "$S/$CNI_IFNAME" ] && { touch "$S/$CNI_IFNAME"; sleep 5; }`,
+      extra: { delTimeoutSeconds: 2 },
     });
-    const conf = plexusConf(
-      scope,
-      [
-        defaultNet(scope, "10.224.2.0/24", "main"),
-        slow("slow-a", "10.224.3.0/24"),
-        slow("slow-b", "10.224.4.0/24"),
-      ],
-      { delTimeoutSeconds: 2 },
-    );
-    const ns = scope.addNetns();
-    const env = {
-      CNI_CONTAINERID: "ctr-slow",
-      CNI_NETNS: ns.path,
-      CNI_IFNAME: "eth0",
-      CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
-    };
     expectOk(await scope.run("ADD", conf, env));
     const started = Date.now();
     const first = await scope.run("DEL", conf, env);
@@ -224,31 +238,11 @@ describeE2e(
   "e2e M7 K1 a DEL slower than its deadline: the runtime's DELs end, housekeeping finishes",
   () => {
     const slowSetup = (scope: E2eScope, octet: number) => {
-      const bin = wrapperDir(
-        scope,
-        "slowdel",
-        `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n${SLEEP_ON_DEL}`,
-      );
-      const slow = (name: string, subnet: string) => ({
-        ...bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) }),
-        type: "slowdel",
+      const { bin, conf, ns, env } = slowDelegates(scope, {
+        octet,
+        body: `echo "$CNI_COMMAND $CNI_CONTAINERID $CNI_IFNAME" >> "$S/calls"\n${SLEEP_ON_DEL}`,
+        extra: { delTimeoutSeconds: 2, cniVersion: "1.1.0" },
       });
-      const conf = plexusConf(
-        scope,
-        [
-          defaultNet(scope, `10.224.${octet}.0/24`, "main"),
-          slow("slow-a", `10.224.${octet + 1}.0/24`),
-          slow("slow-b", `10.224.${octet + 2}.0/24`),
-        ],
-        { delTimeoutSeconds: 2, cniVersion: "1.1.0" },
-      );
-      const ns = scope.addNetns();
-      const env = {
-        CNI_CONTAINERID: "ctr-slow",
-        CNI_NETNS: ns.path,
-        CNI_IFNAME: "eth0",
-        CNI_PATH: `${bin}:${CNI_BIN_DIR}`,
-      };
       const callLog = join(bin, "state", "calls");
       /** The slow delegate's DEL calls so far. */
       const dels = () => {
@@ -259,11 +253,14 @@ describeE2e(
     };
 
     /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
-    async function delUntilZero(scope: E2eScope, s: ReturnType<typeof slowSetup>): Promise<void> {
-      expectOk(await scope.run("ADD", s.conf, s.env));
-      const first = cniError(await scope.run("DEL", s.conf, s.env));
+    async function delUntilZero(
+      scope: E2eScope,
+      setUp: ReturnType<typeof slowSetup>,
+    ): Promise<void> {
+      expectOk(await scope.run("ADD", setUp.conf, setUp.env));
+      const first = cniError(await scope.run("DEL", setUp.conf, setUp.env));
       expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
-      expectSilentOk(await scope.run("DEL", s.conf, s.env));
+      expectSilentOk(await scope.run("DEL", setUp.conf, setUp.env));
       // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
       expect(scope.recordFiles()).toHaveLength(1);
       expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
@@ -325,34 +322,23 @@ describeE2e(
 /** `dist/plexus daemon` before the fake API server, with its housekeeping timer every second. */
 async function startHousekeepingDaemon(
   scope: E2eScope,
-  o: { confDir: string; cniPath: string },
+  paths: { confDir: string; cniPath: string },
 ): Promise<{ stop(): Promise<void> }> {
   const api = await startFakeApiServer();
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
   const socket = join(scope.root, "plexus.sock");
-  const [mk, mv] = scope.marker.split("=") as [string, string];
-  const args = ["daemon", "--kubeconfig", kubeconfig, "--node-name", "node-1", "--socket", socket];
-  args.push("--housekeeping-interval", "1", "--cni-conf-dir", o.confDir, "--cni-path", o.cniPath);
-  const d = spawn(PLEXUS_BIN, [...args, "--log-level", "warn"], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, [mk]: mv },
-  });
-  let stderr = "";
-  d.stderr!.on("data", (c) => (stderr += c));
+  const extraArgs = ["--housekeeping-interval", "1", "--cni-conf-dir", paths.confDir];
+  extraArgs.push("--cni-path", paths.cniPath);
+  const daemons = new E2eDaemons();
   const stop = async () => {
-    if (d.exitCode === null && d.signalCode === null) {
-      const exited = new Promise((r) => d.once("exit", r));
-      d.kill("SIGTERM");
-      await exited;
-    }
+    await daemons.stopAll();
     await api.close();
   };
   try {
-    const ready = () => unixSocketStatus(socket, "/readyz");
-    await expect.poll(ready, { timeout: 10_000, interval: 50 }).toBe(200);
+    await daemons.start(scope, { kubeconfig, socket, extraArgs });
   } catch (err) {
     await stop();
-    throw new Error(`daemon not ready: ${String(err)}\n${stderr}`);
+    throw err;
   }
   return { stop };
 }

@@ -6,7 +6,7 @@
  * removes hot-plugged networks too; a hot-plug racing the runtime's DEL leaves nothing.
  * Subnets 10.241.x.0/24.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
@@ -16,49 +16,27 @@ import { ADMIN_TOKEN, startFakeApiServer, writeKubeconfig } from "../support/fak
 import type { FakeApiServer } from "../support/fake-apiserver";
 import { describeE2e, links, NOTHING_LEFT, useE2eScope } from "../support/netns";
 import type { E2eScope, Netns } from "../support/netns";
-import { PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
+import { E2eDaemons } from "../support/e2e-daemon";
+import { PLEXUS_BIN } from "../support/plexus-bin";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
 const t = useE2eScope();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let api: FakeApiServer | undefined;
-const daemons = new Set<ChildProcess>();
+const daemons = new E2eDaemons();
 afterEach(async () => {
-  for (const d of daemons) await stopDaemon(d);
+  await daemons.stopAll();
   await api?.close();
   api = undefined;
 });
 
-function stopDaemon(d: ChildProcess): Promise<void> {
-  daemons.delete(d);
-  if (d.exitCode !== null || d.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    d.once("exit", () => resolve());
-    d.kill("SIGTERM");
-  });
-}
-
 type Paths = { kubeconfig: string; socket: string; confDir: string };
 
-async function startDaemon(scope: E2eScope, o: Paths) {
-  const args = ["daemon", "--kubeconfig", o.kubeconfig, "--node-name", "node-1"];
-  args.push("--socket", o.socket, "--hot-plug", "--cni-conf-dir", o.confDir);
-  args.push("--cni-path", "/usr/lib/cni", "--log-level", "warn");
-  args.push("--housekeeping-interval", "0");
-  const [mk, mv] = scope.marker.split("=") as [string, string];
-  const env = { ...process.env, [mk]: mv };
-  const d = spawn(PLEXUS_BIN, args, { stdio: ["ignore", "pipe", "pipe"], env });
-  const log = { text: "" };
-  d.stderr!.on("data", (c) => (log.text += c));
-  d.stdout!.on("data", (c) => (log.text += `[stdout] ${c}`));
-  daemons.add(d);
-  await expect
-    .poll(() => unixSocketStatus(o.socket, "/readyz"), { timeout: 10_000, interval: 20 })
-    .toBe(200)
-    .catch((err: unknown) => {
-      throw new Error(`daemon not ready: ${String(err)}\n${log.text}`);
-    });
-  return log;
+async function startDaemon(scope: E2eScope, paths: Paths) {
+  const extraArgs = ["--hot-plug", "--cni-conf-dir", paths.confDir];
+  extraArgs.push("--cni-path", "/usr/lib/cni", "--housekeeping-interval", "0");
+  const { kubeconfig, socket } = paths;
+  return (await daemons.start(scope, { kubeconfig, socket, extraArgs })).log;
 }
 
 function nad(scope: E2eScope, name: string, subnet: string, more: unknown[] = []) {
@@ -174,7 +152,8 @@ function recordOf(scope: E2eScope): { attachments: Recorded[] } {
   return JSON.parse(readFileSync(join(scope.cniDir, "records", files[0]!), "utf8"));
 }
 
-const shown = (a: Recorded) => `${a.network}@${a.ifName}${a.hotpluggedAt ? " (hot)" : ""}`;
+const shown = (recorded: Recorded) =>
+  `${recorded.network}@${recorded.ifName}${recorded.hotpluggedAt ? " (hot)" : ""}`;
 
 const recorded = (scope: E2eScope) => recordOf(scope).attachments.map(shown);
 
@@ -190,6 +169,89 @@ const reserved = (scope: E2eScope, subnetPrefix: string) =>
 const ADDED_NET_B = /^Add net2 \[10\.241\.2\.\d+\/24\] from app\/net-b \(hot-plug\)$/;
 const isHot = (message: string) => message.includes("hot-plug");
 const hotAdds = (server: FakeApiServer) => eventsOf(server, "AddedInterface").filter(isHot);
+
+/** The first test's pod app/web, in its namespace `ns`, with the server that holds it. */
+type Web = { scope: E2eScope; api: FakeApiServer; ns: Netns };
+
+/** The second network (the next free netN), then the third on the interface the user names. */
+async function hotPlugSecondAndThird({ scope, api, ns }: Web): Promise<void> {
+  const patchedAt = Date.now();
+  expect(await patchNetworks(api, "web", "net-a, net-b")).toBe(200);
+  await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "net1", "net2"]);
+  const two = ["cbr0@eth0", "app/net-a@net1", "app/net-b@net2"];
+  await expect.poll(() => statusOf(api, "web")).toEqual(two);
+  expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2 (hot)"]);
+  await expect
+    .poll(() => eventsOf(api, "AddedInterface").filter((m) => m.includes("hot-plug")))
+    .toEqual([expect.stringMatching(ADDED_NET_B)]);
+  const tookMs = Date.now() - patchedAt;
+  console.log(`hot-plug: from the annotation's patch to its event ${tookMs} ms`);
+
+  expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
+  const four = ["eth0", "extra", "net1", "net2"];
+  await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(four);
+  await expect
+    .poll(() => statusOf(api, "web"))
+    .toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2", "app/net-c@extra"]);
+  const hot = ["app/net-b@net2 (hot)", "app/net-c@extra (hot)"];
+  expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", ...hot]);
+  await expect.poll(() => hotAdds(api)).toHaveLength(2);
+}
+
+/** One removed: its interface and its address go, the others stay. */
+async function hotUnplugOne({ scope, api, ns }: Web): Promise<void> {
+  expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
+  await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "extra", "net1"]);
+  const after = ["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"];
+  await expect.poll(() => statusOf(api, "web")).toEqual(after);
+  expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
+  expect(reserved(scope, "10.241.2.")).toEqual([]);
+  const removed = ["Remove net2 from app/net-b (hot-plug)"];
+  await expect.poll(() => eventsOf(api, "RemovedInterface")).toEqual(removed);
+}
+
+/** A hot-plug that fails midway is rolled back; one naming a missing NAD changes nothing. */
+async function failedHotPlugs({ scope, api, ns, socket }: Web & { socket: string }) {
+  // The bridge attached, tuning failed; rolled back, the pod as it was.
+  expect(await patchNetworks(api, "web", "net-a, net-c@extra, net-bad")).toBe(200);
+  await expect
+    .poll(() => eventsOf(api, "HotplugFailed"), { timeout: 15_000 })
+    .toContainEqual(expect.stringMatching(/app\/net-bad.*\(rolled back\)$/));
+  expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
+  expect(reserved(scope, "10.241.4.")).toEqual([]);
+  expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
+  expect(statusOf(api, "web")).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"]);
+  // A NAD that does not exist: refused before any delegate runs, with its reason.
+  expect(await patchNetworks(api, "web", "net-a, net-c@extra, net-missing")).toBe(200);
+  await expect
+    .poll(() => eventsOf(api, "HotplugFailed"), { timeout: 15_000 })
+    .toContainEqual(expect.stringMatching(/app\/net-missing.*\(nothing changed\)$/));
+  expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
+  expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
+  const before = await reconciles(socket);
+  expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
+  await expect.poll(() => reconciles(socket), { timeout: 15_000 }).toBeGreaterThan(before);
+}
+
+/**
+ * Without the daemon: plexus explain --hot-plug says what a reconcile would do; plexus hotplug
+ * does it; plexus records shows what was hot-plugged.
+ */
+async function hotPlugWithoutDaemon({ scope, api, ns, confDir }: Web & { confDir: string }) {
+  await daemons.stopAll();
+  expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
+  const people = (...args: string[]) => plexus(scope, [...args, "--cni-conf-dir", confDir]);
+  expect(await people("explain", "app/web", "--hot-plug")).toMatchObject({
+    code: 0,
+    stdout: expect.stringContaining("  attach app/net-b on net2\n"),
+  });
+  expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
+  const manual = await people("hotplug", "app/web", "--cni-path", "/usr/lib/cni");
+  expect(manual).toMatchObject({ code: 0 });
+  expect(ifNames(ns)).toEqual(["eth0", "extra", "net1", "net2"]);
+  const hotplugged = /hot-plugged: app\/net-c@extra at .*app\/net-b@net2 at /;
+  expect((await people("records", "list")).stdout).toMatch(hotplugged);
+}
 
 describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
   it("M15 2nd and 3rd networks added, one removed, a failure rolled back; DEL takes all", async () => {
@@ -207,77 +269,11 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     const ns = scope.addNetns();
     expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
     expect(ifNames(ns)).toEqual(["eth0", "net1"]);
-
-    // The second network: no interface named, so the next free netN.
-    const patchedAt = Date.now();
-    expect(await patchNetworks(api, "web", "net-a, net-b")).toBe(200);
-    await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "net1", "net2"]);
-    const two = ["cbr0@eth0", "app/net-a@net1", "app/net-b@net2"];
-    await expect.poll(() => statusOf(api, "web")).toEqual(two);
-    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2 (hot)"]);
-    await expect
-      .poll(() => eventsOf(api, "AddedInterface").filter((m) => m.includes("hot-plug")))
-      .toEqual([expect.stringMatching(ADDED_NET_B)]);
-    const tookMs = Date.now() - patchedAt;
-    console.log(`hot-plug: from the annotation's patch to its event ${tookMs} ms`);
-
-    // The third, on the interface the user names.
-    expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
-    const four = ["eth0", "extra", "net1", "net2"];
-    await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(four);
-    await expect
-      .poll(() => statusOf(api, "web"))
-      .toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-b@net2", "app/net-c@extra"]);
-    const hot = ["app/net-b@net2 (hot)", "app/net-c@extra (hot)"];
-    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", ...hot]);
-    await expect.poll(() => hotAdds(api)).toHaveLength(2);
-
-    // One removed: its interface and its address go, the others stay.
-    expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
-    await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "extra", "net1"]);
-    const after = ["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"];
-    await expect.poll(() => statusOf(api, "web")).toEqual(after);
-    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
-    expect(reserved(scope, "10.241.2.")).toEqual([]);
-    const removed = ["Remove net2 from app/net-b (hot-plug)"];
-    await expect.poll(() => eventsOf(api, "RemovedInterface")).toEqual(removed);
-
-    // A failed hot-plug: the bridge attached, tuning failed; rolled back, the pod as it was.
-    expect(await patchNetworks(api, "web", "net-a, net-c@extra, net-bad")).toBe(200);
-    await expect
-      .poll(() => eventsOf(api, "HotplugFailed"), { timeout: 15_000 })
-      .toContainEqual(expect.stringMatching(/app\/net-bad.*\(rolled back\)$/));
-    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
-    expect(reserved(scope, "10.241.4.")).toEqual([]);
-    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
-    expect(statusOf(api, "web")).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra"]);
-    // A NAD that does not exist: refused before any delegate runs, with its reason.
-    expect(await patchNetworks(api, "web", "net-a, net-c@extra, net-missing")).toBe(200);
-    await expect
-      .poll(() => eventsOf(api, "HotplugFailed"), { timeout: 15_000 })
-      .toContainEqual(expect.stringMatching(/app\/net-missing.*\(nothing changed\)$/));
-    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
-    expect(recorded(scope)).toEqual(["cbr0@eth0", "app/net-a@net1", "app/net-c@extra (hot)"]);
-    const before = await reconciles(socket);
-    expect(await patchNetworks(api, "web", "net-a, net-c@extra")).toBe(200);
-    await expect.poll(() => reconciles(socket), { timeout: 15_000 }).toBeGreaterThan(before);
-
-    // Without the daemon: plexus explain --hot-plug says what a reconcile would do; plexus
-    // hotplug does it; plexus records shows what was hot-plugged.
-    for (const d of [...daemons]) await stopDaemon(d);
-    expect(await patchNetworks(api, "web", "net-a, net-b, net-c@extra")).toBe(200);
-    const people = (...args: string[]) => plexus(scope, [...args, "--cni-conf-dir", confDir]);
-    expect(await people("explain", "app/web", "--hot-plug")).toMatchObject({
-      code: 0,
-      stdout: expect.stringContaining("  attach app/net-b on net2\n"),
-    });
-    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1"]);
-    const manual = await people("hotplug", "app/web", "--cni-path", "/usr/lib/cni");
-    expect(manual).toMatchObject({ code: 0 });
-    expect(ifNames(ns)).toEqual(["eth0", "extra", "net1", "net2"]);
-    const hotplugged = /hot-plugged: app\/net-c@extra at .*app\/net-b@net2 at /;
-    expect((await people("records", "list")).stdout).toMatch(hotplugged);
-
+    const web = { scope, api, ns };
+    await hotPlugSecondAndThird(web);
+    await hotUnplugOne(web);
+    await failedHotPlugs({ ...web, socket });
+    await hotPlugWithoutDaemon({ ...web, confDir });
     // The sandbox's DEL removes everything the record holds, the hot-plugged networks included.
     expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
     expect(ifNames(ns)).toEqual([]);
@@ -315,7 +311,7 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     // Which side took the lock first depends on timing; both orders must leave nothing.
     const hotFirst = hotAdds(api).length / 2;
     console.log(`race: the hot-plug attached before the DEL in ${hotFirst} of 7 rounds`);
-    for (const d of [...daemons]) await stopDaemon(d);
+    await daemons.stopAll();
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   }, 180_000);
 });

@@ -131,7 +131,7 @@ function runInstaller(node: { host: string; sa: string }, extraRunArgs: string[]
   ]);
 }
 
-const sha256 = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
+const sha256 = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 describeE2e(
   "e2e the DaemonSet image (npm run image, podman)",

@@ -75,16 +75,16 @@ function nodeDirs(scope: E2eScope, subnet: string): NodeDirs {
   return d;
 }
 
-function installArgs(scope: E2eScope, d: NodeDirs, extra: string[] = []): string[] {
+function installArgs(scope: E2eScope, dirs: NodeDirs, extra: string[] = []): string[] {
   return [
     "install",
     "--host-prefix=",
-    `--cni-conf-dir=${d.confDir}`,
-    `--cni-bin-dir=${d.binDir}`,
+    `--cni-conf-dir=${dirs.confDir}`,
+    `--cni-bin-dir=${dirs.binDir}`,
     `--bin-file=${PLEXUS_BIN}`,
-    `--kubeconfig-file-host=${join(d.confDir, "plexus.d", "plexus.kubeconfig")}`,
-    `--token-file=${join(d.saDir, "token")}`,
-    `--ca-file=${join(d.saDir, "ca.crt")}`,
+    `--kubeconfig-file-host=${join(dirs.confDir, "plexus.d", "plexus.kubeconfig")}`,
+    `--token-file=${join(dirs.saDir, "token")}`,
+    `--ca-file=${join(dirs.saDir, "ca.crt")}`,
     `--cni-dir=${scope.cniDir}`,
     "--poll-interval=50",
     "--primary-config-timeout=20",
@@ -103,8 +103,8 @@ function installEnv(scope: E2eScope): Record<string, string> {
   };
 }
 
-function runInstallOnce(scope: E2eScope, d: NodeDirs, extra: string[] = []) {
-  return spawnSync(PLEXUS_BIN, installArgs(scope, d, ["--once", ...extra]), {
+function runInstallOnce(scope: E2eScope, dirs: NodeDirs, extra: string[] = []) {
+  return spawnSync(PLEXUS_BIN, installArgs(scope, dirs, ["--once", ...extra]), {
     env: installEnv(scope),
     encoding: "utf8",
     timeout: 30_000,
@@ -113,8 +113,13 @@ function runInstallOnce(scope: E2eScope, d: NodeDirs, extra: string[] = []) {
 }
 
 /** What a runtime does with a conflist of one plugin: inject name and cniVersion, exec the plugin. */
-function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record<string, string>) {
-  const list = JSON.parse(readFileSync(join(d.confDir, "00-plexus.conflist"), "utf8")) as {
+function runInstalled(
+  scope: E2eScope,
+  dirs: NodeDirs,
+  command: string,
+  env: Record<string, string>,
+) {
+  const list = JSON.parse(readFileSync(join(dirs.confDir, "00-plexus.conflist"), "utf8")) as {
     cniVersion: string;
     name: string;
     plugins: Array<Record<string, unknown>>;
@@ -125,7 +130,7 @@ function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record
     cniVersion: list.cniVersion,
   });
   const [mk, mv] = scope.marker.split("=") as [string, string];
-  return spawnSync(join(d.binDir, "plexus"), [], {
+  return spawnSync(join(dirs.binDir, "plexus"), [], {
     input: stdin,
     encoding: "utf8",
     timeout: 30_000,
@@ -134,14 +139,14 @@ function runInstalled(scope: E2eScope, d: NodeDirs, command: string, env: Record
       PATH: TEST_PATH,
       [mk]: mv,
       CNI_COMMAND: command,
-      CNI_PATH: `${d.binDir}:${CNI_BIN_DIR}`,
+      CNI_PATH: `${dirs.binDir}:${CNI_BIN_DIR}`,
       CNI_ARGS: "IgnoreUnknown=1",
       ...env,
     },
   });
 }
 
-const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
+const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 /** The install container's memory limit in deploy/daemonset.yaml, in bytes (written in Mi). */
 function installerMemoryLimit(): number {
@@ -337,16 +342,16 @@ describeE2e("e2e plexus install", () => {
  * The install command of a rendered layout, run on temp dirs: the container's /host is `root`, the
  * service-account files are the test's; every other flag is as the DaemonSet gives it.
  */
-function layoutArgs(layout: Layout, o: { root: string; saDir: string }): string[] {
+function layoutArgs(layout: Layout, paths: { root: string; saDir: string }): string[] {
   const install = renderLayout(layout)
     .find((d) => d.kind === "DaemonSet")!
     .spec.template.spec.containers.find((c: { name: string }) => c.name === "install");
   const args = (install.command as string[]).slice(1).map((a) => {
     const [name, value] = a.split(/=(.*)/s) as [string, string | undefined];
-    if (name === "--host-prefix") return `--host-prefix=${o.root}`;
-    if (name === "--token-file") return `--token-file=${join(o.saDir, "token")}`;
-    if (name === "--ca-file") return `--ca-file=${join(o.saDir, "ca.crt")}`;
-    return value?.startsWith("/host/") ? `${name}=${o.root}${value.slice("/host".length)}` : a;
+    if (name === "--host-prefix") return `--host-prefix=${paths.root}`;
+    if (name === "--token-file") return `--token-file=${join(paths.saDir, "token")}`;
+    if (name === "--ca-file") return `--ca-file=${join(paths.saDir, "ca.crt")}`;
+    return value?.startsWith("/host/") ? `${name}=${paths.root}${value.slice("/host".length)}` : a;
   });
   return [...args, `--bin-file=${PLEXUS_BIN}`, "--once", "--primary-config-timeout=20"];
 }

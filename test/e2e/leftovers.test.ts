@@ -29,11 +29,11 @@ function alive(pid: number): boolean {
  * A `sleep` that outlives its parent, as a killed run's daemon or delegate does: started through a
  * shell that exits at once, so it is nobody's child here. `arg0` names the sleeping shell.
  */
-function orphan(o: { cwd?: string; env?: NodeJS.ProcessEnv; arg0?: string }): number {
-  const start = `bash -c 'exec -a "$0" sleep 60' '${o.arg0 ?? "sleep"}' >/dev/null 2>&1 & echo $!`;
+function orphan(options: { cwd?: string; env?: NodeJS.ProcessEnv; arg0?: string }): number {
+  const start = `bash -c 'exec -a "$0" sleep 60' '${options.arg0 ?? "sleep"}' >/dev/null 2>&1 & echo $!`;
   const r = spawnSync("sh", ["-c", start], {
-    cwd: o.cwd,
-    env: { PATH: process.env.PATH, ...o.env },
+    cwd: options.cwd,
+    env: { PATH: process.env.PATH, ...options.env },
     encoding: "utf8",
   });
   const pid = Number(r.stdout.trim());

@@ -32,11 +32,14 @@ import {
 const t = useE2eScope();
 
 /** Default network 10.211.<n>.0/24 on eth0, a second bridge network 10.211.<n+1>.0/24 on net1. */
-function twoBridges(n: number, extra: Record<string, unknown> = {}) {
+function twoBridges(octet: number, extra: Record<string, unknown> = {}) {
   const { scope } = t;
   return plexusConf(
     scope,
-    [defaultNet(scope, `10.211.${n}.0/24`), secondaryBridgeNet(scope, `10.211.${n + 1}.0/24`)],
+    [
+      defaultNet(scope, `10.211.${octet}.0/24`),
+      secondaryBridgeNet(scope, `10.211.${octet + 1}.0/24`),
+    ],
     extra,
   );
 }

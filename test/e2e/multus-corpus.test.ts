@@ -124,17 +124,17 @@ function flannelAsBridge(
 function adapt(
   conf: Record<string, unknown>,
   scope: E2eScope,
-  n: Node,
+  node: Node,
   subnet: string,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = { ...conf, type: "plexus" };
-  if ("kubeconfig" in out) out.kubeconfig = n.kubeconfig;
-  if ("confDir" in out) out.confDir = n.netd;
+  if ("kubeconfig" in out) out.kubeconfig = node.kubeconfig;
+  if ("confDir" in out) out.confDir = node.netd;
   if ("cniDir" in out) out.cniDir = scope.cniDir;
   else out.cniDir = scope.cniDir; // Multus's default /var/lib/cni/multus is the host's: keep the test's state apart
   if ("binDir" in out) out.binDir = "/usr/lib/cni";
-  if ("logFile" in out) out.logFile = n.log;
-  if ("readinessindicatorfile" in out) out.readinessindicatorfile = n.readiness;
+  if ("logFile" in out) out.logFile = node.log;
+  if ("readinessindicatorfile" in out) out.readinessindicatorfile = node.readiness;
   if (Array.isArray(out.delegates))
     out.delegates = (out.delegates as Array<Record<string, unknown>>).map((d) => {
       if (d.type === "flannel") return flannelAsBridge(scope, d, subnet);
@@ -167,8 +167,8 @@ const ifNames = (ns: Netns) =>
     .filter((l) => l !== "lo")
     .sort();
 
-function statusOf(n: Node, namespace: string, name: string): Array<Record<string, unknown>> {
-  const annotations = (n.api.getPod(namespace, name)!.metadata.annotations ?? {}) as Record<
+function statusOf(node: Node, namespace: string, name: string): Array<Record<string, unknown>> {
+  const annotations = (node.api.getPod(namespace, name)!.metadata.annotations ?? {}) as Record<
     string,
     string
   >;
@@ -180,17 +180,17 @@ function statusOf(n: Node, namespace: string, name: string): Array<Record<string
 /** One pod's ADD then DEL; returns its interfaces and network-status. */
 async function addAndDel(
   scope: E2eScope,
-  n: Node,
+  node: Node,
   conf: unknown,
   pod: { namespace: string; name: string },
   inspect: (ns: Netns) => void = () => {},
 ) {
-  n.api.addPod({ metadata: { ...pod, uid: `uid-${pod.name}` } });
+  node.api.addPod({ metadata: { ...pod, uid: `uid-${pod.name}` } });
   const ns = scope.addNetns();
   const env = podEnv(ns, pod.namespace, pod.name);
   expectOk(await scope.run("ADD", conf, env));
   inspect(ns);
-  const result = { interfaces: ifNames(ns), status: statusOf(n, pod.namespace, pod.name) };
+  const result = { interfaces: ifNames(ns), status: statusOf(node, pod.namespace, pod.name) };
   expectSilentOk(await scope.run("DEL", conf, env));
   return result;
 }
@@ -210,8 +210,8 @@ const configurationMdQuoted = () =>
  * As published the defaultNetworks' names have capitals, which no Kubernetes object name may
  * (see the test of that); here the NADs and the config name them in lower case.
  */
-function configurationMdNode(scope: E2eScope, n: Node, base: number): Record<string, unknown> {
-  const clusterFile = join(n.netd, "99-flannel.conf");
+function configurationMdNode(scope: E2eScope, node: Node, base: number): Record<string, unknown> {
+  const clusterFile = join(node.netd, "99-flannel.conf");
   const subnet = (k: number) => `10.221.${base * 10 + k}.0/24`;
   writeFileSync(
     clusterFile,
@@ -228,13 +228,13 @@ function configurationMdNode(scope: E2eScope, n: Node, base: number): Record<str
       bridge: scope.bridgeName(),
       ipam: hostLocal(scope, subnet(i + 1)),
     };
-    n.api.addNad({
+    node.api.addNad({
       metadata: { namespace: "kube-system", name },
       spec: { config: JSON.stringify(config) },
     });
   }
   return {
-    ...adapt(configurationMdQuoted(), scope, n, subnet(0)),
+    ...adapt(configurationMdQuoted(), scope, node, subnet(0)),
     clusterNetwork: clusterFile,
     defaultNetworks,
   };

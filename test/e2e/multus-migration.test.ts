@@ -53,27 +53,27 @@ function multusArgs(containerId: string): Array<[string, string]> {
 /** One delegate ADD the way Multus's libcni runs it: the plugin binary, the CNI env, the config on stdin. */
 function libcniAdd(
   scope: E2eScope,
-  o: { config: Record<string, unknown>; containerId: string; netns: Netns; ifName: string },
+  options: { config: Record<string, unknown>; containerId: string; netns: Netns; ifName: string },
 ): Result100 {
   const [mk, mv] = scope.marker.split("=") as [string, string];
-  const r = spawnSync(join(CNI_BIN_DIR, String(o.config.type)), [], {
-    input: JSON.stringify(o.config),
+  const r = spawnSync(join(CNI_BIN_DIR, String(options.config.type)), [], {
+    input: JSON.stringify(options.config),
     encoding: "utf8",
     timeout: 20_000,
     env: {
       PATH: TEST_PATH,
       [mk]: mv,
       CNI_COMMAND: "ADD",
-      CNI_CONTAINERID: o.containerId,
-      CNI_NETNS: o.netns.path,
-      CNI_IFNAME: o.ifName,
+      CNI_CONTAINERID: options.containerId,
+      CNI_NETNS: options.netns.path,
+      CNI_IFNAME: options.ifName,
       CNI_PATH: CNI_BIN_DIR,
-      CNI_ARGS: multusArgs(o.containerId)
+      CNI_ARGS: multusArgs(options.containerId)
         .map(([k, v]) => `${k}=${v}`)
         .join(";"),
     },
   });
-  expect(r.status, `bridge ADD of ${o.ifName}: ${r.stdout} ${r.stderr}`).toBe(0);
+  expect(r.status, `bridge ADD of ${options.ifName}: ${r.stdout} ${r.stderr}`).toBe(0);
   return JSON.parse(r.stdout) as Result100;
 }
 
@@ -89,12 +89,12 @@ interface MultusPod {
  * A pod Multus attached: the cluster network on eth0 and the NAD default/bridge-net on net1 (by
  * position: the annotation named no interface), each as libcni runs a delegate, then Multus's files.
  */
-function attachAsMultus(n: number, containerId: string): MultusPod {
+function attachAsMultus(index: number, containerId: string): MultusPod {
   const { scope } = t;
   const netns = scope.addNetns();
   const multusDir = join(scope.root, "multus");
-  const defaultNetwork = defaultNet(scope, `10.218.${n}.0/24`, "cluster-net");
-  const secondary = secondaryBridgeNet(scope, `10.218.${n + 1}.0/24`);
+  const defaultNetwork = defaultNet(scope, `10.218.${index}.0/24`, "cluster-net");
+  const secondary = secondaryBridgeNet(scope, `10.218.${index + 1}.0/24`);
   const delegates: Array<MultusDelegate & { ifName: string }> = [
     { config: defaultNetwork, ifName: "eth0" },
     { config: secondary, name: "default/bridge-net", ifName: "net1" },
@@ -119,8 +119,8 @@ function attachAsMultus(n: number, containerId: string): MultusPod {
       .sort(),
   ).toEqual(["eth0", "lo", "net1"]);
   expect(scope.ipReservations()).toEqual([
-    `bridge-net/10.218.${n + 1}.2`,
-    `cluster-net/10.218.${n}.2`,
+    `bridge-net/10.218.${index + 1}.2`,
+    `cluster-net/10.218.${index}.2`,
   ]);
   return { containerId, netns, multusDir, defaultNetwork };
 }

@@ -17,7 +17,7 @@ import { afterEach, beforeAll, expect, it } from "vitest";
 import { startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
 import { multusThin } from "../support/multus-peer";
 import { CNI_BIN_DIR, describeE2e, isCi, links, useE2eScope } from "../support/netns";
-import type { E2eScope } from "../support/netns";
+import type { E2eScope, Netns } from "../support/netns";
 import { PLEXUS_BIN, TEST_PATH } from "../support/plexus-bin";
 import { defaultNet, secondaryBridgeNet } from "./networks";
 
@@ -72,11 +72,11 @@ function firstConfig(confDir: string, only?: string): Picked {
 /** A CNI call on a pod's netns; `file` runs that config instead of the first. */
 type CallOptions = { command: "ADD" | "DEL"; pod: string; netns: string; file?: string };
 
-function runtimeCall(node: Node, o: CallOptions) {
-  const { file, stdin, type } = firstConfig(node.confDir, o.file);
+function runtimeCall(node: Node, call: CallOptions) {
+  const { file, stdin, type } = firstConfig(node.confDir, call.file);
   const [mk, mv] = node.scope.marker.split("=") as [string, string];
-  const cid = `ctr-${o.pod}`;
-  const pod = `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${o.pod};K8S_POD_UID=uid-${o.pod}`;
+  const cid = `ctr-${call.pod}`;
+  const pod = `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${call.pod};K8S_POD_UID=uid-${call.pod}`;
   const args = `IgnoreUnknown=1;${pod}`;
   type Outcome = { file: string; type: string; status: number | null; out: string };
   return new Promise<Outcome>((resolve) => {
@@ -85,9 +85,9 @@ function runtimeCall(node: Node, o: CallOptions) {
       env: {
         PATH: TEST_PATH,
         [mk]: mv,
-        CNI_COMMAND: o.command,
+        CNI_COMMAND: call.command,
         CNI_CONTAINERID: cid,
-        CNI_NETNS: o.netns,
+        CNI_NETNS: call.netns,
         CNI_IFNAME: "eth0",
         CNI_PATH: `${node.binDir}:${CNI_BIN_DIR}`,
         CNI_ARGS: `${args};K8S_POD_INFRA_CONTAINER_ID=${cid}`,
@@ -172,6 +172,91 @@ const ifnames = (netns: string) =>
     .map((l) => l.name)
     .sort();
 
+type Call = { pod: string; netns: string; type: string; status: number | null; out: string };
+
+const netnsOf = (call: Call) => `/var/run/netns/${call.netns}`;
+
+/** Pod m0, attached by Multus (its config is the first in the conf dir). */
+async function attachByMultus(scope: E2eScope, node: Node): Promise<Netns> {
+  const before = addPod(scope, "m0");
+  const a = await runtimeCall(node, { command: "ADD", pod: "m0", netns: before.path });
+  expect(a.type).toBe("multus");
+  expect(a.status, a.out).toBe(0);
+  expect(ifnames(before.name)).toEqual(["eth0", "lo", "net1"]);
+  expect(existsSync(join(MULTUS_CACHE, "ctr-m0"))).toBe(true);
+  return before;
+}
+
+/** The switch, with ADDs running throughout, none failing; returns those ADDs. */
+async function switchWhileAdding(scope: E2eScope, node: Node): Promise<Call[]> {
+  const switching = install(node);
+  let done = false;
+  void switching.then(() => (done = true));
+  const during: Call[] = [];
+  // Until the installer is done, then two more (through Plexus's config if it took over).
+  for (let i = 0, after = 0; !done || after++ < 2; i++) {
+    const pod = `s${i}`;
+    const ns = addPod(scope, pod);
+    const r = await runtimeCall(node, { command: "ADD", pod, netns: ns.path });
+    during.push({ pod, netns: ns.name, ...r });
+    expect(r.status, `${pod} through ${r.file}: ${r.out}`).toBe(0);
+    expect(ifnames(ns.name), pod).toEqual(["eth0", "lo", "net1"]);
+  }
+  const inst = await switching;
+  expect(inst.status, inst.stderr).toBe(0);
+  expect(inst.stderr).toMatch(/took over from Multus/);
+  expect(readdirSync(node.confDir).sort()).toEqual([
+    "00-multus.conf.plexus-moved",
+    "00-plexus.conflist",
+    "10-cbr0.conflist",
+    "plexus.d",
+  ]);
+  expect(new Set(during.map((d) => d.type))).toContain("plexus");
+  return during;
+}
+
+/** Plexus tears down a pod Multus attached, from Multus's cache. */
+async function plexusDelsMultusPod(node: Node, before: Netns): Promise<void> {
+  const del = await runtimeCall(node, { command: "DEL", pod: "m0", netns: before.path });
+  expect(del.type).toBe("plexus");
+  expect(del.status, del.out).toBe(0);
+  expect(ifnames(before.name)).toEqual(["lo"]);
+  expect(existsSync(join(MULTUS_CACHE, "ctr-m0"))).toBe(false);
+}
+
+/** The way back: Multus's config first again; Multus tears down a pod Plexus attached. */
+async function switchBack(node: Node, during: Call[]): Promise<Call> {
+  const back = await install(node, ["--no-take-over-multus"]);
+  expect(back.status, back.stderr).toBe(0);
+  expect(firstConfig(node.confDir).type).toBe("multus");
+  const byPlexus = during.filter((d) => d.type === "plexus").at(-1)!;
+  const last = { command: "DEL", pod: byPlexus.pod, netns: netnsOf(byPlexus) } as const;
+  const mdel = await runtimeCall(node, last);
+  expect(mdel.type).toBe("multus");
+  expect(mdel.status, mdel.out).toBe(0);
+  expect(ifnames(byPlexus.netns)).toEqual(["lo"]);
+  return byPlexus;
+}
+
+/**
+ * A pod Plexus attached whose object is gone before Multus's DEL: Multus has no cache file and no
+ * pod, so it runs no delegate and says success. Its interfaces and addresses stay; Plexus's record
+ * of it still tears it down, run by hand with Plexus's config.
+ */
+async function lostPodByHand({ scope, node, gone }: { scope: E2eScope; node: Node; gone: Call }) {
+  const reservedBefore = scope.ipReservations().length;
+  api!.deletePod("default", gone.pod);
+  const lostCall = { command: "DEL", pod: gone.pod, netns: netnsOf(gone) } as const;
+  const lost = await runtimeCall(node, lostCall);
+  expect(lost.status, lost.out).toBe(0);
+  expect(ifnames(gone.netns)).toEqual(["eth0", "lo", "net1"]);
+  expect(scope.ipReservations()).toHaveLength(reservedBefore);
+  const file = "00-plexus.conflist";
+  const byHand = await runtimeCall(node, { ...lostCall, file });
+  expect(byHand.status, byHand.out).toBe(0);
+  expect(ifnames(gone.netns)).toEqual(["lo"]);
+}
+
 describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the installer", () => {
   it("M11 M14 Multus's args: no ADD fails, Plexus DELs Multus's pods, and back", async (ctx) => {
     if ("missing" in multus) {
@@ -181,74 +266,13 @@ describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the install
     }
     const { scope } = t;
     const node = await setup(scope);
-    // Pods attached by Multus.
-    const before = addPod(scope, "m0");
-    const a = await runtimeCall(node, { command: "ADD", pod: "m0", netns: before.path });
-    expect(a.type).toBe("multus");
-    expect(a.status, a.out).toBe(0);
-    expect(ifnames(before.name)).toEqual(["eth0", "lo", "net1"]);
-    expect(existsSync(join(MULTUS_CACHE, "ctr-m0"))).toBe(true);
-
-    // The switch, with ADDs running throughout.
-    const switching = install(node);
-    let done = false;
-    void switching.then(() => (done = true));
-    type Call = { pod: string; netns: string; type: string; status: number | null; out: string };
-    const during: Call[] = [];
-    // Until the installer is done, then two more (through Plexus's config if it took over).
-    for (let i = 0, after = 0; !done || after++ < 2; i++) {
-      const pod = `s${i}`;
-      const ns = addPod(scope, pod);
-      const r = await runtimeCall(node, { command: "ADD", pod, netns: ns.path });
-      during.push({ pod, netns: ns.name, ...r });
-      expect(r.status, `${pod} through ${r.file}: ${r.out}`).toBe(0);
-      expect(ifnames(ns.name), pod).toEqual(["eth0", "lo", "net1"]);
-    }
-    const inst = await switching;
-    expect(inst.status, inst.stderr).toBe(0);
-    expect(inst.stderr).toMatch(/took over from Multus/);
-    expect(readdirSync(node.confDir).sort()).toEqual([
-      "00-multus.conf.plexus-moved",
-      "00-plexus.conflist",
-      "10-cbr0.conflist",
-      "plexus.d",
-    ]);
-    expect(new Set(during.map((d) => d.type))).toContain("plexus");
-
-    // Plexus tears down a pod Multus attached, from Multus's cache.
-    const del = await runtimeCall(node, { command: "DEL", pod: "m0", netns: before.path });
-    expect(del.type).toBe("plexus");
-    expect(del.status, del.out).toBe(0);
-    expect(ifnames(before.name)).toEqual(["lo"]);
-    expect(existsSync(join(MULTUS_CACHE, "ctr-m0"))).toBe(false);
-
-    // The way back: Multus's config first again; Multus tears down a pod Plexus attached.
-    const back = await install(node, ["--no-take-over-multus"]);
-    expect(back.status, back.stderr).toBe(0);
-    expect(firstConfig(node.confDir).type).toBe("multus");
-    const byPlexus = during.filter((d) => d.type === "plexus").at(-1)!;
-    const netnsOf = (d: Call) => `/var/run/netns/${d.netns}`;
-    const last = { command: "DEL", pod: byPlexus.pod, netns: netnsOf(byPlexus) } as const;
-    const mdel = await runtimeCall(node, last);
-    expect(mdel.type).toBe("multus");
-    expect(mdel.status, mdel.out).toBe(0);
-    expect(ifnames(byPlexus.netns)).toEqual(["lo"]);
-    // A pod Plexus attached whose object is gone before Multus's DEL: Multus has no cache file
-    // and no pod, so it runs no delegate and says success. Its interfaces and addresses stay.
+    const before = await attachByMultus(scope, node);
+    const during = await switchWhileAdding(scope, node);
+    await plexusDelsMultusPod(node, before);
+    const byPlexus = await switchBack(node, during);
     const gone = during.filter((d) => d.type === "plexus")[0]!;
     expect(gone).not.toBe(byPlexus);
-    const reservedBefore = scope.ipReservations().length;
-    api!.deletePod("default", gone.pod);
-    const lostCall = { command: "DEL", pod: gone.pod, netns: netnsOf(gone) } as const;
-    const lost = await runtimeCall(node, lostCall);
-    expect(lost.status, lost.out).toBe(0);
-    expect(ifnames(gone.netns)).toEqual(["eth0", "lo", "net1"]);
-    expect(scope.ipReservations()).toHaveLength(reservedBefore);
-    // Plexus's record of it still tears it down, run by hand with Plexus's config.
-    const file = "00-plexus.conflist";
-    const byHand = await runtimeCall(node, { ...lostCall, file });
-    expect(byHand.status, byHand.out).toBe(0);
-    expect(ifnames(gone.netns)).toEqual(["lo"]);
+    await lostPodByHand({ scope, node, gone });
     // Every other pod, whoever attached it, is torn down by Multus now.
     for (const d of during.filter((x) => x !== byPlexus && x !== gone)) {
       const r = await runtimeCall(node, { command: "DEL", pod: d.pod, netns: netnsOf(d) });

@@ -25,7 +25,7 @@ export function hostLocal(
   return { type: "host-local", dataDir: scope.dataDir, subnet, ...extra };
 }
 
-export function bridgeNet(o: {
+export function bridgeNet(options: {
   name: string;
   bridge: string;
   ipam: Ipam;
@@ -34,13 +34,13 @@ export function bridgeNet(o: {
   extra?: Record<string, unknown>;
 }) {
   return {
-    cniVersion: o.cniVersion ?? PLUGIN_VERSION,
-    name: o.name,
+    cniVersion: options.cniVersion ?? PLUGIN_VERSION,
+    name: options.name,
     type: "bridge",
-    bridge: o.bridge,
-    isGateway: o.isGateway ?? false,
-    ipam: o.ipam,
-    ...o.extra,
+    bridge: options.bridge,
+    isGateway: options.isGateway ?? false,
+    ipam: options.ipam,
+    ...options.extra,
   };
 }
 
@@ -58,25 +58,25 @@ export function secondaryBridgeNet(scope: E2eScope, subnet: string, name = "brid
   return bridgeNet({ name, bridge: scope.bridgeName(), ipam: hostLocal(scope, subnet) });
 }
 
-export function macvlanNet(o: { name: string; master: string; ipam: Ipam }) {
+export function macvlanNet(options: { name: string; master: string; ipam: Ipam }) {
   return {
     cniVersion: PLUGIN_VERSION,
-    name: o.name,
+    name: options.name,
     type: "macvlan",
-    master: o.master,
+    master: options.master,
     mode: "bridge",
-    ipam: o.ipam,
+    ipam: options.ipam,
   };
 }
 
-export function ipvlanNet(o: { name: string; master: string; ipam: Ipam }) {
+export function ipvlanNet(options: { name: string; master: string; ipam: Ipam }) {
   return {
     cniVersion: PLUGIN_VERSION,
-    name: o.name,
+    name: options.name,
     type: "ipvlan",
-    master: o.master,
+    master: options.master,
     mode: "l2",
-    ipam: o.ipam,
+    ipam: options.ipam,
   };
 }
 
@@ -106,15 +106,21 @@ export interface Result100 {
 }
 
 /** C2.2 for a verb with output: exit 0 and stdout exactly one JSON object. */
-export function expectOk(r: RunResult): Record<string, unknown> {
-  expect(r.code, `exit code; stdout=${r.stdout} stderr=${r.stderr.slice(0, 2000)}`).toBe(0);
-  return singleJson(r.stdout);
+export function expectOk(result: RunResult): Record<string, unknown> {
+  expect(
+    result.code,
+    `exit code; stdout=${result.stdout} stderr=${result.stderr.slice(0, 2000)}`,
+  ).toBe(0);
+  return singleJson(result.stdout);
 }
 
 /** C2.2 for DEL/CHECK/STATUS/GC: exit 0 and nothing at all on stdout. */
-export function expectSilentOk(r: RunResult): void {
-  expect(r.code, `exit code; stdout=${r.stdout} stderr=${r.stderr.slice(0, 2000)}`).toBe(0);
-  expect(r.stdout, "stdout of a successful DEL/CHECK/STATUS/GC").toBe("");
+export function expectSilentOk(result: RunResult): void {
+  expect(
+    result.code,
+    `exit code; stdout=${result.stdout} stderr=${result.stderr.slice(0, 2000)}`,
+  ).toBe(0);
+  expect(result.stdout, "stdout of a successful DEL/CHECK/STATUS/GC").toBe("");
 }
 
 /** The result cache's file names of a container's attachments ([network, ifName] pairs), sorted. */

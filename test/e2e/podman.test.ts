@@ -86,7 +86,7 @@ function writeNetwork(
   );
 }
 
-const withIps = <T extends object>(o: T) => ({ ...o, capabilities: { ips: true } });
+const withIps = <T extends object>(conf: T) => ({ ...conf, capabilities: { ips: true } });
 
 /** The container's interfaces and addresses as `ip -o -4 addr` prints them: name → addresses. */
 function addresses(out: string): Record<string, string[]> {

@@ -17,7 +17,7 @@ afterEach(async () => {
   api = undefined;
 });
 
-async function setup(scope: E2eScope, n: number) {
+async function setup(scope: E2eScope, octet: number) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
@@ -26,13 +26,34 @@ async function setup(scope: E2eScope, n: number) {
     JSON.stringify({
       cniVersion: "1.0.0",
       name: "cbr0",
-      plugins: [defaultNet(scope, `10.217.${n}.0/24`, "cbr0")],
+      plugins: [defaultNet(scope, `10.217.${octet}.0/24`, "cbr0")],
     }),
   );
   const kubeconfig = writeKubeconfig(api, { dir: scope.root });
   const conf = plexusConf(scope, [], { clusterNetwork: "cbr0", confDir, kubeconfig });
   delete (conf as Record<string, unknown>).delegates;
   return { api, conf };
+}
+
+/** A NAD `namespace/name` of a bridge network (a bridge of the scope's) on `subnet`. */
+function bridgeNad(
+  scope: E2eScope,
+  { namespace, name, subnet }: { namespace: string; name: string; subnet: string },
+) {
+  const ipam = hostLocal(scope, subnet);
+  const config = JSON.stringify(bridgeNet({ name, bridge: scope.bridgeName(), ipam }));
+  return { metadata: { namespace, name }, spec: { config } };
+}
+
+/** The network-status annotation the ADD wrote on pod app/`pod`, parsed. */
+function networkStatus(server: FakeApiServer, pod: string): Array<Record<string, unknown>> {
+  const annotations = (server.getPod("app", pod)!.metadata.annotations ?? {}) as Record<
+    string,
+    string
+  >;
+  return JSON.parse(annotations["k8s.v1.cni.cncf.io/network-status"]!) as Array<
+    Record<string, unknown>
+  >;
 }
 
 describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client", () => {
@@ -47,30 +68,8 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
         annotations: { "k8s.v1.cni.cncf.io/networks": "net-a,other/net-b@eth5" },
       },
     });
-    api.addNad({
-      metadata: { namespace: "app", name: "net-a" },
-      spec: {
-        config: JSON.stringify(
-          bridgeNet({
-            name: "net-a",
-            bridge: scope.bridgeName(),
-            ipam: hostLocal(scope, "10.217.2.0/24"),
-          }),
-        ),
-      },
-    });
-    api.addNad({
-      metadata: { namespace: "other", name: "net-b" },
-      spec: {
-        config: JSON.stringify(
-          bridgeNet({
-            name: "net-b",
-            bridge: scope.bridgeName(),
-            ipam: hostLocal(scope, "10.217.3.0/24"),
-          }),
-        ),
-      },
-    });
+    api.addNad(bridgeNad(scope, { namespace: "app", name: "net-a", subnet: "10.217.2.0/24" }));
+    api.addNad(bridgeNad(scope, { namespace: "other", name: "net-b", subnet: "10.217.3.0/24" }));
     const ns = scope.addNetns();
     const env = {
       CNI_CONTAINERID: "ctr-api",
@@ -85,13 +84,7 @@ describeE2e("e2e a pod through the API server (fake, HTTPS) with the real client
         .filter((n) => n !== "lo")
         .sort(),
     ).toEqual(["eth0", "eth5", "net1"]);
-    const annotations = (api.getPod("app", "web")!.metadata.annotations ?? {}) as Record<
-      string,
-      string
-    >;
-    const status = JSON.parse(annotations["k8s.v1.cni.cncf.io/network-status"]!) as Array<
-      Record<string, unknown>
-    >;
+    const status = networkStatus(api, "web");
     expect(status.map((s) => [s.name, s.interface, s.ips, s.default])).toEqual([
       ["cbr0", "eth0", ["10.217.1.2"], true],
       ["app/net-a", "net1", ["10.217.2.2"], false],

@@ -401,7 +401,7 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
 });
 
 /** A pod whose one selected network (a gateway bridge) is to carry its default route (`default-route`). */
-function egressCluster(o: {
+function egressCluster(options: {
   scope: E2eScope;
   index: number;
   pod: string;
@@ -409,20 +409,20 @@ function egressCluster(o: {
   gateway: string;
   subnet: string;
 }) {
-  return cluster(o.scope, o.index, [
-    pod("app", o.pod, {
+  return cluster(options.scope, options.index, [
+    pod("app", options.pod, {
       "k8s.v1.cni.cncf.io/networks": JSON.stringify([
-        { name: o.network, "default-route": [o.gateway] },
+        { name: options.network, "default-route": [options.gateway] },
       ]),
     }),
     nad(
       "app",
-      o.network,
+      options.network,
       bridgeNet({
-        name: o.network,
-        bridge: o.scope.bridgeName(),
+        name: options.network,
+        bridge: options.scope.bridgeName(),
         isGateway: true,
-        ipam: hostLocal(o.scope, o.subnet),
+        ipam: hostLocal(options.scope, options.subnet),
       }),
     ),
   ]);

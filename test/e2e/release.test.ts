@@ -68,13 +68,13 @@ const timings: string[] = [];
 const t = useE2eScope();
 
 function emulated(
-  e: Emulated,
+  emulation: Emulated,
   scope: E2eScope,
   command: string,
   stdin: string,
   env: Record<string, string> = {},
 ) {
-  return runCommand([...e.emulator, releasePath(e.file)], {
+  return runCommand([...emulation.emulator, releasePath(emulation.file)], {
     env: scope.env(command, env),
     stdin,
     timeoutMs: 60_000,

@@ -30,8 +30,10 @@ const CYCLES = 300;
  */
 const KNOWN_FAILING: Array<{ fault: string; leak: string; bug: string }> = [];
 
-const excused = (l: LeakyCycle): boolean =>
-  l.found.every(([leak]) => KNOWN_FAILING.some((k) => k.fault === l.kind && k.leak === leak));
+const excused = (cycle: LeakyCycle): boolean =>
+  cycle.found.every(([leak]) =>
+    KNOWN_FAILING.some((k) => k.fault === cycle.kind && k.leak === leak),
+  );
 
 describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
   it("the accounting sees one planted leftover of every kind, and scrubbing removes them", async () => {

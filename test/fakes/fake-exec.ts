@@ -62,9 +62,9 @@ export class FakeExec implements PluginExec {
    * Later rules win. Without a matching rule ADD returns a result on the call's ifName and other
    * verbs succeed. `times` limits how often a rule answers (then it is spent).
    */
-  on(m: Matcher, answer: FakeAnswer, opts: number | RuleOptions = 0): this {
+  on(matcher: Matcher, answer: FakeAnswer, opts: number | RuleOptions = 0): this {
     const o = typeof opts === "number" ? { delayMs: opts } : opts;
-    this.rules.unshift({ m, answer, delayMs: o.delayMs ?? 0, left: o.times ?? Infinity });
+    this.rules.unshift({ m: matcher, answer, delayMs: o.delayMs ?? 0, left: o.times ?? Infinity });
     return this;
   }
 
@@ -78,16 +78,16 @@ export class FakeExec implements PluginExec {
     return `/fake/bin/${type}`;
   }
 
-  async execPlugin(r: ExecRequest): Promise<Uint8Array> {
-    const stdin = JSON.parse(Buffer.from(r.stdin).toString()) as Record<string, unknown>;
+  async execPlugin(request: ExecRequest): Promise<Uint8Array> {
+    const stdin = JSON.parse(Buffer.from(request.stdin).toString()) as Record<string, unknown>;
     const call = {
-      command: r.env.CNI_COMMAND ?? "",
-      ifName: r.env.CNI_IFNAME ?? "",
-      containerId: r.env.CNI_CONTAINERID ?? "",
+      command: request.env.CNI_COMMAND ?? "",
+      ifName: request.env.CNI_IFNAME ?? "",
+      containerId: request.env.CNI_CONTAINERID ?? "",
       type: String(stdin.type),
-      path: r.path,
+      path: request.path,
       stdin,
-      env: { ...r.env },
+      env: { ...request.env },
       start: performance.now(),
     };
     this.onCall?.(call);
@@ -112,7 +112,7 @@ export class FakeExec implements PluginExec {
       if ("error" in answer)
         throw new CniError(
           passedOnCode(answer.error.code),
-          `${r.what}: ${answer.error.msg}`,
+          `${request.what}: ${answer.error.msg}`,
           answer.error.details,
         );
       if ("stdout" in answer) return Buffer.from(answer.stdout);
@@ -147,16 +147,16 @@ export class FakeExec implements PluginExec {
   }
 }
 
-function defaultResult(ifName: string, n: number): Record<string, unknown> {
+function defaultResult(ifName: string, index: number): Record<string, unknown> {
   return {
     interfaces: [
       {
         name: ifName,
-        mac: `0a:58:0a:00:00:${(n + 2).toString(16).padStart(2, "0")}`,
+        mac: `0a:58:0a:00:00:${(index + 2).toString(16).padStart(2, "0")}`,
         sandbox: "/proc/self/ns/net",
       },
     ],
-    ips: [{ address: `10.0.${n}.2/24`, gateway: `10.0.${n}.1`, interface: 0 }],
+    ips: [{ address: `10.0.${index}.2/24`, gateway: `10.0.${index}.1`, interface: 0 }],
   };
 }
 

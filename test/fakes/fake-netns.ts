@@ -21,8 +21,8 @@ export function fakeNetns(): FakeNetns {
           `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (ENOENT)`,
         );
     },
-    async setDefaultRoutes(netns: string, r: readonly DefaultRoute[]): Promise<void> {
-      routes.push({ netns, routes: [...r] });
+    async setDefaultRoutes(netns: string, defaults: readonly DefaultRoute[]): Promise<void> {
+      routes.push({ netns, routes: [...defaults] });
     },
   };
 }

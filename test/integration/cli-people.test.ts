@@ -161,59 +161,64 @@ describe("logs for a terminal", () => {
   });
 });
 
+/**
+ * A node directory under `dir`: Plexus's conflist (a file cluster) and the default network in
+ * net.d, and a cluster whose pod app/web selects a NAD of a plugin that is not installed.
+ * Returns the conf dir.
+ */
+function writeNodeDir(dir: string): string {
+  const confDir = join(dir, "net.d");
+  const cluster = join(dir, "cluster");
+  execFileSync("mkdir", ["-p", confDir, cluster]);
+  writeFileSync(
+    join(confDir, "00-plexus.conflist"),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "plexus",
+      plugins: [
+        {
+          type: "plexus",
+          clusterNetwork: "cbr0",
+          confDir,
+          fileClusterDir: cluster,
+          cniDir: join(dir, "state"),
+        },
+      ],
+    }),
+  );
+  writeFileSync(
+    join(confDir, "10-cbr0.conflist"),
+    JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "cbr0",
+      plugins: [{ type: "bridge", ipam: { type: "host-local", subnet: "10.77.0.0/24" } }],
+    }),
+  );
+  const gone = {
+    apiVersion: "k8s.cni.cncf.io/v1",
+    kind: "NetworkAttachmentDefinition",
+    metadata: { namespace: "app", name: "gone" },
+    spec: { config: JSON.stringify({ cniVersion: "1.0.0", type: "no-such-plugin" }) },
+  };
+  const web = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      namespace: "app",
+      name: "web",
+      annotations: { "k8s.v1.cni.cncf.io/networks": "gone" },
+    },
+  };
+  const yaml = [gone, web].map((o) => `---\n${JSON.stringify(o)}\n`).join("");
+  writeFileSync(join(cluster, "objects.yaml"), yaml);
+  return confDir;
+}
+
 describe("the commands through the binary", () => {
   it("explain, validate and doctor on a node directory: text on stdout, exit 1 when ADD would fail", async () => {
     const dir = mkdtempSync(join(tmpdir(), "plx-people-"));
     dirs.push(dir);
-    const confDir = join(dir, "net.d");
-    const cluster = join(dir, "cluster");
-    execFileSync("mkdir", ["-p", confDir, cluster]);
-    writeFileSync(
-      join(confDir, "00-plexus.conflist"),
-      JSON.stringify({
-        cniVersion: "1.0.0",
-        name: "plexus",
-        plugins: [
-          {
-            type: "plexus",
-            clusterNetwork: "cbr0",
-            confDir,
-            fileClusterDir: cluster,
-            cniDir: join(dir, "state"),
-          },
-        ],
-      }),
-    );
-    writeFileSync(
-      join(confDir, "10-cbr0.conflist"),
-      JSON.stringify({
-        cniVersion: "1.0.0",
-        name: "cbr0",
-        plugins: [{ type: "bridge", ipam: { type: "host-local", subnet: "10.77.0.0/24" } }],
-      }),
-    );
-    writeFileSync(
-      join(cluster, "objects.yaml"),
-      [
-        {
-          apiVersion: "k8s.cni.cncf.io/v1",
-          kind: "NetworkAttachmentDefinition",
-          metadata: { namespace: "app", name: "gone" },
-          spec: { config: JSON.stringify({ cniVersion: "1.0.0", type: "no-such-plugin" }) },
-        },
-        {
-          apiVersion: "v1",
-          kind: "Pod",
-          metadata: {
-            namespace: "app",
-            name: "web",
-            annotations: { "k8s.v1.cni.cncf.io/networks": "gone" },
-          },
-        },
-      ]
-        .map((o) => `---\n${JSON.stringify(o)}\n`)
-        .join(""),
-    );
+    const confDir = writeNodeDir(dir);
     const flags = ["--cni-conf-dir", confDir, "--cni-path", "/usr/lib/cni"];
     const explain = await run(["explain", "app/web", ...flags]);
     expect(explain.code).toBe(1);

@@ -23,17 +23,17 @@ function loudConfig(delegateVersion = "1.1.0") {
   });
 }
 
-function expectSilentSuccess(r: RunResult): void {
-  expect(r.code, r.stdout).toBe(0);
-  expect(r.stdout).toBe("");
+function expectSilentSuccess(result: RunResult): void {
+  expect(result.code, result.stdout).toBe(0);
+  expect(result.stdout).toBe("");
   // Logging really was on: the emptiness of stdout is not for lack of output.
-  expect(r.stderr).toMatch(/"level":/);
+  expect(result.stderr).toMatch(/"level":/);
 }
 
-function expectOneError(r: RunResult): void {
-  const e = cniError(r);
+function expectOneError(result: RunResult): void {
+  const e = cniError(result);
   expect(e.cniVersion).toBe("1.1.0");
-  expect(r.stderr).toMatch(/"level":/);
+  expect(result.stderr).toMatch(/"level":/);
 }
 
 const GC_VALID = { "cni.dev/valid-attachments": [{ containerID: "ctr1", ifname: "eth0" }] };

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startDaemon } from "../../src/daemon/main";
 import { silentLogger } from "../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION } from "../../src/npwg/types";
-import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
+import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -41,6 +41,72 @@ const withStatus = (networks: string) => ({
   ]),
 });
 
+/**
+ * The pods on the server before the daemon starts: one Running without its networks (it gets an
+ * event), and four that must not: one with its networks, a hostNetwork pod, a Pending pod and a
+ * pod of another node.
+ */
+function addPodsBeforeDaemon(server: FakeApiServer): void {
+  const node = { nodeName: "node-1" };
+  const asking = { [NETWORKS_ANNOTATION]: "net-a" };
+  server.addPod({
+    metadata: { name: "before", namespace: "app", uid: "uid-before", annotations: asking },
+    spec: node,
+    status: running,
+  });
+  server.addPod({
+    metadata: { name: "fine", namespace: "app", annotations: withStatus("net-a") },
+    spec: node,
+    status: running,
+  });
+  server.addPod({
+    metadata: { name: "host", namespace: "app", annotations: asking },
+    spec: { ...node, hostNetwork: true },
+    status: running,
+  });
+  server.addPod({
+    metadata: { name: "pending", namespace: "app", annotations: asking },
+    spec: node,
+    status: { phase: "Pending" },
+  });
+  server.addPod({
+    metadata: { name: "other-node", namespace: "app", annotations: asking },
+    spec: { nodeName: "node-2" },
+    status: running,
+  });
+}
+
+/** The daemon of node-1 on `socket`, stopped after the test, once /readyz says it is ready. */
+async function startReadyDaemon({ kubeconfig, socket }: { kubeconfig: string; socket: string }) {
+  const d = await startDaemon(
+    {
+      kubeconfig,
+      nodeName: "node-1",
+      socket,
+      apiRequestTimeout: "1",
+      apiTotalTimeout: "3",
+      missingNetworksGrace: "0.2",
+    },
+    {},
+    silentLogger(),
+  );
+  cleanups.push(() => d.stop());
+  await expect.poll(async () => daemonGet(socket, "/readyz"), { timeout: 5000 }).toContain("true");
+}
+
+/** The metric counts both pods; /metrics also carries prom-client's default process metrics. */
+async function expectMissingMetric(socket: string): Promise<void> {
+  const metrics = await daemonGet(socket, "/metrics");
+  expect(metrics).toMatch(/^plexus_pods_missing_networks 2$/m);
+  for (const name of [
+    "process_cpu_user_seconds_total",
+    "process_resident_memory_bytes",
+    "nodejs_eventloop_lag_seconds",
+    "nodejs_heap_size_used_bytes",
+  ])
+    expect(metrics).toContain(name);
+}
+
 describe("plexus daemon: pods Running without the networks they asked for", () => {
   it("one NetworksMissing event per pod (one from before the daemon, one a runtime set up without Plexus), counted in the metric; no API reads", async () => {
     const s = await startFakeApiServer();
@@ -48,62 +114,9 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
     const dir = mkdtempSync(join(tmpdir(), "plx-detector-"));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const kubeconfig = writeKubeconfig(s, { dir, tokenFile: true });
-    const node = { nodeName: "node-1" };
-    s.addPod({
-      metadata: {
-        name: "before",
-        namespace: "app",
-        uid: "uid-before",
-        annotations: { [NETWORKS_ANNOTATION]: "net-a" },
-      },
-      spec: node,
-      status: running,
-    });
-    s.addPod({
-      metadata: { name: "fine", namespace: "app", annotations: withStatus("net-a") },
-      spec: node,
-      status: running,
-    });
-    s.addPod({
-      metadata: { name: "host", namespace: "app", annotations: { [NETWORKS_ANNOTATION]: "net-a" } },
-      spec: { ...node, hostNetwork: true },
-      status: running,
-    });
-    s.addPod({
-      metadata: {
-        name: "pending",
-        namespace: "app",
-        annotations: { [NETWORKS_ANNOTATION]: "net-a" },
-      },
-      spec: node,
-      status: { phase: "Pending" },
-    });
-    s.addPod({
-      metadata: {
-        name: "other-node",
-        namespace: "app",
-        annotations: { [NETWORKS_ANNOTATION]: "net-a" },
-      },
-      spec: { nodeName: "node-2" },
-      status: running,
-    });
+    addPodsBeforeDaemon(s);
     const socket = join(dir, "plexus.sock");
-    const d = await startDaemon(
-      {
-        kubeconfig,
-        nodeName: "node-1",
-        socket,
-        apiRequestTimeout: "1",
-        apiTotalTimeout: "3",
-        missingNetworksGrace: "0.2",
-      },
-      {},
-      silentLogger(),
-    );
-    cleanups.push(() => d.stop());
-    await expect
-      .poll(async () => daemonGet(socket, "/readyz"), { timeout: 5000 })
-      .toContain("true");
+    await startReadyDaemon({ kubeconfig, socket });
     s.addPod({
       metadata: {
         name: "skipped",
@@ -111,7 +124,7 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
         uid: "uid-skipped",
         annotations: { [NETWORKS_ANNOTATION]: "net-a,net-b@data0" },
       },
-      spec: node,
+      spec: { nodeName: "node-1" },
       status: running,
     });
 
@@ -128,16 +141,7 @@ describe("plexus daemon: pods Running without the networks they asked for", () =
     });
     expect(byPod.skipped!.message).toContain("app/net-a, app/net-b@data0");
     expect(byPod.skipped!.message).toContain("no network-status at all");
-    const metrics = await daemonGet(socket, "/metrics");
-    expect(metrics).toMatch(/^plexus_pods_missing_networks 2$/m);
-    // prom-client's default process metrics.
-    for (const name of [
-      "process_cpu_user_seconds_total",
-      "process_resident_memory_bytes",
-      "nodejs_eventloop_lag_seconds",
-      "nodejs_heap_size_used_bytes",
-    ])
-      expect(metrics).toContain(name);
+    await expectMissingMetric(socket);
 
     // Once per UID: more scans write nothing more; no GET beyond the lists and watches.
     await new Promise((r) => setTimeout(r, 2500));

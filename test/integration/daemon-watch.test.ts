@@ -118,9 +118,10 @@ async function daemonWith1200Nads() {
 
 const NADS = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions";
 /** The NAD LISTs (not watches), answered or not. */
-const nadGets = (s: FakeApiServer) =>
-  s.requests.filter((r) => r.path === NADS && !r.query.includes("watch=true"));
-const param = (r: LoggedRequest, name: string) => new URLSearchParams(r.query).get(name);
+const nadGets = (server: FakeApiServer) =>
+  server.requests.filter((r) => r.path === NADS && !r.query.includes("watch=true"));
+const param = (request: LoggedRequest, name: string) =>
+  new URLSearchParams(request.query).get(name);
 
 it("the first LIST is resourceVersion=0, served whole from the watch cache (its limit ignored): no quorum read; the watch starts at its resourceVersion", async () => {
   const { s } = await daemonWith1200Nads();
@@ -140,34 +141,37 @@ it("the first LIST is resourceVersion=0, served whole from the watch cache (its 
   expect(param(nadWatch!, "resourceVersion")).toBe(s.resourceVersion());
 });
 
-it("a relist after 410 Expired is at the last resourceVersion synced, from the watch cache; etcd is read only when the server says that one is unavailable, in pages of 500, and an expired continue token ends in one full list", async () => {
-  const { s, socket } = await daemonWith1200Nads();
-  await expect.poll(() => s.watchCount()).toBe(3);
-  s.addNad({ metadata: { name: "late", namespace: "ns-0" }, spec: { config: "{}" } });
+/**
+ * The NAD watch sees nothing while the cluster moves on, then its history goes: the watch's
+ * resume is 410 Expired and the informer lists again, at the resourceVersion it synced, from the
+ * watch cache. Returns the resourceVersion that relist answered (what this node has synced now).
+ */
+async function expireAndRelist(server: FakeApiServer, socket: string): Promise<string> {
+  await expect.poll(() => server.watchCount()).toBe(3);
+  server.addNad({ metadata: { name: "late", namespace: "ns-0" }, spec: { config: "{}" } });
   await expect.poll(() => metric(socket, 'plexus_daemon_cache_objects{kind="nad"}')).toBe(1_201);
-  const synced = s.resourceVersion();
-  // The cluster moves on where the NAD watch sees nothing, then its history goes: the watch's
-  // resume is 410 Expired and the informer lists again.
-  const elsewhere = (name: string) =>
-    s.addPod({ metadata: { name, namespace: "app" }, spec: { nodeName: "node-2" } });
-  elsewhere("o1");
-  s.compactHistory();
-  s.dropWatches();
-  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(2);
-  const relist = nadGets(s)[1]!;
+  const synced = server.resourceVersion();
+  server.addPod({ metadata: { name: "o1", namespace: "app" }, spec: { nodeName: "node-2" } });
+  server.compactHistory();
+  server.dropWatches();
+  await expect.poll(() => nadGets(server).length, { timeout: 5000 }).toBe(2);
+  const relist = nadGets(server)[1]!;
   expect([
     param(relist, "resourceVersion"),
     param(relist, "limit"),
     relist.list?.servedFrom,
   ]).toEqual([synced, null, "watch-cache"]);
-  await expect.poll(() => s.watchCount(), { timeout: 5000 }).toBe(3);
-  // What the relist answered (the cache's newest) is what this node has synced now.
-  const relisted = s.resourceVersion();
+  await expect.poll(() => server.watchCount(), { timeout: 5000 }).toBe(3);
+  return server.resourceVersion();
+}
 
-  // Next time the server says that resourceVersion is too large for its cache (504
-  // ResourceVersionTooLarge): the list goes to etcd at "", in pages; the second page is held
-  // until the revision of the first is compacted.
-  s.inject(
+/**
+ * Next time the server says that resourceVersion is too large for its cache (504
+ * ResourceVersionTooLarge): the list goes to etcd at "", in pages; the second page is held until
+ * the revision of the first is compacted, so it ends in 410 and one full list.
+ */
+async function refuseThenExpirePages(server: FakeApiServer): Promise<void> {
+  server.inject(
     { method: "GET", path: NADS, watch: false, times: 1 },
     {
       kind: "status",
@@ -179,17 +183,23 @@ it("a relist after 410 Expired is at the last resourceVersion synced, from the w
       },
     },
   );
-  s.inject(
+  server.inject(
     { method: "GET", path: NADS, watch: false, query: /continue=/, times: 1 },
     { kind: "delay", ms: 300 },
   );
-  elsewhere("o2");
-  s.compactHistory();
-  s.dropWatches();
-  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(5);
-  s.addNad({ metadata: { name: "later", namespace: "ns-1" }, spec: { config: "{}" } });
-  s.compactHistory();
-  await expect.poll(() => nadGets(s).length, { timeout: 5000 }).toBe(6);
+  server.addPod({ metadata: { name: "o2", namespace: "app" }, spec: { nodeName: "node-2" } });
+  server.compactHistory();
+  server.dropWatches();
+  await expect.poll(() => nadGets(server).length, { timeout: 5000 }).toBe(5);
+  server.addNad({ metadata: { name: "later", namespace: "ns-1" }, spec: { config: "{}" } });
+  server.compactHistory();
+  await expect.poll(() => nadGets(server).length, { timeout: 5000 }).toBe(6);
+}
+
+it("a relist after 410 Expired is at the last resourceVersion synced, from the watch cache; etcd is read only when the server says that one is unavailable, in pages of 500, and an expired continue token ends in one full list", async () => {
+  const { s, socket } = await daemonWith1200Nads();
+  const relisted = await expireAndRelist(s, socket);
+  await refuseThenExpirePages(s);
   const [, , refused, firstPage, expiredPage, whole] = nadGets(s);
   expect(param(refused!, "resourceVersion")).toBe(relisted);
   expect(refused!.list, "answered by the injected 504").toBeUndefined();

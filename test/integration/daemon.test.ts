@@ -74,14 +74,14 @@ async function cluster() {
 }
 
 async function daemon(
-  c: { kubeconfig: string; socket: string },
+  paths: { kubeconfig: string; socket: string },
   healthAddress?: string,
 ): Promise<RunningDaemon> {
   const d = await startDaemon(
     {
-      kubeconfig: c.kubeconfig,
+      kubeconfig: paths.kubeconfig,
       nodeName: "node-1",
-      socket: c.socket,
+      socket: paths.socket,
       apiRequestTimeout: "1",
       apiTotalTimeout: "3",
       healthAddress,
@@ -118,8 +118,8 @@ async function daemonGet(socket: string, path: string): Promise<{ status: number
   });
 }
 
-const reads = (s: FakeApiServer) =>
-  s.requests.filter(
+const reads = (server: FakeApiServer) =>
+  server.requests.filter(
     (r) =>
       r.method === "GET" &&
       !new URLSearchParams(r.query).has("watch") &&
@@ -596,11 +596,11 @@ describe("the CNI side falls back to the API server when the daemon cannot answe
 
 /** `dist/plexus daemon` (the Bun executable, as the DaemonSet runs it); stopped after the test. */
 async function binaryDaemon(
-  c: { kubeconfig: string; socket: string },
+  paths: { kubeconfig: string; socket: string },
   extra: string[] = [],
 ): Promise<{ daemon: ChildProcess; stderr: () => string }> {
-  const args = ["daemon", "--kubeconfig", c.kubeconfig, "--node-name", "node-1"];
-  args.push("--socket", c.socket);
+  const args = ["daemon", "--kubeconfig", paths.kubeconfig, "--node-name", "node-1"];
+  args.push("--socket", paths.socket);
   const daemon = spawn(PLEXUS_BIN, [...args, "--pod-resources-socket", "", ...extra], {
     cwd: "/",
     stdio: ["ignore", "ignore", "pipe"],
@@ -614,7 +614,7 @@ async function binaryDaemon(
     await exited;
   });
   await expect
-    .poll(() => unixSocketStatus(c.socket, "/healthz"), { timeout: 15_000, interval: 20 })
+    .poll(() => unixSocketStatus(paths.socket, "/healthz"), { timeout: 15_000, interval: 20 })
     .toBe(200);
   return { daemon, stderr: () => stderr };
 }

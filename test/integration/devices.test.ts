@@ -33,7 +33,7 @@ const VF1 = "0000:3b:02.1";
 const VF2 = "0000:3b:02.2";
 /** A VF the pod was never allocated. */
 const OTHER = "0000:af:00.7";
-const stdinOf = (i: { stdin: unknown }) => i.stdin as Record<string, unknown>;
+const stdinOf = (invocation: { stdin: unknown }) => invocation.stdin as Record<string, unknown>;
 
 interface Setup {
   api: FakeApiServer;
@@ -43,7 +43,7 @@ interface Setup {
   socket: string;
 }
 
-async function setup(o: {
+async function setup(options: {
   networks: string;
   devices?: string[];
   noKubelet?: boolean;
@@ -57,13 +57,13 @@ async function setup(o: {
       namespace: "app",
       name: "web",
       uid: "uid-web",
-      annotations: { [NETWORKS]: o.networks },
+      annotations: { [NETWORKS]: options.networks },
     },
     spec: { nodeName: "node-1" },
   });
   const sriov = sb.delegate("sriov-a", {
     type: "sriov",
-    behaviours: o.behaviours ?? {},
+    behaviours: options.behaviours ?? {},
     extra: { capabilities: { deviceID: true, CNIDeviceInfoFile: true } },
   });
   api.addNad({
@@ -77,7 +77,9 @@ async function setup(o: {
   const socket = join(sb.root, "kubelet.sock");
   const kubelet = await startFakePodResources(
     socket,
-    o.noKubelet ? [] : [podWithDevices("app", "web", { app: { [RESOURCE]: o.devices ?? [VF1] } })],
+    options.noKubelet
+      ? []
+      : [podWithDevices("app", "web", { app: { [RESOURCE]: options.devices ?? [VF1] } })],
   );
   onTestFinished(() => kubelet.close());
   const devinfo = join(sb.root, "devinfo");
@@ -336,11 +338,11 @@ async function stopDaemon(daemon: ChildProcess): Promise<void> {
 }
 
 async function startDaemon(
-  s: Setup,
+  setUp: Setup,
   podResourcesSocket: string,
 ): Promise<{ socket: string; daemon: ChildProcess; stderr: () => string }> {
   const socket = join(ctx.sb.root, "run", "plexus.sock");
-  const kubeconfig = s.conf.kubeconfig as string;
+  const kubeconfig = setUp.conf.kubeconfig as string;
   const daemon = spawn(
     PLEXUS_BIN,
     [

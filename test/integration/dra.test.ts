@@ -434,9 +434,9 @@ const claimRequests = (api: FakeApiServer) =>
     .filter((q) => q.path.includes("/resourceclaims"))
     .map((q) => `${q.method} ${q.path}${q.query} ${q.userAgent}`);
 
-async function stopDaemon(d: { daemon: ChildProcess }): Promise<void> {
-  const exited = new Promise((res) => d.daemon.once("exit", res));
-  d.daemon.kill("SIGTERM");
+async function stopDaemon(started: { daemon: ChildProcess }): Promise<void> {
+  const exited = new Promise((res) => started.daemon.once("exit", res));
+  started.daemon.kill("SIGTERM");
   await exited;
 }
 

@@ -57,16 +57,16 @@ function calls(api: FakeApiServer, from = 0): string[] {
 function kubeconfigWith(
   api: FakeApiServer,
   name: string,
-  o: { server?: string; caPem?: string; clusterLines?: string[] },
+  options: { server?: string; caPem?: string; clusterLines?: string[] },
 ): string {
   const path = writeKubeconfig(
-    { url: api.url, token: api.token, caPem: o.caPem ?? api.caPem },
+    { url: api.url, token: api.token, caPem: options.caPem ?? api.caPem },
     { dir: ctx.sb.root, fileName: name },
   );
   let text = readFileSync(path, "utf8");
-  if (o.server) text = text.replace(`server: ${api.url}`, `server: ${o.server}`);
-  if (o.clusterLines)
-    text = text.replace(/^( {4}server: .*)$/m, (l) => [l, ...o.clusterLines!].join("\n"));
+  if (options.server) text = text.replace(`server: ${api.url}`, `server: ${options.server}`);
+  if (options.clusterLines)
+    text = text.replace(/^( {4}server: .*)$/m, (l) => [l, ...options.clusterLines!].join("\n"));
   writeFileSync(path, text);
   return path;
 }
@@ -261,14 +261,14 @@ function installDirs(): InstallDirs {
   return d;
 }
 
-function installArgs(d: InstallDirs, extra: string[]): string[] {
+function installArgs(dirs: InstallDirs, extra: string[]): string[] {
   const root = ctx.sb.root;
   return [
     "install",
     "--host-prefix=",
-    `--cni-conf-dir=${d.confDir}`,
-    `--cni-bin-dir=${d.binDir}`,
-    `--kubeconfig-file-host=${join(d.confDir, "plexus.d", "plexus.kubeconfig")}`,
+    `--cni-conf-dir=${dirs.confDir}`,
+    `--cni-bin-dir=${dirs.binDir}`,
+    `--kubeconfig-file-host=${join(dirs.confDir, "plexus.d", "plexus.kubeconfig")}`,
     `--token-file=${join(root, "sa", "token")}`,
     `--ca-file=${join(root, "sa", "ca.crt")}`,
     `--cni-dir=${join(root, "cni")}`,

@@ -36,8 +36,8 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
 });
 
-async function cluster(o: FakeApiServerOptions = {}) {
-  const s = await startFakeApiServer(o);
+async function cluster(options: FakeApiServerOptions = {}) {
+  const s = await startFakeApiServer(options);
   servers.push(s);
   const kc = new KubeConfig();
   kc.loadFromFile(writeKubeconfig(s));
@@ -63,11 +63,11 @@ const names = (inf: { list(ns?: string): readonly KubernetesObject[] }) =>
     .map((o) => `${o.metadata?.namespace}/${o.metadata?.name}`)
     .sort();
 
-const isWatch = (q: string) => new URLSearchParams(q).get("watch") === "true";
-const lists = (s: FakeApiServer, path: string) =>
-  s.requests.filter((r) => r.method === "GET" && r.path === path && !isWatch(r.query)).length;
-const watches = (s: FakeApiServer, path: string) =>
-  s.requests.filter((r) => r.method === "GET" && r.path === path && isWatch(r.query)).length;
+const isWatch = (query: string) => new URLSearchParams(query).get("watch") === "true";
+const lists = (server: FakeApiServer, path: string) =>
+  server.requests.filter((r) => r.method === "GET" && r.path === path && !isWatch(r.query)).length;
+const watches = (server: FakeApiServer, path: string) =>
+  server.requests.filter((r) => r.method === "GET" && r.path === path && isWatch(r.query)).length;
 
 const NS1_PODS = "/api/v1/namespaces/ns1/pods";
 const ON_NODE_1 = "spec.nodeName=node-1";
@@ -332,16 +332,16 @@ interface RawAnswer {
 
 /** A whole (ending) response, split into NDJSON lines. */
 function rawWatch(
-  s: FakeApiServer,
+  server: FakeApiServer,
   path: string,
-  token = s.token,
+  token = server.token,
   onLine?: (l: { type: string }) => void,
 ): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const request = s.url.startsWith("https:") ? httpsRequest : httpRequest;
+    const request = server.url.startsWith("https:") ? httpsRequest : httpRequest;
     const req = request(
-      `${s.url}${path}`,
-      { headers: { authorization: `Bearer ${token}` }, agent: false, ca: s.caPem },
+      `${server.url}${path}`,
+      { headers: { authorization: `Bearer ${token}` }, agent: false, ca: server.caPem },
       (res) => {
         let text = "";
         let partial = "";

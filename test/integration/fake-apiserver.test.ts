@@ -30,18 +30,19 @@ interface Answer {
 }
 
 function call(
-  s: FakeApiServer,
+  server: FakeApiServer,
   method: string,
   path: string,
-  o: { body?: unknown; contentType?: string; token?: string | null } = {},
+  options: { body?: unknown; contentType?: string; token?: string | null } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
-    if (o.token !== null) headers.authorization = `Bearer ${o.token ?? s.token}`;
-    if (o.body !== undefined) headers["content-type"] = o.contentType ?? "application/json";
+    if (options.token !== null) headers.authorization = `Bearer ${options.token ?? server.token}`;
+    if (options.body !== undefined)
+      headers["content-type"] = options.contentType ?? "application/json";
     const req = request(
-      `${s.url}${path}`,
-      { method, headers, ca: s.caPem, agent: false },
+      `${server.url}${path}`,
+      { method, headers, ca: server.caPem, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -59,7 +60,7 @@ function call(
       },
     );
     req.on("error", reject);
-    req.end(o.body === undefined ? undefined : JSON.stringify(o.body));
+    req.end(options.body === undefined ? undefined : JSON.stringify(options.body));
   });
 }
 
@@ -607,14 +608,19 @@ describe("fake API server: LIST as the cacher serves it", () => {
 
 describe("fake API server: client certificates", () => {
   function callWithCert(
-    s: FakeApiServer,
+    server: FakeApiServer,
     name: "plexus" | "other" | "selfsigned",
   ): Promise<Answer> {
     const files = clientCertFiles(name);
     return new Promise((resolve, reject) => {
       const req = request(
-        `${s.url}${POD}`,
-        { ca: s.caPem, cert: readFileSync(files.cert), key: readFileSync(files.key), agent: false },
+        `${server.url}${POD}`,
+        {
+          ca: server.caPem,
+          cert: readFileSync(files.cert),
+          key: readFileSync(files.key),
+          agent: false,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));

@@ -128,13 +128,20 @@ function run(args: string[]): {
 
 /** Runs the installer with deploy/'s arguments until its config is written, then SIGTERMs it. */
 async function installThenSigterm(
-  n: ReturnType<typeof node>,
+  nodeSetUp: ReturnType<typeof node>,
   extra: string[] = [],
 ): Promise<string> {
-  const conflist = n.host("/etc/cni/net.d/00-plexus.conflist");
-  const p = run(["install", ...rebase(installCommand, n.root), "--poll-interval=50", ...extra]);
+  const conflist = nodeSetUp.host("/etc/cni/net.d/00-plexus.conflist");
+  const p = run([
+    "install",
+    ...rebase(installCommand, nodeSetUp.root),
+    "--poll-interval=50",
+    ...extra,
+  ]);
   await waitFor(
-    () => existsSync(conflist) && existsSync(n.host("/etc/cni/net.d/plexus.d/plexus.kubeconfig")),
+    () =>
+      existsSync(conflist) &&
+      existsSync(nodeSetUp.host("/etc/cni/net.d/plexus.d/plexus.kubeconfig")),
     20_000,
     "the installer's config",
   ).catch((err) => {
@@ -261,8 +268,11 @@ describe("the installer never blocks on what sits at a path it reads (B72)", () 
     ],
   ];
 
-  function flagPath(n: ReturnType<typeof node>, flag: string): string {
-    return join(n.root, installCommand.find((a) => a.startsWith(`${flag}=`))!.split("=")[1]!);
+  function flagPath(nodeSetUp: ReturnType<typeof node>, flag: string): string {
+    return join(
+      nodeSetUp.root,
+      installCommand.find((a) => a.startsWith(`${flag}=`))!.split("=")[1]!,
+    );
   }
 
   it.each(cases)("B80 a FIFO at %s: SIGTERM ends the installer at once", async (_what, where) => {

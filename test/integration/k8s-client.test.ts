@@ -51,7 +51,7 @@ afterEach(async () => {
 type Runtime = "node" | "bun";
 let runtime: Runtime = "node";
 
-function bothRuntimes(name: string, body: (rt: Runtime) => void): void {
+function describeBothRuntimes(name: string, body: (rt: Runtime) => void): void {
   for (const rt of ["node", "bun"] as const)
     describe(`${name} [${rt === "node" ? "Node's https" : "Bun's fetch, as the executable"}]`, () => {
       beforeAll(() => {
@@ -65,14 +65,14 @@ function bothRuntimes(name: string, body: (rt: Runtime) => void): void {
 }
 
 async function clientFor(
-  s: Pick<FakeApiServer, "url" | "caPem" | "token">,
-  o: ClientNodeOptions = FAST,
-  kubeconfig = writeKubeconfig(s),
+  server: Pick<FakeApiServer, "url" | "caPem" | "token">,
+  options: ClientNodeOptions = FAST,
+  kubeconfig = writeKubeconfig(server),
 ): Promise<KubeApi> {
   const kube =
     runtime === "bun"
-      ? await bunKubeApi(kubeconfig, o)
-      : await loadKubeApi({ kubeconfig }, { client: o });
+      ? await bunKubeApi(kubeconfig, options)
+      : await loadKubeApi({ kubeconfig }, { client: options });
   if (!kube) throw new Error("no client");
   opened.push(kube);
   return kube;
@@ -80,7 +80,7 @@ async function clientFor(
 
 async function withCluster(
   fn: (s: FakeApiServer, kube: KubeApi) => Promise<void>,
-  o: ClientNodeOptions = FAST,
+  options: ClientNodeOptions = FAST,
 ) {
   await using s = await startFakeApiServer();
   s.addPod({
@@ -90,13 +90,13 @@ async function withCluster(
     metadata: { name: "net-a", namespace: "ns1" },
     spec: { config: '{"cniVersion":"1.0.0","type":"bridge"}' },
   });
-  await fn(s, await clientFor(s, o));
+  await fn(s, await clientFor(s, options));
 }
 
 /** Resolves to the rejection (so a test can inspect code and message), fails if it resolved. */
-async function failure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+async function failure(pending: Promise<unknown>): Promise<{ code: number; message: string }> {
   try {
-    await p;
+    await pending;
   } catch (err) {
     return err as { code: number; message: string };
   }
@@ -109,7 +109,7 @@ const elapsed = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
   return [r, performance.now() - t0];
 };
 
-bothRuntimes("reads and writes through the REST client", () => {
+describeBothRuntimes("reads and writes through the REST client", () => {
   it("getPod returns the trimmed pod; getNad the NAD, undefined on 404 (B28)", async () => {
     await withCluster(async (s, kube) => {
       const pod = await kube.getPod("ns1", "p1");
@@ -576,7 +576,7 @@ describe("B20 invalid names never become a request", () => {
   });
 });
 
-bothRuntimes("B34 connection refused / reset", () => {
+describeBothRuntimes("B34 connection refused / reset", () => {
   it("B34 refused: bounded attempts, then 104", async () => {
     const s = await startFakeApiServer();
     const dir = mkdtempSync(join(tmpdir(), "plx-refused-"));
@@ -610,7 +610,7 @@ bothRuntimes("B34 connection refused / reset", () => {
   });
 });
 
-bothRuntimes("B35 5xx and 429", () => {
+describeBothRuntimes("B35 5xx and 429", () => {
   it("B35 500 then 503 then OK: retried", async () => {
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH, times: 1 }, { kind: "status", code: 500 });
@@ -689,7 +689,7 @@ bothRuntimes("B35 5xx and 429", () => {
   });
 });
 
-bothRuntimes("B36 hang / slow body: the request timeout fires, no socket left", (rt) => {
+describeBothRuntimes("B36 hang / slow body: the request timeout fires, no socket left", (rt) => {
   const o: ClientNodeOptions = { retry: { ...FAST.retry, maxAttempts: 2 } };
   for (const fault of [
     { kind: "hang" },
@@ -723,7 +723,7 @@ bothRuntimes("B36 hang / slow body: the request timeout fires, no socket left", 
   });
 });
 
-bothRuntimes("B37 401/403", () => {
+describeBothRuntimes("B37 401/403", () => {
   it("B37 401 (expired token): 104 with the status and the kubeconfig path, not retried", async () => {
     await using s = await startFakeApiServer();
     s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
@@ -753,7 +753,7 @@ bothRuntimes("B37 401/403", () => {
   });
 });
 
-bothRuntimes("B38 / B43 pod not found", () => {
+describeBothRuntimes("B38 / B43 pod not found", () => {
   it("B38 404 pod on ADD's read: code 3", async () => {
     await withCluster(async (s, kube) => {
       const err = await failure(kube.getPod("ns1", "gone"));
@@ -776,75 +776,82 @@ bothRuntimes("B38 / B43 pod not found", () => {
   });
 });
 
-bothRuntimes("B38 a 404 is 'missing' only when its Status names the object; else 104", () => {
-  const CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1";
-  const NAD_PATH = "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a";
+describeBothRuntimes(
+  "B38 a 404 is 'missing' only when its Status names the object; else 104",
+  () => {
+    const CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/ns1/resourceclaims/c1";
+    const NAD_PATH = "/apis/k8s.cni.cncf.io/v1/namespaces/ns1/network-attachment-definitions/net-a";
 
-  it("B38 no resource.k8s.io/v1, no NAD CRD: claim, slices, NAD reads are 104 naming the API, once", async () => {
-    await using s = await startFakeApiServer({
-      unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"],
-    });
-    s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
-    const kube = await clientFor(s);
-    expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
-    const claim = await failure(kube.getResourceClaim!("ns1", "c1"));
-    expect(claim.code).toBe(Code.ApiFailure);
-    expect(claim.message).toContain("get ResourceClaim ns1/c1");
-    expect(claim.message).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
-    expect(claim.message).toContain('"404 page not found"');
-    const slices = await failure(
-      kube.listResourceSlices!({ nodeName: "node-1", driver: "d.example.com" }),
-    );
-    expect(slices.code).toBe(Code.ApiFailure);
-    expect(slices.message).toContain("does not serve resourceslices of API resource.k8s.io/v1");
-    const nad = await failure(kube.getNad("ns1", "net-a"));
-    expect(nad.code).toBe(Code.ApiFailure);
-    expect(nad.message).toContain(
-      "does not serve network-attachment-definitions of API k8s.cni.cncf.io/v1",
-    );
-    expect(nad.message).toContain("CRD");
-    // Not retried: a 404 is an answer.
-    expect(s.requests.map((r) => r.path)).toEqual([
-      POD_PATH,
-      CLAIM_PATH,
-      "/apis/resource.k8s.io/v1/resourceslices",
-      NAD_PATH,
-    ]);
-  });
-
-  it("B38 served: a missing claim and a missing NAD are undefined (their Status names them)", async () => {
-    await withCluster(async (s, kube) => {
-      expect(await kube.getResourceClaim!("ns1", "c1")).toBeUndefined();
-      expect(await kube.getNad("ns1", "missing")).toBeUndefined();
-      expect(s.requests).toHaveLength(2);
-    });
-  });
-
-  it("B38 a 404 whose Status names no object is 104 for the pod, not 'pod deleted' (3)", async () => {
-    await withCluster(async (s, kube) => {
-      s.inject(
-        { path: POD_PATH, times: 1 },
-        { kind: "status", code: 404, message: "the server could not find the requested resource" },
+    it("B38 no resource.k8s.io/v1, no NAD CRD: claim, slices, NAD reads are 104 naming the API, once", async () => {
+      await using s = await startFakeApiServer({
+        unserved: ["resource.k8s.io/v1", "k8s.cni.cncf.io/v1"],
+      });
+      s.addPod({ metadata: { name: "p1", namespace: "ns1" } });
+      const kube = await clientFor(s);
+      expect((await kube.getPod("ns1", "p1")).metadata.name).toBe("p1");
+      const claim = await failure(kube.getResourceClaim!("ns1", "c1"));
+      expect(claim.code).toBe(Code.ApiFailure);
+      expect(claim.message).toContain("get ResourceClaim ns1/c1");
+      expect(claim.message).toContain("does not serve resourceclaims of API resource.k8s.io/v1");
+      expect(claim.message).toContain('"404 page not found"');
+      const slices = await failure(
+        kube.listResourceSlices!({ nodeName: "node-1", driver: "d.example.com" }),
       );
-      const err = await failure(kube.getPod("ns1", "p1"));
-      expect(err.code).toBe(Code.ApiFailure);
-      expect(err.message).toContain("does not serve pods of API v1");
-      s.inject(
-        { path: POD_PATH, times: 1 },
-        {
-          kind: "status",
-          code: 404,
-          message: 'pods "other" not found',
-          details: { name: "other", kind: "pods" },
-        },
+      expect(slices.code).toBe(Code.ApiFailure);
+      expect(slices.message).toContain("does not serve resourceslices of API resource.k8s.io/v1");
+      const nad = await failure(kube.getNad("ns1", "net-a"));
+      expect(nad.code).toBe(Code.ApiFailure);
+      expect(nad.message).toContain(
+        "does not serve network-attachment-definitions of API k8s.cni.cncf.io/v1",
       );
-      expect((await failure(kube.getPod("ns1", "p1"))).code).toBe(Code.ApiFailure);
-      expect(s.requests).toHaveLength(2);
+      expect(nad.message).toContain("CRD");
+      // Not retried: a 404 is an answer.
+      expect(s.requests.map((r) => r.path)).toEqual([
+        POD_PATH,
+        CLAIM_PATH,
+        "/apis/resource.k8s.io/v1/resourceslices",
+        NAD_PATH,
+      ]);
     });
-  });
-});
 
-bothRuntimes("B40 a 200 that is not the object: code 6, not a crash", () => {
+    it("B38 served: a missing claim and a missing NAD are undefined (their Status names them)", async () => {
+      await withCluster(async (s, kube) => {
+        expect(await kube.getResourceClaim!("ns1", "c1")).toBeUndefined();
+        expect(await kube.getNad("ns1", "missing")).toBeUndefined();
+        expect(s.requests).toHaveLength(2);
+      });
+    });
+
+    it("B38 a 404 whose Status names no object is 104 for the pod, not 'pod deleted' (3)", async () => {
+      await withCluster(async (s, kube) => {
+        s.inject(
+          { path: POD_PATH, times: 1 },
+          {
+            kind: "status",
+            code: 404,
+            message: "the server could not find the requested resource",
+          },
+        );
+        const err = await failure(kube.getPod("ns1", "p1"));
+        expect(err.code).toBe(Code.ApiFailure);
+        expect(err.message).toContain("does not serve pods of API v1");
+        s.inject(
+          { path: POD_PATH, times: 1 },
+          {
+            kind: "status",
+            code: 404,
+            message: 'pods "other" not found',
+            details: { name: "other", kind: "pods" },
+          },
+        );
+        expect((await failure(kube.getPod("ns1", "p1"))).code).toBe(Code.ApiFailure);
+        expect(s.requests).toHaveLength(2);
+      });
+    });
+  },
+);
+
+describeBothRuntimes("B40 a 200 that is not the object: code 6, not a crash", () => {
   for (const kind of ["html", "truncated", "wrong-kind"] as const) {
     it(`B40 ${kind} for a pod and for a NAD`, async () => {
       await withCluster(async (s, kube) => {
@@ -860,7 +867,7 @@ bothRuntimes("B40 a 200 that is not the object: code 6, not a crash", () => {
   }
 });
 
-bothRuntimes("B41 response size cap", () => {
+describeBothRuntimes("B41 response size cap", () => {
   it("B41 a 10 MiB answer is refused (104 naming the limit) without reading it all", async () => {
     await withCluster(async (s, kube) => {
       s.inject({ path: POD_PATH }, { kind: "huge-body" });
@@ -892,7 +899,7 @@ bothRuntimes("B41 response size cap", () => {
 
 // kube-apiserver never answers a merge patch without resourceVersion with 409 (it retries inside);
 // these 409s are injected, standing for something between the client and the apiserver that does.
-bothRuntimes("B42 an injected 409 fault on the status write", () => {
+describeBothRuntimes("B42 an injected 409 fault on the status write", () => {
   it("B42 injected 409 forever: conflictRetries + 1 patches, then 104", async () => {
     await withCluster(
       async (s, kube) => {
@@ -981,7 +988,7 @@ describe("B50 kubeconfig replaced while it is read", () => {
   });
 });
 
-bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor", () => {
+describeBothRuntimes("the kubeconfig CA as the CNI process's only trust anchor", () => {
   // The kubeconfig's CA is passed with every connection: trust is that CA, nothing else.
   it("the server signed by the kubeconfig's CA is trusted", async () => {
     await withCluster(async (_s, kube) => {
@@ -1003,7 +1010,7 @@ bothRuntimes("the kubeconfig CA as the CNI process's only trust anchor", () => {
   });
 });
 
-bothRuntimes(
+describeBothRuntimes(
   "events are created once: a create is repeated only when it surely never reached the server",
   () => {
     const EVENTS = "/api/v1/namespaces/ns1/events";
@@ -1050,7 +1057,7 @@ bothRuntimes(
   },
 );
 
-bothRuntimes("client certificates in the kubeconfig, over TLS", () => {
+describeBothRuntimes("client certificates in the kubeconfig, over TLS", () => {
   for (const as of ["data", "file"] as const) {
     it(`M1 client-certificate${as === "data" ? "-data / client-key-data" : " / client-key (paths)"}: the certificate authenticates every request (no token)`, async () => {
       // A certificate names no node: the node-scoped-writes policy would refuse its write by

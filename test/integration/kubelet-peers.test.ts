@@ -63,7 +63,7 @@ async function stage(socket: string): Promise<Stage> {
 }
 
 type Call = { command: string; network?: string | undefined };
-const isNicAdd = (i: Call) => i.command === "ADD" && i.network === "nic";
+const isNicAdd = (call: Call) => call.command === "ADD" && call.network === "nic";
 const nicAdds = () => ctx.sb.invocations().filter(isNicAdd);
 
 describe("M10 kubelet's pod-resources socket served by grpc-go (dist/plexus)", () => {

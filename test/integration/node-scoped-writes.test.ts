@@ -54,15 +54,20 @@ async function cluster(policy: boolean): Promise<FakeApiServer> {
 }
 
 /** The installer's kubeconfig on node A: a token file holding a bound token issued for the node. */
-function nodeKubeconfig(api: FakeApiServer, o: { node?: string; name?: string } = {}): string {
+function nodeKubeconfig(
+  api: FakeApiServer,
+  options: { node?: string; name?: string } = {},
+): string {
   const token = api.issueToken(
-    o.node === undefined ? { node: "node-a", pod: "plexus-a" } : { node: o.node || undefined },
+    options.node === undefined
+      ? { node: "node-a", pod: "plexus-a" }
+      : { node: options.node || undefined },
   );
   return writeKubeconfig(api, {
     dir: ctx.sb.root,
     token,
     tokenFile: true,
-    fileName: o.name ?? "node-a",
+    fileName: options.name ?? "node-a",
   });
 }
 
@@ -76,17 +81,17 @@ async function client(kubeconfig: string): Promise<RestKube> {
 /** What a holder of the token can send without Plexus: a merge patch of a pod's status. */
 function patchStatus(
   api: FakeApiServer,
-  o: { kubeconfigToken: string; pod: string; patch: unknown },
+  options: { kubeconfigToken: string; pod: string; patch: unknown },
 ) {
   return new Promise<{ status: number; body: any }>((resolve, reject) => {
     const req = request(
-      `${api.url}/api/v1/namespaces/app/pods/${o.pod}/status`,
+      `${api.url}/api/v1/namespaces/app/pods/${options.pod}/status`,
       {
         method: "PATCH",
         ca: api.caPem,
         agent: false,
         headers: {
-          authorization: `Bearer ${o.kubeconfigToken}`,
+          authorization: `Bearer ${options.kubeconfigToken}`,
           "content-type": "application/merge-patch+json",
         },
       },
@@ -97,13 +102,13 @@ function patchStatus(
       },
     );
     req.on("error", reject);
-    req.end(JSON.stringify(o.patch));
+    req.end(JSON.stringify(options.patch));
   });
 }
 
-async function refusal(p: Promise<unknown>): Promise<string | undefined> {
+async function refusal(pending: Promise<unknown>): Promise<string | undefined> {
   try {
-    await p;
+    await pending;
     return undefined;
   } catch (err) {
     if (!isCniError(err)) throw err;

@@ -54,7 +54,7 @@ const pod = (name: string, networks: string) => ({
 /** A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture as plugins. */
 function node(
   objects: object[],
-  o: { kubeconfig?: string; daemonSocket?: string; extra?: Record<string, unknown> } = {},
+  options: { kubeconfig?: string; daemonSocket?: string; extra?: Record<string, unknown> } = {},
 ) {
   const confDir = join(sb.root, "net.d");
   const clusterDir = join(sb.root, "cluster");
@@ -65,9 +65,9 @@ function node(
     clusterNetwork: "default-net",
     confDir,
     cniDir: sb.cniDir,
-    daemonSocket: o.daemonSocket ?? "",
-    ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : { fileClusterDir: clusterDir }),
-    ...o.extra,
+    daemonSocket: options.daemonSocket ?? "",
+    ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : { fileClusterDir: clusterDir }),
+    ...options.extra,
   };
   writeFileSync(
     join(confDir, "00-plexus.conflist"),

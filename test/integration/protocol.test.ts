@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cniError, singleJson, sortedCompactJson, TEST_PATH } from "../support/plexus-bin";
+import type { Invocation, Sandbox } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
@@ -18,6 +19,63 @@ const POD_ARGS = [
   "K8S_POD_INFRA_CONTAINER_ID=ctr1",
   "K8S_POD_UID=1b4e28ba-2fa1-11d2-883f-0016d3cca427",
 ];
+
+type Calls = { sb: Sandbox; calls: Invocation[] };
+
+/** ADD net-a, ADD net-b, DEL net-b, DEL net-a: each delegate's CNI_* env, argv, env and group. */
+function expectDelegateEnvs({ sb, calls, cniArgs }: Calls & { cniArgs: string }): void {
+  const [addA, addB, delB, delA] = calls as [Invocation, Invocation, Invocation, Invocation];
+  const envOf = (command: string, ifName: string, netns: string) => ({
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: "ctr1",
+    CNI_NETNS: netns,
+    CNI_IFNAME: ifName,
+    CNI_ARGS: cniArgs,
+    CNI_PATH: sb.binDir,
+  });
+  expect(addA.cniEnv).toEqual(envOf("ADD", "eth0", "/proc/self/ns/net"));
+  expect(addB.cniEnv).toEqual(envOf("ADD", "net1", "/proc/self/ns/net"));
+  expect(delB.cniEnv).toEqual(envOf("DEL", "net1", ""));
+  expect(delA.cniEnv).toEqual(envOf("DEL", "eth0", ""));
+  for (const c of calls) {
+    expect(c.argv).toEqual([]); // libcni passes no arguments
+    expect(c.env.FOO).toBe("bar"); // the rest of the runtime's env is inherited
+    expect(c.env.PATH).toBe(TEST_PATH);
+    expect(c.pgid).toBe(c.pid); // each delegate leads its own process group (B52)
+  }
+}
+
+/**
+ * stdin: the delegate's own netconf with name and cniVersion, runtimeConfig only for declared
+ * capabilities, `capabilities` itself removed, unknown keys passed through.
+ */
+function expectDelegateStdins(
+  options: Calls & { ports: unknown[]; addResult: Record<string, unknown> },
+): void {
+  const { sb, calls, ports, addResult } = options;
+  const [addA, addB, delB, delA] = calls as [Invocation, Invocation, Invocation, Invocation];
+  expect(addA.stdin).toEqual({
+    cniVersion: "1.0.0",
+    name: "net-a",
+    type: "noop",
+    debugFile: sb.debugFilePath("net-a"),
+    bridge: "cni0",
+    ipam: { type: "host-local" },
+    runtimeConfig: { portMappings: ports },
+  });
+  expect(addB.stdin).toEqual({
+    cniVersion: "0.4.0",
+    name: "net-b",
+    type: "noop",
+    debugFile: sb.debugFilePath("net-b"),
+  });
+  // DEL gets the cached ADD result as prevResult, in the delegate's own version (C3.3).
+  expect((delA.stdin as Record<string, unknown>).prevResult).toEqual(addResult);
+  expect((delB.stdin as Record<string, unknown>).prevResult).toMatchObject({
+    cniVersion: "0.4.0",
+    ips: [{ version: "4", address: "10.1.2.3/24" }],
+  });
+}
 
 describe("C4.1 delegates get the runtime's env, their own netconf, and their stderr is logged", () => {
   it("C4.1 C3.2 env, argv and stdin of each delegate on ADD and DEL", async () => {
@@ -50,55 +108,8 @@ describe("C4.1 delegates get the runtime's env, their own netconf, and their std
       "DEL net-b",
       "DEL net-a",
     ]);
-    const [addA, addB, delB, delA] = calls as [
-      (typeof calls)[0],
-      (typeof calls)[0],
-      (typeof calls)[0],
-      (typeof calls)[0],
-    ];
-
-    const envOf = (command: string, ifName: string, netns: string) => ({
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: "ctr1",
-      CNI_NETNS: netns,
-      CNI_IFNAME: ifName,
-      CNI_ARGS: cniArgs,
-      CNI_PATH: sb.binDir,
-    });
-    expect(addA.cniEnv).toEqual(envOf("ADD", "eth0", "/proc/self/ns/net"));
-    expect(addB.cniEnv).toEqual(envOf("ADD", "net1", "/proc/self/ns/net"));
-    expect(delB.cniEnv).toEqual(envOf("DEL", "net1", ""));
-    expect(delA.cniEnv).toEqual(envOf("DEL", "eth0", ""));
-    for (const c of calls) {
-      expect(c.argv).toEqual([]); // libcni passes no arguments
-      expect(c.env.FOO).toBe("bar"); // the rest of the runtime's env is inherited
-      expect(c.env.PATH).toBe(TEST_PATH);
-      expect(c.pgid).toBe(c.pid); // each delegate leads its own process group (B52)
-    }
-
-    // stdin: the delegate's own netconf with name and cniVersion, runtimeConfig only for declared
-    // capabilities, `capabilities` itself removed, unknown keys passed through.
-    expect(addA.stdin).toEqual({
-      cniVersion: "1.0.0",
-      name: "net-a",
-      type: "noop",
-      debugFile: sb.debugFilePath("net-a"),
-      bridge: "cni0",
-      ipam: { type: "host-local" },
-      runtimeConfig: { portMappings: ports },
-    });
-    expect(addB.stdin).toEqual({
-      cniVersion: "0.4.0",
-      name: "net-b",
-      type: "noop",
-      debugFile: sb.debugFilePath("net-b"),
-    });
-    // DEL gets the cached ADD result as prevResult, in the delegate's own version (C3.3).
-    expect((delA.stdin as Record<string, unknown>).prevResult).toEqual(addResult);
-    expect((delB.stdin as Record<string, unknown>).prevResult).toMatchObject({
-      cniVersion: "0.4.0",
-      ips: [{ version: "4", address: "10.1.2.3/24" }],
-    });
+    expectDelegateEnvs({ sb, calls, cniArgs });
+    expectDelegateStdins({ sb, calls, ports, addResult });
   });
 
   it("C4.1 a delegate's stderr reaches Plexus's log file (verbose) and stays off stdout", async () => {

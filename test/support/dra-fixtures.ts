@@ -16,7 +16,7 @@ export const VF2 = "0000:07:00.2";
 export const NET_CLAIM = "web-net-x7k2p";
 export const GPU_CLAIM = "gpu-claim";
 
-const s = (v: string) => ({ string: v });
+const s = (value: string) => ({ string: value });
 type Obj = {
   apiVersion: string;
   kind: string;

@@ -61,21 +61,21 @@ export interface FakePodResources {
   close(): Promise<void>;
 }
 
-function method(m: {
+function method(spec: {
   path: string;
   request: Type;
   response: Type;
 }): grpc.MethodDefinition<object, object> {
   return {
-    path: m.path,
+    path: spec.path,
     requestStream: false,
     responseStream: false,
     requestSerialize: (v: object) =>
-      Buffer.from(m.request.encode(m.request.fromObject(v)).finish()),
-    requestDeserialize: (b: Buffer) => m.request.toObject(m.request.decode(b)),
+      Buffer.from(spec.request.encode(spec.request.fromObject(v)).finish()),
+    requestDeserialize: (b: Buffer) => spec.request.toObject(spec.request.decode(b)),
     responseSerialize: (v: object) =>
-      Buffer.from(m.response.encode(m.response.fromObject(v)).finish()),
-    responseDeserialize: (b: Buffer) => m.response.toObject(m.response.decode(b)),
+      Buffer.from(spec.response.encode(spec.response.fromObject(v)).finish()),
+    responseDeserialize: (b: Buffer) => spec.response.toObject(spec.response.decode(b)),
   };
 }
 

@@ -80,11 +80,11 @@ export interface GoPod {
   containers: { name: string; devices: { resourceName: string; deviceIds: string[] }[] }[];
 }
 
-export async function startGoPodResServer(o: { binary: string; dir: string; pods: GoPod[] }) {
-  const socket = join(o.dir, "kubelet.sock");
-  const devices = join(o.dir, "devices.json");
-  fs.writeFileSync(devices, JSON.stringify(o.pods));
-  const child: ChildProcess = spawn(o.binary, ["-socket", socket, "-devices", devices], {
+export async function startGoPodResServer(options: { binary: string; dir: string; pods: GoPod[] }) {
+  const socket = join(options.dir, "kubelet.sock");
+  const devices = join(options.dir, "devices.json");
+  fs.writeFileSync(devices, JSON.stringify(options.pods));
+  const child: ChildProcess = spawn(options.binary, ["-socket", socket, "-devices", devices], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((r) => child.once("exit", () => r()));

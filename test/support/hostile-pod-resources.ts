@@ -41,28 +41,29 @@ interface FrameSpec {
   length?: number;
 }
 
-function h2frame(o: FrameSpec): Buffer {
-  const payload = o.payload ?? new Uint8Array(0);
+function h2frame(spec: FrameSpec): Buffer {
+  const payload = spec.payload ?? new Uint8Array(0);
   const head = Buffer.alloc(9);
-  head.writeUIntBE(o.length ?? payload.length, 0, 3);
-  head[3] = o.type;
-  head[4] = o.flags ?? 0;
-  head.writeUInt32BE(o.stream ?? 0, 5);
+  head.writeUIntBE(spec.length ?? payload.length, 0, 3);
+  head[3] = spec.type;
+  head[4] = spec.flags ?? 0;
+  head.writeUInt32BE(spec.stream ?? 0, 5);
   return Buffer.concat([head, payload]);
 }
 
 /** An HPACK string length (7-bit prefix), `huffman` flagged in the first byte. */
-function stringLength(n: number, huffman: boolean): number[] {
+function stringLength(length: number, huffman: boolean): number[] {
   const first = huffman ? 0x80 : 0;
-  if (n < 127) return [first | n];
+  if (length < 127) return [first | length];
   const out = [first | 127];
-  let rest = n - 127;
+  let rest = length - 127;
   for (; rest >= 128; rest = Math.floor(rest / 128)) out.push((rest % 128) | 0x80);
   return [...out, rest];
 }
 
 /** A literal field (new name "x", not indexed) up to its Huffman-coded value of `n` bytes. */
-const huffmanLiteralHead = (n: number) => Buffer.from([0x00, 0x01, 0x78, ...stringLength(n, true)]);
+const huffmanLiteralHead = (length: number) =>
+  Buffer.from([0x00, 0x01, 0x78, ...stringLength(length, true)]);
 
 /** `head`, then zeros until `total` bytes of payload have followed it. */
 function streamed(head: Buffer, total: number): () => Buffer | undefined {
@@ -93,7 +94,8 @@ function pump(conn: net.Socket, next: () => Buffer | undefined, count: (n: numbe
   go();
 }
 
-const repeat = (frame: Buffer, n: number) => Buffer.concat(new Array<Buffer>(n).fill(frame));
+const repeat = (frame: Buffer, count: number) =>
+  Buffer.concat(new Array<Buffer>(count).fill(frame));
 
 const once =
   (...chunks: Buffer[]) =>

@@ -54,8 +54,8 @@ function huffman(bytes: Uint8Array): number[] {
   return out;
 }
 
-function string(s: string, useHuffman: boolean): number[] {
-  const bytes = Buffer.from(s, "latin1");
+function string(text: string, useHuffman: boolean): number[] {
+  const bytes = Buffer.from(text, "latin1");
   if (!useHuffman) return [...integer(bytes.length, 7, 0), ...bytes];
   const coded = huffman(bytes);
   return [...integer(coded.length, 7, 0x80), ...coded];
@@ -79,16 +79,16 @@ export class TestHpackEncoder {
     return Uint8Array.from(out);
   }
 
-  private field(f: EncodedField): number[] {
-    const exact = this.table.findIndex(([n, v]) => n === f.name && v === f.value);
-    if (f.as === "indexed" && exact >= 0) return integer(62 + exact, 7, 0x80);
-    const as = f.as === "indexed" ? "incremental" : f.as;
+  private field(encoded: EncodedField): number[] {
+    const exact = this.table.findIndex(([n, v]) => n === encoded.name && v === encoded.value);
+    if (encoded.as === "indexed" && exact >= 0) return integer(62 + exact, 7, 0x80);
+    const as = encoded.as === "indexed" ? "incremental" : encoded.as;
     const [prefix, first] = PREFIXES[as];
-    const nameIndex = f.indexName ? this.nameIndex(f.name) : 0;
+    const nameIndex = encoded.indexName ? this.nameIndex(encoded.name) : 0;
     const head = integer(nameIndex, prefix, first);
-    const name = nameIndex ? [] : string(f.name, f.huffmanName);
-    if (as === "incremental") this.insert(f.name, f.value);
-    return [...head, ...name, ...string(f.value, f.huffmanValue)];
+    const name = nameIndex ? [] : string(encoded.name, encoded.huffmanName);
+    if (as === "incremental") this.insert(encoded.name, encoded.value);
+    return [...head, ...name, ...string(encoded.value, encoded.huffmanValue)];
   }
 
   private nameIndex(name: string): number {

@@ -72,11 +72,11 @@ export function makeMemoryCgroup(name: string, limitBytes: number): MemoryCgroup
 export function runInCgroup(
   cg: MemoryCgroup,
   argv: readonly string[],
-  o: { env: Record<string, string>; timeoutMs: number },
+  options: { env: Record<string, string>; timeoutMs: number },
 ): Promise<{ status: number | null; stderr: string; maxDirtyBytes: number; ms: number }> {
   const script = `echo $$ > '${cg.path}/cgroup.procs' && exec "$@"`;
   const child = spawn("sh", ["-c", script, "sh", ...argv], {
-    env: o.env,
+    env: options.env,
     cwd: "/",
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -88,7 +88,7 @@ export function runInCgroup(
   const sample = setInterval(() => {
     maxDirtyBytes = Math.max(maxDirtyBytes, cg.dirtyBytes());
   }, 1);
-  const killer = setTimeout(() => child.kill("SIGKILL"), o.timeoutMs);
+  const killer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
   const started = performance.now();
   return new Promise((resolve, reject) => {
     child.on("error", reject);

@@ -19,38 +19,38 @@ export interface MultusDelegate {
 }
 
 /** libcni's types.NetConf as Go marshals it (empty `ipam` and `dns` objects included). */
-function goNetConf(c: Record<string, unknown>): Record<string, unknown> {
+function goNetConf(conf: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of ["cniVersion", "name", "type"]) if (c[k]) out[k] = c[k];
-  if (c.capabilities) out.capabilities = c.capabilities;
-  const ipam = c.ipam as { type?: string } | undefined;
+  for (const k of ["cniVersion", "name", "type"]) if (conf[k]) out[k] = conf[k];
+  if (conf.capabilities) out.capabilities = conf.capabilities;
+  const ipam = conf.ipam as { type?: string } | undefined;
   out.ipam = ipam?.type ? { type: ipam.type } : {};
   out.dns = {};
   return out;
 }
 
 /** One entry of the list, keys in the order and shape of Multus's DelegateNetConf. */
-export function multusEntry(d: MultusDelegate): Record<string, unknown> {
-  const isList = Array.isArray(d.config.plugins);
+export function multusEntry(delegate: MultusDelegate): Record<string, unknown> {
+  const isList = Array.isArray(delegate.config.plugins);
   const e: Record<string, unknown> = {
-    Conf: isList ? { ipam: {}, dns: {} } : goNetConf(d.config),
+    Conf: isList ? { ipam: {}, dns: {} } : goNetConf(delegate.config),
     ConfList: isList
       ? {
-          cniVersion: d.config.cniVersion,
-          name: d.config.name,
-          plugins: (d.config.plugins as Array<Record<string, unknown>>).map(goNetConf),
+          cniVersion: delegate.config.cniVersion,
+          name: delegate.config.name,
+          plugins: (delegate.config.plugins as Array<Record<string, unknown>>).map(goNetConf),
         }
       : {},
-    Name: d.name ?? String(d.config.name),
+    Name: delegate.name ?? String(delegate.config.name),
   };
-  if (d.ifnameRequest) e.ifnameRequest = d.ifnameRequest;
-  if (d.macRequest) e.macRequest = d.macRequest;
-  if (d.infinibandGUIDRequest) e.infinibandGUIDRequest = d.infinibandGUIDRequest;
-  if (d.ipRequest) e.ipRequest = d.ipRequest;
+  if (delegate.ifnameRequest) e.ifnameRequest = delegate.ifnameRequest;
+  if (delegate.macRequest) e.macRequest = delegate.macRequest;
+  if (delegate.infinibandGUIDRequest) e.infinibandGUIDRequest = delegate.infinibandGUIDRequest;
+  if (delegate.ipRequest) e.ipRequest = delegate.ipRequest;
   e.IsFilterV4Gateway = false;
   e.IsFilterV6Gateway = false;
-  if (d.deviceID) e.deviceID = d.deviceID;
-  e.Bytes = Buffer.from(JSON.stringify(d.config)).toString("base64");
+  if (delegate.deviceID) e.deviceID = delegate.deviceID;
+  e.Bytes = Buffer.from(JSON.stringify(delegate.config)).toString("base64");
   return e;
 }
 
@@ -69,7 +69,7 @@ export function writeMultusCache(
 /** libcni's cachedInfo (`cniCacheV1`) for one attachment, under `<dir>/results/`. */
 export function writeLibcniResult(
   dir: string,
-  o: {
+  options: {
     network: string;
     containerId: string;
     ifName: string;
@@ -81,16 +81,16 @@ export function writeLibcniResult(
 ): string {
   const results = join(dir, "results");
   mkdirSync(results, { recursive: true, mode: 0o700 });
-  const path = join(results, `${o.network}-${o.containerId}-${o.ifName}`);
+  const path = join(results, `${options.network}-${options.containerId}-${options.ifName}`);
   const entry = {
     kind: "cniCacheV1",
-    containerId: o.containerId,
-    config: Buffer.from(JSON.stringify(o.config)).toString("base64"),
-    ifName: o.ifName,
-    networkName: o.network,
-    netns: o.netns,
-    cniArgs: o.cniArgs,
-    result: o.result,
+    containerId: options.containerId,
+    config: Buffer.from(JSON.stringify(options.config)).toString("base64"),
+    ifName: options.ifName,
+    networkName: options.network,
+    netns: options.netns,
+    cniArgs: options.cniArgs,
+    result: options.result,
   };
   writeFileSync(path, JSON.stringify(entry), { mode: 0o600 });
   return path;

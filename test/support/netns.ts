@@ -94,9 +94,9 @@ function missingTools(tools: readonly E2eTool[]): string[] {
 export function describeE2e(
   name: string,
   fn: () => void,
-  o: { tools?: readonly E2eTool[] } = {},
+  options: { tools?: readonly E2eTool[] } = {},
 ): void {
-  const missing = [...missingPrerequisites(), ...missingTools(o.tools ?? [])];
+  const missing = [...missingPrerequisites(), ...missingTools(options.tools ?? [])];
   if (missing.length === 0) {
     describe(name, () => {
       beforeAll(() => requirePlexusBinary());
@@ -153,16 +153,16 @@ export interface IpOptions {
   netns?: string;
 }
 
-function ipArgs(args: readonly string[], o: IpOptions): string[] {
-  return o.netns ? ["-n", o.netns, ...args] : [...args];
+function ipArgs(args: readonly string[], options: IpOptions): string[] {
+  return options.netns ? ["-n", options.netns, ...args] : [...args];
 }
 
 /** Runs `ip`, returning status and output without throwing. */
 export function ipTry(
   args: readonly string[],
-  o: IpOptions = {},
+  options: IpOptions = {},
 ): { status: number; stdout: string; stderr: string } {
-  const r = spawnSync("ip", ipArgs(args, o), { encoding: "utf8", timeout: 10_000 });
+  const r = spawnSync("ip", ipArgs(args, options), { encoding: "utf8", timeout: 10_000 });
   return {
     status: r.status ?? -1,
     stdout: r.stdout ?? "",
@@ -171,16 +171,18 @@ export function ipTry(
 }
 
 /** Runs `ip` and throws with its stderr on failure. */
-export function ip(args: readonly string[], o: IpOptions = {}): string {
-  const r = ipTry(args, o);
+export function ip(args: readonly string[], options: IpOptions = {}): string {
+  const r = ipTry(args, options);
   if (r.status !== 0)
-    throw new Error(`ip ${ipArgs(args, o).join(" ")} failed (${r.status}): ${r.stderr.trim()}`);
+    throw new Error(
+      `ip ${ipArgs(args, options).join(" ")} failed (${r.status}): ${r.stderr.trim()}`,
+    );
   return r.stdout;
 }
 
 /** `ip -j …` parsed. */
-function ipJson<T>(args: readonly string[], o: IpOptions = {}): T[] {
-  const out = ip(["-j", ...args], o).trim();
+function ipJson<T>(args: readonly string[], options: IpOptions = {}): T[] {
+  const out = ip(["-j", ...args], options).trim();
   return out === "" ? [] : (JSON.parse(out) as T[]);
 }
 
@@ -211,19 +213,19 @@ export interface LinkInfo {
   addresses: string[];
 }
 
-function toLinkInfo(l: RawLink): LinkInfo {
+function toLinkInfo(raw: RawLink): LinkInfo {
   const info: LinkInfo = {
-    name: l.ifname,
-    index: l.ifindex,
-    mac: (l.address ?? "").toLowerCase(),
-    mtu: l.mtu ?? 0,
-    state: l.operstate ?? "",
-    addresses: (l.addr_info ?? [])
+    name: raw.ifname,
+    index: raw.ifindex,
+    mac: (raw.address ?? "").toLowerCase(),
+    mtu: raw.mtu ?? 0,
+    state: raw.operstate ?? "",
+    addresses: (raw.addr_info ?? [])
       .filter((a) => a.scope !== "link" && a.scope !== "host")
       .map((a) => `${a.local}/${a.prefixlen}`),
   };
-  if (l.master) info.master = l.master;
-  if (l.linkinfo?.info_kind) info.kind = l.linkinfo.info_kind;
+  if (raw.master) info.master = raw.master;
+  if (raw.linkinfo?.info_kind) info.kind = raw.linkinfo.info_kind;
   return info;
 }
 

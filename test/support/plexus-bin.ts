@@ -146,19 +146,19 @@ export function singleJson(stdout: string): Record<string, unknown> {
 }
 
 /** The CNI error Plexus printed: exit 1 and one error object on stdout. */
-export function cniError(r: RunResult): {
+export function cniError(result: RunResult): {
   cniVersion: string;
   code: number;
   msg: string;
   details?: string;
 } {
-  if (r.code !== 1)
+  if (result.code !== 1)
     throw new Error(
-      `expected exit 1, got ${r.code ?? r.signal}; stdout=${r.stdout.slice(0, 500)} stderr=${r.stderr.slice(0, 500)}`,
+      `expected exit 1, got ${result.code ?? result.signal}; stdout=${result.stdout.slice(0, 500)} stderr=${result.stderr.slice(0, 500)}`,
     );
-  const e = singleJson(r.stdout);
+  const e = singleJson(result.stdout);
   if (typeof e.code !== "number" || typeof e.msg !== "string")
-    throw new Error(`not a CNI error: ${r.stdout.slice(0, 500)}`);
+    throw new Error(`not a CNI error: ${result.stdout.slice(0, 500)}`);
   return e as { cniVersion: string; code: number; msg: string; details?: string };
 }
 
@@ -262,15 +262,15 @@ export class Sandbox {
   }
 
   /** A single-plugin delegate netconf driven by its own debug file; installs its type if needed. */
-  delegate(name: string, o: DelegateOptions = {}): Record<string, unknown> {
-    const type = o.type ?? "noop";
+  delegate(name: string, options: DelegateOptions = {}): Record<string, unknown> {
+    const type = options.type ?? "noop";
     if (!existsSync(join(this.binDir, type))) this.installPlugin(type);
     return {
-      cniVersion: o.cniVersion ?? "1.0.0",
+      cniVersion: options.cniVersion ?? "1.0.0",
       name,
       type,
-      debugFile: this.setBehaviours(name, o.behaviours ?? {}),
-      ...o.extra,
+      debugFile: this.setBehaviours(name, options.behaviours ?? {}),
+      ...options.extra,
     };
   }
 
@@ -320,11 +320,11 @@ export class Sandbox {
     command: string,
     conf: unknown,
     env: Record<string, string | undefined> = {},
-    o: Partial<RunOptions> = {},
+    options: Partial<RunOptions> = {},
   ): Promise<RunResult> {
     const stdin =
       typeof conf === "string" || conf instanceof Uint8Array ? conf : JSON.stringify(conf);
-    return runPlexus({ cwd: this.root, ...o, env: this.env(command, env), stdin });
+    return runPlexus({ cwd: this.root, ...options, env: this.env(command, env), stdin });
   }
 
   invocations(): Invocation[] {
@@ -446,7 +446,7 @@ export async function waitFor(cond: () => boolean, timeoutMs: number, what: stri
 }
 
 /** JSON with keys sorted at every level and no whitespace, as containerd feeds plugins (K3). */
-export function sortedCompactJson(v: unknown): string {
+export function sortedCompactJson(value: unknown): string {
   const sort = (x: unknown): unknown => {
     if (Array.isArray(x)) return x.map(sort);
     if (x && typeof x === "object") {
@@ -458,7 +458,7 @@ export function sortedCompactJson(v: unknown): string {
     }
     return x;
   };
-  return JSON.stringify(sort(v));
+  return JSON.stringify(sort(value));
 }
 
 /** GET `path` over a unix socket (the daemon's); resolves with the status, 0 when nothing answered. */

@@ -47,10 +47,10 @@ export function ensureRelease(): number {
 /** Runs `argv` (an executable, or an emulator and the executable) with `env` and `stdin`, cwd `/`. */
 export function runCommand(
   argv: readonly string[],
-  o: { env: Record<string, string | undefined>; stdin?: string; timeoutMs?: number },
+  options: { env: Record<string, string | undefined>; stdin?: string; timeoutMs?: number },
 ): Promise<RunResult> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(o.env)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(options.env)) if (v !== undefined) env[k] = v;
   const started = performance.now();
   const child = spawn(argv[0]!, argv.slice(1), { env, cwd: "/", stdio: ["pipe", "pipe", "pipe"] });
   const out: Buffer[] = [];
@@ -58,12 +58,12 @@ export function runCommand(
   child.stdout.on("data", (b: Buffer) => out.push(b));
   child.stderr.on("data", (b: Buffer) => err.push(b));
   child.stdin.on("error", () => {});
-  child.stdin.end(o.stdin ?? "");
+  child.stdin.end(options.stdin ?? "");
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
     child.kill("SIGKILL");
-  }, o.timeoutMs ?? 60_000);
+  }, options.timeoutMs ?? 60_000);
   return new Promise((resolve, reject) => {
     child.on("error", reject);
     child.on("close", (code, signal) => {

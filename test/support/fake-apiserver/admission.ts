@@ -48,7 +48,7 @@ export interface TokenIssuer {
   authenticate(token: string): AdmissionUser | undefined;
 }
 
-const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString("base64url");
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
 /** An ES256 signer, as the API server's service-account key issues bound tokens. */
 export function createTokenIssuer(
@@ -57,23 +57,32 @@ export function createTokenIssuer(
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
   const kid = randomUUID();
   return {
-    issue(b) {
+    issue(tokenRequest) {
       const now = Math.floor(Date.now() / 1000);
       const claims = {
         aud: [AUDIENCE],
-        exp: now + (b.expiresInSeconds ?? 3600),
+        exp: now + (tokenRequest.expiresInSeconds ?? 3600),
         iat: now,
         nbf: now,
         iss: issuer,
         jti: randomUUID(),
-        sub: `system:serviceaccount:${b.namespace}:${b.serviceAccount}`,
+        sub: `system:serviceaccount:${tokenRequest.namespace}:${tokenRequest.serviceAccount}`,
         "kubernetes.io": {
-          namespace: b.namespace,
-          ...(b.node ? { node: { name: b.node, uid: `node-uid-${b.node}` } } : {}),
-          ...(b.pod ? { pod: { name: b.pod, uid: `pod-uid-${b.namespace}-${b.pod}` } } : {}),
+          namespace: tokenRequest.namespace,
+          ...(tokenRequest.node
+            ? { node: { name: tokenRequest.node, uid: `node-uid-${tokenRequest.node}` } }
+            : {}),
+          ...(tokenRequest.pod
+            ? {
+                pod: {
+                  name: tokenRequest.pod,
+                  uid: `pod-uid-${tokenRequest.namespace}-${tokenRequest.pod}`,
+                },
+              }
+            : {}),
           serviceaccount: {
-            name: b.serviceAccount,
-            uid: `sa-uid-${b.namespace}-${b.serviceAccount}`,
+            name: tokenRequest.serviceAccount,
+            uid: `sa-uid-${tokenRequest.namespace}-${tokenRequest.serviceAccount}`,
           },
         },
       };
@@ -206,10 +215,10 @@ function refuseUnsupported(policy: Obj): void {
     throw new Error("fake admission: auditAnnotations are not modelled");
 }
 
-function compilePolicy(d: Obj): CompiledPolicy {
-  refuseUnsupported(d);
-  const name = d.metadata.name as string;
-  const s = d.spec ?? {};
+function compilePolicy(doc: Obj): CompiledPolicy {
+  refuseUnsupported(doc);
+  const name = doc.metadata.name as string;
+  const s = doc.spec ?? {};
   const at = (what: string) => `policy ${name} ${what}`;
   return {
     name,
@@ -257,38 +266,42 @@ function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
 }
 
 /** A NamedRuleWithOperations against the request: `*`, `*` + `/*`, `pods/*`, `*` + `/status`. */
-function ruleMatches(rule: Obj, r: AdmissionRequest): boolean {
+function ruleMatches(rule: Obj, request: AdmissionRequest): boolean {
   const has = (list: unknown, v: string) =>
     Array.isArray(list) && (list.includes("*") || list.includes(v));
-  if (!has(rule.operations, r.operation) || !has(rule.apiGroups, r.resource.group)) return false;
-  if (!has(rule.apiVersions, r.resource.version)) return false;
+  if (!has(rule.operations, request.operation) || !has(rule.apiGroups, request.resource.group))
+    return false;
+  if (!has(rule.apiVersions, request.resource.version)) return false;
   return (rule.resources as string[]).some((pattern) => {
     const [res, sub = ""] = pattern.split("/");
-    if (!r.subResource)
-      return !pattern.includes("/") && (res === "*" || res === r.resource.resource);
-    return (res === "*" || res === r.resource.resource) && (sub === "*" || sub === r.subResource);
+    if (!request.subResource)
+      return !pattern.includes("/") && (res === "*" || res === request.resource.resource);
+    return (
+      (res === "*" || res === request.resource.resource) &&
+      (sub === "*" || sub === request.subResource)
+    );
   });
 }
 
 /** JSON as CEL values: objects are maps, integers ints (as Kubernetes' int64 fields), null null. */
-function toCel(v: unknown): CelInput {
-  if (v === null || v === undefined) return null;
-  if (Array.isArray(v)) return v.map(toCel);
-  if (typeof v === "number") return Number.isInteger(v) ? BigInt(v) : v;
-  if (typeof v === "object")
-    return new Map(Object.entries(v as Obj).map(([k, x]) => [k, toCel(x)]));
-  return v as CelInput;
+function toCel(value: unknown): CelInput {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) return value.map(toCel);
+  if (typeof value === "number") return Number.isInteger(value) ? BigInt(value) : value;
+  if (typeof value === "object")
+    return new Map(Object.entries(value as Obj).map(([k, x]) => [k, toCel(x)]));
+  return value as CelInput;
 }
 
-function requestValue(r: AdmissionRequest): CelInput {
-  const u = r.userInfo;
+function requestValue(request: AdmissionRequest): CelInput {
+  const u = request.userInfo;
   return toCel({
-    operation: r.operation,
-    resource: r.resource,
-    subResource: r.subResource,
-    kind: r.kind,
-    namespace: r.namespace,
-    name: r.name,
+    operation: request.operation,
+    resource: request.resource,
+    subResource: request.subResource,
+    kind: request.kind,
+    namespace: request.namespace,
+    name: request.name,
     userInfo: { username: u.name, uid: u.uid ?? "", groups: u.groups, extra: u.extra ?? {} },
   });
 }
@@ -297,12 +310,12 @@ type Decision = { message: string; reason: string };
 
 /** The message of a failed validation: messageExpression's string, else message, else the expression. */
 function failureMessage(
-  v: CompiledPolicy["validations"][number],
+  validation: CompiledPolicy["validations"][number],
   vars: Record<string, CelInput>,
 ): string {
-  const m = v.messageProgram?.(vars);
+  const m = validation.messageProgram?.(vars);
   if (typeof m === "string" && m.trim() && !m.includes("\n")) return m;
-  return v.message?.trim() || `failed expression: ${v.expression}`;
+  return validation.message?.trim() || `failed expression: ${validation.expression}`;
 }
 
 /** One evaluation of a policy's validations (per parameter when it has some): failures and errors. */
@@ -352,21 +365,21 @@ type ParamLookup = (q: {
   selector: Obj;
 }) => Obj[];
 
-function decisionsFor(q: {
+function decisionsFor(query: {
   policy: CompiledPolicy;
   binding: CompiledBinding;
   base: Record<string, CelInput>;
   r: AdmissionRequest;
   paramsOf: ParamLookup;
 }): Decision[] {
-  const { policy, binding } = q;
-  if (!policy.paramKind) return validate(policy, { ...q.base, params: null });
+  const { policy, binding } = query;
+  if (!policy.paramKind) return validate(policy, { ...query.base, params: null });
   const ref = binding.paramRef;
   if (!ref?.selector)
     throw new Error(`fake admission: binding ${binding.name}: only paramRef.selector is modelled`);
-  const params = q.paramsOf({
+  const params = query.paramsOf({
     ...policy.paramKind,
-    namespace: q.r.namespace,
+    namespace: query.r.namespace,
     selector: ref.selector,
   });
   if (params.length === 0) {
@@ -376,42 +389,52 @@ function decisionsFor(q: {
       ? [{ message: `failed to configure binding: ${why}`, reason: "" }]
       : [];
   }
-  return params.flatMap((p) => validate(policy, { ...q.base, params: toCel(p) }));
+  return params.flatMap((p) => validate(policy, { ...query.base, params: toCel(p) }));
 }
 
 const REASON_CODES: Record<string, number> = { Forbidden: 403, Unauthorized: 401, Invalid: 422 };
 
 /** admission.NewForbidden's Status with the decision's reason and code (the plugin's dispatcher). */
-function denialOf(r: AdmissionRequest, message: string, reason: string): AdmissionDenial {
+function denialOf(request: AdmissionRequest, message: string, reason: string): AdmissionDenial {
   const why = reason || "Invalid";
-  const name = r.name || String(r.object?.metadata?.name ?? "");
-  const resource = r.resource.group
-    ? `${r.resource.resource}.${r.resource.group}`
-    : r.resource.resource;
+  const name = request.name || String(request.object?.metadata?.name ?? "");
+  const resource = request.resource.group
+    ? `${request.resource.resource}.${request.resource.group}`
+    : request.resource.resource;
   return {
     code: REASON_CODES[why] ?? 400,
     reason: why,
     message: `${resource} "${name}" is forbidden: ${message}`,
     details: {
       name,
-      ...(r.resource.group ? { group: r.resource.group } : {}),
-      kind: r.resource.resource,
+      ...(request.resource.group ? { group: request.resource.group } : {}),
+      kind: request.resource.resource,
       causes: [{ message }],
     },
   };
 }
 
 /** Every binding's policy against one request, as the validating admission plugin runs them. */
-function admit(p: AdmissionPolicies, r: AdmissionRequest, paramsOf: ParamLookup): AdmissionOutcome {
+function admit(
+  admissionPolicies: AdmissionPolicies,
+  admissionRequest: AdmissionRequest,
+  paramsOf: ParamLookup,
+): AdmissionOutcome {
   const out: AdmissionOutcome = { warnings: [], audit: [] };
-  const base = { request: requestValue(r), object: toCel(r.object), oldObject: toCel(r.oldObject) };
-  for (const binding of p.bindings) {
-    const policy = p.policies.find((x) => x.name === binding.policy);
-    if (!policy?.rules.some((rule) => ruleMatches(rule, r))) continue;
+  const base = {
+    request: requestValue(admissionRequest),
+    object: toCel(admissionRequest.object),
+    oldObject: toCel(admissionRequest.oldObject),
+  };
+  for (const binding of admissionPolicies.bindings) {
+    const policy = admissionPolicies.policies.find((x) => x.name === binding.policy);
+    if (!policy?.rules.some((rule) => ruleMatches(rule, admissionRequest))) continue;
     const matched = conditionsMatch(policy, { ...base, params: null, variables: new Map() });
     if (matched === false) continue;
     const decisions =
-      matched === true ? decisionsFor({ policy, binding, base, r, paramsOf }) : [matched];
+      matched === true
+        ? decisionsFor({ policy, binding, base, r: admissionRequest, paramsOf })
+        : [matched];
     const first = decisions[0];
     if (!first) continue;
     const where = `ValidatingAdmissionPolicy '${policy.name}' with binding '${binding.name}'`;
@@ -421,7 +444,11 @@ function admit(p: AdmissionPolicies, r: AdmissionRequest, paramsOf: ParamLookup)
       if (binding.actions.includes("Audit")) out.audit.push(`${where}: ${d.message}`);
     }
     if (binding.actions.includes("Deny") && !out.denial)
-      out.denial = denialOf(r, `${where} denied request: ${first.message}`, first.reason);
+      out.denial = denialOf(
+        admissionRequest,
+        `${where} denied request: ${first.message}`,
+        first.reason,
+      );
   }
   return out;
 }
@@ -458,10 +485,10 @@ export interface FakeAdmission {
   readonly audit: string[];
 }
 
-function labelsMatch(selector: Obj, o: Obj): boolean {
+function labelsMatch(selector: Obj, object: Obj): boolean {
   if (selector.matchExpressions?.length)
     throw new Error("fake admission: matchExpressions are not modelled");
-  const labels = (o.metadata?.labels ?? {}) as Record<string, string>;
+  const labels = (object.metadata?.labels ?? {}) as Record<string, string>;
   return Object.entries((selector.matchLabels ?? {}) as Record<string, string>).every(
     ([k, v]) => labels[k] === v,
   );
@@ -485,38 +512,38 @@ function notFound(resource: string, name: string): [number, unknown] {
   ];
 }
 
-export function createFakeAdmission(o: {
+export function createFakeAdmission(options: {
   docs: readonly Obj[];
   user: AdmissionUser;
   pods: () => Iterable<Obj>;
 }): FakeAdmission {
-  const policies = loadAdmissionPolicies(o.docs);
-  const installed = o.docs.filter((d) => d.apiVersion === `${GROUP}/v1`);
-  const [, , namespace = "default", serviceAccount = "default"] = o.user.name.split(":");
+  const policies = loadAdmissionPolicies(options.docs);
+  const installed = options.docs.filter((d) => d.apiVersion === `${GROUP}/v1`);
+  const [, , namespace = "default", serviceAccount = "default"] = options.user.name.split(":");
   const issuer = createTokenIssuer();
   const audit: string[] = [];
   const paramsOf: ParamLookup = (q) => {
     if (q.apiVersion !== "v1" || q.kind !== "Pod")
       throw new Error(`fake admission: paramKind ${q.kind} is not modelled`);
-    return [...o.pods()].filter(
+    return [...options.pods()].filter(
       (p) => p.metadata?.namespace === q.namespace && labelsMatch(q.selector, p),
     );
   };
   return {
     issueToken: (b) => issuer.issue({ ...b, namespace, serviceAccount }),
     authenticate: (token) => issuer.authenticate(token),
-    review(w) {
-      const i = w.info;
+    review(write) {
+      const i = write.info;
       const request: AdmissionRequest = {
-        operation: w.operation,
+        operation: write.operation,
         resource: { group: i.apiGroup, version: i.apiVersion, resource: i.resource },
         subResource: i.subresource,
         kind: { group: i.apiGroup, version: i.apiVersion, kind: KINDS[i.resource] ?? "" },
         namespace: i.namespace,
         name: i.name,
-        userInfo: w.user,
-        object: w.object,
-        oldObject: w.oldObject,
+        userInfo: write.user,
+        object: write.object,
+        oldObject: write.oldObject,
       };
       const outcome = admit(policies, request, paramsOf);
       audit.push(...outcome.audit);

@@ -18,8 +18,8 @@ const conf = z.object({
   gone: z.optional(z.nullable(z.array(z.string()))),
 });
 
-const problems = (v: unknown) => {
-  const r = z.check(conf, v);
+const problems = (value: unknown) => {
+  const r = z.check(conf, value);
   return r.ok ? [] : r.problems.map((p) => `${p.path.join(".")}: ${p.message}`);
 };
 

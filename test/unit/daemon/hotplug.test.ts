@@ -22,7 +22,7 @@ const pod = (networks: string, namespace = "app"): Pod => ({
 
 type Knobs = { delayMs?: number; namespaces?: string };
 
-function harness(outcomes: HotplugOutcome[] = [], o: Knobs = {}) {
+function harness(outcomes: HotplugOutcome[] = [], knobs: Knobs = {}) {
   const calls: string[] = [];
   let running = 0;
   let most = 0;
@@ -32,7 +32,7 @@ function harness(outcomes: HotplugOutcome[] = [], o: Knobs = {}) {
       running++;
       most = Math.max(most, running);
       calls.push(`${namespace}/${name}`);
-      await sleep(o.delayMs ?? 1);
+      await sleep(knobs.delayMs ?? 1);
       running--;
       return outcomes.shift() ?? { ok: true, attached: 1, detached: 0 };
     },
@@ -40,7 +40,7 @@ function harness(outcomes: HotplugOutcome[] = [], o: Knobs = {}) {
     debounceMs: 20,
     backoff: { minMs: 10, maxMs: 40 },
     maxAttempts: 3,
-    namespaces: parseNamespaces(o.namespaces),
+    namespaces: parseNamespaces(knobs.namespaces),
     metrics: { hotplugReconciled: (t) => tallies.push(t) },
   });
   return { r, calls, tallies, most: () => most };

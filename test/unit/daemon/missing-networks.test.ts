@@ -7,7 +7,7 @@ import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../../
 
 function pod(
   name: string,
-  o: {
+  options: {
     networks?: string;
     status?: unknown[];
     phase?: string;
@@ -17,18 +17,18 @@ function pod(
   } = {},
 ): Pod {
   const annotations: Record<string, string> = {};
-  if (o.networks !== undefined) annotations[NETWORKS_ANNOTATION] = o.networks;
-  if (o.status) annotations[NETWORK_STATUS_ANNOTATION] = JSON.stringify(o.status);
+  if (options.networks !== undefined) annotations[NETWORKS_ANNOTATION] = options.networks;
+  if (options.status) annotations[NETWORK_STATUS_ANNOTATION] = JSON.stringify(options.status);
   return {
     metadata: {
       name,
-      namespace: o.namespace ?? "app",
+      namespace: options.namespace ?? "app",
       uid: `uid-${name}`,
       annotations,
-      ...(o.deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+      ...(options.deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
     },
-    spec: { nodeName: "node-1", ...(o.hostNetwork ? { hostNetwork: true } : {}) },
-    status: { phase: o.phase ?? "Running" },
+    spec: { nodeName: "node-1", ...(options.hostNetwork ? { hostNetwork: true } : {}) },
+    status: { phase: options.phase ?? "Running" },
   };
 }
 const entry = (name: string, iface: string, isDefault = false) => ({
@@ -94,9 +94,9 @@ describe("missingNetworks: what a Running pod asked for and does not have", () =
   });
 });
 
-function detector(pods: Pod[], o: { failEvents?: number } = {}) {
+function detector(pods: Pod[], options: { failEvents?: number } = {}) {
   let now = 1_000_000;
-  let failures = o.failEvents ?? 0;
+  let failures = options.failEvents ?? 0;
   const events: Array<{ pod: string; event: PodEvent }> = [];
   const d = new MissingNetworksDetector({
     pods: () => pods,

@@ -37,8 +37,8 @@ const POD: Pod = {
 
 /** Objects near the real shapes, with any field replaced by junk now and then. */
 const junk = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.string({ unit: "binary", maxLength: 20 }));
-function maybe<T>(a: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
-  return fc.oneof({ weight: 4, arbitrary: a }, { weight: 1, arbitrary: junk });
+function maybe<T>(inner: fc.Arbitrary<T>): fc.Arbitrary<unknown> {
+  return fc.oneof({ weight: 4, arbitrary: inner }, { weight: 1, arbitrary: junk });
 }
 /** An object whose every key may be absent, or the whole of it junk. */
 function obj(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> {
@@ -116,11 +116,11 @@ function readerOf(claims: unknown[], slices: unknown[]): DraReader {
         .find((c) => c?.metadata.name === name);
       return found;
     },
-    async listResourceSlices(q) {
+    async listResourceSlices(query) {
       return slices
         .filter(isPlainObject)
         .flatMap((s) => trimResourceSlice(s) ?? [])
-        .filter((s) => s.spec.driver === q.driver);
+        .filter((s) => s.spec.driver === query.driver);
     },
   };
 }
@@ -141,14 +141,17 @@ const vf = (name: string, deviceID: unknown, resourceName: unknown = { string: R
   name,
   attributes: { [ID_ATTR]: deviceID, [RN_ATTR]: resourceName },
 });
-const slice = (name: string, o: { pool?: string; generation?: number; devices: unknown[] }) => ({
+const slice = (
+  name: string,
+  fields: { pool?: string; generation?: number; devices: unknown[] },
+) => ({
   kind: "ResourceSlice",
   metadata: { name },
   spec: {
     driver: DRIVER,
     nodeName: "node-1",
-    pool: { name: o.pool ?? "node-1", generation: o.generation ?? 1 },
-    devices: o.devices,
+    pool: { name: fields.pool ?? "node-1", generation: fields.generation ?? 1 },
+    devices: fields.devices,
   },
 });
 function allocated(device: string, pool: string) {

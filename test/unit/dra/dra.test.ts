@@ -39,11 +39,11 @@ function reader(sc = draScenario({ nadConfig })): DraReader & { calls: string[] 
       const c = sc.claims.find((x) => x.metadata.name === name);
       return c ? trimResourceClaim(c, namespace) : undefined;
     },
-    async listResourceSlices(q) {
-      calls.push(`slices ${q.nodeName} ${q.driver}`);
+    async listResourceSlices(query) {
+      calls.push(`slices ${query.nodeName} ${query.driver}`);
       return sc.slices
         .flatMap((s) => trimResourceSlice(s) ?? [])
-        .filter((s) => s.spec.driver === q.driver);
+        .filter((s) => s.spec.driver === query.driver);
     },
   };
 }

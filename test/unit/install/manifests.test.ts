@@ -77,6 +77,125 @@ async function modelFor(doc: Doc): Promise<new (d: unknown) => { validate(): voi
   ) => { validate(): void };
 }
 
+/** The KubeApi interface's methods, read from src/cluster/kube-api.ts. */
+function kubeApiMethods(): string[] {
+  const src = ts.createSourceFile(
+    "kube-api.ts",
+    readFileSync(join(REPO_ROOT, "src/cluster/kube-api.ts"), "utf8"),
+    ts.ScriptTarget.Latest,
+  );
+  const methods: string[] = [];
+  src.forEachChild((n) => {
+    if (ts.isInterfaceDeclaration(n) && n.name.text === "KubeApi")
+      for (const m of n.members) if (ts.isMethodSignature(m)) methods.push(m.name.getText(src));
+  });
+  return methods;
+}
+
+function expectInformers(informers: Array<{ kind: string; list: string; watch: string }>): void {
+  // No ResourceClaims informer: the daemon reads its pods' claims by name (get).
+  expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods", "resourceslices"]);
+  expect(informers).toContainEqual({
+    kind: "resourceslices",
+    list: "resource.k8s.io/resourceslices",
+    watch: "resource.k8s.io/resourceslices",
+  });
+  expect(informers).toContainEqual({ kind: "pods", list: "/pods", watch: "/pods" });
+  expect(informers).toContainEqual({
+    kind: "nads",
+    list: "k8s.cni.cncf.io/network-attachment-definitions",
+    watch: "k8s.cni.cncf.io/network-attachment-definitions",
+  });
+}
+
+/** The ClusterRole `role` is bound to the ServiceAccount the DaemonSet runs as. */
+function expectBoundToDaemonSet(role: any): void {
+  const binding = find("ClusterRoleBinding", "plexus");
+  const sa = find("ServiceAccount");
+  const ds = find("DaemonSet");
+  expect(binding.roleRef).toEqual({
+    apiGroup: "rbac.authorization.k8s.io",
+    kind: "ClusterRole",
+    name: role.metadata.name,
+  });
+  expect(binding.subjects).toEqual([
+    { kind: "ServiceAccount", name: sa.metadata.name, namespace: sa.metadata.namespace },
+  ]);
+  expect(ds.spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
+  expect(ds.metadata.namespace).toBe(sa.metadata.namespace);
+}
+
+/** The daemon container of the DaemonSet's pod, with its --name=value flags. */
+type DaemonContainer = { pod: any; d: any; flags: Record<string, string> };
+
+/** Every flag is one the `daemon` subcommand declares (not just some subcommand). */
+function expectDaemonFlagsDeclared(flags: Record<string, string>): void {
+  const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
+  const daemonCmd = commands.slice(
+    commands.indexOf('.command("daemon")'),
+    commands.indexOf(".action(", commands.indexOf('.command("daemon")')),
+  );
+  expect(daemonCmd).toContain(".option(");
+  for (const flag of Object.keys(flags))
+    expect(daemonCmd, `daemon flag ${flag}`).toContain(`"${flag} `);
+}
+
+function expectHostSockets({ pod, d, flags }: DaemonContainer): void {
+  // The socket: the plugin's default daemonSocket, in a mounted hostPath dir with the same path
+  // on the node (the CNI binary runs on the host).
+  expect(flags["--socket"]).toBe(DEFAULT_DAEMON_SOCKET);
+  const socketDir = dirname(flags["--socket"]!);
+  const runMount = d.volumeMounts.find((m: any) => m.mountPath === socketDir);
+  expect(runMount, `a mount at ${socketDir}`).toBeDefined();
+  expect(runMount.readOnly).not.toBe(true);
+  const runVolume = pod.volumes.find((v: any) => v.name === runMount.name);
+  expect(runVolume.hostPath).toEqual({ path: socketDir, type: "DirectoryOrCreate" });
+
+  // M10: kubelet's pod-resources socket (the daemon's default --pod-resources-socket) is mounted
+  // at the same path, writable (connecting to a unix socket needs write access).
+  const prDir = dirname(DEFAULT_POD_RESOURCES_SOCKET);
+  const prMount = d.volumeMounts.find((m: any) => m.mountPath === prDir);
+  expect(prMount, `a mount at ${prDir}`).toBeDefined();
+  expect(prMount.readOnly).not.toBe(true);
+  expect(pod.volumes.find((v: any) => v.name === prMount.name).hostPath.path).toBe(prDir);
+}
+
+/**
+ * Credentials: in-cluster (no --kubeconfig), the projected token and CA where both in-cluster
+ * loaders (kubeconfig.ts for the REST client, client-node's loadFromCluster for the watches)
+ * read them.
+ */
+function expectInClusterCredentials({ pod, d, flags }: DaemonContainer): void {
+  expect(flags["--kubeconfig"]).toBeUndefined();
+  expect(SERVICE_ACCOUNT_DIR).toBe("/var/run/secrets/kubernetes.io/serviceaccount");
+  const saMount = d.volumeMounts.find((m: any) => m.mountPath === SERVICE_ACCOUNT_DIR);
+  expect(saMount?.readOnly).toBe(true);
+  const saSources = pod.volumes.find((v: any) => v.name === saMount.name).projected.sources;
+  const paths = saSources.flatMap((s: any) =>
+    s.serviceAccountToken
+      ? [s.serviceAccountToken.path]
+      : (s.configMap?.items ?? s.downwardAPI?.items ?? []).map((i: any) => i.path),
+  );
+  expect(paths).toEqual(expect.arrayContaining(["token", "ca.crt"]));
+  expect(pod.automountServiceAccountToken).toBe(false);
+}
+
+/**
+ * Metrics for an in-cluster Prometheus: --health-address binds every address of the node
+ * (hostNetwork), not loopback, on the port declared as `metrics`; the kubelet's probes reach the
+ * same listener on the node's loopback, which a wildcard bind includes.
+ */
+function expectMetricsAddress({ pod, d, flags }: DaemonContainer): void {
+  const m = /^\[?([^\]]+)\]?:(\d+)$/.exec(flags["--health-address"] ?? "");
+  expect(m, "--health-address HOST:PORT").not.toBeNull();
+  const [host, port] = [m![1], Number(m![2])];
+  expect(["0.0.0.0", "::"]).toContain(host);
+  expect(pod.hostNetwork).toBe(true);
+  expect(d.ports).toEqual([{ name: "metrics", containerPort: port, protocol: "TCP" }]);
+  expect(d.livenessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/healthz" });
+  expect(d.readinessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/readyz" });
+}
+
 describe("deploy/ manifests", () => {
   it("every manifest validates against the Kubernetes schemas (kubernetes-models); deploy/ holds no CRD, deploy/crd/ only the CRD", async () => {
     expect(rendered.map((d) => d.kind).sort()).toEqual([
@@ -171,16 +290,7 @@ describe("deploy/ manifests", () => {
 
   it("RBAC grants exactly the calls the plugin makes (the KubeApi methods), nothing else, bound to the DaemonSet's account", () => {
     // The KubeApi interface's methods, read from the source: a new method fails here until mapped.
-    const src = ts.createSourceFile(
-      "kube-api.ts",
-      readFileSync(join(REPO_ROOT, "src/cluster/kube-api.ts"), "utf8"),
-      ts.ScriptTarget.Latest,
-    );
-    const methods: string[] = [];
-    src.forEachChild((n) => {
-      if (ts.isInterfaceDeclaration(n) && n.name.text === "KubeApi")
-        for (const m of n.members) if (ts.isMethodSignature(m)) methods.push(m.name.getText(src));
-    });
+    const methods = kubeApiMethods();
     const calls: Record<string, string[]> = {
       getPod: ["/pods get"],
       getNad: ["k8s.cni.cncf.io/network-attachment-definitions get"],
@@ -193,19 +303,7 @@ describe("deploy/ manifests", () => {
     expect(methods.sort()).toEqual(Object.keys(calls).sort());
     // The daemon's informers, read from the source: a new or changed one fails here until granted.
     const informers = daemonInformers();
-    // No ResourceClaims informer: the daemon reads its pods' claims by name (get).
-    expect(informers.map((i) => i.kind).sort()).toEqual(["nads", "pods", "resourceslices"]);
-    expect(informers).toContainEqual({
-      kind: "resourceslices",
-      list: "resource.k8s.io/resourceslices",
-      watch: "resource.k8s.io/resourceslices",
-    });
-    expect(informers).toContainEqual({ kind: "pods", list: "/pods", watch: "/pods" });
-    expect(informers).toContainEqual({
-      kind: "nads",
-      list: "k8s.cni.cncf.io/network-attachment-definitions",
-      watch: "k8s.cni.cncf.io/network-attachment-definitions",
-    });
+    expectInformers(informers);
     const daemonCalls = informers.flatMap((i) => [`${i.list} list`, `${i.watch} watch`]);
     const role = find("ClusterRole", "plexus");
     const granted = (
@@ -230,19 +328,7 @@ describe("deploy/ manifests", () => {
       ),
     ).toBe(true);
     expect(granted.join(" ")).not.toContain("*");
-    const binding = find("ClusterRoleBinding", "plexus");
-    const sa = find("ServiceAccount");
-    const ds = find("DaemonSet");
-    expect(binding.roleRef).toEqual({
-      apiGroup: "rbac.authorization.k8s.io",
-      kind: "ClusterRole",
-      name: role.metadata.name,
-    });
-    expect(binding.subjects).toEqual([
-      { kind: "ServiceAccount", name: sa.metadata.name, namespace: sa.metadata.namespace },
-    ]);
-    expect(ds.spec.template.spec.serviceAccountName).toBe(sa.metadata.name);
-    expect(ds.metadata.namespace).toBe(sa.metadata.namespace);
+    expectBoundToDaemonSet(role);
   });
 
   // The flags of install and daemon: commands.ts, and the node path flags install shares with
@@ -379,67 +465,17 @@ describe("deploy/ manifests", () => {
         return [a.slice(0, i), a.slice(i + 1)];
       }),
     );
-    // Every flag is one the `daemon` subcommand declares (not just some subcommand).
-    const commands = readFileSync(join(REPO_ROOT, "src/cli/commands.ts"), "utf8");
-    const daemonCmd = commands.slice(
-      commands.indexOf('.command("daemon")'),
-      commands.indexOf(".action(", commands.indexOf('.command("daemon")')),
-    );
-    expect(daemonCmd).toContain(".option(");
-    for (const flag of Object.keys(flags))
-      expect(daemonCmd, `daemon flag ${flag}`).toContain(`"${flag} `);
-
+    expectDaemonFlagsDeclared(flags);
     // The node name from the downward API.
     expect(flags["--node-name"]).toBe("$(NODE_NAME)");
     expect(d.env).toContainEqual({
       name: "NODE_NAME",
       valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } },
     });
-
-    // The socket: the plugin's default daemonSocket, in a mounted hostPath dir with the same path
-    // on the node (the CNI binary runs on the host).
-    expect(flags["--socket"]).toBe(DEFAULT_DAEMON_SOCKET);
-    const socketDir = dirname(flags["--socket"]);
-    const runMount = d.volumeMounts.find((m: any) => m.mountPath === socketDir);
-    expect(runMount, `a mount at ${socketDir}`).toBeDefined();
-    expect(runMount.readOnly).not.toBe(true);
-    const runVolume = pod.volumes.find((v: any) => v.name === runMount.name);
-    expect(runVolume.hostPath).toEqual({ path: socketDir, type: "DirectoryOrCreate" });
-
-    // M10: kubelet's pod-resources socket (the daemon's default --pod-resources-socket) is mounted
-    // at the same path, writable (connecting to a unix socket needs write access).
-    const prDir = dirname(DEFAULT_POD_RESOURCES_SOCKET);
-    const prMount = d.volumeMounts.find((m: any) => m.mountPath === prDir);
-    expect(prMount, `a mount at ${prDir}`).toBeDefined();
-    expect(prMount.readOnly).not.toBe(true);
-    expect(pod.volumes.find((v: any) => v.name === prMount.name).hostPath.path).toBe(prDir);
-
-    // Credentials: in-cluster (no --kubeconfig), the projected token and CA where both in-cluster
-    // loaders (kubeconfig.ts for the REST client, client-node's loadFromCluster for the watches) read them.
-    expect(flags["--kubeconfig"]).toBeUndefined();
-    expect(SERVICE_ACCOUNT_DIR).toBe("/var/run/secrets/kubernetes.io/serviceaccount");
-    const saMount = d.volumeMounts.find((m: any) => m.mountPath === SERVICE_ACCOUNT_DIR);
-    expect(saMount?.readOnly).toBe(true);
-    const saSources = pod.volumes.find((v: any) => v.name === saMount.name).projected.sources;
-    const paths = saSources.flatMap((s: any) =>
-      s.serviceAccountToken
-        ? [s.serviceAccountToken.path]
-        : (s.configMap?.items ?? s.downwardAPI?.items ?? []).map((i: any) => i.path),
-    );
-    expect(paths).toEqual(expect.arrayContaining(["token", "ca.crt"]));
-    expect(pod.automountServiceAccountToken).toBe(false);
-
-    // Metrics for an in-cluster Prometheus: --health-address binds every address of the node
-    // (hostNetwork), not loopback, on the port declared as `metrics`; the kubelet's probes reach
-    // the same listener on the node's loopback, which a wildcard bind includes.
-    const m = /^\[?([^\]]+)\]?:(\d+)$/.exec(flags["--health-address"] ?? "");
-    expect(m, "--health-address HOST:PORT").not.toBeNull();
-    const [host, port] = [m![1], Number(m![2])];
-    expect(["0.0.0.0", "::"]).toContain(host);
-    expect(pod.hostNetwork).toBe(true);
-    expect(d.ports).toEqual([{ name: "metrics", containerPort: port, protocol: "TCP" }]);
-    expect(d.livenessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/healthz" });
-    expect(d.readinessProbe.httpGet).toEqual({ host: "127.0.0.1", port, path: "/readyz" });
+    const container = { pod, d, flags };
+    expectHostSockets(container);
+    expectInClusterCredentials(container);
+    expectMetricsAddress(container);
 
     expect(d.resources).toEqual({
       requests: { cpu: "20m", memory: "64Mi" },
@@ -514,7 +550,9 @@ describe("deploy/ manifests", () => {
  * src/watch/watch-cache.ts, with its paths evaluated from the string constants they are built of
  * (there and in src/kubeapi and src/cluster) and turned into RBAC's `group/resource`.
  */
-function daemonInformers(): Array<{ kind: string; list: string; watch: string }> {
+type InformerCalls = { kind: string; list: string; watch: string };
+
+function daemonInformers(): InformerCalls[] {
   const parse = (file: string) =>
     ts.createSourceFile(
       file,
@@ -529,6 +567,20 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
     parse("cluster/objects.ts"),
     parse("cluster/dra-objects.ts"),
   ];
+  const evaluate = constEvaluator(files);
+  const found: InformerCalls[] = [];
+  const visit = (n: ts.Node) => {
+    if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === "Informer")
+      found.push(informerCalls(n, evaluate));
+    n.forEachChild(visit);
+  };
+  visit(files[0]!);
+  visit(files[1]!);
+  return found;
+}
+
+/** Evaluates a path expression: string literals, templates and the files' own constants. */
+function constEvaluator(files: ts.SourceFile[]): (e: ts.Expression) => string {
   const consts = new Map<string, ts.Expression>();
   const collect = (n: ts.Node) => {
     if (ts.isVariableDeclaration(n) && ts.isIdentifier(n.name) && n.initializer)
@@ -545,57 +597,51 @@ function daemonInformers(): Array<{ kind: string; list: string; watch: string }>
     if (ts.isIdentifier(e) && consts.has(e.text)) return evaluate(consts.get(e.text)!);
     throw new Error(`watch-cache.ts: cannot evaluate ${e.getText()} to a path`);
   };
-  const resource = (path: string): string => {
-    const core = /^\/api\/v1\/([a-z-]+)$/.exec(path);
-    if (core) return `/${core[1]}`;
-    const grouped = /^\/apis\/([a-z0-9.-]+)\/[a-z0-9]+\/([a-z-]+)$/.exec(path);
-    if (grouped) return `${grouped[1]}/${grouped[2]}`;
-    throw new Error(
-      `watch-cache.ts: ${path} is not a cluster-wide collection path; map it to RBAC by hand`,
-    );
+  return evaluate;
+}
+
+/** The RBAC resource of a cluster-wide collection path ("/pods", "group/resource"). */
+function collectionResource(path: string): string {
+  const core = /^\/api\/v1\/([a-z-]+)$/.exec(path);
+  if (core) return `/${core[1]}`;
+  const grouped = /^\/apis\/([a-z0-9.-]+)\/[a-z0-9]+\/([a-z-]+)$/.exec(path);
+  if (grouped) return `${grouped[1]}/${grouped[2]}`;
+  throw new Error(
+    `watch-cache.ts: ${path} is not a cluster-wide collection path; map it to RBAC by hand`,
+  );
+}
+
+/** The initializer of property `name` of an object literal, if `obj` is one and has it. */
+function propertyOf(obj: ts.Expression | undefined, name: string): ts.Expression | undefined {
+  if (!obj || !ts.isObjectLiteralExpression(obj)) return undefined;
+  return obj.properties.flatMap((p) =>
+    ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name
+      ? [p.initializer]
+      : [],
+  )[0];
+}
+
+/** What one `new Informer({ kind, path, list })` lists and watches. */
+function informerCalls(
+  informer: ts.NewExpression,
+  evaluate: (e: ts.Expression) => string,
+): InformerCalls {
+  const [opts] = informer.arguments ?? [];
+  const [kind, watchPath, lister] = ["kind", "path", "list"].map((k) => propertyOf(opts, k));
+  if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0])
+    throw new Error(`watch-cache.ts: unexpected Informer construction ${informer.getText()}`);
+  // `listOf(path, …)`, or `lister(list, { path, … })`.
+  const q = lister.arguments[1];
+  const viaLister =
+    ts.isIdentifier(lister.expression) &&
+    lister.expression.text === "lister" &&
+    q !== undefined &&
+    ts.isObjectLiteralExpression(q);
+  const listPath = viaLister ? propertyOf(q, "path") : lister.arguments[0];
+  if (!listPath) throw new Error(`unexpected Informer list ${lister.getText()}`);
+  return {
+    kind: evaluate(kind),
+    list: collectionResource(evaluate(listPath)),
+    watch: collectionResource(evaluate(watchPath)),
   };
-  const found: Array<{ kind: string; list: string; watch: string }> = [];
-  const visit = (n: ts.Node) => {
-    if (
-      ts.isNewExpression(n) &&
-      ts.isIdentifier(n.expression) &&
-      n.expression.text === "Informer"
-    ) {
-      const [opts] = n.arguments ?? [];
-      const prop = (name: string) =>
-        opts && ts.isObjectLiteralExpression(opts)
-          ? opts.properties.flatMap((p) =>
-              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === name
-                ? [p.initializer]
-                : [],
-            )[0]
-          : undefined;
-      const [kind, watchPath, lister] = [prop("kind"), prop("path"), prop("list")];
-      if (!kind || !watchPath || !lister || !ts.isCallExpression(lister) || !lister.arguments[0])
-        throw new Error(`watch-cache.ts: unexpected Informer construction ${n.getText()}`);
-      // `listOf(path, …)`, or `lister(list, { path, … })`.
-      const q = lister.arguments[1];
-      const listPath =
-        ts.isIdentifier(lister.expression) &&
-        lister.expression.text === "lister" &&
-        q &&
-        ts.isObjectLiteralExpression(q)
-          ? q.properties.flatMap((p) =>
-              ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === "path"
-                ? [p.initializer]
-                : [],
-            )[0]
-          : lister.arguments[0];
-      if (!listPath) throw new Error(`unexpected Informer list ${lister.getText()}`);
-      found.push({
-        kind: evaluate(kind),
-        list: resource(evaluate(listPath)),
-        watch: resource(evaluate(watchPath)),
-      });
-    }
-    n.forEachChild(visit);
-  };
-  visit(files[0]!);
-  visit(files[1]!);
-  return found;
 }

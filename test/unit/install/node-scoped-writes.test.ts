@@ -63,8 +63,8 @@ const SLICE: Record<string, string[]> = {
 type ExprValue = { kind: { case: string | undefined; value: any } };
 
 /** A conformance `cel.expr.Value` as the evaluator's input. */
-function fromValue(v: ExprValue): CelInput {
-  const { case: k, value } = v.kind;
+function fromValue(input: ExprValue): CelInput {
+  const { case: k, value } = input.kind;
   if (k === "uint64Value") return celUint(value);
   if (k === "nullValue") return null;
   if (k === "listValue") return value.values.map(fromValue);
@@ -81,16 +81,17 @@ function fromValue(v: ExprValue): CelInput {
 }
 
 /** A value in a form `toEqual` compares: ints, uints and bytes tagged, maps as sorted entries. */
-function normalize(v: unknown): unknown {
-  if (isCelUint(v)) return { uint: String(v.value) };
-  if (typeof v === "bigint") return { int: String(v) };
-  if (v instanceof Uint8Array) return { bytes: [...v] };
-  if (isCelList(v) || Array.isArray(v)) return [...(v as Iterable<unknown>)].map(normalize);
-  if (isCelMap(v) || v instanceof Map)
-    return [...(v as Map<unknown, unknown>).entries()]
+function normalize(input: unknown): unknown {
+  if (isCelUint(input)) return { uint: String(input.value) };
+  if (typeof input === "bigint") return { int: String(input) };
+  if (input instanceof Uint8Array) return { bytes: [...input] };
+  if (isCelList(input) || Array.isArray(input))
+    return [...(input as Iterable<unknown>)].map(normalize);
+  if (isCelMap(input) || input instanceof Map)
+    return [...(input as Map<unknown, unknown>).entries()]
       .map(([a, b]) => [JSON.stringify(normalize(a)), normalize(b)])
       .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
-  return v;
+  return input;
 }
 
 function conformanceTests(): { name: string; test: IncrementalTest }[] {
@@ -134,18 +135,18 @@ describe("the CEL evaluator (@bufbuild/cel) against the CEL conformance suite", 
 
 function podOn(
   node: string,
-  o: { ns?: string; name?: string; annotations?: Obj; labels?: Obj } = {},
+  options: { ns?: string; name?: string; annotations?: Obj; labels?: Obj } = {},
 ): Obj {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
-      name: o.name ?? "web",
-      namespace: o.ns ?? "app",
-      uid: `uid-${o.name ?? "web"}`,
+      name: options.name ?? "web",
+      namespace: options.ns ?? "app",
+      uid: `uid-${options.name ?? "web"}`,
       resourceVersion: "7",
-      ...(o.annotations ? { annotations: o.annotations } : {}),
-      ...(o.labels ? { labels: o.labels } : {}),
+      ...(options.annotations ? { annotations: options.annotations } : {}),
+      ...(options.labels ? { labels: options.labels } : {}),
     },
     spec: { nodeName: node, containers: [{ name: "main", image: "busybox" }] },
     status: { phase: "Running", podIP: "10.0.0.5" },
@@ -174,10 +175,10 @@ const userOn = (node?: string): AdmissionUser => ({
 });
 
 function patchStatus(
-  a: FakeAdmission,
-  o: { node?: string; old: Obj; next: Obj },
+  admission: FakeAdmission,
+  options: { node?: string; old: Obj; next: Obj },
 ): AdmissionOutcome {
-  const m = o.old.metadata;
+  const m = options.old.metadata;
   const info = {
     apiGroup: "",
     apiVersion: "v1",
@@ -186,12 +187,12 @@ function patchStatus(
     namespace: m.namespace,
     name: m.name,
   };
-  return a.review({
+  return admission.review({
     info,
-    user: userOn(o.node),
+    user: userOn(options.node),
     operation: "UPDATE",
-    object: o.next,
-    oldObject: o.old,
+    object: options.next,
+    oldObject: options.old,
   });
 }
 
@@ -213,8 +214,11 @@ function eventAbout(pod: { ns: string; name: string; uid?: string }, ns = pod.ns
   };
 }
 
-function createEvent(a: FakeAdmission, o: { node?: string; event: Obj }): AdmissionOutcome {
-  const ns = o.event.metadata.namespace;
+function createEvent(
+  admission: FakeAdmission,
+  options: { node?: string; event: Obj },
+): AdmissionOutcome {
+  const ns = options.event.metadata.namespace;
   const info = {
     apiGroup: "",
     apiVersion: "v1",
@@ -223,11 +227,11 @@ function createEvent(a: FakeAdmission, o: { node?: string; event: Obj }): Admiss
     namespace: ns,
     name: "",
   };
-  return a.review({
+  return admission.review({
     info,
-    user: userOn(o.node),
+    user: userOn(options.node),
     operation: "CREATE",
-    object: o.event,
+    object: options.event,
     oldObject: null,
   });
 }

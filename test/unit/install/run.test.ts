@@ -73,10 +73,10 @@ function options(flags: Partial<InstallFlags> = {}): InstallOptions {
   });
 }
 
-function start(o: InstallOptions) {
+function start(options: InstallOptions) {
   const log = recordingLogger();
   const abort = new AbortController();
-  const done = runInstall(o, { log, signal: abort.signal });
+  const done = runInstall(options, { log, signal: abort.signal });
   running.push({ abort, done });
   return { log, abort, done };
 }

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AVX2_BUILD_NAME, cpuinfoHasAvx2, executableToInstall } from "../../../src/install/self";
 
-const processor = (n: number, flags: string) =>
-  `processor\t: ${n}\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: ${flags}\nbugs\t\t:\n\n`;
+const processor = (machine: number, flags: string) =>
+  `processor\t: ${machine}\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: ${flags}\nbugs\t\t:\n\n`;
 const NEHALEM_FLAGS =
   "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 ssse3 cx16 sse4_1 sse4_2 popcnt";
 const HASWELL_FLAGS = `${NEHALEM_FLAGS} avx f16c fma bmi1 avx2 bmi2 movbe`;

@@ -25,8 +25,8 @@ function plugin(dir: string, name: string, mode = 0o755): string {
   return p;
 }
 
-const failure = (p: Promise<unknown>) =>
-  p.then(
+const failure = (pending: Promise<unknown>) =>
+  pending.then(
     () => expect.fail("expected a failure"),
     (e: unknown) => e as CniError,
   );

@@ -44,12 +44,12 @@ function kubeconfig(user: string, cluster = "    certificate-authority-data: Zm9
 
 /** Settles within 2 s (a read blocked on a FIFO would not settle at all). */
 async function settled<T>(
-  p: Promise<T>,
+  pending: Promise<T>,
 ): Promise<{ ok: T } | { err: { code: number; message: string } }> {
   const timeout = new Promise<never>((_, reject) =>
     setTimeout(() => reject(new Error("still waiting after 2 s")), 2000),
   );
-  return Promise.race([p.then((ok) => ({ ok })), timeout]).catch((err) => ({ err }));
+  return Promise.race([pending.then((ok) => ({ ok })), timeout]).catch((err) => ({ err }));
 }
 
 const env = {};

@@ -22,13 +22,13 @@ const answer = (status: number, body: string | object) => ({
   headers: {},
   body: Buffer.from(typeof body === "string" ? body : JSON.stringify(body)),
 });
-const notFound = (r: ApiResource, name: string) => ({
+const notFound = (resource: ApiResource, name: string) => ({
   kind: "Status",
   apiVersion: "v1",
   status: "Failure",
   reason: "NotFound",
-  message: `${r.plural} "${name}" not found`,
-  details: { name, kind: r.plural, ...(r.group ? { group: r.group } : {}) },
+  message: `${resource.plural} "${name}" not found`,
+  details: { name, kind: resource.plural, ...(resource.group ? { group: resource.group } : {}) },
   code: 404,
 });
 

@@ -55,13 +55,13 @@ interface FrameSpec {
   lie?: number | undefined;
 }
 
-function frame(o: FrameSpec): Buffer {
-  const out = Buffer.alloc(9 + o.payload.length);
-  out.writeUIntBE(o.lie ?? o.payload.length, 0, 3);
-  out[3] = o.type;
-  out[4] = o.flags;
-  out.writeUInt32BE(o.stream, 5);
-  out.set(o.payload, 9);
+function frame(spec: FrameSpec): Buffer {
+  const out = Buffer.alloc(9 + spec.payload.length);
+  out.writeUIntBE(spec.lie ?? spec.payload.length, 0, 3);
+  out[3] = spec.type;
+  out[4] = spec.flags;
+  out.writeUInt32BE(spec.stream, 5);
+  out.set(spec.payload, 9);
   return out;
 }
 

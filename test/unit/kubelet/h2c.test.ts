@@ -12,10 +12,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GrpcError, GrpcStatus, UnixGrpcChannel } from "../../../src/kubelet/grpc-unary";
 
 /** The 5-byte gRPC prefix and `n` bytes of message. */
-const message = (n: number) => {
-  const out = Buffer.alloc(5 + n, 0x61);
+const message = (size: number) => {
+  const out = Buffer.alloc(5 + size, 0x61);
   out[0] = 0;
-  out.writeUInt32BE(n, 1);
+  out.writeUInt32BE(size, 1);
   return out;
 };
 

@@ -40,14 +40,18 @@ const fieldBytes = ([k, v]: [string, string]) => k.length + v.length + 32;
 const listBytes = (fields: [string, string][]) => fields.reduce((n, f) => n + fieldBytes(f), 0);
 
 /** Decodes, and holds the outcome to the contract: fields within the cap, or an HpackError. */
-function decodeWithin(d: HpackDecoder, bytes: Uint8Array, maxList = PeerLimits.maxHeaderListBytes) {
+function decodeWithin(
+  decoder: HpackDecoder,
+  bytes: Uint8Array,
+  maxList = PeerLimits.maxHeaderListBytes,
+) {
   try {
-    const fields = d.decode(bytes);
+    const fields = decoder.decode(bytes);
     expect(listBytes(fields)).toBeLessThanOrEqual(maxList);
   } catch (err) {
     expect(err).toBeInstanceOf(HpackError);
   }
-  expect(d.tableBytes).toBeLessThanOrEqual(PeerLimits.maxDynamicTableBytes);
+  expect(decoder.tableBytes).toBeLessThanOrEqual(PeerLimits.maxDynamicTableBytes);
 }
 
 describe("M10 HPACK from generated input", () => {

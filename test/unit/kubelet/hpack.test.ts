@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeHeaders, HpackDecoder, HpackError, huffmanCodes } from "../../../src/kubelet/hpack";
 
-const hex = (s: string) => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ""), "hex"));
+const hex = (text: string) => Uint8Array.from(Buffer.from(text.replace(/\s+/g, ""), "hex"));
 
 describe("M10 HPACK decoding: RFC 7541 Appendix C", () => {
   it("M10 C.2: a literal with indexing, one without, one never indexed, an indexed field", () => {

@@ -183,8 +183,8 @@ describe("M10 pod-resources messages from generated input", () => {
   });
 });
 
-function varint(n: number): Buffer {
+function varint(value: number): Buffer {
   const out: number[] = [];
-  for (; n >= 128; n = Math.floor(n / 128)) out.push((n % 128) | 0x80);
-  return Buffer.from([...out, n]);
+  for (; value >= 128; value = Math.floor(value / 128)) out.push((value % 128) | 0x80);
+  return Buffer.from([...out, value]);
 }

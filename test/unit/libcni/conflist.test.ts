@@ -404,20 +404,20 @@ describe("STATUS", () => {
 });
 
 describe("GC", () => {
-  async function addAll(v: string) {
+  async function addAll(version: string) {
     for (const [c, i] of [
       ["keep", "eth0"],
       ["stale1", "eth0"],
       ["stale2", "net1"],
     ] as const) {
       await addNetworkList(
-        list(v),
+        list(version),
         rt({ containerId: c, ifName: i, args: `K=${c}`, capabilityArgs: { mac: `m-${c}` } }),
         deps,
       );
     }
     // Another network's entry: not this list's business.
-    await addNetworkList({ ...list(v), name: "net-b" }, rt({ containerId: "stale1" }), deps);
+    await addNetworkList({ ...list(version), name: "net-b" }, rt({ containerId: "stale1" }), deps);
     exec.calls.length = 0;
   }
   const gcRt = () => rt({ containerId: "", netns: "", ifName: "", args: "" });

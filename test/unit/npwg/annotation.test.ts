@@ -5,20 +5,20 @@ import {
   type ParseAnnotationOptions,
 } from "../../../src/npwg/annotation";
 
-const parse = (v: string, opts: ParseAnnotationOptions = {}) =>
-  parseNetworksAnnotation(v, "pods", { reservedIfName: "eth0", ...opts });
+const parse = (value: string, opts: ParseAnnotationOptions = {}) =>
+  parseNetworksAnnotation(value, "pods", { reservedIfName: "eth0", ...opts });
 
 function err(
-  v: string,
+  value: string,
   opts: ParseAnnotationOptions = {},
   podNamespace = "pods",
 ): { code: number; message: string } {
   try {
-    parseNetworksAnnotation(v, podNamespace, { reservedIfName: "eth0", ...opts });
+    parseNetworksAnnotation(value, podNamespace, { reservedIfName: "eth0", ...opts });
   } catch (e) {
     return e as { code: number; message: string };
   }
-  throw new Error(`expected ${JSON.stringify(v)} to be refused`);
+  throw new Error(`expected ${JSON.stringify(value)} to be refused`);
 }
 const json = (...items: unknown[]) => JSON.stringify(items);
 

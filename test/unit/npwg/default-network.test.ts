@@ -21,7 +21,7 @@ interface Fake extends NetworkSource {
 }
 
 function source(
-  o: {
+  options: {
     nads?: Nad[];
     confDir?: ConfFile[];
     paths?: Record<string, string>;
@@ -33,28 +33,28 @@ function source(
   const calls: string[] = [];
   return {
     calls,
-    ...(o.kube === false
+    ...(options.kube === false
       ? {}
       : {
           getNad: async (ns: string, name: string) => {
             calls.push(`nad ${ns}/${name}`);
-            if (o.nadError) throw o.nadError;
-            return (o.nads ?? []).find(
+            if (options.nadError) throw options.nadError;
+            return (options.nads ?? []).find(
               (n) => n.metadata.namespace === ns && n.metadata.name === name,
             );
           },
         }),
     confDirFiles: async () => {
       calls.push("confDir");
-      return o.confDir ?? [];
+      return options.confDir ?? [];
     },
     readPath: async (p) => {
       calls.push(`read ${p}`);
-      return o.paths?.[p];
+      return options.paths?.[p];
     },
     listDir: async (p) => {
       calls.push(`dir ${p}`);
-      return o.dirs?.[p];
+      return options.dirs?.[p];
     },
   };
 }
@@ -64,10 +64,10 @@ const pod = (namespace: string, annotations: Record<string, string> = {}, name =
 });
 const conf = (extra: Record<string, unknown>) =>
   parsePlexusConf({ cniVersion: "1.0.0", name: "plexus", type: "plexus", ...extra });
-const names = (r: {
+const names = (result: {
   clusterNetwork: { network: string };
   defaultNetworks: Array<{ network: string }>;
-}) => [r.clusterNetwork.network, ...r.defaultNetworks.map((d) => d.network)];
+}) => [result.clusterNetwork.network, ...result.defaultNetworks.map((d) => d.network)];
 
 describe("N6 M2 the cluster default network", () => {
   it("M2 a NAD of that name in multusNamespace wins over a config file of that name, and carries the NAD", async () => {

@@ -31,9 +31,9 @@ const badChar = fc.oneof(
   fc.integer({ min: 0x80, max: 0xffff }).map((c) => String.fromCharCode(c)),
 );
 
-function insertAt(s: string, at: number, what: string): string {
-  const i = at % (s.length + 1);
-  return s.slice(0, i) + what + s.slice(i);
+function insertAt(text: string, at: number, what: string): string {
+  const i = at % (text.length + 1);
+  return text.slice(0, i) + what + text.slice(i);
 }
 
 describe("M10 the device ID rule", () => {

@@ -100,14 +100,15 @@ const planted: fc.Arbitrary<Planted> = fc.oneof(
 );
 
 let serial = 0;
-function plant(p: Planted): string {
+function plant(planted: Planted): string {
   const path = join(dir, "read", `f${serial++}`);
   mkdirSync(dirname(path), { recursive: true });
-  if (p.kind === "bytes") writeFileSync(path, p.data);
-  else if (p.kind === "text") writeFileSync(path, p.text);
-  else if (p.kind === "big") writeFileSync(path, `{"a":"${"x".repeat(Math.max(0, p.size - 8))}"}`);
-  else if (p.kind === "fifo") execFileSync("mkfifo", [path]);
-  else if (p.kind === "symlink") symlinkSync("/etc/hostname", path);
+  if (planted.kind === "bytes") writeFileSync(path, planted.data);
+  else if (planted.kind === "text") writeFileSync(path, planted.text);
+  else if (planted.kind === "big")
+    writeFileSync(path, `{"a":"${"x".repeat(Math.max(0, planted.size - 8))}"}`);
+  else if (planted.kind === "fifo") execFileSync("mkfifo", [path]);
+  else if (planted.kind === "symlink") symlinkSync("/etc/hostname", path);
   else mkdirSync(path);
   return path;
 }

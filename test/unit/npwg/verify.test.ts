@@ -24,12 +24,12 @@ const sel = (extra: Partial<NetworkSelection>): NetworkSelection => ({
 });
 
 function failure(
-  r: Result,
-  s: NetworkSelection,
+  result: Result,
+  selection: NetworkSelection,
   ifName = "net1",
 ): { code: number; message: string } {
   try {
-    verifyAttachment(r, s, ifName);
+    verifyAttachment(result, selection, ifName);
   } catch (e) {
     return e as { code: number; message: string };
   }

@@ -61,7 +61,8 @@ const req = (command: string, args = "IgnoreUnknown=1"): CniRequest =>
     CNI_PATH: "/opt/cni/bin",
     CNI_ARGS: args,
   });
-const load = (c: PlexusConf) => loadAuxiliaryChain(c, new FsNetworkSource(c.confDir, undefined));
+const load = (conf: PlexusConf) =>
+  loadAuxiliaryChain(conf, new FsNetworkSource(conf.confDir, undefined));
 
 describe("M12 the auxiliary chain", () => {
   it("M12 the .conf files of <dir of clusterNetwork>/<name>/, in name order, behind the passthru; other files ignored", async () => {

@@ -153,14 +153,14 @@ describe("the DEL deadline, shared between the networks (M7)", () => {
 });
 
 describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () => {
-  async function failedDel(c: PlexusConf, id = "ctr1"): Promise<void> {
-    await cmdAdd(podReq("ADD", id), c, deps);
+  async function failedDel(conf: PlexusConf, id = "ctr1"): Promise<void> {
+    await cmdAdd(podReq("ADD", id), conf, deps);
     exec.on(
       { command: "DEL", type: "macvlan" },
       { error: { code: 999, msg: "master gone" } },
       { times: 1 },
     );
-    await expect(cmdDel(podReq("DEL", id), c, deps)).rejects.toMatchObject({ code: 999 });
+    await expect(cmdDel(podReq("DEL", id), conf, deps)).rejects.toMatchObject({ code: 999 });
   }
 
   it("M7 a failed DEL marks its record pending (when it first failed), with an entry in pending/", async () => {

@@ -98,8 +98,8 @@ const results = () =>
     : [];
 const record = () =>
   JSON.parse(readFileSync(deps.records.path("ctr1", "eth0"), "utf8")) as ContainerRecord;
-const failure = (p: Promise<unknown>) =>
-  p.then(
+const failure = (pending: Promise<unknown>) =>
+  pending.then(
     () => expect.fail("expected a failure"),
     (e: unknown) => e as CniError,
   );

@@ -31,7 +31,7 @@ const [VF1, VF2, OTHER] = ["0000:3b:02.1", "0000:3b:02.2", "0000:af:00.7"];
 /** The networks annotation in JSON form. */
 const picks = (...selections: object[]) => ({ [NETWORKS]: JSON.stringify(selections) });
 /** The deviceID at the top level of an attachment's first plugin (where sriov-cni reads it). */
-const top = (a: Attachment) => a.conf.plugins[0]!.deviceID;
+const top = (attachment: Attachment) => attachment.conf.plugins[0]!.deviceID;
 const log = silentLogger();
 let dir: string;
 let kube: FakeKube;

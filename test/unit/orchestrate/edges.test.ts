@@ -23,10 +23,10 @@ const _NETNS = "/proc/self/ns/net";
 
 const req = cniRequest;
 
-const three = (v = "1.0.0") => [
-  { cniVersion: v, name: "cluster", type: "bridge" },
-  { cniVersion: v, name: "blue", type: "macvlan" },
-  { cniVersion: v, name: "green", type: "tuning" },
+const three = (version = "1.0.0") => [
+  { cniVersion: version, name: "cluster", type: "bridge" },
+  { cniVersion: version, name: "blue", type: "macvlan" },
+  { cniVersion: version, name: "green", type: "tuning" },
 ];
 
 function conf(extra: Record<string, unknown> = {}, version = "1.0.0"): PlexusConf {
@@ -51,8 +51,8 @@ afterEach(() => deps.dispose());
 
 const records = () =>
   existsSync(join(deps.cniDir, "records")) ? readdirSync(join(deps.cniDir, "records")) : [];
-const failure = (p: Promise<unknown>) =>
-  p.then(
+const failure = (pending: Promise<unknown>) =>
+  pending.then(
     () => expect.fail("expected a failure"),
     (e: unknown) => e as CniError,
   );
@@ -428,8 +428,8 @@ it("C4.1 baseEnvOf passes the runtime's env through without CNI_* (those are set
 });
 
 /** RecordStore creates its dir on write; tests that plant a file before any write make it here. */
-function mkdirp(d: string) {
-  mkdirSync(d, { recursive: true });
+function mkdirp(dir: string) {
+  mkdirSync(dir, { recursive: true });
 }
 
 describe("record names", () => {

@@ -95,8 +95,8 @@ const query = (extra: Partial<MultusCacheQuery> = {}): MultusCacheQuery => ({
   ...extra,
 });
 const write = (text: string) => writeFileSync(join(dir, CID), text);
-const reasonOf = (r: MultusCacheRead) =>
-  r.state === "corrupt" ? r.reason : `not corrupt: ${r.state}`;
+const reasonOf = (read: MultusCacheRead) =>
+  read.state === "corrupt" ? read.reason : `not corrupt: ${read.state}`;
 
 describe("reading Multus's delegate cache", () => {
   it("a file as Multus 4.x writes it: the first entry is the default network on CNI_IFNAME, the others on ifnameRequest or net<position>; requests only for the others", async () => {
@@ -379,6 +379,31 @@ describe("DEL of a container Multus attached", () => {
     expect(multusFiles()).toEqual([CID]);
   });
 
+  /** The DEL gave up on default/blue: an error in the log and a TeardownAbandoned event. */
+  const expectTeardownAbandoned = (clusterDir: string) => {
+    expect(
+      deps.logs.some(
+        (l) =>
+          l.level === "error" &&
+          l.msg.includes("giving up") &&
+          l.obj.network === "default/blue" &&
+          String(l.obj.err).includes("Link not found"),
+      ),
+    ).toBe(true);
+    const events = readFileSync(join(clusterDir, "status", "events.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events).toEqual([
+      expect.objectContaining({
+        involvedObject: { kind: "Pod", namespace: "default", name: "p1" },
+        type: "Warning",
+        reason: "TeardownAbandoned",
+        message: expect.stringContaining('network "default/blue" (blue1), plugins macvlan, tuning'),
+      }),
+    ]);
+  };
+
   it('M7 B62 retryDeleteOnError false: a failing delegate fails the DEL (never saying "not found") and keeps the file; the next DEL retries everything and, failing again, gives up with a TeardownAbandoned event and succeeds', async () => {
     multusAttached();
     const clusterDir = join(dir, "cluster");
@@ -417,27 +442,7 @@ describe("DEL of a container Multus attached", () => {
       "DEL blue1 macvlan",
       "DEL eth0 bridge",
     ]);
-    expect(
-      deps.logs.some(
-        (l) =>
-          l.level === "error" &&
-          l.msg.includes("giving up") &&
-          l.obj.network === "default/blue" &&
-          String(l.obj.err).includes("Link not found"),
-      ),
-    ).toBe(true);
-    const events = readFileSync(join(clusterDir, "status", "events.jsonl"), "utf8")
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(events).toEqual([
-      expect.objectContaining({
-        involvedObject: { kind: "Pod", namespace: "default", name: "p1" },
-        type: "Warning",
-        reason: "TeardownAbandoned",
-        message: expect.stringContaining('network "default/blue" (blue1), plugins macvlan, tuning'),
-      }),
-    ]);
+    expectTeardownAbandoned(clusterDir);
     expect(multusFiles().sort()).toEqual(["cluster", "results"]);
     expect(multusResults()).toEqual([]);
   });

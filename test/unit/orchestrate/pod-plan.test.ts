@@ -50,8 +50,8 @@ function conf(extra: Record<string, unknown> = {}): PlexusConf {
     ...extra,
   });
 }
-const plan = (c = conf(), r = req()) =>
-  planForPod(r, c, { kube: async () => kube, log, load: eagerLoaders });
+const plan = (plexusConf = conf(), request = req()) =>
+  planForPod(request, plexusConf, { kube: async () => kube, log, load: eagerLoaders });
 const bridge = (name: string, extra: Record<string, unknown> = {}) => ({
   cniVersion: "1.0.0",
   name,

@@ -94,10 +94,10 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function identityOf(f: FileSpec): [string, string] {
-  const v = f.holds.kind === "json" ? f.holds.value : undefined;
-  const cid = typeof v?.containerId === "string" ? v.containerId : f.cid;
-  const ifName = typeof v?.ifName === "string" ? v.ifName : f.ifName;
+function identityOf(spec: FileSpec): [string, string] {
+  const v = spec.holds.kind === "json" ? spec.holds.value : undefined;
+  const cid = typeof v?.containerId === "string" ? v.containerId : spec.cid;
+  const ifName = typeof v?.ifName === "string" ? v.ifName : spec.ifName;
   return [cid, ifName];
 }
 type FileSpec = typeof recordFile extends fc.Arbitrary<infer T> ? T : never;
@@ -127,8 +127,8 @@ function writeFiles(store: RecordStore, files: FileSpec[]): Array<[string, strin
   return asked;
 }
 
-function plant(path: string, f: FileSpec): void {
-  const h = f.holds;
+function plant(path: string, spec: FileSpec): void {
+  const h = spec.holds;
   if (h.kind === "json") writeFileSync(path, JSON.stringify(h.value));
   else if (h.kind === "text") writeFileSync(path, h.text);
   else if (h.kind === "huge") {
@@ -137,7 +137,7 @@ function plant(path: string, f: FileSpec): void {
   } else if (h.kind === "fifo") execFileSync("mkfifo", [path]);
   else if (h.kind === "dir") mkdirSync(path);
   else {
-    const record = { ...validRecord(f.cid, f.ifName), netns: OUTSIDE_NETNS };
+    const record = { ...validRecord(spec.cid, spec.ifName), netns: OUTSIDE_NETNS };
     writeFileSync(outside, JSON.stringify(record));
     symlinkSync(outside, path);
   }

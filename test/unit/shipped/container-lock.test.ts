@@ -28,17 +28,20 @@ import {
 
 const CONTAINER = { containerId: "c0ffee", ifName: "eth0" };
 
-function lockInput(s: Scratch, extra: { verb: string; waitMs: number; killsOrphans?: boolean }) {
-  return { cniDir: join(s.dir, "cni"), ...CONTAINER, ...extra };
+function lockInput(
+  scratch: Scratch,
+  extra: { verb: string; waitMs: number; killsOrphans?: boolean },
+) {
+  return { cniDir: join(scratch.dir, "cni"), ...CONTAINER, ...extra };
 }
 
 /** A holder (ADD) that runs a delegate under the lock; resolves once the delegate runs. */
-async function holderWithDelegate(s: Scratch) {
-  const started = join(s.dir, "delegate-pid");
-  const path = s.script("delegate", `echo $$ > ${started}\nexec sleep 600`);
+async function holderWithDelegate(scratch: Scratch) {
+  const started = join(scratch.dir, "delegate-pid");
+  const path = scratch.script("delegate", `echo $$ > ${started}\nexec sleep 600`);
   const holder = startHarness("hold-lock", {
-    ...lockInput(s, { verb: "ADD", waitMs: 20_000 }),
-    delegate: { path, env: s.env },
+    ...lockInput(scratch, { verb: "ADD", waitMs: 20_000 }),
+    delegate: { path, env: scratch.env },
   });
   expect(await holder.next()).toMatchObject({ held: true });
   return { holder, delegate: Number(await waitForFile(started)) };

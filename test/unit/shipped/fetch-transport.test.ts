@@ -39,9 +39,9 @@ async function bunClient(kubeconfig: string, options = FAST): Promise<KubeApi> {
   return kube;
 }
 
-async function failure(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+async function failure(pending: Promise<unknown>): Promise<{ code: number; message: string }> {
   try {
-    await p;
+    await pending;
   } catch (err) {
     return err as { code: number; message: string };
   }

@@ -33,7 +33,7 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Every name in `d`, dot-files (temp files) included. */
-const allNames = (d: string) => readdirSync(d).sort();
+const allNames = (dir: string) => readdirSync(dir).sort();
 
 describe("writeFileAtomic", () => {
   it("M7 writes the bytes, mode 0600 by default, creating missing directories, leaving no temp file", async () => {

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { otherProcessIds, parseProcStat, readProcStat } from "../../../src/sys/proc";
 
 /** A stat line as the kernel prints it: 52 fields, `comm` between parentheses, unescaped. */
-function statLine(o: {
+function statLine(line: {
   pid: number;
   comm: string;
   state: string;
@@ -21,8 +21,8 @@ function statLine(o: {
 }): string {
   const middle = Array.from({ length: 16 }, (_, i) => String(i * 7)); // session … nice, itrealvalue
   const tail = Array.from({ length: 30 }, (_, i) => String(i + 1)); // vsize … exit_code
-  const fields = [o.state, o.ppid, o.pgid, ...middle, o.starttime, ...tail];
-  return `${o.pid} (${o.comm}) ${fields.join(" ")}\n`;
+  const fields = [line.state, line.ppid, line.pgid, ...middle, line.starttime, ...tail];
+  return `${line.pid} (${line.comm}) ${fields.join(" ")}\n`;
 }
 
 describe("parseProcStat", () => {

@@ -19,11 +19,13 @@ const allocated = (name: string, podUid?: string): ResourceClaim => ({
   },
 });
 
-function pod(o: { name?: string; uid?: string; claims: string[]; phase?: string }): Pod {
+function pod(options: { name?: string; uid?: string; claims: string[]; phase?: string }): Pod {
   return {
-    metadata: { name: o.name ?? "web", namespace: "app", uid: o.uid ?? "uid-web" },
-    spec: { resourceClaims: o.claims.map((c) => ({ name: `pc-${c}`, resourceClaimName: c })) },
-    status: { ...(o.phase ? { phase: o.phase } : { phase: "Pending" }) },
+    metadata: { name: options.name ?? "web", namespace: "app", uid: options.uid ?? "uid-web" },
+    spec: {
+      resourceClaims: options.claims.map((c) => ({ name: `pc-${c}`, resourceClaimName: c })),
+    },
+    status: { ...(options.phase ? { phase: options.phase } : { phase: "Pending" }) },
   };
 }
 

@@ -14,7 +14,7 @@ import {
 } from "../../../src/watch/watch-cache";
 
 const item = (name: string) => ({ metadata: { name, namespace: "ns" } });
-const trim = (x: Record<string, unknown>) => x as never;
+const trim = (raw: Record<string, unknown>) => raw as never;
 
 function status(code: number, body: Record<string, unknown> = {}): ApiStatusError {
   return new ApiStatusError({

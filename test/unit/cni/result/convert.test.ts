@@ -181,12 +181,12 @@ function sourceAt(version: string): {
   }
 }
 
-function deepFreeze<T>(o: T): T {
-  if (o && typeof o === "object") {
-    Object.freeze(o);
-    for (const v of Object.values(o)) deepFreeze(v);
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object") {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
   }
-  return o;
+  return value;
 }
 
 describe.each(ALL_VERSIONS)("C5.1 converting a %s result", (from) => {
@@ -230,9 +230,9 @@ describe.each(ALL_VERSIONS)("C5.1 converting a %s result", (from) => {
 });
 
 /** 0.2.0 keeps the IPv4 routes (under ip4) before the IPv6 ones (under ip6); stable within a family. */
-function byFamily(a: unknown, b: unknown): number {
+function byFamily(left: unknown, right: unknown): number {
   const f = (r: unknown) => ((r as { dst: string }).dst.includes(":") ? 1 : 0);
-  return f(a) - f(b);
+  return f(left) - f(right);
 }
 
 describe("C5.1 libcni conversion rules", () => {

@@ -1,7 +1,7 @@
 /**
  * Layers that only point down, checked by `npm run lint:deps` (scripts/test.sh runs it before the
  * tests). A folder may import its own modules and those of lower layers; a folder of the same layer
- * only where no cycle results (no-circular). Bottom to top; docs/how-it-works.md draws the same
+ * only where no cycle results (no-circular). Bottom to top; docs/development.md draws the same
  * table (test/unit/docs/layers.test.ts holds the two together).
  */
 const LAYERS = [
@@ -28,7 +28,7 @@ const upward = LAYERS.flatMap((layer, rank) => {
       severity: "error",
       comment:
         `${layer.join(", ")} may not import ${above.join(", ")}: layers point down ` +
-        "(docs/how-it-works.md#layers)",
+        "(docs/development.md#layers)",
       from: { path: `^src/(${layer.join("|")})/` },
       to: { path: `^src/(${above.join("|")})/` },
     },

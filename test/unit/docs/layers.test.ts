@@ -1,5 +1,5 @@
 /**
- * The layers are drawn once, in docs/how-it-works.md ("Layers"), and held by dependency-cruiser's
+ * The layers are drawn once, in docs/development.md ("Layers"), and held by dependency-cruiser's
  * LAYERS table (.dependency-cruiser.cjs): the two must name the same folders in the same layers,
  * in the same order, and every folder of src/ must have its place.
  */
@@ -18,8 +18,8 @@ const { LAYERS } = createRequire(import.meta.url)(join(REPO_ROOT, ".dependency-c
  * folder (`name/`) and what it holds.
  */
 function drawnLayers(markdown: string): string[][] {
-  const start = markdown.indexOf("\n### Layers\n");
-  if (start < 0) throw new Error('docs/how-it-works.md has no "### Layers" section');
+  const start = markdown.indexOf("\n## Layers\n");
+  if (start < 0) throw new Error('docs/development.md has no "## Layers" section');
   const rest = markdown.slice(start + 1);
   const next = rest.slice(1).search(/\n#{1,3} /);
   const section = next < 0 ? rest : rest.slice(0, next + 1);
@@ -36,9 +36,9 @@ function drawnLayers(markdown: string): string[][] {
 }
 
 describe("the layers: one drawing, one table", () => {
-  const doc = readFileSync(join(REPO_ROOT, "docs/how-it-works.md"), "utf8");
+  const doc = readFileSync(join(REPO_ROOT, "docs/development.md"), "utf8");
 
-  it("docs/how-it-works.md draws the layers of .dependency-cruiser.cjs, in order", () => {
+  it("docs/development.md draws the layers of .dependency-cruiser.cjs, in order", () => {
     expect(LAYERS.length).toBeGreaterThan(5);
     expect(drawnLayers(doc)).toEqual(LAYERS);
   });

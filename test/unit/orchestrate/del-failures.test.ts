@@ -17,7 +17,6 @@ import { cmdGc } from "../../../src/orchestrate/gc";
 import type { ContainerRecord } from "../../../src/orchestrate/record";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
-const _NETNS = "/proc/self/ns/net";
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 
 function req(command: string, extra: Record<string, string> = {}): CniRequest {

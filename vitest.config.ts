@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 // Three tiers: unit (pure, fakes), integration (the bundled binary with fixture delegates; a fake
@@ -11,6 +12,10 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     reporters: ["default"],
+    // One worker per core (vitest's default leaves one core idle): unit and integration files
+    // wait on processes and sockets as often as they compute, so on a 2-core machine one worker
+    // ran the two tiers one after the other. The e2e tier stays one file at a time (below).
+    maxWorkers: availableParallelism(),
     // A killed run's namespaces, links, mounts, temp dirs and processes are swept first.
     globalSetup: ["test/support/global-setup.ts"],
     projects: [

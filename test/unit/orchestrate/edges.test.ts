@@ -19,7 +19,6 @@ import { RecordStore, type ContainerRecord } from "../../../src/orchestrate/reco
 import { cmdStatus } from "../../../src/orchestrate/status";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
-
 const req = cniRequest;
 
 const three = (version = "1.0.0") => [

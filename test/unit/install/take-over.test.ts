@@ -91,15 +91,14 @@ async function install(args: string[]) {
  * plus anything else (no config, an undecodable one) as a violation.
  */
 function startWatcher(dir: string) {
-  // [0]: stop, [1]: the first poll is done.
+  // [0]: stop, [1]: polls completed.
   const stop = new Int32Array(new SharedArrayBuffer(8));
   const code = `
     const { workerData, parentPort } = require("node:worker_threads");
     const { readdirSync, readFileSync } = require("node:fs");
     const { dir, stop } = workerData;
     const seen = new Set(); const bad = []; let polls = 0;
-    while (Atomics.load(stop, 0) === 0) {
-      if (++polls === 1) Atomics.store(stop, 1, 1);
+    for (; Atomics.load(stop, 0) === 0; Atomics.store(stop, 1, ++polls)) {
       const names = readdirSync(dir).filter((n) => /\\.(conf|conflist|json)$/.test(n)).sort();
       const first = names[0];
       if (!first) { bad.push("no config"); continue; }
@@ -119,7 +118,15 @@ function startWatcher(dir: string) {
     worker.once("error", reject);
   });
   return {
-    started: () => waitFor(() => Atomics.load(stop, 1) === 1, 10_000, "the watcher's first poll"),
+    started: () => waitFor(() => Atomics.load(stop, 1) >= 1, 10_000, "the watcher's first poll"),
+    /**
+     * Returns once a whole poll began after this call: the watcher has seen the directory as it
+     * is now, however busy the machine (the deadline only guards against a hang).
+     */
+    settled() {
+      const now = Atomics.load(stop, 1);
+      return waitFor(() => Atomics.load(stop, 1) >= now + 2, 10_000, "a whole poll of the watcher");
+    },
     async stop() {
       Atomics.store(stop, 0, 1);
       const r = await result;
@@ -182,10 +189,12 @@ describe("taking a node over from Multus (installer, temp dirs)", () => {
       for (let i = 0; i < 5; i++) {
         expect((await install(multusDaemonSetArgs())).code).toBe(0);
         expect(existsSync(join(confDir, "00-multus.conf"))).toBe(false);
+        await watcher.settled();
         const back = await install([...multusDaemonSetArgs(), "--take-over-multus=false"]);
         expect(back.code).toBe(0);
         expect(back.log.text()).toMatch(/handed the node back to Multus/);
         expect(readFileSync(join(confDir, "00-multus.conf"), "utf8")).toBe(multusConf);
+        await watcher.settled();
       }
     } finally {
       const r = await watcher.stop();

@@ -26,15 +26,21 @@ import {
 import { recordingLogger } from "../fakes/fake-exec";
 import { bunKubeApi } from "../support/bun-kube";
 
+/**
+ * Quick retries, and a request timeout no loaded machine reaches: a test that counts requests
+ * must not see a retry because one request was slow. Tests of the timeout itself use SHORT.
+ */
 const FAST: ClientNodeOptions = {
   retry: {
-    requestTimeoutMs: 200,
-    totalTimeoutMs: 1500,
+    requestTimeoutMs: 5_000,
+    totalTimeoutMs: 10_000,
     baseDelayMs: 10,
     maxDelayMs: 40,
     maxAttempts: 4,
   },
 };
+/** A request timeout short enough to test hangs with. */
+const SHORT = { ...FAST.retry, requestTimeoutMs: 200, totalTimeoutMs: 1500 };
 const POD_PATH = "/api/v1/namespaces/ns1/pods/p1";
 const STATUS_PATH = `${POD_PATH}/status`;
 
@@ -655,7 +661,7 @@ describeBothRuntimes("B35 5xx and 429", () => {
   it("B35 the caller's deadline (deadlineAt, the ADD's budget) wins over a larger policy", async () => {
     const o: ClientNodeOptions = {
       ...FAST,
-      retry: { ...FAST.retry, totalTimeoutMs: 10_000, maxAttempts: 1000 },
+      retry: { ...SHORT, totalTimeoutMs: 10_000, maxAttempts: 1000 },
       deadlineAt: Date.now() + 250,
     };
     await withCluster(async (s, kube) => {
@@ -690,7 +696,7 @@ describeBothRuntimes("B35 5xx and 429", () => {
 });
 
 describeBothRuntimes("B36 hang / slow body: the request timeout fires, no socket left", (rt) => {
-  const o: ClientNodeOptions = { retry: { ...FAST.retry, maxAttempts: 2 } };
+  const o: ClientNodeOptions = { retry: { ...SHORT, maxAttempts: 2 } };
   for (const fault of [
     { kind: "hang" },
     { kind: "hang-after-headers" },

@@ -16,13 +16,13 @@
 import {
   closeSync,
   constants,
+  lstatSync,
   openSync,
   readdirSync,
   renameSync,
   statSync,
   unlinkSync,
 } from "node:fs";
-import { lstatSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 
 export interface LogRotation {

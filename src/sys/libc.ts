@@ -2,9 +2,10 @@
  * The libc calls Plexus needs that neither Node nor Bun offers, for every caller: flock(2) for the
  * container lock (store/container-lock.ts), prctl(PR_SET_CHILD_SUBREAPER) and waitpid(2) for the
  * delegates' orphans (invoke/orphans.ts), setns(2) and a route netlink socket for the pod's
- * default routes (netns/rtnetlink.ts). One dlopen through bun:ffi, on first use, so that a call
- * that needs none of them does not pay for it. Under Node (development, unit tests) there is none:
- * `libc()` is null, and each caller has its own fallback.
+ * default routes (netns/rtnetlink.ts). One dlopen through bun:ffi binds all of them on first use:
+ * a call that needs none of them pays nothing, one that needs any binds them all (what that costs
+ * against two loaders: docs/benchmarks.md, "Levers, measured"). Under Node (development, unit
+ * tests) there is none: `libc()` is null, and each caller has its own fallback.
  */
 export interface Libc {
   flock(fd: number, op: number): number;

@@ -7,6 +7,7 @@
  */
 import { spawn } from "node:child_process";
 import type { HotplugOutcome, HotplugPass } from "../daemon/hotplug";
+import { selfArgs } from "./self-command";
 
 /** A report is a few lines of JSON: more is not one. */
 const MAX_REPORT_BYTES = 256 * 1024;
@@ -16,14 +17,8 @@ const GUARD_MS = 10 * 60 * 1000;
 export function hotplugPass(flags: Record<string, string | boolean | undefined>): HotplugPass {
   return ({ namespace, name, uid }) =>
     new Promise<HotplugOutcome>((resolve, reject) => {
-      const bun = (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun;
-      // The executable itself; under Node (development), the bundle it runs.
-      const self = bun?.isStandaloneExecutable === true ? [] : [process.argv[1] ?? ""];
-      const level = String(flags.logLevel ?? "info");
-      const args = [...self, "hotplug", `${namespace}/${name}`, "--log-level", level];
-      if (uid) args.push("--uid", uid);
-      if (typeof flags.cniConfDir === "string") args.push("--cni-conf-dir", flags.cniConfDir);
-      if (typeof flags.cniPath === "string") args.push("--cni-path", flags.cniPath);
+      const target = ["hotplug", `${namespace}/${name}`, ...(uid ? ["--uid", uid] : [])];
+      const args = selfArgs({ command: target, flags });
       const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
       const guard = setTimeout(() => child.kill("SIGKILL"), GUARD_MS);
       let out = "";

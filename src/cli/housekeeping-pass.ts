@@ -6,16 +6,12 @@
  */
 import { spawn } from "node:child_process";
 import type { HousekeepingPass } from "../daemon/main";
+import { selfArgs } from "./self-command";
 
 export function housekeepingPass(flags: Record<string, string | undefined>): HousekeepingPass {
   return ({ intervalMs }) =>
     new Promise<void>((resolve, reject) => {
-      const bun = (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun;
-      // The executable itself; under Node (development), the bundle it runs.
-      const self = bun?.isStandaloneExecutable === true ? [] : [process.argv[1] ?? ""];
-      const args = [...self, "records", "retry", "--log-level", flags.logLevel ?? "info"];
-      if (flags.cniConfDir) args.push("--cni-conf-dir", flags.cniConfDir);
-      if (flags.cniPath) args.push("--cni-path", flags.cniPath);
+      const args = selfArgs({ command: ["records", "retry"], flags });
       // DELs leave the retries to the daemon until the pass after next is due.
       args.push("--housekeeper", String((2 * intervalMs) / 1000));
       const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });

@@ -113,7 +113,10 @@ export class FileCluster implements KubeApi {
 
   async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
     this.requestCount++;
-    return (await this.load()).claims.get(`${namespace}/${name}`);
+    const objects = await this.load();
+    const claim = objects.claims.get(`${namespace}/${name}`);
+    if (!claim) throwIfBroken(objects, `ResourceClaim ${namespace}/${name} is not in ${this.dir}`);
+    return claim;
   }
 
   async listResourceSlices(query: {
@@ -121,7 +124,9 @@ export class FileCluster implements KubeApi {
     driver: string;
   }): Promise<ResourceSlice[]> {
     this.requestCount++;
-    return (await this.load()).slices.filter(
+    const objects = await this.load();
+    throwIfBroken(objects, `the ResourceSlices of driver ${query.driver} may be incomplete`);
+    return objects.slices.filter(
       (s) =>
         s.spec.driver === query.driver && (!query.nodeName || s.spec.nodeName === query.nodeName),
     );

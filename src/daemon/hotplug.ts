@@ -8,6 +8,7 @@
  * runtime's ADD or DEL, and leaves a pod without a sandbox alone.
  */
 import type { Logger } from "../log/logger";
+import { dns1123LabelProblem } from "../npwg/dns1123";
 import { NETWORKS_ANNOTATION, type Pod } from "../npwg/types";
 import { missingNetworks } from "./missing-networks";
 
@@ -187,8 +188,7 @@ export function parseNamespaces(value: string | undefined): ReadonlySet<string> 
     .split(",")
     .map((n) => n.trim())
     .filter(Boolean);
-  const label = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-  if (names.length === 0 || names.some((n) => !label.test(n))) {
+  if (names.length === 0 || names.some((n) => dns1123LabelProblem(n) !== undefined)) {
     const flag = `--hot-plug-namespaces ${JSON.stringify(value)}`;
     throw new Error(`${flag}: expected namespace names separated by commas, e.g. app,vms`);
   }

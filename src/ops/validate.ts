@@ -9,6 +9,7 @@
 import { hostname } from "node:os";
 import { asCniError } from "../cni/errors";
 import type { ConfList, PluginConf } from "../cni/conf";
+import { getKeyFold } from "../cni/keys";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
 import { conflistUnknownKeys, renderUnknownKeys, reportUnknownKeys } from "../config/unknown-keys";
 import { findInPath } from "../invoke/find";
@@ -61,14 +62,17 @@ interface Footprint {
   ranges: AddressRange[];
 }
 
+/** The host link a plugin's attachments share, its key read as the Go plugin reads it. */
 function sharedLink(plugin: PluginConf): string | undefined {
-  if (plugin.type === "bridge")
-    return `bridge ${typeof plugin.bridge === "string" && plugin.bridge ? plugin.bridge : "cni0"}`;
-  if (["macvlan", "ipvlan", "vlan"].includes(plugin.type))
-    return typeof plugin.master === "string" && plugin.master
-      ? `master ${plugin.master}`
-      : "master (the node's default-route interface)";
-  return undefined;
+  if (plugin.type === "bridge") {
+    const bridge = getKeyFold(plugin, "bridge");
+    return `bridge ${typeof bridge === "string" && bridge ? bridge : "cni0"}`;
+  }
+  if (!["macvlan", "ipvlan", "vlan"].includes(plugin.type)) return undefined;
+  const master = getKeyFold(plugin, "master");
+  return typeof master === "string" && master
+    ? `master ${master}`
+    : "master (the node's default-route interface)";
 }
 
 function footprints(nad: string, conf: ConfList): Footprint[] {

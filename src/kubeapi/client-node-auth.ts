@@ -1,8 +1,9 @@
 /**
  * Credentials a kubeconfig delegates to a plugin (`exec`, `auth-provider`: cloud IAM, OIDC) come
  * from @kubernetes/client-node's KubeConfig, which runs those plugins and caches their tokens.
- * Loaded (in the API bundle) only for such kubeconfigs and by the daemon: a CNI call with the
- * usual token, token file or client certificate never pays for client-node (kubeconfig.ts).
+ * Imported dynamically (kubeapi/index.ts, the daemon's watches) only for such kubeconfigs and by
+ * the daemon: a CNI call with the usual token, token file or client certificate never loads
+ * client-node (kubeconfig.ts).
  */
 import type * as https from "node:https";
 import { dirname } from "node:path";
@@ -12,8 +13,8 @@ import { checkServer, type KubeSource, type PluginKubeconfig } from "./kubeconfi
 
 /**
  * client-node's KubeConfig from a kubeconfig as kubeconfig.ts read it (token files normalised),
- * its relative paths taken from the kubeconfig's directory; the one loader for credential plugins
- * and the daemon's watches (watch/watch-cache.ts). Throws what client-node throws.
+ * its relative paths taken from the kubeconfig's directory: the loader for credential plugins (the
+ * daemon's watches use sourceKubeConfig, below). Throws what client-node throws.
  */
 function clientNodeKubeConfig(kubeconfig: Pick<PluginKubeconfig, "path" | "raw">): KubeConfig {
   const kc = new KubeConfig();

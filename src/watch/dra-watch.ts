@@ -16,14 +16,9 @@ import {
   type ResourceSlice,
   trimResourceSlice,
 } from "../cluster/dra-objects";
+import { sourceKubeConfig } from "../kubeapi/client-node-auth";
 import { notFoundIn, SLICE_RESOURCE } from "../kubeapi/rest-kube";
-import {
-  Informer,
-  lister,
-  type Trimmed,
-  type WatchCacheOptions,
-  watchKubeConfig,
-} from "./watch-cache";
+import { Informer, lister, type Trimmed, type WatchCacheOptions } from "./watch-cache";
 
 interface DraCacheStats {
   claims: number;
@@ -54,7 +49,7 @@ export class DraCaches {
     const trimS = (x: Record<string, unknown>) =>
       trimResourceSlice(x) as unknown as Trimmed | undefined;
     const common = {
-      kc: watchKubeConfig(opts.source),
+      kc: sourceKubeConfig(opts.source),
       log: opts.log,
       backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
     };

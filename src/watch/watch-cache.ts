@@ -268,17 +268,12 @@ function trimWatchedPod(raw: Record<string, unknown>): Pod | undefined {
   return pod;
 }
 
-/** client-node's KubeConfig for watches, from the REST client's source (sourceKubeConfig). */
-export function watchKubeConfig(source: KubeSource): KubeConfig {
-  return sourceKubeConfig(source);
-}
-
 export class WatchCaches {
   private readonly pods: Informer<Pod>;
   private readonly nads: Informer<Nad>;
 
   constructor(options: WatchCacheOptions) {
-    const kc = watchKubeConfig(options.source);
+    const kc = sourceKubeConfig(options.source);
     const min = options.minRestartDelayMs ?? 500;
     const max = options.maxRestartDelayMs ?? 30_000;
     const fieldSelector = `spec.nodeName=${options.nodeName}`;

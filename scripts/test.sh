@@ -17,9 +17,12 @@ if command -v go >/dev/null 2>&1 && [ -f "$multus_tarball" ]; then
   multus_dir="${TMPDIR:-/tmp}/plexus-multus-$(sha256sum "$multus_tarball" | cut -d' ' -f1)"
   if [ ! -x "$multus_dir/multus" ]; then
     echo "test: building Multus v4.0.2 thin beside the build (for the migration test)" >&2
-    bash scripts/multus-build.sh "$multus_dir" multus \
+    setsid bash scripts/multus-build.sh "$multus_dir" multus \
       >.vitest-results/multus-build.log 2>&1 &
     multus_build=$!
+    # A check that fails below ends the script: the build (its own process group, go and its
+    # compilers with it) ends with it.
+    trap 'kill -- "-$multus_build" 2>/dev/null || true' EXIT
   fi
 fi
 tsc --noEmit -p tsconfig.json

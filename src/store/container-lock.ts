@@ -253,6 +253,9 @@ function killOrphans(path: string, log: Logger): void {
   } catch {
     return;
   }
+  // While the lock's taker runs, nothing holding the lock is a dead call's leftover: one read of
+  // /proc/locks spares the walk over every process's descriptors on each wait.
+  if (takerRunning(target)) return;
   const killed: number[] = [];
   for (const pid of deadLockHolders(basename(path), target)) {
     if (killProcessAndGroup(pid)) killed.push(pid);
@@ -264,6 +267,39 @@ function killOrphans(path: string, log: Logger): void {
       "the call holding this container's lock was killed; killed the delegates it left running",
     );
   }
+}
+
+/** `<n>: FLOCK <kind> WRITE <pid> <major>:<minor>:<inode> …` of /proc/locks (`->` lines wait). */
+const PROC_LOCKS_FLOCK =
+  /^\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/gm;
+/** /proc/locks lists every lock of the node: larger than this, it is not read (the walk decides). */
+const PROC_LOCKS_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Whether /proc/locks names a running taker for the flock on `target` (the same rule as
+ * holdsDeadLock's, read once for the file instead of per descriptor). False when it names none,
+ * or cannot be read: then the walk decides.
+ */
+function takerRunning(target: { dev: number; ino: number }): boolean {
+  const file = readSharedFile("/proc/locks", { maxBytes: PROC_LOCKS_MAX_BYTES });
+  if (file.state !== "found") return false;
+  for (const m of file.data.toString("latin1").matchAll(PROC_LOCKS_FLOCK)) {
+    const dev = deviceNumber(Number.parseInt(m[2]!, 16), Number.parseInt(m[3]!, 16));
+    if (Number(m[4]) !== target.ino || dev !== target.dev) continue;
+    const taker = Number(m[1]);
+    return taker > 0 && alive(taker);
+  }
+  return false;
+}
+
+/** stat(2)'s st_dev from a major and minor number, as glibc's makedev composes it. */
+function deviceNumber(major: number, minor: number): number {
+  return (
+    (minor & 0xff) +
+    (major & 0xfff) * 0x100 +
+    Math.floor(minor / 0x100) * 0x100000 +
+    Math.floor(major / 0x1000) * 0x100000000000
+  );
 }
 
 /** Processes other than Plexus holding the flock on the file `target` whose taker is dead. */

@@ -9,7 +9,6 @@
 import { existsSync } from "node:fs";
 import type { PluginConf } from "../cni/conf";
 import { getKeyFold } from "../cni/keys";
-import { interfaceNameProblem } from "../cni/validate";
 
 /** The key of each plugin type that names an existing host interface. */
 const HOST_LINK_KEYS: Readonly<Record<string, string>> = {
@@ -18,6 +17,13 @@ const HOST_LINK_KEYS: Readonly<Record<string, string>> = {
   vlan: "master",
   "host-device": "device",
 };
+
+/** Linux's rule (dev_valid_name): 1–15 bytes, no `/`, `:` or whitespace, not `.` or `..`. */
+function validLinkName(name: string): boolean {
+  return Buffer.byteLength(name) <= 15 && /^[^/:\s]+$/.test(name) && name !== "." && name !== "..";
+}
+
+const INVALID_NAME = "not a valid interface name (1–15 bytes, no / : or spaces)";
 
 function linkExistsOnNode(name: string): boolean {
   return existsSync(`/sys/class/net/${name}`);
@@ -35,8 +41,7 @@ export function hostLinkProblems(
     const name = key ? getKeyFold(p, key) : undefined;
     if (typeof name !== "string" || name === "") continue;
     const what = `plugin ${p.type}: ${key} ${JSON.stringify(name)}`;
-    const invalid = interfaceNameProblem(name);
-    if (invalid) problems.push(`${what} is not a valid interface name: ${invalid}`);
+    if (!validLinkName(name)) problems.push(`${what} is ${INVALID_NAME}`);
     else if (!linkExists(name))
       problems.push(
         `${what} does not exist on this node (no /sys/class/net/${name}): every ADD of this ` +

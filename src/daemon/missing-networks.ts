@@ -14,6 +14,7 @@
 import type { KubeApi } from "../cluster/kube-api";
 import type { Logger } from "../log/logger";
 import { parseNetworksAnnotation } from "../npwg/annotation";
+import { networkStatusEntries } from "../npwg/status";
 import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../npwg/types";
 
 /** The networks a Running pod asked for and does not have (`namespace/name`, `@interface` when one was requested); undefined when none. */
@@ -28,7 +29,7 @@ export function missingNetworks(pod: Pod): string[] | undefined {
   } catch {
     return [`every network of its unparsable annotation ${JSON.stringify(wanted.slice(0, 200))}`];
   }
-  const have = statusEntries(pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]);
+  const have = networkStatusEntries(pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]);
   const missing: string[] = [];
   for (const sel of selections) {
     const name = `${sel.namespace}/${sel.name}`;
@@ -39,18 +40,6 @@ export function missingNetworks(pod: Pod): string[] | undefined {
     else missing.push(sel.interfaceRequest ? `${name}@${sel.interfaceRequest}` : name);
   }
   return missing.length ? missing : undefined;
-}
-
-function statusEntries(value: string | undefined): Array<{ name?: unknown; interface?: unknown }> {
-  if (!value) return [];
-  try {
-    const v = JSON.parse(value) as unknown;
-    return Array.isArray(v)
-      ? v.filter((e): e is Record<string, unknown> => typeof e === "object" && e !== null)
-      : [];
-  } catch {
-    return [];
-  }
 }
 
 export interface DetectorOptions {

@@ -149,3 +149,18 @@ export function checkAnnotationBudget(
     );
   }
 }
+
+/**
+ * The entries of a pod's network-status annotation as written (by Plexus, Multus or anyone with
+ * the pod's write access): the objects of its list, each still to be checked field by field;
+ * none when it is missing or not a JSON list.
+ */
+export function networkStatusEntries(value: string | undefined): Record<string, unknown>[] {
+  if (!value) return [];
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    return Array.isArray(parsed) ? parsed.filter(isPlainObject) : [];
+  } catch {
+    return [];
+  }
+}

@@ -10,11 +10,14 @@
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import { asCniError, type CniError } from "../cni/errors";
-import { toResult } from "../cni/result/convert";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
-import { buildNetworkStatusAnnotation, checkAnnotationBudget } from "../npwg/status";
+import {
+  buildNetworkStatusAnnotation,
+  checkAnnotationBudget,
+  networkStatusEntries,
+} from "../npwg/status";
 import { NETWORK_STATUS_ANNOTATION, type NetworkStatus, type Pod } from "../npwg/types";
 import { callDeadline, describeAttachment, runtimeConfFor } from "./deps";
 import type { Deps, RuntimeFor } from "./deps";
@@ -22,7 +25,7 @@ import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { diffHotplug, isSelected, type HotplugDiff } from "./hotplug-diff";
 import { withContainerLock } from "./lock";
 import { planForPod } from "./pod-plan";
-import { networkStatuses, type Attached } from "./publish";
+import { addedInterfaceMessage, networkStatuses, type Attached } from "./publish";
 import type { Attachment, ContainerRecord } from "./record";
 import { failedAttachments, teardown } from "./teardown";
 
@@ -222,11 +225,8 @@ async function applyDiff(apply: Apply, conf: PlexusConf, deps: Deps): Promise<Ho
       "RemovedInterface",
       `Remove ${d.ifName} from ${d.network} (hot-plug)`,
     );
-  for (const { attachment, result } of outcome.attached) {
-    const ips = (toResult(result).ips ?? []).map((ip) => ip.address).join(",");
-    const what = `Add ${attachment.ifName} [${ips}] from ${attachment.network}`;
-    await apply.events.normal("AddedInterface", `${what} (hot-plug)`);
-  }
+  for (const attached of outcome.attached)
+    await apply.events.normal("AddedInterface", `${addedInterfaceMessage(attached)} (hot-plug)`);
   return apply.report;
 }
 
@@ -313,22 +313,13 @@ function ranPart(att: Attachment, started: number): Attachment {
 /** network-status: the pod's entries without the detached interfaces, then the attached ones. */
 async function publishStatus(apply: Apply, attached: readonly Attached[], deps: Pick<Deps, "log">) {
   const gone = new Set(apply.report.detached.map((d) => d.ifName));
-  const now = parseStatus(apply.pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]).filter(
+  const written = networkStatusEntries(apply.pod.metadata.annotations?.[NETWORK_STATUS_ANNOTATION]);
+  // The entries that stay are written back as they were, whatever else they hold.
+  const now = written.filter(
     (e) => !(typeof e.interface === "string" && gone.has(e.interface)),
-  );
+  ) as unknown as NetworkStatus[];
   const value = buildNetworkStatusAnnotation([...now, ...networkStatuses(attached)]);
   checkAnnotationBudget(apply.pod.metadata.annotations ?? {}, value);
   await apply.events.writeStatus(value);
   deps.log.debug({ pod: apply.report.pod }, "network-status updated");
-}
-
-function parseStatus(value: string | undefined): NetworkStatus[] {
-  if (!value) return [];
-  try {
-    const v = JSON.parse(value) as unknown;
-    const entry = (e: unknown): e is NetworkStatus => typeof e === "object" && e !== null;
-    return Array.isArray(v) ? v.filter(entry) : [];
-  } catch {
-    return [];
-  }
 }

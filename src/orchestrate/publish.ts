@@ -43,6 +43,12 @@ function hasStatus({ attachment, result }: Attached): boolean {
   return (r.interfaces?.length ?? 0) > 0 || (r.ips?.length ?? 0) > 0;
 }
 
+/** The AddedInterface event's words for one attachment: `Add net1 [10.1.1.5/24] from net-a`. */
+export function addedInterfaceMessage({ attachment, result }: Attached): string {
+  const ips = (toResult(result).ips ?? []).map((ip) => ip.address).join(",");
+  return `Add ${attachment.ifName} [${ips}] from ${attachment.network}`;
+}
+
 export function networkStatuses(attached: readonly Attached[]): NetworkStatus[] {
   return attached.filter(hasStatus).map(({ attachment, result, deviceInfo }) =>
     buildNetworkStatus({
@@ -75,12 +81,7 @@ export async function publishNetworkStatus(
   };
   await kube.setNetworkStatus(ref, value);
   // M9: best effort, after the status is written.
-  const message = attached
-    .map(
-      ({ attachment, result }) =>
-        `Add ${attachment.ifName} [${(toResult(result).ips ?? []).map((ip) => ip.address).join(",")}] from ${attachment.network}`,
-    )
-    .join("; ");
+  const message = attached.map(addedInterfaceMessage).join("; ");
   await kube
     .recordEvent(ref, { type: "Normal", reason: "AddedInterface", message })
     .catch((err: unknown) => {

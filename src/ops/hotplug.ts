@@ -15,6 +15,9 @@ import { ExitCode } from "../config/exit-codes";
 export interface HotplugFlags extends CommonFlags {
   uid?: string | undefined;
   dryRun?: boolean | undefined;
+  /** explain's own flags, which a hot-plug dry run refuses. */
+  file?: string | undefined;
+  nads?: string | undefined;
 }
 
 function parseTarget(pod: string | undefined): { namespace: string; name: string } {
@@ -30,6 +33,10 @@ export async function hotplugMain(
   out: Output = processOutput,
 ): Promise<number> {
   try {
+    if (flags.dryRun && (flags.file !== undefined || flags.nads !== undefined))
+      throw new UsageError(
+        "--hot-plug reconciles a running pod on this node: --file and --nads are not for it",
+      );
     const target = { ...parseTarget(pod), uid: flags.uid };
     const bindings = { component: "hotplug", pod };
     const { conf, deps } = await nodePassDeps({ flags, bindings });

@@ -15,6 +15,7 @@ import { ioError, removeFile } from "../store/atomic-file";
 import * as own from "../store/own-names";
 import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
 import { ExitCode } from "../config/exit-codes";
+import { MOVED_SUFFIX } from "./take-over";
 
 /** The flags as commander hands them over. */
 export interface UninstallFlags {
@@ -192,6 +193,28 @@ function handleState(plan: UninstallPlan, log: Logger): void {
     );
 }
 
+/**
+ * A config the take-over moved aside (Multus's) stays where it is: with Plexus's config gone the
+ * runtime runs whatever config sorts first now, so the person uninstalling is told which file to
+ * bring back.
+ */
+function warnMovedAside(plan: UninstallPlan, log: Logger): void {
+  let names: string[];
+  try {
+    names = readdirSync(dirname(plan.plexusConf.local));
+  } catch {
+    return;
+  }
+  const moved = names.filter((name) => name.endsWith(MOVED_SUFFIX)).sort();
+  if (moved.length === 0) return;
+  log.warn(
+    { dir: dirname(plan.plexusConf.host), moved },
+    `kept the configs Plexus moved aside when it took over: rename them without ` +
+      `"${MOVED_SUFFIX}" (or run the installer with --no-take-over-multus before uninstalling) ` +
+      "to give the node back to Multus",
+  );
+}
+
 /** Removes everything the plan names; returns 0, or 1 when a removal failed (logged). */
 export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<number> {
   try {
@@ -207,6 +230,7 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
       removeDirIfEmpty(plan.credentialsDir, log);
     }
     await removeWithTemps(plan.binary, log);
+    warnMovedAside(plan, log);
     handleState(plan, log);
   } catch (err) {
     log.error({ err: asCniError(err).message }, "plexus uninstall failed");

@@ -160,4 +160,19 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     expect(existsSync(join(root, "elsewhere/plexus.kubeconfig"))).toBe(true);
     expect(log.text()).toContain("the credentials dir is a symbolic link");
   });
+
+  it("M14 a config the take-over moved aside is kept and named, with the way back", async () => {
+    put("etc/cni/net.d/00-plexus.conflist", "{}");
+    put("etc/cni/net.d/00-multus.conf.plexus-moved", "{}");
+    const log = recordingLogger();
+    const confDir = join(root, "etc/cni/net.d");
+    const where = { ...DEFAULTS, hostPrefix: root, cniConfDir: confDir };
+    expect(await runUninstall(planUninstall(where), log)).toBe(0);
+    expect(existsSync(join(root, "etc/cni/net.d/00-plexus.conflist"))).toBe(false);
+    expect(existsSync(join(root, "etc/cni/net.d/00-multus.conf.plexus-moved"))).toBe(true);
+    const warned = log.lines.filter((line) => /moved aside/.test(line.msg));
+    expect(warned).toHaveLength(1);
+    expect(JSON.stringify(warned[0])).toContain("00-multus.conf.plexus-moved");
+    expect(warned[0]!.msg).toContain("--no-take-over-multus");
+  });
 });

@@ -163,11 +163,17 @@ function frame(message: Uint8Array): Buffer {
   return out;
 }
 
-/** One call's answer as it arrives: status headers (in the trailers, or alone), message bytes. */
+/**
+ * One call's answer as it arrives: status headers (in the trailers, or alone), message bytes.
+ * The message is kept in one buffer of the length its prefix declares (once it is within the
+ * cap), as grpc-go reads one: however many DATA frames carry it, and however small, no frame is
+ * kept apart, so memory follows the message's bytes and never the number of frames.
+ */
 class Answer {
-  private readonly chunks: Uint8Array[] = [];
-  private bytes = 0;
-  private prefixRead = false;
+  private readonly prefix = new Uint8Array(5);
+  private prefixBytes = 0;
+  private body: Buffer | undefined;
+  private bodyBytes = 0;
   private httpStatus: number | undefined;
   private status: number | undefined;
   private message = "";
@@ -185,25 +191,34 @@ class Answer {
     }
   }
 
-  /** Refused once the message is, or says it is, larger than allowed: never kept past the cap. */
+  /**
+   * Copied into the message's buffer; refused once the message says it is larger than allowed,
+   * or bytes come past the one message a unary answer holds.
+   */
   data(chunk: Uint8Array): GrpcError | undefined {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxMessageBytes + 5) return this.tooLarge();
-    this.chunks.push(chunk);
-    if (this.prefixRead || this.bytes < 5) return undefined;
-    this.prefixRead = true;
-    return this.declaredLength() > this.maxMessageBytes ? this.tooLarge() : undefined;
+    let rest = chunk;
+    if (!this.body) {
+      const taken = Math.min(5 - this.prefixBytes, rest.length);
+      this.prefix.set(rest.subarray(0, taken), this.prefixBytes);
+      this.prefixBytes += taken;
+      rest = rest.subarray(taken);
+      if (this.prefixBytes < 5) return undefined;
+      const declared = Buffer.from(this.prefix.buffer).readUInt32BE(1);
+      if (declared > this.maxMessageBytes) return this.tooLarge();
+      this.body = Buffer.alloc(declared);
+    }
+    if (rest.length > this.body.length - this.bodyBytes) {
+      const why = "bytes past the one message of a unary answer";
+      return new GrpcError(GrpcStatus.INTERNAL, why, {});
+    }
+    this.body.set(rest, this.bodyBytes);
+    this.bodyBytes += rest.length;
+    return undefined;
   }
 
   private tooLarge(): GrpcError {
     const why = `answer larger than ${this.maxMessageBytes} bytes`;
     return new GrpcError(GrpcStatus.RESOURCE_EXHAUSTED, why, { limit: "maxMessageBytes" });
-  }
-
-  /** The length in the gRPC prefix (the first 5 bytes, which may come in several chunks). */
-  private declaredLength(): number {
-    const prefix = Buffer.concat(this.chunks).subarray(0, 5);
-    return prefix.readUInt32BE(1);
   }
 
   result(): Buffer | GrpcError {
@@ -213,15 +228,12 @@ class Answer {
         : new GrpcError(GrpcStatus.UNKNOWN, `HTTP status ${this.httpStatus} without a grpc-status`);
     }
     if (this.status !== GrpcStatus.OK) return new GrpcError(this.status, this.message);
-    const body = Buffer.concat(this.chunks);
-    if (body.length < 5)
-      return new GrpcError(GrpcStatus.INTERNAL, "an OK answer without a message");
-    if (body[0] !== 0)
+    if (!this.body) return new GrpcError(GrpcStatus.INTERNAL, "an OK answer without a message");
+    if (this.prefix[0] !== 0)
       return new GrpcError(GrpcStatus.INTERNAL, "a compressed answer, though none was offered");
-    const length = body.readUInt32BE(1);
-    if (body.length < 5 + length)
+    if (this.bodyBytes < this.body.length)
       return new GrpcError(GrpcStatus.INTERNAL, "the answer's message is cut short");
-    return body.subarray(5, 5 + length);
+    return this.body;
   }
 }
 

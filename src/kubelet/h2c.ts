@@ -8,9 +8,10 @@
  *
  * The server is held to the peer limits (./peer-limits, M10): a frame longer than the size
  * advertised, a header block or list past its cap, answers it leaves unread past the write cap,
- * or a frame of the wrong shape ends the connection with a GOAWAY naming the error, as nghttp2
- * and Go's net/http2 end it. Each chunk read is handled in a bounded number of steps, so the
- * call's deadline timer always gets its turn.
+ * a run of frames that carry nothing (empty DATA, HEADERS, CONTINUATION, SETTINGS or unknown
+ * frames), or a frame of the wrong shape ends the connection with a GOAWAY naming the error, as
+ * nghttp2 and Go's net/http2 end it. Each chunk read is handled in a bounded number of steps, so
+ * the call's deadline timer always gets its turn.
  *
  * Why not `node:http2`: in the executable, loading it (with `node:net` and Node's streams) costs a
  * CNI call more than the whole exchange (docs/benchmarks.md, "Levers, measured"). The socket here
@@ -84,6 +85,8 @@ export interface H2Peaks {
   headerBlockBytes: number;
   /** Bytes written and not yet taken by the socket, with the answers not yet written. */
   queuedWriteBytes: number;
+  /** Frames in a row that carried nothing (PeerLimits.maxEmptyFrames). */
+  emptyFrames: number;
 }
 
 const FRAME = {
@@ -98,6 +101,9 @@ const FRAME = {
   WINDOW_UPDATE: 8,
   CONTINUATION: 9,
 };
+const FRAME_NAMES = Object.fromEntries(Object.entries(FRAME).map(([name, type]) => [type, name]));
+/** Types that carry a stream's bytes: an empty one is counted where its useful bytes are known. */
+const STREAM_BYTES = new Set([FRAME.DATA, FRAME.HEADERS, FRAME.CONTINUATION]);
 const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4, PADDED: 0x8, PRIORITY: 0x20 };
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 /** Each stream's receive window, never replenished: more than any answer allowed. */
@@ -231,13 +237,20 @@ export class H2Connection {
   private outboxBytes = 0;
   /** Connection credit owed for the DATA read in this chunk. */
   private credit = 0;
+  /** Frames in a row that carried nothing, against PeerLimits.maxEmptyFrames. */
+  private emptyFrames = 0;
   closed = false;
   private released = false;
   /** Nothing more is read: closed by this side, or the server broke the protocol. */
   private dead = false;
   /** Why the connection closed (a connect error may come before any stream is opened). */
   private closedBecause = "connection closed";
-  readonly peaks: H2Peaks = { bufferedBytes: 0, headerBlockBytes: 0, queuedWriteBytes: 0 };
+  readonly peaks: H2Peaks = {
+    bufferedBytes: 0,
+    headerBlockBytes: 0,
+    queuedWriteBytes: 0,
+    emptyFrames: 0,
+  };
 
   constructor(path: string, open: SocketOpener) {
     this.socket = open(path, { data: (b) => this.receive(b), close: (why) => this.lost(why) });
@@ -372,13 +385,16 @@ export class H2Connection {
     const opened = stream % 2 === 1 && stream < this.nextStream;
     if ((type === FRAME.DATA || type === FRAME.HEADERS) && !opened)
       throw protocolError(`a frame for stream ${stream}, which this client never opened`);
+    // Other frames count when empty; with a payload (a PING, a SETTINGS entry) they neither
+    // count nor restart the count, as they carry nothing of an answer.
+    if (!STREAM_BYTES.has(type) && payload.length === 0) this.carried(head, false);
     switch (type) {
       case FRAME.DATA:
-        return this.onData(flags, stream, payload);
+        return this.onData(head, payload);
       case FRAME.HEADERS:
-        return this.onHeaders(flags, stream, payload);
+        return this.onHeaders(head, payload);
       case FRAME.CONTINUATION:
-        return this.onContinuation(flags, stream, payload);
+        return this.onContinuation(head, payload);
       case FRAME.SETTINGS:
         if (flags & FLAG.ACK) return;
         checkSettings(payload);
@@ -402,17 +418,41 @@ export class H2Connection {
     }
   }
 
-  private onData(flags: number, stream: number, payload: Uint8Array): void {
+  /**
+   * Counts a frame that carried nothing (no useful byte, no end of a stream) and refuses the one
+   * past the cap before anything of it is kept; a frame that carried something restarts the count.
+   */
+  private carried(head: FrameHead, something: boolean): void {
+    if (something) {
+      this.emptyFrames = 0;
+      return;
+    }
+    const max = PeerLimits.maxEmptyFrames;
+    if (++this.emptyFrames > max) {
+      const name = FRAME_NAMES[head.type];
+      const what = name ? `${name} frame` : `frame of type ${head.type}`;
+      const last = `the last an empty ${what} on stream ${head.stream}`;
+      const why = `over ${max} frames in a row that carry nothing, ${last}`;
+      throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxEmptyFrames");
+    }
+    this.peaks.emptyFrames = Math.max(this.peaks.emptyFrames, this.emptyFrames);
+  }
+
+  private onData(head: FrameHead, payload: Uint8Array): void {
+    const { flags, stream } = head;
     // Every byte received, padding included, is credit to return on the connection.
     this.credit += payload.length;
     const data = unpadded(flags, payload);
+    const endStream = (flags & FLAG.END_STREAM) !== 0;
+    this.carried(head, data.length > 0 || endStream);
     const events = this.streams.get(stream);
-    if (flags & FLAG.END_STREAM) this.streams.delete(stream);
-    events?.data(data, (flags & FLAG.END_STREAM) !== 0);
+    if (endStream) this.streams.delete(stream);
+    events?.data(data, endStream);
     this.releaseIfIdle();
   }
 
-  private onHeaders(flags: number, stream: number, payload: Uint8Array): void {
+  private onHeaders(head: FrameHead, payload: Uint8Array): void {
+    const { flags, stream } = head;
     let block = unpadded(flags, payload);
     if (flags & FLAG.PRIORITY) {
       const why = "HEADERS short of its priority";
@@ -420,12 +460,14 @@ export class H2Connection {
       block = block.subarray(5);
     }
     const endStream = (flags & FLAG.END_STREAM) !== 0;
+    this.carried(head, block.length > 0 || endStream);
     this.headerBlock = { stream, endStream, parts: [], bytes: 0, continuations: 0 };
     this.addToBlock(block);
     if (flags & FLAG.END_HEADERS) this.finishHeaders();
   }
 
-  private onContinuation(flags: number, stream: number, payload: Uint8Array): void {
+  private onContinuation(head: FrameHead, payload: Uint8Array): void {
+    const { flags, stream } = head;
     const block = this.headerBlock;
     if (block?.stream !== stream) throw protocolError("CONTINUATION out of place");
     const max = PeerLimits.maxContinuationFrames;
@@ -433,6 +475,7 @@ export class H2Connection {
       const why = `over ${max} CONTINUATION frames`;
       throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxContinuationFrames");
     }
+    this.carried(head, payload.length > 0);
     this.addToBlock(payload);
     if (flags & FLAG.END_HEADERS) this.finishHeaders();
   }
@@ -447,7 +490,7 @@ export class H2Connection {
       throw new H2Error(H2Code.ENHANCE_YOUR_CALM, why, "maxHeaderBlockBytes");
     }
     this.peaks.headerBlockBytes = Math.max(this.peaks.headerBlockBytes, block.bytes);
-    // Empty parts are counted (maxContinuationFrames), not kept.
+    // Empty parts are counted (maxContinuationFrames, maxEmptyFrames), not kept.
     if (part.length) block.parts.push(part);
   }
 

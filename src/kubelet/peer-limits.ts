@@ -44,6 +44,15 @@ export const PeerLimits = {
    * needs 4).
    */
   maxContinuationFrames: 16,
+  /**
+   * Frames in a row that carry nothing: no byte of a message or header block and no end of a
+   * stream (empty DATA, HEADERS and CONTINUATION, empty SETTINGS, empty frames of unknown types).
+   * Bytes caps never see them, yet each costs a step and, kept, memory; the count starts again at
+   * the next frame that does carry something. A real server sends at most its SETTINGS and an ACK
+   * before an answer. Node's HTTP/2 (on nghttp2) ends a session after a run of empty DATA frames
+   * (maxSessionInvalidFrames), and nghttp2 and Go's net/http2 end one on a CONTINUATION flood.
+   */
+  maxEmptyFrames: 100,
   /** A gRPC message (Multus allows kubelet's answers 16 MiB too). */
   maxMessageBytes: 16 * 1024 * 1024,
   /**

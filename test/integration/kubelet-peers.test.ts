@@ -8,7 +8,9 @@
  *   That kubelet API has List only: grpc-go itself answers Get with UNIMPLEMENTED, and Plexus
  *   falls back to List, as with a kubelet before 1.27. Under CI=true a missing `go` fails.
  * - A hostile server on the socket: the ADD fails with 11 naming the limit, within
- *   podResourcesTimeoutSeconds plus a margin, whatever it sends.
+ *   podResourcesTimeoutSeconds plus a margin, whatever it sends. Endless frames that carry
+ *   nothing (empty DATA or HEADERS after the answer's HEADERS) also keep the executable's peak
+ *   RSS under a bound far below what storing each frame reached.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +34,8 @@ const OTHER = "0000:af:00.1";
 const TIMEOUT_SECONDS = 2;
 /** Past podResourcesTimeoutSeconds: the executable's start, the API calls, the teardown. */
 const MARGIN_MS = 3000;
+/** Peak RSS allowed for the ADD against a flood: generous for the executable, far below a flood. */
+const RSS_BOUND_KIB = 200 * 1024;
 
 /** The API server with the pod and a device NAD, and a config asking `socket` for devices. */
 interface Stage {
@@ -121,6 +125,32 @@ describe("M10 a hostile pod-resources socket ends the ADD in time (dist/plexus, 
       expect(err.code).toBe(11);
       expect(err.msg).toMatch(limit);
       expect(err.msg).toContain(server.socket);
+      expect(r.durationMs).toBeLessThan(TIMEOUT_SECONDS * 1000 + MARGIN_MS);
+      expect(nicAdds()).toEqual([]);
+    },
+  );
+});
+
+describe("B89 frames that carry nothing from the pod-resources socket (dist/plexus, Bun)", () => {
+  it.each([
+    ["empty-data-flood", /maxEmptyFrames \(HTTP\/2 ENHANCE_YOUR_CALM: .*empty DATA frame/],
+    ["empty-headers-flood", /maxEmptyFrames \(HTTP\/2 ENHANCE_YOUR_CALM: .*empty HEADERS frame/],
+  ] as const)(
+    "B89 %s: code 11 naming the socket and the limit, peak RSS under 200 MiB",
+    async (h, limit) => {
+      const dir = mkdtempSync(join(tmpdir(), "plx-empty-frames-"));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+      const server = await hostile.startHostilePodResources(join(dir, "kubelet.sock"), h);
+      onTestFinished(() => server.close());
+      const { conf } = await stage(server.socket);
+      const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }, { sampleRss: true });
+      const err = cniError(r);
+      expect(err.code).toBe(11);
+      expect(err.msg).toContain(`kubelet's pod-resources socket ${server.socket}`);
+      expect(err.msg).toContain("pod app/web");
+      expect(err.msg).toMatch(limit);
+      expect(r.peakRssKiB).toBeDefined();
+      expect(r.peakRssKiB!).toBeLessThan(RSS_BOUND_KIB);
       expect(r.durationMs).toBeLessThan(TIMEOUT_SECONDS * 1000 + MARGIN_MS);
       expect(nicAdds()).toEqual([]);
     },

@@ -8,16 +8,19 @@
  * Every case runs twice: with the policy, and on a cluster without it (`admission: false`), where
  * the same writes go through. That second run is what shows each refusal is the policy's.
  */
-import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
+import { dump, loadAll } from "js-yaml";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { isCniError } from "../../src/cni/errors";
 import { loadKubeApi } from "../../src/kubeapi/index";
 import type { RestKube } from "../../src/kubeapi/rest-kube";
 import { doctor } from "../../src/ops/doctor";
 import {
+  clientCertFiles,
   DEPLOY_DIR,
   type FakeApiServer,
   type KubeObject,
@@ -36,6 +39,10 @@ const podArgs = (name: string) =>
 async function cluster(policy: boolean): Promise<FakeApiServer> {
   const api = await startFakeApiServer({ node: "node-a", ...(policy ? {} : { admission: false }) });
   onTestFinished(() => api.close());
+  return addWebPods(api);
+}
+
+function addWebPods(api: FakeApiServer): FakeApiServer {
   for (const [name, node] of [
     ["web-a", "node-a"],
     ["web-b", "node-b"],
@@ -83,16 +90,30 @@ function patchStatus(
   api: FakeApiServer,
   options: { kubeconfigToken: string; pod: string; patch: unknown },
 ) {
+  return send(api, {
+    method: "PATCH",
+    path: `/api/v1/namespaces/app/pods/${options.pod}/status`,
+    token: options.kubeconfigToken,
+    contentType: "application/merge-patch+json",
+    body: options.patch,
+  });
+}
+
+/** A request as a holder of the token sends it, without Plexus. */
+function send(
+  api: FakeApiServer,
+  options: { method: string; path: string; token: string; contentType: string; body: unknown },
+) {
   return new Promise<{ status: number; body: any }>((resolve, reject) => {
     const req = request(
-      `${api.url}/api/v1/namespaces/app/pods/${options.pod}/status`,
+      `${api.url}${options.path}`,
       {
-        method: "PATCH",
+        method: options.method,
         ca: api.caPem,
         agent: false,
         headers: {
-          authorization: `Bearer ${options.kubeconfigToken}`,
-          "content-type": "application/merge-patch+json",
+          authorization: `Bearer ${options.token}`,
+          "content-type": options.contentType,
         },
       },
       (res) => {
@@ -102,7 +123,7 @@ function patchStatus(
       },
     );
     req.on("error", reject);
-    req.end(JSON.stringify(options.patch));
+    req.end(JSON.stringify(options.body));
   });
 }
 
@@ -306,7 +327,7 @@ describe.each([
       policy
         ? {
             level: "ok",
-            msg: expect.stringContaining("writes with a token that names no node are refused"),
+            msg: expect.stringContaining("writes with credentials that name no node are refused"),
           }
         : { level: "warning", msg: expect.stringContaining("not installed") },
     );
@@ -367,5 +388,277 @@ it("M16 with the switch (allow-tokens-without-node), a token that names no node 
   expect(cniError(other)).toMatchObject({
     code: 104,
     msg: expect.stringContaining("is not on node node-b"),
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Identities other than the shipped service account, and Events that name more than their pod.
+// ---------------------------------------------------------------------------------------------
+
+type Doc = Record<string, any>;
+
+/**
+ * deploy/ as `kubectl kustomize` renders it from an operator's overlay (with its `namespace:`
+ * when given), edited by `edit`, plus `extra` objects: one flat file the fake API server reads as
+ * its deploy/ (RBAC, service account and admission alike).
+ */
+function renderedDeploy(
+  options: { namespace?: string; extra?: Doc[]; edit?: (docs: Doc[]) => void } = {},
+): string {
+  const overlay = mkdtempSync(join(ctx.sb.root, "overlay-"));
+  const kustomization = {
+    apiVersion: "kustomize.config.k8s.io/v1beta1",
+    kind: "Kustomization",
+    ...(options.namespace ? { namespace: options.namespace } : {}),
+    resources: [relative(overlay, DEPLOY_DIR)],
+  };
+  writeFileSync(join(overlay, "kustomization.yaml"), dump(kustomization));
+  const rendered = execFileSync("kubectl", ["kustomize", overlay], { encoding: "utf8" });
+  const docs = (loadAll(rendered) as Doc[]).filter(Boolean);
+  options.edit?.(docs);
+  const out = mkdtempSync(join(ctx.sb.root, "deploy-"));
+  const all = [...docs, ...(options.extra ?? [])].map((d) => dump(d)).join("---\n");
+  writeFileSync(join(out, "all.yaml"), all);
+  writeFileSync(
+    join(out, "kustomization.yaml"),
+    dump({ apiVersion: kustomization.apiVersion, kind: "Kustomization", resources: ["all.yaml"] }),
+  );
+  return out;
+}
+
+/** An operator's binding of `subject` (a User or Group) to a cluster role. */
+function binding(name: string, subject: { kind: string; name: string }, role = "plexus"): Doc {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+    subjects: [{ apiGroup: "rbac.authorization.k8s.io", ...subject }],
+  };
+}
+
+async function serverOf(deployDir: string): Promise<FakeApiServer> {
+  const api = await startFakeApiServer({
+    node: "node-a",
+    clientCertificates: true,
+    rbac: { deployDir },
+    admission: { deployDir },
+  });
+  onTestFinished(() => api.close());
+  return addWebPods(api);
+}
+
+const TLS_DIR = dirname(clientCertFiles("other").cert);
+
+/** A client certificate for `subject` (`/O=group/CN=user`) signed by the fake server's CA. */
+function signedCertificate(subject: string, name: string): { cert: string; key: string } {
+  const at = (ext: string) => join(ctx.sb.root, `${name}.${ext}`);
+  writeFileSync(
+    at("ext"),
+    "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n" +
+      "extendedKeyUsage=clientAuth\n",
+  );
+  const openssl = (args: string[]) => execFileSync("openssl", args, { stdio: "ignore" });
+  const newKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+  openssl(["req", ...newKey, "-keyout", at("key"), "-out", at("csr"), "-subj", subject]);
+  openssl([
+    ...["x509", "-req", "-in", at("csr"), "-days", "1", "-out", at("crt"), "-extfile", at("ext")],
+    ...["-CA", join(TLS_DIR, "ca.crt"), "-CAkey", join(TLS_DIR, "ca.key")],
+    ...["-set_serial", `0x${randomBytes(8).toString("hex")}`],
+  ]);
+  return { cert: at("crt"), key: at("key") };
+}
+
+function certificateKubeconfig(api: FakeApiServer, files: { cert: string; key: string }): string {
+  const path = `${files.cert}.kubeconfig`;
+  const cluster = {
+    server: api.url,
+    "certificate-authority-data": Buffer.from(api.caPem).toString("base64"),
+  };
+  const kubeconfig = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "fake", cluster }],
+    users: [{ name: "node", user: { "client-certificate": files.cert, "client-key": files.key } }],
+    contexts: [{ name: "fake", context: { cluster: "fake", user: "node" } }],
+    "current-context": "fake",
+  };
+  writeFileSync(path, dump(kubeconfig));
+  return path;
+}
+
+const webA = { namespace: "app", name: "web-a", uid: "uid-web-a" };
+const webB = { namespace: "app", name: "web-b", uid: "uid-web-b" };
+const forged = { type: "Normal" as const, reason: "AddedInterface", message: "forged" };
+
+describe("B95 identities other than the shipped service account", () => {
+  it("B95 rendered into another namespace (kustomize namespace:), the policies hold that namespace's service account to its node", async () => {
+    const api = await serverOf(renderedDeploy({ namespace: "plexus-system" }));
+    expect(api.user.name).toBe("system:serviceaccount:plexus-system:plexus");
+    const kubeconfig = nodeKubeconfig(api);
+    const kube = await client(kubeconfig);
+    expect(await refusal(kube.setNetworkStatus(webA, "[]"))).toBeUndefined();
+    expect(await refusal(kube.setNetworkStatus(webB, "[]"))).toMatch(
+      /HTTP 403 Forbidden.*pod app\/web-b is not on node node-a/,
+    );
+    expect(await refusal(kube.recordEvent(webB, forged))).toMatch(
+      /HTTP 403 Forbidden.*Event about pod app\/web-b, which is not on node node-a/,
+    );
+    expect(annotationsOf(api, "web-b")).toEqual({ team: "a" });
+    const legacy = await client(nodeKubeconfig(api, { node: "", name: "legacy" }));
+    expect(await refusal(legacy.setNetworkStatus(webA, "[]"))).toMatch(
+      /HTTP 403 Forbidden.*plexus-node-claim-required.*the service-account token names no node/,
+    );
+    expect((await doctorWith(kubeconfig)).find((c) => c.subject === "write identity")).toEqual({
+      level: "ok",
+      subject: "write identity",
+      msg: expect.stringContaining(
+        "service-account token of system:serviceaccount:plexus-system:plexus names node node-a",
+      ),
+    });
+  });
+
+  it("B95 a per-node client certificate (user plexus:node:<node>, group plexus:nodes) bound to Plexus's role is held to its node", async () => {
+    const group = binding("plexus-nodes", { kind: "Group", name: "plexus:nodes" });
+    const api = await serverOf(renderedDeploy({ extra: [group] }));
+    const files = signedCertificate("/O=plexus:nodes/CN=plexus:node:node-a", "node-a");
+    const kubeconfig = certificateKubeconfig(api, files);
+    const kube = await client(kubeconfig);
+    expect(await refusal(kube.setNetworkStatus(webA, "[]"))).toBeUndefined();
+    expect(await refusal(kube.recordEvent(webA, forged))).toBeUndefined();
+    expect(await refusal(kube.setNetworkStatus(webB, "[]"))).toMatch(
+      /HTTP 403 Forbidden.*pod app\/web-b is not on node node-a/,
+    );
+    expect(await refusal(kube.recordEvent(webB, forged))).toMatch(
+      /HTTP 403 Forbidden.*Event about pod app\/web-b, which is not on node node-a/,
+    );
+    const writes = api.requests.filter((q) => q.method !== "GET");
+    expect(new Set(writes.map((q) => `${q.user} ${q.authenticatedBy}`))).toEqual(
+      new Set(["plexus:node:node-a client-certificate"]),
+    );
+    expect(annotationsOf(api, "web-b")).toEqual({ team: "a" });
+    expect((await doctorWith(kubeconfig)).find((c) => c.subject === "write identity")).toEqual({
+      level: "ok",
+      subject: "write identity",
+      msg: expect.stringContaining("client certificate of plexus:node:node-a names node node-a"),
+    });
+  });
+
+  it("B95 any other client certificate bound to Plexus's role is held too: it names no node, so its writes are refused, and doctor says why", async () => {
+    const user = binding("plexus-test-user", { kind: "User", name: "plexus-test-user" });
+    const api = await serverOf(renderedDeploy({ extra: [user] }));
+    const kubeconfig = writeKubeconfig(api, {
+      dir: ctx.sb.root,
+      fileName: "other",
+      clientCertificate: { name: "other", as: "file" },
+    });
+    const kube = await client(kubeconfig);
+    expect(await refusal(kube.setNetworkStatus(webA, "[]"))).toMatch(
+      /HTTP 403 Forbidden.*the credentials of plexus-test-user name no node/,
+    );
+    expect(await refusal(kube.recordEvent(webA, forged))).toMatch(/name no node/);
+    expect((await doctorWith(kubeconfig)).find((c) => c.subject === "write identity")).toEqual({
+      level: "warning",
+      subject: "write identity",
+      msg: expect.stringContaining("client certificate of plexus-test-user names no node"),
+    });
+  });
+
+  it("B95 a user allowed every verb (cluster-admin) is not held, even bound to Plexus's role too; doctor calls a system:masters certificate outside the policies", async () => {
+    const everything = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "everything" },
+      rules: [{ apiGroups: ["*"], resources: ["*"], verbs: ["*"] }],
+    };
+    const admin = { kind: "User", name: "plexus-test-user" };
+    const api = await serverOf(
+      renderedDeploy({
+        extra: [everything, binding("admin", admin, "everything"), binding("also", admin)],
+      }),
+    );
+    const other = {
+      dir: ctx.sb.root,
+      clientCertificate: { name: "other" as const, as: "file" as const },
+    };
+    const kube = await client(writeKubeconfig(api, { ...other, fileName: "admin" }));
+    expect(await refusal(kube.setNetworkStatus(webB, "[]"))).toBeUndefined();
+    const masters = signedCertificate("/O=system:masters/CN=node-admin", "masters");
+    const checks = await doctorWith(certificateKubeconfig(api, masters));
+    expect(checks.find((c) => c.subject === "write identity")).toEqual({
+      level: "error",
+      subject: "write identity",
+      msg: expect.stringMatching(
+        /^the client certificate of node-admin is in the group system:masters, which the node-/,
+      ),
+    });
+  });
+
+  it("B95 doctor: a token that policies naming only the shipped account (an older deploy/) do not hold is an error, and its writes do pass", async () => {
+    const byName = "request.userInfo.username == 'system:serviceaccount:kube-system:plexus'";
+    const older = (docs: Doc[]) => {
+      for (const d of docs.filter((x) => x.kind === "ValidatingAdmissionPolicy"))
+        for (const c of d.spec.matchConditions)
+          if (c.name === "plexus-identity") c.expression = byName;
+    };
+    const api = await serverOf(renderedDeploy({ namespace: "plexus-system", edit: older }));
+    const kubeconfig = nodeKubeconfig(api);
+    expect(await refusal((await client(kubeconfig)).setNetworkStatus(webB, "[]"))).toBeUndefined();
+    expect((await doctorWith(kubeconfig)).find((c) => c.subject === "write identity")).toEqual({
+      level: "error",
+      subject: "write identity",
+      msg: expect.stringContaining(
+        "system:serviceaccount:plexus-system:plexus is outside the installed node-scoped-writes",
+      ),
+    });
+  });
+});
+
+describe("B95 Events that name more than their pod", () => {
+  /** A core/v1 Event in `app` about the pod `involved` names, with `extra` fields. */
+  const event = (involved: Doc, extra: Doc = {}) => ({
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { generateName: "forged.", namespace: "app" },
+    involvedObject: { apiVersion: "v1", kind: "Pod", namespace: "app", ...involved },
+    reason: "AddedInterface",
+    message: "forged",
+    type: "Normal",
+    ...extra,
+  });
+
+  it.each([
+    [
+      "with `related` naming a node B pod",
+      event({ name: "web-a", uid: "uid-web-a" }, { related: { kind: "Pod", ...webB } }),
+      /may not record an Event with `related`/,
+    ],
+    [
+      "naming no existing pod, with a node B pod's UID",
+      event({ name: "ghost", uid: "uid-web-b" }),
+      /Event naming pod app\/ghost with the UID of pod app\/web-b/,
+    ],
+    [
+      "naming its own pod with a node B pod's UID",
+      event({ name: "web-a", uid: "uid-web-b" }),
+      /Event about pod app\/web-a with another UID|with the UID of pod app\/web-b/,
+    ],
+  ])("B95 with the stolen token, an Event %s is refused (403)", async (_what, body, why) => {
+    const api = await cluster(true);
+    const token = api.issueToken({ node: "node-a", pod: "plexus-a" });
+    const post = (b: unknown) =>
+      send(api, {
+        method: "POST",
+        path: "/api/v1/namespaces/app/events",
+        token,
+        contentType: "application/json",
+        body: b,
+      });
+    const r = await post(body);
+    expect(r.status, JSON.stringify(r.body)).toBe(403);
+    expect(r.body.message).toMatch(why);
+    expect(api.events()).toEqual([]);
+    const own = await post(event({ name: "web-a", uid: "uid-web-a" }));
+    expect(own.status, JSON.stringify(own.body)).toBe(201);
   });
 });

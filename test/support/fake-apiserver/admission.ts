@@ -12,12 +12,28 @@
  * (expression, message, messageExpression, reason), failurePolicy, paramKind Pod with a paramRef
  * selector in the request's namespace, and the binding's validationActions: Deny (the first
  * failure, 403 or 422 by its reason, worded as admission.NewForbidden words it), Warn (a
- * `Warning` header) and Audit (kept for the test). Anything else a manifest asks for is refused
- * at load, so the fake never silently enforces less than the cluster would.
+ * `Warning` header) and Audit (kept for the test). And `authorizer`, the request's user asked of
+ * the authorizer (k8s.io/apiserver/pkg/cel/library/authz.go: group, resource, subresource,
+ * namespace, name, check, allowed): system:masters is allowed everything, as kube-apiserver's
+ * privileged-group authorizer does, anyone else gets RBAC's answer over the manifests' roles
+ * (rbac.ts). Anything else a manifest asks for is refused at load, or is an unknown function (an
+ * error, so failurePolicy's), so the fake never silently enforces less than the cluster would.
  */
 import { generateKeyPairSync, randomUUID, sign, verify } from "node:crypto";
-import { celEnv, type CelInput, isCelError, parse, plan } from "@bufbuild/cel";
+import {
+  type CelFunc,
+  type CelInput,
+  CelScalar,
+  celEnv,
+  celError,
+  celMethod,
+  isCelError,
+  mapType,
+  parse,
+  plan,
+} from "@bufbuild/cel";
 import { strings } from "@bufbuild/cel/ext";
+import { authorize, type RequestAttributes, rbacOf } from "./rbac.ts";
 
 type Obj = Record<string, any>;
 
@@ -193,11 +209,66 @@ interface AdmissionPolicies {
   bindings: CompiledBinding[];
 }
 
-const ENV = celEnv({ funcs: strings });
+type Env = ReturnType<typeof celEnv>;
 
-function compile(expression: string, where: string): Program {
+/** Whether the request's user may do what the attributes say (the authorizer chain's decision). */
+type Authorize = (user: AdmissionUser, attributes: RequestAttributes) => boolean;
+
+const AUTHZ = mapType(CelScalar.STRING, CelScalar.DYN);
+/** The key that marks a map as the authorizer, a check being built, or a decision. */
+const AUTHZ_KIND = "\u0000authz";
+
+/**
+ * The authz library over maps: `authorizer` is a map whose builder methods return maps with one
+ * more attribute, `check(verb)` a map holding the decision. `current` is the user of the request
+ * being evaluated (evaluation is synchronous).
+ */
+function authzFuncs(decide: Authorize, current: { user?: AdmissionUser }): CelFunc[] {
+  const state = (target: unknown, kind: string): Map<string, unknown> | undefined => {
+    const m = target as Partial<Pick<Map<string, unknown>, "get" | "entries">>;
+    return m.get?.(AUTHZ_KIND) === kind ? new Map(m.entries!()) : undefined;
+  };
+  const builder = (name: string, from: string[], to: string) =>
+    celMethod(name, AUTHZ, [CelScalar.STRING], AUTHZ, function (value) {
+      const m = from.map((k) => state(this, k)).find(Boolean);
+      if (!m) return celError(`no such overload: ${name} on this value`) as never;
+      return new Map([...m, [AUTHZ_KIND, to], [name, value]]) as never;
+    });
+  const check = celMethod("check", AUTHZ, [CelScalar.STRING], AUTHZ, function (verb) {
+    const m = state(this, "resource");
+    if (!m || !current.user) return celError("no such overload: check on this value") as never;
+    const text = (k: string) => String(m.get(k) ?? "");
+    const attributes: RequestAttributes = {
+      verb,
+      apiGroup: text("group"),
+      resource: text("resource"),
+      subresource: text("subresource"),
+      namespace: text("namespace"),
+      name: text("name"),
+    };
+    return new Map<string, unknown>([
+      [AUTHZ_KIND, "decision"],
+      ["allowed", decide(current.user, attributes)],
+    ]) as never;
+  });
+  const allowed = celMethod("allowed", AUTHZ, [], CelScalar.BOOL, function () {
+    const m = state(this, "decision");
+    return m ? m.get("allowed") === true : (celError("no such overload: allowed") as never);
+  });
+  return [
+    builder("group", ["authorizer"], "group"),
+    builder("resource", ["group"], "resource"),
+    ...["subresource", "namespace", "name"].map((k) => builder(k, ["resource"], "resource")),
+    check,
+    allowed,
+  ];
+}
+
+const AUTHORIZER: CelInput = new Map([[AUTHZ_KIND, "authorizer"]]);
+
+function compileIn(env: Env, expression: string, where: string): Program {
   try {
-    const p = plan(ENV, parse(expression));
+    const p = plan(env, parse(expression));
     return (vars) => p(vars as never);
   } catch (err) {
     throw new Error(`fake admission: ${where}: ${(err as Error).message}`);
@@ -215,11 +286,12 @@ function refuseUnsupported(policy: Obj): void {
     throw new Error("fake admission: auditAnnotations are not modelled");
 }
 
-function compilePolicy(doc: Obj): CompiledPolicy {
+function compilePolicy(env: Env, doc: Obj): CompiledPolicy {
   refuseUnsupported(doc);
   const name = doc.metadata.name as string;
   const s = doc.spec ?? {};
   const at = (what: string) => `policy ${name} ${what}`;
+  const compile = (expression: string, where: string) => compileIn(env, expression, where);
   return {
     name,
     failurePolicy: s.failurePolicy ?? "Fail",
@@ -247,10 +319,10 @@ function compilePolicy(doc: Obj): CompiledPolicy {
 }
 
 /** The policies and bindings among rendered manifests (deploy/ through its kustomization). */
-function loadAdmissionPolicies(docs: readonly Obj[]): AdmissionPolicies {
+function loadAdmissionPolicies(env: Env, docs: readonly Obj[]): AdmissionPolicies {
   const out: AdmissionPolicies = { policies: [], bindings: [] };
   for (const d of docs) {
-    if (d.kind === "ValidatingAdmissionPolicy") out.policies.push(compilePolicy(d));
+    if (d.kind === "ValidatingAdmissionPolicy") out.policies.push(compilePolicy(env, d));
     else if (d.kind === "ValidatingAdmissionPolicyBinding") {
       if (d.spec?.matchResources)
         throw new Error("fake admission: a binding's matchResources is not modelled");
@@ -425,6 +497,7 @@ function admit(
     request: requestValue(admissionRequest),
     object: toCel(admissionRequest.object),
     oldObject: toCel(admissionRequest.oldObject),
+    authorizer: AUTHORIZER,
   };
   for (const binding of admissionPolicies.bindings) {
     const policy = admissionPolicies.policies.find((x) => x.name === binding.policy);
@@ -512,12 +585,22 @@ function notFound(resource: string, name: string): [number, unknown] {
   ];
 }
 
+/** kube-apiserver's authorizer chain as the fake has it: system:masters first, then RBAC. */
+function authorizerOf(docs: readonly Obj[]): Authorize {
+  const rbac = rbacOf(docs);
+  return (user, attributes) =>
+    user.groups.includes("system:masters") || authorize(rbac, user, attributes);
+}
+
 export function createFakeAdmission(options: {
+  /** The rendered manifests: their policies and bindings, and the roles `authorizer` asks. */
   docs: readonly Obj[];
   user: AdmissionUser;
   pods: () => Iterable<Obj>;
 }): FakeAdmission {
-  const policies = loadAdmissionPolicies(options.docs);
+  const current: { user?: AdmissionUser } = {};
+  const funcs = [...strings, ...authzFuncs(authorizerOf(options.docs), current)];
+  const policies = loadAdmissionPolicies(celEnv({ funcs }), options.docs);
   const installed = options.docs.filter((d) => d.apiVersion === `${GROUP}/v1`);
   const [, , namespace = "default", serviceAccount = "default"] = options.user.name.split(":");
   const issuer = createTokenIssuer();
@@ -545,9 +628,14 @@ export function createFakeAdmission(options: {
         object: write.object,
         oldObject: write.oldObject,
       };
-      const outcome = admit(policies, request, paramsOf);
-      audit.push(...outcome.audit);
-      return outcome;
+      current.user = write.user;
+      try {
+        const outcome = admit(policies, request, paramsOf);
+        audit.push(...outcome.audit);
+        return outcome;
+      } finally {
+        current.user = undefined;
+      }
     },
     serve(info, method) {
       if (info.apiGroup !== GROUP) return undefined;

@@ -117,13 +117,18 @@ export function kustomizationDocs(dir: string, seen = new Set<string>(), out: Do
 
 /** The RBAC objects and service accounts Plexus ships (default: everything `kubectl apply -k deploy/` creates). */
 export function loadShippedRbac(dir = DEPLOY_DIR): RbacPolicy {
+  return rbacOf(kustomizationDocs(dir));
+}
+
+/** The RBAC objects and service accounts among manifests (admission's `authorizer` too). */
+export function rbacOf(docs: readonly Doc[]): RbacPolicy {
   const policy: RbacPolicy = {
     clusterRoles: new Map(),
     roles: new Map(),
     bindings: [],
     serviceAccounts: [],
   };
-  for (const d of kustomizationDocs(dir)) {
+  for (const d of docs) {
     const ns = d.metadata?.namespace as string | undefined;
     if (d.kind === "ClusterRole") policy.clusterRoles.set(d.metadata.name, d.rules ?? []);
     else if (d.kind === "Role")

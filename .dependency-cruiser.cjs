@@ -9,6 +9,7 @@ const LAYERS = [
   ["invoke", "store", "netns"], //    running a plugin; state files; the pod's namespace
   ["libcni"], //                      conflists and the result cache (libcni's API)
   ["npwg", "config"], //              the NPWG spec's rules; Plexus's config
+  ["gate"], //                        the delegate gate: what may run, vetted for each run
   ["cluster"], //                     the KubeApi port, the objects Plexus reads, the file cluster
   ["kubeapi", "kubelet", "dra"], //   the API server's client; kubelet's pod devices; DRA's rules
   ["watch"], //                       the daemon's watch caches (client-node informers, claims)
@@ -60,6 +61,14 @@ module.exports = {
         "outside kubelet/, only kubelet/pod-devices.ts is imported: the wire stack stays behind it",
       from: { path: "^src/", pathNot: "^src/kubelet/" },
       to: { path: "^src/kubelet/", pathNot: "^src/kubelet/pod-devices[.]ts$" },
+    },
+    {
+      name: "gate-only-vouches",
+      severity: "error",
+      comment:
+        "only the delegate gate (src/gate/) vouches for a network list; libcni's runner checks it",
+      from: { path: "^src/", pathNot: "^src/(gate/|libcni/conflist[.]ts$)" },
+      to: { path: "^src/libcni/vouch[.]ts$" },
     },
     {
       name: "known-folder",

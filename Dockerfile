@@ -1,31 +1,49 @@
-# Plexus image for one architecture: `FROM scratch` with the release executable(s) and the glibc
-# files they link, no shell, no Node. The same file tree as `npm run image` (offline, podman) builds:
+# Plexus image for one architecture: `FROM scratch` with one release executable and the glibc
+# files it links, no shell, no Node. The same file tree as `npm run image` (offline, podman) builds:
 # both take it from scripts/image-rootfs.mjs.
-#   /usr/local/bin/plexus       the entry (amd64: the baseline build, which starts on every x86-64 CPU)
-#   /usr/local/bin/plexus-avx2  amd64 only: what the installer copies to nodes whose CPUs have AVX2
-#   /lib/<triplet>/…            glibc (libc, libm, libpthread, libdl, the loader) from Debian 12
+#   /usr/local/bin/plexus       the executable: amd64 the build for CPUs with AVX2, or with
+#                               VARIANT=baseline the one for every x86-64 CPU; arm64 the arm64 build
+#   /lib/<triplet>/…            glibc: Debian's libc6 at the version scripts/libc6.version pins
 #   /usr/share/doc/plexus/      LICENSE and the image's SBOM (sbom.cdx.json)
 # The context has no .git (.dockerignore), so the version, the commit and its time come in as
 # build arguments (scripts/build-info.mjs prints them: version, commit, time). Build (BuildKit;
-# one architecture per build, or both and a manifest list with buildx):
+# one architecture per build, or both and a manifest list with buildx; .github/workflows/release.yml
+# builds a release this way):
 #   docker buildx build --platform linux/amd64,linux/arm64 \
 #     --build-arg PLEXUS_BUILD_VERSION=<version> --build-arg PLEXUS_BUILD_COMMIT=<commit> \
 #     --build-arg SOURCE_DATE_EPOCH=<time> --build-arg CREATED=<time, RFC 3339> \
-#     -t <registry>/plexus:<version> --push .
+#     [--build-arg VARIANT=baseline] -t <registry>/plexus:<version>[-baseline] --push .
 # Run by deploy/daemonset.yaml twice: `plexus install …` (the installer) and `plexus daemon …`.
 
 # --- build stage, on the build machine's own platform: it cross-compiles (Bun embeds the bundle
-# into the npm runtime of each target) and takes the target's glibc from Debian's multiarch
-# packages, so nothing of the target architecture runs here.
-FROM --platform=$BUILDPLATFORM node:24-bookworm-slim AS build
+# into the npm runtime of each target) and takes the target's glibc from the pinned libc6 package
+# file, downloaded and unpacked, never installed, so neither the target's architecture nor this
+# stage's own glibc matters. With SOURCE_DATE_EPOCH the package comes from Debian's snapshot
+# archive as of that time (the commit's), so a later rebuild of the same commit finds the same
+# package after Debian has moved on; DEBIAN_SNAPSHOT names another copy of that archive.
+FROM --platform=$BUILDPLATFORM node:24.21.0-bookworm-slim AS build
 ARG TARGETARCH
+ARG VARIANT=
 ARG PLEXUS_BUILD_VERSION
 ARG PLEXUS_BUILD_COMMIT
 ARG SOURCE_DATE_EPOCH
-RUN arch="${TARGETARCH:-$(dpkg --print-architecture)}" \
- && { [ "$arch" = "$(dpkg --print-architecture)" ] || dpkg --add-architecture "$arch"; } \
+ARG SOURCE_URL=
+ARG DEBIAN_SNAPSHOT=https://snapshot.debian.org/archive
+COPY scripts/libc6.version /tmp/libc6.version
+RUN native="$(dpkg --print-architecture)" \
+ && { [ "$TARGETARCH" = "$native" ] || dpkg --add-architecture "$TARGETARCH"; } \
+ && if [ -n "$SOURCE_DATE_EPOCH" ]; then \
+      at="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%dT%H%M%SZ)" \
+      && printf 'deb [check-valid-until=no] %s/%s/%s %s main\n' \
+           "$DEBIAN_SNAPSHOT" debian "$at" bookworm \
+           "$DEBIAN_SNAPSHOT" debian-security "$at" bookworm-security \
+           > /etc/apt/sources.list.d/snapshot.list; \
+    fi \
  && apt-get update \
- && apt-get install -y --no-install-recommends binutils "libc6:$arch" \
+ && apt-get install -y --no-install-recommends binutils \
+ && mkdir /libc6 && cd /libc6 \
+ && apt-get download "libc6:$TARGETARCH=$(cat /tmp/libc6.version)" \
+ && mv libc6_*.deb /libc6.deb && cd / && rmdir /libc6 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json .npmrc LICENSE ./
@@ -34,8 +52,10 @@ COPY esbuild.config.mjs tsconfig.json ./
 COPY bin ./bin
 COPY scripts ./scripts
 COPY src ./src
+ENV PLEXUS_SOURCE_URL=${SOURCE_URL}
 RUN npm run build:release \
- && node scripts/image-rootfs.mjs --arch "${TARGETARCH:-$(dpkg --print-architecture)}" --out /rootfs
+ && node scripts/image-rootfs.mjs --arch "$TARGETARCH" --variant "$VARIANT" \
+      --libc6-deb /libc6.deb --out /rootfs
 
 # --- final stage: the tree, nothing else; the OCI labels of scripts/image.mjs
 FROM scratch

@@ -4,10 +4,21 @@
 // recording is a real ADD, CHECK and DEL of a pod with two NAD networks, made by the executable
 // `exe` against the project's fake API server over HTTPS, as thin mode makes it on a node, plus a
 // VERSION. The delegate is a shell script that answers without touching any network, so the
-// recording needs no root, no namespace and no CNI plugin; it runs at every build, so the layout
-// follows the code.
-import { execFile, execFileSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// recording needs no CNI plugin; it runs at every build, so the layout follows the code. Plexus
+// refuses its own network namespace as a pod's, so the calls get a namespace of their own from
+// `unshare` (as root, or in a user namespace); where neither can be made (a container build
+// without the privilege), ADD and CHECK are refused early and the layout is recorded from what
+// they ran, with a warning.
+import { execFile, execFileSync, spawn } from "node:child_process";
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -83,13 +94,51 @@ async function recordBytecodeOrder({ exe, dir }) {
       delegates: [{ cniVersion: "1.0.0", name: "default", type: "noop" }],
     });
     const order = (command) => join(dir, `order-${command.toLowerCase()}.txt`);
-    // Run in a pod's life order (CHECK needs the ADD's record); laid out ADD and DEL first.
-    for (const command of ["VERSION", "ADD", "CHECK", "DEL"])
-      await call(exe, command, conf, { BUN_BYTECODE_ORDER_OUT: order(command), CNI_PATH: bin });
+    const pod = await podNamespace();
+    try {
+      // Run in a pod's life order (CHECK needs the ADD's record); laid out ADD and DEL first.
+      for (const command of ["VERSION", "ADD", "CHECK", "DEL"]) {
+        const vars = { BUN_BYTECODE_ORDER_OUT: order(command), CNI_PATH: bin, CNI_NETNS: pod.path };
+        await call(exe, command, conf, vars).catch((err) => {
+          if (pod.own && command !== "DEL")
+            process.stderr.write(`bytecode-order: ${err.message}\n`);
+          else throw err;
+        });
+      }
+    } finally {
+      pod.stop();
+    }
     return ["ADD", "DEL", "CHECK", "VERSION"].map(order);
   } finally {
     await api.close();
   }
+}
+
+/**
+ * A network namespace for the recorded calls, held by a `sleep` in it: `unshare --net` as root,
+ * else in a user namespace of its own. Neither possible: this process's own, which Plexus refuses
+ * for ADD and CHECK (`own`).
+ */
+async function podNamespace() {
+  const self = readlinkSync("/proc/self/ns/net");
+  for (const flags of [["--net"], ["--net", "--map-root-user"]]) {
+    const holder = spawn("unshare", [...flags, "--", "sleep", "600"], { stdio: "ignore" });
+    holder.on("error", () => {});
+    const path = `/proc/${holder.pid}/ns/net`;
+    for (let i = 0; i < 100 && holder.exitCode === null; i++) {
+      let now;
+      try {
+        now = readlinkSync(path);
+      } catch {
+        break;
+      }
+      if (now !== self) return { path, own: false, stop: () => holder.kill("SIGKILL") };
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    holder.kill("SIGKILL");
+  }
+  process.stderr.write("bytecode-order: no namespace could be made; ADD and CHECK are refused\n");
+  return { path: "/proc/self/ns/net", own: true, stop: () => {} };
 }
 
 /** One CNI call; asynchronous, as the fake API server answering it runs in this process. */
@@ -98,8 +147,6 @@ function call(exe, command, conf, vars) {
     PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
     CNI_COMMAND: command,
     CNI_CONTAINERID: "bytecode-order",
-    // Only the shell delegate sees it, and it touches nothing.
-    CNI_NETNS: "/proc/self/ns/net",
     CNI_IFNAME: "eth0",
     CNI_ARGS: "IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=p;K8S_POD_UID=u",
     ...vars,

@@ -6,4 +6,8 @@ export function ociLabels(info: {
   time: number;
   source?: string | undefined;
 }): Record<string, string>;
-export function buildImages(globals?: string[]): { list: string; tags: string[] };
+export function buildImages(globals?: string[]): {
+  list: string;
+  baseline: string;
+  images: string[];
+};

@@ -63,11 +63,10 @@ const iso = (seconds) => new Date(seconds * 1000).toISOString().replace(/\.000Z$
 
 /**
  * The base of every Plexus SBOM: the bundled npm packages and the dependency graph among them,
- * the metadata component being `subject` (what the SBOM describes).
+ * the metadata component being `subject` (what the SBOM describes). `npm` (what `npm sbom` says)
+ * and `keep` (the bundled packages) are read from the checkout unless given.
  */
-export function baseSbom({ info, subject, extra = [] }) {
-  const npm = npmSbom();
-  const keep = bundledPackages();
+export function baseSbom({ info, subject, extra = [], npm = npmSbom(), keep = bundledPackages() }) {
   const components = npm.components.filter((c) => keep.has(c["bom-ref"]));
   const refs = new Set(components.map((c) => c["bom-ref"]));
   const top = npm.metadata.component["bom-ref"];
@@ -128,29 +127,42 @@ export function bunRuntimeComponent({ pkg, version, integrity }) {
 }
 
 /**
- * The SBOM of the image for `arch`: the bundled npm packages, each executable it holds (by path and
- * SHA-256) with the Bun runtime it embeds (the component of its own SBOM), and the Debian glibc
- * package its libraries come from.
+ * The SBOM of the image of `variant` for `arch`: the bundled npm packages; its one executable (by
+ * path and SHA-256, with Plexus's version and commit, and the release build it is) with the Bun
+ * runtime it embeds (the component of the build's own SBOM); and the Debian glibc package its
+ * libraries come from, by version, with each file copied from it by path and SHA-256.
  */
-export function imageSbom({ info, arch, executables, libc }) {
-  const files = executables.map((e) => ({
-    "bom-ref": `file:${e.path}`,
+export function imageSbom({ info, arch, variant = "", executable, libc, npm, keep }) {
+  const exe = {
+    "bom-ref": `file:${executable.path}`,
     type: "file",
-    name: e.path,
+    name: executable.path,
     version: info.version,
-    hashes: [{ alg: "SHA-256", content: e.sha256 }],
-  }));
-  const runtimes = executables.map((e) => e.runtime);
+    description: executable.build,
+    hashes: [{ alg: "SHA-256", content: executable.sha256 }],
+    properties: [
+      { name: "plexus:commit", value: info.commit },
+      { name: "plexus:build", value: executable.build },
+    ],
+  };
+  const purl = `pkg:deb/debian/libc6@${encodeURIComponent(libc.version)}?arch=${arch}`;
   const glibc = {
-    "bom-ref": `libc6@${libc.version}`,
+    "bom-ref": purl,
     type: "library",
     name: "libc6",
     version: libc.version,
-    purl: `pkg:deb/debian/libc6@${encodeURIComponent(libc.version)}?arch=${arch}`,
+    purl,
     licenses: [{ expression: "LGPL-2.1-or-later" }],
+    components: libc.files.map((f) => ({
+      "bom-ref": `file:${f.path}`,
+      type: "file",
+      name: f.path,
+      version: libc.version,
+      hashes: [{ alg: "SHA-256", content: f.sha256 }],
+    })),
   };
-  const subject = plexusComponent({ info, name: `plexus-image-linux-${arch}`, type: "container" });
-  const byRef = new Map([...files, ...runtimes, glibc].map((c) => [c["bom-ref"], c]));
-  const unique = [...byRef.values()];
-  return sealSbom(baseSbom({ info, subject, extra: unique }));
+  const name = `plexus-image-linux-${arch}${variant ? `-${variant}` : ""}`;
+  const subject = plexusComponent({ info, name, type: "container" });
+  const extra = [exe, executable.runtime, glibc];
+  return sealSbom(baseSbom({ info, subject, extra, npm, keep }));
 }

@@ -16,13 +16,8 @@ import { hotplugPass } from "./hotplug-pass";
 import { addOpsCommands } from "./ops-commands";
 import { addUninstallCommand } from "./uninstall-command";
 import { ExitCode } from "../config/exit-codes";
+import { COMMIT, VERSION } from "../config/build-info";
 
-// Baked in by the build (esbuild.config.mjs from scripts/build-info.mjs): the version from the
-// git tag, or package.json's plus the commit; the commit id, or "unknown" for a build without git.
-declare const PLEXUS_VERSION: string | undefined;
-declare const PLEXUS_COMMIT: string | undefined;
-export const VERSION = typeof PLEXUS_VERSION === "string" ? PLEXUS_VERSION : "0.0.0-dev";
-export const COMMIT = typeof PLEXUS_COMMIT === "string" ? PLEXUS_COMMIT : "unknown";
 /** What `plexus --version` prints: the version, then the commit it was built from. */
 export const VERSION_LINE = `${VERSION} (commit ${COMMIT})`;
 
@@ -140,10 +135,11 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
         "(0: off; DELs retry them then)",
       String(DAEMON_DEFAULT_SECONDS.housekeepingInterval),
     )
-    .option("--cni-conf-dir <dir>", "where housekeeping and hot-plug read it", DEFAULT_CONF_DIR)
+    .option("--cni-conf-dir <dir>", "for housekeeping, hot-plug and metrics", DEFAULT_CONF_DIR)
     .option("--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin")
     .option("--hot-plug", "attach and detach running pods' networks as their annotation changes")
     .option("--hot-plug-namespaces <names>", "only these namespaces, comma-separated")
+    .option("--hot-plug-concurrency <n>", "hot-plug reconciles at once on the node (default 4)")
     .action(async (flags: Record<string, string | undefined>) => {
       const { daemonMain } = await import("../daemon/main");
       const passes = { housekeeping: housekeepingPass(flags), hotplug: hotplugPass(flags) };
@@ -176,7 +172,16 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
     )
     .option("--poll-interval <ms>", "how often to re-check when no file event arrives", "2000")
     .option("--installer-log-level <level>", "this installer's log level (stderr)", "info")
+    .option(
+      "--ready",
+      "only check, writing nothing: exit 0 when the runtime's first config in --cni-conf-dir is " +
+        "Plexus's (the install container's readiness probe), else 1",
+    )
     .action(async (flags: Record<string, unknown>) => {
+      if (flags.ready) {
+        const { installReadyMain } = await import("../install/ready");
+        return setExitCode(installReadyMain(flags as never));
+      }
       const { installMain } = await import("../install/main");
       setExitCode(await installMain(flags));
     });

@@ -3,7 +3,8 @@
  * process of its own, as housekeeping-pass.ts runs `plexus records retry` and for the same reason:
  * the delegates it runs get their own parent (subreaper, leftover processes killed, the container
  * lock), never the daemon. Its log goes to the daemon's stderr; its one-line JSON report (stdout)
- * feeds the daemon's metrics.
+ * feeds the daemon's metrics and says which Warning events it recorded on the pod, which the next
+ * reconcile of the pod is told (`--sent-events`) so as not to record them again.
  */
 import { spawn } from "node:child_process";
 import type { HotplugOutcome, HotplugPass } from "../daemon/hotplug";
@@ -15,9 +16,11 @@ const MAX_REPORT_BYTES = 256 * 1024;
 const GUARD_MS = 10 * 60 * 1000;
 
 export function hotplugPass(flags: Record<string, string | boolean | undefined>): HotplugPass {
-  return ({ namespace, name, uid }) =>
+  return ({ namespace, name, uid, sentEvents }) =>
     new Promise<HotplugOutcome>((resolve, reject) => {
-      const target = ["hotplug", `${namespace}/${name}`, ...(uid ? ["--uid", uid] : [])];
+      const report = ["-o", "json"];
+      const target = ["hotplug", `${namespace}/${name}`, ...report, ...(uid ? ["--uid", uid] : [])];
+      if (sentEvents.length > 0) target.push("--sent-events", sentEvents.join(","));
       const args = selfArgs({ command: target, flags });
       const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
       const guard = setTimeout(() => child.kill("SIGKILL"), GUARD_MS);
@@ -38,7 +41,8 @@ export function hotplugPass(flags: Record<string, string | boolean | undefined>)
 
 /** The counts from the child's report; a missing or partial report counts nothing. */
 function outcomeOf(stdout: string, ok: boolean, how: string): HotplugOutcome {
-  let report: { attached?: unknown[]; detached?: unknown[]; error?: unknown } = {};
+  let report: { attached?: unknown[]; detached?: unknown[]; error?: unknown; warned?: unknown } =
+    {};
   try {
     report = JSON.parse(stdout.trim().split("\n").pop() ?? "") as typeof report;
   } catch {
@@ -46,7 +50,10 @@ function outcomeOf(stdout: string, ok: boolean, how: string): HotplugOutcome {
   }
   const attached = Array.isArray(report.attached) ? report.attached.length : 0;
   const detached = Array.isArray(report.detached) ? report.detached.length : 0;
-  if (ok) return { ok, attached, detached };
+  const warned = Array.isArray(report.warned)
+    ? { warned: report.warned.filter((k): k is string => typeof k === "string") }
+    : {};
+  if (ok) return { ok, attached, detached, ...warned };
   const why = typeof report.error === "string" ? report.error : `plexus hotplug ended with ${how}`;
-  return { ok, attached, detached, error: why };
+  return { ok, attached, detached, error: why, ...warned };
 }

@@ -1,7 +1,8 @@
 /**
  * The commands people run on a node to see what Plexus does and why: explain, validate, doctor,
- * records, completion. Only their flags are defined here; each command's code is loaded when it
- * runs (src/ops/), never by a CNI call.
+ * records, completion; and `status`, the whole cluster's nodes from the API server. Only their
+ * flags are defined here; each command's code is loaded when it runs (src/ops/), never by a CNI
+ * call.
  */
 import type { Command } from "commander";
 import { DEFAULT_CONF_DIR } from "../config/defaults";
@@ -31,7 +32,30 @@ export function addOpsCommands(program: Command, setExit: SetExit): void {
   addDoctorCommand(program, setExit);
   addRecordsCommand(program, setExit);
   addHotplugCommand(program, setExit);
+  addStatusCommand(program, setExit);
   addCompletionCommand(program, setExit);
+}
+
+function addStatusCommand(program: Command, setExit: SetExit): void {
+  program
+    .command("status")
+    .description(
+      "the cluster's nodes from the API server: the version each runs, whether it has switched " +
+        "to Plexus, whether its Plexus pod is ready, and its pods missing networks",
+    )
+    .option("--kubeconfig <file>", "default: $KUBECONFIG, ~/.kube/config, else in-cluster")
+    .option("-n, --namespace <ns>", "where the plexus DaemonSet runs", "kube-system")
+    .option("-l, --selector <labels>", "its pods' labels", "app.kubernetes.io/name=plexus")
+    .option(
+      "--missing-networks-grace <seconds>",
+      "a pod must have run this long to count as missing networks (as the daemon's event)",
+    )
+    .option("-o, --output <format>", "text or json", "text")
+    .option("--log-level <level>", "log to stderr at this level (debug, info, …)", "panic")
+    .action(async (flags: Record<string, string | undefined>) => {
+      const { statusMain } = await import("../ops/status");
+      setExit(await statusMain(flags));
+    });
 }
 
 function addExplainCommand(program: Command, setExit: SetExit): void {
@@ -126,11 +150,15 @@ function addHotplugCommand(program: Command, setExit: SetExit): void {
       .argument("<pod>", "the running pod, NAMESPACE/NAME")
       .description(
         "attach and detach a running pod's networks as its networks annotation now asks " +
-          "(what the daemon's --hot-plug runs)",
+          "(what the daemon's --hot-plug runs; -o json prints the report the daemon reads)",
       ),
   )
     .option("--uid <uid>", "only the sandbox of the pod with this UID")
     .option("--dry-run", "only print what it would do (as plexus explain --hot-plug)")
+    .option(
+      "--sent-events <keys>",
+      "the daemon's: the Warning events its last reconcile recorded on the pod (keys), not again",
+    )
     .action(async (pod: string, flags: Record<string, string | boolean | undefined>) => {
       const { hotplugMain } = await import("../ops/hotplug");
       setExit(await hotplugMain(pod, flags as never));

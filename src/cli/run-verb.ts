@@ -14,7 +14,8 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
   const input = await readStdin(io.stdin, MAX_STDIN_BYTES);
   let decoded: { value: unknown } | { error: unknown };
   try {
-    decoded = { value: decodeJson(input, { what: "stdin config" }) };
+    // B92: inline delegates get their numbers as written; Plexus reads its own through shape.ts.
+    decoded = { value: decodeJson(input, { what: "stdin config", exactNumbers: true }) };
   } catch (error) {
     decoded = { error };
   }
@@ -46,6 +47,7 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     throw e;
   } finally {
     await deps.kube.close();
+    await deps.delegateRuns.handOff();
   }
 }
 

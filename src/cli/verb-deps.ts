@@ -8,8 +8,9 @@
 import type { PlexusConf } from "../config/plugin-conf";
 import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
 import { podDevicesLookup } from "../connect/pod-devices-lookup";
+import { delegateRunLog, type DelegateRunLog } from "../daemon/delegate-runs";
 import type { Logger } from "../log/logger";
-import { assertNetnsUsable } from "../netns/check";
+import { assertNetnsUsable, isOwnNetns } from "../netns/check";
 import type { NetnsOps } from "../netns/index";
 import type { Deps, Loaders } from "../orchestrate/deps";
 import { nodeDeps } from "../orchestrate/node-deps";
@@ -23,13 +24,15 @@ const lazyNetns: NetnsOps = {
   assertUsable: assertNetnsUsable,
   setDefaultRoutes: async (netns, routes) =>
     (await import("../netns/routes")).setDefaultRoutes(netns, routes),
+  linkExists: async (netns, name) => (await import("../netns/links")).linkExists(netns, name),
+  isOwn: isOwnNetns,
 };
 
 export function verbDeps(
   conf: PlexusConf,
   log: Logger,
   env: Readonly<Record<string, string | undefined>>,
-): Deps & { kube: KubeFactory } {
+): Deps & { kube: KubeFactory; delegateRuns: DelegateRunLog } {
   const kube = kubeFactory(conf, {
     env,
     log,
@@ -44,9 +47,13 @@ export function verbDeps(
       maxSockets: 1,
     },
   });
+  // M20: the delegates' runs, for the node daemon's metrics at the call's end (run-verb.ts).
+  const delegateRuns = delegateRunLog(conf.daemonSocket);
   return {
     ...nodeDeps(conf, log, env),
     kube,
+    observe: delegateRuns.observe,
+    delegateRuns,
     netns: lazyNetns,
     load: lazyLoaders,
     podDevices: podDevicesLookup(conf, log),

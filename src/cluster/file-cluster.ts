@@ -25,7 +25,7 @@ import {
   trimResourceClaim,
   trimResourceSlice,
 } from "./dra-objects";
-import type { KubeApi, PodEvent } from "./kube-api";
+import { eventForPeople, type KubeApi, type PodEvent } from "./kube-api";
 
 const STATUS_DIR = "status";
 const MANIFEST = /\.(ya?ml|json)$/;
@@ -106,7 +106,7 @@ export class FileCluster implements KubeApi {
     const line = {
       time: new Date().toISOString(),
       involvedObject: { kind: "Pod", ...pod },
-      ...event,
+      ...eventForPeople(event),
     };
     appendEvent(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
   }

@@ -4,6 +4,7 @@
  * without a cluster; the API server's REST protocol (kubeapi/rest-kube.ts, loaded only on the
  * paths that need it); the node daemon's caches over its socket (daemon/client.ts).
  */
+import { escapeText } from "../cni/quote";
 import type { Nad, Pod } from "../npwg/types";
 import type { ResourceClaim, ResourceSlice } from "./dra-objects";
 
@@ -12,6 +13,16 @@ export interface PodEvent {
   /** `AddedInterface`, `NoNetworkFound`, … (M9). */
   reason: string;
   message: string;
+}
+
+/**
+ * B98: the event as it leaves the process. Its message carries text from outside (a NAD's type,
+ * a delegate's error) that `kubectl describe` and `kubectl get events` print on an admin's
+ * terminal; every implementation of {@link KubeApi.recordEvent} that writes an event passes it
+ * through here, so no caller has to remember.
+ */
+export function eventForPeople(event: PodEvent): PodEvent {
+  return { ...event, reason: escapeText(event.reason), message: escapeText(event.message) };
 }
 
 export interface KubeApi {

@@ -4,7 +4,7 @@
  */
 import * as z from "./shape";
 import { CniError, Code } from "./errors";
-import { assertNoCaseCollisions, isPlainObject } from "./json";
+import { assertNoCaseCollisions, isPlainObject, numberValue } from "./json";
 import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet } from "./keys";
 import { parseWithSchema } from "./schema-error";
 import { validateNetworkName, validatePluginType } from "./validate";
@@ -90,7 +90,9 @@ export interface ParseConfOptions {
 export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList {
   const { what } = opts;
   if (!isPlainObject(value)) {
-    const kind = value === null ? "null" : Array.isArray(value) ? "a list" : typeof value;
+    // numberValue: an inline delegate written `1e2` is a number here too, not an object.
+    const kind =
+      value === null ? "null" : Array.isArray(value) ? "a list" : typeof numberValue(value);
     throw new CniError(
       Code.InvalidNetworkConfig,
       `${what}: expected a CNI config object (a .conf or a .conflist), got ${kind}`,

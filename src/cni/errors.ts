@@ -4,6 +4,7 @@
  * A `const` object plus a derived union instead of an `enum`, so the codes are plain numbers
  * on the wire and in tests.
  */
+import { escapeText } from "./quote";
 export const Code = {
   IncompatibleVersion: 1,
   UnsupportedField: 2,
@@ -65,9 +66,14 @@ export class CniError extends Error {
     return new CniError(this.code, `${prefix}: ${this.message}`, this.details, { cause: this });
   }
 
+  /**
+   * The error as the runtime reads it. B98: the runtime copies `msg` into the pod's Events, which
+   * `kubectl describe` prints: text from outside in it (a NAD's type, a delegate's own error) is
+   * escaped as every other text output is.
+   */
   toJSON(cniVersion: string): CniErrorJson {
-    const out: CniErrorJson = { cniVersion, code: this.code, msg: this.message };
-    if (this.details) out.details = this.details;
+    const out: CniErrorJson = { cniVersion, code: this.code, msg: escapeText(this.message) };
+    if (this.details) out.details = escapeText(this.details);
     return out;
   }
 }

@@ -17,6 +17,76 @@ export interface DecodeOptions {
   maxBytes?: number;
   /** Code for malformed JSON; default 6 (decode error). */
   code?: Code;
+  /**
+   * B92: for a config passed on to delegates. A number whose JavaScript text is not its JSON text
+   * (`1e2`, `-0`, `1.50`, an integer beyond 2^53) is kept as that text (`JSON.rawJSON`), which
+   * JSON.stringify writes back as it was: Go plugins parse such numbers themselves, and a float64
+   * rendering of `12345678901234567890123` fails their ADD and DEL. Such a value is no number:
+   * Plexus reads one through {@link numberValue} (shape.ts does).
+   */
+  exactNumbers?: boolean;
+}
+
+/** What `JSON.rawJSON` makes; ES2024's lib does not declare it yet. */
+interface RawJson {
+  readonly rawJSON: string;
+}
+
+const JSON_SOURCE = JSON as JSON & {
+  rawJSON(text: string): RawJson;
+  isRawJSON(value: unknown): value is RawJson;
+};
+
+/**
+ * A JSON.parse reviver: the engine passes a primitive's source text as `context.source` (both
+ * runtimes, Node and Bun, do). Numbers whose text survives the round trip stay numbers, so
+ * Plexus's own numbers and a config's usual ones are read as before.
+ */
+function keepNumberText(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== "number") return value;
+  const source = context?.source;
+  return source === undefined || source === String(value) ? value : JSON_SOURCE.rawJSON(source);
+}
+
+/**
+ * Every number of a JSON text follows `:`, `[` or `,` (and whitespace); what looks like one inside
+ * a string only makes the check say yes where the answer is no, never the reverse.
+ */
+const NUMBER_TOKEN = /[:[,]\s*(-?\d[\d.eE+-]*)/g;
+
+/** Whether some number in `text` may not be written as JavaScript writes it back. */
+function mayHaveInexactNumber(text: string): boolean {
+  for (const match of text.matchAll(NUMBER_TOKEN)) {
+    const literal = match[1]!;
+    if (String(Number(literal)) !== literal) return true;
+  }
+  return false;
+}
+
+/**
+ * JSON.parse with numbers kept as written (see `exactNumbers`); throws as JSON.parse does. The
+ * reviver costs several times the parse, so a text whose numbers all read back as written is
+ * parsed without it. A document that is a lone number is no config: it stays a number, for the
+ * caller's message.
+ */
+export function parseExactJson(text: string): unknown {
+  if (!mayHaveInexactNumber(text)) return JSON.parse(text);
+  return numberValue(JSON.parse(text, keepNumberText));
+}
+
+/** A number kept as written (`exactNumbers`) as the number it denotes; any other value as it is. */
+export function numberValue(value: unknown): unknown {
+  return JSON_SOURCE.isRawJSON(value) ? Number(value.rawJSON) : value;
+}
+
+/**
+ * A deep copy of decoded JSON. A number kept as written is shared, not copied: it is frozen, and
+ * structuredClone refuses it.
+ */
+export function copyJson<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copyJson(v)])) as T;
 }
 
 export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unknown {
@@ -33,8 +103,11 @@ export function decodeJson(input: string | Uint8Array, opts: DecodeOptions): unk
   if (text.trim() === "") throw new CniError(code, `${opts.what} is empty; expected a JSON object`);
   let value: unknown;
   try {
-    value = JSON.parse(text);
-  } catch {
+    value = opts.exactNumbers ? parseExactJson(text) : JSON.parse(text);
+  } catch (err) {
+    // A reviver recurses: input nested thousands deep overflows the stack (valid JSON, too deep).
+    if (err instanceof RangeError)
+      throw new CniError(code, `${opts.what} is nested more than ${MAX_JSON_DEPTH} levels deep`);
     // The engine's message quotes the input: the position and what was expected say enough.
     throw new CniError(code, `${opts.what} is not valid JSON ${describeJsonSyntaxError(text)}`);
   }
@@ -51,7 +124,7 @@ function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code)
   ];
   while (stack.length) {
     const { v, depth, path } = stack.pop()!;
-    if (v === null || typeof v !== "object") continue;
+    if (v === null || typeof v !== "object" || JSON_SOURCE.isRawJSON(v)) continue;
     if (depth >= MAX_JSON_DEPTH) {
       throw new CniError(
         depthCode,
@@ -74,8 +147,14 @@ function checkShape(root: unknown, what: string, depthCode: Code, keyCode: Code)
   }
 }
 
+/** A JSON object: not null, a list, or a number kept as written (`exactNumbers`). */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    !JSON_SOURCE.isRawJSON(value)
+  );
 }
 
 /**

@@ -8,6 +8,8 @@
  * Only what these configs need: strings, booleans, numbers with bounds, literals, arrays, records
  * and objects that keep the keys they do not name (a plugin's own keys pass through).
  */
+import { isPlainObject, numberValue } from "./json";
+
 type KeyPath = readonly (string | number)[];
 
 export interface Problem {
@@ -74,9 +76,13 @@ export interface NumberBounds {
   max?: number;
 }
 
-/** A finite number within `bounds`. */
+/**
+ * A finite number within `bounds`; one kept as written (json.ts `exactNumbers`: `1e2` in a
+ * config decoded for its delegates) is checked, and returned, as the number it denotes.
+ */
 export function number(bounds: NumberBounds = {}): Shape<number> {
-  return (value, path, problems) => {
+  return (input, path, problems) => {
+    const value = numberValue(input);
     const fail = (message: string) => problems.push({ path, message });
     if (typeof value !== "number" || !Number.isFinite(value)) fail(`expected a number`);
     else if (bounds.int && !Number.isSafeInteger(value)) fail("expected a whole number");
@@ -143,13 +149,10 @@ export function array<T>(item: Shape<T>, options: ArrayOptions = {}): Shape<T[]>
   };
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
 /** An object whose values all fit `value` (JSON keys are strings already). */
 export function record<T>(value: Shape<T>): Shape<Record<string, T>> {
   return (input, path, problems) => {
-    if (!isObject(input)) {
+    if (!isPlainObject(input)) {
       problems.push({ path, message: `expected an object` });
       return input as Record<string, T>;
     }
@@ -166,7 +169,7 @@ export function record<T>(value: Shape<T>): Shape<Record<string, T>> {
 export function object<M extends ShapeMap>(keys: M): ObjectShape<M> {
   const entries = Object.entries(keys);
   const check = ((input, path, problems) => {
-    if (!isObject(input)) {
+    if (!isPlainObject(input)) {
       problems.push({ path, message: `expected an object` });
       return input;
     }

@@ -33,6 +33,8 @@ const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
  * which containerd and CRI-O run the plugin, so Plexus fails and rolls back before it is killed.
  */
 const DEFAULT_CALL_TIMEOUT_SECONDS = 90;
+/** A whole STATUS: the runtime asks again every few seconds, so an answer must come sooner. */
+const DEFAULT_STATUS_TIMEOUT_SECONDS = 5;
 /** An hour of retries by later calls and GC before a failed DEL's record is abandoned. */
 const DEFAULT_FAILED_DEL_RETRY_SECONDS = 3600;
 /** Real conflists have a handful of plugins; 16 leaves room and bounds a tenant's NAD. */
@@ -83,9 +85,11 @@ const schema = z.object({
   maxDelegateCalls: z.optional(z.number({ int: true, positive: true, max: 100_000 })),
   addTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
   delTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
+  statusTimeoutSeconds: z.optional(z.number({ positive: true, max: 3600 })),
   failedDelRetrySeconds: z.optional(z.number({ nonnegative: true, max: 7 * 86400 })),
   allowedPluginTypes: z.optional(z.array(z.string())),
   allowUnallocatedDeviceIDs: z.optional(z.boolean()),
+  allowHostPorts: z.optional(z.boolean()),
   daemonSocket: z.optional(z.string()),
   daemonTimeoutMilliseconds: z.optional(z.number({ positive: true, max: 60_000 })),
   podResourcesSocket: z.optional(z.string({ nonEmpty: true })),
@@ -147,6 +151,8 @@ export interface PlexusConf {
   addTimeoutMs: number;
   /** The whole DEL's deadline for its delegates. */
   delTimeoutMs: number;
+  /** The whole STATUS's deadline for its delegates; what it leaves unchecked fails with 11. */
+  statusTimeoutMs: number;
   /**
    * How long housekeeping retries the record of a container whose DEL failed (the daemon's
    * timer, GC, later DELs without the daemon) before it is abandoned; orchestrate/pending.ts.
@@ -159,6 +165,11 @@ export interface PlexusConf {
    * whose NAD has no resourceName (hardware no allocation backs); npwg/isolation.ts.
    */
   allowUnallocatedDeviceIDs: boolean;
+  /**
+   * Under namespaceIsolation, a pod's selection may still ask for a `hostPort` in its
+   * `portMappings` (src/gate/policy.ts); without isolation host ports are always passed on.
+   */
+  allowHostPorts: boolean;
   /** The node daemon's unix socket (daemon mode); "" turns the daemon off. */
   daemonSocket: string;
   /** How long one request to the daemon may take before the API is asked directly. */
@@ -238,6 +249,7 @@ function buildPlexusConf(
   const c = parseWithSchema(schema, canonical, "stdin config");
   const name = validateNetworkName(c.name, "stdin config");
   assertLogLevel(c.logLevel);
+  assertAbsolutePaths(c, name);
   const delegates = (c.delegates ?? []).map((d, i) =>
     parseConfList(d, { what: `stdin config delegates[${i}]`, defaultVersion: cniVersion }),
   );
@@ -260,6 +272,7 @@ function buildPlexusConf(
     multusNamespace: c.multusNamespace ?? "kube-system",
     namespaceIsolation: c.namespaceIsolation ?? false,
     allowUnallocatedDeviceIDs: c.allowUnallocatedDeviceIDs ?? false,
+    allowHostPorts: c.allowHostPorts ?? false,
     globalNamespaces: splitList(c.globalNamespaces),
     logToStderr: c.logToStderr ?? true,
     capabilities: c.capabilities ?? {},
@@ -273,8 +286,7 @@ function buildPlexusConf(
     maxNetworks: c.maxNetworks ?? 32,
     maxPluginsPerNetwork: c.maxPluginsPerNetwork ?? DEFAULT_MAX_PLUGINS_PER_NETWORK,
     maxDelegateCalls: c.maxDelegateCalls ?? DEFAULT_MAX_DELEGATE_CALLS,
-    addTimeoutMs: (c.addTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
-    delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
+    ...callTimeouts(c),
     failedDelRetryMs: (c.failedDelRetrySeconds ?? DEFAULT_FAILED_DEL_RETRY_SECONDS) * 1000,
     daemonSocket: c.daemonSocket ?? DEFAULT_DAEMON_SOCKET,
     daemonTimeoutMs: c.daemonTimeoutMilliseconds ?? DEFAULT_DAEMON_TIMEOUT_MS,
@@ -286,6 +298,19 @@ function buildPlexusConf(
   };
   setOptionalKeys(conf, c);
   return conf;
+}
+
+/** The deadlines of a whole verb's delegates: ADD, DEL (and a rollback), STATUS. */
+function callTimeouts(c: {
+  addTimeoutSeconds?: number | undefined;
+  delTimeoutSeconds?: number | undefined;
+  statusTimeoutSeconds?: number | undefined;
+}): Pick<PlexusConf, "addTimeoutMs" | "delTimeoutMs" | "statusTimeoutMs"> {
+  return {
+    addTimeoutMs: (c.addTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
+    delTimeoutMs: (c.delTimeoutSeconds ?? DEFAULT_CALL_TIMEOUT_SECONDS) * 1000,
+    statusTimeoutMs: (c.statusTimeoutSeconds ?? DEFAULT_STATUS_TIMEOUT_SECONDS) * 1000,
+  };
 }
 
 const LOG_OPTION_KEYS = new KeySet(["maxAge", "maxSize", "maxBackups", "compress"]);
@@ -345,6 +370,44 @@ function assertNotConflist(value: Record<string, unknown>): void {
         : ', and this list has no plugin of type "plexus"'
     }`,
   );
+}
+
+/**
+ * Every key that holds a path: what Plexus writes (records and results, the log, device-info),
+ * what it reads back (Multus's cache, manifests, configs, credentials) and the sockets it dials.
+ * `clusterNetwork` and `defaultNetworks` are left out: a value without a leading "/" is a name.
+ */
+const PATH_KEYS = [
+  "cniDir",
+  "multusCacheDir",
+  "logFile",
+  "deviceInfoDir",
+  "fileClusterDir",
+  "confDir",
+  "binDir",
+  "kubeconfig",
+  "readinessindicatorfile",
+  "daemonSocket",
+  "podResourcesSocket",
+] as const;
+
+/**
+ * B91: an ADD and the DEL of the same container may run with different working directories, so
+ * a relative path would put one container's state in two places (and a read would find another
+ * file); refused before anything is written. Multus takes such paths as they are: the difference
+ * is in docs/configuration.md. `""` stays allowed where it means "unset" or "off".
+ */
+function assertAbsolutePaths(decoded: z.Infer<typeof schema>, network: string): void {
+  for (const key of PATH_KEYS) {
+    const value = decoded[key];
+    if (value === undefined || value === "" || value.startsWith("/")) continue;
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `stdin config (network ${network}): key "${key}" is ${JSON.stringify(value)}, a relative ` +
+        "path; expected an absolute path (starting with /): ADD and DEL may run in different " +
+        "working directories",
+    );
+  }
 }
 
 function assertLogLevel(level: string | undefined): void {

@@ -3,7 +3,9 @@
  * its unix socket, and falls back to the direct API client (thin mode) — for this call and the
  * rest of this CNI call — as soon as the daemon is missing, refusing, slow (past `timeoutMs`),
  * answering garbage or failing on its side. The fallback is logged. Answers the daemon gives
- * with authority (no such pod, a bad name) are returned as they are, without a second opinion.
+ * with authority (no such pod, a bad name) are returned as they are, without a second opinion;
+ * only a status write refused for a pod the daemon served unchecked (the runtime passed no
+ * K8S_POD_UID) is reworded, to name that pod as replaced rather than the runtime's UID.
  *
  * A DEL never gets here when the record has its attachments (M7): it needs no Kubernetes at all.
  */
@@ -44,6 +46,11 @@ export class DaemonKube implements KubeApi {
   private fellBack: string | undefined;
   private daemonRequests = 0;
   private directKube: KubeApi | undefined;
+  /**
+   * Pods the daemon served to a read without the runtime's K8S_POD_UID (`namespace/name` → the
+   * served UID): nothing checked that copy, so a write it guards may find the pod replaced.
+   */
+  private readonly unchecked = new Map<string, { uid: string; source: string }>();
 
   constructor(options: DaemonKubeOptions) {
     this.o = options;
@@ -73,6 +80,10 @@ export class DaemonKube implements KubeApi {
       query: uid ? { uid } : {},
       trim: trimPod,
       direct: (k) => k.getPod(namespace, name),
+      served: (pod, source) => {
+        if (uid || !pod.metadata.uid) return;
+        this.unchecked.set(`${namespace}/${name}`, { uid: pod.metadata.uid, source });
+      },
     });
   }
 
@@ -151,6 +162,32 @@ export class DaemonKube implements KubeApi {
         );
       },
       (k) => k.setNetworkStatus(pod, statusJson),
+    ).catch((err: unknown) => {
+      throw this.replacedPodError(err, pod);
+    });
+  }
+
+  /**
+   * A write refused as for a gone or recreated pod (3), guarded by the UID of a pod the daemon
+   * served without the runtime's K8S_POD_UID: the API server's message would blame the runtime's
+   * UID, but that UID was the daemon's copy, and it is that pod which was replaced.
+   */
+  private replacedPodError(
+    err: unknown,
+    pod: { namespace: string; name: string; uid?: string },
+  ): unknown {
+    const served = this.unchecked.get(`${pod.namespace}/${pod.name}`);
+    if (!(err instanceof CniError) || err.code !== Code.UnknownContainer) return err;
+    if (!served || served.uid !== pod.uid) return err;
+    const from = served.source === "cache" ? "from its cache" : "read from the API server";
+    return new CniError(
+      Code.UnknownContainer,
+      `write network-status of pod ${pod.namespace}/${pod.name}: the pod the plexus daemon ` +
+        `served this ADD (UID ${served.uid}, ${from}) was deleted, or replaced by a new pod of ` +
+        `that name, before its network-status was written, so the API server refused the write ` +
+        `guarded by that UID (the runtime passed no K8S_POD_UID to check the daemon's copy by)`,
+      err.details,
+      { cause: err },
     );
   }
 
@@ -192,6 +229,7 @@ export class DaemonKube implements KubeApi {
             : undefined;
         if (!obj || obj.metadata.name !== read.ref.name)
           throw new DaemonUnavailable(`the daemon answered a ${noun} request without a ${noun}`);
+        read.served?.(obj, typeof r.source === "string" ? r.source : "unknown");
         return obj as R;
       },
       read.direct,
@@ -280,6 +318,8 @@ interface DaemonRead<T extends Named, R> {
   trim: (raw: Record<string, unknown>, fallbackNamespace: string) => T | undefined;
   /** The same read from the API server, after a fallback. */
   direct: (kube: KubeApi) => Promise<R>;
+  /** The object as the daemon served it, and the answer's `source` ("cache" or "api"). */
+  served?: (obj: T, source: string) => void;
 }
 
 function directOnly<F>(member: F | undefined, what: string): F {

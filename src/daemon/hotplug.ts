@@ -6,10 +6,16 @@
  * it), retried with backoff when it fails (an API or delegate failure), at most `maxAttempts`
  * times per edit. The reconcile itself takes the container lock, so it never races the
  * runtime's ADD or DEL, and leaves a pod without a sandbox alone.
+ *
+ * The node's limiter (watch/limiter.ts, `--hot-plug-concurrency`) bounds the reconciles of all
+ * pods at once: many pods edited together wait their turn instead of each starting a process. A
+ * failing edit records its Warning event once: each reconcile is told the events the last one
+ * recorded for the pod (their keys), and the same event is not recorded again; a different one is.
  */
 import type { Logger } from "../log/logger";
 import { dns1123LabelProblem } from "../npwg/dns1123";
 import { NETWORKS_ANNOTATION, type Pod } from "../npwg/types";
+import type { Limiter } from "../watch/limiter";
 import { missingNetworks } from "./missing-networks";
 
 /** What one reconcile did; `ok: false` is retried. */
@@ -18,6 +24,11 @@ export interface HotplugOutcome {
   attached: number;
   detached: number;
   error?: string;
+  /**
+   * The keys of the Warning events this reconcile recorded or left out as already recorded
+   * (undefined: it could not say, the pod's last ones are kept).
+   */
+  warned?: string[] | undefined;
 }
 
 interface HotplugTarget {
@@ -25,6 +36,8 @@ interface HotplugTarget {
   name: string;
   uid: string;
   log: Logger;
+  /** The Warning events the pod's last reconcile recorded (keys): not to be recorded again. */
+  sentEvents: readonly string[];
 }
 
 export type HotplugPass = (o: HotplugTarget) => Promise<HotplugOutcome>;
@@ -47,6 +60,8 @@ export interface HotplugOptions {
   /** Reconciles of one edit, the first included, before it waits for the next edit. */
   maxAttempts?: number;
   metrics?: { hotplugReconciled(o: HotplugTally): void };
+  /** The node's limit on reconciles at a time (shared with the daemon's other background work). */
+  limiter?: Limiter | undefined;
 }
 
 interface PodState {
@@ -62,6 +77,8 @@ interface PodState {
   attempt: number;
   /** When the edit being reconciled was first seen (the latency metric). */
   since: number;
+  /** The keys of the Warning events the last reconcile recorded on the pod. */
+  sent: string[];
 }
 
 const annotationOf = (pod: Pod) => pod.metadata.annotations?.[NETWORKS_ANNOTATION] ?? "";
@@ -89,7 +106,8 @@ export class HotplugReconciler {
       // First sight (the daemon's start, a new pod): its sandbox's ADD reads the annotation as it
       // is; a Running pod that lacks a network it asks for was edited while no daemon watched.
       const since = Date.now();
-      const s: PodState = { namespace, name, uid, wanted: value, dirty: false, attempt: 0, since };
+      const fresh = { dirty: false, attempt: 0, since, sent: [] };
+      const s: PodState = { namespace, name, uid, wanted: value, ...fresh };
       this.pods.set(key, s);
       if (missingNetworks(pod)) this.schedule(s, this.debounceMs);
       return;
@@ -122,12 +140,20 @@ export class HotplugReconciler {
     const { namespace, name, uid } = state;
     const log = this.options.log.child({ component: "hotplug", pod: `${namespace}/${name}` });
     const attempt = ++state.attempt;
-    state.running = this.options
-      .pass({ namespace, name, uid, log })
+    const pass = async (): Promise<HotplugOutcome | undefined> => {
+      // What was edited before this reconcile starts, it reads: no other one after it for that.
+      state.dirty = false;
+      if (this.stopped) return undefined;
+      return this.options.pass({ namespace, name, uid, log, sentEvents: state.sent });
+    };
+    const limiter = this.options.limiter;
+    state.running = (limiter ? limiter.run(pass) : pass())
       .catch((err: unknown): HotplugOutcome => {
         return { ok: false, attached: 0, detached: 0, error: String(err) };
       })
-      .then((outcome) => this.settle(state, outcome, { attempt, log }))
+      .then((outcome) => {
+        if (outcome) this.settle(state, outcome, { attempt, log });
+      })
       .finally(() => {
         state.running = undefined;
         if (state.dirty && this.pods.get(`${namespace}/${name}/${uid}`) === state) {
@@ -145,6 +171,7 @@ export class HotplugReconciler {
   ) {
     const seconds = (Date.now() - state.since) / 1000;
     const { attached, detached } = outcome;
+    if (outcome.warned) state.sent = outcome.warned;
     this.options.metrics?.hotplugReconciled({ attached, detached, failed: !outcome.ok, seconds });
     if (outcome.ok) {
       if (attached || detached)
@@ -193,4 +220,21 @@ export function parseNamespaces(value: string | undefined): ReadonlySet<string> 
     throw new Error(`${flag}: expected namespace names separated by commas, e.g. app,vms`);
   }
   return new Set(names);
+}
+
+/** Reconciles at a time on a node unless `--hot-plug-concurrency` says otherwise. */
+const DEFAULT_CONCURRENCY = 4;
+/** More would be no limit: each reconcile is a process with the delegates under it. */
+const MAX_CONCURRENCY = 64;
+
+/** `--hot-plug-concurrency N`: the node's reconciles at a time, a whole number from 1 to 64. */
+export function parseConcurrency(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_CONCURRENCY;
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || n < 1 || n > MAX_CONCURRENCY)
+    throw new Error(
+      `--hot-plug-concurrency ${JSON.stringify(value)}: expected a whole number from 1 to ` +
+        `${MAX_CONCURRENCY}, e.g. ${DEFAULT_CONCURRENCY}`,
+    );
+  return n;
 }

@@ -11,13 +11,16 @@ import { isIP } from "node:net";
 import { hostname } from "node:os";
 import {
   DAEMON_DEFAULT_SECONDS,
+  DEFAULT_CONF_DIR,
   DEFAULT_DAEMON_SOCKET,
   DEFAULT_POD_RESOURCES_SOCKET,
 } from "../config/defaults";
+import { readRuntimeConfig } from "../install/config-state";
 import { kubeletDevices } from "../kubelet/pod-devices";
 import { loadKubeApi } from "../kubeapi/index";
 import { createLogger, type Logger } from "../log/logger";
-import { HotplugReconciler, parseNamespaces, type HotplugPass } from "./hotplug";
+import { Limiter } from "../watch/limiter";
+import { HotplugReconciler, parseConcurrency, parseNamespaces, type HotplugPass } from "./hotplug";
 import { MissingNetworksDetector } from "./missing-networks";
 import { startDaemonServer } from "./server";
 import { ExitCode } from "../config/exit-codes";
@@ -41,6 +44,10 @@ export interface DaemonFlags {
   hotPlug?: boolean | string | undefined;
   /** Comma-separated namespaces hot-plug is limited to (unset: all). */
   hotPlugNamespaces?: string | undefined;
+  /** Hot-plug reconciles (and ResourceClaim reads ahead) at a time on the node (default 4). */
+  hotPlugConcurrency?: string | undefined;
+  /** The node's CNI conf dir as mounted here: whose config the runtime runs (the metrics). */
+  cniConfDir?: string | undefined;
 }
 
 /**
@@ -83,6 +90,8 @@ export interface DaemonSettings {
   housekeepingIntervalMs: number;
   hotPlug: boolean;
   hotPlugNamespaces: ReadonlySet<string> | undefined;
+  hotPlugConcurrency: number;
+  confDir: string;
 }
 
 /** A flag in seconds: a finite number above 0 (`abc` would make every timeout NaN, that is none). */
@@ -125,6 +134,8 @@ export function resolveDaemonFlags(
     housekeepingIntervalMs: housekeepingMs(flags.housekeepingInterval),
     hotPlug: flags.hotPlug === true || flags.hotPlug === "true",
     hotPlugNamespaces: parseNamespaces(flags.hotPlugNamespaces),
+    hotPlugConcurrency: parseConcurrency(flags.hotPlugConcurrency),
+    confDir: flags.cniConfDir || DEFAULT_CONF_DIR,
   };
 }
 
@@ -191,7 +202,9 @@ async function buildServices(settings: DaemonSettings, api: ApiClient, log: Logg
   const caches = new WatchCaches(watchOptions);
   const getClaim = api.getResourceClaim?.bind(api);
   if (!getClaim) throw new Error("the daemon's API client cannot read ResourceClaims");
-  const dra = new DraCaches({ ...watchOptions, getClaim });
+  // One limiter of the node's background work: hot-plug reconciles and claim reads ahead.
+  const limiter = new Limiter(settings.hotPlugConcurrency);
+  const dra = new DraCaches({ ...watchOptions, getClaim, limiter });
   caches.onPodEvent((event, pod) => dra.podEvent(event, pod));
   const detector = new MissingNetworksDetector({
     pods: () => caches.listPods(),
@@ -205,8 +218,9 @@ async function buildServices(settings: DaemonSettings, api: ApiClient, log: Logg
     draStats: () => dra.stats(),
     apiRequests: () => api.requestCount ?? 0,
     podsMissingNetworks: () => detector.flagged,
+    nodeConfigState: () => readRuntimeConfig(settings.confDir).state,
   });
-  return { caches, dra, detector, metrics };
+  return { caches, dra, detector, metrics, limiter };
 }
 
 /** M10: one channel to kubelet for the daemon's life, opened on the first query ("" turns it off). */
@@ -266,7 +280,10 @@ type Services = Awaited<ReturnType<typeof buildServices>>;
 /** With --hot-plug: the reconciler, fed by the pod watch (registered before the caches start). */
 function startHotplug(
   settings: DaemonSettings,
-  services: Pick<Services, "caches" | "metrics"> & { pass: HotplugPass | undefined; log: Logger },
+  services: Pick<Services, "caches" | "metrics" | "limiter"> & {
+    pass: HotplugPass | undefined;
+    log: Logger;
+  },
 ): HotplugReconciler | undefined {
   if (!settings.hotPlug || !services.pass) return undefined;
   const reconciler = new HotplugReconciler({
@@ -274,10 +291,14 @@ function startHotplug(
     log: services.log,
     namespaces: settings.hotPlugNamespaces,
     metrics: services.metrics,
+    limiter: services.limiter,
   });
   services.caches.onPodEvent((how, pod) => reconciler.observe(pod, how));
   services.log.info(
-    { namespaces: settings.hotPlugNamespaces ? [...settings.hotPlugNamespaces] : "all" },
+    {
+      namespaces: settings.hotPlugNamespaces ? [...settings.hotPlugNamespaces] : "all",
+      concurrency: settings.hotPlugConcurrency,
+    },
     "hot-plug on",
   );
   return reconciler;
@@ -313,7 +334,7 @@ export async function startDaemon(
 ): Promise<RunningDaemon> {
   const s = resolveDaemonFlags(flags, env);
   const api = await connectApi(s, env, log);
-  const { caches, dra, detector, metrics } = await buildServices(s, api, log);
+  const { caches, dra, detector, metrics, limiter } = await buildServices(s, api, log);
   const kubelet = podDevicesChannel(s.podResourcesSocket);
   let server: Awaited<ReturnType<typeof startDaemonServer>>;
   try {
@@ -331,7 +352,7 @@ export async function startDaemon(
     await api.close();
     throw err;
   }
-  const reconciler = startHotplug(s, { pass: hotplug, caches, metrics, log });
+  const reconciler = startHotplug(s, { pass: hotplug, caches, metrics, limiter, log });
   void dra.start();
   void caches
     .start()

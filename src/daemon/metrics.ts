@@ -5,7 +5,11 @@
  * has always exposed; values the watch caches keep are read at scrape time.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Code } from "../cni/errors";
+import { COMMIT, VERSION } from "../config/build-info";
+import { CONFIG_STATES, type ConfigState } from "../install/config-state";
 import type { CacheStats } from "../watch/watch-cache";
+import type { DelegateRun } from "../libcni/conflist";
 import type { HotplugTally } from "./hotplug";
 
 /** What the daemon reads at scrape time. */
@@ -17,7 +21,23 @@ export interface ScrapeSources {
   apiRequests(): number;
   /** Pods of this node that are Running without a network their annotation asks for. */
   podsMissingNetworks(): number;
+  /** Whose config the node's runtime runs (install/config-state.ts), read from the conf dir. */
+  nodeConfigState?(): ConfigState;
 }
+
+/** Distinct event reasons counted by name; past this many, or an odd one, counts as "Other". */
+const MAX_EVENT_REASONS = 32;
+const EVENT_REASON = /^[A-Za-z][A-Za-z0-9]{0,63}$/;
+
+/**
+ * M20: plugin types are the names tenants write in their NADs. Only delegates that ran are
+ * reported (their binary is on the node), and past this many distinct names, or for an odd one,
+ * a run counts as "other": the series stay bounded whatever the NADs say.
+ */
+const MAX_PLUGIN_TYPES = 64;
+const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$/;
+/** The result label: "success", a CNI code (the spec's and Plexus's own) or "other". */
+const KNOWN_CODES: ReadonlySet<number> = new Set(Object.values(Code));
 
 type Kinds = "restarts" | "lists" | "errors";
 
@@ -55,6 +75,15 @@ export class DaemonMetrics {
     labelNames: ["change"],
     registers: [this.registry],
   });
+  private readonly events = new Counter({
+    name: "plexus_daemon_events_total",
+    help:
+      "Events the node's CNI calls and housekeeping sent through the daemon, by type and reason " +
+      "(TeardownAbandoned: a failed DEL's record given up).",
+    labelNames: ["type", "reason"],
+    registers: [this.registry],
+  });
+  private readonly eventReasons = new Set<string>();
   private readonly hotplugDurations = new Histogram({
     name: "plexus_hotplug_reconcile_duration_seconds",
     help: "Time of one hot-plug reconcile, from the annotation change seen to its end.",
@@ -62,11 +91,29 @@ export class DaemonMetrics {
     registers: [this.registry],
   });
 
+  private readonly delegateRuns = new Counter({
+    name: "plexus_delegate_executions_total",
+    help:
+      "Delegate plugin runs of the node's CNI calls and the daemon's passes, by plugin type, " +
+      'verb and result ("success", or the CNI error code the run failed with).',
+    labelNames: ["plugin_type", "verb", "result"],
+    registers: [this.registry],
+  });
+  private readonly delegateDurations = new Histogram({
+    name: "plexus_delegate_duration_seconds",
+    help: "Time of one delegate plugin run, by plugin type and verb.",
+    labelNames: ["plugin_type", "verb"],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  private readonly pluginTypes = new Set<string>();
+
   constructor(sources: ScrapeSources, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     cacheSeries(sources, registers);
     watchSeries(sources, registers);
     daemonSeries(sources, registers);
+    nodeSeries(sources, registers);
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
@@ -76,6 +123,28 @@ export class DaemonMetrics {
     if (tally.detached) this.hotplugChanges.inc({ change: "detach" }, tally.detached);
     if (tally.failed) this.hotplugChanges.inc({ change: "failure" });
     this.hotplugDurations.observe(tally.seconds);
+  }
+
+  /** An event relayed for a CNI call (POST /v1/event); its reason as a label, bounded. */
+  eventRelayed(type: "Normal" | "Warning", reason: string): void {
+    const known =
+      EVENT_REASON.test(reason) &&
+      (this.eventReasons.has(reason) || this.eventReasons.size < MAX_EVENT_REASONS);
+    if (known) this.eventReasons.add(reason);
+    this.events.inc({ type, reason: known ? reason : "Other" });
+  }
+
+  /** M20: one delegate run a CNI call or a pass handed over (POST /v1/delegate-runs). */
+  delegateRan(run: DelegateRun): void {
+    const known =
+      PLUGIN_TYPE.test(run.pluginType) &&
+      (this.pluginTypes.has(run.pluginType) || this.pluginTypes.size < MAX_PLUGIN_TYPES);
+    if (known) this.pluginTypes.add(run.pluginType);
+    const labels = { plugin_type: known ? run.pluginType : "other", verb: run.verb };
+    const result =
+      run.result === "success" || KNOWN_CODES.has(run.result) ? String(run.result) : "other";
+    this.delegateRuns.inc({ ...labels, result });
+    this.delegateDurations.observe(labels, run.durationMs / 1000);
   }
 
   cacheLookup(kind: "pod" | "nad" | "resourceclaim", result: "hit" | "miss" | "stale"): void {
@@ -181,6 +250,36 @@ function daemonSeries(sources: ScrapeSources, registers: Registry[]): void {
     registers,
     collect() {
       this.set(sources.podsMissingNetworks());
+    },
+  });
+}
+
+/** What runs on the node: this build, and whose config the runtime runs (switched or not). */
+function nodeSeries(sources: ScrapeSources, registers: Registry[]): void {
+  new Gauge({
+    name: "plexus_build_info",
+    help: "1, labelled with the version and the commit of the running Plexus build.",
+    labelNames: ["version", "commit"],
+    registers,
+  }).set({ version: VERSION, commit: COMMIT }, 1);
+  const read = sources.nodeConfigState?.bind(sources);
+  if (!read) return;
+  new Gauge({
+    name: "plexus_node_config_state",
+    help:
+      "Whose config the node's runtime runs (the first in the CNI conf dir): 1 for the state " +
+      'it is in; "plexus" when the node has switched.',
+    labelNames: ["state"],
+    registers,
+    collect() {
+      let now: ConfigState | undefined;
+      try {
+        now = read();
+      } catch {
+        // Unreadable now: every state 0 (unknown) rather than a failed scrape.
+        now = undefined;
+      }
+      for (const state of CONFIG_STATES) this.set({ state }, state === now ? 1 : 0);
     },
   });
 }

@@ -2,8 +2,8 @@
  * `plexus daemon`'s HTTP API on a unix socket (0600, root only; protocol.ts): pods and NADs from
  * the watch caches, a live read through the API when the cache misses (a pod created just before
  * its ADD, a recreated pod whose UID the cache does not have yet, a NAD created a moment ago:
- * never a stale "not found"), network-status writes and events over one keep-alive client, and
- * /healthz, /readyz, /metrics. With `healthAddress`, a second, plain-HTTP TCP listener serves only
+ * never a stale "not found"), network-status writes and events over one keep-alive client, the
+ * delegate runs CNI calls hand over (M20), and /healthz, /readyz, /metrics. With `healthAddress`, a second, plain-HTTP TCP listener serves only
  * those three read-only routes (kubelet probes, Prometheus); /v1/* stays on the root-only socket.
  */
 import {
@@ -19,8 +19,10 @@ import {
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { dirname, join } from "node:path";
+import { COMMANDS } from "../cni/env";
 import { CniError, Code, isCniError } from "../cni/errors";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import type { DelegateRun } from "../libcni/conflist";
 import type { CacheStats } from "../watch/watch-cache";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
@@ -268,7 +270,7 @@ function postNetworkStatus({ api }: RouterDeps): Route {
  * POST /v1/event: accepted at once and written in the background, as client-go's event recorder
  * does: the CNI call waits only for its status write. A failure is logged here.
  */
-function postEvent({ api, log }: RouterDeps): Route {
+function postEvent({ api, log, metrics }: RouterDeps): Route {
   return async (req) => {
     const b = await readBody(req);
     const e = b.event as Partial<PodEvent> | undefined;
@@ -285,6 +287,7 @@ function postEvent({ api, log }: RouterDeps): Route {
     }
     const uid = str(b, "uid", false);
     const pod = { namespace: str(b, "namespace")!, name: str(b, "name")!, ...(uid ? { uid } : {}) };
+    metrics.eventRelayed(e.type, e.reason);
     void api
       .recordEvent(pod, { type: e.type, reason: e.reason, message: e.message })
       .catch((err: unknown) => {
@@ -298,6 +301,42 @@ function postEvent({ api, log }: RouterDeps): Route {
         );
       });
     return [200, { ok: true }];
+  };
+}
+
+/** A delegate's run lasting longer is no run Plexus made (delegateTimeoutSeconds is far less). */
+const MAX_RUN_MS = 24 * 3600 * 1000;
+const VERBS: ReadonlySet<string> = new Set(COMMANDS);
+
+/** One run of a POST /v1/delegate-runs body, checked field by field; undefined: not one. */
+function delegateRunOf(raw: unknown): DelegateRun | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const { pluginType, verb, durationMs, result } = raw as Record<string, unknown>;
+  if (typeof pluginType !== "string" || typeof verb !== "string" || !VERBS.has(verb))
+    return undefined;
+  if (typeof durationMs !== "number" || !(durationMs >= 0 && durationMs <= MAX_RUN_MS))
+    return undefined;
+  if (result !== "success" && !Number.isInteger(result)) return undefined;
+  return { pluginType, verb: verb as DelegateRun["verb"], durationMs, result: result as number };
+}
+
+/**
+ * POST /v1/delegate-runs (M20): the delegate runs of a CNI call or a pass, counted. The caller
+ * has closed its side already (it never reads the answer); an entry that is not a run is skipped.
+ */
+function postDelegateRuns({ metrics }: RouterDeps): Route {
+  return async (req) => {
+    const b = await readBody(req);
+    if (!Array.isArray(b.runs))
+      throw new CniError(Code.InvalidNetworkConfig, 'daemon request: "runs" must be an array');
+    let counted = 0;
+    for (const raw of b.runs) {
+      const run = delegateRunOf(raw);
+      if (!run) continue;
+      metrics.delegateRan(run);
+      counted++;
+    }
+    return [200, { ok: true, counted }];
   };
 }
 
@@ -333,6 +372,7 @@ function router(deps: RouterDeps): Route {
     [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(deps),
     [`POST ${DAEMON_API.event}`]: postEvent(deps),
     [`GET ${DAEMON_API.podDevices}`]: getPodDevices(deps),
+    [`POST ${DAEMON_API.delegateRuns}`]: postDelegateRuns(deps),
     [`GET ${DAEMON_API.resourceClaim}`]: getResourceClaimRoute(deps),
     [`GET ${DAEMON_API.resourceSlices}`]: getResourceSlicesRoute(deps),
     [`GET ${DAEMON_API.metrics}`]: async () => [200, await metrics.render(), metrics.contentType],

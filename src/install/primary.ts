@@ -7,13 +7,18 @@
  * Plexus replaces Multus, never wraps it; see take-over.ts) and hidden files, where atomic writers
  * (Plexus included) keep their temp files (B49).
  */
-import { readdirSync } from "node:fs";
+import { type Dirent, lstatSync, readdirSync } from "node:fs";
 import { readSharedFile } from "../store/shared-file";
 import { basename, join } from "node:path";
 import { parseConfList, type ConfList } from "../cni/conf";
 import { isPlainObject } from "../cni/json";
 import { getKeyFold } from "../cni/keys";
-import { firstConfigFile, MAX_CONF_FILE_BYTES, type ConfFile } from "../npwg/conf-dir";
+import {
+  firstConfigFile,
+  isConfigFileName,
+  MAX_CONF_FILE_BYTES,
+  type ConfFile,
+} from "../npwg/conf-dir";
 import { conflistUnknownKeys, type UnknownKey } from "../config/unknown-keys";
 import { PLEXUS_CONF_NAME } from "./options";
 import { isMultusConfig } from "./multus-config";
@@ -92,24 +97,57 @@ export function choosePrimary(
   }
 }
 
-/** The conf dir's config files (by name), with warnings for the ones that cannot be read; a missing dir has none. */
-export function readConfDir(dir: string): { files: ConfFile[]; warnings: string[] } {
-  const files: ConfFile[] = [];
-  const warnings: string[] = [];
-  let names: string[];
+/** A config file of the conf dir that the shared reader refused, and why. */
+interface RefusedConfFile {
+  path: string;
+  reason: string;
+}
+
+export interface ConfDirRead {
+  files: ConfFile[];
+  /**
+   * Files libcni's `ConfFiles` lists (a `.conf`, `.conflist` or `.json` name that is not a
+   * directory) but that cannot be read as a config: too large, a FIFO, a socket, a device, a
+   * symlink to a directory or to nothing. The runtime still loads them, in name order (B90).
+   */
+  refused: RefusedConfFile[];
+  /** The refused files and the ones that cannot be read, for the log. */
+  warnings: string[];
+}
+
+/** The conf dir's config files (by name) and the ones it cannot read; a missing dir has none. */
+export function readConfDir(dir: string): ConfDirRead {
+  const read: ConfDirRead = { files: [], refused: [], warnings: [] };
+  let entries: Dirent[];
   try {
-    names = readdirSync(dir);
+    entries = readdirSync(dir, { withFileTypes: true });
   } catch {
-    return { files, warnings };
+    return read;
   }
-  for (const name of names) {
-    if (!/\.(conf|conflist|json)$/.test(name)) continue;
-    const path = join(dir, name);
+  for (const entry of entries) {
+    // libcni skips directories (not symlinks to them: those it lists, and fails to read).
+    if (entry.isDirectory() || !isConfigFileName(entry.name)) continue;
+    const path = join(dir, entry.name);
     // libcni follows symlinks in the conf dir; the target is still checked (shared-file.ts).
     const file = readSharedFile(path, { maxBytes: MAX_CONF_FILE_BYTES, followSymlink: true });
-    // Missing: vanished between readdir and read; the next pass sees the directory as it is then.
-    if (file.state === "found") files.push({ path, content: file.data.toString("utf8") });
-    else if (file.state === "refused") warnings.push(`${path} is not a CNI config: ${file.reason}`);
+    if (file.state === "found") read.files.push({ path, content: file.data.toString("utf8") });
+    else if (file.state === "refused") refuse(read, path, file.reason);
+    // Missing: vanished between readdir and read (the next pass sees the directory as it is
+    // then), or a symlink to nothing, which libcni lists all the same.
+    else if (isSymlink(path)) refuse(read, path, "it is a symbolic link to nothing");
   }
-  return { files, warnings };
+  return read;
+}
+
+function refuse(read: ConfDirRead, path: string, reason: string): void {
+  read.refused.push({ path, reason });
+  read.warnings.push(`${path} is not a CNI config: ${reason}`);
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }

@@ -13,9 +13,10 @@ export function ownExecutable(): string | undefined {
 }
 
 /**
- * In the amd64 image the entry executable is the baseline build (Bun's runtime for x86-64 CPUs
- * without AVX2), so that the installer and the daemon start on every x86-64 node; the build for
- * CPUs with AVX2 lies beside it under this name (scripts/image.mjs).
+ * An image that holds both amd64 builds (one of an operator's own: the project's images hold one
+ * executable each, scripts/image-rootfs.mjs) has the baseline build as its entry, so that the
+ * installer and the daemon start on every x86-64 node, and the build for CPUs with AVX2 beside it
+ * under this name.
  */
 export const AVX2_BUILD_NAME = "plexus-avx2";
 

@@ -12,40 +12,94 @@
  *    back. After the last rename the first file is Plexus's.
  *
  * It is done only when every config file sorting before Plexus's is a Multus config: another file
- * there would become the runtime's config in between. The way back is the same rename reversed,
- * done when the take-over is turned off: Multus's config sorts first again at once.
+ * there would become the runtime's config in between. That includes a file Plexus cannot read (too
+ * large, a FIFO, a symlink to a directory): libcni lists every such name that is not a directory.
+ * The way back is the same rename reversed, done when the take-over is turned off: Multus's config
+ * sorts first again at once.
  */
 import { readdirSync, renameSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Logger } from "../log/logger";
-import { isConfigFileName } from "../npwg/conf-dir";
+import { decodeJson, isPlainObject } from "../cni/json";
+import { isConfigFileName, MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import { isMultusConfigText } from "./multus-config";
 import { readConfDir } from "./primary";
 
 /** The suffix a Multus config is renamed to: libcni reads only `.conf`, `.conflist` and `.json`. */
 export const MOVED_SUFFIX = ".plexus-moved";
+
+/**
+ * A config file of the conf dir as libcni lists it (any `.conf`, `.conflist` or `.json` name that
+ * is not a directory): its text, or why it cannot be read (primary.ts, `readConfDir`).
+ */
+export type ConfDirEntry = { name: string; content: string } | { name: string; refused: string };
+
+/** A config file sorting before Plexus's that is not Multus's, and why it is not. */
+export interface TakeOverBlocker {
+  name: string;
+  why: string;
+}
+
 export type TakeOverPlan =
   | { action: "none" }
   | { action: "move"; names: string[] }
-  | { action: "blocked"; name: string };
+  | ({ action: "blocked" } & TakeOverBlocker);
 
-/**
- * Pure: what the take-over does with the conf dir's config files (names and contents, any order).
- * `plexusName` is Plexus's own config, already written.
- */
-export function planTakeOver(
-  files: ReadonlyArray<{ name: string; content: string }>,
-  plexusName: string,
-): TakeOverPlan {
-  // libcni's order: byte order of the names (Go's sort.Strings).
-  const before = files
+/** libcni's order: byte order of the names (Go's sort.Strings). */
+function sortedBefore(entries: readonly ConfDirEntry[], plexusName: string): ConfDirEntry[] {
+  return entries
     .filter((f) => isConfigFileName(f.name) && f.name < plexusName)
     .sort((a, b) => (a.name < b.name ? -1 : 1));
-  const multus = before.filter((f) => isMultusConfigText(f.content));
+}
+
+function isMultusEntry(entry: ConfDirEntry): boolean {
+  return "content" in entry && isMultusConfigText(entry.content);
+}
+
+/**
+ * Pure: the config files sorting before Plexus's that are not Multus's, in libcni's order. With
+ * Multus's moved aside, the first of them would be the runtime's config; one that cannot be read
+ * (too large, a FIFO) counts as much as any other, since the runtime loads it all the same (B90).
+ */
+export function takeOverBlockers(
+  entries: readonly ConfDirEntry[],
+  plexusName: string,
+): TakeOverBlocker[] {
+  return sortedBefore(entries, plexusName)
+    .filter((f) => !isMultusEntry(f))
+    .map((f) => ({ name: f.name, why: whyBlocks(f) }));
+}
+
+function whyBlocks(entry: ConfDirEntry): string {
+  if ("refused" in entry) return `cannot be read as a CNI config (${entry.refused})`;
+  try {
+    const value = decodeJson(entry.content, { what: entry.name, maxBytes: MAX_CONF_FILE_BYTES });
+    if (isPlainObject(value)) return "is not Multus's config";
+  } catch {
+    // Falls through: not JSON.
+  }
+  return "is not a CNI config (not a JSON object)";
+}
+
+/**
+ * Pure: what the take-over does with the conf dir's config files (any order). `plexusName` is
+ * Plexus's own config, already written.
+ */
+export function planTakeOver(entries: readonly ConfDirEntry[], plexusName: string): TakeOverPlan {
+  const multus = sortedBefore(entries, plexusName).filter(isMultusEntry);
   if (multus.length === 0) return { action: "none" };
-  const other = before.find((f) => !multus.includes(f));
-  if (other) return { action: "blocked", name: other.name };
+  const [blocker] = takeOverBlockers(entries, plexusName);
+  if (blocker) return { action: "blocked", ...blocker };
   return { action: "move", names: multus.map((f) => f.name) };
+}
+
+/** The conf dir's config files as `planTakeOver` takes them. */
+export function confDirEntries(confDir: string): ConfDirEntry[] {
+  const dir = readConfDir(confDir);
+  return [
+    ...dir.files.map((f) => ({ name: basename(f.path), content: f.content })),
+    ...dir.refused.map((f) => ({ name: basename(f.path), refused: f.reason })),
+  ];
 }
 
 export interface TakeOverOptions {
@@ -66,16 +120,9 @@ export function takeOverFromMultus(
   blocked: Blocked,
   log: Logger,
 ): string[] {
-  const { files } = readConfDir(options.confDir);
-  const named = files.map((f) => ({ name: basename(f.path), content: f.content }));
-  const plan = planTakeOver(named, options.plexusName);
+  const plan = planTakeOver(confDirEntries(options.confDir), options.plexusName);
   if (plan.action === "blocked") {
-    if (blocked.last !== plan.name)
-      log.error(
-        { confDir: options.confDir, blocking: plan.name },
-        `Multus's config sorts first, but ${plan.name} also sorts before ${options.plexusName}: ` +
-          "not taking over from Multus (the runtime would run that file in between): move it",
-      );
+    if (blocked.last !== plan.name) logBlocked(options, plan, log);
     blocked.last = plan.name;
     return [];
   }
@@ -89,6 +136,19 @@ export function takeOverFromMultus(
     );
   }
   return plan.names;
+}
+
+/** Names the file that keeps the take-over from happening, and what to do about it (B90). */
+function logBlocked(options: TakeOverOptions, blocker: TakeOverBlocker, log: Logger): void {
+  const path = join(options.confDir, blocker.name);
+  log.error(
+    { confDir: options.confDir, blocking: path, why: blocker.why },
+    `not taking over from Multus: Multus's config sorts first, but ${blocker.name} also sorts ` +
+      `before ${options.plexusName} and ${blocker.why}; with Multus's config moved aside the ` +
+      `runtime would load ${path} first. Move it out of ${options.confDir}, or rename it to ` +
+      "end in neither .conf, .conflist nor .json; a running installer then takes over at its " +
+      "next pass",
+  );
 }
 
 /** The way back: every config Plexus moved aside goes back under its name, so Multus's is first. */

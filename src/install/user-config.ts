@@ -45,7 +45,9 @@ function readUserFile(path: string): Record<string, unknown> {
   const read = readNodeFile(path, { follow: true, maxBytes: MAX_CONF_FILE_BYTES });
   const what = `--plexus-conf-file ${path}`;
   if ("problem" in read) throw new UserConfigError(`${what} cannot be read: ${read.problem}`);
-  const value = decodeJson(read.data, { what, maxBytes: MAX_CONF_FILE_BYTES });
+  // B92: installed as written back, so inline delegates keep their numbers as the user wrote them.
+  const opts = { what, maxBytes: MAX_CONF_FILE_BYTES, exactNumbers: true };
+  const value = decodeJson(read.data, opts);
   if (!isPlainObject(value))
     throw new UserConfigError(`--plexus-conf-file ${path} is not a JSON object`);
   return value;

@@ -31,7 +31,7 @@ import {
   trimResourceSlice,
 } from "../cluster/dra-objects";
 import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
-import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import { eventForPeople, type KubeApi, type PodEvent } from "../cluster/kube-api";
 import type { KubeSource } from "./kubeconfig";
 import {
   backoffMs,
@@ -522,10 +522,11 @@ export class RestKube implements KubeApi {
    */
   async recordEvent(
     pod: { namespace: string; name: string; uid?: string },
-    event: PodEvent,
+    raw: PodEvent,
   ): Promise<void> {
     validateDns1123Label(pod.namespace, "pod namespace");
     validatePodName(pod.name, "pod name");
+    const event = eventForPeople(raw);
     const now = new Date().toISOString();
     const host = hostname();
     const body = {

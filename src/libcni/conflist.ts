@@ -4,6 +4,7 @@
  * chained on ADD, DEL in reverse with the cached result, `runtimeConfig` derived from capabilities.
  */
 import type { ConfList, PluginConf } from "../cni/conf";
+import { decodeJson, isPlainObject } from "../cni/json";
 import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
 import { convertResult } from "../cni/result/convert";
 import { KeySet, withKeysFold, withoutKeysFold } from "../cni/keys";
@@ -13,6 +14,7 @@ import { versionAtLeast } from "../cni/version";
 import type { Logger } from "../log/logger";
 import type { ResultCache } from "./cache";
 import type { Env, PluginExec } from "../invoke/plugin-exec";
+import { assertVouched, type VettedAttach, type VettedList } from "./vouch";
 
 export interface RuntimeConf {
   containerId: string;
@@ -44,9 +46,23 @@ export interface ExecDeps {
    * (undefined: no lock here).
    */
   lock?: { readonly fd: number | undefined };
+  /**
+   * M20: told of every delegate process run, once it has ended (not of the built-in passthru,
+   * which runs no process, nor of a plugin never started: no binary, the deadline already past).
+   */
+  observe?: (run: DelegateRun) => void;
 }
 
-type Verb = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC";
+type Verb = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION";
+
+/** M20: one delegate run, as {@link ExecDeps.observe} is told of it. */
+export interface DelegateRun {
+  pluginType: string;
+  verb: Verb;
+  durationMs: number;
+  /** "success", or the CNI error code the run failed with (the delegate's own, or Plexus's). */
+  result: "success" | number;
+}
 
 function describe(plugin: PluginConf, list: ConfList, verb: Verb): string {
   return `plugin type=${JSON.stringify(plugin.type)} network=${JSON.stringify(list.name)} (${verb})`;
@@ -116,10 +132,11 @@ async function runPlugin(
   plugin: PluginConf,
   conf: Record<string, unknown>,
   rt: RuntimeConf,
-  deps: ExecDeps,
+  deps: Pick<ExecDeps, "exec" | "log" | "lock" | "observe">,
   onStart?: () => void,
 ): Promise<Uint8Array> {
   const what = describe(plugin, list, verb);
+  assertVouched(list, verb);
   if (isBuiltinPassthru(plugin)) {
     onStart?.();
     return passthruOutput(verb, list);
@@ -131,14 +148,40 @@ async function runPlugin(
   onStart?.();
   deps.log.debug({ delegate: what, path, ifName: rt.ifName }, "running delegate");
   const inheritFd = deps.lock?.fd;
-  return deps.exec.execPlugin({
-    path,
-    stdin: Buffer.from(JSON.stringify(conf)),
-    env: envFor(verb, rt),
-    deadlineMs,
-    what,
-    ...(inheritFd === undefined ? {} : { inheritFd }),
-  });
+  const run = () =>
+    deps.exec.execPlugin({
+      path,
+      stdin: Buffer.from(JSON.stringify(conf)),
+      env: envFor(verb, rt),
+      deadlineMs,
+      what,
+      ...(inheritFd === undefined ? {} : { inheritFd }),
+    });
+  return deps.observe ? observed(run, { pluginType: plugin.type, verb }, deps.observe) : run();
+}
+
+/** M20: the run's end and time told to `observe`; its outcome passes through untouched. */
+async function observed(
+  run: () => Promise<Uint8Array>,
+  what: Pick<DelegateRun, "pluginType" | "verb">,
+  observe: (run: DelegateRun) => void,
+): Promise<Uint8Array> {
+  const started = performance.now();
+  const tell = (result: DelegateRun["result"]) => {
+    try {
+      observe({ ...what, durationMs: performance.now() - started, result });
+    } catch {
+      // Counting a run never changes what the run did.
+    }
+  };
+  try {
+    const out = await run();
+    tell("success");
+    return out;
+  } catch (err) {
+    tell(asCniError(err).code);
+    throw err;
+  }
 }
 
 /** The delegate's own deadline, cut to what is left of the call's; none left: 101 before it starts. */
@@ -156,7 +199,7 @@ function remainingMs(rt: RuntimeConf, what: string): number {
 
 /** ADD: plugins in order, each given the previous result; the final result is cached (C3.3). */
 export async function addNetworkList(
-  list: ConfList,
+  list: VettedAttach,
   rt: RuntimeConf,
   deps: ExecDeps,
 ): Promise<AnyResult> {
@@ -228,7 +271,7 @@ async function cachedResult(
  * so a retried DEL still has it (B62).
  */
 export async function delNetworkList(
-  list: ConfList,
+  list: VettedList,
   rt: RuntimeConf,
   deps: ExecDeps,
 ): Promise<void> {
@@ -266,7 +309,7 @@ export async function delNetworkList(
  * 0.3.1 NAD must not fail every CHECK of the pod.
  */
 export async function checkNetworkList(
-  list: ConfList,
+  list: VettedList,
   rt: RuntimeConf,
   deps: ExecDeps,
 ): Promise<void> {
@@ -299,7 +342,7 @@ export async function checkNetworkList(
 
 /** STATUS (C2.8): forwarded to every plugin of a ≥ 1.1.0 list; older plugins know no STATUS. */
 export async function statusNetworkList(
-  list: ConfList,
+  list: VettedList,
   rt: RuntimeConf,
   deps: ExecDeps,
 ): Promise<void> {
@@ -307,6 +350,29 @@ export async function statusNetworkList(
   for (const plugin of list.plugins) {
     await runPlugin("STATUS", list, plugin, buildPluginConf(list, plugin, {}), rt, deps);
   }
+}
+
+/**
+ * VERSION (C2.7) of one plugin of a vetted list, as a runtime asks it: the spec versions its
+ * binary speaks. `plexus validate` asks it, so a binary the gate refuses is never run, not even
+ * for VERSION.
+ */
+export async function pluginVersionsOf(
+  list: VettedList,
+  plugin: PluginConf,
+  rt: Pick<RuntimeConf, "path" | "baseEnv" | "deadlineMs">,
+  deps: Pick<ExecDeps, "exec" | "log">,
+): Promise<string[]> {
+  const blank = { containerId: "", netns: "", ifName: "", args: "", capabilityArgs: {} };
+  const runtime: RuntimeConf = { ...rt, ...blank };
+  const stdin = { cniVersion: list.cniVersion };
+  const out = await runPlugin("VERSION", list, plugin, stdin, runtime, deps);
+  const what = describe(plugin, list, "VERSION");
+  const answer = decodeJson(out, { what: `${what}'s answer`, code: Code.Decoding });
+  const versions = isPlainObject(answer) ? answer.supportedVersions : undefined;
+  if (!Array.isArray(versions))
+    throw new CniError(Code.Decoding, `${what} answered without supportedVersions`);
+  return versions.map(String);
 }
 
 export interface GcAttachment {
@@ -319,7 +385,7 @@ export interface GcAttachment {
  * valid, then (≥ 1.1.0) forward GC with `cni.dev/valid-attachments`. Keeps going, reports all.
  */
 export async function gcNetworkList(
-  list: ConfList,
+  list: VettedList,
   valid: readonly GcAttachment[],
   rt: RuntimeConf,
   deps: ExecDeps,

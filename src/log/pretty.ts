@@ -4,6 +4,7 @@
  * synchronously to the same fd. Not pino-pretty: a few lines, nothing more to load.
  */
 import { writeSync } from "node:fs";
+import { escapeText, quote } from "../cni/quote";
 
 const LEVELS: Record<number, string> = {
   10: "TRACE",
@@ -15,12 +16,22 @@ const LEVELS: Record<number, string> = {
 };
 const OMIT = new Set(["level", "time", "msg", "pid", "hostname", "component"]);
 
+/** A field's value: a string of one word as it is, anything else quoted (B98: escaped). */
+function showField(value: unknown): string {
+  if (typeof value === "string" && !/\s/.test(value) && escapeText(value) === value) return value;
+  return quote(value);
+}
+
+/**
+ * One line, whatever the entry holds: B98, the message and the fields carry text from outside
+ * (a NAD's type, a delegate's error), so every control and bidi character is escaped.
+ */
 export function formatLogLine(line: string): string {
   let o: Record<string, unknown>;
   try {
     o = JSON.parse(line) as Record<string, unknown>;
   } catch {
-    return line.endsWith("\n") ? line : `${line}\n`;
+    return `${escapeText(line.endsWith("\n") ? line.slice(0, -1) : line)}\n`;
   }
   const time =
     typeof o.time === "string" ? o.time.slice(11, 23) : new Date().toISOString().slice(11, 23);
@@ -28,8 +39,9 @@ export function formatLogLine(line: string): string {
   const component = typeof o.component === "string" ? ` [${o.component}]` : "";
   const fields = Object.entries(o)
     .filter(([k]) => !OMIT.has(k))
-    .map(([k, v]) => `${k}=${typeof v === "string" && !/\s/.test(v) ? v : JSON.stringify(v)}`);
-  return `${time} ${level}${component} ${String(o.msg ?? "")}${fields.length ? `  ${fields.join(" ")}` : ""}\n`;
+    .map(([k, v]) => `${k}=${showField(v)}`);
+  const tail = fields.length ? `  ${fields.join(" ")}` : "";
+  return `${escapeText(`${time} ${level}${component} ${String(o.msg ?? "")}${tail}`)}\n`;
 }
 
 /** A pino destination that writes formatted lines to `fd`. */

@@ -3,7 +3,7 @@
  * (statfs, the nsfs link, /proc/self/mountinfo), so it lives here and not in the pure protocol
  * layer (cni/); verbs reach it through `Deps.netns`.
  */
-import { readFileSync, readlinkSync, realpathSync, statfsSync } from "node:fs";
+import { readFileSync, readlinkSync, realpathSync, statfsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { CniError, Code } from "../cni/errors";
 
@@ -41,6 +41,27 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
       Code.InvalidEnv,
       `CNI_NETNS ${JSON.stringify(netns)} is a ${kind} namespace, not a network namespace; expected a bind-mounted netns or /proc/<pid>/ns/net`,
     );
+  }
+  // B97: the plugin's own namespace is the node's: a delegate there (or a rollback's DEL) would
+  // configure, or remove, the node's own interfaces.
+  if (isOwnNetns(netns)) {
+    throw new CniError(
+      Code.InvalidEnv,
+      `CNI_NETNS ${JSON.stringify(netns)} is Plexus's own network namespace (the node's), not a ` +
+        "pod's; nothing was run. The runtime must create a namespace for the pod",
+    );
+  }
+}
+
+/** Whether `netns` is the namespace this process runs in (same nsfs inode); false if unknown. */
+export function isOwnNetns(netns: string): boolean {
+  if (netns === "") return false;
+  try {
+    const own = statSync("/proc/thread-self/ns/net");
+    const other = statSync(netns);
+    return own.ino === other.ino && own.dev === other.dev;
+  } catch {
+    return false;
   }
 }
 

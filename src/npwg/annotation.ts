@@ -99,6 +99,14 @@ function checkDeviceId(item: string, deviceID: string): string {
   return deviceID;
 }
 
+/** M19: a selection's resource name may reach a file name (the device plugin's device-info). */
+function checkResourceName(item: string, resourceName: string): string {
+  const problem = deviceTextProblem(resourceName, "resourceName");
+  if (problem)
+    fail(item, `key "resourceName" ${show(resourceName)} is not a valid resource name: ${problem}`);
+  return resourceName;
+}
+
 /** N4.1.1: `name`, `ns/name`, `name@ifname`, `ns/name@ifname`, separated by commas. */
 function parseCommaForm(text: string, ctx: ItemContext): NetworkSelection[] {
   const items = text.split(",");
@@ -147,6 +155,7 @@ const STRING_KEYS = [
   "mac",
   "infiniband-guid",
   "deviceID",
+  "resourceName",
 ] as const;
 
 /**
@@ -192,6 +201,10 @@ function parseSelectionObject(el: unknown, index: number, ctx: ItemContext): Net
   // An empty deviceID asks for nothing, as in Multus (Go's omitempty).
   if (el.deviceID !== undefined && el.deviceID !== "") {
     sel.deviceID = checkDeviceId(item, el.deviceID as string);
+  }
+  // M19: the device pool for this attachment; the NAD decides whether it may (devices.ts).
+  if (el.resourceName !== undefined && el.resourceName !== "") {
+    sel.resourceName = checkResourceName(item, el.resourceName as string);
   }
   readCapabilityKeys(el, sel, item);
   return sel;

@@ -42,7 +42,9 @@ function byPath(left: ConfFile, right: ConfFile): number {
 function decode(file: ConfFile, warnings: string[]): Record<string, unknown> | undefined {
   let value: unknown;
   try {
-    value = decodeJson(file.content, { what: file.path, maxBytes: MAX_CONF_FILE_BYTES });
+    // B92: the file's numbers reach its delegates as written.
+    const opts = { what: file.path, maxBytes: MAX_CONF_FILE_BYTES, exactNumbers: true };
+    value = decodeJson(file.content, opts);
   } catch (err) {
     warnings.push(`${(err as Error).message}; skipped`);
     return undefined;

@@ -247,6 +247,7 @@ async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise
           what: `${key} file ${value}`,
           maxBytes: MAX_CONF_FILE_BYTES,
           code: Code.InvalidNetworkConfig,
+          exactNumbers: true, // B92
         }),
         value,
         key,

@@ -19,7 +19,7 @@
  */
 import type { ConfList, PluginConf } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
-import { isPlainObject } from "../cni/json";
+import { copyJson, isPlainObject } from "../cni/json";
 import { getKeyFold, withKeysFold } from "../cni/keys";
 import type { NetworkSelection } from "./types";
 
@@ -86,17 +86,18 @@ export function applySelection(
   if (sel.ips?.length) own.ips = sel.ips;
   if (sel.mac) own.mac = sel.mac;
   const cniArgs = withKeysFold(sel.cniArgs ?? {}, own);
-  const copy = structuredClone(conf);
+  // Not structuredClone: a number kept as written (B92, json.ts) cannot be cloned by it.
+  const copy = copyJson(conf);
   if (Object.keys(cniArgs).length === 0)
-    return { conf: copy, capabilityArgs: structuredClone(capabilityArgs) };
+    return { conf: copy, capabilityArgs: copyJson(capabilityArgs) };
   const withArgs = (p: PluginConf): PluginConf => {
     const args = isPlainObject(p.args) ? p.args : {};
     const given = getKeyFold(args, "cni");
-    const cni = withKeysFold(isPlainObject(given) ? given : {}, structuredClone(cniArgs));
+    const cni = withKeysFold(isPlainObject(given) ? given : {}, copyJson(cniArgs));
     return { ...p, args: withKeysFold(args, { cni }) };
   };
   return {
     conf: { ...copy, plugins: copy.plugins.map(withArgs) },
-    capabilityArgs: structuredClone(capabilityArgs),
+    capabilityArgs: copyJson(capabilityArgs),
   };
 }

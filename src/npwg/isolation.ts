@@ -87,14 +87,20 @@ export function checkDeviceChoice(choice: {
   deviceID: string | undefined;
   hasResourceName: boolean;
   conf: DeviceChoiceConf;
+  /** Where the value is (a NAD's own key); unset: the pod's selection. */
+  key?: string;
 }): void {
   const { conf, deviceID } = choice;
   if (!deviceID || choice.hasResourceName) return;
   if (!conf.namespaceIsolation || conf.allowUnallocatedDeviceIDs) return;
+  const asks =
+    choice.key === undefined || choice.key.startsWith("deviceID (the selection")
+      ? "the pod's selection asks for deviceID"
+      : `the network's config asks for a device with key ${JSON.stringify(choice.key)}:`;
   throw new CniError(
     Code.InvalidNetworkConfig,
     [
-      `network ${choice.network}: the pod's selection asks for deviceID`,
+      `network ${choice.network}: ${asks}`,
       `${JSON.stringify(deviceID)}, but the network's NAD has no k8s.v1.cni.cncf.io/resourceName,`,
       "so no allocation gives the pod that device; under namespaceIsolation a pod may not choose",
       "hardware itself. Give the NAD a",

@@ -8,6 +8,7 @@ import { parseConfList, type ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { getKeyFold } from "../cni/keys";
+import { delegateKeyWarnings, withDelegateKeyHint } from "../config/unknown-keys";
 import { pickByName, type ConfFile } from "./conf-dir";
 import type { Nad } from "./types";
 
@@ -55,6 +56,7 @@ export function resolveNadConfig(
       what: `${what} spec.config`,
       maxBytes: MAX_NAD_CONFIG_BYTES,
       code: Code.InvalidNetworkConfig,
+      exactNumbers: true, // B92: the delegates get the numbers as the tenant wrote them
     });
     return {
       conf: parse(value, `${what} spec.config`, nad, opts, warnings),
@@ -109,11 +111,20 @@ function parse(
     );
   }
   // N3.4.2: a config without a name gets the NAD's. B30, B31: parseConfList names `what`.
-  return parseConfList(value, {
-    what,
-    defaultName: nad.metadata.name,
-    ...(opts.defaultVersion ? { defaultVersion: opts.defaultVersion } : {}),
-  });
+  let conf: ConfList;
+  try {
+    conf = parseConfList(value, {
+      what,
+      defaultName: nad.metadata.name,
+      ...(opts.defaultVersion ? { defaultVersion: opts.defaultVersion } : {}),
+    });
+  } catch (err) {
+    // A key no reader reads is often why (a `cniVesion`, so no cniVersion): named with the error.
+    throw withDelegateKeyHint(err, value);
+  }
+  // Keys no reader reads (`cniVesion`, macvlan's `mastr`): Go ignores them, so a warning says so.
+  warnings.push(...delegateKeyWarnings(value, what));
+  return conf;
 }
 
 /**

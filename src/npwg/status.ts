@@ -132,22 +132,65 @@ export const MAX_ANNOTATIONS_BYTES = 256 * 1024;
 /**
  * B26, B27: the pod's annotations with network-status replaced (a value the user pre-set is
  * overwritten, so it does not count) must stay under the limit; otherwise a clear error, before
- * the API server answers with an opaque 422 after every delegate ran.
+ * the API server answers with an opaque 422 after every delegate ran. The error says which part
+ * made the total large: a delegate's result echoed into network-status (a NAD's `dns`, say) is
+ * fixed in that network, not in the pod's annotations.
  */
 export function checkAnnotationBudget(
   annotations: Readonly<Record<string, string>>,
   statusValue: string,
 ): void {
-  let total = Buffer.byteLength(NETWORK_STATUS_ANNOTATION) + Buffer.byteLength(statusValue);
+  const statusBytes = Buffer.byteLength(NETWORK_STATUS_ANNOTATION) + Buffer.byteLength(statusValue);
+  let ownBytes = 0;
+  let largestOwn = { key: "", bytes: 0 };
   for (const [k, v] of Object.entries(annotations)) {
-    if (k !== NETWORK_STATUS_ANNOTATION) total += Buffer.byteLength(k) + Buffer.byteLength(v);
+    if (k === NETWORK_STATUS_ANNOTATION) continue;
+    const bytes = Buffer.byteLength(k) + Buffer.byteLength(v);
+    ownBytes += bytes;
+    if (bytes > largestOwn.bytes) largestOwn = { key: k, bytes };
   }
-  if (total > MAX_ANNOTATIONS_BYTES) {
-    throw new CniError(
-      Code.InvalidNetworkConfig,
-      `the pod's annotations would total ${total} bytes with the ${Buffer.byteLength(statusValue)}-byte network-status, over the API server's ${MAX_ANNOTATIONS_BYTES}-byte limit; shorten the pod's annotations`,
+  const total = statusBytes + ownBytes;
+  if (total <= MAX_ANNOTATIONS_BYTES) return;
+  const own =
+    ownBytes === 0
+      ? "the pod has no other annotations"
+      : `the pod's other annotations take ${ownBytes} bytes, the largest, ` +
+        `${JSON.stringify(largestOwn.key)}, ${largestOwn.bytes} bytes`;
+  const fix =
+    statusBytes >= ownBytes
+      ? "network-status copies what each network's delegates returned: make the network of " +
+        "the largest entry return less"
+      : "shorten the pod's annotations";
+  throw new CniError(
+    Code.InvalidNetworkConfig,
+    `the pod's annotations would total ${total} bytes, over the API server's ` +
+      `${MAX_ANNOTATIONS_BYTES}-byte limit: the network-status value is ` +
+      `${Buffer.byteLength(statusValue)} bytes (${largestEntry(statusValue)}); ${own}; ${fix}`,
+  );
+}
+
+/** The largest entry of a network-status value: its network's name, its size and largest field. */
+function largestEntry(statusValue: string): string {
+  const sized = networkStatusEntries(statusValue).map((entry) => ({
+    entry,
+    bytes: Buffer.byteLength(JSON.stringify(entry)),
+  }));
+  const top = sized.reduce<(typeof sized)[number] | undefined>(
+    (best, e) => (best && best.bytes >= e.bytes ? best : e),
+    undefined,
+  );
+  if (!top) return "no entries";
+  const field = Object.entries(top.entry)
+    .map(([k, v]) => ({ key: k, bytes: Buffer.byteLength(JSON.stringify(v) ?? "") }))
+    .reduce<{ key: string; bytes: number } | undefined>(
+      (best, f) => (best && best.bytes >= f.bytes ? best : f),
+      undefined,
     );
-  }
+  const name = JSON.stringify(top.entry.name);
+  return field
+    ? `the largest entry is network ${name}'s, ${top.bytes} bytes, ` +
+        `${field.bytes} of them its ${JSON.stringify(field.key)}`
+    : `the largest entry is network ${name}'s, ${top.bytes} bytes`;
 }
 
 /**

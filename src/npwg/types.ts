@@ -80,6 +80,11 @@ export interface NetworkSelection {
   /** Gateways: this attachment carries the pod's default route (M4). */
   defaultRoute?: string[];
   deviceID?: string;
+  /**
+   * M19: the device pool (extended resource) this attachment takes, instead of the NAD's own
+   * `resourceName`; only one the NAD's `allowedResourceNames` lists (or its own) is taken.
+   */
+  resourceName?: string;
 }
 
 /** One entry of `k8s.v1.cni.cncf.io/network-status` (N5, M6). */
@@ -99,3 +104,5 @@ export const NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks";
 export const NETWORK_STATUS_ANNOTATION = "k8s.v1.cni.cncf.io/network-status";
 export const DEFAULT_NETWORK_ANNOTATION = "v1.multus-cni.io/default-network";
 export const RESOURCE_NAME_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName";
+/** M19: the resources (comma-separated) a selection's own `resourceName` may pick on this NAD. */
+export const ALLOWED_RESOURCE_NAMES_ANNOTATION = "k8s.v1.cni.cncf.io/allowedResourceNames";

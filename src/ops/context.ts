@@ -4,6 +4,7 @@
  * (kubeFactory: the manifest directory, the daemon, else the API server) but read-only, and where
  * its output goes. Nothing here runs in a CNI call.
  */
+import { escapeLines, escapeText, quote } from "../cni/quote";
 import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
 import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
@@ -17,9 +18,14 @@ export interface Output {
   err(text: string): void;
 }
 
+/**
+ * The terminal, last stop of every command's text (B98): a control or bidi character that a
+ * renderer let through is escaped here, newlines kept. JSON output stays JSON (the escapes are
+ * JSON's own, inside its strings).
+ */
 export const processOutput: Output = {
-  out: (t) => void process.stdout.write(t),
-  err: (t) => void process.stderr.write(t),
+  out: (t) => void process.stdout.write(escapeLines(t)),
+  err: (t) => void process.stderr.write(escapeLines(t)),
 };
 
 export interface CommonFlags {
@@ -65,7 +71,7 @@ export function exitCodeOf(err: unknown): number {
 export function wantsJson(output: string | undefined): boolean {
   if (output === undefined || output === "text") return false;
   if (output === "json") return true;
-  throw new UsageError(`--output ${JSON.stringify(output)}: expected text or json`);
+  throw new UsageError(`--output ${quote(output)}: expected text or json`);
 }
 
 export async function opsContext(
@@ -124,7 +130,10 @@ export class ReadOnlyKube implements KubeApi {
   }
 }
 
-/** A short error text for people: the message, without a stack. */
+/**
+ * A short error text for people: the message, without a stack, on one line; B98: a delegate's or
+ * an object's text in it is escaped.
+ */
 export function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return escapeText(err instanceof Error ? err.message : String(err));
 }

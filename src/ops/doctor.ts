@@ -1,15 +1,19 @@
 /**
  * `plexus doctor`: the node's health for Plexus in one screen. Each line is ok, warning or error,
- * with what to do: which config the runtime picks and whether it runs Plexus, the default network
- * it points at, the readiness file, the kubeconfig and its token's expiry, the API server, the
- * daemon socket and its caches, stale or corrupt container records, free space under cniDir.
+ * with what to do: which config the runtime picks and whether it runs Plexus (and any file the
+ * runtime would load before Plexus's config, conf-dir-check.ts), the default network
+ * it points at (and its plugins' keys that no plugin reads), the readiness file, the kubeconfig
+ * and its token's expiry, the API server, the daemon socket and its caches, stale or corrupt
+ * container records, free space under cniDir.
  */
 import { existsSync, statfsSync } from "node:fs";
 import { request } from "node:http";
 import { dirname } from "node:path";
 import { isPlainObject } from "../cni/json";
+import { escapeText } from "../cni/quote";
 import { DEFAULT_CONF_DIR, PLEXUS_KEYS } from "../config/plugin-conf";
-import { reportUnknownKeys } from "../config/unknown-keys";
+import type { ConfList } from "../cni/conf";
+import { delegateKeyWarnings, reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../kubeapi/index";
 import { readCredentialFile, readKubeconfig } from "../kubeapi/kubeconfig";
 import { resolveDefaultNetworks } from "../npwg/default-network";
@@ -26,7 +30,7 @@ import {
   processOutput,
   wantsJson,
 } from "./context";
-import { runtimeConfig } from "./node-config";
+import { checkRuntimeConfig } from "./conf-dir-check";
 import { checkNodeScope } from "./node-scope-check";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
@@ -252,29 +256,18 @@ function checkDisk(cniDir: string, add: Add): void {
   }
 }
 
-function checkRuntimeConfig(confDir: string, add: Add): void {
-  const choice = runtimeConfig(confDir);
-  if (!choice.path)
-    add(
-      "error",
-      "runtime config",
-      `no usable CNI config in ${confDir}: the node is NotReady; is plexus install running?`,
-    );
-  else if (choice.isPlexus)
-    add("ok", "runtime config", `${choice.path} (the first in ${confDir}) runs Plexus`);
-  else
-    add(
-      "error",
-      "runtime config",
-      `the runtime uses ${choice.path}, not Plexus: Plexus's config must sort first in ${confDir} (plexus install writes 00-plexus.conflist)`,
-    );
-  for (const w of choice.warnings) add("warning", "runtime config", w);
-}
-
 /** M1: every key Plexus does not read, with the nearest known one (Go would ignore it silently). */
 function checkKeys(ctx: OpsContext, add: Add): void {
   for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path))
     add("warning", "config keys", r.msg);
+}
+
+/**
+ * The keys of a network's plugins that the plugin of that type does not read (a `mastr` for
+ * `master`): Go's decoder ignores them, so the plugin runs as if they were not there.
+ */
+function checkDelegateKeys(conf: ConfList, where: string, add: Add): void {
+  for (const msg of delegateKeyWarnings(conf, where)) add("warning", "plugin keys", msg);
 }
 
 /** What a network whose plugin binary is missing means. */
@@ -298,6 +291,7 @@ async function checkDefaultNetwork(ctx: OpsContext, add: Add): Promise<void> {
     const network = `${primary.network} (${plugins})`;
     if (why) return add("error", "default network", `${network}: ${why}: ${FAILS}`);
     add("ok", "default network", `${d.clusterNetwork.network}: ${plugins}`);
+    checkDelegateKeys(primary.conf, `default network ${primary.network}`, add);
   } catch (err) {
     add("error", "default network", messageOf(err));
   }
@@ -318,6 +312,7 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
     const dirs = pluginDirs(conf, ctx.cniPath);
     const missing = (await missingPluginBinaries(chain, dirs)).map((e) => e.message).join("; ");
     if (missing) return add("error", "auxiliary chain", `${missing}: ${FAILS}`);
+    checkDelegateKeys(chain, `auxiliary chain ${chain.name}`, add);
     add(
       "ok",
       "auxiliary chain",
@@ -377,9 +372,11 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
   return checks;
 }
 
+/** One line per check; B98: a message quoting a file or an object is escaped to that line. */
 function renderChecks(checks: readonly Check[]): string {
   const w = Math.max(...checks.map((c) => c.subject.length));
-  return `${checks.map((c) => `${c.level.padEnd(7)} ${c.subject.padEnd(w)}  ${c.msg}`).join("\n")}\n`;
+  const line = (c: Check) => `${c.level.padEnd(7)} ${c.subject.padEnd(w)}  ${escapeText(c.msg)}`;
+  return `${checks.map(line).join("\n")}\n`;
 }
 
 export async function doctorMain(flags: CommonFlags, out: Output = processOutput): Promise<number> {

@@ -3,8 +3,8 @@
  * first error (nothing has run yet, so there is nothing to gain by going on); a person fixing a
  * pod wants them all at once. This goes through the same checks ADD makes, one network at a time,
  * with ADD's own functions and messages: each network the annotation selects (namespace access,
- * the NAD's existence, its config, the allowed plugin types, a deviceID no allocation backs) and
- * each default network.
+ * the NAD's existence, its config, the allowed plugin types, a resourceName the NAD does not
+ * offer, a deviceID no allocation backs) and each default network.
  */
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
@@ -16,7 +16,7 @@ import { checkDeviceChoice, checkNamespaceAccess, nadMayUseConfDir } from "../np
 import { resolveNadConfig } from "../npwg/nad";
 import { checkPluginTypes } from "../npwg/policy";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
-import { resourceNameOf } from "../orchestrate/devices";
+import { attachmentResourceName } from "../orchestrate/devices";
 import { FsNetworkSource } from "../orchestrate/network-source";
 import { missingPluginBinaries } from "./plugin-binaries";
 
@@ -56,7 +56,7 @@ async function selectionProblem(
       return asCniError(err).withContext(`network ${reference}`);
     }
     // Its message names the network itself, as ADD's does.
-    const hasResourceName = resourceNameOf(nad) !== undefined;
+    const hasResourceName = attachmentResourceName(nad, sel) !== undefined;
     const { deviceID } = sel;
     checkDeviceChoice({ network: reference, deviceID, hasResourceName, conf: ctx.conf });
     return undefined;

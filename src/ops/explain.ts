@@ -2,11 +2,15 @@
  * `plexus explain POD`: the plan ADD would make for a pod, without running any delegate. It calls
  * ADD's own planner (planForPod), capability rules (applySelection, inside the planner), plugin
  * config builder (buildPluginConf), environment (envFor) and binary lookup (findInPath), so what it
- * shows, errors included, is what ADD would do and say.
+ * shows, errors included, is what ADD would do and say. What would fail inside a plugin is checked
+ * on the node as `validate` checks it: a missing IPAM binary, a `master` or `device` the node does
+ * not have; the keys no plugin reads (a NAD's `mastr`) are notes, from ADD's own warnings.
  */
 import { existsSync } from "node:fs";
 import type { CniRequest } from "../cni/env";
-import { asCniError, Code } from "../cni/errors";
+import { asCniError, CniError, Code } from "../cni/errors";
+import { isPlainObject } from "../cni/json";
+import { escapeText, quote } from "../cni/quote";
 import { parseCniArgs } from "../cni/args";
 import { buildPluginConf, envFor, isBuiltinPassthru } from "../libcni/conflist";
 import { findInPath } from "../invoke/find";
@@ -32,6 +36,7 @@ import { podDevicesLookup } from "../connect/pod-devices-lookup";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { sweepPodNetworks } from "./explain-sweep";
+import { hostLinkProblems } from "./host-links";
 import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
 import { noteLogger } from "./note-logger";
@@ -67,6 +72,8 @@ interface AttachmentPlan {
   capabilityArgs: Record<string, unknown>;
   /** M10: the device chosen for a NAD with a resourceName (kubelet's allocation, or the pod's own). */
   device?: AttachmentDevice;
+  /** M10, M19: the resource (device pool) it takes, and who picked it: the NAD or the selection. */
+  resource?: { name: string; pickedBy: "nad" | "selection" };
   plugins: PluginStep[];
 }
 
@@ -287,7 +294,7 @@ async function attachmentPlan(
       const e = inPod(
         req,
         asCniError(err)
-          .withContext(`network ${JSON.stringify(att.conf.name)}`)
+          .withContext(`network ${quote(att.conf.name)}`)
           .withContext(`ADD of ${describeAttachment(att)} failed`),
       );
       step.missing = e.message;
@@ -295,6 +302,7 @@ async function attachmentPlan(
     }
     plugins.push(step);
   }
+  for (const e of await nodeProblems(att, runtime.path)) fail(inPod(req, e));
   return {
     network: att.network,
     ifName: att.ifName,
@@ -302,10 +310,44 @@ async function attachmentPlan(
     configName: att.conf.name,
     cniVersion: att.conf.cniVersion,
     capabilityArgs: runtime.capabilityArgs as Record<string, unknown>,
-    ...(att.device ? { device: att.device } : {}),
+    ...(att.device ? { device: att.device, resource: resourceOf(att, att.device) } : {}),
     plugins,
   };
 }
+
+/**
+ * What fails an attachment's ADD inside its plugins, as ADD would word it: an IPAM plugin missing
+ * from the plugins' CNI_PATH, and a node interface its config names that the node lacks
+ * (host-links.ts, validate's check; the plugin's own error then, 999, is "Link not found").
+ */
+async function nodeProblems(att: Attachment, path: readonly string[]): Promise<CniError[]> {
+  const failed = (e: CniError) =>
+    e
+      .withContext(`network ${quote(att.conf.name)}`)
+      .withContext(`ADD of ${describeAttachment(att)} failed`);
+  const problems: CniError[] = [];
+  for (const plugin of att.conf.plugins) {
+    const ipam = isPlainObject(plugin.ipam) ? plugin.ipam.type : undefined;
+    if (typeof ipam !== "string" || ipam === "") continue;
+    await findInPath(ipam, path).catch((err: unknown) =>
+      problems.push(failed(asCniError(err).withContext(`plugin ${plugin.type}'s ipam`))),
+    );
+  }
+  for (const problem of hostLinkProblems(att.conf.plugins))
+    problems.push(failed(new CniError(Code.Internal, problem)));
+  return problems;
+}
+
+/** M19: a selection's `resourceName` picked the pool only when it is the one the device is of. */
+function resourceOf(att: Attachment, device: AttachmentDevice): AttachmentPlan["resource"] {
+  const picked = att.selection?.resourceName === device.resourceName;
+  return { name: device.resourceName, pickedBy: picked ? "selection" : "nad" };
+}
+
+const PICKED_BY = {
+  nad: "the NAD's resourceName",
+  selection: 'the pod\'s selection picks it ("resourceName"); the NAD offers it',
+} as const;
 
 /** Where a network's device came from, in words (DRA: the claim and its allocated device). */
 function deviceSource(device: AttachmentDevice): string {
@@ -318,11 +360,16 @@ function deviceSource(device: AttachmentDevice): string {
   return "allocated by kubelet";
 }
 
-function indent(text: string, by: string): string {
-  return text
-    .split("\n")
-    .map((l) => by + l)
-    .join("\n");
+/** M10, M19: the resource an attachment takes, who picked it, and its device. */
+function deviceLines(a: AttachmentPlan): string[] {
+  const lines: string[] = [];
+  if (a.resource)
+    lines.push(`    resource: ${a.resource.name} (${PICKED_BY[a.resource.pickedBy]})`);
+  if (a.device)
+    lines.push(
+      `    device: ${a.device.deviceID} of ${a.device.resourceName} (${deviceSource(a.device)})`,
+    );
+  return lines;
 }
 
 export function renderExplanation(explanation: Explanation): string {
@@ -346,14 +393,11 @@ export function renderExplanation(explanation: Explanation): string {
         : `, ${a.source} (the NAD has no spec.config)`
       : "";
     lines.push(
-      `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${JSON.stringify(a.configName)}, cniVersion ${a.cniVersion})`,
+      `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${quote(a.configName)}, cniVersion ${a.cniVersion})`,
     );
-    if (a.device)
-      lines.push(
-        `    device: ${a.device.deviceID} of ${a.device.resourceName} (${deviceSource(a.device)})`,
-      );
+    lines.push(...deviceLines(a));
     if (Object.keys(a.capabilityArgs).length)
-      lines.push(`    capability values: ${JSON.stringify(a.capabilityArgs)}`);
+      lines.push(`    capability values: ${quote(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);
       lines.push(
@@ -362,7 +406,11 @@ export function renderExplanation(explanation: Explanation): string {
           .join(" ")}`,
       );
       lines.push(`    stdin${i > 0 ? " (plus prevResult: the previous plugin's result)" : ""}:`);
-      lines.push(indent(JSON.stringify(p.stdin, null, 2), "      "));
+      lines.push(
+        ...JSON.stringify(p.stdin, null, 2)
+          .split("\n")
+          .map((l) => `      ${l}`),
+      );
     });
   }
   if (explanation.notes.length) {
@@ -378,7 +426,8 @@ export function renderExplanation(explanation: Explanation): string {
     );
     for (const e of explanation.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
   }
-  return `${lines.join("\n")}\n`;
+  // B98: each entry is one line; a NAD's type, a value or a message in it is escaped to that line.
+  return `${lines.map(escapeText).join("\n")}\n`;
 }
 
 export async function explainMain(

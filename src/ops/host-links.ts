@@ -1,33 +1,15 @@
 /**
- * Host interfaces a delegate takes as given (`plexus validate`): a macvlan, ipvlan or vlan
- * `master` and a host-device `device` must already exist on the node, or every ADD of the network
- * fails inside the plugin. A bridge is not among them (the bridge plugin creates its bridge), nor a
- * master left out (the plugin uses the default-route interface). Looked up in /sys/class/net of
- * this network namespace, the node's own when run on the node; the name checked first, so the
- * path is built only from a valid interface name.
+ * Host interfaces a delegate takes as given (`plexus validate`, `plexus explain`): a macvlan,
+ * ipvlan or vlan `master` and a host-device `device` must already exist on the node, or every ADD
+ * of the network fails inside the plugin. A bridge is not among them (the bridge plugin creates its
+ * bridge), nor a master left out (the plugin uses the default-route interface). Which key names
+ * one, and the lookup in /sys/class/net, are ADD's own (npwg/node-links.ts).
  */
-import { existsSync } from "node:fs";
 import type { PluginConf } from "../cni/conf";
-import { getKeyFold } from "../cni/keys";
-
-/** The key of each plugin type that names an existing host interface. */
-const HOST_LINK_KEYS: Readonly<Record<string, string>> = {
-  macvlan: "master",
-  ipvlan: "master",
-  vlan: "master",
-  "host-device": "device",
-};
-
-/** Linux's rule (dev_valid_name): 1–15 bytes, no `/`, `:` or whitespace, not `.` or `..`. */
-function validLinkName(name: string): boolean {
-  return Buffer.byteLength(name) <= 15 && /^[^/:\s]+$/.test(name) && name !== "." && name !== "..";
-}
+import { quote } from "../cni/quote";
+import { hostLinkOf, linkExistsOnNode, validLinkName } from "../npwg/node-links";
 
 const INVALID_NAME = "not a valid interface name (1–15 bytes, no / : or spaces)";
-
-function linkExistsOnNode(name: string): boolean {
-  return existsSync(`/sys/class/net/${name}`);
-}
 
 /** One problem per plugin whose host interface is missing or no valid name (empty: all there). */
 export function hostLinkProblems(
@@ -36,11 +18,10 @@ export function hostLinkProblems(
 ): string[] {
   const problems: string[] = [];
   for (const p of plugins) {
-    const key = HOST_LINK_KEYS[p.type];
-    // Go's decoder in the plugin matches the key case-insensitively (`Master` is `master`).
-    const name = key ? getKeyFold(p, key) : undefined;
-    if (typeof name !== "string" || name === "") continue;
-    const what = `plugin ${p.type}: ${key} ${JSON.stringify(name)}`;
+    const link = hostLinkOf(p);
+    if (!link) continue;
+    const { key, name } = link;
+    const what = `plugin ${p.type}: ${key} ${quote(name)}`;
     if (!validLinkName(name)) problems.push(`${what} is ${INVALID_NAME}`);
     else if (!linkExists(name))
       problems.push(

@@ -10,6 +10,7 @@
  */
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
+import { quote } from "../cni/quote";
 import { MAX_HOUSEKEEPER_AHEAD_MS } from "../orchestrate/record";
 import { housekeep } from "../orchestrate/pending";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
@@ -55,6 +56,6 @@ function stampSeconds(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (value.trim() === "" || !Number.isFinite(n) || n <= 0 || n * 1000 > MAX_HOUSEKEEPER_AHEAD_MS)
-    throw new UsageError(`--housekeeper ${JSON.stringify(value)}: expected 0 < seconds ≤ 7200`);
+    throw new UsageError(`--housekeeper ${quote(value)}: expected 0 < seconds ≤ 7200`);
   return n * 1000;
 }

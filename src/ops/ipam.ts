@@ -7,6 +7,7 @@
  */
 import { isIP } from "node:net";
 import { isPlainObject } from "../cni/json";
+import { quote } from "../cni/quote";
 
 export interface AddressRange {
   family: 4 | 6;
@@ -74,8 +75,7 @@ function checkRange(range: RangeSpec, where: string, out: IpamCheck): void {
   const cidr = parseCidr(range.subnet);
   if (!cidr) {
     out.errors.push(
-      `${where}: subnet ${JSON.stringify(range.subnet)} is not an address/prefix (e.g. ` +
-        `10.1.0.0/24)`,
+      `${where}: subnet ${quote(range.subnet)} is not an address/prefix (e.g. 10.1.0.0/24)`,
     );
     return;
   }
@@ -83,9 +83,7 @@ function checkRange(range: RangeSpec, where: string, out: IpamCheck): void {
     if (value === undefined) return undefined;
     const ip = ipToBigInt(value);
     if (!ip || ip.family !== cidr.family)
-      out.errors.push(
-        `${where}: ${name} ${JSON.stringify(value)} is not an IPv${cidr.family} address`,
-      );
+      out.errors.push(`${where}: ${name} ${quote(value)} is not an IPv${cidr.family} address`);
     else if (ip.value < cidr.first || ip.value > cidr.last)
       out.errors.push(`${where}: ${name} ${value} is outside subnet ${range.subnet}`);
     else return ip.value;
@@ -117,7 +115,7 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
       const address = isPlainObject(a) ? str(a.address) : undefined;
       if (!address || !parseCidr(address))
         out.errors.push(
-          `${where}: ipam.addresses[${i}].address ${JSON.stringify(address ?? null)} is not an address/prefix`,
+          `${where}: ipam.addresses[${i}].address ${quote(address ?? null)} is not an address/prefix`,
         );
     });
   }

@@ -5,6 +5,7 @@
  */
 import type { PlexusConf } from "../config/plugin-conf";
 import { kubeFactory } from "../connect/kube-factory";
+import { delegateRunLog } from "../daemon/delegate-runs";
 import { createLogger } from "../log/logger";
 import type { Logger } from "../log/types";
 import { hostNetns } from "../netns/index";
@@ -41,6 +42,8 @@ export async function nodePassDeps(input: {
     ...nodeDeps(conf, log, process.env),
     ...opsWiring,
     kube: kubeFactory(conf, { env: process.env, log, client }),
+    // M20: the daemon counts its passes' delegate runs too, handed over when the pass is done.
+    observe: delegateRunLog(conf.daemonSocket, { atExit: true }).observe,
   };
   return { conf, log, deps };
 }

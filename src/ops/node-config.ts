@@ -63,7 +63,7 @@ export function loadNodeConfig(source: {
         { cause: err },
       );
     }
-    value = decodeJson(text, { what: `config ${path}` });
+    value = decodeJson(text, { what: `config ${path}`, exactNumbers: true }); // B92, as a CNI call
   } else {
     const dir = source.confDir ?? DEFAULT_CONF_DIR;
     const choice = runtimeConfig(dir);

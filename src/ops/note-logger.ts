@@ -1,4 +1,5 @@
 /** A Logger that keeps warnings and errors as notes for a person-facing report, and forwards everything to another logger. */
+import { escapeText, quote } from "../cni/quote";
 import type { Logger } from "../log/logger";
 
 export function noteLogger(notes: string[], inner: Logger): Logger {
@@ -9,7 +10,7 @@ export function noteLogger(notes: string[], inner: Logger): Logger {
       const fields = typeof a === "string" ? {} : (a as Record<string, unknown>);
       const extra = Object.entries(fields)
         .filter(([k]) => k !== "pod")
-        .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
+        .map(([k, v]) => `${k}=${escapeText(typeof v === "string" ? v : quote(v))}`);
       notes.push(extra.length ? `${msg} (${extra.join(", ")})` : msg);
       if (typeof a === "string") inner[level](a);
       else inner[level](a, b);

@@ -6,6 +6,7 @@
 import { resolve } from "node:path";
 import type { ConfList } from "../cni/conf";
 import { asCniError, type CniError } from "../cni/errors";
+import { quote } from "../cni/quote";
 import { findInPath } from "../invoke/find";
 import { isBuiltinPassthru } from "../libcni/conflist";
 
@@ -25,7 +26,7 @@ export async function missingPluginBinaries(conf: ConfList, dirs: Dirs): Promise
     try {
       await findInPath(plugin.type, dirs);
     } catch (err) {
-      missing.push(asCniError(err).withContext(`network ${JSON.stringify(conf.name)}`));
+      missing.push(asCniError(err).withContext(`network ${quote(conf.name)}`));
     }
   }
   return missing;

@@ -9,6 +9,7 @@ import { rm } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
+import { escapeText, quote } from "../cni/quote";
 import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
 import { createLogger } from "../log/logger";
 import { callDeadline, type Deps } from "../orchestrate/deps";
@@ -167,12 +168,10 @@ async function find(
     return s.id === id || s.containerId === id;
   });
   if (matches.length === 0)
-    throw new ProblemError(
-      `no record ${JSON.stringify(id)} in ${store.dir}; see plexus records list`,
-    );
+    throw new ProblemError(`no record ${quote(id)} in ${store.dir}; see plexus records list`);
   if (matches.length > 1)
     throw new UsageError(
-      `${matches.length} records match ${JSON.stringify(id)} (one per interface); give the full ID from plexus records list`,
+      `${matches.length} records match ${quote(id)} (one per interface); give the full ID from plexus records list`,
     );
   return { read: matches[0]!, summary: summarise(matches[0]!, store, policy) };
 }
@@ -187,6 +186,8 @@ function renderRecordList(list: RecordSummary[], dir: string): string {
     s.modified ?? "-",
     s.why ?? (s.hotplugged ? `hot-plugged: ${s.hotplugged.join(", ")}` : ""),
   ]);
+  // B98: a record's fields come from a file and the runtime; escaped before the widths are taken.
+  for (const row of rows) row.forEach((cell, i) => (row[i] = escapeText(cell)));
   const head = ["ID", "STATE", "POD", "NETWORKS", "WRITTEN", "NOTE"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]) =>

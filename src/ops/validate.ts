@@ -9,16 +9,19 @@
 import { hostname } from "node:os";
 import { asCniError } from "../cni/errors";
 import type { ConfList, PluginConf } from "../cni/conf";
+import { isPlainObject } from "../cni/json";
+import { escapeText, quote } from "../cni/quote";
 import { getKeyFold } from "../cni/keys";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
-import { conflistUnknownKeys, renderUnknownKeys, reportUnknownKeys } from "../config/unknown-keys";
+import { reportUnknownKeys } from "../config/unknown-keys";
 import { findInPath } from "../invoke/find";
 import { RawExec } from "../invoke/raw-exec";
+import { vetRecorded } from "../gate/gate";
+import { pluginVersionsOf } from "../libcni/conflist";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveNadConfig, type ConfFile } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "../orchestrate/network-source";
-import type { Logger } from "../log/logger";
 import { logCompressorPids } from "../log/rotate";
 import { clusterLists, type ClusterLists } from "./cluster-list";
 import {
@@ -82,40 +85,66 @@ function footprints(nad: string, conf: ConfList): Footprint[] {
   });
 }
 
-/** Asks a plugin binary which spec versions it speaks (CNI VERSION), as a runtime would. */
-async function pluginVersions(path: string, cniVersion: string, log: Logger): Promise<string[]> {
-  const out = await new RawExec(log, { sparePids: logCompressorPids() }).execPlugin({
-    path,
-    stdin: Buffer.from(JSON.stringify({ cniVersion })),
-    env: {
-      PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
-      CNI_COMMAND: "VERSION",
-      CNI_PATH: "",
-    },
-    deadlineMs: 5000,
-    what: `plugin ${path} (VERSION)`,
-  });
-  const v = JSON.parse(Buffer.from(out).toString("utf8")) as { supportedVersions?: unknown };
-  if (!Array.isArray(v.supportedVersions))
-    throw new Error(`${path} answered VERSION without supportedVersions`);
-  return v.supportedVersions.map(String);
+const DEFAULT_PATH = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * The NAD's config as the delegate gate sees a tenant's network: what ADD would refuse is an
+ * error here, and its binaries are then not run, not even for VERSION.
+ */
+function vetNad(nad: Nad, conf: ConfList, ctx: OpsContext, findings: Finding[]) {
+  const { namespace, name } = nad.metadata;
+  const subject = { network: `${namespace}/${name}`, ifName: "", isDefault: false, conf };
+  try {
+    return vetRecorded({ ...subject, selection: { namespace, name } }, { policy: ctx.conf });
+  } catch (err) {
+    findings.push({ level: "error", msg: `${messageOf(err)} (no binary of it was run)` });
+    return undefined;
+  }
 }
 
-async function checkPlugins(conf: ConfList, ctx: OpsContext, findings: Finding[]): Promise<void> {
+/**
+ * The binary of `type` looked up as ADD looks it up, or undefined with an error finding: every
+ * missing one is named, the plugins' and their IPAM plugins' alike.
+ */
+async function lookUp(
+  type: string,
+  call: { path: readonly string[]; where: string; findings: Finding[] },
+): Promise<string | undefined> {
+  try {
+    return await findInPath(type, call.path);
+  } catch (err) {
+    call.findings.push({ level: "error", msg: asCniError(err).withContext(call.where).message });
+    return undefined;
+  }
+}
+
+/** The IPAM plugin a plugin runs (parsePlugin spelt its `type` key canonically). */
+function ipamType(plugin: PluginConf): string | undefined {
+  const ipam = plugin.ipam;
+  return isPlainObject(ipam) && typeof ipam.type === "string" && ipam.type ? ipam.type : undefined;
+}
+
+/** Asks each plugin binary which spec versions it speaks (CNI VERSION), as a runtime would. */
+async function checkPlugins(
+  nad: Nad,
+  conf: ConfList,
+  ctx: OpsContext,
+  findings: Finding[],
+): Promise<void> {
   const path = ctx.conf.binDir ? [ctx.conf.binDir, ...ctx.cniPath] : ctx.cniPath;
+  const vetted = vetNad(nad, conf, ctx, findings);
+  const exec = new RawExec(ctx.log, { sparePids: logCompressorPids() });
+  const rt = { path, baseEnv: { PATH: process.env.PATH ?? DEFAULT_PATH }, deadlineMs: 5000 };
+  const where = `network ${quote(conf.name)}`;
   for (const plugin of conf.plugins) {
-    let binary: string;
+    const binary = await lookUp(plugin.type, { path, where, findings });
+    // The plugin runs its IPAM plugin from the same CNI_PATH: a missing one fails every ADD too.
+    const ipam = ipamType(plugin);
+    if (ipam)
+      await lookUp(ipam, { path, where: `${where}: plugin ${plugin.type}'s ipam`, findings });
+    if (!binary || !vetted) continue;
     try {
-      binary = await findInPath(plugin.type, path);
-    } catch (err) {
-      findings.push({
-        level: "error",
-        msg: asCniError(err).withContext(`network ${JSON.stringify(conf.name)}`).message,
-      });
-      continue;
-    }
-    try {
-      const versions = await pluginVersions(binary, conf.cniVersion, ctx.log);
+      const versions = await pluginVersionsOf(vetted, plugin, rt, { exec, log: ctx.log });
       if (versions.includes(conf.cniVersion))
         findings.push({
           level: "ok",
@@ -181,24 +210,6 @@ interface Scope {
   slices?: { nodeName: string; list: ResourceSlice[] | undefined };
 }
 
-/**
- * M1: the top-level keys of a NAD's conflist that libcni does not read (a plugin's own keys belong
- * to the plugin and are not judged here), with the nearest known key.
- */
-function listKeyWarnings(nad: Nad): string[] {
-  const text = nad.spec?.config;
-  if (typeof text !== "string" || text === "") return [];
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return []; // reported by resolveNadConfig
-  }
-  return renderUnknownKeys(conflistUnknownKeys(value), "spec.config (a conflist)").map(
-    (r) => r.msg,
-  );
-}
-
 async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<NadReport> {
   const ref = `${nad.metadata.namespace}/${nad.metadata.name}`;
   const report: NadReport = { nad: ref, findings: [] };
@@ -207,8 +218,8 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     const resolved = resolveNadConfig(nad, scope.files, {});
     conf = resolved.conf;
     report.source = resolved.source;
+    // ADD's warnings, the keys no reader of the config reads among them (M1, with suggestions).
     for (const w of resolved.warnings) report.findings.push({ level: "warning", msg: w });
-    for (const msg of listKeyWarnings(nad)) report.findings.push({ level: "warning", msg });
     report.findings.push({
       level: "ok",
       msg: `config parses (from ${resolved.source}): ${conf.plugins.map((p) => p.type).join(" → ")}`,
@@ -217,7 +228,7 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     report.findings.push({ level: "error", msg: asCniError(err).message });
     return report;
   }
-  await checkPlugins(conf, ctx, report.findings);
+  await checkPlugins(nad, conf, ctx, report.findings);
   for (const msg of hostLinkProblems(conf.plugins)) report.findings.push({ level: "error", msg });
   for (const mine of footprints(ref, conf)) {
     for (const other of scope.others.filter((o) => o.nad !== ref && o.key === mine.key)) {
@@ -369,7 +380,8 @@ function renderFindings(reports: readonly NadReport[], notes: readonly string[])
   }
   if (reports.length === 0) lines.push("no NetworkAttachmentDefinitions to validate");
   for (const n of notes) lines.push(`note: ${n}`);
-  return `${lines.join("\n")}\n`;
+  // B98: each entry is one line; a NAD's type or a plugin's answer in it is escaped to that line.
+  return `${lines.map(escapeText).join("\n")}\n`;
 }
 
 export async function validateMain(

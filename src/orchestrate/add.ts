@@ -8,7 +8,9 @@ import { convertResult, toResult } from "../cni/result/convert";
 import type { AnyResult } from "../cni/result/types";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { KubeApi } from "../cluster/kube-api";
+import { vetAttach } from "../gate/gate";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
+import { withMissingHostLink } from "../npwg/node-links";
 import type { Pod } from "../npwg/types";
 import {
   callDeadline,
@@ -111,17 +113,30 @@ async function attachInOrder(
   call: { ctx: RuntimeFor; req: CniRequest; conf: PlexusConf; deps: Deps },
 ): Promise<void> {
   const { ctx, req, conf, deps } = call;
+  const podNamespace = podOf(req.args)?.namespace;
   for (const att of plan) {
+    // Vetted before it is counted as attached: what the gate refuses ran nothing, and no
+    // rollback touches its interface (it may be one Plexus did not create).
+    const vetted = await vetAttach(att, {
+      policy: conf,
+      podNamespace,
+      netns: req.netns,
+      links: deps.netns,
+    }).catch((err: unknown) => {
+      throw asCniError(err).withContext(`ADD of ${describeAttachment(att)} refused`);
+    });
     progress.done.push(att); // C4.1: the delegate whose ADD fails is torn down too.
     if (att.device) prepareDeviceInfo(att, conf, deps.log); // M10
     const result = await addNetworkList(
-      att.conf,
+      vetted,
       runtimeConfFor(att, ctx, req, conf, deps),
       deps,
     ).catch((err: unknown) => {
       const e = asCniError(err);
       progress.failed = keepWhatRan(att, pluginsStartedOf(err), progress.done, e.code);
-      throw e.withContext(`ADD of ${describeAttachment(att)} failed`);
+      // A `master` the node lacks fails inside the plugin as "Link not found": named here.
+      const named = withMissingHostLink(e, att.conf.plugins);
+      throw named.withContext(`ADD of ${describeAttachment(att)} failed`);
     });
     const deviceInfo = att.device ? deviceInfoAfterAdd(att, deps.log) : undefined;
     progress.results.push({ attachment: att, result, ...(deviceInfo ? { deviceInfo } : {}) });

@@ -57,6 +57,7 @@ export async function loadAuxiliaryChain(
       what,
       maxBytes: MAX_CONF_FILE_BYTES,
       code: Code.InvalidNetworkConfig,
+      exactNumbers: true, // B92
     });
     return parsePlugin(value, what);
   });

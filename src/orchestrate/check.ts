@@ -3,10 +3,11 @@ import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import { versionAtLeast } from "../cni/version";
 import type { PlexusConf } from "../config/plugin-conf";
+import { vetRecorded } from "../gate/gate";
 import { checkNetworkList } from "../libcni/conflist";
 import { callDeadline, describeAttachment, runtimeConfFor, type Deps } from "./deps";
 import { withContainerLock } from "./lock";
-import type { Attachment } from "./record";
+import { podOf, type Attachment } from "./record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   // CHECK exists from 0.4.0 on: a runtime that sends it with an older config gets what libcni's
@@ -50,11 +51,14 @@ async function checkAttachments(
   deps: Deps,
 ): Promise<void> {
   const ctx = { containerId: req.containerId, netns: req.netns, cniArgs: req.rawArgs };
+  const podNamespace = podOf(req.args)?.namespace;
   for (const att of attachments) {
-    await checkNetworkList(att.conf, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
-      (err: unknown) => {
-        throw asCniError(err).withContext(`CHECK of ${describeAttachment(att)} failed`);
-      },
-    );
+    const run = async () => {
+      const vetted = vetRecorded(att, { policy: conf, podNamespace });
+      await checkNetworkList(vetted, runtimeConfFor(att, ctx, req, conf, deps), deps);
+    };
+    await run().catch((err: unknown) => {
+      throw asCniError(err).withContext(`CHECK of ${describeAttachment(att)} failed`);
+    });
   }
 }

@@ -22,12 +22,14 @@
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, oneError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
+import { vetReplacement } from "../gate/gate";
 import { delNetworkList } from "../libcni/conflist";
 import { applySelection } from "../npwg/delegate-args";
+import { nadMayUseConfDir } from "../npwg/isolation";
 import { resolveNadConfig } from "../npwg/nad";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { FsNetworkSource } from "./network-source";
-import type { Attachment, ContainerRecord } from "./record";
+import { podOf, type Attachment, type ContainerRecord } from "./record";
 import { failedAttachments, type TeardownFailure } from "./teardown";
 
 const TEARDOWN_ABANDONED = "TeardownAbandoned";
@@ -151,8 +153,11 @@ export async function abandon(
 
 /**
  * The failed NAD attachments tried once more with the NAD's current config, when it differs from the
- * recorded one (the admin fixed it). Best effort: no Kubernetes, no NAD, a config that does not
- * resolve, or the same config, and the failure stands.
+ * recorded one (the admin fixed it). Only what the delegate gate accepts as a replacement runs
+ * (gate.ts vetReplacement: the same policy as ADD, the same network name and plugin types), and an
+ * attachment whose interface is still in the pod's namespace afterwards stays a failure: the
+ * record keeps it until the recorded attachment is really gone. Best effort: no Kubernetes, no
+ * NAD, a config that does not resolve or is refused, or the same config, and the failure stands.
  */
 export async function retryWithCurrentNads(
   failures: TeardownFailure[],
@@ -167,41 +172,66 @@ export async function retryWithCurrentNads(
   const source = new FsNetworkSource(conf.confDir, kube);
   const left: TeardownFailure[] = [];
   for (const f of failures) {
-    const current = await currentNadAttachment(f.attachment, source).catch(() => undefined);
-    if (!current) {
-      left.push(f);
-      continue;
-    }
-    try {
-      await delNetworkList(current.conf, runtimeConfFor(current, ctx, req, conf, deps), deps);
-      await deps.cache.delete({
-        networkName: f.attachment.conf.name,
-        containerId: req.containerId,
-        ifName: f.attachment.ifName,
-      });
-      deps.log.warn(
-        {
-          network: f.attachment.network,
-          ifName: f.attachment.ifName,
-          recordedErr: f.error.message,
-        },
-        "the recorded config failed DEL; the NAD's current config succeeded",
-      );
-    } catch {
-      left.push(f);
-    }
+    const repaired = await delWithCurrentNad(f, { source, ctx, req, conf, deps }).catch(
+      (err: unknown) => {
+        deps.log.warn(
+          {
+            network: f.attachment.network,
+            ifName: f.attachment.ifName,
+            why: asCniError(err).message,
+          },
+          "the NAD's current config was not used for this DEL",
+        );
+        return false;
+      },
+    );
+    if (!repaired) left.push(f);
   }
   return left;
+}
+
+/** One failed attachment's DEL with its NAD's current config; true when it is really gone. */
+async function delWithCurrentNad(
+  f: TeardownFailure,
+  call: { source: FsNetworkSource; ctx: RuntimeFor; req: CniRequest; conf: PlexusConf; deps: Deps },
+): Promise<boolean> {
+  const { ctx, req, conf, deps } = call;
+  const current = await currentNadAttachment(f.attachment, call.source, conf);
+  if (!current) return false;
+  const podNamespace = podOf(req.args)?.namespace;
+  const vetted = vetReplacement(f.attachment, current, { policy: conf, podNamespace });
+  await delNetworkList(vetted, runtimeConfFor(current, ctx, req, conf, deps), deps);
+  if (ctx.netns !== "" && (await deps.netns.linkExists(ctx.netns, f.attachment.ifName))) {
+    deps.log.warn(
+      { network: f.attachment.network, ifName: f.attachment.ifName },
+      "the NAD's current config succeeded DEL, but the interface is still there; kept",
+    );
+    return false;
+  }
+  await deps.cache.delete({
+    networkName: f.attachment.conf.name,
+    containerId: req.containerId,
+    ifName: f.attachment.ifName,
+  });
+  deps.log.warn(
+    { network: f.attachment.network, ifName: f.attachment.ifName, recordedErr: f.error.message },
+    "the recorded config failed DEL; the NAD's current config succeeded",
+  );
+  return true;
 }
 
 async function currentNadAttachment(
   att: Attachment,
   source: FsNetworkSource,
+  conf: PlexusConf,
 ): Promise<Attachment | undefined> {
   const sel = att.selection;
   const nad = sel ? await source.getNad?.(sel.namespace, sel.name) : undefined;
   if (!sel || !nad) return undefined;
-  const applied = applySelection(resolveNadConfig(nad, await source.confDirFiles()).conf, sel);
+  const resolved = resolveNadConfig(nad, await source.confDirFiles(), {
+    confDirAllowed: nadMayUseConfDir(sel.namespace, conf),
+  });
+  const applied = applySelection(resolved.conf, sel);
   if (JSON.stringify(applied.conf) === JSON.stringify(att.conf)) return undefined;
   const { capabilityArgs: _old, ...rest } = att;
   return Object.keys(applied.capabilityArgs).length > 0

@@ -60,7 +60,7 @@ async function delLocked(
   // every DEL.
   const ctx: RuntimeFor = {
     containerId: req.containerId,
-    netns: req.netns,
+    netns: podNetnsForDel(req, deps),
     cniArgs: req.rawArgs,
     deadline,
   };
@@ -78,9 +78,24 @@ async function delLocked(
   if (read.state === "missing") {
     // A pod Multus attached before the node switched to Plexus: DEL from Multus's cache (M14).
     const { delMultusAttached } = await import("./multus-migrate");
-    if (await delMultusAttached(req, conf, deps)) return;
+    if (await delMultusAttached({ ...req, netns: ctx.netns }, conf, deps)) return;
   }
   return delWithoutRecord({ read, ctx, req, conf, deps });
+}
+
+/**
+ * B97: a CNI_NETNS that is Plexus's own namespace (the node's) is never handed to a delegate: the
+ * DEL goes on as with CNI_NETNS="" (the delegates release IPAM and touch no interface), so it
+ * neither removes the node's interfaces nor fails for ever.
+ */
+function podNetnsForDel(req: CniRequest, deps: Deps): string {
+  if (!deps.netns.isOwn(req.netns)) return req.netns;
+  deps.log.warn(
+    { netns: req.netns },
+    "CNI_NETNS is Plexus's own network namespace (the node's), not a pod's: DEL goes on as " +
+      'with CNI_NETNS="", so no delegate touches the node\'s interfaces',
+  );
+  return "";
 }
 
 /** No usable record: a precautionary teardown of the planned networks, then the record files go. */

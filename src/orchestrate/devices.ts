@@ -14,6 +14,13 @@
  *
  * DRA (resource.k8s.io/v1): a pod with ResourceClaims also gets the network devices its claims were
  * allocated (dra/claim-devices.ts), combined with kubelet's and sorted, as Multus combines them.
+ *
+ * Per attachment (M19, the design of Multus's per-selection resourceName): a selection's own
+ * `resourceName` picks the pool that attachment takes its device from, when the NAD offers it (its
+ * `k8s.v1.cni.cncf.io/allowedResourceNames` lists it, or it is the NAD's own resourceName); one
+ * NAD then serves several pools. The NAD's owner decides which pools a pod may pick, so any other
+ * name is refused (7): a tenant who may annotate a pod must not reach another pool's devices
+ * through a NAD that never offered them. The allocation still wins within the pool picked.
  */
 import type { PodRef } from "../cni/args";
 import { asCniError, CniError, Code } from "../cni/errors";
@@ -37,7 +44,12 @@ import {
   writeCniDeviceInfo,
 } from "../npwg/device-info";
 import { deviceTextProblem } from "../npwg/device-id";
-import { type Pod, RESOURCE_NAME_ANNOTATION } from "../npwg/types";
+import {
+  ALLOWED_RESOURCE_NAMES_ANNOTATION,
+  type NetworkSelection,
+  type Pod,
+  RESOURCE_NAME_ANNOTATION,
+} from "../npwg/types";
 import type { Attachment, AttachmentDevice } from "./record";
 
 export type { AttachmentDevice };
@@ -49,11 +61,65 @@ export type PodDevicesLookup = (query: {
   resourceNames: string[];
 }) => Promise<Map<string, string[]>>;
 
-export function resourceNameOf(
-  nad: { metadata?: { annotations?: Record<string, string> | undefined } } | undefined,
-): string | undefined {
+/** What the device code reads of a NAD: its annotations. */
+type AnnotatedNad = { metadata?: { annotations?: Record<string, string> | undefined } } | undefined;
+
+export function resourceNameOf(nad: AnnotatedNad): string | undefined {
   const v = nad?.metadata?.annotations?.[RESOURCE_NAME_ANNOTATION]?.trim();
   return v ? v : undefined;
+}
+
+/** M19: the NAD's `allowedResourceNames`, each trimmed, empty entries left out. */
+function allowedResourceNamesOf(nad: AnnotatedNad): string[] {
+  const list = nad?.metadata?.annotations?.[ALLOWED_RESOURCE_NAMES_ANNOTATION] ?? "";
+  const names = list.split(",").map((name) => name.trim());
+  return [...new Set(names.filter((name) => name !== ""))];
+}
+
+/**
+ * M10, M19: the resource (device pool) an attachment of `nad` takes: the selection's own
+ * `resourceName` when the NAD offers it (listed in its `allowedResourceNames`, or its own
+ * `resourceName`), else the NAD's `resourceName`; undefined: no device. A name the NAD does not
+ * offer is refused (7), naming it and what the NAD offers.
+ */
+export function attachmentResourceName(
+  nad: AnnotatedNad,
+  selection: Pick<NetworkSelection, "name" | "namespace" | "resourceName"> | undefined,
+): string | undefined {
+  const own = resourceNameOf(nad);
+  const asked = selection?.resourceName;
+  if (asked === undefined || asked === own) return own;
+  const allowed = allowedResourceNamesOf(nad);
+  if (allowed.includes(asked)) return asked;
+  throw notOffered({ network: `${selection!.namespace}/${selection!.name}`, asked, own, allowed });
+}
+
+function notOffered(choice: {
+  network: string;
+  asked: string;
+  own: string | undefined;
+  allowed: string[];
+}): CniError {
+  const { own, allowed } = choice;
+  const shown = allowed.slice(0, 8).map((name) => showValue(name));
+  if (allowed.length > 8) shown.push(`… (${allowed.length} in all)`);
+  const ownText = own ? `its own ${RESOURCE_NAME_ANNOTATION} is ${showValue(own)}` : undefined;
+  const listText = allowed.length
+    ? `its ${ALLOWED_RESOURCE_NAMES_ANNOTATION} lists only ${shown.join(", ")}`
+    : `it has no ${ALLOWED_RESOURCE_NAMES_ANNOTATION}`;
+  const nad =
+    own || allowed.length
+      ? `the NAD does not offer it: ${[listText, ownText].filter(Boolean).join(" and ")}`
+      : `the NAD offers no device pool: it has neither ${RESOURCE_NAME_ANNOTATION} nor ` +
+        ALLOWED_RESOURCE_NAMES_ANNOTATION;
+  const msg = [
+    `network ${choice.network}: the pod's selection asks for resourceName`,
+    `${showValue(choice.asked)},`,
+    `but ${nad};`,
+    `name one the NAD offers, drop "resourceName" to take the NAD's own, or have the NAD list`,
+    `${showValue(choice.asked)} in ${ALLOWED_RESOURCE_NAMES_ANNOTATION}`,
+  ];
+  return new CniError(Code.InvalidNetworkConfig, msg.join(" "));
 }
 
 export interface AssignContext {
@@ -365,7 +431,7 @@ function withoutDevice(att: Attachment): Attachment {
 }
 
 /** The delegate's view: `deviceID` in every plugin, the capability values for those that declare them. */
-function withDevice(att: Attachment, device: AttachmentDevice): Attachment {
+export function withDevice(att: Attachment, device: AttachmentDevice): Attachment {
   const caps: Record<string, unknown> = { ...att.capabilityArgs, deviceID: device.deviceID };
   if (device.infoFile) caps.CNIDeviceInfoFile = device.infoFile;
   return {

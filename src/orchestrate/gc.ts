@@ -8,8 +8,8 @@
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
-import type { ConfList } from "../cni/conf";
 import type { PlexusConf } from "../config/plugin-conf";
+import { vetRecorded, type GateSubject } from "../gate/gate";
 import { gcNetworkList, type GcAttachment } from "../libcni/conflist";
 import { runtimeConfFor, type Deps } from "./deps";
 import { housekeep } from "./pending";
@@ -42,8 +42,16 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
     }
     const rec = read.record;
     if (valid.has(`${rec.containerId}\n${rec.ifName}`)) kept.push(rec);
-    // A pending record was retried just above (or its container is busy): not twice in one GC.
-    else if (!rec.delFailedAt) errors.push(...(await gcRecord(rec, req, conf, deps)));
+    // A pending record was retried just above (or its container is busy): not twice in one GC,
+    // and what it still holds is housekeeping's, not the delegates' GC's.
+    else if (rec.delFailedAt) kept.push(rec);
+    else {
+      const gc = await gcRecord(rec, req, conf, deps);
+      // B96: a container whose lock is held (an ADD or DEL running) is not stale: everything it
+      // has counts as valid in the rest of this GC, so no delegate releases what it holds.
+      if (gc.busy) kept.push(rec);
+      errors.push(...gc.errors);
+    }
   }
   errors.push(...(await gcNetworks(kept, req, conf, deps)));
   failIfAny(errors, `GC: ${errors.length} failures`);
@@ -55,11 +63,12 @@ async function gcRecord(
   req: CniRequest,
   conf: PlexusConf,
   deps: Deps,
-): Promise<CniError[]> {
+): Promise<{ busy: boolean; errors: CniError[] }> {
   deps.log.info(
     { containerId: rec.containerId, ifName: rec.ifName },
     "GC: tearing down stale container",
   );
+  let busy = false;
   // Under that container's lock, waited for briefly: a container busy with an ADD or DEL is
   // not stale after all, and the next GC looks again.
   const errs = await withContainerLock(
@@ -91,8 +100,13 @@ async function gcRecord(
       }
       return failed;
     },
-  ).catch((e: unknown) => [asCniError(e)]);
-  return errs.map((e) => e.withContext(`GC of container ${rec.containerId}`));
+  ).catch((e: unknown) => {
+    const err = asCniError(e);
+    busy = err.code === Code.TryAgainLater;
+    if (busy) deps.log.info({ containerId: rec.containerId }, "GC: container busy; kept as valid");
+    return busy ? [] : [err];
+  });
+  return { busy, errors: errs.map((e) => e.withContext(`GC of container ${rec.containerId}`)) };
 }
 
 /** Delegate networks: configured ones and the ones live records use, each forwarded GC once. */
@@ -103,21 +117,22 @@ async function gcNetworks(
   deps: Deps,
 ): Promise<CniError[]> {
   const errors: CniError[] = [];
-  const networks = new Map<string, ConfList>();
-  for (const d of conf.delegates) networks.set(d.name, d);
+  const networks = new Map<string, GateSubject>();
+  for (const d of conf.delegates)
+    networks.set(d.name, { network: d.name, ifName: "", isDefault: false, conf: d });
   for (const rec of kept)
     for (const att of rec.attachments)
-      if (!networks.has(att.conf.name)) networks.set(att.conf.name, att.conf);
-  for (const [name, list] of networks) {
+      if (!networks.has(att.conf.name)) networks.set(att.conf.name, att);
+  for (const [name, subject] of networks) {
     const stillValid: GcAttachment[] = kept.flatMap((rec) =>
       rec.attachments
         .filter((a) => a.conf.name === name)
         .map((a) => ({ containerID: rec.containerId, ifname: a.ifName })),
     );
-    const att = { network: name, ifName: "", isDefault: false, conf: list };
+    const att = { network: name, ifName: "", isDefault: false, conf: subject.conf };
     try {
       await gcNetworkList(
-        list,
+        vetRecorded(subject, { policy: conf }),
         stillValid,
         runtimeConfFor(att, { containerId: "", netns: "", cniArgs: "" }, req, conf, deps),
         deps,

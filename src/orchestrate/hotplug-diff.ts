@@ -10,11 +10,18 @@
  * - A matched selection whose parameters (ips, mac, portMappings, cni-args, …) changed is
  *   refused: the attachment stays as it is, with the reason (remove the selection, then add it
  *   again).
- * - A new selection without an interface gets the lowest `netN` (N from 1) that no attachment
- *   that stays, no explicit request of the annotation and no other new attachment uses; the
- *   names of the attachments this reconcile removes are free (they are removed first).
+ * - A new selection without an interface gets the name ADD would give it for the annotation as
+ *   it is now (npwg/ifnames.ts: `net<N>`, N its position, the plan's name), so that a later ADD
+ *   of the same annotation (a re-created sandbox) agrees. When an attachment that stays (or an
+ *   earlier new one) has that name, it gets the next free `net<M>`, M above N, as ADD would skip
+ *   a taken name. The names of the attachments this reconcile removes are free (they are removed
+ *   first).
+ * - A new selection with `default-route` is refused: the pod's default route is where its
+ *   sandbox's ADD put it, and hot-plug does not move it (nothing of the selection is attached).
+ * - A new device network takes a device no attachment that stays holds (hotplug-devices.ts).
  */
 import type { NetworkSelection } from "../npwg/types";
+import { type DeviceContext, settleDevices } from "./hotplug-devices";
 import type { Attachment } from "./record";
 
 interface Refusal {
@@ -70,18 +77,42 @@ function matchAttachments(
   return out;
 }
 
-/** The next free `netN` (N from 1) outside `used`; the name is added to `used`. */
-export function nextFreeIfName(used: Set<string>): string {
-  let n = 1;
-  while (used.has(`net${n}`)) n++;
-  const name = `net${n}`;
+const GENERATED = /^net([1-9][0-9]*)$/;
+
+/**
+ * A new unnamed attachment's name: `planned` (ADD's, for the annotation as it is now) when no
+ * other attachment has it, else the next free `netN` above it (ADD's own rule for a taken name);
+ * the name is added to `used`.
+ */
+export function nextFreeIfName(used: Set<string>, planned = "net1"): string {
+  let n = Number(GENERATED.exec(planned)?.[1] ?? 1);
+  let name = `net${n}`;
+  while (used.has(name)) name = `net${++n}`;
   used.add(name);
   return name;
 }
 
+/** Why a new selection cannot be attached to a running pod, if it cannot. */
+function attachRefusal(w: Attachment): string | undefined {
+  const gateways = w.selection?.defaultRoute;
+  if (gateways === undefined || gateways.length === 0) return undefined;
+  const named = w.selection?.interfaceRequest;
+  const selection = `the selection of ${w.network}${named === undefined ? "" : `@${named}`}`;
+  return (
+    `${selection} asks for "default-route" (${gateways.join(", ")}), which applies only when ` +
+    "the pod's sandbox is created: hot-plug does not move a running pod's default route, so " +
+    'it attaches nothing for it (remove "default-route" from the selection to hot-plug it, ' +
+    "or re-create the pod)"
+  );
+}
+
 type Attachments = readonly Attachment[];
 
-export function diffHotplug(current: Attachments, wanted: Attachments): HotplugDiff {
+export function diffHotplug(
+  current: Attachments,
+  wanted: Attachments,
+  devices: DeviceContext,
+): HotplugDiff {
   const matches = matchAttachments(current, wanted);
   const matched = new Set(matches.filter((m): m is Attachment => m !== undefined));
   const detach = current.filter((a) => isSelected(a) && !matched.has(a));
@@ -105,11 +136,14 @@ export function diffHotplug(current: Attachments, wanted: Attachments): HotplugD
     if (matches[i]) return;
     const explicit = w.selection?.interfaceRequest;
     const inUse = explicit === undefined ? undefined : owner.get(explicit);
-    if (inUse !== undefined) {
-      refused.push({ attachment: w, reason: `interface ${explicit} is in use by ${inUse}` });
+    const why =
+      inUse === undefined ? attachRefusal(w) : `interface ${explicit} is in use by ${inUse}`;
+    if (why !== undefined) {
+      refused.push({ attachment: w, reason: why });
       return;
     }
-    attach.push({ ...w, ifName: explicit ?? nextFreeIfName(used) });
+    attach.push({ ...w, ifName: explicit ?? nextFreeIfName(used, w.ifName) });
   });
-  return { attach, detach, refused };
+  const settled = settleDevices(attach, { staying, wanted, ctx: devices });
+  return { attach: settled.attach, detach, refused: [...refused, ...settled.refused] };
 }

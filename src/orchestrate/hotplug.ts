@@ -12,6 +12,7 @@ import type { CniRequest } from "../cni/env";
 import { asCniError, type CniError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import { vetAttach } from "../gate/gate";
 import { addNetworkList, pluginsStartedOf } from "../libcni/conflist";
 import {
   buildNetworkStatusAnnotation,
@@ -139,7 +140,14 @@ async function reconcileLocked(
   const planned = await planNow(job, conf, deps);
   if (!planned.pod || !planned.kube)
     return { pod: job.pod, state: "no-sandbox", attached: [], detached: [], refused: [] };
-  const diff = diffHotplug(job.record.attachments, planned.attachments.filter(isSelected));
+  const diff = await refuseTakenNames(
+    diffHotplug(job.record.attachments, planned.attachments.filter(isSelected), {
+      deviceInfoDir: conf.deviceInfoDir,
+      containerId: job.req.containerId,
+    }),
+    job.req.netns,
+    deps,
+  );
   const report: HotplugReport = {
     pod: job.pod,
     state: job.dryRun ? "planned" : "reconciled",
@@ -153,6 +161,33 @@ async function reconcileLocked(
   for (const f of diff.refused) await events.warn("HotplugRefused", `${job.pod}: ${f.reason}`);
   if (diff.attach.length === 0 && diff.detach.length === 0) return report;
   return applyDiff({ ...job, diff, report, pod: planned.pod, events }, conf, deps);
+}
+
+/**
+ * B88: a new selection whose interface name the pod already has, and not from this reconcile's
+ * detaches, is refused here (nothing changes for it); the gate refuses it again where it would run.
+ */
+async function refuseTakenNames(
+  diff: HotplugDiff,
+  netns: string,
+  deps: Pick<Deps, "netns">,
+): Promise<HotplugDiff> {
+  const freed = new Set(diff.detach.map((d) => d.ifName));
+  const attach: Attachment[] = [];
+  const refused = [...diff.refused];
+  for (const att of diff.attach) {
+    const taken =
+      !freed.has(att.ifName) && (await deps.netns.linkExists(netns, att.ifName).catch(() => false));
+    if (!taken) attach.push(att);
+    else
+      refused.push({
+        attachment: att,
+        reason:
+          `network ${att.network}: interface ${JSON.stringify(att.ifName)} already exists in ` +
+          "the pod and Plexus did not create it; choose another name (network@name)",
+      });
+  }
+  return { ...diff, attach, refused };
 }
 
 /** Events of one reconcile: best effort (a failed write is logged, never the pod's failure). */
@@ -273,13 +308,20 @@ async function attachNew(
   const attached: Attached[] = [];
   const done: Attachment[] = [];
   try {
+    const podNamespace = apply.pod.metadata.namespace;
     for (const att of apply.diff.attach) {
       const entry: Attachment = { ...att, hotpluggedAt: new Date().toISOString() };
+      // Vetted before it is recorded as attached: what the gate refuses (an interface name the
+      // pod already has, `lo` included) ran nothing, and no rollback ever touches it.
+      const gate = { policy: conf, podNamespace, netns: apply.req.netns, links: deps.netns };
+      const vetted = await vetAttach(entry, gate).catch((err: unknown) => {
+        throw asCniError(err).withContext(`hot-plug ADD of ${describeAttachment(entry)} refused`);
+      });
       done.push(entry);
       await deps.records.write({ ...before, attachments: [...before.attachments, ...done] });
       if (entry.device) prepareDeviceInfo(entry, conf, deps.log);
       const runtime = runtimeConfFor(entry, ctx, apply.req, conf, deps);
-      const result = await addNetworkList(entry.conf, runtime, deps).catch((err: unknown) => {
+      const result = await addNetworkList(vetted, runtime, deps).catch((err: unknown) => {
         const started = pluginsStartedOf(err);
         if (started === 0) done.pop();
         else if (started !== undefined) done[done.length - 1] = ranPart(entry, started);

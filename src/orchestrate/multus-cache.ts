@@ -126,6 +126,7 @@ function toAttachment(entry: Entry, index: number, query: MultusCacheQuery): Att
   const raw = decodeJson(Buffer.from(entry.Bytes, "base64"), {
     what: `${what}: the config in "Bytes"`,
     maxBytes: MAX_MULTUS_CACHE_BYTES,
+    exactNumbers: true, // B92: DEL gives the delegate the numbers its ADD got
   });
   const conf = parseConfList(raw, {
     what,

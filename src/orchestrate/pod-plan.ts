@@ -15,13 +15,19 @@ import type { Logger } from "../log/logger";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveDefaultNetworks, type ResolvedNetwork } from "../npwg/default-network";
 import { assignInterfaceNames } from "../npwg/ifnames";
-import { checkDeviceChoice, checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
+import { checkPlan } from "../gate/gate";
+import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
 import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
 import type { Loaders } from "./deps";
 import { withAuxiliaryChain } from "./aux-chain";
-import { assignDevices, resourceNameOf, type PodDevicesLookup } from "./devices";
+import {
+  assignDevices,
+  attachmentResourceName,
+  resourceNameOf,
+  type PodDevicesLookup,
+} from "./devices";
 import { FsNetworkSource } from "./network-source";
 import { planFromDelegates } from "./plan";
 import type { Attachment } from "./record";
@@ -132,7 +138,7 @@ async function planNetworks(
       log: ctx.log,
       bestEffort: ctx.devicesBestEffort,
     });
-    return { pod, ref, kube, attachments: withDevices };
+    return { pod, ref, kube, attachments: gated(withDevices, conf, ref) };
   } catch (err) {
     // Every error names the pod it is about (the runtime's log and the pod's events show it).
     throw asCniError(err).withContext(`pod ${podName(ref)}`);
@@ -171,10 +177,6 @@ async function planPodNetworks(
       defaults.clusterNetwork.network,
     );
   for (const s of selected) checkPluginTypes(s.conf, conf.allowedPluginTypes, s.network);
-  for (const s of selected) {
-    const hasResourceName = resourceNameOf(s.nad) !== undefined;
-    checkDeviceChoice({ network: s.network, deviceID: s.sel.deviceID, hasResourceName, conf });
-  }
 
   return buildAttachments({
     req,
@@ -205,16 +207,19 @@ function buildAttachments(input: {
         ? `defaultNetworks entry ${i + 1} (${s.name})`
         : `networks annotation item ${i - nDefaults + 1} (${s.namespace}/${s.name})`,
   });
-  // M10: each attachment's NAD resourceName annotation, in attachment order.
-  const resourceNames = [defaults.clusterNetwork, ...defaults.defaultNetworks, ...selected].map(
-    (n) => resourceNameOf(n.nad),
-  );
+  // M10, M19: each attachment's resource, in attachment order: the NAD's, or its selection's pick.
+  const picked = selected.map((s) => attachmentResourceName(s.nad, s.sel));
+  const resourceNames = [
+    ...[defaults.clusterNetwork, ...defaults.defaultNetworks].map((n) => resourceNameOf(n.nad)),
+    ...picked,
+  ];
   const attachments: Attachment[] = [
     {
       network: defaults.clusterNetwork.network,
       ifName: req.ifName,
       isDefault: true,
       conf: defaults.clusterNetwork.conf,
+      ...(defaults.clusterNetwork.byPod ? { chosenByPod: true as const } : {}),
     },
     ...defaults.defaultNetworks.map((d, i) => ({
       network: d.network,
@@ -222,8 +227,8 @@ function buildAttachments(input: {
       isDefault: false,
       conf: d.conf,
     })),
-    ...selected.map(({ sel, network, conf: c, nad }, i) => {
-      const applied = applySelection(c, sel, { deviceNetwork: resourceNameOf(nad) !== undefined });
+    ...selected.map(({ sel, network, conf: c }, i) => {
+      const applied = applySelection(c, sel, { deviceNetwork: picked[i] !== undefined });
       const att: Attachment = {
         network,
         ifName: ifNames[nDefaults + i]!,
@@ -237,6 +242,12 @@ function buildAttachments(input: {
     }),
   ];
   return { attachments, resourceNames };
+}
+
+/** The delegate gate's rules on the whole plan, devices given: refused before anything runs. */
+function gated(attachments: Attachment[], conf: PlexusConf, ref: PodRef): Attachment[] {
+  checkPlan(attachments, { policy: conf, podNamespace: ref.namespace });
+  return attachments;
 }
 
 /** Bounded work per call (policy.ts), checked before any delegate runs. */

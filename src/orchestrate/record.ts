@@ -43,6 +43,8 @@ export interface Attachment {
   capabilityArgs?: Record<string, unknown>;
   /** The annotation element that asked for it (N4.1): verified after ADD, gateway for the status. */
   selection?: NetworkSelection;
+  /** The pod's default-network override chose it: a tenant's network (src/gate/policy.ts). */
+  chosenByPod?: true;
   /**
    * How many of the runtime's DELs failed for this attachment (M7, `retryDeleteOnError`): with
    * retries off, the second failure abandons it instead of failing the pod's DEL forever.
@@ -155,6 +157,7 @@ export class RecordStore {
       ext: ".json",
       // Plexus before hashed names wrote every record as <containerId>-<ifName>.json.
       legacyName: (parts) => `${parts.join("-")}.json`,
+      exactNumbers: true, // B92: DEL runs the configs ADD ran, numbers as written
     });
   }
 

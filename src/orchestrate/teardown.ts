@@ -12,10 +12,11 @@
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
+import { vetRecorded } from "../gate/gate";
 import { delNetworkList } from "../libcni/conflist";
 import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { removeDeviceInfo } from "./devices";
-import type { Attachment } from "./record";
+import { podOf, type Attachment } from "./record";
 
 /** One attachment whose DEL failed, and why. */
 export interface TeardownFailure {
@@ -46,8 +47,10 @@ export async function teardown(
       continue;
     }
     try {
+      // The recorded config, vetted again: a policy that refuses it now refuses its DEL too.
+      const vetted = vetRecorded(att, { policy: conf, podNamespace: podOf(req.args)?.namespace });
       await delNetworkList(
-        att.conf,
+        vetted,
         runtimeConfFor(att, { ...ctx, ...(share ? { deadline: share } : {}) }, req, conf, deps),
         deps,
       );

@@ -13,7 +13,7 @@
  */
 import { basename, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
-import { isPlainObject } from "../cni/json";
+import { isPlainObject, parseExactJson } from "../cni/json";
 import { describeJsonSyntaxError } from "../cni/json-syntax";
 import { listStateFiles, removeFile, sweepDeadWriters, writeFileAtomic } from "./atomic-file";
 import { readSharedFile } from "./shared-file";
@@ -59,6 +59,12 @@ export interface JsonFileStoreOptions<T> {
   libcniNames?: boolean;
   /** An older file name to read (and remove) when the current one is missing. */
   legacyName?(identity: readonly string[]): string;
+  /**
+   * B92: the values hold delegate configs, whose numbers a later call (DEL) passes on as the
+   * first (ADD) did: read as written (json.ts `exactNumbers`). Numbers Plexus wrote itself read
+   * back as numbers.
+   */
+  exactNumbers?: boolean;
 }
 
 export class JsonFileStore<T> implements JsonStore<T> {
@@ -160,9 +166,14 @@ export class JsonFileStore<T> implements JsonStore<T> {
     if (text.length === 0) return { state: "corrupt", path, reason: "the file is empty" };
     let v: unknown;
     try {
-      v = JSON.parse(text);
-    } catch {
-      return { state: "corrupt", path, reason: `not valid JSON ${describeJsonSyntaxError(text)}` };
+      v = this.opts.exactNumbers ? parseExactJson(text) : JSON.parse(text);
+    } catch (err) {
+      // Reading numbers as written recurses: thousands of levels overflow the stack (json.ts).
+      const reason =
+        err instanceof RangeError
+          ? "nested too deep to be read"
+          : `not valid JSON ${describeJsonSyntaxError(text)}`;
+      return { state: "corrupt", path, reason };
     }
     if (!isPlainObject(v) || v.kind !== this.opts.kind || !this.opts.valid(v)) {
       return { state: "corrupt", path, reason: `not ${this.opts.shape}` };

@@ -23,6 +23,7 @@ import type { Logger } from "../log/logger";
 import type { Pod } from "../npwg/types";
 import type { ResourceClaim } from "../cluster/dra-objects";
 import { allocatedForPod, podClaimNames } from "../dra/pod-claims";
+import { Limiter } from "./limiter";
 
 /** GET one claim by name; undefined when it does not exist. */
 export type ClaimGetter = (namespace: string, name: string) => Promise<ResourceClaim | undefined>;
@@ -56,15 +57,21 @@ export class ClaimCache {
   /** Per claim key, the pods of the node naming it. */
   private readonly users = new Map<string, Set<string>>();
   private readonly inflight = new Map<string, Promise<ResourceClaim | undefined>>();
-  private readonly queue: Array<() => void> = [];
-  private running = 0;
+  /** Reads ahead out at once, whatever else the node's limiter allows. */
+  private readonly prefetch = new Limiter(PREFETCH_CONCURRENCY);
   private seq = 0;
   private readonly reads = { prefetch: 0, request: 0 };
   /** Set once the API server said it serves no ResourceClaims: no read ahead. */
   private off = false;
 
   constructor(
-    private readonly options: { get: ClaimGetter; log: Logger; max?: number | undefined },
+    private readonly options: {
+      get: ClaimGetter;
+      log: Logger;
+      max?: number | undefined;
+      /** The node's limiter (the daemon's): a read ahead takes one of its slots too. */
+      node?: Limiter | undefined;
+    },
   ) {}
 
   /** A pod of the node was added or changed (the pod watch): track its claims, read new ones ahead. */
@@ -187,17 +194,13 @@ export class ClaimCache {
     }
   }
 
-  /** Runs `job` when fewer than PREFETCH_CONCURRENCY reads ahead are out. */
-  private async schedule<T>(job: () => Promise<T>): Promise<T> {
-    if (this.running >= PREFETCH_CONCURRENCY)
-      await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.running++;
-    try {
-      return await job();
-    } finally {
-      this.running--;
-      this.queue.shift()?.();
-    }
+  /**
+   * Runs `job` when fewer than PREFETCH_CONCURRENCY reads ahead are out and the node's limiter
+   * has a slot: a read ahead only saves an ADD its own read, it never crowds out other work.
+   */
+  private schedule<T>(job: () => Promise<T>): Promise<T> {
+    const node = this.options.node;
+    return this.prefetch.run(() => (node ? node.run(job) : job()));
   }
 }
 

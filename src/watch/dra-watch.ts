@@ -9,6 +9,7 @@
  */
 import type { Pod } from "../npwg/types";
 import { ClaimCache, type ClaimGetter } from "./claim-cache";
+import type { Limiter } from "./limiter";
 import {
   DRA_GROUP,
   DRA_VERSION,
@@ -43,6 +44,8 @@ export class DraCaches {
       getClaim: ClaimGetter;
       backoff?: { minMs: number; maxMs: number };
       claimCacheMax?: number | undefined;
+      /** The node's limiter of background work, shared with hot-plug (watch/limiter.ts). */
+      limiter?: Limiter | undefined;
     },
   ) {
     const fieldSelector = this.sliceSelector();
@@ -53,7 +56,8 @@ export class DraCaches {
       log: opts.log,
       backoff: opts.backoff ?? { minMs: 500, maxMs: 30_000 },
     };
-    this.claims = new ClaimCache({ get: opts.getClaim, log: opts.log, max: opts.claimCacheMax });
+    const { getClaim: get, log, claimCacheMax: max, limiter: node } = opts;
+    this.claims = new ClaimCache({ get, log, max, node });
     this.slices = new Informer<ResourceSlice>({
       ...common,
       kind: "resourceslices",

@@ -3,11 +3,13 @@
  * watch), `dist/plexus` as the CNI binary, real bridge/host-local/tuning in real namespaces. A
  * running pod's networks annotation is patched (as a user's kubectl would) and its interfaces,
  * record, network-status and Events follow; a failed hot-plug rolls back; the sandbox's DEL
- * removes hot-plugged networks too; a hot-plug racing the runtime's DEL leaves nothing.
- * Subnets 10.241.x.0/24.
+ * removes hot-plugged networks too; a hot-plug racing the runtime's DEL leaves nothing. A device
+ * network gets its device from a fake kubelet pod-resources server; a hot-plugged network is named
+ * as a later ADD names it; many pods edited at once run at most --hot-plug-concurrency reconciles
+ * at a time; a failing edit records one event. Subnets 10.241.x.0/24.
  */
 import { spawn } from "node:child_process";
-import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
@@ -17,6 +19,7 @@ import type { FakeApiServer } from "../support/fake-apiserver";
 import { describeE2e, links, NOTHING_LEFT, useE2eScope } from "../support/netns";
 import type { E2eScope, Netns } from "../support/netns";
 import { E2eDaemons } from "../support/e2e-daemon";
+import { podWithDevices, startFakePodResources } from "../support/fake-pod-resources";
 import { PLEXUS_BIN } from "../support/plexus-bin";
 import { bridgeNet, defaultNet, expectOk, expectSilentOk, hostLocal, plexusConf } from "./networks";
 
@@ -32,11 +35,16 @@ afterEach(async () => {
 
 type Paths = { kubeconfig: string; socket: string; confDir: string };
 
-async function startDaemon(scope: E2eScope, paths: Paths) {
+/** What a test adds to the node: daemon flags, Plexus config keys, a directory of plugins. */
+type NodeOptions = { daemonArgs?: string[]; conf?: Record<string, unknown>; pluginDir?: string };
+
+function startDaemon(scope: E2eScope, paths: Paths & { options?: NodeOptions }) {
+  const cniPath = ["/usr/lib/cni", ...(paths.options?.pluginDir ? [paths.options.pluginDir] : [])];
   const extraArgs = ["--hot-plug", "--cni-conf-dir", paths.confDir];
-  extraArgs.push("--cni-path", "/usr/lib/cni", "--housekeeping-interval", "0");
+  extraArgs.push("--cni-path", cniPath.join(":"), "--housekeeping-interval", "0");
+  extraArgs.push(...(paths.options?.daemonArgs ?? []));
   const { kubeconfig, socket } = paths;
-  return (await daemons.start(scope, { kubeconfig, socket, extraArgs })).log;
+  return daemons.start(scope, { kubeconfig, socket, extraArgs }).then((d) => d.log);
 }
 
 function nad(scope: E2eScope, name: string, subnet: string, more: unknown[] = []) {
@@ -45,7 +53,7 @@ function nad(scope: E2eScope, name: string, subnet: string, more: unknown[] = []
   return { metadata: { namespace: "app", name }, spec: { config } };
 }
 
-async function setup(scope: E2eScope) {
+async function setup(scope: E2eScope, options: NodeOptions = {}) {
   api = await startFakeApiServer();
   const confDir = join(scope.root, "net.d");
   mkdirSync(confDir, { recursive: true });
@@ -54,7 +62,7 @@ async function setup(scope: E2eScope) {
   writeFileSync(cbr0, JSON.stringify({ cniVersion: "1.0.0", name: "cbr0", plugins }));
   const kubeconfig = writeKubeconfig(api, { dir: scope.root, tokenFile: true });
   const socket = join(scope.root, "plexus.sock");
-  const keys = { clusterNetwork: cbr0, confDir, kubeconfig, daemonSocket: socket };
+  const keys = { clusterNetwork: cbr0, confDir, kubeconfig, daemonSocket: socket, ...options.conf };
   const conf = plexusConf(scope, [], keys);
   delete (conf as Record<string, unknown>).delegates;
   // The node's Plexus config, where the daemon's hot-plug reads it (as the runtime would pick it).
@@ -65,7 +73,7 @@ async function setup(scope: E2eScope) {
   // The bridge attaches, then tuning refuses a sysctl that does not exist: the ADD fails midway.
   const badTuning = { type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.no_such_sysctl": "1" } };
   api.addNad(nad(scope, "net-bad", "10.241.4.0/24", [badTuning]));
-  const log = await startDaemon(scope, { kubeconfig, socket, confDir });
+  const log = await startDaemon(scope, { kubeconfig, socket, confDir, options });
   return { api, conf, socket, log, confDir };
 }
 
@@ -144,7 +152,7 @@ function statusOf(server: FakeApiServer, pod: string): string[] {
   );
 }
 
-type Recorded = { network: string; ifName: string; hotpluggedAt?: string };
+type Recorded = { network: string; ifName: string; hotpluggedAt?: string; device?: unknown };
 
 function recordOf(scope: E2eScope): { attachments: Recorded[] } {
   const files = scope.recordFiles();
@@ -314,4 +322,216 @@ describeE2e("e2e hot-plug: plexus daemon --hot-plug", () => {
     await daemons.stopAll();
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   }, 180_000);
+});
+
+/** A pod of node-1 in namespace app, as the API server holds it before its sandbox's ADD. */
+function addPod(server: FakeApiServer, pod: string, networks: string): void {
+  server.addPod({
+    metadata: {
+      namespace: "app",
+      name: pod,
+      uid: `uid-${pod}`,
+      annotations: { "k8s.v1.cni.cncf.io/networks": networks },
+    },
+    spec: { nodeName: "node-1" },
+  });
+}
+
+/**
+ * A chained plugin `count` in `dir`: its ADD makes an entry in `<countDir>/running`, appends how
+ * many entries there are (its ADD and the others under way) to `<countDir>/counts`, holds a while,
+ * removes its entry and passes the previous result on. The largest count is how many ADDs ran at
+ * once: no reconcile runs without its delegates, so no more reconciles than that ran either.
+ */
+function countingPlugin(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const source = `#!${process.execPath}
+const fs = require("node:fs");
+const path = require("node:path");
+const command = process.env.CNI_COMMAND;
+const input = command === "VERSION" ? "{}" : fs.readFileSync(0, "utf8");
+if (command === "VERSION") {
+  process.stdout.write(JSON.stringify({ cniVersion: "1.0.0", supportedVersions: ["1.0.0"] }));
+  process.exit(0);
+}
+if (command !== "ADD") process.exit(0);
+const conf = JSON.parse(input);
+const running = path.join(conf.countDir, "running");
+const me = path.join(running, String(process.pid));
+fs.mkdirSync(me, { recursive: true });
+fs.appendFileSync(path.join(conf.countDir, "counts"), fs.readdirSync(running).length + "\\n");
+Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, conf.holdMs);
+fs.rmdirSync(me);
+process.stdout.write(JSON.stringify({ ...conf.prevResult, cniVersion: conf.cniVersion }));
+`;
+  writeFileSync(join(dir, "count"), source);
+  chmodSync(join(dir, "count"), 0o755);
+}
+
+const RESOURCE = "intel.com/sriov_netdevice";
+const RES_ANN = "k8s.v1.cni.cncf.io/resourceName";
+const VF1 = "0000:3b:02.1";
+
+describeE2e("e2e hot-plug: devices, names, the node's limit and events", () => {
+  it("M10 M15 a device network hot-plugged gets its device from kubelet's pod-resources, as ADD", async () => {
+    const { scope } = t;
+    const kubeletSocket = join(scope.root, "kubelet.sock");
+    const allocation = podWithDevices("app", "web", { app: { [RESOURCE]: [VF1] } });
+    const kubelet = await startFakePodResources(kubeletSocket, [allocation]);
+    try {
+      const { api, conf, confDir } = await setup(scope, {
+        daemonArgs: ["--pod-resources-socket", kubeletSocket],
+        conf: { podResourcesSocket: kubeletSocket, deviceInfoDir: join(scope.root, "devinfo") },
+      });
+      const dev = nad(scope, "net-dev", "10.241.6.0/24");
+      api.addNad({ ...dev, metadata: { ...dev.metadata, annotations: { [RES_ANN]: RESOURCE } } });
+      addPod(api, "web", "net-a");
+      const ns = scope.addNetns();
+      expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
+      expect(await patchNetworks(api, "web", "net-a, net-dev")).toBe(200);
+      await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(["eth0", "net1", "net2"]);
+      const attachment = recordOf(scope).attachments.find((a) => a.network === "app/net-dev");
+      expect(attachment).toMatchObject({
+        ifName: "net2",
+        device: { resourceName: RESOURCE, deviceID: VF1, from: "kubelet" },
+      });
+      expect(kubelet.calls).toContain("Get");
+      expect(eventsOf(api, "HotplugFailed")).toEqual([]);
+      // The dry run learns the device the same way: nothing more to do.
+      const explained = await plexus(
+        scope,
+        ["explain", "app/web", "--hot-plug"].concat(["--cni-conf-dir", confDir]),
+      );
+      expect(explained).toMatchObject({ code: 0, stdout: expect.stringContaining("do nothing") });
+      await daemons.stopAll();
+      expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
+      expect(ifNames(ns)).toEqual([]);
+      expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+    } finally {
+      await kubelet.close();
+    }
+  }, 60_000);
+
+  it("M15 hot-plug names a network as a later ADD names it; default-route is refused", async () => {
+    const { scope } = t;
+    const { api, conf, log } = await setup(scope);
+    api.addNad(nad(scope, "net-gw", "10.241.5.0/24"));
+    const named = "net-a@left, net-b@right";
+    addPod(api, "web", named);
+    const ns = scope.addNetns();
+    expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
+    expect(ifNames(ns)).toEqual(["eth0", "left", "right"]);
+    // net-c is the annotation's third item: ADD calls it net3 (net1 and net2 are free).
+    const grown = `${named}, net-c`;
+    expect(await patchNetworks(api, "web", grown)).toBe(200);
+    const hot = ["eth0", "left", "net3", "right"];
+    await expect.poll(() => ifNames(ns), { timeout: 15_000 }).toEqual(hot);
+    // A sandbox created with the same annotation (a re-created pod) has the same names.
+    addPod(api, "fresh", grown);
+    const fresh = scope.addNetns();
+    expectOk(await scope.run("ADD", conf, podEnv(fresh, "fresh")));
+    expect(ifNames(fresh)).toEqual(hot);
+    expectSilentOk(await scope.run("DEL", conf, podEnv(fresh, "fresh")));
+
+    const withRoute = JSON.stringify([
+      { name: "net-a", interface: "left" },
+      { name: "net-b", interface: "right" },
+      { name: "net-c" },
+      { name: "net-gw", "default-route": ["10.241.5.1"] },
+    ]);
+    expect(await patchNetworks(api, "web", withRoute)).toBe(200);
+    const refusal =
+      /app\/web: the selection of app\/net-gw asks for "default-route" \(10\.241\.5\.1\)/;
+    await expect
+      .poll(() => eventsOf(api, "HotplugRefused"), { timeout: 15_000 })
+      .toEqual([expect.stringMatching(refusal)]);
+    expect(ifNames(ns)).toEqual(hot);
+    expect(log.text).toContain("app/net-gw");
+    await daemons.stopAll();
+    expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  }, 60_000);
+
+  it("B93 12 pods edited at once: at most --hot-plug-concurrency reconciles run at a time", async () => {
+    const { scope } = t;
+    const pluginDir = join(scope.root, "plugins");
+    const countDir = join(scope.root, "count");
+    countingPlugin(pluginDir);
+    const { api, conf } = await setup(scope, {
+      daemonArgs: ["--hot-plug-concurrency", "3"],
+      pluginDir,
+    });
+    const bridge = bridgeNet({
+      name: "net-slow",
+      bridge: scope.bridgeName(),
+      ipam: hostLocal(scope, "10.241.7.0/24"),
+    });
+    const count = { type: "count", countDir, holdMs: 600 };
+    const config = JSON.stringify({
+      cniVersion: "1.0.0",
+      name: "net-slow",
+      plugins: [bridge, count],
+    });
+    api.addNad({ metadata: { namespace: "app", name: "net-slow" }, spec: { config } });
+    const pods = Array.from({ length: 12 }, (_, i) => `many${i}`);
+    const netnses = new Map<string, Netns>();
+    for (const pod of pods) {
+      addPod(api, pod, "net-a");
+      const ns = scope.addNetns();
+      netnses.set(pod, ns);
+      expectOk(await scope.run("ADD", conf, podEnv(ns, pod)));
+    }
+    const statuses = await Promise.all(
+      pods.map((pod) => patchNetworks(api, pod, "net-a, net-slow")),
+    );
+    expect(statuses.every((code) => code === 200)).toBe(true);
+    for (const pod of pods)
+      await expect
+        .poll(() => ifNames(netnses.get(pod)!), { timeout: 60_000 })
+        .toEqual(["eth0", "net1", "net2"]);
+    // The interface is there once the bridge ran; the chained count plugin may still hold.
+    const countsNow = () =>
+      readFileSync(join(countDir, "counts"), "utf8").trim().split("\n").map(Number);
+    await expect.poll(() => countsNow().length, { timeout: 15_000 }).toBe(12);
+    await expect.poll(() => readdirSync(join(countDir, "running")), { timeout: 5000 }).toEqual([]);
+    await daemons.stopAll();
+    const counts = countsNow();
+    // Never more than three at once; and three did overlap (the limit, not chance, held them).
+    expect(Math.max(...counts)).toBe(3);
+    const cniPath = `/usr/lib/cni:${pluginDir}`;
+    for (const pod of pods)
+      expectSilentOk(
+        await scope.run("DEL", conf, { ...podEnv(netnses.get(pod)!, pod), CNI_PATH: cniPath }),
+      );
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  }, 180_000);
+
+  it("B93 a failing edit, its retries and a later edit failing the same way record one event", async () => {
+    const { scope } = t;
+    const { api, conf, socket } = await setup(scope);
+    addPod(api, "web", "net-a");
+    const ns = scope.addNetns();
+    expectOk(await scope.run("ADD", conf, podEnv(ns, "web")));
+    const before = await reconciles(socket);
+    expect(await patchNetworks(api, "web", "net-a, net-bad")).toBe(200);
+    // The first attempt and two retries (after 1 s, then 2 s), each rolled back.
+    await expect.poll(() => reconciles(socket), { timeout: 20_000 }).toBeGreaterThan(before + 2);
+    const badOnes = () => eventsOf(api, "HotplugFailed").filter((m) => m.includes("net-bad"));
+    expect(badOnes()).toEqual([expect.stringMatching(/app\/net-bad.*\(rolled back\)$/)]);
+    // Another edit that fails the same way: no new event.
+    const again = await reconciles(socket);
+    expect(await patchNetworks(api, "web", "net-a,  net-bad")).toBe(200);
+    await expect.poll(() => reconciles(socket), { timeout: 15_000 }).toBeGreaterThan(again);
+    expect(badOnes()).toHaveLength(1);
+    // A different failure is recorded.
+    expect(await patchNetworks(api, "web", "net-a, net-missing")).toBe(200);
+    await expect
+      .poll(() => eventsOf(api, "HotplugFailed"), { timeout: 15_000 })
+      .toContainEqual(expect.stringMatching(/app\/net-missing.*\(nothing changed\)$/));
+    expect(eventsOf(api, "HotplugFailed")).toHaveLength(2);
+    expect(ifNames(ns)).toEqual(["eth0", "net1"]);
+    await daemons.stopAll();
+    expectSilentOk(await scope.run("DEL", conf, podEnv(ns, "web")));
+    expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
+  }, 90_000);
 });

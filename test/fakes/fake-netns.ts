@@ -8,12 +8,22 @@ import type { DefaultRoute, NetnsOps } from "../../src/netns/index";
 
 export interface FakeNetns extends NetnsOps {
   routes: Array<{ netns: string; routes: DefaultRoute[] }>;
+  /** Interfaces that exist before any delegate runs, by netns path (the gate's ownership rule). */
+  links: Map<string, Set<string>>;
 }
 
 export function fakeNetns(): FakeNetns {
   const routes: FakeNetns["routes"] = [];
+  const links: FakeNetns["links"] = new Map();
   return {
     routes,
+    links,
+    async linkExists(netns: string, name: string): Promise<boolean> {
+      return links.get(netns)?.has(name) ?? false;
+    },
+    isOwn(): boolean {
+      return false;
+    },
     async assertUsable(netns: string): Promise<void> {
       if (!existsSync(netns))
         throw new CniError(

@@ -37,6 +37,7 @@ describe("people's output", () => {
       "doctor",
       "records",
       "completion",
+      "status",
       "install",
       "daemon",
     ])
@@ -67,6 +68,7 @@ describe("people's output", () => {
       ["install"],
       ["daemon"],
       ["completion"],
+      ["status"],
     ];
     for (const c of commands) {
       const r = await run([...c, "--help"]);

@@ -21,7 +21,7 @@ import {
   podWithDevices,
   startFakePodResources,
 } from "../support/fake-pod-resources";
-import { cniError, PLEXUS_BIN, unixSocketStatus } from "../support/plexus-bin";
+import { cniError, PLEXUS_BIN, runPlexus, unixSocketStatus } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
 const ctx = useSandbox();
@@ -48,6 +48,10 @@ async function setup(options: {
   devices?: string[];
   noKubelet?: boolean;
   behaviours?: Record<string, unknown>;
+  /** More annotations of the NAD sriov-a (beside its resourceName). */
+  nadAnnotations?: Record<string, string>;
+  /** The pod's devices per resource (default: `devices` of the NAD's resource). */
+  pools?: Record<string, string[]>;
 }): Promise<Setup> {
   const { sb } = ctx;
   const api = await startFakeApiServer();
@@ -70,7 +74,7 @@ async function setup(options: {
     metadata: {
       namespace: "app",
       name: "sriov-a",
-      annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE },
+      annotations: { "k8s.v1.cni.cncf.io/resourceName": RESOURCE, ...options.nadAnnotations },
     },
     spec: { config: JSON.stringify(sriov) },
   });
@@ -79,7 +83,11 @@ async function setup(options: {
     socket,
     options.noKubelet
       ? []
-      : [podWithDevices("app", "web", { app: { [RESOURCE]: options.devices ?? [VF1] } })],
+      : [
+          podWithDevices("app", "web", {
+            app: options.pools ?? { [RESOURCE]: options.devices ?? [VF1] },
+          }),
+        ],
   );
   onTestFinished(() => kubelet.close());
   const devinfo = join(sb.root, "devinfo");
@@ -374,6 +382,87 @@ async function startDaemon(
     .toBe(200);
   return { socket, daemon, stderr: () => stderr };
 }
+
+describe("M19 resourceName per attachment (dist/plexus, fake kubelet)", () => {
+  const FAST = "intel.com/sriov_fast";
+  const ALLOWED = "k8s.v1.cni.cncf.io/allowedResourceNames";
+  const pools = { [RESOURCE]: [VF1], [FAST]: [VF2] };
+  const networks = (...selections: object[]) => JSON.stringify(selections);
+
+  it("M19 a pick the NAD lists takes that pool's device; DEL and explain show it", async () => {
+    const s = await setup({
+      networks: networks({ name: "sriov-a", resourceName: FAST }, { name: "sriov-a" }),
+      nadAnnotations: { [ALLOWED]: `${RESOURCE},${FAST}` },
+      pools,
+    });
+    const r = await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const seen = deviceAdds().map((a) => [a.cniEnv.CNI_IFNAME, stdinOf(a).deviceID]);
+    expect(seen).toEqual([
+      ["net1", VF2],
+      ["net2", VF1],
+    ]);
+    expect(stdinOf(deviceAdds()[0]!).runtimeConfig).toMatchObject({ deviceID: VF2 });
+    expect(s.kubelet.calls).toEqual(["Get"]);
+
+    const configFile = join(ctx.sb.root, "plexus.json");
+    writeFileSync(configFile, JSON.stringify(s.conf));
+    const explained = await runPlexus({
+      cwd: ctx.sb.root,
+      env: { PATH: process.env.PATH },
+      args: ["explain", "app/web", "--config", configFile, "--cni-path", ctx.sb.binDir],
+    });
+    expect(explained.code, explained.stderr).toBe(0);
+    expect(explained.stdout).toContain(
+      `resource: ${FAST} (the pod's selection picks it ("resourceName"); the NAD offers it)`,
+    );
+    expect(explained.stdout).toContain(`device: ${VF2} of ${FAST} (allocated by kubelet)`);
+    expect(explained.stdout).toContain(`resource: ${RESOURCE} (the NAD's resourceName)`);
+
+    const d = await ctx.sb.run("DEL", s.conf, { CNI_ARGS: POD_ARGS });
+    expect(d.code, d.stdout + d.stderr).toBe(0);
+    const dels = ctx.sb.invocations().filter((i) => i.command === "DEL" && i.network === "sriov-a");
+    expect(dels.map((i) => [i.cniEnv.CNI_IFNAME, stdinOf(i).deviceID]).sort()).toEqual([
+      ["net1", VF2],
+      ["net2", VF1],
+    ]);
+    // One Get for the ADD, one for explain; DEL asks kubelet nothing (the record kept both).
+    expect(s.kubelet.calls).toEqual(["Get", "Get"]);
+  });
+
+  it("M19 a name the NAD does not list: 7 naming both; kubelet not asked", async () => {
+    const s = await setup({
+      networks: networks({ name: "sriov-a", resourceName: "intel.com/other" }),
+      nadAnnotations: { [ALLOWED]: `${RESOURCE},${FAST}` },
+      pools,
+    });
+    const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toMatch(/^pod app\/web: network app\/sriov-a: the pod's selection asks for /);
+    expect(err.msg).toContain(
+      `resourceName "intel.com/other", but the NAD does not offer it: its ${ALLOWED} lists ` +
+        `only "${RESOURCE}", "${FAST}"`,
+    );
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    expect(s.kubelet.calls).toEqual([]);
+    expect(ctx.sb.recordFiles()).toEqual([]);
+  });
+
+  it("M19 a name that contradicts the NAD's own resourceName: 7 naming both", async () => {
+    const s = await setup({
+      networks: networks({ name: "sriov-a", resourceName: FAST }),
+      pools,
+    });
+    const err = cniError(await ctx.sb.run("ADD", s.conf, { CNI_ARGS: POD_ARGS }));
+    expect(err.code).toBe(7);
+    expect(err.msg).toContain(
+      `asks for resourceName "${FAST}", but the NAD does not offer it: it has no ${ALLOWED} ` +
+        `and its own k8s.v1.cni.cncf.io/resourceName is "${RESOURCE}"`,
+    );
+    expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+    expect(s.kubelet.calls).toEqual([]);
+  });
+});
 
 describe("M10 the daemon answers pod-resources queries (one channel to kubelet)", () => {
   it("M10 ADDs ask the daemon, which answers from its one channel to kubelet; the CNI process does not fall back", async () => {

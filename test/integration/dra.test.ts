@@ -594,3 +594,49 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     await exited;
   });
 });
+
+describe("M19 resourceName per attachment through DRA (thin mode)", () => {
+  type Spec = { devices: unknown[] };
+  const FAST = "example.com/netdra-fast";
+  const ALLOWED = "k8s.v1.cni.cncf.io/allowedResourceNames";
+  /** vf-2 published under FAST; netdra-a offers both pools; the annotation as given. */
+  const scenario = (networks: unknown[]) => (sc: DraScenario) => {
+    (sc.slices[1]!.spec as Spec).devices[1] = vfDevice("vf-2", VF2, { string: FAST });
+    const nad = sc.nads[0]!.metadata.annotations as Record<string, string>;
+    nad[ALLOWED] = `${NETDRA}, ${FAST}`;
+    const pod = sc.pod.metadata.annotations as Record<string, string>;
+    pod["k8s.v1.cni.cncf.io/networks"] = JSON.stringify(networks);
+  };
+
+  it("M19 a pick the NAD lists takes that pool's claimed device; others the NAD's", async () => {
+    const networks = [{ name: "netdra-a", resourceName: FAST }, { name: "netdra-b" }];
+    const { conf } = await apiSetup(scenario(networks));
+    const r = await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(deviceAdds()).toEqual([
+      ["netdra-a", "net1", VF2],
+      ["netdra-b", "net2", VF1],
+    ]);
+    await expectCleanDel(conf);
+  });
+
+  it("M19 not listed, or not the NAD's own: 7 naming both, no DRA read", async () => {
+    for (const [networks, nad] of [
+      [[{ name: "netdra-a", resourceName: "example.com/other" }], `its ${ALLOWED}`],
+      [[{ name: "netdra-b", resourceName: FAST }], `it has no ${ALLOWED} and its own`],
+    ] as const) {
+      const { api, conf } = await apiSetup(scenario([...networks]));
+      const err = cniError(await ctx.sb.run("ADD", conf, { CNI_ARGS: POD_ARGS }));
+      expect(err.code).toBe(7);
+      const network = networks[0]!;
+      expect(err.msg).toContain(
+        `pod app/web: network app/${network.name}: the pod's selection asks for resourceName ` +
+          `"${network.resourceName}", but the NAD does not offer it: ${nad}`,
+      );
+      expect(err.msg).toContain(`"${NETDRA}"`);
+      expect(draRequests(api)).toEqual([]);
+      expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
+      await expectCleanDel(conf);
+    }
+  });
+});

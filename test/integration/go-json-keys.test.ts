@@ -15,6 +15,7 @@ import { CniError, Code } from "../../src/cni/errors";
 import { foldKey } from "../../src/cni/keys";
 import { addNetworkList } from "../../src/libcni/conflist";
 import { ResultCache } from "../../src/libcni/cache";
+import { vouchForAdd } from "../../src/libcni/vouch";
 import type { ExecRequest, PluginExec } from "../../src/invoke/plugin-exec";
 import { parsePlexusConf, type PlexusConf } from "../../src/config/plugin-conf";
 import { silentLogger } from "../../src/log/logger";
@@ -165,7 +166,8 @@ async function addInProcess(conf: ConfList, options: AddOptions): Promise<string
     deadlineMs: 10_000,
   };
   const deps = { exec, cache: new ResultCache(options.cniDir), log: silentLogger() };
-  await addNetworkList(conf, rt, deps);
+  // Vouched for as the delegate gate does: this test is about the stdin libcni builds.
+  await addNetworkList(vouchForAdd(conf), rt, deps);
   return exec.stdins;
 }
 

@@ -70,7 +70,7 @@ describe("Dockerfile", () => {
     ]);
     expect(dockerfile.split(/^FROM /m).at(-1)).toMatch(/^scratch\n/);
     expect(dockerfile).toMatch(
-      /^RUN npm run build:release \\\n && node scripts\/image-rootfs\.mjs --arch .+ --out \/rootfs$/m,
+      /^RUN npm run build:release \\\n && node scripts\/image-rootfs\.mjs --arch (?:.|\\\n)+? --out \/rootfs$/m,
     );
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/usr\/local\/bin\/plexus"\]$/m);
     const imageScript = readFileSync(join(REPO_ROOT, "scripts/image.mjs"), "utf8");

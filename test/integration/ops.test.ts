@@ -7,7 +7,7 @@
  * runtime config that is not Plexus's, and `records` lists, shows and tears down a record.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startDaemon } from "../../src/daemon/main";
@@ -348,6 +348,27 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
 });
 
 describe("plexus validate: can this node run the NAD", () => {
+  it("B86 a NAD whose type allowedPluginTypes does not list is an error, and its binary is never run, not even for VERSION", async () => {
+    const ran = join(sb.root, "evil-ran");
+    const evil = join(sb.binDir, "evil");
+    const version = '{"cniVersion":"1.0.0","supportedVersions":["1.0.0"]}';
+    writeFileSync(evil, `#!/bin/sh\ntouch '${ran}'\necho '${version}'\n`);
+    chmodSync(evil, 0o755);
+    const nads = [nad("evil", noopConf({ type: "evil" }))];
+    const refused = node(nads, { extra: { allowedPluginTypes: ["noop"] } });
+    const { reports } = await validate(`${NS}/evil`, refused.flags, refused.env);
+    expect(reports[0]!.findings).toEqual(
+      expect.arrayContaining([
+        { level: "error", msg: expect.stringMatching(/"evil".*allowedPluginTypes.*no binary/) },
+      ]),
+    );
+    expect(existsSync(ran)).toBe(false);
+    // Without the allow-list the same NAD's binary answers VERSION: the check above can fail.
+    const open = node(nads);
+    await validate(`${NS}/evil`, open.flags, open.env);
+    expect(existsSync(ran)).toBe(true);
+  });
+
   it("M1 names the node config's unknown keys and a NAD conflist's unread top-level keys, each with a suggestion; keys in other cases are read", async () => {
     const n = node(
       [
@@ -389,6 +410,7 @@ describe("plexus validate: can this node run the NAD", () => {
     );
     chmodSync(old, 0o755);
     sb.installPlugin("bridge");
+    sb.installPlugin("host-local"); // the IPAM binary, which validate looks up as well
     const hostLocal = (subnet: string, extra = {}) => ({
       type: "host-local",
       ranges: [[{ subnet, ...extra }]],

@@ -6,7 +6,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cniError, singleJson, sortedCompactJson, TEST_PATH } from "../support/plexus-bin";
+import {
+  cniError,
+  podNetns,
+  singleJson,
+  sortedCompactJson,
+  TEST_PATH,
+} from "../support/plexus-bin";
 import type { Invocation, Sandbox } from "../support/plexus-bin";
 import { useSandbox } from "./use-sandbox";
 
@@ -33,8 +39,8 @@ function expectDelegateEnvs({ sb, calls, cniArgs }: Calls & { cniArgs: string })
     CNI_ARGS: cniArgs,
     CNI_PATH: sb.binDir,
   });
-  expect(addA.cniEnv).toEqual(envOf("ADD", "eth0", "/proc/self/ns/net"));
-  expect(addB.cniEnv).toEqual(envOf("ADD", "net1", "/proc/self/ns/net"));
+  expect(addA.cniEnv).toEqual(envOf("ADD", "eth0", podNetns()));
+  expect(addB.cniEnv).toEqual(envOf("ADD", "net1", podNetns()));
   expect(delB.cniEnv).toEqual(envOf("DEL", "net1", ""));
   expect(delA.cniEnv).toEqual(envOf("DEL", "eth0", ""));
   for (const c of calls) {
@@ -272,6 +278,23 @@ describe("C2.8 STATUS", () => {
     expect(e.cniVersion).toBe("1.1.0");
     expect(e.msg).toContain("net-a");
     expect(e.msg).toContain("no IPs left in the pool");
+  });
+
+  it("C2.8 STATUS has one deadline: past statusTimeoutSeconds it fails with 11, naming the networks not checked, and starts no further delegate", async () => {
+    const { sb } = ctx;
+    const slow = (name: string) =>
+      sb.delegate(name, { cniVersion: "1.1.0", behaviours: { STATUS: { delayMs: 2000 } } });
+    const conf = sb.config([slow("net-a"), slow("net-b"), slow("net-c")], {
+      cniVersion: "1.1.0",
+      statusTimeoutSeconds: 1,
+    });
+    const e = cniError(await sb.run("STATUS", conf));
+    expect(e.code).toBe(11);
+    expect(e.msg).toContain("statusTimeoutSeconds");
+    expect(e.msg).toMatch(/not checked: network "net-a" \(.*did not finish/);
+    expect(e.msg).toContain('network "net-b" (not started), network "net-c" (not started)');
+    // Only the first delegate ran: the deadline passed while it slept.
+    expect(sb.invocations().map((c) => `${c.command} ${c.network}`)).toEqual(["STATUS net-a"]);
   });
 });
 

@@ -72,24 +72,41 @@ export interface Layout {
   name: string;
   component?: string;
   confDir: string;
+  /** Where the installer puts the plexus binary. */
   binDir: string;
+  /** The runtime's plugin dirs, in its order (its CNI_PATH): binDir is one of them. */
+  pluginDirs: readonly string[];
 }
 
 /** The layouts deploy/ ships, with the paths each distribution's runtime reads. */
 export const LAYOUTS: readonly Layout[] = [
-  { name: "base", confDir: "/etc/cni/net.d", binDir: "/opt/cni/bin" },
-  { name: "crio", component: "crio", confDir: "/etc/cni/net.d", binDir: "/usr/libexec/cni" },
+  {
+    name: "base",
+    confDir: "/etc/cni/net.d",
+    binDir: "/opt/cni/bin",
+    pluginDirs: ["/opt/cni/bin"],
+  },
+  {
+    name: "crio",
+    component: "crio",
+    confDir: "/etc/cni/net.d",
+    binDir: "/usr/libexec/cni",
+    // crio.conf's plugin_dirs as Fedora and RHEL package it.
+    pluginDirs: ["/opt/cni/bin", "/usr/libexec/cni"],
+  },
   {
     name: "k3s",
     component: "k3s",
     confDir: "/var/lib/rancher/k3s/agent/etc/cni/net.d",
     binDir: "/var/lib/rancher/k3s/data/cni",
+    pluginDirs: ["/var/lib/rancher/k3s/data/cni"],
   },
   {
     name: "rke2",
     component: "rke2",
     confDir: "/var/lib/rancher/rke2/agent/etc/cni/net.d",
     binDir: "/opt/cni/bin",
+    pluginDirs: ["/opt/cni/bin"],
   },
 ];
 
@@ -116,4 +133,39 @@ export function renderLayout(layout: Layout): Manifest[] {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** One volume mount of a rendered container, with what its volume is on the node. */
+export interface ContainerMount {
+  mountPath: string;
+  readOnly: boolean;
+  volume: string;
+  /** The node path of a hostPath volume; undefined for other kinds (projected, …). */
+  hostPath?: string;
+  /** The hostPath volume's `type` (DirectoryOrCreate: the kubelet makes it). */
+  hostPathType?: string;
+}
+
+/**
+ * The volume mounts of `container` in a rendered DaemonSet, each resolved to its volume: what the
+ * container sees of the node, read from the manifest rather than assumed.
+ */
+export function containerMounts(daemonSet: Manifest, container: string): ContainerMount[] {
+  const pod = daemonSet.spec.template.spec;
+  const found = pod.containers.find((c: { name: string }) => c.name === container);
+  if (!found) throw new Error(`the rendered DaemonSet has no container ${container}`);
+  type Mount = { name: string; mountPath: string; readOnly?: boolean };
+  type Volume = { name: string; hostPath?: { path: string; type?: string } };
+  return ((found.volumeMounts ?? []) as Mount[]).map((m) => {
+    const volume = (pod.volumes as Volume[]).find((v) => v.name === m.name);
+    if (!volume) throw new Error(`${container} mounts ${m.name}, which is not a volume`);
+    return {
+      mountPath: m.mountPath,
+      readOnly: m.readOnly === true,
+      volume: m.name,
+      ...(volume.hostPath
+        ? { hostPath: volume.hostPath.path, hostPathType: volume.hostPath.type ?? "" }
+        : {}),
+    };
+  });
 }

@@ -5,7 +5,7 @@
  * a temp cniDir, per-delegate debug files and one shared invocation log.
  */
 import { randomBytes } from "node:crypto";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { request } from "node:http";
 import {
   chmodSync,
@@ -226,6 +226,34 @@ export interface DelegateOptions {
   extra?: Record<string, unknown>;
 }
 
+let sharedPodNetns: string | undefined;
+
+/**
+ * The pod's network namespace for the integration tier's calls: the run's own (made by the global
+ * setup), else one for this process, made on first use and deleted when it exits (one a killed
+ * process left has the test prefix, and the next run's global setup sweeps it). A runtime never
+ * hands a plugin its own namespace, and Plexus refuses one (B97), so the calls cannot use
+ * `/proc/self/ns/net`.
+ */
+export function podNetns(): string {
+  // The run's own, made by its global setup (global-setup.ts).
+  const fromSetup = process.env.PLEXUS_TEST_POD_NETNS;
+  if (fromSetup) return fromSetup;
+  if (sharedPodNetns) return sharedPodNetns;
+  const name = `plx-it-pod-${process.pid}`;
+  try {
+    execFileSync("ip", ["netns", "add", name], { stdio: ["ignore", "ignore", "pipe"] });
+  } catch (err) {
+    const why = (err as { stderr?: Buffer }).stderr?.toString().trim() ?? String(err);
+    throw new Error(
+      `the integration tests need root to make a pod namespace (ip netns add): ${why}`,
+    );
+  }
+  process.once("exit", () => spawnSync("ip", ["netns", "delete", name]));
+  sharedPodNetns = `/var/run/netns/${name}`;
+  return sharedPodNetns;
+}
+
 export class Sandbox {
   readonly root: string;
   readonly binDir: string;
@@ -307,7 +335,7 @@ export class Sandbox {
     if (command === "ADD" || command === "CHECK" || command === "DEL") {
       Object.assign(base, {
         CNI_CONTAINERID: "ctr1",
-        CNI_NETNS: "/proc/self/ns/net",
+        CNI_NETNS: podNetns(),
         CNI_IFNAME: "eth0",
         CNI_ARGS: "IgnoreUnknown=1",
       });

@@ -6,10 +6,12 @@
  */
 
 /**
- * The Dynamic Resource Allocation resources (resource.k8s.io/v1): namespaced ResourceClaims and
- * cluster-scoped ResourceSlices, with the field selectors kube-apiserver indexes for them
- * (ResourceSlice: `spec.nodeName`, `spec.driver`, `spec.pool.name`). Two rows of the registry
- * table, so they are stored, listed, watched and authorized like pods and NADs.
+ * The Dynamic Resource Allocation resources (resource.k8s.io/v1): namespaced ResourceClaims with
+ * their status subresource (claim-status.ts), and cluster-scoped ResourceSlices, with the field
+ * selectors kube-apiserver accepts for them (ResourceSlice: `metadata.name`, `spec.nodeName`,
+ * `spec.driver`, not `spec.pool.name`; ResourceClaim: the metadata defaults) and its words for
+ * one it does not. Two rows of the registry table, so they are stored, listed, watched and
+ * authorized like pods and NADs.
  */
 export type DraResource = "resourceclaims" | "resourceslices";
 export const DRA_GROUP = "resource.k8s.io";
@@ -31,6 +33,8 @@ export interface ResourceDef {
   listKind: string;
   /** Fields the apiserver indexes for field selectors. */
   fields: ReadonlySet<string>;
+  /** Its 400's words for a field selector on another field (default: the pods' conversion's). */
+  fieldError?: (label: string) => string;
   subresources: readonly string[];
 }
 
@@ -45,7 +49,9 @@ export const DRA_RESOURCE_DEFS = [
     kind: "ResourceClaim",
     listKind: "ResourceClaimList",
     fields: new Set(["metadata.name", "metadata.namespace"]),
-    subresources: [],
+    fieldError: (label: string) =>
+      `"${label}" is not a known field selector: only "metadata.name", "metadata.namespace"`,
+    subresources: ["status"],
   },
   {
     key: "resourceslices" as DraResource,
@@ -55,7 +61,9 @@ export const DRA_RESOURCE_DEFS = [
     plural: "resourceslices",
     kind: "ResourceSlice",
     listKind: "ResourceSliceList",
-    fields: new Set(["metadata.name", "spec.nodeName", "spec.driver", "spec.pool.name"]),
+    fields: new Set(["metadata.name", "spec.nodeName", "spec.driver"]),
+    fieldError: (label: string) =>
+      `field label not supported for ${DRA_GROUP}/v1, Kind=ResourceSlice: ${label}`,
     subresources: [],
   },
 ] as const;

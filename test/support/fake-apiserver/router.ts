@@ -2,12 +2,14 @@
  * The request path through the fake, as kube-apiserver's handler chain orders it: read the body,
  * log, authenticate (401), authorize (403), injected faults, then the handler the path names
  * (`/api/v1/…` or `/apis/<group>/<version>/…` and the registry table): GET, LIST and WATCH of a
- * stored kind, PUT and PATCH of pods and their status, POST of Events. Every error is a
+ * stored kind, PUT and PATCH of pods and their status and of ResourceClaims' status
+ * (claim-status.ts), POST of Events. Every error is a
  * `metav1.Status` (status.ts); a group version the server does not serve is a plain 404.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { AdmissionOutcome, FakeAdmission } from "./admission.ts";
+import { handleClaim } from "./claim-status.ts";
 import { type Fault, type FaultRules, playFault, writeAnswer } from "./faults.ts";
 import { listFromCache, listFromStorage, listOptions, servesFromStorage } from "./list.ts";
 import { isObject, mergePatch, strategicMergePatch } from "./patch.ts";
@@ -64,6 +66,8 @@ export interface ServerContext {
   started: number;
   latencyMs: number | undefined;
   unserved: readonly string[] | undefined;
+  /** ResourceClaim status writes checked per driver (claim-status.ts); undefined: on. */
+  draGranularStatusAuthorization?: boolean | undefined;
   /** A timer the server clears on close. */
   later: (ms: number) => Promise<void>;
 }
@@ -264,7 +268,7 @@ function handleEvent(ctx: ServerContext, call: Call, def: ResourceDef): Answer {
 /** Resources whose named objects take more than GET. */
 const objectHandlers: Partial<
   Record<Resource, (ctx: ServerContext, call: Call, obj: { ns: string; name: string }) => Answer>
-> = { pods: handlePods };
+> = { pods: handlePods, resourceclaims: handleClaim };
 
 /** The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or create-only). */
 export function route(ctx: ServerContext, call: Call): Answer | WatchPlan {

@@ -26,8 +26,9 @@ export function parseFieldSelector(sel: string | null, resource: Resource): Filt
         `invalid field selector: ${JSON.stringify(term)}: does not contain an operator`,
       );
     const [, field, op, value] = m as unknown as [string, string, string, string];
-    if (!defOf(resource).fields.has(field))
-      throw new HttpError(400, `field label not supported: ${field}`);
+    const def = defOf(resource);
+    if (!def.fields.has(field))
+      throw new HttpError(400, def.fieldError?.(field) ?? `field label not supported: ${field}`);
     terms.push(
       op === "!=" ? (o) => fieldValue(o, field) !== value : (o) => fieldValue(o, field) === value,
     );

@@ -14,6 +14,7 @@ import {
 import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
 import { createFakeAdmission, type FakeAdmission } from "./admission.ts";
+import { withCreatorOwnership } from "./claim-status.ts";
 import { type Fault, type FaultMatcher, FaultRules } from "./faults.ts";
 import { ownedTempDirs, SERVER_CERT, SERVER_KEY, TEST_CA_PEM } from "./kubeconfig.ts";
 import {
@@ -94,6 +95,7 @@ function createContext(opts: FakeApiServerOptions) {
     started: performance.now(),
     latencyMs: opts.latencyMs,
     unserved: opts.unserved,
+    draGranularStatusAuthorization: opts.draGranularStatusAuthorization,
     later,
   };
   return { ctx, state, pending };
@@ -193,7 +195,9 @@ class RunningFakeApiServer implements FakeApiServer {
     return this.store.remove("nads", namespace, name);
   }
   addDra(resource: DraResource, obj: PodInput): KubeObject {
-    return this.store.addDra(resource, obj);
+    // A claim comes with the managedFields of its creator, as one made through the API would.
+    const owned = resource === "resourceclaims" ? withCreatorOwnership(obj) : obj;
+    return this.store.addDra(resource, owned);
   }
   resourceVersion(): string {
     return String(this.store.resourceVersion);

@@ -82,6 +82,12 @@ export interface FakeApiServerOptions {
    * kube-apiserver answers a path no handler serves (see status.ts's `notServed`).
    */
   unserved?: string[];
+  /**
+   * ResourceClaim status writes need `resourceclaims/driver` per driver they change (granular
+   * status authorization, on by default from Kubernetes 1.36); `false`: a cluster before 1.36,
+   * or with the DRAResourceClaimGranularStatusAuthorization gate off.
+   */
+  draGranularStatusAuthorization?: boolean;
 }
 
 export type NadInput = {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS, parseCommand, parseEnv } from "../../../src/cni/env";
 import { assertNetnsUsable } from "../../../src/netns/check";
 import { Code, isCniError } from "../../../src/cni/errors";
+import { podNetns } from "../../support/plexus-bin";
 
 const ADD = {
   CNI_COMMAND: "ADD",
@@ -221,9 +222,7 @@ describe("C2.1 CNI_* environment", () => {
   );
 
   it("B6 an invalid CNI_ARGS fails the whole environment with code 4", () => {
-    expect(codeOf(() => parseEnv({ ...ADD, CNI_ARGS: "K8S_POD_NAME=a;K8S_POD_NAME=b" }))).toBe(
-      Code.InvalidEnv,
-    );
+    expect(codeOf(() => parseEnv({ ...ADD, CNI_ARGS: "K8S_POD_NAME=a=b" }))).toBe(Code.InvalidEnv);
     expect(codeOf(() => parseEnv({ ...ADD, CNI_ARGS: "A=1;" }))).toBe(Code.InvalidEnv);
   });
 });
@@ -267,10 +266,19 @@ describe("B4 CNI_NETNS must be a network namespace", () => {
     });
   });
 
-  it("B4 the process's own network namespace passes, also through a symlink", async () => {
-    await expect(assertNetnsUsable("/proc/self/ns/net")).resolves.toBeUndefined();
+  it("B4 a pod's network namespace passes, also through a symlink", async () => {
+    await expect(assertNetnsUsable(podNetns())).resolves.toBeUndefined();
     const link = join(dir, "net-link");
-    symlinkSync("/proc/self/ns/net", link);
+    symlinkSync(podNetns(), link);
     await expect(assertNetnsUsable(link)).resolves.toBeUndefined();
+  });
+
+  it("B97 the process's own network namespace (the node's) is refused (4), also through a symlink", async () => {
+    const own = { code: 4, message: expect.stringContaining("Plexus's own network namespace") };
+    await expect(assertNetnsUsable("/proc/self/ns/net")).rejects.toMatchObject(own);
+    await expect(assertNetnsUsable("/proc/thread-self/ns/net")).rejects.toMatchObject(own);
+    const link = join(dir, "own-link");
+    symlinkSync("/proc/self/ns/net", link);
+    await expect(assertNetnsUsable(link)).rejects.toMatchObject(own);
   });
 });

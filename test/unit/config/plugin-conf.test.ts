@@ -379,3 +379,72 @@ describe("C2.9 GC's valid attachments", () => {
     );
   });
 });
+
+describe("B91 paths in the config are absolute", () => {
+  const pathKeys = [
+    "cniDir",
+    "multusCacheDir",
+    "logFile",
+    "deviceInfoDir",
+    "fileClusterDir",
+    "confDir",
+    "binDir",
+    "kubeconfig",
+    "readinessindicatorfile",
+    "daemonSocket",
+    "podResourcesSocket",
+  ];
+
+  it.each(
+    pathKeys.flatMap((key) => ["state", "./state", "../var/lib", "a/b"].map((v) => [key, v])),
+  )("B91 %s %j is refused with 7 naming the key, the value and an absolute path", (key, value) => {
+    expect(() => parsePlexusConf({ ...base, [key]: value })).toThrow(
+      expect.objectContaining({
+        code: Code.InvalidNetworkConfig,
+        message: expect.stringMatching(
+          new RegExp(`key "${key}" is ${JSON.stringify(value).replace(/[.]/g, "\\.")}.*absolute`),
+        ),
+      }),
+    );
+  });
+
+  it("B91 Multus's spelling of a key is held to the same rule (CNIDir, LogFile, …)", () => {
+    for (const [key, canonical] of [
+      ["CNIDir", "cniDir"],
+      ["ReadinessIndicatorFile", "readinessindicatorfile"],
+      ["LogFile", "logFile"],
+    ] as const)
+      expect(() => parsePlexusConf({ ...base, [key]: "rel" })).toThrow(
+        expect.objectContaining({ code: 7, message: expect.stringContaining(`"${canonical}"`) }),
+      );
+  });
+
+  it('B91 absolute paths pass, and "" keeps meaning unset or off where it did', () => {
+    const absolute = Object.fromEntries(pathKeys.map((k) => [k, `/abs/${k}`]));
+    const conf = parsePlexusConf({ ...base, ...absolute });
+    expect(conf.cniDir).toBe("/abs/cniDir");
+    expect(conf.logFile).toBe("/abs/logFile");
+    const empty = parsePlexusConf({
+      ...base,
+      multusCacheDir: "",
+      daemonSocket: "",
+      kubeconfig: "",
+      logFile: "",
+      binDir: "",
+      readinessindicatorfile: "",
+    });
+    expect(empty.multusCacheDir).toBe("");
+    expect(empty.daemonSocket).toBe("");
+    expect(empty.logFile).toBeUndefined();
+  });
+
+  it("B91 clusterNetwork and defaultNetworks stay names: no leading / is no error", () => {
+    const conf = parsePlexusConf({
+      cniVersion: "1.0.0",
+      name: "plexus",
+      clusterNetwork: "primary-net",
+      defaultNetworks: ["net-a"],
+    });
+    expect(conf.clusterNetwork).toBe("primary-net");
+  });
+});

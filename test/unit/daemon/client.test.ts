@@ -26,6 +26,8 @@ class DraFakeKube extends FakeKube {
 interface FakeDaemon {
   /** The answer's JSON per route (DAEMON_API); a route without one answers 404. */
   answers: Map<string, unknown>;
+  /** A CNI error per route, answered as the daemon answers one (HTTP 422). */
+  errors: Map<string, { code: number; msg: string }>;
   /** Every request's path and query, in order. */
   asked: string[];
   kube: DaemonKube;
@@ -41,10 +43,17 @@ async function fakeDaemon(): Promise<FakeDaemon> {
   const dir = mkdtempSync(join(tmpdir(), "plx-daemon-client-"));
   const socketPath = join(dir, "plexus.sock");
   const answers = new Map<string, unknown>();
+  const errors = new Map<string, { code: number; msg: string }>();
   const asked: string[] = [];
   const server: Server = createServer((req, res) => {
     asked.push(req.url ?? "");
     const route = new URL(req.url ?? "/", "http://plexus").pathname;
+    const error = errors.get(route);
+    if (error) {
+      res.writeHead(422, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error }));
+      return;
+    }
     const answer = answers.get(route);
     res.writeHead(answer === undefined ? 404 : 200, { "content-type": "application/json" });
     res.end(JSON.stringify(answer ?? {}));
@@ -62,7 +71,7 @@ async function fakeDaemon(): Promise<FakeDaemon> {
     await new Promise((resolve) => server.close(resolve));
     rmSync(dir, { recursive: true, force: true });
   });
-  return { answers, asked, kube, direct };
+  return { answers, errors, asked, kube, direct };
 }
 
 const rawPod = {
@@ -153,4 +162,44 @@ describe("the daemon's client: ask, check, trim, fall back", () => {
       expect(d.direct.calls).toHaveLength(1);
     },
   );
+});
+
+describe("the daemon's client: a write for a pod the daemon served", () => {
+  /** The daemon's write of the status, refused by the API server as its rest client words it. */
+  const refused = {
+    code: 3,
+    msg:
+      "write network-status of pod app/web: the pod was deleted and recreated: the API server " +
+      "refused the runtime's K8S_POD_UID u1 as a change of the pod's UID (HTTP 422 Invalid)",
+  };
+
+  it("M8 without the runtime's K8S_POD_UID, a refused write names the pod the daemon served as replaced, not the runtime", async () => {
+    const d = await fakeDaemon();
+    d.answers.set(DAEMON_API.pod, { pod: rawPod, source: "cache" });
+    d.errors.set(DAEMON_API.networkStatus, refused);
+    const pod = await d.kube.getPod("app", "web");
+    const write = d.kube.setNetworkStatus({ namespace: "app", name: "web", uid: "u1" }, "[]");
+    const err = await write.then(
+      () => undefined,
+      (e: unknown) => e as { code: number; message: string },
+    );
+    expect(pod.metadata.uid).toBe("u1");
+    expect(err?.code).toBe(3);
+    expect(err?.message).toContain(
+      "the pod the plexus daemon served this ADD (UID u1, from its cache)",
+    );
+    expect(err?.message).toContain("replaced by a new pod of that name");
+    expect(err?.message).toContain("the runtime passed no K8S_POD_UID");
+    expect(err?.message).not.toContain("the runtime's K8S_POD_UID");
+  });
+
+  it("M8 with the runtime's K8S_POD_UID the daemon's refusal is passed on as it is", async () => {
+    const d = await fakeDaemon();
+    d.answers.set(DAEMON_API.pod, { pod: rawPod, source: "cache" });
+    d.errors.set(DAEMON_API.networkStatus, refused);
+    await d.kube.getPod("app", "web", "u1");
+    await expect(
+      d.kube.setNetworkStatus({ namespace: "app", name: "web", uid: "u1" }, "[]"),
+    ).rejects.toMatchObject({ code: 3, message: refused.msg });
+  });
 });

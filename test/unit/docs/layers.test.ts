@@ -54,8 +54,8 @@ describe("the layers: one drawing, one table", () => {
     const moved = doc
       .replace("   - `dra/`:", "   - `dra/`:")
       .replace(
-        "7. The daemon's view of the cluster\n   - `watch/`",
-        "7. The daemon's view of the cluster\n   - `dra/`: moved\n   - `watch/`",
+        "8. The daemon's view of the cluster\n   - `watch/`",
+        "8. The daemon's view of the cluster\n   - `dra/`: moved\n   - `watch/`",
       );
     expect(drawnLayers(moved)).not.toEqual(LAYERS);
     expect(drawnLayers(doc.replace("   - `kubelet/`:", "   - kubelet:"))).not.toEqual(LAYERS);

@@ -494,10 +494,12 @@ describe("deploy/ manifests", () => {
   it("deploy/monitoring/: a PodMonitor (not in deploy/) that scrapes the daemon's metrics port on the DaemonSet's pods", () => {
     expect(rendered.map((d) => d.kind)).not.toContain("PodMonitor");
     const monitors = renderKustomization("monitoring");
-    expect(monitors.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual([
+    // Beside it the alert rules and the dashboard (test/unit/install/fleet-manifests.test.ts).
+    const podMonitors = monitors.filter((d) => d.kind === "PodMonitor");
+    expect(podMonitors.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual([
       "monitoring.coreos.com/v1 PodMonitor",
     ]);
-    const pm = monitors[0]!;
+    const pm = podMonitors[0]!;
     const ds = find("DaemonSet");
     const labels = ds.spec.template.metadata.labels as Record<string, string>;
     for (const [k, v] of Object.entries(pm.spec.selector.matchLabels as Record<string, string>))

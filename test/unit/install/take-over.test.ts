@@ -5,6 +5,7 @@
  * the dir throughout (the first config file is always a working Multus config or Plexus's), and
  * the plan over generated directories.
  */
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,14 +15,21 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { translateMultusFlags } from "../../../src/install/multus-flags";
 import { resolveOptions } from "../../../src/install/options";
 import type { InstallFlags, InstallOptions } from "../../../src/install/options";
-import { choosePrimary } from "../../../src/install/primary";
+import { choosePrimary, readConfDir } from "../../../src/install/primary";
 import { runInstall } from "../../../src/install/run";
-import { MOVED_SUFFIX, planTakeOver } from "../../../src/install/take-over";
+import {
+  type ConfDirEntry,
+  MOVED_SUFFIX,
+  planTakeOver,
+  takeOverBlockers,
+  takeOverFromMultus,
+} from "../../../src/install/take-over";
 import { waitFor } from "../../support/plexus-bin";
 import { recordingLogger } from "./recording-logger";
 import { propertyRuns } from "../../support/property";
 
-const { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } = fs;
+const { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } = fs;
+const { writeFileSync } = fs;
 
 let root: string;
 let confDir: string;
@@ -271,33 +279,121 @@ describe("Multus's config is never the primary network", () => {
 describe("planTakeOver over generated directories", () => {
   const CONFIG = /\.(conf|conflist|json)$/;
   const name = fc.stringMatching(/^[0-9a-z-]{1,6}\.(conf|conflist|json|txt)$/);
-  const kind = fc.constantFrom("multus", "multus-shim", "bridge", "garbage");
+  const kind = fc.constantFrom("multus", "multus-shim", "bridge", "garbage", "unreadable");
   const conf = (type: string) => JSON.stringify({ cniVersion: "1.0.0", name: "n", type });
   const content = (k: string) => (k === "garbage" ? "{" : conf(k));
+  /** A file the shared reader refuses (a FIFO, too large): listed by libcni all the same. */
+  const entry = (n: string, k: string): ConfDirEntry =>
+    k === "unreadable" ? { name: n, refused: "it is a FIFO" } : { name: n, content: content(k) };
 
   const dirs = fc.uniqueArray(fc.tuple(name, kind), { selector: (t) => t[0], maxLength: 8 });
   const plexusList = JSON.stringify({ plugins: [{ type: "plexus" }] });
   const plexus = { name: "00-plexus.conflist", content: plexusList };
 
-  it("M11 M14 after the planned renames Plexus's config is first, before each one Multus's", () => {
+  it("M11 M14 B90 after the planned renames Plexus's config is first, Multus's before each", () => {
     fc.assert(
-      fc.property(dirs, (entries) => {
-        const files = entries.map(([n, k]) => ({ name: n, content: content(k) }));
-        files.push(plexus);
+      fc.property(dirs, (generated) => {
+        const files = [...generated.map(([n, k]) => entry(n, k)), plexus];
         const plan = planTakeOver(files, "00-plexus.conflist");
         const configs = (list: typeof files) =>
           list.filter((f) => CONFIG.test(f.name)).sort((a, b) => (a.name < b.name ? -1 : 1));
+        if (plan.action === "blocked") {
+          // The file named is one the runtime would load before Plexus's, and not Multus's.
+          expect(plan.name < "00-plexus.conflist").toBe(true);
+          const named = files.find((f) => f.name === plan.name)!;
+          expect("refused" in named || !/"type":"multus/.test(named.content)).toBe(true);
+        }
         if (plan.action !== "move") return;
         let left = files;
         for (const moved of plan.names) {
           const first = configs(left)[0]!;
           expect(first.name).toBe(moved);
-          expect(JSON.parse(first.content).type).toMatch(/^multus(-shim)?$/);
+          expect("content" in first && JSON.parse(first.content).type).toMatch(/^multus(-shim)?$/);
           left = left.filter((f) => f.name !== moved);
         }
         expect(configs(left)[0]!.name).toBe("00-plexus.conflist");
       }),
       propertyRuns({ seed: 20261126, numRuns: 300 }),
     );
+  });
+});
+
+describe("B90 a config file Plexus cannot read blocks the take-over", () => {
+  const multus = { name: "00-multus.conf", content: multusConf };
+  const plexusList = JSON.stringify({ plugins: [{ type: "plexus" }] });
+  const plexus = { name: "00-plexus.conflist", content: plexusList };
+
+  it.each([
+    ["a FIFO", "it is a FIFO, not a regular file"],
+    ["a 2 MiB file", "it is 2097152 bytes, more than the 1048576-byte limit"],
+    ["a symlink to a directory", "it is a directory, not a regular file"],
+  ])("B90 %s between Multus's and Plexus's config: blocked, the file named", (_, reason) => {
+    const odd = { name: "00-nm.conf", refused: reason };
+    const plan = planTakeOver([plexus, odd, multus], plexus.name);
+    expect(plan).toEqual({
+      action: "blocked",
+      name: "00-nm.conf",
+      why: `cannot be read as a CNI config (${reason})`,
+    });
+  });
+
+  it("B90 one sorting after Plexus's is no obstacle; one that is not JSON is named as such", () => {
+    const after = { name: "99-nm.conf", refused: "it is a FIFO, not a regular file" };
+    const plan = planTakeOver([plexus, after, multus], plexus.name);
+    expect(plan).toEqual({ action: "move", names: ["00-multus.conf"] });
+    const garbage = { name: "00-nm.json", content: "not json" };
+    expect(takeOverBlockers([plexus, garbage, multus], plexus.name)).toEqual([
+      { name: "00-nm.json", why: "is not a CNI config (not a JSON object)" },
+    ]);
+  });
+
+  it("B90 readConfDir lists what libcni lists: FIFOs, big files, symlinks; no directory", () => {
+    writeFileSync(join(confDir, "00-multus.conf"), multusConf);
+    execFileSync("mkfifo", [join(confDir, "00-fifo.conf")]);
+    writeFileSync(join(confDir, "00-big.json"), Buffer.alloc(2 * 1024 * 1024, 0x20));
+    mkdirSync(join(confDir, "00-dir.conf"));
+    symlinkSync(join(root, "bin"), join(confDir, "00-linkdir.conflist"));
+    symlinkSync(join(root, "nowhere"), join(confDir, "00-dangling.conf"));
+    execFileSync("mkfifo", [join(confDir, "00-other.txt")]);
+    const read = readConfDir(confDir);
+    expect(read.files.map((f) => f.path)).toEqual([join(confDir, "00-multus.conf")]);
+    const refused = Object.fromEntries(
+      read.refused.map((r) => [r.path.slice(confDir.length + 1), r.reason]),
+    );
+    expect(refused).toEqual({
+      "00-fifo.conf": "it is a FIFO, not a regular file",
+      "00-big.json": "it is 2097152 bytes, more than the 1048576-byte limit",
+      "00-linkdir.conflist": "it is a directory, not a regular file",
+      "00-dangling.conf": "it is a symbolic link to nothing",
+    });
+  });
+
+  it.each([
+    ["a FIFO", () => execFileSync("mkfifo", [join(confDir, "00-nm.conf")])],
+    ["a 2 MiB file", () => writeFileSync(join(confDir, "00-nm.conf"), Buffer.alloc(2 << 20, 32))],
+  ])(
+    "B90 the installer with %s there: no take-over, the file named with what to do",
+    async (_, make) => {
+      writeFileSync(join(confDir, "00-multus.conf"), multusConf);
+      writeFileSync(join(confDir, "10-bridge.conflist"), bridge);
+      make();
+      const { code, log } = await install(multusDaemonSetArgs());
+      expect(code).toBe(0);
+      expect(readFileSync(join(confDir, "00-multus.conf"), "utf8")).toBe(multusConf);
+      expect(existsSync(join(confDir, `00-multus.conf${MOVED_SUFFIX}`))).toBe(false);
+      const blocked = log.lines.filter((l) => l.level === "error" && /not taking over/.test(l.msg));
+      expect(blocked).toHaveLength(1);
+      expect(blocked[0]!.msg).toContain(join(confDir, "00-nm.conf"));
+      expect(blocked[0]!.msg).toMatch(/cannot be read as a CNI config.*Move it out of/);
+    },
+  );
+
+  it("B90 a directory named like a config is not a file: the take-over proceeds", () => {
+    writeFileSync(join(confDir, "00-multus.conf"), multusConf);
+    mkdirSync(join(confDir, "00-nm.conf"));
+    writeFileSync(join(confDir, "00-plexus.conflist"), plexusList);
+    const log = recordingLogger();
+    const moved = takeOverFromMultus({ confDir, plexusName: plexus.name }, {}, log);
+    expect(moved).toEqual(["00-multus.conf"]);
   });
 });

@@ -6,17 +6,24 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConfList } from "../../../src/cni/conf";
 import { AggregateCniError, type CniError } from "../../../src/cni/errors";
 import { ALL_VERSIONS, versionAtLeast } from "../../../src/cni/version";
-import {
-  addNetworkList,
-  buildPluginConf,
-  checkNetworkList,
-  delNetworkList,
-  gcNetworkList,
-  pluginsStartedOf,
-  statusNetworkList,
-  type RuntimeConf,
-} from "../../../src/libcni/conflist";
+import * as libcni from "../../../src/libcni/conflist";
+import { buildPluginConf, pluginsStartedOf, type RuntimeConf } from "../../../src/libcni/conflist";
+import { vouch, vouchForAdd } from "../../../src/libcni/vouch";
 import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
+
+// libcni runs only what the delegate gate vouched for (src/gate/): these tests are about libcni's
+// own semantics, so each list is vouched for as the gate would, right before it runs.
+type Rest<F> = F extends (list: never, ...rest: infer R) => infer O ? [R, O] : never;
+const addNetworkList = (l: ConfList, ...r: Rest<typeof libcni.addNetworkList>[0]) =>
+  libcni.addNetworkList(vouchForAdd(l), ...r);
+const delNetworkList = (l: ConfList, ...r: Rest<typeof libcni.delNetworkList>[0]) =>
+  libcni.delNetworkList(vouch(l), ...r);
+const checkNetworkList = (l: ConfList, ...r: Rest<typeof libcni.checkNetworkList>[0]) =>
+  libcni.checkNetworkList(vouch(l), ...r);
+const statusNetworkList = (l: ConfList, ...r: Rest<typeof libcni.statusNetworkList>[0]) =>
+  libcni.statusNetworkList(vouch(l), ...r);
+const gcNetworkList = (l: ConfList, ...r: Rest<typeof libcni.gcNetworkList>[0]) =>
+  libcni.gcNetworkList(vouch(l), ...r);
 
 const NETNS = "/proc/self/ns/net";
 

@@ -401,3 +401,31 @@ describe("N4.1.2 JSON form", () => {
     expect(e.message.length).toBeLessThan(500);
   });
 });
+
+describe("M19 a selection's resourceName", () => {
+  it("M19 is read from the JSON form; an empty one asks for nothing (Go's omitempty)", () => {
+    expect(parse(json({ name: "n", resourceName: "example.com/vf-fast" }))).toEqual([
+      { name: "n", namespace: "pods", resourceName: "example.com/vf-fast" },
+    ]);
+    expect(parse(json({ name: "n", resourceName: "" }))).toEqual([
+      { name: "n", namespace: "pods" },
+    ]);
+  });
+
+  it.each([
+    ["not a string", 5, 'key "resourceName" must be a string, got 5'],
+    ["no domain", "vf", "must be <domain>/<name>, with exactly one '/' between them"],
+    ["two slashes", "example.com/vf/x", "must be <domain>/<name>, with exactly one '/'"],
+    ["a path", "example.com/..", "has '..': a device ID is one name, never a path"],
+    ["a control character", "example.com/v\u0007f", "has U+0007 at position 14"],
+    ["a leading '-'", "-x/vf", "starts with '-'"],
+    ["over 317 characters", `${"d".repeat(300)}/${"n".repeat(20)}`, "more than 317"],
+  ])("M19 %s is refused with 7 naming the item and the key", (_what, resourceName, problem) => {
+    const e = err(json({ name: "sriov-a", resourceName }));
+    expect(e.code).toBe(7);
+    expect(e.message).toMatch(
+      /^networks annotation item 1 \("pods\/sriov-a"\): key "resourceName"/,
+    );
+    expect(e.message).toContain(problem);
+  });
+});

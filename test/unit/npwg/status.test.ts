@@ -259,6 +259,31 @@ describe("N5.2 B26 B27 the annotation", () => {
     ).not.toThrow();
   });
 
+  it("B26 a network-status made large by a network's echoed dns names its size, the largest entry, its network and field, not the pod's annotations", () => {
+    const search = Array.from({ length: 3000 }, (_, i) => `zone${i}.example.com`.padEnd(90, "x"));
+    const value = buildNetworkStatusAnnotation([
+      { name: "cluster", interface: "eth0", default: true },
+      { name: "app/big-dns", interface: "net1", default: false, dns: { search } },
+    ]);
+    const valueBytes = Buffer.byteLength(value);
+    expect(valueBytes).toBeGreaterThan(MAX_ANNOTATIONS_BYTES);
+    const err = (() => {
+      try {
+        checkAnnotationBudget({ "example.com/note": "short" }, value);
+      } catch (e) {
+        return e as { code: number; message: string };
+      }
+      return undefined;
+    })();
+    expect(err?.code).toBe(7);
+    expect(err?.message).toContain(`the network-status value is ${valueBytes} bytes`);
+    expect(err?.message).toMatch(/largest entry is network "app\/big-dns"'s, \d+ bytes/);
+    expect(err?.message).toMatch(/\d+ of them its "dns"/);
+    expect(err?.message).toContain('the largest, "example.com/note"');
+    expect(err?.message).toContain("make the network of the largest entry return less");
+    expect(err?.message).not.toContain("shorten the pod's annotations");
+  });
+
   it("B26 the limit is the API server's: keys and values in bytes, exactly 256 KiB allowed", () => {
     expect(MAX_ANNOTATIONS_BYTES).toBe(262144);
     const status = "[]";

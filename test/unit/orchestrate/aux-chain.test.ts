@@ -16,6 +16,7 @@ import {
   isBuiltinPassthru,
   type RuntimeConf,
 } from "../../../src/libcni/conflist";
+import { vouch, vouchForAdd } from "../../../src/libcni/vouch";
 import { silentLogger } from "../../../src/log/logger";
 import { eagerLoaders } from "../../../src/ops/loaders";
 import { loadAuxiliaryChain } from "../../../src/orchestrate/aux-chain";
@@ -193,7 +194,7 @@ describe("M12 the passthru plugin, answered by Plexus", () => {
     exec.on({ command: "ADD", type: "tuning" }, { result: {} });
     const deps = fakeDeps(exec);
     try {
-      await addNetworkList(chain, rt, deps);
+      await addNetworkList(vouchForAdd(chain), rt, deps);
       expect(exec.lookups.map((l) => l.type)).toEqual(["tuning"]);
       expect(exec.calls[0]!.stdin.prevResult).toEqual({
         cniVersion: "1.0.0",
@@ -202,7 +203,7 @@ describe("M12 the passthru plugin, answered by Plexus", () => {
         routes: [],
         dns: {},
       });
-      await delNetworkList(chain, rt, deps);
+      await delNetworkList(vouch(chain), rt, deps);
       expect(exec.calls.map((c) => `${c.command} ${c.type}`)).toEqual(["ADD tuning", "DEL tuning"]);
     } finally {
       deps.dispose();

@@ -370,15 +370,31 @@ describe("ADD rollback keeps only what may really be attached (M7, C4.1)", () =>
   it("M7 B33 a NAD fixed after the failure: the recorded config still fails, the NAD's current config tears it down, DEL succeeds", async () => {
     writeCluster("bad", [withNad("10.0.0.0/33")]);
     exec.on({ command: "ADD", type: "macvlan" }, { error: { code: 999, msg: "invalid CIDR" } });
-    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "invalid CIDR" } });
+    // The rollback's DEL, the runtime's first DEL and the recorded config's next try all fail.
+    const times = 3;
+    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "bad" } }, { times });
     const retry = conf({ retryDeleteOnError: true });
     await expect(cmdAdd(req("ADD"), retry, deps)).rejects.toMatchObject({ code: 999 });
     await expect(cmdDel(req("DEL"), retry, deps)).rejects.toMatchObject({ code: 999 });
-    writeCluster("bad", [nad("bad", { cniVersion: "1.0.0", name: "bad", type: "tuning" })]);
+    writeCluster("bad", [withNad("10.0.0.0/24")]);
     exec.calls.length = 0;
     await cmdDel(req("DEL"), retry, deps);
-    expect(exec.summary()).toEqual(["DEL net1 macvlan", "DEL net1 tuning"]);
+    expect(exec.summary()).toEqual(["DEL net1 macvlan", "DEL net1 macvlan"]);
+    expect(exec.calls[1]!.stdin.ipam).toMatchObject({ subnet: "10.0.0.0/24" });
     expect(records()).toEqual([]);
     expect(kubeCalls).toBeGreaterThan(0);
+  });
+
+  it("B86 a NAD edited to another plugin type after its DEL failed: the new type never runs, the record stays", async () => {
+    writeCluster("bad", [withNad("10.0.0.0/33")]);
+    exec.on({ command: "ADD", type: "macvlan" }, { error: { code: 999, msg: "invalid CIDR" } });
+    exec.on({ command: "DEL", type: "macvlan" }, { error: { code: 999, msg: "invalid CIDR" } });
+    const retry = conf({ retryDeleteOnError: true });
+    await expect(cmdAdd(req("ADD"), retry, deps)).rejects.toMatchObject({ code: 999 });
+    writeCluster("bad", [nad("bad", { cniVersion: "1.0.0", name: "bad", type: "tuning" })]);
+    exec.calls.length = 0;
+    await expect(cmdDel(req("DEL"), retry, deps)).rejects.toMatchObject({ code: 999 });
+    expect(exec.summary()).toEqual(["DEL net1 macvlan"]);
+    expect(record().attachments.map((a) => a.conf.plugins[0]!.type)).toEqual(["macvlan"]);
   });
 });

@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { silentLogger } from "../../../src/log/logger";
@@ -19,10 +19,12 @@ import {
   removeDeviceInfo,
   type PodDevicesLookup,
 } from "../../../src/orchestrate/devices";
+import { cmdAdd } from "../../../src/orchestrate/add";
+import { cmdHotplug } from "../../../src/orchestrate/hotplug";
 import { planForPod } from "../../../src/orchestrate/pod-plan";
 import type { Attachment } from "../../../src/orchestrate/record";
 import { FakeKube } from "../../fakes/fake-kube";
-import { recordingLogger } from "../../fakes/fake-exec";
+import { FakeExec, fakeDeps, recordingLogger } from "../../fakes/fake-exec";
 
 const NETWORKS = "k8s.v1.cni.cncf.io/networks";
 const SRIOV = "intel.com/sriov_netdevice";
@@ -450,5 +452,145 @@ describe("M10 config keys", () => {
         podResourcesTimeoutSeconds: 0,
       }),
     ).toThrow(/podResourcesTimeoutSeconds/);
+  });
+});
+
+describe("M19 resourceName per attachment", () => {
+  const FAST = "intel.com/sriov_fast";
+  const ALLOWED = "k8s.v1.cni.cncf.io/allowedResourceNames";
+  /** A NAD of the resource SRIOV that also offers FAST (with spaces and an empty entry). */
+  const offering = { ...RESOURCE, [ALLOWED]: ` ${SRIOV} , ${FAST},` };
+  const refusal = (podDevices: PodDevicesLookup) =>
+    plan(podDevices).then(
+      () => expect.fail("expected a failure"),
+      (e: unknown) => e as { code: number; message: string },
+    );
+
+  it("M19 a resourceName the NAD lists picks that pool; others keep the NAD's", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", resourceName: FAST }, { name: "sriov-a" }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), offering);
+    const p = await plan(fakeLookup({ [SRIOV]: [VF1], [FAST]: [VF2] }));
+    const seen = p.attachments.slice(1).map((a) => [a.device?.resourceName, a.device?.deviceID]);
+    expect(seen).toEqual([
+      [FAST, VF2],
+      [SRIOV, VF1],
+    ]);
+    expect(top(p.attachments[1]!)).toBe(VF2);
+    expect(p.attachments[1]!.capabilityArgs?.deviceID).toBe(VF2);
+    expect(lookups).toEqual([{ namespace: "app", name: "web", resourceNames: [FAST, SRIOV] }]);
+  });
+
+  it("M19 allowedResourceNames without a resourceName: only a pick gets a device", async () => {
+    kube.addPod("app", "web", picks({ name: "pool", resourceName: FAST }, { name: "pool" }));
+    kube.addNad("app", "pool", sriov("pool"), { [ALLOWED]: `${SRIOV},${FAST}` });
+    const p = await plan(fakeLookup({ [FAST]: [VF2] }));
+    expect(p.attachments.slice(1).map((a) => a.device?.deviceID)).toEqual([VF2, undefined]);
+    expect(lookups).toEqual([{ namespace: "app", name: "web", resourceNames: [FAST] }]);
+  });
+
+  it("M19 naming the NAD's own resourceName is taken as before, listed or not", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", resourceName: SRIOV }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), { ...RESOURCE, [ALLOWED]: FAST });
+    const p = await plan(fakeLookup({ [SRIOV]: [VF1] }));
+    expect(p.attachments[1]!.device).toMatchObject({ resourceName: SRIOV, deviceID: VF1 });
+  });
+
+  it("M19 a name the NAD does not list: 7 naming both, kubelet not asked", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", resourceName: "intel.com/other" }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), offering);
+    const err = await refusal(fakeLookup({ [SRIOV]: [VF1] }));
+    expect(err.code).toBe(7);
+    expect(err.message).toBe(
+      "pod app/web: network app/sriov-a: the pod's selection asks for resourceName " +
+        `"intel.com/other", but the NAD does not offer it: its ${ALLOWED} lists only ` +
+        `"${SRIOV}", "${FAST}" and its own k8s.v1.cni.cncf.io/resourceName is "${SRIOV}"; ` +
+        `name one the NAD offers, drop "resourceName" to take the NAD's own, or have the NAD ` +
+        `list "intel.com/other" in ${ALLOWED}`,
+    );
+    expect(lookups).toEqual([]);
+  });
+
+  it("M19 a name contradicting the NAD's own resourceName: 7 naming both", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", resourceName: FAST }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), RESOURCE);
+    const err = await refusal(fakeLookup({ [SRIOV]: [VF1], [FAST]: [VF2] }));
+    expect(err.code).toBe(7);
+    expect(err.message).toContain(
+      `asks for resourceName "${FAST}", but the NAD does not offer it:`,
+    );
+    expect(err.message).toContain(
+      `it has no ${ALLOWED} and its own k8s.v1.cni.cncf.io/resourceName is "${SRIOV}"`,
+    );
+    expect(lookups).toEqual([]);
+  });
+
+  it("M19 a NAD with neither annotation offers no pool: 7", async () => {
+    kube.addPod("app", "web", picks({ name: "br", resourceName: FAST }));
+    kube.addNad("app", "br", { cniVersion: "1.0.0", name: "br", type: "bridge" });
+    const err = await refusal(fakeLookup({ [FAST]: [VF2] }));
+    expect(err.code).toBe(7);
+    expect(err.message).toContain(
+      `"${FAST}", but the NAD offers no device pool: it has neither ` +
+        `k8s.v1.cni.cncf.io/resourceName nor ${ALLOWED}`,
+    );
+  });
+
+  it("M19 M10 the allocation wins: a deviceID must be of the picked pool", async () => {
+    kube.addPod("app", "web", picks({ name: "sriov-a", resourceName: FAST, deviceID: VF1 }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), offering);
+    const err = await refusal(fakeLookup({ [SRIOV]: [VF1], [FAST]: [VF2] }));
+    expect(err.code).toBe(7);
+    expect(err.message).toContain(`network app/sriov-a (resource ${FAST}):`);
+    expect(err.message).toContain(
+      `the devices allocated to the pod for ${FAST} are ${VF2} (kubelet)`,
+    );
+  });
+
+  it("M19 M15 hot-plug takes the picked pool; a name not offered changes nothing", async () => {
+    const exec = new FakeExec(["bridge", "sriov", "tuning"]);
+    const deps = fakeDeps(exec);
+    onTestFinished(() => deps.dispose());
+    const wired = {
+      ...deps,
+      kube: async () => kube,
+      podDevices: fakeLookup({ [SRIOV]: [VF1], [FAST]: [VF2] }),
+    };
+    kube.addPod("app", "web", picks({ name: "sriov-a" }));
+    kube.addNad("app", "sriov-a", sriov("sriov-a"), offering);
+    await cmdAdd(req(), conf(), wired);
+    const target = { namespace: "app", name: "web" };
+    const path = ["/opt/cni/bin"];
+    // The edited annotation, beside the last network-status written (the fake keeps it apart).
+    const annotate = (...selections: object[]) =>
+      kube.addPod("app", "web", {
+        ...picks(...selections),
+        "k8s.v1.cni.cncf.io/network-status": kube.statuses.at(-1)!.value,
+      });
+
+    annotate({ name: "sriov-a" }, { name: "sriov-a", resourceName: FAST });
+    const report = await cmdHotplug(target, { path }, conf(), wired);
+    expect(report, JSON.stringify(report)).toMatchObject({ state: "reconciled", refused: [] });
+    expect(report.attached).toEqual([{ network: "app/sriov-a", ifName: "net2" }]);
+    const hotplugged = exec.calls.filter((c) => c.type === "sriov" && c.ifName === "net2");
+    expect(hotplugged.map((c) => [c.command, c.stdin.deviceID])).toEqual([["ADD", VF2]]);
+    const record = await deps.records.read("ctr1", "eth0");
+    const devices = record.state === "found" ? record.record.attachments.map((a) => a.device) : [];
+    expect(devices.map((d) => d && [d.resourceName, d.deviceID])).toEqual([
+      undefined,
+      [SRIOV, VF1],
+      [FAST, VF2],
+    ]);
+
+    const other = { name: "sriov-a", resourceName: "intel.com/other", interface: "net3" };
+    annotate({ name: "sriov-a" }, { name: "sriov-a", resourceName: FAST }, other);
+    const before = exec.calls.length;
+    const err = await cmdHotplug(target, { path }, conf(), wired).then(
+      () => expect.fail("expected a failure"),
+      (e: unknown) => e as { code: number; message: string },
+    );
+    expect(err.code).toBe(7);
+    expect(err.message).toContain('asks for resourceName "intel.com/other", but the NAD does not');
+    expect(exec.calls.length).toBe(before);
+    expect(kube.events.map((e) => e.reason)).toContain("HotplugFailed");
   });
 });

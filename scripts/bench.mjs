@@ -18,6 +18,7 @@ import { benchMultus } from "./bench/multus.mjs";
 import { benchBreakdown } from "./bench/breakdown.mjs";
 import { benchScale } from "./bench/scale.mjs";
 import { benchPending } from "./bench/pending.mjs";
+import { benchStatus } from "./bench/status.mjs";
 import { fmt, measureFloor, rel } from "./bench/lib.mjs";
 import { MULTUS_NODE_MS } from "./bench/pods-api.mjs";
 import { bunPath } from "./bun-path.mjs";
@@ -104,6 +105,7 @@ const devices = want("devices") ? await benchDevices(runs) : undefined;
 const breakdown = want("breakdown") ? await benchBreakdown(runs) : undefined;
 if (want("scale")) await benchScale();
 if (want("pending")) await benchPending(runs);
+if (want("status")) await benchStatus(runs);
 const multus = want("multus") ? await benchMultus(runs) : undefined;
 
 // The start-up targets. Each figure with its ratio to `node -e 0` in this run, each target with its

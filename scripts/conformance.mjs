@@ -16,8 +16,8 @@ const TEST_DIRS = ["test"];
 const CODE_EXT = /\.(ts|mts|cts|js|mjs|cjs)$/;
 const IMPL_EXT = /\.(ts|mts|cts|js|mjs|cjs|ya?ml)$/;
 
-/** The ID shapes the code cites: N4.1.2.1.3 (N4.1.x), C2.5, M7, K1, B62. */
-const ID = String.raw`(?:N[0-9]+(?:\.[0-9x]+)*|C[0-9]+\.[0-9]+|M[0-9]+|K[0-9]+|B[0-9]+)`;
+/** The ID shapes the code cites: N4.1.2.1.3 (N4.1.x), C2.5, M7, D1, K1, B62. */
+const ID = String.raw`(?:N[0-9]+(?:\.[0-9x]+)*|C[0-9]+\.[0-9]+|M[0-9]+|D[0-9]+|K[0-9]+|B[0-9]+)`;
 const ID_RE = new RegExp(String.raw`\b${ID}\b`, "g");
 /** After an ID: `/4` (a sibling: N4.1.2.1.3/4) or `–B10` (a range: B1–B10). */
 const TAIL_RE = new RegExp(String.raw`^(?:/([0-9]+)\b|[–-](${ID})\b)`);

@@ -5,7 +5,8 @@
 # enters this repository. Used by the bench peer (scripts/bench/multus-peer.sh) and the migration
 # end-to-end test, which caches the result keyed by the tarball's SHA-256.
 #
-#   scripts/multus-build.sh OUT_DIR [multus|multus-daemon|multus-shim ...]   # default: all three
+#   scripts/multus-build.sh OUT_DIR [multus|multus-daemon|multus-shim|thin_entrypoint ...]
+#                                                  # default: multus, multus-daemon, multus-shim
 #   MULTUS_TARBALL=/path/to/multus-cni-4.0.2.tar.gz scripts/multus-build.sh OUT_DIR multus
 #   MULTUS_SRC=/path/to/multus-cni-4.0.2 scripts/multus-build.sh OUT_DIR   # an unpacked tree
 set -euo pipefail
@@ -15,7 +16,7 @@ TARBALL_SHA256=43e3f408ff41bdbb0b26c2fa5b0186cf53b8ef3c39fa529570adac4484ed0c13
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 TARBALL="${MULTUS_TARBALL:-$repo/../shared/peers/multus-cni-4.0.2.tar.gz}"
 if [[ $# -lt 1 ]]; then
-  echo "usage: multus-build.sh OUT_DIR [multus|multus-daemon|multus-shim ...]" >&2
+  echo "usage: multus-build.sh OUT_DIR [multus|multus-daemon|multus-shim|thin_entrypoint ...]" >&2
   exit 2
 fi
 out="$1"
@@ -54,8 +55,13 @@ LDFLAGS="-X gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/multus.version=$TAG"
 for t in "${targets[@]}"; do
   case "$t" in
     multus) tags=(-tags no_openssl) ;;
-    multus-daemon | multus-shim) tags=() ;;
-    *) echo "multus-build: unknown target $t (multus, multus-daemon, multus-shim)" >&2; exit 2 ;;
+    # thin_entrypoint: what Multus's thin DaemonSet runs to render its config (the M18 e2e test).
+    multus-daemon | multus-shim | thin_entrypoint) tags=() ;;
+    *)
+      echo "multus-build: unknown target $t" \
+        "(multus, multus-daemon, multus-shim, thin_entrypoint)" >&2
+      exit 2
+      ;;
   esac
   # Built under a temp name and renamed, so a concurrent reader never sees half a binary.
   go build -o "$out/.$t.tmp" "${tags[@]}" -ldflags "$LDFLAGS" "./cmd/$t"

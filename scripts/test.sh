@@ -15,9 +15,10 @@ multus_tarball=../shared/peers/multus-cni-4.0.2.tar.gz
 multus_build=
 if command -v go >/dev/null 2>&1 && [ -f "$multus_tarball" ]; then
   multus_dir="${TMPDIR:-/tmp}/plexus-multus-$(sha256sum "$multus_tarball" | cut -d' ' -f1)"
-  if [ ! -x "$multus_dir/multus" ]; then
-    echo "test: building Multus v4.0.2 thin beside the build (for the migration test)" >&2
-    setsid bash scripts/multus-build.sh "$multus_dir" multus \
+  if [ ! -x "$multus_dir/multus" ] || [ ! -x "$multus_dir/thin_entrypoint" ]; then
+    echo "test: building Multus v4.0.2 thin and its entrypoint beside the build" \
+      "(for the migration tests)" >&2
+    setsid bash scripts/multus-build.sh "$multus_dir" multus thin_entrypoint \
       >.vitest-results/multus-build.log 2>&1 &
     multus_build=$!
     # A check that fails below ends the script: the build (its own process group, go and its

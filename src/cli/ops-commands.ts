@@ -104,8 +104,25 @@ function addValidateCommand(program: Command, setExit: SetExit): void {
       "--node-name <name>",
       "this node, whose pods' requests are checked (default: $NODE_NAME, else the hostname)",
     )
+    .option(
+      "--preflight",
+      "before switching from Multus: every NAD (or --file's) Plexus reads differently from Multus",
+    )
+    .option(
+      "--nad-conf-dir <dir>",
+      "with --preflight: where NADs without spec.config have their file",
+      "/etc/cni/multus/net.d",
+    )
     .action(
       async (nad: string | undefined, flags: Record<string, string | boolean | undefined>) => {
+        if (flags.preflight) {
+          if (nad) {
+            process.stderr.write("plexus validate --preflight checks every NAD (or --file's)\n");
+            return setExit(ExitCode.Usage);
+          }
+          const { preflightMain } = await import("../ops/multus-preflight");
+          return setExit(await preflightMain(flags as never));
+        }
         const { validateMain } = await import("../ops/validate");
         setExit(await validateMain(nad, flags as never));
       },

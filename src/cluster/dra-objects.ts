@@ -67,6 +67,50 @@ export interface ResourceSlice {
   };
 }
 
+/**
+ * D1 (KEP-4817): Plexus's part of one entry of a claim's `status.devices`, written by server-side
+ * apply with its own field manager. The entry is keyed by driver, pool and device, and belongs to
+ * the driver too: Plexus applies only the keys, `networkData` and its own condition, so a
+ * driver's `data` and conditions are never Plexus's to change.
+ */
+export interface ClaimDeviceStatus {
+  driver: string;
+  pool: string;
+  device: string;
+  /** Absent when another manager (the driver) reports the device's networkData itself. */
+  networkData?: NetworkDeviceData;
+  conditions: DeviceCondition[];
+}
+
+/** `NetworkDeviceData`: the interface in the pod, its addresses as CIDRs, its MAC. */
+export interface NetworkDeviceData {
+  interfaceName: string;
+  ips: string[];
+  hardwareAddress?: string;
+}
+
+/** A `metav1.Condition` as Plexus writes it (status True: the attachment is up). */
+interface DeviceCondition {
+  type: string;
+  status: "True";
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+}
+
+/** D1: Plexus's field manager, and the condition it owns in each entry it reports. */
+export const CLAIM_STATUS_MANAGER = "plexus";
+export const ATTACHED_CONDITION = "plexus.cni.cncf.io/Attached";
+
+/**
+ * What a status write did: applied as asked; applied without networkData, which another manager
+ * owns with other values (the driver reports it); or nothing, the claim being gone.
+ */
+export type ClaimStatusOutcome = "applied" | "without-network-data" | "claim-missing";
+
+/** The API's bounds on an entry's fields (resource/v1 types.go). */
+export const NETWORK_DATA_LIMITS = { interfaceName: 256, ips: 16, hardwareAddress: 128 } as const;
+
 const str = (value: unknown): string | undefined =>
   typeof value === "string" && value !== "" ? value : undefined;
 const arr = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
@@ -254,4 +298,44 @@ function extendedOf(container: Record<string, unknown>): {
     ...(Object.keys(requests).length ? { requests } : {}),
     ...(Object.keys(limits).length ? { limits } : {}),
   };
+}
+
+/**
+ * D1: one entry of a status write as the daemon receives it (from the CNI binary), or undefined
+ * for anything not of that shape or beyond the API's bounds.
+ */
+export function trimClaimDeviceStatus(raw: unknown): ClaimDeviceStatus | undefined {
+  if (!isPlainObject(raw)) return undefined;
+  const [driver, pool, device] = [str(raw.driver), str(raw.pool), str(raw.device)];
+  const conditions = arr(raw.conditions).flatMap((c) => trimCondition(c) ?? []);
+  if (!driver || !pool || !device || conditions.length !== arr(raw.conditions).length)
+    return undefined;
+  const out: ClaimDeviceStatus = { driver, pool, device, conditions };
+  if (raw.networkData === undefined) return out;
+  const data = isPlainObject(raw.networkData) ? raw.networkData : {};
+  const ips = arr(data.ips);
+  const name = data.interfaceName;
+  const mac = data.hardwareAddress;
+  const bounded = (v: unknown, max: number) => typeof v === "string" && v.length <= max;
+  if (
+    !bounded(name, NETWORK_DATA_LIMITS.interfaceName) ||
+    ips.length > NETWORK_DATA_LIMITS.ips ||
+    !ips.every((ip) => bounded(ip, 64)) ||
+    (mac !== undefined && !bounded(mac, NETWORK_DATA_LIMITS.hardwareAddress))
+  )
+    return undefined;
+  out.networkData = {
+    interfaceName: name as string,
+    ips: ips as string[],
+    ...(mac !== undefined ? { hardwareAddress: mac as string } : {}),
+  };
+  return out;
+}
+
+function trimCondition(raw: unknown): DeviceCondition | undefined {
+  if (!isPlainObject(raw) || raw.status !== "True") return undefined;
+  const [type, reason, at] = [str(raw.type), str(raw.reason), str(raw.lastTransitionTime)];
+  const message = typeof raw.message === "string" ? raw.message : undefined;
+  if (!type || !reason || !at || message === undefined || message.length > 32768) return undefined;
+  return { type, status: "True", reason, message, lastTransitionTime: at };
 }

@@ -5,10 +5,12 @@
  * the whole NPWG code path runs unchanged. Chosen by the config key `fileClusterDir`.
  *
  * Writes go under `<dir>/status/` (never read back as manifests): the pod's network-status as a
- * pod-shaped JSON document, `<namespace>.<name>.json`, and events as JSON lines in `events.jsonl`.
+ * pod-shaped JSON document, `<namespace>.<name>.json`, events as JSON lines in `events.jsonl`,
+ * and Plexus's part of a claim's device status (D1) as a claim-shaped document,
+ * `resourceclaims/<namespace>.<name>.json`, removed when Plexus's part is taken out.
  */
 import { closeSync, constants, fstatSync, openSync, writeSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
@@ -19,7 +21,10 @@ import { readSharedFile } from "../store/shared-file";
 import { dns1123LabelProblem } from "../npwg/dns1123";
 import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import {
+  type ClaimDeviceStatus,
+  type ClaimStatusOutcome,
   DRA_GROUP,
+  DRA_VERSION,
   type ResourceClaim,
   type ResourceSlice,
   trimResourceClaim,
@@ -109,6 +114,35 @@ export class FileCluster implements KubeApi {
       ...eventForPeople(event),
     };
     appendEvent(join(dir, "events.jsonl"), `${JSON.stringify(line)}\n`);
+  }
+
+  /** D1: Plexus's entries as the API server would hold them after the apply (none: file gone). */
+  async applyClaimDeviceStatus(
+    claim: { namespace: string; name: string },
+    devices: ClaimDeviceStatus[],
+  ): Promise<ClaimStatusOutcome> {
+    this.requestCount++;
+    const { namespace, name } = claim;
+    const problem = objectNameProblem(namespace, name);
+    if (problem)
+      throw new CniError(
+        Code.InvalidEnv,
+        `ResourceClaim ${JSON.stringify(`${namespace}/${name}`)}: ${problem}; no status written`,
+      );
+    if (!(await this.load()).claims.has(`${namespace}/${name}`)) return "claim-missing";
+    const path = join(this.dir, STATUS_DIR, "resourceclaims", `${namespace}.${name}.json`);
+    if (devices.length === 0) {
+      await rm(path, { force: true });
+      return "applied";
+    }
+    const doc = {
+      apiVersion: `${DRA_GROUP}/${DRA_VERSION}`,
+      kind: "ResourceClaim",
+      metadata: { namespace, name },
+      status: { devices },
+    };
+    await writeFileAtomic(path, `${JSON.stringify(doc, null, 2)}\n`, 0o644);
+    return "applied";
   }
 
   async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {

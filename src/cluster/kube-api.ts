@@ -6,7 +6,12 @@
  */
 import { escapeText } from "../cni/quote";
 import type { Nad, Pod } from "../npwg/types";
-import type { ResourceClaim, ResourceSlice } from "./dra-objects";
+import type {
+  ClaimDeviceStatus,
+  ClaimStatusOutcome,
+  ResourceClaim,
+  ResourceSlice,
+} from "./dra-objects";
 
 export interface PodEvent {
   type: "Normal" | "Warning";
@@ -61,6 +66,16 @@ export interface KubeApi {
     nodeName?: string | undefined;
     driver: string;
   }): Promise<ResourceSlice[]>;
+  /**
+   * D1: Plexus's part of a ResourceClaim's `status.devices`, exactly these entries (server-side
+   * apply on `resourceclaims/status`, field manager `plexus`); none takes its part out. Entries
+   * whose networkData another manager owns are applied again without it. The caller treats a
+   * failure as a warning: it never fails the pod's ADD.
+   */
+  applyClaimDeviceStatus?(
+    claim: { namespace: string; name: string },
+    devices: ClaimDeviceStatus[],
+  ): Promise<ClaimStatusOutcome>;
   /** Requests made so far (benchmarks: API requests per ADD). */
   readonly requestCount?: number;
   /** Releases connections (B36); safe to call more than once. */

@@ -4,11 +4,16 @@
  */
 import * as z from "./shape";
 import { CniError, Code } from "./errors";
-import { assertNoCaseCollisions, isPlainObject, numberValue } from "./json";
+import { assertNoCaseCollisions, isPlainObject, numberValue, showValue } from "./json";
 import { canonicalizeKeys, getKeyFold, hasKeyFold, KeySet } from "./keys";
 import { parseWithSchema } from "./schema-error";
 import { validateNetworkName, validatePluginType } from "./validate";
-import { requireSupportedVersion } from "./version";
+import {
+  ALL_VERSIONS,
+  compareVersions,
+  isSupportedVersion,
+  requireSupportedVersion,
+} from "./version";
 
 /** One plugin's config; every key besides the ones named is the plugin's own and passed through. */
 export interface PluginConf {
@@ -37,6 +42,7 @@ const listSchema = z.object({
   name: z.optional(z.string()),
   disableCheck: z.optional(z.literal(true, false, "true", "false")),
   disableGC: z.optional(z.literal(true, false, "true", "false")),
+  loadOnlyInlinedPlugins: z.optional(z.literal(true, false, "true", "false")),
   plugins: z.array(z.unknown(), {
     min: 1,
     message: 'a conflist needs at least one plugin in "plugins"',
@@ -50,8 +56,11 @@ export const LIST_KEYS = new KeySet([
   "name",
   "disableCheck",
   "disableGC",
+  "loadOnlyInlinedPlugins",
   "plugins",
 ]);
+/** The flags libcni 1.2+ reads with its `readBool`: a boolean, or "true"/"false" in any case. */
+const LIST_FLAGS = ["disableCheck", "disableGC", "loadOnlyInlinedPlugins"] as const;
 /**
  * The keys of a plugin config that Plexus itself reads or sets (type, capabilities, the IPAM type
  * for allowedPluginTypes, what libcni injects, and `args`, into which a selection's requests are
@@ -72,6 +81,58 @@ const IPAM_KEYS = new KeySet(["type"]);
 
 function asBool(value: boolean | "true" | "false" | undefined): boolean | undefined {
   return value === undefined ? undefined : value === true || value === "true";
+}
+
+/** A conflist flag that libcni reads as true (its `readBool`: `true`, or "true" in any case). */
+export function isTrueFlag(value: unknown): boolean {
+  return value === true || (typeof value === "string" && value.toLowerCase() === "true");
+}
+
+/** The list's flags with their string forms in lower case, as libcni compares them. */
+function lowerFlags(top: Record<string, unknown>): Record<string, unknown> {
+  const strings = LIST_FLAGS.filter((key) => typeof top[key] === "string");
+  if (strings.length === 0) return top;
+  const out = { ...top };
+  for (const key of strings) out[key] = (top[key] as string).toLowerCase();
+  return out;
+}
+
+/** A version as libcni's `ParseVersion` takes it: one to three dot-separated integers, or "". */
+const VERSION_TEXT = /^(?:[+-]?\d+(?:\.[+-]?\d+){0,2})?$/;
+
+/**
+ * CNI 1.1's version selection over a conflist's `cniVersion` and `cniVersions`: the highest of
+ * them that Plexus supports, as the spec asks. libcni 1.2+ reads the list the same way (a list
+ * of version strings, or the config is refused) but keeps any entry not above its own 1.1.0, so
+ * an unreleased `1.0.1` would be its pick and fail later; here only a version Plexus speaks is
+ * picked, and a list naming none is refused with code 1. Without `cniVersions`, the `cniVersion`.
+ */
+function selectVersion(top: Record<string, unknown>, what: string): unknown {
+  const listed = top.cniVersions;
+  if (listed === undefined) return top.cniVersion;
+  if (!Array.isArray(listed))
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: "cniVersions" must be a list of version strings, ` +
+        `got ${showValue(numberValue(listed))}`,
+    );
+  const candidates = listed.map((entry: unknown, index) => {
+    if (typeof entry === "string" && VERSION_TEXT.test(entry)) return entry;
+    throw new CniError(
+      Code.InvalidNetworkConfig,
+      `${what}: cniVersions[${index}] ${showValue(numberValue(entry))} ` +
+        'is not a version such as "1.1.0"',
+    );
+  });
+  if (typeof top.cniVersion === "string" && top.cniVersion !== "") candidates.push(top.cniVersion);
+  if (candidates.length === 0) return top.cniVersion;
+  const best = candidates.filter(isSupportedVersion).sort(compareVersions).at(-1);
+  if (best !== undefined) return best;
+  throw new CniError(
+    Code.IncompatibleVersion,
+    `${what}: no version of "cniVersion" and "cniVersions" (${showValue(candidates)}) is one ` +
+      `Plexus supports; supported versions: ${ALL_VERSIONS.join(", ")}`,
+  );
 }
 
 export interface ParseConfOptions {
@@ -103,12 +164,13 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
   const top = canonicalizeKeys(value, isList ? LIST_KEYS : PLUGIN_KEYS).value;
   const rawName = top.name ?? opts.defaultName;
   const name = validateNetworkName(rawName, what);
-  const cniVersion = requireSupportedVersion(top.cniVersion ?? opts.defaultVersion, what);
+  const version = isList ? selectVersion(top, what) : top.cniVersion;
+  const cniVersion = requireSupportedVersion(version ?? opts.defaultVersion, what);
   if (!isList) {
     const plugin = parsePlugin(top, `${what} (network ${name})`);
     return { cniVersion, name, plugins: [{ ...plugin, name, cniVersion }] };
   }
-  const list = parseWithSchema(listSchema, top, what);
+  const list = parseWithSchema(listSchema, lowerFlags(top), what);
   const plugins = list.plugins.map((p, i) =>
     parsePlugin(p, `${what} (network ${name}) plugin ${i}`),
   );

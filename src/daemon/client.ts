@@ -14,6 +14,8 @@ import { CniError, Code, passedOnCode } from "../cni/errors";
 import { type ApiTransport, socketTransport } from "../kubeapi/http-transport";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import {
+  type ClaimDeviceStatus,
+  type ClaimStatusOutcome,
   type ResourceClaim,
   type ResourceSlice,
   trimResourceClaim,
@@ -144,6 +146,35 @@ export class DaemonKube implements KubeApi {
         return r.slices.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
       },
       (k) => directOnly(k.listResourceSlices, "list ResourceSlices").call(k, query),
+    );
+  }
+
+  /**
+   * D1: the claim's device status, written through the daemon's client (its connection, its
+   * credentials); the answer says what the API server did, a refusal included (no second write
+   * directly). A daemon that cannot be asked, or an older one (404): thin mode.
+   */
+  applyClaimDeviceStatus(
+    claim: { namespace: string; name: string },
+    devices: ClaimDeviceStatus[],
+  ): Promise<ClaimStatusOutcome> {
+    return this.via(
+      "write claim device status",
+      async () => {
+        const body = { ...claim, devices };
+        const r = await this.ask("POST", DAEMON_API.claimStatus, body, this.o.writeTimeoutMs);
+        // The API server refused or failed the daemon's write: its answer, not thin mode's turn.
+        const failed = r.failed as { code?: unknown; msg?: unknown } | undefined;
+        if (failed && typeof failed.code === "number" && typeof failed.msg === "string")
+          throw new CniError(passedOnCode(failed.code), failed.msg);
+        if (!CLAIM_STATUS_OUTCOMES.has(r.outcome as ClaimStatusOutcome))
+          throw new DaemonUnavailable(
+            "the daemon answered a claim status write without an outcome",
+          );
+        return r.outcome as ClaimStatusOutcome;
+      },
+      (k) =>
+        directOnly(k.applyClaimDeviceStatus, "write claim device status").call(k, claim, devices),
     );
   }
 
@@ -297,6 +328,12 @@ export class DaemonKube implements KubeApi {
   }
 }
 
+const CLAIM_STATUS_OUTCOMES: ReadonlySet<ClaimStatusOutcome> = new Set([
+  "applied",
+  "without-network-data",
+  "claim-missing",
+]);
+
 interface Named {
   metadata: { name: string };
 }
@@ -324,7 +361,7 @@ interface DaemonRead<T extends Named, R> {
 
 function directOnly<F>(member: F | undefined, what: string): F {
   if (!member)
-    throw new CniError(Code.Internal, `${what}: the direct API client cannot read DRA objects`);
+    throw new CniError(Code.Internal, `${what}: the direct API client does not serve DRA objects`);
   return member;
 }
 

@@ -7,9 +7,17 @@
  *
  *   GET /v1/resource-claim?namespace=&name=&podUid=  → { claim | null, source: "cache" | "api" }
  *   GET /v1/resource-slices?driver=&nodeName=    → { slices: [...], source }
+ *   POST /v1/claim-status { namespace, name, devices } → { outcome } | { failed: { code, msg } }
+ *        (D1: the daemon's client applies the claim's device status; the CNI call waits for it,
+ *        as for network-status; a refusal is the API server's answer, passed on as it is)
  */
-import { CniError, Code } from "../cni/errors";
-import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
+import { CniError, Code, isCniError } from "../cni/errors";
+import {
+  type ClaimDeviceStatus,
+  type ResourceClaim,
+  type ResourceSlice,
+  trimClaimDeviceStatus,
+} from "../cluster/dra-objects";
 import type { KubeApi } from "../cluster/kube-api";
 import type { DaemonMetrics } from "./metrics";
 import { validateDns1123Label } from "../npwg/dns1123";
@@ -79,5 +87,46 @@ export function getResourceSlicesRoute(deps: {
     const cached = deps.dra?.nodeSlices(q);
     if (cached) return [200, { slices: cached, source: "cache" }];
     return [200, { slices: await reader(deps.api).listResourceSlices(q), source: "api" }];
+  };
+}
+
+/** More entries than any claim has devices: a request that is not a CNI call's. */
+const MAX_STATUS_ENTRIES = 128;
+
+/** POST /v1/claim-status (D1): the claim's device status, through the daemon's client. */
+export function postClaimStatusRoute(deps: {
+  api: KubeApi;
+}): (body: Record<string, unknown>) => Promise<[number, unknown]> {
+  return async (body) => {
+    const namespace = validateDns1123Label(
+      typeof body.namespace === "string" ? body.namespace : "",
+      "ResourceClaim namespace",
+    );
+    const name = typeof body.name === "string" && body.name.length <= 253 ? body.name : "";
+    const raw = Array.isArray(body.devices) ? body.devices : [];
+    const devices = raw.flatMap((d): ClaimDeviceStatus[] => {
+      const entry = trimClaimDeviceStatus(d);
+      return entry ? [entry] : [];
+    });
+    if (!name || !Array.isArray(body.devices) || devices.length !== raw.length)
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        'daemon request: "name" and "devices" (a list of device status entries) are required',
+      );
+    if (devices.length > MAX_STATUS_ENTRIES)
+      throw new CniError(
+        Code.InvalidNetworkConfig,
+        `daemon request: more than ${MAX_STATUS_ENTRIES} device status entries`,
+      );
+    const apply = deps.api.applyClaimDeviceStatus;
+    if (!apply) throw new CniError(Code.Internal, "the daemon's API client cannot write claims");
+    // The API server's refusal is the answer, not a daemon failure: the CNI call must not write
+    // again directly (thin mode) what the API server has just refused.
+    try {
+      return [200, { outcome: await apply.call(deps.api, { namespace, name }, devices) }];
+    } catch (err) {
+      if (!isCniError(err)) throw err;
+      return [200, { failed: { code: err.code, msg: err.message } }];
+    }
   };
 }

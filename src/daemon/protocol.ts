@@ -12,6 +12,8 @@
  *                                         → { devices: { resourceName: [deviceID, …] } } (M10: from
  *                            kubelet's pod-resources API over the daemon's one channel)
  *   GET  /v1/resource-claim, /v1/resource-slices   (M10, DRA: daemon/dra-routes.ts)
+ *   POST /v1/claim-status { namespace, name, devices } → { outcome } (D1: a claim's device
+ *                            status, applied through the daemon's client; dra-routes.ts)
  *   POST /v1/delegate-runs   { runs: [{ pluginType, verb, durationMs, result }] } → { ok, counted }
  *                            (M20: what a CNI call's delegates did, for /metrics; the caller sends
  *                            it at its end and never reads the answer: delegate-runs.ts)
@@ -27,6 +29,8 @@ export const DAEMON_API = {
   /** M10, DRA (dra-routes.ts). */
   resourceClaim: "/v1/resource-claim",
   resourceSlices: "/v1/resource-slices",
+  /** D1 (dra-routes.ts). */
+  claimStatus: "/v1/claim-status",
   /** M20 (delegate-runs.ts). */
   delegateRuns: "/v1/delegate-runs",
   healthz: "/healthz",

@@ -29,7 +29,12 @@ import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
 import type { DaemonMetrics } from "./metrics";
 import { limitConnections } from "./connection-limit";
-import { type DraCacheView, getResourceClaimRoute, getResourceSlicesRoute } from "./dra-routes";
+import {
+  type DraCacheView,
+  getResourceClaimRoute,
+  getResourceSlicesRoute,
+  postClaimStatusRoute,
+} from "./dra-routes";
 import { DAEMON_API } from "./protocol";
 
 export interface CacheView {
@@ -375,6 +380,8 @@ function router(deps: RouterDeps): Route {
     [`POST ${DAEMON_API.delegateRuns}`]: postDelegateRuns(deps),
     [`GET ${DAEMON_API.resourceClaim}`]: getResourceClaimRoute(deps),
     [`GET ${DAEMON_API.resourceSlices}`]: getResourceSlicesRoute(deps),
+    [`POST ${DAEMON_API.claimStatus}`]: async (req) =>
+      postClaimStatusRoute(deps)(await readBody(req)),
     [`GET ${DAEMON_API.metrics}`]: async () => [200, await metrics.render(), metrics.contentType],
   };
   return async (req, url) => {

@@ -6,8 +6,10 @@
  * `k8s.cni.cncf.io/deviceID` and `k8s.cni.cncf.io/resourceName` attributes file it under a
  * resource name, as Multus's DRA client does.
  *
- * Skipped as Multus skips them: a device with neither attribute (a GPU of the same pod) silently,
- * one with only one of the two, and one in no slice, with a warning. Stricter than Multus: a claim
+ * Skipped as Multus skips them: a device with neither attribute (a GPU of the same pod), one with
+ * only one of the two, and one in no slice, with a warning; a claim none of whose devices is a
+ * network device is named in a warning of its own (D2). Read per pod (D2): the claims by name,
+ * the slices of the pod's node and the claim's driver only. Stricter than Multus: a claim
  * missing, not generated or not allocated yet fails with 11 (kubelet retries; Multus fails too,
  * without the hint), an attribute of the wrong type with 7 (Multus ignores the attribute), and so
  * do a value the one device rule refuses (npwg/device-id.ts) and a device that two slices of one
@@ -160,6 +162,7 @@ export async function podClaimDevices(
   );
   claims.forEach((claim, i) => {
     out.claims.push(claim.metadata.name);
+    let contributed = 0;
     claim.status!.allocation!.devices.results.forEach((r, j) => {
       const at = located[i]![j]!;
       if (at.state === "no-slice") {
@@ -178,7 +181,15 @@ export async function podClaimDevices(
       }
       const d = networkDevice(at.device, r, { claim: claim.metadata.name, strict: undefined, log });
       if (d) add(d);
+      if (d) contributed++;
     });
+    // D2: a claim of other devices (a GPU) is no error, but it is said.
+    if (contributed === 0 && located[i]!.every((at) => at.state === "found"))
+      log.warn(
+        { claim: claim.metadata.name, devices: claim.status!.allocation!.devices.results.length },
+        "ResourceClaim contributes no network device (none of its allocated devices carries " +
+          `both ${DEVICE_ID_ATTRIBUTE} and ${RESOURCE_NAME_ATTRIBUTE}); skipped`,
+      );
   });
   await addExtendedDevices(pod, { reader, slices, out, add, log });
   return out;

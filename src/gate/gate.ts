@@ -16,6 +16,7 @@ import type { ConfList } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
 import { vouch, vouchForAdd, type VettedAttach, type VettedList } from "../libcni/vouch";
 import { isPlainObject } from "../cni/json";
+import { getKeyFold } from "../cni/keys";
 import { checkPolicy, type GatePolicy, type GateSubject } from "./policy";
 
 export type { GatePolicy, GateSubject } from "./policy";
@@ -72,8 +73,9 @@ export async function vetAttach(
 /**
  * A failed DEL's retry with the NAD's current config (an admin repaired it): allowed only when
  * the current config passes the policy and runs the same network (its name, which keys the
- * result cache and IPAM's state) with the same plugin and IPAM types, in order, as the recorded
- * one. Anything else keeps the recorded config as the only one that runs.
+ * result cache and IPAM's state) with the same plugin and IPAM types, in order, and IPAM state
+ * kept in the same place (ipamStateKey), as the recorded one. Anything else keeps the recorded config as the only one
+ * that runs.
  */
 export function vetReplacement(
   recorded: GateSubject,
@@ -99,7 +101,24 @@ function sameNetwork(recorded: ConfList, current: ConfList): true | string {
   const now = pluginTypes(current);
   if (was.join("\n") !== now.join("\n"))
     return `it runs ${now.join(", ")} where the record has ${was.join(", ")}`;
+  // IPAM's state (its reservations, where it keeps them) is keyed by its config: another such
+  // config could succeed its DEL while the recorded reservation stays.
+  const ipam = (list: ConfList) => list.plugins.map((p) => ipamStateKey(p.ipam));
+  if (ipam(recorded).join("\n") !== ipam(current).join("\n"))
+    return "its ipam section keeps its reservations elsewhere than the recorded one";
   return true;
+}
+
+/**
+ * What decides where an IPAM plugin keeps a container's reservations. host-local releases by
+ * container and interface under `<dataDir>/<network name>` whatever its ranges say, so only its
+ * `dataDir` counts (a repaired subnet still releases the recorded address); any other IPAM's
+ * whole section counts, since Plexus cannot tell which of its keys locate its state.
+ */
+function ipamStateKey(ipam: unknown): string {
+  if (!isPlainObject(ipam)) return JSON.stringify(ipam ?? null);
+  if (ipam.type !== "host-local") return JSON.stringify(ipam);
+  return JSON.stringify({ type: "host-local", dataDir: getKeyFold(ipam, "dataDir") ?? null });
 }
 
 /** Each plugin's type with its IPAM type, in order: what would run. */

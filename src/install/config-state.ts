@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { plexusEntry } from "../config/plugin-conf";
 import { firstConfigFile, type ConfFile } from "../npwg/conf-dir";
-import { isMultusConfig } from "./multus-config";
+import { isMultusConfig, wrapsPlexus } from "./multus-config";
 import { readConfDir } from "./primary";
 
 /** Every state, in the order the metric lists them (its label values are only these). */
@@ -23,6 +23,8 @@ export interface RuntimeConfig {
   path?: string;
   /** Files skipped on the way (unreadable, not JSON, no type or plugins), for the message. */
   warnings: string[];
+  /** M18: the runtime runs Multus's config, and it wraps Plexus's: every ADD through it fails. */
+  wrapsPlexus?: true;
 }
 
 /** Pure: the runtime's pick among the conf dir's files, and whose config it is. */
@@ -36,6 +38,7 @@ export function classifyRuntimeConfig(
   const { path, value } = picked.picked;
   // A Multus config that wraps Plexus has Plexus only among its delegates: it is Multus's.
   const state = plexusEntry(value) ? "plexus" : isMultusConfig(value) ? "multus" : "other";
+  if (state === "multus" && wrapsPlexus(value)) return { state, path, warnings, wrapsPlexus: true };
   return { state, path, warnings };
 }
 
@@ -75,7 +78,7 @@ export function switchedVerdict(found: RuntimeConfig, expect: SwitchExpectation)
   const own = join(expect.confDir, expect.plexusName);
   if (found.state === "plexus" && found.path === own)
     return { ready: true, message: `switched: the runtime's first config is Plexus's ${own}` };
-  if (found.state === "multus" && !expect.takeOverMultus)
+  if (found.state === "multus" && !expect.takeOverMultus && !found.wrapsPlexus)
     return {
       ready: true,
       message:
@@ -94,6 +97,11 @@ function notSwitchedReason(found: RuntimeConfig, own: string): string {
         "network's config is not there yet, or the installer withdrew Plexus's until it is"
       );
     case "multus":
+      if (found.wrapsPlexus)
+        return (
+          `the runtime's first config is Multus's ${found.path}, and it wraps Plexus's: every ` +
+          "ADD through it fails (Multus's DaemonSet wrote it again; the installer's log says more)"
+        );
       return (
         `the runtime's first config is Multus's ${found.path}, not ${own}: the installer has not ` +
         `taken over (its log says why: another config may sort before Plexus's)${skipped}`

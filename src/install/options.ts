@@ -99,6 +99,8 @@ export interface InstallOptions {
   takeOverMultus: boolean;
   /** The node path the generated config's confDir names (NAD configs without spec.config). */
   nadConfDirHost: string;
+  /** The installer's own pod ($POD_NAMESPACE, $POD_NAME, $POD_UID), for its Events (M18). */
+  installPod?: { namespace: string; name: string; uid?: string };
 }
 
 const NAD_FLAG = "--nad-conf-dir";
@@ -269,4 +271,6 @@ function setOptionalPaths(
   if (flags.cniVersion) options.cniVersion = flags.cniVersion;
   if (flags.plexusConfFile && flags.plexusConfFile !== "auto")
     options.userConfFile = absolute(flags.plexusConfFile, "--plexus-conf-file");
+  const { POD_NAMESPACE: namespace, POD_NAME: name, POD_UID: uid } = ctx.env;
+  if (namespace && name) options.installPod = { namespace, name, ...(uid ? { uid } : {}) };
 }

@@ -36,6 +36,11 @@ export interface PrimaryChoice {
   primary?: PrimaryConfig;
   /** Refused files, for the log. */
   warnings: string[];
+  /**
+   * Multus's configs passed over, as expected during a migration (take-over.ts moves them aside):
+   * for the log at info level, not as warnings.
+   */
+  notes: string[];
 }
 
 export interface ChoosePrimaryOptions {
@@ -58,6 +63,7 @@ export function choosePrimary(
   opts: ChoosePrimaryOptions = {},
 ): PrimaryChoice {
   const warnings: string[] = [];
+  const notes: string[] = [];
   const refused = new Set<string>();
   const candidates = files.filter((f) => {
     const name = basename(f.path);
@@ -74,7 +80,7 @@ export function choosePrimary(
   for (;;) {
     const picked = firstConfigFile(candidates, { exclude: (p) => refused.has(p) });
     warnings.push(...picked.warnings.filter((w) => !warnings.includes(w)));
-    if (!picked.picked) return { warnings };
+    if (!picked.picked) return { warnings, notes };
     const { path, value } = picked.picked;
     refused.add(path);
     if (isPlexusType(value)) {
@@ -83,14 +89,14 @@ export function choosePrimary(
     }
     if (isMultusConfig(value)) {
       const why = "Plexus replaces Multus, never wraps it: not a primary config";
-      warnings.push(`${path} is Multus's config; ${why}`);
+      notes.push(`${path} is Multus's config; ${why}`);
       continue;
     }
     try {
       const conf = parseConfList(value, { what: path });
       const content = candidates.find((f) => f.path === path)!.content;
       const unknownKeys = conflistUnknownKeys(value);
-      return { primary: { path, content, conf, unknownKeys }, warnings };
+      return { primary: { path, content, conf, unknownKeys }, warnings, notes };
     } catch (err) {
       warnings.push(`${(err as Error).message}; refused as the primary config`);
     }

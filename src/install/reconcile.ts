@@ -17,8 +17,15 @@ import { readCredentials, readNodeFile, renderKubeconfig, syncFile } from "./kub
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import type { InstallOptions } from "./options";
 import { renderPlexusConfig } from "./plexus-config";
+import { alertSink, type AlertSink } from "./alerts";
+import { handBackToMultus } from "./hand-back";
 import { choosePrimary, readConfDir, type PrimaryConfig } from "./primary";
-import { handBackToMultus, takeOverFromMultus } from "./take-over";
+import {
+  type MultusMemory,
+  newMultusMemory,
+  takeOverFromMultus,
+  type TakeOverOptions,
+} from "./take-over";
 
 /** What the passes remember, to log changes once rather than on every poll. */
 export interface ReconcileState {
@@ -26,15 +33,19 @@ export interface ReconcileState {
   /** The config text last written (undefined before the first write). */
   written?: string;
   warnings: Set<string>;
+  /** Multus's configs passed over as the primary network, as last logged (info, not warnings). */
+  notes: Set<string>;
   notReadyReason?: string;
   credentialsProblem?: string;
   binarySize?: number;
-  /** The file that last kept the installer from taking over from Multus (logged once). */
-  takeOverBlocked: { last?: string };
+  /** The take-over's and the way back's memory: each change about Multus said once (M18). */
+  multus: MultusMemory;
+  /** Where those are said beyond the log: Events on the install pod (made at the first pass). */
+  alerts?: AlertSink;
 }
 
 export function newReconcileState(): ReconcileState {
-  return { warnings: new Set(), takeOverBlocked: {} };
+  return { warnings: new Set(), notes: new Set(), multus: newMultusMemory() };
 }
 
 export type Readiness = { ready: true; primary: PrimaryConfig } | { ready: false; reason: string };
@@ -52,11 +63,19 @@ function logNewWarnings(warnings: string[], state: ReconcileState, log: Logger):
   state.warnings = now;
 }
 
+/** Multus's config passed over: expected while switching, said once per change, at info. */
+function logNewNotes(notes: string[], state: ReconcileState, log: Logger): void {
+  const now = new Set(notes);
+  for (const note of now) if (!state.notes.has(note)) log.info(note);
+  state.notes = now;
+}
+
 /** N6.1: the primary config and the readiness indicator file, as they are now. */
 function checkReadiness(options: InstallOptions, state: ReconcileState, log: Logger): Readiness {
   const dir = readConfDir(options.confDir.local);
   const choice = choosePrimary(dir.files, { fileName: options.primaryConfigFileName });
   logNewWarnings([...dir.warnings, ...choice.warnings], state, log);
+  logNewNotes(choice.notes, state, log);
   if (!choice.primary) {
     const which = options.primaryConfigFileName
       ? `${options.primaryConfigFileName} in ${options.confDir.local}`
@@ -194,7 +213,7 @@ export async function reconcile(
   checkBinary(options, state, log);
   const confDir = options.confDir.local;
   const multus = { confDir, plexusName: options.plexusConf.local.slice(confDir.length + 1) };
-  if (!options.takeOverMultus) handBackToMultus(multus, log);
+  if (!options.takeOverMultus) await handBack(options, state, { multus, log });
   const r = checkReadiness(options, state, log);
   if (!r.ready) {
     await withdrawUntilReady(options, state, log, r.reason);
@@ -216,8 +235,26 @@ export async function reconcile(
   state.primary = { path: r.primary.path, content: r.primary.content };
   state.written = text;
   // Plexus's config is in place (temp file + rename): only now may Multus's go (take-over.ts).
-  if (options.takeOverMultus) takeOverFromMultus(multus, state.takeOverBlocked, log);
+  if (options.takeOverMultus) {
+    const { alerts } = takeOverFromMultus(multus, state.multus, log);
+    await alertsOf(options, state, log).post(alerts);
+  }
   return r;
+}
+
+function alertsOf(options: InstallOptions, state: ReconcileState, log: Logger): AlertSink {
+  state.alerts ??= alertSink(options, log);
+  return state.alerts;
+}
+
+/** --no-take-over-multus: Multus's kept config back first (hand-back.ts), said as it happens. */
+async function handBack(
+  options: InstallOptions,
+  state: ReconcileState,
+  pass: { multus: TakeOverOptions; log: Logger },
+): Promise<void> {
+  const { alerts } = handBackToMultus(pass.multus, state.multus, pass.log);
+  await alertsOf(options, state, pass.log).post(alerts);
 }
 
 /** The primary network is not ready: no Plexus config until it is (N6.1). */

@@ -15,7 +15,8 @@ import { ioError, removeFile } from "../store/atomic-file";
 import * as own from "../store/own-names";
 import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
 import { ExitCode } from "../config/exit-codes";
-import { MOVED_SUFFIX } from "./take-over";
+import { keptCopiesOf, readKeptCopies, restorable } from "./kept-copies";
+import { listGuards, removeGuard, sweepGuardTemps } from "./multus-guard";
 
 /** The flags as commander hands them over. */
 export interface UninstallFlags {
@@ -196,23 +197,50 @@ function handleState(plan: UninstallPlan, log: Logger): void {
 /**
  * A config the take-over moved aside (Multus's) stays where it is: with Plexus's config gone the
  * runtime runs whatever config sorts first now, so the person uninstalling is told which file to
- * bring back.
+ * bring back (the newest that does not wrap Plexus, as the way back picks it) and which not to.
  */
 function warnMovedAside(plan: UninstallPlan, log: Logger): void {
+  const dir = dirname(plan.plexusConf.local);
   let names: string[];
   try {
-    names = readdirSync(dirname(plan.plexusConf.local));
+    names = readdirSync(dir);
   } catch {
     return;
   }
-  const moved = names.filter((name) => name.endsWith(MOVED_SUFFIX)).sort();
-  if (moved.length === 0) return;
-  log.warn(
-    { dir: dirname(plan.plexusConf.host), moved },
-    `kept the configs Plexus moved aside when it took over: rename them without ` +
-      `"${MOVED_SUFFIX}" (or run the installer with --no-take-over-multus before uninstalling) ` +
-      "to give the node back to Multus",
-  );
+  for (const [config, copies] of [...keptCopiesOf(names)].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const states = readKeptCopies(dir, copies);
+    const back = restorable(states);
+    const wrapping = states.filter((s) => s.kind === "wraps-plexus").map((s) => s.name);
+    log.warn(
+      { dir: dirname(plan.plexusConf.host), moved: copies.map((c) => c.name), wrapping },
+      "kept the configs Plexus moved aside when it took over: " +
+        (back
+          ? `rename ${back.name} to ${config} (or run the installer with --no-take-over-multus ` +
+            "before uninstalling) to give the node back to Multus"
+          : `none of them is Multus's own config for ${config}: restart Multus's pod on this ` +
+            "node to have its entrypoint write one") +
+        (wrapping.length ? `; never put back ${wrapping.join(", ")}: it wraps Plexus` : ""),
+    );
+  }
+}
+
+/**
+ * The guards the take-over put where Multus's entrypoint writes its config (multus-guard.ts): they
+ * are Plexus's, and Multus must be able to write its config once Plexus is gone.
+ */
+function removeGuards(plan: UninstallPlan, log: Logger): void {
+  const dir = dirname(plan.plexusConf.local);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  sweepGuardTemps(dir, names);
+  for (const name of listGuards(dir, names)) {
+    if (removeGuard(dir, name))
+      log.info({ path: posix.join(dirname(plan.plexusConf.host), name) }, "removed");
+  }
 }
 
 /** Removes everything the plan names; returns 0, or 1 when a removal failed (logged). */
@@ -230,6 +258,7 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
       removeDirIfEmpty(plan.credentialsDir, log);
     }
     await removeWithTemps(plan.binary, log);
+    removeGuards(plan, log);
     warnMovedAside(plan, log);
     handleState(plan, log);
   } catch (err) {

@@ -1,6 +1,7 @@
 /**
  * {@link KubeApi} over the API server's REST protocol: the calls the plugin makes (get pod, get
- * NAD, merge-patch pods/status, create event; for DRA get a claim, list slices) on an
+ * NAD, merge-patch pods/status, create event; for DRA get a claim, list slices, apply a claim's
+ * device status) on an
  * {@link ApiTransport}, with bounded retries. No @kubernetes/client-node here: its initialisation
  * would be paid by every pod sandbox, and a few JSON requests need none of its model classes.
  *
@@ -23,6 +24,9 @@ import {
   type HttpAnswer,
 } from "./http-transport";
 import {
+  CLAIM_STATUS_MANAGER,
+  type ClaimDeviceStatus,
+  type ClaimStatusOutcome,
   DRA_GROUP,
   DRA_VERSION,
   type ResourceClaim,
@@ -226,6 +230,32 @@ function isUidChangeRefused(err: unknown): err is ApiStatusError {
   return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
 }
 
+/**
+ * D1: the applied configuration: the claim by name, Plexus's entries and nothing else. No entry
+ * left: no status at all (an empty list would be a value of its own that nobody owns).
+ */
+function claimApplyConfig(
+  claim: { namespace: string; name: string },
+  devices: ClaimDeviceStatus[],
+): Record<string, unknown> {
+  return {
+    apiVersion: `${DRA_GROUP}/${DRA_VERSION}`,
+    kind: "ResourceClaim",
+    metadata: { name: claim.name, namespace: claim.namespace },
+    ...(devices.length > 0 ? { status: { devices } } : {}),
+  };
+}
+
+/** A 409 from server-side apply whose conflicting fields all lie in an entry's `networkData`. */
+function networkDataConflict(err: unknown): boolean {
+  const s = apiStatusIn(err);
+  if (s?.code !== 409) return false;
+  const conflicts = (s.status.causes ?? []).filter((c) => c.reason === "FieldManagerConflict");
+  return (
+    conflicts.length > 0 && conflicts.every((c) => /\]\.networkData(\.|$)/.test(c.field ?? ""))
+  );
+}
+
 /** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
 const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 function validatePodName(value: string, what: string): string {
@@ -410,6 +440,52 @@ export class RestKube implements KubeApi {
       );
     // An item without `kind` (as list items come) is taken as a ResourceSlice by the trim.
     return l.items.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
+  }
+
+  /**
+   * D1: server-side apply of Plexus's part of the claim's `status.devices` (field manager
+   * `plexus`, on `resourceclaims/status`): the API server merges the entries into the driver's by
+   * their keys and keeps what other managers own, and a repeated apply changes nothing, so the
+   * runtime's retries are harmless. A 409 whose conflicts are all in `networkData` means the
+   * driver reports it itself: the entries are applied once more without it. A claim gone (404):
+   * nothing to write.
+   */
+  async applyClaimDeviceStatus(
+    claim: { namespace: string; name: string },
+    devices: ClaimDeviceStatus[],
+  ): Promise<ClaimStatusOutcome> {
+    validateDns1123Label(claim.namespace, "ResourceClaim namespace");
+    validatePodName(claim.name, "ResourceClaim name");
+    const what = `write the device status of ResourceClaim ${claim.namespace}/${claim.name}`;
+    const path =
+      `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${claim.namespace}/resourceclaims/` +
+      `${claim.name}/status?fieldManager=${CLAIM_STATUS_MANAGER}`;
+    const deadlineAt = this.operationDeadline();
+    const apply = (entries: ClaimDeviceStatus[]) =>
+      this.call("PATCH", path, {
+        body: JSON.stringify(claimApplyConfig(claim, entries)),
+        contentType: "application/apply-patch+yaml",
+        deadlineAt,
+      });
+    const read = { resource: CLAIM_RESOURCE, name: claim.name, what };
+    try {
+      await apply(devices);
+      return "applied";
+    } catch (err) {
+      if (this.isMissing(err, read)) return "claim-missing";
+      if (!networkDataConflict(err)) throw this.toCniError(err, what);
+      this.opts.log?.info(
+        { claim: `${claim.namespace}/${claim.name}`, err: apiStatusIn(err)?.message },
+        "another manager owns the devices' networkData; applying Plexus's condition alone",
+      );
+    }
+    try {
+      await apply(devices.map(({ networkData: _, ...entry }) => entry));
+      return "without-network-data";
+    } catch (err) {
+      if (this.isMissing(err, read)) return "claim-missing";
+      throw this.toCniError(err, what);
+    }
   }
 
   /**

@@ -4,9 +4,16 @@
  * `defaultNetworks` (not for pods in `systemNamespaces`). I/O comes in through {@link NetworkSource}.
  */
 import { parseConfList, type ConfList } from "../cni/conf";
-import { CniError, Code } from "../cni/errors";
+import { asCniError, CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
-import { firstConfigFile, MAX_CONF_FILE_BYTES, pickByName, type ConfFile } from "./conf-dir";
+import {
+  firstConfigFile,
+  MAX_CONF_FILE_BYTES,
+  pickByName,
+  withFolderPlugins,
+  type ConfFile,
+  type PickedConf,
+} from "./conf-dir";
 import { dns1123LabelProblem, validateDns1123Label } from "./dns1123";
 import { checkNamespaceAccess, nadMayUseConfDir } from "./isolation";
 import { missingNadError, resolveNadConfig } from "./nad";
@@ -17,8 +24,8 @@ export interface NetworkSource {
   getNad?: (namespace: string, name: string) => Promise<Nad | undefined>;
   /** The CNI config directory's config files. */
   confDirFiles(): Promise<ConfFile[]>;
-  /** A file's text, or undefined when it is not a readable file. */
-  readPath(path: string): Promise<string | undefined>;
+  /** A file (with its folder reader, see ConfFile), or undefined when it is not a readable file. */
+  readPath(path: string): Promise<ConfFile | undefined>;
   /** A directory's config files, or undefined when it is not a directory. */
   listDir(path: string): Promise<ConfFile[] | undefined>;
 }
@@ -227,33 +234,21 @@ async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise
   }
   const byName = pickByName(await source.confDirFiles(), value);
   ctx.warnings.push(...byName.warnings);
-  if (byName.picked) return fromFile(byName.picked.value, byName.picked.path, key, conf);
+  if (byName.picked) return fromFile(byName.picked, key, conf);
   if (value.startsWith("/")) {
     const files = await source.listDir(value);
     if (files) {
       const first = firstConfigFile(files);
       ctx.warnings.push(...first.warnings);
-      if (first.picked) return fromFile(first.picked.value, first.picked.path, key, conf);
+      if (first.picked) return fromFile(first.picked, key, conf);
       throw new CniError(
         Code.InvalidNetworkConfig,
         `${what} is a directory with no usable .conf, .conflist or .json file`,
         first.warnings.join("\n") || undefined,
       );
     }
-    const text = await source.readPath(value);
-    if (text !== undefined) {
-      return fromFile(
-        decodeJson(text, {
-          what: `${key} file ${value}`,
-          maxBytes: MAX_CONF_FILE_BYTES,
-          code: Code.InvalidNetworkConfig,
-          exactNumbers: true, // B92
-        }),
-        value,
-        key,
-        conf,
-      );
-    }
+    const file = await source.readPath(value);
+    if (file !== undefined) return fromFile(decodePath(file, key), key, conf);
   }
   const tried = [
     ...(source.getNad
@@ -265,15 +260,37 @@ async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise
   throw new CniError(Code.InvalidNetworkConfig, `${what} names no network: ${tried.join("; ")}`);
 }
 
-function fromFile(
-  value: unknown,
-  path: string,
-  key: string,
-  conf: DefaultNetworksConf,
-): ResolvedNetwork {
-  const list = parseConfList(value, {
-    what: `${key} config ${path}`,
-    defaultVersion: conf.cniVersion,
+/** A config file found for a network, decoded; not yet known to be an object. */
+type FoundFile = Omit<PickedConf, "value"> & { value: unknown };
+
+/** `clusterNetwork` as a file path: the file decoded; parseConfList says what else is wrong. */
+function decodePath(file: ConfFile, key: string): FoundFile {
+  const value = decodeJson(file.content, {
+    what: `${key} file ${file.path}`,
+    maxBytes: MAX_CONF_FILE_BYTES,
+    code: Code.InvalidNetworkConfig,
+    exactNumbers: true, // B92
   });
+  return { path: file.path, value, pluginFolder: file.pluginFolder };
+}
+
+/**
+ * The network of a file found for it. A `.conflist` takes the plugins of its network's folder
+ * first, as libcni loads a conflist file, whichever way the file was found (by name, as a
+ * directory's first, as a path).
+ */
+function fromFile(found: FoundFile, key: string, conf: DefaultNetworksConf): ResolvedNetwork {
+  const what = `${key} config ${found.path}`;
+  const { value } = found;
+  const full = isPlainObject(value) ? folderPluginsOf({ ...found, value }, what) : value;
+  const list = parseConfList(full, { what, defaultVersion: conf.cniVersion });
   return { network: list.name, conf: list };
+}
+
+function folderPluginsOf(picked: PickedConf, what: string): Record<string, unknown> {
+  try {
+    return withFolderPlugins(picked);
+  } catch (err) {
+    throw asCniError(err).withContext(what);
+  }
 }

@@ -3,13 +3,14 @@
  * order: `spec.config`; else a `.conflist` in the CNI config directory whose `name` is the NAD's;
  * else a `.conf`/`.json` with that name; else the attachment fails. Multus takes whichever file
  * sorts first, so a `.conf` can shadow a `.conflist`; Plexus follows the spec (see conf-dir.ts).
+ * A `.conflist` from the directory takes the plugins of its network's folder, as libcni loads it.
  */
 import { parseConfList, type ConfList } from "../cni/conf";
-import { CniError, Code } from "../cni/errors";
+import { asCniError, CniError, Code } from "../cni/errors";
 import { decodeJson, isPlainObject } from "../cni/json";
 import { getKeyFold } from "../cni/keys";
 import { delegateKeyWarnings, withDelegateKeyHint } from "../config/unknown-keys";
-import { pickByName, type ConfFile } from "./conf-dir";
+import { pickByName, withFolderPlugins, type ConfFile } from "./conf-dir";
 import type { Nad } from "./types";
 
 export type { ConfFile } from "./conf-dir";
@@ -74,12 +75,11 @@ export function resolveNadConfig(
   const found = pickByName(files, nad.metadata.name);
   warnings.push(...found.warnings);
   if (found.picked) {
-    const { path, value } = found.picked;
-    return {
-      conf: parse(value, `${what} (config from ${path})`, nad, opts, warnings),
-      source: path,
-      warnings,
-    };
+    const { path } = found.picked;
+    const from = `${what} (config from ${path})`;
+    // libcni 1.3: a conflist file takes the plugins of the folder named after its network.
+    const value = withContext(from, () => withFolderPlugins(found.picked!));
+    return { conf: parse(value, from, nad, opts, warnings), source: path, warnings };
   }
   // B32.
   throw new CniError(
@@ -87,6 +87,15 @@ export function resolveNadConfig(
     `${what}: spec.config absent and no .conflist, .conf or .json file in the CNI config directory has "name": ${JSON.stringify(nad.metadata.name)}`,
     found.warnings.length ? found.warnings.join("\n") : undefined,
   );
+}
+
+/** `fn`'s result; its error with `what` in front, its code kept. */
+function withContext<T>(what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw asCniError(err).withContext(what);
+  }
 }
 
 function parse(

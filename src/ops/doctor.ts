@@ -31,6 +31,7 @@ import {
   wantsJson,
 } from "./context";
 import { checkRuntimeConfig } from "./conf-dir-check";
+import { doctorMultus } from "./multus-leftovers";
 import { checkNodeScope } from "./node-scope-check";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
@@ -345,6 +346,7 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
     add("ok", "plexus config", `${ctx.path} parses`);
   } catch (err) {
     add("error", "plexus config", messageOf(err));
+    await doctorMultus(undefined, flags, add);
     return checks;
   }
   try {
@@ -359,6 +361,7 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
     else await checkDaemon(conf.daemonSocket, add);
     await checkRecords(conf.cniDir, add);
     checkDisk(conf.cniDir, add);
+    await doctorMultus(ctx, flags, add);
     add(
       "ok",
       "log",

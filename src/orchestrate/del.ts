@@ -118,7 +118,12 @@ async function delWithoutRecord(input: {
       "no container record (its DEL succeeded already, or Plexus ran no delegate for it); tearing down the networks worked out from the config as a precaution",
     );
   }
-  for (const f of await teardown(await plannedAttachments(req, conf, deps), ctx, req, conf, deps))
+  // B88: nothing recorded means Plexus made no interface here (ADD records before any delegate
+  // runs), so the precaution releases what IPAM may hold and touches no interface: a name the
+  // pod's annotation gives may be one another component made (a KubeVirt tap0).
+  const noInterfaces = { ...ctx, netns: "" };
+  const planned = await plannedAttachments(req, conf, deps);
+  for (const f of await teardown(planned, noInterfaces, req, conf, deps))
     deps.log.warn(
       {
         network: f.attachment.network,

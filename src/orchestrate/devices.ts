@@ -88,10 +88,10 @@ export function attachmentResourceName(
 ): string | undefined {
   const own = resourceNameOf(nad);
   const asked = selection?.resourceName;
-  if (asked === undefined || asked === own) return own;
+  if (selection === undefined || asked === undefined || asked === own) return own;
   const allowed = allowedResourceNamesOf(nad);
   if (allowed.includes(asked)) return asked;
-  throw notOffered({ network: `${selection!.namespace}/${selection!.name}`, asked, own, allowed });
+  throw notOffered({ network: `${selection.namespace}/${selection.name}`, asked, own, allowed });
 }
 
 function notOffered(choice: {
@@ -116,7 +116,9 @@ function notOffered(choice: {
     `network ${choice.network}: the pod's selection asks for resourceName`,
     `${showValue(choice.asked)},`,
     `but ${nad};`,
-    `name one the NAD offers, drop "resourceName" to take the NAD's own, or have the NAD list`,
+    own
+      ? `name one the NAD offers, drop "resourceName" to take the NAD's own, or have the NAD list`
+      : `name one the NAD offers, drop "resourceName" (no device then), or have the NAD list`,
     `${showValue(choice.asked)} in ${ALLOWED_RESOURCE_NAMES_ANNOTATION}`,
   ];
   return new CniError(Code.InvalidNetworkConfig, msg.join(" "));

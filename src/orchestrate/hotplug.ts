@@ -26,6 +26,7 @@ import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
 import { diffHotplug, isSelected, type HotplugDiff } from "./hotplug-diff";
 import { withContainerLock } from "./lock";
 import { planForPod } from "./pod-plan";
+import { claimsOf, syncClaimStatus } from "./claim-status";
 import { addedInterfaceMessage, networkStatuses, type Attached } from "./publish";
 import type { Attachment, ContainerRecord } from "./record";
 import { failedAttachments, teardown } from "./teardown";
@@ -194,7 +195,7 @@ async function refuseTakenNames(
 class EventSink {
   private readonly ref: { namespace: string; name: string; uid?: string };
   constructor(
-    private readonly kube: KubeApi,
+    readonly kube: KubeApi,
     pod: Pod,
     private readonly deps: Pick<Deps, "log">,
   ) {
@@ -255,6 +256,7 @@ async function applyDiff(apply: Apply, conf: PlexusConf, deps: Deps): Promise<Ho
       apply.report.error = e.message;
       await apply.events.warn("HotplugFailed", `${name}: ${e.message}`);
     });
+  await claimStatusAfterAttach(apply, { record, attached: outcome.attached }, deps);
   for (const d of apply.report.detached)
     await apply.events.normal(
       "RemovedInterface",
@@ -269,7 +271,8 @@ async function applyDiff(apply: Apply, conf: PlexusConf, deps: Deps): Promise<Ho
 async function detachRemoved(apply: Apply, conf: PlexusConf, deps: Deps): Promise<ContainerRecord> {
   if (apply.diff.detach.length === 0) return apply.record;
   const ctx = runtimeOf(apply, "DEL", conf);
-  const failures = await teardown(apply.diff.detach, ctx, apply.req, conf, deps);
+  const keep = apply.record.attachments.filter((att) => !apply.diff.detach.includes(att));
+  const failures = await teardown(apply.diff.detach, ctx, apply.req, conf, deps, { keep });
   for (const f of failures) {
     await apply.events.warn("HotplugFailed", `${apply.report.pod}: ${f.error.message}`);
   }
@@ -336,7 +339,9 @@ async function attachNew(
     return { attached };
   } catch (err) {
     const error = asCniError(err);
-    const failures = await teardown(done, runtimeOf(apply, "DEL", conf), apply.req, conf, deps);
+    const keep = before.attachments;
+    const runtime = runtimeOf(apply, "DEL", conf);
+    const failures = await teardown(done, runtime, apply.req, conf, deps, { keep });
     const left = failedAttachments(failures);
     await deps.records.write({ ...before, attachments: [...before.attachments, ...left] });
     if (left.length > 0) {
@@ -350,6 +355,31 @@ async function attachNew(
 /** C4.1: the failed attachment is torn down with only its plugins that ran. */
 function ranPart(att: Attachment, started: number): Attachment {
   return { ...att, conf: { ...att.conf, plugins: att.conf.plugins.slice(0, started) } };
+}
+
+/** D1: the hot-plugged devices' entries in their claims, beside the pod's other attachments'. */
+async function claimStatusAfterAttach(
+  apply: Apply,
+  now: { record: ContainerRecord; attached: readonly Attached[] },
+  deps: Deps,
+): Promise<void> {
+  const claims = claimsOf(now.attached.map((a) => a.attachment));
+  if (claims.size === 0) return;
+  const kube = apply.events.kube;
+  const { namespace, name, uid } = apply.pod.metadata;
+  await syncClaimStatus({
+    kube,
+    pod: { namespace, name, ...(uid ? { uid } : {}) },
+    claims,
+    attached: now.attached,
+    others: {
+      attachments: now.record.attachments,
+      containerId: apply.req.containerId,
+      cache: deps.cache,
+    },
+    log: deps.log,
+    warnEvent: true,
+  });
 }
 
 /** network-status: the pod's entries without the detached interfaces, then the attached ones. */

@@ -1,6 +1,7 @@
 /**
  * After every attachment is up: verify what the annotation asked for (N4.1.2.1.3, N4.1.2.1.4),
- * then write the pod's network-status (N5, M6) and the AddedInterface event (M9). The event names
+ * then write the pod's network-status (N5, M6), the AddedInterface event (M9) and, for the
+ * attachments a ResourceClaim's devices back, the claims' device status (D1). The event names
  * every attachment in one message: one write instead of one per network keeps an ADD at
  * 3 + K API requests (pod, K NADs, status, event) where Multus makes one event per interface.
  */
@@ -17,6 +18,7 @@ import {
 } from "../npwg/status";
 import { verifyAttachment } from "../npwg/verify";
 import type { NetworkStatus, Pod } from "../npwg/types";
+import { claimsOf, syncClaimStatus } from "./claim-status";
 import type { Attachment } from "./record";
 
 export interface Attached {
@@ -87,6 +89,10 @@ export async function publishNetworkStatus(
     .catch((err: unknown) => {
       log.warn({ err: asCniError(err).message }, "could not record the AddedInterface event");
     });
+  // D1: after the pod's own status; best effort (a refusal is a warning and an Event).
+  const claims = claimsOf(attached.map((a) => a.attachment));
+  if (claims.size > 0)
+    await syncClaimStatus({ kube, pod: ref, claims, attached, log, warnEvent: true });
 }
 
 export type { CniError };

@@ -1,6 +1,7 @@
 /**
  * STATUS (C2.8): can ADD be served? Forwarded to every delegate network; no API call (B66).
- * A delegate's own error (50/51 or other) is passed on with the network named. The runtime asks
+ * A delegate's own error (50/51 or other) is passed on with the network named; the networks asked
+ * are the default network(s) an ADD attaches first, from the config and the node's files. The runtime asks
  * every few seconds, so the whole STATUS has one deadline (`statusTimeoutSeconds`): what it leaves
  * unchecked fails the STATUS with 11 (try again later), naming those networks.
  */
@@ -12,6 +13,7 @@ import { vetRecorded } from "../gate/gate";
 import { statusNetworkList } from "../libcni/conflist";
 import { runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
 import { planFromDelegates } from "./plan";
+import { planDefaultsOnly } from "./pod-plan";
 import type { Attachment } from "./record";
 import { isReady } from "./readiness";
 
@@ -25,7 +27,7 @@ export async function cmdStatus(req: CniRequest, conf: PlexusConf, deps: Deps): 
   }
   const deadline = { at: Date.now() + conf.statusTimeoutMs, key: "statusTimeoutSeconds" };
   const ctx = { containerId: "", netns: "", cniArgs: "", deadline };
-  const atts = planFromDelegates(conf, req.ifName || "eth0");
+  const atts = await defaultNetworksOf(req, conf, deps);
   for (const [index, att] of atts.entries()) {
     const vetted = vetRecorded(att, { policy: conf });
     await statusNetworkList(vetted, runtimeConfFor(att, ctx, req, conf, deps), deps).catch(
@@ -34,6 +36,28 @@ export async function cmdStatus(req: CniRequest, conf: PlexusConf, deps: Deps): 
       },
     );
   }
+}
+
+/**
+ * The networks an ADD attaches before any pod's own: the inline `delegates`, or `clusterNetwork`
+ * as found in the node's files (an installed node names it by path). defaultNetworks are NADs:
+ * STATUS makes no API call, so they are not asked.
+ */
+async function defaultNetworksOf(
+  req: CniRequest,
+  conf: PlexusConf,
+  deps: Deps,
+): Promise<Attachment[]> {
+  const ifName = req.ifName || "eth0";
+  if (!conf.clusterNetwork) return planFromDelegates(conf, ifName);
+  const noNads = { ...conf, defaultNetworks: [] };
+  // Named as a NAD, it is found through the API, which STATUS does not ask: then only the
+  // inline delegates are.
+  return planDefaultsOnly({ ...req, ifName }, noNads, undefined, deps.log).catch((err: unknown) => {
+    const why = { clusterNetwork: conf.clusterNetwork, err: asCniError(err).message };
+    deps.log.debug(why, "STATUS: the cluster network is not in the node's files; not asked");
+    return planFromDelegates(conf, ifName);
+  });
 }
 
 /** A timer may fire a little before the wall clock reaches the deadline it was set for. */

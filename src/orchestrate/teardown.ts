@@ -8,6 +8,10 @@
  * slow secondary networks (torn down first) cannot use up the time of the default network, which
  * comes last and always gets at least its share: its DEL runs. An attachment whose DEL could not
  * even start (no time left) is marked `notRun`: it never counts as a failed DEL (del-failures.ts).
+ *
+ * D1: the claims whose devices backed what was torn down lose Plexus's entries for them
+ * (orchestrate/claim-status.ts, loaded only then); `keep` names the attachments that stay up
+ * besides (a hot-plug's), whose entries are stated again.
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
@@ -32,6 +36,7 @@ export async function teardown(
   req: CniRequest,
   conf: PlexusConf,
   deps: Deps,
+  scope: { keep?: readonly Attachment[] } = {},
 ): Promise<TeardownFailure[]> {
   const failures: TeardownFailure[] = [];
   const order = [...attachments].reverse();
@@ -64,6 +69,13 @@ export async function teardown(
       );
       failures.push({ attachment: att, error });
     }
+  }
+  const torn = order.filter((att) => !failures.some((f) => f.attachment === att));
+  if (torn.some((att) => att.device?.claim)) {
+    const stay = [...(scope.keep ?? []), ...failures.map((f) => f.attachment)];
+    const { containerId } = ctx;
+    const { syncAfterTeardown } = await import("./claim-status");
+    await syncAfterTeardown({ torn, stay, containerId, pod: podOf(req.args), deps });
   }
   return failures;
 }

@@ -46,7 +46,7 @@ const envNumber = (name: string, fallback: number) => {
   const value = Number(process.env[name]);
   return Number.isInteger(value) && value > 0 ? value : fallback;
 };
-const SEED = envNumber("PLEXUS_MODEL_SEED", 86088);
+const SEED = envNumber("PLEXUS_MODEL_SEED", 4);
 const RUNS = envNumber("PLEXUS_MODEL_RUNS", 10);
 const STEPS = envNumber("PLEXUS_MODEL_STEPS", 40);
 const SHRINKS = envNumber("PLEXUS_MODEL_SHRINKS", 30);
@@ -524,18 +524,21 @@ async function runSequence(cmds: Iterable<Cmd>, shrinking: { failed: boolean; tr
   }
 }
 
-const TITLE =
-  `B86 B87 B88 B94 ${RUNS} runs of up to ${STEPS} steps (seed ${SEED}): only allowed types ` +
-  "run, nothing foreign is removed, no record is dropped while its attachment exists";
-
+/** A guard against a hang, never a verdict on speed: each plexus call has its own deadline. */
+const TIMEOUT_MS = Math.max(300_000, (RUNS + SHRINKS) * STEPS * 1000);
 describeE2e("e2e delegate gate, model-based: tenants, the runtime and the node's passes", () => {
-  it(TITLE, async () => {
-    const started = Date.now();
-    const shrinking = { failed: false, tried: 0 };
-    await fc.assert(
-      fc.asyncProperty(commands, (cmds) => runSequence(cmds, shrinking)),
-      { seed: SEED, numRuns: RUNS },
-    );
-    console.log(`gate model: ${RUNS} runs of up to ${STEPS} steps in ${Date.now() - started} ms`);
-  }, 300_000);
+  it(
+    `B86 B87 B88 B94 ${RUNS} runs, seed ${SEED}: allowed types only; lo, tap0 and records kept`,
+    async () => {
+      const started = Date.now();
+      const shrinking = { failed: false, tried: 0 };
+      await fc.assert(
+        fc.asyncProperty(commands, (cmds) => runSequence(cmds, shrinking)),
+        { seed: SEED, numRuns: RUNS },
+      );
+      const took = Date.now() - started;
+      console.log(`gate model: ${RUNS} runs of up to ${STEPS} steps in ${took} ms`);
+    },
+    TIMEOUT_MS,
+  );
 });

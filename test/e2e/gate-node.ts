@@ -8,30 +8,39 @@
  * config it was given. The pod's network namespace holds a `tap0` (a veth whose host end this
  * node made) with an address Plexus did not give it, as KubeVirt's virt-launcher makes one.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { CNI_BIN_DIR, ip, ipTry, linkExists, links, netnsExists } from "../support/netns";
 import type { E2eScope, Netns } from "../support/netns";
 import { runPlexus, TEST_PATH, type RunResult } from "../support/plexus-bin";
 import { bridgeNet, hostLocal, plexusConf } from "./networks";
 
-export const ALLOWED_TYPES = ["bridge", "host-local"] as const;
+const ALLOWED_TYPES = ["bridge", "host-local"] as const;
 /** Types a tenant may write into a NAD that the policy refuses: each one only logs and succeeds. */
-export const RECORDING_TYPES = ["evil", "macvlan", "tuning", "sriov"] as const;
+const RECORDING_TYPES = ["evil", "macvlan", "tuning", "sriov"] as const;
 export const POD_ARGS =
   "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 export const DEVICE = "0000:af:00.1";
 /** The address the pod's own `tap0` holds; Plexus never gave it. */
-export const TAP_ADDRESS = "99.9/24";
+const TAP_ADDRESS = "99.9/24";
 
 /** One delegate run, as the wrappers logged it. */
-export interface Invocation {
+interface Invocation {
   type: string;
   command: string;
   ifName: string;
   containerId: string;
   stdin: string;
+  /** CNI_NETNS the delegate was given ("" for none). */
+  netns: string;
 }
 
 /** The pod's sandbox namespace with its pre-made `tap0` and the host end of that veth. */
@@ -41,13 +50,13 @@ export interface PodNetns extends Netns {
 }
 
 /** One attachment as a record file holds it. */
-export interface RecordedAttachment {
+interface RecordedAttachment {
   network: string;
   ifName: string;
   conf: { name: string; plugins: Array<Record<string, unknown>> };
 }
 
-export interface RecordFile {
+interface RecordFile {
   file: string;
   containerId: string;
   ifName: string;
@@ -58,16 +67,16 @@ export interface RecordFile {
 const wrapperScript = (type: string, log: string) => `#!/bin/sh
 in=$(cat)
 line=$(printf '%s' "$in" | tr '\\n\\t' '  ')
-printf '%s\\t%s\\t%s\\t%s\\t%s\\n' '${type}' "$CNI_COMMAND" "$CNI_IFNAME" "$CNI_CONTAINERID" \\
-  "$line" >> '${log}'
+printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' '${type}' "$CNI_COMMAND" "$CNI_IFNAME" "$CNI_CONTAINERID" \\
+  "$line" "$CNI_NETNS" >> '${log}'
 printf '%s' "$in" | exec '${join(CNI_BIN_DIR, type)}'
 `;
 
 const recordingScript = (type: string, log: string) => `#!/bin/sh
 in=$(cat)
 line=$(printf '%s' "$in" | tr '\\n\\t' '  ')
-printf '%s\\t%s\\t%s\\t%s\\t%s\\n' '${type}' "$CNI_COMMAND" "$CNI_IFNAME" "$CNI_CONTAINERID" \\
-  "$line" >> '${log}'
+printf '%s\\t%s\\t%s\\t%s\\t%s\\t%s\\n' '${type}' "$CNI_COMMAND" "$CNI_IFNAME" "$CNI_CONTAINERID" \\
+  "$line" "$CNI_NETNS" >> '${log}'
 case "$CNI_COMMAND" in
 VERSION) printf '{"cniVersion":"1.1.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}' ;;
 ADD) printf '{"cniVersion":"1.0.0","interfaces":[],"ips":[]}' ;;
@@ -75,7 +84,7 @@ esac
 exit 0
 `;
 
-/** A Go-style fold good enough for the device keys: ASCII case, and U+017F as `s`. */
+/** A Go-style fold good enough for the device keys: ASCII case, U+017F as `s`, U+212A as `k`. */
 const foldish = (key: string) => key.replaceAll("\u017f", "s").replaceAll("\u212a", "k");
 const DEVICE_KEY = /^(deviceid|pcibusid)$/i;
 
@@ -102,7 +111,7 @@ export class GateNode {
 
   constructor(
     readonly scope: E2eScope,
-    options: { cbr0Subnet: string; conf?: Record<string, unknown> },
+    options: { cbr0Subnet: string },
   ) {
     this.binDir = join(scope.root, "bin");
     this.confDir = join(scope.root, "net.d");
@@ -128,7 +137,6 @@ export class GateNode {
       allowedPluginTypes: [...ALLOWED_TYPES],
       // Nothing is given up during a test: a record dropped is one whose attachment is gone.
       failedDelRetrySeconds: 3600,
-      ...options.conf,
     });
     delete this.conf.delegates;
     writeFileSync(this.confPath, JSON.stringify(this.conf));
@@ -269,9 +277,9 @@ export class GateNode {
       .split("\n")
       .filter(Boolean)
       .map((line) => {
-        const [type = "", command = "", ifName = "", containerId = "", stdin = ""] =
-          line.split("\t");
-        return { type, command, ifName, containerId, stdin };
+        const fields = line.split("\t");
+        const [type = "", command = "", ifName = "", containerId = "", stdin = ""] = fields;
+        return { type, command, ifName, containerId, stdin, netns: fields[5] ?? "" };
       });
   }
 

@@ -1,13 +1,21 @@
 /**
- * A node switched from real Multus v4.0.2 thin to Plexus by the installer alone, and back (M11):
- * pods attached by Multus; `plexus install` run with the args of Multus's own thin DaemonSet while
- * ADDs keep coming, each run as a runtime runs it (the first config file of the conf dir, libcni's
- * order) and none failing; DEL of a Multus pod by Plexus; then the way back
+ * A node switched from real Multus v4.0.2 thin to Plexus by the installer alone, and back (M11).
+ * First: pods attached by Multus; `plexus install` run with the args of Multus's own thin
+ * DaemonSet while ADDs keep coming, each run as a runtime runs it (the first config file of the
+ * conf dir, libcni's order) and none failing; DEL of a Multus pod by Plexus; then the way back
  * (--no-take-over-multus) and DEL of Plexus's pods by Multus, which does nothing for one whose
- * pod object is gone (Plexus's record still tears it down). Multus talks to the fake API server
- * through the bench's protobuf front (its status and event writes are protobuf). Multus's cache is
- * its default, /var/lib/cni/multus (what Plexus reads by default); only this test's container
- * files there are touched. Subnets 10.216.x.0/24.
+ * pod object is gone (Plexus's record still tears it down: `plexus records rm --teardown`).
+ * Multus talks to the fake API server through the bench's protobuf front (its status and event
+ * writes are protobuf). Multus's cache is its default, /var/lib/cni/multus (what Plexus reads by
+ * default); only this test's container files there are touched. Subnets 10.216.x.0/24.
+ *
+ * Then M18, with Multus's own thin entrypoint (`cmd/thin_entrypoint`, built from the same source)
+ * rendering Multus's config as its DaemonSet does: once before the switch, then again and again
+ * during it (each start of its container, as a pod restart or a reboot does), while `plexus
+ * install` runs as in its DaemonSet and ADDs keep coming through the runtime's view; none fails,
+ * Multus's config never comes back, its kept copy is never written over, and the way back restores
+ * exactly what Multus rendered, which wraps the primary network, not Plexus. Subnets 10.217 and
+ * 10.218.x.0/24.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
@@ -15,20 +23,27 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, expect, it } from "vitest";
 import { startFakeApiServer, writeKubeconfig, type FakeApiServer } from "../support/fake-apiserver";
-import { multusThin } from "../support/multus-peer";
-import { CNI_BIN_DIR, describeE2e, isCi, links, useE2eScope } from "../support/netns";
+import { multusThinWithEntrypoint, peerUnavailable } from "../support/multus-peer";
+import { CNI_BIN_DIR, describeE2e, links, useE2eScope } from "../support/netns";
 import type { E2eScope, Netns } from "../support/netns";
-import { PLEXUS_BIN, TEST_PATH } from "../support/plexus-bin";
+import { PLEXUS_BIN, TEST_PATH, waitFor } from "../support/plexus-bin";
+import { wrapsPlexus } from "../../src/install/multus-config";
 import { defaultNet, secondaryBridgeNet } from "./networks";
 
 const t = useE2eScope();
 const MULTUS_CACHE = "/var/lib/cni/multus";
 const NETWORKS = "k8s.v1.cni.cncf.io/networks";
 
-let multus: { path: string } | { missing: string };
+let peer: ReturnType<typeof multusThinWithEntrypoint>;
 beforeAll(() => {
-  multus = multusThin();
+  peer = multusThinWithEntrypoint();
 }, 40 * 60_000);
+
+/** Multus's binaries, or undefined with the reason printed (a failure under CI=true). */
+function multusPeer(test: string): { multus: string; entrypoint: string } | undefined {
+  if (peerUnavailable(peer, test)) return undefined;
+  return peer as { multus: string; entrypoint: string };
+}
 
 let api: FakeApiServer | undefined;
 let front: { url: string; close(): Promise<void> } | undefined;
@@ -50,22 +65,37 @@ interface Node {
   confDir: string;
   binDir: string;
   saDir: string;
+  multusKubeconfig: string;
 }
 
 type Picked = { file: string; stdin: string; type: string };
 
 /** The plugin of the first config file in the conf dir, as libcni's ConfFiles orders them. */
 function firstConfig(confDir: string, only?: string): Picked {
-  const file =
-    only ??
-    readdirSync(confDir)
-      .filter((n) => /\.(conf|conflist|json)$/.test(n))
-      .sort()[0]!;
-  const conf = JSON.parse(readFileSync(join(confDir, file), "utf8"));
-  // A conflist of one plugin, as Plexus's is: the runtime injects name and cniVersion.
-  const { name, cniVersion } = conf;
-  const plugin = conf.plugins ? { ...conf.plugins[0], name, cniVersion } : conf;
-  return { file, stdin: JSON.stringify(plugin), type: plugin.type };
+  // A file renamed away (or a guard renamed in) between the listing and the read: the runtime
+  // loads the directory again at that change, and so does this, a few times at most.
+  for (let attempt = 0; ; attempt++) {
+    const file =
+      only ??
+      // libcni's ConfFiles: config names that are not directories (a guard is one), in order.
+      readdirSync(confDir, { withFileTypes: true })
+        .filter((d) => !d.isDirectory() && /\.(conf|conflist|json)$/.test(d.name))
+        .map((d) => d.name)
+        .sort()[0]!;
+    let text: string;
+    try {
+      text = readFileSync(join(confDir, file), "utf8");
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (attempt < 5 && (code === "ENOENT" || code === "EISDIR")) continue;
+      throw err;
+    }
+    const conf = JSON.parse(text);
+    // A conflist of one plugin, as Plexus's is: the runtime injects name and cniVersion.
+    const { name, cniVersion } = conf;
+    const plugin = conf.plugins ? { ...conf.plugins[0], name, cniVersion } : conf;
+    return { file, stdin: JSON.stringify(plugin), type: plugin.type };
+  }
 }
 
 /** One call as containerd makes it with the conf dir's first config; resolves with the outcome. */
@@ -101,9 +131,9 @@ function runtimeCall(node: Node, call: CallOptions) {
   });
 }
 
-/** `plexus install --once` with the args of Multus v4.0.2's thin DaemonSet, on this node's dirs. */
-function install(node: Node, extra: string[] = []) {
-  const args = [
+/** `plexus install` with the args of Multus v4.0.2's thin DaemonSet, on this node's dirs. */
+function installArgs(node: Node, extra: string[]): string[] {
+  return [
     "install",
     "--multus-conf-file=auto",
     `--multus-autoconfig-dir=${node.confDir}`,
@@ -116,10 +146,14 @@ function install(node: Node, extra: string[] = []) {
     `--ca-file=${join(node.saDir, "ca.crt")}`,
     `--api-server=${api!.url}`,
     `--cni-dir=${node.scope.cniDir}`,
-    "--once",
     "--primary-config-timeout=20",
     ...extra,
   ];
+}
+
+/** `plexus install --once`, as above. */
+function install(node: Node, extra: string[] = []) {
+  const args = installArgs(node, ["--once", ...extra]);
   return new Promise<{ status: number | null; stderr: string }>((resolve) => {
     const child = spawn(PLEXUS_BIN, args, { cwd: "/", env: { PATH: TEST_PATH } });
     let stderr = "";
@@ -128,34 +162,45 @@ function install(node: Node, extra: string[] = []) {
   });
 }
 
-async function setup(scope: E2eScope): Promise<Node> {
+/** The node's dirs, the fake API with Multus's protobuf front, the primary network and a NAD. */
+async function setupNode(
+  scope: E2eScope,
+  o: { multusBinary: string; net: string; primaryVersion: string },
+): Promise<Node> {
   api = await startFakeApiServer();
   // @ts-expect-error: a plain ES module of the bench, without types.
   const { startProtobufFront } = await import("../../scripts/bench/multus-front.mjs");
   front = await startProtobufFront(api);
+  const fileName = "multus.kubeconfig";
   const node = {
     scope,
     confDir: join(scope.root, "net.d"),
     binDir: join(scope.root, "bin"),
     saDir: join(scope.root, "sa"),
+    // The kubeconfig Multus's config names (its entrypoint's --multus-kubeconfig-file-host).
+    multusKubeconfig: writeKubeconfig(front as never, { dir: scope.root, fileName }),
   };
   for (const d of [node.confDir, node.binDir, node.saDir]) mkdirSync(d, { recursive: true });
   writeFileSync(join(node.saDir, "token"), api.token);
   writeFileSync(join(node.saDir, "ca.crt"), api.caPem);
-  copyFileSync((multus as { path: string }).path, join(node.binDir, "multus"));
+  copyFileSync(o.multusBinary, join(node.binDir, "multus"));
   spawnSync("chmod", ["0755", join(node.binDir, "multus")]);
-  const cbr0 = defaultNet(scope, "10.216.1.0/24", "cbr0");
-  const primary = { cniVersion: "1.0.0", name: "cbr0", plugins: [cbr0] };
+  const cbr0 = defaultNet(scope, `${o.net}.1.0/24`, "cbr0");
+  const primary = { cniVersion: o.primaryVersion, name: "cbr0", plugins: [cbr0] };
   writeFileSync(join(node.confDir, "10-cbr0.conflist"), JSON.stringify(primary));
-  const net = secondaryBridgeNet(scope, "10.216.2.0/24", "net-a");
+  const net = secondaryBridgeNet(scope, `${o.net}.2.0/24`, "net-a");
   const spec = { config: JSON.stringify(net) };
   api.addNad({ metadata: { namespace: "default", name: "net-a" }, spec });
+  return node;
+}
+
+async function setup(scope: E2eScope, multusBinary: string): Promise<Node> {
+  const node = await setupNode(scope, { multusBinary, net: "10.216", primaryVersion: "1.0.0" });
   // What Multus thin's entrypoint writes with --multus-conf-file=auto (its multusConfTemplate).
-  const fileName = "multus.kubeconfig";
-  const kubeconfig = writeKubeconfig(front as never, { dir: scope.root, fileName });
   const name = "multus-cni-network";
+  const kubeconfig = node.multusKubeconfig;
   const multusConf = { cniVersion: "1.0.0", name, type: "multus", kubeconfig };
-  const delegates = [primary];
+  const delegates = [JSON.parse(readFileSync(join(node.confDir, "10-cbr0.conflist"), "utf8"))];
   writeFileSync(join(node.confDir, "00-multus.conf"), JSON.stringify({ ...multusConf, delegates }));
   return node;
 }
@@ -205,8 +250,12 @@ async function switchWhileAdding(scope: E2eScope, node: Node): Promise<Call[]> {
   const inst = await switching;
   expect(inst.status, inst.stderr).toBe(0);
   expect(inst.stderr).toMatch(/took over from Multus/);
+  // M18: guards (directories) hold the names Multus's entrypoint writes.
   expect(readdirSync(node.confDir).sort()).toEqual([
+    "00-multus.conf",
+    "00-multus.conf.new",
     "00-multus.conf.plexus-moved",
+    "00-multus.conflist",
     "00-plexus.conflist",
     "10-cbr0.conflist",
     "plexus.d",
@@ -251,21 +300,25 @@ async function lostPodByHand({ scope, node, gone }: { scope: E2eScope; node: Nod
   expect(lost.status, lost.out).toBe(0);
   expect(ifnames(gone.netns)).toEqual(["eth0", "lo", "net1"]);
   expect(scope.ipReservations()).toHaveLength(reservedBefore);
-  const file = "00-plexus.conflist";
-  const byHand = await runtimeCall(node, { ...lostCall, file });
-  expect(byHand.status, byHand.out).toBe(0);
+  // As docs/migrating-from-multus.md says: the runtime runs Multus's config now, so Plexus's is
+  // named with --config.
+  const config = join(node.confDir, "00-plexus.conflist");
+  const args = ["records", "rm", `ctr-${gone.pod}`, "--teardown", `--config=${config}`];
+  const byHand = spawnSync(PLEXUS_BIN, [...args, `--cni-path=${CNI_BIN_DIR}`], {
+    encoding: "utf8",
+    env: { PATH: TEST_PATH },
+  });
+  expect(byHand.status, byHand.stderr).toBe(0);
   expect(ifnames(gone.netns)).toEqual(["lo"]);
+  expect(scope.recordFiles()).not.toContain(`ctr-${gone.pod}-eth0.json`);
 }
 
 describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the installer", () => {
   it("M11 M14 Multus's args: no ADD fails, Plexus DELs Multus's pods, and back", async (ctx) => {
-    if ("missing" in multus) {
-      if (isCi()) throw new Error(multus.missing);
-      ctx.skip();
-      return;
-    }
+    const bins = multusPeer("the switch from real Multus v4.0.2 and back");
+    if (!bins) return ctx.skip();
     const { scope } = t;
-    const node = await setup(scope);
+    const node = await setup(scope, bins.multus);
     const before = await attachByMultus(scope, node);
     const during = await switchWhileAdding(scope, node);
     await plexusDelsMultusPod(node, before);
@@ -287,4 +340,204 @@ describeE2e("e2e from real Multus v4.0.2 thin to Plexus and back, by the install
     expect(scope.recordFiles().sort()).toEqual(plexusPods.sort());
     rmSync(scope.cniDir, { recursive: true, force: true });
   });
+});
+
+// --- M18: Multus's own entrypoint rendering its config during the switch --------------------
+
+type Bins = { multus: string; entrypoint: string };
+
+/** One start of Multus's thin entrypoint: its output, and whether it wrote its config. */
+interface EntrypointRun {
+  rendered: boolean;
+  out: string;
+}
+
+/**
+ * The service-account files the entrypoint reads from a fixed path (its container's mount): a
+ * mount namespace of its own gets a tmpfs over /run with them, then runs the entrypoint.
+ */
+const WITH_SERVICE_ACCOUNT =
+  'mount -t tmpfs plexus-e2e /run && d=/run/secrets/kubernetes.io/serviceaccount && mkdir -p "$d"' +
+  ' && printf %s "$SA_TOKEN" >"$d/token" && printf %s "$SA_CA" >"$d/ca.crt" && exec "$@"';
+const RENDERED = "multus config file is created.";
+
+/**
+ * A start of Multus's DaemonSet's container on this node: `thin_entrypoint` with the args of
+ * Multus v4.0.2's thin DaemonSet (deployments/multus-daemonset.yml) on this node's dirs. It renders
+ * Multus's config and sleeps (killed here once it said so), or fails and exits.
+ */
+function startEntrypoint(node: Node, bins: Bins): Promise<EntrypointRun> {
+  const args = [
+    "--multus-conf-file=auto",
+    `--multus-autoconfig-dir=${node.confDir}`,
+    `--cni-conf-dir=${node.confDir}`,
+    `--cni-bin-dir=${node.binDir}`,
+    `--multus-bin-file=${bins.multus}`,
+    `--multus-kubeconfig-file-host=${node.multusKubeconfig}`,
+  ];
+  const unshare = ["--mount", "--propagation", "private", "sh", "-c", WITH_SERVICE_ACCOUNT, "sh"];
+  const env = {
+    PATH: TEST_PATH,
+    SA_TOKEN: api!.token,
+    SA_CA: api!.caPem,
+    KUBERNETES_SERVICE_HOST: "127.0.0.1",
+    KUBERNETES_SERVICE_PORT: "443",
+  };
+  const child = spawn("unshare", [...unshare, bins.entrypoint, ...args], { env });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+  return new Promise((resolve) => {
+    let out = "";
+    const take = (d: Buffer) => {
+      out += d;
+      if (out.includes(RENDERED)) child.kill("SIGKILL");
+    };
+    child.stdout.on("data", take);
+    child.stderr.on("data", take);
+    child.on("close", () => {
+      clearTimeout(timer);
+      resolve({ rendered: out.includes(RENDERED), out: out.trim() });
+    });
+  });
+}
+
+/** The Multus config files of the conf dir (not the guards): what the runtime could run. */
+function multusFiles(confDir: string): string[] {
+  return readdirSync(confDir, { withFileTypes: true })
+    .filter((d) => !d.isDirectory() && /^00-multus\.(conf|conflist)$/.test(d.name))
+    .map((d) => d.name);
+}
+
+interface SwitchRun {
+  node: Node;
+  bins: Bins;
+  calls: Call[];
+  next: number;
+}
+
+/** An ADD of a new pod through the runtime's first config; it must not fail. */
+async function addOne(run: SwitchRun): Promise<Call> {
+  const pod = `r${run.next++}`;
+  const ns = addPod(run.node.scope, pod);
+  const r = await runtimeCall(run.node, { command: "ADD", pod, netns: ns.path });
+  const call = { pod, netns: ns.name, ...r };
+  run.calls.push(call);
+  expect(r.status, `${pod} through ${r.file}: ${r.out}`).toBe(0);
+  expect(ifnames(ns.name), pod).toEqual(["eth0", "lo", "net1"]);
+  return call;
+}
+
+/** Multus's config as its DaemonSet's pod renders it before the switch: it wraps the primary. */
+async function renderBeforeSwitch(run: SwitchRun): Promise<{ name: string; text: string }> {
+  const first = await startEntrypoint(run.node, run.bins);
+  expect(first.rendered, first.out).toBe(true);
+  const [name, ...more] = multusFiles(run.node.confDir);
+  expect(more).toEqual([]);
+  const text = readFileSync(join(run.node.confDir, name!), "utf8");
+  expect(wrapsPlexus(JSON.parse(text))).toBe(false);
+  expect(firstConfig(run.node.confDir).type).toBe("multus");
+  return { name: name!, text };
+}
+
+/** Starts of Multus's container during the switch, a (shortened) restart back-off apart. */
+const RESTARTS = 12;
+const RESTART_PAUSE_MS = 150;
+
+/**
+ * The switch as the two DaemonSets make it: `plexus install` running (not --once), ADDs coming
+ * all along, and once it has taken over, Multus's container starting again and again (each start
+ * renders, as a pod restart or a reboot does). Returns those starts and the installer's log.
+ */
+async function switchWithRestarts(run: SwitchRun) {
+  const args = installArgs(run.node, ["--poll-interval=200"]);
+  const installer = spawn(PLEXUS_BIN, args, { cwd: "/", env: { PATH: TEST_PATH } });
+  let log = "";
+  installer.stderr.on("data", (d) => (log += d));
+  const exited = new Promise<number | null>((r) => installer.on("close", r));
+  const restarts: EntrypointRun[] = [];
+  let done = false;
+  try {
+    const restarting = (async () => {
+      await waitFor(() => /took over from Multus/.test(log), 30_000, "the take-over");
+      for (let i = 0; i < RESTARTS; i++) {
+        restarts.push(await startEntrypoint(run.node, run.bins));
+        await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS));
+      }
+      done = true;
+    })();
+    const adding = (async () => {
+      for (let after = 0; !done || after++ < 3; ) await addOne(run);
+    })();
+    await Promise.all([restarting, adding]);
+  } finally {
+    done = true;
+    installer.kill("SIGTERM");
+  }
+  expect(await exited, log).toBe(0);
+  return { restarts, log };
+}
+
+/** The way back in the middle of the migration: exactly what Multus rendered is first again. */
+async function wayBack(run: SwitchRun, rendered: { name: string; text: string }) {
+  const back = await install(run.node, ["--no-take-over-multus"]);
+  expect(back.status, back.stderr).toBe(0);
+  expect(multusFiles(run.node.confDir)).toEqual([rendered.name]);
+  expect(readFileSync(join(run.node.confDir, rendered.name), "utf8")).toBe(rendered.text);
+  // Every guard is gone; plexus.d and Multus's multus.d stay.
+  const dirs = readdirSync(run.node.confDir, { withFileTypes: true }).filter((d) =>
+    d.isDirectory(),
+  );
+  expect(dirs.map((d) => d.name).sort()).toEqual(["multus.d", "plexus.d"]);
+  const through = await addOne(run);
+  expect(through.type).toBe("multus");
+}
+
+/** Every pod torn down by the runtime's config (Multus's again); Plexus's records then removed. */
+async function tearDownAll(run: SwitchRun, pods: Call[]) {
+  for (const d of pods) {
+    const r = await runtimeCall(run.node, { command: "DEL", pod: d.pod, netns: netnsOf(d) });
+    expect(r.status, `${d.pod}: ${r.out}`).toBe(0);
+    expect(ifnames(d.netns), d.pod).toEqual(["lo"]);
+  }
+  expect(run.node.scope.ipReservations()).toEqual([]);
+  rmSync(run.node.scope.cniDir, { recursive: true, force: true });
+}
+
+describeE2e("e2e M18 Multus v4.0.2's own entrypoint renders its config during the switch", () => {
+  // 0.4.0: Multus writes 00-multus.conf; 1.0.0: 00-multus.conflist (its conflist template).
+  it.for([
+    ["0.4.0", "10.217"],
+    ["1.0.0", "10.218"],
+  ] as const)(
+    "M18 M14 primary CNI %s: no ADD fails, Multus's config never comes back, the way back is it",
+    async ([primaryVersion, net], ctx) => {
+      const bins = multusPeer("the M18 switch with Multus v4.0.2's thin entrypoint");
+      if (!bins) return ctx.skip();
+      const node = await setupNode(t.scope, { multusBinary: bins.multus, net, primaryVersion });
+      const run: SwitchRun = { node, bins, calls: [], next: 0 };
+      const rendered = await renderBeforeSwitch(run);
+      const m0 = await addOne(run);
+      expect(m0.type).toBe("multus");
+      const { restarts, log } = await switchWithRestarts(run);
+      const during = run.calls.slice(1);
+      // Each start of Multus's container after the take-over found its names guarded.
+      for (const r of restarts) {
+        expect(r.rendered, r.out).toBe(false);
+        expect(r.out).toMatch(/failed to create multus config: .*00-multus\.conf\.new: is a dir/);
+      }
+      expect(multusFiles(node.confDir)).toEqual([]);
+      expect(log).toMatch(/Multus's entrypoint started again on this node/);
+      expect(readFileSync(join(node.confDir, `${rendered.name}.plexus-moved`), "utf8")).toBe(
+        rendered.text,
+      );
+      const through = (type: string) => during.filter((c) => c.type === type).length;
+      console.info(
+        `M18 e2e (primary CNI ${primaryVersion}): ${during.length} ADDs during the switch ` +
+          `(${through("multus")} through Multus, ${through("plexus")} through Plexus), ` +
+          `${restarts.length} starts of Multus's entrypoint, failures: 0`,
+      );
+      expect(through("plexus")).toBeGreaterThan(0);
+      await wayBack(run, rendered);
+      await tearDownAll(run, run.calls);
+    },
+  );
 });

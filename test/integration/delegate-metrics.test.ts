@@ -122,16 +122,11 @@ describe("M20 per-delegate metrics on the node daemon's /metrics", () => {
     expect(add.code, add.stdout + add.stderr).toBe(0);
     const del = await sb.run("DEL", conf, { CNI_ARGS: POD_ARGS });
     expect(cniError(del).code).toBe(7);
-    expect(sb.calls()).toEqual([
-      "ADD net-alpha",
-      "ADD net-beta",
-      "DEL net-beta",
-      "DEL net-alpha",
-    ]);
+    expect(sb.calls()).toEqual(["ADD net-alpha", "ADD net-beta", "DEL net-beta", "DEL net-alpha"]);
     const count = 'plexus_delegate_executions_total{plugin_type="beta",verb="DEL",result="7"}';
-    await expect.poll(async () => samples(await node.metrics(), count), { timeout: 5000 }).toEqual([
-      `${count} 1`,
-    ]);
+    await expect
+      .poll(async () => samples(await node.metrics(), count), { timeout: 5000 })
+      .toEqual([`${count} 1`]);
     const text = await node.metrics();
     expect(samples(text, "plexus_delegate_executions_total{")).toEqual([
       'plexus_delegate_executions_total{plugin_type="alpha",verb="ADD",result="success"} 1',
@@ -169,22 +164,32 @@ describe("M20 per-delegate metrics on the node daemon's /metrics", () => {
       spec: { config: JSON.stringify(gamma) },
     });
     const pod = node.api.getPod("app", "web")!;
-    const annotations = { ...pod.metadata.annotations, [NETWORKS]: "net-beta, net-gamma" };
+    const written = pod.metadata.annotations as Record<string, string>;
+    const annotations = { ...written, [NETWORKS]: "net-beta, net-gamma" };
     node.api.addPod({ ...pod, metadata: { ...pod.metadata, annotations } });
     const confDir = join(sb.root, "net.d");
     mkdirSync(confDir);
     writeFileSync(join(confDir, "00-plexus.conf"), JSON.stringify(conf));
     const pass = await runPlexus({
       env: { PATH: TEST_PATH, PLX_IT_MARK: sb.marker },
-      args: ["hotplug", "app/web", "-o", "json", "--cni-conf-dir", confDir, "--cni-path", sb.binDir],
+      args: [
+        "hotplug",
+        "app/web",
+        "-o",
+        "json",
+        "--cni-conf-dir",
+        confDir,
+        "--cni-path",
+        sb.binDir,
+      ],
       cwd: sb.root,
     });
     expect(pass.code, pass.stdout + pass.stderr).toBe(0);
     expect(singleJson(pass.stdout)).toMatchObject({ attached: [expect.anything()] });
     const gammaAdd = 'plexus_delegate_executions_total{plugin_type="gamma",verb="ADD"';
-    await expect.poll(async () => samples(await node.metrics(), gammaAdd), { timeout: 5000 }).toEqual([
-      `${gammaAdd},result="success"} 1`,
-    ]);
+    await expect
+      .poll(async () => samples(await node.metrics(), gammaAdd), { timeout: 5000 })
+      .toEqual([`${gammaAdd},result="success"} 1`]);
   });
 
   it("M20 an ADD whose daemon socket never answers exits 0 with its result: the runs were written, no answer awaited", async () => {

@@ -246,12 +246,15 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
         `GET /apis/resource.k8s.io/v1/namespaces/app/resourceclaims/${GPU_CLAIM}`,
         "GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dnode-1%2Cspec.driver%3Dsriov.example.com",
         "GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dnode-1%2Cspec.driver%3Dgpu.example.com",
+        // D1: the claim's device status (refused here: deploy/ without dra-claim-status).
+        `PATCH /apis/resource.k8s.io/v1/namespaces/app/resourceclaims/${NET_CLAIM}/status?fieldManager=plexus`,
       ].sort(),
     );
-    // The rest of the ADD as for any pod: the pod, its two NADs, the status write, the event.
+    // The rest of the ADD as for any pod: the pod, its two NADs, the status write, the event;
+    // then the refused claim status's warning event.
     expect(
       api.requests.filter((q) => !q.path.startsWith("/apis/resource.k8s.io/")).map((q) => q.method),
-    ).toEqual(["GET", "GET", "GET", "PATCH", "POST"]);
+    ).toEqual(["GET", "GET", "GET", "PATCH", "POST", "POST"]);
     await expectCleanDel(conf);
   });
 
@@ -434,6 +437,9 @@ const claimRequests = (api: FakeApiServer) =>
     .filter((q) => q.path.includes("/resourceclaims"))
     .map((q) => `${q.method} ${q.path}${q.query} ${q.userAgent}`);
 
+/** The reads among them (the claim status writes of D1 are PATCHes, by the daemon too). */
+const claimReads = (api: FakeApiServer) => claimRequests(api).filter((q) => q.startsWith("GET "));
+
 async function stopDaemon(started: { daemon: ChildProcess }): Promise<void> {
   const exited = new Promise((res) => started.daemon.once("exit", res));
   started.daemon.kill("SIGTERM");
@@ -504,7 +510,7 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(deviceAdds()).toEqual(EXPECTED);
     // The net claim read ahead, then at each ADD; the GPU claim (allocated, reserved) once.
-    expect(claimRequests(api).sort()).toEqual([
+    expect(claimReads(api).sort()).toEqual([
       `GET ${CLAIMS}/${GPU_CLAIM} plexus-daemon`,
       ...Array(3).fill(`GET ${CLAIMS}/${NET_CLAIM} plexus-daemon`),
     ]);
@@ -548,7 +554,7 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(
       api.requests.slice(before).filter((q) => q.method === "GET" && !q.query.includes("watch")),
     ).toEqual([]);
-    expect(claimRequests(api)).toHaveLength(4);
+    expect(claimReads(api)).toHaveLength(4);
     await stopDaemon(d);
   });
 
@@ -585,7 +591,10 @@ describe("M10 DRA device networks through the daemon's caches", () => {
     expect(deviceAdds()).toEqual(EXPECTED);
     // Read live by the daemon (its user agent), not by the CNI process.
     const live = api.requests.filter(
-      (q) => q.path.startsWith("/apis/resource.k8s.io/") && !q.query.includes("resourceVersion=0"),
+      (q) =>
+        q.method === "GET" &&
+        q.path.startsWith("/apis/resource.k8s.io/") &&
+        !q.query.includes("resourceVersion=0"),
     );
     expect(live.map((q) => q.userAgent)).toEqual(Array(4).fill("plexus-daemon"));
     expect(api.watchCount()).toBe(2);

@@ -5,11 +5,13 @@
  * does not move Multus's config aside (the runtime would load that file first), names it in its
  * log with what to do, and `plexus doctor` names it too.
  */
-import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startFakeApiServer } from "../support/fake-apiserver";
 import { PLEXUS_BIN, requirePlexusBinary, TEST_PATH } from "../support/plexus-bin";
 
 beforeAll(() => requirePlexusBinary());
@@ -59,24 +61,26 @@ function run(args: string[], cwd: string) {
   });
 }
 
+/** `plexus install --once` on the node's dirs. */
+function installArgs(n: ReturnType<typeof node>): string[] {
+  return [
+    "install",
+    "--once",
+    "--host-prefix=",
+    `--cni-conf-dir=${n.confDir}`,
+    `--cni-bin-dir=${join(n.root, "bin")}`,
+    "--skip-binary-copy",
+    `--kubeconfig-file-host=${join(n.confDir, "plexus.d", "plexus.kubeconfig")}`,
+    `--token-file=${join(n.saDir, "token")}`,
+    `--ca-file=${join(n.saDir, "ca.crt")}`,
+    `--cni-dir=${join(n.root, "state")}`,
+    "--primary-config-timeout=10",
+    "--poll-interval=50",
+  ];
+}
+
 function installOnce(n: ReturnType<typeof node>) {
-  return run(
-    [
-      "install",
-      "--once",
-      "--host-prefix=",
-      `--cni-conf-dir=${n.confDir}`,
-      `--cni-bin-dir=${join(n.root, "bin")}`,
-      "--skip-binary-copy",
-      `--kubeconfig-file-host=${join(n.confDir, "plexus.d", "plexus.kubeconfig")}`,
-      `--token-file=${join(n.saDir, "token")}`,
-      `--ca-file=${join(n.saDir, "ca.crt")}`,
-      `--cni-dir=${join(n.root, "state")}`,
-      "--primary-config-timeout=10",
-      "--poll-interval=50",
-    ],
-    n.root,
-  );
+  return run(installArgs(n), n.root);
 }
 
 describe("B90 a config file Plexus cannot read sorting before its own blocks the take-over", () => {
@@ -110,9 +114,82 @@ describe("B90 a config file Plexus cannot read sorting before its own blocks the
     rmSync(n.odd);
     const install = installOnce(n);
     expect(install.status, install.stderr).toBe(0);
-    expect(existsSync(join(n.confDir, "00-multus.conf"))).toBe(false);
+    // M18: a guard (a directory, which the runtime skips) holds Multus's name now.
+    expect(statSync(join(n.confDir, "00-multus.conf")).isDirectory()).toBe(true);
     expect(existsSync(join(n.confDir, "00-multus.conf.plexus-moved"))).toBe(true);
     const doctor = run(["doctor", "--cni-conf-dir", n.confDir], n.root);
     expect(doctor.stdout).toMatch(/^ok\s+runtime config\s.*00-plexus\.conflist.*runs Plexus/m);
+  });
+});
+
+/**
+ * `plexus install --once` beside the in-process test API server: spawned without blocking, so
+ * that the server answers the installer's Event.
+ */
+function installWithApi(n: ReturnType<typeof node>, extra: string[], env: Record<string, string>) {
+  return new Promise<{ status: number | null; stderr: string }>((resolve) => {
+    const child = spawn(PLEXUS_BIN, [...installArgs(n), ...extra], {
+      cwd: n.root,
+      env: { PATH: TEST_PATH, ...env },
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("close", (status) => resolve({ status, stderr }));
+  });
+}
+
+/** What Multus v4's entrypoint renders once Plexus's config is the first other one (M18). */
+const WRAPPING = JSON.stringify({
+  cniVersion: "1.0.0",
+  name: "multus-cni-network",
+  type: "multus",
+  kubeconfig: "/etc/cni/net.d/multus.d/multus.kubeconfig",
+  delegates: [{ cniVersion: "1.0.0", name: "plexus-cni-network", plugins: [{ type: "plexus" }] }],
+});
+
+describe("M18 the installer says so loudly: its log and an Event on its own pod", () => {
+  it("M18 a Multus config wrapping Plexus is removed: an error and a Warning Event", async () => {
+    await using api = await startFakeApiServer();
+    const pod = api.addPod({ metadata: { namespace: "kube-system", name: "plexus-x1" } });
+    const n = node(() => {});
+    rmSync(n.odd, { force: true });
+    writeFileSync(join(n.confDir, "00-multus.conf"), WRAPPING);
+    writeFileSync(join(n.saDir, "token"), api.token);
+    writeFileSync(join(n.saDir, "ca.crt"), api.caPem);
+    const env = {
+      POD_NAME: "plexus-x1",
+      POD_NAMESPACE: "kube-system",
+      POD_UID: String(pod.metadata.uid),
+    };
+    const install = await installWithApi(n, [`--api-server=${api.url}`], env);
+    expect(install.status, install.stderr).toBe(0);
+    expect(readdirSync(n.confDir).filter((f) => f.includes("plexus-moved"))).toEqual([]);
+    const said = install.stderr.split("\n").filter((l) => l.includes("wrapping Plexus's"));
+    expect(said).toHaveLength(1);
+    expect(JSON.parse(said[0]!).level).toBe(50);
+    const events = api.events().filter((e) => e.reason === "MultusConfigWrapsPlexus");
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      type: "Warning",
+      involvedObject: { kind: "Pod", namespace: "kube-system", name: "plexus-x1" },
+    });
+    expect(String(events[0]!.message)).toMatch(/removed, not kept.*delete Multus's DaemonSet/);
+  });
+
+  it("M18 a take-over is a Normal Event; without its pod's name, none is recorded", async () => {
+    await using api = await startFakeApiServer();
+    api.addPod({ metadata: { namespace: "kube-system", name: "plexus-x2" } });
+    const n = node(() => {});
+    rmSync(n.odd, { force: true });
+    writeFileSync(join(n.saDir, "token"), api.token);
+    writeFileSync(join(n.saDir, "ca.crt"), api.caPem);
+    const server = [`--api-server=${api.url}`];
+    expect((await installWithApi(n, server, {})).status).toBe(0);
+    expect(api.events()).toEqual([]);
+    // Back, then over again, now knowing its pod.
+    expect((await installWithApi(n, [...server, "--no-take-over-multus"], {})).status).toBe(0);
+    const env = { POD_NAME: "plexus-x2", POD_NAMESPACE: "kube-system" };
+    expect((await installWithApi(n, server, env)).status).toBe(0);
+    expect(api.events().map((e) => [e.type, e.reason])).toEqual([["Normal", "TookOverFromMultus"]]);
   });
 });

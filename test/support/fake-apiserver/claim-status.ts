@@ -18,7 +18,8 @@
  *   names the node the claim is allocated to, by a one-node selector) or `arbitrary-node:<verb>`
  *   on `resourceclaims/driver` named after the driver; a change of allocation or reservedFor
  *   needs `resourceclaims/binding` cluster-wide. A denial is 422 Invalid, a Forbidden cause.
- * - Then admission (403), then storage. A write that changes nothing is not stored again.
+ * - Then admission (403), then storage, where an empty `devices` or `reservedFor` list is left
+ *   out (the Go type's `omitempty`). A write that changes nothing is not stored again.
  */
 import { isIP } from "node:net";
 import { load } from "js-yaml";
@@ -49,7 +50,7 @@ const LEAF: Schema = { kind: "atomic" };
 const GRANULAR: Schema = { kind: "map" };
 
 /** A ResourceClaim as its field manager sees it (k8s.io/api resource/v1 list and struct tags). */
-export const CLAIM_SCHEMA: Schema = {
+const CLAIM_SCHEMA: Schema = {
   kind: "struct",
   fields: {
     spec: GRANULAR,
@@ -229,7 +230,8 @@ function appliedObject(call: Call, live: KubeObject): Obj {
   if (meta.name !== undefined && meta.name !== live.metadata.name)
     throw new HttpError(
       400,
-      `the name of the object (${String(meta.name)}) does not match the name on the URL (${live.metadata.name})`,
+      `the name of the object (${String(meta.name)}) does not match the name on the URL ` +
+        `(${live.metadata.name})`,
     );
   return obj;
 }
@@ -243,14 +245,16 @@ function updatedObject(call: Call, live: KubeObject, contentType: string): Obj {
       throw new HttpError(
         409,
         `Operation cannot be fulfilled on resourceclaims.${DRA_GROUP} "${live.metadata.name}": ` +
-          "the object has been modified; please apply your changes to the latest version and try again",
+          "the object has been modified; please apply your changes to the latest version and " +
+          "try again",
       );
     return next;
   }
   if (contentType !== "application/merge-patch+json")
     throw new HttpError(
       415,
-      `the fake API server does not implement patch type ${JSON.stringify(contentType)} for resourceclaims/status`,
+      `the fake API server does not implement patch type ${JSON.stringify(contentType)} ` +
+        "for resourceclaims/status",
     );
   return mergePatch(live, parseWriteBody(call, false)) as Obj;
 }
@@ -275,7 +279,8 @@ function conflictError(err: ConflictError): HttpError {
         err.conflicts
           .map(
             (c) =>
-              `conflicts with ${who(c.manager)}:\n${c.paths.map((p) => `- ${printPath(p)}`).join("\n")}`,
+              `conflicts with ${who(c.manager)}:\n` +
+              c.paths.map((p) => `- ${printPath(p)}`).join("\n"),
           )
           .join("\n");
   const e = new HttpError(409, message, { causes });
@@ -292,7 +297,10 @@ function storeStatus(
   const { live } = write;
   const liveBody = bodyOf(live);
   // The strategy: the spec as stored (metadata is not in the body at all).
-  const body = { ...write.body, ...(liveBody.spec !== undefined ? { spec: liveBody.spec } : {}) };
+  const body = omitEmpty({
+    ...write.body,
+    ...(liveBody.spec !== undefined ? { spec: liveBody.spec } : {}),
+  });
   const name = live.metadata.name;
   const errors = validateStatus(body);
   errors.push(
@@ -328,6 +336,15 @@ function storeStatus(
   const key = objectKey(live.metadata.namespace ?? "", name);
   ctx.store.record([ctx.store.put("resourceclaims", key, stored)]);
   return [200, stored];
+}
+
+/** The Go type's `omitempty` lists of the status: an empty one is not stored. */
+function omitEmpty(body: Obj): Obj {
+  if (!isObject(body.status)) return body;
+  const status = { ...body.status };
+  for (const k of ["devices", "reservedFor"])
+    if (Array.isArray(status[k]) && status[k].length === 0) delete status[k];
+  return { ...body, status };
 }
 
 function unchanged(
@@ -452,8 +469,10 @@ function validateEntry(entry: Obj, at: string): FieldError[] {
   return errors;
 }
 
-const CONDITION_TYPE =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const CONDITION_TYPE = new RegExp(
+  "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?" +
+    "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+);
 const CONDITION_REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
 
 /** metav1.Condition's validation (ValidateCondition). */
@@ -476,7 +495,10 @@ function validateCondition(raw: unknown, at: string): FieldError[] {
     errors.push({
       field: `${at}.reason`,
       type: "Invalid value",
-      detail: `${JSON.stringify(c.reason ?? "")}: a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'`,
+      detail:
+        `${JSON.stringify(c.reason ?? "")}: a condition reason must start with alphabetic ` +
+        "character, optionally followed by a string of alphanumeric characters or '_,:', and " +
+        "must end with an alphanumeric character or '_'",
     });
   if (!str(c.lastTransitionTime) || Number.isNaN(Date.parse(String(c.lastTransitionTime))))
     errors.push({
@@ -526,7 +548,7 @@ export function interfaceAddressProblem(text: string): string | undefined {
     : `must be in canonical form (${JSON.stringify(canonical)})`;
 }
 
-/** The one node a claim's allocation names by `metadata.name`, else undefined (nodeNameFromAllocation). */
+/** The one node the allocation names by `metadata.name` (nodeNameFromAllocation), or none. */
 function allocatedNode(body: Obj): string | undefined {
   const status = isObject(body.status) ? body.status : {};
   const allocation = isObject(status.allocation) ? status.allocation : {};
@@ -599,7 +621,9 @@ function authorizeStatus(
       errors.push({
         field: "status",
         type: "Forbidden",
-        detail: `changing status.allocation or status.reservedFor requires resource="resourceclaims/binding", verb="${verb}" permission: ${forbiddenMessage(user, attrs)}`,
+        detail:
+          'changing status.allocation or status.reservedFor requires resource="resourceclaims/' +
+          `binding", verb="${verb}" permission: ${forbiddenMessage(user, attrs)}`,
       });
   }
   const prefixes = associated(user, write.next)
@@ -619,7 +643,9 @@ function authorizeStatus(
     errors.push({
       field: "status.devices",
       type: "Forbidden",
-      detail: `changing status.devices requires resource="resourceclaims/driver", verb="[${verbs}]" permission: ${forbiddenMessage(user, attrs(prefixes[0]!))}`,
+      detail:
+        `changing status.devices requires resource="resourceclaims/driver", verb="[${verbs}]" ` +
+        `permission: ${forbiddenMessage(user, attrs(prefixes[0]!))}`,
     });
   }
   return errors;

@@ -32,8 +32,8 @@ const SEP = "\u0000";
 /** A set of field paths, each its elements joined (a member: the path itself is owned). */
 export type FieldSet = Set<string>;
 
-export const pathKey = (path: readonly string[]): string => path.join(SEP);
-export const pathOf = (key: string): string[] => (key === "" ? [] : key.split(SEP));
+const pathKey = (path: readonly string[]): string => path.join(SEP);
+const pathOf = (key: string): string[] => (key === "" ? [] : key.split(SEP));
 
 /** How a node is walked: a leaf (scalar, atomic, or empty on both sides), or its children. */
 type Shape = "leaf" | "fields" | "items";
@@ -53,7 +53,7 @@ function fieldSchema(schema: Schema, name: string): { schema: Schema; named: boo
 }
 
 /** The path element of a list-map item; 422 as kube-apiserver when it has none of its keys. */
-export function itemElement(item: unknown, keys: readonly string[]): string {
+function itemElement(item: unknown, keys: readonly string[]): string {
   const own = isObject(item) ? keys.filter((k) => item[k] !== undefined).sort() : [];
   if (own.length === 0)
     throw new SsaError(`associative list with keys has an element that omits all key fields`);
@@ -105,7 +105,7 @@ function walkSet(value: unknown, schema: Schema, path: string[], out: FieldSet):
 }
 
 /** live.Merge(config): maps by key, list-maps by key fields, anything else the config's. */
-export function mergeValues(lhs: unknown, rhs: unknown, schema: Schema): unknown {
+function mergeValues(lhs: unknown, rhs: unknown, schema: Schema): unknown {
   if (rhs === undefined) return lhs;
   if (lhs === undefined) return rhs;
   const shape = shapeOf(schema, lhs, rhs);
@@ -127,13 +127,13 @@ export function mergeValues(lhs: unknown, rhs: unknown, schema: Schema): unknown
 }
 
 /** What changed between two objects, as SMD's Compare reports it. */
-export interface Comparison {
+interface Comparison {
   added: FieldSet;
   modified: FieldSet;
   removed: FieldSet;
 }
 
-export function compareValues(lhs: unknown, rhs: unknown, schema: Schema): Comparison {
+function compareValues(lhs: unknown, rhs: unknown, schema: Schema): Comparison {
   const cmp: Comparison = { added: new Set(), modified: new Set(), removed: new Set() };
   walkCompare({ lhs, rhs, schema, path: [], cmp });
   return cmp;
@@ -194,7 +194,7 @@ function canonical(value: unknown): unknown {
 }
 
 /** RemoveItems: drops every member path (a whole item or field) and recurses into the others. */
-export function removeItems(value: unknown, remove: FieldSet, schema: Schema): unknown {
+function removeItems(value: unknown, remove: FieldSet, schema: Schema): unknown {
   return walkRemove(value, schema, [], remove);
 }
 
@@ -224,7 +224,7 @@ function walkRemove(value: unknown, schema: Schema, path: string[], remove: Fiel
 }
 
 /** EnsureNamedFieldsAreMembers: a struct's named field with owned children is owned itself. */
-export function withNamedFields(set: FieldSet, schema: Schema): FieldSet {
+function withNamedFields(set: FieldSet, schema: Schema): FieldSet {
   const out = new Set(set);
   for (const key of set) {
     let at: Schema | undefined = schema;

@@ -29,14 +29,15 @@ describe("M20 the daemon's delegate series", () => {
     metrics.delegateRan({ ...run, result: 12345 });
     metrics.delegateRan({ ...run, pluginType: 'x"}\nfake_metric 1', result: 7 });
     const text = await metrics.render();
-    expect(text.split("\n").filter((l) => l.startsWith("plexus_delegate_executions_total{")))
-      .toEqual([
-        'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="success"} 1',
-        'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="7"} 1',
-        'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="101"} 1',
-        'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="other"} 1',
-        'plexus_delegate_executions_total{plugin_type="other",verb="ADD",result="7"} 1',
-      ]);
+    expect(
+      text.split("\n").filter((l) => l.startsWith("plexus_delegate_executions_total{")),
+    ).toEqual([
+      'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="success"} 1',
+      'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="7"} 1',
+      'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="101"} 1',
+      'plexus_delegate_executions_total{plugin_type="macvlan",verb="ADD",result="other"} 1',
+      'plexus_delegate_executions_total{plugin_type="other",verb="ADD",result="7"} 1',
+    ]);
     expect(text).toContain(
       'plexus_delegate_duration_seconds_sum{plugin_type="macvlan",verb="ADD"} 0.08',
     );

@@ -298,6 +298,7 @@ describe("deploy/ manifests", () => {
       recordEvent: ["/events create"],
       getResourceClaim: ["resource.k8s.io/resourceclaims get"],
       listResourceSlices: ["resource.k8s.io/resourceslices list"],
+      applyClaimDeviceStatus: ["resource.k8s.io/resourceclaims/status patch"],
       close: [],
     };
     expect(methods.sort()).toEqual(Object.keys(calls).sort());

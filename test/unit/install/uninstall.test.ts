@@ -3,11 +3,13 @@
  * as mounted, node paths under --host-prefix), and bad flags refused with what was expected. The
  * removal itself runs through dist/plexus in test/integration/install-lifecycle.test.ts.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { symlinkSync } from "node:fs";
 import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { placeGuard } from "../../../src/install/multus-guard";
 import { planUninstall, runUninstall } from "../../../src/install/uninstall";
 import { recordingLogger } from "./recording-logger";
 
@@ -163,7 +165,7 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
 
   it("M14 a config the take-over moved aside is kept and named, with the way back", async () => {
     put("etc/cni/net.d/00-plexus.conflist", "{}");
-    put("etc/cni/net.d/00-multus.conf.plexus-moved", "{}");
+    put("etc/cni/net.d/00-multus.conf.plexus-moved", MULTUS);
     const log = recordingLogger();
     const confDir = join(root, "etc/cni/net.d");
     const where = { ...DEFAULTS, hostPrefix: root, cniConfDir: confDir };
@@ -175,4 +177,41 @@ describe("runUninstall --remove-state: only Plexus's own state goes", () => {
     expect(JSON.stringify(warned[0])).toContain("00-multus.conf.plexus-moved");
     expect(warned[0]!.msg).toContain("--no-take-over-multus");
   });
+
+  it("M18 the guards go; a kept copy wrapping Plexus is named as never to go back", async () => {
+    const dir = join(root, "etc/cni/net.d");
+    put("etc/cni/net.d/00-plexus.conflist", "{}");
+    put("etc/cni/net.d/00-multus.conf.plexus-moved", MULTUS);
+    put("etc/cni/net.d/00-multus.conf.plexus-moved.2", WRAPPING);
+    for (const name of ["00-multus.conf", "00-multus.conflist", "00-multus.conf.new"])
+      expect(placeGuard(dir, name)).toBe("placed");
+    // A directory of someone else's under a guard's name stays.
+    mkdirSync(join(dir, "00-other.conf"));
+    const log = recordingLogger();
+    const where = { ...DEFAULTS, hostPrefix: root, cniConfDir: dir };
+    expect(await runUninstall(planUninstall(where), log)).toBe(0);
+    expect(readdirSync(dir).sort()).toEqual([
+      "00-multus.conf.plexus-moved",
+      "00-multus.conf.plexus-moved.2",
+      "00-other.conf",
+    ]);
+    const warned = log.lines.filter((line) => /moved aside/.test(line.msg));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]!.msg).toMatch(/rename 00-multus\.conf\.plexus-moved to 00-multus\.conf/);
+    expect(warned[0]!.msg).toMatch(/never put back 00-multus\.conf\.plexus-moved\.2: it wraps/);
+  });
+});
+
+/** What Multus thin's entrypoint renders around a bridge, and around Plexus's config (M18). */
+const MULTUS = JSON.stringify({
+  cniVersion: "0.4.0",
+  name: "multus-cni-network",
+  type: "multus",
+  delegates: [{ cniVersion: "0.4.0", name: "b", type: "bridge" }],
+});
+const WRAPPING = JSON.stringify({
+  cniVersion: "0.4.0",
+  name: "multus-cni-network",
+  type: "multus",
+  delegates: [{ cniVersion: "0.4.0", name: "p", plugins: [{ type: "plexus" }] }],
 });

@@ -50,7 +50,8 @@ function source(
     },
     readPath: async (p) => {
       calls.push(`read ${p}`);
-      return options.paths?.[p];
+      const content = options.paths?.[p];
+      return content === undefined ? undefined : { path: p, content };
     },
     listDir: async (p) => {
       calls.push(`dir ${p}`);

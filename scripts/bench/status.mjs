@@ -35,6 +35,10 @@ function world(tmp, K) {
     cniDir: join(root, "cni"),
     ...(K === 0 ? { clusterNetwork: join(root, "10-primary.conflist") } : { delegates }),
   };
+  // An installed node's primary network, of a version that predates STATUS (as Debian's reference
+  // plugins' configs are): read, not asked.
+  const primary = { cniVersion: "1.0.0", name: "primary", plugins: [{ type: "statusok" }] };
+  writeFileSync(join(root, "10-primary.conflist"), JSON.stringify(primary));
   const confPath = join(root, "plexus.conf");
   writeFileSync(confPath, JSON.stringify(conf));
   const delegatePaths = delegates.map((d, k) => {

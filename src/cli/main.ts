@@ -28,6 +28,7 @@ export async function main(io: MainIo): Promise<number> {
     return runCommands(io.argv);
   }
   let errorVersion: string = CURRENT_VERSION;
+  const afterAnswer: Array<() => Promise<void>> = [];
   try {
     const command = parseCommand(io.env.CNI_COMMAND);
     if (command === "VERSION") {
@@ -36,14 +37,20 @@ export async function main(io: MainIo): Promise<number> {
       return 0;
     }
     const { runVerb } = await loadCore();
-    const out = await runVerb(io, (v) => {
-      errorVersion = v;
-    });
+    const out = await runVerb(
+      io,
+      (v) => {
+        errorVersion = v;
+      },
+      afterAnswer,
+    );
     if (out !== undefined) writeStdout(JSON.stringify(out));
     return 0;
   } catch (err) {
     const e = asCniError(err);
     writeStdout(JSON.stringify(e.toJSON(errorVersion)));
     return 1;
+  } finally {
+    for (const after of afterAnswer) await after();
   }
 }

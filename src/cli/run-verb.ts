@@ -8,7 +8,11 @@ import { createLogger, type Logger } from "../log/logger";
 import { readStdin, type MainIo } from "./stdio";
 import { verbDeps } from "./verb-deps";
 
-export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void): Promise<unknown> {
+export async function runVerb(
+  io: MainIo,
+  setErrorVersion: (v: string) => void,
+  afterAnswer: Array<() => Promise<void>>,
+): Promise<unknown> {
   // stdin first, so that even an error in the environment is answered in the config's cniVersion;
   // an environment error still wins over a config that does not decode (4 before 6).
   const input = await readStdin(io.stdin, MAX_STDIN_BYTES);
@@ -47,7 +51,8 @@ export async function runVerb(io: MainIo, setErrorVersion: (v: string) => void):
     throw e;
   } finally {
     await deps.kube.close();
-    await deps.delegateRuns.handOff();
+    // M20: the runs go to the daemon once the runtime has its answer, never before it.
+    afterAnswer.push(() => deps.delegateRuns.handOff());
   }
 }
 

@@ -6,6 +6,8 @@
 // pays back (measured: docs/benchmarks.md, "Levers, measured"). The long-running commands
 // (daemon, install) set the normal policy back (src/cli/core.ts).
 // Bytecode: every target Bun cross-compiles to here (linux x64, x64-baseline, aarch64) takes it.
+import { basename, dirname, join } from "node:path";
+
 const JIT_POLICY = 16;
 
 // Reproducible builds: Bun inlines the bundle's own absolute path for `__dirname`/`__filename`
@@ -20,13 +22,24 @@ const PATH_DEFINES = [
 ];
 
 /**
- * `bun build` arguments for the bundle `entry` compiled into `outfile` (the host's runtime unless
+ * The commands' bundle (esbuild.config.mjs) beside Plexus's bundle `entry`: embedded as a second
+ * entry point, it is its own file in the executable's root, which the CNI path's bundle requires
+ * by name. Other programs built with these flags (the benchmarks' floor) have none.
+ */
+function commandsBundleOf(entry) {
+  return basename(entry) === "plexus.cjs" ? [join(dirname(entry), "plexus-commands.cjs")] : [];
+}
+
+/**
+ * `bun build` arguments for the bundle `entry` (and the commands' bundle beside it) compiled into
+ * `outfile` (the host's runtime unless
  * `runtime`), its bytecode laid out by the `order` files when given (scripts/bytecode-order.mjs).
  */
 export function compileArgs({ entry, outfile, target, runtime, order }) {
   const args = [
     "build",
     entry,
+    ...commandsBundleOf(entry),
     "--compile",
     "--bytecode",
     "--no-compile-autoload-dotenv",

@@ -26,11 +26,15 @@ function npmSbom() {
   return JSON.parse(out);
 }
 
-/** `name@version` of every npm package a file of the bundle came from. */
-function bundledPackages(inputs = join(root, "dist/plexus.cjs.inputs.json")) {
+/** The inputs of both bundles the executable embeds (esbuild.config.mjs). */
+const BUNDLE_INPUTS = ["dist/plexus.cjs.inputs.json", "dist/plexus-commands.cjs.inputs.json"];
+
+/** `name@version` of every npm package a file of the bundles came from. */
+function bundledPackages(inputs = BUNDLE_INPUTS.map((f) => join(root, f))) {
   const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")).packages ?? {};
   const refs = new Set();
-  for (const file of JSON.parse(readFileSync(inputs, "utf8"))) {
+  const files = new Set(inputs.flatMap((f) => JSON.parse(readFileSync(f, "utf8"))));
+  for (const file of files) {
     const at = file.indexOf("node_modules/");
     if (at < 0) continue;
     // The lock's key for the package: every node_modules/<name> step up to the file's own package.

@@ -9,6 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import type { DelegateRun } from "../libcni/conflist";
+import { openUnixSocket } from "../sys/unix-socket";
 import { DAEMON_API } from "./protocol";
 
 /** Runs one process keeps: a GC releasing many stale attachments sends its first ones only. */
@@ -56,23 +57,30 @@ export function delegateRunLog(
 }
 
 /** One HTTP request written whole, then the connection closed: the answer is never awaited. */
-async function send(socketPath: string, runs: readonly DelegateRun[]): Promise<void> {
-  const { connect } = await import("node:net");
+function send(socketPath: string, runs: readonly DelegateRun[]): Promise<void> {
   const body = JSON.stringify({ runs });
   const request =
     `POST ${DAEMON_API.delegateRuns} HTTP/1.1\r\nhost: plexus\r\n` +
     `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
     `connection: close\r\n\r\n${body}`;
-  await new Promise<void>((resolve) => {
-    const socket = connect(socketPath);
+  return new Promise<void>((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let finished = false;
     const done = () => {
+      if (finished) return;
+      finished = true;
       clearTimeout(timer);
       socket.destroy();
       resolve();
     };
-    const timer = setTimeout(done, HAND_OFF_MS);
-    socket.once("error", done);
-    // Written into the kernel's buffer: the daemon reads it whenever it gets to it.
-    socket.once("connect", () => socket.end(request, done));
+    const socket = openUnixSocket(socketPath, {
+      data: done,
+      close: done,
+      // Taken whole by the kernel: the daemon reads it whenever it gets to it.
+      ended: done,
+    });
+    timer = setTimeout(done, HAND_OFF_MS);
+    socket.write(Buffer.from(request));
+    socket.end();
   });
 }

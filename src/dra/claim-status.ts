@@ -14,7 +14,7 @@ import {
   NETWORK_DATA_LIMITS,
   type NetworkDeviceData,
 } from "../cluster/dra-objects";
-import { canonicalIp } from "../npwg/ip-text";
+import { canonicalIp } from "../cni/ip-text";
 
 /** One attachment a claim's device backs, as the write reports it. */
 export interface ClaimBacked {

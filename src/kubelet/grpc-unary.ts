@@ -9,7 +9,8 @@
  * (docs/benchmarks.md, "Levers, measured"), and grpc-js adds its own and its channel's set-up.
  * No compression is offered, so none comes back.
  */
-import { H2Code, H2Connection, type H2Error, type H2Peaks, openUnixSocket } from "./h2c";
+import { openUnixSocket } from "../sys/unix-socket";
+import { H2Code, H2Connection, type H2Error, type H2Peaks } from "./h2c";
 import { type PeerLimit, PeerLimits } from "./peer-limits";
 
 /** gRPC status codes (grpc/doc/statuscodes.md), by name and by number. */

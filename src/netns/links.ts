@@ -8,7 +8,7 @@
 import { closeSync, constants, openSync } from "node:fs";
 import { CniError, Code } from "../cni/errors";
 import { libc, type Libc } from "../sys/libc";
-import { findTool } from "./routes";
+import { findTool } from "./tools";
 
 const CLONE_NEWNET = 0x40000000;
 const IP_TIMEOUT_MS = 5000;

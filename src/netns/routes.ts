@@ -11,8 +11,6 @@
  * an empty environment. A node without them gets an error naming the tool and the paths looked at,
  * before any route changes.
  */
-import { accessSync, constants, statSync } from "node:fs";
-import { getSystemErrorName } from "node:util";
 import { CniError, Code } from "../cni/errors";
 import {
   type NetlinkError,
@@ -20,35 +18,7 @@ import {
   openRouteSocket,
   type RouteSocket,
 } from "./rtnetlink";
-
-/** Where util-linux and iproute2 install these on the distributions Kubernetes nodes run. */
-export const TOOL_PATHS = {
-  nsenter: ["/usr/bin/nsenter", "/bin/nsenter", "/usr/sbin/nsenter", "/sbin/nsenter"],
-  ip: ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"],
-} as const;
-
-export type RouteTool = keyof typeof TOOL_PATHS;
-
-/** The first executable regular file among `candidates`, else a CNI error naming the tool. */
-export function findTool(
-  tool: RouteTool,
-  candidates: readonly string[] = TOOL_PATHS[tool],
-): string {
-  for (const path of candidates) {
-    try {
-      if (!statSync(path).isFile()) continue;
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // not there, or not executable: the next one
-    }
-  }
-  const pkg = tool === "ip" ? "iproute2" : "util-linux";
-  throw new CniError(
-    Code.Internal,
-    `default-route: this node has no ${tool} (${pkg}), needed to change the pod's default route; looked at ${candidates.join(", ")} (never $PATH). Install ${pkg} on the node, or remove "default-route" from the pod's network selection`,
-  );
-}
+import { findTool } from "./tools";
 
 export interface Tools {
   nsenter: string;
@@ -169,7 +139,8 @@ function setDefaultRoutesNetlink(netns: string, routes: readonly DefaultRoute[])
 
 function errnoName(errno: number): string {
   try {
-    return getSystemErrorName(-errno);
+    // Loaded here, on a failure only: node:util weighs on every call that imports it.
+    return process.getBuiltinModule("node:util").getSystemErrorName(-errno);
   } catch {
     return `errno ${errno}`;
   }

@@ -9,7 +9,7 @@
  * The calls are synchronous: nothing else runs on this thread while it is in the pod's namespace.
  */
 import { closeSync, constants, openSync } from "node:fs";
-import { isIP } from "node:net";
+import { isIpText } from "../cni/ip-text";
 import { libc, type Libc } from "../sys/libc";
 
 const CLONE_NEWNET = 0x40000000;
@@ -105,7 +105,7 @@ export class RouteSocket {
 
   /** `ip route replace|append default via gateway dev ifName`. */
   addDefault(route: { gateway: string; ifName: string; mode: "replace" | "append" }): void {
-    const v = isIP(route.gateway);
+    const v = !isIpText(route.gateway) ? 0 : route.gateway.includes(":") ? 6 : 4;
     if (v !== 4 && v !== 6) throw new NetlinkError(22, `${route.gateway} is not an IP address`);
     const index = this.indexes.get(route.ifName) ?? 0;
     if (index === 0) throw new NetlinkError(19, `the pod has no interface ${route.ifName} for it`);

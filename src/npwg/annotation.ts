@@ -13,7 +13,7 @@ import { decodeJson, isPlainObject } from "../cni/json";
 import { interfaceNameProblem } from "../cni/validate";
 import { dns1123LabelProblem } from "./dns1123";
 import type { NetworkSelection } from "./types";
-import { isIpText } from "./ip-text";
+import { isIpText } from "../cni/ip-text";
 import { deviceTextProblem } from "./device-id";
 
 export interface ParseAnnotationOptions {

@@ -5,7 +5,7 @@
  */
 import { CniError, Code } from "../cni/errors";
 import type { Result } from "../cni/result/types";
-import { canonicalIp } from "./ip-text";
+import { canonicalIp } from "../cni/ip-text";
 import type { NetworkSelection } from "./types";
 
 interface ParsedIp {

@@ -66,7 +66,8 @@ const sha256 = (path: string) => createHash("sha256").update(readFileSync(path))
 
 /** Every file the release build wrote, with its SHA-256. */
 function digests(dir: string): Record<string, string> {
-  const out: Record<string, string> = { "dist/plexus.cjs": sha256(join(dir, "dist/plexus.cjs")) };
+  const out: Record<string, string> = {};
+  for (const f of ["dist/plexus.cjs", "dist/plexus-commands.cjs"]) out[f] = sha256(join(dir, f));
   for (const f of readdirSync(join(dir, "dist/release")).sort())
     out[`dist/release/${f}`] = sha256(join(dir, "dist/release", f));
   return out;

@@ -82,6 +82,49 @@ function addThrough(kubeconfig: string, extra: Record<string, unknown> = {}) {
   return sb.run("ADD", conf, { CNI_ARGS: POD_ARGS });
 }
 
+/** A kubeconfig for `api` whose user runs `plugin` (an `exec` credential plugin). */
+function execKubeconfig(api: FakeApiServer, name: string, plugin: string): string {
+  const path = join(ctx.sb.root, name);
+  const ca = Buffer.from(api.caPem).toString("base64");
+  writeFileSync(
+    path,
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      `clusters: [{name: c, cluster: {server: "${api.url}", certificate-authority-data: ${ca}}}]`,
+      `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}, interactiveMode: Never}}}]`,
+      "contexts: [{name: x, context: {cluster: c, user: u}}]",
+      "current-context: x",
+    ].join("\n"),
+  );
+  return path;
+}
+
+// The credential plugins run in the executable's second bundle (the commands' one): the CNI
+// path reaches it by name, and its failures keep their CNI code on the way back.
+describe("M1 a credential plugin's kubeconfig through dist/plexus", () => {
+  it("M1 the plugin's token authenticates the ADD; a plugin that fails is code 7 naming the file", async () => {
+    const api = await apiWithPod();
+    const plugin = join(ctx.sb.root, "cred.sh");
+    const credential = { apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential" };
+    const answer = JSON.stringify({ ...credential, status: { token: api.token } });
+    writeFileSync(plugin, `#!/bin/sh\necho '${answer}'\n`, { mode: 0o755 });
+    const r = await addThrough(execKubeconfig(api, "exec.kubeconfig", plugin));
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(calls(api)).toContain("PATCH /api/v1/namespaces/app/pods/web/status");
+
+    const before = api.requests.length;
+    const failing = join(ctx.sb.root, "cred-fails.sh");
+    writeFileSync(failing, "#!/bin/sh\necho 'no credentials here' >&2\nexit 1\n", { mode: 0o755 });
+    const broken = execKubeconfig(api, "failing.kubeconfig", failing);
+    const err = cniError(await addThrough(broken));
+    expect(err.code).toBe(7);
+    expect(err.msg).toContain(broken);
+    expect(err.msg).toMatch(/credentials cannot be loaded/);
+    expect(calls(api, before)).toEqual([]);
+  });
+});
+
 describe("HTTPS to the API server from dist/plexus", () => {
   it("M1 the kubeconfig's CA is the only trust anchor: the pod is read and its status written; another CA is refused with 104 before any request", async () => {
     const api = await apiWithPod();

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import * as h2c from "../../../src/kubelet/h2c";
+import type { ByteSocket, SocketEvents } from "../../../src/sys/unix-socket";
 import { encodeHeaders } from "../../../src/kubelet/hpack";
 import { PeerLimits } from "../../../src/kubelet/peer-limits";
 
@@ -46,9 +47,9 @@ const okHeaders = frame({ type: TYPE.HEADERS, flags: END_HEADERS, stream: 1, pay
 
 /** A connection over memory with stream 1 open: what the stream got, and what was written. */
 function connection() {
-  let events: h2c.SocketEvents | undefined;
+  let events: SocketEvents | undefined;
   const written: Buffer[] = [];
-  const socket: h2c.ByteSocket = {
+  const socket: ByteSocket = {
     write: (bytes) => written.push(Buffer.from(bytes)),
     end: () => {},
     destroy: () => events?.close("connection closed"),

@@ -9,6 +9,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import * as h2c from "../../../src/kubelet/h2c";
+import type { ByteSocket, SocketEvents } from "../../../src/sys/unix-socket";
 import { encodeHeaders } from "../../../src/kubelet/hpack";
 import { PeerLimits } from "../../../src/kubelet/peer-limits";
 import { propertyRuns } from "../../support/property";
@@ -21,9 +22,9 @@ const { H2Code, H2Connection, H2Error } = h2c;
  * Bun's socket, it reports its close synchronously when destroyed.
  */
 function fakeConnection(neverReads: boolean) {
-  let events: h2c.SocketEvents | undefined;
+  let events: SocketEvents | undefined;
   let written = 0;
-  const socket: h2c.ByteSocket = {
+  const socket: ByteSocket = {
     write: (bytes) => {
       written += bytes.length;
     },

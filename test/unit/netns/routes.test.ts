@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { findTool, TOOL_PATHS } from "../../../src/netns/routes";
+import { findTool, TOOL_PATHS } from "../../../src/netns/tools";
 import { ipBytes, netlinkAvailable } from "../../../src/netns/rtnetlink";
 
 describe("M4 default-route's tools: fixed absolute paths, never $PATH", () => {

@@ -4,7 +4,7 @@
  */
 import { isIPv4, isIPv6 } from "node:net";
 import { describe, expect, it } from "vitest";
-import { canonicalIp, isIpText } from "../../../src/npwg/ip-text";
+import { canonicalIp, isIpText } from "../../../src/cni/ip-text";
 
 const CASES = [
   "1.2.3.4",

@@ -1,9 +1,11 @@
 // Shared benchmark helpers: timed child processes with peak RSS, interleaved rounds, medians.
 import { spawn, execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { registerHooks } from "node:module";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 
 // The fake API server is TypeScript that imports its siblings without an extension, as the
 // bundler and vitest resolve them; Node's own resolver needs the ".ts" added.
@@ -24,6 +26,71 @@ export function importFakeApiServer() {
 }
 
 export const NODE = process.execPath;
+
+const PYTHON_FAKE = new URL("./fake-api.py", import.meta.url).pathname;
+const TEST_CA = new URL("../../test/support/tls/ca.crt", import.meta.url).pathname;
+
+/**
+ * Added before every answer of the Python fake (BENCH_PY_LATENCY_MS, as kube-apiserver's own
+ * latency would be; default none, as the Node fake's).
+ */
+export const PY_LATENCY_MS = Number(process.env.BENCH_PY_LATENCY_MS ?? 0);
+
+/** Why the Python fake API server cannot run here (no python3 ≥ 3.11), or undefined. */
+export function pythonFakeMissing() {
+  try {
+    const v = execFileSync("python3", ["-c", "import sys; print(sys.version_info >= (3, 11))"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    return v.trim() === "True" ? undefined : "python3 is older than 3.11";
+  } catch {
+    return "python3 is not on PATH";
+  }
+}
+
+/**
+ * Pods and NADs as the Node fake's addPod/addNad take them, collected for the Python fake (which
+ * loads its objects at start): addPodWithNads and addBenchPods fill one as they fill the fake.
+ */
+export function collectObjects() {
+  const objects = { pods: [], nads: [] };
+  return { objects, addPod: (p) => objects.pods.push(p), addNad: (n) => objects.nads.push(n) };
+}
+
+/**
+ * Starts scripts/bench/fake-api.py (the Python fake API server) with `objects` ({ pods, nads },
+ * written to `dir`) and a fresh token; resolves once it listens. Its stdin stays open as a
+ * lifeline: it exits when this process does. `latencyMs` is added before every answer.
+ */
+export async function startPythonFake({ dir, objects, latencyMs = 0 }) {
+  const token = randomBytes(16).toString("hex");
+  const file = join(dir, "fake-api-objects.json");
+  writeFileSync(file, JSON.stringify({ token, ...objects }), { mode: 0o600 });
+  const argv = [PYTHON_FAKE, "--objects", file, "--latency-ms", String(latencyMs)];
+  const child = spawn("python3", argv, { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (c) => (stderr += c));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const port = await Promise.race([
+    createInterface({ input: child.stdout })[Symbol.asyncIterator]().next(),
+    exited,
+  ]);
+  if (typeof port?.value !== "string")
+    throw new Error(`fake-api.py did not start: ${stderr.slice(-1000)}`);
+  return {
+    url: `https://127.0.0.1:${port.value.trim()}`,
+    token,
+    caPem: readFileSync(TEST_CA, "utf8"),
+    pid: child.pid,
+    async close() {
+      child.stdin.end();
+      const timer = setTimeout(() => child.kill("SIGKILL"), 2000);
+      if (child.exitCode === null && child.signalCode === null) await exited;
+      clearTimeout(timer);
+    },
+  };
+}
 
 /**
  * The environment a CNI call gets from containerd or CRI-O started by systemd: their PATH and the
@@ -172,20 +239,32 @@ function socketGet(socketPath, path) {
   });
 }
 
-/** Starts `dist/plexus daemon` and waits until /readyz answers 200 (its caches are synced). */
+/**
+ * `cmd args` as a command that first joins the memory cgroup whose `cgroup.procs` is `procs` (a
+ * shell writes its pid there, then execs): everything it runs is charged there from its start.
+ */
+function inCgroup(procs, cmd, args) {
+  if (!procs) return [cmd, args];
+  return ["/bin/sh", ["-c", 'echo $$ > "$0" && exec "$@"', procs, cmd, ...args]];
+}
+
+/**
+ * Starts `dist/plexus daemon` and waits until /readyz answers 200 (its caches are synced); in the
+ * memory cgroup of `cgroupProcs` when given.
+ */
 export async function startDaemon({
   kubeconfig,
   socket,
   nodeName,
   timeoutMs = 60_000,
   podResourcesSocket,
+  cgroupProcs,
 }) {
   const t0 = performance.now();
   const extra =
     podResourcesSocket !== undefined ? ["--pod-resources-socket", podResourcesSocket] : [];
   const child = spawn(
-    "dist/plexus",
-    [
+    ...inCgroup(cgroupProcs, "dist/plexus", [
       "daemon",
       "--kubeconfig",
       kubeconfig,
@@ -196,7 +275,7 @@ export async function startDaemon({
       "--log-level",
       "warn",
       ...extra,
-    ],
+    ]),
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   let stderr = "";

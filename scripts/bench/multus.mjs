@@ -2,8 +2,11 @@
 // built by scripts/bench/multus-peer.sh into the cache dir, run on the same pods, delegates and
 // fake API server as Plexus, round by round interleaved with Plexus thin, Plexus daemon mode and
 // the delegates run directly. Skipped, with the reason, when the binaries are not there.
-// Multus's protobuf writes go through a small front (multus-front.mjs): Multus's requests take one
-// more loopback hop than Plexus's, which counts against Multus.
+// Two harnesses, so that no figure depends on the speed of one fake API server:
+// - "node": the project's fake (test/support/fake-apiserver.ts); Multus's protobuf writes go
+//   through a small front (multus-front.mjs), one more loopback hop that counts against Multus;
+// - "python": scripts/bench/fake-api.py, which Plexus and Multus both talk to directly (it
+//   answers Multus's protobuf writes itself, and serves the daemon's LIST and WATCH).
 import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -11,6 +14,7 @@ import { join } from "node:path";
 import {
   CNI_PATH,
   cni,
+  collectObjects,
   importFakeApiServer,
   max,
   median,
@@ -23,6 +27,9 @@ import {
   RUNTIME_ENV,
   nodeKubeconfig,
   addPodWithNads,
+  PY_LATENCY_MS,
+  pythonFakeMissing,
+  startPythonFake,
 } from "./lib.mjs";
 import { startProtobufFront } from "./multus-front.mjs";
 
@@ -100,14 +107,16 @@ async function stopThick(child, { madeSecretsDir }) {
 /**
  * multus-daemon v4.0.2 only takes the in-cluster config: run it in a private mount namespace with
  * a service-account token and CA on a tmpfs at /run/secrets (the empty mount point is removed
- * after).
+ * after); in the memory cgroup of `cgroupProcs` when given (its delegates are charged there too).
  */
-export async function startMultusThick({ front, root, confDir, clusterNetwork }) {
+export async function startMultusThick({ front, root, confDir, clusterNetwork, cgroupProcs }) {
   const socketDir = join(root, "multus-run");
   const { sa, config } = writeThickConfig({ front, root, confDir, clusterNetwork, socketDir });
   const made = !existsSync("/run/secrets");
   const script = [
     "set -e",
+    // unshare execs this shell in its own process: the daemon it execs starts in the cgroup.
+    ...(cgroupProcs ? [`echo $$ > ${cgroupProcs}`] : []),
     "mount --make-rprivate /",
     "mkdir -p /run/secrets",
     "mount -t tmpfs -o size=1m,mode=0700 tmpfs /run/secrets",
@@ -156,7 +165,14 @@ function addMultusPodAndNads({ api, K, root }) {
 }
 
 /** The network config each contender gets: Plexus thin, Plexus daemon mode and Multus thin. */
-function contenderConfs({ root, confDir, clusterNetwork, kubeconfig, multusKubeconfig, socket }) {
+export function contenderConfs({
+  root,
+  confDir,
+  clusterNetwork,
+  kubeconfig,
+  multusKubeconfig,
+  socket,
+}) {
   const base = {
     cniVersion: "1.0.0",
     name: "plexus",
@@ -196,13 +212,16 @@ function multusPodEnv(networkCount, netnsPath) {
   };
 }
 
-/** One round: each contender's ADD then DEL, in `order`, and Multus's request count. */
-async function runRound({ order, env, front }) {
+/**
+ * One round: each contender's ADD then DEL, in `order`, and Multus's request count (from `log`,
+ * the requests the front saw; none on the Python harness).
+ */
+async function runRound({ order, env, log }) {
   const round = {};
   for (const [name, [bin, conf]] of order) {
-    const before = front.log.length;
+    const before = log?.length ?? 0;
     const a = await cni(bin, { ...env, CNI_COMMAND: "ADD" }, conf);
-    if (name === "multus") round.req = front.log.length - before;
+    if (name === "multus" && log) round.req = log.length - before;
     const d = await cni(bin, { ...env, CNI_COMMAND: "DEL" }, conf);
     round[name] = [a, d];
   }
@@ -210,7 +229,7 @@ async function runRound({ order, env, front }) {
 }
 
 /** The samples of every round after the warm-up one, per contender, beside the direct runs. */
-async function measureContenders({ pairs, env, front, confs, runs }) {
+async function measureContenders({ pairs, env, log, confs, runs }) {
   const m = Object.fromEntries(
     Object.keys(pairs).flatMap((k) => [
       [`${k}Add`, []],
@@ -226,7 +245,7 @@ async function measureContenders({ pairs, env, front, confs, runs }) {
   for (let i = 0; i < runs + 1; i++) {
     // Every other round in reverse order, so no contender always runs right after another.
     const order = i % 2 ? Object.entries(pairs).reverse() : Object.entries(pairs);
-    const round = await runRound({ order, env, front });
+    const round = await runRound({ order, env, log });
     const direct = await runDirect(confs, env);
     if (i === 0) continue;
     for (const [name, [a, d]] of Object.entries(round).filter(([k]) => k !== "req")) {
@@ -239,7 +258,7 @@ async function measureContenders({ pairs, env, front, confs, runs }) {
     m.thinVsMultus.push(m.thinOwn.at(-1) / m.multusOwn.at(-1));
     m.fAdd.push(direct.add);
     m.fDel.push(direct.del);
-    m.multusReq.push(round.req);
+    if (round.req !== undefined) m.multusReq.push(round.req);
   }
   return m;
 }
@@ -257,69 +276,111 @@ function summarizeContenders({ K, pairs, samples: m }) {
       rssMiB: max(m[`${name}Rss`]) / 1024,
     };
   }
-  r.multusReq = max(m.multusReq);
+  r.multusReq = m.multusReq.length ? max(m.multusReq) : undefined;
   r.thinVsMultus = median(m.thinVsMultus);
   return r;
 }
 
-/**
- * One K: its own fake API server, protobuf front, Plexus daemon and Multus thick (when it starts),
- * all stopped after. Returns the row and, when Multus thick did not start, why.
- */
-async function benchMultusAt({ K, tmp, netnsPath, runs, startFakeApiServer }) {
+/** The Node harness: the project's fake API server, Multus's writes through the protobuf front. */
+async function startNodeHarness({ objects, startFakeApiServer }) {
   // Multus ships its own ClusterRole (update pods/status); Plexus's shipped RBAC would refuse it.
   const api = await startFakeApiServer({ rbac: false });
+  for (const pod of objects.pods) api.addPod(pod);
+  for (const nad of objects.nads) api.addNad(nad);
   const front = await startProtobufFront(api);
-  let daemon;
+  const close = async () => {
+    await front.close();
+    await api.close();
+  };
+  return { plexus: api, multus: front, log: front.log, close };
+}
+
+/** The Python harness: fake-api.py, which Plexus and Multus both talk to directly. */
+async function startPythonHarness({ objects, dir }) {
+  const fake = await startPythonFake({ dir, objects, latencyMs: PY_LATENCY_MS });
+  return { plexus: fake, multus: fake, log: undefined, close: fake.close };
+}
+
+/** The two fake API servers every figure of this section is measured against. */
+const HARNESSES = [
+  { name: "node", label: "node fake + protobuf front", latencyMs: 0, start: startNodeHarness },
+  {
+    name: "python",
+    label: "python fake (fake-api.py), direct",
+    latencyMs: PY_LATENCY_MS,
+    start: startPythonHarness,
+  },
+];
+
+/**
+ * Plexus's daemon and Multus thick (when it starts) on `servers`, and each contender's binary and
+ * config. Returns them with `stop`, and why Multus thick did not start when it did not.
+ */
+async function startContenders({ servers, root, confDir, clusterNetwork }) {
+  const kubeconfig = await nodeKubeconfig(servers.plexus, { dir: root });
+  const multusKubeconfig = await nodeKubeconfig(servers.multus, {
+    dir: root,
+    fileName: "multus.kubeconfig",
+  });
+  const socket = join(root, "plexus.sock");
+  const daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
   let thick;
   let thickNote = "";
   try {
-    const root = join(tmp, `k${K}`);
-    const { confDir, cluster, clusterNetwork, nads } = addMultusPodAndNads({ api, K, root });
-    const kubeconfig = await nodeKubeconfig(api, { dir: root });
-    const multusKubeconfig = await nodeKubeconfig(front, {
-      dir: root,
-      fileName: "multus.kubeconfig",
-    });
-    const socket = join(root, "plexus.sock");
-    daemon = await startDaemon({ kubeconfig, socket, nodeName: NODE_NAME });
-    try {
-      thick = await startMultusThick({ front, root, confDir, clusterNetwork });
-    } catch (err) {
-      thickNote = `Multus thick not run: ${err.message}`;
-    }
-    const { thinConf, daemonConf, multusConf } = contenderConfs({
-      root,
-      confDir,
-      clusterNetwork,
-      kubeconfig,
-      multusKubeconfig,
-      socket,
-    });
-    const binOf = (b) => join(MULTUS_DIR, b);
-    const pairs = {
-      thin: ["dist/plexus", thinConf],
-      daemon: ["dist/plexus", daemonConf],
-      multus: [binOf("multus"), multusConf],
-      ...(thick ? { thick: [binOf("multus-shim"), thick.shimConf] } : {}),
-    };
+    thick = await startMultusThick({ front: servers.multus, root, confDir, clusterNetwork });
+  } catch (err) {
+    thickNote = `Multus thick not run: ${err.message}`;
+  }
+  const confs = { root, confDir, clusterNetwork, kubeconfig, multusKubeconfig, socket };
+  const { thinConf, daemonConf, multusConf } = contenderConfs(confs);
+  const binOf = (b) => join(MULTUS_DIR, b);
+  const pairs = {
+    thin: ["dist/plexus", thinConf],
+    daemon: ["dist/plexus", daemonConf],
+    multus: [binOf("multus"), multusConf],
+    ...(thick ? { thick: [binOf("multus-shim"), thick.shimConf] } : {}),
+  };
+  const stop = async () => {
+    await thick?.stop();
+    await daemon.stop();
+  };
+  return { pairs, stop, thickNote };
+}
+
+/**
+ * One K on one harness: its own fake API server(s), Plexus daemon and Multus thick (when it
+ * starts), all stopped after. Returns the row (tagged with the harness) and, when Multus thick
+ * did not start, why.
+ */
+async function benchMultusAt({ K, tmp, netnsPath, runs, harness, startFakeApiServer }) {
+  const root = join(tmp, `${harness.name}-k${K}`);
+  const objects = collectObjects();
+  const { confDir, cluster, clusterNetwork, nads } = addMultusPodAndNads({
+    api: objects,
+    K,
+    root,
+  });
+  const servers = await harness.start({ objects: objects.objects, dir: root, startFakeApiServer });
+  let contenders;
+  try {
+    contenders = await startContenders({ servers, root, confDir, clusterNetwork });
+    const { pairs } = contenders;
     const env = multusPodEnv(K, netnsPath);
     const confs = [cluster, ...nads];
-    const samples = await measureContenders({ pairs, env, front, confs, runs });
-    return { row: summarizeContenders({ K, pairs, samples }), thickNote };
+    const samples = await measureContenders({ pairs, env, log: servers.log, confs, runs });
+    const row = { harness: harness.name, ...summarizeContenders({ K, pairs, samples }) };
+    return { row, thickNote: contenders.thickNote };
   } finally {
-    await thick?.stop();
-    await daemon?.stop();
-    await front.close();
-    await api.close();
+    await contenders?.stop();
+    await servers.close();
   }
 }
 
-/** Prints the rows of every K, with why Multus thick did not run when it did not. */
-function printMultusTable(results, thickNote) {
+/** Prints the rows of every K on one harness, with why Multus thick did not run when it did not. */
+function printMultusTable({ results, thickNote, harness }) {
   const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}×` : "");
   console.log(
-    "== Multus v4.0.2 beside Plexus: a pod with the default network + K NAD networks, fake API server (HTTPS, 0 ms), interleaved (ms, medians)",
+    `== Multus v4.0.2 beside Plexus, on the ${harness.label}: a pod with the default network + K NAD networks, fake API server (HTTPS, ${harness.latencyMs} ms), interleaved (ms, medians)`,
   );
   console.log(
     "   own = ADD + DEL − the same delegates run directly in that round (median of rounds); thin ratio = Plexus / Multus own, the median of each round's ratio (below 1: Plexus cheaper)",
@@ -345,13 +406,27 @@ function printMultusTable(results, thickNote) {
       r.thick ? `${r.thick.add.toFixed(1)} / ${r.thick.del.toFixed(1)}` : "—",
       r.thick ? ratio(r.daemon.add, r.thick.add) : "",
       `${Math.max(r.thin.rssMiB, r.daemon.rssMiB).toFixed(1)} / ${r.multus.rssMiB.toFixed(1)} / ${r.thick ? r.thick.rssMiB.toFixed(1) : "—"} MiB`,
-      r.multusReq,
+      r.multusReq ?? "—",
     ]),
   );
   if (thickNote) console.log(`   ${thickNote}`);
   console.log("");
 }
 
+/** Every K on one harness, printed as one table. */
+async function benchHarness({ harness, counts, tmp, netnsPath, runs, startFakeApiServer }) {
+  const results = [];
+  let thickNote = "";
+  for (const K of counts) {
+    const at = await benchMultusAt({ K, tmp, netnsPath, runs, harness, startFakeApiServer });
+    results.push(at.row);
+    thickNote = at.thickNote || thickNote;
+  }
+  printMultusTable({ results, thickNote, harness });
+  return results;
+}
+
+/** Rows of every K on both harnesses, each tagged `harness: "node" | "python"`. */
 export async function benchMultus(runs, counts = [0, 2, 8]) {
   const missing = multusMissing();
   if (missing) {
@@ -365,17 +440,21 @@ export async function benchMultus(runs, counts = [0, 2, 8]) {
   const netnsPath = s.netns(`plx-benchm-${process.pid}`);
   for (let k = 0; k <= Math.max(...counts); k++) s.link(`plxm${k}`);
   const results = [];
-  let thickNote = "";
   try {
-    for (const K of counts) {
-      const at = await benchMultusAt({ K, tmp, netnsPath, runs, startFakeApiServer });
-      results.push(at.row);
-      thickNote = at.thickNote || thickNote;
+    for (const harness of HARNESSES) {
+      const noPython = harness.name === "python" && pythonFakeMissing();
+      if (noPython) {
+        console.log(
+          `== Multus v4.0.2 beside Plexus, on the ${harness.label}: skipped: ${noPython}\n`,
+        );
+        continue;
+      }
+      const args = { harness, counts, tmp, netnsPath, runs, startFakeApiServer };
+      results.push(...(await benchHarness(args)));
     }
   } finally {
     s.cleanup();
     rmSync(tmp, { recursive: true, force: true });
   }
-  printMultusTable(results, thickNote);
   return results;
 }

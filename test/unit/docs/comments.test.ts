@@ -13,6 +13,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { FIGURE_RES } from "../../support/figures";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
 const DIRS = ["src", "test", "scripts", "bin"];
@@ -112,11 +113,6 @@ function parseTree(): { file: string; comments: string[]; titles: string[] }[] {
 
 /** The shipped code and its build: what every CNI call runs, and how it is built. */
 const SHIPPED = /^(src\/|bin\/|esbuild\.config\.mjs$|scripts\/(build[\w-]*|bytecode-order)\.mjs$)/;
-/** An estimate or a measurement: "~4 ms", "about 2 MB", "costs 1.5 ms", "saves 9 MiB". */
-const FIGURE_RES = [
-  /~\s?\d/,
-  /\b(?:about|costs?|saves?|takes?)\s+\d[\d.,]*\s?(?:ms|µs|s|MiB|KiB|GiB|MB|KB|%)(?!\w)/i,
-];
 /** A pointer to a section: `docs/benchmarks.md, "Levers, measured"` or `docs/benchmarks.md ("…")`. */
 const SECTION_RE = /docs\/benchmarks\.md(?:, | \()"([^"]+)"/g;
 
@@ -162,9 +158,14 @@ describe("figures live in docs/benchmarks.md", () => {
     const figures = (text: string) => FIGURE_RES.flatMap((re) => text.match(re)?.[0] ?? []);
     expect(figures("// a cold undici costs ~70 ms")).toEqual(["~7"]);
     expect(figures("// loading it costs 1.5 ms")).toEqual(["costs 1.5 ms"]);
+    expect(figures("// node:net adds 8 ms")).toEqual(["adds 8 ms"]);
+    expect(figures("// the split: +2.5 MiB, 3 ms faster")).toEqual(["+2.5 MiB", "3 ms faster"]);
+    expect(figures("// 9 MiB per call; 0.7× Multus")).toEqual(["9 MiB per call", "0.7×"]);
+    expect(figures("// it took 11 to 15 ms")).toEqual(["took 11 to 15 ms"]);
     expect(
       figures("/** Default 4 MiB (etcd's object limit is 1.5 MiB); 250 ms in Multus. */"),
     ).toEqual([]);
+    expect(figures("// at most 50 ms; 64 KiB of headers; a 5 s poll; 16× later")).toEqual([]);
   });
 
   it("the comments of the shipped code and its build state no cost or measurement", () => {

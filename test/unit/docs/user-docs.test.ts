@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { FIGURE_RES } from "../../support/figures";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
 const DOCS = join(REPO_ROOT, "docs");
@@ -66,6 +67,23 @@ function prose(text: string): string {
       return fenced ? "" : line;
     })
     .join("\n");
+}
+
+/**
+ * The pages whose subject is measurement: each figure there comes with its method and run. Every
+ * other page links to them instead of quoting a cost that goes stale with the next release.
+ */
+const MEASURING = new Set(["benchmarks.md", "scale.md"].map((f) => join(DOCS, f)));
+
+/** Each cost figure of a page's prose (a limit, a default or a size is not one), "file:line: …". */
+function figures(file: string, text: string): string[] {
+  return prose(text)
+    .split("\n")
+    .flatMap((line, i) =>
+      FIGURE_RES.flatMap((re) => line.match(re)?.[0] ?? []).map(
+        (m) => `${rel(file)}:${i + 1}: ${m}  (${line.trim()})`,
+      ),
+    );
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
@@ -185,6 +203,14 @@ describe("user docs: README.md and docs/*.md", () => {
       "fd00::2",
     ];
     for (const line of fine) expect(internalIds("x.md", line), line).toEqual([]);
+  });
+
+  it("state no cost figures outside the measurement pages (docs/benchmarks.md, docs/scale.md)", () => {
+    const found = userDocs
+      .filter((f) => !MEASURING.has(f))
+      .flatMap((f) => figures(f, read(f)));
+    expect(found).toEqual([]);
+    expect(figures(README, "a call costs ~21 ms, and 9 MiB per call (1 MiB cap)")).toHaveLength(2);
   });
 
   it("every relative link resolves to a file, and every anchor to a heading of it", () => {

@@ -13,6 +13,8 @@ const LAYERS = [
   ["cluster"], //                     the KubeApi port, the objects Plexus reads, the file cluster
   ["kubeapi", "kubelet", "dra"], //   the API server's client; kubelet's pod devices; DRA's rules
   ["watch"], //                       the daemon's watch caches (client-node informers, claims)
+  ["nodestate"], //                   the node's state: records, pending index, lock, teardown
+  ["planning", "migration"], //       a pod's plan (networks, devices); Multus's cache taken over
   ["orchestrate"], //                 the verbs
   ["daemon", "install"], //           the node daemon and its client; the installer
   ["connect"], //                     which Kubernetes and which device source a call uses

@@ -14,6 +14,7 @@ import { addNodePathOptions } from "./node-path-options";
 import { housekeepingPass } from "./housekeeping-pass";
 import { hotplugPass } from "./hotplug-pass";
 import { addOpsCommands } from "./ops-commands";
+import { COMMANDS } from "./routes";
 import { addUninstallCommand } from "./uninstall-command";
 import { ExitCode } from "../config/exit-codes";
 import { COMMIT, VERSION } from "../config/build-info";
@@ -47,7 +48,8 @@ function commanderExit(err: { code?: unknown; exitCode?: number }): number {
   return answers.includes(String(err.code)) ? ExitCode.Ok : ExitCode.Usage;
 }
 
-export async function runCommands(argv: readonly string[]): Promise<number> {
+/** Every command with its flags; each command's module is loaded through routes.ts when it runs. */
+export function commandLine(setExitCode: (code: number) => void): Command {
   const program = newProgram();
   program
     .command("cni-versions")
@@ -55,14 +57,18 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
     .action(() => {
       process.stdout.write(`${ALL_VERSIONS.join("\n")}\n`);
     });
-  let exitCode: number = ExitCode.Ok;
-  const setExitCode = (code: number) => {
-    exitCode = code;
-  };
   addInstallCommand(program, setExitCode);
   addUninstallCommand(program, setExitCode);
   addDaemonCommand(program, setExitCode);
   addOpsCommands(program, setExitCode);
+  return program;
+}
+
+export async function runCommands(argv: readonly string[]): Promise<number> {
+  let exitCode: number = ExitCode.Ok;
+  const program = commandLine((code) => {
+    exitCode = code;
+  });
   if (argv.length === 0) {
     program.outputHelp();
     return ExitCode.Ok;
@@ -141,7 +147,7 @@ function addDaemonCommand(program: Command, setExitCode: (code: number) => void)
     .option("--hot-plug-namespaces <names>", "only these namespaces, comma-separated")
     .option("--hot-plug-concurrency <n>", "hot-plug reconciles at once on the node (default 4)")
     .action(async (flags: Record<string, string | undefined>) => {
-      const { daemonMain } = await import("../daemon/main");
+      const { daemonMain } = await COMMANDS.daemon.load();
       const passes = { housekeeping: housekeepingPass(flags), hotplug: hotplugPass(flags) };
       setExitCode(await daemonMain(flags, passes));
     });
@@ -179,10 +185,10 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
     )
     .action(async (flags: Record<string, unknown>) => {
       if (flags.ready) {
-        const { installReadyMain } = await import("../install/ready");
+        const { installReadyMain } = await COMMANDS["install --ready"].load();
         return setExitCode(installReadyMain(flags as never));
       }
-      const { installMain } = await import("../install/main");
+      const { installMain } = await COMMANDS.install.load();
       setExitCode(await installMain(flags));
     });
 }

@@ -6,13 +6,13 @@
  * (orchestrate/add.ts, del.ts, …) is loaded when it is called, and the person-facing commands
  * (commander, the installer) on first use, so an ADD never pays for them.
  */
+import { setJitPolicy } from "../sys/runtime";
+
 export { runVerb } from "./run-verb";
 
 export async function runCommands(argv: readonly string[]): Promise<number> {
   // The executable starts with a late JIT tier-up, right for a CNI call (scripts/build-bun.mjs);
   // the daemon and the installer run for days: normal policy for them.
-  (
-    globalThis as { Bun?: { unsafe?: { setJITPolicy?: (scale: number) => void } } }
-  ).Bun?.unsafe?.setJITPolicy?.(1);
+  setJitPolicy(1);
   return (await import("./commands")).runCommands(argv);
 }

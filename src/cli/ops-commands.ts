@@ -1,12 +1,13 @@
 /**
  * The commands people run on a node to see what Plexus does and why: explain, validate, doctor,
  * records, completion; and `status`, the whole cluster's nodes from the API server. Only their
- * flags are defined here; each command's code is loaded when it runs (src/ops/), never by a CNI
- * call.
+ * flags are defined here; each command's code is loaded when it runs, through its row in
+ * routes.ts, never by a CNI call.
  */
 import type { Command } from "commander";
 import { DEFAULT_CONF_DIR } from "../config/defaults";
 import { ExitCode } from "../config/exit-codes";
+import { COMMANDS } from "./routes";
 
 type SetExit = (code: number) => void;
 
@@ -53,7 +54,7 @@ function addStatusCommand(program: Command, setExit: SetExit): void {
     .option("-o, --output <format>", "text or json", "text")
     .option("--log-level <level>", "log to stderr at this level (debug, info, …)", "panic")
     .action(async (flags: Record<string, string | undefined>) => {
-      const { statusMain } = await import("../ops/status");
+      const { statusMain } = await COMMANDS.status.load();
       setExit(await statusMain(flags));
     });
 }
@@ -77,10 +78,10 @@ function addExplainCommand(program: Command, setExit: SetExit): void {
     .option("--hot-plug", "what a hot-plug reconcile of the running pod would attach and detach")
     .action(async (pod: string | undefined, flags: Record<string, string | undefined>) => {
       if (flags.hotPlug) {
-        const { hotplugMain } = await import("../ops/hotplug");
+        const { hotplugMain } = await COMMANDS["explain --hot-plug"].load();
         return setExit(await hotplugMain(pod, { ...flags, dryRun: true }));
       }
-      const { explainMain } = await import("../ops/explain");
+      const { explainMain } = await COMMANDS.explain.load();
       setExit(await explainMain(pod, flags));
     });
 }
@@ -120,10 +121,10 @@ function addValidateCommand(program: Command, setExit: SetExit): void {
             process.stderr.write("plexus validate --preflight checks every NAD (or --file's)\n");
             return setExit(ExitCode.Usage);
           }
-          const { preflightMain } = await import("../ops/multus-preflight");
+          const { preflightMain } = await COMMANDS["validate --preflight"].load();
           return setExit(await preflightMain(flags as never));
         }
-        const { validateMain } = await import("../ops/validate");
+        const { validateMain } = await COMMANDS.validate.load();
         setExit(await validateMain(nad, flags as never));
       },
     );
@@ -137,7 +138,7 @@ function addDoctorCommand(program: Command, setExit: SetExit): void {
         "check this node: the config the runtime picks, the default network, readiness, kubeconfig and token, API server, daemon, records, disk space",
       ),
   ).action(async (flags: Record<string, string | undefined>) => {
-    const { doctorMain } = await import("../ops/doctor");
+    const { doctorMain } = await COMMANDS.doctor.load();
     setExit(await doctorMain(flags));
   });
 }
@@ -148,7 +149,7 @@ function addCompletionCommand(program: Command, setExit: SetExit): void {
     .argument("<shell>", "bash")
     .description("print a shell completion script: source <(plexus completion bash)")
     .action(async (shell: string) => {
-      const { completionScript } = await import("./completion");
+      const { completionScript } = await COMMANDS.completion.load();
       const script = completionScript(program, shell);
       if (script === undefined) {
         process.stderr.write(
@@ -177,7 +178,7 @@ function addHotplugCommand(program: Command, setExit: SetExit): void {
       "the daemon's: the Warning events its last reconcile recorded on the pod (keys), not again",
     )
     .action(async (pod: string, flags: Record<string, string | boolean | undefined>) => {
-      const { hotplugMain } = await import("../ops/hotplug");
+      const { hotplugMain } = await COMMANDS.hotplug.load();
       setExit(await hotplugMain(pod, flags as never));
     });
 }
@@ -199,7 +200,7 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
     id: string | undefined,
     flags: Record<string, string | boolean | undefined>,
   ) => {
-    const { recordsMain } = await import("../ops/records");
+    const { recordsMain } = await COMMANDS[`records ${action}`].load();
     setExit(await recordsMain(action, id, flags as never));
   };
   const withDir = (c: Command) =>
@@ -236,7 +237,7 @@ function addRecordsCommand(program: Command, setExit: SetExit): void {
   )
     .option("--housekeeper <seconds>", "(the daemon's) DELs leave pending records to it this long")
     .action(async (flags) => {
-      const { recordsRetryMain } = await import("../ops/housekeeping");
+      const { recordsRetryMain } = await COMMANDS["records retry"].load();
       setExit(await recordsRetryMain(flags));
     });
 }

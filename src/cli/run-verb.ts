@@ -5,6 +5,7 @@ import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
 import { parsePlexusConf, PLEXUS_KEYS, type PlexusConf } from "../config/plugin-conf";
 import { createLogger, type Logger } from "../log/logger";
+import { VERBS } from "./routes";
 import { readStdin, type MainIo } from "./stdio";
 import { verbDeps } from "./verb-deps";
 
@@ -56,7 +57,7 @@ export async function runVerb(
   }
 }
 
-/** The verb's own module, loaded for the verb alone. */
+/** The verb's own module, loaded for the verb alone through its row in routes.ts. */
 async function dispatch(
   req: CniRequest,
   conf: PlexusConf,
@@ -64,23 +65,23 @@ async function dispatch(
 ): Promise<unknown> {
   switch (req.command) {
     case "ADD": {
-      const { cmdAdd } = await import("../orchestrate/add");
+      const { cmdAdd } = await VERBS.ADD.load();
       return (await cmdAdd(req, conf, deps)).result;
     }
     case "DEL": {
-      const { cmdDel } = await import("../orchestrate/del");
+      const { cmdDel } = await VERBS.DEL.load();
       return void (await cmdDel(req, conf, deps));
     }
     case "CHECK": {
-      const { cmdCheck } = await import("../orchestrate/check");
+      const { cmdCheck } = await VERBS.CHECK.load();
       return void (await cmdCheck(req, conf, deps));
     }
     case "STATUS": {
-      const { cmdStatus } = await import("../orchestrate/status");
+      const { cmdStatus } = await VERBS.STATUS.load();
       return void (await cmdStatus(req, conf, deps));
     }
     case "GC": {
-      const { cmdGc } = await import("../orchestrate/gc");
+      const { cmdGc } = await VERBS.GC.load();
       return void (await cmdGc(req, conf, deps));
     }
     default:

@@ -16,6 +16,8 @@
  * delegates, its API client, its lock) runs clean: no debugger port stays open, no foreign settings
  * apply. Keep such variables out of the container runtime's environment (docs/security.md).
  */
+import { isStandaloneExecutable } from "../sys/runtime";
+
 const TUNING =
   /^(BUN_OPTIONS|BUN_BE_BUN|BUN_INSPECT.*|BUN_CONFIG_.*|BUN_JSC_.*|BUN_RUNTIME_TRANSPILER_CACHE_PATH|NODE_OPTIONS|NODE_TLS_REJECT_UNAUTHORIZED|NODE_PATH|NODE_COMPILE_CACHE|NODE_DEBUG|NODE_DEBUG_NATIVE|NODE_V8_COVERAGE)$/;
 
@@ -42,11 +44,8 @@ type Execve = (file: string, args: string[], env: Record<string, string>) => nev
 export function reexecWithoutTuning(): void {
   if (tuningVariables(process.env).length === 0) return;
   const clean = withoutTuning(process.env);
-  const standalone =
-    (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun?.isStandaloneExecutable ===
-    true;
   const execve = (process as unknown as { execve?: Execve }).execve;
-  if (standalone && typeof execve === "function")
+  if (isStandaloneExecutable() && typeof execve === "function")
     execve(process.execPath, [process.execPath, ...process.argv.slice(2)], clean);
   for (const k of tuningVariables(process.env)) delete process.env[k];
 }

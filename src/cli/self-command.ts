@@ -2,6 +2,7 @@
  * The daemon's passes (housekeeping-pass.ts, hotplug-pass.ts) run Plexus again as a process of
  * its own, with the daemon's node paths and log level: the argv that does it, one way for both.
  */
+import { isStandaloneExecutable } from "../sys/runtime";
 
 interface SelfCommand {
   /** The subcommand and its own arguments: `["records", "retry"]`. */
@@ -11,8 +12,7 @@ interface SelfCommand {
 
 /** The arguments for `process.execPath`: the executable itself, or under Node the bundle it runs. */
 export function selfArgs({ command, flags }: SelfCommand): string[] {
-  const bun = (globalThis as { Bun?: { isStandaloneExecutable?: boolean } }).Bun;
-  const self = bun?.isStandaloneExecutable === true ? [] : [process.argv[1] ?? ""];
+  const self = isStandaloneExecutable() ? [] : [process.argv[1] ?? ""];
   const level = typeof flags.logLevel === "string" ? flags.logLevel : "info";
   const args = [...self, ...command, "--log-level", level];
   if (typeof flags.cniConfDir === "string" && flags.cniConfDir)

@@ -6,6 +6,7 @@
 import type { Command } from "commander";
 import { DEFAULT_CNI_DIR, DEFAULT_KUBECONFIG_FILE_HOST } from "../config/defaults";
 import { addNodePathOptions } from "./node-path-options";
+import { COMMANDS } from "./routes";
 
 export function addUninstallCommand(program: Command, setExitCode: (code: number) => void): void {
   const uninstall = program
@@ -24,7 +25,7 @@ export function addUninstallCommand(program: Command, setExitCode: (code: number
     .option("--wait", "after the removal, keep running until SIGTERM (for a DaemonSet)")
     .option("--log-level <level>", "this command's log level (stderr)", "info")
     .action(async (flags: Record<string, unknown>) => {
-      const { uninstallMain } = await import("../install/uninstall-main");
+      const { uninstallMain } = await COMMANDS.uninstall.load();
       setExitCode(await uninstallMain(flags));
     });
 }

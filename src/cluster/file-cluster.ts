@@ -25,22 +25,32 @@ import {
   type ClaimStatusOutcome,
   DRA_GROUP,
   DRA_VERSION,
-  type ResourceClaim,
   type ResourceSlice,
   trimResourceClaim,
   trimResourceSlice,
 } from "./dra-objects";
 import { eventForPeople, type KubeApi, type PodEvent } from "./kube-api";
+import {
+  isDns1123Subdomain,
+  ObjectReader,
+  type ReadAnswer,
+  type ReadKind,
+  type ReadRef,
+  type ReadRow,
+  READS,
+} from "./reads";
 
 const STATUS_DIR = "status";
 const MANIFEST = /\.(ya?ml|json)$/;
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 
 interface Objects {
-  pods: Map<string, Pod>;
-  nads: Map<string, Nad>;
-  /** M10, DRA: ResourceClaims by namespace/name, ResourceSlices (cluster-scoped) in file order. */
-  claims: Map<string, ResourceClaim>;
+  /**
+   * Each object of reads.ts by kind, then `namespace/name`: pods and NADs as their manifests hold
+   * them, ResourceClaims (M10, DRA) trimmed as the API path trims them.
+   */
+  byKind: { [K in ReadKind]: Map<string, NonNullable<ReadAnswer<K>>> };
+  /** M10, DRA: ResourceSlices (cluster-scoped) in file order. */
   slices: ResourceSlice[];
   /**
    * Why a file or a document was left out (invalid YAML, too large, a bad name): reported only to
@@ -51,32 +61,33 @@ interface Objects {
 }
 
 function emptyObjects(): Objects {
-  return { pods: new Map(), nads: new Map(), claims: new Map(), slices: [], broken: [] };
+  const byKind = { pod: new Map(), nad: new Map(), resourceClaim: new Map() };
+  return { byKind, slices: [], broken: [] };
 }
 
-export class FileCluster implements KubeApi {
+export class FileCluster extends ObjectReader implements KubeApi {
   requestCount = 0;
   private objects?: Objects;
 
-  constructor(readonly dir: string) {}
-
-  async getPod(namespace: string, name: string): Promise<Pod> {
-    this.requestCount++;
-    const objects = await this.load();
-    const pod = objects.pods.get(`${namespace}/${name}`);
-    if (pod) return pod;
-    const missing = `pod ${namespace}/${name} is not among the manifests in ${this.dir}`;
-    throwIfBroken(objects, missing);
-    throw new CniError(Code.UnknownContainer, missing);
+  constructor(readonly dir: string) {
+    super();
   }
 
-  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
+  /**
+   * One object of reads.ts, looked up by its kind. Missing: 3 for a pod, `undefined` for the
+   * rest; 7 instead, naming them, when manifests were left out (one of them may hold it).
+   */
+  override async read<K extends ReadKind>(kind: K, ref: ReadRef): Promise<ReadAnswer<K>> {
     this.requestCount++;
     const objects = await this.load();
-    const nad = objects.nads.get(`${namespace}/${name}`);
-    const missing = `NetworkAttachmentDefinition ${namespace}/${name} is not among the manifests`;
-    if (!nad) throwIfBroken(objects, missing);
-    return nad;
+    const found = objects.byKind[kind].get(`${ref.namespace}/${ref.name}`);
+    if (found) return found;
+    const r: ReadRow = READS[kind];
+    const { namespace, name } = ref;
+    const missing = `${r.noun} ${namespace}/${name} is not among the manifests in ${this.dir}`;
+    throwIfBroken(objects, missing);
+    if (r.optional) return undefined as ReadAnswer<K>;
+    throw new CniError(Code.UnknownContainer, missing);
   }
 
   async setNetworkStatus(
@@ -129,7 +140,8 @@ export class FileCluster implements KubeApi {
         Code.InvalidEnv,
         `ResourceClaim ${JSON.stringify(`${namespace}/${name}`)}: ${problem}; no status written`,
       );
-    if (!(await this.load()).claims.has(`${namespace}/${name}`)) return "claim-missing";
+    if (!(await this.load()).byKind.resourceClaim.has(`${namespace}/${name}`))
+      return "claim-missing";
     const path = join(this.dir, STATUS_DIR, "resourceclaims", `${namespace}.${name}.json`);
     if (devices.length === 0) {
       await rm(path, { force: true });
@@ -143,14 +155,6 @@ export class FileCluster implements KubeApi {
     };
     await writeFileAtomic(path, `${JSON.stringify(doc, null, 2)}\n`, 0o644);
     return "applied";
-  }
-
-  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
-    this.requestCount++;
-    const objects = await this.load();
-    const claim = objects.claims.get(`${namespace}/${name}`);
-    if (!claim) throwIfBroken(objects, `ResourceClaim ${namespace}/${name} is not in ${this.dir}`);
-    return claim;
   }
 
   async listResourceSlices(query: {
@@ -173,12 +177,12 @@ export class FileCluster implements KubeApi {
 
   /** Every NAD of the directory (`plexus validate --all`). */
   async listNads(): Promise<Nad[]> {
-    return [...(await this.complete()).nads.values()];
+    return [...(await this.complete()).byKind.nad.values()];
   }
 
   /** Every pod of the directory (`plexus validate`: what pods request of a NAD). */
   async listPods(): Promise<Pod[]> {
-    return [...(await this.complete()).pods.values()];
+    return [...(await this.complete()).byKind.pod.values()];
   }
 
   /** B71: the names become a file name, so they are the names Kubernetes allows, or the call fails (4). */
@@ -292,7 +296,7 @@ function index(objects: Objects, doc: unknown, path: string): void {
     );
   const metadata = { ...doc.metadata, namespace } as Pod["metadata"];
   if (doc.kind === "Pod" && (doc.apiVersion === "v1" || doc.apiVersion === undefined)) {
-    objects.pods.set(key, { ...(doc as object), metadata } as Pod);
+    objects.byKind.pod.set(key, { ...(doc as object), metadata } as Pod);
   } else if (doc.kind === "NetworkAttachmentDefinition") {
     if (doc.apiVersion !== undefined && doc.apiVersion !== "k8s.cni.cncf.io/v1") {
       throw new CniError(
@@ -300,7 +304,7 @@ function index(objects: Objects, doc: unknown, path: string): void {
         `${path}: NetworkAttachmentDefinition ${key} has apiVersion ${String(doc.apiVersion)}; expected k8s.cni.cncf.io/v1`,
       );
     }
-    objects.nads.set(key, { ...(doc as object), metadata } as Nad);
+    objects.byKind.nad.set(key, { ...(doc as object), metadata } as Nad);
   } else if (typeof doc.apiVersion === "string" && doc.apiVersion.startsWith(`${DRA_GROUP}/`)) {
     indexDra(objects, doc, { key, namespace });
   }
@@ -314,21 +318,18 @@ function indexDra(
 ): void {
   if (doc.kind === "ResourceClaim") {
     const claim = trimResourceClaim(doc, at.namespace);
-    if (claim) objects.claims.set(at.key, claim);
+    if (claim) objects.byKind.resourceClaim.set(at.key, claim);
   } else if (doc.kind === "ResourceSlice") {
     const slice = trimResourceSlice(doc);
     if (slice) objects.slices.push(slice);
   }
 }
 
-/** A DNS-1123 subdomain (an object's name, as the API server checks it): no `/`, no `..`. */
-const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /** Why a namespace (a DNS-1123 label) or object name (a subdomain) is not one Kubernetes allows. */
 function objectNameProblem(namespace: string, name: string): string | undefined {
   const ns = dns1123LabelProblem(namespace);
   if (ns) return `the namespace is not a valid DNS-1123 label (${ns})`;
-  if (name.length > 253 || !SUBDOMAIN.test(name))
+  if (!isDns1123Subdomain(name))
     return "the name is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)";
   return undefined;
 }

@@ -155,7 +155,7 @@ export interface PlexusConf {
   statusTimeoutMs: number;
   /**
    * How long housekeeping retries the record of a container whose DEL failed (the daemon's
-   * timer, GC, later DELs without the daemon) before it is abandoned; orchestrate/pending.ts.
+   * timer, GC, later DELs without the daemon) before it is abandoned; nodestate/pending.ts.
    */
   failedDelRetryMs: number;
   /** Plugin types (and IPAM types) a pod's annotations may select; undefined: any. */
@@ -189,7 +189,7 @@ export interface PlexusConf {
   withoutKubernetes: boolean;
   /**
    * M12: the name of an extra chain whose plugins are the `.conf` files of
-   * `<directory of clusterNetwork>/<name>/`, run for every pod after its networks (orchestrate/aux-chain.ts).
+   * `<directory of clusterNetwork>/<name>/`, run for every pod after its networks (planning/aux-chain.ts).
    */
   auxiliaryCNIChainName?: string;
   /** Keys Plexus does not know, as given (M1); reported by ops commands, the installer and the log file. */

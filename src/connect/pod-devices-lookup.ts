@@ -7,7 +7,7 @@
 import type { PlexusConf } from "../config/plugin-conf";
 import { podDeviceIds } from "../kubelet/pod-devices";
 import type { Logger } from "../log/logger";
-import type { PodDevicesLookup } from "../orchestrate/devices";
+import type { PodDevicesLookup } from "../planning/devices";
 
 type LookupConf = Pick<PlexusConf, "podResourcesSocket" | "podResourcesTimeoutMs" | "daemonSocket">;
 

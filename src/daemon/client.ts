@@ -16,15 +16,21 @@ import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import {
   type ClaimDeviceStatus,
   type ClaimStatusOutcome,
-  type ResourceClaim,
   type ResourceSlice,
-  trimResourceClaim,
   trimResourceSlice,
 } from "../cluster/dra-objects";
-import { trimNad, trimPod } from "../cluster/objects";
+import {
+  ObjectReader,
+  type ReadAnswer,
+  type ReadKind,
+  type ReadRef,
+  type ReadRow,
+  READS,
+  readThrough,
+} from "../cluster/reads";
 import type { Logger } from "../log/logger";
-import type { Nad, Pod } from "../npwg/types";
-import { AUTHORITATIVE_CODES, DAEMON_API } from "./protocol";
+import type { Pod } from "../npwg/types";
+import { AUTHORITATIVE_CODES, DAEMON_API, DAEMON_READS } from "./protocol";
 
 /** The daemon could not give an answer: use the API directly. */
 export class DaemonUnavailable extends Error {
@@ -42,7 +48,7 @@ export interface DaemonKubeOptions {
   log?: Logger | undefined;
 }
 
-export class DaemonKube implements KubeApi {
+export class DaemonKube extends ObjectReader implements KubeApi {
   private readonly http: ApiTransport;
   private readonly o: DaemonKubeOptions;
   private fellBack: string | undefined;
@@ -55,6 +61,7 @@ export class DaemonKube implements KubeApi {
   private readonly unchecked = new Map<string, { uid: string; source: string }>();
 
   constructor(options: DaemonKubeOptions) {
+    super();
     this.o = options;
     this.http = socketTransport({ socketPath: options.socketPath, maxBytes: 4 * 1024 * 1024 });
   }
@@ -71,56 +78,6 @@ export class DaemonKube implements KubeApi {
 
   get daemonRequestCount(): number {
     return this.daemonRequests;
-  }
-
-  getPod(namespace: string, name: string, uid?: string): Promise<Pod> {
-    return this.read({
-      what: "get pod",
-      route: DAEMON_API.pod,
-      field: "pod",
-      ref: { namespace, name },
-      query: uid ? { uid } : {},
-      trim: trimPod,
-      direct: (k) => k.getPod(namespace, name),
-      served: (pod, source) => {
-        if (uid || !pod.metadata.uid) return;
-        this.unchecked.set(`${namespace}/${name}`, { uid: pod.metadata.uid, source });
-      },
-    });
-  }
-
-  getNad(namespace: string, name: string): Promise<Nad | undefined> {
-    return this.read<Nad, Nad | undefined>({
-      what: "get NAD",
-      route: DAEMON_API.nad,
-      field: "nad",
-      noun: "NAD",
-      ref: { namespace, name },
-      nullable: true,
-      trim: trimNad,
-      direct: (k) => k.getNad(namespace, name),
-    });
-  }
-
-  /**
-   * M10, DRA: the daemon's cached claim (or its live read); an older daemon (404) means thin mode.
-   * The pod's UID lets the daemon serve its copy only when the claim is reserved for this pod.
-   */
-  getResourceClaim(
-    namespace: string,
-    name: string,
-    forPod?: { uid?: string | undefined },
-  ): Promise<ResourceClaim | undefined> {
-    return this.read<ResourceClaim, ResourceClaim | undefined>({
-      what: "get ResourceClaim",
-      route: DAEMON_API.resourceClaim,
-      field: "claim",
-      ref: { namespace, name },
-      query: forPod?.uid ? { podUid: forPod.uid } : {},
-      nullable: true,
-      trim: trimResourceClaim,
-      direct: (k) => directOnly(k.getResourceClaim, "get ResourceClaim").call(k, namespace, name),
-    });
   }
 
   /** M10, DRA: this node's slices of one driver, from the daemon's watch. */
@@ -241,30 +198,42 @@ export class DaemonKube implements KubeApi {
   }
 
   /**
-   * One object through the daemon: asked, its answer checked and trimmed as the API client trims
-   * it (an answer without the object asked for means the daemon is unusable: thin mode), or read
-   * directly once this call has fallen back.
+   * One object through the daemon (a row of cluster/reads.ts, as DAEMON_READS carries it): asked,
+   * its answer checked and trimmed as the API client trims it (an answer without the object asked
+   * for means the daemon is unusable: thin mode), or read directly once this call has fallen
+   * back. M10: an older daemon without a claim route (404) means thin mode too; the pod's UID lets
+   * the daemon serve its cached claim only when the claim is reserved for this pod.
    */
-  private read<T extends Named, R extends T | undefined = T>(read: DaemonRead<T, R>): Promise<R> {
-    const noun = read.noun ?? read.field;
-    return this.via(
-      read.what,
-      async () => {
-        const query = new URLSearchParams({ ...read.ref, ...read.query });
-        const r = await this.ask("GET", `${read.route}?${query}`, undefined, this.o.timeoutMs);
-        const raw = r[read.field];
-        if (raw === null && read.nullable) return undefined as R;
-        const obj =
-          typeof raw === "object" && raw !== null
-            ? read.trim(raw as Record<string, unknown>, read.ref.namespace)
-            : undefined;
-        if (!obj || obj.metadata.name !== read.ref.name)
-          throw new DaemonUnavailable(`the daemon answered a ${noun} request without a ${noun}`);
-        read.served?.(obj, typeof r.source === "string" ? r.source : "unknown");
-        return obj as R;
-      },
-      read.direct,
-    );
+  override read<K extends ReadKind>(kind: K, ref: ReadRef): Promise<ReadAnswer<K>> {
+    const r: ReadRow = READS[kind];
+    const { route, field, noun, podUid } = DAEMON_READS[kind];
+    const daemon = async (): Promise<ReadAnswer<K>> => {
+      const { namespace, name } = ref;
+      const query = new URLSearchParams({
+        namespace,
+        name,
+        ...(podUid && ref.podUid ? { [podUid]: ref.podUid } : {}),
+      });
+      const answer = await this.ask("GET", `${route}?${query}`, undefined, this.o.timeoutMs);
+      const raw = answer[field];
+      if (raw === null && r.optional) return undefined as ReadAnswer<K>;
+      const obj =
+        typeof raw === "object" && raw !== null
+          ? r.trim(raw as Record<string, unknown>, namespace)
+          : undefined;
+      if (!obj || obj.metadata.name !== name)
+        throw new DaemonUnavailable(`the daemon answered a ${noun} request without a ${noun}`);
+      if (kind === "pod" && !ref.podUid) this.servedUnchecked(ref, obj as Pod, answer.source);
+      return obj as ReadAnswer<K>;
+    };
+    return this.via(`get ${r.noun}`, daemon, (k) => readThrough(k, kind, ref));
+  }
+
+  /** A pod served without the runtime's K8S_POD_UID: a write it guards may find it replaced. */
+  private servedUnchecked(ref: ReadRef, pod: Pod, source: unknown): void {
+    if (!pod.metadata.uid) return;
+    const served = typeof source === "string" ? source : "unknown";
+    this.unchecked.set(`${ref.namespace}/${ref.name}`, { uid: pod.metadata.uid, source: served });
   }
 
   private async via<T>(
@@ -333,31 +302,6 @@ const CLAIM_STATUS_OUTCOMES: ReadonlySet<ClaimStatusOutcome> = new Set([
   "without-network-data",
   "claim-missing",
 ]);
-
-interface Named {
-  metadata: { name: string };
-}
-
-/** One object read through the daemon ({@link DaemonKube} `read`). */
-interface DaemonRead<T extends Named, R> {
-  /** The operation, for the log and the errors: "get pod". */
-  what: string;
-  /** The daemon's route (DAEMON_API) and the field of its answer that holds the object. */
-  route: string;
-  field: string;
-  /** How a wrong answer names the object; the field's name when unset. */
-  noun?: string;
-  ref: { namespace: string; name: string };
-  /** More of the query than the object's namespace and name. */
-  query?: Record<string, string>;
-  /** `null` in the field: no such object (NADs, claims). A pod's answer always holds it. */
-  nullable?: boolean;
-  trim: (raw: Record<string, unknown>, fallbackNamespace: string) => T | undefined;
-  /** The same read from the API server, after a fallback. */
-  direct: (kube: KubeApi) => Promise<R>;
-  /** The object as the daemon served it, and the answer's `source` ("cache" or "api"). */
-  served?: (obj: T, source: string) => void;
-}
 
 function directOnly<F>(member: F | undefined, what: string): F {
   if (!member)

@@ -1,11 +1,9 @@
 /**
- * The daemon's DRA routes (M10): a pod's ResourceClaims, read by name when a pod of the node named
- * them (watch/claim-cache.ts), and this node's ResourceSlices from the daemon's watch
+ * The daemon's DRA routes (M10): this node's ResourceSlices from the daemon's watch
  * (watch/dra-watch.ts), so an ADD with a device network through DRA reads nothing from the API
- * server. A claim the cache does not hold allocated and reserved for the pod asking (`podUid`),
- * and slices of another node, are read live, never answered stale.
+ * server (a pod's ResourceClaims are served as every object read by name is, server.ts, from the
+ * claim cache, watch/claim-cache.ts). Slices of another node are read live, never answered stale.
  *
- *   GET /v1/resource-claim?namespace=&name=&podUid=  → { claim | null, source: "cache" | "api" }
  *   GET /v1/resource-slices?driver=&nodeName=    → { slices: [...], source }
  *   POST /v1/claim-status { namespace, name, devices } → { outcome } | { failed: { code, msg } }
  *        (D1: the daemon's client applies the claim's device status; the CNI call waits for it,
@@ -19,7 +17,6 @@ import {
   trimClaimDeviceStatus,
 } from "../cluster/dra-objects";
 import type { KubeApi } from "../cluster/kube-api";
-import type { DaemonMetrics } from "./metrics";
 import { validateDns1123Label } from "../npwg/dns1123";
 
 export interface DraCacheView {
@@ -44,40 +41,6 @@ function param(url: URL, key: string, required: boolean): string | undefined {
   return undefined;
 }
 
-function reader(api: KubeApi) {
-  const { getResourceClaim, listResourceSlices } = api;
-  if (!getResourceClaim || !listResourceSlices)
-    throw new CniError(Code.Internal, "the daemon's API client cannot read DRA objects");
-  return {
-    getResourceClaim: getResourceClaim.bind(api),
-    listResourceSlices: listResourceSlices.bind(api),
-  };
-}
-
-export function getResourceClaimRoute(deps: {
-  dra?: DraCacheView | undefined;
-  api: KubeApi;
-  metrics?: Pick<DaemonMetrics, "cacheLookup">;
-}): DraRoute {
-  return async (_req, url) => {
-    const namespace = validateDns1123Label(
-      param(url, "namespace", true)!,
-      "ResourceClaim namespace",
-    );
-    const name = param(url, "name", true)!;
-    const podUid = param(url, "podUid", false);
-    if (deps.dra) {
-      const r = await deps.dra.claim({ namespace, name, podUid });
-      deps.metrics?.cacheLookup("resourceclaim", r.source === "cache" ? "hit" : "miss");
-      return [200, { claim: r.claim ?? null, source: r.source }];
-    }
-    return [
-      200,
-      { claim: (await reader(deps.api).getResourceClaim(namespace, name)) ?? null, source: "api" },
-    ];
-  };
-}
-
 export function getResourceSlicesRoute(deps: {
   dra?: DraCacheView | undefined;
   api: KubeApi;
@@ -86,7 +49,9 @@ export function getResourceSlicesRoute(deps: {
     const q = { driver: param(url, "driver", true)!, nodeName: param(url, "nodeName", false) };
     const cached = deps.dra?.nodeSlices(q);
     if (cached) return [200, { slices: cached, source: "cache" }];
-    return [200, { slices: await reader(deps.api).listResourceSlices(q), source: "api" }];
+    const list = deps.api.listResourceSlices;
+    if (!list) throw new CniError(Code.Internal, "the daemon's API client cannot read DRA objects");
+    return [200, { slices: await list.call(deps.api, q), source: "api" }];
   };
 }
 

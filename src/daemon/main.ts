@@ -5,7 +5,7 @@
  * /metrics over plain HTTP on --health-address (the DaemonSet's probes). SIGTERM/SIGINT close the
  * socket (the binary then uses the API directly) and the health listener, and stop the watches.
  * With a housekeeping pass (the CLI wires ops/housekeeping.ts), a timer retries the node's records
- * of failed DELs off every pod's path (orchestrate/pending.ts).
+ * of failed DELs off every pod's path (nodestate/pending.ts).
  */
 import { isIP } from "node:net";
 import { hostname } from "node:os";
@@ -200,10 +200,10 @@ async function buildServices(settings: DaemonSettings, api: ApiClient, log: Logg
     log,
   };
   const caches = new WatchCaches(watchOptions);
-  const getClaim = api.getResourceClaim?.bind(api);
-  if (!getClaim) throw new Error("the daemon's API client cannot read ResourceClaims");
   // One limiter of the node's background work: hot-plug reconciles and claim reads ahead.
   const limiter = new Limiter(settings.hotPlugConcurrency);
+  const getClaim = (namespace: string, name: string) =>
+    api.read("resourceClaim", { namespace, name });
   const dra = new DraCaches({ ...watchOptions, getClaim, limiter });
   caches.onPodEvent((event, pod) => dra.podEvent(event, pod));
   const detector = new MissingNetworksDetector({

@@ -22,6 +22,14 @@ import { dirname, join } from "node:path";
 import { COMMANDS } from "../cni/env";
 import { CniError, Code, isCniError } from "../cni/errors";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import {
+  READ_KINDS,
+  type ReadKind,
+  type ReadRef,
+  READS,
+  readThrough,
+  validateReadRef,
+} from "../cluster/reads";
 import type { DelegateRun } from "../libcni/conflist";
 import type { CacheStats } from "../watch/watch-cache";
 import type { Logger } from "../log/logger";
@@ -29,13 +37,8 @@ import { validateDns1123Label } from "../npwg/dns1123";
 import type { Nad, Pod } from "../npwg/types";
 import type { DaemonMetrics } from "./metrics";
 import { limitConnections } from "./connection-limit";
-import {
-  type DraCacheView,
-  getResourceClaimRoute,
-  getResourceSlicesRoute,
-  postClaimStatusRoute,
-} from "./dra-routes";
-import { DAEMON_API } from "./protocol";
+import { type DraCacheView, getResourceSlicesRoute, postClaimStatusRoute } from "./dra-routes";
+import { DAEMON_API, DAEMON_READS } from "./protocol";
 
 export interface CacheView {
   readonly synced: boolean;
@@ -219,39 +222,57 @@ type RouterDeps = Pick<
   "cache" | "api" | "log" | "metrics" | "podDevices" | "dra"
 >;
 
-/** GET /v1/pod: the cached pod when its UID matches, else a live read (never a stale "not found"). */
-function getPod({ cache, api, metrics }: RouterDeps): Route {
-  return async (_req, url) => {
-    const q = url.searchParams;
-    const namespace = validateDns1123Label(str(q, "namespace")!, "pod namespace");
-    const name = str(q, "name")!;
-    const uid = str(q, "uid", false);
-    const cached = cache.pod(namespace, name);
-    if (cached && (!uid || cached.metadata.uid === uid)) {
-      metrics.cacheLookup("pod", "hit");
-      return [200, { pod: cached, source: "cache" }];
-    }
-    metrics.cacheLookup("pod", cached ? "stale" : "miss");
-    return [200, { pod: await api.getPod(namespace, name), source: "api" }];
-  };
-}
+/**
+ * What a cache says of one object: its result for the metrics, and the answer when it gives one
+ * (a hit; or the claim cache's own live read, which reports its source). No answer (a miss, or a
+ * cached pod of another UID: stale): a live read. No cache for it: a live read, uncounted.
+ */
+type Cached =
+  | { result: "hit" | "miss" | "stale"; served?: { object: unknown; source: "cache" | "api" } }
+  | undefined;
 
-/** GET /v1/nad: the cached NAD, else a live read. */
-function getNad({ cache, api, metrics }: RouterDeps): Route {
+/** Each object's cache, by its row of cluster/reads.ts. */
+const CACHES: { readonly [K in ReadKind]: (deps: RouterDeps, ref: ReadRef) => Promise<Cached> } = {
+  pod: async ({ cache }, ref) => {
+    const cached = cache.pod(ref.namespace, ref.name);
+    if (cached && (!ref.podUid || cached.metadata.uid === ref.podUid))
+      return { result: "hit", served: { object: cached, source: "cache" } };
+    return { result: cached ? "stale" : "miss" };
+  },
+  nad: async ({ cache }, ref) => {
+    const cached = cache.nad(ref.namespace, ref.name);
+    return cached
+      ? { result: "hit", served: { object: cached, source: "cache" } }
+      : { result: "miss" };
+  },
+  resourceClaim: async ({ dra }, ref) => {
+    if (!dra) return undefined;
+    const r = await dra.claim(ref);
+    const result = r.source === "cache" ? "hit" : "miss";
+    return { result, served: { object: r.claim, source: r.source } };
+  },
+};
+
+/**
+ * GET of one object of cluster/reads.ts (DAEMON_READS: /v1/pod, /v1/nad, /v1/resource-claim): the
+ * cached copy when the cache may serve it (a pod's UID must match; a claim must be reserved for
+ * the pod asking), else a live read, never a stale "not found". Names are checked as the API
+ * client checks them.
+ */
+function readRoute(kind: ReadKind, deps: RouterDeps): Route {
+  const { field, podUid, metric } = DAEMON_READS[kind];
   return async (_req, url) => {
     const q = url.searchParams;
-    const namespace = validateDns1123Label(
-      str(q, "namespace")!,
-      "NetworkAttachmentDefinition namespace",
-    );
-    const name = validateDns1123Label(str(q, "name")!, "NetworkAttachmentDefinition name");
-    const cached = cache.nad(namespace, name);
-    if (cached) {
-      metrics.cacheLookup("nad", "hit");
-      return [200, { nad: cached, source: "cache" }];
-    }
-    metrics.cacheLookup("nad", "miss");
-    return [200, { nad: (await api.getNad(namespace, name)) ?? null, source: "api" }];
+    const ref = { namespace: str(q, "namespace")!, name: str(q, "name")! };
+    validateReadRef(READS[kind], ref);
+    const forPod = podUid ? str(q, podUid, false) : undefined;
+    const cached = await CACHES[kind](deps, { ...ref, podUid: forPod });
+    if (cached) deps.metrics.cacheLookup(metric, cached.result);
+    const served = cached?.served ?? {
+      object: await readThrough(deps.api, kind, ref),
+      source: "api",
+    };
+    return [200, { [field]: served.object ?? null, source: served.source }];
   };
 }
 
@@ -372,13 +393,13 @@ function router(deps: RouterDeps): Route {
     [`GET ${DAEMON_API.healthz}`]: async () => [200, { ok: true }],
     [`GET ${DAEMON_API.readyz}`]: async () =>
       cache.synced ? [200, { ok: true }] : [503, { ok: false, why: "watch caches not synced" }],
-    [`GET ${DAEMON_API.pod}`]: getPod(deps),
-    [`GET ${DAEMON_API.nad}`]: getNad(deps),
+    ...Object.fromEntries(
+      READ_KINDS.map((kind) => [`GET ${DAEMON_READS[kind].route}`, readRoute(kind, deps)]),
+    ),
     [`POST ${DAEMON_API.networkStatus}`]: postNetworkStatus(deps),
     [`POST ${DAEMON_API.event}`]: postEvent(deps),
     [`GET ${DAEMON_API.podDevices}`]: getPodDevices(deps),
     [`POST ${DAEMON_API.delegateRuns}`]: postDelegateRuns(deps),
-    [`GET ${DAEMON_API.resourceClaim}`]: getResourceClaimRoute(deps),
     [`GET ${DAEMON_API.resourceSlices}`]: getResourceSlicesRoute(deps),
     [`POST ${DAEMON_API.claimStatus}`]: async (req) =>
       postClaimStatusRoute(deps)(await readBody(req)),

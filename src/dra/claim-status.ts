@@ -3,7 +3,7 @@
  * claim's devices back. Per device (keyed by driver, pool, device): `networkData`, read from the
  * delegate's result by network-status's rules (the first interface in the sandbox, its MAC, its
  * addresses, here with their prefix as the API wants them), and Plexus's own condition. Pure: the
- * writes are in orchestrate/claim-status.ts.
+ * writes are in nodestate/claim-status.ts.
  */
 import { isPlainObject } from "../cni/json";
 import { toResult } from "../cni/result/convert";

@@ -1,15 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { ownExecutablePath } from "../sys/runtime";
 
 /**
  * The file to copy into the CNI bin dir when `--bin-file` is not given: this process's own
- * executable, but only when it is the compiled Plexus (a Bun single executable, whose entry lives
- * in Bun's embedded file system, `/$bunfs/…`). Under Node or `bun run` the runtime is not Plexus,
- * so there is no default.
+ * executable, but only when it is the compiled Plexus (sys/runtime.ts). Under Node or `bun run`
+ * the runtime is not Plexus, so there is no default.
  */
 export function ownExecutable(): string | undefined {
-  const bun = (globalThis as { Bun?: { main?: string } }).Bun;
-  return bun?.main?.startsWith("/$bunfs/") ? process.execPath : undefined;
+  return ownExecutablePath();
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
-import { auxiliaryChainDir } from "../orchestrate/aux-chain";
+import { auxiliaryChainDir } from "../planning/aux-chain";
 import type { Logger } from "../log/logger";
 import { readNodeFile, syncFile } from "./kubeconfig";
 import { toLocal, type InstallOptions } from "./options";

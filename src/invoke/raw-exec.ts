@@ -12,9 +12,10 @@ import { CniError, Code } from "../cni/errors";
 import { decodeJson } from "../cni/json";
 import { errorCodeOf, looksLikeCniError } from "../cni/result/decode";
 import type { Logger } from "../log/logger";
+import { type BunSpawn, bunSpawn } from "../sys/runtime";
 import { findInPath } from "./find";
 import type { ExecRequest, PluginExec } from "./plugin-exec";
-import { bunSpawn, runProcessBun, type BunSpawn } from "./spawn-bun";
+import { runProcessBun } from "./spawn-bun";
 import { nodeSpawn } from "./spawn-node";
 
 const MAX_STDOUT_BYTES = 4 * 1024 * 1024;

@@ -9,24 +9,9 @@
  * every child; Bun.spawn does not.
  */
 import { killGroup } from "../sys/kill";
+import type { BunSpawn, BunSubprocess } from "../sys/runtime";
 import { becomeSubreaper, killOrphans } from "./orphans";
 import type { ExecRequest, ProcessOutcome } from "./plugin-exec";
-
-export interface BunSubprocess {
-  readonly pid: number;
-  readonly exited: Promise<number>;
-  readonly signalCode: string | null;
-  readonly stdout: ReadableStream<Uint8Array>;
-  readonly stderr: ReadableStream<Uint8Array>;
-}
-
-export type BunSpawn = (options: {
-  cmd: string[];
-  env: Record<string, string>;
-  /** stdin, stdout, stderr, then descriptors the child inherits as fd 3, 4, … */
-  stdio: [Uint8Array, "pipe", "pipe", ...number[]];
-  detached: boolean;
-}) => BunSubprocess | Promise<BunSubprocess>;
 
 export interface RunLimits {
   maxStdoutBytes: number;
@@ -38,12 +23,6 @@ export interface RunLimits {
    * caller started): never killed when a delegate ends. Read each time, so it may grow.
    */
   sparePids: ReadonlySet<number>;
-}
-
-/** Bun's spawn when this process runs on Bun, else undefined. */
-export function bunSpawn(): BunSpawn | undefined {
-  const bun = (globalThis as { Bun?: { spawn?: BunSpawn } }).Bun;
-  return typeof bun?.spawn === "function" ? bun.spawn.bind(bun) : undefined;
 }
 
 /** Reads a pipe to its end, keeping at most `cap` bytes; `onOver` is told once when more came. */

@@ -5,7 +5,7 @@
  * there is one runner. Node reports a spawn failure (ENOENT, ETXTBSY…) after the call, so the
  * subprocess comes once the process exists, or the failure as a rejection.
  */
-import type { BunSpawn, BunSubprocess } from "./spawn-bun";
+import type { BunSpawn, BunSubprocess } from "../sys/runtime";
 
 export function nodeSpawn(): BunSpawn {
   const { spawn } = process.getBuiltinModule("node:child_process");

@@ -7,6 +7,7 @@
  * socket in use behind (B36).
  */
 import type * as http from "node:http";
+import { type BunFetch, bunFetch } from "../sys/runtime";
 
 /** A transport-level failure: no HTTP answer to classify. */
 export class TransportError extends Error {
@@ -287,13 +288,6 @@ export interface ApiTransport {
   close(): void;
 }
 
-type BunFetch = (
-  url: URL,
-  init: RequestInit & { unix?: string; proxy?: false; tls?: Record<string, unknown> },
-) => Promise<Response>;
-
-const inBun = (): boolean => (globalThis as { Bun?: unknown }).Bun !== undefined;
-
 /**
  * A transport to a local unix socket (the daemon). In the Bun executable it is Bun's own fetch,
  * whose `unix` option connects to the socket natively, so the CNI process loads no `node:http`
@@ -301,7 +295,10 @@ const inBun = (): boolean => (globalThis as { Bun?: unknown }).Bun !== undefined
  * is {@link HttpTransport}.
  */
 export function socketTransport(options: { socketPath: string; maxBytes: number }): ApiTransport {
-  return inBun() ? new FetchTransport(options) : new HttpTransport({ ...options, maxSockets: 1 });
+  const fetch = bunFetch();
+  return fetch
+    ? new FetchTransport(fetch, options)
+    : new HttpTransport({ ...options, maxSockets: 1 });
 }
 
 /**
@@ -313,7 +310,8 @@ export function socketTransport(options: { socketPath: string; maxBytes: number 
  * {@link HttpTransport} too.
  */
 export function shortLivedTransport(options: HttpTransportOptions): ApiTransport {
-  return inBun() ? new FetchTransport(options) : new HttpTransport(options);
+  const fetch = bunFetch();
+  return fetch ? new FetchTransport(fetch, options) : new HttpTransport(options);
 }
 
 /**
@@ -332,7 +330,10 @@ class FetchTransport implements ApiTransport {
   /** The request in flight, when they go one at a time. */
   private last: Promise<unknown> = Promise.resolve();
 
-  constructor(options: HttpTransportOptions) {
+  constructor(
+    private readonly fetch: BunFetch,
+    options: HttpTransportOptions,
+  ) {
     this.socketPath = options.socketPath;
     this.maxBytes = options.maxBytes;
     // Bun's fetch opens a connection per concurrent request: with maxSockets 1 the requests wait
@@ -359,7 +360,7 @@ class FetchTransport implements ApiTransport {
   private async exchange(request: HttpRequest): Promise<HttpAnswer> {
     this.sent++;
     try {
-      const res = await (fetch as unknown as BunFetch)(request.url, {
+      const res = await this.fetch(request.url, {
         method: request.method,
         headers: { accept: "application/json", ...request.headers },
         ...(request.body !== undefined ? { body: request.body } : {}),

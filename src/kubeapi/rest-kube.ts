@@ -1,9 +1,9 @@
 /**
- * {@link KubeApi} over the API server's REST protocol: the calls the plugin makes (get pod, get
- * NAD, merge-patch pods/status, create event; for DRA get a claim, list slices, apply a claim's
- * device status) on an
- * {@link ApiTransport}, with bounded retries. No @kubernetes/client-node here: its initialisation
- * would be paid by every pod sandbox, and a few JSON requests need none of its model classes.
+ * {@link KubeApi} over the API server's REST protocol: the calls the plugin makes (a GET of each
+ * object cluster/reads.ts declares, merge-patch pods/status, create event; for DRA list slices,
+ * apply a claim's device status) on an {@link ApiTransport}, with bounded retries. No
+ * @kubernetes/client-node here: its initialisation would be paid by every pod sandbox, and a few
+ * JSON requests need none of its model classes.
  *
  * Failures become CniErrors: 3 pod not found (B38, B43), 6 undecodable answer (B40), 7 bad names
  * (B20), 104 everything else after bounded retries (B34–B37, B41, B42).
@@ -13,7 +13,7 @@ import { CniError, Code, isCniError } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import type { Logger } from "../log/logger";
 import { validateDns1123Label } from "../npwg/dns1123";
-import { NETWORK_STATUS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
+import { NETWORK_STATUS_ANNOTATION } from "../npwg/types";
 import {
   type ApiTransport,
   DecodeError,
@@ -29,12 +29,21 @@ import {
   type ClaimStatusOutcome,
   DRA_GROUP,
   DRA_VERSION,
-  type ResourceClaim,
   type ResourceSlice,
-  trimResourceClaim,
   trimResourceSlice,
 } from "../cluster/dra-objects";
-import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad, trimPod } from "../cluster/objects";
+import { NAD_GROUP, NAD_PLURAL } from "../cluster/objects";
+import {
+  type ApiResource,
+  ObjectReader,
+  type ReadAnswer,
+  type ReadKind,
+  type ReadRef,
+  type ReadRow,
+  READS,
+  validateReadRef,
+  validateSubdomain,
+} from "../cluster/reads";
 import { eventForPeople, type KubeApi, type PodEvent } from "../cluster/kube-api";
 import type { KubeSource } from "./kubeconfig";
 import {
@@ -146,29 +155,19 @@ export function apiStatusIn(err: unknown): ApiStatusError | undefined {
   return undefined;
 }
 
-/** One API resource, as a request path and a 404's Status name it (`group` "": the core group). */
-export interface ApiResource {
-  group: string;
-  version: string;
-  plural: string;
-}
-
-export const POD_RESOURCE: ApiResource = { group: "", version: "v1", plural: "pods" };
-export const NAD_RESOURCE: ApiResource = {
-  group: NAD_GROUP,
-  version: NAD_VERSION,
-  plural: NAD_PLURAL,
-};
-export const CLAIM_RESOURCE: ApiResource = {
-  group: DRA_GROUP,
-  version: DRA_VERSION,
-  plural: "resourceclaims",
-};
+/** The one resource Plexus lists rather than reads by name (cluster/reads.ts has the rest). */
 export const SLICE_RESOURCE: ApiResource = {
   group: DRA_GROUP,
   version: DRA_VERSION,
   plural: "resourceslices",
 };
+
+/** An object's path: `/api/v1/…` in the core group, else `/apis/<group>/<version>/…`. */
+function objectPath(resource: ApiResource, ref: { namespace: string; name: string }): string {
+  const { group, version, plural } = resource;
+  const api = group ? `/apis/${group}/${version}` : `/api/${version}`;
+  return `${api}/namespaces/${ref.namespace}/${plural}/${ref.name}`;
+}
 
 export type NotFound = "missing" | "not-served";
 
@@ -256,16 +255,16 @@ function networkDataConflict(err: unknown): boolean {
   );
 }
 
-/** Pod names are DNS-1123 subdomains (ValidatePodName); `.`, `..` and `%2e` are not (B20). */
-const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-function validatePodName(value: string, what: string): string {
-  if (value.length > 253 || !SUBDOMAIN.test(value)) {
-    throw new CniError(
-      Code.InvalidNetworkConfig,
-      `${what} ${JSON.stringify(value.slice(0, 80))} is not a valid pod name (DNS-1123 subdomain)`,
-    );
-  }
-  return value;
+/** B40: an answer of another kind than the row's (or apiVersion, where the row names one): 6. */
+function wrongKind(obj: Record<string, unknown>, r: ReadRow, what: string): CniError {
+  const version = r.apiVersion;
+  const kind = JSON.stringify(obj.kind ?? null);
+  const apiVersion = version ? ` (apiVersion ${JSON.stringify(obj.apiVersion ?? null)})` : "";
+  const wanted = version ? `${version} ${r.kind}` : r.kind;
+  return new CniError(
+    Code.Decoding,
+    `${what}: the API server answered with kind ${kind}${apiVersion} instead of a ${wanted}`,
+  );
 }
 
 /** Transport failures before the request could reach the server. */
@@ -317,7 +316,7 @@ interface ObjectRead {
   what: string;
 }
 
-export class RestKube implements KubeApi {
+export class RestKube extends ObjectReader implements KubeApi {
   private readonly http: ApiTransport;
   private readonly policy: RetryPolicy;
   private readonly conflictRetries: number;
@@ -328,6 +327,7 @@ export class RestKube implements KubeApi {
   private readonly base: URL;
 
   constructor(source: KubeSource, opts: KubeClientOptions = {}) {
+    super();
     this.source = source;
     this.opts = opts;
     this.base = new URL(source.server);
@@ -346,76 +346,35 @@ export class RestKube implements KubeApi {
     return this.http.sent;
   }
 
-  async getPod(namespace: string, name: string): Promise<Pod> {
-    validateDns1123Label(namespace, "pod namespace");
-    validatePodName(name, "pod name");
-    const what = `get pod ${namespace}/${name}`;
+  /**
+   * One object by name (a row of cluster/reads.ts): its namespace and name checked (B20), a GET
+   * of its path, a 404 naming it read as the row says (`undefined`, or 3 for a pod), and the
+   * answer checked for its kind and trimmed (6 otherwise).
+   */
+  override async read<K extends ReadKind>(kind: K, ref: ReadRef): Promise<ReadAnswer<K>> {
+    const r: ReadRow = READS[kind];
+    validateReadRef(r, ref);
+    const { namespace, name } = ref;
+    const what = `get ${r.noun} ${namespace}/${name}`;
     let obj: Record<string, unknown>;
     try {
-      obj = await this.call("GET", `/api/v1/namespaces/${namespace}/pods/${name}`);
+      obj = await this.call("GET", objectPath(r.resource, ref));
     } catch (err) {
-      if (this.isMissing(err, { resource: POD_RESOURCE, name, what }))
-        throw new CniError(
-          Code.UnknownContainer,
-          `${what}: the pod does not exist (HTTP 404 from ${this.source.server})`,
-        );
-      throw this.toCniError(err, what);
-    }
-    const pod = obj.apiVersion === "v1" ? trimPod(obj, namespace) : undefined;
-    if (!pod || obj.kind !== "Pod") {
+      if (!this.isMissing(err, { resource: r.resource, name, what }))
+        throw this.toCniError(err, what);
+      if (r.optional) return undefined as ReadAnswer<K>;
       throw new CniError(
-        Code.Decoding,
-        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} (apiVersion ${JSON.stringify(obj.apiVersion ?? null)}) instead of a v1 Pod`,
+        Code.UnknownContainer,
+        `${what}: the ${r.noun} does not exist (HTTP 404 from ${this.source.server})`,
       );
     }
-    return pod;
-  }
-
-  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
-    validateDns1123Label(namespace, "NetworkAttachmentDefinition namespace");
-    validateDns1123Label(name, "NetworkAttachmentDefinition name");
-    const what = `get NetworkAttachmentDefinition ${namespace}/${name}`;
-    let obj: Record<string, unknown>;
-    try {
-      obj = await this.call(
-        "GET",
-        `/apis/${NAD_GROUP}/${NAD_VERSION}/namespaces/${namespace}/${NAD_PLURAL}/${name}`,
-      );
-    } catch (err) {
-      if (this.isMissing(err, { resource: NAD_RESOURCE, name, what })) return undefined;
-      throw this.toCniError(err, what);
-    }
-    const nad = obj.kind === "NetworkAttachmentDefinition" ? trimNad(obj, namespace) : undefined;
-    if (!nad)
-      throw new CniError(
-        Code.Decoding,
-        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a NetworkAttachmentDefinition`,
-      );
-    return nad;
-  }
-
-  /** M10, DRA: GET one ResourceClaim (an ADD asks only for a pod with claims and a device network). */
-  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
-    validateDns1123Label(namespace, "ResourceClaim namespace");
-    validatePodName(name, "ResourceClaim name");
-    const what = `get ResourceClaim ${namespace}/${name}`;
-    let obj: Record<string, unknown>;
-    try {
-      obj = await this.call(
-        "GET",
-        `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${namespace}/resourceclaims/${name}`,
-      );
-    } catch (err) {
-      if (this.isMissing(err, { resource: CLAIM_RESOURCE, name, what })) return undefined;
-      throw this.toCniError(err, what);
-    }
-    const claim = obj.kind === "ResourceClaim" ? trimResourceClaim(obj, namespace) : undefined;
-    if (!claim)
-      throw new CniError(
-        Code.Decoding,
-        `${what}: the API server answered with kind ${JSON.stringify(obj.kind ?? null)} instead of a ResourceClaim`,
-      );
-    return claim;
+    const version = r.apiVersion;
+    const found =
+      obj.kind === r.kind && (!version || obj.apiVersion === version)
+        ? r.trim(obj, namespace)
+        : undefined;
+    if (!found) throw wrongKind(obj, r, what);
+    return found as ReadAnswer<K>;
   }
 
   /** M10, DRA: LIST the ResourceSlices of one driver on one node (server-side field selectors). */
@@ -455,11 +414,11 @@ export class RestKube implements KubeApi {
     devices: ClaimDeviceStatus[],
   ): Promise<ClaimStatusOutcome> {
     validateDns1123Label(claim.namespace, "ResourceClaim namespace");
-    validatePodName(claim.name, "ResourceClaim name");
+    validateSubdomain(claim.name, "ResourceClaim name");
     const what = `write the device status of ResourceClaim ${claim.namespace}/${claim.name}`;
     const path =
-      `/apis/${DRA_GROUP}/${DRA_VERSION}/namespaces/${claim.namespace}/resourceclaims/` +
-      `${claim.name}/status?fieldManager=${CLAIM_STATUS_MANAGER}`;
+      `${objectPath(READS.resourceClaim.resource, claim)}/status` +
+      `?fieldManager=${CLAIM_STATUS_MANAGER}`;
     const deadlineAt = this.operationDeadline();
     const apply = (entries: ClaimDeviceStatus[]) =>
       this.call("PATCH", path, {
@@ -467,7 +426,7 @@ export class RestKube implements KubeApi {
         contentType: "application/apply-patch+yaml",
         deadlineAt,
       });
-    const read = { resource: CLAIM_RESOURCE, name: claim.name, what };
+    const read = { resource: READS.resourceClaim.resource, name: claim.name, what };
     try {
       await apply(devices);
       return "applied";
@@ -508,7 +467,7 @@ export class RestKube implements KubeApi {
     statusJson: string,
   ): Promise<void> {
     validateDns1123Label(pod.namespace, "pod namespace");
-    validatePodName(pod.name, "pod name");
+    validateSubdomain(pod.name, "pod name");
     const what = `write network-status of pod ${pod.namespace}/${pod.name}`;
     const body = JSON.stringify({
       metadata: {
@@ -519,14 +478,14 @@ export class RestKube implements KubeApi {
     const deadlineAt = this.operationDeadline();
     for (let conflicts = 0; ; ) {
       try {
-        await this.call("PATCH", `/api/v1/namespaces/${pod.namespace}/pods/${pod.name}/status`, {
+        await this.call("PATCH", `${objectPath(READS.pod.resource, pod)}/status`, {
           body,
           contentType: "application/merge-patch+json",
           deadlineAt,
         });
         return;
       } catch (err) {
-        if (this.isMissing(err, { resource: POD_RESOURCE, name: pod.name, what }))
+        if (this.isMissing(err, { resource: READS.pod.resource, name: pod.name, what }))
           throw new CniError(
             Code.UnknownContainer,
             `${what}: the pod no longer exists (HTTP 404; deleted during ADD)`,
@@ -601,7 +560,7 @@ export class RestKube implements KubeApi {
     raw: PodEvent,
   ): Promise<void> {
     validateDns1123Label(pod.namespace, "pod namespace");
-    validatePodName(pod.name, "pod name");
+    validateSubdomain(pod.name, "pod name");
     const event = eventForPeople(raw);
     const now = new Date().toISOString();
     const host = hostname();

@@ -80,7 +80,7 @@ export interface DeviceChoiceConf {
  * M10: a `deviceID` in a pod's selection for a network whose NAD has no resourceName names
  * hardware no allocation backs (with host-device, any host interface): under namespaceIsolation a
  * tenant may not choose it, unless `allowUnallocatedDeviceIDs` says so. On a network with a
- * resourceName the allocation decides instead (orchestrate/devices.ts).
+ * resourceName the allocation decides instead (planning/devices.ts).
  */
 export function checkDeviceChoice(choice: {
   network: string;

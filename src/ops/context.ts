@@ -6,10 +6,16 @@
  */
 import { escapeLines, escapeText, quote } from "../cni/quote";
 import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
-import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
+import type { ResourceSlice } from "../cluster/dra-objects";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import {
+  ObjectReader,
+  type ReadAnswer,
+  type ReadKind,
+  type ReadRef,
+  readThrough,
+} from "../cluster/reads";
 import { createLogger, type Logger } from "../log/logger";
-import type { Nad, Pod } from "../npwg/types";
 import { loadNodeConfig, type NodeConfig } from "./node-config";
 import { ExitCode } from "../config/exit-codes";
 
@@ -102,19 +108,15 @@ export async function opsContext(
  * Reads pass through; writes (network-status, events) are kept, not sent: a person's question
  * must not change the cluster. The kept events are what ADD would have recorded.
  */
-export class ReadOnlyKube implements KubeApi {
+export class ReadOnlyKube extends ObjectReader implements KubeApi {
   readonly withheldEvents: PodEvent[] = [];
-  constructor(private readonly inner: KubeApi) {}
-  getPod(namespace: string, name: string, uid?: string): Promise<Pod> {
-    return this.inner.getPod(namespace, name, uid);
+  constructor(private readonly inner: KubeApi) {
+    super();
   }
-  getNad(namespace: string, name: string): Promise<Nad | undefined> {
-    return this.inner.getNad(namespace, name);
+  override read<K extends ReadKind>(kind: K, ref: ReadRef): Promise<ReadAnswer<K>> {
+    return readThrough(this.inner, kind, ref);
   }
-  /** DRA reads pass through (reads only). */
-  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
-    return this.inner.getResourceClaim?.(namespace, name);
-  }
+  /** DRA: the slice list passes through too. */
   async listResourceSlices(query: {
     nodeName?: string | undefined;
     driver: string;

@@ -17,9 +17,9 @@ import { delegateKeyWarnings, reportUnknownKeys } from "../config/unknown-keys";
 import { loadKubeApi } from "../kubeapi/index";
 import { readCredentialFile, readKubeconfig } from "../kubeapi/kubeconfig";
 import { resolveDefaultNetworks } from "../npwg/default-network";
-import { auxiliaryChainDir, loadAuxiliaryChain } from "../orchestrate/aux-chain";
-import { FsNetworkSource } from "../orchestrate/network-source";
-import { RecordStore } from "../orchestrate/record";
+import { auxiliaryChainDir, loadAuxiliaryChain } from "../planning/aux-chain";
+import { FsNetworkSource } from "../planning/network-source";
+import { RecordStore } from "../nodestate/record";
 import {
   exitCodeOf,
   messageOf,

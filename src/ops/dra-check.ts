@@ -6,7 +6,7 @@
 import { RESOURCE_NAME_ATTRIBUTE, type ResourceSlice } from "../cluster/dra-objects";
 import { stringAttribute } from "../dra/pod-claims";
 import type { Nad } from "../npwg/types";
-import { resourceNameOf } from "../orchestrate/devices";
+import { resourceNameOf } from "../planning/devices";
 
 export interface DraFinding {
   level: "ok" | "warning";

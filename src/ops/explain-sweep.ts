@@ -16,8 +16,8 @@ import { checkDeviceChoice, checkNamespaceAccess, nadMayUseConfDir } from "../np
 import { resolveNadConfig } from "../npwg/nad";
 import { checkPluginTypes } from "../npwg/policy";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
-import { attachmentResourceName } from "../orchestrate/devices";
-import { FsNetworkSource } from "../orchestrate/network-source";
+import { attachmentResourceName } from "../planning/devices";
+import { FsNetworkSource } from "../planning/network-source";
 import { missingPluginBinaries } from "./plugin-binaries";
 
 export interface SweepContext {

@@ -17,11 +17,11 @@ import { findInPath } from "../invoke/find";
 import { resolveNadConfig } from "../npwg/nad";
 import type { KubeApi } from "../cluster/kube-api";
 import { inPod } from "../orchestrate/add";
-import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../orchestrate/deps";
-import { FsNetworkSource } from "../orchestrate/network-source";
-import { planForPod } from "../orchestrate/pod-plan";
-import type { AttachmentDevice } from "../orchestrate/devices";
-import type { Attachment } from "../orchestrate/record";
+import { describeAttachment, runtimeConfFor, type RuntimeFor } from "../nodestate/runtime-conf";
+import { FsNetworkSource } from "../planning/network-source";
+import { planForPod } from "../planning/pod-plan";
+import type { AttachmentDevice } from "../planning/devices";
+import type { Attachment } from "../nodestate/record";
 import {
   exitCodeOf,
   messageOf,

@@ -1,6 +1,6 @@
 /**
  * `plexus records retry`: one housekeeping pass over the node's records of failed DELs
- * (orchestrate/pending.ts), each pending record retried with a budget of its own, abandoned after
+ * (nodestate/pending.ts), each pending record retried with a budget of its own, abandoned after
  * `failedDelRetrySeconds` (its TeardownAbandoned event written as a CNI call writes events: the
  * daemon, else the API). The node daemon's timer runs it as a process of its own, as the runtime
  * runs a CNI call, so that the delegates' process handling (subreaper, leftover processes, the
@@ -11,8 +11,8 @@
 import { parseCniArgs } from "../cni/args";
 import type { CniRequest } from "../cni/env";
 import { quote } from "../cni/quote";
-import { MAX_HOUSEKEEPER_AHEAD_MS } from "../orchestrate/record";
-import { housekeep } from "../orchestrate/pending";
+import { MAX_HOUSEKEEPER_AHEAD_MS } from "../nodestate/record";
+import { housekeep } from "../nodestate/pending";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags } from "./context";
 import { nodePassDeps } from "./loaders";

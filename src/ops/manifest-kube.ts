@@ -8,8 +8,9 @@ import { loadAll } from "js-yaml";
 import { CniError, Code } from "../cni/errors";
 import { isPlainObject } from "../cni/json";
 import { FileCluster } from "../cluster/file-cluster";
-import type { ResourceClaim, ResourceSlice } from "../cluster/dra-objects";
+import type { ResourceSlice } from "../cluster/dra-objects";
 import type { KubeApi } from "../cluster/kube-api";
+import { ObjectReader, type ReadAnswer, type ReadKind, type ReadRef } from "../cluster/reads";
 import type { Nad, Pod } from "../npwg/types";
 
 /** The first Pod (or NetworkAttachmentDefinition, with `kind`) in a YAML/JSON manifest file. */
@@ -50,16 +51,25 @@ export function readManifest<T extends Pod | Nad>(
   return out;
 }
 
-export class ManifestKube implements KubeApi {
+export class ManifestKube extends ObjectReader implements KubeApi {
   readonly pod: Pod;
   private readonly nads: FileCluster | undefined;
 
   constructor(podFile: string, nadDir: string | undefined) {
+    super();
     this.pod = readManifest<Pod>(podFile, "Pod")[0]!;
     this.nads = nadDir ? new FileCluster(nadDir) : undefined;
   }
 
-  async getPod(namespace: string, name: string): Promise<Pod> {
+  /**
+   * The pod of the file; every other object (NADs, and for DRA ResourceClaims) from the
+   * directory, none without one.
+   */
+  override async read<K extends ReadKind>(kind: K, ref: ReadRef): Promise<ReadAnswer<K>> {
+    return (kind === "pod" ? this.filePod(ref) : await this.nads?.read(kind, ref)) as ReadAnswer<K>;
+  }
+
+  private filePod({ namespace, name }: ReadRef): Pod {
     if (this.pod.metadata.namespace === namespace && this.pod.metadata.name === name)
       return this.pod;
     throw new CniError(
@@ -68,15 +78,7 @@ export class ManifestKube implements KubeApi {
     );
   }
 
-  async getNad(namespace: string, name: string): Promise<Nad | undefined> {
-    return this.nads?.getNad(namespace, name);
-  }
-
-  /** DRA: ResourceClaims and ResourceSlices from the same directory as the NADs. */
-  async getResourceClaim(namespace: string, name: string): Promise<ResourceClaim | undefined> {
-    return this.nads?.getResourceClaim(namespace, name);
-  }
-
+  /** DRA: ResourceSlices from the same directory as the NADs. */
   async listResourceSlices(query: {
     nodeName?: string | undefined;
     driver: string;

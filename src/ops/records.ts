@@ -12,12 +12,13 @@ import type { CniRequest } from "../cni/env";
 import { escapeText, quote } from "../cni/quote";
 import { parsePlexusConf, type PlexusConf } from "../config/plugin-conf";
 import { createLogger } from "../log/logger";
-import { callDeadline, type Deps } from "../orchestrate/deps";
-import { withContainerLock } from "../orchestrate/lock";
+import { callDeadline } from "../nodestate/runtime-conf";
+import type { Deps } from "../orchestrate/deps";
+import { withContainerLock } from "../nodestate/lock";
 import { nodeDeps } from "../orchestrate/node-deps";
-import { RecordStore, type ContainerRecord, type RecordRead } from "../orchestrate/record";
-import type { Attachment } from "../orchestrate/record";
-import { teardown } from "../orchestrate/teardown";
+import { RecordStore, type ContainerRecord, type RecordRead } from "../nodestate/record";
+import type { Attachment } from "../nodestate/record";
+import { teardown } from "../nodestate/teardown";
 import { acquireContainerLock } from "../store/container-lock";
 import { silentLogger } from "../log/logger";
 import {

@@ -21,7 +21,7 @@ import { pluginVersionsOf } from "../libcni/conflist";
 import { applySelection } from "../npwg/delegate-args";
 import { resolveNadConfig, type ConfFile } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
-import { FsNetworkSource } from "../orchestrate/network-source";
+import { FsNetworkSource } from "../planning/network-source";
 import { logCompressorPids } from "../log/rotate";
 import { clusterLists, type ClusterLists } from "./cluster-list";
 import {

@@ -16,15 +16,15 @@ import {
   callDeadline,
   describeAttachment,
   runtimeConfFor,
-  type Deps,
   type RuntimeFor,
-} from "./deps";
-import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
-import { planForPod } from "./pod-plan";
+} from "../nodestate/runtime-conf";
+import type { Deps } from "./deps";
+import { deviceInfoAfterAdd, prepareDeviceInfo } from "../nodestate/device-info";
+import { planForPod } from "../planning/pod-plan";
 import { waitForReadiness } from "./readiness";
-import { newRecord, podOf, type Attachment, type ContainerRecord } from "./record";
-import { withContainerLock } from "./lock";
-import { failedAttachments, teardown, type TeardownFailure } from "./teardown";
+import { newRecord, podOf, type Attachment, type ContainerRecord } from "../nodestate/record";
+import { withContainerLock } from "../nodestate/lock";
+import { failedAttachments, teardown, type TeardownFailure } from "../nodestate/teardown";
 
 export interface AddOutcome {
   /** The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4). */
@@ -39,7 +39,7 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
-  // No housekeeping of other containers here (pending.ts): a pod's start never waits for it.
+  // No housekeeping of other containers here (nodestate/pending.ts): a pod's start never waits for it.
   return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
     addLocked(req, conf, locked, deadline),
   );

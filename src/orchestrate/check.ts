@@ -5,9 +5,10 @@ import { versionAtLeast } from "../cni/version";
 import type { PlexusConf } from "../config/plugin-conf";
 import { vetRecorded } from "../gate/gate";
 import { checkNetworkList } from "../libcni/conflist";
-import { callDeadline, describeAttachment, runtimeConfFor, type Deps } from "./deps";
-import { withContainerLock } from "./lock";
-import { podOf, type Attachment } from "./record";
+import { callDeadline, describeAttachment, runtimeConfFor } from "../nodestate/runtime-conf";
+import type { Deps } from "./deps";
+import { withContainerLock } from "../nodestate/lock";
+import { podOf, type Attachment } from "../nodestate/record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   // CHECK exists from 0.4.0 on: a runtime that sends it with an older config gets what libcni's
@@ -29,7 +30,7 @@ async function checkLocked(req: CniRequest, conf: PlexusConf, deps: Deps): Promi
   const read = await deps.records.read(req.containerId, req.ifName);
   if (read.state === "missing") {
     // A pod Multus attached before the node switched to Plexus: CHECK from Multus's cache (M14).
-    const { multusAttachedForCheck } = await import("./multus-migrate");
+    const { multusAttachedForCheck } = await import("../migration/multus-migrate");
     const fromMultus = await multusAttachedForCheck(req, conf, deps);
     if (fromMultus) return checkAttachments(fromMultus.attachments, req, conf, fromMultus.deps);
   }

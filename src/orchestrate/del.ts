@@ -13,21 +13,23 @@
  *   DEL between failure and success for ever.) What cannot be worked out (an invalid annotation, a
  *   missing NAD, the API server down) is logged;
  * - an unreadable record is handled the same way, then removed;
- * - only a recorded delegate's own DEL failure fails a DEL, and del-failures.ts decides how often.
+ * - only a recorded delegate's own DEL failure fails a DEL, and nodestate/del-failures.ts decides how often.
  *
  * After its own work, while no daemon housekeeper runs on the node, a DEL retries the least
- * recently retried record whose DEL failed earlier, within its own deadline (pending.ts).
+ * recently retried record whose DEL failed earlier, within its own deadline (nodestate/pending.ts).
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { settleDel, retryWithCurrentNads } from "./del-failures";
-import { callDeadline, type Deps, type RuntimeFor } from "./deps";
-import { planDefaultsOnly, planForPod } from "./pod-plan";
-import { withContainerLock } from "./lock";
-import { retryAfterDel } from "./pending";
-import type { Attachment, RecordRead } from "./record";
-import { teardown } from "./teardown";
+import { settleDel } from "../nodestate/del-failures";
+import { retryWithCurrentNads } from "./del-current-nad";
+import { callDeadline, type RuntimeFor } from "../nodestate/runtime-conf";
+import type { Deps } from "./deps";
+import { planDefaultsOnly, planForPod } from "../planning/pod-plan";
+import { withContainerLock } from "../nodestate/lock";
+import { retryAfterDel } from "../nodestate/pending";
+import type { Attachment, RecordRead } from "../nodestate/record";
+import { teardown } from "../nodestate/teardown";
 
 export async function cmdDel(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   const deadline = callDeadline("DEL", conf);
@@ -77,7 +79,7 @@ async function delLocked(
   }
   if (read.state === "missing") {
     // A pod Multus attached before the node switched to Plexus: DEL from Multus's cache (M14).
-    const { delMultusAttached } = await import("./multus-migrate");
+    const { delMultusAttached } = await import("../migration/multus-migrate");
     if (await delMultusAttached({ ...req, netns: ctx.netns }, conf, deps)) return;
   }
   return delWithoutRecord({ read, ctx, req, conf, deps });

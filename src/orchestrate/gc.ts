@@ -1,5 +1,5 @@
 /**
- * GC (C2.9): first every pending record (a container whose DEL failed, pending.ts) is retried,
+ * GC (C2.9): first every pending record (a container whose DEL failed, nodestate/pending.ts) is retried,
  * each with a budget of its own, and the index of pending records is rebuilt from the records;
  * then every container record whose (container ID, interface) the runtime no longer lists is torn
  * down (one that fails becomes pending, so it is abandoned in time like a failed DEL); then GC is
@@ -11,11 +11,12 @@ import { asCniError, CniError, Code, failIfAny } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { vetRecorded, type GateSubject } from "../gate/gate";
 import { gcNetworkList, type GcAttachment } from "../libcni/conflist";
-import { runtimeConfFor, type Deps } from "./deps";
-import { housekeep } from "./pending";
-import type { ContainerRecord } from "./record";
-import { withContainerLock } from "./lock";
-import { failedAttachments, teardown } from "./teardown";
+import { runtimeConfFor } from "../nodestate/runtime-conf";
+import type { Deps } from "./deps";
+import { housekeep } from "../nodestate/pending";
+import type { ContainerRecord } from "../nodestate/record";
+import { withContainerLock } from "../nodestate/lock";
+import { failedAttachments, teardown } from "../nodestate/teardown";
 
 /** How long GC waits for one container's lock before leaving it to the next GC. */
 const GC_LOCK_WAIT_MS = 1000;

@@ -1,14 +1,14 @@
 /**
  * Hot-plug's devices (hotplug-diff.ts): the planner picks the pod's devices for the annotation as
- * it is now, in its order, as an ADD would (devices.ts); but the attachments of the running pod
+ * it is now, in its order, as an ADD would (planning/devices.ts); but the attachments of the running pod
  * that stay keep the devices they hold. So a new attachment whose picked device one that stays
  * holds takes another device the planner picked for that resource, one nobody holds; a new
  * attachment whose own selection asked for that device (`deviceID`) is refused instead. Each new
  * attachment's device-info copy is named after the interface it finally gets.
  */
 import { cniDeviceInfoPath } from "../npwg/device-info";
-import { withDevice } from "./devices";
-import type { Attachment, AttachmentDevice } from "./record";
+import { withDevice } from "../planning/devices";
+import type { Attachment, AttachmentDevice } from "../nodestate/record";
 
 /** Where a new attachment's device-info copy goes (the config's directory, the sandbox). */
 export interface DeviceContext {

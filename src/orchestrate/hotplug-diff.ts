@@ -22,7 +22,7 @@
  */
 import type { NetworkSelection } from "../npwg/types";
 import { type DeviceContext, settleDevices } from "./hotplug-devices";
-import type { Attachment } from "./record";
+import type { Attachment } from "../nodestate/record";
 
 interface Refusal {
   attachment: Attachment;

@@ -20,16 +20,17 @@ import {
   networkStatusEntries,
 } from "../npwg/status";
 import { NETWORK_STATUS_ANNOTATION, type NetworkStatus, type Pod } from "../npwg/types";
-import { callDeadline, describeAttachment, runtimeConfFor } from "./deps";
-import type { Deps, RuntimeFor } from "./deps";
-import { deviceInfoAfterAdd, prepareDeviceInfo } from "./devices";
+import { callDeadline, describeAttachment, runtimeConfFor } from "../nodestate/runtime-conf";
+import type { RuntimeFor } from "../nodestate/runtime-conf";
+import type { Deps } from "./deps";
+import { deviceInfoAfterAdd, prepareDeviceInfo } from "../nodestate/device-info";
 import { diffHotplug, isSelected, type HotplugDiff } from "./hotplug-diff";
-import { withContainerLock } from "./lock";
-import { planForPod } from "./pod-plan";
-import { claimsOf, syncClaimStatus } from "./claim-status";
+import { withContainerLock } from "../nodestate/lock";
+import { planForPod } from "../planning/pod-plan";
+import { claimsOf, syncClaimStatus } from "../nodestate/claim-status";
 import { addedInterfaceMessage, networkStatuses, type Attached } from "./publish";
-import type { Attachment, ContainerRecord } from "./record";
-import { failedAttachments, teardown } from "./teardown";
+import type { Attachment, ContainerRecord } from "../nodestate/record";
+import { failedAttachments, teardown } from "../nodestate/teardown";
 
 export interface HotplugTarget {
   namespace: string;

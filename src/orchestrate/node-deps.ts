@@ -9,7 +9,7 @@ import type { Logger } from "../log/logger";
 import { logCompressorPids } from "../log/rotate";
 import { acquireContainerLock } from "../store/container-lock";
 import { baseEnvOf, type Deps } from "./deps";
-import { RecordStore } from "./record";
+import { RecordStore } from "../nodestate/record";
 
 export type NodeDeps = Pick<Deps, "exec" | "cache" | "records" | "log" | "baseEnv" | "locks">;
 

@@ -18,8 +18,8 @@ import {
 } from "../npwg/status";
 import { verifyAttachment } from "../npwg/verify";
 import type { NetworkStatus, Pod } from "../npwg/types";
-import { claimsOf, syncClaimStatus } from "./claim-status";
-import type { Attachment } from "./record";
+import { claimsOf, syncClaimStatus } from "../nodestate/claim-status";
+import type { Attachment } from "../nodestate/record";
 
 export interface Attached {
   attachment: Attachment;

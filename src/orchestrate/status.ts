@@ -11,10 +11,11 @@ import { versionAtLeast } from "../cni/version";
 import type { PlexusConf } from "../config/plugin-conf";
 import { vetRecorded } from "../gate/gate";
 import { statusNetworkList } from "../libcni/conflist";
-import { runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
-import { planFromDelegates } from "./plan";
-import { planDefaultsOnly } from "./pod-plan";
-import type { Attachment } from "./record";
+import { runtimeConfFor, type RuntimeFor } from "../nodestate/runtime-conf";
+import type { Deps } from "./deps";
+import { planFromDelegates } from "../planning/plan";
+import { planDefaultsOnly } from "../planning/pod-plan";
+import type { Attachment } from "../nodestate/record";
 import { isReady } from "./readiness";
 
 export async function cmdStatus(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {

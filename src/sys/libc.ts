@@ -7,6 +7,8 @@
  * against two loaders: docs/benchmarks.md, "Levers, measured"). Under Node (development, unit
  * tests) there is none: `libc()` is null, and each caller has its own fallback.
  */
+import { type BunFfi, bunFfi } from "./runtime";
+
 export interface Libc {
   flock(fd: number, op: number): number;
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
@@ -22,12 +24,6 @@ export interface Libc {
   errno(): number;
 }
 
-interface BunFfi {
-  dlopen: (lib: string, symbols: object) => { symbols: Omit<Libc, "errno"> & Errno };
-  FFIType: Record<"i32" | "u32" | "u64" | "i64" | "ptr", number>;
-  read: { i32(pointer: unknown, offset: number): number };
-}
-
 interface Errno {
   __errno_location(): unknown;
 }
@@ -37,9 +33,9 @@ let loaded: Libc | null | undefined;
 export function libc(): Libc | null {
   if (loaded !== undefined) return loaded;
   loaded = null;
-  if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return loaded;
   try {
-    loaded = openLibc(require("bun:ffi") as BunFfi);
+    const ffi = bunFfi();
+    if (ffi) loaded = openLibc(ffi);
   } catch {
     loaded = null;
   }
@@ -48,7 +44,7 @@ export function libc(): Libc | null {
 
 function openLibc(ffi: BunFfi): Libc {
   const { i32, u32, u64, i64, ptr } = ffi.FFIType;
-  const { symbols } = ffi.dlopen("libc.so.6", {
+  const { symbols } = ffi.dlopen<Omit<Libc, "errno"> & Errno>("libc.so.6", {
     flock: { args: [i32, i32], returns: i32 },
     prctl: { args: [i32, u64, u64, u64, u64], returns: i32 },
     waitpid: { args: [i32, ptr, i32], returns: i32 },

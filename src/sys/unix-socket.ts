@@ -5,6 +5,8 @@
  * measured"), so every CNI-path client of a unix socket (kubelet's pod-resources, the daemon's
  * delegate-runs hand-off) opens it here.
  */
+import { type BunConnect, type BunSocketLike, bunConnect } from "./runtime";
+
 /** What the connection needs of a byte stream. */
 export interface ByteSocket {
   write(bytes: Uint8Array): void;
@@ -25,30 +27,10 @@ export interface SocketEvents {
 
 export type SocketOpener = (path: string, events: SocketEvents) => ByteSocket;
 
-interface BunSocketLike {
-  write(bytes: Uint8Array): number;
-  end(): void;
-  terminate(): void;
-}
-interface BunLike {
-  connect(options: {
-    unix: string;
-    socket: {
-      open(s: BunSocketLike): void;
-      data(s: BunSocketLike, d: Uint8Array): void;
-      drain(s: BunSocketLike): void;
-      close(s: BunSocketLike): void;
-      end(s: BunSocketLike): void;
-      error(s: BunSocketLike, e: Error): void;
-      connectError(s: BunSocketLike, e: Error): void;
-    };
-  }): Promise<unknown>;
-}
-
 /** The unix socket at `path`: Bun's own socket in the executable, `node:net` under Node. */
 export const openUnixSocket: SocketOpener = (path, events) => {
-  const bun = (globalThis as { Bun?: BunLike }).Bun;
-  return bun ? bunSocket(bun, path, events) : nodeSocket(path, events);
+  const connect = bunConnect();
+  return connect ? bunSocket(connect, path, events) : nodeSocket(path, events);
 };
 
 /** What Bun's socket has not taken yet: a write may take part, the rest waits for drain. */
@@ -82,7 +64,7 @@ class PendingWrites {
   }
 }
 
-function bunSocket(bun: BunLike, path: string, events: SocketEvents): ByteSocket {
+function bunSocket(connect: BunConnect, path: string, events: SocketEvents): ByteSocket {
   let socket: BunSocketLike | undefined;
   const pending = new PendingWrites();
   let ending = false;
@@ -102,25 +84,23 @@ function bunSocket(bun: BunLike, path: string, events: SocketEvents): ByteSocket
   };
   const connectFailed = (e: Error) =>
     fail(`cannot connect to ${path}: ${(e as NodeJS.ErrnoException).code ?? e.message}`);
-  bun
-    .connect({
-      unix: path,
-      socket: {
-        open: (s) => {
-          socket = s;
-          if (destroyed) s.terminate();
-          else flush();
-        },
-        // Copied: the connection keeps partial frames across reads.
-        data: (_s, d) => events.data(new Uint8Array(d)),
-        drain: () => flush(),
-        close: () => fail("connection closed"),
-        end: () => fail("connection closed by the server"),
-        error: (_s, e) => fail(e.message),
-        connectError: (_s, e) => connectFailed(e),
+  connect({
+    unix: path,
+    socket: {
+      open: (s) => {
+        socket = s;
+        if (destroyed) s.terminate();
+        else flush();
       },
-    })
-    .catch(connectFailed);
+      // Copied: the connection keeps partial frames across reads.
+      data: (_s, d) => events.data(new Uint8Array(d)),
+      drain: () => flush(),
+      close: () => fail("connection closed"),
+      end: () => fail("connection closed by the server"),
+      error: (_s, e) => fail(e.message),
+      connectError: (_s, e) => connectFailed(e),
+    },
+  }).catch(connectFailed);
   return {
     write: (bytes) => {
       if (gone || destroyed) return;

@@ -16,7 +16,7 @@ import { silentLogger, type Logger } from "../../src/log/logger";
 import type { Deps } from "../../src/orchestrate/deps";
 import { eagerLoaders } from "../../src/ops/loaders";
 import { fakeNetns } from "./fake-netns";
-import { RecordStore } from "../../src/orchestrate/record";
+import { RecordStore } from "../../src/nodestate/record";
 
 export interface FakeCall {
   command: string;

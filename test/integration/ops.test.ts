@@ -16,7 +16,7 @@ import { doctor } from "../../src/ops/doctor";
 import { explain, renderExplanation } from "../../src/ops/explain";
 import { recordsRetryMain } from "../../src/ops/housekeeping";
 import { recordsMain } from "../../src/ops/records";
-import { RecordStore } from "../../src/orchestrate/record";
+import { RecordStore } from "../../src/nodestate/record";
 import { validate } from "../../src/ops/validate";
 import { type FakeApiServer, startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import { podWithDevices, startFakePodResources } from "../support/fake-pod-resources";

@@ -22,8 +22,8 @@ import { parsePlexusConf } from "../../../src/config/plugin-conf";
 import { buildPluginConf } from "../../../src/libcni/conflist";
 import { applySelection } from "../../../src/npwg/delegate-args";
 import { resolveNadConfig } from "../../../src/npwg/nad";
-import { readMultusCache } from "../../../src/orchestrate/multus-cache";
-import { RecordStore } from "../../../src/orchestrate/record";
+import { readMultusCache } from "../../../src/migration/multus-cache";
+import { RecordStore } from "../../../src/nodestate/record";
 import { numberLiteral } from "../../support/json-numbers";
 import { propertyRuns } from "../../support/property";
 

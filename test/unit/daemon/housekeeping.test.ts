@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveDaemonFlags, startHousekeeping } from "../../../src/daemon/main";
-import { RecordStore, type ContainerRecord } from "../../../src/orchestrate/record";
+import { RecordStore, type ContainerRecord } from "../../../src/nodestate/record";
 import { summarise } from "../../../src/ops/records";
 import { recordingLogger } from "../../fakes/fake-exec";
 

@@ -206,9 +206,7 @@ describe("user docs: README.md and docs/*.md", () => {
   });
 
   it("state no cost figures outside the measurement pages (docs/benchmarks.md, docs/scale.md)", () => {
-    const found = userDocs
-      .filter((f) => !MEASURING.has(f))
-      .flatMap((f) => figures(f, read(f)));
+    const found = userDocs.filter((f) => !MEASURING.has(f)).flatMap((f) => figures(f, read(f)));
     expect(found).toEqual([]);
     expect(figures(README, "a call costs ~21 ms, and 9 MiB per call (1 MiB cap)")).toHaveLength(2);
   });

@@ -15,8 +15,8 @@ import { type DraReader, podClaimDevices } from "../../../src/dra/claim-devices"
 import { trimPod } from "../../../src/cluster/objects";
 import { silentLogger } from "../../../src/log/logger";
 import type { Pod } from "../../../src/npwg/types";
-import { assignDevices } from "../../../src/orchestrate/devices";
-import type { Attachment } from "../../../src/orchestrate/record";
+import { assignDevices } from "../../../src/planning/devices";
+import type { Attachment } from "../../../src/nodestate/record";
 import {
   draScenario,
   GPU_CLAIM,

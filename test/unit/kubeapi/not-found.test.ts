@@ -7,15 +7,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CniError, Code } from "../../../src/cni/errors";
-import {
-  ApiStatusError,
-  CLAIM_RESOURCE,
-  NAD_RESOURCE,
-  notFoundIn,
-  POD_RESOURCE,
-  type ApiResource,
-} from "../../../src/kubeapi/rest-kube";
+import { type ApiResource, READS } from "../../../src/cluster/reads";
+import { ApiStatusError, notFoundIn } from "../../../src/kubeapi/rest-kube";
 import { propertyRuns } from "../../support/property";
+
+const POD_RESOURCE = READS.pod.resource;
+const NAD_RESOURCE = READS.nad.resource;
+const CLAIM_RESOURCE = READS.resourceClaim.resource;
 
 const answer = (status: number, body: string | object) => ({
   status,

@@ -16,7 +16,7 @@ import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";
 import { cmdGc } from "../../../src/orchestrate/gc";
-import type { ContainerRecord } from "../../../src/orchestrate/record";
+import type { ContainerRecord } from "../../../src/nodestate/record";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
 let exec: FakeExec;

@@ -15,7 +15,7 @@ import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";
 import { baseEnvOf } from "../../../src/orchestrate/deps";
 import { cmdGc } from "../../../src/orchestrate/gc";
-import { RecordStore, type ContainerRecord } from "../../../src/orchestrate/record";
+import { RecordStore, type ContainerRecord } from "../../../src/nodestate/record";
 import { cmdStatus } from "../../../src/orchestrate/status";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 

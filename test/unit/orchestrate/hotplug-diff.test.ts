@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { diffHotplug, nextFreeIfName } from "../../../src/orchestrate/hotplug-diff";
 import { assignInterfaceNames } from "../../../src/npwg/ifnames";
-import type { Attachment, AttachmentDevice } from "../../../src/orchestrate/record";
+import type { Attachment, AttachmentDevice } from "../../../src/nodestate/record";
 import type { NetworkSelection } from "../../../src/npwg/types";
 import { propertyRuns } from "../../support/property";
 

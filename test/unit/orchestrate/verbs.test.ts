@@ -12,7 +12,7 @@ import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-con
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdCheck } from "../../../src/orchestrate/check";
 import { cmdDel } from "../../../src/orchestrate/del";
-import { delegatePath } from "../../../src/orchestrate/deps";
+import { delegatePath } from "../../../src/nodestate/runtime-conf";
 import { cmdGc } from "../../../src/orchestrate/gc";
 import { cmdStatus } from "../../../src/orchestrate/status";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";

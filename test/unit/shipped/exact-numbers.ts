@@ -13,7 +13,7 @@ import { parsePlexusConf } from "../../../src/config/plugin-conf";
 import { buildPluginConf } from "../../../src/libcni/conflist";
 import { applySelection } from "../../../src/npwg/delegate-args";
 import { resolveNadConfig } from "../../../src/npwg/nad";
-import { RecordStore } from "../../../src/orchestrate/record";
+import { RecordStore } from "../../../src/nodestate/record";
 
 interface Ask {
   literals: string[];

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ResultCache } from "../../../src/libcni/cache";
-import { RecordStore } from "../../../src/orchestrate/record";
+import { RecordStore } from "../../../src/nodestate/record";
 
 const conf = { cniVersion: "1.0.0", name: "net-a", plugins: [{ type: "bridge" }] };
 const record = (containerId: string, ifName: string, attIf = "eth0", network = "net-a") => ({

@@ -79,7 +79,8 @@ function leaveOrphan(): number {
  * a child this process started itself is given as spared, as the log's compressors are.
  */
 async function runnerCase(): Promise<Record<string, unknown>> {
-  const { bunSpawn, runProcessBun } = await import("../../../src/invoke/spawn-bun");
+  const { runProcessBun } = await import("../../../src/invoke/spawn-bun");
+  const { bunSpawn } = await import("../../../src/sys/runtime");
   const spared = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
   const sparedPid = spared.pid!;
   let left = 0;
@@ -123,7 +124,22 @@ async function orphansCase(): Promise<Record<string, unknown>> {
   }
 }
 
+/** What the runtime seam offers under `bun` running the source (not the compiled executable). */
+async function runtimeCase(): Promise<Record<string, unknown>> {
+  const runtime = await import("../../../src/sys/runtime");
+  runtime.setJitPolicy(1);
+  return {
+    standalone: runtime.isStandaloneExecutable(),
+    own: runtime.ownExecutablePath() ?? null,
+    spawn: typeof runtime.bunSpawn(),
+    connect: typeof runtime.bunConnect(),
+    fetch: typeof runtime.bunFetch(),
+    dlopen: typeof runtime.bunFfi()?.dlopen,
+  };
+}
+
 const cases: Record<string, () => Promise<Record<string, unknown>>> = {
+  runtime: runtimeCase,
   libc: libcCase,
   runner: runnerCase,
   orphans: orphansCase,

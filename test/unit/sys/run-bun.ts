@@ -6,7 +6,9 @@ import { bunPath } from "../../../scripts/bun-path.mjs";
 
 const CHILD = fileURLToPath(new URL("./bun-child.ts", import.meta.url));
 
-export function runBunCase(name: "libc" | "runner" | "orphans"): Record<string, unknown> {
+export function runBunCase(
+  name: "runtime" | "libc" | "runner" | "orphans",
+): Record<string, unknown> {
   const out = execFileSync(bunPath() as string, [CHILD, name], {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],

@@ -16,7 +16,7 @@ import { readSharedFile } from "../store/shared-file";
 import { stateNamesProblem } from "../store/state-names";
 import type { NetworkSelection } from "../npwg/types";
 
-/** M10: the device an attachment got (devices.ts). */
+/** M10: the device an attachment got (planning/devices.ts). */
 export interface AttachmentDevice {
   resourceName: string;
   deviceID: string;
@@ -54,7 +54,7 @@ export interface Attachment {
   device?: AttachmentDevice;
   /** M12: the auxiliary chain (no network-status entry unless its result names an interface or IP). */
   auxiliary?: true;
-  /** When hot-plug attached it to the running pod (ISO time, hotplug.ts); unset: by ADD. */
+  /** When hot-plug attached it to the running pod (ISO time, orchestrate/hotplug.ts); unset: by ADD. */
   hotpluggedAt?: string;
   /** Why its last DEL failed (code and message), for `plexus records` (pending.ts). */
   lastDelError?: { code: number; msg: string };

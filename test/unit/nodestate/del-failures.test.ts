@@ -14,7 +14,7 @@ import type { KubeApi } from "../../../src/cluster/kube-api";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdDel } from "../../../src/orchestrate/del";
 import { cmdGc } from "../../../src/orchestrate/gc";
-import type { ContainerRecord } from "../../../src/orchestrate/record";
+import type { ContainerRecord } from "../../../src/nodestate/record";
 import { cniRequest, FakeExec, fakeDeps } from "../../fakes/fake-exec";
 
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";

@@ -29,7 +29,7 @@ import {
   readMultusCache,
   type MultusCacheQuery,
   type MultusCacheRead,
-} from "../../../src/orchestrate/multus-cache";
+} from "../../../src/migration/multus-cache";
 import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
 import {
   multusEntry,

@@ -1,5 +1,5 @@
 /**
- * The record decoder (orchestrate/record.ts over store/json-store.ts, read through the shared-file
+ * The record decoder (nodestate/record.ts over store/json-store.ts, read through the shared-file
  * reader) against generated record files: bad JSON, wrong types, names that disagree with the file
  * name, hostile names, sizes past the cap, symlinks, FIFOs and directories where a file is
  * expected. Whatever the files hold, a read or a listing never crashes (at most an I/O error, 5,
@@ -14,7 +14,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors";
-import { RecordStore, type RecordRead } from "../../../src/orchestrate/record";
+import { RecordStore, type RecordRead } from "../../../src/nodestate/record";
 import { lockPath } from "../../../src/store/container-lock";
 import { MAX_STATE_FILE_BYTES } from "../../../src/store/json-store";
 import { stateNamesProblem } from "../../../src/store/state-names";

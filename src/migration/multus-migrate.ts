@@ -10,18 +10,18 @@ import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import { removeFile, writeFileAtomic } from "../store/atomic-file";
 import { ResultCache } from "../libcni/cache";
-import { abandon, delError } from "./del-failures";
-import { callDeadline, type Deps } from "./deps";
+import { abandon, delError } from "../nodestate/del-failures";
+import { callDeadline } from "../nodestate/runtime-conf";
 import { ATTEMPTS_KEY, readMultusCache, type MultusCacheFound } from "./multus-cache";
-import { podOf, type Attachment } from "./record";
-import { teardown } from "./teardown";
+import { podOf, type Attachment } from "../nodestate/record";
+import { teardown, type TeardownDeps } from "../nodestate/teardown";
 
 /** Multus's cache for this container, or undefined (none, turned off, or unusable: logged). */
-async function multusAttached(
+async function multusAttached<D extends TeardownDeps>(
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
-): Promise<{ found: MultusCacheFound; deps: Deps } | undefined> {
+  deps: D,
+): Promise<{ found: MultusCacheFound; deps: D } | undefined> {
   const read = await readMultusCache({
     dir: conf.multusCacheDir,
     containerId: req.containerId,
@@ -56,7 +56,7 @@ async function multusAttached(
 export async function delMultusAttached(
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
+  deps: TeardownDeps,
 ): Promise<boolean> {
   const m = await multusAttached(req, conf, deps);
   if (!m) return false;
@@ -80,7 +80,10 @@ export async function delMultusAttached(
 }
 
 /** Counts the failed DEL in the file itself (Multus's decoder ignores the extra key), so the next DEL knows. */
-async function markFailedDel(found: MultusCacheFound, deps: Deps): Promise<boolean> {
+async function markFailedDel(
+  found: MultusCacheFound,
+  deps: Pick<TeardownDeps, "log">,
+): Promise<boolean> {
   const marked = found.raw.map((e) => ({ ...e, [ATTEMPTS_KEY]: found.failedDels + 1 }));
   try {
     await writeFileAtomic(found.path, JSON.stringify(marked));
@@ -96,13 +99,13 @@ async function markFailedDel(found: MultusCacheFound, deps: Deps): Promise<boole
 
 /**
  * CHECK from Multus's cache: the attachments (in order) and the deps whose result cache is
- * Multus's, for check.ts's own loop; undefined when there is no usable cache.
+ * Multus's, for orchestrate/check.ts's own loop; undefined when there is no usable cache.
  */
-export async function multusAttachedForCheck(
+export async function multusAttachedForCheck<D extends TeardownDeps>(
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
-): Promise<{ attachments: Attachment[]; deps: Deps } | undefined> {
+  deps: D,
+): Promise<{ attachments: Attachment[]; deps: D } | undefined> {
   const m = await multusAttached(req, conf, deps);
   return m && { attachments: m.found.attachments, deps: m.deps };
 }

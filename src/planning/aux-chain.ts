@@ -17,7 +17,7 @@ import { PASSTHRU_PLUGIN } from "../libcni/conflist";
 import type { PlexusConf } from "../config/plugin-conf";
 import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import type { FsNetworkSource } from "./network-source";
-import type { Attachment } from "./record";
+import type { Attachment } from "../nodestate/record";
 
 /** libcni's rule for a network name that is also a directory name (Multus checks it before loading). */
 const CHAIN_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;

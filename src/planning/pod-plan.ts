@@ -20,7 +20,7 @@ import { checkNamespaceAccess, nadMayUseConfDir } from "../npwg/isolation";
 import { checkPlanBounds, checkPluginTypes } from "../npwg/policy";
 import { resolveNadConfig } from "../npwg/nad";
 import { NETWORKS_ANNOTATION, type NetworkSelection, type Pod } from "../npwg/types";
-import type { Loaders } from "./deps";
+import type * as Annotation from "../npwg/annotation";
 import { withAuxiliaryChain } from "./aux-chain";
 import {
   assignDevices,
@@ -30,7 +30,13 @@ import {
 } from "./devices";
 import { FsNetworkSource } from "./network-source";
 import { planFromDelegates } from "./plan";
-import type { Attachment } from "./record";
+import type { Attachment } from "../nodestate/record";
+
+/** The networks annotation parser, loaded by the wiring (orchestrate/deps.ts `Loaders`). */
+export interface AnnotationLoader {
+  /** Only a pod of a cluster needs it. */
+  annotation(): Promise<Pick<typeof Annotation, "parseNetworksAnnotation">>;
+}
 
 export interface PodPlan {
   /** The pod read from the API (undefined outside a cluster). */
@@ -47,7 +53,7 @@ export interface PlanContext {
   podDevices?: PodDevicesLookup | undefined;
   /** DEL without a record: devices are a best effort (see devices.ts). */
   devicesBestEffort?: boolean;
-  load: Pick<Loaders, "annotation">;
+  load: AnnotationLoader;
 }
 
 function podName(ref: PodRef): string {

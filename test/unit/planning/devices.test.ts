@@ -1,5 +1,5 @@
 /**
- * Device-plugin networks in the planner (M10, src/orchestrate/devices.ts) over a FakeKube and a
+ * Device-plugin networks in the planner (M10, src/planning/devices.ts) over a FakeKube and a
  * fake pod-resources lookup: which device each attachment gets, how the delegate sees it, and the
  * device-info files (src/npwg/device-info.ts) in a temp dir. The gRPC client and the executable
  * are tested in test/integration/devices.test.ts.
@@ -17,12 +17,12 @@ import {
   deviceInfoAfterAdd,
   prepareDeviceInfo,
   removeDeviceInfo,
-  type PodDevicesLookup,
-} from "../../../src/orchestrate/devices";
+} from "../../../src/nodestate/device-info";
+import type { PodDevicesLookup } from "../../../src/planning/devices";
 import { cmdAdd } from "../../../src/orchestrate/add";
 import { cmdHotplug } from "../../../src/orchestrate/hotplug";
-import { planForPod } from "../../../src/orchestrate/pod-plan";
-import type { Attachment } from "../../../src/orchestrate/record";
+import { planForPod } from "../../../src/planning/pod-plan";
+import type { Attachment } from "../../../src/nodestate/record";
 import { FakeKube } from "../../fakes/fake-kube";
 import { FakeExec, fakeDeps, recordingLogger } from "../../fakes/fake-exec";
 

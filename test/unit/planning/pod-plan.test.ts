@@ -1,5 +1,5 @@
 /**
- * The planner ADD and DEL share (src/orchestrate/pod-plan.ts) over a FakeKube: which networks a pod
+ * The planner ADD and DEL share (src/planning/pod-plan.ts) over a FakeKube: which networks a pod
  * gets, in which order, on which interfaces, with which configs; what it asks the API; and that
  * every error names the pod. The same rules run end to end in test/e2e/pods*.test.ts.
  */
@@ -11,7 +11,7 @@ import { parseEnv, type CniRequest } from "../../../src/cni/env";
 import { parsePlexusConf, type PlexusConf } from "../../../src/config/plugin-conf";
 import { silentLogger } from "../../../src/log/logger";
 import { eagerLoaders } from "../../../src/ops/loaders";
-import { planDefaultsOnly, planForPod } from "../../../src/orchestrate/pod-plan";
+import { planDefaultsOnly, planForPod } from "../../../src/planning/pod-plan";
 import { FakeKube } from "../../fakes/fake-kube";
 
 const NETWORKS = "k8s.v1.cni.cncf.io/networks";

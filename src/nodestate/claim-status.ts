@@ -1,6 +1,6 @@
 /**
- * D1: the claims' device status follows the pod's attachments: written after ADD (publish.ts) and
- * after a hot-plug's attaches (hotplug.ts), and stated again after every teardown (teardown.ts:
+ * D1: the claims' device status follows the pod's attachments: written after ADD (orchestrate/publish.ts) and
+ * after a hot-plug's attaches (orchestrate/hotplug.ts), and stated again after every teardown (teardown.ts:
  * DEL, ADD's rollback, a hot-plug's detaches). Each write is Plexus's whole part of one claim
  * (server-side apply, cluster/kube-api.ts), so for every claim a change touches, the entries of
  * its attachments still up are sent again: those at hand with their results, the others with
@@ -40,7 +40,7 @@ export interface ClaimStatusSync {
   pod: { namespace: string; name: string; uid?: string | undefined };
   /** The claims whose part is stated again (the ones the change touched). */
   claims: ReadonlySet<string>;
-  /** Attachments up, with their results at hand (publish.ts's Attached). */
+  /** Attachments up, with their results at hand (orchestrate/publish.ts's Attached). */
   attached: readonly { attachment: Attachment; result: AnyResult }[];
   /** Other attachments still up, and the libcni cache of the container their results are in. */
   others?: {

@@ -22,11 +22,29 @@
 import type { CniRequest } from "../cni/env";
 import { asCniError, type CniError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { abandon } from "./del-failures";
-import type { Deps, RuntimeFor } from "./deps";
-import { withContainerLock } from "./lock";
-import type { ContainerRecord, RecordRead } from "./record";
-import { failedAttachments, teardown } from "./teardown";
+import { abandon, type AbandonDeps } from "./del-failures";
+import { withContainerLock, type LockDeps } from "./lock";
+import type { ContainerRecord, RecordRead, RecordStore } from "./record";
+import type { RuntimeFor } from "./runtime-conf";
+import { failedAttachments, teardown, type TeardownDeps } from "./teardown";
+
+/** What housekeeping uses: a teardown's, the lock's, and the records with their pending index. */
+export interface PendingDeps extends TeardownDeps, AbandonDeps, LockDeps {
+  records: Pick<
+    RecordStore,
+    | "list"
+    | "listPending"
+    | "read"
+    | "write"
+    | "delete"
+    | "markPending"
+    | "unmarkPending"
+    | "touchPending"
+    | "syncPending"
+    | "syncedAt"
+    | "housekeeperAlive"
+  >;
+}
 
 /** Least time housekeeping gives one record's teardown, whatever `delTimeoutSeconds` says. */
 const HOUSEKEEPING_DEL_MS = 60_000;
@@ -39,7 +57,7 @@ const SYNC_INTERVAL_MS = 10 * 60_000;
 
 type Target = { containerId: string; ifName: string };
 /** A DEL that has done its own work, and its deadline. */
-type DelCall = { req: CniRequest; conf: PlexusConf; deps: Deps; deadlineAt: number };
+type DelCall = { req: CniRequest; conf: PlexusConf; deps: PendingDeps; deadlineAt: number };
 
 /**
  * Every pending record, each with its own budget (GC, the daemon's timer); never throws. `reads`
@@ -49,7 +67,7 @@ type DelCall = { req: CniRequest; conf: PlexusConf; deps: Deps; deadlineAt: numb
 export async function housekeep(
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
+  deps: PendingDeps,
   reads?: readonly RecordRead[],
 ): Promise<CniError[]> {
   const errors: CniError[] = [];
@@ -91,7 +109,7 @@ export async function retryAfterDel(call: DelCall): Promise<void> {
   }
 }
 
-async function syncIndex(records: readonly ContainerRecord[], deps: Deps): Promise<void> {
+async function syncIndex(records: readonly ContainerRecord[], deps: PendingDeps): Promise<void> {
   const { added, removed } = await deps.records.syncPending(records).catch((err: unknown) => {
     deps.log.warn({ err: asCniError(err).message }, "cannot rebuild the index of pending records");
     return { added: 0, removed: 0 };
@@ -106,7 +124,7 @@ async function retryOne(retry: {
   target: Target;
   req: CniRequest;
   conf: PlexusConf;
-  deps: Deps;
+  deps: PendingDeps;
   untilAt: number;
 }): Promise<CniError[]> {
   const { req, conf, deps, untilAt } = retry;
@@ -135,7 +153,7 @@ async function retryRecord(
   record: ContainerRecord,
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
+  deps: PendingDeps,
   untilAt: number,
 ): Promise<CniError[]> {
   const { containerId, ifName } = record;

@@ -19,9 +19,9 @@ import {
 import { vouch, vouchForAdd } from "../../../src/libcni/vouch";
 import { silentLogger } from "../../../src/log/logger";
 import { eagerLoaders } from "../../../src/ops/loaders";
-import { loadAuxiliaryChain } from "../../../src/orchestrate/aux-chain";
-import { FsNetworkSource } from "../../../src/orchestrate/network-source";
-import { planForPod } from "../../../src/orchestrate/pod-plan";
+import { loadAuxiliaryChain } from "../../../src/planning/aux-chain";
+import { FsNetworkSource } from "../../../src/planning/network-source";
+import { planForPod } from "../../../src/planning/pod-plan";
 import { FakeExec, fakeDeps } from "../../fakes/fake-exec";
 import { FakeKube } from "../../fakes/fake-kube";
 

@@ -22,7 +22,7 @@ import { parseWithSchema } from "../cni/schema-error";
 import { interfaceNameProblem, validateContainerId } from "../cni/validate";
 import { validateDeviceText } from "../npwg/device-id";
 import { readSharedFile } from "../store/shared-file";
-import type { Attachment } from "./record";
+import type { Attachment } from "../nodestate/record";
 
 /** Far above what Multus writes for a pod (a few KiB per network). */
 export const MAX_MULTUS_CACHE_BYTES = 4 * 1024 * 1024;

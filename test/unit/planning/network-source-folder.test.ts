@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_CONF_FILE_BYTES } from "../../../src/npwg/conf-dir";
-import { FsNetworkSource } from "../../../src/orchestrate/network-source";
+import { FsNetworkSource } from "../../../src/planning/network-source";
 
 const roots: string[] = [];
 afterEach(() => {

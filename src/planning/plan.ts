@@ -4,7 +4,7 @@
  * (Multus's naming). The Kubernetes path extends this with the pod's selections.
  */
 import type { PlexusConf } from "../config/plugin-conf";
-import type { Attachment } from "./record";
+import type { Attachment } from "../nodestate/record";
 
 export function planFromDelegates(conf: PlexusConf, ifName: string): Attachment[] {
   return conf.delegates.map((d, i) => ({

@@ -6,20 +6,28 @@
 import type { CniRequest } from "../cni/env";
 import type { PlexusConf } from "../config/plugin-conf";
 import { asCniError, Code } from "../cni/errors";
-import { NO_LOCK, type ContainerLock } from "../store/container-lock";
-import type { Deps } from "./deps";
+import type { Logger } from "../log/logger";
+import { NO_LOCK, type ContainerLock, type LockFactory } from "../store/container-lock";
+import type { RecordStore } from "./record";
 
-export async function withContainerLock<T>(
+/** What a locked call uses: the lock factory (none: no locking), its log, the record it leaves. */
+export interface LockDeps {
+  locks?: LockFactory;
+  log: Logger;
+  records: Pick<RecordStore, "read">;
+}
+
+export async function withContainerLock<D extends LockDeps, T>(
   call: {
     verb: string;
     req: Pick<CniRequest, "containerId" | "ifName">;
     conf: PlexusConf;
-    deps: Deps;
+    deps: D;
     deadlineAt: number;
     /** See LockRequest.killsOrphans: false for housekeeping on another container's behalf. */
     killsOrphans?: boolean;
   },
-  fn: (deps: Deps) => Promise<T>,
+  fn: (deps: D) => Promise<T>,
 ): Promise<T> {
   const { req, deps } = call;
   if (!deps.locks) return fn(deps);

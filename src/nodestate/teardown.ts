@@ -10,17 +10,33 @@
  * even start (no time left) is marked `notRun`: it never counts as a failed DEL (del-failures.ts).
  *
  * D1: the claims whose devices backed what was torn down lose Plexus's entries for them
- * (orchestrate/claim-status.ts, loaded only then); `keep` names the attachments that stay up
+ * (claim-status.ts, loaded only then); `keep` names the attachments that stay up
  * besides (a hot-plug's), whose entries are stated again.
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
 import { vetRecorded } from "../gate/gate";
-import { delNetworkList } from "../libcni/conflist";
-import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
-import { removeDeviceInfo } from "./devices";
+import type { KubeApi } from "../cluster/kube-api";
+import { delNetworkList, type ExecDeps } from "../libcni/conflist";
+import type { ContainerLock } from "../store/container-lock";
+import { removeDeviceInfo } from "./device-info";
 import { podOf, type Attachment } from "./record";
+import {
+  describeAttachment,
+  runtimeConfFor,
+  type DelegateEnvDeps,
+  type RuntimeFor,
+} from "./runtime-conf";
+
+/**
+ * What a teardown uses: libcni's (the plugins, the result cache, the log), the delegates'
+ * environment, and Kubernetes for the claims' status (built on first use; undefined: none).
+ */
+export interface TeardownDeps extends ExecDeps, DelegateEnvDeps {
+  lock?: ContainerLock;
+  kube?: (() => Promise<KubeApi | undefined>) | undefined;
+}
 
 /** One attachment whose DEL failed, and why. */
 export interface TeardownFailure {
@@ -35,7 +51,7 @@ export async function teardown(
   ctx: RuntimeFor,
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
+  deps: TeardownDeps,
   scope: { keep?: readonly Attachment[] } = {},
 ): Promise<TeardownFailure[]> {
   const failures: TeardownFailure[] = [];

@@ -3,7 +3,7 @@
  * gets one of the devices kubelet allocated to the pod for that resource (pod-resources API),
  * handed to its delegate as `deviceID` (top level of every plugin, and `runtimeConfig.deviceID`
  * where declared) with `runtimeConfig.CNIDeviceInfoFile`; the NPWG device-info file is copied
- * before the delegate runs and read back into network-status after.
+ * before the delegate runs and read back into network-status after (nodestate/device-info.ts).
  *
  * Several attachments of one resource take the pod's devices in order (sorted, across all its
  * containers, as Multus does), one each. The allocation wins, as in Multus: a `deviceID` in the
@@ -36,13 +36,7 @@ import {
   podClaimDevices,
 } from "../dra/claim-devices";
 import type { Logger } from "../log/logger";
-import {
-  cniDeviceInfoPath,
-  dpDeviceInfoPath,
-  readDeviceInfo,
-  removeCniDeviceInfo,
-  writeCniDeviceInfo,
-} from "../npwg/device-info";
+import { cniDeviceInfoPath } from "../npwg/device-info";
 import { deviceTextProblem } from "../npwg/device-id";
 import {
   ALLOWED_RESOURCE_NAMES_ANNOTATION,
@@ -50,7 +44,7 @@ import {
   type Pod,
   RESOURCE_NAME_ANNOTATION,
 } from "../npwg/types";
-import type { Attachment, AttachmentDevice } from "./record";
+import type { Attachment, AttachmentDevice } from "../nodestate/record";
 
 export type { AttachmentDevice };
 
@@ -445,71 +439,4 @@ export function withDevice(att: Attachment, device: AttachmentDevice): Attachmen
     capabilityArgs: caps,
     device,
   };
-}
-
-/** Before the delegate's ADD: the device plugin's file, if any, becomes this attachment's copy. */
-export function prepareDeviceInfo(
-  att: Attachment,
-  conf: Pick<PlexusConf, "deviceInfoDir">,
-  log: Logger,
-): void {
-  const d = att.device;
-  if (!d?.infoFile) return;
-  const dp = dpDeviceInfoPath(conf.deviceInfoDir, d.resourceName, d.deviceID);
-  const read = dp ? readDeviceInfo(dp) : ({ state: "missing" } as const);
-  if (read.state === "missing")
-    return void log.debug(
-      { network: att.network, path: dp },
-      "no device-info file from the device plugin",
-    );
-  if (read.state === "malformed")
-    return void log.warn(
-      { network: att.network, path: dp, reason: read.reason },
-      "device plugin's device-info file ignored: malformed",
-    );
-  try {
-    writeCniDeviceInfo(d.infoFile, read.text);
-  } catch (err) {
-    log.warn(
-      { network: att.network, path: d.infoFile, err: (err as Error).message },
-      "cannot write the device-info file for the delegate; the ADD goes on without it",
-    );
-  }
-}
-
-/** After the delegate's ADD: the attachment's device-info (as the delegate left it), for network-status. */
-export function deviceInfoAfterAdd(
-  att: Attachment,
-  log: Logger,
-): Record<string, unknown> | undefined {
-  if (!att.device?.infoFile) return undefined;
-  const read = readDeviceInfo(att.device.infoFile);
-  if (read.state === "found") return read.info;
-  if (read.state === "malformed")
-    log.warn(
-      { network: att.network, path: att.device.infoFile, reason: read.reason },
-      "device-info file ignored: malformed; network-status has no device-info",
-    );
-  return undefined;
-}
-
-/** On DEL (and rollback): this attachment's copy, from names (never from a path the record holds). */
-export function removeDeviceInfo(
-  att: Attachment,
-  req: { containerId: string },
-  conf: Pick<PlexusConf, "deviceInfoDir">,
-  log: Logger,
-): void {
-  if (!att.device) return;
-  const path = cniDeviceInfoPath(conf.deviceInfoDir, {
-    network: att.conf.name,
-    containerId: req.containerId,
-    ifName: att.ifName,
-  });
-  if (!path) return;
-  try {
-    removeCniDeviceInfo(path);
-  } catch (err) {
-    log.warn({ path, err: (err as Error).message }, "cannot remove the device-info file");
-  }
 }

@@ -16,21 +16,23 @@
  * kept after a failed DEL is "pending" from then on (it names when the first DEL failed).
  *
  * Either way, a NAD attachment whose recorded config fails is also tried with the NAD's current
- * config: an admin who fixes a broken NAD un-wedges its pods (B33 still holds: the recorded bytes
- * are tried first).
+ * config (orchestrate/del-current-nad.ts): an admin who fixes a broken NAD un-wedges its pods
+ * (B33 still holds: the recorded bytes are tried first).
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, oneError } from "../cni/errors";
 import type { PlexusConf } from "../config/plugin-conf";
-import { vetReplacement } from "../gate/gate";
-import { delNetworkList } from "../libcni/conflist";
-import { applySelection } from "../npwg/delegate-args";
-import { nadMayUseConfDir } from "../npwg/isolation";
-import { resolveNadConfig } from "../npwg/nad";
-import { describeAttachment, runtimeConfFor, type Deps, type RuntimeFor } from "./deps";
-import { FsNetworkSource } from "./network-source";
-import { podOf, type Attachment, type ContainerRecord } from "./record";
-import { failedAttachments, type TeardownFailure } from "./teardown";
+import type { ContainerRecord, RecordStore } from "./record";
+import { describeAttachment } from "./runtime-conf";
+import { failedAttachments, type TeardownDeps, type TeardownFailure } from "./teardown";
+
+/** What giving up on attachments uses: its log, the result cache, Kubernetes for the event. */
+export type AbandonDeps = Pick<TeardownDeps, "log" | "cache" | "kube">;
+
+/** What ending a DEL uses: the above, and the record it keeps or removes. */
+export interface SettleDeps extends AbandonDeps {
+  records: Pick<RecordStore, "delete" | "write" | "markPending">;
+}
 
 const TEARDOWN_ABANDONED = "TeardownAbandoned";
 
@@ -40,7 +42,7 @@ export async function settleDel(
   record: ContainerRecord,
   req: CniRequest,
   conf: PlexusConf,
-  deps: Deps,
+  deps: SettleDeps,
 ): Promise<void> {
   const counted = failures.map((f) =>
     f.notRun
@@ -79,7 +81,7 @@ export async function settleDel(
 }
 
 /** Nothing is left to tear down (or to keep): the record goes. */
-async function removeRecord(req: CniRequest, deps: Deps): Promise<void> {
+async function removeRecord(req: CniRequest, deps: SettleDeps): Promise<void> {
   await deps.records.delete(req.containerId, req.ifName).catch((err: unknown) => {
     // A record left behind is removed by the next ADD or a GC.
     const why = asCniError(err).message;
@@ -94,7 +96,7 @@ async function removeRecord(req: CniRequest, deps: Deps): Promise<void> {
 async function keepForRetry(
   kept: readonly TeardownFailure[],
   record: ContainerRecord,
-  deps: Deps,
+  deps: SettleDeps,
 ): Promise<void> {
   const delFailedAt = record.delFailedAt ?? new Date().toISOString();
   await deps.records.write({ ...record, attachments: failedAttachments(kept), delFailedAt });
@@ -123,7 +125,7 @@ export async function abandon(
   failures: readonly TeardownFailure[],
   pod: ContainerRecord["pod"],
   req: Pick<CniRequest, "containerId">,
-  deps: Deps,
+  deps: AbandonDeps,
 ): Promise<void> {
   const lines: string[] = [];
   for (const { attachment: att, error } of failures) {
@@ -149,94 +151,6 @@ export async function abandon(
       `could not record the ${TEARDOWN_ABANDONED} event`,
     );
   }
-}
-
-/**
- * The failed NAD attachments tried once more with the NAD's current config, when it differs from the
- * recorded one (the admin fixed it). Only what the delegate gate accepts as a replacement runs
- * (gate.ts vetReplacement: the same policy as ADD, the same network name and plugin types), and an
- * attachment whose interface is still in the pod's namespace afterwards stays a failure: the
- * record keeps it until the recorded attachment is really gone. Best effort: no Kubernetes, no
- * NAD, a config that does not resolve or is refused, or the same config, and the failure stands.
- */
-export async function retryWithCurrentNads(
-  failures: TeardownFailure[],
-  ctx: RuntimeFor,
-  req: CniRequest,
-  conf: PlexusConf,
-  deps: Deps,
-): Promise<TeardownFailure[]> {
-  if (!failures.some((f) => f.attachment.selection) || !deps.kube) return failures;
-  const kube = await deps.kube().catch(() => undefined);
-  if (!kube) return failures;
-  const source = new FsNetworkSource(conf.confDir, kube);
-  const left: TeardownFailure[] = [];
-  for (const f of failures) {
-    const repaired = await delWithCurrentNad(f, { source, ctx, req, conf, deps }).catch(
-      (err: unknown) => {
-        deps.log.warn(
-          {
-            network: f.attachment.network,
-            ifName: f.attachment.ifName,
-            why: asCniError(err).message,
-          },
-          "the NAD's current config was not used for this DEL",
-        );
-        return false;
-      },
-    );
-    if (!repaired) left.push(f);
-  }
-  return left;
-}
-
-/** One failed attachment's DEL with its NAD's current config; true when it is really gone. */
-async function delWithCurrentNad(
-  f: TeardownFailure,
-  call: { source: FsNetworkSource; ctx: RuntimeFor; req: CniRequest; conf: PlexusConf; deps: Deps },
-): Promise<boolean> {
-  const { ctx, req, conf, deps } = call;
-  const current = await currentNadAttachment(f.attachment, call.source, conf);
-  if (!current) return false;
-  const podNamespace = podOf(req.args)?.namespace;
-  const vetted = vetReplacement(f.attachment, current, { policy: conf, podNamespace });
-  await delNetworkList(vetted, runtimeConfFor(current, ctx, req, conf, deps), deps);
-  if (ctx.netns !== "" && (await deps.netns.linkExists(ctx.netns, f.attachment.ifName))) {
-    deps.log.warn(
-      { network: f.attachment.network, ifName: f.attachment.ifName },
-      "the NAD's current config succeeded DEL, but the interface is still there; kept",
-    );
-    return false;
-  }
-  await deps.cache.delete({
-    networkName: f.attachment.conf.name,
-    containerId: req.containerId,
-    ifName: f.attachment.ifName,
-  });
-  deps.log.warn(
-    { network: f.attachment.network, ifName: f.attachment.ifName, recordedErr: f.error.message },
-    "the recorded config failed DEL; the NAD's current config succeeded",
-  );
-  return true;
-}
-
-async function currentNadAttachment(
-  att: Attachment,
-  source: FsNetworkSource,
-  conf: PlexusConf,
-): Promise<Attachment | undefined> {
-  const sel = att.selection;
-  const nad = sel ? await source.getNad?.(sel.namespace, sel.name) : undefined;
-  if (!sel || !nad) return undefined;
-  const resolved = resolveNadConfig(nad, await source.confDirFiles(), {
-    confDirAllowed: nadMayUseConfDir(sel.namespace, conf),
-  });
-  const applied = applySelection(resolved.conf, sel);
-  if (JSON.stringify(applied.conf) === JSON.stringify(att.conf)) return undefined;
-  const { capabilityArgs: _old, ...rest } = att;
-  return Object.keys(applied.capabilityArgs).length > 0
-    ? { ...rest, conf: applied.conf, capabilityArgs: applied.capabilityArgs }
-    : { ...rest, conf: applied.conf };
 }
 
 /**

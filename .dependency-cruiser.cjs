@@ -5,7 +5,8 @@
  * table (test/unit/docs/layers.test.ts holds the two together).
  */
 const LAYERS = [
-  ["sys", "cni", "log"], //           the system interface; the CNI protocol (pure); logging
+  ["sys", "cni", "log", "command"], // the system interface; the CNI protocol (pure); logging;
+  //                                  the exit statuses of the commands
   ["invoke", "store", "netns"], //    running a plugin; state files; the pod's namespace
   ["libcni"], //                      conflists and the result cache (libcni's API)
   ["npwg", "config"], //              the NPWG spec's rules; Plexus's config
@@ -16,8 +17,9 @@ const LAYERS = [
   ["nodestate"], //                   the node's state: records, pending index, lock, teardown
   ["planning", "migration"], //       a pod's plan (networks, devices); Multus's cache taken over
   ["orchestrate"], //                 the verbs
-  ["daemon", "install"], //           the node daemon and its client; the installer
-  ["connect"], //                     which Kubernetes and which device source a call uses
+  ["daemon-client"], //               the CNI process's client of the daemon, the wire protocol
+  ["daemon", "install"], //           the node daemon; the installer
+  ["sources"], //                     which Kubernetes and which device source a call uses
   ["ops"], //                         the admin commands
   ["cli"], //                         the entry: argv, stdio, and the wiring (verb-deps.ts)
 ];

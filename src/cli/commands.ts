@@ -16,7 +16,7 @@ import { hotplugPass } from "./hotplug-pass";
 import { addOpsCommands } from "./ops-commands";
 import { COMMANDS } from "./routes";
 import { addUninstallCommand } from "./uninstall-command";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { COMMIT, VERSION } from "../config/build-info";
 
 /** What `plexus --version` prints: the version, then the commit it was built from. */

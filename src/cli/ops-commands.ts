@@ -6,7 +6,7 @@
  */
 import type { Command } from "commander";
 import { DEFAULT_CONF_DIR } from "../config/defaults";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { COMMANDS } from "./routes";
 
 type SetExit = (code: number) => void;

@@ -6,9 +6,9 @@
  * none of them.
  */
 import type { PlexusConf } from "../config/plugin-conf";
-import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
-import { podDevicesLookup } from "../connect/pod-devices-lookup";
-import { delegateRunLog, type DelegateRunLog } from "../daemon/delegate-runs";
+import { kubeFactory, type KubeFactory } from "../sources/kube-factory";
+import { podDevicesLookup } from "../sources/pod-devices-lookup";
+import { delegateRunLog, type DelegateRunLog } from "../daemon-client/delegate-runs";
 import type { Logger } from "../log/logger";
 import { assertNetnsUsable, isOwnNetns } from "../netns/check";
 import type { NetnsOps } from "../netns/index";

@@ -23,7 +23,7 @@ import { Limiter } from "../watch/limiter";
 import { HotplugReconciler, parseConcurrency, parseNamespaces, type HotplugPass } from "./hotplug";
 import { MissingNetworksDetector } from "./missing-networks";
 import { startDaemonServer } from "./server";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface DaemonFlags {
   kubeconfig?: string | undefined;

@@ -38,7 +38,7 @@ import type { Nad, Pod } from "../npwg/types";
 import type { DaemonMetrics } from "./metrics";
 import { limitConnections } from "./connection-limit";
 import { type DraCacheView, getResourceSlicesRoute, postClaimStatusRoute } from "./dra-routes";
-import { DAEMON_API, DAEMON_READS } from "./protocol";
+import { DAEMON_API, DAEMON_READS } from "../daemon-client/protocol";
 
 export interface CacheView {
   readonly synced: boolean;

@@ -7,7 +7,7 @@ import { createLogger } from "../log/logger";
 import { resolveOptions, type InstallFlags } from "./options";
 import { runInstall } from "./run";
 import { executableToInstall, ownExecutable } from "./self";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export async function installMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as InstallFlags;

@@ -8,7 +8,7 @@
  */
 import { posix } from "node:path";
 import { escapeText, quote } from "../cni/quote";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { readRuntimeConfig, switchedVerdict } from "./config-state";
 import { PLEXUS_CONF_NAME } from "./options";
 

@@ -19,7 +19,7 @@ import {
 } from "./reconcile";
 import { reconcileUserConfig } from "./user-config";
 import { ChangeNotifier } from "./watch";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface InstallDeps {
   log: Logger;

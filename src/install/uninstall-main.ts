@@ -6,7 +6,7 @@
 import { asCniError } from "../cni/errors";
 import { createLogger } from "../log/logger";
 import { planUninstall, runUninstall, type UninstallFlags } from "./uninstall";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export async function uninstallMain(flags: Record<string, unknown>): Promise<number> {
   const f = flags as unknown as UninstallFlags & { logLevel: string };

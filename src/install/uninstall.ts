@@ -14,7 +14,7 @@ import type { Logger } from "../log/logger";
 import { ioError, removeFile } from "../store/atomic-file";
 import * as own from "../store/own-names";
 import { type HostPath, PLEXUS_CONF_NAME, toHost, toLocal } from "./options";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { keptCopiesOf, readKeptCopies, restorable } from "./kept-copies";
 import { listGuards, removeGuard, sweepGuardTemps } from "./multus-guard";
 

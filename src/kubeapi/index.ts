@@ -3,7 +3,7 @@
  * served from the record load neither it, kubeconfig.ts and rest-kube.ts, nor
  * @kubernetes/client-node; this file is only the loader): `kubeconfig`, else the
  * in-cluster service account (M1), or none. Which Kubernetes a call uses (a manifest directory, the
- * node's daemon, or this client) is chosen above, in connect/kube-factory.ts.
+ * node's daemon, or this client) is chosen above, in sources/kube-factory.ts.
  */
 import type { Logger } from "../log/logger";
 import type { KubeClientOptions, RestKube } from "./rest-kube";
@@ -11,7 +11,7 @@ import type { KubeClientOptions, RestKube } from "./rest-kube";
 export interface KubeConfigKeys {
   fileClusterDir?: string | undefined;
   kubeconfig?: string | undefined;
-  /** `plexus daemon`'s socket ("" or absent: thin mode only); see connect/kube-factory.ts. */
+  /** `plexus daemon`'s socket ("" or absent: thin mode only); see sources/kube-factory.ts. */
   daemonSocket?: string | undefined;
   daemonTimeoutMs?: number | undefined;
 }

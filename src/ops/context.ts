@@ -5,7 +5,7 @@
  * its output goes. Nothing here runs in a CNI call.
  */
 import { escapeLines, escapeText, quote } from "../cni/quote";
-import { kubeFactory, type KubeFactory } from "../connect/kube-factory";
+import { kubeFactory, type KubeFactory } from "../sources/kube-factory";
 import type { ResourceSlice } from "../cluster/dra-objects";
 import type { KubeApi, PodEvent } from "../cluster/kube-api";
 import {
@@ -17,7 +17,7 @@ import {
 } from "../cluster/reads";
 import { createLogger, type Logger } from "../log/logger";
 import { loadNodeConfig, type NodeConfig } from "./node-config";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface Output {
   out(text: string): void;

@@ -36,7 +36,7 @@ import { checkNodeScope } from "./node-scope-check";
 import { listRecords } from "./records";
 import type { Finding } from "./validate";
 import { missingPluginBinaries, pluginDirs } from "./plugin-binaries";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface Check extends Finding {
   subject: string;

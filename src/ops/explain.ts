@@ -32,7 +32,7 @@ import {
   processOutput,
   ReadOnlyKube,
 } from "./context";
-import { podDevicesLookup } from "../connect/pod-devices-lookup";
+import { podDevicesLookup } from "../sources/pod-devices-lookup";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
 import { reportUnknownKeys } from "../config/unknown-keys";
 import { sweepPodNetworks } from "./explain-sweep";
@@ -41,7 +41,7 @@ import { eagerLoaders } from "./loaders";
 import { ManifestKube } from "./manifest-kube";
 import { noteLogger } from "./note-logger";
 import { pluginDirs } from "./plugin-binaries";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface ExplainFlags extends CommonFlags {
   file?: string | undefined;

@@ -8,18 +8,18 @@
  * reconcile was refused (a NAD that does not exist: nothing changed) or failed (rolled back), 3
  * when it could not run. `plexus explain POD --hot-plug` runs it as a dry run.
  *
- * It learns a device network's device as ADD does (connect/pod-devices-lookup.ts: the daemon,
+ * It learns a device network's device as ADD does (sources/pod-devices-lookup.ts: the daemon,
  * else kubelet's pod-resources socket; DRA claims through its Kubernetes access), and records a
  * Warning event the daemon's last reconcile of the pod recorded only once (hotplug-events.ts).
  */
-import { podDevicesLookup } from "../connect/pod-devices-lookup";
+import { podDevicesLookup } from "../sources/pod-devices-lookup";
 import { cmdHotplug, type HotplugReport } from "../orchestrate/hotplug";
 import { Code, isCniError } from "../cni/errors";
 import { escapeText, quote } from "../cni/quote";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError, wantsJson } from "./context";
 import type { CommonFlags, Output } from "./context";
 import { nodePassDeps } from "./loaders";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { parseSentEvents, SentEvents } from "./hotplug-events";
 
 export interface HotplugFlags extends CommonFlags {

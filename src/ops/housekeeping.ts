@@ -16,7 +16,7 @@ import { housekeep } from "../nodestate/pending";
 import { cniPathOf, exitCodeOf, messageOf, processOutput, UsageError } from "./context";
 import type { CommonFlags } from "./context";
 import { nodePassDeps } from "./loaders";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface RetryFlags extends CommonFlags {
   /** Set by the daemon: seconds until its pass after next, for the stamp DELs read. */

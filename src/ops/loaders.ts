@@ -4,8 +4,8 @@
  * lazily instead (cli/verb-deps.ts).
  */
 import type { PlexusConf } from "../config/plugin-conf";
-import { kubeFactory } from "../connect/kube-factory";
-import { delegateRunLog } from "../daemon/delegate-runs";
+import { kubeFactory } from "../sources/kube-factory";
+import { delegateRunLog } from "../daemon-client/delegate-runs";
 import { createLogger } from "../log/logger";
 import type { Logger } from "../log/types";
 import { hostNetns } from "../netns/index";

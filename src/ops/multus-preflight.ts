@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { escapeText } from "../cni/quote";
 import { getKeyFold } from "../cni/keys";
 import { NAD_GROUP, NAD_PLURAL, NAD_VERSION, trimNad } from "../cluster/objects";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { readConfText } from "../install/kept-copies";
 import { loadKubeApi } from "../kubeapi/index";
 import { resolveNadConfig, type ConfFile } from "../npwg/nad";

@@ -34,7 +34,7 @@ import {
 } from "./context";
 import { opsWiring } from "./loaders";
 import { loadNodeConfig } from "./node-config";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface RecordsFlags extends CommonFlags {
   cniDir?: string | undefined;

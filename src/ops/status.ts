@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { escapeText, quote } from "../cni/quote";
 import { trimPod } from "../cluster/objects";
 import { DAEMON_DEFAULT_SECONDS } from "../config/defaults";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 import { missingNetworks } from "../daemon/missing-networks";
 import { loadKubeApi } from "../kubeapi/index";
 import { createLogger } from "../log/logger";

@@ -38,7 +38,7 @@ import { checkResourceName } from "./dra-check";
 import { hostLinkProblems } from "./host-links";
 import { readManifest } from "./manifest-kube";
 import type { ResourceSlice } from "../cluster/dra-objects";
-import { ExitCode } from "../config/exit-codes";
+import { ExitCode } from "../command/exit-codes";
 
 export interface ValidateFlags extends CommonFlags {
   file?: string | undefined;

@@ -122,7 +122,7 @@ export interface AssignContext {
   ref: PodRef;
   containerId: string;
   conf: Pick<PlexusConf, "deviceInfoDir">;
-  /** Wired by the caller (connect/pod-devices-lookup.ts: the daemon, else kubelet's socket). */
+  /** Wired by the caller (sources/pod-devices-lookup.ts: the daemon, else kubelet's socket). */
   lookup?: PodDevicesLookup | undefined;
   /** DRA: the pod as read (its claims), and what reads its ResourceClaims and ResourceSlices. */
   pod?: Pod | undefined;

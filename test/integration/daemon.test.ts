@@ -22,14 +22,14 @@ import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Code } from "../../src/cni/errors";
-import { DaemonKube } from "../../src/daemon/client";
+import { DaemonKube } from "../../src/daemon-client/client";
 import {
   bounded,
   parseHealthAddress,
   type RunningDaemon,
   startDaemon,
 } from "../../src/daemon/main";
-import { kubeFactory } from "../../src/connect/kube-factory";
+import { kubeFactory } from "../../src/sources/kube-factory";
 import type { KubeApi } from "../../src/cluster/kube-api";
 import { silentLogger } from "../../src/log/logger";
 import { NETWORK_STATUS_ANNOTATION } from "../../src/npwg/types";

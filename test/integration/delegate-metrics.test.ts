@@ -13,7 +13,7 @@ import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { delegateRunLog } from "../../src/daemon/delegate-runs";
+import { delegateRunLog } from "../../src/daemon-client/delegate-runs";
 import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";
 import {
   cniError,

@@ -12,7 +12,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DaemonKube } from "../../src/daemon/client";
+import { DaemonKube } from "../../src/daemon-client/client";
 import { silentLogger } from "../../src/log/logger";
 import { renderKustomization } from "../support/deploy-render";
 import { startFakeApiServer, writeKubeconfig } from "../support/fake-apiserver";

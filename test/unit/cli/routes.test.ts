@@ -21,7 +21,7 @@ import { REPO_ROOT } from "../../support/plexus-bin";
 
 const ROUTES = "src/cli/routes.ts";
 /** Folders whose modules only a route may load from src/cli/. */
-const ROUTED_FOLDERS = /^src\/(orchestrate|ops|install|daemon)\//;
+const ROUTED_FOLDERS = /^src\/(orchestrate|planning|nodestate|migration|ops|install|daemon)\//;
 /** Loads from src/cli/ of such folders that are not verbs or commands, with why. */
 const NOT_ROUTES = new Map([
   // A helper the verbs get in their Deps (the network-status publisher), not a verb.

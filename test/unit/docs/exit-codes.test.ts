@@ -1,11 +1,11 @@
 /**
- * The commands' exit statuses are one table in the code (src/config/exit-codes.ts) and one table
+ * The commands' exit statuses are one table in the code (src/command/exit-codes.ts) and one table
  * in the docs (docs/troubleshooting.md): the two say the same codes.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ExitCode } from "../../../src/config/exit-codes";
+import { ExitCode } from "../../../src/command/exit-codes";
 import { REPO_ROOT } from "../../support/plexus-bin";
 
 const PAGE = join(REPO_ROOT, "docs", "troubleshooting.md");
@@ -20,7 +20,7 @@ function documentedStatuses(markdown: string): number[] {
 }
 
 describe("the commands' exit statuses", () => {
-  it("docs/troubleshooting.md documents exactly the codes of src/config/exit-codes.ts", () => {
+  it("docs/troubleshooting.md documents exactly the codes of src/command/exit-codes.ts", () => {
     const documented = documentedStatuses(readFileSync(PAGE, "utf8"));
     const defined = Object.values(ExitCode).sort((a, b) => a - b);
     expect(documented).toEqual(defined);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExitCode } from "../../../src/config/exit-codes";
+import { ExitCode } from "../../../src/command/exit-codes";
 import { hotplugMain } from "../../../src/ops/hotplug";
 
 function captured() {

@@ -8,8 +8,8 @@
  * Input (argv[2], JSON): the socket, and `asks`: DaemonKube methods with their arguments, or
  * `podDevices` with a pod's namespace, name and resource names.
  */
-import { DaemonKube } from "../../../src/daemon/client";
-import { daemonPodDevices } from "../../../src/daemon/pod-devices-client";
+import { DaemonKube } from "../../../src/daemon-client/client";
+import { daemonPodDevices } from "../../../src/daemon-client/pod-devices-client";
 
 interface Ask {
   method: "getPod" | "getNad" | "setNetworkStatus" | "podDevices";

@@ -2,7 +2,8 @@
  * The exit statuses of the commands people and the DaemonSet run (install, uninstall, daemon and
  * the ops commands), one table for all of them and documented once (docs/troubleshooting.md, "Exit
  * statuses of the commands"). The CNI verbs keep theirs: 0, or 1 with a CNI error on stdout.
- * Here, not in cli/ or ops/, so that every layer that ends a command can name them.
+ * A folder of their own at the bottom, beside nothing it depends on: the daemon, the installer,
+ * the ops commands and the CLI all end commands and name them.
  */
 export const ExitCode = {
   /** Fine. */

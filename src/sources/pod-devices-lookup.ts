@@ -13,10 +13,10 @@ type LookupConf = Pick<PlexusConf, "podResourcesSocket" | "podResourcesTimeoutMs
 
 export function podDevicesLookup(conf: LookupConf, log: Logger): PodDevicesLookup {
   return async (q) => {
-    const { daemonSocketPresent, DaemonUnavailable } = await import("../daemon/client");
+    const { daemonSocketPresent, DaemonUnavailable } = await import("../daemon-client/client");
     if (daemonSocketPresent(conf.daemonSocket)) {
       try {
-        return await (await import("../daemon/pod-devices-client")).daemonPodDevices({
+        return await (await import("../daemon-client/pod-devices-client")).daemonPodDevices({
           socketPath: conf.daemonSocket,
           timeoutMs: conf.podResourcesTimeoutMs,
           ...q,

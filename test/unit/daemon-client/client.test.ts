@@ -1,5 +1,5 @@
 /**
- * The CNI binary's reads through the daemon (src/daemon/client.ts): pod, NAD and ResourceClaim
+ * The CNI binary's reads through the daemon (src/daemon-client/client.ts): pod, NAD and ResourceClaim
  * each asked over a real unix socket, the answer checked and trimmed, `null` read as the daemon's
  * "no such object" where that can be, and any other wrong answer a fallback to the API (here a
  * FakeKube) for the rest of the call.
@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ResourceClaim } from "../../../src/cluster/dra-objects";
-import { DaemonKube } from "../../../src/daemon/client";
-import { DAEMON_API } from "../../../src/daemon/protocol";
+import { DaemonKube } from "../../../src/daemon-client/client";
+import { DAEMON_API } from "../../../src/daemon-client/protocol";
 import { FakeKube } from "../../fakes/fake-kube";
 
 /** FakeKube with the DRA read the daemon's fallback needs. */

@@ -35,7 +35,7 @@ async function build(conf: KubeConfigKeys, ctx: KubeContext): Promise<KubeApi | 
   }
   const env = ctx.env ?? {};
   if (conf.daemonSocket && hasKubernetesConfig(conf, env)) {
-    const { DaemonKube, daemonSocketPresent } = await import("../daemon/client");
+    const { DaemonKube, daemonSocketPresent } = await import("../daemon-client/client");
     if (daemonSocketPresent(conf.daemonSocket)) {
       const timeoutMs = conf.daemonTimeoutMs ?? DEFAULT_DAEMON_TIMEOUT_MS;
       return new DaemonKube({

@@ -85,7 +85,8 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 if (Number(process.versions.node.split(".")[0]) < 24) {
   console.error(
-    `bench: Node ${process.versions.node}; run it as \`npm run bench\` (the project's pinned Node 24 is the floor it measures)`,
+    `bench: Node ${process.versions.node}; run it as \`npm run bench\` (the project's pinned ` +
+      `Node 24 is the floor it measures)`,
   );
   process.exit(1);
 }
@@ -98,10 +99,13 @@ const want = (name) => only.length === 0 || only.includes(name);
 const bun = execFileSync(bunPath(), ["--version"], { encoding: "utf8" }).trim();
 const floor = await measureFloor(runs);
 console.log(
-  `Plexus benchmarks: dist/plexus built with Bun ${bun}; harness on node ${process.versions.node}; ${runs} interleaved runs per figure, medians`,
+  `Plexus benchmarks: dist/plexus built with Bun ${bun}; harness on node ` +
+    `${process.versions.node}; ${runs} interleaved runs per figure, medians`,
 );
 console.log(
-  `node -e 0 on this host now: ${fmt(floor.ms)} ms, peak RSS ${(floor.rssKiB / 1024).toFixed(1)} MiB; every figure is followed by its ratio to these (the targets were set where node -e 0 took ~21 ms)\n`,
+  `node -e 0 on this host now: ${fmt(floor.ms)} ms, peak RSS ` +
+    `${(floor.rssKiB / 1024).toFixed(1)} MiB; every figure is followed by its ratio to these ` +
+    `(the targets were set where node -e 0 took ~21 ms)\n`,
 );
 const version = want("version") ? await benchVersion(runs) : undefined;
 if (want("delegates")) await benchDelegates(runs);
@@ -128,7 +132,8 @@ const target = (what, got, limit, print = rel) => {
     return lines.push(`${what}: ${print(got)} (target ≤ ${limit} MiB): ${verdict(got <= limit)}`);
   const ratio = `${verdict(got / floor.ms <= limit / MULTUS_NODE_MS)} by ratio`;
   return lines.push(
-    `${what}: ${print(got)} (target ≤ ${limit} ms = ${(limit / MULTUS_NODE_MS).toFixed(2)}×): ${verdict(got <= limit)} in ms, ${ratio}`,
+    `${what}: ${print(got)} (target ≤ ${limit} ms = ${(limit / MULTUS_NODE_MS).toFixed(2)}×): ` +
+      `${verdict(got <= limit)} in ms, ${ratio}`,
   );
 };
 const mib = (value) => `${value.toFixed(1)} MiB`;
@@ -147,23 +152,29 @@ if (parallel?.daemon10)
   target("10 pods × K=2 in parallel, ADD total, daemon", parallel.daemon10.wall, 420);
 if (parallel?.thinVsMultus !== undefined)
   lines.push(
-    `10 pods × K=2 in parallel, ADD total, Plexus thin / Multus thin: ${parallel.thinVsMultus.toFixed(2)}× (target ≤ 1.0×): ${verdict(parallel.thinVsMultus <= 1)}`,
+    `10 pods × K=2 in parallel, ADD total, Plexus thin / Multus thin: ` +
+      `${parallel.thinVsMultus.toFixed(2)}× (target ≤ 1.0×): ` +
+      `${verdict(parallel.thinVsMultus <= 1)}`,
   );
 if (api?.length) {
   const peak = api.reduce((a, r) => Math.max(a, r.peakRssMiB), 0);
   target("peak RSS of one CNI call", peak, 40, mib);
   lines.push(
-    `API requests per ADD: thin ≤ 3+K: ${api.every((r) => r.tReads + r.tWrites <= 3 + r.K) ? "met" : "NOT met"}; daemon 0 reads, ≤ 2 writes: ${api.every((r) => r.dReads === 0 && r.dWrites <= 2) ? "met" : "NOT met"}`,
+    `API requests per ADD: thin ≤ 3+K: ` +
+      `${api.every((r) => r.tReads + r.tWrites <= 3 + r.K) ? "met" : "NOT met"}; daemon 0 reads, ` +
+      `≤ 2 writes: ${api.every((r) => r.dReads === 0 && r.dWrites <= 2) ? "met" : "NOT met"}`,
   );
 }
 if (daemon) target("daemon RSS at 10,000 NADs + 110 pods", daemon.rssMiB, 100, mib);
 // A device network's ADD costs at most a plain network's + 10 ms.
 if (devices) {
   lines.push(
-    `device network ADD − plain network ADD, thin: ${rel(devices.thinExtra)} (target ≤ 10 ms): ${verdict(devices.thinExtra <= 10)}`,
+    `device network ADD − plain network ADD, thin: ${rel(devices.thinExtra)} (target ≤ 10 ms): ` +
+      `${verdict(devices.thinExtra <= 10)}`,
   );
   lines.push(
-    `device network ADD − plain network ADD, daemon: ${rel(devices.daemonExtra)} (target ≤ 10 ms): ${verdict(devices.daemonExtra <= 10)}`,
+    `device network ADD − plain network ADD, daemon: ${rel(devices.daemonExtra)} (target ≤ 10 ` +
+      `ms): ${verdict(devices.daemonExtra <= 10)}`,
   );
 }
 // Against Multus v4.0.2 measured in the same run (the optional peer), when it was built, on each
@@ -182,13 +193,20 @@ for (const harness of ["node", "python"])
     lines.push(
       // At large K, Plexus's own time can be smaller than the spread of the delegates' runs it is
       // computed against: a ratio at or below zero says "within that noise", not "negative".
-      `K=${K} own ADD+DEL, thin, ÷ Multus thin's (${harness} fake): ${ratio > 0 ? `${ratio.toFixed(2)}×` : "≤ 0.01× (own time within the noise of the delegates' runs)"} (target ≤ ${limit}×): ${verdict(ratio <= limit)}`,
+      `K=${K} own ADD+DEL, thin, ÷ Multus thin's (${harness} fake): ${
+        ratio > 0
+          ? `${ratio.toFixed(2)}×`
+          : "≤ 0.01× (own time " + "within the noise of the delegates' runs)"
+      } (target ≤ ${limit}×): ${verdict(ratio <= limit)}`,
     );
   }
 for (const r of multus ?? []) {
   if (!r.thick) continue;
   lines.push(
-    `K=${r.K} (${r.harness} fake) daemon-mode ADD ${fmt(r.daemon.add)} ms ÷ Multus thick's ${fmt(r.thick.add)} ms: ${(r.daemon.add / r.thick.add).toFixed(2)}×, ÷ Plexus thin's ${fmt(r.thin.add)} ms: ${(r.daemon.add / r.thin.add).toFixed(2)}× (targets ≤ 1×): ${verdict(r.daemon.add <= r.thick.add && r.daemon.add <= r.thin.add)}`,
+    `K=${r.K} (${r.harness} fake) daemon-mode ADD ${fmt(r.daemon.add)} ms ÷ Multus thick's ` +
+      `${fmt(r.thick.add)} ms: ${(r.daemon.add / r.thick.add).toFixed(2)}×, ÷ Plexus thin's ` +
+      `${fmt(r.thin.add)} ms: ${(r.daemon.add / r.thin.add).toFixed(2)}× (targets ≤ 1×): ` +
+      `${verdict(r.daemon.add <= r.thick.add && r.daemon.add <= r.thin.add)}`,
   );
 }
 // The boot storm (Python fake): Plexus thin ÷ Multus thin, wall time and the cgroup's peak memory.
@@ -204,7 +222,10 @@ if (stormRatios) {
     ["DEL peak memory", stormRatios.delPeak, 1.0],
   ])
     lines.push(
-      `110-pod storm (K=2) ${what}, Plexus thin ÷ Multus thin: ${ratio.toFixed(2)}× (target ≤ ${limit}×): ${verdict(ratio <= limit && failed === 0)}${failed ? ` (${failed} calls failed)` : ""}`,
+      `110-pod storm (K=2) ${what}, Plexus thin ÷ Multus thin: ${ratio.toFixed(2)}× (target ≤ ` +
+        `${limit}×): ${verdict(ratio <= limit && failed === 0)}${
+          failed ? ` (${failed} calls failed)` : ""
+        }`,
     );
 }
 if (multus?.length) {
@@ -214,12 +235,15 @@ if (multus?.length) {
   if (small.length) target("peak RSS of one CNI call at K ≤ 2", Math.max(...small), 36, mib);
   if (small.length && breakdown?.floorMiB)
     lines.push(
-      `  the floor below it: a Bun program built alike that only loads libc through bun:ffi, runs one child and makes one HTTPS GET peaks at ${mib(breakdown.floorMiB)}; Plexus's own share is ${mib(Math.max(...small) - breakdown.floorMiB)}`,
+      `  the floor below it: a Bun program built alike that only loads libc through bun:ffi, ` +
+        `runs one child and makes one HTTPS GET peaks at ${mib(breakdown.floorMiB)}; Plexus's ` +
+        `own share is ${mib(Math.max(...small) - breakdown.floorMiB)}`,
     );
   if (k8 && k2) {
     const per = (k8.thin.rssMiB - k2.thin.rssMiB) / 6;
     lines.push(
-      `peak RSS per extra network (K=2 → 8, thin): ${per.toFixed(2)} MiB (target < 1 MiB): ${verdict(per < 1)}`,
+      `peak RSS per extra network (K=2 → 8, thin): ${per.toFixed(2)} MiB (target < 1 MiB): ` +
+        `${verdict(per < 1)}`,
     );
   }
 }

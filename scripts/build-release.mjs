@@ -1,5 +1,6 @@
 // `npm run build:release`: the release executables, cross-compiled by the pinned Bun from the
-// bundle dist/plexus.cjs with the flags of dist/plexus (scripts/build-flags.mjs), into dist/release/:
+// bundle dist/plexus.cjs with the flags of dist/plexus (scripts/build-flags.mjs), into
+// dist/release/:
 //   plexus-linux-amd64           x86-64 (Bun's default x64 runtime)
 //   plexus-linux-amd64-baseline  x86-64 CPUs without AVX2 (Bun's baseline runtime: Nehalem and up)
 //   plexus-linux-arm64           aarch64
@@ -37,7 +38,9 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 export const RELEASE_DIR = join(root, "dist/release");
 export const RUNTIME_CACHE = join(root, ".cache/bun-runtimes");
 
-/** One release executable: its file name, the Bun runtime package it is built on, Bun's --target. */
+/**
+ * One release executable: its file name, the Bun runtime package it is built on, Bun's --target.
+ */
 export const TARGETS = [
   {
     file: "plexus-linux-amd64",
@@ -85,7 +88,8 @@ function expectedIntegrity(pkg, version) {
   const pinned = PINNED_INTEGRITY[`${pkg}@${version}`];
   if (pinned) return pinned;
   throw new Error(
-    `no known integrity for ${pkg}@${version}: package-lock.json does not hold it and scripts/build-release.mjs pins none ` +
+    `no known integrity for ${pkg}@${version}: package-lock.json does not hold it and ` +
+      `scripts/build-release.mjs pins none ` +
       `(add the output of \`npm view ${pkg}@${version} dist.integrity\` to PINNED_INTEGRITY)`,
   );
 }
@@ -120,7 +124,8 @@ function fetchRuntime(target, version) {
     if (got !== want) {
       rmSync(tgz, { force: true });
       throw new Error(
-        `${target.pkg}@${version} from the registry has integrity ${got}, expected ${want}: refusing it`,
+        `${target.pkg}@${version} from the registry has integrity ${got}, expected ${want}: ` +
+          `refusing it`,
       );
     }
   }
@@ -213,7 +218,8 @@ export async function buildRelease() {
     sums.push(`${sha256(join(RELEASE_DIR, sbom))}  ${sbom}\n`);
     const mib = (statSync(out).size / 2 ** 20).toFixed(1);
     process.stderr.write(
-      `build-release: dist/release/${t.file} (${t.target}, Bun ${version}, ${mib} MiB, ${Date.now() - started} ms)\n`,
+      `build-release: dist/release/${t.file} (${t.target}, Bun ${version}, ${mib} MiB, ` +
+        `${Date.now() - started} ms)\n`,
     );
   });
   const sumsTmp = join(RELEASE_DIR, `.SHA256SUMS.${process.pid}.tmp`);

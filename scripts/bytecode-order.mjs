@@ -55,12 +55,17 @@ const NOOP_DELEGATE = `#!/bin/sh
 # A CNI delegate that touches nothing: a result for ADD, nothing for CHECK and DEL.
 cat >/dev/null
 case "$CNI_COMMAND" in
-  ADD) printf '{"cniVersion":"1.0.0","interfaces":[{"name":"%s","sandbox":"%s"}],"ips":[{"address":"10.99.0.2/24","interface":0}]}' "$CNI_IFNAME" "$CNI_NETNS" ;;
+  ADD) printf '{"cniVersion":"1.0.0","interfaces":[{"name":"%s","sandbox":"%s"}],' \
+         "$CNI_IFNAME" "$CNI_NETNS"
+       printf '"ips":[{"address":"10.99.0.2/24","interface":0}]}' ;;
   VERSION) printf '{"cniVersion":"1.0.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}' ;;
 esac
 `;
 
-/** Runs the calls with `exe` in `dir` (made empty by the caller); returns the order files, most important first. */
+/**
+ * Runs the calls with `exe` in `dir` (made empty by the caller); returns the order files, most
+ * important first.
+ */
 async function recordBytecodeOrder({ exe, dir }) {
   const bin = join(dir, "bin");
   mkdirSync(bin, { recursive: true });
@@ -156,7 +161,8 @@ function call(exe, command, conf, vars) {
       if (!err) return resolve();
       reject(
         new Error(
-          `recording the bytecode order: ${command} failed (${err.code ?? err.signal}): ${stdout}${stderr}`,
+          `recording the bytecode order: ${command} failed (${err.code ?? err.signal}): ` +
+            `${stdout}${stderr}`,
         ),
       );
     });

@@ -196,11 +196,14 @@ function writeDemoNode(host) {
 function describeCluster({ clusterDir, master, objects, conf }) {
   say.section("1. The cluster: manifests in a directory, the default network in confDir");
   say.line(
-    `${clusterDir}/demo.yaml: Pods demo/web, demo/db, demo/trader; NetworkAttachmentDefinitions demo/blue (bridge), demo/green (macvlan on ${master}), demo/fast-a and demo/fast-b (SR-IOV VFs through DRA); a ResourceClaim and a ResourceSlice`,
+    `${clusterDir}/demo.yaml: Pods demo/web, demo/db, demo/trader; NetworkAttachmentDefinitions ` +
+      `demo/blue (bridge), demo/green (macvlan on ${master}), demo/fast-a and demo/fast-b ` +
+      `(SR-IOV VFs through DRA); a ResourceClaim and a ResourceSlice`,
   );
   for (const o of objects.filter((x) => x.kind === "Pod"))
     say.line(
-      `  pod ${o.metadata.name}: k8s.v1.cni.cncf.io/networks = ${o.metadata.annotations["k8s.v1.cni.cncf.io/networks"]}`,
+      `  pod ${o.metadata.name}: k8s.v1.cni.cncf.io/networks = ` +
+        `${o.metadata.annotations["k8s.v1.cni.cncf.io/networks"]}`,
     );
   say.line(`Plexus's config (stdin): ${JSON.stringify(conf)}`);
 }
@@ -225,7 +228,8 @@ function addDemoPods({ pods, conf, clusterDir }) {
     if (r.code !== 0)
       throw new Error(`ADD of ${p.name} failed: ${r.stdout.trim()} ${r.stderr.trim()}`);
     say.line(
-      `exit 0 in ${Math.round(performance.now() - t0)} ms; the runtime gets the default network's result: ${JSON.stringify(r.json.ips)}`,
+      `exit 0 in ${Math.round(performance.now() - t0)} ms; the runtime gets the default ` +
+        `network's result: ${JSON.stringify(r.json.ips)}`,
     );
     const statusDoc = JSON.parse(
       readFileSync(join(clusterDir, "status", `demo.${p.name}.json`), "utf8"),
@@ -256,7 +260,9 @@ function pingOverBlue(pods, blueIp) {
 function explainTrader(host, conf) {
   say.section("6. A pod with device networks through DRA (resource.k8s.io/v1), explained");
   say.line(
-    "demo/trader's networks fast-a, fast-b (host-device, resourceName example.com/sriov-vf) take the VFs its ResourceClaim demo/trader-vfs was allocated; no VF exists here, so Plexus explains what ADD would do:",
+    "demo/trader's networks fast-a, fast-b (host-device, resourceName example.com/sriov-vf) take " +
+      "the VFs its ResourceClaim demo/trader-vfs was allocated; no VF exists here, so Plexus " +
+      "explains what ADD would do:",
   );
   const confFile = join(host.root, "plexus.conf");
   writeFileSync(confFile, JSON.stringify(conf));
@@ -281,7 +287,8 @@ function reportLeftovers({ host, pods, clusterDir }) {
   const left = pods.flatMap((p) => leftovers(host, p.netns));
   if (left.length === 0)
     say.ok(
-      `nothing: no interface in either pod, no host veth, no IP reservation (${ipReservations(host).length}), no record (${records(host).length})`,
+      `nothing: no interface in either pod, no host veth, no IP reservation ` +
+        `(${ipReservations(host).length}), no record (${records(host).length})`,
     );
   else for (const l of left) say.bad(l);
   const events = existsSync(join(clusterDir, "status", "events.jsonl"))

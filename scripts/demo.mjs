@@ -234,7 +234,10 @@ function files(dir) {
   return out.sort();
 }
 
-/** host-local reservation files (`<network>/<ip>`); its lock and last-reserved files are not reservations. */
+/**
+ * host-local reservation files (`<network>/<ip>`); its lock and last-reserved files are not
+ * reservations.
+ */
 export const ipReservations = (host) =>
   files(host.dataDir).filter((p) => isIP(p.split("/").pop()) !== 0);
 export const records = (host) => files(join(host.cniDir, "records"));
@@ -254,7 +257,8 @@ export function showHostState(host) {
   say.line(`host ends of the veths: ${ports.join(", ") || "none"}`);
   say.line(`records (${join(host.cniDir, "records")}): ${records(host).join(", ") || "none"}`);
   say.line(
-    `cached results (${join(host.cniDir, "results")}): ${cachedResults(host).join(", ") || "none"}`,
+    `cached results (${join(host.cniDir, "results")}): ` +
+      `${cachedResults(host).join(", ") || "none"}`,
   );
   say.line(`IP reservations (${host.dataDir}): ${ipReservations(host).join(", ") || "none"}`);
 }
@@ -321,7 +325,10 @@ export async function withDemoHost(title, body) {
   return ok;
 }
 
-/** Runs `fn` when the file at `metaUrl` is the script node was started with; exit 0 when it returns true. */
+/**
+ * Runs `fn` when the file at `metaUrl` is the script node was started with; exit 0 when it returns
+ * true.
+ */
 export function runIfMain(metaUrl, fn) {
   if (!process.argv[1] || metaUrl !== pathToFileURL(resolve(process.argv[1])).href) return;
   fn().then(
@@ -351,12 +358,14 @@ export function demo() {
       say.block(compactJson(conf));
 
       say.section(
-        `3. ADD  CNI_COMMAND=ADD CNI_CONTAINERID=${container.containerId} CNI_IFNAME=eth0 CNI_NETNS=${netns.path}`,
+        `3. ADD  CNI_COMMAND=ADD CNI_CONTAINERID=${container.containerId} CNI_IFNAME=eth0 ` +
+          `CNI_NETNS=${netns.path}`,
       );
       const t0 = performance.now();
       const result = attach(conf, container);
       say.line(
-        `exit 0 in ${Math.round(performance.now() - t0)} ms; stdout, the default network's result:`,
+        `exit 0 in ${Math.round(performance.now() - t0)} ms; stdout, the default network's ` +
+          `result:`,
       );
       say.block(compactJson(result));
 
@@ -370,7 +379,8 @@ export function demo() {
       say.section("5. DEL  CNI_COMMAND=DEL (same container)");
       const del = detach(conf, container);
       say.line(
-        `exit ${del.code}, stdout ${del.stdout === "" ? "empty (as the CNI spec asks)" : JSON.stringify(del.stdout)}`,
+        `exit ${del.code}, stdout ` +
+          `${del.stdout === "" ? "empty (as the CNI spec asks)" : JSON.stringify(del.stdout)}`,
       );
 
       say.section("6. What is left");
@@ -379,7 +389,8 @@ export function demo() {
       const left = leftovers(host, netns);
       if (left.length === 0)
         say.ok(
-          "nothing: no interface in the namespace, no host veth, no IP reservation, no record, no cached result",
+          "nothing: no interface in the namespace, no host veth, no IP reservation, no record, " +
+            "no cached result",
         );
       else for (const l of left) say.bad(l);
       return left.length === 0;

@@ -4,8 +4,9 @@
 // that hang, crash, print garbage or sleep past the kill, concurrent ADD/ADD and ADD/DEL of one
 // container, API server 5xx/resets/hangs/409s, daemon kills; DEL's own faults: a delegate DEL
 // that fails once its state is gone, DELs slower than the DEL deadline, a `setsid` grandchild that
-// would attach late, a full cniDir, a runtime that calls DEL once), runs the runtime's DEL sequence,
-// and accounts for every link, IP reservation, record, cache, temp and lock file and process.
+// would attach late, a full cniDir, a runtime that calls DEL once), runs the runtime's DEL
+// sequence, and accounts for every link, IP reservation, record, cache, temp and lock file and
+// process.
 // Ends with one table; exits 1 on any leak (the first few printed with their replay command).
 //
 //   npm run soak -- --cycles 10000 --time-limit 3600 --seed 42
@@ -25,7 +26,8 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log(`usage: npm run soak -- [--cycles N] [--time-limit SECONDS] [--seed S] [--start I] [--lanes N] [--show-leaks N]
+  console.log(`usage: npm run soak -- [--cycles N] [--time-limit SECONDS] [--seed S] [--start I]
+                     [--lanes N] [--show-leaks N]
   --cycles       cycles to run (default 10000)
   --time-limit   no new cycle starts after this many seconds (default 3600)
   --seed         makes the run reproducible (default: random, printed)

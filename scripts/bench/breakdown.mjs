@@ -89,7 +89,8 @@ function atomicWritePhases({ mine, first, add }) {
     const fileSync = first(/^fsync\(/, o.t);
     if (dirSync)
       add(
-        `${kind} (2 fsyncs: file ${(renamed.t - fileSync.t).toFixed(1)} ms incl. rename, directory)`,
+        `${kind} (2 fsyncs: file ${(renamed.t - fileSync.t).toFixed(1)} ms incl. rename, ` +
+          `directory)`,
         o.t,
         dirSync.t + 0.05,
       );
@@ -107,7 +108,8 @@ function delegatePhases({ events, main, own, add }) {
       reaped ?? events.find((e) => e.t > x.t && new RegExp(`resumed>.*= ${x.pid}$`).test(e.call));
     if (reapedResumed)
       add(
-        `delegate ${name} (pid ${x.pid}) exec → reaped${own.has(reapedResumed.pid) ? "" : " by its parent"}`,
+        `delegate ${name} (pid ${x.pid}) exec → ` +
+          `reaped${own.has(reapedResumed.pid) ? "" : " by its parent"}`,
         x.t,
         reapedResumed.t,
       );
@@ -165,7 +167,10 @@ function phasesFromStrace(text) {
   return out;
 }
 
-/** Compiles `code` with dist/plexus's flags and returns its median peak RSS (MiB) and wall time over 5 runs. */
+/**
+ * Compiles `code` with dist/plexus's flags and returns its median peak RSS (MiB) and wall time over
+ * 5 runs.
+ */
 async function bunProgramPeak(dir, name, code, env = {}) {
   const src = join(dir, `${name}.js`);
   writeFileSync(src, code);
@@ -253,7 +258,10 @@ async function traceOneAdd({ tmp, conf, env }) {
 
 function printPhases({ phases, total, untraced }) {
   console.log(
-    `== one thin ADD (default network + 2 NAD networks, HTTPS) by phase: traced with strace -f (${total.toFixed(1)} ms traced, ${untraced.toFixed(1)} ms untraced median; "≈ untraced" scales each phase by ${(untraced / total).toFixed(2)}, a rough guide: tracing slows system-call-heavy phases most)`,
+    `== one thin ADD (default network + 2 NAD networks, HTTPS) by phase: traced with strace -f ` +
+      `(${total.toFixed(1)} ms traced, ${untraced.toFixed(1)} ms untraced median; "≈ untraced" ` +
+      `scales each phase by ${(untraced / total).toFixed(2)}, a rough guide: tracing slows ` +
+      `system-call-heavy phases most)`,
   );
   table(
     ["at (ms)", "took (ms)", "≈ untraced", "phase"],
@@ -270,7 +278,11 @@ function printPhases({ phases, total, untraced }) {
 function printMemoryRows({ hello, floorProgram, mem }) {
   const mib = (xs) => median(xs) / 1024;
   console.log(
-    `== the floor of a Bun CNI call: a program built as dist/plexus that only loads libc through bun:ffi, runs /bin/true and makes one HTTPS GET through fetch peaks at ${floorProgram.rssMiB.toFixed(1)} MiB (${(floorProgram.rssMiB - hello.rssMiB).toFixed(1)} over a hello-world)`,
+    `== the floor of a Bun CNI call: a program built as dist/plexus that only loads libc through ` +
+      `bun:ffi, runs /bin/true and makes one HTTPS GET through fetch peaks at ` +
+      `${floorProgram.rssMiB.toFixed(1)} MiB ` +
+      `(${(floorProgram.rssMiB - hello.rssMiB).toFixed(1)} over a ` +
+      `hello-world)`,
   );
   const rows = [
     [
@@ -298,7 +310,8 @@ function printMemoryRows({ hello, floorProgram, mem }) {
     rows.map((r, i) => [r[0], r[1].toFixed(1), i ? (r[1] - rows[i - 1][1]).toFixed(1) : "", r[2]]),
   );
   console.log(
-    `   per extra network (K = 2 → 8): ${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`,
+    `   per extra network (K = 2 → 8): ` +
+      `${((mib(mem.add[8]) - mib(mem.add[2])) / 6).toFixed(2)} MiB\n`,
   );
   return rows;
 }

@@ -88,7 +88,8 @@ async function churnPods(api, podsOnNode) {
 
 function printDaemon({ r, gauge, churn, counts: { nadCount, podsOnNode, podsElsewhere } }) {
   console.log(
-    `== plexus daemon with ${nadCount.toLocaleString("en")} NADs and ${podsOnNode} pods on its node (${podsElsewhere.toLocaleString("en")} elsewhere), fake API over HTTPS`,
+    `== plexus daemon with ${nadCount.toLocaleString("en")} NADs and ${podsOnNode} pods on its ` +
+      `node (${podsElsewhere.toLocaleString("en")} elsewhere), fake API over HTTPS`,
   );
   table(
     [
@@ -97,7 +98,8 @@ function printDaemon({ r, gauge, churn, counts: { nadCount, podsOnNode, podsElse
       "peak RSS MiB",
       "cached pods",
       "cached NADs",
-      `API requests during ${churn} pod replacements + 1 NAD edit (${r.churnSeconds.toFixed(1)} s)`,
+      `API requests during ${churn} pod replacements + 1 NAD edit ` +
+        `(${r.churnSeconds.toFixed(1)} s)`,
     ],
     [
       [
@@ -111,7 +113,8 @@ function printDaemon({ r, gauge, churn, counts: { nadCount, podsOnNode, podsElse
     ],
   );
   console.log(
-    "   (× node -e 0: its time, its peak RSS) target: RSS ≤ 100 MiB at 10,000 NADs; requests independent of churn (0 besides the two watches)\n",
+    "   (× node -e 0: its time, its peak RSS) target: RSS ≤ 100 MiB at 10,000 NADs; requests " +
+      "independent of churn (0 besides the two watches)\n",
   );
 }
 

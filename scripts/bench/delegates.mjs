@@ -77,7 +77,8 @@ async function benchDelegatesAt({ K, tmp, netns, runs }) {
 
 function printDelegates(rows, perK) {
   console.log(
-    "== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly (ms, × node -e 0)",
+    "== ADD+DEL with N bridge+host-local delegates: Plexus vs the same delegates run directly " +
+      "(ms, × node -e 0)",
   );
   table(
     [

@@ -26,7 +26,10 @@ import {
 const NODE_NAME = "bench-node";
 const RESOURCE = "intel.com/sriov_netdevice";
 
-/** The test's fake kubelet, bundled (it imports the project's TypeScript, which Node cannot resolve as is). */
+/**
+ * The test's fake kubelet, bundled (it imports the project's TypeScript, which Node cannot resolve
+ * as is).
+ */
 async function loadFakeKubelet(dir) {
   const out = join(dir, "fake-pod-resources.mjs");
   await build({
@@ -37,7 +40,9 @@ async function loadFakeKubelet(dir) {
     outfile: out,
     logLevel: "warning",
     banner: {
-      js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+      js:
+        "import { createRequire } from 'node:module'; const require = " +
+        "createRequire(import.meta.url);",
     },
   });
   return import(out);
@@ -98,7 +103,8 @@ async function measureDeviceAdds({ modes, netnsPath, runs }) {
 
 function printDevices(med, kubelet) {
   console.log(
-    "== a pod with the default network + one NAD network, plain or with a resourceName (fake kubelet pod-resources over gRPC), ADD ms, medians, × node -e 0",
+    "== a pod with the default network + one NAD network, plain or with a resourceName (fake " +
+      "kubelet pod-resources over gRPC), ADD ms, medians, × node -e 0",
   );
   table(
     ["mode", "plain NAD ADD", "device NAD ADD", "device − plain"],

@@ -96,7 +96,8 @@ export async function startPythonFake({ dir, objects, latencyMs = 0 }) {
  * The environment a CNI call gets from containerd or CRI-O started by systemd: their PATH and the
  * CNI_* variables, nothing of the shell that runs the bench. A developer's shell often sets
  * NODE_EXTRA_CA_CERTS, which makes Bun load that bundle in every process that opens a TLS
- * connection (~2.5 ms and ~1.3 MiB per call, measured): the runtime's environment has no such thing.
+ * connection (~2.5 ms and ~1.3 MiB per call, measured): the runtime's environment has no such
+ * thing.
  */
 export const RUNTIME_ENV = Object.freeze({
   PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

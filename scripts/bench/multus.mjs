@@ -44,7 +44,10 @@ export const MULTUS_DIR = join(
 export function multusMissing() {
   for (const b of ["multus", "multus-daemon", "multus-shim"])
     if (!existsSync(join(MULTUS_DIR, b)))
-      return `${join(MULTUS_DIR, b)} is missing (build it: scripts/bench/multus-peer.sh, see docs/benchmarks.md)`;
+      return (
+        `${join(MULTUS_DIR, b)} is missing (build it: scripts/bench/multus-peer.sh, see ` +
+        `docs/benchmarks.md)`
+      );
   if (!existsSync("/usr/bin/unshare"))
     return "unshare(1) is missing (Multus thick needs a private mount namespace)";
   return undefined;
@@ -380,10 +383,12 @@ async function benchMultusAt({ K, tmp, netnsPath, runs, harness, startFakeApiSer
 function printMultusTable({ results, thickNote, harness }) {
   const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}×` : "");
   console.log(
-    `== Multus v4.0.2 beside Plexus, on the ${harness.label}: a pod with the default network + K NAD networks, fake API server (HTTPS, ${harness.latencyMs} ms), interleaved (ms, medians)`,
+    `== Multus v4.0.2 beside Plexus, on the ${harness.label}: a pod with the default network + K ` +
+      `NAD networks, fake API server (HTTPS, ${harness.latencyMs} ms), interleaved (ms, medians)`,
   );
   console.log(
-    "   own = ADD + DEL − the same delegates run directly in that round (median of rounds); thin ratio = Plexus / Multus own, the median of each round's ratio (below 1: Plexus cheaper)",
+    "   own = ADD + DEL − the same delegates run directly in that round (median of rounds); thin " +
+      "ratio = Plexus / Multus own, the median of each round's ratio (below 1: Plexus cheaper)",
   );
   table(
     [
@@ -405,7 +410,8 @@ function printMultusTable({ results, thickNote, harness }) {
       `${r.daemon.add.toFixed(1)} / ${r.daemon.del.toFixed(1)}`,
       r.thick ? `${r.thick.add.toFixed(1)} / ${r.thick.del.toFixed(1)}` : "—",
       r.thick ? ratio(r.daemon.add, r.thick.add) : "",
-      `${Math.max(r.thin.rssMiB, r.daemon.rssMiB).toFixed(1)} / ${r.multus.rssMiB.toFixed(1)} / ${r.thick ? r.thick.rssMiB.toFixed(1) : "—"} MiB`,
+      `${Math.max(r.thin.rssMiB, r.daemon.rssMiB).toFixed(1)} / ${r.multus.rssMiB.toFixed(1)} / ` +
+        `${r.thick ? r.thick.rssMiB.toFixed(1) : "—"} MiB`,
       r.multusReq ?? "—",
     ]),
   );

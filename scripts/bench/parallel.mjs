@@ -31,7 +31,9 @@ const K = 2;
 
 const spreadOf = ([lo, hi]) => `${lo.toFixed(0)}–${hi.toFixed(0)}`;
 
-/** Multus thin runs the batches of this size only (its 50-pod batches would add minutes, not news). */
+/**
+ * Multus thin runs the batches of this size only (its 50-pod batches would add minutes, not news).
+ */
 const MULTUS_SIZE = 10;
 
 /** The K NADs and `most` pods selecting them (one netns each) on the fake API server. */
@@ -178,7 +180,9 @@ function summarizeSize({ size, measured: { modes, acc, thinVsMultus }, results, 
 
 function printParallel({ rounds, rows, results, multusSkip }) {
   console.log(
-    `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ${rounds} batches, interleaved; ms, × node -e 0). Multus thick, 10 pods (the yardstick's run): 8,865`,
+    `== pods in parallel (default + K=${K} networks each, fake API over HTTPS at 0 ms; median of ` +
+      `${rounds} batches, interleaved; ms, × node -e 0). Multus thick, 10 pods (the yardstick's ` +
+      `run): 8,865`,
   );
   table(
     [
@@ -196,7 +200,9 @@ function printParallel({ rounds, rows, results, multusSkip }) {
   if (results.thinVsMultus !== undefined) {
     const [lo, hi] = results.thinVsMultusSpread;
     console.log(
-      `   ${MULTUS_SIZE} pods, ADD wall, Plexus thin / Multus thin: ${results.thinVsMultus.toFixed(2)}× (median of each round's ratio; ${lo.toFixed(2)}–${hi.toFixed(2)}×)`,
+      `   ${MULTUS_SIZE} pods, ADD wall, Plexus thin / Multus thin: ` +
+        `${results.thinVsMultus.toFixed(2)}× (median of each round's ratio; ` +
+        `${lo.toFixed(2)}–${hi.toFixed(2)}×)`,
     );
   } else console.log(`   Multus v4.0.2 thin beside it: skipped: ${multusSkip}`);
   console.log("");

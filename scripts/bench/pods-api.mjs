@@ -31,8 +31,8 @@ import {
 const NODE_NAME = "bench-node";
 
 /**
- * Multus v4.0.2 thin on this machine kind, the yardstick of the per-pod targets: own ADD+DEL (ms) in a run
- * where `node -e 0` took MULTUS_NODE_MS; requests per ADD.
+ * Multus v4.0.2 thin on this machine kind, the yardstick of the per-pod targets: own ADD+DEL (ms)
+ * in a run where `node -e 0` took MULTUS_NODE_MS; requests per ADD.
  */
 const MULTUS = {
   0: { thin: 42, req: 4 },
@@ -184,10 +184,12 @@ function podsApiRow(row) {
 
 function printPodsApi(results) {
   console.log(
-    "== a pod with the default network + K NAD networks through the fake API server (HTTPS): thin vs daemon mode vs the delegates run directly (ms, medians, × node -e 0)",
+    "== a pod with the default network + K NAD networks through the fake API server (HTTPS): " +
+      "thin vs daemon mode vs the delegates run directly (ms, medians, × node -e 0)",
   );
   console.log(
-    "   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches excluded); DEL over floor = DEL − direct DEL − `node -e 0`",
+    "   own = ADD + DEL − direct ADD − direct DEL; requests = reads + writes per ADD (watches " +
+      "excluded); DEL over floor = DEL − direct DEL − `node -e 0`",
   );
   console.log(`   Multus thin own: the yardstick's run, where node -e 0 took ${MULTUS_NODE_MS} ms`);
   table(
@@ -209,7 +211,8 @@ function printPodsApi(results) {
   );
   const nodeMs = median(results.map((r) => r.node));
   console.log(
-    `   node -e 0 interleaved with this section: ${fmt(nodeMs)} ms; CNI process peak RSS: ${relMiB(max(results.map((r) => r.peakRssMiB)))} MiB`,
+    `   node -e 0 interleaved with this section: ${fmt(nodeMs)} ms; CNI process peak RSS: ` +
+      `${relMiB(max(results.map((r) => r.peakRssMiB)))} MiB`,
   );
   console.log("");
 }

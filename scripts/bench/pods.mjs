@@ -111,7 +111,8 @@ export async function benchPods(runs, counts = [0, 1, 2, 4, 8]) {
     rmSync(tmp, { recursive: true, force: true });
   }
   console.log(
-    "== a pod with the default network + K NAD networks (fileClusterDir), against the delegates run directly (ms, × node -e 0)",
+    "== a pod with the default network + K NAD networks (fileClusterDir), against the delegates " +
+      "run directly (ms, × node -e 0)",
   );
   table(["K", "plexus ADD", "plexus DEL", "direct ADD", "direct DEL", "own ADD+DEL"], rows);
   console.log("");

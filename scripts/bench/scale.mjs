@@ -146,7 +146,8 @@ async function measureMultusScale({ front, runner: { mark, run }, base, tmp }) {
 
 function printScale(phases) {
   console.log(
-    `== API requests per node, one pod with the default network + ${K} NAD networks (requests: reads + writes [+ events]; bytes: bodies sent / received)`,
+    `== API requests per node, one pod with the default network + ${K} NAD networks (requests: ` +
+      `reads + writes [+ events]; bytes: bodies sent / received)`,
   );
   table(
     [

@@ -288,7 +288,9 @@ function summarizeContender(list) {
   return { add: phase("add"), del: phase("del"), warm: list[0], rounds: measured.length, failures };
 }
 
-/** `a` ÷ `b`: the median of the measured rounds' ratios (a drifting host compares like with like). */
+/**
+ * `a` ÷ `b`: the median of the measured rounds' ratios (a drifting host compares like with like).
+ */
 function roundRatios(a = [], b = []) {
   const pairs = a
     .map((s, i) => [s, b[i]])
@@ -307,10 +309,15 @@ function roundRatios(a = [], b = []) {
 /** The storm's table, its ratios and why a contender failed or did not run. */
 function printStorm({ rows, ratios, notes }) {
   console.log(
-    `== Boot storm: ${PODS} pods × K=${EXTRAS} (default network + ${EXTRAS} NADs, bridge + host-local), each its own netns; all ADDs at once, then all DELs; Python fake API server (fake-api.py, HTTPS, ${PY_LATENCY_MS} ms); each contender in a memory cgroup of its own (ms, MiB; medians of the rounds after a warm-up round of ${WARM_PODS} pods)`,
+    `== Boot storm: ${PODS} pods × K=${EXTRAS} (default network + ${EXTRAS} NADs, bridge + ` +
+      `host-local), each its own netns; all ADDs at once, then all DELs; Python fake API server ` +
+      `(fake-api.py, HTTPS, ${PY_LATENCY_MS} ms); each contender in a memory cgroup of its own ` +
+      `(ms, MiB; medians of the rounds after a warm-up round of ${WARM_PODS} pods)`,
   );
   console.log(
-    "   wall = first call started → last exited; peak = the cgroup's memory.max_usage_in_bytes over the phase (a daemon included; binaries' page cache, faulted in by the warm-up, charged to none)",
+    "   wall = first call started → last exited; peak = the cgroup's memory.max_usage_in_bytes " +
+      "over the phase (a daemon included; binaries' page cache, faulted in by the warm-up, " +
+      "charged to none)",
   );
   const f = (x) => x.toFixed(1);
   table(
@@ -341,7 +348,8 @@ function printStorm({ rows, ratios, notes }) {
   for (const [what, r] of Object.entries(ratios))
     if (r)
       console.log(
-        `   ${what}, the median of each round's ratio: ADD wall ${x(r.addWall)}, peak ${x(r.addPeak)}; DEL wall ${x(r.delWall)}, peak ${x(r.delPeak)}`,
+        `   ${what}, the median of each round's ratio: ADD wall ${x(r.addWall)}, peak ` +
+          `${x(r.addPeak)}; DEL wall ${x(r.delWall)}, peak ${x(r.delPeak)}`,
       );
   for (const { label, s } of rows)
     if (s.failures.length)

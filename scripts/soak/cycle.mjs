@@ -85,7 +85,8 @@ export function planCycle(seed, index, faults = FAULTS) {
   }
   if (kind === "delegate-sleep-past-kill") {
     p.sleepMs = Math.round(300 + r() * 300);
-    // The sleeping delegate starts after Plexus and the delegates before it; the kill lands in its sleep.
+    // The sleeping delegate starts after Plexus and the delegates before it; the kill lands in its
+    // sleep.
     p.killAfterMs = Math.round(50 + 45 * target + r() * (p.sleepMs - 100));
   }
   if (kind === "concurrent-add-add" || kind === "concurrent-add-del")
@@ -100,7 +101,9 @@ export function planCycle(seed, index, faults = FAULTS) {
   return p;
 }
 
-/** The plan of the DEL fault classes (their mode picks a config of world.mjs where they need one). */
+/**
+ * The plan of the DEL fault classes (their mode picks a config of world.mjs where they need one).
+ */
 function planDelFault(plan, random) {
   const anyIf = () => ifName(Math.floor(random() * (plan.k + 1)));
   switch (plan.kind) {
@@ -124,7 +127,8 @@ function planDelFault(plan, random) {
       plan.mode = "delOnce";
       plan.target = ifName(1 + Math.floor(random() * plan.k));
       plan.when = random() < 0.5 ? "before" : "after";
-      // After a failure past bridge's ADD, the retry must succeed (abandoning it would leak by design).
+      // After a failure past bridge's ADD, the retry must succeed (abandoning it would leak by
+      // design).
       plan.fixed = plan.when === "after" || random() < 0.5;
       break;
   }
@@ -228,7 +232,8 @@ async function runtimeDel(call, over, problems) {
   }
   problems.push([
     "del-failed",
-    `DEL${over.netns === "" ? ' with CNI_NETNS=""' : ""} exit ${r.code}: ${r.stdout.slice(0, 300)}`,
+    `DEL${over.netns === "" ? ' with CNI_NETNS=""' : ""} exit ${r.code}: ` +
+      `${r.stdout.slice(0, 300)}`,
   ]);
 }
 

@@ -112,7 +112,9 @@ export async function runSoak(options) {
   return summary;
 }
 
-/** The closing table: cycles, faults by kind, leaks by kind (cycles with at least one of that kind). */
+/**
+ * The closing table: cycles, faults by kind, leaks by kind (cycles with at least one of that kind).
+ */
 export function formatSummary(summary, { firstLeaks = 5 } = {}) {
   const lines = [];
   const pct = (n) => `${((100 * n) / Math.max(1, summary.cycles)).toFixed(1)} %`;

@@ -15,7 +15,9 @@ const CNI_BIN = "/usr/lib/cni";
 const NODE_NAME = "soak-node";
 export const NAMESPACE = "soak";
 export const MAX_EXTRA = 4;
-/** Each world's cniDir: a tmpfs this big (records, results and locks of one container at a time). */
+/**
+ * Each world's cniDir: a tmpfs this big (records, results and locks of one container at a time).
+ */
 const CNI_DIR_BYTES = 4 * 1024 * 1024;
 /** Worlds not yet cleaned up: each one's accounting leaves the others' processes alone. */
 const live = new Set();
@@ -41,10 +43,14 @@ case "$3" in
   sleep) sleep "$5"; exec $B ;;
   hang) [ "$4" = after ] && $B >/dev/null; exec sleep 120 ;;
   crash) [ "$4" = after ] && $B >/dev/null; kill -SEGV $$ ;;
-  garbage) [ "$4" = after ] && $B >/dev/null; printf '{"cniVersion":"1.0.0","interfaces":[{"na'; exit 0 ;;
+  garbage) [ "$4" = after ] && $B >/dev/null
+    printf '{"cniVersion":"1.0.0","interfaces":[{"na'; exit 0 ;;
   setsid) cat > "$S.conf"; setsid sh -c "sleep $5; exec $B < '$S.conf'" & exec sleep 120 ;;
-  fail) [ "$4" = after ] && $B >/dev/null; printf '{"cniVersion":"1.0.0","code":999,"msg":"soak: injected failure"}'; exit 1 ;;
-  nonidem) if [ -e "$S.gone" ]; then printf '{"cniVersion":"1.0.0","code":999,"msg":"Link missing"}'; exit 1; fi
+  fail) [ "$4" = after ] && $B >/dev/null
+    printf '{"cniVersion":"1.0.0","code":999,"msg":"soak: injected failure"}'; exit 1 ;;
+  nonidem) if [ -e "$S.gone" ]; then
+      printf '{"cniVersion":"1.0.0","code":999,"msg":"Link missing"}'; exit 1
+    fi
     touch "$S.gone"; exec $B ;;
   sleeponce) [ -e "$S.slept" ] || { touch "$S.slept"; sleep "$5"; }; exec $B ;;
 esac

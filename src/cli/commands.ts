@@ -26,14 +26,16 @@ function newProgram(): Command {
   return (
     new Command("plexus")
       .description(
-        "Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for Multus.\n\n" +
-          "The container runtime runs it as a CNI plugin (CNI_COMMAND set, its config on stdin).\n" +
-          "The commands below are for people on a node, and for the DaemonSet (install, daemon).\n\n" +
-          `Exit codes: ${ExitCode.Ok} fine, ${ExitCode.Problem} a problem found, ` +
-          `${ExitCode.Usage} a usage error, ${ExitCode.CannotRun} the command could not run.`,
+        `Plexus: a Kubernetes multi-network CNI meta-plugin (NPWG), a drop-in replacement for ` +
+          `Multus.\n\nThe container runtime runs it as a CNI plugin (CNI_COMMAND set, its config ` +
+          `on stdin).\nThe commands below are for people on a node, and for the DaemonSet ` +
+          `(install, daemon).\n\nExit codes: ${ExitCode.Ok} fine, ${ExitCode.Problem} a problem ` +
+          `found, ${ExitCode.Usage} a usage error, ${ExitCode.CannotRun} the command could not ` +
+          `run.`,
       )
       .version(VERSION_LINE, "-v, --version")
-      // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to stderr.
+      // Help and --version are answers (stdout, so `plexus --help | less` works); errors go to
+      // stderr.
       .configureOutput({
         writeOut: (s) => process.stdout.write(s),
         writeErr: (s) => process.stderr.write(s),
@@ -42,7 +44,10 @@ function newProgram(): Command {
   );
 }
 
-/** Commander's own exits: help and --version are answers (0); anything else it reports is a usage error. */
+/**
+ * Commander's own exits: help and --version are answers (0); anything else it reports is a usage
+ * error.
+ */
 function commanderExit(err: { code?: unknown; exitCode?: number }): number {
   const answers = ["commander.helpDisplayed", "commander.help", "commander.version"];
   return answers.includes(String(err.code)) ? ExitCode.Ok : ExitCode.Usage;
@@ -93,64 +98,75 @@ export async function runCommands(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** `plexus daemon`'s flags: name, help, and the default where it has one. */
+const DAEMON_FLAGS: readonly (readonly [string, string, string?])[] = [
+  ["--kubeconfig <path>", "kubeconfig to use (default: the in-cluster service account)"],
+  [
+    "--node-name <name>",
+    "this node's name, for the pod watch's field selector (default: $NODE_NAME, else the " +
+      "hostname)",
+  ],
+  [
+    "--socket <path>",
+    "the unix socket to listen on (0600); the plugin's daemonSocket key",
+    DEFAULT_DAEMON_SOCKET,
+  ],
+  ["--log-level <level>", "log level (stderr)", "info"],
+  [
+    "--api-request-timeout <seconds>",
+    "one API request",
+    String(DAEMON_DEFAULT_SECONDS.apiRequestTimeout),
+  ],
+  [
+    "--api-total-timeout <seconds>",
+    "one API operation, retries included",
+    String(DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
+  ],
+  [
+    "--health-address <host:port>",
+    "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP " +
+      "on this TCP address (default: off). Any host:port is accepted; the DaemonSet uses " +
+      "0.0.0.0:9405 with hostNetwork (the node's port, for Prometheus); 127.0.0.1:9405 keeps " +
+      "it on the node",
+  ],
+  [
+    "--pod-resources-socket <path>",
+    "kubelet's pod-resources socket, asked for the CNI binary's device networks over one " +
+      'channel ("": off)',
+    DEFAULT_POD_RESOURCES_SOCKET,
+  ],
+  [
+    "--missing-networks-grace <seconds>",
+    "how long a Running pod may lack a network its annotation asks for before the " +
+      "NetworksMissing event",
+    String(DAEMON_DEFAULT_SECONDS.missingNetworksGrace),
+  ],
+  [
+    "--housekeeping-interval <seconds>",
+    "how often the daemon retries the node's records of failed DELs, off every pod's path " +
+      "(0: off; DELs retry them then)",
+    String(DAEMON_DEFAULT_SECONDS.housekeepingInterval),
+  ],
+  ["--cni-conf-dir <dir>", "for housekeeping, hot-plug and metrics", DEFAULT_CONF_DIR],
+  ["--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin"],
+  ["--hot-plug", "attach and detach running pods' networks as their annotation changes"],
+  ["--hot-plug-namespaces <names>", "only these namespaces, comma-separated"],
+  ["--hot-plug-concurrency <n>", "hot-plug reconciles at once on the node (default 4)"],
+];
+
 function addDaemonCommand(program: Command, setExitCode: (code: number) => void): void {
-  program
+  const daemon = program
     .command("daemon")
     .description(
-      "serve this node's pods and NADs from watch caches to the plexus CNI binary over a unix socket (run by the DaemonSet)",
-    )
-    .option("--kubeconfig <path>", "kubeconfig to use (default: the in-cluster service account)")
-    .option(
-      "--node-name <name>",
-      "this node's name, for the pod watch's field selector (default: $NODE_NAME, else the hostname)",
-    )
-    .option(
-      "--socket <path>",
-      "the unix socket to listen on (0600); the plugin's daemonSocket key",
-      DEFAULT_DAEMON_SOCKET,
-    )
-    .option("--log-level <level>", "log level (stderr)", "info")
-    .option(
-      "--api-request-timeout <seconds>",
-      "one API request",
-      String(DAEMON_DEFAULT_SECONDS.apiRequestTimeout),
-    )
-    .option(
-      "--api-total-timeout <seconds>",
-      "one API operation, retries included",
-      String(DAEMON_DEFAULT_SECONDS.apiTotalTimeout),
-    )
-    .option(
-      "--health-address <host:port>",
-      "also serve /healthz, /readyz and /metrics (only those; never the /v1 API) over plain HTTP on this TCP address " +
-        "(default: off). Any host:port is accepted; the DaemonSet uses 0.0.0.0:9405 with hostNetwork (the node's port, for Prometheus); 127.0.0.1:9405 keeps it on the node",
-    )
-    .option(
-      "--pod-resources-socket <path>",
-      "kubelet's pod-resources socket, asked for the CNI binary's device networks over one channel (\"\": off)",
-      DEFAULT_POD_RESOURCES_SOCKET,
-    )
-    .option(
-      "--missing-networks-grace <seconds>",
-      "how long a Running pod may lack a network its annotation asks for before the NetworksMissing event",
-      String(DAEMON_DEFAULT_SECONDS.missingNetworksGrace),
-    )
-    .option(
-      "--housekeeping-interval <seconds>",
-      "how often the daemon retries the node's records of failed DELs, off every pod's path " +
-        "(0: off; DELs retry them then)",
-      String(DAEMON_DEFAULT_SECONDS.housekeepingInterval),
-    )
-    .option("--cni-conf-dir <dir>", "for housekeeping, hot-plug and metrics", DEFAULT_CONF_DIR)
-    .option("--cni-path <dirs>", "the delegates' dirs (the runtime's CNI_PATH)", "/opt/cni/bin")
-    .option("--hot-plug", "attach and detach running pods' networks as their annotation changes")
-    .option("--hot-plug-namespaces <names>", "only these namespaces, comma-separated")
-    .option("--hot-plug-concurrency <n>", "hot-plug reconciles at once on the node (default 4)")
-    .action(async (flags: Record<string, string | undefined>) => {
-      const { daemonMain } = await COMMANDS.daemon.load();
-      const passes = { housekeeping: housekeepingPass(flags), hotplug: hotplugPass(flags) };
-      setExitCode(await daemonMain(flags, passes));
-    });
+      "serve this node's pods and NADs from watch caches to the plexus CNI binary over a unix " +
+        "socket (run by the DaemonSet)",
+    );
+  for (const [flag, help, fallback] of DAEMON_FLAGS) daemon.option(flag, help, fallback);
+  daemon.action(async (flags: Record<string, string | undefined>) => {
+    const { daemonMain } = await COMMANDS.daemon.load();
+    const passes = { housekeeping: housekeepingPass(flags), hotplug: hotplugPass(flags) };
+    setExitCode(await daemonMain(flags, passes));
+  });
 }
 
 /**
@@ -163,7 +179,8 @@ function addInstallCommand(program: Command, setExitCode: (code: number) => void
   const install = program
     .command("install")
     .description(
-      "install the plexus binary, its CNI config and kubeconfig on this node, and keep them right (run by the DaemonSet)",
+      "install the plexus binary, its CNI config and kubeconfig on this node, and keep them " +
+        "right (run by the DaemonSet)",
     );
   addInstallPathOptions(install);
   addInstallConfigOptions(install);
@@ -214,15 +231,18 @@ function addInstallPathOptions(install: Command): void {
     .option("--ca-file <path>", "the service-account CA to copy", `${SERVICE_ACCOUNT_DIR}/ca.crt`)
     .option(
       "--api-server <url>",
-      "API server URL for the kubeconfig (default: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)",
+      "API server URL for the kubeconfig (default: " +
+        "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)",
     )
     .option(
       "--without-kubernetes",
-      "this node runs without Kubernetes: no credentials needed, the config says withoutKubernetes (pods get their default network(s) only)",
+      "this node runs without Kubernetes: no credentials needed, the config says " +
+        "withoutKubernetes (pods get their default network(s) only)",
     )
     .option(
       "--plexus-conf-file <path>",
-      'install this Plexus config (validated) instead of generating one; "auto": generate (Multus: --multus-conf-file)',
+      'install this Plexus config (validated) instead of generating one; "auto": generate ' +
+        "(Multus: --multus-conf-file)",
     );
 }
 

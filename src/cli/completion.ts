@@ -1,4 +1,7 @@
-/** `plexus completion bash`: a bash completion script built from the command tree, so it never falls behind the flags. */
+/**
+ * `plexus completion bash`: a bash completion script built from the command tree, so it never falls
+ * behind the flags.
+ */
 import type { Command } from "commander";
 
 function words(cmd: Command): string[] {

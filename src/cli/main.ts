@@ -1,9 +1,9 @@
 /**
- * The one boundary (C2.2; every failure leaves as a CNI error with its code): env + stdin in, exactly one JSON
- * document out on stdout where the CNI spec asks for output (ADD, VERSION, any error), nothing
- * where it asks for none (DEL, CHECK, STATUS, GC success); exit 0 or 1. On a CNI call only this
- * file writes to stdout (through stdio.ts); the person-facing commands (no CNI_COMMAND) print their
- * own output from commands.ts and ops/.
+ * The one boundary (C2.2; every failure leaves as a CNI error with its code): env + stdin in,
+ * exactly one JSON document out on stdout where the CNI spec asks for output (ADD, VERSION, any
+ * error), nothing where it asks for none (DEL, CHECK, STATUS, GC success); exit 0 or 1. On a CNI
+ * call only this file writes to stdout (through stdio.ts); the person-facing commands (no
+ * CNI_COMMAND) print their own output from commands.ts and ops/.
  *
  * VERSION is answered here; everything else lives in the core bundle (load-core.ts), so VERSION
  * loads neither the config shapes nor pino.

@@ -15,12 +15,14 @@ function common(cmd: Command): Command {
   return cmd
     .option(
       "--config <file>",
-      "the Plexus config (default: the config file the runtime picks from --cni-conf-dir, if it runs Plexus)",
+      "the Plexus config (default: the config file the runtime picks from --cni-conf-dir, if it " +
+        "runs Plexus)",
     )
     .option("--cni-conf-dir <dir>", "the node's CNI config directory", DEFAULT_CONF_DIR)
     .option(
       "--cni-path <dirs>",
-      "where plugin binaries are looked up, colon-separated (default: $CNI_PATH, else /opt/cni/bin); the config's binDir comes first",
+      "where plugin binaries are looked up, colon-separated (default: $CNI_PATH, else " +
+        "/opt/cni/bin); the config's binDir comes first",
     )
     .option("--kubeconfig <file>", "use this kubeconfig instead of the config's")
     .option("-o, --output <format>", "text or json", "text")
@@ -65,7 +67,9 @@ function addExplainCommand(program: Command, setExit: SetExit): void {
       .command("explain")
       .argument("[pod]", "the pod, NAMESPACE/NAME (a bare NAME means namespace default)")
       .description(
-        "show what ADD would do for a pod, without running any plugin: each network, its interface, the plugin configs and environment, the binaries, and every error ADD would hit",
+        "show what ADD would do for a pod, without running any plugin: each network, its " +
+          "interface, the plugin configs and environment, the binaries, and every error ADD " +
+          "would hit",
       ),
   )
     .option("--file <pod.yaml>", "a dry run without a cluster: the pod from this manifest")
@@ -95,7 +99,8 @@ function addValidateCommand(program: Command, setExit: SetExit): void {
         "the NetworkAttachmentDefinition, NAMESPACE/NAME (or NAME with --namespace)",
       )
       .description(
-        "check that this node can run NetworkAttachmentDefinitions: config, plugin binaries and their versions, IPAM ranges, capabilities pods request",
+        "check that this node can run NetworkAttachmentDefinitions: config, plugin binaries and " +
+          "their versions, IPAM ranges, capabilities pods request",
       ),
   )
     .option("--file <nad.yaml>", "validate the NADs in this manifest instead of the cluster's")
@@ -135,7 +140,8 @@ function addDoctorCommand(program: Command, setExit: SetExit): void {
     program
       .command("doctor")
       .description(
-        "check this node: the config the runtime picks, the default network, readiness, kubeconfig and token, API server, daemon, records, disk space",
+        "check this node: the config the runtime picks, the default network, readiness, " +
+          "kubeconfig and token, API server, daemon, records, disk space",
       ),
   ).action(async (flags: Record<string, string | undefined>) => {
     const { doctorMain } = await COMMANDS.doctor.load();

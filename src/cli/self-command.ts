@@ -10,7 +10,9 @@ interface SelfCommand {
   flags: { logLevel?: unknown; cniConfDir?: unknown; cniPath?: unknown };
 }
 
-/** The arguments for `process.execPath`: the executable itself, or under Node the bundle it runs. */
+/**
+ * The arguments for `process.execPath`: the executable itself, or under Node the bundle it runs.
+ */
 export function selfArgs({ command, flags }: SelfCommand): string[] {
   const self = isStandaloneExecutable() ? [] : [process.argv[1] ?? ""];
   const level = typeof flags.logLevel === "string" ? flags.logLevel : "info";

@@ -1,4 +1,6 @@
-/** The two ends of the CNI channel: stdin read with a cap (B12), stdout written once, synchronously. */
+/**
+ * The two ends of the CNI channel: stdin read with a cap (B12), stdout written once, synchronously.
+ */
 import { readSync, writeSync } from "node:fs";
 import { CniError, Code } from "../cni/errors";
 
@@ -62,7 +64,10 @@ async function readStream(
   return Buffer.concat(chunks);
 }
 
-/** Writes all of `text` to fd 1, retrying EAGAIN on a non-blocking pipe. A CNI call's only stdout write. */
+/**
+ * Writes all of `text` to fd 1, retrying EAGAIN on a non-blocking pipe. A CNI call's only stdout
+ * write.
+ */
 export function writeStdout(text: string): void {
   const buf = Buffer.from(text);
   let off = 0;

@@ -12,7 +12,8 @@ export function addUninstallCommand(program: Command, setExitCode: (code: number
   const uninstall = program
     .command("uninstall")
     .description(
-      "remove Plexus's CNI config, its kubeconfig and the plexus binary from this node; the primary network's config stays (run by deploy/uninstall/)",
+      "remove Plexus's CNI config, its kubeconfig and the plexus binary from this node; the " +
+        "primary network's config stays (run by deploy/uninstall/)",
     );
   addNodePathOptions(uninstall)
     .option(

@@ -136,7 +136,10 @@ function selectVersion(top: Record<string, unknown>, what: string): unknown {
 }
 
 export interface ParseConfOptions {
-  /** Names the source in every message: `delegate 1`, `NAD default/net-a`, `/etc/cni/net.d/10-x.conf`. */
+  /**
+   * Names the source in every message: `delegate 1`, `NAD default/net-a`,
+   * `/etc/cni/net.d/10-x.conf`.
+   */
   what: string;
   /** Used when the config has no `name` (N3.4.2: a NAD's name is injected). */
   defaultName?: string;
@@ -182,7 +185,10 @@ export function parseConfList(value: unknown, opts: ParseConfOptions): ConfList 
   return out;
 }
 
-/** One plugin's config (a `.conf` of a chain directory, an entry of `plugins`): `type` validated, keys as Go reads them. */
+/**
+ * One plugin's config (a `.conf` of a chain directory, an entry of `plugins`): `type` validated,
+ * keys as Go reads them.
+ */
 export function parsePlugin(raw: unknown, what: string): PluginConf {
   if (!isPlainObject(raw))
     throw new CniError(Code.InvalidNetworkConfig, `${what}: expected a plugin config object`);

@@ -41,7 +41,8 @@ export function parseCommand(raw: string | undefined): Command {
   if (!(COMMANDS as readonly string[]).includes(raw)) {
     throw new CniError(
       Code.InvalidEnv,
-      `CNI_COMMAND ${JSON.stringify(raw.slice(0, 40))} is not a CNI command; expected one of ${COMMANDS.join(", ")} (upper case)`,
+      `CNI_COMMAND ${JSON.stringify(raw.slice(0, 40))} is not a CNI command; expected one of ` +
+        `${COMMANDS.join(", ")} (upper case)`,
     );
   }
   return raw as Command;
@@ -50,7 +51,8 @@ export function parseCommand(raw: string | undefined): Command {
 export function parseEnv(env: Env): CniRequest {
   const command = parseCommand(env.CNI_COMMAND);
   for (const key of REQUIRED[command]) {
-    // DEL may have an empty CNI_NETNS, but CNI_IFNAME/CONTAINERID must be non-empty; CNI_PATH must be set.
+    // DEL may have an empty CNI_NETNS, but CNI_IFNAME/CONTAINERID must be non-empty; CNI_PATH must
+    // be set.
     if (env[key] === undefined || env[key] === "") {
       throw new CniError(Code.InvalidEnv, `${key} is required for ${command} but is not set`);
     }

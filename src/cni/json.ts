@@ -1,5 +1,6 @@
 /**
- * Safe JSON decoding for everything that arrives from outside (stdin, delegate output, NADs, records).
+ * Safe JSON decoding for everything that arrives from outside (stdin, delegate output, NADs,
+ * records).
  * Bounded in size and depth, and refusing prototype keys, so hostile input is an error with a code,
  * never a crash or a polluted object (B11, B12, B17).
  */
@@ -192,7 +193,10 @@ export function showKey(key: string): string {
   return key.length > 80 ? `${shown}… (${key.length} characters)` : shown;
 }
 
-/** A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood a log or an event. */
+/**
+ * A value for a message: quoted, and cut at 80 characters so a hostile value cannot flood a log or
+ * an event.
+ */
 export function showValue(value: unknown): string {
   if (typeof value === "string")
     return value.length > 80

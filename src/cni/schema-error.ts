@@ -1,4 +1,7 @@
-/** Maps a shape's problems to a CNI error that names the key path and the value found (N4.1.x, C2.3: docs/conformance.md). */
+/**
+ * Maps a shape's problems to a CNI error that names the key path and the value found (N4.1.x, C2.3:
+ * docs/conformance.md).
+ */
 import { CniError, Code } from "./errors";
 import { check, type Shape } from "./shape";
 
@@ -35,7 +38,10 @@ export function parseWithSchema<T>(
   if (r.ok) return r.value;
   const issues = r.problems.slice(0, 3).map((issue) => {
     const at = formatPath(issue.path);
-    return `${at ? `key ${JSON.stringify(at)}` : "the value"}: ${issue.message} (found ${showValue(valueAt(value, issue.path))})`;
+    return (
+      `${at ? `key ${JSON.stringify(at)}` : "the value"}: ${issue.message} (found ` +
+      `${showValue(valueAt(value, issue.path))})`
+    );
   });
   const more = r.problems.length > 3 ? ` and ${r.problems.length - 3} more` : "";
   throw new CniError(code, `${what} is invalid: ${issues.join("; ")}${more}`);

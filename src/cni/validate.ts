@@ -6,12 +6,17 @@ import { showValue as show } from "./json";
 import { CniError, Code } from "./errors";
 
 const CONTAINER_ID = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-/** Container IDs become file names under cniDir; 64 hex is the norm, leave room, stay far below NAME_MAX. */
+/**
+ * Container IDs become file names under cniDir; 64 hex is the norm, leave room, stay far below
+ * NAME_MAX.
+ */
 export const MAX_CONTAINER_ID_LENGTH = 200;
 /** IFNAMSIZ is 16 including the NUL. */
 const MAX_IFNAME_LENGTH = 15;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-/** Network names end up in file names, logs and events: bounded as Kubernetes bounds an object name. */
+/**
+ * Network names end up in file names, logs and events: bounded as Kubernetes bounds an object name.
+ */
 const MAX_NETWORK_NAME_LENGTH = 253;
 
 /** C2.1: non-empty, starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
@@ -24,7 +29,9 @@ export function validateContainerId(id: string, code: Code = Code.InvalidEnv): s
   if (id.length > MAX_CONTAINER_ID_LENGTH || !CONTAINER_ID.test(id)) {
     throw new CniError(
       code,
-      `CNI_CONTAINERID ${show(id)} is invalid: it must start with a letter or digit, continue with letters, digits, '_', '.' or '-', and be at most ${MAX_CONTAINER_ID_LENGTH} characters`,
+      `CNI_CONTAINERID ${show(id)} is invalid: it must start with a letter or digit, continue ` +
+        `with letters, digits, '_', '.' or '-', and be at most ` +
+        `${MAX_CONTAINER_ID_LENGTH} characters`,
     );
   }
   return id;
@@ -65,13 +72,15 @@ export function validateNetworkName(name: unknown, where: string): string {
   if (name.length > MAX_NETWORK_NAME_LENGTH) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `${where}: network name ${show(name)} is longer than ${MAX_NETWORK_NAME_LENGTH} characters (a DNS-1123 subdomain's limit); use a shorter "name"`,
+      `${where}: network name ${show(name)} is longer than ${MAX_NETWORK_NAME_LENGTH} characters ` +
+        `(a DNS-1123 subdomain's limit); use a shorter "name"`,
     );
   }
   if (!NETWORK_NAME.test(name)) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `${where}: network name ${show(name)} is invalid: it must start with a letter or digit and contain only letters, digits, '_', '.' and '-'`,
+      `${where}: network name ${show(name)} is invalid: it must start with a letter or digit and ` +
+        `contain only letters, digits, '_', '.' and '-'`,
     );
   }
   return name;
@@ -95,7 +104,8 @@ export function validatePluginType(type: unknown, where: string): string {
   ) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `${where}: plugin type ${show(type)} is invalid: it must be a bare file name found in CNI_PATH (no '/', '\\', '..', NUL or whitespace)`,
+      `${where}: plugin type ${show(type)} is invalid: it must be a bare file name found in ` +
+        `CNI_PATH (no '/', '\\', '..', NUL or whitespace)`,
     );
   }
   return type;

@@ -32,7 +32,9 @@ export function versionAtLeast(version: string, min: string): boolean {
   return compareVersions(version, min) >= 0;
 }
 
-/** Validates a config's `cniVersion` (B13): missing or unknown → code 1, listing what is supported. */
+/**
+ * Validates a config's `cniVersion` (B13): missing or unknown → code 1, listing what is supported.
+ */
 export function requireSupportedVersion(version: unknown, where: string): CniVersion {
   if (isSupportedVersion(version)) return version;
   const got = version === undefined ? "missing" : JSON.stringify(version);

@@ -14,7 +14,9 @@ export const DEFAULT_HOST_PREFIX = "/host";
 /** The kubeconfig the installer writes, as a path on the node. */
 export const DEFAULT_KUBECONFIG_FILE_HOST = "/etc/cni/net.d/plexus.d/plexus.kubeconfig";
 
-/** Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus). */
+/**
+ * Where `plexus daemon` listens by default (deploy/daemonset.yaml mounts the host's /run/plexus).
+ */
 export const DEFAULT_DAEMON_SOCKET = "/run/plexus/plexus.sock";
 /** M10: kubelet's pod-resources API. */
 export const DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock";
@@ -23,7 +25,10 @@ export const DEFAULT_DEVICE_INFO_DIR = "/var/run/k8s.cni.cncf.io/devinfo";
 /** Where a pod's service-account token and CA are mounted (the in-cluster configuration). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/** One API request, and one API operation with its retries (the plugin's apiRequestTimeoutSeconds, apiTotalTimeoutSeconds). */
+/**
+ * One API request, and one API operation with its retries (the plugin's apiRequestTimeoutSeconds,
+ * apiTotalTimeoutSeconds).
+ */
 export const DEFAULT_API_REQUEST_TIMEOUT_MS = 5_000;
 export const DEFAULT_API_TOTAL_TIMEOUT_MS = 20_000;
 /** How long the CNI process waits for `plexus daemon`'s answer (daemonTimeoutMilliseconds). */

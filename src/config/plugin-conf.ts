@@ -24,9 +24,13 @@ import {
 } from "./defaults";
 
 export { DEFAULT_CNI_DIR, DEFAULT_CONF_DIR };
-/** Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached. */
+/**
+ * Multus 4.x's own `cniDir`: its per-container delegate cache, read to DEL pods Multus attached.
+ */
 export const DEFAULT_MULTUS_CACHE_DIR = "/var/lib/cni/multus";
-/** Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down. */
+/**
+ * Per-delegate deadline; containerd's own CNI deadline is longer, so Plexus can still tear down.
+ */
 const DEFAULT_DELEGATE_TIMEOUT_SECONDS = 60;
 /**
  * A whole ADD's or DEL's delegates: below the kubelet's runtime request timeout (2 min), within
@@ -112,7 +116,9 @@ export interface PlexusConf {
   kubeconfig?: string;
   confDir: string;
   cniDir: string;
-  /** Multus's cache of the pods it attached (migration from Multus, M14); "" turns reading it off. */
+  /**
+   * Multus's cache of the pods it attached (migration from Multus, M14); "" turns reading it off.
+   */
   multusCacheDir: string;
   binDir?: string;
   /** Inline delegates, the first is the cluster default network (M1). */
@@ -135,7 +141,10 @@ export interface PlexusConf {
   delegateTimeoutMs: number;
   /** N6.1.2: how long ADD waits for the readiness indicator file. */
   readinessTimeoutMs: number;
-  /** Directory of manifests standing in for the API server (embedded default, runtimes without a cluster). */
+  /**
+   * Directory of manifests standing in for the API server (embedded default, runtimes without a
+   * cluster).
+   */
   fileClusterDir?: string;
   /** Per API request (Multus hard-codes 250 ms, which fails on slow clusters). */
   apiRequestTimeoutMs: number;
@@ -147,7 +156,10 @@ export interface PlexusConf {
   maxPluginsPerNetwork: number;
   /** Most delegate runs one ADD may plan (every plugin of every attachment). */
   maxDelegateCalls: number;
-  /** The whole ADD's deadline for its delegates (below the runtime's own, so Plexus can still roll back). */
+  /**
+   * The whole ADD's deadline for its delegates (below the runtime's own, so Plexus can still roll
+   * back).
+   */
   addTimeoutMs: number;
   /** The whole DEL's deadline for its delegates. */
   delTimeoutMs: number;
@@ -189,10 +201,14 @@ export interface PlexusConf {
   withoutKubernetes: boolean;
   /**
    * M12: the name of an extra chain whose plugins are the `.conf` files of
-   * `<directory of clusterNetwork>/<name>/`, run for every pod after its networks (planning/aux-chain.ts).
+   * `<directory of clusterNetwork>/<name>/`, run for every pod after its networks
+   * (planning/aux-chain.ts).
    */
   auxiliaryCNIChainName?: string;
-  /** Keys Plexus does not know, as given (M1); reported by ops commands, the installer and the log file. */
+  /**
+   * Keys Plexus does not know, as given (M1); reported by ops commands, the installer and the log
+   * file.
+   */
   unknownKeys: string[];
 }
 
@@ -256,7 +272,8 @@ function buildPlexusConf(
   if ((opts.requireNetworks ?? true) && delegates.length === 0 && !c.clusterNetwork) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `stdin config (network ${name}) names no network: set "clusterNetwork" or list at least one entry in "delegates"`,
+      `stdin config (network ${name}) names no network: set "clusterNetwork" or list at least ` +
+        `one entry in "delegates"`,
     );
   }
   const conf: PlexusConf = {
@@ -315,7 +332,9 @@ function callTimeouts(c: {
 
 const LOG_OPTION_KEYS = new KeySet(["maxAge", "maxSize", "maxBackups", "compress"]);
 
-/** Multus's logOptions is a Go struct too: its keys match in any case (a copy when any is renamed). */
+/**
+ * Multus's logOptions is a Go struct too: its keys match in any case (a copy when any is renamed).
+ */
 function withCanonicalLogOptions(conf: Record<string, unknown>): Record<string, unknown> {
   const opts = conf.logOptions;
   if (!isPlainObject(opts)) return conf;
@@ -334,7 +353,10 @@ export function plexusEntry(value: Record<string, unknown>): Record<string, unkn
   return listPlexusEntry(value);
 }
 
-/** The `plexus` entry of a conflist's "plugins" as libcni hands it over; undefined when there is none. */
+/**
+ * The `plexus` entry of a conflist's "plugins" as libcni hands it over; undefined when there is
+ * none.
+ */
 function listPlexusEntry(list: Record<string, unknown>): Record<string, unknown> | undefined {
   const plugins = getKeyFold(list, "plugins");
   if (!Array.isArray(plugins)) return undefined;
@@ -349,7 +371,9 @@ function listPlexusEntry(list: Record<string, unknown>): Record<string, unknown>
   };
 }
 
-/** A plugin entry without the keys libcni takes from the list (any spelling of name and cniVersion). */
+/**
+ * A plugin entry without the keys libcni takes from the list (any spelling of name and cniVersion).
+ */
 export function withoutListKeys(plugin: Record<string, unknown>): Record<string, unknown> {
   return withoutKeysFold(plugin, ["name", "cniVersion"]);
 }
@@ -358,18 +382,19 @@ export function withoutListKeys(plugin: Record<string, unknown>): Record<string,
  * A conflist given as Plexus's own config (e.g. `00-plexus.conflist` piped in by hand): libcni
  * never does that, it hands each plugin its own entry. Say so, and show what it would hand over.
  */
+const NOT_A_CONFLIST =
+  'stdin config is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never ' +
+  'passes a list to a plugin; it runs each entry of "plugins" in turn, with the list\'s "name" ' +
+  'and "cniVersion" injected';
+
 function assertNotConflist(value: Record<string, unknown>): void {
   if (!hasKeyFold(value, "plugins") || "delegates" in value || "clusterNetwork" in value) return;
   const entry = listPlexusEntry(value);
   const handed = entry ? JSON.stringify(entry) : undefined;
-  throw new CniError(
-    Code.InvalidNetworkConfig,
-    `stdin config is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never passes a list to a plugin; it runs each entry of "plugins" in turn, with the list's "name" and "cniVersion" injected${
-      handed
-        ? `. For this list it would hand Plexus: ${handed}`
-        : ', and this list has no plugin of type "plexus"'
-    }`,
-  );
+  const what = handed
+    ? `. For this list it would hand Plexus: ${handed}`
+    : ', and this list has no plugin of type "plexus"';
+  throw new CniError(Code.InvalidNetworkConfig, `${NOT_A_CONFLIST}${what}`);
 }
 
 /**
@@ -414,7 +439,8 @@ function assertLogLevel(level: string | undefined): void {
   if (level !== undefined && toPinoLevel(level) === undefined) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `stdin config: key "logLevel" is ${JSON.stringify(level)}; expected debug, verbose, error or panic (or a pino level)`,
+      `stdin config: key "logLevel" is ${JSON.stringify(level)}; expected debug, verbose, error ` +
+        `or panic (or a pino level)`,
     );
   }
 }

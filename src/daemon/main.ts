@@ -1,9 +1,10 @@
 /**
  * `plexus daemon`: the DaemonSet's long-running container. Watch caches of this node's
- * pods and of every NAD (and, M10, this node's ResourceSlices and its pods' ResourceClaims), one keep-alive API client for live reads, status writes and events, and
- * the socket API the CNI binary asks first (server.ts), and optionally /healthz, /readyz and
- * /metrics over plain HTTP on --health-address (the DaemonSet's probes). SIGTERM/SIGINT close the
- * socket (the binary then uses the API directly) and the health listener, and stop the watches.
+ * pods and of every NAD (and, M10, this node's ResourceSlices and its pods' ResourceClaims), one
+ * keep-alive API client for live reads, status writes and events, and the socket API the CNI binary
+ * asks first (server.ts), and optionally /healthz, /readyz and /metrics over plain HTTP on
+ * --health-address (the DaemonSet's probes). SIGTERM/SIGINT close the socket (the binary then uses
+ * the API directly) and the health listener, and stop the watches.
  * With a housekeeping pass (the CLI wires ops/housekeeping.ts), a timer retries the node's records
  * of failed DELs off every pod's path (nodestate/pending.ts).
  */
@@ -63,20 +64,27 @@ export interface RunningDaemon {
   readonly healthAddress: { host: string; port: number } | undefined;
 }
 
-/** `127.0.0.1:9405`, `[::1]:9405`, `localhost:9405`; the host is required (0.0.0.0 for every address). */
+/**
+ * `127.0.0.1:9405`, `[::1]:9405`, `localhost:9405`; the host is required (0.0.0.0 for every
+ * address).
+ */
 export function parseHealthAddress(value: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
   const host = m?.[1] ?? m?.[2];
   const port = Number(m?.[3]);
   if (!m || !host || port > 65535 || (m[1] !== undefined && isIP(m[1]) !== 6)) {
     throw new Error(
-      `--health-address ${JSON.stringify(value)}: expected HOST:PORT, e.g. 127.0.0.1:9405 or [::1]:9405 (0.0.0.0:PORT for every address)`,
+      `--health-address ${JSON.stringify(value)}: expected HOST:PORT, e.g. 127.0.0.1:9405 or ` +
+        `[::1]:9405 (0.0.0.0:PORT for every address)`,
     );
   }
   return { host, port };
 }
 
-/** The daemon's flags, checked and with their defaults: a wrong value is a usage error before anything starts. */
+/**
+ * The daemon's flags, checked and with their defaults: a wrong value is a usage error before
+ * anything starts.
+ */
 export interface DaemonSettings {
   kubeconfig: string | undefined;
   nodeName: string;
@@ -94,13 +102,16 @@ export interface DaemonSettings {
   confDir: string;
 }
 
-/** A flag in seconds: a finite number above 0 (`abc` would make every timeout NaN, that is none). */
+/**
+ * A flag in seconds: a finite number above 0 (`abc` would make every timeout NaN, that is none).
+ */
 function seconds(value: string | undefined, flag: string, fallback: number): number {
   if (value === undefined) return fallback * 1000;
   const n = Number(value);
   if (value.trim() === "" || !Number.isFinite(n) || n <= 0)
     throw new Error(
-      `--${flag} ${JSON.stringify(value)}: expected a number of seconds greater than 0, e.g. ${fallback}`,
+      `--${flag} ${JSON.stringify(value)}: expected a number of seconds greater than 0, e.g. ` +
+        `${fallback}`,
     );
   return n * 1000;
 }
@@ -150,7 +161,10 @@ function housekeepingMs(value: string | undefined): number {
   return ms;
 }
 
-/** How long stop() may take: a watch or an API close that hangs must not keep a terminating pod alive. */
+/**
+ * How long stop() may take: a watch or an API close that hangs must not keep a terminating pod
+ * alive.
+ */
 const STOP_TIMEOUT_MS = 10_000;
 
 type ApiClient = NonNullable<Awaited<ReturnType<typeof loadKubeApi>>>;
@@ -179,7 +193,8 @@ async function connectApi(
   );
   if (!api)
     throw new Error(
-      "no Kubernetes configuration: pass --kubeconfig or run in-cluster (KUBERNETES_SERVICE_HOST/PORT)",
+      "no Kubernetes configuration: pass --kubeconfig or run in-cluster " +
+        "(KUBERNETES_SERVICE_HOST/PORT)",
     );
   return api;
 }
@@ -223,7 +238,9 @@ async function buildServices(settings: DaemonSettings, api: ApiClient, log: Logg
   return { caches, dra, detector, metrics, limiter };
 }
 
-/** M10: one channel to kubelet for the daemon's life, opened on the first query ("" turns it off). */
+/**
+ * M10: one channel to kubelet for the daemon's life, opened on the first query ("" turns it off).
+ */
 function podDevicesChannel(socket: string) {
   const kubelet = socket ? kubeletDevices(socket) : undefined;
   const query = kubelet

@@ -17,7 +17,10 @@ import { parseNetworksAnnotation } from "../npwg/annotation";
 import { networkStatusEntries } from "../npwg/status";
 import { NETWORK_STATUS_ANNOTATION, NETWORKS_ANNOTATION, type Pod } from "../npwg/types";
 
-/** The networks a Running pod asked for and does not have (`namespace/name`, `@interface` when one was requested); undefined when none. */
+/**
+ * The networks a Running pod asked for and does not have (`namespace/name`, `@interface` when one
+ * was requested); undefined when none.
+ */
 export function missingNetworks(pod: Pod): string[] | undefined {
   if (pod.spec?.hostNetwork || pod.status?.phase !== "Running" || pod.metadata.deletionTimestamp)
     return undefined;
@@ -103,8 +106,10 @@ export class MissingNetworksDetector {
       ? "its network-status lacks them"
       : "it has no network-status at all";
     const message =
-      `pod is Running without network(s) ${missing.join(", ")} that its ${NETWORKS_ANNOTATION} annotation asks for (${status}): ` +
-      "its sandbox was set up without Plexus (created before Plexus was installed, or the runtime used another CNI config); recreate the pod, and run plexus doctor on the node";
+      `pod is Running without network(s) ${missing.join(", ")} that its ${NETWORKS_ANNOTATION} ` +
+      `annotation asks for (${status}): its sandbox was set up without Plexus (created before ` +
+      `Plexus was installed, or the runtime used another CNI config); recreate the pod, and run ` +
+      `plexus doctor on the node`;
     this.options.log.warn(
       { pod: `${namespace}/${name}`, missing },
       "pod is running without networks it asked for",

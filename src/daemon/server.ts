@@ -3,8 +3,9 @@
  * the watch caches, a live read through the API when the cache misses (a pod created just before
  * its ADD, a recreated pod whose UID the cache does not have yet, a NAD created a moment ago:
  * never a stale "not found"), network-status writes and events over one keep-alive client, the
- * delegate runs CNI calls hand over (M20), and /healthz, /readyz, /metrics. With `healthAddress`, a second, plain-HTTP TCP listener serves only
- * those three read-only routes (kubelet probes, Prometheus); /v1/* stays on the root-only socket.
+ * delegate runs CNI calls hand over (M20), and /healthz, /readyz, /metrics. With `healthAddress`, a
+ * second, plain-HTTP TCP listener serves only those three read-only routes (kubelet probes,
+ * Prometheus); /v1/* stays on the root-only socket.
  */
 import {
   chmodSync,
@@ -55,7 +56,9 @@ export interface DaemonServerOptions {
   /** Live reads on a miss, status writes and events. */
   api: KubeApi;
   log: Logger;
-  /** Also serve /healthz, /readyz and /metrics (nothing else) over plain HTTP on this TCP address. */
+  /**
+   * Also serve /healthz, /readyz and /metrics (nothing else) over plain HTTP on this TCP address.
+   */
   healthAddress?: { host: string; port: number } | undefined;
   /** prom-client's registry and the daemon's series (metrics.ts, loaded by the daemon only). */
   metrics: DaemonMetrics;
@@ -123,7 +126,8 @@ async function claimSocket(path: string): Promise<void> {
         : "a file that is not a socket";
     throw new CniError(
       Code.Internal,
-      `daemon socket ${path}: ${kind} is there; refusing to remove it (remove it yourself if it is a leftover, or pass another --socket)`,
+      `daemon socket ${path}: ${kind} is there; refusing to remove it (remove it yourself if it ` +
+        `is a leftover, or pass another --socket)`,
     );
   }
   const alive = await new Promise<boolean>((resolve) => {
@@ -142,7 +146,10 @@ async function claimSocket(path: string): Promise<void> {
   unlinkSync(path);
 }
 
-/** The request's URL; undefined for a request-target `new URL` rejects (it would throw in the listener and end the process). */
+/**
+ * The request's URL; undefined for a request-target `new URL` rejects (it would throw in the
+ * listener and end the process).
+ */
 function requestUrl(req: IncomingMessage): URL | undefined {
   try {
     return new URL(req.url ?? "/", "http://plexus");
@@ -177,7 +184,10 @@ function badTarget(res: ServerResponse): void {
   );
 }
 
-/** A route this daemon does not serve: a CNI binary of another version asking (1), or /v1/* on the health address. */
+/**
+ * A route this daemon does not serve: a CNI binary of another version asking (1), or /v1/* on the
+ * health address.
+ */
 function noRoute(method: string | undefined, pathname: string, where = ""): HttpFailure {
   return new HttpFailure(404, Code.IncompatibleVersion, `no route ${method} ${pathname}${where}`);
 }
@@ -276,7 +286,10 @@ function readRoute(kind: ReadKind, deps: RouterDeps): Route {
   };
 }
 
-/** POST /v1/network-status: written through the daemon's keep-alive client; the CNI call waits for it. */
+/**
+ * POST /v1/network-status: written through the daemon's keep-alive client; the CNI call waits for
+ * it.
+ */
 function postNetworkStatus({ api }: RouterDeps): Route {
   return async (req) => {
     const b = await readBody(req);
@@ -366,7 +379,9 @@ function postDelegateRuns({ metrics }: RouterDeps): Route {
   };
 }
 
-/** GET /v1/pod-devices (M10): the pod's devices per resource name, from kubelet's pod-resources API. */
+/**
+ * GET /v1/pod-devices (M10): the pod's devices per resource name, from kubelet's pod-resources API.
+ */
 function getPodDevices({ podDevices }: RouterDeps): Route {
   return async (_req, url) => {
     if (!podDevices)
@@ -418,7 +433,8 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * Routes one request and answers it: 200 or the route's status; an HttpFailure with its status and
- * code; a CniError as 422 with its code (authoritative for 3, 6, 7, protocol.ts); anything else 500.
+ * code; a CniError as 422 with its code (authoritative for 3, 6, 7, protocol.ts); anything else
+ * 500.
  */
 function requestHandler(route: Route, { log, metrics }: RouterDeps): Handler {
   return (req, res) => {

@@ -141,7 +141,9 @@ function duplicateDevice(result: AllocationResult, listed: Listed): CniError {
   );
 }
 
-/** The pod's claims' network devices. Read only for a pod with claims and a NAD with a resourceName. */
+/**
+ * The pod's claims' network devices. Read only for a pod with claims and a NAD with a resourceName.
+ */
 export async function podClaimDevices(
   pod: Pod,
   reader: DraReader,
@@ -195,7 +197,9 @@ export async function podClaimDevices(
   return out;
 }
 
-/** The claim, allocated: 11 for what a retry can fix (not generated, missing, not allocated yet). */
+/**
+ * The claim, allocated: 11 for what a retry can fix (not generated, missing, not allocated yet).
+ */
 async function allocatedClaim(
   reader: DraReader,
   pod: Pod,
@@ -208,7 +212,8 @@ async function allocatedClaim(
   if (!ref.claim)
     throw new CniError(
       Code.TryAgainLater,
-      `${entry}: no ResourceClaim generated yet from template ${ref.template ?? "(none named)"} (status.resourceClaimStatuses has no entry for it)`,
+      `${entry}: no ResourceClaim generated yet from template ` +
+        `${ref.template ?? "(none named)"} (status.resourceClaimStatuses has no entry for it)`,
     );
   const claim = await reader.getResourceClaim(namespace, ref.claim, { uid: pod.metadata.uid });
   if (!claim)
@@ -219,7 +224,8 @@ async function allocatedClaim(
   if (!claim.status?.allocation)
     throw new CniError(
       Code.TryAgainLater,
-      `${entry}: ResourceClaim ${namespace}/${ref.claim} is not allocated yet (no status.allocation), so its devices are unknown`,
+      `${entry}: ResourceClaim ${namespace}/${ref.claim} is not allocated yet (no ` +
+        `status.allocation), so its devices are unknown`,
     );
   return claim;
 }
@@ -256,7 +262,8 @@ function networkDevice(
     if (id.state === "found" || rn.state === "found")
       context.log.warn(
         { claim: context.claim, device: result.device, driver: result.driver, pool: result.pool },
-        `device has only one of ${DEVICE_ID_ATTRIBUTE} and ${RESOURCE_NAME_ATTRIBUTE}; not a network device, skipped`,
+        `device has only one of ${DEVICE_ID_ATTRIBUTE} and ${RESOURCE_NAME_ATTRIBUTE}; not a ` +
+          `network device, skipped`,
       );
     return undefined;
   }
@@ -281,7 +288,9 @@ function checkAttribute(
   if (attribute.state === "found") validateDeviceText(attribute.value, { what, kind: field.kind });
 }
 
-/** `status.extendedResourceClaimStatus`: each mapped request's devices, strictly (Multus's rule). */
+/**
+ * `status.extendedResourceClaimStatus`: each mapped request's devices, strictly (Multus's rule).
+ */
 async function addExtendedDevices(
   pod: Pod,
   input: {
@@ -302,14 +311,19 @@ async function addExtendedDevices(
     if (mine.length === 0)
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `ResourceClaim ${claim.metadata.name}: the extended resource ${m.resourceName} (container ${m.containerName}) is mapped to request ${m.requestName}, which has no allocated device`,
+        `ResourceClaim ${claim.metadata.name}: the extended resource ` +
+          `${m.resourceName} (container ` +
+          `${m.containerName}) is mapped to request ${m.requestName}, which has no allocated ` +
+          `device`,
       );
     for (const r of mine) {
       const at = await input.slices.locate(r);
       if (at.state === "no-slice")
         throw new CniError(
           Code.TryAgainLater,
-          `ResourceClaim ${claim.metadata.name}: device ${r.device} (driver ${r.driver}, pool ${r.pool}) of the extended resource ${m.resourceName} is in no ResourceSlice on node ${pod.spec?.nodeName ?? "(unknown)"}`,
+          `ResourceClaim ${claim.metadata.name}: device ${r.device} (driver ${r.driver}, pool ` +
+            `${r.pool}) of the extended resource ${m.resourceName} is in no ResourceSlice on ` +
+            `node ${pod.spec?.nodeName ?? "(unknown)"}`,
         );
       input.add(
         networkDevice(at.device, r, {

@@ -74,8 +74,8 @@ export async function vetAttach(
  * A failed DEL's retry with the NAD's current config (an admin repaired it): allowed only when
  * the current config passes the policy and runs the same network (its name, which keys the
  * result cache and IPAM's state) with the same plugin and IPAM types, in order, and IPAM state
- * kept in the same place (ipamStateKey), as the recorded one. Anything else keeps the recorded config as the only one
- * that runs.
+ * kept in the same place (ipamStateKey), as the recorded one. Anything else keeps the recorded
+ * config as the only one that runs.
  */
 export function vetReplacement(
   recorded: GateSubject,
@@ -96,7 +96,10 @@ export function vetReplacement(
 
 function sameNetwork(recorded: ConfList, current: ConfList): true | string {
   if (current.name !== recorded.name)
-    return `its network name is ${JSON.stringify(current.name)}, not ${JSON.stringify(recorded.name)}`;
+    return (
+      `its network name is ${JSON.stringify(current.name)}, not ` +
+      `${JSON.stringify(recorded.name)}`
+    );
   const was = pluginTypes(recorded);
   const now = pluginTypes(current);
   if (was.join("\n") !== now.join("\n"))

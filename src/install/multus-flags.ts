@@ -24,14 +24,20 @@ const ALIASES: Readonly<Record<string, string>> = {
 const REFUSED: Readonly<Record<string, string>> = {
   "--override-network-name": "name the generated conflist with --network-name",
   "--rename-conf-file":
-    "Plexus never renames the primary network's config: its own 00-plexus.conflist sorts before it; drop the flag",
+    "Plexus never renames the primary network's config: its own 00-plexus.conflist sorts before " +
+    "it; drop the flag",
   "--skip-tls-verify":
-    "Plexus always verifies the API server's certificate; give the CA with --ca-file (or a kubeconfig in --plexus-conf-file)",
+    "Plexus always verifies the API server's certificate; give the CA with --ca-file (or a " +
+    "kubeconfig in --plexus-conf-file)",
   "--force-cni-version":
-    "use --cni-version: the generated config takes that version and Plexus converts the primary network's results",
+    "use --cni-version: the generated config takes that version and Plexus converts the primary " +
+    "network's results",
 };
 
-/** Boolean flags (Plexus's and Multus's same-named ones) that pflag lets a DaemonSet spell `--x=true`. */
+/**
+ * Boolean flags (Plexus's and Multus's same-named ones) that pflag lets a DaemonSet spell
+ * `--x=true`.
+ */
 const BOOLEANS = new Set([
   "--skip-binary-copy",
   "--namespace-isolation",
@@ -45,7 +51,10 @@ const BOOLEANS = new Set([
 
 class MultusFlagError extends Error {}
 
-/** The default of --cni-conf-dir (cli/node-path-options.ts; Multus's --multus-autoconfig-dir has the same). */
+/**
+ * The default of --cni-conf-dir (cli/node-path-options.ts; Multus's --multus-autoconfig-dir has the
+ * same).
+ */
 const DEFAULT_INSTALL_CONF_DIR = `${DEFAULT_HOST_PREFIX}${DEFAULT_CONF_DIR}`;
 
 /** The value given to `flag` (`--flag=v` or `--flag v`), or undefined. */
@@ -67,7 +76,9 @@ function checkAutoconfigDir(args: readonly string[]): void {
   const confDir = flagValue(args, "--cni-conf-dir") ?? DEFAULT_INSTALL_CONF_DIR;
   if (auto.replace(/\/+$/, "") !== confDir.replace(/\/+$/, ""))
     throw new MultusFlagError(
-      `--multus-autoconfig-dir ${auto} differs from --cni-conf-dir ${confDir}: Plexus reads the primary network's config from --cni-conf-dir (pick a file there with --primary-config-file-name)`,
+      `--multus-autoconfig-dir ${auto} differs from --cni-conf-dir ${confDir}: Plexus reads the ` +
+        `primary network's config from --cni-conf-dir (pick a file there with ` +
+        `--primary-config-file-name)`,
     );
 }
 
@@ -81,7 +92,9 @@ function booleanFlag(name: string, value: string | undefined): string[] {
   return on ? [name] : [];
 }
 
-/** The `install` arguments with Multus's flags rewritten; throws MultusFlagError for a refused one. */
+/**
+ * The `install` arguments with Multus's flags rewritten; throws MultusFlagError for a refused one.
+ */
 export function translateMultusFlags(args: readonly string[]): string[] {
   checkAutoconfigDir(args);
   const out: string[] = [];

@@ -42,7 +42,10 @@ export interface InstallFlags {
   pollInterval: string | number;
   installerLogLevel: string;
   withoutKubernetes?: boolean | undefined;
-  /** --plexus-conf-file (alias --multus-conf-file): a user-supplied config instead of the generated one ("auto"). */
+  /**
+   * --plexus-conf-file (alias --multus-conf-file): a user-supplied config instead of the generated
+   * one ("auto").
+   */
   plexusConfFile?: string | undefined;
   /** --take-over-multus (default on; --no-take-over-multus hands a taken node back). */
   takeOverMultus?: boolean | undefined;
@@ -73,7 +76,9 @@ export interface InstallOptions {
   /** Where the projected service-account token and CA are mounted in the installer's container. */
   sourceTokenFile: string;
   sourceCaFile: string;
-  /** `https://host:port`; undefined when neither --api-server nor KUBERNETES_SERVICE_HOST/PORT say. */
+  /**
+   * `https://host:port`; undefined when neither --api-server nor KUBERNETES_SERVICE_HOST/PORT say.
+   */
   apiServer?: string;
   readinessIndicator?: HostPath;
   cniDir?: HostPath;
@@ -82,7 +87,10 @@ export interface InstallOptions {
   /** Keys copied into the generated plugin config as given (M1 names). */
   pluginKeys: Record<string, unknown>;
   cleanupConfigOnExit: boolean;
-  /** Keep reconciling after the first install (false with --skip-config-watch: install, then wait for SIGTERM). */
+  /**
+   * Keep reconciling after the first install (false with --skip-config-watch: install, then wait
+   * for SIGTERM).
+   */
   watch: boolean;
   /** Install and exit (tests, init containers). */
   once: boolean;
@@ -116,7 +124,9 @@ export function toHost(local: string, prefix: string): string {
   return local === p ? "/" : local.startsWith(`${p}/`) ? local.slice(p.length) : local;
 }
 
-/** The container's path of a node path (`/etc/cni/net.d/plexus.d` → `/host/etc/cni/net.d/plexus.d`). */
+/**
+ * The container's path of a node path (`/etc/cni/net.d/plexus.d` → `/host/etc/cni/net.d/plexus.d`).
+ */
 export function toLocal(host: string, prefix: string): string {
   return prefix === "" || prefix === "/" ? host : join(prefix, host);
 }
@@ -167,7 +177,8 @@ function apiServerFrom(
 function checkFlagValues(flags: InstallFlags): void {
   if (flags.cniVersion !== undefined && !isSupportedVersion(flags.cniVersion)) {
     throw bad(
-      `--cni-version ${JSON.stringify(flags.cniVersion)} is not one Plexus speaks (${ALL_VERSIONS.join(", ")})`,
+      `--cni-version ${JSON.stringify(flags.cniVersion)} is not one Plexus speaks ` +
+        `(${ALL_VERSIONS.join(", ")})`,
     );
   }
   if (flags.logLevel !== undefined && toPinoLevel(flags.logLevel) === undefined)
@@ -209,7 +220,8 @@ export function resolveOptions(
   const binFile = flags.skipBinaryCopy ? undefined : (flags.binFile ?? defaultBinFile);
   if (!flags.skipBinaryCopy && !binFile)
     throw bad(
-      "--bin-file is required when not running as the Plexus executable (or pass --skip-binary-copy)",
+      "--bin-file is required when not running as the Plexus executable (or pass " +
+        "--skip-binary-copy)",
     );
   const confDir = hostPathFromLocal(absolute(flags.cniConfDir, "--cni-conf-dir"), prefix);
   const kubeconfig = hostPathFromHost(

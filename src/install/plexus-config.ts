@@ -20,7 +20,9 @@ export interface PlexusConfigInput {
   confDirHost: string;
   readinessIndicatorHost?: string | undefined;
   cniDirHost?: string | undefined;
-  /** Flag-given keys (namespaceIsolation, globalNamespaces, logLevel, logFile, logToStderr, binDir). */
+  /**
+   * Flag-given keys (namespaceIsolation, globalNamespaces, logLevel, logFile, logToStderr, binDir).
+   */
   pluginKeys: Record<string, unknown>;
 }
 

@@ -28,7 +28,9 @@ export interface PrimaryConfig {
   /** The file's text, to notice when it changes. */
   content: string;
   conf: ConfList;
-  /** Top-level keys of a conflist that libcni does not read (M1: named in the log, never silent). */
+  /**
+   * Top-level keys of a conflist that libcni does not read (M1: named in the log, never silent).
+   */
   unknownKeys: UnknownKey[];
 }
 
@@ -71,7 +73,8 @@ export function choosePrimary(
     if (opts.fileName !== undefined && name !== opts.fileName) return false;
     if (name.startsWith(".")) {
       warnings.push(
-        `${f.path} is a hidden file (an atomic writer's temp file, perhaps Plexus's own); not a primary config`,
+        `${f.path} is a hidden file (an atomic writer's temp file, perhaps Plexus's own); not a ` +
+          `primary config`,
       );
       return false;
     }

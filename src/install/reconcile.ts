@@ -98,7 +98,10 @@ function checkReadiness(options: InstallOptions, state: ReconcileState, log: Log
 export function missingCredentials(options: InstallOptions): string | undefined {
   if (options.withoutKubernetes) return undefined;
   if (!options.apiServer)
-    return "no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are set";
+    return (
+      "no Kubernetes API server: neither --api-server nor KUBERNETES_SERVICE_HOST and " +
+      "KUBERNETES_SERVICE_PORT are set"
+    );
   const creds = readCredentials({
     tokenFile: options.sourceTokenFile,
     caFile: options.sourceCaFile,
@@ -108,7 +111,10 @@ export function missingCredentials(options: InstallOptions): string | undefined 
     : undefined;
 }
 
-/** The kubeconfig's node path (undefined with --without-kubernetes); throws when none can be written. */
+/**
+ * The kubeconfig's node path (undefined with --without-kubernetes); throws when none can be
+ * written.
+ */
 export async function syncCredentials(
   options: InstallOptions,
   state: ReconcileState,
@@ -120,7 +126,8 @@ export async function syncCredentials(
   const problem = (why: string): string | undefined => {
     if (!existsSync(options.kubeconfig.local))
       throw new Error(
-        `${why}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`,
+        `${why}: no Plexus config written (pass --without-kubernetes for a node without ` +
+          `Kubernetes)`,
       );
     if (state.credentialsProblem !== why)
       log.error(
@@ -315,7 +322,9 @@ async function writePlexusConfig(
   return text;
 }
 
-/** SIGTERM with --cleanup-config-on-exit: a half-uninstalled node must not point new pods at Plexus. */
+/**
+ * SIGTERM with --cleanup-config-on-exit: a half-uninstalled node must not point new pods at Plexus.
+ */
 export async function removePlexusConfig(options: InstallOptions, log: Logger): Promise<void> {
   if (!existsSync(options.plexusConf.local)) return;
   await removeFile(options.plexusConf.local);

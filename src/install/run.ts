@@ -64,7 +64,9 @@ function copyBinary(options: InstallOptions, state: ReconcileState, log: Logger)
   );
 }
 
-/** Reconciles until the primary network is ready; false when the deadline or an abort came first. */
+/**
+ * Reconciles until the primary network is ready; false when the deadline or an abort came first.
+ */
 async function waitUntilReady(
   options: InstallOptions,
   state: ReconcileState,
@@ -80,7 +82,8 @@ async function waitUntilReady(
     if (waited >= options.primaryConfigTimeoutMs) {
       deps.log.error(
         { reason: r.reason, waitedSeconds: Math.round(waited / 1000) },
-        "primary network not ready within --primary-config-timeout: giving up (the DaemonSet restarts the installer)",
+        "primary network not ready within --primary-config-timeout: giving up (the DaemonSet " +
+          "restarts the installer)",
       );
       return false;
     }
@@ -139,11 +142,13 @@ export async function runInstall(options: InstallOptions, deps: InstallDeps): Pr
     const missing = options.userConfFile ? undefined : missingCredentials(options);
     if (missing)
       throw new Error(
-        `${missing}: no Plexus config written (pass --without-kubernetes for a node without Kubernetes)`,
+        `${missing}: no Plexus config written (pass --without-kubernetes for a node without ` +
+          `Kubernetes)`,
       );
     if (options.withoutKubernetes)
       log.warn(
-        "--without-kubernetes: the plugin config has no kubeconfig; pods get their default network(s) only",
+        "--without-kubernetes: the plugin config has no kubeconfig; pods get their default " +
+          "network(s) only",
       );
     if (options.cniDir) mkdirSync(options.cniDir.local, { recursive: true, mode: 0o700 });
     copyBinary(options, state, log);

@@ -70,9 +70,16 @@ function asConflist(
 function kubernetesProblem(conf: PlexusConf, hostPrefix: string, path: string): string | undefined {
   if (conf.withoutKubernetes || conf.fileClusterDir) return undefined;
   if (!conf.kubeconfig)
-    return `--plexus-conf-file ${path} has no "kubeconfig" (nor "fileClusterDir"): pods naming NADs could not be served; add "kubeconfig" (e.g. the installer's --kubeconfig-file-host) or "withoutKubernetes": true`;
+    return (
+      `--plexus-conf-file ${path} has no "kubeconfig" (nor "fileClusterDir"): pods naming NADs ` +
+      `could not be served; add "kubeconfig" (e.g. the installer's --kubeconfig-file-host) or ` +
+      `"withoutKubernetes": true`
+    );
   if (!existsSync(toLocal(conf.kubeconfig, hostPrefix)))
-    return `--plexus-conf-file ${path}: its kubeconfig ${conf.kubeconfig} does not exist on the node`;
+    return (
+      `--plexus-conf-file ${path}: its kubeconfig ${conf.kubeconfig} does not exist on the ` +
+      `node`
+    );
   return undefined;
 }
 
@@ -85,7 +92,8 @@ function loadUserConfig(path: string, hostPrefix: string): UserConfig {
   const entry = plexusEntry(value);
   if (!entry)
     throw new UserConfigError(
-      `--plexus-conf-file ${path} is not a Plexus config: it has no "type": "plexus" (nor a plugin of that type)`,
+      `--plexus-conf-file ${path} is not a Plexus config: it has no "type": "plexus" (nor a ` +
+        `plugin of that type)`,
     );
   const conf = parsePlexusConf(entry);
   const warnings = reportUnknownKeys(
@@ -93,7 +101,8 @@ function loadUserConfig(path: string, hostPrefix: string): UserConfig {
     PLEXUS_KEYS.names,
     `--plexus-conf-file ${path}`,
   ).map((r) => r.msg);
-  if (conf.auxiliaryCNIChainName) auxiliaryChainDir(conf); // M12: throws for a chain that can never run
+  // M12: throws for a chain that can never run
+  if (conf.auxiliaryCNIChainName) auxiliaryChainDir(conf);
   const problem = kubernetesProblem(conf, hostPrefix, path);
   if (problem) throw new UserConfigError(problem);
   return { text: `${JSON.stringify(asConflist(value, entry), null, 2)}\n`, conf, warnings };

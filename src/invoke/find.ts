@@ -9,12 +9,14 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
   if (dirs.length === 0) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `plugin type=${JSON.stringify(type)} is missing: CNI_PATH is empty and no binDir is configured`,
+      `plugin type=${JSON.stringify(type)} is missing: CNI_PATH is empty and no binDir is ` +
+        `configured`,
     );
   }
   const skipped: string[] = [];
   for (const dir of dirs) {
-    // Absolute, always: the path found here is the path spawned, never a name resolved through PATH.
+    // Absolute, always: the path found here is the path spawned, never a name resolved through
+    // PATH.
     const candidate = resolve(dir, type);
     let st: Stats;
     try {
@@ -35,10 +37,11 @@ export async function findInPath(type: string, dirs: readonly string[]): Promise
     return candidate;
   }
   const extra = skipped.length ? `; skipped: ${skipped.join(", ")}` : "";
-  // Not "not found": containerd (go-cni) treats a DEL error saying "not found" as success (K5, B62),
-  // and a missing binary leaves the delegate's state in place.
+  // Not "not found": containerd (go-cni) treats a DEL error saying "not found" as success (K5,
+  // B62), and a missing binary leaves the delegate's state in place.
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `plugin type=${JSON.stringify(type)} is missing: no executable of that name in CNI_PATH [${dirs.join(":")}]${extra}`,
+    `plugin type=${JSON.stringify(type)} is missing: no executable of that name in CNI_PATH ` +
+      `[${dirs.join(":")}]${extra}`,
   );
 }

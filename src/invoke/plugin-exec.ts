@@ -34,7 +34,10 @@ export interface ProcessOutcome {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   spawnError: NodeJS.ErrnoException | undefined;
-  /** stdout passed the stdout cap (raw-exec.ts MAX_STDOUT_BYTES): the group was killed, the output dropped (B61). */
+  /**
+   * stdout passed the stdout cap (raw-exec.ts MAX_STDOUT_BYTES): the group was killed, the output
+   * dropped (B61).
+   */
   overflow: boolean;
   timedOut: boolean;
   /** Processes the delegate left running (re-parented to Plexus) that were killed when it ended. */

@@ -21,7 +21,9 @@ import { nodeSpawn } from "./spawn-node";
 const MAX_STDOUT_BYTES = 4 * 1024 * 1024;
 const MAX_STDERR_BYTES = 1024 * 1024;
 const ETXTBSY_RETRIES = 5;
-/** After the delegate exited or was killed, how long to wait for pipes its children hold open (B63). */
+/**
+ * After the delegate exited or was killed, how long to wait for pipes its children hold open (B63).
+ */
 const PIPE_GRACE_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -73,7 +75,8 @@ export class RawExec implements PluginExec {
         if (err instanceof TextFileBusy) {
           throw new CniError(
             Code.TryAgainLater,
-            `${request.what}: ${request.path} stayed busy ("text file busy") after ${ETXTBSY_RETRIES} retries`,
+            `${request.what}: ${request.path} stayed busy ("text file busy") after ` +
+              `${ETXTBSY_RETRIES} retries`,
           );
         }
         throw err;
@@ -145,7 +148,10 @@ export class RawExec implements PluginExec {
 
 class TextFileBusy extends Error {}
 
-/** libcni `pluginErr`: a failed plugin's stdout is its CNI error; keep its code, add the delegate's name (B53, B57). */
+/**
+ * libcni `pluginErr`: a failed plugin's stdout is its CNI error; keep its code, add the delegate's
+ * name (B53, B57).
+ */
 function pluginError(
   what: string,
   exitCode: number,

@@ -99,7 +99,8 @@ export async function runProcessBun(
         watch.state.overflow = true;
         killGroup(child.pid);
       }),
-      // stderr is only for the log: read and truncated, so a chatty delegate never fails a good ADD.
+      // stderr is only for the log: read and truncated, so a chatty delegate never fails a good
+      // ADD.
       drain(child.stderr, limits.maxStderrBytes, watch.readers),
       child.exited,
     ]);
@@ -120,7 +121,10 @@ export async function runProcessBun(
   }
 }
 
-/** After the delegate ended: its group and whatever it left re-parented to Plexus are killed (orphans.ts). */
+/**
+ * After the delegate ended: its group and whatever it left re-parented to Plexus are killed
+ * (orphans.ts).
+ */
 async function afterExit(child: BunSubprocess, sparePids: ReadonlySet<number>): Promise<number[]> {
   await child.exited.catch(() => {});
   running.delete(child.pid);

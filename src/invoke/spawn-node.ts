@@ -22,7 +22,8 @@ export function nodeSpawn(): BunSpawn {
       const exited = new Promise<number>((done) => child.once("exit", (code) => done(code ?? 128)));
       child.once("error", reject);
       child.once("spawn", () => {
-        // A delegate may exit without reading its config: EPIPE on stdin is its business, not a crash.
+        // A delegate may exit without reading its config: EPIPE on stdin is its business, not a
+        // crash.
         child.stdin!.on("error", () => {});
         child.stdin!.end(stdin);
         resolve({

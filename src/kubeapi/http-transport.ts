@@ -112,7 +112,8 @@ export class HttpTransport {
     this.servername = options.tls?.servername;
     this.socketPath = options.socketPath;
     const maxSockets = options.maxSockets ?? 4;
-    // node:https (tls, crypto) is loaded only for an HTTPS server: the daemon's socket needs none of it.
+    // node:https (tls, crypto) is loaded only for an HTTPS server: the daemon's socket needs none
+    // of it.
     const tls = options.tls;
     // Verification is explicit: only the kubeconfig's insecure-skip-tls-verify turns it off, never
     // the environment (NODE_TLS_REJECT_UNAUTHORIZED=0 would send the token to an impostor).
@@ -122,7 +123,10 @@ export class HttpTransport {
       : new (plainHttp().Agent)({ keepAlive: true, maxSockets });
   }
 
-  /** One request: open it, wait for the answer under the caller's signal, read the body within the cap. */
+  /**
+   * One request: open it, wait for the answer under the caller's signal, read the body within the
+   * cap.
+   */
   request(asked: HttpRequest): Promise<HttpAnswer> {
     this.sent++;
     return new Promise<HttpAnswer>((resolve, reject) => {
@@ -159,7 +163,10 @@ export class HttpTransport {
     return req;
   }
 
-  /** The answer's body, within `maxBytes` (declared or streamed); a connection closed early is a reset. */
+  /**
+   * The answer's body, within `maxBytes` (declared or streamed); a connection closed early is a
+   * reset.
+   */
   private receive(res: http.IncomingMessage, request: HttpRequest, exchange: Exchange): void {
     const declared = Number(res.headers["content-length"]);
     if (declared > this.maxBytes)
@@ -194,7 +201,10 @@ export class HttpTransport {
   }
 }
 
-/** One request in flight: settled once, by a failure or the answer; the abort signal released either way. */
+/**
+ * One request in flight: settled once, by a failure or the answer; the abort signal released either
+ * way.
+ */
 class Exchange {
   private settled = false;
   constructor(
@@ -207,7 +217,10 @@ class Exchange {
   /** The caller's signal fired: no complete answer in time. */
   readonly abort = (): void => this.fail(requestTimedOut(this.request));
 
-  /** Fails the request (the first failure wins): the socket destroyed, the error as a TransportError. */
+  /**
+   * Fails the request (the first failure wins): the socket destroyed, the error as a
+   * TransportError.
+   */
   fail(err: unknown): void {
     this.release();
     if (this.settled) return;
@@ -240,7 +253,10 @@ function requestTimedOut(request: HttpRequest, cause?: unknown): TransportError 
   );
 }
 
-/** The complete answer: headers flattened; a 2xx body parsed as a JSON object unless `expectJson` is false. */
+/**
+ * The complete answer: headers flattened; a 2xx body parsed as a JSON object unless `expectJson` is
+ * false.
+ */
 function answerOf(
   res: http.IncomingMessage,
   body: Buffer,
@@ -269,7 +285,10 @@ function parseJsonObject(
 ): Record<string, unknown> | string {
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (mediaType !== "application/json")
-    return `content-type ${JSON.stringify(contentType ?? "")} instead of application/json (${JSON.stringify(body.subarray(0, 60).toString("utf8"))}…)`;
+    return (
+      `content-type ${JSON.stringify(contentType ?? "")} instead of application/json ` +
+      `(${JSON.stringify(body.subarray(0, 60).toString("utf8"))}…)`
+    );
   let v: unknown;
   try {
     v = JSON.parse(body.toString("utf8"));
@@ -337,7 +356,8 @@ class FetchTransport implements ApiTransport {
     this.socketPath = options.socketPath;
     this.maxBytes = options.maxBytes;
     // Bun's fetch opens a connection per concurrent request: with maxSockets 1 the requests wait
-    // for each other instead, on one connection (one TLS handshake per call, as HttpTransport's agent).
+    // for each other instead, on one connection (one TLS handshake per call, as HttpTransport's
+    // agent).
     this.oneAtATime = options.maxSockets === 1;
     const t = options.tls;
     this.tls = t && {

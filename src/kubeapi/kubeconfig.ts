@@ -10,11 +10,12 @@
  * (client-node-auth.ts, loaded only then). A field of client-go's schema that would change where
  * requests go or whom they act as, and that is not implemented, is refused (refuseUnimplemented).
  *
- * B15: a kubeconfig that is missing, unreadable, not YAML or not usable fails with code 7 naming the
- * file, before any request. B50: every file is read in one go from one descriptor, so a kubeconfig
- * or token replaced by rename (token rotation) is seen whole, old or new, never torn. Each is read
- * as input (readSharedFile): a FIFO or device at the path is refused instead of waited on; symlinks
- * are followed, as a projected service-account token and a mounted secret are symlinks.
+ * B15: a kubeconfig that is missing, unreadable, not YAML or not usable fails with code 7 naming
+ * the file, before any request. B50: every file is read in one go from one descriptor, so a
+ * kubeconfig or token replaced by rename (token rotation) is seen whole, old or new, never torn.
+ * Each is read as input (readSharedFile): a FIFO or device at the path is refused instead of waited
+ * on; symlinks are followed, as a projected service-account token and a mounted secret are
+ * symlinks.
  */
 import { dirname, isAbsolute, join } from "node:path";
 import { CniError, Code } from "../cni/errors";
@@ -35,7 +36,10 @@ interface Auth {
 }
 
 export interface KubeSource {
-  /** For messages (B37): `kubeconfig /etc/cni/net.d/plexus.d/plexus.kubeconfig` or `in-cluster service account …`. */
+  /**
+   * For messages (B37): `kubeconfig /etc/cni/net.d/plexus.d/plexus.kubeconfig` or `in-cluster
+   * service account …`.
+   */
   credentials: string;
   server: string;
   /** For https servers. */
@@ -208,7 +212,8 @@ function kubeconfigTls(input: {
     ...(insecure ? { rejectUnauthorized: false } : {}),
     ...(str(cluster["tls-server-name"]) ? { servername: str(cluster["tls-server-name"]) } : {}),
   };
-  // As client-go: a certificate needs its key and a key its certificate (else TLS fails later, vaguely).
+  // As client-go: a certificate needs its key and a key its certificate (else TLS fails later,
+  // vaguely).
   if (Boolean(tls.cert) !== Boolean(tls.key)) {
     const what = tls.cert
       ? "client-certificate but no client-key"
@@ -350,8 +355,9 @@ async function loadInCluster(env: KubeSourceOptions["env"], root: string): Promi
 }
 
 /**
- * The cluster's server URL: https, or plain http as client-go and Multus accept it (`kubectl proxy`,
- * a local API server). Over http the credentials travel in clear: {@link loadKubeApi} warns once.
+ * The cluster's server URL: https, or plain http as client-go and Multus accept it (`kubectl
+ * proxy`, a local API server). Over http the credentials travel in clear: {@link loadKubeApi} warns
+ * once.
  */
 export function checkServer(
   server: string,
@@ -373,7 +379,9 @@ export function checkServer(
   // The server URL appears in errors, which reach pod events: credentials in it would leak there.
   if (url.username || url.password) {
     throw fail(
-      `cluster ${JSON.stringify(clusterName)}: the server URL carries credentials (${url.protocol}//…@${url.host}); put them in the user entry (token, tokenFile, or username and password) instead`,
+      `cluster ${JSON.stringify(clusterName)}: the server URL carries credentials ` +
+        `(${url.protocol}//…@${url.host}); put them in the user entry (token, tokenFile, or ` +
+        `username and password) instead`,
     );
   }
   return server.replace(/\/+$/, "");

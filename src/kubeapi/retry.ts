@@ -52,13 +52,17 @@ export class RetriesExhausted extends Error {
     readonly why: "attempts" | "deadline",
   ) {
     super(
-      `gave up after ${attempts} attempt(s) in ${elapsedMs} ms (${why === "attempts" ? "attempt limit" : "deadline"})`,
+      `gave up after ${attempts} attempt(s) in ${elapsedMs} ms ` +
+        `(${why === "attempts" ? "attempt limit" : "deadline"})`,
       { cause: lastError },
     );
   }
 }
 
-/** Backoff before attempt `n + 1` (n ≥ 1): base·2^(n-1) capped, "equal jitter" (half fixed, half random). */
+/**
+ * Backoff before attempt `n + 1` (n ≥ 1): base·2^(n-1) capped, "equal jitter" (half fixed, half
+ * random).
+ */
 export function backoffMs(
   attempt: number,
   policy: Pick<RetryPolicy, "baseDelayMs" | "maxDelayMs">,

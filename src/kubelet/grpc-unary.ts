@@ -1,8 +1,9 @@
 /**
  * A minimal gRPC client for unary calls over a unix socket (h2c, ./h2c): what kubelet's
  * pod-resources API needs and no more. One request is HEADERS (POST, the method's path,
- * `application/grpc`, `te: trailers`, `grpc-timeout`) and one DATA frame holding the length-prefixed
- * message; the answer is the DATA frames' message and the trailers' `grpc-status`/`grpc-message`.
+ * `application/grpc`, `te: trailers`, `grpc-timeout`) and one DATA frame holding the
+ * length-prefixed message; the answer is the DATA frames' message and the trailers'
+ * `grpc-status`/`grpc-message`.
  *
  * Why not @grpc/grpc-js, nor `node:http2`: grpc-js runs on `node:http2`, whose load alone in the
  * Bun executable costs a CNI process that asks one question more than the question
@@ -93,7 +94,10 @@ export class UnixGrpcChannel {
     return this.connection;
   }
 
-  /** The answer's message bytes; a GrpcError for any status but OK, a dead connection or the deadline. */
+  /**
+   * The answer's message bytes; a GrpcError for any status but OK, a dead connection or the
+   * deadline.
+   */
   unary(call: UnaryCall): Promise<Buffer> {
     const budget = call.deadline - Date.now();
     if (budget <= 0)

@@ -477,7 +477,9 @@ export class H2Connection {
     if (part.length) block.parts.push(part);
   }
 
-  /** Decoded on the connection's table even for a stream already abandoned: the table must follow. */
+  /**
+   * Decoded on the connection's table even for a stream already abandoned: the table must follow.
+   */
   private finishHeaders(): void {
     const { stream, endStream, parts } = this.headerBlock!;
     this.headerBlock = undefined;

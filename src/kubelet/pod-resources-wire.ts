@@ -49,7 +49,9 @@ class EntryBudget {
 
 const WIRE = { VARINT: 0, I64: 1, LEN: 2, I32: 5 };
 
-/** The fields of one message, in order: number, wire type, and the bytes of a length-delimited one. */
+/**
+ * The fields of one message, in order: number, wire type, and the bytes of a length-delimited one.
+ */
 function* fieldsOf(
   bytes: Uint8Array,
 ): Generator<{ field: number; wire: number; data: Uint8Array }> {
@@ -164,7 +166,10 @@ function lengthDelimited(field: number, value: string): number[] {
   return [...out, ...bytes];
 }
 
-/** GetPodResourcesRequest: `pod_name = 1`, `pod_namespace = 2` (empty strings are not sent, as proto3). */
+/**
+ * GetPodResourcesRequest: `pod_name = 1`, `pod_namespace = 2` (empty strings are not sent, as
+ * proto3).
+ */
 export function encodeGetRequest(request: { podName: string; podNamespace: string }): Uint8Array {
   const out: number[] = [];
   if (request.podName) out.push(...lengthDelimited(1, request.podName));

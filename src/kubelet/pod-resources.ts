@@ -56,7 +56,10 @@ export class PodResourcesClient {
     this.channel = new UnixGrpcChannel({ socket });
   }
 
-  /** The pod's device IDs per resource name, across all its containers, sorted (as Multus orders them). */
+  /**
+   * The pod's device IDs per resource name, across all its containers, sorted (as Multus orders
+   * them).
+   */
   async devices(query: Omit<PodResourcesQuery, "socket">): Promise<Map<string, string[]>> {
     const deadline = Date.now() + query.timeoutMs;
     try {

@@ -71,8 +71,8 @@ export class ResultCache {
   }
 
   /**
-   * Missing or unreadable entries are `undefined`: a DEL then runs without `prevResult`, as libcni's
-   * does. So is an entry whose identity is not the one asked for.
+   * Missing or unreadable entries are `undefined`: a DEL then runs without `prevResult`, as
+   * libcni's does. So is an entry whose identity is not the one asked for.
    */
   async get(key: AttachmentKey): Promise<CachedAttachment | undefined> {
     const read = this.store.read(identityOf(key));

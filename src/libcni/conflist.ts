@@ -33,7 +33,9 @@ export interface RuntimeConf {
   baseEnv: Readonly<Env>;
   /** Per-delegate deadline (B52). */
   deadlineMs: number;
-  /** The whole call's deadline (epoch ms) and the config key that sets it: no plugin runs past it. */
+  /**
+   * The whole call's deadline (epoch ms) and the config key that sets it: no plugin runs past it.
+   */
   callDeadline?: { at: number; key: string };
 }
 
@@ -65,7 +67,8 @@ export interface DelegateRun {
 }
 
 function describe(plugin: PluginConf, list: ConfList, verb: Verb): string {
-  return `plugin type=${JSON.stringify(plugin.type)} network=${JSON.stringify(list.name)} (${verb})`;
+  const type = JSON.stringify(plugin.type);
+  return `plugin type=${type} network=${JSON.stringify(list.name)} (${verb})`;
 }
 
 /**
@@ -184,7 +187,9 @@ async function observed(
   }
 }
 
-/** The delegate's own deadline, cut to what is left of the call's; none left: 101 before it starts. */
+/**
+ * The delegate's own deadline, cut to what is left of the call's; none left: 101 before it starts.
+ */
 function remainingMs(rt: RuntimeConf, what: string): number {
   if (!rt.callDeadline) return rt.deadlineMs;
   const left = Math.floor(rt.callDeadline.at - Date.now());
@@ -325,7 +330,8 @@ export async function checkNetworkList(
   if (!prev) {
     throw new CniError(
       Code.UnknownContainer,
-      `network ${JSON.stringify(list.name)}: no cached result for container ${rt.containerId} interface ${rt.ifName}; was it added?`,
+      `network ${JSON.stringify(list.name)}: no cached result for container ` +
+        `${rt.containerId} interface ${rt.ifName}; was it added?`,
     );
   }
   for (const plugin of list.plugins) {

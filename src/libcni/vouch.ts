@@ -33,7 +33,9 @@ export function vouchForAdd(list: ConfList): VettedAttach {
   return list as VettedAttach;
 }
 
-/** The runner's check: the list it is about to run is one the gate vouched for (for ADD: as one). */
+/**
+ * The runner's check: the list it is about to run is one the gate vouched for (for ADD: as one).
+ */
 export function assertVouched(list: ConfList, verb: string): void {
   if (vouched.has(list) && (verb !== "ADD" || vouchedForAdd.has(list))) return;
   throw new CniError(

@@ -120,11 +120,15 @@ function takeRotateLock(path: string, now: Date): { fd: number; path: string } |
   return undefined;
 }
 
-/** Gzips `backup` in a child that outlives this process (its own session, no stdio, a clean env). */
+/**
+ * Gzips `backup` in a child that outlives this process (its own session, no stdio, a clean env).
+ */
 const GZIP_SCRIPT = `
 const fs = require("node:fs"), zlib = require("node:zlib");
 const src = process.env.PLEXUS_LOG_BACKUP, tmp = src + ".gz.tmp-" + process.pid;
-fs.createReadStream(src).pipe(zlib.createGzip()).pipe(fs.createWriteStream(tmp, { mode: 0o600, flags: "wx" }))
+fs.createReadStream(src)
+  .pipe(zlib.createGzip())
+  .pipe(fs.createWriteStream(tmp, { mode: 0o600, flags: "wx" }))
   .on("finish", () => { fs.renameSync(tmp, src + ".gz"); fs.unlinkSync(src); })
   .on("error", () => { try { fs.unlinkSync(tmp); } catch {} });
 `;

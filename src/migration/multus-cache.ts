@@ -1,6 +1,6 @@
 /**
- * Reading the delegate cache Multus 4.x (thin or thick) writes at every ADD, so that a node switched
- * from Multus to Plexus can still DEL and CHECK the pods Multus attached (M14, migration).
+ * Reading the delegate cache Multus 4.x (thin or thick) writes at every ADD, so that a node
+ * switched from Multus to Plexus can still DEL and CHECK the pods Multus attached (M14, migration).
  *
  * The file is `<Multus's cniDir>/<containerID>`: a JSON list of the delegates Multus ran, the
  * pod's default network first. Of each entry Plexus uses the config Multus ran (`Bytes`, base64; a
@@ -27,7 +27,9 @@ import type { Attachment } from "../nodestate/record";
 /** Far above what Multus writes for a pod (a few KiB per network). */
 export const MAX_MULTUS_CACHE_BYTES = 4 * 1024 * 1024;
 
-/** Plexus's mark on an entry after a failed DEL (retryDeleteOnError); Multus's decoder ignores it. */
+/**
+ * Plexus's mark on an entry after a failed DEL (retryDeleteOnError); Multus's decoder ignores it.
+ */
 export const ATTEMPTS_KEY = "plexusDelAttempts";
 
 const entrySchema = z.object({
@@ -97,7 +99,10 @@ export async function readMultusCache(query: MultusCacheQuery): Promise<MultusCa
   }
 }
 
-/** The file's text; undefined when there is none; a reason when it is not a readable regular file (B72, B73). */
+/**
+ * The file's text; undefined when there is none; a reason when it is not a readable regular file
+ * (B72, B73).
+ */
 function readBounded(path: string): string | undefined | { reason: string } {
   const file = readSharedFile(path, { maxBytes: MAX_MULTUS_CACHE_BYTES });
   if (file.state === "missing") return undefined;
@@ -154,7 +159,10 @@ function toAttachment(entry: Entry, index: number, query: MultusCacheQuery): Att
   return att;
 }
 
-/** Multus names a NAD's delegate `<namespace>/<name>`; the NAD's name is what Multus gave a config without one. */
+/**
+ * Multus names a NAD's delegate `<namespace>/<name>`; the NAD's name is what Multus gave a config
+ * without one.
+ */
 function defaultName(name: string | undefined): { defaultName?: string } {
   const last = name?.split("/").pop();
   return last ? { defaultName: last } : {};

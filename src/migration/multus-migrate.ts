@@ -31,7 +31,8 @@ async function multusAttached<D extends TeardownDeps>(
   if (read.state === "corrupt") {
     deps.log.warn(
       { path: read.path, reason: read.reason },
-      "Multus's delegate cache for this container is unusable; going on as without a record (the file is left for inspection and may be removed)",
+      "Multus's delegate cache for this container is unusable; going on as without a record (the " +
+        "file is left for inspection and may be removed)",
     );
   }
   if (read.state !== "found") return undefined;
@@ -79,7 +80,10 @@ export async function delMultusAttached(
   return true;
 }
 
-/** Counts the failed DEL in the file itself (Multus's decoder ignores the extra key), so the next DEL knows. */
+/**
+ * Counts the failed DEL in the file itself (Multus's decoder ignores the extra key), so the next
+ * DEL knows.
+ */
 async function markFailedDel(
   found: MultusCacheFound,
   deps: Pick<TeardownDeps, "log">,

@@ -22,7 +22,8 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
     const reason = (err as NodeJS.ErrnoException).code ?? String(err);
     throw new CniError(
       Code.InvalidEnv,
-      `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network namespace path such as /var/run/netns/<name>`,
+      `CNI_NETNS ${JSON.stringify(netns)} cannot be opened (${reason}); expected a network ` +
+        `namespace path such as /var/run/netns/<name>`,
       undefined,
       { cause: err },
     );
@@ -30,16 +31,19 @@ export async function assertNetnsUsable(netns: string): Promise<void> {
   if (type !== NSFS_MAGIC && type !== PROC_SUPER_MAGIC) {
     throw new CniError(
       Code.InvalidEnv,
-      `CNI_NETNS ${JSON.stringify(netns)} is not a network namespace (file system type 0x${type.toString(16)}); expected a bind-mounted netns or /proc/<pid>/ns/net`,
+      `CNI_NETNS ${JSON.stringify(netns)} is not a network namespace (file system type ` +
+        `0x${type.toString(16)}); expected a bind-mounted netns or /proc/<pid>/ns/net`,
     );
   }
   // An nsfs file of another kind (/proc/<pid>/ns/uts, a bind-mounted mount namespace) passes the
-  // file-system check but makes the delegates fail half-way, after the bridge plugin made its bridge.
+  // file-system check but makes the delegates fail half-way, after the bridge plugin made its
+  // bridge.
   const kind = await namespaceKind(netns);
   if (kind !== undefined && kind !== "net") {
     throw new CniError(
       Code.InvalidEnv,
-      `CNI_NETNS ${JSON.stringify(netns)} is a ${kind} namespace, not a network namespace; expected a bind-mounted netns or /proc/<pid>/ns/net`,
+      `CNI_NETNS ${JSON.stringify(netns)} is a ${kind} namespace, not a network namespace; ` +
+        `expected a bind-mounted netns or /proc/<pid>/ns/net`,
     );
   }
   // B97: the plugin's own namespace is the node's: a delegate there (or a rollback's DEL) would

@@ -27,7 +27,9 @@ export interface Tools {
 
 /** How long one `ip` command may take before it is killed (SIGTERM) and counted as failed. */
 const IP_TIMEOUT_MS = 10_000;
-/** After `ip` exited, how long its stderr may stay open (a child holding it) before we stop reading. */
+/**
+ * After `ip` exited, how long its stderr may stay open (a child holding it) before we stop reading.
+ */
 const PIPE_GRACE_MS = 200;
 
 export interface DefaultRoute {
@@ -55,7 +57,8 @@ function ipInNetns(
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
     child.on("error", (err) => finish(false, err.message));
     child.on("close", (code) => finish(code === 0));
-    // Bounded also when something it started holds stderr open: shortly after the exit, stop reading.
+    // Bounded also when something it started holds stderr open: shortly after the exit, stop
+    // reading.
     child.on("exit", (code) =>
       setTimeout(() => {
         child.stderr.destroy();

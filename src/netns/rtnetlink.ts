@@ -68,10 +68,12 @@ export function openRouteSocket(netns: string, ifNames: readonly string[]): Rout
       if (sock < 0) throw new NetlinkError(lib.errno(), "cannot open a route netlink socket");
       for (const name of ifNames) indexes.set(name, lib.if_nametoindex(Buffer.from(`${name}\0`)));
     } finally {
-      // Back to the node's namespace before anything else runs on this thread (delegates are spawned from it).
+      // Back to the node's namespace before anything else runs on this thread (delegates are
+      // spawned from it).
       if (lib.setns(self, CLONE_NEWNET) !== 0) {
         if (sock >= 0) lib.close(sock);
-        // biome-ignore lint/correctness/noUnsafeFinally: staying in the pod's namespace is worse than any error in flight.
+        // Staying in the pod's namespace is worse than any error in flight.
+        // biome-ignore lint/correctness/noUnsafeFinally: see the line above
         throw new Error(`cannot return to the node's network namespace (errno ${lib.errno()})`);
       }
     }

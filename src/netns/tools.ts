@@ -31,6 +31,8 @@ export function findTool(
   const pkg = tool === "ip" ? "iproute2" : "util-linux";
   throw new CniError(
     Code.Internal,
-    `default-route: this node has no ${tool} (${pkg}), needed to change the pod's default route; looked at ${candidates.join(", ")} (never $PATH). Install ${pkg} on the node, or remove "default-route" from the pod's network selection`,
+    `default-route: this node has no ${tool} (${pkg}), needed to change the pod's default route; ` +
+      `looked at ${candidates.join(", ")} (never $PATH). Install ${pkg} on the node, or remove ` +
+      `"default-route" from the pod's network selection`,
   );
 }

@@ -1,6 +1,7 @@
 /**
- * D1: the claims' device status follows the pod's attachments: written after ADD (orchestrate/publish.ts) and
- * after a hot-plug's attaches (orchestrate/hotplug.ts), and stated again after every teardown (teardown.ts:
+ * D1: the claims' device status follows the pod's attachments: written after ADD
+ * (orchestrate/publish.ts) and after a hot-plug's attaches (orchestrate/hotplug.ts), and stated
+ * again after every teardown (teardown.ts:
  * DEL, ADD's rollback, a hot-plug's detaches). Each write is Plexus's whole part of one claim
  * (server-side apply, cluster/kube-api.ts), so for every claim a change touches, the entries of
  * its attachments still up are sent again: those at hand with their results, the others with

@@ -1,7 +1,7 @@
 /**
- * What a DEL does with the attachments whose delegates failed (M7, B62, K5): keep them in the record
- * for a retry, and make sure no attachment can fail the pod's DEL forever, nor be forgotten while
- * it may still hold an interface or an IP reservation.
+ * What a DEL does with the attachments whose delegates failed (M7, B62, K5): keep them in the
+ * record for a retry, and make sure no attachment can fail the pod's DEL forever, nor be forgotten
+ * while it may still hold an interface or an IP reservation.
  *
  * `retryDeleteOnError` (Multus's key): off (the default), a failing attachment is reported once
  * (the DEL fails); when the runtime's next DEL fails on it again, that DEL answers 0 so the runtime
@@ -36,7 +36,9 @@ export interface SettleDeps extends AbandonDeps {
 
 const TEARDOWN_ABANDONED = "TeardownAbandoned";
 
-/** Ends a DEL: success, or an error after keeping what failed in the record (see the file's doc). */
+/**
+ * Ends a DEL: success, or an error after keeping what failed in the record (see the file's doc).
+ */
 export async function settleDel(
   failures: TeardownFailure[],
   record: ContainerRecord,
@@ -120,7 +122,9 @@ export function delError(
   );
 }
 
-/** Dropped from the record: each is logged, its cached result removed, and one event names them all. */
+/**
+ * Dropped from the record: each is logged, its cached result removed, and one event names them all.
+ */
 export async function abandon(
   failures: readonly TeardownFailure[],
   pod: ContainerRecord["pod"],
@@ -141,7 +145,9 @@ export async function abandon(
       .catch(() => {});
   }
   if (!pod) return;
-  const message = `Plexus stopped retrying the teardown of ${lines.join("; ")}. Its interface and IP reservations may have leaked; set retryDeleteOnError to keep retrying.`;
+  const message =
+    `Plexus stopped retrying the teardown of ${lines.join("; ")}. Its interface and ` +
+    `IP reservations may have leaked; set retryDeleteOnError to keep retrying.`;
   try {
     const kube = await deps.kube?.();
     await kube?.recordEvent(pod, { type: "Warning", reason: TEARDOWN_ABANDONED, message });

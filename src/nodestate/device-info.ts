@@ -44,7 +44,10 @@ export function prepareDeviceInfo(
   }
 }
 
-/** After the delegate's ADD: the attachment's device-info (as the delegate left it), for network-status. */
+/**
+ * After the delegate's ADD: the attachment's device-info (as the delegate left it), for
+ * network-status.
+ */
 export function deviceInfoAfterAdd(
   att: Attachment,
   log: Logger,
@@ -60,7 +63,9 @@ export function deviceInfoAfterAdd(
   return undefined;
 }
 
-/** On DEL (and rollback): this attachment's copy, from names (never from a path the record holds). */
+/**
+ * On DEL (and rollback): this attachment's copy, from names (never from a path the record holds).
+ */
 export function removeDeviceInfo(
   att: Attachment,
   req: { containerId: string },

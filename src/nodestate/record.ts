@@ -41,7 +41,9 @@ export interface Attachment {
   conf: ConfList;
   /** Extra capability values for this attachment only (ips, mac, … from the annotation). */
   capabilityArgs?: Record<string, unknown>;
-  /** The annotation element that asked for it (N4.1): verified after ADD, gateway for the status. */
+  /**
+   * The annotation element that asked for it (N4.1): verified after ADD, gateway for the status.
+   */
   selection?: NetworkSelection;
   /** The pod's default-network override chose it: a tenant's network (src/gate/policy.ts). */
   chosenByPod?: true;
@@ -52,9 +54,13 @@ export interface Attachment {
   failedDels?: number;
   /** M10: the device of a NAD with a resourceName, kept so DEL asks kubelet nothing. */
   device?: AttachmentDevice;
-  /** M12: the auxiliary chain (no network-status entry unless its result names an interface or IP). */
+  /**
+   * M12: the auxiliary chain (no network-status entry unless its result names an interface or IP).
+   */
   auxiliary?: true;
-  /** When hot-plug attached it to the running pod (ISO time, orchestrate/hotplug.ts); unset: by ADD. */
+  /**
+   * When hot-plug attached it to the running pod (ISO time, orchestrate/hotplug.ts); unset: by ADD.
+   */
   hotpluggedAt?: string;
   /** Why its last DEL failed (code and message), for `plexus records` (pending.ts). */
   lastDelError?: { code: number; msg: string };
@@ -165,7 +171,10 @@ export class RecordStore {
     return this.store.dir;
   }
 
-  /** `<containerId>-<ifName>.json`, or a hashed name when that would be ambiguous or too long (state-names.ts). */
+  /**
+   * `<containerId>-<ifName>.json`, or a hashed name when that would be ambiguous or too long
+   * (state-names.ts).
+   */
   path(containerId: string, ifName: string): string {
     return this.store.path([containerId, ifName]);
   }
@@ -174,7 +183,10 @@ export class RecordStore {
     await this.store.write(rec);
   }
 
-  /** The record, the one under the legacy name if need be; a file of another container is not this one's. */
+  /**
+   * The record, the one under the legacy name if need be; a file of another container is not this
+   * one's.
+   */
   async read(containerId: string, ifName: string): Promise<RecordRead> {
     return asRecordRead(this.store.read([containerId, ifName]));
   }
@@ -193,7 +205,10 @@ export class RecordStore {
     );
   }
 
-  /** Moves a pending entry to the end of the queue; never creates one (a missing entry stays missing). */
+  /**
+   * Moves a pending entry to the end of the queue; never creates one (a missing entry stays
+   * missing).
+   */
   touchPending(containerId: string, ifName: string): void {
     try {
       const now = new Date();

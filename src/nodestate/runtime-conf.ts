@@ -103,5 +103,6 @@ function delegateEnv(deps: DelegateEnvDeps): Env {
 export function describeAttachment(
   att: Pick<Attachment, "network" | "ifName" | "isDefault">,
 ): string {
-  return `${att.isDefault ? "default network" : "network"} ${JSON.stringify(att.network)} (${att.ifName})`;
+  const kind = att.isDefault ? "default network" : "network";
+  return `${kind} ${JSON.stringify(att.network)} (${att.ifName})`;
 }

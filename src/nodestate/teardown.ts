@@ -61,7 +61,8 @@ export async function teardown(
     if (share && share.at <= Date.now()) {
       const error = new CniError(
         Code.TryAgainLater,
-        `DEL of ${describeAttachment(att)}: not run, the call's deadline passed (${share.key} in Plexus's config); the next DEL runs it`,
+        `DEL of ${describeAttachment(att)}: not run, the call's deadline passed (${share.key} in ` +
+          `Plexus's config); the next DEL runs it`,
       );
       deps.log.warn({ network: att.network, ifName: att.ifName }, error.message);
       failures.push({ attachment: att, error, notRun: true });
@@ -75,7 +76,8 @@ export async function teardown(
         runtimeConfFor(att, { ...ctx, ...(share ? { deadline: share } : {}) }, req, conf, deps),
         deps,
       );
-      if (att.device) removeDeviceInfo(att, ctx, conf, deps.log); // M10: the device-info copy goes with it
+      // M10: the device-info copy goes with it
+      if (att.device) removeDeviceInfo(att, ctx, conf, deps.log);
       deps.log.debug({ network: att.network, ifName: att.ifName }, "detached");
     } catch (err) {
       const error = asCniError(err).withContext(`DEL of ${describeAttachment(att)}`);
@@ -96,7 +98,10 @@ export async function teardown(
   return failures;
 }
 
-/** This attachment's part of the call's deadline: what is left, divided by the attachments still to go. */
+/**
+ * This attachment's part of the call's deadline: what is left, divided by the attachments still to
+ * go.
+ */
 function shareOf(deadline: RuntimeFor["deadline"], toGo: number): RuntimeFor["deadline"] {
   if (!deadline) return undefined;
   const now = Date.now();

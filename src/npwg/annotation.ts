@@ -17,14 +17,21 @@ import { isIpText } from "../cni/ip-text";
 import { deviceTextProblem } from "./device-id";
 
 export interface ParseAnnotationOptions {
-  /** B25: more selections than this is refused before any further work (default 32, config `maxNetworks`). */
+  /**
+   * B25: more selections than this is refused before any further work (default 32, config
+   * `maxNetworks`).
+   */
   maxSelections?: number;
-  /** The default network's interface (CNI_IFNAME, normally eth0): no selection may request it (B23). */
+  /**
+   * The default network's interface (CNI_IFNAME, normally eth0): no selection may request it (B23).
+   */
   reservedIfName?: string;
 }
 
 export const DEFAULT_MAX_SELECTIONS = 32;
-/** The API server caps all of a pod's annotations together at 256 KiB, so one value is never larger. */
+/**
+ * The API server caps all of a pod's annotations together at 256 KiB, so one value is never larger.
+ */
 const MAX_ANNOTATION_BYTES = 256 * 1024;
 
 function fail(item: string, msg: string): never {
@@ -131,7 +138,9 @@ function parseCommaForm(text: string, ctx: ItemContext): NetworkSelection[] {
   });
 }
 
-/** N4.1.2: a list of objects. Decoded with the shared bounded decoder (depth, prototype keys: B17). */
+/**
+ * N4.1.2: a list of objects. Decoded with the shared bounded decoder (depth, prototype keys: B17).
+ */
 function parseJsonForm(text: string, ctx: ItemContext): NetworkSelection[] {
   const list = decodeJson(text, {
     what: "networks annotation",
@@ -189,7 +198,8 @@ function parseSelectionObject(el: unknown, index: number, ctx: ItemContext): Net
   ) {
     fail(
       item,
-      `keys "interface" (${show(el.interface)}) and "interfaceRequest" (${show(el.interfaceRequest)}) disagree`,
+      `keys "interface" (${show(el.interface)}) and "interfaceRequest" ` +
+        `(${show(el.interfaceRequest)}) disagree`,
     );
   }
   const ifKey = el.interface !== undefined ? "interface" : "interfaceRequest";
@@ -256,7 +266,9 @@ function isIp(text: string, allowPrefix: boolean): boolean {
   return slash < 0 || Number(text.slice(slash + 1)) <= (addr.includes(":") ? 128 : 32);
 }
 
-/** N4.1.2.1.3: a non-empty list of IPv4/IPv6 addresses, a CIDR suffix allowed (as Multus accepts). */
+/**
+ * N4.1.2.1.3: a non-empty list of IPv4/IPv6 addresses, a CIDR suffix allowed (as Multus accepts).
+ */
 function parseIps(item: string, ips: unknown): string[] {
   if (!Array.isArray(ips) || ips.length === 0)
     fail(item, `key "ips" must be a non-empty list of IP addresses, got ${show(ips)}`);
@@ -270,7 +282,10 @@ function parseIps(item: string, ips: unknown): string[] {
   return ips as string[];
 }
 
-/** The bytes of a hardware address written as hex pairs with one separator (`:` or `-`), as Go's `net.ParseMAC`. */
+/**
+ * The bytes of a hardware address written as hex pairs with one separator (`:` or `-`), as Go's
+ * `net.ParseMAC`.
+ */
 function macBytes(mac: string): number[] | undefined {
   const sep = mac[2];
   if (sep !== ":" && sep !== "-") return undefined;
@@ -289,13 +304,15 @@ function parseMac(item: string, mac: string): string {
   if (!bytes || (bytes.length !== 6 && bytes.length !== 20)) {
     fail(
       item,
-      `key "mac" ${show(mac)} is not a 6-byte Ethernet or 20-byte InfiniBand hardware address (hex pairs separated by ':' or '-')`,
+      `key "mac" ${show(mac)} is not a 6-byte Ethernet or 20-byte InfiniBand hardware address ` +
+        `(hex pairs separated by ':' or '-')`,
     );
   }
   if (bytes.length === 6 && (bytes.every((b) => b === 0) || (bytes[0]! & 1) === 1)) {
     fail(
       item,
-      `key "mac" ${show(mac)} is not a unicast Ethernet address (all zeros, multicast and broadcast cannot be set on an interface)`,
+      `key "mac" ${show(mac)} is not a unicast Ethernet address (all zeros, multicast and ` +
+        `broadcast cannot be set on an interface)`,
     );
   }
   return mac;

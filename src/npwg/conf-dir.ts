@@ -36,7 +36,9 @@ export interface PluginFolder {
   problem?: string;
 }
 
-/** A config file picked from the directory, its JSON decoded (not yet validated as a CNI config). */
+/**
+ * A config file picked from the directory, its JSON decoded (not yet validated as a CNI config).
+ */
 export interface PickedConf {
   path: string;
   value: Record<string, unknown>;
@@ -106,7 +108,9 @@ export function pickByName(files: readonly ConfFile[], name: string): Picked {
   if (!picked) return { warnings };
   if (others.length)
     warnings.push(
-      `${others.map((o) => o.path).join(", ")} also ${others.length > 1 ? "have" : "has"} "name": ${JSON.stringify(name)}; using ${picked.path}`,
+      `${others.map((o) => o.path).join(", ")} also ` +
+        `${others.length > 1 ? "have" : "has"} "name": ` +
+        `${JSON.stringify(name)}; using ${picked.path}`,
     );
   return { picked, warnings };
 }
@@ -120,7 +124,9 @@ function usableProblem(file: ConfFile, value: Record<string, unknown>): string |
   if (!hasKeyFold(value, "plugins") && hasFolderPlugins(file, value)) return undefined;
   if (hasKeyFold(value, "plugins")) {
     const plugins = getKeyFold(value, "plugins");
-    return Array.isArray(plugins) && plugins.length > 0 ? undefined : 'has no plugins in "plugins"';
+    return Array.isArray(plugins) && plugins.length > 0
+      ? undefined
+      : "has no plugins in " + '"plugins"';
   }
   const type = getKeyFold(value, "type");
   return typeof type === "string" && type !== "" ? undefined : 'has no "type" (and no "plugins")';
@@ -133,8 +139,8 @@ export interface FirstConfigOptions {
 
 /**
  * The alphabetically first usable `.conf`/`.conflist`/`.json` file (M2's directory case, and the
- * installer's primary network, M11): what libcni's `ConfFiles` + first-file logic picks, except that
- * a broken or empty config is skipped with a warning instead of being chosen (B49).
+ * installer's primary network, M11): what libcni's `ConfFiles` + first-file logic picks, except
+ * that a broken or empty config is skipped with a warning instead of being chosen (B49).
  */
 export function firstConfigFile(files: readonly ConfFile[], opts: FirstConfigOptions = {}): Picked {
   const warnings: string[] = [];

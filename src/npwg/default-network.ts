@@ -1,7 +1,8 @@
 /**
  * The networks every pod gets (N6, N6.2, M2, M3, M5): the cluster default network, replaced for
  * one pod by its `v1.multus-cni.io/default-network` annotation, then the configured
- * `defaultNetworks` (not for pods in `systemNamespaces`). I/O comes in through {@link NetworkSource}.
+ * `defaultNetworks` (not for pods in `systemNamespaces`). I/O comes in through {@link
+ * NetworkSource}.
  */
 import { parseConfList, type ConfList } from "../cni/conf";
 import { asCniError, CniError, Code } from "../cni/errors";
@@ -78,7 +79,9 @@ export async function resolveDefaultNetworks(
   } else if (conf.clusterNetwork) {
     if (conf.delegates.length)
       ctx.warnings.push(
-        `both "clusterNetwork" and "delegates" are set; "clusterNetwork" (${conf.clusterNetwork}) is the default network and "delegates" are ignored, as in Multus`,
+        `both "clusterNetwork" and "delegates" are set; "clusterNetwork" ` +
+          `(${conf.clusterNetwork}) ` +
+          `is the default network and "delegates" are ignored, as in Multus`,
       );
     cluster = await resolveNetworkName(conf.clusterNetwork, "clusterNetwork", ctx);
   } else if (conf.delegates[0]) {
@@ -92,10 +95,12 @@ export async function resolveDefaultNetworks(
     );
   }
   if (pod && override && !conf.clusterNetwork && conf.delegates.length > 1) {
-    // Inline mode with an override: only delegates[0] is replaced (Multus: conf.Delegates[0] = override).
+    // Inline mode with an override: only delegates[0] is replaced (Multus: conf.Delegates[0] =
+    // override).
     extra.push(...conf.delegates.slice(1).map((d) => ({ network: d.name, conf: d })));
   }
-  // M3: Multus's thin plugin compares the pod's *name* with systemNamespaces; this compares the namespace.
+  // M3: Multus's thin plugin compares the pod's *name* with systemNamespaces; this compares the
+  // namespace.
   const isSystemPod = pod !== undefined && conf.systemNamespaces.includes(pod.metadata.namespace);
   if (!isSystemPod) {
     for (const name of conf.defaultNetworks)
@@ -126,11 +131,12 @@ function overrideError(value: string, msg: string): CniError {
 }
 
 /**
- * M5: the override names exactly one NAD, in the forms Multus parses it with (its networks-annotation
- * parser, with multusNamespace as the default namespace): `name`, `namespace/name`, or a JSON list of
- * one `{"name", "namespace"}` object. What only an extra attachment can honour (`@ifname`,
- * `interface`, `ips`, `mac`, …) is refused rather than dropped: the default network always runs on
- * CNI_IFNAME with its NAD's config (Multus ignores those keys there, or renames the pod's eth0).
+ * M5: the override names exactly one NAD, in the forms Multus parses it with (its
+ * networks-annotation parser, with multusNamespace as the default namespace): `name`,
+ * `namespace/name`, or a JSON list of one `{"name", "namespace"}` object. What only an extra
+ * attachment can honour (`@ifname`, `interface`, `ips`, `mac`, …) is refused rather than dropped:
+ * the default network always runs on CNI_IFNAME with its NAD's config (Multus ignores those keys
+ * there, or renames the pod's eth0).
  */
 export function parseDefaultNetworkAnnotation(
   value: string,
@@ -161,7 +167,10 @@ export function parseDefaultNetworkAnnotation(
     if (unsupported.length) {
       throw overrideError(
         text,
-        `key ${unsupported.map((k) => `"${k}"`).join(", ")} cannot apply to the default network (it runs on CNI_IFNAME with its NAD's config); request it through k8s.v1.cni.cncf.io/networks instead`,
+        `key ${unsupported.map((k) => `"${k}"`).join(", ")} cannot apply to the default network ` +
+          `(it runs on CNI_IFNAME with its NAD's config); request it through ` +
+          `k8s.v1.cni.cncf.io/networks ` +
+          `instead`,
       );
     }
     name = el.name;
@@ -205,7 +214,8 @@ async function resolveOverride(value: string, pod: Pod, ctx: Ctx): Promise<Resol
   if (!ctx.source.getNad)
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `network ${ref.namespace}/${ref.name} (${from}) is a NetworkAttachmentDefinition, but no Kubernetes access is configured`,
+      `network ${ref.namespace}/${ref.name} (${from}) is a NetworkAttachmentDefinition, but no ` +
+        `Kubernetes access is configured`,
     );
   const nad = await ctx.source.getNad(ref.namespace, ref.name);
   if (!nad) throw missingNadError({ pod: `${podNamespace}/${pod.metadata.name}`, ref, from });
@@ -222,8 +232,8 @@ async function fromNad(nad: Nad, ctx: Ctx, confDirAllowed = true): Promise<Resol
  * M2, for `clusterNetwork` and (as Multus's `getNetDelegate` does) each `defaultNetworks` entry,
  * first hit wins: a NAD of that name in multusNamespace; a config in confDir whose `name` matches
  * (`.conflist` first, N3.4.1); an absolute path to a directory (its first usable config file); an
- * absolute path to a file. An API error while reading the NAD fails here instead of silently falling
- * through to a file (Multus falls through on any error).
+ * absolute path to a file. An API error while reading the NAD fails here instead of silently
+ * falling through to a file (Multus falls through on any error).
  */
 async function resolveNetworkName(value: string, key: string, ctx: Ctx): Promise<ResolvedNetwork> {
   const { conf, source } = ctx;

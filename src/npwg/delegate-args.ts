@@ -14,8 +14,8 @@
  * other requests have no other channel, so if no plugin of the attachment declares one, the ADD
  * fails naming it (Multus drops it silently, so the pod runs without what it asked for).
  *
- * An empty `portMappings` list or `bandwidth` object asks for nothing (Multus passes neither) and is
- * not a request. The input config is never mutated: the result is a deep copy.
+ * An empty `portMappings` list or `bandwidth` object asks for nothing (Multus passes neither) and
+ * is not a request. The input config is never mutated: the result is a deep copy.
  */
 import type { ConfList, PluginConf } from "../cni/conf";
 import { CniError, Code } from "../cni/errors";
@@ -76,7 +76,11 @@ export function applySelection(
     const plural = missing.length > 1;
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `network ${sel.namespace}/${sel.name} (config ${JSON.stringify(conf.name)}): the pod requests ${missing.map((c) => `"${c}"`).join(", ")}, but no plugin of the network declares ${plural ? "those capabilities" : "that capability"}; add "capabilities": {${missing.map((c) => `"${c}": true`).join(", ")}} to the plugin that should handle ${plural ? "them" : "it"}`,
+      `network ${sel.namespace}/${sel.name} (config ${JSON.stringify(conf.name)}): the pod ` +
+        `requests ${missing.map((c) => `"${c}"`).join(", ")}, but no plugin of the network ` +
+        `declares ${plural ? "those capabilities" : "that capability"}; add "capabilities": ` +
+        `{${missing.map((c) => `"${c}": true`).join(", ")}} to the plugin that should handle ` +
+        `${plural ? "them" : "it"}`,
     );
   }
 

@@ -1,9 +1,9 @@
 /**
  * Device information files (NPWG device-info specification, M10): a device plugin writes
  * `<dir>/dp/<resourceName with / as ->-<deviceID>-device.json`; Plexus copies it to
- * `<dir>/cni/<network>-<containerID>_<ifName>` before the delegate runs (the delegate, told the path
- * as `runtimeConfig.CNIDeviceInfoFile`, may rewrite it), reads that copy back after ADD for the
- * attachment's network-status `device-info`, and removes it on DEL.
+ * `<dir>/cni/<network>-<containerID>_<ifName>` before the delegate runs (the delegate, told the
+ * path as `runtimeConfig.CNIDeviceInfoFile`, may rewrite it), reads that copy back after ADD for
+ * the attachment's network-status `device-info`, and removes it on DEL.
  *
  * Paths are built only from names checked here (no `/`, no `..`; device IDs and resource names by
  * the one rule of device-id.ts); reads are bounded. A missing or malformed file is never an error:
@@ -20,7 +20,10 @@ import { deviceTextProblem } from "./device-id";
 /** A device-info file is a few hundred bytes; anything larger is not one. */
 export const MAX_DEVICE_INFO_BYTES = 64 * 1024;
 
-/** A file-name component: letters, digits, `.`, `_`, `-`, `:` (PCI addresses), not starting with `.`. */
+/**
+ * A file-name component: letters, digits, `.`, `_`, `-`, `:` (PCI addresses), not starting with
+ * `.`.
+ */
 const SAFE = /^[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$/;
 /** Linux's NAME_MAX: a longer file name cannot exist (the names here are ASCII: bytes = length). */
 const MAX_FILE_NAME = 255;

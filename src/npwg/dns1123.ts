@@ -16,7 +16,10 @@ export function dns1123LabelProblem(value: string): string | undefined {
   if (value.length > MAX_LABEL_LENGTH)
     return `it is ${value.length} characters long, more than ${MAX_LABEL_LENGTH}`;
   if (!LABEL.test(value))
-    return "it must consist of lower-case letters, digits and '-', and start and end with a letter or digit";
+    return (
+      "it must consist of lower-case letters, digits and '-', and start and end with a " +
+      "letter or digit"
+    );
   return undefined;
 }
 

@@ -15,7 +15,8 @@ import type { NetworkSelection } from "./types";
 
 export interface InterfaceNameOptions {
   /**
-   * How an error names selection `i` (0-based). Default: `networks annotation item <i+1> (ns/name)`.
+   * How an error names selection `i` (0-based). Default: `networks annotation item <i+1>
+   * (ns/name)`.
    * A caller that puts other selections first (the config's `defaultNetworks`) says so here, so the
    * item numbers in a message are the user's.
    */
@@ -38,7 +39,8 @@ export function assignInterfaceNames(
     if (prev !== undefined) {
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `${label(sel, i)}: interface ${JSON.stringify(sel.interfaceRequest)} is already used by ${prev}`,
+        `${label(sel, i)}: interface ${JSON.stringify(sel.interfaceRequest)} is already used by ` +
+          `${prev}`,
       );
     }
     owner.set(sel.interfaceRequest, label(sel, i));

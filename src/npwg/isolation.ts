@@ -7,10 +7,10 @@
  *
  * Applied to every reference a POD makes: each networks-annotation item and the
  * `v1.multus-cni.io/default-network` override (Multus forgets the override). For the override, a
- * NAD in `multusNamespace` is allowed as well (`allowMultusNamespace`): that is where the override's
- * bare name points (M5) and where Multus says default networks live, so the common form keeps
- * working; a cross-namespace `ns/name` elsewhere is refused. References from Plexus's own config
- * (`clusterNetwork`, `defaultNetworks`) are the administrator's and are not checked.
+ * NAD in `multusNamespace` is allowed as well (`allowMultusNamespace`): that is where the
+ * override's bare name points (M5) and where Multus says default networks live, so the common form
+ * keeps working; a cross-namespace `ns/name` elsewhere is refused. References from Plexus's own
+ * config (`clusterNetwork`, `defaultNetworks`) are the administrator's and are not checked.
  */
 import { CniError, Code } from "../cni/errors";
 
@@ -52,7 +52,8 @@ export function checkNamespaceAccess(access: NamespaceAccess): void {
   ];
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `${access.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
+    `${access.what ?? "network"} ${ref.namespace}/${ref.name} is refused for a pod in namespace ` +
+      `${podNamespace}: namespaceIsolation allows only ${allowed.join(", ")}`,
   );
 }
 

@@ -26,7 +26,10 @@ export interface ResolvedNad {
 export interface ResolveNadOptions {
   /** `cniVersion` for a config that has none (Plexus's own). */
   defaultVersion?: string;
-  /** False: a NAD without `spec.config` may not take a file from the config directory (isolation.ts). */
+  /**
+   * False: a NAD without `spec.config` may not take a file from the config directory
+   * (isolation.ts).
+   */
   confDirAllowed?: boolean;
 }
 
@@ -48,7 +51,8 @@ export function resolveNadConfig(
   if (config !== undefined && config !== null && typeof config !== "string") {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `${what}: spec.config must be a string holding JSON, got ${Array.isArray(config) ? "a list" : typeof config}`,
+      `${what}: spec.config must be a string holding JSON, got ` +
+        `${Array.isArray(config) ? "a list" : typeof config}`,
     );
   }
   // N3.2: an empty spec.config is an absent one (as in Multus); whitespace is not JSON (B29).
@@ -68,10 +72,13 @@ export function resolveNadConfig(
   if (opts.confDirAllowed === false) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `${what}: spec.config is absent, and under namespaceIsolation only a NAD in a global namespace or multusNamespace may name a config file of the node's CNI config directory; give the NAD a spec.config`,
+      `${what}: spec.config is absent, and under namespaceIsolation only a NAD in a global ` +
+        `namespace or multusNamespace may name a config file of the node's CNI config directory; ` +
+        `give the NAD a spec.config`,
     );
   }
-  // N3.2, N3.4.1: no spec.config: the network is known by the NAD's name, from the config directory.
+  // N3.2, N3.4.1: no spec.config: the network is known by the NAD's name, from the config
+  // directory.
   const found = pickByName(files, nad.metadata.name);
   warnings.push(...found.warnings);
   if (found.picked) {
@@ -84,7 +91,8 @@ export function resolveNadConfig(
   // B32.
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `${what}: spec.config absent and no .conflist, .conf or .json file in the CNI config directory has "name": ${JSON.stringify(nad.metadata.name)}`,
+    `${what}: spec.config absent and no .conflist, .conf or .json file in the CNI config ` +
+      `directory has "name": ${JSON.stringify(nad.metadata.name)}`,
     found.warnings.length ? found.warnings.join("\n") : undefined,
   );
 }
@@ -112,11 +120,13 @@ function parse(
       `${what}: expected a CNI config object (a single config or a conflist), got ${kind}`,
     );
   }
-  // N3.4.3: a name other than the NAD's is kept (delegates key their state by it) but worth a warning.
+  // N3.4.3: a name other than the NAD's is kept (delegates key their state by it) but worth a
+  // warning.
   const name = getKeyFold(value, "name");
   if (typeof name === "string" && name !== nad.metadata.name) {
     warnings.push(
-      `${what}: the config's name ${JSON.stringify(name)} differs from the NAD's name ${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(name)}`,
+      `${what}: the config's name ${JSON.stringify(name)} differs from the NAD's name ` +
+        `${JSON.stringify(nad.metadata.name)}; delegates see ${JSON.stringify(name)}`,
     );
   }
   // N3.4.2: a config without a name gets the NAD's. B30, B31: parseConfList names `what`.
@@ -149,6 +159,8 @@ export function missingNadError(options: {
   const { namespace, name } = options.ref;
   return new CniError(
     Code.InvalidNetworkConfig,
-    `${options.pod ? `pod ${options.pod}: ` : ""}network ${namespace}/${name} (${options.from}): no NetworkAttachmentDefinition named ${JSON.stringify(name)} exists in namespace ${namespace}`,
+    `${options.pod ? `pod ${options.pod}: ` : ""}network ${namespace}/${name} (${options.from}): ` +
+      `no NetworkAttachmentDefinition named ${JSON.stringify(name)} exists in namespace ` +
+      `${namespace}`,
   );
 }

@@ -41,7 +41,10 @@ export function checkPluginTypes(
   if (refused.length === 0) return;
   throw new CniError(
     Code.InvalidNetworkConfig,
-    `network ${network} uses plugin type ${refused.map((t) => JSON.stringify(t)).join(", ")}, which "allowedPluginTypes" in Plexus's config does not list (${allowed.join(", ") || "empty"}); an administrator can add it there`,
+    `network ${network} uses plugin type ${refused.map((t) => JSON.stringify(t)).join(", ")}, ` +
+      `which "allowedPluginTypes" in Plexus's config does not list ` +
+      `(${allowed.join(", ") || "empty"}); ` +
+      `an administrator can add it there`,
   );
 }
 
@@ -55,7 +58,8 @@ export function checkPlanBounds(
     if (n > bounds.maxPluginsPerNetwork) {
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `network ${network} has ${n} plugins, more than the ${bounds.maxPluginsPerNetwork} one network may have; raise "maxPluginsPerNetwork" in Plexus's config if that is intended`,
+        `network ${network} has ${n} plugins, more than the ${bounds.maxPluginsPerNetwork} one ` +
+          `network may have; raise "maxPluginsPerNetwork" in Plexus's config if that is intended`,
       );
     }
     calls += n;
@@ -63,7 +67,9 @@ export function checkPlanBounds(
   if (calls > bounds.maxDelegateCalls) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `the pod's ${networks.length} networks would run ${calls} delegates, more than the ${bounds.maxDelegateCalls} one ADD may run; raise "maxDelegateCalls" in Plexus's config if that is intended`,
+      `the pod's ${networks.length} networks would run ${calls} delegates, more than the ` +
+        `${bounds.maxDelegateCalls} one ADD may run; raise "maxDelegateCalls" in Plexus's config ` +
+        `if that is intended`,
     );
   }
 }

@@ -28,7 +28,10 @@ export interface StatusInput {
   deviceInfo?: Record<string, unknown>;
 }
 
-/** An address without its prefix (N5.3.3: network-status lists bare addresses, as Multus writes them). */
+/**
+ * An address without its prefix (N5.3.3: network-status lists bare addresses, as Multus writes
+ * them).
+ */
 const withoutPrefix = (ip: IpConfig) => ip.address.split("/")[0]!;
 const isIpConfig = (ip: unknown): ip is IpConfig =>
   typeof ip === "object" && ip !== null && typeof (ip as IpConfig).address === "string";
@@ -38,7 +41,8 @@ const strings = (value: unknown): string[] =>
 /**
  * One attachment's entry. B59: a result without `interfaces`, without a `sandbox`, with an
  * `ips[].interface` out of range or with fields of the wrong type gives a smaller entry (at least
- * name, interface, default), never an exception: the attachment is up, only its description is thin.
+ * name, interface, default), never an exception: the attachment is up, only its description is
+ * thin.
  *
  * For results ≥ 0.3.0 without a sandbox interface, `interface` stays the CNI_IFNAME the delegate
  * was given (the spec names none for that case; the name the pod sees is the best there is).

@@ -40,9 +40,14 @@ export interface PodClaimSpec {
 }
 
 export interface PodClaimStatus {
-  /** The claims generated from templates: `name` (the pod's entry) → `resourceClaimName` (unset: none needed). */
+  /**
+   * The claims generated from templates: `name` (the pod's entry) → `resourceClaimName` (unset:
+   * none needed).
+   */
   resourceClaimStatuses?: Array<{ name: string; resourceClaimName?: string }>;
-  /** Extended resources satisfied by DRA: one claim, each request mapped to a container's resource. */
+  /**
+   * Extended resources satisfied by DRA: one claim, each request mapped to a container's resource.
+   */
   extendedResourceClaimStatus?: {
     resourceClaimName: string;
     requestMappings: Array<{ containerName: string; resourceName: string; requestName: string }>;

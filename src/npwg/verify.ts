@@ -14,7 +14,9 @@ interface ParsedIp {
   prefix?: number;
 }
 
-/** Undefined for anything that is not an address: a delegate's odd output must not crash the check. */
+/**
+ * Undefined for anything that is not an address: a delegate's odd output must not crash the check.
+ */
 function parseIp(text: unknown): ParsedIp | undefined {
   if (typeof text !== "string") return undefined;
   const [bare = "", prefix, extra] = text.split("/");
@@ -34,7 +36,8 @@ const normaliseMac = (mac: string) => mac.toLowerCase().replaceAll("-", ":");
 
 /**
  * The attachment's interface in the result: the sandbox interface named `ifName`, else the first
- * with a sandbox (as N5.1.1), else one named `ifName` (a plugin that leaves `sandbox` out); -1 if none.
+ * with a sandbox (as N5.1.1), else one named `ifName` (a plugin that leaves `sandbox` out); -1 if
+ * none.
  */
 function attachmentInterface(result: Result, ifName: string): number {
   const ifaces = Array.isArray(result.interfaces) ? result.interfaces : [];
@@ -73,7 +76,8 @@ export function verifyAttachment(result: Result, sel: NetworkSelection, ifName: 
       const got = ips.map((ip) => String(ip.address)).join(", ") || "none";
       throw new CniError(
         Code.VerificationFailed,
-        `${where}: requested IPs ${missing.join(", ")} were not assigned (got ${got}); does the delegate's IPAM honour "ips" (e.g. static with the ips capability)?`,
+        `${where}: requested IPs ${missing.join(", ")} were not assigned (got ${got}); does the ` +
+          `delegate's IPAM honour "ips" (e.g. static with the ips capability)?`,
       );
     }
   }
@@ -82,7 +86,9 @@ export function verifyAttachment(result: Result, sel: NetworkSelection, ifName: 
     if (typeof mac !== "string" || normaliseMac(mac) !== normaliseMac(sel.mac)) {
       throw new CniError(
         Code.VerificationFailed,
-        `${where}: requested MAC ${sel.mac} was not set (got ${typeof mac === "string" ? mac : "none"}); add a plugin that honours "mac" (e.g. tuning with the mac capability)`,
+        `${where}: requested MAC ${sel.mac} was not set (got ` +
+          `${typeof mac === "string" ? mac : "none"}); add a plugin that honours "mac" (e.g. ` +
+          `tuning with the mac capability)`,
       );
     }
   }

@@ -27,7 +27,9 @@ import { withContainerLock } from "../nodestate/lock";
 import { failedAttachments, teardown, type TeardownFailure } from "../nodestate/teardown";
 
 export interface AddOutcome {
-  /** The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4). */
+  /**
+   * The result printed to the runtime: the default network's, in the runtime's cniVersion (C2.4).
+   */
   result: AnyResult;
   /** Every attachment's result, in attachment order (for network-status). */
   results: Array<{
@@ -39,7 +41,8 @@ export interface AddOutcome {
 
 export async function cmdAdd(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<AddOutcome> {
   const deadline = callDeadline("ADD", conf);
-  // No housekeeping of other containers here (nodestate/pending.ts): a pod's start never waits for it.
+  // No housekeeping of other containers here (nodestate/pending.ts): a pod's start never waits for
+  // it.
   return withContainerLock({ verb: "ADD", req, conf, deps, deadlineAt: deadline.at }, (locked) =>
     addLocked(req, conf, locked, deadline),
   );
@@ -282,13 +285,17 @@ async function clearPreviousAttempt(req: CniRequest, conf: PlexusConf, deps: Dep
     (f) => f.error,
   );
   if (errors.length > 0) {
-    const message = `container ${req.containerId} still has attachments from an earlier ADD that could not be removed: ${errors.map((e) => e.message).join("; ")}`;
+    const message =
+      `container ${req.containerId} still has attachments from an earlier ADD that ` +
+      `could not be removed: ${errors.map((e) => e.message).join("; ")}`;
     throw new AggregateCniError(errors, message);
   }
   await deps.records.delete(req.containerId, req.ifName);
 }
 
-/** M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first. */
+/**
+ * M7, B44–B46: the record is on disk before any delegate runs, so an unwritable cniDir fails first.
+ */
 async function writeRecord(
   req: CniRequest,
   conf: PlexusConf,
@@ -304,7 +311,10 @@ async function writeRecord(
   return record;
 }
 
-/** The error, naming the pod (from CNI_ARGS) when there is one: the runtime's log and the pod's events show it. */
+/**
+ * The error, naming the pod (from CNI_ARGS) when there is one: the runtime's log and the pod's
+ * events show it.
+ */
 export function inPod(req: CniRequest, err: unknown): CniError {
   const pod = podOf(req.args);
   return pod ? asCniError(err).withContext(`pod ${pod.namespace}/${pod.name}`) : asCniError(err);
@@ -316,7 +326,8 @@ function assertDefaultHasIp(result: AnyResult, att: Attachment): void {
   if (ips.length === 0) {
     throw new CniError(
       Code.VerificationFailed,
-      `${describeAttachment(att)} returned no IP address; the runtime needs one on ${att.ifName} (check the delegate's "ipam" section)`,
+      `${describeAttachment(att)} returned no IP address; the runtime needs one on ` +
+        `${att.ifName} (check the delegate's "ipam" section)`,
     );
   }
 }

@@ -12,11 +12,13 @@ import { podOf, type Attachment } from "../nodestate/record";
 
 export async function cmdCheck(req: CniRequest, conf: PlexusConf, deps: Deps): Promise<void> {
   // CHECK exists from 0.4.0 on: a runtime that sends it with an older config gets what libcni's
-  // skel answers (code 1). Older delegate networks are another matter (checkNetworkList skips them).
+  // skel answers (code 1). Older delegate networks are another matter (checkNetworkList skips
+  // them).
   if (!versionAtLeast(conf.cniVersion, "0.4.0"))
     throw new CniError(
       Code.IncompatibleVersion,
-      `config version does not allow CHECK: Plexus's config has cniVersion ${conf.cniVersion}, CHECK needs 0.4.0 or later`,
+      `config version does not allow CHECK: Plexus's config has cniVersion ${conf.cniVersion}, ` +
+        `CHECK needs 0.4.0 or later`,
     );
   await deps.netns.assertUsable(req.netns);
   // Under the container's lock: a CHECK never reads a record an ADD or DEL is rewriting.
@@ -39,7 +41,8 @@ async function checkLocked(req: CniRequest, conf: PlexusConf, deps: Deps): Promi
       Code.UnknownContainer,
       read.state === "missing"
         ? `CHECK of container ${req.containerId}: no record of an ADD for interface ${req.ifName}`
-        : `CHECK of container ${req.containerId}: record ${read.path} is unreadable (${read.reason})`,
+        : `CHECK of container ${req.containerId}: record ${read.path} is unreadable ` +
+            `(${read.reason})`,
     );
   }
   await checkAttachments(read.record.attachments, req, conf, deps);

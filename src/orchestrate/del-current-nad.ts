@@ -18,8 +18,8 @@ import { FsNetworkSource } from "../planning/network-source";
 import type { Deps } from "./deps";
 
 /**
- * The failed NAD attachments tried once more with the NAD's current config, when it differs from the
- * recorded one (the admin fixed it). Only what the delegate gate accepts as a replacement runs
+ * The failed NAD attachments tried once more with the NAD's current config, when it differs from
+ * the recorded one (the admin fixed it). Only what the delegate gate accepts as a replacement runs
  * (gate.ts vetReplacement: the same policy as ADD, the same network name and plugin types), and an
  * attachment whose interface is still in the pod's namespace afterwards stays a failure: the
  * record keeps it until the recorded attachment is really gone. Best effort: no Kubernetes, no

@@ -13,7 +13,8 @@
  *   DEL between failure and success for ever.) What cannot be worked out (an invalid annotation, a
  *   missing NAD, the API server down) is logged;
  * - an unreadable record is handled the same way, then removed;
- * - only a recorded delegate's own DEL failure fails a DEL, and nodestate/del-failures.ts decides how often.
+ * - only a recorded delegate's own DEL failure fails a DEL, and nodestate/del-failures.ts decides
+ *   how often.
  *
  * After its own work, while no daemon housekeeper runs on the node, a DEL retries the least
  * recently retried record whose DEL failed earlier, within its own deadline (nodestate/pending.ts).
@@ -112,12 +113,14 @@ async function delWithoutRecord(input: {
   if (read.state === "corrupt") {
     deps.log.warn(
       { path: read.path, reason: read.reason },
-      "container record is unreadable; tearing down the networks worked out from the config instead, then removing it",
+      "container record is unreadable; tearing down the networks worked out from the config " +
+        "instead, then removing it",
     );
   } else {
     deps.log.info(
       { containerId: req.containerId },
-      "no container record (its DEL succeeded already, or Plexus ran no delegate for it); tearing down the networks worked out from the config as a precaution",
+      "no container record (its DEL succeeded already, or Plexus ran no delegate for it); " +
+        "tearing down the networks worked out from the config as a precaution",
     );
   }
   // B88: nothing recorded means Plexus made no interface here (ADD records before any delegate
@@ -133,7 +136,8 @@ async function delWithoutRecord(input: {
         code: f.error.code,
         err: f.error.message,
       },
-      "DEL without a record: this precautionary DEL failed; nothing recorded it as attached, so the DEL succeeds",
+      "DEL without a record: this precautionary DEL failed; nothing recorded it as attached, so " +
+        "the DEL succeeds",
     );
   // An unreadable record goes; so do the temp files of a writer killed mid-ADD before its record
   // was renamed into place (B64): removing is not writing, and nothing else would ever take them.
@@ -170,7 +174,8 @@ async function plannedAttachments(
     apiAnswered = e.code !== Code.ApiFailure && e.code !== Code.TryAgainLater;
     deps.log.warn(
       { code: e.code, err: e.message },
-      "DEL without a record: the pod's networks could not be worked out; tearing down the default network(s) only",
+      "DEL without a record: the pod's networks could not be worked out; tearing down the " +
+        "default network(s) only",
     );
   }
   for (const withKube of apiAnswered ? [true, false] : [false]) {

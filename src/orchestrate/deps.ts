@@ -27,7 +27,10 @@ export interface Deps extends ExecDeps {
   locks?: LockFactory;
   /** The container's lock this call holds (nodestate/lock.ts): its descriptor and its call mark. */
   lock?: ContainerLock;
-  /** M10: the pod's allocated devices; undefined: kubelet's pod-resources socket (`podResourcesSocket`). */
+  /**
+   * M10: the pod's allocated devices; undefined: kubelet's pod-resources socket
+   * (`podResourcesSocket`).
+   */
   podDevices?: PodDevicesLookup;
   /** The pod's network namespace: the B4 check and M4's default routes. */
   netns: NetnsOps;

@@ -1,6 +1,7 @@
 /**
- * GC (C2.9): first every pending record (a container whose DEL failed, nodestate/pending.ts) is retried,
- * each with a budget of its own, and the index of pending records is rebuilt from the records;
+ * GC (C2.9): first every pending record (a container whose DEL failed, nodestate/pending.ts) is
+ * retried, each with a budget of its own, and the index of pending records is rebuilt from the
+ * records;
  * then every container record whose (container ID, interface) the runtime no longer lists is torn
  * down (one that fails becomes pending, so it is abandoned in time like a failed DEL); then GC is
  * forwarded to every delegate network with the delegate-level attachments that are still valid.
@@ -25,7 +26,8 @@ export async function cmdGc(req: CniRequest, conf: PlexusConf, deps: Deps): Prom
   if (!conf.validAttachments) {
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `GC needs "cni.dev/valid-attachments" in the config (a list of {containerID, ifname}); without it every attachment would be released`,
+      `GC needs "cni.dev/valid-attachments" in the config (a list of {containerID, ifname}); ` +
+        `without it every attachment would be released`,
     );
   }
   const valid = new Set(conf.validAttachments.map((a) => `${a.containerID}\n${a.ifname}`));

@@ -1,10 +1,10 @@
 /**
  * Hot-plug's devices (hotplug-diff.ts): the planner picks the pod's devices for the annotation as
- * it is now, in its order, as an ADD would (planning/devices.ts); but the attachments of the running pod
- * that stay keep the devices they hold. So a new attachment whose picked device one that stays
- * holds takes another device the planner picked for that resource, one nobody holds; a new
- * attachment whose own selection asked for that device (`deviceID`) is refused instead. Each new
- * attachment's device-info copy is named after the interface it finally gets.
+ * it is now, in its order, as an ADD would (planning/devices.ts); but the attachments of the
+ * running pod that stay keep the devices they hold. So a new attachment whose picked device one
+ * that stays holds takes another device the planner picked for that resource, one nobody holds; a
+ * new attachment whose own selection asked for that device (`deviceID`) is refused instead. Each
+ * new attachment's device-info copy is named after the interface it finally gets.
  */
 import { cniDeviceInfoPath } from "../npwg/device-info";
 import { withDevice } from "../planning/devices";
@@ -75,7 +75,9 @@ function heldReason(
   holder: ReadonlyMap<string, Attachment>,
 ): string {
   const other = holder.get(keyOf(device));
-  const by = other ? `${other.network} on ${other.ifName} holds it` : "another attachment holds it";
+  const by = other
+    ? `${other.network} on ${other.ifName} holds it`
+    : "another attachment holds " + "it";
   const asked = device.from === "pod" ? "its selection asks for" : "it would take";
   return (
     `network ${att.network} (resource ${device.resourceName}): ${asked} device ` +

@@ -38,7 +38,9 @@ export function verifySelection(attached: Attached): void {
     );
 }
 
-/** M12: as Multus, an auxiliary chain that created no interface and no address has no status entry. */
+/**
+ * M12: as Multus, an auxiliary chain that created no interface and no address has no status entry.
+ */
 function hasStatus({ attachment, result }: Attached): boolean {
   if (!attachment.auxiliary) return true;
   const r = toResult(result);

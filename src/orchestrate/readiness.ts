@@ -36,6 +36,7 @@ export async function waitForReadiness(
   }
   throw new CniError(
     Code.TryAgainLater,
-    `the cluster default network is not ready: readiness indicator file ${file} did not appear within ${Math.round(timeoutMs / 1000)} s (config "readinessindicatorfile")`,
+    `the cluster default network is not ready: readiness indicator file ${file} did not appear ` +
+      `within ${Math.round(timeoutMs / 1000)} s (config "readinessindicatorfile")`,
   );
 }

@@ -1,9 +1,9 @@
 /**
  * STATUS (C2.8): can ADD be served? Forwarded to every delegate network; no API call (B66).
  * A delegate's own error (50/51 or other) is passed on with the network named; the networks asked
- * are the default network(s) an ADD attaches first, from the config and the node's files. The runtime asks
- * every few seconds, so the whole STATUS has one deadline (`statusTimeoutSeconds`): what it leaves
- * unchecked fails the STATUS with 11 (try again later), naming those networks.
+ * are the default network(s) an ADD attaches first, from the config and the node's files. The
+ * runtime asks every few seconds, so the whole STATUS has one deadline (`statusTimeoutSeconds`):
+ * what it leaves unchecked fails the STATUS with 11 (try again later), naming those networks.
  */
 import type { CniRequest } from "../cni/env";
 import { asCniError, CniError, Code } from "../cni/errors";
@@ -23,7 +23,8 @@ export async function cmdStatus(req: CniRequest, conf: PlexusConf, deps: Deps): 
   if (!(await isReady(conf.readinessindicatorfile))) {
     throw new CniError(
       Code.PluginNotAvailable,
-      `the cluster default network is not ready: readiness indicator file ${conf.readinessindicatorfile} does not exist`,
+      `the cluster default network is not ready: readiness indicator file ` +
+        `${conf.readinessindicatorfile} does not exist`,
     );
   }
   const deadline = { at: Date.now() + conf.statusTimeoutMs, key: "statusTimeoutSeconds" };

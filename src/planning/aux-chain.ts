@@ -7,7 +7,8 @@
  * only when that directory adds at least one plugin, on interface `net<N>` (N: its position
  * among the pod's attachments), as Multus numbers it. Multus logs and skips a chain it cannot
  * load; Plexus fails the ADD (7) naming the file, since nothing may fail silently. The chain is an
- * attachment like the others: recorded before it runs, torn down on rollback and by DEL, in reverse.
+ * attachment like the others: recorded before it runs, torn down on rollback and by DEL, in
+ * reverse.
  */
 import { basename, dirname, join } from "node:path";
 import { parsePlugin, type ConfList } from "../cni/conf";
@@ -19,7 +20,9 @@ import { MAX_CONF_FILE_BYTES } from "../npwg/conf-dir";
 import type { FsNetworkSource } from "./network-source";
 import type { Attachment } from "../nodestate/record";
 
-/** libcni's rule for a network name that is also a directory name (Multus checks it before loading). */
+/**
+ * libcni's rule for a network name that is also a directory name (Multus checks it before loading).
+ */
 const CHAIN_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 /** The chain's directory, or a CniError saying why the config cannot have one. */
@@ -30,17 +33,21 @@ export function auxiliaryChainDir(
   if (!CHAIN_NAME.test(name))
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `"auxiliaryCNIChainName" ${JSON.stringify(name)} is not a network name that can be a directory (letters, digits, _ . -, not starting with _ . -)`,
+      `"auxiliaryCNIChainName" ${JSON.stringify(name)} is not a network name that can be a ` +
+        `directory (letters, digits, _ . -, not starting with _ . -)`,
     );
   if (!conf.clusterNetwork?.includes("/"))
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `"auxiliaryCNIChainName" needs "clusterNetwork" to be a file path (its directory holds the chain's directory ${name}/), got ${JSON.stringify(conf.clusterNetwork ?? "")}`,
+      `"auxiliaryCNIChainName" needs "clusterNetwork" to be a file path (its directory holds the ` +
+        `chain's directory ${name}/), got ${JSON.stringify(conf.clusterNetwork ?? "")}`,
     );
   return join(dirname(conf.clusterNetwork), name);
 }
 
-/** The chain as a conflist, or undefined when its directory adds no plugin (no chain, as in Multus). */
+/**
+ * The chain as a conflist, or undefined when its directory adds no plugin (no chain, as in Multus).
+ */
 export async function loadAuxiliaryChain(
   conf: PlexusConf,
   source: FsNetworkSource,

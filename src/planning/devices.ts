@@ -344,18 +344,23 @@ async function readClaimDevices(
   }
 }
 
-/** More networks of a resource than devices: 7, or 11 when a device missing from its slice may appear. */
+/**
+ * More networks of a resource than devices: 7, or 11 when a device missing from its slice may
+ * appear.
+ */
 function checkEnoughDevices(wanted: Wanted[], allocated: AllocatedDevices): void {
   for (const r of new Set(wanted.map((w) => w.resourceName))) {
     const asking = wanted.filter((w) => w.resourceName === r);
     const have = allocated.byResource.get(r)?.length ?? 0;
     if (asking.length <= have) continue;
-    const networks = `${asking.length} network(s) (${asking.map((w) => w.att.network).join(", ")})`;
+    const networks =
+      `${asking.length} network(s) ` + `(${asking.map((w) => w.att.network).join(", ")})`;
     const claims = allocated.claims;
     if (!claims)
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `resource ${r}: ${networks} need a device each, but kubelet allocated ${have} to the pod; request ${asking.length} of ${r} in the pod's container resources`,
+        `resource ${r}: ${networks} need a device each, but kubelet allocated ${have} to the ` +
+          `pod; request ${asking.length} of ${r} in the pod's container resources`,
       );
     const fromClaims = claims.byResource.get(r)?.length ?? 0;
     const kubelet = allocated.kubelet.asked.has(r)
@@ -366,7 +371,11 @@ function checkEnoughDevices(wanted: Wanted[], allocated: AllocatedDevices): void
       : "";
     throw new CniError(
       claims.notInSlice ? Code.TryAgainLater : Code.InvalidNetworkConfig,
-      `resource ${r}: ${networks} need a device each, but only ${have} carry ${RESOURCE_NAME_ATTRIBUTE}=${r}: ${fromClaims} from ResourceClaim(s) ${claims.claims.join(", ") || "(none)"}, ${kubelet}${missing}; allocate ${asking.length} devices of ${r} to the pod`,
+      `resource ${r}: ${networks} need a device each, but only ${have} carry ` +
+        `${RESOURCE_NAME_ATTRIBUTE}=${r}: ${fromClaims} from ResourceClaim(s) ` +
+        `${claims.claims.join(", ") || "(none)"}, ${kubelet}${missing}; allocate ` +
+        `${asking.length} devices ` +
+        `of ${r} to the pod`,
     );
   }
 }
@@ -379,7 +388,8 @@ async function lookupDevices(
   if (!lookup)
     throw new CniError(
       Code.Internal,
-      `no pod-resources lookup given for ${resourceNames.join(", ")}: a bug in the wiring (Deps.podDevices)`,
+      `no pod-resources lookup given for ${resourceNames.join(", ")}: a bug in the wiring ` +
+        `(Deps.podDevices)`,
     );
   try {
     const { namespace, name } = ctx.ref;
@@ -426,7 +436,10 @@ function withoutDevice(att: Attachment): Attachment {
   return out;
 }
 
-/** The delegate's view: `deviceID` in every plugin, the capability values for those that declare them. */
+/**
+ * The delegate's view: `deviceID` in every plugin, the capability values for those that declare
+ * them.
+ */
 export function withDevice(att: Attachment, device: AttachmentDevice): Attachment {
   const caps: Record<string, unknown> = { ...att.capabilityArgs, deviceID: device.deviceID };
   if (device.infoFile) caps.CNIDeviceInfoFile = device.infoFile;

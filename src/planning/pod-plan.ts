@@ -68,7 +68,11 @@ function podName(ref: PodRef): string {
 function noKubernetesError(ref: PodRef): CniError {
   return new CniError(
     Code.InvalidNetworkConfig,
-    `pod ${podName(ref)}: CNI_ARGS name a pod, but the config gives no way to reach Kubernetes: no "kubeconfig" key, no in-cluster environment (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT) and no "fileClusterDir"; set one of them (plexus install writes "kubeconfig"), or set "withoutKubernetes": true if this node attaches the default network(s) only on purpose`,
+    `pod ${podName(ref)}: CNI_ARGS name a pod, but the config gives no way to reach Kubernetes: ` +
+      `no "kubeconfig" key, no in-cluster environment (KUBERNETES_SERVICE_HOST and ` +
+      `KUBERNETES_SERVICE_PORT) and no "fileClusterDir"; set one of them (plexus install writes ` +
+      `"kubeconfig"), or set "withoutKubernetes": true if this node attaches the default ` +
+      `network(s) only on purpose`,
   );
 }
 
@@ -123,7 +127,8 @@ async function planNetworks(
   if (ref.uid && pod.metadata.uid && ref.uid !== pod.metadata.uid) {
     throw new CniError(
       Code.UnknownContainer,
-      `pod ${podName(ref)}: UID mismatch: the runtime's K8S_POD_UID is ${ref.uid} but the API has ${pod.metadata.uid} (the pod was deleted and recreated)`,
+      `pod ${podName(ref)}: UID mismatch: the runtime's K8S_POD_UID is ${ref.uid} but the API ` +
+        `has ${pod.metadata.uid} (the pod was deleted and recreated)`,
     );
   }
   try {
@@ -193,7 +198,10 @@ async function planPodNetworks(
   });
 }
 
-/** The attachments in order, each with its interface name (the default networks' first, as Multus numbers them). */
+/**
+ * The attachments in order, each with its interface name (the default networks' first, as Multus
+ * numbers them).
+ */
 function buildAttachments(input: {
   req: CniRequest;
   defaults: Awaited<ReturnType<typeof resolveDefaultNetworks>>;
@@ -262,7 +270,9 @@ function bounded(attachments: Attachment[], conf: PlexusConf): Attachment[] {
   return attachments;
 }
 
-/** NADs of the selections, read in parallel (independent reads; delegates still run serially, N7.3). */
+/**
+ * NADs of the selections, read in parallel (independent reads; delegates still run serially, N7.3).
+ */
 async function resolveSelections(
   selections: NetworkSelection[],
   ref: PodRef,
@@ -280,12 +290,15 @@ async function resolveSelections(
       .recordEvent(ref, {
         type: "Warning",
         reason: "NoNetworkFound",
-        message: `cannot find a network-attachment-definition (${sel.name}) in namespace (${sel.namespace})`,
+        message:
+          `cannot find a network-attachment-definition (${sel.name}) in namespace ` +
+          `(${sel.namespace})`,
       })
       .catch(() => {});
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `network ${sel.namespace}/${sel.name} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+      `network ${sel.namespace}/${sel.name} requested in ${NETWORKS_ANNOTATION}: no ` +
+        `NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
     );
   }
   return selections.map((sel, i) => {
@@ -303,7 +316,10 @@ async function resolveSelections(
   });
 }
 
-/** The default network(s) from the config alone: no pod, or a pod the API no longer has (B38 on DEL). */
+/**
+ * The default network(s) from the config alone: no pod, or a pod the API no longer has (B38 on
+ * DEL).
+ */
 export async function planDefaultsOnly(
   req: CniRequest,
   conf: PlexusConf,
@@ -313,7 +329,10 @@ export async function planDefaultsOnly(
   return defaultsOnly(req, conf, new FsNetworkSource(conf.confDir, kube), kube !== undefined, log);
 }
 
-/** B7: the default network(s) from the config alone (defaultNetworks are NADs: only with API access). */
+/**
+ * B7: the default network(s) from the config alone (defaultNetworks are NADs: only with API
+ * access).
+ */
 async function defaultsOnly(
   req: CniRequest,
   conf: PlexusConf,

@@ -33,7 +33,8 @@ export async function writeFileAtomic(
 /** {@link writeFileAtomic} for callers that are synchronous themselves. */
 export function writeFileAtomicSync(path: string, data: string | Uint8Array, mode = 0o600): void {
   const dir = dirname(path);
-  // pid + sequence is unique among live writers; "wx" refuses a leftover of a dead one with the same pid.
+  // pid + sequence is unique among live writers; "wx" refuses a leftover of a dead one with the
+  // same pid.
   const tmp = join(
     dir,
     `.${basename(path)}.tmp-${process.pid}-${++seq}-${Date.now().toString(36)}`,
@@ -93,8 +94,8 @@ const swept = new Set<string>();
 
 /**
  * Removes the temp files that writers killed mid-write (the runtime's SIGKILL at its deadline, B64)
- * left in `dir`: their names carry the writer's pid, and a pid that no longer runs will never rename
- * its file. Once per directory per process; best effort.
+ * left in `dir`: their names carry the writer's pid, and a pid that no longer runs will never
+ * rename its file. Once per directory per process; best effort.
  */
 export function sweepDeadWriters(dir: string): void {
   if (swept.has(dir)) return;
@@ -125,7 +126,9 @@ function isRunning(pid: number): boolean {
   }
 }
 
-/** The state files in `dir` (temp files, which start with '.', left out); a missing dir has none. */
+/**
+ * The state files in `dir` (temp files, which start with '.', left out); a missing dir has none.
+ */
 export function listStateFiles(dir: string): string[] {
   try {
     return readdirSync(dir).filter((n) => !n.startsWith("."));

@@ -50,7 +50,10 @@ const LOCK_EX = 2;
 const LOCK_NB = 4;
 const POLL_MS = 20;
 const ORPHAN_SCAN_MS = 500;
-/** How long orphaned delegates may run on before a waiter kills them: a delegate's usual run, with room. */
+/**
+ * How long orphaned delegates may run on before a waiter kills them: a delegate's usual run, with
+ * room.
+ */
 const ORPHAN_GRACE_MS = 1000;
 /** The owner is a short JSON line; anything larger is not one. */
 const OWNER_MAX_BYTES = 4096;
@@ -117,7 +120,9 @@ export const acquireContainerLock: LockFactory = async (request) => {
       const owner = readOwner(path);
       throw new CniError(
         Code.TryAgainLater,
-        `container ${request.containerId} (${request.ifName}) is busy: ${owner ? `${owner.verb} by pid ${owner.pid}` : "another call"} holds its lock ${path}; try again`,
+        `container ${request.containerId} (${request.ifName}) is busy: ` +
+          `${owner ? `${owner.verb} by pid ${owner.pid}` : "another call"} holds its lock ` +
+          `${path}; try again`,
       );
     }
     await new Promise((res) => setTimeout(res, POLL_MS));
@@ -213,7 +218,10 @@ function heldLock(fd: number, path: string, request: LockRequest): ContainerLock
   };
 }
 
-/** The owner named in the lock file, read as any shared file is (never blocking on a FIFO planted there). */
+/**
+ * The owner named in the lock file, read as any shared file is (never blocking on a FIFO planted
+ * there).
+ */
 function readOwner(path: string): Owner | undefined {
   const file = readSharedFile(path, { maxBytes: OWNER_MAX_BYTES });
   if (file.state !== "found") return undefined;
@@ -228,7 +236,10 @@ function readOwner(path: string): Owner | undefined {
   }
 }
 
-/** Running: not gone, and not a zombie nobody has reaped yet (a killed Plexus whose runtime is slow to wait). */
+/**
+ * Running: not gone, and not a zombie nobody has reaped yet (a killed Plexus whose runtime is slow
+ * to wait).
+ */
 function alive(pid: number): boolean {
   const stat = readProcStat(pid);
   return stat !== undefined && stat.state !== "Z";
@@ -272,7 +283,9 @@ function killOrphans(path: string, log: Logger): void {
 /** `<n>: FLOCK <kind> WRITE <pid> <major>:<minor>:<inode> …` of /proc/locks (`->` lines wait). */
 const PROC_LOCKS_FLOCK =
   /^\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/gm;
-/** /proc/locks lists every lock of the node: larger than this, it is not read (the walk decides). */
+/**
+ * /proc/locks lists every lock of the node: larger than this, it is not read (the walk decides).
+ */
 const PROC_LOCKS_MAX_BYTES = 4 * 1024 * 1024;
 
 /**

@@ -134,7 +134,10 @@ export class JsonFileStore<T> implements JsonStore<T> {
 
   private misnamed(value: T): string {
     const identity = this.opts.identity(value);
-    return `its contents (${identity.map((p) => JSON.stringify(p)).join(", ")}) do not match its file name, which should be ${basename(this.path(identity))}; left alone`;
+    return (
+      `its contents (${identity.map((p) => JSON.stringify(p)).join(", ")}) do not match its ` +
+      `file name, which should be ${basename(this.path(identity))}; left alone`
+    );
   }
 
   private legacyPath(identity: readonly string[]): string | undefined {

@@ -42,7 +42,10 @@ export interface SharedFileLimits {
 
 type Opened = { fd: number; st: Stats } | Exclude<SharedFileRead, { state: "found" }>;
 
-/** Reads `path` as described above; never blocks, never follows a symlink at the path (unless asked). */
+/**
+ * Reads `path` as described above; never blocks, never follows a symlink at the path (unless
+ * asked).
+ */
 export function readSharedFile(path: string, limits: SharedFileLimits): SharedFileRead {
   const opened = openRegularFile(path, limits);
   if (!("fd" in opened)) return opened;

@@ -30,7 +30,9 @@ export type ClaimGetter = (namespace: string, name: string) => Promise<ResourceC
 
 /** Entries kept at most: a node's pods name a few claims each; more than this only costs reads. */
 const CLAIM_CACHE_MAX = 1024;
-/** Reads ahead at once: the daemon's API client has few connections, and an ADD's writes share them. */
+/**
+ * Reads ahead at once: the daemon's API client has few connections, and an ADD's writes share them.
+ */
 const PREFETCH_CONCURRENCY = 2;
 
 interface Entry {
@@ -47,7 +49,9 @@ interface PodRefs {
 
 export interface ClaimCacheStats {
   claims: number;
-  /** Reads of a claim by name, by why: ahead of the ADD, or at a request the cache could not answer. */
+  /**
+   * Reads of a claim by name, by why: ahead of the ADD, or at a request the cache could not answer.
+   */
   reads: { prefetch: number; request: number };
 }
 
@@ -74,7 +78,9 @@ export class ClaimCache {
     },
   ) {}
 
-  /** A pod of the node was added or changed (the pod watch): track its claims, read new ones ahead. */
+  /**
+   * A pod of the node was added or changed (the pod watch): track its claims, read new ones ahead.
+   */
   podChanged(pod: Pod): void {
     const key = podKey(pod);
     const ns = pod.metadata.namespace;

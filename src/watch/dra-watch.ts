@@ -84,7 +84,8 @@ export class DraCaches {
         this.served = false;
         this.claims.disablePrefetch();
         this.opts.log.info(
-          "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims read it live)",
+          "the API server does not serve resource.k8s.io/v1: no DRA caches (pods with claims " +
+            "read it live)",
         );
         return;
       }
@@ -118,7 +119,10 @@ export class DraCaches {
     else this.claims.podChanged(pod);
   }
 
-  /** This node's slices of one driver, or undefined when the cache cannot answer (not synced, another node). */
+  /**
+   * This node's slices of one driver, or undefined when the cache cannot answer (not synced,
+   * another node).
+   */
   nodeSlices(query: {
     nodeName?: string | undefined;
     driver: string;

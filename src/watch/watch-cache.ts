@@ -33,7 +33,10 @@ export interface WatchCacheOptions {
   source: KubeSource;
   /** This node: only its pods are watched (`spec.nodeName=<nodeName>`). */
   nodeName: string;
-  /** Lists go through the daemon's own REST client (timeouts, size cap); watches through client-node. */
+  /**
+   * Lists go through the daemon's own REST client (timeouts, size cap); watches through
+   * client-node.
+   */
   list: ListFn;
   log: Logger;
   /** Backoff after a failed list or watch (ms). */
@@ -58,7 +61,8 @@ type Listed = { metadata: { resourceVersion: string }; items: Trimmed[] };
 export const LIST_PAGE = 500;
 
 /**
- * The resourceVersion of the next LIST, as client-go's reflector chooses it (relistResourceVersion):
+ * The resourceVersion of the next LIST, as client-go's reflector chooses it
+ * (relistResourceVersion):
  * "0" for the first (any state the watch cache holds), the last one synced for a relist (not older
  * than what this cache has seen: also from the watch cache), and "" — a quorum read from etcd —
  * only after the server said that one is unavailable (410 Expired, or too large for its cache).
@@ -107,7 +111,10 @@ export class Informer<T> {
   private timer: NodeJS.Timeout | undefined;
   private listedOnce = false;
   private healthy = false;
-  /** The newest resourceVersion seen, from a list, a watch event or a bookmark (the reflector's lastSyncResourceVersion). */
+  /**
+   * The newest resourceVersion seen, from a list, a watch event or a bookmark (the reflector's
+   * lastSyncResourceVersion).
+   */
   private lastSynced = "";
   /** The server refused `lastSynced` (410, too large): the next list is a quorum read. */
   private unavailable = false;
@@ -347,7 +354,10 @@ export class WatchCaches {
   }
 }
 
-/** The `list` of an Informer: {@link listAt} of one collection, at the resourceVersion the informer asks for. */
+/**
+ * The `list` of an Informer: {@link listAt} of one collection, at the resourceVersion the informer
+ * asks for.
+ */
 export function lister(
   list: ListFn,
   spec: {

@@ -244,7 +244,8 @@ describeE2e("e2e daemon mode: dist/plexus daemon + dist/plexus", () => {
       (r) => r.method === "GET" && r.userAgent === "plexus-cni" && /\/pods\/p\d$/.test(r.path),
     ).length;
     console.log(
-      `chaos: ${cycles.done} cycles, ${chaos.kills} daemon kills, ${cniPodReads} ADDs fell back to direct pod reads`,
+      `chaos: ${cycles.done} cycles, ${chaos.kills} daemon kills, ${cniPodReads} ADDs fell back ` +
+        `to direct pod reads`,
     );
     expect(cniPodReads).toBeGreaterThan(0);
     expect(cniPodReads).toBeLessThan(cycles.done);

@@ -1,7 +1,7 @@
 /**
- * DEL is idempotent and bounded, played as runtimes play it (M7, K1, C2.5, C2.6; B52, B44): the real
- * dist/plexus, the reference plugins (host-device, bridge, host-local) and wrappers around bridge
- * that misbehave as real plugins do (a slow DEL, a `setsid` grandchild), real namespaces.
+ * DEL is idempotent and bounded, played as runtimes play it (M7, K1, C2.5, C2.6; B52, B44): the
+ * real dist/plexus, the reference plugins (host-device, bridge, host-local) and wrappers around
+ * bridge that misbehave as real plugins do (a slow DEL, a `setsid` grandchild), real namespaces.
  * Subnets 10.224.x.0/24.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -102,7 +102,9 @@ describeE2e("e2e M7 K1 DEL is idempotent and bounded", () => {
     // Slow (5 s) on the first DEL of each interface only: a plugin stuck on something that clears.
     const { conf, ns, env } = slowDelegates(scope, {
       octet: 2,
-      body: `[ "$CNI_COMMAND" = DEL ] && [ ! -e "$S/$CNI_IFNAME" ] && { touch "$S/$CNI_IFNAME"; sleep 5; }`,
+      body:
+        `[ "$CNI_COMMAND" = DEL ] && [ ! -e "$S/$CNI_IFNAME" ] && { touch "$S/$CNI_IFNAME"; ` +
+        `sleep 5; }`,
       extra: { delTimeoutSeconds: 2 },
     });
     expectOk(await scope.run("ADD", conf, env));
@@ -252,7 +254,9 @@ describeE2e(
       return { bin, conf, ns, env, dels };
     };
 
-    /** ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending. */
+    /**
+     * ADD, then DEL until it answers 0: the first fails, the second answers 0, both kept pending.
+     */
     async function delUntilZero(
       scope: E2eScope,
       setUp: ReturnType<typeof slowSetup>,
@@ -261,7 +265,8 @@ describeE2e(
       const first = cniError(await scope.run("DEL", setUp.conf, setUp.env));
       expect(first.msg).toMatch(/slow-b.*slow-a|slow-a.*slow-b/s);
       expectSilentOk(await scope.run("DEL", setUp.conf, setUp.env));
-      // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay reserved.
+      // Nothing forgotten: the record keeps both secondaries, pending; their addresses stay
+      // reserved.
       expect(scope.recordFiles()).toHaveLength(1);
       expect(scope.attachmentLeftovers().pendingFiles).toHaveLength(1);
       expect(
@@ -344,7 +349,10 @@ async function startHousekeepingDaemon(
 }
 
 describeE2e("e2e B81 the lock waiter kills only a dead call's leftovers", () => {
-  /** A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x … sleep`. */
+  /**
+   * A lock file whose owner (pid 2^22+1, never a live pid here) is dead, held by `flock -x …
+   * sleep`.
+   */
   function holdLock(
     scope: E2eScope,
     containerId: string,

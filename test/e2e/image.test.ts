@@ -88,12 +88,15 @@ function installerMemoryLimitMiB(): number {
   const m = /^(\d+)Mi$/.exec(install?.resources.limits.memory ?? "");
   if (!m)
     throw new Error(
-      `deploy/daemonset.yaml: the install container's memory limit is not in Mi: ${install?.resources.limits.memory}`,
+      `deploy/daemonset.yaml: the install container's memory limit is not in Mi: ` +
+        `${install?.resources.limits.memory}`,
     );
   return Number(m[1]);
 }
 
-/** A node's root: a primary conflist in etc/cni/net.d, an empty opt/cni/bin; a service-account dir. */
+/**
+ * A node's root: a primary conflist in etc/cni/net.d, an empty opt/cni/bin; a service-account dir.
+ */
 function nodeRoot(name: string): { host: string; sa: string } {
   const host = join(home, name, "host");
   const sa = join(home, name, "sa");
@@ -341,7 +344,8 @@ describeE2e(
       const cpuinfo = join(home, "cpuinfo-nehalem");
       writeFileSync(
         cpuinfo,
-        "processor\t: 0\nmodel name\t: Intel Core i7 9xx (Nehalem Class Core i7)\nflags\t\t: fpu sse sse2 ssse3 cx16 sse4_1 sse4_2 popcnt\n\n",
+        "processor\t: 0\nmodel name\t: Intel Core i7 9xx (Nehalem Class Core i7)\nflags\t\t: fpu " +
+          "sse sse2 ssse3 cx16 sse4_1 sse4_2 popcnt\n\n",
       );
       const extraRunArgs = ["-v", `${cpuinfo}:/proc/cpuinfo:ro`];
       const r = runInstaller({ node, image: BASELINE, extraRunArgs });

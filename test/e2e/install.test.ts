@@ -112,7 +112,9 @@ function runInstallOnce(scope: E2eScope, dirs: NodeDirs, extra: string[] = []) {
   });
 }
 
-/** What a runtime does with a conflist of one plugin: inject name and cniVersion, exec the plugin. */
+/**
+ * What a runtime does with a conflist of one plugin: inject name and cniVersion, exec the plugin.
+ */
 function runInstalled(
   scope: E2eScope,
   dirs: NodeDirs,

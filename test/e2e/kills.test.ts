@@ -30,7 +30,8 @@ function slowBridgeDir(scope: E2eScope, sleepSeconds: number): string {
   const path = join(dir, "slowbridge");
   writeFileSync(
     path,
-    `#!/bin/sh\n[ "$CNI_COMMAND" = ADD ] && sleep ${sleepSeconds}\nexec ${CNI_BIN_DIR}/bridge "$@"\n`,
+    `#!/bin/sh\n[ "$CNI_COMMAND" = ADD ] && sleep ${sleepSeconds}\nexec ${CNI_BIN_DIR}/bridge ` +
+      `"$@"\n`,
   );
   chmodSync(path, 0o755);
   return dir;
@@ -106,7 +107,8 @@ describeE2e("e2e B64 the runtime's SIGKILL and overlapping calls leave nothing b
       ]);
       expect(add.code, `round ${round} ADD: ${add.stdout}`).toBe(0);
       expect(del.code, `round ${round} DEL: ${del.stdout}`).toBe(0);
-      // The runtime goes on as after any sandbox: StopPodSandbox's DEL, the netns removed, RemovePodSandbox's DEL.
+      // The runtime goes on as after any sandbox: StopPodSandbox's DEL, the netns removed,
+      // RemovePodSandbox's DEL.
       expectSilentOk(await run(scope, "DEL", conf, env));
       expect(scope.attachmentLeftovers(), `round ${round}`).toEqual(NOTHING_LEFT);
       scope.deleteNetns(ns);

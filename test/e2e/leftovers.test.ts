@@ -30,7 +30,8 @@ function alive(pid: number): boolean {
  * shell that exits at once, so it is nobody's child here. `arg0` names the sleeping shell.
  */
 function orphan(options: { cwd?: string; env?: NodeJS.ProcessEnv; arg0?: string }): number {
-  const start = `bash -c 'exec -a "$0" sleep 60' '${options.arg0 ?? "sleep"}' >/dev/null 2>&1 & echo $!`;
+  const arg0 = options.arg0 ?? "sleep";
+  const start = `bash -c 'exec -a "$0" sleep 60' '${arg0}' >/dev/null 2>&1 & echo $!`;
   const r = spawnSync("sh", ["-c", start], {
     cwd: options.cwd,
     env: { PATH: process.env.PATH, ...options.env },

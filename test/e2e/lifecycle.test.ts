@@ -104,7 +104,8 @@ describeE2e(
       const { scope } = t;
       const ns = scope.addNetns();
       // A tracing shim in binDir (searched before CNI_PATH, M1) around the real bridge plugin:
-      // it logs start and end of each call with the uptime clock, and runs the real plugin in between.
+      // it logs start and end of each call with the uptime clock, and runs the real plugin in
+      // between.
       const binDir = join(scope.root, "trace-bin");
       const log = join(scope.root, "trace.log");
       const shim = [
@@ -284,7 +285,8 @@ describeE2e(
         join(binDir, "bridge"),
         [
           "#!/bin/sh",
-          `if [ "$CNI_COMMAND" = DEL ] && [ "$CNI_IFNAME" = net1 ]; then echo '{"cniVersion":"1.0.0","code":999,"msg":"Link not found"}'; exit 1; fi`,
+          `if [ "$CNI_COMMAND" = DEL ] && [ "$CNI_IFNAME" = net1 ]; then echo ` +
+            `'{"cniVersion":"1.0.0","code":999,"msg":"Link not found"}'; exit 1; fi`,
           `exec ${CNI_BIN_DIR}/bridge`,
           "",
         ].join("\n"),

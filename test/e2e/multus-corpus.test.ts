@@ -104,7 +104,10 @@ async function node(scope: E2eScope): Promise<Node> {
   };
 }
 
-/** flannel's own delegation: a bridge with host-local (flannel's keys kept: bridge ignores them, as Go does). */
+/**
+ * flannel's own delegation: a bridge with host-local (flannel's keys kept: bridge ignores them, as
+ * Go does).
+ */
 function flannelAsBridge(
   scope: E2eScope,
   plugin: Record<string, unknown>,
@@ -131,7 +134,8 @@ function adapt(
   if ("kubeconfig" in out) out.kubeconfig = node.kubeconfig;
   if ("confDir" in out) out.confDir = node.netd;
   if ("cniDir" in out) out.cniDir = scope.cniDir;
-  else out.cniDir = scope.cniDir; // Multus's default /var/lib/cni/multus is the host's: keep the test's state apart
+  // Multus's default /var/lib/cni/multus is the host's: keep the test's state apart.
+  else out.cniDir = scope.cniDir;
   if ("binDir" in out) out.binDir = "/usr/lib/cni";
   if ("logFile" in out) out.logFile = node.log;
   if ("readinessindicatorfile" in out) out.readinessindicatorfile = node.readiness;
@@ -206,7 +210,8 @@ const configurationMdQuoted = () =>
 
 /**
  * configuration.md's example on this node: its clusterNetwork file (flannel's 99-flannel.conf, as
- * a bridge) and its two defaultNetworks as NADs in multusNamespace, subnets 10.221.<base*10+k>.0/24.
+ * a bridge) and its two defaultNetworks as NADs in multusNamespace, subnets
+ * 10.221.<base*10+k>.0/24.
  * As published the defaultNetworks' names have capitals, which no Kubernetes object name may
  * (see the test of that); here the NADs and the config name them in lower case.
  */
@@ -282,7 +287,8 @@ describeE2e(
       async (style) => {
         const { scope } = t;
         const n = await node(scope);
-        // The chain of Multus's own e2e test (subdirectory-chaining-passthru.yml.j2: sysctltwiddle.conf).
+        // The chain of Multus's own e2e test (subdirectory-chaining-passthru.yml.j2:
+        // sysctltwiddle.conf).
         mkdirSync(join(n.netd, "cni-chain-config"));
         writeFileSync(
           join(n.netd, "cni-chain-config", "sysctltwiddle.conf"),

@@ -3,7 +3,8 @@
  * config was switched to Plexus is DELed by dist/plexus from what Multus left on the node. The
  * attachment is made here as Multus makes it: the reference bridge plugin (with host-local) run
  * directly for eth0 and net1 with the env libcni gives it, libcni's result cache written under
- * Multus's cniDir, and Multus's delegate list written as its saveDelegates does. Subnets 10.218.x.0/24.
+ * Multus's cniDir, and Multus's delegate list written as its saveDelegates does. Subnets
+ * 10.218.x.0/24.
  */
 import { spawnSync } from "node:child_process";
 import {
@@ -39,7 +40,9 @@ import {
 
 const t = useE2eScope();
 
-/** What Multus's libcni passes every delegate in CNI_ARGS (its K8S_POD_* args after IgnoreUnknown). */
+/**
+ * What Multus's libcni passes every delegate in CNI_ARGS (its K8S_POD_* args after IgnoreUnknown).
+ */
 function multusArgs(containerId: string): Array<[string, string]> {
   return [
     ["IgnoreUnknown", "true"],
@@ -50,7 +53,10 @@ function multusArgs(containerId: string): Array<[string, string]> {
   ];
 }
 
-/** One delegate ADD the way Multus's libcni runs it: the plugin binary, the CNI env, the config on stdin. */
+/**
+ * One delegate ADD the way Multus's libcni runs it: the plugin binary, the CNI env, the config on
+ * stdin.
+ */
 function libcniAdd(
   scope: E2eScope,
   options: { config: Record<string, unknown>; containerId: string; netns: Netns; ifName: string },
@@ -87,7 +93,8 @@ interface MultusPod {
 
 /**
  * A pod Multus attached: the cluster network on eth0 and the NAD default/bridge-net on net1 (by
- * position: the annotation named no interface), each as libcni runs a delegate, then Multus's files.
+ * position: the annotation named no interface), each as libcni runs a delegate, then Multus's
+ * files.
  */
 function attachAsMultus(index: number, containerId: string): MultusPod {
   const { scope } = t;
@@ -125,7 +132,10 @@ function attachAsMultus(index: number, containerId: string): MultusPod {
   return { containerId, netns, multusDir, defaultNetwork };
 }
 
-/** Plexus's config after the switch: Multus's keys, its default network inline, and where Multus kept its cache. */
+/**
+ * Plexus's config after the switch: Multus's keys, its default network inline, and where Multus
+ * kept its cache.
+ */
 function switchedConf(pod: MultusPod, extra: Record<string, unknown> = {}) {
   return plexusConf(t.scope, [pod.defaultNetwork], { multusCacheDir: pod.multusDir, ...extra });
 }
@@ -185,7 +195,8 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
   it("B62 a DEL whose net1 delegate fails keeps Multus's file (and net1's cached result) for the retry, which finishes the job", async () => {
     const { scope } = t;
     const pod = attachAsMultus(5, "ctr-mfail");
-    // net1's bridge DEL fails through a shim in binDir (searched before CNI_PATH) while the flag file exists.
+    // net1's bridge DEL fails through a shim in binDir (searched before CNI_PATH) while the flag
+    // file exists.
     const binDir = join(scope.root, "fail-bin");
     const flag = join(scope.root, "fail-net1");
     mkdirSync(binDir);
@@ -193,7 +204,8 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
       join(binDir, "bridge"),
       [
         "#!/bin/sh",
-        `if [ "$CNI_COMMAND" = DEL ] && [ "$CNI_IFNAME" = net1 ] && [ -e ${flag} ]; then echo '{"cniVersion":"1.0.0","code":11,"msg":"device busy"}'; exit 1; fi`,
+        `if [ "$CNI_COMMAND" = DEL ] && [ "$CNI_IFNAME" = net1 ] && [ -e ${flag} ]; then echo ` +
+          `'{"cniVersion":"1.0.0","code":11,"msg":"device busy"}'; exit 1; fi`,
         `exec ${CNI_BIN_DIR}/bridge`,
         "",
       ].join("\n"),
@@ -206,7 +218,8 @@ describeE2e("e2e migration from Multus: DEL of a pod Multus attached", () => {
       code: 11,
       msg: expect.stringContaining('network "default/bridge-net" (net1)'),
     });
-    // eth0 is gone, net1 and its reservation are still there; Multus's file and net1's result are kept.
+    // eth0 is gone, net1 and its reservation are still there; Multus's file and net1's result are
+    // kept.
     expect(
       links(pod.netns.name)
         .map((l) => l.name)

@@ -1,9 +1,9 @@
 /**
  * A real container runtime driving dist/plexus (K1, C2.4, C2.5): Debian's podman with its CNI
- * backend (`network_backend = "cni"`) runs Plexus's conflist for `podman run`, `stop` and `rm`, with
- * runc and a one-file image (a static busybox, `podman import`ed). podman decides when ADD and DEL
- * happen and what they get, as containerd does for the kubelet; the tests look at what the container
- * saw and at what is left afterwards. Subnets 10.222.x.0/24.
+ * backend (`network_backend = "cni"`) runs Plexus's conflist for `podman run`, `stop` and `rm`,
+ * with runc and a one-file image (a static busybox, `podman import`ed). podman decides when ADD and
+ * DEL happen and what they get, as containerd does for the kubelet; the tests look at what the
+ * container saw and at what is left afterwards. Subnets 10.222.x.0/24.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -63,7 +63,9 @@ function podmanOk(args: readonly string[]): string {
   return r.stdout;
 }
 
-/** A podman network that is Plexus with inline delegates (no Kubernetes), state in the test's scope. */
+/**
+ * A podman network that is Plexus with inline delegates (no Kubernetes), state in the test's scope.
+ */
 function writeNetwork(
   scope: E2eScope,
   name: string,
@@ -272,7 +274,8 @@ describeE2e(
       expect(Date.parse(byDir!.retryUntil) - Date.parse(byDir!.delFailedAt)).toBe(3600_000);
       podmanOk(["run", "--rm", ...ULIMITS, "--network", "plx-next", IMAGE, "sleep", "0"]);
       expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
-      // No pod in the record (no Kubernetes here): the abandonment is a log line naming the network.
+      // No pod in the record (no Kubernetes here): the abandonment is a log line naming the
+      // network.
       expect(readFileSync(join(scope.root, "plexus.log"), "utf8")).toMatch(
         /"network":"pm-bad".*giving up on this attachment/,
       );

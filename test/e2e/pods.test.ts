@@ -393,14 +393,18 @@ describeE2e("e2e pods of a file-backed cluster: NPWG annotations, NADs, network-
     const ns = scope.addNetns();
     const err = cniError(await scope.run("ADD", c.conf, podEnv(ns, "app", "badgw")));
     expect(err).toMatchObject({ code: 103, msg: expect.stringContaining("192.0.2.1") });
-    // The kernel's own answer over rtnetlink (iproute2 would say "Nexthop has invalid gateway"): no host tool ran.
+    // The kernel's own answer over rtnetlink (iproute2 would say "Nexthop has invalid gateway"): no
+    // host tool ran.
     expect(err.msg).toContain("the kernel refused the route (ENETUNREACH)");
     expect(names(ns)).toEqual([]);
     expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
   });
 });
 
-/** A pod whose one selected network (a gateway bridge) is to carry its default route (`default-route`). */
+/**
+ * A pod whose one selected network (a gateway bridge) is to carry its default route
+ * (`default-route`).
+ */
 function egressCluster(options: {
   scope: E2eScope;
   index: number;

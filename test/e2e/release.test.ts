@@ -2,9 +2,9 @@
  * The release executables on the CPU each is for (`npm run build:release`, built here on demand):
  * the arm64 one under qemu-aarch64-static (Debian's arm64 glibc), the baseline amd64 one under
  * qemu-x86_64-static with a CPU model without AVX2 (Nehalem). Only Plexus is emulated: qemu-user
- * passes an execve on to the kernel, so the delegates (bridge, host-local from /usr/lib/cni, x86-64)
- * run natively, as they would on the node. Each answers VERSION and does a real ADD, CHECK and DEL
- * in a namespace `plx-<random>` (subnets 10.232.x.0/24), leaving nothing behind.
+ * passes an execve on to the kernel, so the delegates (bridge, host-local from /usr/lib/cni,
+ * x86-64) run natively, as they would on the node. Each answers VERSION and does a real ADD, CHECK
+ * and DEL in a namespace `plx-<random>` (subnets 10.232.x.0/24), leaving nothing behind.
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -154,7 +154,8 @@ describeE2e(
         const ns = scope.addNetns();
         const env = { CNI_CONTAINERID: "ctr-rel", CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
         // The delegates are x86-64 executables: qemu-aarch64 could not run them, so an ADD that
-        // works under it shows qemu handed the delegate's execve to the kernel (native, as on a node).
+        // works under it shows qemu handed the delegate's execve to the kernel (native, as on a
+        // node).
         expect(readFileSync(join(CNI_BIN_DIR, "bridge")).readUInt16LE(18)).toBe(0x3e);
         const add = await emulated(e, scope, "ADD", conf, env);
         const result = expectOk(add) as unknown as Result100;
@@ -167,7 +168,8 @@ describeE2e(
         expect(scope.attachmentLeftovers()).toEqual(NOTHING_LEFT);
         const ms = (r: { durationMs: number }) => Math.round(r.durationMs);
         timings.push(
-          `${e.file}: VERSION ${ms(version)} ms, ADD ${ms(add)} ms, CHECK ${ms(check)} ms, DEL ${ms(del)} ms`,
+          `${e.file}: VERSION ${ms(version)} ms, ADD ${ms(add)} ms, CHECK ${ms(check)} ms, DEL ` +
+            `${ms(del)} ms`,
         );
       });
     }
@@ -189,7 +191,9 @@ describeE2e(
         },
       );
       timings.push(
-        `plexus-linux-amd64 on ${NO_AVX2_CPU}: ${sameRuntime ? "same runtime as baseline" : "AVX2 runtime"}, VERSION ${r.signal ?? r.code}`,
+        `plexus-linux-amd64 on ${NO_AVX2_CPU}: ` +
+          `${sameRuntime ? "same runtime as baseline" : "AVX2 runtime"}, VERSION ` +
+          `${r.signal ?? r.code}`,
       );
       if (sameRuntime) expect(singleJson(r.stdout)).toHaveProperty("supportedVersions");
       else expect(r.signal ?? r.code).toBe("SIGILL");

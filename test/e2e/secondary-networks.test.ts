@@ -1,7 +1,8 @@
 /**
  * Secondary networks of other kinds behind the bridge default network, with the reference plugins:
  * macvlan over a host veth, ipvlan (when the kernel has it), static IPAM, and a conflist
- * bridge + tuning whose MAC and MTU must be what the namespace shows (conflist semantics, N7.1, C3.1).
+ * bridge + tuning whose MAC and MTU must be what the namespace shows (conflist semantics, N7.1,
+ * C3.1).
  * Subnets 10.212.x.0/24.
  */
 import { existsSync, readdirSync } from "node:fs";
@@ -37,7 +38,10 @@ function attachEnv(ns: Netns, containerId: string) {
   return { CNI_CONTAINERID: containerId, CNI_NETNS: ns.path, CNI_IFNAME: "eth0" };
 }
 
-/** ADD, check eth0 against the printed result and net1 against its cached result; returns net1's link. */
+/**
+ * ADD, check eth0 against the printed result and net1 against its cached result; returns net1's
+ * link.
+ */
 async function addAndMatch(conf: unknown, ns: Netns, containerId: string, net1Name: string) {
   const { scope } = t;
   const result = expectOk(

@@ -57,7 +57,13 @@ describeE2e("e2e fault soak (300 cycles of npm run soak)", () => {
     const known = s.leakyCycles.filter(excused);
     if (known.length > 0)
       console.warn(
-        `KNOWN_FAILING excused ${known.length} leaky cycles: ${known.map((l) => `cycle ${l.i} ${l.kind}: ${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`).join(" | ")}`,
+        `KNOWN_FAILING excused ${known.length} leaky cycles: ` +
+          `${known
+            .map(
+              (l) =>
+                `cycle ${l.i} ${l.kind}: ` + `${l.found.map(([k, d]) => `${k} ${d}`).join("; ")}`,
+            )
+            .join(" | ")}`,
       );
     const unexpected = s.leakyCycles
       .filter((l) => !excused(l))

@@ -136,7 +136,8 @@ export class FakeExec implements PluginExec {
       const [prev, cur] = [byStart[i - 1]!, byStart[i]!];
       if (cur.start < prev.end)
         throw new Error(
-          `FakeExec: ${cur.command} ${cur.ifName} ${cur.type} started before ${prev.command} ${prev.ifName} ${prev.type} ended`,
+          `FakeExec: ${cur.command} ${cur.ifName} ${cur.type} started before ` +
+            `${prev.command} ${prev.ifName} ${prev.type} ended`,
         );
     }
   }
@@ -192,7 +193,10 @@ export function recordingLogger(lines: LogLine[] = []): Logger & { lines: LogLin
   return log;
 }
 
-/** Deps over a temp cniDir (mkdtemp) and a logger that records silently; `dispose()` removes the dir. */
+/**
+ * Deps over a temp cniDir (mkdtemp) and a logger that records silently; `dispose()` removes the
+ * dir.
+ */
 export function fakeDeps(
   exec: FakeExec,
   opts: { baseEnv?: Record<string, string> } = {},
@@ -216,7 +220,10 @@ export function fakeDeps(
 /** The netns path unit tests give verbs: this process's own, which passes the netns check. */
 const TEST_NETNS = "/proc/self/ns/net";
 
-/** A parsed CNI request for unit tests: container ctr1 on eth0 in {@link TEST_NETNS}; `extra` overrides any variable. */
+/**
+ * A parsed CNI request for unit tests: container ctr1 on eth0 in {@link TEST_NETNS}; `extra`
+ * overrides any variable.
+ */
 export function cniRequest(command: string, extra: Record<string, string> = {}): CniRequest {
   return parseEnv({
     CNI_COMMAND: command,

@@ -14,7 +14,10 @@ type Method = "getPod" | "getNad" | "setNetworkStatus" | "recordEvent";
 export class FakeKube implements KubeApi {
   readonly pods = new Map<string, Pod>();
   readonly nads = new Map<string, Nad>();
-  /** `getPod app/web`, `getNad app/net-a`, `setNetworkStatus app/web`, `recordEvent app/web Warning NoNetworkFound`, … */
+  /**
+   * `getPod app/web`, `getNad app/net-a`, `setNetworkStatus app/web`, `recordEvent app/web Warning
+   * NoNetworkFound`, …
+   */
   readonly calls: string[] = [];
   readonly statuses: Array<{ pod: PodRef; value: string }> = [];
   readonly events: Array<{ pod: PodRef } & PodEvent> = [];

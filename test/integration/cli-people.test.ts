@@ -107,7 +107,8 @@ describe("people's output", () => {
         .join(" ");
       return execFileSync("bash", [
         "-c",
-        `source ${script}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _plexus; echo "\${COMPREPLY[@]}"`,
+        `source ${script}; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _plexus; ` +
+          `echo "\${COMPREPLY[@]}"`,
       ])
         .toString()
         .trim()

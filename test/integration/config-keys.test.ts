@@ -79,7 +79,8 @@ describe("M1 keys in other cases and unknown keys, through the binary", () => {
     expect(e.code).toBe(7);
     expect(e.msg).toContain('is a conflist (it has "plugins")');
     expect(e.msg).toContain(
-      'it would hand Plexus: {"type":"plexus","clusterNetwork":"/x","name":"plexus-cni-network","cniVersion":"1.0.0"}',
+      "it would hand Plexus: " +
+        '{"type":"plexus","clusterNetwork":"/x","name":"plexus-cni-network","cniVersion":"1.0.0"}',
     );
   });
 });

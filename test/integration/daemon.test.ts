@@ -320,7 +320,8 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       const r = await tcpRequest(addr, path, method, body);
       expect(r.status, `${method} ${path}`).toBe(404);
       expect(r.text, `${method} ${path}`).not.toContain("web");
-      // Not a daemon bug (999): a route not served here, as for a CNI binary of another version (1).
+      // Not a daemon bug (999): a route not served here, as for a CNI binary of another version
+      // (1).
       expect(JSON.parse(r.text).error.code, `${method} ${path}`).toBe(Code.IncompatibleVersion);
     }
     expect(
@@ -459,7 +460,8 @@ describe("plexus daemon --health-address: health and metrics over TCP, the /v1 A
       });
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain(
-        `plexus daemon: ${flag} ${JSON.stringify(value)}: expected a number of seconds greater than 0`,
+        `plexus daemon: ${flag} ${JSON.stringify(value)}: expected a number of seconds greater ` +
+          `than 0`,
       );
     }
   });

@@ -1,7 +1,7 @@
 /**
- * Delegate misbehaviour through the built binary (B51–B57, B61, B63: docs/conformance.md): each failure
- * is one CNI error on stdout, exit 1, the delegate named, a DEL of that delegate run, no record
- * left and no process left running.
+ * Delegate misbehaviour through the built binary (B51–B57, B61, B63: docs/conformance.md): each
+ * failure is one CNI error on stdout, exit 1, the delegate named, a DEL of that delegate run, no
+ * record left and no process left running.
  */
 import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -39,13 +39,15 @@ describe("B51 delegate binary cannot be run", () => {
     expect(err.msg).toContain('"no-such-plugin"');
     expect(err.msg).toContain(sb.binDir);
     expect(sb.invocations()).toEqual([]);
-    // K5: containerd takes a DEL error saying "not found" as success; a missing binary is not "gone".
+    // K5: containerd takes a DEL error saying "not found" as success; a missing binary is not
+    // "gone".
     expect(err.msg).not.toMatch(/not found/i);
     // C4.1: only delegates that were executed get the rollback DEL; this one never ran, so nothing
     // is left to tear down and the record goes (a kept record would make every later DEL fail).
     expect(sb.recordFiles()).toEqual([]);
     // M7: without a record Plexus ran nothing for the container; a DEL whose delegate cannot even
-    // be found (code 7) has nothing of it to remove and must not wedge the pod: it succeeds, and says so.
+    // be found (code 7) has nothing of it to remove and must not wedge the pod: it succeeds, and
+    // says so.
     const del = await sb.run("DEL", conf, { CNI_NETNS: "" }, {});
     expect(del.code, del.stdout).toBe(0);
     expect(del.stdout).toBe("");

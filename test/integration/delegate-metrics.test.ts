@@ -238,7 +238,8 @@ describe("M20 per-delegate metrics on the node daemon's /metrics", () => {
     expect(types.has("ghost-plugin-0")).toBe(false);
     expect(samples(text, 'plexus_delegate_executions_total{plugin_type="other"')).toEqual([
       `plexus_delegate_executions_total{plugin_type="other",verb="ADD",result="other"} 1`,
-      `plexus_delegate_executions_total{plugin_type="other",verb="ADD",result="success"} ${flood - MAX_PLUGIN_TYPES}`,
+      `plexus_delegate_executions_total{plugin_type="other",verb="ADD",result="success"} ` +
+        `${flood - MAX_PLUGIN_TYPES}`,
     ]);
     const histogram = samples(text, "plexus_delegate_duration_seconds_count{");
     expect(histogram).toHaveLength(MAX_PLUGIN_TYPES + 1);

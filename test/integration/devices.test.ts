@@ -232,7 +232,8 @@ describe("M10 device-plugin networks (dist/plexus, fake kubelet)", () => {
   it("M10 Get unimplemented (kubelet < 1.27): List answers, the node's whole list (over 64 KiB: many HTTP/2 frames, flow control)", async () => {
     const s = await setup({ networks: "sriov-a" });
     s.kubelet.mode = "get-unimplemented";
-    // Other pods first: the list is bigger than HTTP/2's initial 64 KiB window and spans many frames.
+    // Other pods first: the list is bigger than HTTP/2's initial 64 KiB window and spans many
+    // frames.
     const others = Array.from({ length: 2000 }, (_, i) =>
       podWithDevices("other", `pod-${i}`, {
         c: { [RESOURCE]: [`0000:af:${String(i).padStart(4, "0")}.1`] },

@@ -29,7 +29,9 @@ const ctx = useSandbox();
 const POD_ARGS = "IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=web;K8S_POD_UID=uid-web";
 const STATUS = "k8s.v1.cni.cncf.io/network-status";
 
-/** The NADs' netconf: the fixture as an SR-IOV-like delegate that declares the device capabilities. */
+/**
+ * The NADs' netconf: the fixture as an SR-IOV-like delegate that declares the device capabilities.
+ */
 function nadConfig(name: string): string {
   return JSON.stringify(
     ctx.sb.delegate(name, {
@@ -144,7 +146,8 @@ describe("M10 DRA device networks from a manifest directory (fileClusterDir), no
       },
       7,
       new RegExp(
-        `resource ${NETDRA}: 3 network\\(s\\).*only 2 carry .*ResourceClaim\\(s\\) ${NET_CLAIM}, ${GPU_CLAIM}`,
+        `resource ${NETDRA}: 3 network\\(s\\).*only 2 carry .*ResourceClaim\\(s\\) ${NET_CLAIM}, ` +
+          `${GPU_CLAIM}`,
       ),
     ],
     [
@@ -280,7 +283,8 @@ describe("M10 DRA device networks through the API server (thin mode)", () => {
     expect(err.code).toBe(11);
     expect(err.msg).toMatch(
       new RegExp(
-        `pod app/web: the device of network\\(s\\) app/netdra-a .*ResourceClaim app/${NET_CLAIM} does not exist`,
+        `pod app/web: the device of network\\(s\\) app/netdra-a .*ResourceClaim ` +
+          `app/${NET_CLAIM} does not exist`,
       ),
     );
     expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
@@ -355,7 +359,8 @@ describe("M10 B76 what a driver publishes is checked before any delegate runs (t
     expect(err.code).toBe(7);
     expect(err.msg).toContain(
       `ResourceClaim ${NET_CLAIM}: device vf-1 (driver sriov.example.com, pool node-1): ` +
-        'attribute k8s.cni.cncf.io/deviceID "../../../sys/class/net/eth0" is not a valid device ID',
+        'attribute k8s.cni.cncf.io/deviceID "../../../sys/class/net/eth0" is not a valid device ' +
+        "ID",
     );
     expect(ctx.sb.invocations().filter((i) => i.command === "ADD")).toEqual([]);
     await expectCleanDel(conf);
@@ -450,7 +455,8 @@ describe("M10 DRA device networks through the daemon's caches", () => {
   it("M10 the daemon reads a new pod's claims by name (no claim list or watch); the ADD reads nothing from the API server", async () => {
     const { api, conf } = await apiSetup();
     const d = await startDaemon(conf.kubeconfig as string);
-    // The DRA caches are not part of readiness: the slice watch opens, the pod's two claims are read.
+    // The DRA caches are not part of readiness: the slice watch opens, the pod's two claims are
+    // read.
     await expect
       .poll(() => metricsText(d.socket), { timeout: 10_000 })
       .toMatch(

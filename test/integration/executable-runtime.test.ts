@@ -92,7 +92,8 @@ function execKubeconfig(api: FakeApiServer, name: string, plugin: string): strin
       "apiVersion: v1",
       "kind: Config",
       `clusters: [{name: c, cluster: {server: "${api.url}", certificate-authority-data: ${ca}}}]`,
-      `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}, interactiveMode: Never}}}]`,
+      `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ` +
+        `${plugin}, interactiveMode: Never}}}]`,
       "contexts: [{name: x, context: {cluster: c, user: u}}]",
       "current-context: x",
     ].join("\n"),

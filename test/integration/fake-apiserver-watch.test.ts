@@ -147,7 +147,8 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
 
     expect(s.dropWatches()).toBe(1);
     expect(s.watchCount()).toBe(0);
-    s.addPod({ metadata: { name: "during", namespace: "ns1" }, spec: { nodeName: "node-1" } }); // while disconnected: replayed
+    // while disconnected: replayed
+    s.addPod({ metadata: { name: "during", namespace: "ns1" }, spec: { nodeName: "node-1" } });
     await expect.poll(() => watches(s, NS1_PODS)).toBe(2);
     await expect.poll(() => s.watchCount()).toBe(1);
     s.addPod({ metadata: { name: "after", namespace: "ns1" }, spec: { nodeName: "node-1" } });
@@ -162,7 +163,9 @@ describe("fake API server watch: pod informer on one node (makeInformer, listNam
   });
 
   for (const expiredWatch of ["event", "status"] as const) {
-    it(`relists after compactHistory() + dropWatches() (410 as ${expiredWatch === "event" ? "an ERROR event in a 200 stream" : "HTTP 410"}); the cache is right`, async () => {
+    it(`relists after compactHistory() + dropWatches() (410 as ${
+      expiredWatch === "event" ? "an ERROR event in a " + "200 stream" : "HTTP 410"
+    }); the cache is right`, async () => {
       const { s, kc, core } = await cluster({ expiredWatch });
       s.addPod({ metadata: { name: "keep", namespace: "ns1" }, spec: { nodeName: "node-1" } });
       s.addPod({ metadata: { name: "gone", namespace: "ns1" }, spec: { nodeName: "node-1" } });

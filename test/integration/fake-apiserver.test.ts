@@ -455,7 +455,8 @@ describe("fake API server: RBAC from deploy/", () => {
         metadata: {},
         status: "Failure",
         message:
-          'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot update resource "pods" in API group "" in the namespace "ns1"',
+          'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot update ' +
+          'resource "pods" in API group "" in the namespace "ns1"',
         reason: "Forbidden",
         details: { name: "p1", kind: "pods" },
         code: 403,
@@ -463,13 +464,15 @@ describe("fake API server: RBAC from deploy/", () => {
       const secrets = await call(s, "GET", "/api/v1/secrets");
       expect(secrets.status).toBe(403);
       expect(secrets.body.message).toBe(
-        'secrets is forbidden: User "system:serviceaccount:kube-system:plexus" cannot list resource "secrets" in API group "" at the cluster scope',
+        'secrets is forbidden: User "system:serviceaccount:kube-system:plexus" cannot list ' +
+          'resource "secrets" in API group "" at the cluster scope',
       );
       const ev = await call(s, "POST", "/apis/events.k8s.io/v1/namespaces/ns1/events", {
         body: { metadata: {} },
       });
       expect(ev.body.message).toContain(
-        'events.events.k8s.io is forbidden: User "system:serviceaccount:kube-system:plexus" cannot create resource "events" in API group "events.k8s.io" in the namespace "ns1"',
+        'events.events.k8s.io is forbidden: User "system:serviceaccount:kube-system:plexus" ' +
+          'cannot create resource "events" in API group "events.k8s.io" in the namespace "ns1"',
       );
       expect(s.requests.map((r) => r.user)).toEqual(
         Array(5).fill("system:serviceaccount:kube-system:plexus"),

@@ -7,7 +7,8 @@
  * (dist/plexus) as the image's installer does.
  *
  * - Upgrade: a rolling update SIGTERMs the old installer before the new one starts; the config
- *   must still be there after that SIGTERM, or pods created in between get the primary network only.
+ *   must still be there after that SIGTERM, or pods created in between get the primary network
+ *   only.
  * - Uninstall: config, kubeconfig with its credential copies, and binary go; the primary network's
  *   config and everything else in the conf dir stay untouched; the state dir stays unless asked.
  */
@@ -56,7 +57,9 @@ const NODE_PATH_FLAGS = new Set([
   "--additional-bin-dir",
 ]);
 
-/** A container's arguments after `/usr/local/bin/plexus <verb>`, its container paths under `root`. */
+/**
+ * A container's arguments after `/usr/local/bin/plexus <verb>`, its container paths under `root`.
+ */
 function rebase(command: string[], root: string): string[] {
   return command.slice(2).map((arg) => {
     const eq = arg.indexOf("=");

@@ -338,7 +338,8 @@ describe("M1 where the configuration comes from", () => {
 
   it("B15 a server URL with user:password@ is refused with 7, and the password appears nowhere in the error", async () => {
     await using s = await startFakeApiServer({ tls: false });
-    // A copy of the server with another URL owns no temp dir that s.close() removes: write into one that goes with the test.
+    // A copy of the server with another URL owns no temp dir that s.close() removes: write into one
+    // that goes with the test.
     const dir = mkdtempSync(join(tmpdir(), "plx-kubeconfig-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const path = writeKubeconfig(
@@ -369,7 +370,8 @@ describe("M1 credential plugins go through client-node's KubeConfig", () => {
     const plugin = join(dir, "cred.sh");
     writeFileSync(
       plugin,
-      `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`,
+      `#!/bin/sh\necho ` +
+        `'{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"exec-token"}}'\n`,
       { mode: 0o755 },
     );
     const path = join(dir, "kubeconfig");
@@ -378,8 +380,10 @@ describe("M1 credential plugins go through client-node's KubeConfig", () => {
       [
         "apiVersion: v1",
         "kind: Config",
-        `clusters: [{name: c, cluster: {server: "${s.url}", certificate-authority-data: ${Buffer.from(s.caPem).toString("base64")}}}]`,
-        `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}, interactiveMode: Never}}}]`,
+        `clusters: [{name: c, cluster: {server: "${s.url}", certificate-authority-data: ` +
+          `${Buffer.from(s.caPem).toString("base64")}}}]`,
+        `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ` +
+          `${plugin}, interactiveMode: Never}}}]`,
         "contexts: [{name: x, context: {cluster: c, user: u}}]",
         "current-context: x",
       ].join("\n"),
@@ -491,7 +495,8 @@ describe("B15 kubeconfig fields Plexus does not implement: refused, naming the f
         .replace("    cluster: fake\n", "    cluster: fake\n    namespace: other\n")
         .replace(
           "  cluster:\n",
-          "  cluster:\n    disable-compression: true\n    extensions: [{name: x, extension: {a: 1}}]\n",
+          "  cluster:\n    disable-compression: true\n    extensions: [{name: x, extension: {a: " +
+            "1}}]\n",
         ),
     );
     expect((await (await clientFor(s, FAST, path)).getPod("ns1", "p1")).metadata.name).toBe("p1");
@@ -499,7 +504,8 @@ describe("B15 kubeconfig fields Plexus does not implement: refused, naming the f
       path,
       text.replace(
         / {4}token: .*\n/,
-        "    as: admin\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/false}\n",
+        "    as: admin\n    exec: {apiVersion: client.authentication.k8s.io/v1, command: " +
+          "/bin/false}\n",
       ),
     );
     const err = await failure(loadKubeApi({ kubeconfig: path }, { client: FAST }));
@@ -668,7 +674,8 @@ describeBothRuntimes("B35 5xx and 429", () => {
       s.inject({ path: POD_PATH }, { kind: "hang" });
       const err = await failure(kube.getPod("ns1", "p1"));
       expect(err.code).toBe(Code.ApiFailure);
-      // A 10 s policy and 1,000 attempts, but the 250 ms deadline leaves room for two 200 ms requests at most.
+      // A 10 s policy and 1,000 attempts, but the 250 ms deadline leaves room for two 200 ms
+      // requests at most.
       expect(s.requests.length).toBeLessThanOrEqual(2);
     }, o);
   });
@@ -743,7 +750,8 @@ describeBothRuntimes("B37 401/403", () => {
   });
 
   it("B37 403 (RBAC): 104 with the status, the server's message and the kubeconfig path, not retried", async () => {
-    // A user the shipped RBAC binds nothing to (client-other.crt: plexus-test-user): the fake's RBAC answers.
+    // A user the shipped RBAC binds nothing to (client-other.crt: plexus-test-user): the fake's
+    // RBAC answers.
     await using s = await startFakeApiServer({ clientCertificates: true });
     const path = writeKubeconfig(s, { clientCertificate: { name: "other", as: "data" } });
     const kube = await clientFor(s, FAST, path);
@@ -752,7 +760,8 @@ describeBothRuntimes("B37 401/403", () => {
     expect(err.code).toBe(Code.ApiFailure);
     expect(err.message).toContain("403 Forbidden");
     expect(err.message).toContain(
-      'User "plexus-test-user" cannot patch resource "pods/status" in API group "" in the namespace "ns1"',
+      'User "plexus-test-user" cannot patch resource "pods/status" in API group "" in the ' +
+        'namespace "ns1"',
     );
     expect(err.message).toContain(path);
     expect(s.requests).toHaveLength(1);
@@ -934,6 +943,34 @@ describeBothRuntimes("B42 an injected 409 fault on the status write", () => {
   });
 });
 
+/** A process that swaps `path` between `dir`/v0 and v1 by rename until `dir`/stop exists. */
+function startRenamer(path: string, dir: string) {
+  const writer = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const fs = require("node:fs"); const [path, dir] = process.argv.slice(1);
+       const v = [fs.readFileSync(dir + "/v0"), fs.readFileSync(dir + "/v1")];
+       let swaps = 0;
+       process.stdout.write("started\\n");
+       while (!fs.existsSync(dir + "/stop")) {
+         fs.writeFileSync(path + ".tmp", v[swaps % 2]);
+         fs.renameSync(path + ".tmp", path);
+         swaps++;
+       }
+       process.stdout.write(String(swaps));`,
+      path,
+      dir,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let out = "";
+  writer.stdout.on("data", (chunk) => {
+    out += chunk;
+  });
+  return { writer, output: () => out };
+}
+
 describe("B50 kubeconfig replaced while it is read", () => {
   it("B50 atomic renames during 100 loads: every load sees the old or the new file whole", async () => {
     const dir = mkdtempSync(join(tmpdir(), "plx-b50-"));
@@ -944,30 +981,16 @@ describe("B50 kubeconfig replaced while it is read", () => {
       { server: "https://127.0.0.1:2222", token: "token-new" },
     ];
     const render = (v: (typeof versions)[number]) =>
-      `${pad}apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ${v.server}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: ${v.token}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n${pad}`;
+      `${pad}apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ` +
+      `${v.server}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: ` +
+      `${v.token}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: ` +
+      `x\n${pad}`;
     writeFileSync(path, render(versions[0]!));
     writeFileSync(join(dir, "v0"), render(versions[0]!));
     writeFileSync(join(dir, "v1"), render(versions[1]!));
-    // The writer is another process, so its renames land while a load reads, not only between loads.
-    const writer = spawn(
-      process.execPath,
-      [
-        "-e",
-        `const fs = require("node:fs"); const [path, dir] = process.argv.slice(1);
-         const v = [fs.readFileSync(dir + "/v0"), fs.readFileSync(dir + "/v1")];
-         let swaps = 0;
-         process.stdout.write("started\\n");
-         while (!fs.existsSync(dir + "/stop")) { fs.writeFileSync(path + ".tmp", v[swaps % 2]); fs.renameSync(path + ".tmp", path); swaps++; }
-         process.stdout.write(String(swaps));`,
-        path,
-        dir,
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    let out = "";
-    writer.stdout.on("data", (chunk) => {
-      out += chunk;
-    });
+    // The writer is another process, so its renames land while a load reads, not only between
+    // loads.
+    const { writer, output } = startRenamer(path, dir);
     const exited = new Promise((resolve) => writer.once("exit", resolve));
     await new Promise((resolve) => writer.stdout.once("data", resolve));
     const seen = new Set<string>();
@@ -976,7 +999,8 @@ describe("B50 kubeconfig replaced while it is read", () => {
       for (let i = 0; i < 100; i++) {
         const src = await loadKubeSource({ kubeconfig: path, env: {} });
         if (!src || "plugin" in src) throw new Error("expected a token kubeconfig");
-        const pair = `${src.server} ${(await src.auth.headers()).authorization?.replace("Bearer ", "")}`;
+        const token = (await src.auth.headers()).authorization?.replace("Bearer ", "");
+        const pair = `${src.server} ${token}`;
         expect(["https://127.0.0.1:1111 token-old", "https://127.0.0.1:2222 token-new"]).toContain(
           pair,
         );
@@ -985,7 +1009,7 @@ describe("B50 kubeconfig replaced while it is read", () => {
     } finally {
       writeFileSync(join(dir, "stop"), "");
       await exited;
-      swaps = Number(out.split("\n").at(-1));
+      swaps = Number(output().split("\n").at(-1));
       chmodSync(dir, 0o755);
       rmSync(dir, { recursive: true, force: true });
     }

@@ -58,7 +58,8 @@ describe("B62 DEL of one delegate fails", () => {
     // net-a's cached result went with its successful DEL; net-b's stays for the retry's prevResult.
     expect(sb.resultFiles()).toEqual(["net-b-ctr1-net1"]);
 
-    // The runtime's retry, once the delegate recovers, finishes the job: the record kept only net-b.
+    // The runtime's retry, once the delegate recovers, finishes the job: the record kept only
+    // net-b.
     sb.setBehaviours("net-b", {});
     const again = await sb.run("DEL", conf);
     expect(again.code, again.stdout).toBe(0);
@@ -238,7 +239,8 @@ describe("B46 B33 record storage", () => {
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", small]);
     try {
       mkdirSync(join(small, "records"));
-      writeFileSync(join(small, "filler"), Buffer.alloc(60 * 1024)); // fills the tmpfs (4 KiB pages)
+      // fills the tmpfs (4 KiB pages)
+      writeFileSync(join(small, "filler"), Buffer.alloc(60 * 1024));
       const big = sb.delegate("net-a", { extra: { padding: "p".repeat(32 * 1024) } });
       const err = cniError(await sb.run("ADD", sb.config([big], { cniDir: small })));
       expect(err.code).toBe(5);

@@ -35,7 +35,10 @@ const STATUS = "k8s.v1.cni.cncf.io/network-status";
 const podArgs = (name: string) =>
   `IgnoreUnknown=1;K8S_POD_NAMESPACE=app;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name}`;
 
-/** A cluster with pods `web-a` (node-a, with a label and an annotation) and `web-b` (node-b) in `app`. */
+/**
+ * A cluster with pods `web-a` (node-a, with a label and an annotation) and `web-b` (node-b) in
+ * `app`.
+ */
 async function cluster(policy: boolean): Promise<FakeApiServer> {
   const api = await startFakeApiServer({ node: "node-a", ...(policy ? {} : { admission: false }) });
   onTestFinished(() => api.close());
@@ -305,7 +308,8 @@ describe.each([
             .map((q) => `${q.method} ${q.path} ${q.user}`),
         )
         .toEqual([
-          "PATCH /api/v1/namespaces/app/pods/web-a/status system:serviceaccount:kube-system:plexus",
+          "PATCH /api/v1/namespaces/app/pods/web-a/status " +
+            "system:serviceaccount:kube-system:plexus",
           "POST /api/v1/namespaces/app/events system:serviceaccount:kube-system:plexus",
         ]);
       await expect.poll(() => api.events().length).toBe(1);

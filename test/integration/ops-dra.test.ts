@@ -30,7 +30,9 @@ afterEach(async () => {
 const nadConfig = () =>
   JSON.stringify({ cniVersion: "1.0.0", type: "noop", capabilities: { deviceID: true } });
 
-/** A node: net.d with Plexus first and the default network, the scenario as a manifest directory. */
+/**
+ * A node: net.d with Plexus first and the default network, the scenario as a manifest directory.
+ */
 function node(objects: object[]) {
   const confDir = join(sb.root, "net.d");
   const clusterDir = join(sb.root, "cluster");
@@ -81,7 +83,8 @@ describe("M10 DRA in plexus explain and validate", () => {
       ["net2", VF2, "claim", "vf-2"],
     ]);
     expect(renderExplanation(r)).toContain(
-      `device: ${VF1} of ${NETDRA} (ResourceClaim ${NET_CLAIM}, request vfs: device vf-1 of driver sriov.example.com, pool node-1)`,
+      `device: ${VF1} of ${NETDRA} (ResourceClaim ${NET_CLAIM}, request vfs: device vf-1 of ` +
+        `driver sriov.example.com, pool node-1)`,
     );
   });
 

@@ -51,7 +51,10 @@ const pod = (name: string, networks: string) => ({
   },
 });
 
-/** A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture as plugins. */
+/**
+ * A node: net.d with Plexus's conflist first and the default network, a manifest dir, the fixture
+ * as plugins.
+ */
 function node(
   objects: object[],
   options: { kubeconfig?: string; daemonSocket?: string; extra?: Record<string, unknown> } = {},
@@ -99,7 +102,10 @@ const noopConf = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-/** What the built binary's ADD says for the pod (the sandbox's netns is this process's own; the fixture never enters it). */
+/**
+ * What the built binary's ADD says for the pod (the sandbox's netns is this process's own; the
+ * fixture never enters it).
+ */
 async function addError(stdinConf: object, podName: string): Promise<string> {
   const r = await sb.run("ADD", stdinConf, {
     CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=${podName};K8S_POD_UID=uid-${podName}`,
@@ -313,7 +319,8 @@ describe("plexus explain: ADD's plan without running a plugin", () => {
     const podFile = join(sb.root, "pod.yaml");
     writeFileSync(
       podFile,
-      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: ${NS}\n  annotations:\n    k8s.v1.cni.cncf.io/networks: blue@fast0\n`,
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: ${NS}\n  annotations:\n  ` +
+        `  k8s.v1.cni.cncf.io/networks: blue@fast0\n`,
     );
     const r = await explain(undefined, { ...n.flags, file: podFile, nads: nadDir }, n.env);
     expect(r.errors).toEqual([]);
@@ -453,7 +460,8 @@ describe("plexus validate: can this node run the NAD", () => {
     expect(of("outside").join()).toContain("rangeEnd 10.8.1.9 is outside subnet 10.8.0.0/24");
     expect(of("plain")).toEqual([
       expect.stringContaining(
-        'pod demo/web: network demo/plain (config "plain"): the pod requests "deviceID", but no plugin of the network declares that capability',
+        'pod demo/web: network demo/plain (config "plain"): the pod requests "deviceID", but no ' +
+          "plugin of the network declares that capability",
       ),
     ]);
     expect(of("old").join()).toContain(
@@ -573,7 +581,8 @@ describe("plexus validate: can this node run the NAD", () => {
 
 function jwt(expSeconds: number): string {
   const b = (o: object) => Buffer.from(JSON.stringify(o)).toString("base64url");
-  return `${b({ alg: "RS256" })}.${b({ sub: "system:serviceaccount:kube-system:plexus", exp: expSeconds })}.sig`;
+  const claims = { sub: "system:serviceaccount:kube-system:plexus", exp: expSeconds };
+  return `${b({ alg: "RS256" })}.${b(claims)}.sig`;
 }
 
 describe("plexus doctor: the node in one screen", () => {

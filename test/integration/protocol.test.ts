@@ -228,7 +228,8 @@ describe("B18 large runtimeConfig", () => {
     expect(add.code, add.stdout).toBe(0);
     const [a] = sb.invocations();
     const rc = (a!.stdin as { runtimeConfig: Record<string, unknown> }).runtimeConfig;
-    expect(Object.keys(rc)).toEqual(["portMappings"]); // the annotations capability was not declared by the delegate
+    // the annotations capability was not declared by the delegate
+    expect(Object.keys(rc)).toEqual(["portMappings"]);
     expect(rc.portMappings).toHaveLength(10_000);
     expect((await sb.run("DEL", conf)).code).toBe(0);
 
@@ -327,9 +328,10 @@ describe("C2.9 GC", () => {
     expect(r.stdout).toBe("");
     const after = sb.invocations().slice(4);
     expect(
-      after.map((c) =>
-        `${c.command} ${c.network} ${c.cniEnv.CNI_CONTAINERID ?? ""} ${c.cniEnv.CNI_IFNAME ?? ""}`.trim(),
-      ),
+      after.map((c) => {
+        const { CNI_CONTAINERID = "", CNI_IFNAME = "" } = c.cniEnv;
+        return `${c.command} ${c.network} ${CNI_CONTAINERID} ${CNI_IFNAME}`.trim();
+      }),
     ).toEqual(["DEL net-b gone2 net1", "DEL net-a gone2 eth0", "GC net-a", "GC net-b"]);
     const gcA = after[2]!.stdin as Record<string, unknown>;
     const gcB = after[3]!.stdin as Record<string, unknown>;

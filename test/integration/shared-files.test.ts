@@ -1,5 +1,6 @@
 /**
- * What Plexus finds in its shared directories is input, not truth (dist/plexus, the fixture plugin):
+ * What Plexus finds in its shared directories is input, not truth (dist/plexus, the fixture
+ * plugin):
  * a planted record naming `../` makes no path outside cniDir (records rm, GC, the lock clean-up),
  * and FIFOs where records and cached results belong hang neither `records list`, `doctor` nor GC.
  */
@@ -66,7 +67,8 @@ describe("B71 record contents never become paths", () => {
     const conf = sb.config([delegate], { cniVersion: "1.1.0" });
     const records = join(sb.cniDir, "records");
     mkdirSync(records, { recursive: true });
-    // What the old code would have removed: <root>/victim-eth0.json (the record), <root>/victim-eth0.lock (its lock).
+    // What the old code would have removed: <root>/victim-eth0.json (the record),
+    // <root>/victim-eth0.lock (its lock).
     for (const victim of ["victim-eth0.json", "victim-eth0.lock"])
       writeFileSync(join(sb.root, victim), "keep me");
     writeFileSync(

@@ -43,9 +43,8 @@ async function reply(ask: Ask): Promise<void> {
   } catch (err) {
     const e = err as { code?: unknown; message?: string; name?: string };
     const error = { code: e.code, message: e.message ?? String(err), name: e.name };
-    process.stdout.write(
-      `${JSON.stringify({ id: ask.id, ok: false, error, requestCount: kube?.requestCount ?? 0 })}\n`,
-    );
+    const answer = { id: ask.id, ok: false, error, requestCount: kube?.requestCount ?? 0 };
+    process.stdout.write(`${JSON.stringify(answer)}\n`);
   }
 }
 

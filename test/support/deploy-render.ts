@@ -43,7 +43,10 @@ export function renderKustomization(dir = "."): Manifest[] {
   );
 }
 
-/** `kubectl patch --local -f <manifest> --type strategic --patch-file <file>` (file relative to deploy/). */
+/**
+ * `kubectl patch --local -f <manifest> --type strategic --patch-file <file>` (file relative to
+ * deploy/).
+ */
 export function patchLocally(manifest: Manifest, patchFile: string): Manifest {
   const dir = mkdtempSync(join(tmpdir(), "plx-deploy-"));
   try {

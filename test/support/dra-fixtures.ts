@@ -63,7 +63,9 @@ function scenarioNad(name: string, options: ScenarioOptions): Obj {
   };
 }
 
-/** The pod: a claim from a template (its generated name in the status) and a claim named directly. */
+/**
+ * The pod: a claim from a template (its generated name in the status) and a claim named directly.
+ */
 function scenarioPod(networks: string): Obj {
   return {
     apiVersion: "v1",

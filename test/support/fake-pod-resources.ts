@@ -12,7 +12,10 @@ import { PodResourcesPaths, type PodResources } from "../../src/kubelet/pod-reso
 const str = (id: number) => ({ type: "string", id });
 const many = (type: string, id: number) => ({ rule: "repeated", type, id });
 
-/** kubelet's pkg/kubelet/apis/podresources/v1 api.proto, the messages of List and Get (and a field Plexus skips). */
+/**
+ * kubelet's pkg/kubelet/apis/podresources/v1 api.proto, the messages of List and Get (and a field
+ * Plexus skips).
+ */
 const root = protobuf.Root.fromJSON({
   nested: {
     v1: {

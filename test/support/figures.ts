@@ -18,7 +18,8 @@ export const FIGURE_RES = [
   new RegExp(
     String.raw`\b(?:[Aa]bout|[Aa]round|[Rr]oughly|[Cc]osts?|[Ss]aves?|saved|[Tt]akes?|took|` +
       String.raw`[Aa]dds?|added|[Cc]uts?|[Pp]ays?|paid|[Ss]pends?|spent|[Ww]eighs?|[Uu]ses?|used|` +
-      String.raw`[Hh]olds?|[Pp]eaks? at)\s+${NUMBER}${UNIT}`,
+      String.raw`[Hh]olds?|[Pp]eaks? at)\s+` +
+      `${NUMBER}${UNIT}`,
   ),
   new RegExp(String.raw`(?<![\w.])[+−]\s?${NUMBER}${UNIT}`),
   new RegExp(

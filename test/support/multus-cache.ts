@@ -54,7 +54,9 @@ export function multusEntry(delegate: MultusDelegate): Record<string, unknown> {
   return e;
 }
 
-/** `<dir>/<containerId>` holding the delegates as Multus's saveDelegates writes them (mode 0600). */
+/**
+ * `<dir>/<containerId>` holding the delegates as Multus's saveDelegates writes them (mode 0600).
+ */
 export function writeMultusCache(
   dir: string,
   containerId: string,

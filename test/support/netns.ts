@@ -1,8 +1,8 @@
 /**
  * Helpers for the end-to-end tier (modelled on the reference
- * plugins' `pkg/testutils/netns_linux.go`): real network namespaces, host bridges and veths, `ip -j`
- * read inside a namespace, and a per-test {@link E2eScope} that tracks everything a test creates
- * and removes it even when the test fails, then reports what could still be left behind
+ * plugins' `pkg/testutils/netns_linux.go`): real network namespaces, host bridges and veths, `ip
+ * -j` read inside a namespace, and a per-test {@link E2eScope} that tracks everything a test
+ * creates and removes it even when the test fails, then reports what could still be left behind
  * (namespaces, links, host-local reservations, Plexus records and cached results, processes).
  *
  * Prerequisites: root, `ip` (iproute2) and the reference plugins in /usr/lib/cni. Outside CI a
@@ -30,7 +30,10 @@ import { requirePlexusBinary, runPlexus, TEST_PATH, type RunResult } from "./ple
 
 export const CNI_BIN_DIR = "/usr/lib/cni";
 export const NETNS_DIR = "/var/run/netns";
-/** Every namespace, bridge and veth these tests make starts with this, so a stray one is recognisable. */
+/**
+ * Every namespace, bridge and veth these tests make starts with this, so a stray one is
+ * recognisable.
+ */
 const NAME_PREFIX = TEST_NAME_PREFIX;
 /** Plugins every e2e file uses; others (macvlan, tuning, static, ipvlan) are probed where used. */
 const REQUIRED_PLUGINS = ["bridge", "host-local"];
@@ -67,7 +70,9 @@ export const isCi = (): boolean => process.env.CI === "true" || process.env.CI =
  * fails (not skips) when dist/plexus is missing. Otherwise: outside CI the suite is skipped and
  * the reason printed loudly; under CI=true the suite becomes one failing test naming the reason.
  */
-/** A program an e2e file needs beyond the common prerequisites, and the Debian package that has it. */
+/**
+ * A program an e2e file needs beyond the common prerequisites, and the Debian package that has it.
+ */
 export interface E2eTool {
   /** A command found through PATH, or an absolute path. */
   command: string;
@@ -121,7 +126,8 @@ const linkTypeProbe = new Map<string, string | undefined>();
 
 /**
  * Whether this kernel can create a link of `type` (ipvlan, macvlan, …): tries it on a veth in a
- * throwaway namespace. Returns undefined when it can, else the reason to print ("kernel has no ipvlan").
+ * throwaway namespace. Returns undefined when it can, else the reason to print ("kernel has no
+ * ipvlan").
  */
 export function kernelLacksLinkType(type: string): string | undefined {
   if (linkTypeProbe.has(type)) return linkTypeProbe.get(type);
@@ -229,7 +235,9 @@ function toLinkInfo(raw: RawLink): LinkInfo {
   return info;
 }
 
-/** Every link of a namespace (or the host when `netns` is undefined), with MAC, MTU and addresses. */
+/**
+ * Every link of a namespace (or the host when `netns` is undefined), with MAC, MTU and addresses.
+ */
 export function links(netns?: string): LinkInfo[] {
   const o = netns ? { netns } : {};
   const details = new Map(ipJson<RawLink>(["-d", "link", "show"], o).map((l) => [l.ifname, l]));
@@ -284,7 +292,10 @@ export function netnsExists(name: string): boolean {
 export interface AttachmentLeftovers {
   /** `<netns>/<ifname>` for every link but `lo` in a namespace of this test that still exists. */
   netnsLinks: string[];
-  /** Ports of this test's bridges (host veth ends) and this test's links the test did not create itself. */
+  /**
+   * Ports of this test's bridges (host veth ends) and this test's links the test did not create
+   * itself.
+   */
   hostLinks: string[];
   /** host-local reservation files (`<network>/<ip>`) under this test's dataDir. */
   ipReservations: string[];
@@ -330,12 +341,16 @@ export class E2eScope {
   readonly cniDir: string;
   /** host-local's `dataDir` for every network of this test. */
   readonly dataDir: string;
-  /** Put into the environment of every plexus run; delegates inherit it, so leftovers are findable. */
+  /**
+   * Put into the environment of every plexus run; delegates inherit it, so leftovers are findable.
+   */
   readonly marker: string;
   private readonly netnses = new Set<string>();
   /** Links the test created itself (masters, bridges made up front). */
   private readonly ownLinks = new Set<string>();
-  /** Bridges named for the bridge plugin to create: removed at the end, their ports are leftovers. */
+  /**
+   * Bridges named for the bridge plugin to create: removed at the end, their ports are leftovers.
+   */
   private readonly bridges = new Set<string>();
   private readonly tag = randomHex(2);
   private seq = 0;
@@ -384,7 +399,9 @@ export class E2eScope {
     return name;
   }
 
-  /** A host veth pair, both ends up; returns [end, peer] (one end makes a macvlan/ipvlan master). */
+  /**
+   * A host veth pair, both ends up; returns [end, peer] (one end makes a macvlan/ipvlan master).
+   */
   addVethPair(): [string, string] {
     const a = this.linkName("v");
     const b = `${a}p`;

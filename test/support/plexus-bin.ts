@@ -26,10 +26,16 @@ import { fileURLToPath } from "node:url";
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const PLEXUS_BIN = join(REPO_ROOT, "dist/plexus");
 const FIXTURE = join(REPO_ROOT, "test/fixtures/noop-plugin.mjs");
-/** The pinned Node 24 first, so the fixture's `#!/usr/bin/env node` does not pick the machine's Node 20. */
+/**
+ * The pinned Node 24 first, so the fixture's `#!/usr/bin/env node` does not pick the machine's Node
+ * 20.
+ */
 export const TEST_PATH = `${join(REPO_ROOT, "node_modules/.bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
-/** Fails loudly instead of building: `npm test` builds before vitest; by hand run `npm run -s build`. */
+/**
+ * Fails loudly instead of building: `npm test` builds before vitest; by hand run `npm run -s
+ * build`.
+ */
 export function requirePlexusBinary(): void {
   let ok = false;
   try {
@@ -40,7 +46,8 @@ export function requirePlexusBinary(): void {
   }
   if (!ok) {
     throw new Error(
-      `${PLEXUS_BIN} is missing or not executable: build it first with \`npm run -s build\` (npm test does this before vitest)`,
+      `${PLEXUS_BIN} is missing or not executable: build it first with \`npm run -s build\` (npm ` +
+        `test does this before vitest)`,
     );
   }
 }
@@ -137,7 +144,8 @@ export function singleJson(stdout: string): Record<string, unknown> {
     v = JSON.parse(stdout);
   } catch (e) {
     throw new Error(
-      `stdout is not exactly one JSON document (${(e as Error).message}): ${JSON.stringify(stdout.slice(0, 500))}`,
+      `stdout is not exactly one JSON document (${(e as Error).message}): ` +
+        `${JSON.stringify(stdout.slice(0, 500))}`,
     );
   }
   if (v === null || typeof v !== "object" || Array.isArray(v))
@@ -154,7 +162,8 @@ export function cniError(result: RunResult): {
 } {
   if (result.code !== 1)
     throw new Error(
-      `expected exit 1, got ${result.code ?? result.signal}; stdout=${result.stdout.slice(0, 500)} stderr=${result.stderr.slice(0, 500)}`,
+      `expected exit 1, got ${result.code ?? result.signal}; ` +
+        `stdout=${result.stdout.slice(0, 500)} stderr=${result.stderr.slice(0, 500)}`,
     );
   const e = singleJson(result.stdout);
   if (typeof e.code !== "number" || typeof e.msg !== "string")
@@ -192,7 +201,9 @@ export interface Behaviour {
   signal?: string;
   /** The delegate's work takes this long (a slow delegate). */
   delayMs?: number;
-  /** Written by a "result" ADD just before it prints its result: proof that it finished its work. */
+  /**
+   * Written by a "result" ADD just before it prints its result: proof that it finished its work.
+   */
   doneFile?: string;
 }
 export type Behaviours = Partial<
@@ -270,7 +281,9 @@ export class Sandbox {
     mkdirSync(this.binDir);
   }
 
-  /** Copies the fixture into CNI_PATH as `type` (a copy, so a test may hold it open for writing). */
+  /**
+   * Copies the fixture into CNI_PATH as `type` (a copy, so a test may hold it open for writing).
+   */
   installPlugin(type = "noop", mode = 0o755): string {
     const dest = join(this.binDir, type);
     copyFileSync(FIXTURE, dest);
@@ -343,7 +356,10 @@ export class Sandbox {
     return { ...base, ...extra };
   }
 
-  /** Runs plexus for `command` with the config on stdin (cwd: the sandbox, so nothing lands elsewhere). */
+  /**
+   * Runs plexus for `command` with the config on stdin (cwd: the sandbox, so nothing lands
+   * elsewhere).
+   */
   run(
     command: string,
     conf: unknown,
@@ -377,7 +393,10 @@ export class Sandbox {
   }
 
   /** Live processes whose command line mentions this sandbox (fixtures, their grandchildren). */
-  /** Live (not zombie) processes of this sandbox: its path in their command line, or its marker in their environment. */
+  /**
+   * Live (not zombie) processes of this sandbox: its path in their command line, or its marker in
+   * their environment.
+   */
   liveProcesses(): Array<{ pid: number; cmdline: string }> {
     const byPid = new Map(processesMentioning(this.root).map((p) => [p.pid, p]));
     for (const p of processesWithEnv(`PLX_IT_MARK=${this.marker}`)) byPid.set(p.pid, p);
@@ -489,7 +508,9 @@ export function sortedCompactJson(value: unknown): string {
   return JSON.stringify(sort(value));
 }
 
-/** GET `path` over a unix socket (the daemon's); resolves with the status, 0 when nothing answered. */
+/**
+ * GET `path` over a unix socket (the daemon's); resolves with the status, 0 when nothing answered.
+ */
 export function unixSocketStatus(socket: string, path: string): Promise<number> {
   return new Promise((resolve) => {
     const req = request({ socketPath: socket, path }, (res) => {

@@ -44,7 +44,9 @@ export function ensureRelease(): number {
   return performance.now() - started;
 }
 
-/** Runs `argv` (an executable, or an emulator and the executable) with `env` and `stdin`, cwd `/`. */
+/**
+ * Runs `argv` (an executable, or an emulator and the executable) with `env` and `stdin`, cwd `/`.
+ */
 export function runCommand(
   argv: readonly string[],
   options: { env: Record<string, string | undefined>; stdin?: string; timeoutMs?: number },

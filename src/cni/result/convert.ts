@@ -54,7 +54,8 @@ const fromCanonical: Record<VersionFamily, (r: Result, version: string) => AnyRe
     const { ips, ...rest } = r;
     const out: Result040 = { ...rest, cniVersion: version };
     if (ips) {
-      // The version comes from the address, as in libcni, never from a stray `version` key of a 1.x IP.
+      // The version comes from the address, as in libcni, never from a stray `version` key of a 1.x
+      // IP.
       out.ips = ips.map(({ version: _stray, ...ip }: IpConfig & { version?: unknown }) => ({
         version: ipFamily(ip.address) === 4 ? "4" : "6",
         ...ip,
@@ -73,7 +74,8 @@ const fromCanonical: Record<VersionFamily, (r: Result, version: string) => AnyRe
     if (!out.ip4 && !out.ip6) {
       throw new CniError(
         Code.IncompatibleVersion,
-        `cannot convert the result to CNI ${version}: it has no IP address, and 0.1.0/0.2.0 results need one`,
+        `cannot convert the result to CNI ${version}: it has no IP address, and 0.1.0/0.2.0 ` +
+          `results need one`,
       );
     }
     // A route of a family without an IP has nowhere to go in 0.2.0; libcni drops it, so do we.
@@ -95,7 +97,8 @@ export function convertResult(result: AnyResult, version: string): AnyResult {
   if (!(ALL_VERSIONS as readonly string[]).includes(version)) {
     throw new CniError(
       Code.IncompatibleVersion,
-      `cannot convert a result to unknown CNI version ${JSON.stringify(version)}; supported: ${ALL_VERSIONS.join(", ")}`,
+      `cannot convert a result to unknown CNI version ${JSON.stringify(version)}; supported: ` +
+        `${ALL_VERSIONS.join(", ")}`,
     );
   }
   return fromCanonical[familyOf(version)](toResult(result), version);

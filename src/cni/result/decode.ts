@@ -97,7 +97,8 @@ export function decodeResult(
   if (!isPlainObject(value)) {
     throw new CniError(
       Code.InvalidResult,
-      `${what}: result is not a JSON object (got ${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value})`,
+      `${what}: result is not a JSON object (got ` +
+        `${value === null ? "null" : Array.isArray(value) ? "a list" : typeof value})`,
     );
   }
   if (looksLikeCniError(value)) {

@@ -380,7 +380,10 @@ function requestValue(request: AdmissionRequest): CelInput {
 
 type Decision = { message: string; reason: string };
 
-/** The message of a failed validation: messageExpression's string, else message, else the expression. */
+/**
+ * The message of a failed validation: messageExpression's string, else message, else the
+ * expression.
+ */
 function failureMessage(
   validation: CompiledPolicy["validations"][number],
   vars: Record<string, CelInput>,
@@ -390,7 +393,9 @@ function failureMessage(
   return validation.message?.trim() || `failed expression: ${validation.expression}`;
 }
 
-/** One evaluation of a policy's validations (per parameter when it has some): failures and errors. */
+/**
+ * One evaluation of a policy's validations (per parameter when it has some): failures and errors.
+ */
 function validate(policy: CompiledPolicy, base: Record<string, CelInput>): Decision[] {
   const variables = new Map<string, CelInput>();
   const vars = { ...base, variables };
@@ -413,7 +418,9 @@ function evalError(expression: string, got: unknown): Decision {
   return { message: `expression '${expression}' resulted in error: ${why}`, reason: "" };
 }
 
-/** matchConditions: all true to apply; an error is the failurePolicy's (kube-apiserver's matcher). */
+/**
+ * matchConditions: all true to apply; an error is the failurePolicy's (kube-apiserver's matcher).
+ */
 function conditionsMatch(
   policy: CompiledPolicy,
   vars: Record<string, CelInput>,
@@ -429,7 +436,9 @@ function conditionsMatch(
   return true;
 }
 
-/** Objects of a policy's paramKind for a binding (Pods: in the request's namespace, by selector). */
+/**
+ * Objects of a policy's paramKind for a binding (Pods: in the request's namespace, by selector).
+ */
 type ParamLookup = (q: {
   apiVersion: string;
   kind: string;
@@ -466,7 +475,9 @@ function decisionsFor(query: {
 
 const REASON_CODES: Record<string, number> = { Forbidden: 403, Unauthorized: 401, Invalid: 422 };
 
-/** admission.NewForbidden's Status with the decision's reason and code (the plugin's dispatcher). */
+/**
+ * admission.NewForbidden's Status with the decision's reason and code (the plugin's dispatcher).
+ */
 function denialOf(request: AdmissionRequest, message: string, reason: string): AdmissionDenial {
   const why = reason || "Invalid";
   const name = request.name || String(request.object?.metadata?.name ?? "");

@@ -27,7 +27,9 @@ export type Fault =
   | { kind: "hang" }
   /** Send the headers (Content-Length of a real answer), then nothing. */
   | { kind: "hang-after-headers" }
-  /** Send headers, then the real answer a few bytes at a time (`chunked`: without Content-Length). */
+  /**
+   * Send headers, then the real answer a few bytes at a time (`chunked`: without Content-Length).
+   */
   | { kind: "slow-body"; chunkBytes?: number; intervalMs?: number; chunked?: boolean }
   /** 200 with a JSON body of `bytes` (default 10 MiB). */
   | { kind: "huge-body"; bytes?: number }

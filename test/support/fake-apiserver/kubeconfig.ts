@@ -23,7 +23,8 @@ export interface KubeconfigOptions {
   tokenFile?: boolean;
   /**
    * Authenticate with a test client certificate (test/support/tls/README.md) instead of a token:
-   * inline (`client-certificate-data`/`client-key-data`) or as file paths (`client-certificate`/`client-key`).
+   * inline (`client-certificate-data`/`client-key-data`) or as file paths
+   * (`client-certificate`/`client-key`).
    */
   clientCertificate?: { name: ClientCertName; as: "data" | "file" };
 }
@@ -50,7 +51,8 @@ function authLines(token: string, where: { dir: string; options: KubeconfigOptio
     const files = clientCertFiles(options.clientCertificate.name);
     return options.clientCertificate.as === "file"
       ? `    client-certificate: ${files.cert}\n    client-key: ${files.key}`
-      : `    client-certificate-data: ${readFileSync(files.cert).toString("base64")}\n    client-key-data: ${readFileSync(files.key).toString("base64")}`;
+      : `    client-certificate-data: ${readFileSync(files.cert).toString("base64")}\n    ` +
+          `client-key-data: ${readFileSync(files.key).toString("base64")}`;
   }
   if (!options.tokenFile) return `    token: ${token}`;
   const tokenPath = join(dir, `${options.fileName ?? "kubeconfig"}.token`);
@@ -96,7 +98,10 @@ export function writeKubeconfig(
   return path;
 }
 
-/** A CA the fake server's certificate does not chain to (PEM), made with openssl in `dir`: for "wrong CA" tests. */
+/**
+ * A CA the fake server's certificate does not chain to (PEM), made with openssl in `dir`: for
+ * "wrong CA" tests.
+ */
 export function otherCaPem(dir: string): string {
   const args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
   const out = ["-nodes", "-keyout", join(dir, "k.pem"), "-out", join(dir, "ca.pem")];

@@ -10,7 +10,10 @@ import { HttpError } from "./status.ts";
 import type { ObjectStore } from "./store.ts";
 import type { Filter, KubeObject } from "./types.ts";
 
-/** A LIST's options, validated as kube-apiserver validates ListOptions (422 for a bad combination, as it). */
+/**
+ * A LIST's options, validated as kube-apiserver validates ListOptions (422 for a bad combination,
+ * as it).
+ */
 export interface ListOptions {
   resourceVersion: string;
   match: string;
@@ -79,7 +82,10 @@ export function servesFromStorage(options: ListOptions): boolean {
   );
 }
 
-/** The cacher (after waiting for its cache) and etcd (a future revision) both answer 504 with this cause. */
+/**
+ * The cacher (after waiting for its cache) and etcd (a future revision) both answer 504 with this
+ * cause.
+ */
 function tooLargeResourceVersion(rv: number, current: number): HttpError {
   const e = new HttpError(504, `Too large resource version: ${rv}, current: ${current}`, {
     causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version" }],
@@ -108,17 +114,27 @@ export function decodeContinue(token: string): { rv: number; start: string } {
   }
 }
 
-/** A continuation from a compacted revision: 410, with a token that resumes at the newest revision (inconsistently). */
+/**
+ * A continuation from a compacted revision: 410, with a token that resumes at the newest revision
+ * (inconsistently).
+ */
 function continueExpired(start: string): HttpError {
   const e = new HttpError(
     410,
-    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    "The provided continue parameter is too old to display a consistent list result. You can " +
+      "start a new list without the continue parameter, or use the continue token in this " +
+      "response to retrieve the remainder of the results. Continuing with the provided token " +
+      "results in an inconsistent list - objects that were created, modified, or deleted between " +
+      "the time the first chunk was returned and now may show up in the list.",
   );
   e.listContinue = encodeContinue(-1, start);
   return e;
 }
 
-/** The watch cache: always caught up here, so "0" and "not older than N ≤ now" are the current state, whole (no paging). */
+/**
+ * The watch cache: always caught up here, so "0" and "not older than N ≤ now" are the current
+ * state, whole (no paging).
+ */
 export function listFromCache(
   store: ObjectStore,
   list: { resource: Resource; filter: Filter; options: ListOptions },

@@ -26,7 +26,10 @@ import { mergePatch } from "./patch.ts";
  */
 export const ADMIN_TOKEN = "plexus-test-admin";
 
-/** Who a request is from (kube-apiserver's user.Info): a token's service account or a certificate's CN/O. */
+/**
+ * Who a request is from (kube-apiserver's user.Info): a token's service account or a certificate's
+ * CN/O.
+ */
 export interface UserInfo {
   name: string;
   groups: string[];
@@ -71,7 +74,9 @@ export interface RbacPolicy {
   /** "namespace/name" → rules. */
   roles: Map<string, PolicyRule[]>;
   bindings: Binding[];
-  /** The service accounts the manifests define, as user names (`system:serviceaccount:<ns>:<name>`). */
+  /**
+   * The service accounts the manifests define, as user names (`system:serviceaccount:<ns>:<name>`).
+   */
   serviceAccounts: UserInfo[];
 }
 
@@ -90,7 +95,8 @@ function resourceDocs(path: string, seen: Set<string>): Doc[] {
 /**
  * The YAML documents a kustomization directory renders from: its `resources` (directories
  * followed), then its `components` in order, each adding to and patching the set so far, as
- * kustomize applies them; a `patches` entry is a file naming its target by kind and name, merged in.
+ * kustomize applies them; a `patches` entry is a file naming its target by kind and name, merged
+ * in.
  */
 export function kustomizationDocs(dir: string, seen = new Set<string>(), out: Doc[] = []): Doc[] {
   if (seen.has(dir)) return out;
@@ -115,7 +121,10 @@ export function kustomizationDocs(dir: string, seen = new Set<string>(), out: Do
   return out;
 }
 
-/** The RBAC objects and service accounts Plexus ships (default: everything `kubectl apply -k deploy/` creates). */
+/**
+ * The RBAC objects and service accounts Plexus ships (default: everything `kubectl apply -k
+ * deploy/` creates).
+ */
 export function loadShippedRbac(dir = DEPLOY_DIR): RbacPolicy {
   return rbacOf(kustomizationDocs(dir));
 }
@@ -146,7 +155,9 @@ export function rbacOf(docs: readonly Doc[]): RbacPolicy {
   return policy;
 }
 
-/** The user a service account's token authenticates as (serviceaccount.MakeUsername and its groups). */
+/**
+ * The user a service account's token authenticates as (serviceaccount.MakeUsername and its groups).
+ */
 export function serviceAccountUser(namespace: string, name: string): UserInfo {
   return {
     name: `system:serviceaccount:${namespace}:${name}`,
@@ -187,7 +198,10 @@ function ruleAllows(rule: PolicyRule, attrs: RequestAttributes): boolean {
   return !rule.resourceNames?.length || rule.resourceNames.includes(attrs.name);
 }
 
-/** Whether any binding that applies to the user grants the request (RBAC is allow-only: no deny rules). */
+/**
+ * Whether any binding that applies to the user grants the request (RBAC is allow-only: no deny
+ * rules).
+ */
 export function authorize(policy: RbacPolicy, user: UserInfo, attrs: RequestAttributes): boolean {
   for (const b of policy.bindings) {
     if (b.namespace !== undefined && b.namespace !== attrs.namespace) continue;
@@ -201,19 +215,30 @@ export function authorize(policy: RbacPolicy, user: UserInfo, attrs: RequestAttr
   return false;
 }
 
-/** kube-apiserver's words for a denied resource request (responsewriters.forbiddenMessage, errors.NewForbidden). */
+/**
+ * kube-apiserver's words for a denied resource request (responsewriters.forbiddenMessage,
+ * errors.NewForbidden).
+ */
 export function forbiddenMessage(user: UserInfo, attrs: RequestAttributes): string {
   const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
   const where = attrs.namespace ? `in the namespace "${attrs.namespace}"` : "at the cluster scope";
   const qualified = attrs.apiGroup ? `${attrs.resource}.${attrs.apiGroup}` : attrs.resource;
   const subject = attrs.name ? `${qualified} "${attrs.name}"` : qualified;
-  return `${subject} is forbidden: User "${user.name}" cannot ${attrs.verb} resource "${resource}" in API group "${attrs.apiGroup}" ${where}`;
+  return (
+    `${subject} is forbidden: User "${user.name}" cannot ${attrs.verb} resource ` +
+    `"${resource}" in API group "${attrs.apiGroup}" ${where}`
+  );
 }
 
-/** Paths kube-apiserver's default roles (system:discovery, system:public-info-viewer) open to any authenticated user. */
+/**
+ * Paths kube-apiserver's default roles (system:discovery, system:public-info-viewer) open to any
+ * authenticated user.
+ */
 const DISCOVERY = /^\/(api|apis|version|healthz|livez|readyz)(\/.*)?$/;
 
-/** RBAC's decision, or undefined when allowed: discovery paths are open to every authenticated user. */
+/**
+ * RBAC's decision, or undefined when allowed: discovery paths are open to every authenticated user.
+ */
 export function denied(
   policy: RbacPolicy | undefined,
   request: { user: UserInfo; info: RequestAttributes | undefined; method: string; path: string },
@@ -253,7 +278,10 @@ function certificateUser(req: IncomingMessage): UserInfo | undefined {
   return { name: cn, groups };
 }
 
-/** kube-apiserver's authenticators, x509 first: a verified client certificate, else the bearer token. */
+/**
+ * kube-apiserver's authenticators, x509 first: a verified client certificate, else the bearer
+ * token.
+ */
 export function authenticate(
   req: IncomingMessage,
   authn: Authenticators,

@@ -17,7 +17,10 @@ export type DraResource = "resourceclaims" | "resourceslices";
 export const DRA_GROUP = "resource.k8s.io";
 export const DRA_API_VERSION = `${DRA_GROUP}/v1`;
 
-/** A stored, watchable resource (a key of the registry table); events are create-only, not stored as one. */
+/**
+ * A stored, watchable resource (a key of the registry table); events are create-only, not stored as
+ * one.
+ */
 export type Resource = "pods" | "nads" | DraResource;
 
 /** One resource the fake serves. */

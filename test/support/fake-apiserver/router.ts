@@ -45,7 +45,9 @@ import type { ObjectStore } from "./store.ts";
 import type { Filter, KubeObject, LoggedRequest } from "./types.ts";
 import { type WatchHub, type WatchPlan, watchPlan } from "./watch.ts";
 
-/** A request as kube-apiserver's RequestInfoFactory reads its path: the attributes RBAC decides on. */
+/**
+ * A request as kube-apiserver's RequestInfoFactory reads its path: the attributes RBAC decides on.
+ */
 interface RequestInfo extends RequestAttributes {
   apiVersion: string;
 }
@@ -89,7 +91,10 @@ type Answer = [number, unknown];
 
 const VERBS: Record<string, string> = { POST: "create", PUT: "update", PATCH: "patch" };
 
-/** `/api/v1/…` or `/apis/<group>/<version>/…`; undefined for a non-resource path (`/version`, `/healthz`). */
+/**
+ * `/api/v1/…` or `/apis/<group>/<version>/…`; undefined for a non-resource path (`/version`,
+ * `/healthz`).
+ */
 export function requestInfo(
   method: string,
   path: string,
@@ -210,7 +215,8 @@ function handlePods(ctx: ServerContext, call: Call, pod: { ns: string; name: str
         `the fake API server does not implement patch type ${JSON.stringify(ct)}`,
       );
     const patch = parseBody(call.body);
-    // No storage precondition: the patch applies to whatever is stored, UID and resourceVersion included.
+    // No storage precondition: the patch applies to whatever is stored, UID and resourceVersion
+    // included.
     const mutate = (current: KubeObject) => apply(current, patch) as Record<string, unknown>;
     return [200, ctx.store.updatePod({ ...update, uidPrecondition: undefined, mutate, admit })];
   }
@@ -270,7 +276,10 @@ const objectHandlers: Partial<
   Record<Resource, (ctx: ServerContext, call: Call, obj: { ns: string; name: string }) => Answer>
 > = { pods: handlePods, resourceclaims: handleClaim };
 
-/** The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or create-only). */
+/**
+ * The handler of each resource in the registry table (GET/LIST/WATCH of a stored kind, or
+ * create-only).
+ */
 export function route(ctx: ServerContext, call: Call): Answer | WatchPlan {
   const { info } = call;
   const policyObject = ctx.admission.serve(info, call.method);

@@ -40,7 +40,8 @@ import { WatchHub } from "./watch.ts";
 
 /** The admission of `deploy/` (or `deployDir`); none with `admission: false`. */
 function loadAdmission(opts: FakeApiServerOptions, user: UserInfo, store: ObjectStore) {
-  // rbac: false (a test about something else than permissions) turns admission off unless asked for.
+  // rbac: false (a test about something else than permissions) turns admission off unless asked
+  // for.
   const off = opts.admission === false || (opts.rbac === false && opts.admission === undefined);
   const dir = off ? undefined : ((opts.admission || undefined)?.deployDir ?? DEPLOY_DIR);
   const docs = dir ? kustomizationDocs(dir) : [];
@@ -66,7 +67,8 @@ function createContext(opts: FakeApiServerOptions) {
   const store = new ObjectStore({ historyLimit: opts.historyLimit });
   const { pending, later } = timerSet();
   const rbac = opts.rbac === false ? undefined : loadShippedRbac(opts.rbac?.deployDir);
-  // The token is the shipped service account's (the DaemonSet's projected token, the installer's kubeconfig).
+  // The token is the shipped service account's (the DaemonSet's projected token, the installer's
+  // kubeconfig).
   const saUser =
     (rbac ?? loadShippedRbac()).serviceAccounts[0] ?? serviceAccountUser("default", "default");
   const admission = loadAdmission(opts, saUser, store);
@@ -110,8 +112,8 @@ async function listen(ctx: ServerContext, opts: FakeApiServerOptions): Promise<S
       else res.destroy();
     });
   };
-  // As kube-apiserver with --client-ca-file: a certificate is asked for, not required; one that does
-  // not verify authenticates nobody (the request then needs a token).
+  // As kube-apiserver with --client-ca-file: a certificate is asked for, not required; one that
+  // does not verify authenticates nobody (the request then needs a token).
   const clientCa = opts.clientCertificates
     ? { requestCert: true, rejectUnauthorized: false, ca: [TEST_CA_PEM] }
     : {};

@@ -20,7 +20,9 @@ const REASONS: Record<number, string> = {
   504: "Timeout",
 };
 
-/** Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping. */
+/**
+ * Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping.
+ */
 export class HttpError extends Error {
   readonly code: number;
   readonly details?: Record<string, unknown>;

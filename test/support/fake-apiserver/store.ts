@@ -71,11 +71,15 @@ function checkUpdate(update: PodUpdate, current: KubeObject, next: Record<string
 function checkPrecondition(update: PodUpdate, current: KubeObject): void {
   const uid = current.metadata.uid;
   if (update.uidPrecondition === undefined || update.uidPrecondition === uid) return;
-  const why = `Precondition failed: UID in precondition: ${String(update.uidPrecondition)}, UID in object meta: ${String(uid)}`;
+  const why =
+    `Precondition failed: UID in precondition: ${String(update.uidPrecondition)}, UID ` +
+    `in object meta: ${String(uid)}`;
   conflict("pods", update.name, why);
 }
 
-/** Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping. */
+/**
+ * Plain fields, not parameter properties: the benchmark loads this file with Node's type stripping.
+ */
 export class ObjectStore {
   readonly historyLimit: number;
   /** The stored objects of each resource, by "namespace/name" ("/name" when cluster-scoped). */
@@ -231,7 +235,10 @@ export class ObjectStore {
     return merged;
   }
 
-  /** A test's pod; re-adding an existing pod replaces it (MODIFIED), keeping its identity unless given. */
+  /**
+   * A test's pod; re-adding an existing pod replaces it (MODIFIED), keeping its identity unless
+   * given.
+   */
   addPod(pod: PodInput): KubeObject {
     const ns = pod.metadata.namespace ?? "default";
     const key = objectKey(ns, pod.metadata.name);

@@ -72,9 +72,14 @@ export interface FakeApiServerOptions {
   admission?: false | { deployDir?: string };
   /** The node the server's own token was issued on (default "node-1", the fixtures' node). */
   node?: string;
-  /** Ask for a client certificate (TLS only) and authenticate one the test CA signed as its CN/O. */
+  /**
+   * Ask for a client certificate (TLS only) and authenticate one the test CA signed as its CN/O.
+   */
   clientCertificates?: boolean;
-  /** Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 60 s, about what kube-apiserver sends; tests of bookmarks set it short). */
+  /**
+   * Interval of BOOKMARK events on watches with `allowWatchBookmarks=true` (default 60 s, about
+   * what kube-apiserver sends; tests of bookmarks set it short).
+   */
   bookmarkIntervalMs?: number;
   /**
    * API group versions this server does not serve (`resource.k8s.io/v1`: DRA off;
@@ -124,7 +129,10 @@ export interface FakeApiServer extends AsyncDisposable {
   /** Ends every open watch stream cleanly (terminating chunk); with `abort`, destroys their
    * connections instead (the client sees a network error). Returns how many were open. */
   dropWatches(options?: { abort?: boolean }): number;
-  /** Forgets the whole event history: a watch resuming from an older resourceVersion is expired (410). */
+  /**
+   * Forgets the whole event history: a watch resuming from an older resourceVersion is expired
+   * (410).
+   */
   compactHistory(): void;
   /** Open watch streams right now. */
   watchCount(): number;

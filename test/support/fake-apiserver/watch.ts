@@ -59,8 +59,9 @@ function eventLine(type: string, json: string): string {
   return `{"type":"${type}","object":${json}}\n`;
 }
 
-/** The event as a watch with this filter sees it (kube-apiserver's cacheWatcher.convertToWatchEvent): an
- * object leaving the selector is DELETED (its previous state at the event's RV), entering it ADDED. */
+/** The event as a watch with this filter sees it (kube-apiserver's
+ * cacheWatcher.convertToWatchEvent): an object leaving the selector is DELETED (its previous state
+ * at the event's RV), entering it ADDED. */
 export function projectEvent(
   watch: { resource: Resource; filter: Filter },
   event: HistoryEvent,
@@ -176,7 +177,9 @@ export class WatchHub {
     return first;
   }
 
-  /** Starts a watch stream: expiry, the first batch (current state or replayed history), then live. */
+  /**
+   * Starts a watch stream: expiry, the first batch (current state or replayed history), then live.
+   */
   async start(res: ServerResponse, plan: WatchPlan, fault: Fault | undefined): Promise<void> {
     if (this.expired(res, plan)) return;
     const watcher: Watcher = {

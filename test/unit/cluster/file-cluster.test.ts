@@ -26,8 +26,11 @@ describe("FileCluster: manifests standing in for the API server", () => {
     writeFileSync(
       join(dir, "a.yaml"),
       [
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: demo\n  uid: u-1\n  annotations:\n    k8s.v1.cni.cncf.io/networks: net-a\n",
-        'apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: net-a\n  namespace: demo\nspec:\n  config: \'{"cniVersion":"1.0.0","type":"bridge"}\'\n',
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: demo\n  uid: u-1\n  " +
+          "annotations:\n    k8s.v1.cni.cncf.io/networks: net-a\n",
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: " +
+          "net-a\n  namespace: demo\nspec:\n  config: " +
+          '\'{"cniVersion":"1.0.0","type":"bridge"}\'\n',
       ].join("---\n"),
     );
     writeFileSync(

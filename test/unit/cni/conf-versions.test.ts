@@ -104,7 +104,8 @@ describe("N7.1 the list flags as libcni 1.2+ reads them", () => {
     expect(conflistUnknownKeys(known)).toEqual([]);
     const typo = conflistUnknownKeys(list({ loadOnlyInlinedPlugin: true, cniVersons: ["1.0.0"] }));
     expect(typo.map(describeUnknownKey)).toEqual([
-      "`loadOnlyInlinedPlugin` is not a conflist key (libcni reads no such key); did you mean `loadOnlyInlinedPlugins`?",
+      "`loadOnlyInlinedPlugin` is not a conflist key (libcni reads no such key); did you mean " +
+        "`loadOnlyInlinedPlugins`?",
       "`cniVersons` is not a conflist key (libcni reads no such key); did you mean `cniVersions`?",
     ]);
   });

@@ -104,7 +104,8 @@ describe("C2.1 CNI_* environment", () => {
   });
 
   it("C2.1 commands without an attachment do not validate stray CNI_CONTAINERID/CNI_IFNAME", () => {
-    // libcni does not send them; a runtime that leaves them over must not turn VERSION into an error.
+    // libcni does not send them; a runtime that leaves them over must not turn VERSION into an
+    // error.
     expect(parseEnv({ CNI_COMMAND: "VERSION", CNI_IFNAME: "a/b" }).command).toBe("VERSION");
   });
 

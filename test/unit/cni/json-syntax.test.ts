@@ -24,7 +24,8 @@ describe("JSON syntax errors: position and expectation, no content", () => {
   it("B11 B80 a secret file in place of a config: the message names line and column, not the secret", () => {
     const msg = message("s3cr3t-t0ken-value\n");
     expect(msg).toBe(
-      "config /etc/cni/net.d/x.conf is not valid JSON at line 1, column 1: expected a value (an object, array, string, number, true, false or null), found a letter",
+      "config /etc/cni/net.d/x.conf is not valid JSON at line 1, column 1: expected a value (an " +
+        "object, array, string, number, true, false or null), found a letter",
     );
     expect(msg).not.toContain("s3cr");
   });

@@ -67,7 +67,8 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
       logLevel: "debug",
       unknownKeys: [],
     });
-    // The delegate: the keys Plexus reads are read in any case; the rest (and every value) as given.
+    // The delegate: the keys Plexus reads are read in any case; the rest (and every value) as
+    // given.
     expect(c.delegates[0]).toMatchObject({ name: "cbr0", cniVersion: "0.3.1" });
     expect(c.delegates[0]!.plugins[0]).toEqual({
       cniVersion: "0.3.1",
@@ -124,8 +125,10 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
     );
     expect(msgs).toEqual([
       "the config: `clusterNetwrok` is not a Plexus key; did you mean `clusterNetwork`?",
-      "the config: `chrootDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here",
-      "the config: `SocketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect here",
+      "the config: `chrootDir` is a key of Multus's thick-plugin daemon: accepted, has no effect " +
+        "here",
+      "the config: `SocketDir` is a key of Multus's thick-plugin daemon: accepted, has no effect " +
+        "here",
       "the config: `whatever` is not a Plexus key and is ignored",
     ]);
     expect(nearestKey("logfiel", ["logFile", "logLevel"])).toBe("logFile");
@@ -141,7 +144,13 @@ describe("M1 the Plexus config (the meta config) in other cases", () => {
       expect.objectContaining({
         code: 7,
         message: expect.stringContaining(
-          'is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never passes a list to a plugin; it runs each entry of "plugins" in turn, with the list\'s "name" and "cniVersion" injected. For this list it would hand Plexus: {"type":"plexus","clusterNetwork":"/etc/cni/net.d/10-bridge.conflist","name":"plexus-cni-network","cniVersion":"1.0.0"}',
+          'is a conflist (it has "plugins"), not a plugin config: a runtime (libcni) never ' +
+            "passes " +
+            'a list to a plugin; it runs each entry of "plugins" in turn, with the list\'s ' +
+            '"name" ' +
+            "and " +
+            '"cniVersion" injected. For this list it would hand Plexus: ' +
+            '{"type":"plexus","clusterNetwork":"/etc/cni/net.d/10-bridge.conflist","name":"plexus-cni-network","cniVersion":"1.0.0"}',
         ),
       }),
     );

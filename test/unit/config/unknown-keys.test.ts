@@ -43,7 +43,9 @@ describe("M1 unknown keys as records", () => {
     expect(renderUnknownKeys([record!], "primary config /etc/cni/net.d/10-x.conflist")).toEqual([
       {
         ...record,
-        msg: "primary config /etc/cni/net.d/10-x.conflist: `disableChek` is not a conflist key (libcni reads no such key); did you mean `disableCheck`?",
+        msg:
+          "primary config /etc/cni/net.d/10-x.conflist: `disableChek` is not a conflist key " +
+          "(libcni reads no such key); did you mean `disableCheck`?",
       },
     ]);
   });

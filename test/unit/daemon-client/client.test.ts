@@ -1,8 +1,8 @@
 /**
- * The CNI binary's reads through the daemon (src/daemon-client/client.ts): pod, NAD and ResourceClaim
- * each asked over a real unix socket, the answer checked and trimmed, `null` read as the daemon's
- * "no such object" where that can be, and any other wrong answer a fallback to the API (here a
- * FakeKube) for the rest of the call.
+ * The CNI binary's reads through the daemon (src/daemon-client/client.ts): pod, NAD and
+ * ResourceClaim each asked over a real unix socket, the answer checked and trimmed, `null` read as
+ * the daemon's "no such object" where that can be, and any other wrong answer a fallback to the API
+ * (here a FakeKube) for the rest of the call.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";

@@ -1,4 +1,6 @@
-/** The daemon's NetworksMissing detector over pods as the watch cache keeps them, with a fake clock. */
+/**
+ * The daemon's NetworksMissing detector over pods as the watch cache keeps them, with a fake clock.
+ */
 import { describe, expect, it } from "vitest";
 import { MissingNetworksDetector, missingNetworks } from "../../../src/daemon/missing-networks";
 import type { PodEvent } from "../../../src/cluster/kube-api";

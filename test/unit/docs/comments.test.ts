@@ -113,7 +113,9 @@ function parseTree(): { file: string; comments: string[]; titles: string[] }[] {
 
 /** The shipped code and its build: what every CNI call runs, and how it is built. */
 const SHIPPED = /^(src\/|bin\/|esbuild\.config\.mjs$|scripts\/(build[\w-]*|bytecode-order)\.mjs$)/;
-/** A pointer to a section: `docs/benchmarks.md, "Levers, measured"` or `docs/benchmarks.md ("…")`. */
+/**
+ * A pointer to a section: `docs/benchmarks.md, "Levers, measured"` or `docs/benchmarks.md ("…")`.
+ */
 const SECTION_RE = /docs\/benchmarks\.md(?:, | \()"([^"]+)"/g;
 
 /** A comment as one line of words: its `//`, `*` and line breaks gone. */

@@ -17,7 +17,10 @@ describe("docs/conformance.md", () => {
       encoding: "utf8",
       timeout: 30_000,
     });
-    const why = `docs/conformance.md is stale or an ID has no definition: run \`npm run conformance\` (after defining new IDs in docs/requirements.json) and commit both.\n${r.stderr}${r.error ?? ""}`;
+    const why =
+      `docs/conformance.md is stale or an ID has no definition: run \`npm run ` +
+      `conformance\` (after defining new IDs in docs/requirements.json) and commit ` +
+      `both.\n${r.stderr}${r.error ?? ""}`;
     expect(r.status, why).toBe(0);
   });
 });

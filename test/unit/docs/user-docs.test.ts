@@ -39,7 +39,10 @@ const TASK_PAGES = [
   "security",
 ];
 
-/** Requirement IDs (a capital letter, then dotted numbers, as docs/conformance.md lists them) standing as words of their own. */
+/**
+ * Requirement IDs (a capital letter, then dotted numbers, as docs/conformance.md lists them)
+ * standing as words of their own.
+ */
 const REQUIREMENT_ID = /(?<![\w/.-])[NCMKBR][0-9]+(?:\.[0-9x]+)*(?![\w-])/g;
 /** "issue 11", "issues 10–15", "#1527". */
 const ISSUE_REFERENCE = /\bissues?\s+#?\d+|(?<![\w&/])#\d+\b/gi;
@@ -150,7 +153,10 @@ function pluginConfKeys(): string[] {
   return keys;
 }
 
-/** The fields of InstallFlags in src/install/options.ts (commander's camelCase of each flag), read from the source. */
+/**
+ * The fields of InstallFlags in src/install/options.ts (commander's camelCase of each flag), read
+ * from the source.
+ */
 function installFlagFields(): string[] {
   const file = join(REPO_ROOT, "src/install/options.ts");
   const src = ts.createSourceFile(file, read(file), ts.ScriptTarget.Latest, true);
@@ -253,7 +259,8 @@ describe("user docs: README.md and docs/*.md", () => {
     expect(fields).toContain("cniConfDir");
     const conf = read(join(DOCS, "configuration.md"));
     const kebab = (f: string) => f.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    // commander turns `--no-log-to-stderr` into logToStderr: either spelling may be the documented one.
+    // commander turns `--no-log-to-stderr` into logToStderr: either spelling may be the documented
+    // one.
     const missing = fields.filter(
       (f) =>
         !conf.includes(`\n| \`--${kebab(f)}\` |`) && !conf.includes(`\n| \`--no-${kebab(f)}\` |`),

@@ -201,7 +201,8 @@ describe("M10 DRA: a pod's claimed network devices", () => {
       code: 7,
       message: expect.stringMatching(
         new RegExp(
-          `ResourceClaim ${NET_CLAIM}: device vf-2 .*k8s\\.cni\\.cncf\\.io/deviceID must be a string`,
+          `ResourceClaim ${NET_CLAIM}: device vf-2 .*k8s\\.cni\\.cncf\\.io/deviceID must be a ` +
+            `string`,
         ),
       ),
     });

@@ -67,9 +67,14 @@ describe("node kubeconfig", () => {
     const b = "B".repeat(200_001);
     await syncFile(p, a);
     const reader = new Worker(
-      `const { readFileSync } = require("node:fs"); const { parentPort, workerData } = require("node:worker_threads");
+      `const { readFileSync } = require("node:fs");
+       const { parentPort, workerData } = require("node:worker_threads");
        const seen = new Set(); let reads = 0; const end = Date.now() + 900;
-       while (Date.now() < end) { const t = readFileSync(workerData, "utf8"); reads++; seen.add(t.length + ":" + t[0] + t[t.length - 1] + ":" + (new Set(t).size)); }
+       while (Date.now() < end) {
+         const t = readFileSync(workerData, "utf8");
+         reads++;
+         seen.add(t.length + ":" + t[0] + t[t.length - 1] + ":" + (new Set(t).size));
+       }
        parentPort.postMessage({ reads, seen: [...seen] });`,
       { eval: true, workerData: p },
     );
@@ -86,7 +91,8 @@ describe("node kubeconfig", () => {
     const r = await result;
     expect(writes).toBeGreaterThan(10);
     expect(r.reads).toBeGreaterThan(10);
-    // Every read was one whole version: length 300000 of A's or 200001 of B's, one distinct character.
+    // Every read was one whole version: length 300000 of A's or 200001 of B's, one distinct
+    // character.
     expect(r.seen.every((s) => s === "300000:AA:1" || s === "200001:BB:1")).toBe(true);
   });
 });
@@ -112,7 +118,11 @@ describe("node kubeconfig: JSON, as the installer writes it, or YAML, as people 
       "current-context: plexus",
     ].join("\n");
     // Starts with "{" but is not JSON: the YAML parser must still get it.
-    const flowYaml = `{apiVersion: v1, current-context: plexus, clusters: [{name: plexus, cluster: {server: "${input.server}", certificate-authority: "${ca}"}}], users: [{name: plexus, user: {tokenFile: "${token}"}}], contexts: [{name: plexus, context: {cluster: plexus, user: plexus}}]}`;
+    const flowYaml =
+      `{apiVersion: v1, current-context: plexus, clusters: [{name: plexus, cluster: {server: ` +
+      `"${input.server}", certificate-authority: "${ca}"}}], users: [{name: plexus, user: ` +
+      `{tokenFile: "${token}"}}], contexts: [{name: plexus, context: {cluster: plexus, user: ` +
+      `plexus}}]}`;
     expect(obj.extensions[0].name).toBe("plexus");
     const texts: [string, string][] = [
       ["json", json],

@@ -1,4 +1,7 @@
-/** Multus thin entrypoint's flags on `plexus install` (M11): aliases rewritten, the others refused by name. */
+/**
+ * Multus thin entrypoint's flags on `plexus install` (M11): aliases rewritten, the others refused
+ * by name.
+ */
 import { describe, expect, it } from "vitest";
 import { translateMultusFlags } from "../../../src/install/multus-flags";
 

@@ -1,8 +1,9 @@
 /**
  * Node-scoped writes (docs/node-scoped-writes.md): the admission policies deploy/ ships, as
  * `kubectl kustomize` renders them, evaluated by the fake API server's admission
- * (test/support/fake-apiserver/admission.ts) over generated requests; the CEL evaluator it uses checked
- * against a slice of the CEL conformance suite that covers what the policies' expressions use;
+ * (test/support/fake-apiserver/admission.ts) over generated requests; the CEL evaluator it uses
+ * checked against a slice of the CEL conformance suite that covers what the policies' expressions
+ * use;
  * the bound tokens it issues; the switch for tokens without a node; doctor's decoding of a token.
  */
 import { execFileSync } from "node:child_process";
@@ -153,7 +154,9 @@ function podOn(
   };
 }
 
-/** One admission per rendering (compiling the policies is the slow part); its pods are set per case. */
+/**
+ * One admission per rendering (compiling the policies is the slow part); its pods are set per case.
+ */
 const compiled = new Map<Obj[], { admission: FakeAdmission; pods: Obj[] }>();
 function admissionOver(docs: Obj[], pods: Obj[]): FakeAdmission {
   let c = compiled.get(docs);
@@ -298,7 +301,8 @@ describe("the shipped node-scoped-writes policies (deploy/, as kubectl kustomize
 
   it("M16 on the token's node only the network-status annotation may change: any other annotation or label change is refused", () => {
     const seen = { allowed: 0, refused: 0 };
-    // undefined: the old map again (annotations: with a new network-status), so both outcomes come up.
+    // undefined: the old map again (annotations: with a new network-status), so both outcomes come
+    // up.
     const maybe = fc.option(stringMap, { nil: undefined, freq: 2 });
     fc.assert(
       fc.property(

@@ -1,4 +1,6 @@
-/** A Logger that keeps every line (level, message, bindings), for asserting what the installer said. */
+/**
+ * A Logger that keeps every line (level, message, bindings), for asserting what the installer said.
+ */
 import type { Logger } from "../../../src/log/logger";
 
 export interface LogLine {

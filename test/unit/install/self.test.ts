@@ -5,13 +5,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AVX2_BUILD_NAME, cpuinfoHasAvx2, executableToInstall } from "../../../src/install/self";
 
 const processor = (machine: number, flags: string) =>
-  `processor\t: ${machine}\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: ${flags}\nbugs\t\t:\n\n`;
+  `processor\t: ${machine}\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU\nflags\t\t: ` +
+  `${flags}\nbugs\t\t:\n\n`;
 const NEHALEM_FLAGS =
   "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 ssse3 cx16 sse4_1 sse4_2 popcnt";
 const HASWELL_FLAGS = `${NEHALEM_FLAGS} avx f16c fma bmi1 avx2 bmi2 movbe`;
 // What an arm64 node's /proc/cpuinfo holds: "Features", no "flags".
 const ARM64 =
-  "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n\n";
+  "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 " +
+  "atomics\n\n";
 
 describe("cpuinfoHasAvx2", () => {
   it("M11 true only when every processor lists avx2 (avx alone, arm64 or an empty file: false)", () => {

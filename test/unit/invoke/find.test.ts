@@ -1,4 +1,6 @@
-/** Plugin lookup in CNI_PATH (C4.1, C4.2, B9, B51) over real files in a temp dir; nothing is run. */
+/**
+ * Plugin lookup in CNI_PATH (C4.1, C4.2, B9, B51) over real files in a temp dir; nothing is run.
+ */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

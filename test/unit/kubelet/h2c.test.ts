@@ -138,7 +138,8 @@ describe("M10 HTTP/2 client for unary gRPC calls", () => {
       if (n === 1) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       else if (n === 2) {
         ok(stream, message(1));
-        // The server is going away once this stream is done: the next call must not use this connection.
+        // The server is going away once this stream is done: the next call must not use this
+        // connection.
         stream.on("close", () => session.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id));
       } else if (n === 3) session.socket.destroy();
       else ok(stream, message(3));

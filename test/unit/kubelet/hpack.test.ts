@@ -54,9 +54,12 @@ describe("M10 HPACK decoding: RFC 7541 Appendix C", () => {
     d.decode(hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572"));
     expect(() => d.decode(hex("20 be"))).toThrow(HpackError); // size 0: entry 62 is gone
     expect(() => new HpackDecoder().decode(hex("ff"))).toThrow(HpackError); // integer cut short
-    expect(() => new HpackDecoder().decode(hex("0085 ffff"))).toThrow(HpackError); // string past the end
-    expect(() => new HpackDecoder().decode(hex("0081 00 00"))).toThrow(HpackError); // Huffman padding of zeros
-    expect(() => new HpackDecoder().decode(hex("3fe2 1f"))).toThrow(HpackError); // table bigger than 4096
+    // string past the end
+    expect(() => new HpackDecoder().decode(hex("0085 ffff"))).toThrow(HpackError);
+    // Huffman padding of zeros
+    expect(() => new HpackDecoder().decode(hex("0081 00 00"))).toThrow(HpackError);
+    // table bigger than 4096
+    expect(() => new HpackDecoder().decode(hex("3fe2 1f"))).toThrow(HpackError);
   });
 
   it("M10 the client's own fields encode as literals a decoder reads back, long values included", () => {

@@ -98,8 +98,10 @@ describe("M10 pod-resources messages by hand", () => {
   it("M10 a damaged answer is a WireError, never a crash or a wrong list", () => {
     const good = encode("Get", { podResources: pod("p", ["a"]) });
     expect(() => decodeGetResponse(good.subarray(0, good.length - 3))).toThrow(WireError);
-    expect(() => decodeGetResponse(Uint8Array.from([0x0b]))).toThrow(WireError); // wire type 3 (a group)
-    expect(() => decodeGetResponse(Uint8Array.from([0x08, 0xff]))).toThrow(WireError); // varint cut short
+    // wire type 3 (a group)
+    expect(() => decodeGetResponse(Uint8Array.from([0x0b]))).toThrow(WireError);
+    // varint cut short
+    expect(() => decodeGetResponse(Uint8Array.from([0x08, 0xff]))).toThrow(WireError);
   });
 });
 

@@ -1,4 +1,6 @@
-/** The libcni-style result cache (C3.3) on a temp cniDir: round trip, replacement, corrupt entries. */
+/**
+ * The libcni-style result cache (C3.3) on a temp cniDir: round trip, replacement, corrupt entries.
+ */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -163,7 +163,8 @@ describe("ADD", () => {
       ips: ["10.0.0.5/24"],
     };
     const conf = buildPluginConf(l, l.plugins[0]!, supplied);
-    // mac declared but not supplied; bandwidth supplied but declared false; ips supplied but not declared.
+    // mac declared but not supplied; bandwidth supplied but declared false; ips supplied but not
+    // declared.
     expect(conf).toEqual({
       type: "macvlan",
       name: "n",
@@ -280,7 +281,11 @@ describe("DEL", () => {
 
   describe.each(ALL_VERSIONS)("cniVersion %s", (v) => {
     const withPrev = versionAtLeast(v, "0.4.0");
-    it(`C3.1 C3.3 DEL ${withPrev ? "passes the cached final result as prevResult" : "passes no prevResult (< 0.4.0)"}, and removes the cache entry`, async () => {
+    it(`C3.1 C3.3 DEL ${
+      withPrev
+        ? "passes the cached final result as prevResult"
+        : "passes no prevResult " + "(< 0.4.0)"
+    }, and removes the cache entry`, async () => {
       const out = await addNetworkList(list(v), rt(), deps);
       exec.calls.length = 0;
       await delNetworkList(list(v), rt(), deps);

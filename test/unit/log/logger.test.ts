@@ -7,6 +7,8 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger, silentLogger, toPinoLevel, type Logger } from "../../../src/log/logger";
 
+const LOGGER_MODULE = resolve(import.meta.dirname, "../../../src/log/logger.ts");
+
 describe("M1 logLevel names", () => {
   it.each([
     ["debug", "debug"],
@@ -36,7 +38,9 @@ describe("M1 logLevel names", () => {
   });
 });
 
-/** The file descriptors a pino logger writes to (pino's stream, or each stream of a multistream). */
+/**
+ * The file descriptors a pino logger writes to (pino's stream, or each stream of a multistream).
+ */
 function fdsOf(log: Logger): number[] {
   const stream = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as {
     fd?: number;
@@ -129,11 +133,18 @@ describe("C2.2 a process that logs keeps stdout empty", () => {
     const entry = join(dir, "entry.ts");
     writeFileSync(
       entry,
-      `import { createLogger } from ${JSON.stringify(resolve(import.meta.dirname, "../../../src/log/logger.ts"))};
+      `import { createLogger } from ${JSON.stringify(LOGGER_MODULE)};
 async function main(file: string) {
-for (const opts of [{ logLevel: "debug" }, { logLevel: "trace", logFile: file }, { logLevel: "verbose", logFile: file, logToStderr: false }, {}]) {
+const all = [
+  { logLevel: "debug" },
+  { logLevel: "trace", logFile: file },
+  { logLevel: "verbose", logFile: file, logToStderr: false },
+  {},
+];
+for (const opts of all) {
   const log = await createLogger(opts, { cmd: "ADD" });
-  for (const l of ["trace", "debug", "info", "warn", "error", "fatal"]) log[l]({ at: l }, "msg-" + l);
+  for (const l of ["trace", "debug", "info", "warn", "error", "fatal"])
+    log[l]({ at: l }, "msg-" + l);
   log.child({ containerId: "c1" }).error("from-child");
 }
 }
@@ -161,7 +172,8 @@ void main(process.argv[2]!);
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l) as { msg: string; cmd?: string; containerId?: string });
-    // logLevel debug → stderr gets debug..fatal (5) + child; trace+file → stderr gets all 6 + child; verbose with logToStderr false → none.
+    // logLevel debug → stderr gets debug..fatal (5) + child; trace+file → stderr gets all 6 +
+    // child; verbose with logToStderr false → none.
     expect(errLines.map((l) => l.msg)).toEqual([
       ...["msg-debug", "msg-info", "msg-warn", "msg-error", "msg-fatal", "from-child"],
       ...["msg-trace", "msg-debug", "msg-info", "msg-warn", "msg-error", "msg-fatal", "from-child"],

@@ -15,7 +15,8 @@ describe("formatLogLine", () => {
       err: "socket hang up",
     });
     expect(formatLogLine(line)).toBe(
-      '14:01:02.345 WARN  [daemon] watch cache: list or watch failed; restarting  kind=pods retryInMs=500 err="socket hang up"\n',
+      "14:01:02.345 WARN  [daemon] watch cache: list or watch failed; restarting  kind=pods " +
+        'retryInMs=500 err="socket hang up"\n',
     );
   });
   it("a line that is not JSON passes through", () => {
@@ -34,7 +35,8 @@ describe("formatLogLine", () => {
     const shown = formatLogLine(line);
     expect(shown).toBe(
       "14:01:02.345 ERROR [daemon] plugin br\\u009b1A\\u009b2K\\u202eidge failed\\u009d0;owned" +
-        '\\u0007  type="br\\u009b1A\\u009b2K\\u202eidge" err="bad\\nline \\u2028 \\u2066x\\u2069"\n',
+        '\\u0007  type="br\\u009b1A\\u009b2K\\u202eidge" err="bad\\nline \\u2028 ' +
+        '\\u2066x\\u2069"\n',
     );
     const raw = formatLogLine(`not json ${evil}\u001b[2J\n`);
     expect(raw).toBe("not json br\\u009b1A\\u009b2K\\u202eidge\\u001b[2J\n");

@@ -121,7 +121,8 @@ describe("M1 logOptions: log rotation on open", () => {
     touch("plexus.log.rotate-lock", new Date(now.getTime() - 5_000), "");
     rotateIfNeeded(file, { maxSize: 1 }, now);
     expect(readdirSync(dir).sort()).toEqual(["plexus.log", "plexus.log.rotate-lock"]);
-    // Two minutes old: its owner was killed; the lock is taken over, the file rotated, the lock gone.
+    // Two minutes old: its owner was killed; the lock is taken over, the file rotated, the lock
+    // gone.
     touch("plexus.log.rotate-lock", new Date(now.getTime() - 120_000), "");
     rotateIfNeeded(file, { maxSize: 1 }, now);
     expect(readdirSync(dir)).toEqual([backupName(file, now)]);

@@ -127,7 +127,8 @@ describe("reading Multus's delegate cache", () => {
         capabilityArgs: { deviceID: "0000:03:00.1", infinibandGUID: "c2:11:22:33:44:55:66:77" },
       },
     ]);
-    // The configs are Multus's Bytes: a single conf becomes a one-plugin list, a conflist keeps its plugins.
+    // The configs are Multus's Bytes: a single conf becomes a one-plugin list, a conflist keeps its
+    // plugins.
     expect(r.attachments[0]!.conf).toMatchObject({
       name: "cluster",
       cniVersion: "1.0.0",
@@ -249,7 +250,10 @@ function req(command: string, extra: Record<string, string> = {}): CniRequest {
   });
 }
 
-/** Plexus's config after the switch: the same default network, inline, and the Multus cache dir of this test. */
+/**
+ * Plexus's config after the switch: the same default network, inline, and the Multus cache dir of
+ * this test.
+ */
 function conf(extra: Record<string, unknown> = {}): PlexusConf {
   return parsePlexusConf({
     cniVersion: "1.0.0",
@@ -321,14 +325,15 @@ describe("DEL of a container Multus attached", () => {
       "DEL eth0 bridge",
     ]);
     const [green1, tuning, macvlan, eth0] = exec.calls;
-    // Only what the plugin declares reaches it as runtimeConfig (C3.2); ips/mac are blue's requests.
+    // Only what the plugin declares reaches it as runtimeConfig (C3.2); ips/mac are blue's
+    // requests.
     expect(macvlan!.stdin.runtimeConfig).toEqual({
       ips: ["10.2.0.5/24"],
       mac: "02:00:00:00:00:05",
     });
     expect(tuning!.stdin).not.toHaveProperty("runtimeConfig");
-    // prevResult comes from libcni's cache under Multus's cniDir; green has no cniVersion of its own
-    // and runs with the Plexus config's, as Multus gave it its own config's.
+    // prevResult comes from libcni's cache under Multus's cniDir; green has no cniVersion of its
+    // own and runs with the Plexus config's, as Multus gave it its own config's.
     expect(macvlan!.stdin.prevResult).toMatchObject({ ips: [{ address: "10.2.0.5/24" }] });
     expect(green1!.stdin).toMatchObject({
       cniVersion: "1.0.0",
@@ -347,7 +352,8 @@ describe("DEL of a container Multus attached", () => {
     expect(multusFiles()).toEqual(["results"]);
     expect(multusResults()).toEqual([]);
 
-    // B65: the runtime's next DEL finds neither record nor Multus file: Plexus's own no-record path.
+    // B65: the runtime's next DEL finds neither record nor Multus file: Plexus's own no-record
+    // path.
     exec.calls.length = 0;
     await cmdDel(req("DEL", { CNI_NETNS: "" }), conf(), deps);
     expect(exec.calls.map((c) => c.stdin.name)).toEqual(["plexus-default"]);

@@ -252,7 +252,8 @@ describe("retryDeleteOnError (M7)", () => {
         obj: expect.objectContaining({ network: "blue", ifName: "net1", plugins: "macvlan" }),
       }),
     );
-    // A later DEL (RemovePodSandbox) finds no record: it tears down what the config names, as after any DEL.
+    // A later DEL (RemovePodSandbox) finds no record: it tears down what the config names, as after
+    // any DEL.
     await cmdDel(req("DEL", { CNI_NETNS: "" }), c, deps);
     expect(records()).toEqual([]);
   });

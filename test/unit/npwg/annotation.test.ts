@@ -237,7 +237,8 @@ describe("N4.1.2 JSON form", () => {
 
   it("M4 interface and interfaceRequest that disagree are refused naming both", () => {
     expect(err(json({ name: "a", interface: "net1", interfaceRequest: "net2" })).message).toBe(
-      'networks annotation item 1 ("pods/a"): keys "interface" ("net1") and "interfaceRequest" ("net2") disagree',
+      'networks annotation item 1 ("pods/a"): keys "interface" ("net1") and "interfaceRequest" ' +
+        '("net2") disagree',
     );
   });
 
@@ -371,7 +372,8 @@ describe("N4.1.2 JSON form", () => {
       err(json({ name: "ok" }, { name: "b", namespace: "x", "default-route": ["not-an-ip"] }))
         .message,
     ).toBe(
-      'networks annotation item 2 ("x/b"): key "default-route" must be a list of gateway IP addresses, got ["not-an-ip"]',
+      'networks annotation item 2 ("x/b"): key "default-route" must be a list of gateway IP ' +
+        'addresses, got ["not-an-ip"]',
     );
   });
 

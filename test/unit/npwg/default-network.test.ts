@@ -328,7 +328,8 @@ describe("M3 N6.2 defaultNetworks", () => {
     ).rejects.toMatchObject({
       code: 7,
       message: expect.stringContaining(
-        'defaultNetworks entry "gone" names no network: no NetworkAttachmentDefinition gone in namespace kube-system',
+        'defaultNetworks entry "gone" names no network: no NetworkAttachmentDefinition gone in ' +
+          "namespace kube-system",
       ),
     });
   });
@@ -428,7 +429,8 @@ describe("M5 the v1.multus-cni.io/default-network override", () => {
     ).rejects.toMatchObject({
       code: 7,
       message:
-        'pod app/p: network kube-system/gone (annotation v1.multus-cni.io/default-network): no NetworkAttachmentDefinition named "gone" exists in namespace kube-system',
+        "pod app/p: network kube-system/gone (annotation v1.multus-cni.io/default-network): no " +
+        'NetworkAttachmentDefinition named "gone" exists in namespace kube-system',
     });
   });
 

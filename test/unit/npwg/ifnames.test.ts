@@ -64,7 +64,8 @@ describe("N4.1.2.1.5 N4.2 interface names", () => {
       expect.objectContaining({
         code: 7,
         message:
-          'networks annotation item 2 (ns/b): interface "net7" is already used by networks annotation item 1 (ns/a)',
+          'networks annotation item 2 (ns/b): interface "net7" is already used by networks ' +
+          "annotation item 1 (ns/a)",
       }),
     );
   });
@@ -78,7 +79,8 @@ describe("N4.1.2.1.5 N4.2 interface names", () => {
       expect.objectContaining({
         code: 7,
         message:
-          'networks annotation item 2 (b): interface "x1" is already used by networks annotation item 1 (a)',
+          'networks annotation item 2 (b): interface "x1" is already used by networks annotation ' +
+          "item 1 (a)",
       }),
     );
     // The config's default network is still numbered by position: net1, then the annotation's.

@@ -183,7 +183,8 @@ describe("B28 a missing NAD", () => {
     expect(e).toMatchObject({
       code: 7,
       message:
-        'pod app/p: network team/net-x (annotation k8s.v1.cni.cncf.io/networks): no NetworkAttachmentDefinition named "net-x" exists in namespace team',
+        "pod app/p: network team/net-x (annotation k8s.v1.cni.cncf.io/networks): no " +
+        'NetworkAttachmentDefinition named "net-x" exists in namespace team',
     });
     expect(e.message.toLowerCase()).not.toContain("not found");
   });

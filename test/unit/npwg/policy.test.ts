@@ -1,4 +1,7 @@
-/** What a pod may make Plexus run (src/npwg/policy.ts): allowed plugin types and bounded work per call. */
+/**
+ * What a pod may make Plexus run (src/npwg/policy.ts): allowed plugin types and bounded work per
+ * call.
+ */
 import { describe, expect, it } from "vitest";
 import type { ConfList } from "../../../src/cni/conf";
 import { checkPlanBounds, checkPluginTypes, typesOf } from "../../../src/npwg/policy";

@@ -196,7 +196,8 @@ describe("records of failed DELs, for runtimes that call DEL once (M7, K1)", () 
     const c = conf();
     await failedDel(c);
     exec.calls.length = 0;
-    // Retried by a DEL of another container (long since due: the interval is from the entry's time).
+    // Retried by a DEL of another container (long since due: the interval is from the entry's
+    // time).
     const entry = join(deps.cniDir, "pending", "ctr1-eth0.json");
     const { utimesSync } = await import("node:fs");
     utimesSync(entry, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));

@@ -97,7 +97,8 @@ describe("N7.1 a network's plugin folder, as the node has it", () => {
     const second = read?.files[1] as { problem: string };
     expect(second.problem).toMatch(
       new RegExp(
-        `more than the \\d+-byte limit \\(the folder's files may hold ${MAX_CONF_FILE_BYTES} bytes in all\\)`,
+        `more than the \\d+-byte limit \\(the folder's files may hold ` +
+          `${MAX_CONF_FILE_BYTES} bytes in all\\)`,
       ),
     );
   });

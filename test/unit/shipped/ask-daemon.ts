@@ -1,9 +1,9 @@
 /**
  * Run by Bun (daemon-socket.test.ts starts it through bun-harness.ts): a CNI call's questions to
  * `plexus daemon` as dist/plexus asks them (DaemonKube and daemonPodDevices over Bun's fetch on
- * the daemon's unix socket, kubeapi/http-transport.ts), with no direct API client behind them. Prints
- * one JSON line: each answer (or the CniError's code and message), how many requests went to the
- * daemon, and why the client gave up on the daemon, if it did.
+ * the daemon's unix socket, kubeapi/http-transport.ts), with no direct API client behind them.
+ * Prints one JSON line: each answer (or the CniError's code and message), how many requests went to
+ * the daemon, and why the client gave up on the daemon, if it did.
  *
  * Input (argv[2], JSON): the socket, and `asks`: DaemonKube methods with their arguments, or
  * `podDevices` with a pod's namespace, name and resource names.

@@ -1,8 +1,8 @@
 /**
  * A CNI call's questions to `plexus daemon` on the path that ships: Bun's fetch on the daemon's
  * unix socket (`socketTransport` in kubeapi/http-transport.ts, used by daemon-client/client.ts and
-^ * daemon-client/pod-devices-client.ts), run by Bun (ask-daemon.ts), against the daemon's own server
- * (daemon/server.ts) started here with its caches and API client in memory (FakeKube). Under
+ * daemon-client/pod-devices-client.ts), run by Bun (ask-daemon.ts), against the daemon's own
+ * server (daemon/server.ts) started here with its caches and API client in memory (FakeKube). Under
  * Node the same client goes through `node:http`.
  */
 import { mkdtempSync, rmSync } from "node:fs";

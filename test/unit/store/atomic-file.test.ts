@@ -92,7 +92,8 @@ describe("writeFileAtomic", () => {
   it("B46 a write that fails after bytes reached the temp file leaves the old file whole and no temp file", async () => {
     const p = join(dir, "rec.json");
     await writeFileAtomic(p, "old");
-    // The first length check lets the bytes be written; the next one fails, as ENOSPC would mid-write.
+    // The first length check lets the bytes be written; the next one fails, as ENOSPC would
+    // mid-write.
     class FailingBytes extends Uint8Array {
       private reads = 0;
       override get byteLength(): number {
@@ -124,7 +125,9 @@ describe("writeFileAtomic", () => {
        while (Date.now() < until) {
          const s = readFileSync(workerData.p, "latin1");
          reads++;
-         if (s.length !== workerData.size || (s[0] !== s[s.length - 1]) || s.indexOf(s[0] === "a" ? "b" : "a") !== -1) torn++;
+         const other = s[0] === "a" ? "b" : "a";
+         if (s.length !== workerData.size || s[0] !== s[s.length - 1] || s.indexOf(other) !== -1)
+           torn++;
        }
        parentPort.postMessage({ reads, torn });`,
       { eval: true, workerData: { p, size } },

@@ -34,7 +34,8 @@ describe("state files are input: names are checked before they become paths", ()
     plant("evil-eth0.json", record("../../../../tmp/x", "eth0"));
     plant("ctr2-eth0.json", record("ctr2", "eth0", "../x"));
     plant("ctr3-eth0.json", record("ctr3", "eth0", "eth0", "../../net"));
-    // A hashed name (its interface holds a dash) matches ../ contents only if nothing checks the names.
+    // A hashed name (its interface holds a dash) matches ../ contents only if nothing checks the
+    // names.
     plant(
       `${new RecordStore(cniDir).path("../up", "a-b").split("/").pop()}`,
       record("../up", "a-b"),

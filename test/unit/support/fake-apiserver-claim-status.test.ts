@@ -205,7 +205,8 @@ describe("server-side apply on resourceclaims/status", () => {
     const r = await write(api, applied([plexusEntry()]));
     expect(r.status).toBe(422);
     expect(r.body.message).toBe(
-      'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+      'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for ' +
+        "apply patch",
     );
     const forced = await write(
       api,
@@ -319,7 +320,8 @@ describe("server-side apply on resourceclaims/status", () => {
       },
     ]);
     expect(r.body.message).toBe(
-      `Apply failed with 1 conflict: conflict with "${DRIVER}" with subresource "status": ${field}`,
+      `Apply failed with 1 conflict: conflict with "${DRIVER}" with subresource "status": ` +
+        `${field}`,
     );
     // The same value is no conflict: both own it.
     const same = plexusEntry({ networkData: { interfaceName: "eth9" } });
@@ -379,7 +381,8 @@ describe("validation of status.devices (422 Invalid)", () => {
     const r = await asPlexus(api, [plexusEntry({ device: "vf-9" })]);
     expect(r.status).toBe(422);
     expect(r.body.message).toBe(
-      `ResourceClaim.resource.k8s.io "net" is invalid: status.devices[0]: Invalid value: "${DRIVER}/node-1/vf-9": must be an allocated device in the claim`,
+      `ResourceClaim.resource.k8s.io "net" is invalid: status.devices[0]: Invalid value: ` +
+        `"${DRIVER}/node-1/vf-9": must be an allocated device in the claim`,
     );
     expect(r.body.details.causes[0]).toMatchObject({
       reason: "FieldValueInvalid",
@@ -392,7 +395,8 @@ describe("validation of status.devices (422 Invalid)", () => {
     const ips = await asPlexus(api, [plexusEntry({ networkData: { ips: ["2001:DB8::5/64"] } })]);
     expect(ips.status).toBe(422);
     expect(ips.body.message).toContain(
-      'status.devices[0].networkData.ips[0]: Invalid value: "2001:DB8::5/64": must be in canonical form ("2001:db8::5/64")',
+      'status.devices[0].networkData.ips[0]: Invalid value: "2001:DB8::5/64": must be in ' +
+        'canonical form ("2001:db8::5/64")',
     );
     const many = Array.from({ length: 17 }, (_, i) => `10.0.0.${i + 1}/24`);
     const tooMany = await asPlexus(api, [plexusEntry({ networkData: { ips: many } })]);
@@ -430,8 +434,11 @@ describe("granular status authorization (Kubernetes 1.36)", () => {
       field: "status.devices",
     });
     expect(r.body.message).toContain(
-      'status.devices: Forbidden: changing status.devices requires resource="resourceclaims/driver", verb="[associated-node:patch arbitrary-node:patch]" permission: ' +
-        `resourceclaims.resource.k8s.io "${DRIVER}" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot associated-node:patch resource "resourceclaims/driver" in API group "resource.k8s.io" in the namespace "app"`,
+      "status.devices: Forbidden: changing status.devices requires " +
+        'resource="resourceclaims/driver", verb="[associated-node:patch arbitrary-node:patch]" ' +
+        `permission: resourceclaims.resource.k8s.io "${DRIVER}" is forbidden: User ` +
+        `"system:serviceaccount:kube-system:plexus" cannot associated-node:patch resource ` +
+        `"resourceclaims/driver" in API group "resource.k8s.io" in the namespace "app"`,
     );
   });
 

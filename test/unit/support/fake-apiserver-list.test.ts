@@ -53,7 +53,10 @@ describe("ListOptions validation", () => {
     const err = thrown(() => options("resourceVersionMatch=Exact&continue=x"));
     expect(err.code).toBe(422);
     expect(err.message).toBe(
-      'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided',
+      'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: ' +
+        "resourceVersionMatch is forbidden unless resourceVersion is provided, " +
+        "resourceVersionMatch: " +
+        "Forbidden: resourceVersionMatch is forbidden when continue is provided",
     );
     expect(err.details).toEqual({ group: "meta.k8s.io", kind: "ListOptions" });
     expect(thrown(() => options("resourceVersion=0&resourceVersionMatch=Exact")).message).toMatch(

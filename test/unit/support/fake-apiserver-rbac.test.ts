@@ -117,7 +117,8 @@ describe("RBAC rule matching, as the RBAC authorizer", () => {
 describe("the Forbidden answer and the discovery paths", () => {
   it("words a denial as responsewriters.forbiddenMessage", () => {
     expect(forbiddenMessage(SA, attrs({ verb: "delete" }))).toBe(
-      'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot delete resource "pods" in API group "" in the namespace "ns1"',
+      'pods "p1" is forbidden: User "system:serviceaccount:kube-system:plexus" cannot delete ' +
+        'resource "pods" in API group "" in the namespace "ns1"',
     );
     const slices = attrs({
       verb: "create",
@@ -127,7 +128,10 @@ describe("the Forbidden answer and the discovery paths", () => {
       name: "",
     });
     expect(forbiddenMessage(SA, slices)).toBe(
-      'resourceslices.resource.k8s.io is forbidden: User "system:serviceaccount:kube-system:plexus" cannot create resource "resourceslices" in API group "resource.k8s.io" at the cluster scope',
+      "resourceslices.resource.k8s.io is forbidden: User " +
+        '"system:serviceaccount:kube-system:plexus" cannot create resource "resourceslices" in ' +
+        "API group " +
+        '"resource.k8s.io" at the cluster scope',
     );
   });
 

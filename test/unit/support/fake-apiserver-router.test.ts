@@ -289,7 +289,8 @@ describe("the handler chain over HTTP", () => {
     expect(await res.json()).toEqual(
       statusBody(
         403,
-        `secrets "s1" is forbidden: User "${server.user.name}" cannot get resource "secrets" in API group "" in the namespace "ns1"`,
+        `secrets "s1" is forbidden: User "${server.user.name}" cannot get resource "secrets" in ` +
+          `API group "" in the namespace "ns1"`,
         "Forbidden",
         { name: "s1", kind: "secrets" },
       ),

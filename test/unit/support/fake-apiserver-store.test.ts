@@ -161,7 +161,8 @@ describe("updates, as the generic registry store makes them", () => {
     const err = thrown(() => store.updatePod(update({ uidPrecondition: "other-uid" })));
     expect(err.code).toBe(409);
     expect(err.message).toBe(
-      `Operation cannot be fulfilled on pods "p1": Precondition failed: UID in precondition: other-uid, UID in object meta: ${String(pod.metadata.uid)}`,
+      `Operation cannot be fulfilled on pods "p1": Precondition failed: UID in precondition: ` +
+        `other-uid, UID in object meta: ${String(pod.metadata.uid)}`,
     );
     expect(err.details).toEqual({ name: "p1", kind: "pods" });
   });

@@ -71,7 +71,10 @@ const r040as1x = {
   dns,
   "example.com/extra": { from: "040" },
 };
-/** libcni convertTo02x on r040: first IPv4, first IPv6, routes split by the family of dst; interfaces gone. */
+/**
+ * libcni convertTo02x on r040: first IPv4, first IPv6, routes split by the family of dst;
+ * interfaces gone.
+ */
 const r040as020 = {
   ip4: { ip: "10.1.0.5/24", gateway: "10.1.0.1", routes: [{ dst: "0.0.0.0/0", gw: "10.1.0.1" }] },
   ip6: { ip: "fd00::5/64", routes: [{ dst: "::/0" }] },
@@ -147,7 +150,10 @@ const r100as020 = {
   "example.com/extra": { from: "100" },
 };
 
-/** Each source fixture at `version` with what every target family must get (cniVersion added by the test). */
+/**
+ * Each source fixture at `version` with what every target family must get (cniVersion added by the
+ * test).
+ */
 function sourceAt(version: string): {
   input: AnyResult;
   expected: Record<"020" | "040" | "100", Record<string, unknown>>;
@@ -207,8 +213,8 @@ describe.each(ALL_VERSIONS)("C5.1 converting a %s result", (from) => {
         expect(back).toEqual(input);
         return;
       }
-      // Through 0.2.0 only the first IPv4 and IPv6 survive, without interfaces or indexes; routes of a
-      // family survive with their attributes; dns and extra keys survive.
+      // Through 0.2.0 only the first IPv4 and IPv6 survive, without interfaces or indexes; routes
+      // of a family survive with their attributes; dns and extra keys survive.
       const r = toResult(back);
       expect(r.interfaces).toBeUndefined();
       expect(r.ips).toEqual(
@@ -229,7 +235,9 @@ describe.each(ALL_VERSIONS)("C5.1 converting a %s result", (from) => {
   });
 });
 
-/** 0.2.0 keeps the IPv4 routes (under ip4) before the IPv6 ones (under ip6); stable within a family. */
+/**
+ * 0.2.0 keeps the IPv4 routes (under ip4) before the IPv6 ones (under ip6); stable within a family.
+ */
 function byFamily(left: unknown, right: unknown): number {
   const f = (r: unknown) => ((r as { dst: string }).dst.includes(":") ? 1 : 0);
   return f(left) - f(right);

@@ -137,7 +137,11 @@ const target = (what, got, limit, print = rel) => {
   );
 };
 const mib = (value) => `${value.toFixed(1)} MiB`;
-if (version) target("VERSION", version.version, 12);
+if (version) {
+  target("VERSION", version.version, 12);
+  const ratio = version.version / floor.ms;
+  lines.push(`VERSION ÷ node -e 0: ${ratio.toFixed(2)}× (target ≤ 0.4×): ${verdict(ratio <= 0.4)}`);
+}
 const at = (extras) => api?.find((r) => r.latencyMs === 0 && r.K === extras);
 for (const K of [0, 1, 2, 8]) {
   const r = at(K);
@@ -232,7 +236,7 @@ if (multus?.length) {
   const small = multus.filter((r) => r.K <= 2).map((r) => Math.max(r.thin.rssMiB, r.daemon.rssMiB));
   const k8 = vs(8);
   const k2 = vs(2);
-  if (small.length) target("peak RSS of one CNI call at K ≤ 2", Math.max(...small), 36, mib);
+  if (small.length) target("peak RSS of one CNI call at K ≤ 2", Math.max(...small), 40, mib);
   if (small.length && breakdown?.floorMiB)
     lines.push(
       `  the floor below it: a Bun program built alike that only loads libc through bun:ffi, ` +

@@ -170,7 +170,9 @@ export class FileCluster extends ObjectReader implements KubeApi {
     );
   }
 
-  /** The ResourceSlices of one node (`plexus validate`: which resource names its drivers publish). */
+  /**
+   * The ResourceSlices of one node (`plexus validate`: which resource names its drivers publish).
+   */
   async listNodeSlices(nodeName: string): Promise<ResourceSlice[]> {
     return (await this.complete()).slices.filter((s) => s.spec.nodeName === nodeName);
   }
@@ -185,7 +187,10 @@ export class FileCluster extends ObjectReader implements KubeApi {
     return [...(await this.complete()).byKind.pod.values()];
   }
 
-  /** B71: the names become a file name, so they are the names Kubernetes allows, or the call fails (4). */
+  /**
+   * B71: the names become a file name, so they are the names Kubernetes allows, or the call fails
+   * (4).
+   */
   statusPath(namespace: string, name: string): string {
     const problem = objectNameProblem(namespace, name);
     if (problem)
@@ -212,7 +217,8 @@ export class FileCluster extends ObjectReader implements KubeApi {
     } catch (err) {
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `fileClusterDir ${this.dir} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        `fileClusterDir ${this.dir} cannot be read: ` +
+          `${(err as NodeJS.ErrnoException).code ?? String(err)}`,
         undefined,
         { cause: err },
       );
@@ -301,7 +307,8 @@ function index(objects: Objects, doc: unknown, path: string): void {
     if (doc.apiVersion !== undefined && doc.apiVersion !== "k8s.cni.cncf.io/v1") {
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `${path}: NetworkAttachmentDefinition ${key} has apiVersion ${String(doc.apiVersion)}; expected k8s.cni.cncf.io/v1`,
+        `${path}: NetworkAttachmentDefinition ${key} has apiVersion ${String(doc.apiVersion)}; ` +
+          `expected k8s.cni.cncf.io/v1`,
       );
     }
     objects.byKind.nad.set(key, { ...(doc as object), metadata } as Nad);
@@ -310,7 +317,9 @@ function index(objects: Objects, doc: unknown, path: string): void {
   }
 }
 
-/** M10, DRA: a ResourceClaim or ResourceSlice of resource.k8s.io (trimmed as the API path trims it). */
+/**
+ * M10, DRA: a ResourceClaim or ResourceSlice of resource.k8s.io (trimmed as the API path trims it).
+ */
 function indexDra(
   objects: Objects,
   doc: Record<string, unknown>,
@@ -330,11 +339,17 @@ function objectNameProblem(namespace: string, name: string): string | undefined 
   const ns = dns1123LabelProblem(namespace);
   if (ns) return `the namespace is not a valid DNS-1123 label (${ns})`;
   if (!isDns1123Subdomain(name))
-    return "the name is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)";
+    return (
+      "the name is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and " +
+      "'.', at most 253 characters)"
+    );
   return undefined;
 }
 
-/** Appends to the events file, never through a symlink and never blocking on a FIFO planted in its place (B72, B73). */
+/**
+ * Appends to the events file, never through a symlink and never blocking on a FIFO planted in its
+ * place (B72, B73).
+ */
 function appendEvent(path: string, text: string): void {
   const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
   const fd = openSync(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o644);

@@ -1,10 +1,11 @@
 /**
- * The seam between orchestration and the Kubernetes API, which unit tests fake (test/fakes/fake-kube.ts).
+ * The seam between orchestration and the Kubernetes API, which unit tests fake
+ * (test/fakes/fake-kube.ts).
  * Implementations: a directory of manifests (file-cluster.ts) for the embedded default and runtimes
  * without a cluster; the API server's REST protocol (kubeapi/rest-kube.ts, loaded only on the
- * paths that need it); the node daemon's caches over its socket (daemon-client/client.ts). The objects
- * read by name are declared once, in reads.ts: each implementation has one generic read over
- * that table, and the named reads below come from it (reads.ts `ObjectReader`).
+ * paths that need it); the node daemon's caches over its socket (daemon-client/client.ts). The
+ * objects read by name are declared once, in reads.ts: each implementation has one generic read
+ * over that table, and the named reads below come from it (reads.ts `ObjectReader`).
  */
 import { escapeText } from "../cni/quote";
 import type { Nad, Pod } from "../npwg/types";

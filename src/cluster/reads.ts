@@ -9,8 +9,8 @@
  *
  * Who may read them: the `plexus` ClusterRole grants `get` on each row's resource
  * (deploy/rbac.yaml; test/unit/cluster/reads.test.ts holds the two together), and the daemon
- * serves each row on its root-only socket (daemon-client/protocol.ts). ResourceSlices are not here: they
- * are listed by node and driver (KubeApi.listResourceSlices), never read by name.
+ * serves each row on its root-only socket (daemon-client/protocol.ts). ResourceSlices are not here:
+ * they are listed by node and driver (KubeApi.listResourceSlices), never read by name.
  */
 import { CniError, Code } from "../cni/errors";
 import { validateDns1123Label } from "../npwg/dns1123";

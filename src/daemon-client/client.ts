@@ -1,6 +1,6 @@
 /**
- * The CNI binary's side of the daemon (daemon mode): a {@link KubeApi} that asks `plexus daemon` over
- * its unix socket, and falls back to the direct API client (thin mode) — for this call and the
+ * The CNI binary's side of the daemon (daemon mode): a {@link KubeApi} that asks `plexus daemon`
+ * over its unix socket, and falls back to the direct API client (thin mode) — for this call and the
  * rest of this CNI call — as soon as the daemon is missing, refusing, slow (past `timeoutMs`),
  * answering garbage or failing on its side. The fallback is logged. Answers the daemon gives
  * with authority (no such pod, a bad name) are returned as they are, without a second opinion;
@@ -71,7 +71,10 @@ export class DaemonKube extends ObjectReader implements KubeApi {
     return this.fellBack;
   }
 
-  /** Requests that reached the API server directly (thin fallback); the daemon's own are its business. */
+  /**
+   * Requests that reached the API server directly (thin fallback); the daemon's own are its
+   * business.
+   */
   get requestCount(): number {
     return this.directKube?.requestCount ?? 0;
   }
@@ -257,7 +260,8 @@ export class DaemonKube extends ObjectReader implements KubeApi {
     if (!this.directKube)
       throw new CniError(
         Code.ApiFailure,
-        `${what}: the plexus daemon is unavailable (${this.fellBack}) and no Kubernetes config allows a direct request`,
+        `${what}: the plexus daemon is unavailable (${this.fellBack}) and no Kubernetes config ` +
+          `allows a direct request`,
       );
     return direct(this.directKube);
   }

@@ -246,7 +246,9 @@ function daemonSeries(sources: ScrapeSources, registers: Registry[]): void {
   });
   new Gauge({
     name: "plexus_pods_missing_networks",
-    help: "Pods of this node that are Running while their network-status lacks a network their networks annotation asks for.",
+    help:
+      "Pods of this node that are Running while their network-status lacks a network their " +
+      "networks annotation asks for.",
     registers,
     collect() {
       this.set(sources.podsMissingNetworks());

@@ -185,7 +185,8 @@ function handleState(plan: UninstallPlan, log: Logger): void {
   if (records > 0)
     log.warn(
       { dir: plan.cniDir.host, records },
-      "state dir kept: it records pods Plexus attached; deleting such a pod from now on tears down its default network only, so its secondary networks' IP reservations may leak",
+      "state dir kept: it records pods Plexus attached; deleting such a pod from now on tears " +
+        "down its default network only, so its secondary networks' IP reservations may leak",
     );
   else
     log.info(
@@ -251,7 +252,8 @@ export async function runUninstall(plan: UninstallPlan, log: Logger): Promise<nu
     if (isSymlink(plan.credentialsDir.local))
       log.warn(
         { dir: plan.credentialsDir.host },
-        "left in place: the credentials dir is a symbolic link; Plexus removes nothing through one",
+        "left in place: the credentials dir is a symbolic link; Plexus removes nothing through " +
+          "one",
       );
     else {
       for (const file of plan.credentials) await removeWithTemps(file, log);

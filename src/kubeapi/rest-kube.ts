@@ -89,7 +89,10 @@ const DEFAULT_CONFLICT_RETRIES = 5;
 export interface ApiStatus {
   message?: string;
   reason?: string;
-  /** `details.causes`: which field a 422 Invalid is about, what a 504 Timeout was (ResourceVersionTooLarge). */
+  /**
+   * `details.causes`: which field a 422 Invalid is about, what a 504 Timeout was
+   * (ResourceVersionTooLarge).
+   */
   causes?: { reason?: string; field?: string; message?: string }[];
   /**
    * `details.name`, `details.kind` (the resource, e.g. `pods`), `details.group`: which object a
@@ -108,9 +111,8 @@ export class ApiStatusError extends Error {
   readonly bodyStart: string;
   constructor(answer: HttpAnswer) {
     const status = statusOf(answer.body);
-    super(
-      `HTTP ${answer.status}${status.reason ? ` ${status.reason}` : ""}${status.message ? `: ${status.message}` : ""}`,
-    );
+    const reason = status.reason ? ` ${status.reason}` : "";
+    super(`HTTP ${answer.status}${reason}${status.message ? `: ${status.message}` : ""}`);
     this.code = answer.status;
     this.headers = answer.headers;
     this.status = status;
@@ -146,7 +148,9 @@ function namedDetails(details: Record<string, unknown>): NonNullable<ApiStatus["
   return out;
 }
 
-/** The API server's answer behind an error (followed through CniError and RetriesExhausted causes). */
+/**
+ * The API server's answer behind an error (followed through CniError and RetriesExhausted causes).
+ */
 export function apiStatusIn(err: unknown): ApiStatusError | undefined {
   for (let e = err, depth = 0; e && depth < 8; depth++) {
     if (e instanceof ApiStatusError) return e;
@@ -224,7 +228,10 @@ function notServedError(notServed: NotServed): CniError {
   );
 }
 
-/** A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the same name. */
+/**
+ * A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the
+ * same name.
+ */
 function isUidChangeRefused(err: unknown): err is ApiStatusError {
   return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
 }
@@ -289,7 +296,8 @@ function classifyForRetry(err: unknown, now = Date.now(), idempotent = true): Re
       ? { retry: true, afterMs: parseRetryAfter(err.headers["retry-after"], now) }
       : { retry: false };
   }
-  // The watch cache waited for a resourceVersion it has not seen: the caller lists at "" instead (client-go's reflector).
+  // The watch cache waited for a resourceVersion it has not seen: the caller lists at "" instead
+  // (client-go's reflector).
   if (
     err instanceof ApiStatusError &&
     (err.status.causes ?? []).some((c) => c.reason === "ResourceVersionTooLarge")
@@ -395,7 +403,8 @@ export class RestKube extends ObjectReader implements KubeApi {
     if (l.kind !== "ResourceSliceList" || !Array.isArray(l.items))
       throw new CniError(
         Code.Decoding,
-        `list ResourceSlices (${fieldSelector}): the API server answered with kind ${JSON.stringify(l.kind ?? null)} instead of a ResourceSliceList`,
+        `list ResourceSlices (${fieldSelector}): the API server answered with kind ` +
+          `${JSON.stringify(l.kind ?? null)} instead of a ResourceSliceList`,
       );
     // An item without `kind` (as list items come) is taken as a ResourceSlice by the trim.
     return l.items.flatMap((x) => trimResourceSlice(x as Record<string, unknown>) ?? []);
@@ -493,7 +502,9 @@ export class RestKube extends ObjectReader implements KubeApi {
         if (isUidChangeRefused(err)) {
           throw new CniError(
             Code.UnknownContainer,
-            `${what}: the pod was deleted and recreated: the API server refused the runtime's K8S_POD_UID ${pod.uid} as a change of the pod's UID (HTTP 422 Invalid: ${err.status.message ?? "metadata.uid is immutable"})`,
+            `${what}: the pod was deleted and recreated: the API server refused the runtime's ` +
+              `K8S_POD_UID ${pod.uid} as a change of the pod's UID (HTTP 422 Invalid: ` +
+              `${err.status.message ?? "metadata.uid is immutable"})`,
           );
         }
         if (!isApiStatus(err, 409)) throw this.toCniError(err, what);
@@ -503,7 +514,10 @@ export class RestKube extends ObjectReader implements KubeApi {
     }
   }
 
-  /** One 409 on the status write: the UID re-checked, then a backoff, or 104 when out of attempts or time. */
+  /**
+   * One 409 on the status write: the UID re-checked, then a backoff, or 104 when out of attempts or
+   * time.
+   */
   private async afterConflict(conflict: {
     pod: { namespace: string; name: string; uid?: string };
     what: string;
@@ -545,7 +559,8 @@ export class RestKube extends ObjectReader implements KubeApi {
     if (current.metadata.uid && current.metadata.uid !== pod.uid) {
       throw new CniError(
         Code.UnknownContainer,
-        `${what}: UID mismatch: the runtime's K8S_POD_UID is ${pod.uid} but the API has ${current.metadata.uid} (the pod was deleted and recreated)`,
+        `${what}: UID mismatch: the runtime's K8S_POD_UID is ${pod.uid} but the API has ` +
+          `${current.metadata.uid} (the pod was deleted and recreated)`,
       );
     }
   }
@@ -665,7 +680,8 @@ export class RestKube extends ObjectReader implements KubeApi {
             body: options.body,
             signal: ac.signal,
           });
-          // An admission policy's Warn action (a token that names no node, docs/node-scoped-writes.md).
+          // An admission policy's Warn action (a token that names no node,
+          // docs/node-scoped-writes.md).
           const warning = answer.headers.warning;
           if (warning)
             this.opts.log?.warn(
@@ -719,14 +735,16 @@ export class RestKube extends ObjectReader implements KubeApi {
         // B37: the status and where the credentials came from, so the operator knows what to fix.
         return new CniError(
           Code.ApiFailure,
-          `${what}: HTTP ${err.code} ${err.code === 401 ? "Unauthorized" : "Forbidden"} from ${this.source.server} with the credentials of ${this.source.credentials}${detail}`,
+          `${what}: HTTP ${err.code} ${err.code === 401 ? "Unauthorized" : "Forbidden"} from ` +
+            `${this.source.server} with the credentials of ${this.source.credentials}${detail}`,
           undefined,
           { cause: err },
         );
       }
       return new CniError(
         Code.ApiFailure,
-        `${what}: HTTP ${err.code}${s.reason ? ` ${s.reason}` : ""} from ${this.source.server}${detail}`,
+        `${what}: HTTP ${err.code}${s.reason ? ` ${s.reason}` : ""} from ` +
+          `${this.source.server}${detail}`,
         undefined,
         { cause: err },
       );

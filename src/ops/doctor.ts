@@ -91,7 +91,8 @@ async function checkToken(kubeconfig: string, add: Add, now = Date.now()): Promi
     return add(
       "error",
       "kubeconfig",
-      `${kubeconfig} cannot be used: ${messageOf(err)}; the installer (plexus install) writes it, check its log`,
+      `${kubeconfig} cannot be used: ${messageOf(err)}; the installer (plexus install) writes ` +
+        `it, check its log`,
     );
   }
   add("ok", "kubeconfig", `${kubeconfig} is readable`);
@@ -103,13 +104,15 @@ async function checkToken(kubeconfig: string, add: Add, now = Date.now()): Promi
     add(
       "error",
       "token",
-      `${t.from} expired at ${exp.toISOString()}: is plexus install running (it copies the rotated service-account token)?`,
+      `${t.from} expired at ${exp.toISOString()}: is plexus install running (it copies the ` +
+        `rotated service-account token)?`,
     );
   else if (left < 600)
     add(
       "warning",
       "token",
-      `${t.from} expires in ${left} s (${exp.toISOString()}): the installer should replace it soon`,
+      `${t.from} expires in ${left} s (${exp.toISOString()}): the installer should replace it ` +
+        `soon`,
     );
   else add("ok", "token", `${t.from} valid until ${exp.toISOString()}`);
 }
@@ -138,7 +141,8 @@ async function checkDaemon(socket: string, add: Add): Promise<void> {
     return add(
       "warning",
       "daemon",
-      `no socket at ${socket}: plexus daemon is not running on this node; ADDs fall back to the API server (thin mode)`,
+      `no socket at ${socket}: plexus daemon is not running on this node; ADDs fall back to the ` +
+        `API server (thin mode)`,
     );
   try {
     const ready = await socketGet(socket, "/readyz");
@@ -157,13 +161,15 @@ async function checkDaemon(socket: string, add: Add): Promise<void> {
       add(
         "warning",
         "daemon",
-        `${socket}: caches not synced yet (${ready.text.trim()}); ADDs read from the API server meanwhile; see the daemon container's log`,
+        `${socket}: caches not synced yet (${ready.text.trim()}); ADDs read from the API server ` +
+          `meanwhile; see the daemon container's log`,
       );
   } catch (err) {
     add(
       "error",
       "daemon",
-      `${socket} does not answer (${messageOf(err)}): restart the daemon container; ADDs fall back to the API server after a 1 s timeout each`,
+      `${socket} does not answer (${messageOf(err)}): restart the daemon container; ADDs fall ` +
+        `back to the API server after a 1 s timeout each`,
     );
   }
 }
@@ -181,12 +187,15 @@ async function checkApi(ctx: OpsContext, add: Add): Promise<void> {
       return add(
         "ok",
         "kubernetes",
-        "withoutKubernetes: this node runs without Kubernetes; pods get their default network(s) only",
+        "withoutKubernetes: this node runs without Kubernetes; pods get their default " +
+          "network(s) only",
       );
     return add(
       "error",
       "kubernetes",
-      'no kubeconfig, fileClusterDir or in-cluster environment: every ADD of a pod fails (code 7); is plexus install running? (set "withoutKubernetes": true for a node without Kubernetes)',
+      "no kubeconfig, fileClusterDir or in-cluster environment: every ADD of a pod fails (code " +
+        '7); is plexus install running? (set "withoutKubernetes": true for a node without ' +
+        "Kubernetes)",
     );
   }
   if (conf.kubeconfig) await checkToken(conf.kubeconfig, add);
@@ -225,13 +234,17 @@ async function checkRecords(cniDir: string, add: Add): Promise<void> {
     add(
       "warning",
       "records",
-      `${stale.length} of ${list.length} record(s) outlived their network namespace (${stale.map((r) => r.id).join(", ")}): the runtime's DEL keeps failing for them; see plexus records show ID, then plexus records rm ID --teardown`,
+      `${stale.length} of ${list.length} record(s) outlived their network namespace ` +
+        `(${stale.map((r) => r.id).join(", ")}): the runtime's DEL keeps failing for them; see ` +
+        `plexus records show ID, then plexus records rm ID --teardown`,
     );
   if (corrupt.length)
     add(
       "error",
       "records",
-      `${corrupt.length} corrupt record(s) (${corrupt.map((r) => `${r.id}: ${r.why}`).join("; ")}): remove with plexus records rm ID`,
+      `${corrupt.length} corrupt record(s) ` +
+        `(${corrupt.map((r) => `${r.id}: ${r.why}`).join("; ")}): remove with plexus records rm ` +
+        `ID`,
     );
   if (!stale.length && !corrupt.length)
     add("ok", "records", `${list.length} container record(s) in ${store.dir}, none stale`);
@@ -308,7 +321,8 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
       return add(
         "warning",
         "auxiliary chain",
-        `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs (auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
+        `${auxiliaryChainDir(conf)} holds no .conf file: no auxiliary chain runs ` +
+          `(auxiliaryCNIChainName ${conf.auxiliaryCNIChainName})`,
       );
     const dirs = pluginDirs(conf, ctx.cniPath);
     const missing = (await missingPluginBinaries(chain, dirs)).map((e) => e.message).join("; ");
@@ -317,7 +331,8 @@ async function checkAuxiliaryChain(ctx: OpsContext, add: Add): Promise<void> {
     add(
       "ok",
       "auxiliary chain",
-      `${chain.name}: ${chain.plugins.map((p) => p.type).join(" → ")} from ${auxiliaryChainDir(conf)}, after every pod's networks`,
+      `${chain.name}: ${chain.plugins.map((p) => p.type).join(" → ")} from ` +
+        `${auxiliaryChainDir(conf)}, after every pod's networks`,
     );
   } catch (err) {
     add("error", "auxiliary chain", `${messageOf(err)}: every ADD fails`);
@@ -332,7 +347,8 @@ function checkReadiness(conf: OpsContext["conf"], add: Add): void {
     add(
       "error",
       "readiness",
-      `${conf.readinessindicatorfile} is missing: every ADD waits ${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`,
+      `${conf.readinessindicatorfile} is missing: every ADD waits ` +
+        `${conf.readinessTimeoutMs / 1000} s and fails; the primary network is not ready`,
     );
 }
 
@@ -367,7 +383,8 @@ export async function doctor(flags: CommonFlags, env = process.env): Promise<Che
       "log",
       conf.logFile
         ? `the plugin logs to ${conf.logFile} at level ${conf.logLevel ?? "panic"}`
-        : `the plugin logs to the runtime's stderr only, at level ${conf.logLevel ?? "panic"} (set logFile and logLevel to keep a log)`,
+        : `the plugin logs to the runtime's stderr only, at level ` +
+            `${conf.logLevel ?? "panic"} (set logFile and logLevel to keep a log)`,
     );
   } finally {
     await ctx.kube.close();

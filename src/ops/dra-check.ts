@@ -31,7 +31,10 @@ export function checkResourceName(
   if (drivers.size === 0)
     return {
       level: "warning",
-      msg: `resourceName ${resourceName}: no DRA driver on node ${nodeName} publishes a device with ${RESOURCE_NAME_ATTRIBUTE}=${resourceName} in its ResourceSlices; pods need a device plugin of that name (kubelet) or such a driver`,
+      msg:
+        `resourceName ${resourceName}: no DRA driver on node ${nodeName} publishes a device with ` +
+        `${RESOURCE_NAME_ATTRIBUTE}=${resourceName} in its ResourceSlices; pods need a device ` +
+        `plugin of that name (kubelet) or such a driver`,
     };
   const list = [...drivers].map(([d, n]) => `${d} (${n} device(s))`).join(", ");
   return {

@@ -28,7 +28,9 @@ export interface SweepContext {
   pluginDirs: readonly string[];
 }
 
-/** One selected network's problem, with the context ADD would put around it; undefined when fine. */
+/**
+ * One selected network's problem, with the context ADD would put around it; undefined when fine.
+ */
 async function selectionProblem(
   sel: NetworkSelection,
   ref: PodRef,
@@ -41,7 +43,8 @@ async function selectionProblem(
     if (!nad)
       return new CniError(
         Code.InvalidNetworkConfig,
-        `network ${reference} requested in ${NETWORKS_ANNOTATION}: no NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
+        `network ${reference} requested in ${NETWORKS_ANNOTATION}: no ` +
+          `NetworkAttachmentDefinition ${sel.name} exists in namespace ${sel.namespace}`,
       );
     const files = await ctx.source.confDirFiles();
     try {

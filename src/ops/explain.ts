@@ -55,7 +55,10 @@ interface PluginStep {
   /** The binary `type` resolves to; absent when it is missing (see `missing`). */
   binary?: string;
   missing?: string;
-  /** The plugin's config on stdin, as ADD builds it (the first plugin's; later ones also get prevResult). */
+  /**
+   * The plugin's config on stdin, as ADD builds it (the first plugin's; later ones also get
+   * prevResult).
+   */
   stdin: Record<string, unknown>;
   env: Record<string, string>;
 }
@@ -70,7 +73,9 @@ interface AttachmentPlan {
   configName: string;
   cniVersion: string;
   capabilityArgs: Record<string, unknown>;
-  /** M10: the device chosen for a NAD with a resourceName (kubelet's allocation, or the pod's own). */
+  /**
+   * M10: the device chosen for a NAD with a resourceName (kubelet's allocation, or the pod's own).
+   */
   device?: AttachmentDevice;
   /** M10, M19: the resource (device pool) it takes, and who picked it: the NAD or the selection. */
   resource?: { name: string; pickedBy: "nad" | "selection" };
@@ -113,7 +118,10 @@ async function kubeFor(
   return kube ? { kube } : {};
 }
 
-/** Where a NAD attachment's config came from, asked of ADD's resolver again (the plan does not keep it). */
+/**
+ * Where a NAD attachment's config came from, asked of ADD's resolver again (the plan does not keep
+ * it).
+ */
 async function nadSource(
   kube: KubeApi,
   att: Attachment,
@@ -132,15 +140,19 @@ async function nadSource(
   }
 }
 
-/** The ADD the runtime would make for the pod's sandbox (placeholders for what only the sandbox has). */
+/**
+ * The ADD the runtime would make for the pod's sandbox (placeholders for what only the sandbox
+ * has).
+ */
 function addRequest(
   ref: { namespace: string; name: string } | undefined,
   uid: string | undefined,
   ifName: string,
   path: string[],
 ): CniRequest {
+  const uidArg = uid ? `;K8S_POD_UID=${uid}` : "";
   const rawArgs = ref
-    ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uid ? `;K8S_POD_UID=${uid}` : ""}`
+    ? `IgnoreUnknown=1;K8S_POD_NAMESPACE=${ref.namespace};K8S_POD_NAME=${ref.name}${uidArg}`
     : "";
   return {
     command: "ADD",
@@ -153,13 +165,18 @@ function addRequest(
   };
 }
 
-/** ADD waits for the readiness file first (readiness.ts) and fails with code 11 when it never comes. */
+/**
+ * ADD waits for the readiness file first (readiness.ts) and fails with code 11 when it never comes.
+ */
 function readinessError(ctx: OpsContext): { code: number; msg: string } | undefined {
   const file = ctx.conf.readinessindicatorfile;
   if (!file || existsSync(file)) return undefined;
   return {
     code: Code.TryAgainLater,
-    msg: `readiness indicator file ${file} is missing: ADD would wait up to ${Math.round(ctx.conf.readinessTimeoutMs / 1000)} s for it, then fail (the cluster default network is not ready)`,
+    msg:
+      `readiness indicator file ${file} is missing: ADD would wait up to ` +
+      `${Math.round(ctx.conf.readinessTimeoutMs / 1000)} s for it, then fail (the cluster ` +
+      `default network is not ready)`,
   };
 }
 
@@ -210,7 +227,8 @@ async function explainAdd(
   // with withoutKubernetes); --file POD.yaml --nads DIR is a dry run without a cluster.
   if (ref && !kube)
     notes.push(
-      `config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry run`,
+      `config ${ctx.path} gives no Kubernetes access: use --file POD.yaml --nads DIR for a dry ` +
+        `run`,
     );
   const ro = kube ? new ReadOnlyKube(kube) : undefined;
   // The runtime passes the pod's UID (K8S_POD_UID); planForPod reads the pod again, as ADD does.
@@ -375,7 +393,8 @@ function deviceLines(a: AttachmentPlan): string[] {
 export function renderExplanation(explanation: Explanation): string {
   const lines: string[] = [];
   lines.push(
-    `${explanation.pod ? `pod ${explanation.pod}` : "no pod (default networks only)"}; Plexus config ${explanation.config}; plugins looked up in ${explanation.cniPath.join(":")}`,
+    `${explanation.pod ? `pod ${explanation.pod}` : "no pod (default networks only)"}; Plexus ` +
+      `config ${explanation.config}; plugins looked up in ${explanation.cniPath.join(":")}`,
   );
   if (explanation.attachments.length)
     lines.push(`ADD would attach ${explanation.attachments.length} network(s), in this order:`);
@@ -393,18 +412,16 @@ export function renderExplanation(explanation: Explanation): string {
         : `, ${a.source} (the NAD has no spec.config)`
       : "";
     lines.push(
-      `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ${quote(a.configName)}, cniVersion ${a.cniVersion})`,
+      `${a.ifName}  ${a.isDefault ? "default network" : "network"} ${a.network}${from} (name ` +
+        `${quote(a.configName)}, cniVersion ${a.cniVersion})`,
     );
     lines.push(...deviceLines(a));
     if (Object.keys(a.capabilityArgs).length)
       lines.push(`    capability values: ${quote(a.capabilityArgs)}`);
     a.plugins.forEach((p, i) => {
       lines.push(`  plugin ${i + 1}: type ${p.type} → ${p.binary ?? "MISSING"}`);
-      lines.push(
-        `    env: ${Object.entries(p.env)
-          .map(([k, v]) => `${k}=${v}`)
-          .join(" ")}`,
-      );
+      const env = Object.entries(p.env).map(([k, v]) => `${k}=${v}`);
+      lines.push(`    env: ${env.join(" ")}`);
       lines.push(`    stdin${i > 0 ? " (plus prevResult: the previous plugin's result)" : ""}:`);
       lines.push(
         ...JSON.stringify(p.stdin, null, 2)
@@ -421,8 +438,9 @@ export function renderExplanation(explanation: Explanation): string {
   if (explanation.errors.length === 0)
     lines.push("ADD would succeed as far as can be told without running the plugins.");
   else {
+    const n = explanation.errors.length;
     lines.push(
-      `ADD would fail${explanation.errors.length > 1 ? ` (it stops at the first; all ${explanation.errors.length} problems found)` : ""}:`,
+      `ADD would fail${n > 1 ? ` (it stops at the first; all ${n} problems found)` : ""}:`,
     );
     for (const e of explanation.errors) lines.push(`  - code ${e.code}: ${e.msg}`);
   }

@@ -115,7 +115,8 @@ export function checkIpam(ipam: unknown, where: string): IpamCheck {
       const address = isPlainObject(a) ? str(a.address) : undefined;
       if (!address || !parseCidr(address))
         out.errors.push(
-          `${where}: ipam.addresses[${i}].address ${quote(address ?? null)} is not an address/prefix`,
+          `${where}: ipam.addresses[${i}].address ${quote(address ?? null)} is not an ` +
+            `address/prefix`,
         );
     });
   }

@@ -25,7 +25,11 @@ export function readManifest<T extends Pod | Nad>(
     const e = err as NodeJS.ErrnoException;
     throw new CniError(
       Code.InvalidNetworkConfig,
-      `${path}: ${e.code ? `cannot be read (${e.code})` : `is not valid YAML/JSON: ${e.message.split("\n")[0]}`}`,
+      `${path}: ${
+        e.code
+          ? `cannot be read (${e.code})`
+          : `is not valid YAML/JSON: ${e.message.split("\n")[0]}`
+      }`,
     );
   }
   const items = docs.flatMap((d) =>

@@ -70,13 +70,15 @@ export function loadNodeConfig(source: {
     if (!choice.path || !choice.value) {
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `no CNI config in ${dir}: the runtime has no network to run; pass the Plexus config with --config FILE`,
+        `no CNI config in ${dir}: the runtime has no network to run; pass the Plexus config ` +
+          `with --config FILE`,
       );
     }
     if (!choice.isPlexus) {
       throw new CniError(
         Code.InvalidNetworkConfig,
-        `the runtime's config ${choice.path} does not run Plexus (no plugin of type "plexus"); pass the Plexus config with --config FILE`,
+        `the runtime's config ${choice.path} does not run Plexus (no plugin of type "plexus"); ` +
+          `pass the Plexus config with --config FILE`,
       );
     }
     path = choice.path;

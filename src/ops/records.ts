@@ -69,7 +69,10 @@ export interface RecordSummary {
 /** The keys that say how long a pending record is retried (the node's Plexus config). */
 export type RetryKeys = Pick<PlexusConf, "failedDelRetryMs" | "retryDeleteOnError">;
 
-/** The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the directory. */
+/**
+ * The Plexus config, or (with --cni-dir) defaults when none can be read: listing needs only the
+ * directory.
+ */
 function confFor(flags: RecordsFlags): PlexusConf {
   let conf: PlexusConf;
   try {
@@ -87,7 +90,10 @@ function confFor(flags: RecordsFlags): PlexusConf {
 
 const idOf = (path: string) => basename(path).replace(/\.json$/, "");
 
-/** A record whose network namespace is gone: its pod sandbox no longer exists, only DEL's cleanup is left. */
+/**
+ * A record whose network namespace is gone: its pod sandbox no longer exists, only DEL's cleanup is
+ * left.
+ */
 export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKeys): RecordSummary {
   if (read.state === "corrupt")
     return { id: idOf(read.path), path: read.path, state: "corrupt", why: read.reason };
@@ -115,7 +121,9 @@ export function summarise(read: RecordRead, store: RecordStore, retry?: RetryKey
   if (r.delFailedAt) Object.assign(s, pendingSummary(r, retry));
   else if (r.netns && !existsSync(r.netns)) {
     s.state = "stale";
-    s.why = `its network namespace ${r.netns} is gone (the sandbox was removed, but no DEL succeeded)`;
+    s.why =
+      `its network namespace ${r.netns} is gone (the sandbox was removed, but no DEL ` +
+      `succeeded)`;
   }
   return s;
 }
@@ -172,7 +180,8 @@ async function find(
     throw new ProblemError(`no record ${quote(id)} in ${store.dir}; see plexus records list`);
   if (matches.length > 1)
     throw new UsageError(
-      `${matches.length} records match ${quote(id)} (one per interface); give the full ID from plexus records list`,
+      `${matches.length} records match ${quote(id)} (one per interface); give the full ID from ` +
+        `plexus records list`,
     );
   return { read: matches[0]!, summary: summarise(matches[0]!, store, policy) };
 }
@@ -222,7 +231,8 @@ async function tearDownRecord(
     const read = await locked.records.read(found.containerId, found.ifName);
     if (read.state !== "found") return "gone";
     const record = read.record;
-    // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release host-side state.
+    // DEL with CNI_NETNS="" when the namespace is gone (containerd does the same): plugins release
+    // host-side state.
     const netns = record.netns && existsSync(record.netns) ? record.netns : "";
     const req: CniRequest = {
       command: "DEL",
@@ -269,29 +279,33 @@ export async function recordsMain(
     }
     const { read, summary } = await find(store, id!, conf);
     if (action === "show") {
-      out.out(
-        `${JSON.stringify(read.state === "found" ? { ...summary, record: read.record } : summary, null, 2)}\n`,
-      );
+      const shown = read.state === "found" ? { ...summary, record: read.record } : summary;
+      out.out(`${JSON.stringify(shown, null, 2)}\n`);
       return ExitCode.Ok;
     }
     if (flags.teardown && read.state === "found") {
       const errors = await tearDownRecord(read.record, conf, flags);
       if (errors === "gone") {
         out.out(
-          `record ${summary.id} was removed while this waited for the container's lock (a DEL ran)\n`,
+          `record ${summary.id} was removed while this waited for the container's lock (a DEL ` +
+            `ran)\n`,
         );
         return ExitCode.Ok;
       }
       if (errors.length) {
         out.err(
-          `record ${summary.id} kept: tearing its attachments down failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing plugin binary, its config) and run this again, or remove the record without --teardown\n`,
+          `record ${summary.id} kept: tearing its attachments down ` +
+            `failed:\n${errors.map((e) => `  - ${e}`).join("\n")}\nfix the cause (a missing ` +
+            `plugin binary, its config) and run this again, or remove the record without ` +
+            `--teardown\n`,
         );
         return ExitCode.Problem;
       }
       out.out(`tore down ${read.record.attachments.length} attachment(s) of ${summary.id}\n`);
     } else if (read.state === "found") {
       out.err(
-        `removing ${summary.id} without tearing its attachments down: their host interfaces and IP reservations stay (use --teardown to run DEL first)\n`,
+        `removing ${summary.id} without tearing its attachments down: their host interfaces and ` +
+          `IP reservations stay (use --teardown to run DEL first)\n`,
       );
     }
     if (read.state === "found" && !flags.teardown) {

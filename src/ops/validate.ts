@@ -153,7 +153,10 @@ async function checkPlugins(
       else
         findings.push({
           level: "error",
-          msg: `plugin ${plugin.type}: ${binary} does not speak the network's cniVersion ${conf.cniVersion} (it speaks ${versions.join(", ")}); change "cniVersion" or the plugin`,
+          msg:
+            `plugin ${plugin.type}: ${binary} does not speak the network's cniVersion ` +
+            `${conf.cniVersion} (it speaks ${versions.join(", ")}); change "cniVersion" or the ` +
+            `plugin`,
         });
     } catch (err) {
       findings.push({
@@ -222,7 +225,9 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
     for (const w of resolved.warnings) report.findings.push({ level: "warning", msg: w });
     report.findings.push({
       level: "ok",
-      msg: `config parses (from ${resolved.source}): ${conf.plugins.map((p) => p.type).join(" → ")}`,
+      msg:
+        `config parses (from ${resolved.source}): ` +
+        `${conf.plugins.map((p) => p.type).join(" → ")}`,
     });
   } catch (err) {
     report.findings.push({ level: "error", msg: asCniError(err).message });
@@ -237,7 +242,9 @@ async function validateNad(nad: Nad, ctx: OpsContext, scope: Scope): Promise<Nad
         if (b)
           report.findings.push({
             level: "error",
-            msg: `range ${a.text} overlaps ${b.text} of ${other.nad} on the same ${mine.key}: both would hand out the same addresses`,
+            msg:
+              `range ${a.text} overlaps ${b.text} of ${other.nad} on the same ${mine.key}: ` +
+              `both would hand out the same addresses`,
           });
       }
     }
@@ -275,7 +282,10 @@ async function selectNads(
   return [nad ?? { missing: `${ref.namespace}/${ref.name}` }];
 }
 
-/** What every NAD hands out on which bridge or master, each NAD once (a --file NAD replaces the cluster's of that name). */
+/**
+ * What every NAD hands out on which bridge or master, each NAD once (a --file NAD replaces the
+ * cluster's of that name).
+ */
 function allFootprints(nads: readonly Nad[], files: ConfFile[]): Footprint[] {
   const byRef = new Map<string, Nad>();
   for (const n of nads) byRef.set(`${n.metadata.namespace}/${n.metadata.name}`, n);
@@ -297,14 +307,16 @@ export async function validate(
   const notes: string[] = [];
   const note = (what: string) => (err: unknown) =>
     void notes.push(
-      `${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be unchecked`,
+      `${what} failed (${messageOf(err)}): overlaps with other NADs and pods' requests may be ` +
+        `unchecked`,
     );
   for (const r of reportUnknownKeys(ctx.conf.unknownKeys, PLEXUS_KEYS.names, ctx.path))
     notes.push(r.msg);
   const lists = await clusterLists(ctx.conf, env, ctx.log).catch(note("connecting to the cluster"));
   if (lists === undefined && !notes.length)
     notes.push(
-      "no Kubernetes access in the config: overlaps with other NADs and pods' requests not checked",
+      "no Kubernetes access in the config: overlaps with other NADs and pods' requests not " +
+        "checked",
     );
   try {
     const nodeName = flags.nodeName || env.NODE_NAME || hostname();

@@ -136,6 +136,23 @@ export class ReadOnlyKube extends ObjectReader implements KubeApi {
  * A short error text for people: the message, without a stack, on one line; B98: a delegate's or
  * an object's text in it is escaped.
  */
+/**
+ * An ops command's body run the one way they all end: what it prints on success is the body's, a
+ * failure is one line on stderr (`plexus <command>: <message>`) and the status its kind gives.
+ */
+export async function runOps(
+  command: string,
+  out: Output,
+  body: () => Promise<number>,
+): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    out.err(`plexus ${command}: ${messageOf(err)}\n`);
+    return exitCodeOf(err);
+  }
+}
+
 export function messageOf(err: unknown): string {
   return escapeText(err instanceof Error ? err.message : String(err));
 }

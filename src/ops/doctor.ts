@@ -21,13 +21,13 @@ import { auxiliaryChainDir, loadAuxiliaryChain } from "../planning/aux-chain";
 import { FsNetworkSource } from "../planning/network-source";
 import { RecordStore } from "../nodestate/record";
 import {
-  exitCodeOf,
+  type CommonFlags,
   messageOf,
   opsContext,
-  type CommonFlags,
   type OpsContext,
   type Output,
   processOutput,
+  runOps,
   wantsJson,
 } from "./context";
 import { checkRuntimeConfig } from "./conf-dir-check";
@@ -399,14 +399,11 @@ function renderChecks(checks: readonly Check[]): string {
   return `${checks.map(line).join("\n")}\n`;
 }
 
-export async function doctorMain(flags: CommonFlags, out: Output = processOutput): Promise<number> {
-  try {
+export function doctorMain(flags: CommonFlags, out: Output = processOutput): Promise<number> {
+  return runOps("doctor", out, async () => {
     const json = wantsJson(flags.output);
     const checks = await doctor(flags);
     out.out(json ? `${JSON.stringify(checks, null, 2)}\n` : renderChecks(checks));
     return checks.some((c) => c.level === "error") ? ExitCode.Problem : ExitCode.Ok;
-  } catch (err) {
-    out.err(`plexus doctor: ${messageOf(err)}\n`);
-    return exitCodeOf(err);
-  }
+  });
 }

@@ -23,14 +23,13 @@ import { planForPod } from "../planning/pod-plan";
 import type { AttachmentDevice } from "../planning/devices";
 import type { Attachment } from "../nodestate/record";
 import {
-  exitCodeOf,
-  messageOf,
-  opsContext,
   type CommonFlags,
+  opsContext,
   type OpsContext,
   type Output,
   processOutput,
   ReadOnlyKube,
+  runOps,
 } from "./context";
 import { podDevicesLookup } from "../sources/pod-devices-lookup";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
@@ -457,13 +456,9 @@ export async function explainMain(
     out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
     return ExitCode.Usage;
   }
-  let r: Explanation;
-  try {
-    r = await explain(pod, flags);
-  } catch (err) {
-    out.err(`plexus explain: ${messageOf(err)}\n`);
-    return exitCodeOf(err);
-  }
-  out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
-  return r.errors.length ? ExitCode.Problem : ExitCode.Ok;
+  return runOps("explain", out, async () => {
+    const r = await explain(pod, flags);
+    out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
+    return r.errors.length ? ExitCode.Problem : ExitCode.Ok;
+  });
 }

@@ -21,14 +21,7 @@ import { readConfText } from "../install/kept-copies";
 import { loadKubeApi } from "../kubeapi/index";
 import { resolveNadConfig, type ConfFile } from "../npwg/nad";
 import type { Nad } from "../npwg/types";
-import {
-  exitCodeOf,
-  messageOf,
-  type Output,
-  processOutput,
-  UsageError,
-  wantsJson,
-} from "./context";
+import { messageOf, type Output, processOutput, runOps, UsageError, wantsJson } from "./context";
 import { readManifest } from "./manifest-kube";
 import type { Finding } from "./validate";
 
@@ -199,12 +192,12 @@ function render(reports: readonly PreflightReport[], checked: number, note: stri
   return `${[...lines, summary].join("\n")}\n`;
 }
 
-export async function preflightMain(
+export function preflightMain(
   flags: PreflightFlags,
   io: { env?: NodeJS.ProcessEnv; out?: Output } = {},
 ): Promise<number> {
   const out = io.out ?? processOutput;
-  try {
+  return runOps("validate --preflight", out, async () => {
     const json = wantsJson(flags.output);
     const nads = flags.file
       ? readManifest<Nad>(flags.file, "NetworkAttachmentDefinition")
@@ -225,8 +218,5 @@ export async function preflightMain(
         : "";
     out.out(json ? `${JSON.stringify(reports, null, 2)}\n` : render(reports, nads.length, note));
     return reports.some((r) => r.level === "error") ? ExitCode.Problem : ExitCode.Ok;
-  } catch (err) {
-    out.err(`plexus validate --preflight: ${messageOf(err)}\n`);
-    return exitCodeOf(err);
-  }
+  });
 }

@@ -18,14 +18,7 @@ import { missingNetworks } from "../daemon/missing-networks";
 import { loadKubeApi } from "../kubeapi/index";
 import { createLogger } from "../log/logger";
 import type { Pod } from "../npwg/types";
-import {
-  exitCodeOf,
-  messageOf,
-  type Output,
-  processOutput,
-  UsageError,
-  wantsJson,
-} from "./context";
+import { type Output, processOutput, runOps, UsageError, wantsJson } from "./context";
 
 export interface StatusFlags {
   kubeconfig?: string | undefined;
@@ -273,13 +266,13 @@ async function readFleet(
   return fleetStatus(plexusPods, missing);
 }
 
-export async function statusMain(
+export function statusMain(
   flags: StatusFlags,
   io: { env?: Readonly<Record<string, string | undefined>>; out?: Output } = {},
 ): Promise<number> {
   const env = io.env ?? process.env;
   const out = io.out ?? processOutput;
-  try {
+  return runOps("status", out, async () => {
     const json = wantsJson(flags.output);
     const graceMs = graceMsOf(flags.missingNetworksGrace);
     const log = await createLogger(
@@ -320,8 +313,5 @@ export async function statusMain(
     if (!status.nodes.some((r) => r.pod))
       out.err("plexus status: no Plexus pods found (is the namespace or the selector right?)\n");
     return exitOf(status);
-  } catch (err) {
-    out.err(`plexus status: ${messageOf(err)}\n`);
-    return exitCodeOf(err);
-  }
+  });
 }

@@ -25,13 +25,13 @@ import { FsNetworkSource } from "../planning/network-source";
 import { logCompressorPids } from "../log/rotate";
 import { clusterLists, type ClusterLists } from "./cluster-list";
 import {
-  exitCodeOf,
+  type CommonFlags,
   messageOf,
   opsContext,
-  type CommonFlags,
   type OpsContext,
   type Output,
   processOutput,
+  runOps,
 } from "./context";
 import { checkIpam, overlaps, type AddressRange } from "./ipam";
 import { checkResourceName } from "./dra-check";
@@ -405,7 +405,7 @@ export async function validateMain(
     out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
     return ExitCode.Usage;
   }
-  try {
+  return runOps("validate", out, async () => {
     const { reports, notes } = await validate(name, flags);
     out.out(
       flags.output === "json"
@@ -415,8 +415,5 @@ export async function validateMain(
     return reports.some((r) => r.findings.some((x) => x.level === "error"))
       ? ExitCode.Problem
       : ExitCode.Ok;
-  } catch (err) {
-    out.err(`plexus validate: ${messageOf(err)}\n`);
-    return exitCodeOf(err);
-  }
+  });
 }

@@ -195,6 +195,15 @@ function handleState(plan: UninstallPlan, log: Logger): void {
     );
 }
 
+/** The names in the node's CNI config directory; none when it cannot be listed (nothing to do). */
+function configDirNames(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 /**
  * A config the take-over moved aside (Multus's) stays where it is: with Plexus's config gone the
  * runtime runs whatever config sorts first now, so the person uninstalling is told which file to
@@ -202,12 +211,7 @@ function handleState(plan: UninstallPlan, log: Logger): void {
  */
 function warnMovedAside(plan: UninstallPlan, log: Logger): void {
   const dir = dirname(plan.plexusConf.local);
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
+  const names = configDirNames(dir);
   for (const [config, copies] of [...keptCopiesOf(names)].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const states = readKeptCopies(dir, copies);
     const back = restorable(states);
@@ -231,12 +235,8 @@ function warnMovedAside(plan: UninstallPlan, log: Logger): void {
  */
 function removeGuards(plan: UninstallPlan, log: Logger): void {
   const dir = dirname(plan.plexusConf.local);
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
+  const names = configDirNames(dir);
+  if (names.length === 0) return;
   sweepGuardTemps(dir, names);
   for (const name of listGuards(dir, names)) {
     if (removeGuard(dir, name))

@@ -30,6 +30,7 @@ import {
   processOutput,
   ReadOnlyKube,
   runOps,
+  UsageError,
 } from "./context";
 import { podDevicesLookup } from "../sources/pod-devices-lookup";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
@@ -447,16 +448,14 @@ export function renderExplanation(explanation: Explanation): string {
   return `${lines.map(escapeText).join("\n")}\n`;
 }
 
-export async function explainMain(
+export function explainMain(
   pod: string | undefined,
   flags: ExplainFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  if (!pod && !flags.file) {
-    out.err("plexus explain: name a pod (NAMESPACE/NAME) or give --file POD.yaml\n");
-    return ExitCode.Usage;
-  }
   return runOps("explain", out, async () => {
+    if (!pod && !flags.file)
+      throw new UsageError("name a pod (NAMESPACE/NAME) or give --file POD.yaml");
     const r = await explain(pod, flags);
     out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
     return r.errors.length ? ExitCode.Problem : ExitCode.Ok;

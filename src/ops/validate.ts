@@ -32,6 +32,7 @@ import {
   type Output,
   processOutput,
   runOps,
+  UsageError,
 } from "./context";
 import { checkIpam, overlaps, type AddressRange } from "./ipam";
 import { checkResourceName } from "./dra-check";
@@ -396,16 +397,14 @@ function renderFindings(reports: readonly NadReport[], notes: readonly string[])
   return `${lines.map(escapeText).join("\n")}\n`;
 }
 
-export async function validateMain(
+export function validateMain(
   name: string | undefined,
   flags: ValidateFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  if (!name && !flags.file && !flags.all) {
-    out.err("plexus validate: name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all\n");
-    return ExitCode.Usage;
-  }
   return runOps("validate", out, async () => {
+    if (!name && !flags.file && !flags.all)
+      throw new UsageError("name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all");
     const { reports, notes } = await validate(name, flags);
     out.out(
       flags.output === "json"

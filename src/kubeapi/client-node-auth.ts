@@ -1,9 +1,10 @@
 /**
  * Credentials a kubeconfig delegates to a plugin (`exec`, `auth-provider`: cloud IAM, OIDC) come
  * from @kubernetes/client-node's KubeConfig, which runs those plugins and caches their tokens.
- * Imported dynamically (kubeapi/index.ts, the daemon's watches) only for such kubeconfigs and by
- * the daemon: a CNI call with the usual token, token file or client certificate never loads
- * client-node (kubeconfig.ts).
+ * In the executable this module lives in the commands' bundle (esbuild.config.mjs): a CNI call
+ * reaches it through src/cli/commands-link.ts only for such a kubeconfig, the daemon's watches
+ * import it directly; a CNI call with the usual token, token file or client certificate never
+ * loads client-node (kubeconfig.ts).
  */
 import type * as https from "node:https";
 import { dirname } from "node:path";

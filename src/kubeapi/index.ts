@@ -71,7 +71,8 @@ export async function loadKubeApi(
       { kubeconfig: source.path },
       "kubeconfig user runs a credential plugin: loading @kubernetes/client-node",
     );
-    // @kubernetes/client-node is imported dynamically: only such a kubeconfig initialises it.
+    // Imported dynamically (in the executable: from the commands' bundle, cli/commands-link.ts):
+    // only such a kubeconfig loads @kubernetes/client-node.
     source = await (await import("./client-node-auth")).pluginKubeSource(source);
   }
   return new RestKube(source, { ...ctx.client, log: ctx.log });

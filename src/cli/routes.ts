@@ -53,6 +53,12 @@ export const VERBS = {
   },
 } as const satisfies Record<string, Route<unknown> | Answered>;
 
+/** The records subcommands' one module. */
+const RECORDS = {
+  what: "the container records: list, show, rm (--teardown)",
+  load: () => import("../ops/records"),
+} as const;
+
 /**
  * The command as typed (a subcommand after its parent, a flag that runs another module after its
  * command) → its module (cli/commands.ts, ops-commands.ts, uninstall-command.ts load through it).
@@ -102,18 +108,9 @@ export const COMMANDS = {
     what: "one hot-plug reconcile of a running pod (the daemon's --hot-plug runs it)",
     load: () => import("../ops/hotplug"),
   },
-  "records list": {
-    what: "the container records: list, show, rm (--teardown)",
-    load: () => import("../ops/records"),
-  },
-  "records show": {
-    what: "the container records: list, show, rm (--teardown)",
-    load: () => import("../ops/records"),
-  },
-  "records rm": {
-    what: "the container records: list, show, rm (--teardown)",
-    load: () => import("../ops/records"),
-  },
+  "records list": RECORDS,
+  "records show": RECORDS,
+  "records rm": RECORDS,
   "records retry": {
     what: "one housekeeping pass over the records of failed DELs (the daemon's timer runs it)",
     load: () => import("../ops/housekeeping"),

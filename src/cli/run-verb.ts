@@ -1,5 +1,5 @@
 /** Everything after VERSION: parse env and config, build the dependencies, dispatch the verb. */
-import { parseEnv, type CniRequest } from "../cni/env";
+import { type CniRequest, type Command, parseEnv } from "../cni/env";
 import { asCniError } from "../cni/errors";
 import { decodeJson, isPlainObject, MAX_STDIN_BYTES } from "../cni/json";
 import { isSupportedVersion } from "../cni/version";
@@ -57,36 +57,20 @@ export async function runVerb(
   }
 }
 
-/** The verb's own module, loaded for the verb alone through its row in routes.ts. */
-async function dispatch(
-  req: CniRequest,
-  conf: PlexusConf,
-  deps: ReturnType<typeof verbDeps>,
-): Promise<unknown> {
-  switch (req.command) {
-    case "ADD": {
-      const { cmdAdd } = await VERBS.ADD.load();
-      return (await cmdAdd(req, conf, deps)).result;
-    }
-    case "DEL": {
-      const { cmdDel } = await VERBS.DEL.load();
-      return void (await cmdDel(req, conf, deps));
-    }
-    case "CHECK": {
-      const { cmdCheck } = await VERBS.CHECK.load();
-      return void (await cmdCheck(req, conf, deps));
-    }
-    case "STATUS": {
-      const { cmdStatus } = await VERBS.STATUS.load();
-      return void (await cmdStatus(req, conf, deps));
-    }
-    case "GC": {
-      const { cmdGc } = await VERBS.GC.load();
-      return void (await cmdGc(req, conf, deps));
-    }
-    default:
-      return undefined;
-  }
+type VerbArgs = [req: CniRequest, conf: PlexusConf, deps: ReturnType<typeof verbDeps>];
+
+/** Each verb's own module, loaded for the verb alone through its row in routes.ts. */
+const RUN: { [C in Command]?: (...a: VerbArgs) => Promise<unknown> } = {
+  ADD: async (...a) => (await (await VERBS.ADD.load()).cmdAdd(...a)).result,
+  DEL: async (...a) => void (await (await VERBS.DEL.load()).cmdDel(...a)),
+  CHECK: async (...a) => void (await (await VERBS.CHECK.load()).cmdCheck(...a)),
+  STATUS: async (...a) => void (await (await VERBS.STATUS.load()).cmdStatus(...a)),
+  GC: async (...a) => void (await (await VERBS.GC.load()).cmdGc(...a)),
+};
+
+async function dispatch(...a: VerbArgs): Promise<unknown> {
+  const run = RUN[a[0].command];
+  return run ? await run(...a) : undefined;
 }
 
 /**

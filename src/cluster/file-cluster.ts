@@ -29,16 +29,9 @@ import {
   trimResourceClaim,
   trimResourceSlice,
 } from "./dra-objects";
-import { eventForPeople, type KubeApi, type PodEvent } from "./kube-api";
-import {
-  isDns1123Subdomain,
-  ObjectReader,
-  type ReadAnswer,
-  type ReadKind,
-  type ReadRef,
-  type ReadRow,
-  READS,
-} from "./reads";
+import { eventForPeople, type KubeApi, type PodEvent, type PodWrite } from "./kube-api";
+import type { ReadAnswer, ReadKind, ReadRef, ReadRow } from "./reads";
+import { isDns1123Subdomain, ObjectReader, READS } from "./reads";
 
 const STATUS_DIR = "status";
 const MANIFEST = /\.(ya?ml|json)$/;
@@ -90,10 +83,7 @@ export class FileCluster extends ObjectReader implements KubeApi {
     throw new CniError(Code.UnknownContainer, missing);
   }
 
-  async setNetworkStatus(
-    pod: { namespace: string; name: string; uid?: string },
-    statusJson: string,
-  ): Promise<void> {
+  async setNetworkStatus(pod: PodWrite, statusJson: string): Promise<void> {
     this.requestCount++;
     const doc = {
       apiVersion: "v1",
@@ -112,10 +102,7 @@ export class FileCluster extends ObjectReader implements KubeApi {
     );
   }
 
-  async recordEvent(
-    pod: { namespace: string; name: string; uid?: string },
-    event: PodEvent,
-  ): Promise<void> {
+  async recordEvent(pod: PodWrite, event: PodEvent): Promise<void> {
     this.requestCount++;
     const dir = join(this.dir, STATUS_DIR);
     await mkdir(dir, { recursive: true });

@@ -33,6 +33,13 @@ export function eventForPeople(event: PodEvent): PodEvent {
   return { ...event, reason: escapeText(event.reason), message: escapeText(event.message) };
 }
 
+/** The pod a write is for: `uid`, when given, must still match (M8). */
+export interface PodWrite {
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
 export interface KubeApi {
   /**
    * Throws CniError: code 3 when the pod does not exist (B38), 104 for API failures (B34–B41).
@@ -45,15 +52,9 @@ export interface KubeApi {
    * Writes the network-status annotation on the pod's status subresource with a merge patch,
    * retrying on conflict (B42). `uid`, when given, must still match (M8).
    */
-  setNetworkStatus(
-    pod: { namespace: string; name: string; uid?: string },
-    statusJson: string,
-  ): Promise<void>;
+  setNetworkStatus(pod: PodWrite, statusJson: string): Promise<void>;
   /** Best effort: failures are logged, never fail the ADD (M9). */
-  recordEvent(
-    pod: { namespace: string; name: string; uid?: string },
-    event: PodEvent,
-  ): Promise<void>;
+  recordEvent(pod: PodWrite, event: PodEvent): Promise<void>;
   /**
    * M10, DRA: a ResourceClaim of the pod's namespace (`undefined` when it does not exist). Asked
    * only for a pod with claims whose NADs carry a resourceName (dra/claim-devices.ts); `forPod`,

@@ -12,22 +12,15 @@
 import { existsSync } from "node:fs";
 import { CniError, Code, passedOnCode } from "../cni/errors";
 import { type ApiTransport, socketTransport } from "../kubeapi/http-transport";
-import type { KubeApi, PodEvent } from "../cluster/kube-api";
+import type { KubeApi, PodEvent, PodWrite } from "../cluster/kube-api";
 import {
   type ClaimDeviceStatus,
   type ClaimStatusOutcome,
   type ResourceSlice,
   trimResourceSlice,
 } from "../cluster/dra-objects";
-import {
-  ObjectReader,
-  type ReadAnswer,
-  type ReadKind,
-  type ReadRef,
-  type ReadRow,
-  READS,
-  readThrough,
-} from "../cluster/reads";
+import type { ReadAnswer, ReadKind, ReadRef, ReadRow } from "../cluster/reads";
+import { ObjectReader, READS, readThrough } from "../cluster/reads";
 import type { Logger } from "../log/logger";
 import type { Pod } from "../npwg/types";
 import { AUTHORITATIVE_CODES, DAEMON_API, DAEMON_READS } from "./protocol";
@@ -138,10 +131,7 @@ export class DaemonKube extends ObjectReader implements KubeApi {
     );
   }
 
-  setNetworkStatus(
-    pod: { namespace: string; name: string; uid?: string },
-    statusJson: string,
-  ): Promise<void> {
+  setNetworkStatus(pod: PodWrite, statusJson: string): Promise<void> {
     return this.via(
       "write network-status",
       async () => {
@@ -163,10 +153,7 @@ export class DaemonKube extends ObjectReader implements KubeApi {
    * served without the runtime's K8S_POD_UID: the API server's message would blame the runtime's
    * UID, but that UID was the daemon's copy, and it is that pod which was replaced.
    */
-  private replacedPodError(
-    err: unknown,
-    pod: { namespace: string; name: string; uid?: string },
-  ): unknown {
+  private replacedPodError(err: unknown, pod: PodWrite): unknown {
     const served = this.unchecked.get(`${pod.namespace}/${pod.name}`);
     if (!(err instanceof CniError) || err.code !== Code.UnknownContainer) return err;
     if (!served || served.uid !== pod.uid) return err;
@@ -182,10 +169,7 @@ export class DaemonKube extends ObjectReader implements KubeApi {
     );
   }
 
-  recordEvent(
-    pod: { namespace: string; name: string; uid?: string },
-    event: PodEvent,
-  ): Promise<void> {
+  recordEvent(pod: PodWrite, event: PodEvent): Promise<void> {
     return this.via(
       "record event",
       async () => {

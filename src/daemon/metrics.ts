@@ -4,7 +4,15 @@
  * with the watch caches), never in a CNI call. The series names are the ones the daemon
  * has always exposed; values the watch caches keep are read at scrape time.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import {
+  collectDefaultMetrics,
+  Counter,
+  type CounterConfiguration,
+  Gauge,
+  Histogram,
+  type HistogramConfiguration,
+  Registry,
+} from "prom-client";
 import { Code } from "../cni/errors";
 import { COMMIT, VERSION } from "../config/build-info";
 import { CONFIG_STATES, type ConfigState } from "../install/config-state";
@@ -41,72 +49,86 @@ const KNOWN_CODES: ReadonlySet<number> = new Set(Object.values(Code));
 
 type Kinds = "restarts" | "lists" | "errors";
 
-export class DaemonMetrics {
-  readonly registry = new Registry();
-  private readonly cacheLookups = new Counter({
+/** The series the daemon counts itself, by field; those read at each scrape are below the class. */
+const SERIES = {
+  cacheLookups: {
     name: "plexus_daemon_cache_total",
     help: "Pod, NAD and ResourceClaim lookups by cache result (hit, miss, stale).",
     labelNames: ["kind", "result"],
-    registers: [this.registry],
-  });
-  private readonly requests = new Counter({
+  },
+  requests: {
     name: "plexus_daemon_requests_total",
     help: "Requests answered, by route and HTTP status.",
     labelNames: ["route", "code"],
-    registers: [this.registry],
-  });
-  private readonly apiErrors = new Counter({
+  },
+  apiErrors: {
     name: "plexus_daemon_api_errors_total",
     help: "Requests that failed on the API server, by route.",
     labelNames: ["route"],
-    registers: [this.registry],
-  });
-  private readonly durations = new Histogram({
+  },
+  durations: {
     name: "plexus_daemon_request_duration_seconds",
     help: "Time to answer a request, by route.",
     labelNames: ["route"],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-    registers: [this.registry],
-  });
-
-  private readonly hotplugChanges = new Counter({
+  },
+  hotplugChanges: {
     name: "plexus_hotplug_changes_total",
     help: "Hot-plug's attaches and detaches of running pods' networks, and its failed reconciles.",
     labelNames: ["change"],
-    registers: [this.registry],
-  });
-  private readonly events = new Counter({
+  },
+  events: {
     name: "plexus_daemon_events_total",
     help:
       "Events the node's CNI calls and housekeeping sent through the daemon, by type and reason " +
       "(TeardownAbandoned: a failed DEL's record given up).",
     labelNames: ["type", "reason"],
-    registers: [this.registry],
-  });
-  private readonly eventReasons = new Set<string>();
-  private readonly hotplugDurations = new Histogram({
+  },
+  hotplugDurations: {
     name: "plexus_hotplug_reconcile_duration_seconds",
     help: "Time of one hot-plug reconcile, from the annotation change seen to its end.",
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
-  });
-
-  private readonly delegateRuns = new Counter({
+  },
+  delegateRuns: {
     name: "plexus_delegate_executions_total",
     help:
       "Delegate plugin runs of the node's CNI calls and the daemon's passes, by plugin type, " +
       'verb and result ("success", or the CNI error code the run failed with).',
     labelNames: ["plugin_type", "verb", "result"],
-    registers: [this.registry],
-  });
-  private readonly delegateDurations = new Histogram({
+  },
+  delegateDurations: {
     name: "plexus_delegate_duration_seconds",
     help: "Time of one delegate plugin run, by plugin type and verb.",
     labelNames: ["plugin_type", "verb"],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
-  });
+  },
+} as const;
+
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  private readonly cacheLookups = this.counter(SERIES.cacheLookups);
+  private readonly requests = this.counter(SERIES.requests);
+  private readonly apiErrors = this.counter(SERIES.apiErrors);
+  private readonly durations = this.histogram(SERIES.durations);
+
+  private readonly hotplugChanges = this.counter(SERIES.hotplugChanges);
+  private readonly events = this.counter(SERIES.events);
+  private readonly eventReasons = new Set<string>();
+  private readonly hotplugDurations = this.histogram(SERIES.hotplugDurations);
+
+  private readonly delegateRuns = this.counter(SERIES.delegateRuns);
+  private readonly delegateDurations = this.histogram(SERIES.delegateDurations);
   private readonly pluginTypes = new Set<string>();
+
+  private counter<T extends string>(c: CounterConfiguration<T>): Counter<T> {
+    return new Counter({ ...c, registers: [this.registry] });
+  }
+
+  private histogram<T extends string>(
+    c: Omit<HistogramConfiguration<T>, "buckets"> & { buckets: readonly number[] },
+  ): Histogram<T> {
+    return new Histogram({ ...c, buckets: [...c.buckets], registers: [this.registry] });
+  }
 
   constructor(sources: ScrapeSources, options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];

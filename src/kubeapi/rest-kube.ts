@@ -33,18 +33,9 @@ import {
   trimResourceSlice,
 } from "../cluster/dra-objects";
 import { NAD_GROUP, NAD_PLURAL } from "../cluster/objects";
-import {
-  type ApiResource,
-  ObjectReader,
-  type ReadAnswer,
-  type ReadKind,
-  type ReadRef,
-  type ReadRow,
-  READS,
-  validateReadRef,
-  validateSubdomain,
-} from "../cluster/reads";
-import { eventForPeople, type KubeApi, type PodEvent } from "../cluster/kube-api";
+import type { ApiResource, ReadAnswer, ReadKind, ReadRef, ReadRow } from "../cluster/reads";
+import { ObjectReader, READS, validateReadRef, validateSubdomain } from "../cluster/reads";
+import { eventForPeople, type KubeApi, type PodEvent, type PodWrite } from "../cluster/kube-api";
 import type { KubeSource } from "./kubeconfig";
 import {
   backoffMs,
@@ -232,6 +223,12 @@ function notServedError(notServed: NotServed): CniError {
  * A 422 Invalid about `metadata.uid`: a patch carrying the old UID met a pod recreated under the
  * same name.
  */
+/** B20: the names of the pod a write is for, checked before any request. */
+function validatePodWrite(pod: PodWrite): void {
+  validateDns1123Label(pod.namespace, "pod namespace");
+  validateSubdomain(pod.name, "pod name");
+}
+
 function isUidChangeRefused(err: unknown): err is ApiStatusError {
   return isApiStatus(err, 422) && (err.status.causes ?? []).some((c) => c.field === "metadata.uid");
 }
@@ -471,12 +468,8 @@ export class RestKube extends ObjectReader implements KubeApi {
    * costs nothing, while reporting success would leave a status-less attachment behind if the
    * "deleted" pod was in fact a stale cache or a recreated one.
    */
-  async setNetworkStatus(
-    pod: { namespace: string; name: string; uid?: string },
-    statusJson: string,
-  ): Promise<void> {
-    validateDns1123Label(pod.namespace, "pod namespace");
-    validateSubdomain(pod.name, "pod name");
+  async setNetworkStatus(pod: PodWrite, statusJson: string): Promise<void> {
+    validatePodWrite(pod);
     const what = `write network-status of pod ${pod.namespace}/${pod.name}`;
     const body = JSON.stringify({
       metadata: {
@@ -519,7 +512,7 @@ export class RestKube extends ObjectReader implements KubeApi {
    * time.
    */
   private async afterConflict(conflict: {
-    pod: { namespace: string; name: string; uid?: string };
+    pod: PodWrite;
     what: string;
     conflicts: number;
     err: ApiStatusError;
@@ -570,12 +563,8 @@ export class RestKube extends ObjectReader implements KubeApi {
    * idempotent: a second attempt after a 5xx, a reset or a timeout could record the event twice,
    * so it follows only a refused connection or a 429 (see {@link classifyForRetry}).
    */
-  async recordEvent(
-    pod: { namespace: string; name: string; uid?: string },
-    raw: PodEvent,
-  ): Promise<void> {
-    validateDns1123Label(pod.namespace, "pod namespace");
-    validateSubdomain(pod.name, "pod name");
+  async recordEvent(pod: PodWrite, raw: PodEvent): Promise<void> {
+    validatePodWrite(pod);
     const event = eventForPeople(raw);
     const now = new Date().toISOString();
     const host = hostname();

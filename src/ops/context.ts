@@ -153,6 +153,17 @@ export async function runOps(
   }
 }
 
+/** runOps for a command that needs something named: the usage line when it is asked about none. */
+export function runAsked(
+  r: { command: string; out: Output; asked: unknown; usage: string },
+  body: () => Promise<number>,
+): Promise<number> {
+  return runOps(r.command, r.out, async () => {
+    if (!r.asked) throw new UsageError(r.usage);
+    return body();
+  });
+}
+
 export function messageOf(err: unknown): string {
   return escapeText(err instanceof Error ? err.message : String(err));
 }

@@ -20,16 +20,8 @@ import { resolveDefaultNetworks } from "../npwg/default-network";
 import { auxiliaryChainDir, loadAuxiliaryChain } from "../planning/aux-chain";
 import { FsNetworkSource } from "../planning/network-source";
 import { RecordStore } from "../nodestate/record";
-import {
-  type CommonFlags,
-  messageOf,
-  opsContext,
-  type OpsContext,
-  type Output,
-  processOutput,
-  runOps,
-  wantsJson,
-} from "./context";
+import type { CommonFlags, OpsContext, Output } from "./context";
+import { messageOf, opsContext, processOutput, runOps, wantsJson } from "./context";
 import { checkRuntimeConfig } from "./conf-dir-check";
 import { doctorMultus } from "./multus-leftovers";
 import { checkNodeScope } from "./node-scope-check";

@@ -29,8 +29,7 @@ import {
   type Output,
   processOutput,
   ReadOnlyKube,
-  runOps,
-  UsageError,
+  runAsked,
 } from "./context";
 import { podDevicesLookup } from "../sources/pod-devices-lookup";
 import { PLEXUS_KEYS } from "../config/plugin-conf";
@@ -453,9 +452,9 @@ export function explainMain(
   flags: ExplainFlags,
   out: Output = processOutput,
 ): Promise<number> {
-  return runOps("explain", out, async () => {
-    if (!pod && !flags.file)
-      throw new UsageError("name a pod (NAMESPACE/NAME) or give --file POD.yaml");
+  const asked = pod || flags.file;
+  const usage = "name a pod (NAMESPACE/NAME) or give --file POD.yaml";
+  return runAsked({ command: "explain", out, asked, usage }, async () => {
     const r = await explain(pod, flags);
     out.out(flags.output === "json" ? `${JSON.stringify(r, null, 2)}\n` : renderExplanation(r));
     return r.errors.length ? ExitCode.Problem : ExitCode.Ok;

@@ -24,16 +24,8 @@ import { NETWORKS_ANNOTATION, type Nad, type Pod } from "../npwg/types";
 import { FsNetworkSource } from "../planning/network-source";
 import { logCompressorPids } from "../log/rotate";
 import { clusterLists, type ClusterLists } from "./cluster-list";
-import {
-  type CommonFlags,
-  messageOf,
-  opsContext,
-  type OpsContext,
-  type Output,
-  processOutput,
-  runOps,
-  UsageError,
-} from "./context";
+import type { CommonFlags, OpsContext, Output } from "./context";
+import { messageOf, opsContext, processOutput, runAsked } from "./context";
 import { checkIpam, overlaps, type AddressRange } from "./ipam";
 import { checkResourceName } from "./dra-check";
 import { hostLinkProblems } from "./host-links";
@@ -380,6 +372,26 @@ async function listCluster(
   return { listed, pods, slices };
 }
 
+export function validateMain(
+  name: string | undefined,
+  flags: ValidateFlags,
+  out: Output = processOutput,
+): Promise<number> {
+  const asked = name || flags.file || flags.all;
+  const usage = "name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all";
+  return runAsked({ command: "validate", out, asked, usage }, async () => {
+    const { reports, notes } = await validate(name, flags);
+    out.out(
+      flags.output === "json"
+        ? `${JSON.stringify({ reports, notes }, null, 2)}\n`
+        : renderFindings(reports, notes),
+    );
+    return reports.some((r) => r.findings.some((x) => x.level === "error"))
+      ? ExitCode.Problem
+      : ExitCode.Ok;
+  });
+}
+
 function renderFindings(reports: readonly NadReport[], notes: readonly string[]): string {
   const lines: string[] = [];
   for (const r of reports) {
@@ -395,24 +407,4 @@ function renderFindings(reports: readonly NadReport[], notes: readonly string[])
   for (const n of notes) lines.push(`note: ${n}`);
   // B98: each entry is one line; a NAD's type or a plugin's answer in it is escaped to that line.
   return `${lines.map(escapeText).join("\n")}\n`;
-}
-
-export function validateMain(
-  name: string | undefined,
-  flags: ValidateFlags,
-  out: Output = processOutput,
-): Promise<number> {
-  return runOps("validate", out, async () => {
-    if (!name && !flags.file && !flags.all)
-      throw new UsageError("name a NAD (NAMESPACE/NAME), or give --file NAD.yaml or --all");
-    const { reports, notes } = await validate(name, flags);
-    out.out(
-      flags.output === "json"
-        ? `${JSON.stringify({ reports, notes }, null, 2)}\n`
-        : renderFindings(reports, notes),
-    );
-    return reports.some((r) => r.findings.some((x) => x.level === "error"))
-      ? ExitCode.Problem
-      : ExitCode.Ok;
-  });
 }
